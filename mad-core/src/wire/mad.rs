@@ -1,0 +1,307 @@
+//! The common MAD header (24 bytes) as a zero-copy view ([`Mad`]) and as a
+//! `Repr` ([`MadHeader`]).
+
+use super::{AttributeId, Error, MadStatus, Method, MgmtClass, MAD_HEADER_LEN};
+
+crate::wire_struct! {
+    /// Common MAD header (MAD.md §2). Field labels are libibmad's.
+    pub struct MadHeader ("MadHeader", 24) {
+        /// Base version (1 for IB).
+        base_version: uint u8 [0, 8] => "BaseVers",
+        /// Management class.
+        mgmt_class: uint MgmtClass [8, 8] => "MgmtClass",
+        /// Class version.
+        class_version: uint u8 [16, 8] => "ClassVers",
+        /// Response bit (0x80 of byte 3).
+        response: uint bool [24, 1] => "IsResponse",
+        /// Method, without the response bit.
+        method: uint Method [25, 7] => "Method",
+        /// Status. For DR SMPs bit 15 is the D bit.
+        status: uint MadStatus [32, 16] => "Status",
+        /// Class-specific word (DR SMP: hop pointer and hop count).
+        class_specific: uint u16 [48, 16] => "ClassSpecific",
+        /// Transaction ID.
+        tid: uint u64 [64, 64] => "TID",
+        /// Attribute ID.
+        attr_id: uint AttributeId [128, 16] => "AttrId",
+        /// Reserved.
+        reserved: uint u16 [144, 16] => _,
+        /// Attribute modifier.
+        attr_mod: uint u32 [160, 32] => "AttrMod",
+    }
+}
+
+impl MadHeader {
+    /// True when the kernel would route this MAD as a response (by TID):
+    /// R bit set, TrapRepress, or a BM MAD with attribute-modifier bit 0.
+    #[must_use]
+    pub fn is_response(&self) -> bool {
+        self.response
+            || self.method == Method::TRAP_REPRESS
+            || (self.mgmt_class == MgmtClass::BM && self.attr_mod & 1 != 0)
+    }
+}
+
+/// A zero-copy view of a MAD buffer (at least the 24-byte common header).
+///
+/// The buffer may be longer than 256 bytes (a reassembled RMPP message).
+#[derive(Debug, Clone, Copy)]
+pub struct Mad<T> {
+    buf: T,
+}
+
+mod field {
+    pub const BASE_VERSION: usize = 0;
+    pub const MGMT_CLASS: usize = 1;
+    pub const CLASS_VERSION: usize = 2;
+    pub const METHOD: usize = 3;
+    pub const STATUS: usize = 4;
+    pub const CLASS_SPECIFIC: usize = 6;
+    pub const TID: usize = 8;
+    pub const ATTR_ID: usize = 16;
+    pub const ATTR_MOD: usize = 20;
+}
+
+impl<T: AsRef<[u8]>> Mad<T> {
+    /// Wraps `buf` without checking its length. Accessors then read
+    /// missing bytes as zero; prefer [`Mad::new_checked`].
+    pub fn new_unchecked(buf: T) -> Self {
+        Self { buf }
+    }
+
+    /// Wraps `buf`, checking that it holds the common header.
+    ///
+    /// # Errors
+    /// [`Error::Truncated`] if `buf` is shorter than 24 bytes.
+    pub fn new_checked(buf: T) -> Result<Self, Error> {
+        let got = buf.as_ref().len();
+        if got < MAD_HEADER_LEN {
+            return Err(Error::Truncated {
+                what: "MadHeader",
+                need: MAD_HEADER_LEN,
+                got,
+            });
+        }
+        Ok(Self { buf })
+    }
+
+    /// The wrapped buffer.
+    pub fn into_inner(self) -> T {
+        self.buf
+    }
+
+    /// The whole buffer.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+
+    #[inline(always)]
+    fn byte(&self, i: usize) -> u8 {
+        self.buf.as_ref().get(i).copied().unwrap_or(0)
+    }
+
+    #[inline(always)]
+    fn be16(&self, i: usize) -> u16 {
+        u16::from_be_bytes([self.byte(i), self.byte(i + 1)])
+    }
+
+    #[inline(always)]
+    fn be32(&self, i: usize) -> u32 {
+        match self.buf.as_ref().get(i..i + 4) {
+            Some(s) => u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
+            None => 0,
+        }
+    }
+
+    /// Base version.
+    #[inline]
+    pub fn base_version(&self) -> u8 {
+        self.byte(field::BASE_VERSION)
+    }
+    /// Management class.
+    #[inline]
+    pub fn mgmt_class(&self) -> MgmtClass {
+        MgmtClass(self.byte(field::MGMT_CLASS))
+    }
+    /// Class version.
+    #[inline]
+    pub fn class_version(&self) -> u8 {
+        self.byte(field::CLASS_VERSION)
+    }
+    /// Method without the response bit.
+    #[inline]
+    pub fn method(&self) -> Method {
+        Method(self.byte(field::METHOD) & 0x7F)
+    }
+    /// Byte 3 as sent: method with the response bit.
+    #[inline]
+    pub fn raw_method(&self) -> u8 {
+        self.byte(field::METHOD)
+    }
+    /// The response bit.
+    #[inline]
+    pub fn response_bit(&self) -> bool {
+        self.byte(field::METHOD) & 0x80 != 0
+    }
+    /// Routed as a response (see [`MadHeader::is_response`]).
+    #[inline]
+    pub fn is_response(&self) -> bool {
+        self.response_bit()
+            || self.method() == Method::TRAP_REPRESS
+            || (self.mgmt_class() == MgmtClass::BM && self.attr_mod() & 1 != 0)
+    }
+    /// Status word.
+    #[inline]
+    pub fn status(&self) -> MadStatus {
+        MadStatus(self.be16(field::STATUS))
+    }
+    /// Class-specific word.
+    #[inline]
+    pub fn class_specific(&self) -> u16 {
+        self.be16(field::CLASS_SPECIFIC)
+    }
+    /// Transaction ID.
+    #[inline]
+    pub fn tid(&self) -> u64 {
+        match self.buf.as_ref().get(field::TID..field::TID + 8) {
+            Some(s) => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(s);
+                u64::from_be_bytes(a)
+            }
+            None => 0,
+        }
+    }
+    /// Attribute ID.
+    #[inline]
+    pub fn attr_id(&self) -> AttributeId {
+        AttributeId(self.be16(field::ATTR_ID))
+    }
+    /// Attribute modifier.
+    #[inline]
+    pub fn attr_mod(&self) -> u32 {
+        self.be32(field::ATTR_MOD)
+    }
+    /// Everything after the common header.
+    pub fn payload(&self) -> &[u8] {
+        self.buf.as_ref().get(MAD_HEADER_LEN..).unwrap_or(&[])
+    }
+    /// The header as a `Repr`.
+    ///
+    /// # Errors
+    /// Only if the view was built unchecked over a short buffer.
+    pub fn header(&self) -> Result<MadHeader, Error> {
+        <MadHeader as super::Repr>::parse(self.buf.as_ref())
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Mad<T> {
+    #[inline(always)]
+    fn put(&mut self, i: usize, bytes: &[u8]) {
+        if let Some(d) = self.buf.as_mut().get_mut(i..i + bytes.len()) {
+            d.copy_from_slice(bytes);
+        }
+    }
+    /// Sets the base version.
+    pub fn set_base_version(&mut self, v: u8) {
+        self.put(field::BASE_VERSION, &[v]);
+    }
+    /// Sets the management class.
+    pub fn set_mgmt_class(&mut self, v: MgmtClass) {
+        self.put(field::MGMT_CLASS, &[v.0]);
+    }
+    /// Sets the class version.
+    pub fn set_class_version(&mut self, v: u8) {
+        self.put(field::CLASS_VERSION, &[v]);
+    }
+    /// Sets method and response bit.
+    pub fn set_method(&mut self, m: Method, response: bool) {
+        self.put(field::METHOD, &[(m.0 & 0x7F) | if response { 0x80 } else { 0 }]);
+    }
+    /// Sets the status word.
+    pub fn set_status(&mut self, s: MadStatus) {
+        self.put(field::STATUS, &s.0.to_be_bytes());
+    }
+    /// Sets the class-specific word.
+    pub fn set_class_specific(&mut self, v: u16) {
+        self.put(field::CLASS_SPECIFIC, &v.to_be_bytes());
+    }
+    /// Sets the TID.
+    pub fn set_tid(&mut self, v: u64) {
+        self.put(field::TID, &v.to_be_bytes());
+    }
+    /// Sets the attribute ID.
+    pub fn set_attr_id(&mut self, v: AttributeId) {
+        self.put(field::ATTR_ID, &v.0.to_be_bytes());
+    }
+    /// Sets the attribute modifier.
+    pub fn set_attr_mod(&mut self, v: u32) {
+        self.put(field::ATTR_MOD, &v.to_be_bytes());
+    }
+    /// Everything after the common header, mutable.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        self.buf.as_mut().get_mut(MAD_HEADER_LEN..).unwrap_or(&mut [])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Repr;
+
+    crate::repr_roundtrip_tests!(MadHeader);
+
+    #[test]
+    fn view_and_repr_agree() {
+        let mut buf = [0u8; 256];
+        for (i, b) in buf.iter_mut().enumerate().take(24) {
+            *b = (i as u8).wrapping_mul(37).wrapping_add(5);
+        }
+        let m = Mad::new_checked(&buf[..]).unwrap();
+        let h = MadHeader::parse(&buf).unwrap();
+        assert_eq!(m.mgmt_class(), h.mgmt_class);
+        assert_eq!(m.method(), h.method);
+        assert_eq!(m.response_bit(), h.response);
+        assert_eq!(m.status(), h.status);
+        assert_eq!(m.tid(), h.tid);
+        assert_eq!(m.attr_id(), h.attr_id);
+        assert_eq!(m.attr_mod(), h.attr_mod);
+        assert_eq!(m.class_specific(), h.class_specific);
+        let mut out = [0u8; 24];
+        h.emit(&mut out).unwrap();
+        assert_eq!(&out[..], &buf[..24]);
+    }
+
+    #[test]
+    fn setters_write_what_getters_read() {
+        let mut m = Mad::new_checked([0u8; 256]).unwrap();
+        m.set_mgmt_class(MgmtClass::SUBN_ADM);
+        m.set_method(Method::GET_TABLE, true);
+        m.set_tid(0xdead_beef_0000_0001);
+        m.set_attr_id(AttributeId::SA_PATH_RECORD);
+        m.set_attr_mod(7);
+        m.set_status(MadStatus::SA_NO_RECORDS);
+        assert_eq!(m.raw_method(), 0x92);
+        assert!(m.is_response());
+        assert_eq!(m.tid(), 0xdead_beef_0000_0001);
+        assert_eq!(m.attr_mod(), 7);
+        assert_eq!(m.status(), MadStatus::SA_NO_RECORDS);
+    }
+
+    #[test]
+    fn short_buffers_are_errors() {
+        assert!(matches!(
+            Mad::new_checked(&[0u8; 23][..]),
+            Err(Error::Truncated { need: 24, got: 23, .. })
+        ));
+        assert!(MadHeader::parse(&[0u8; 10]).is_err());
+    }
+
+    #[test]
+    fn trap_repress_and_bm_odd_modifier_are_responses() {
+        let h = MadHeader { method: Method::TRAP_REPRESS, ..Default::default() };
+        assert!(h.is_response());
+        let h = MadHeader { mgmt_class: MgmtClass::BM, attr_mod: 1, ..Default::default() };
+        assert!(h.is_response());
+    }
+}
