@@ -19,7 +19,9 @@
 //! assert!(mad.is_response());
 //! assert_eq!(mad.method(), Method::GET);
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod pcap;
+pub mod port;
+pub mod transport;
 pub mod wire;

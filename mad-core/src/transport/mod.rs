@@ -1,0 +1,395 @@
+//! The `Transport` interface: one port's QP0 and QP1, as a verbs-like
+//! device presents them.
+//!
+//! A transport posts sends (a MAD plus its destination address) and hands
+//! back a [`WrId`]; later it reports one [`SendCompletion`] per posted work
+//! request, receives with their source address, and asynchronous events.
+//! It does **not** queue, retry or recover: that is the per-port layer's job
+//! ([`crate::port`]). A transport that is a real device (umad) or ibsim
+//! never fails in most of the ways listed in [`WcStatus`] and
+//! [`AsyncEvent`]; the simulated fabric and the fault-injecting wrapper can
+//! produce every one of them, so the port layer's recovery is testable.
+//!
+//! Implementations: `ibsim` (ibsim's socket protocol), `umad` (rdma-core's
+//! libibumad, loaded at run time), and the simulated fabric in `mad-sim`.
+
+use std::fmt;
+
+/// Which of the port's two management QPs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Qp {
+    /// QP0, the SMI: SMP classes only, VL15, no P_Key check.
+    Qp0,
+    /// QP1, the GSI: every other class, Q_Key 0x80010000.
+    Qp1,
+}
+
+impl Qp {
+    /// The QP number.
+    #[must_use]
+    pub fn qpn(self) -> u32 {
+        match self {
+            Qp::Qp0 => 0,
+            Qp::Qp1 => 1,
+        }
+    }
+    /// Index (0 or 1), for per-QP tables.
+    #[must_use]
+    pub fn index(self) -> usize {
+        self.qpn() as usize
+    }
+}
+
+/// The GSI's well-known Q_Key.
+pub const GSI_QKEY: u32 = 0x8001_0000;
+/// The permissive LID.
+pub const PERMISSIVE_LID: u16 = 0xFFFF;
+
+/// Global route header fields for a send or a receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Grh {
+    /// Destination GID (send) / source GID (receive).
+    pub gid: [u8; 16],
+    /// Local GID index (send).
+    pub sgid_index: u8,
+    /// Flow label (20 bits).
+    pub flow_label: u32,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Traffic class.
+    pub traffic_class: u8,
+}
+
+/// A UD address: where a send goes, or where a receive came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Address {
+    /// Destination LID (send) or source LID (receive).
+    pub lid: u16,
+    /// Remote QP number (send) or source QP (receive).
+    pub qpn: u32,
+    /// Q_Key (0 on QP0, [`GSI_QKEY`] for QP1 peers).
+    pub qkey: u32,
+    /// Service level.
+    pub sl: u8,
+    /// P_Key table index to send with (receive: the index it matched).
+    pub pkey_index: u16,
+    /// Source path bits (LMC).
+    pub path_bits: u8,
+    /// Optional GRH.
+    pub grh: Option<Grh>,
+}
+
+impl Address {
+    /// An SMP destination: QP0 at `lid` (use [`PERMISSIVE_LID`] for
+    /// directed route).
+    #[must_use]
+    pub fn smi(lid: u16) -> Self {
+        Self { lid, qpn: 0, qkey: 0, ..Self::default() }
+    }
+    /// A GSI destination: QP1 at `lid` with the well-known Q_Key.
+    #[must_use]
+    pub fn gsi(lid: u16) -> Self {
+        Self { lid, qpn: 1, qkey: GSI_QKEY, ..Self::default() }
+    }
+}
+
+/// A work-request id, unique per transport instance while outstanding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WrId(pub u64);
+
+/// Work-completion status, modelled on `enum ibv_wc_status` (same order and
+/// values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WcStatus {
+    /// `IBV_WC_SUCCESS`.
+    Success = 0,
+    /// `IBV_WC_LOC_LEN_ERR`.
+    LocLenErr = 1,
+    /// `IBV_WC_LOC_QP_OP_ERR`.
+    LocQpOpErr = 2,
+    /// `IBV_WC_LOC_EEC_OP_ERR`.
+    LocEecOpErr = 3,
+    /// `IBV_WC_LOC_PROT_ERR`.
+    LocProtErr = 4,
+    /// `IBV_WC_WR_FLUSH_ERR`: the QP was in error; the request was not sent.
+    WrFlushErr = 5,
+    /// `IBV_WC_MW_BIND_ERR`.
+    MwBindErr = 6,
+    /// `IBV_WC_BAD_RESP_ERR`.
+    BadRespErr = 7,
+    /// `IBV_WC_LOC_ACCESS_ERR`.
+    LocAccessErr = 8,
+    /// `IBV_WC_REM_INV_REQ_ERR`.
+    RemInvReqErr = 9,
+    /// `IBV_WC_REM_ACCESS_ERR`.
+    RemAccessErr = 10,
+    /// `IBV_WC_REM_OP_ERR`.
+    RemOpErr = 11,
+    /// `IBV_WC_RETRY_EXC_ERR`.
+    RetryExcErr = 12,
+    /// `IBV_WC_RNR_RETRY_EXC_ERR`.
+    RnrRetryExcErr = 13,
+    /// `IBV_WC_LOC_RDD_VIOL_ERR`.
+    LocRddViolErr = 14,
+    /// `IBV_WC_REM_INV_RD_REQ_ERR`.
+    RemInvRdReqErr = 15,
+    /// `IBV_WC_REM_ABORT_ERR`.
+    RemAbortErr = 16,
+    /// `IBV_WC_INV_EECN_ERR`.
+    InvEecnErr = 17,
+    /// `IBV_WC_INV_EEC_STATE_ERR`.
+    InvEecStateErr = 18,
+    /// `IBV_WC_FATAL_ERR`.
+    FatalErr = 19,
+    /// `IBV_WC_RESP_TIMEOUT_ERR`.
+    RespTimeoutErr = 20,
+    /// `IBV_WC_GENERAL_ERR`.
+    GeneralErr = 21,
+}
+
+impl WcStatus {
+    /// The `IBV_WC_*` name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Success => "IBV_WC_SUCCESS",
+            Self::LocLenErr => "IBV_WC_LOC_LEN_ERR",
+            Self::LocQpOpErr => "IBV_WC_LOC_QP_OP_ERR",
+            Self::LocEecOpErr => "IBV_WC_LOC_EEC_OP_ERR",
+            Self::LocProtErr => "IBV_WC_LOC_PROT_ERR",
+            Self::WrFlushErr => "IBV_WC_WR_FLUSH_ERR",
+            Self::MwBindErr => "IBV_WC_MW_BIND_ERR",
+            Self::BadRespErr => "IBV_WC_BAD_RESP_ERR",
+            Self::LocAccessErr => "IBV_WC_LOC_ACCESS_ERR",
+            Self::RemInvReqErr => "IBV_WC_REM_INV_REQ_ERR",
+            Self::RemAccessErr => "IBV_WC_REM_ACCESS_ERR",
+            Self::RemOpErr => "IBV_WC_REM_OP_ERR",
+            Self::RetryExcErr => "IBV_WC_RETRY_EXC_ERR",
+            Self::RnrRetryExcErr => "IBV_WC_RNR_RETRY_EXC_ERR",
+            Self::LocRddViolErr => "IBV_WC_LOC_RDD_VIOL_ERR",
+            Self::RemInvRdReqErr => "IBV_WC_REM_INV_RD_REQ_ERR",
+            Self::RemAbortErr => "IBV_WC_REM_ABORT_ERR",
+            Self::InvEecnErr => "IBV_WC_INV_EECN_ERR",
+            Self::InvEecStateErr => "IBV_WC_INV_EEC_STATE_ERR",
+            Self::FatalErr => "IBV_WC_FATAL_ERR",
+            Self::RespTimeoutErr => "IBV_WC_RESP_TIMEOUT_ERR",
+            Self::GeneralErr => "IBV_WC_GENERAL_ERR",
+        }
+    }
+}
+
+impl fmt::Display for WcStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One send work completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendCompletion {
+    /// The work request this completes.
+    pub wr_id: WrId,
+    /// Which QP it was posted on.
+    pub qp: Qp,
+    /// Outcome.
+    pub status: WcStatus,
+    /// Vendor error syndrome (0 when none).
+    pub vendor_err: u32,
+}
+
+/// A received MAD with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// The QP it arrived on.
+    pub qp: Qp,
+    /// Source address (LID, QP, SL, P_Key index, GRH).
+    pub src: Address,
+    /// The MAD bytes (256, or shorter if the transport truncated it).
+    pub mad: Vec<u8>,
+}
+
+/// Asynchronous events of a port or its device (`IBV_EVENT_*` that matter
+/// to a MAD stack, plus the two-phase soft reset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AsyncEvent {
+    /// `IBV_EVENT_PORT_ACTIVE`.
+    PortActive,
+    /// `IBV_EVENT_PORT_ERR`.
+    PortError,
+    /// `IBV_EVENT_LID_CHANGE`.
+    LidChange,
+    /// `IBV_EVENT_PKEY_CHANGE`.
+    PkeyChange,
+    /// `IBV_EVENT_GID_CHANGE`.
+    GidChange,
+    /// `IBV_EVENT_SM_CHANGE`.
+    SmChange,
+    /// `IBV_EVENT_CLIENT_REREGISTER`.
+    ClientReregister,
+    /// `IBV_EVENT_CQ_ERR` (e.g. overflow): every posted request is flushed
+    /// and the QPs and CQ must be recreated.
+    CqError,
+    /// `IBV_EVENT_QP_FATAL` on one QP.
+    QpFatal(Qp),
+    /// `IBV_EVENT_DEVICE_FATAL`: the device is unusable.
+    DeviceFatal,
+    /// An HCA soft reset was requested (phase 1: clients must release).
+    SoftResetRequest,
+    /// The soft reset finished (phase 2: clients may resume).
+    SoftResetEnd,
+}
+
+/// QP states (`IBV_QPS_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QpState {
+    /// Reset.
+    Reset,
+    /// Initialized.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue error.
+    Sqe,
+    /// Error.
+    Err,
+}
+
+/// Cached attributes of the port a transport is bound to.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PortAttrs {
+    /// Device (CA) name, e.g. `mlx5_0` or the ibsim node name.
+    pub ca_name: String,
+    /// Port number on the CA (1-based; 0 is a switch's management port).
+    pub port_num: u8,
+    /// Node GUID.
+    pub node_guid: u64,
+    /// Port GUID.
+    pub port_guid: u64,
+    /// Subnet prefix.
+    pub gid_prefix: u64,
+    /// Base LID.
+    pub lid: u16,
+    /// LMC.
+    pub lmc: u8,
+    /// Master SM LID.
+    pub sm_lid: u16,
+    /// Master SM SL.
+    pub sm_sl: u8,
+    /// Port state (PortInfo encoding: 1 Down .. 4 Active).
+    pub state: u8,
+    /// Physical state (PortInfo encoding).
+    pub phys_state: u8,
+    /// PortInfo CapabilityMask.
+    pub capability_mask: u32,
+    /// P_Key table.
+    pub pkeys: Vec<u16>,
+    /// True if this port is a switch's port 0.
+    pub is_switch: bool,
+}
+
+/// Why a transport call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The send queue is full (the port layer should have queued).
+    #[error("{qp:?} send queue full ({depth} posted)")]
+    QueueFull {
+        /// The QP.
+        qp: Qp,
+        /// Its depth.
+        depth: usize,
+    },
+    /// The QP is not in RTS.
+    #[error("{qp:?} is in state {state:?}, cannot post")]
+    QpNotReady {
+        /// The QP.
+        qp: Qp,
+        /// Its state.
+        state: QpState,
+    },
+    /// The device had a fatal error; reopen the port explicitly.
+    #[error("device {0} is dead after a fatal error; reopen the port")]
+    DeviceDead(String),
+    /// A MAD that cannot be sent (length, class on the wrong QP, ...).
+    #[error("bad send: {0}")]
+    BadSend(String),
+    /// The named component could not be found or opened.
+    #[error("{0}")]
+    Open(String),
+    /// An operating-system error.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One port's QP0 and QP1.
+///
+/// All methods are non-blocking. `raw_fd` (if any) becomes readable when
+/// `poll_recv`, `poll_send_completions` or `poll_event` may have something.
+pub trait Transport: Send {
+    /// The port's cached attributes.
+    fn port_attrs(&self) -> &PortAttrs;
+
+    /// Re-reads the port's attributes from the device (after a LID /
+    /// P_Key / SM change event).
+    ///
+    /// # Errors
+    /// When the device cannot be queried.
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError>;
+
+    /// Send queue depth of each QP (the most work requests outstanding).
+    fn send_queue_depth(&self) -> usize;
+
+    /// Posts one MAD on `qp` to `dest`.
+    ///
+    /// # Errors
+    /// Queue full, QP not in RTS, device dead, or an unsendable MAD.
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError>;
+
+    /// Moves completed sends into `out`; returns how many.
+    ///
+    /// # Errors
+    /// On an I/O failure of the underlying channel.
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError>;
+
+    /// Returns the next received MAD, if any.
+    ///
+    /// # Errors
+    /// On an I/O failure of the underlying channel.
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError>;
+
+    /// Returns the next asynchronous event, if any.
+    fn poll_event(&mut self) -> Option<AsyncEvent>;
+
+    /// Current state of `qp`.
+    fn qp_state(&self, qp: Qp) -> QpState;
+
+    /// Requests a QP state transition (the port layer drives
+    /// ERR → RESET → INIT → RTR → RTS after a work-request error).
+    ///
+    /// # Errors
+    /// An illegal transition or a device failure.
+    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError>;
+
+    /// Destroys and recreates both QPs and the CQ (after a CQ error); both
+    /// QPs come back in RTS with nothing posted.
+    ///
+    /// # Errors
+    /// When the device cannot recreate them.
+    fn recreate_queues(&mut self) -> Result<(), TransportError>;
+
+    /// A file descriptor to register with mio, if the transport has one.
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd>;
+}
