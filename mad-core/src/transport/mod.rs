@@ -393,3 +393,7 @@ pub trait Transport: Send {
     /// A file descriptor to register with mio, if the transport has one.
     fn raw_fd(&self) -> Option<std::os::fd::RawFd>;
 }
+
+pub mod fault;
+pub mod ibsim;
+pub mod umad;
