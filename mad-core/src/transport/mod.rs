@@ -395,5 +395,6 @@ pub trait Transport: Send {
 }
 
 pub mod fault;
+pub mod loopback;
 pub mod ibsim;
 pub mod umad;
