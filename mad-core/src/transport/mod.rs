@@ -84,12 +84,22 @@ impl Address {
     /// directed route).
     #[must_use]
     pub fn smi(lid: u16) -> Self {
-        Self { lid, qpn: 0, qkey: 0, ..Self::default() }
+        Self {
+            lid,
+            qpn: 0,
+            qkey: 0,
+            ..Self::default()
+        }
     }
     /// A GSI destination: QP1 at `lid` with the well-known Q_Key.
     #[must_use]
     pub fn gsi(lid: u16) -> Self {
-        Self { lid, qpn: 1, qkey: GSI_QKEY, ..Self::default() }
+        Self {
+            lid,
+            qpn: 1,
+            qkey: GSI_QKEY,
+            ..Self::default()
+        }
     }
 }
 
@@ -395,6 +405,6 @@ pub trait Transport: Send {
 }
 
 pub mod fault;
-pub mod loopback;
 pub mod ibsim;
+pub mod loopback;
 pub mod umad;

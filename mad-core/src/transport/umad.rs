@@ -1,1 +1,794 @@
-//! (in progress)
+//! The umad transport: rdma-core's libibumad, loaded at run time.
+//!
+//! `cargo build` needs no system library: `libibumad.so.3` is opened with
+//! `dlopen` the first time a umad transport is used, and a missing library is
+//! a clear error naming the Debian package that provides it. Under
+//! `LD_PRELOAD=.../libumad2sim.so` the same code path talks to ibsim, which is
+//! how CI exercises the hardware path without hardware.
+//!
+//! # Semantics
+//! - Kernel MAD agents are registered per (management class, class version)
+//!   with `rmpp_version` 0: RMPP is done by madstack, never by the kernel.
+//!   An agent for sending is registered lazily on the first send of a class;
+//!   [`UmadTransport::register_requests`] adds the method mask (and OUI) for
+//!   receiving unsolicited requests.
+//! - Sends are posted with `timeout_ms = 0`: madstack does its own response
+//!   tracking, so the kernel reports nothing after a successful `write()`.
+//!   A send therefore completes with `Success` once the kernel accepted it;
+//!   a refused write is an error of `post_send` itself.
+//! - TIDs: for every request written, the kernel replaces the upper 32 bits
+//!   of the TID with its agent's `hi_tid`. This transport remembers the upper
+//!   32 bits madstack wrote (by management class and lower 32 bits) and puts
+//!   them back into the response, so the agent layer sees its own TIDs; the
+//!   kernel's bits are never modified on the way out.
+//! - libibumad reports no asynchronous events and no QP states: the QPs are
+//!   the kernel's. `poll_event` returns nothing, `qp_state` is always RTS,
+//!   and `modify_qp` / `recreate_queues` have nothing to do.
+#![allow(unsafe_code)]
+
+use super::{
+    Address, AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, WcStatus, WrId,
+};
+use crate::wire::{Mad, MgmtClass};
+use std::collections::{HashMap, VecDeque};
+use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CString};
+use std::sync::OnceLock;
+
+/// The shared object this transport loads.
+pub const LIBIBUMAD: &str = "libibumad.so.3";
+/// The Debian package that provides [`LIBIBUMAD`].
+pub const LIBIBUMAD_PACKAGE: &str = "libibumad3";
+
+const UMAD_CA_NAME_LEN: usize = 20;
+const UMAD_CA_MAX_PORTS: usize = 10;
+const UMAD_MAX_CAS: usize = 32;
+const USER_MAD_HDR: usize = 64;
+const MAD_LEN: usize = 256;
+/// How many request TIDs are remembered for restoring their upper bits.
+const TID_MEMORY: usize = 1 << 16;
+
+#[repr(C)]
+struct UmadPortRaw {
+    ca_name: [c_char; UMAD_CA_NAME_LEN],
+    portnum: c_int,
+    base_lid: c_uint,
+    lmc: c_uint,
+    sm_lid: c_uint,
+    sm_sl: c_uint,
+    state: c_uint,
+    phys_state: c_uint,
+    rate: c_uint,
+    capmask: u32,
+    gid_prefix: u64,
+    port_guid: u64,
+    pkeys_size: c_uint,
+    pkeys: *mut u16,
+    link_layer: [c_char; UMAD_CA_NAME_LEN],
+}
+
+#[repr(C)]
+struct UmadCaRaw {
+    ca_name: [c_char; UMAD_CA_NAME_LEN],
+    node_type: c_uint,
+    numports: c_int,
+    fw_ver: [c_char; 20],
+    ca_type: [c_char; 40],
+    hw_ver: [c_char; 20],
+    node_guid: u64,
+    system_guid: u64,
+    ports: [*mut UmadPortRaw; UMAD_CA_MAX_PORTS],
+}
+
+type FnInit = unsafe extern "C" fn() -> c_int;
+type FnGetCasNames = unsafe extern "C" fn(*mut [c_char; UMAD_CA_NAME_LEN], c_int) -> c_int;
+type FnGetCa = unsafe extern "C" fn(*const c_char, *mut UmadCaRaw) -> c_int;
+type FnReleaseCa = unsafe extern "C" fn(*mut UmadCaRaw) -> c_int;
+type FnGetPort = unsafe extern "C" fn(*const c_char, c_int, *mut UmadPortRaw) -> c_int;
+type FnReleasePort = unsafe extern "C" fn(*mut UmadPortRaw) -> c_int;
+type FnOpenPort = unsafe extern "C" fn(*const c_char, c_int) -> c_int;
+type FnClosePort = unsafe extern "C" fn(c_int) -> c_int;
+type FnRegister = unsafe extern "C" fn(c_int, c_int, c_int, u8, *mut c_long) -> c_int;
+type FnRegisterOui = unsafe extern "C" fn(c_int, c_int, u8, *mut u8, *mut c_long) -> c_int;
+type FnUnregister = unsafe extern "C" fn(c_int, c_int) -> c_int;
+type FnSend = unsafe extern "C" fn(c_int, c_int, *mut c_void, c_int, c_int, c_int) -> c_int;
+type FnRecv = unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, c_int) -> c_int;
+type FnGetFd = unsafe extern "C" fn(c_int) -> c_int;
+
+/// The libibumad entry points madstack uses, resolved from the shared object.
+struct Lib {
+    _lib: libloading::Library,
+    get_cas_names: FnGetCasNames,
+    get_ca: FnGetCa,
+    release_ca: FnReleaseCa,
+    get_port: FnGetPort,
+    release_port: FnReleasePort,
+    open_port: FnOpenPort,
+    close_port: FnClosePort,
+    register: FnRegister,
+    register_oui: FnRegisterOui,
+    unregister: FnUnregister,
+    send: FnSend,
+    recv: FnRecv,
+    get_fd: FnGetFd,
+}
+
+// SAFETY: the struct holds plain function pointers into a library that
+// stays loaded for the life of the process (it lives in a static).
+unsafe impl Send for Lib {}
+unsafe impl Sync for Lib {}
+
+static LIB: OnceLock<Result<Lib, String>> = OnceLock::new();
+
+fn open_error(what: &str) -> TransportError {
+    TransportError::Open(what.to_string())
+}
+
+fn load_lib() -> Result<Lib, String> {
+    // SAFETY: loading libibumad runs its (trivial) constructors only.
+    let lib = unsafe { libloading::Library::new(LIBIBUMAD) }.map_err(|e| {
+        format!(
+            "cannot load {LIBIBUMAD} ({e}); install the Debian package {LIBIBUMAD_PACKAGE} \
+             (apt-get install {LIBIBUMAD_PACKAGE})"
+        )
+    })?;
+    macro_rules! sym {
+        ($name:literal, $t:ty) => {{
+            // SAFETY: the symbol has this C signature in libibumad 3
+            // (rdma-core umad.h); the pointer is copied out while the
+            // library stays loaded in `Lib`.
+            let s: libloading::Symbol<'_, $t> = unsafe { lib.get($name) }.map_err(|e| {
+                format!(
+                    "{LIBIBUMAD} lacks {}: {e}",
+                    String::from_utf8_lossy(&$name[..$name.len() - 1])
+                )
+            })?;
+            *s
+        }};
+    }
+    let init: FnInit = sym!(b"umad_init\0", FnInit);
+    let l = Lib {
+        get_cas_names: sym!(b"umad_get_cas_names\0", FnGetCasNames),
+        get_ca: sym!(b"umad_get_ca\0", FnGetCa),
+        release_ca: sym!(b"umad_release_ca\0", FnReleaseCa),
+        get_port: sym!(b"umad_get_port\0", FnGetPort),
+        release_port: sym!(b"umad_release_port\0", FnReleasePort),
+        open_port: sym!(b"umad_open_port\0", FnOpenPort),
+        close_port: sym!(b"umad_close_port\0", FnClosePort),
+        register: sym!(b"umad_register\0", FnRegister),
+        register_oui: sym!(b"umad_register_oui\0", FnRegisterOui),
+        unregister: sym!(b"umad_unregister\0", FnUnregister),
+        send: sym!(b"umad_send\0", FnSend),
+        recv: sym!(b"umad_recv\0", FnRecv),
+        get_fd: sym!(b"umad_get_fd\0", FnGetFd),
+        _lib: lib,
+    };
+    // SAFETY: umad_init takes no arguments; it is idempotent.
+    let rc = unsafe { init() };
+    if rc < 0 {
+        return Err(format!("umad_init failed ({rc})"));
+    }
+    Ok(l)
+}
+
+fn lib() -> Result<&'static Lib, TransportError> {
+    LIB.get_or_init(load_lib)
+        .as_ref()
+        .map_err(|e| open_error(e))
+}
+
+/// True if libibumad can be loaded on this machine.
+#[must_use]
+pub fn is_available() -> bool {
+    lib().is_ok()
+}
+
+fn cstr_field(raw: &[c_char]) -> String {
+    let bytes: Vec<u8> = raw
+        .iter()
+        .take_while(|c| **c != 0)
+        .map(|c| *c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One port of a CA as libibumad reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UmadPort {
+    /// Port number.
+    pub port_num: u8,
+    /// Base LID.
+    pub lid: u16,
+    /// LMC.
+    pub lmc: u8,
+    /// SM LID.
+    pub sm_lid: u16,
+    /// SM SL.
+    pub sm_sl: u8,
+    /// Port state (1 Down … 4 Active).
+    pub state: u8,
+    /// Physical state.
+    pub phys_state: u8,
+    /// Rate in Gb/s as sysfs reports it.
+    pub rate: u32,
+    /// CapabilityMask (host order).
+    pub capability_mask: u32,
+    /// Subnet prefix (host order).
+    pub gid_prefix: u64,
+    /// Port GUID (host order).
+    pub port_guid: u64,
+    /// Link layer ("InfiniBand", "Ethernet").
+    pub link_layer: String,
+    /// P_Key table.
+    pub pkeys: Vec<u16>,
+}
+
+/// A channel adapter as libibumad reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UmadCa {
+    /// CA name (`mlx5_0`, or what umad2sim presents).
+    pub name: String,
+    /// Node type (1 CA, 2 switch, 3 router).
+    pub node_type: u32,
+    /// Node GUID (host order).
+    pub node_guid: u64,
+    /// System image GUID (host order).
+    pub system_guid: u64,
+    /// Firmware version.
+    pub fw_ver: String,
+    /// Ports (port 0 only for switches).
+    pub ports: Vec<UmadPort>,
+}
+
+fn c_name(name: &str) -> Result<CString, TransportError> {
+    CString::new(name).map_err(|_| open_error(&format!("CA name {name:?} contains a NUL byte")))
+}
+
+fn convert_port(p: &UmadPortRaw) -> UmadPort {
+    let pkeys = if p.pkeys.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: libibumad allocated `pkeys_size` entries at `pkeys`
+        // and keeps them until umad_release_port/ca.
+        unsafe { std::slice::from_raw_parts(p.pkeys, p.pkeys_size as usize) }
+            .iter()
+            .map(|k| u16::from_be(*k))
+            .collect()
+    };
+    UmadPort {
+        port_num: p.portnum as u8,
+        lid: p.base_lid as u16,
+        lmc: p.lmc as u8,
+        sm_lid: p.sm_lid as u16,
+        sm_sl: p.sm_sl as u8,
+        state: p.state as u8,
+        phys_state: p.phys_state as u8,
+        rate: p.rate,
+        capability_mask: u32::from_be(p.capmask),
+        gid_prefix: u64::from_be(p.gid_prefix),
+        port_guid: u64::from_be(p.port_guid),
+        link_layer: cstr_field(&p.link_layer),
+        pkeys,
+    }
+}
+
+/// Lists the CAs libibumad sees, with their ports.
+///
+/// # Errors
+/// libibumad missing, or the CA list cannot be read.
+pub fn list_cas() -> Result<Vec<UmadCa>, TransportError> {
+    let l = lib()?;
+    let mut names = [[0 as c_char; UMAD_CA_NAME_LEN]; UMAD_MAX_CAS];
+    // SAFETY: the array has UMAD_MAX_CAS entries of UMAD_CA_NAME_LEN.
+    let n = unsafe { (l.get_cas_names)(names.as_mut_ptr(), UMAD_MAX_CAS as c_int) };
+    if n < 0 {
+        return Err(open_error(&format!("umad_get_cas_names failed ({n})")));
+    }
+    let mut out = Vec::new();
+    for raw_name in names.iter().take(n as usize) {
+        let name = cstr_field(raw_name);
+        out.push(get_ca(&name)?);
+    }
+    Ok(out)
+}
+
+/// Reads one CA by name.
+///
+/// # Errors
+/// libibumad missing, or no CA of that name.
+pub fn get_ca(name: &str) -> Result<UmadCa, TransportError> {
+    let l = lib()?;
+    let cname = c_name(name)?;
+    // SAFETY: UmadCaRaw is plain old data; all-zero is a valid value.
+    let mut ca: UmadCaRaw = unsafe { std::mem::zeroed() };
+    // SAFETY: cname is NUL-terminated; ca is a valid out-pointer.
+    let rc = unsafe { (l.get_ca)(cname.as_ptr(), &mut ca) };
+    if rc < 0 {
+        return Err(open_error(&format!(
+            "no InfiniBand CA named {name:?} (umad_get_ca: {rc})"
+        )));
+    }
+    let ports = ca
+        .ports
+        .iter()
+        .filter(|p| !p.is_null())
+        // SAFETY: non-null entries point to ports owned by `ca`.
+        .map(|p| convert_port(unsafe { &**p }))
+        .collect();
+    let out = UmadCa {
+        name: cstr_field(&ca.ca_name),
+        node_type: ca.node_type,
+        node_guid: u64::from_be(ca.node_guid),
+        system_guid: u64::from_be(ca.system_guid),
+        fw_ver: cstr_field(&ca.fw_ver),
+        ports,
+    };
+    // SAFETY: releases what umad_get_ca allocated.
+    unsafe { (l.release_ca)(&mut ca) };
+    Ok(out)
+}
+
+fn get_port(ca: &str, port: u8) -> Result<UmadPort, TransportError> {
+    let l = lib()?;
+    let cname = c_name(ca)?;
+    // SAFETY: plain old data.
+    let mut p: UmadPortRaw = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers.
+    let rc = unsafe { (l.get_port)(cname.as_ptr(), c_int::from(port), &mut p) };
+    if rc < 0 {
+        let known = get_ca(ca)
+            .map(|c| {
+                c.ports
+                    .iter()
+                    .map(|p| p.port_num.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        return Err(open_error(&format!(
+            "port {port} does not exist on CA {ca:?} (ports: {})",
+            if known.is_empty() {
+                "none found".to_string()
+            } else {
+                known
+            }
+        )));
+    }
+    let out = convert_port(&p);
+    // SAFETY: releases what umad_get_port allocated.
+    unsafe { (l.release_port)(&mut p) };
+    Ok(out)
+}
+
+/// One port opened through libibumad.
+pub struct UmadTransport {
+    lib: &'static Lib,
+    portid: c_int,
+    fd: c_int,
+    attrs: PortAttrs,
+    /// (class, class version) -> kernel agent id.
+    agents: HashMap<(u8, u8), c_int>,
+    /// kernel agent id -> QP it lives on.
+    agent_qp: HashMap<c_int, Qp>,
+    next_wr: u64,
+    completions: VecDeque<SendCompletion>,
+    /// (class, low 32 TID bits) -> upper 32 bits madstack wrote.
+    tid_hi: HashMap<(u8, u32), u32>,
+    tid_order: VecDeque<(u8, u32)>,
+    buf: Vec<u8>,
+    /// MADs received with a non-zero umad status (kernel-reported failures).
+    pub failed_recv_status: u64,
+}
+
+impl std::fmt::Debug for UmadTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UmadTransport")
+            .field("portid", &self.portid)
+            .field("attrs", &self.attrs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl UmadTransport {
+    /// Opens `port` of CA `ca` (`None`: the first CA libibumad lists; port 0
+    /// picks the first active port, as libibumad does).
+    ///
+    /// # Errors
+    /// libibumad missing, no such CA, no such port, or the umad device
+    /// cannot be opened.
+    pub fn open(ca: Option<&str>, port: u8) -> Result<Self, TransportError> {
+        let l = lib()?;
+        let ca_name = match ca {
+            Some(n) => n.to_string(),
+            None => {
+                let cas = list_cas()?;
+                match cas.first() {
+                    Some(c) => c.name.clone(),
+                    None => {
+                        return Err(open_error("no InfiniBand CA found (libibumad lists none)"))
+                    }
+                }
+            }
+        };
+        let ca_info = get_ca(&ca_name)?;
+        let port_info = get_port(&ca_name, port)?;
+        let cname = c_name(&ca_name)?;
+        // SAFETY: NUL-terminated name.
+        let portid = unsafe { (l.open_port)(cname.as_ptr(), c_int::from(port)) };
+        if portid < 0 {
+            return Err(open_error(&format!(
+                "cannot open umad device of CA {ca_name:?} port {port} ({portid}); \
+                 is ib_umad loaded and are you allowed to open /dev/infiniband/umad*?"
+            )));
+        }
+        // SAFETY: portid is open.
+        let fd = unsafe { (l.get_fd)(portid) };
+        let attrs = PortAttrs {
+            ca_name: ca_name.clone(),
+            port_num: port_info.port_num,
+            node_guid: ca_info.node_guid,
+            port_guid: port_info.port_guid,
+            gid_prefix: port_info.gid_prefix,
+            lid: port_info.lid,
+            lmc: port_info.lmc,
+            sm_lid: port_info.sm_lid,
+            sm_sl: port_info.sm_sl,
+            state: port_info.state,
+            phys_state: port_info.phys_state,
+            capability_mask: port_info.capability_mask,
+            pkeys: port_info.pkeys,
+            is_switch: ca_info.node_type == 2,
+        };
+        Ok(Self {
+            lib: l,
+            portid,
+            fd,
+            attrs,
+            agents: HashMap::new(),
+            agent_qp: HashMap::new(),
+            next_wr: 1,
+            completions: VecDeque::new(),
+            tid_hi: HashMap::new(),
+            tid_order: VecDeque::new(),
+            buf: vec![0u8; USER_MAD_HDR + MAD_LEN],
+            failed_recv_status: 0,
+        })
+    }
+
+    fn register_raw(
+        &mut self,
+        class: MgmtClass,
+        version: u8,
+        methods: u128,
+        oui: Option<[u8; 3]>,
+    ) -> Result<c_int, TransportError> {
+        let mut mask = [0 as c_long; 16 / std::mem::size_of::<c_long>()];
+        let bits_per = std::mem::size_of::<c_long>() * 8;
+        for bit in 0..128usize {
+            if methods & (1u128 << bit) != 0 {
+                mask[bit / bits_per] |= (1 as c_long) << (bit % bits_per);
+            }
+        }
+        let id = match oui {
+            // SAFETY: mask has 128 bits; oui has 3 bytes.
+            Some(mut o) => unsafe {
+                (self.lib.register_oui)(
+                    self.portid,
+                    c_int::from(class.0),
+                    0,
+                    o.as_mut_ptr(),
+                    mask.as_mut_ptr(),
+                )
+            },
+            // SAFETY: mask has 128 bits.
+            None => unsafe {
+                (self.lib.register)(
+                    self.portid,
+                    c_int::from(class.0),
+                    c_int::from(version),
+                    0,
+                    mask.as_mut_ptr(),
+                )
+            },
+        };
+        if id < 0 {
+            return Err(TransportError::Open(format!(
+                "umad_register of class {class} version {version} failed ({id}); \
+                 another process may own its methods"
+            )));
+        }
+        let qp = if class.is_smp() { Qp::Qp0 } else { Qp::Qp1 };
+        self.agent_qp.insert(id, qp);
+        Ok(id)
+    }
+
+    fn agent_for(&mut self, class: MgmtClass, version: u8) -> Result<c_int, TransportError> {
+        if let Some(id) = self.agents.get(&(class.0, version)) {
+            return Ok(*id);
+        }
+        let id = self.register_raw(class, version, 0, None)?;
+        self.agents.insert((class.0, version), id);
+        Ok(id)
+    }
+
+    /// Registers a kernel agent that receives unsolicited requests of
+    /// `class`/`version` whose method bit is set in `methods` (bit n =
+    /// method n), with `oui` for vendor range-2 classes. RMPP stays off in
+    /// the kernel (rmpp_version 0). Replaces the send-only agent of that
+    /// class, if any.
+    ///
+    /// # Errors
+    /// The kernel refused (for example another process owns a method).
+    pub fn register_requests(
+        &mut self,
+        class: MgmtClass,
+        version: u8,
+        methods: u128,
+        oui: Option<[u8; 3]>,
+    ) -> Result<(), TransportError> {
+        let id = self.register_raw(class, version, methods, oui)?;
+        if let Some(old) = self.agents.insert((class.0, version), id) {
+            // SAFETY: `old` is an agent id this port registered.
+            unsafe { (self.lib.unregister)(self.portid, old) };
+            self.agent_qp.remove(&old);
+        }
+        Ok(())
+    }
+
+    fn remember_tid(&mut self, class: u8, tid: u64) {
+        let key = (class, tid as u32);
+        if self.tid_hi.insert(key, (tid >> 32) as u32).is_none() {
+            self.tid_order.push_back(key);
+            if self.tid_order.len() > TID_MEMORY {
+                if let Some(old) = self.tid_order.pop_front() {
+                    self.tid_hi.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+impl Transport for UmadTransport {
+    fn port_attrs(&self) -> &PortAttrs {
+        &self.attrs
+    }
+
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        let p = get_port(&self.attrs.ca_name, self.attrs.port_num)?;
+        self.attrs.lid = p.lid;
+        self.attrs.lmc = p.lmc;
+        self.attrs.sm_lid = p.sm_lid;
+        self.attrs.sm_sl = p.sm_sl;
+        self.attrs.state = p.state;
+        self.attrs.phys_state = p.phys_state;
+        self.attrs.capability_mask = p.capability_mask;
+        self.attrs.gid_prefix = p.gid_prefix;
+        self.attrs.port_guid = p.port_guid;
+        self.attrs.pkeys = p.pkeys;
+        Ok(())
+    }
+
+    fn send_queue_depth(&self) -> usize {
+        // The kernel's MAD QPs have 128 send WRs and queue the excess
+        // themselves; anything posted is accepted.
+        128
+    }
+
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        let view = Mad::new_checked(mad)
+            .map_err(|e| TransportError::BadSend(format!("not a MAD: {e}")))?;
+        if mad.len() > MAD_LEN {
+            return Err(TransportError::BadSend(format!(
+                "MAD of {} bytes: the umad transport sends single MADs of at most 256 bytes",
+                mad.len()
+            )));
+        }
+        let class = view.mgmt_class();
+        if class.is_smp() != (qp == Qp::Qp0) {
+            return Err(TransportError::BadSend(format!(
+                "class {class} cannot be sent on {qp:?}"
+            )));
+        }
+        let agent = self.agent_for(class, view.class_version())?;
+        if !view.is_response() {
+            self.remember_tid(class.0, view.tid());
+        }
+        let b = &mut self.buf;
+        b.iter_mut().for_each(|x| *x = 0);
+        // struct ib_user_mad: agent_id, status, timeout_ms, retries, length.
+        b[0..4].copy_from_slice(&(agent as u32).to_ne_bytes());
+        b[16..20].copy_from_slice(&(mad.len() as u32).to_ne_bytes());
+        // ib_mad_addr at 20.
+        let a = 20;
+        b[a..a + 4].copy_from_slice(&dest.qpn.to_be_bytes());
+        b[a + 4..a + 8].copy_from_slice(&dest.qkey.to_be_bytes());
+        b[a + 8..a + 10].copy_from_slice(&dest.lid.to_be_bytes());
+        b[a + 10] = dest.sl;
+        b[a + 11] = dest.path_bits;
+        if let Some(g) = &dest.grh {
+            b[a + 12] = 1;
+            b[a + 13] = g.sgid_index;
+            b[a + 14] = g.hop_limit;
+            b[a + 15] = g.traffic_class;
+            b[a + 16..a + 32].copy_from_slice(&g.gid);
+            b[a + 32..a + 36].copy_from_slice(&g.flow_label.to_be_bytes());
+        }
+        b[a + 36..a + 38].copy_from_slice(&dest.pkey_index.to_ne_bytes());
+        b[USER_MAD_HDR..USER_MAD_HDR + mad.len()].copy_from_slice(mad);
+        // SAFETY: buf holds the 64-byte header plus `mad.len()` bytes.
+        let rc = unsafe {
+            (self.lib.send)(
+                self.portid,
+                agent,
+                b.as_mut_ptr().cast(),
+                mad.len() as c_int,
+                0,
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(TransportError::Io {
+                context: format!(
+                    "umad_send on {}:{}",
+                    self.attrs.ca_name, self.attrs.port_num
+                ),
+                source: std::io::Error::from_raw_os_error(-rc),
+            });
+        }
+        let wr = WrId(self.next_wr);
+        self.next_wr += 1;
+        self.completions.push_back(SendCompletion {
+            wr_id: wr,
+            qp,
+            status: WcStatus::Success,
+            vendor_err: 0,
+        });
+        Ok(wr)
+    }
+
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError> {
+        let n = self.completions.len();
+        out.extend(self.completions.drain(..));
+        Ok(n)
+    }
+
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        loop {
+            let mut len: c_int = MAD_LEN as c_int;
+            self.buf.iter_mut().for_each(|x| *x = 0);
+            // SAFETY: buf holds header + 256 bytes; len says 256.
+            let rc =
+                unsafe { (self.lib.recv)(self.portid, self.buf.as_mut_ptr().cast(), &mut len, 0) };
+            if rc < 0 {
+                let errno = -rc;
+                if errno == libc_errno::ETIMEDOUT || errno == libc_errno::EAGAIN {
+                    return Ok(None);
+                }
+                return Err(TransportError::Io {
+                    context: format!(
+                        "umad_recv on {}:{}",
+                        self.attrs.ca_name, self.attrs.port_num
+                    ),
+                    source: std::io::Error::from_raw_os_error(errno),
+                });
+            }
+            let b = &self.buf;
+            let status = u32::from_ne_bytes([b[4], b[5], b[6], b[7]]);
+            if status != 0 {
+                // A send the kernel gave up on; madstack never asks the
+                // kernel for timeouts, so count it and go on.
+                self.failed_recv_status += 1;
+                continue;
+            }
+            let qp = self.agent_qp.get(&rc).copied().unwrap_or(Qp::Qp1);
+            let a = 20;
+            let grh = if b[a + 12] != 0 {
+                let mut gid = [0u8; 16];
+                gid.copy_from_slice(&b[a + 16..a + 32]);
+                Some(Grh {
+                    gid,
+                    sgid_index: b[a + 13],
+                    flow_label: u32::from_be_bytes([b[a + 32], b[a + 33], b[a + 34], b[a + 35]]),
+                    hop_limit: b[a + 14],
+                    traffic_class: b[a + 15],
+                })
+            } else {
+                None
+            };
+            let src = Address {
+                qpn: u32::from_be_bytes([b[a], b[a + 1], b[a + 2], b[a + 3]]),
+                qkey: u32::from_be_bytes([b[a + 4], b[a + 5], b[a + 6], b[a + 7]]),
+                lid: u16::from_be_bytes([b[a + 8], b[a + 9]]),
+                sl: b[a + 10],
+                path_bits: b[a + 11],
+                pkey_index: u16::from_ne_bytes([b[a + 36], b[a + 37]]),
+                grh,
+            };
+            let n = (len.max(0) as usize).min(MAD_LEN);
+            let mut mad = b[USER_MAD_HDR..USER_MAD_HDR + n].to_vec();
+            if let Ok(view) = Mad::new_checked(&mad[..]) {
+                if view.is_response() {
+                    let tid = view.tid();
+                    let key = (view.mgmt_class().0, tid as u32);
+                    if let Some(hi) = self.tid_hi.remove(&key) {
+                        let restored = (u64::from(hi) << 32) | (tid & 0xFFFF_FFFF);
+                        mad[8..16].copy_from_slice(&restored.to_be_bytes());
+                    }
+                }
+            }
+            return Ok(Some(Received { qp, src, mad }));
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        None
+    }
+
+    fn qp_state(&self, _qp: Qp) -> QpState {
+        QpState::Rts
+    }
+
+    fn modify_qp(&mut self, _qp: Qp, _to: QpState) -> Result<(), TransportError> {
+        Ok(())
+    }
+
+    fn recreate_queues(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        (self.fd >= 0).then_some(self.fd)
+    }
+}
+
+impl Drop for UmadTransport {
+    fn drop(&mut self) {
+        for id in self.agent_qp.keys() {
+            // SAFETY: ids registered on this open port.
+            unsafe { (self.lib.unregister)(self.portid, *id) };
+        }
+        // SAFETY: portid was opened by umad_open_port.
+        unsafe { (self.lib.close_port)(self.portid) };
+    }
+}
+
+/// The two errno values `umad_recv` returns for "nothing yet".
+mod libc_errno {
+    pub const EAGAIN: i32 = 11;
+    pub const ETIMEDOUT: i32 = 110;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_mad_header_layout_matches_rdma_core() {
+        // struct ib_user_mad is 5 x u32 + 44-byte ib_mad_addr = 64 bytes,
+        // umad_port_t 112 and umad_ca_t 208 on LP64.
+        assert_eq!(USER_MAD_HDR, 64);
+        assert_eq!(std::mem::size_of::<UmadPortRaw>(), 112);
+        assert_eq!(std::mem::size_of::<UmadCaRaw>(), 208);
+    }
+
+    #[test]
+    fn a_missing_ca_is_a_clear_error() {
+        if !is_available() {
+            let err = UmadTransport::open(Some("mlx5_0"), 1)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(LIBIBUMAD) && err.contains(LIBIBUMAD_PACKAGE),
+                "{err}"
+            );
+            return;
+        }
+        let err = UmadTransport::open(Some("no_such_ca_xyz"), 1)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no_such_ca_xyz"), "{err}");
+    }
+}
