@@ -1,1 +1,46 @@
-//! (in progress)
+//! SMP, common GS and PerfMgt attributes as lossless `Repr`s
+//! (ATTRIBUTES.md §1–§10, MAD.md §9).
+//!
+//! Every structure is built with [`wire_struct!`](crate::wire_struct):
+//! public fields in wire order, reserved ranges kept as `reserved*`
+//! fields, and libibmad's print names as field labels. Fields that
+//! infiniband-diags prints by name use the wire enums [`NodeType`],
+//! [`PortState`], [`PhysPortState`] and [`SmState`].
+//!
+//! | type | attribute | bytes |
+//! |---|---|---|
+//! | [`NodeDescription`] | SMP 0x0010 | 64 |
+//! | [`NodeInfo`] | SMP 0x0011 | 40 |
+//! | [`SwitchInfo`] | SMP 0x0012 | 20 |
+//! | [`GuidInfo`] | SMP 0x0014 | 64 |
+//! | [`PortInfo`] | SMP 0x0015 | 64 |
+//! | [`PKeyTable`] | SMP 0x0016 | 64 |
+//! | [`SlToVlTable`] | SMP 0x0017 | 8 |
+//! | [`VlArbTable`] | SMP 0x0018 | 64 |
+//! | [`LinearFwdTable`] | SMP 0x0019 | 64 |
+//! | [`MulticastFwdTable`] | SMP 0x001B | 64 |
+//! | [`SmInfo`] | SMP 0x0020 | 21 |
+//!
+//! ```
+//! use mad_core::wire::attr::{PortInfo, PortState};
+//! use mad_core::wire::Repr;
+//! let mut b = [0u8; 64];
+//! b[32] = 0x24;
+//! let p = PortInfo::parse(&b).unwrap();
+//! assert_eq!((p.link_speed_supported, p.port_state), (2, PortState::ACTIVE));
+//! assert_eq!(p.to_vec().unwrap(), b.to_vec());
+//! ```
+
+mod enums;
+mod node;
+mod port_info;
+mod sm_info;
+mod switch;
+mod tables;
+
+pub use enums::{NodeType, PhysPortState, PortState, SmState};
+pub use node::{NodeDescription, NodeInfo};
+pub use port_info::{port_cap, port_cap2, PortInfo};
+pub use sm_info::SmInfo;
+pub use switch::{LinearFwdTable, MulticastFwdTable, SwitchInfo};
+pub use tables::{GuidInfo, PKeyTable, SlToVlTable, VlArbTable};
