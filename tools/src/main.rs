@@ -1,1 +1,26 @@
-fn main(){}
+//! The `mad` binary: see [`mad_tools::cli`].
+
+fn main() {
+    let mut argv = Vec::new();
+    for a in std::env::args_os() {
+        match a.into_string() {
+            Ok(s) => argv.push(s),
+            Err(bad) => {
+                eprintln!("mad: argument {bad:?} is not valid UTF-8");
+                std::process::exit(2);
+            }
+        }
+    }
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let code = mad_tools::cli::run(
+        &argv,
+        &mut mad_tools::cli::Io {
+            stdin: &mut stdin.lock(),
+            stdout: &mut stdout.lock(),
+            stderr: &mut stderr.lock(),
+        },
+    );
+    std::process::exit(code);
+}
