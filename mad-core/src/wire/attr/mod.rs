@@ -20,6 +20,10 @@
 //! | [`LinearFwdTable`] | SMP 0x0019 | 64 |
 //! | [`MulticastFwdTable`] | SMP 0x001B | 64 |
 //! | [`SmInfo`] | SMP 0x0020 | 21 |
+//! | [`ClassPortInfo`] | GS 0x0001 | 72 |
+//! | [`Notice`] | 0x0002 (Trap, TrapRepress, SA Report) | 80 |
+//! | [`PortCounters`] | PerfMgt 0x0012 | 44 (of 192) |
+//! | [`PortCountersExt`] | PerfMgt 0x001D | 184 (of 192) |
 //!
 //! ```
 //! use mad_core::wire::attr::{PortInfo, PortState};
@@ -31,15 +35,21 @@
 //! assert_eq!(p.to_vec().unwrap(), b.to_vec());
 //! ```
 
+mod class_port_info;
+mod counters;
 mod enums;
 mod node;
+mod notice;
 mod port_info;
 mod sm_info;
 mod switch;
 mod tables;
 
+pub use class_port_info::ClassPortInfo;
+pub use counters::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
 pub use enums::{NodeType, PhysPortState, PortState, SmState};
 pub use node::{NodeDescription, NodeInfo};
+pub use notice::{trap, Notice};
 pub use port_info::{port_cap, port_cap2, PortInfo};
 pub use sm_info::SmInfo;
 pub use switch::{LinearFwdTable, MulticastFwdTable, SwitchInfo};
