@@ -321,6 +321,16 @@ pub enum TransportError {
         /// Its state.
         state: QpState,
     },
+    /// A QP state transition the verbs do not allow (e.g. ERR → INIT).
+    #[error("{qp:?}: illegal state transition {from:?} -> {to:?}")]
+    InvalidTransition {
+        /// The QP.
+        qp: Qp,
+        /// Its current state.
+        from: QpState,
+        /// The state asked for.
+        to: QpState,
+    },
     /// The device had a fatal error; reopen the port explicitly.
     #[error("device {0} is dead after a fatal error; reopen the port")]
     DeviceDead(String),
