@@ -25,7 +25,7 @@ pub fn get_bits(buf: &[u8], off: usize, len: usize) -> u64 {
     if len == 0 {
         return 0;
     }
-    if off % 8 == 0 && len % 8 == 0 {
+    if off.is_multiple_of(8) && len.is_multiple_of(8) {
         // Byte-aligned: the common case, and the fast one.
         let start = off / 8;
         let n = len / 8;
@@ -53,7 +53,7 @@ pub fn set_bits(buf: &mut [u8], off: usize, len: usize, value: u64) {
     if len == 0 {
         return;
     }
-    if off % 8 == 0 && len % 8 == 0 {
+    if off.is_multiple_of(8) && len.is_multiple_of(8) {
         let start = off / 8;
         let n = len / 8;
         for i in 0..n {
@@ -554,51 +554,6 @@ impl<T, const N: usize> ArrayLen for [T; N] {
     const N: usize = N;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn get_and_set_bits_agree_on_every_offset_and_width() {
-        let mut seed = 0x1234_5678_9abc_def0u64;
-        for off in 0..40 {
-            for len in 1..=64 {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let v = if len == 64 { seed } else { seed & ((1 << len) - 1) };
-                let mut buf = [0xA5u8; 16];
-                let before = buf;
-                set_bits(&mut buf, off, len, v);
-                assert_eq!(get_bits(&buf, off, len), v, "off {off} len {len}");
-                // Bits outside the range are untouched.
-                for bit in (0..128).filter(|b| *b < off || *b >= off + len) {
-                    assert_eq!(get_bits(&buf, bit, 1), get_bits(&before, bit, 1));
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn get_bits_past_the_end_reads_zero_instead_of_panicking() {
-        assert_eq!(get_bits(&[0xFF], 4, 12), 0xF00);
-        assert_eq!(get_bits(&[], 0, 64), 0);
-        let mut b = [0u8; 1];
-        set_bits(&mut b, 4, 12, 0xFFF);
-        assert_eq!(b, [0x0F]);
-    }
-
-    #[test]
-    fn check_fits_rejects_values_wider_than_the_field() {
-        assert!(check_fits("S", "f", 0xF, 4).is_ok());
-        assert!(matches!(
-            check_fits("S", "f", 0x10, 4),
-            Err(Error::FieldOverflow { bits: 4, .. })
-        ));
-        assert!(check_fits("S", "f", u64::MAX, 64).is_ok());
-    }
-}
-
 /// Generates, for each listed `wire_struct` type, tests that its field table
 /// covers every bit once and that it round-trips both ways over generated
 /// values (proptest): `emit(parse(b)) == b` and `parse(emit(r)) == r`.
@@ -648,4 +603,53 @@ macro_rules! repr_roundtrip_tests {
             )*
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn get_and_set_bits_agree_on_every_offset_and_width() {
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        for off in 0..40 {
+            for len in 1..=64 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let v = if len == 64 {
+                    seed
+                } else {
+                    seed & ((1 << len) - 1)
+                };
+                let mut buf = [0xA5u8; 16];
+                let before = buf;
+                set_bits(&mut buf, off, len, v);
+                assert_eq!(get_bits(&buf, off, len), v, "off {off} len {len}");
+                // Bits outside the range are untouched.
+                for bit in (0..128).filter(|b| *b < off || *b >= off + len) {
+                    assert_eq!(get_bits(&buf, bit, 1), get_bits(&before, bit, 1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn get_bits_past_the_end_reads_zero_instead_of_panicking() {
+        assert_eq!(get_bits(&[0xFF], 4, 12), 0xF00);
+        assert_eq!(get_bits(&[], 0, 64), 0);
+        let mut b = [0u8; 1];
+        set_bits(&mut b, 4, 12, 0xFFF);
+        assert_eq!(b, [0x0F]);
+    }
+
+    #[test]
+    fn check_fits_rejects_values_wider_than_the_field() {
+        assert!(check_fits("S", "f", 0xF, 4).is_ok());
+        assert!(matches!(
+            check_fits("S", "f", 0x10, 4),
+            Err(Error::FieldOverflow { bits: 4, .. })
+        ));
+        assert!(check_fits("S", "f", u64::MAX, 64).is_ok());
+    }
 }

@@ -1,0 +1,607 @@
+//! The RMPP receiver: reassembly of inbound transfers.
+//!
+//! A [`ReceiverTable`] holds every inbound transfer of one agent (or port),
+//! keyed like the kernel's `mad_rmpp_recv`: TID, source LID and QP, class,
+//! class version and method. Feed it every RMPP-active DATA segment and
+//! every ABORT / STOP addressed to a receiving transfer with
+//! [`ReceiverTable::handle`], call [`ReceiverTable::handle_timeout`] when
+//! [`ReceiverTable::poll_timeout`] passes, and drain
+//! [`ReceiverTable::poll_output`]: ACK / ABORT / STOP MADs to send back to
+//! the transfer's source, reassembled messages, and transfers that ended
+//! without a message.
+//!
+//! The caller decides what may allocate: for a response, call `handle`
+//! only once the segment's TID and source match a send that waits for it
+//! (the table itself allocates a transfer on segment 1 only, and never more
+//! than `max_message_len` bytes of buffer).
+//!
+//! Placement is O(1): segment `n` lands at `(n-1) * seg_size` of a flat
+//! buffer and a bitmap records it, however the segments are reordered.
+
+use crate::segment::{
+    flip_response_bit, message_len, Header, FLAG_ACTIVE, MAD_LEN, RMPP_DATA, TYPE_ABORT, TYPE_ACK,
+    TYPE_DATA, TYPE_STOP,
+};
+use crate::{status, Outcome, RMPP_VERSION};
+use mad_core::wire::MgmtClass;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// Identifies one inbound transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TransferKey {
+    /// Transaction ID.
+    pub tid: u64,
+    /// Source LID.
+    pub src_lid: u16,
+    /// Source QP.
+    pub src_qp: u32,
+    /// Management class.
+    pub class: u8,
+    /// Class version.
+    pub class_version: u8,
+    /// Method byte (with the response bit).
+    pub method: u8,
+}
+
+impl TransferKey {
+    /// The key of `mad` received from `src_lid`/`src_qp`.
+    #[must_use]
+    pub fn of(mad: &[u8], src_lid: u16, src_qp: u32) -> Option<Self> {
+        if mad.len() < 16 {
+            return None;
+        }
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&mad[8..16]);
+        Some(Self {
+            tid: u64::from_be_bytes(t),
+            src_lid,
+            src_qp,
+            class: mad[1],
+            class_version: mad[2],
+            method: mad[3],
+        })
+    }
+}
+
+/// Receiver parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReceiverConfig {
+    /// Segments granted per window (kernel: 64).
+    pub window: u32,
+    /// Total time a transfer may take from segment 1 (kernel: 40 s).
+    pub total_timeout: Duration,
+    /// How long a finished transfer is remembered to re-ACK duplicates
+    /// (kernel: 10 s).
+    pub linger: Duration,
+    /// Largest reassembled message, header included.
+    pub max_message_len: usize,
+    /// Concurrent active reassemblies from one source (LID, QP).
+    pub max_per_source: usize,
+    /// Concurrent active reassemblies in the table.
+    pub max_total: usize,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        Self {
+            window: 64,
+            total_timeout: Duration::from_secs(40),
+            linger: Duration::from_secs(10),
+            max_message_len: 64 << 20,
+            max_per_source: 16,
+            max_total: 1024,
+        }
+    }
+}
+
+/// What the table asks its owner to do or reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Send this MAD (ACK, ABORT or STOP) to the transfer's source
+    /// (`key.src_lid`, `key.src_qp`).
+    Send {
+        /// The transfer.
+        key: TransferKey,
+        /// 256 bytes.
+        mad: Vec<u8>,
+    },
+    /// A message was reassembled: its header (once) followed by its data.
+    Delivered {
+        /// The transfer.
+        key: TransferKey,
+        /// The message.
+        message: Vec<u8>,
+    },
+    /// A transfer ended without a message.
+    Ended {
+        /// The transfer.
+        key: TransferKey,
+        /// Why.
+        outcome: Outcome,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Active,
+    Complete,
+}
+
+#[derive(Debug)]
+struct Transfer {
+    /// The first segment's first 256 bytes (header template for ACKs and
+    /// for the delivered message).
+    first: Vec<u8>,
+    hdr_len: usize,
+    seg_size: usize,
+    data: Vec<u8>,
+    have: Vec<u64>,
+    /// Highest in-order segment.
+    seg_num: u32,
+    /// Highest segment received at all.
+    max_seen: u32,
+    newwin: u32,
+    last_seg: Option<u32>,
+    last_len: u32,
+    first_total: u32,
+    state: State,
+    deadline: Instant,
+    /// Window the requester advertised in a DS ACK (double-sided).
+    repwin: u32,
+}
+
+impl Transfer {
+    fn has(&self, n: u32) -> bool {
+        let i = (n - 1) as usize;
+        self.have
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    fn set(&mut self, n: u32) {
+        let i = (n - 1) as usize;
+        if self.have.len() <= i / 64 {
+            self.have.resize(i / 64 + 1, 0);
+        }
+        self.have[i / 64] |= 1 << (i % 64);
+    }
+}
+
+/// All inbound RMPP transfers of one agent or port.
+#[derive(Debug)]
+pub struct ReceiverTable {
+    cfg: ReceiverConfig,
+    transfers: HashMap<TransferKey, Transfer>,
+    deadlines: BTreeSet<(Instant, TransferKey)>,
+    per_source: HashMap<(u16, u32), usize>,
+    active: usize,
+    out: VecDeque<Output>,
+    /// Segments dropped as out of window or for unknown transfers.
+    pub dropped: u64,
+}
+
+/// The class header length of `class` (`ib_get_mad_data_offset`).
+fn hdr_len_of(class: u8) -> usize {
+    MgmtClass(class).data_offset()
+}
+
+impl ReceiverTable {
+    /// An empty table.
+    #[must_use]
+    pub fn new(cfg: ReceiverConfig) -> Self {
+        Self {
+            cfg,
+            transfers: HashMap::new(),
+            deadlines: BTreeSet::new(),
+            per_source: HashMap::new(),
+            active: 0,
+            out: VecDeque::new(),
+            dropped: 0,
+        }
+    }
+
+    /// Transfers held (active or lingering).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.transfers.len()
+    }
+
+    /// True when no transfer is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.transfers.is_empty()
+    }
+
+    /// Active (not yet complete) transfers.
+    #[must_use]
+    pub fn active(&self) -> usize {
+        self.active
+    }
+
+    /// Next thing to send or report.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// When [`ReceiverTable::handle_timeout`] must be called next.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(t, _)| *t)
+    }
+
+    /// The window a double-sided requester advertised for the response to
+    /// a completed transfer, if it sent one.
+    #[must_use]
+    pub fn response_window(&self, key: &TransferKey) -> Option<u32> {
+        self.transfers
+            .get(key)
+            .filter(|t| t.state == State::Complete)
+            .map(|t| t.repwin)
+    }
+
+    /// A reply MAD built from `template` with the response bit flipped.
+    fn reply(template: &[u8], rtype: u8, st: u8, seg: u32, data2: u32) -> Vec<u8> {
+        let mut m = vec![0u8; MAD_LEN];
+        let n = template.len().min(MAD_LEN);
+        m[..n].copy_from_slice(&template[..n]);
+        flip_response_bit(&mut m);
+        let rt = Header::read(&m).map(|h| h.resp_time).unwrap_or(0x1F);
+        Header {
+            version: RMPP_VERSION,
+            rtype,
+            resp_time: rt,
+            flags: FLAG_ACTIVE,
+            status: st,
+            seg_num: seg,
+            data2,
+        }
+        .write(&mut m);
+        if rtype != TYPE_ACK {
+            // ABORT/STOP carry no class data.
+            let h = hdr_len_of(m[1]).min(MAD_LEN);
+            m[h..].iter_mut().for_each(|b| *b = 0);
+        }
+        m
+    }
+
+    fn nack(&mut self, key: TransferKey, mad: &[u8], st: u8) {
+        let rtype = if st == status::RESX {
+            TYPE_STOP
+        } else {
+            TYPE_ABORT
+        };
+        self.out.push_back(Output::Send {
+            key,
+            mad: Self::reply(mad, rtype, st, 0, 0),
+        });
+    }
+
+    fn ack(&mut self, key: TransferKey) {
+        if let Some(t) = self.transfers.get(&key) {
+            let m = Self::reply(&t.first, TYPE_ACK, 0, t.seg_num, t.newwin);
+            self.out.push_back(Output::Send { key, mad: m });
+        }
+    }
+
+    fn set_deadline(&mut self, key: TransferKey, at: Instant) {
+        if let Some(t) = self.transfers.get_mut(&key) {
+            self.deadlines.remove(&(t.deadline, key));
+            t.deadline = at;
+            self.deadlines.insert((at, key));
+        }
+    }
+
+    fn remove(&mut self, key: &TransferKey) -> Option<Transfer> {
+        let t = self.transfers.remove(key)?;
+        self.deadlines.remove(&(t.deadline, *key));
+        if t.state == State::Active {
+            self.active -= 1;
+            let src = (key.src_lid, key.src_qp);
+            if let Some(c) = self.per_source.get_mut(&src) {
+                *c -= 1;
+                if *c == 0 {
+                    self.per_source.remove(&src);
+                }
+            }
+        }
+        Some(t)
+    }
+
+    /// Ends an active transfer with `outcome`, telling the sender with
+    /// `nack` (an RMPP status) when given.
+    fn fail(&mut self, key: TransferKey, nack: Option<u8>, outcome: Outcome) {
+        if let Some(t) = self.remove(&key) {
+            if let Some(st) = nack {
+                let first = t.first;
+                self.nack(key, &first, st);
+            }
+            self.out.push_back(Output::Ended { key, outcome });
+        }
+    }
+
+    /// Takes one MAD received from `src_lid` / `src_qp`: an RMPP-active DATA
+    /// segment, or an ABORT / STOP / DS ACK for an inbound transfer.
+    /// Returns `false` if the MAD is not RMPP-active (the caller delivers it
+    /// as an ordinary MAD).
+    pub fn handle(&mut self, mad: &[u8], src_lid: u16, src_qp: u32, now: Instant) -> bool {
+        let Ok(h) = Header::read(mad) else {
+            return false;
+        };
+        if !h.active() {
+            return false;
+        }
+        let Some(key) = TransferKey::of(mad, src_lid, src_qp) else {
+            return false;
+        };
+        if h.version != RMPP_VERSION {
+            self.nack(key, mad, status::UNV);
+            if self
+                .transfers
+                .get(&key)
+                .is_some_and(|t| t.state == State::Active)
+            {
+                self.fail(key, None, Outcome::Aborted(status::UNV));
+            }
+            return true;
+        }
+        match h.rtype {
+            TYPE_DATA => self.handle_data(key, mad, &h, now),
+            TYPE_ABORT | TYPE_STOP => {
+                // The sender gave up on an inbound transfer.
+                if self
+                    .transfers
+                    .get(&key)
+                    .is_some_and(|t| t.state == State::Active)
+                {
+                    self.fail(key, None, Outcome::Aborted(h.status));
+                }
+            }
+            TYPE_ACK => {
+                // A DS ACK (segment 0) primes the response window of a
+                // completed double-sided request.
+                let mut k = key;
+                k.method ^= 0x80;
+                if h.seg_num == 0 {
+                    if let Some(t) = self.transfers.get_mut(&k) {
+                        if t.state == State::Complete {
+                            t.repwin = h.data2.max(1);
+                        }
+                    }
+                }
+            }
+            _ => {
+                self.nack(key, mad, status::BADT);
+                if self
+                    .transfers
+                    .get(&key)
+                    .is_some_and(|t| t.state == State::Active)
+                {
+                    self.fail(key, None, Outcome::Aborted(status::BADT));
+                }
+            }
+        }
+        true
+    }
+
+    fn handle_data(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
+        if h.status != status::SUCCESS {
+            self.nack(key, mad, status::BAD_STATUS);
+            return;
+        }
+        if h.seg_num == 0 || (h.seg_num == 1) != h.first() {
+            self.nack(key, mad, status::BAD_SEG);
+            if self
+                .transfers
+                .get(&key)
+                .is_some_and(|t| t.state == State::Active)
+            {
+                self.fail(key, None, Outcome::Aborted(status::BAD_SEG));
+            }
+            return;
+        }
+        if h.seg_num == 1 && !self.transfers.contains_key(&key) {
+            self.start(key, mad, h, now);
+        } else {
+            self.continue_transfer(key, mad, h, now);
+        }
+    }
+
+    fn start(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
+        let src = (key.src_lid, key.src_qp);
+        if self.active >= self.cfg.max_total
+            || self.per_source.get(&src).copied().unwrap_or(0) >= self.cfg.max_per_source
+        {
+            self.nack(key, mad, status::RESX);
+            return;
+        }
+        let hdr_len = hdr_len_of(key.class);
+        if mad.len() < MAD_LEN || hdr_len >= MAD_LEN {
+            self.nack(key, mad, status::BAD_LEN);
+            return;
+        }
+        let t = Transfer {
+            first: mad[..MAD_LEN].to_vec(),
+            hdr_len,
+            seg_size: MAD_LEN - hdr_len,
+            data: Vec::new(),
+            have: Vec::new(),
+            seg_num: 0,
+            max_seen: 0,
+            newwin: 1,
+            last_seg: None,
+            last_len: 0,
+            first_total: h.data2,
+            state: State::Active,
+            deadline: now + self.cfg.total_timeout,
+            repwin: 1,
+        };
+        self.deadlines.insert((t.deadline, key));
+        self.transfers.insert(key, t);
+        self.active += 1;
+        *self.per_source.entry(src).or_insert(0) += 1;
+        self.place(key, mad, h, now);
+    }
+
+    fn continue_transfer(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
+        let Some(t) = self.transfers.get(&key) else {
+            self.dropped += 1;
+            return;
+        };
+        let n = h.seg_num;
+        if t.state == State::Complete || (n <= t.seg_num && n >= 1) {
+            // Duplicate of something already acknowledged or delivered:
+            // repeat the current ACK.
+            self.ack(key);
+            return;
+        }
+        if n > t.newwin {
+            self.dropped += 1;
+            return;
+        }
+        if t.has(n) {
+            return; // held but not yet acknowledged
+        }
+        self.place(key, mad, h, now);
+    }
+
+    fn place(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
+        let window = self.cfg.window.max(1);
+        let max_len = self.cfg.max_message_len;
+        let n = h.seg_num;
+        let verdict = {
+            let Some(t) = self.transfers.get(&key) else {
+                return;
+            };
+            // Segment numbers beyond a known Last, or a Last below a segment
+            // already received: the Last flag is inconsistent.
+            if t.last_seg.is_some_and(|l| n > l) || (h.last() && n < t.max_seen) {
+                Some(status::S2B)
+            } else if (n as usize)
+                .checked_mul(t.seg_size)
+                .is_none_or(|e| e > max_len.saturating_add(t.seg_size))
+            {
+                // Too long for our bound: stop the sender.
+                Some(status::RESX)
+            } else {
+                None
+            }
+        };
+        if let Some(st) = verdict {
+            self.fail(key, Some(st), Outcome::Aborted(st));
+            return;
+        }
+        let Some(t) = self.transfers.get_mut(&key) else {
+            return;
+        };
+        let off = (n as usize - 1) * t.seg_size;
+        if t.data.len() < off + t.seg_size {
+            t.data.resize(off + t.seg_size, 0);
+        }
+        t.data[off..off + t.seg_size].copy_from_slice(&mad[t.hdr_len..MAD_LEN]);
+        t.set(n);
+        t.max_seen = t.max_seen.max(n);
+        if h.last() {
+            t.last_seg = Some(n);
+            t.last_len = h.data2;
+        }
+        while t.has(t.seg_num + 1) {
+            t.seg_num += 1;
+        }
+        if t.last_seg == Some(t.seg_num) {
+            self.complete(key, now);
+        } else if t.seg_num == 1 && n == 1 {
+            t.newwin = 1 + window;
+            self.ack(key);
+        } else if t.seg_num == t.newwin {
+            t.newwin += window;
+            self.ack(key);
+        }
+    }
+
+    fn complete(&mut self, key: TransferKey, now: Instant) {
+        let verdict = {
+            let Some(t) = self.transfers.get(&key) else {
+                return;
+            };
+            let count = t.seg_num;
+            match message_len(t.hdr_len, count, t.last_len) {
+                None => Err(status::BAD_LEN),
+                Some(len) => {
+                    // The First segment's total, when given (non-zero), must agree.
+                    let pad = RMPP_DATA - t.last_len;
+                    let total = u64::from(count) * u64::from(RMPP_DATA) - u64::from(pad);
+                    if t.first_total != 0 && count > 1 && u64::from(t.first_total) != total {
+                        Err(status::BAD_LEN)
+                    } else if len > self.cfg.max_message_len {
+                        Err(status::RESX)
+                    } else {
+                        Ok(len)
+                    }
+                }
+            }
+        };
+        let len = match verdict {
+            Ok(len) => len,
+            Err(st) => {
+                self.fail(key, Some(st), Outcome::Aborted(st));
+                return;
+            }
+        };
+        let Some(t) = self.transfers.get_mut(&key) else {
+            return;
+        };
+        let mut message = Vec::with_capacity(len);
+        message.extend_from_slice(&t.first[..t.hdr_len]);
+        message.extend_from_slice(&t.data[..len - t.hdr_len]);
+        t.data = Vec::new();
+        t.have = Vec::new();
+        t.state = State::Complete;
+        self.active -= 1;
+        let src = (key.src_lid, key.src_qp);
+        if let Some(c) = self.per_source.get_mut(&src) {
+            *c -= 1;
+            if *c == 0 {
+                self.per_source.remove(&src);
+            }
+        }
+        self.ack(key);
+        self.set_deadline(key, now + self.cfg.linger);
+        self.out.push_back(Output::Delivered { key, message });
+    }
+
+    /// Ends expired transfers: active ones with ABORT(T2L) to the sender
+    /// and [`Outcome::TimedOut`]; finished ones are forgotten. Does nothing
+    /// before the earliest deadline.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(&(at, key)) = self.deadlines.first() {
+            if at > now {
+                break;
+            }
+            let active = self
+                .transfers
+                .get(&key)
+                .is_some_and(|t| t.state == State::Active);
+            if active {
+                self.fail(key, Some(status::T2L), Outcome::TimedOut);
+            } else {
+                self.remove(&key);
+            }
+        }
+    }
+
+    /// Drops every transfer (for example when the agent deregisters);
+    /// active ones are reported as [`Outcome::Canceled`].
+    pub fn clear(&mut self) {
+        let keys: Vec<TransferKey> = self.transfers.keys().copied().collect();
+        for k in keys {
+            if let Some(t) = self.remove(&k) {
+                if t.state == State::Active {
+                    self.out.push_back(Output::Ended {
+                        key: k,
+                        outcome: Outcome::Canceled,
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Segmentation arithmetic and the RMPP header fields this crate touches.
+//!
+//! A message is `hdr_len` bytes of class header (common MAD header, RMPP
+//! header and the class's own header: 56 for SA, 40 for vendor range 2, 64
+//! for DevMgt) followed by the class data. Each segment repeats the header
+//! and carries `seg_size = 256 - hdr_len` data bytes (RMPP.md §1).
+
+use crate::Error;
+
+/// Bytes in one MAD.
+pub const MAD_LEN: usize = 256;
+/// Bytes from the start of the MAD to the end of the RMPP header.
+pub const RMPP_HDR_END: usize = 36;
+/// Bytes after the RMPP header in one segment (`IB_MGMT_RMPP_DATA`).
+pub const RMPP_DATA: u32 = (MAD_LEN - RMPP_HDR_END) as u32;
+
+/// RMPP type DATA.
+pub const TYPE_DATA: u8 = 1;
+/// RMPP type ACK.
+pub const TYPE_ACK: u8 = 2;
+/// RMPP type STOP.
+pub const TYPE_STOP: u8 = 3;
+/// RMPP type ABORT.
+pub const TYPE_ABORT: u8 = 4;
+
+/// Flag: RMPP active.
+pub const FLAG_ACTIVE: u8 = 0x01;
+/// Flag: first segment.
+pub const FLAG_FIRST: u8 = 0x02;
+/// Flag: last segment.
+pub const FLAG_LAST: u8 = 0x04;
+
+/// Byte offsets inside the MAD.
+mod off {
+    pub const METHOD: usize = 3;
+    pub const VERSION: usize = 24;
+    pub const TYPE: usize = 25;
+    pub const RESPTIME_FLAGS: usize = 26;
+    pub const STATUS: usize = 27;
+    pub const DATA1: usize = 28;
+    pub const DATA2: usize = 32;
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    match b.get(at..at + 4) {
+        Some(s) => u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
+        None => 0,
+    }
+}
+
+fn put32(b: &mut [u8], at: usize, v: u32) {
+    if let Some(s) = b.get_mut(at..at + 4) {
+        s.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// The RMPP header of one MAD, read out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// RMPPVersion.
+    pub version: u8,
+    /// RMPPType.
+    pub rtype: u8,
+    /// RRespTime (5 bits).
+    pub resp_time: u8,
+    /// RMPPFlags (3 bits).
+    pub flags: u8,
+    /// RMPPStatus.
+    pub status: u8,
+    /// SegmentNumber (DATA, ACK).
+    pub seg_num: u32,
+    /// PayloadLength (DATA) or NewWindowLast (ACK).
+    pub data2: u32,
+}
+
+impl Header {
+    /// Reads the RMPP header of `mad`.
+    ///
+    /// # Errors
+    /// The MAD is shorter than 36 bytes.
+    pub fn read(mad: &[u8]) -> Result<Self, Error> {
+        if mad.len() < RMPP_HDR_END {
+            return Err(Error::Malformed {
+                reason: "MAD too short for an RMPP header",
+                value: mad.len() as u64,
+            });
+        }
+        let rf = mad[off::RESPTIME_FLAGS];
+        Ok(Self {
+            version: mad[off::VERSION],
+            rtype: mad[off::TYPE],
+            resp_time: rf >> 3,
+            flags: rf & 7,
+            status: mad[off::STATUS],
+            seg_num: be32(mad, off::DATA1),
+            data2: be32(mad, off::DATA2),
+        })
+    }
+
+    /// Writes this header into `mad` (which must hold 36 bytes).
+    pub fn write(&self, mad: &mut [u8]) {
+        if mad.len() < RMPP_HDR_END {
+            return;
+        }
+        mad[off::VERSION] = self.version;
+        mad[off::TYPE] = self.rtype;
+        mad[off::RESPTIME_FLAGS] = (self.resp_time << 3) | (self.flags & 7);
+        mad[off::STATUS] = self.status;
+        put32(mad, off::DATA1, self.seg_num);
+        put32(mad, off::DATA2, self.data2);
+    }
+
+    /// Active flag.
+    #[must_use]
+    pub fn active(&self) -> bool {
+        self.flags & FLAG_ACTIVE != 0
+    }
+    /// First flag.
+    #[must_use]
+    pub fn first(&self) -> bool {
+        self.flags & FLAG_FIRST != 0
+    }
+    /// Last flag.
+    #[must_use]
+    pub fn last(&self) -> bool {
+        self.flags & FLAG_LAST != 0
+    }
+}
+
+/// Flips the response bit of the method byte (ACK / ABORT replies do so).
+pub(crate) fn flip_response_bit(mad: &mut [u8]) {
+    if let Some(m) = mad.get_mut(off::METHOD) {
+        *m ^= 0x80;
+    }
+}
+
+/// Segment geometry of one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Class header length (bytes repeated in every segment).
+    pub hdr_len: usize,
+    /// Data bytes per segment.
+    pub seg_size: usize,
+    /// Number of segments (at least 1).
+    pub count: u32,
+    /// Unused bytes at the end of the last segment.
+    pub pad: usize,
+}
+
+impl Geometry {
+    /// Geometry for `data_len` data bytes behind a `hdr_len`-byte header.
+    ///
+    /// # Errors
+    /// A header that leaves no room for data, or more than `u32::MAX`
+    /// segments.
+    pub fn new(hdr_len: usize, data_len: usize) -> Result<Self, Error> {
+        if !(RMPP_HDR_END..MAD_LEN).contains(&hdr_len) {
+            return Err(Error::Malformed {
+                reason: "class header length must be 36..255",
+                value: hdr_len as u64,
+            });
+        }
+        let seg_size = MAD_LEN - hdr_len;
+        let count = data_len.div_ceil(seg_size).max(1);
+        let count32 = u32::try_from(count).map_err(|_| Error::Malformed {
+            reason: "message needs more than 2^32 segments",
+            value: data_len as u64,
+        })?;
+        let pad = count * seg_size - data_len;
+        Ok(Self {
+            hdr_len,
+            seg_size,
+            count: count32,
+            pad,
+        })
+    }
+
+    /// PayloadLength of segment `n` (1-based) as the kernel sends it:
+    /// first = `count*220 - pad`, last = `220 - pad`, others 0; a single
+    /// segment uses the "last" value.
+    #[must_use]
+    pub fn payload_length(&self, n: u32) -> u32 {
+        let pad = self.pad as u64;
+        if n == self.count {
+            (u64::from(RMPP_DATA) - pad) as u32
+        } else if n == 1 {
+            (u64::from(self.count) * u64::from(RMPP_DATA) - pad).min(u64::from(u32::MAX)) as u32
+        } else {
+            0
+        }
+    }
+}
+
+/// Length of a reassembled message (header once) from the number of
+/// segments and the last segment's PayloadLength, or `None` when that
+/// length is inconsistent with the header (BAD_LEN).
+#[must_use]
+pub fn message_len(hdr_len: usize, count: u32, last_payload_len: u32) -> Option<usize> {
+    let seg_size = MAD_LEN.checked_sub(hdr_len)?;
+    // Bytes after the RMPP header that belong to the class header.
+    let class_hdr = hdr_len.checked_sub(RMPP_HDR_END)?;
+    let last = last_payload_len as usize;
+    if last > RMPP_DATA as usize || last < class_hdr {
+        return None;
+    }
+    let pad = RMPP_DATA as usize - last;
+    (count as usize)
+        .checked_mul(seg_size)?
+        .checked_sub(pad)
+        .and_then(|d| d.checked_add(hdr_len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sa_geometry_matches_the_kernel_formula() {
+        // 1 MiB of SA data: 200 data bytes per segment.
+        let g = Geometry::new(56, 1 << 20).unwrap();
+        assert_eq!(g.seg_size, 200);
+        assert_eq!(g.count, 5243);
+        assert_eq!(g.pad, 5243 * 200 - (1 << 20));
+        assert_eq!(g.payload_length(1), 5243 * 220 - g.pad as u32);
+        assert_eq!(g.payload_length(5243), 220 - g.pad as u32);
+        assert_eq!(g.payload_length(2), 0);
+        let len = message_len(56, g.count, g.payload_length(g.count)).unwrap();
+        assert_eq!(len, 56 + (1 << 20));
+    }
+
+    #[test]
+    fn empty_and_exact_messages_use_one_segment_or_exact_multiples() {
+        let g = Geometry::new(56, 0).unwrap();
+        assert_eq!((g.count, g.pad), (1, 200));
+        assert_eq!(g.payload_length(1), 20);
+        assert_eq!(message_len(56, 1, 20), Some(56));
+        let g = Geometry::new(56, 400).unwrap();
+        assert_eq!((g.count, g.pad), (2, 0));
+        assert_eq!(g.payload_length(2), 220);
+    }
+
+    #[test]
+    fn inconsistent_last_length_is_detected() {
+        assert_eq!(message_len(56, 3, 221), None);
+        assert_eq!(message_len(56, 3, 19), None, "shorter than the SA header");
+        assert_eq!(message_len(40, 3, 4), Some(40 + 3 * 216 - 216));
+    }
+
+    #[test]
+    fn header_read_write_round_trip() {
+        let mut m = [0u8; 256];
+        let h = Header {
+            version: 1,
+            rtype: TYPE_ACK,
+            resp_time: 0x1F,
+            flags: FLAG_ACTIVE | FLAG_LAST,
+            status: 0,
+            seg_num: 7,
+            data2: 70,
+        };
+        h.write(&mut m);
+        assert_eq!(Header::read(&m).unwrap(), h);
+        assert!(Header::read(&m[..30]).is_err());
+    }
+}

@@ -1,0 +1,577 @@
+//! The RMPP sender: segmentation, the ACK window, retransmission.
+//!
+//! One [`Sender`] per outbound message. Drive it with:
+//! - [`Sender::poll_transmit`] (or `_into`) until it returns `None`: each
+//!   call yields one MAD to post (a DATA segment, or an ABORT / DS ACK);
+//! - [`Sender::handle_reply`] for every ACK, STOP or ABORT the peer sends
+//!   for this transfer (the caller matches them by TID and address);
+//! - [`Sender::handle_timeout`] when [`Sender::poll_timeout`] has passed
+//!   (calling it early does nothing);
+//! - [`Sender::poll_event`] for the outcome.
+//!
+//! Window: the first window is `initial_window` segments (1, or the window
+//! the requester advertised for a double-sided response); the receiver's
+//! ACKs move it. All segments up to the window are released back to back;
+//! the kernel releases one per send completion, which only changes pacing.
+//! On timeout the sender goes back to the first unacknowledged segment
+//! (go-back-N) and spends one retry; the retry budget is restored whenever
+//! an ACK advances. When it runs out the transfer ends `TimedOut` and,
+//! unlike the kernel, an ABORT(TMR) tells the receiver so it can free its
+//! state at once instead of after its 40 s total timer.
+
+use crate::segment::{
+    flip_response_bit, Geometry, Header, FLAG_ACTIVE, FLAG_FIRST, FLAG_LAST, MAD_LEN, TYPE_ABORT,
+    TYPE_ACK, TYPE_DATA, TYPE_STOP,
+};
+use crate::{status, Error, Outcome, RMPP_VERSION};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Sender parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SenderConfig {
+    /// How long to wait for an ACK before going back (kernel: the client's
+    /// timeout if it is 1..=2000 ms, else 2 s).
+    pub ack_timeout: Duration,
+    /// Retries per window.
+    pub retries: u32,
+    /// First window (1 unless this is a response to a double-sided request).
+    pub initial_window: u32,
+    /// A response is expected after the last ACK: the sender then sends a
+    /// DS ACK and reports [`SendEvent::AllAcked`] instead of finishing.
+    pub expects_response: bool,
+    /// RRespTime to put in the segments (0x1F: none given).
+    pub resp_time: u8,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        Self {
+            ack_timeout: Duration::from_secs(2),
+            retries: 3,
+            initial_window: 1,
+            expects_response: false,
+            resp_time: 0x1F,
+        }
+    }
+}
+
+impl SenderConfig {
+    /// The kernel's ACK timeout for a client timeout of `timeout`.
+    #[must_use]
+    pub fn kernel_ack_timeout(timeout: Duration) -> Duration {
+        if timeout.is_zero() || timeout > Duration::from_secs(2) {
+            Duration::from_secs(2)
+        } else {
+            timeout
+        }
+    }
+}
+
+/// What the sender reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendEvent {
+    /// Every segment is acknowledged and a response is expected: the owner
+    /// now waits for it (with its own response timeout).
+    AllAcked,
+    /// The transfer ended.
+    Finished(Outcome),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Active,
+    AwaitingResponse,
+    Finished,
+}
+
+/// One outbound RMPP message.
+#[derive(Debug)]
+pub struct Sender {
+    /// Header followed by the data.
+    message: Vec<u8>,
+    geom: Geometry,
+    cfg: SenderConfig,
+    /// Highest segment sent in the current pass.
+    seg_sent: u32,
+    /// Highest segment acknowledged.
+    last_ack: u32,
+    /// Highest segment the receiver accepts.
+    newwin: u32,
+    retries_left: u32,
+    /// Retransmission passes made (go-back-N restarts).
+    pub retransmissions: u32,
+    deadline: Option<Instant>,
+    state: State,
+    control: VecDeque<Vec<u8>>,
+    events: VecDeque<SendEvent>,
+}
+
+impl Sender {
+    /// A sender for `data` behind `header` (the class header: common MAD
+    /// header, RMPP header and class header — 56 bytes for SA).
+    ///
+    /// # Errors
+    /// A header of the wrong size.
+    pub fn new(header: &[u8], data: &[u8], cfg: SenderConfig, now: Instant) -> Result<Self, Error> {
+        let mut message = Vec::with_capacity(header.len() + data.len());
+        message.extend_from_slice(header);
+        message.extend_from_slice(data);
+        Self::from_message(message, header.len(), cfg, now)
+    }
+
+    /// A sender for an assembled message (`hdr_len` header bytes, then data).
+    ///
+    /// # Errors
+    /// A header length outside 36..256 or longer than the message.
+    pub fn from_message(
+        message: Vec<u8>,
+        hdr_len: usize,
+        cfg: SenderConfig,
+        _now: Instant,
+    ) -> Result<Self, Error> {
+        if message.len() < hdr_len {
+            return Err(Error::Malformed {
+                reason: "message shorter than its class header",
+                value: message.len() as u64,
+            });
+        }
+        let geom = Geometry::new(hdr_len, message.len() - hdr_len)?;
+        Ok(Self {
+            message,
+            geom,
+            cfg,
+            seg_sent: 0,
+            last_ack: 0,
+            newwin: cfg.initial_window.max(1),
+            retries_left: cfg.retries,
+            retransmissions: 0,
+            deadline: None,
+            state: State::Active,
+            control: VecDeque::new(),
+            events: VecDeque::new(),
+        })
+    }
+
+    /// Segment geometry.
+    #[must_use]
+    pub fn geometry(&self) -> Geometry {
+        self.geom
+    }
+
+    /// The TID of the message (header bytes 8..16).
+    #[must_use]
+    pub fn tid(&self) -> u64 {
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&self.message[8..16]);
+        u64::from_be_bytes(t)
+    }
+
+    /// True once the transfer has ended (any outcome).
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.state == State::Finished
+    }
+
+    /// Highest acknowledged segment.
+    #[must_use]
+    pub fn last_ack(&self) -> u32 {
+        self.last_ack
+    }
+
+    /// Next outcome or milestone.
+    pub fn poll_event(&mut self) -> Option<SendEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`Sender::handle_timeout`] must be called next.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.state {
+            State::Active => self.deadline,
+            _ => None,
+        }
+    }
+
+    fn finish(&mut self, outcome: Outcome) {
+        if self.state != State::Finished {
+            self.state = State::Finished;
+            self.deadline = None;
+            self.events.push_back(SendEvent::Finished(outcome));
+        }
+    }
+
+    /// A control MAD (ACK/ABORT/STOP) built on this message's header.
+    fn control_mad(&self, rtype: u8, status: u8, seg: u32, data2: u32) -> Vec<u8> {
+        let mut m = vec![0u8; MAD_LEN];
+        let h = self.geom.hdr_len.min(MAD_LEN);
+        m[..h].copy_from_slice(&self.message[..h]);
+        Header {
+            version: RMPP_VERSION,
+            rtype,
+            resp_time: self.cfg.resp_time & 0x1F,
+            flags: FLAG_ACTIVE,
+            status,
+            seg_num: seg,
+            data2,
+        }
+        .write(&mut m);
+        m
+    }
+
+    fn abort(&mut self, st: u8) {
+        if self.state == State::Finished {
+            return;
+        }
+        let m = self.control_mad(TYPE_ABORT, st, 0, 0);
+        self.control.push_back(m);
+        self.finish(Outcome::Aborted(st));
+    }
+
+    /// Ends the transfer at the owner's request; nothing more is sent.
+    pub fn cancel(&mut self) {
+        self.finish(Outcome::Canceled);
+    }
+
+    /// Writes segment `n` (1-based) into `out` (at least 256 bytes).
+    fn write_segment(&self, n: u32, out: &mut [u8]) {
+        let g = &self.geom;
+        out[..g.hdr_len].copy_from_slice(&self.message[..g.hdr_len]);
+        let start = g.hdr_len + (n as usize - 1) * g.seg_size;
+        let end = (start + g.seg_size).min(self.message.len());
+        let len = end.saturating_sub(start);
+        out[g.hdr_len..g.hdr_len + len].copy_from_slice(&self.message[start..end]);
+        out[g.hdr_len + len..MAD_LEN]
+            .iter_mut()
+            .for_each(|b| *b = 0);
+        let mut flags = FLAG_ACTIVE;
+        if n == 1 {
+            flags |= FLAG_FIRST;
+        }
+        if n == g.count {
+            flags |= FLAG_LAST;
+        }
+        Header {
+            version: RMPP_VERSION,
+            rtype: TYPE_DATA,
+            resp_time: self.cfg.resp_time & 0x1F,
+            flags,
+            status: status::SUCCESS,
+            seg_num: n,
+            data2: g.payload_length(n),
+        }
+        .write(out);
+    }
+
+    /// Writes the next MAD to post into `out` (256 bytes) and returns its
+    /// segment number (0 for a control MAD), or `None` when nothing is due.
+    pub fn poll_transmit_into(&mut self, now: Instant, out: &mut [u8]) -> Option<u32> {
+        if out.len() < MAD_LEN {
+            return None;
+        }
+        if let Some(c) = self.control.pop_front() {
+            out[..MAD_LEN].copy_from_slice(&c);
+            return Some(0);
+        }
+        if self.state != State::Active {
+            return None;
+        }
+        let limit = self.newwin.min(self.geom.count);
+        if self.seg_sent >= limit {
+            return None;
+        }
+        self.seg_sent += 1;
+        let n = self.seg_sent;
+        self.write_segment(n, out);
+        self.deadline = Some(now + self.cfg.ack_timeout);
+        Some(n)
+    }
+
+    /// The next MAD to post, or `None` when nothing is due.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Vec<u8>> {
+        let mut v = vec![0u8; MAD_LEN];
+        self.poll_transmit_into(now, &mut v).map(|_| v)
+    }
+
+    /// Takes an ACK, STOP or ABORT the receiver sent for this transfer.
+    /// Anything else (a DATA segment, a short MAD) is ignored.
+    pub fn handle_reply(&mut self, mad: &[u8], now: Instant) {
+        let Ok(h) = Header::read(mad) else { return };
+        if !h.active() {
+            return;
+        }
+        if h.version != RMPP_VERSION {
+            self.abort(status::UNV);
+            return;
+        }
+        match h.rtype {
+            TYPE_ACK => self.handle_ack(&h, now),
+            TYPE_STOP => {
+                if h.status == status::RESX {
+                    self.finish(Outcome::Aborted(status::RESX));
+                } else {
+                    self.abort(status::BAD_STATUS);
+                }
+            }
+            TYPE_ABORT => {
+                if (status::ABORT_MIN..=status::ABORT_MAX).contains(&h.status) {
+                    self.finish(Outcome::Aborted(h.status));
+                } else {
+                    self.abort(status::BAD_STATUS);
+                }
+            }
+            TYPE_DATA => {}
+            _ => self.abort(status::BADT),
+        }
+    }
+
+    fn handle_ack(&mut self, h: &Header, now: Instant) {
+        if self.state == State::Finished {
+            return;
+        }
+        if h.status != status::SUCCESS {
+            self.abort(status::BAD_STATUS);
+            return;
+        }
+        let (seg, wl) = (h.seg_num, h.data2);
+        if wl < seg {
+            self.abort(status::W2S);
+            return;
+        }
+        if self.state == State::AwaitingResponse {
+            // A repeated final ACK: our DS ACK was lost; send it again.
+            if seg == self.geom.count {
+                self.control.push_back(self.control_mad(TYPE_ACK, 0, 0, 1));
+            }
+            return;
+        }
+        if seg > self.geom.count || seg > self.newwin {
+            self.abort(status::S2B);
+            return;
+        }
+        if wl < self.newwin || seg < self.last_ack {
+            return; // an old ACK
+        }
+        if seg > self.last_ack {
+            self.last_ack = seg;
+            self.retries_left = self.cfg.retries;
+        }
+        self.newwin = wl;
+        if self.seg_sent < self.last_ack {
+            self.seg_sent = self.last_ack;
+        }
+        if self.last_ack == self.geom.count {
+            self.deadline = None;
+            if self.cfg.expects_response {
+                self.state = State::AwaitingResponse;
+                self.control.push_back(self.control_mad(TYPE_ACK, 0, 0, 1));
+                self.events.push_back(SendEvent::AllAcked);
+            } else {
+                self.finish(Outcome::Success);
+            }
+        } else if self.seg_sent > self.last_ack {
+            // Segments still unacknowledged: wait for them.
+            self.deadline = Some(now + self.cfg.ack_timeout);
+        } else {
+            self.deadline = None;
+        }
+    }
+
+    /// Handles an expired ACK timer. Does nothing before the deadline.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.state != State::Active {
+            return;
+        }
+        match self.deadline {
+            Some(d) if d <= now => {}
+            _ => return,
+        }
+        self.deadline = None;
+        if self.retries_left == 0 {
+            let m = self.control_mad(TYPE_ABORT, status::TMR, 0, 0);
+            self.control.push_back(m);
+            self.finish(Outcome::TimedOut);
+            return;
+        }
+        self.retries_left -= 1;
+        self.retransmissions += 1;
+        self.seg_sent = self.last_ack;
+    }
+
+    /// Flips the response bit of a control MAD built here; used by callers
+    /// that need the peer's view of the method.
+    #[doc(hidden)]
+    pub fn flip_method(mad: &mut [u8]) {
+        flip_response_bit(mad);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Vec<u8> {
+        let mut h = vec![0u8; 56];
+        h[0] = 1;
+        h[1] = 3;
+        h[2] = 2;
+        h[3] = 0x92;
+        h[8..16].copy_from_slice(&0x55u64.to_be_bytes());
+        h
+    }
+
+    fn ack(seg: u32, wl: u32) -> Vec<u8> {
+        let mut m = vec![0u8; 256];
+        Header {
+            version: 1,
+            rtype: TYPE_ACK,
+            resp_time: 0,
+            flags: FLAG_ACTIVE,
+            status: 0,
+            seg_num: seg,
+            data2: wl,
+        }
+        .write(&mut m);
+        m
+    }
+
+    fn drain(s: &mut Sender, now: Instant) -> Vec<Vec<u8>> {
+        std::iter::from_fn(|| s.poll_transmit(now)).collect()
+    }
+
+    #[test]
+    fn first_window_is_one_segment_then_the_ack_opens_it() {
+        let now = Instant::now();
+        let mut s = Sender::new(&header(), &[7u8; 2000], SenderConfig::default(), now).unwrap();
+        assert_eq!(s.geometry().count, 10);
+        let first = drain(&mut s, now);
+        assert_eq!(first.len(), 1);
+        let h = Header::read(&first[0]).unwrap();
+        assert!(h.first() && h.active() && !h.last());
+        assert_eq!(h.data2, 10 * 220);
+        s.handle_reply(&ack(1, 65), now);
+        let rest = drain(&mut s, now);
+        assert_eq!(rest.len(), 9);
+        let last = Header::read(&rest[8]).unwrap();
+        assert!(last.last());
+        assert_eq!(last.seg_num, 10);
+        assert_eq!(last.data2, 220);
+        s.handle_reply(&ack(10, 74), now);
+        assert_eq!(s.poll_event(), Some(SendEvent::Finished(Outcome::Success)));
+        assert!(s.is_finished());
+    }
+
+    #[test]
+    fn timeout_goes_back_to_the_first_unacknowledged_segment() {
+        let t0 = Instant::now();
+        let mut s = Sender::new(&header(), &[1u8; 2000], SenderConfig::default(), t0).unwrap();
+        drain(&mut s, t0);
+        s.handle_reply(&ack(1, 65), t0);
+        drain(&mut s, t0);
+        s.handle_reply(&ack(4, 65), t0);
+        s.handle_timeout(t0 + Duration::from_millis(1999));
+        assert!(s.poll_transmit(t0).is_none(), "early timeout does nothing");
+        let t1 = t0 + Duration::from_secs(3);
+        s.handle_timeout(t1);
+        let again = drain(&mut s, t1);
+        let segs: Vec<u32> = again
+            .iter()
+            .map(|m| Header::read(m).unwrap().seg_num)
+            .collect();
+        assert_eq!(segs, (5..=10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn retries_run_out_with_abort_tmr_and_timed_out() {
+        let t0 = Instant::now();
+        let cfg = SenderConfig {
+            retries: 2,
+            ..SenderConfig::default()
+        };
+        let mut s = Sender::new(&header(), &[1u8; 500], cfg, t0).unwrap();
+        let mut t = t0;
+        for _ in 0..3 {
+            drain(&mut s, t);
+            t += Duration::from_secs(2);
+            s.handle_timeout(t);
+        }
+        let out = drain(&mut s, t);
+        assert_eq!(out.len(), 1);
+        let h = Header::read(&out[0]).unwrap();
+        assert_eq!((h.rtype, h.status), (TYPE_ABORT, status::TMR));
+        assert_eq!(s.poll_event(), Some(SendEvent::Finished(Outcome::TimedOut)));
+    }
+
+    #[test]
+    fn bad_acks_abort_with_the_kernel_status() {
+        let now = Instant::now();
+        let cases: [(Vec<u8>, u8); 3] = [
+            (ack(3, 2), status::W2S),
+            (ack(2, 65), status::S2B), // beyond the window of 1
+            (
+                {
+                    let mut m = ack(1, 65);
+                    m[27] = 5;
+                    m
+                },
+                status::BAD_STATUS,
+            ),
+        ];
+        for (m, want) in cases {
+            let mut s = Sender::new(&header(), &[1u8; 500], SenderConfig::default(), now).unwrap();
+            drain(&mut s, now);
+            s.handle_reply(&m, now);
+            let out = drain(&mut s, now);
+            let h = Header::read(&out[0]).unwrap();
+            assert_eq!((h.rtype, h.status), (TYPE_ABORT, want));
+            assert_eq!(
+                s.poll_event(),
+                Some(SendEvent::Finished(Outcome::Aborted(want)))
+            );
+        }
+    }
+
+    #[test]
+    fn stop_and_abort_from_the_receiver_end_the_transfer() {
+        let now = Instant::now();
+        let mut s = Sender::new(&header(), &[1u8; 500], SenderConfig::default(), now).unwrap();
+        drain(&mut s, now);
+        let mut stop = ack(0, 0);
+        stop[25] = TYPE_STOP;
+        stop[27] = status::RESX;
+        s.handle_reply(&stop, now);
+        assert_eq!(
+            s.poll_event(),
+            Some(SendEvent::Finished(Outcome::Aborted(status::RESX)))
+        );
+
+        let mut s = Sender::new(&header(), &[1u8; 500], SenderConfig::default(), now).unwrap();
+        drain(&mut s, now);
+        let mut abort = ack(0, 0);
+        abort[25] = TYPE_ABORT;
+        abort[27] = 42; // outside the ABORT range
+        s.handle_reply(&abort, now);
+        let out = drain(&mut s, now);
+        assert_eq!(Header::read(&out[0]).unwrap().status, status::BAD_STATUS);
+    }
+
+    #[test]
+    fn a_request_expecting_a_response_sends_a_ds_ack_after_the_last_ack() {
+        let now = Instant::now();
+        let cfg = SenderConfig {
+            expects_response: true,
+            ..SenderConfig::default()
+        };
+        let mut s = Sender::new(&header(), &[1u8; 100], cfg, now).unwrap();
+        assert_eq!(drain(&mut s, now).len(), 1);
+        s.handle_reply(&ack(1, 1), now);
+        assert_eq!(s.poll_event(), Some(SendEvent::AllAcked));
+        let ds = drain(&mut s, now);
+        let h = Header::read(&ds[0]).unwrap();
+        assert_eq!((h.rtype, h.seg_num, h.data2), (TYPE_ACK, 0, 1));
+        // A repeated final ACK gets the DS ACK again.
+        s.handle_reply(&ack(1, 1), now);
+        assert_eq!(drain(&mut s, now).len(), 1);
+        assert!(!s.is_finished());
+    }
+}
