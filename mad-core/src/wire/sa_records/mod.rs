@@ -85,7 +85,7 @@ macro_rules! sa_record {
     ) => {
         impl $ty {
             $(
-                #[doc = concat!("ComponentMask bit ", stringify!($bit), ": ", $clabel, ".")]
+                #[doc = concat!("ComponentMask bit ", stringify!($bit), ": `", $clabel, "`.")]
                 pub const $cname: u64 = 1u64 << $bit;
             )*
         }
@@ -110,17 +110,33 @@ macro_rules! sa_record {
     };
 }
 
+mod fwd;
+mod guid;
 mod inform;
 mod link;
 mod mcmember;
+mod node;
 mod path;
+mod pkey;
+mod port;
+mod qos;
 mod service;
+mod sm;
+mod switch;
 
+pub use fwd::{LftRecord, MftRecord};
+pub use guid::GuidInfoRecord;
 pub use inform::{InformInfo, InformInfoRecord};
 pub use link::LinkRecord;
 pub use mcmember::McMemberRecord;
+pub use node::NodeRecord;
 pub use path::PathRecord;
+pub use pkey::PKeyTableRecord;
+pub use port::PortInfoRecord;
+pub use qos::{Sl2VlRecord, VlArbRecord};
 pub use service::ServiceRecord;
+pub use sm::SmInfoRecord;
+pub use switch::SwitchInfoRecord;
 
 /// Static facts about one record type, for generic code (decoders, the
 /// SA server) that only knows the attribute ID.
@@ -161,9 +177,19 @@ impl RecordInfo {
 pub fn all_records() -> Vec<RecordInfo> {
     vec![
         RecordInfo::of::<InformInfo>(),
+        RecordInfo::of::<NodeRecord>(),
+        RecordInfo::of::<PortInfoRecord>(),
+        RecordInfo::of::<Sl2VlRecord>(),
+        RecordInfo::of::<SwitchInfoRecord>(),
+        RecordInfo::of::<LftRecord>(),
+        RecordInfo::of::<MftRecord>(),
+        RecordInfo::of::<SmInfoRecord>(),
         RecordInfo::of::<LinkRecord>(),
+        RecordInfo::of::<GuidInfoRecord>(),
         RecordInfo::of::<ServiceRecord>(),
+        RecordInfo::of::<PKeyTableRecord>(),
         RecordInfo::of::<PathRecord>(),
+        RecordInfo::of::<VlArbRecord>(),
         RecordInfo::of::<McMemberRecord>(),
         RecordInfo::of::<InformInfoRecord>(),
     ]
