@@ -17,7 +17,15 @@
 //! cannot interpret further becomes a [`LayerData::Raw`] layer with a note
 //! saying why.
 
-use super::{AttributeId, Error, Fields, MadHeader, MgmtClass, Repr, MAD_HEADER_LEN};
+use super::rmpp::{RmppHeader, RmppType};
+use super::sa::{SaHeader, SaMad, SA_HEADER_OFFSET};
+use super::{
+    AttributeId, Error, Fields, MadHeader, MgmtClass, Repr, MAD_HEADER_LEN, SA_DATA_OFFSET,
+    SMP_DATA_LEN, SMP_DATA_OFFSET,
+};
+
+/// Bytes of PerfMgt attribute data (MAD bytes 64–255).
+const PERF_DATA_LEN: usize = 192;
 
 /// The content of one decoded layer.
 #[derive(Debug)]
@@ -148,7 +156,11 @@ pub fn decode_mad(buf: &[u8]) -> Result<DecodedMad, Error> {
 
 /// Appends `buf[offset..]` as a raw `"Data"` layer (nothing when empty).
 fn push_raw(d: &mut DecodedMad, buf: &[u8], offset: usize, note: Option<String>) {
-    let bytes = buf.get(offset..).unwrap_or(&[]);
+    push_raw_slice(d, buf.get(offset..).unwrap_or(&[]), offset, note);
+}
+
+/// Appends `bytes` (found at `offset`) as a raw layer (nothing when empty).
+fn push_raw_slice(d: &mut DecodedMad, bytes: &[u8], offset: usize, note: Option<String>) {
     if bytes.is_empty() {
         return;
     }
@@ -161,20 +173,18 @@ fn push_raw(d: &mut DecodedMad, buf: &[u8], offset: usize, note: Option<String>)
     });
 }
 
-/// Parses a fixed header layer at `offset` and returns it.
+/// Parses a fixed header layer at `offset` of `buf`.
 fn push_fields(
     d: &mut DecodedMad,
     name: &'static str,
     parse: ParseFn,
     buf: &[u8],
     offset: usize,
-    index: Option<usize>,
 ) -> Result<(), Error> {
-    let body = buf.get(offset..).unwrap_or(&[]);
-    let f = parse(body)?;
+    let f = parse(buf.get(offset..).unwrap_or(&[]))?;
     d.layers.push(Layer {
         name,
-        index,
+        index: None,
         offset,
         data: LayerData::Fields(f),
         note: None,
@@ -182,34 +192,34 @@ fn push_fields(
     Ok(())
 }
 
-/// Decodes the attribute found at `offset`: a known one as fields (when the
-/// data is long enough), anything else as raw bytes.
+/// The note for an attribute this decoder does not know.
+fn unknown_note(d: &DecodedMad) -> String {
+    let attr = d.header.attr_id;
+    match attr.name_in(d.header.mgmt_class) {
+        Some(n) => format!("attribute {n} ({:#06x}) is not decoded here", attr.0),
+        None => format!("unknown attribute {:#06x}", attr.0),
+    }
+}
+
+/// Decodes one attribute from `data` (found at `offset`): a known one as
+/// fields when `data` is long enough, followed by any non-zero bytes after
+/// it; anything else as raw bytes with a note.
 fn push_attribute(
     d: &mut DecodedMad,
     known: Option<Known>,
-    buf: &[u8],
+    data: &[u8],
     offset: usize,
-    data_len: usize,
 ) -> Result<(), Error> {
-    let end = offset.saturating_add(data_len).min(buf.len());
-    let data = buf.get(offset..end).unwrap_or(&[]);
-    let attr = d.header.attr_id;
-    let class = d.header.mgmt_class;
     match known {
         Some(k) if data.len() >= k.len => {
-            push_fields(d, k.name, k.parse, data, 0, None)?;
+            push_fields(d, k.name, k.parse, data, 0)?;
             if let Some(l) = d.layers.last_mut() {
                 l.offset = offset;
             }
             let rest = data.get(k.len..).unwrap_or(&[]);
             if rest.iter().any(|b| *b != 0) {
-                d.layers.push(Layer {
-                    name: "Data",
-                    index: None,
-                    offset: offset + k.len,
-                    data: LayerData::Raw(rest.to_vec()),
-                    note: Some(format!("bytes after the {} attribute", k.name)),
-                });
+                let note = format!("bytes after the {} attribute", k.name);
+                push_raw_slice(d, rest, offset + k.len, Some(note));
             }
         }
         Some(k) => {
@@ -219,17 +229,20 @@ fn push_attribute(
                 k.len,
                 data.len()
             );
-            push_raw(d, &buf[..end], offset, Some(note));
+            push_raw_slice(d, data, offset, Some(note));
         }
         None => {
-            let note = match attr.name_in(class) {
-                Some(n) => format!("attribute {n} ({:#06x}) is not decoded here", attr.0),
-                None => format!("unknown attribute {:#06x}", attr.0),
-            };
-            push_raw(d, &buf[..end], offset, Some(note));
+            let note = unknown_note(d);
+            push_raw_slice(d, data, offset, Some(note));
         }
     }
     Ok(())
+}
+
+/// `len` bytes of `buf` from `offset`, or fewer if `buf` ends first.
+fn slice_at(buf: &[u8], offset: usize, len: usize) -> &[u8] {
+    let end = offset.saturating_add(len).min(buf.len());
+    buf.get(offset..end).unwrap_or(&[])
 }
 
 // ---------------------------------------------------------------- SMP
@@ -257,15 +270,219 @@ fn smp_attribute(attr: AttributeId) -> Option<Known> {
 }
 
 fn decode_smp(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
+    let data = slice_at(buf, SMP_DATA_OFFSET, SMP_DATA_LEN);
+    if d.header.attr_id == AttributeId::NOTICE && data.len() == SMP_DATA_LEN {
+        // A trap's Notice is cut to the 64 bytes of SMP data: everything but
+        // the IssuerGID, which only GS Notices (SA Reports) carry.
+        let mut full = [0u8; <super::attr::Notice as Repr>::LEN];
+        full[..SMP_DATA_LEN].copy_from_slice(data);
+        push_fields(d, "Notice", boxed::<super::attr::Notice>, &full, 0)?;
+        if let Some(l) = d.layers.last_mut() {
+            l.offset = SMP_DATA_OFFSET;
+            l.note =
+                Some("an SMP carries the first 64 bytes of a Notice; IssuerGID is absent".into());
+        }
+        return Ok(());
+    }
     let attr = smp_attribute(d.header.attr_id);
-    push_attribute(d, attr, buf, super::SMP_DATA_OFFSET, super::SMP_DATA_LEN)?;
+    push_attribute(d, attr, data, SMP_DATA_OFFSET)?;
     Ok(())
 }
 
 // ---------------------------------------------------------------- SA
 
+/// The SA attribute `attr` (a record, or a class attribute), if known.
+fn sa_attribute(attr: AttributeId) -> Option<Known> {
+    use super::attr::{ClassPortInfo, Notice};
+    match attr {
+        AttributeId::CLASS_PORT_INFO => Some(Known::of::<ClassPortInfo>("ClassPortInfo")),
+        AttributeId::NOTICE => Some(Known::of::<Notice>("Notice")),
+        _ => super::sa_records::record_info(attr).map(|r| Known {
+            name: r.name,
+            parse: r.parse,
+            len: r.len,
+        }),
+    }
+}
+
+/// Decodes the RMPP header at byte 24 and returns it.
+fn push_rmpp(d: &mut DecodedMad, buf: &[u8]) -> Result<RmppHeader, Error> {
+    let body = buf.get(MAD_HEADER_LEN..).unwrap_or(&[]);
+    let h = RmppHeader::parse(body)?;
+    d.layers.push(Layer {
+        name: "RMPP",
+        index: None,
+        offset: MAD_HEADER_LEN,
+        data: LayerData::Fields(Box::new(h.clone())),
+        note: None,
+    });
+    Ok(h)
+}
+
+/// What an RMPP header says about the data of its MAD.
+enum RmppPart {
+    /// Not RMPP, a single-segment message, or a reassembled message: the
+    /// data is whole.
+    Whole,
+    /// The first segment of several: data begins at a record boundary but
+    /// the last record may continue in the next segment.
+    First,
+    /// A later segment: the data continues the previous segment's bytes.
+    Later(u32),
+    /// An ACK, STOP or ABORT: no data.
+    Control,
+}
+
+fn rmpp_part(h: &RmppHeader, len: usize) -> RmppPart {
+    if !h.is_active() {
+        return RmppPart::Whole;
+    }
+    if h.rmpp_type != RmppType::DATA {
+        return RmppPart::Control;
+    }
+    if len > super::MAD_LEN || (h.is_first() && h.is_last()) {
+        return RmppPart::Whole;
+    }
+    if h.is_first() {
+        RmppPart::First
+    } else {
+        RmppPart::Later(h.data1)
+    }
+}
+
+/// Pushes the records of a table at `offset` (stride `stride` bytes), then
+/// any non-zero remainder as raw bytes with `rest_note`.
+fn push_table(
+    d: &mut DecodedMad,
+    known: Option<Known>,
+    data: &[u8],
+    offset: usize,
+    stride: usize,
+    rest_note: &str,
+) -> Result<(), Error> {
+    let stride = stride.max(1);
+    let count = data.len() / stride;
+    let Some(k) = known else {
+        let note = unknown_note(d);
+        push_raw_slice(d, data, offset, Some(note));
+        return Ok(());
+    };
+    if k.len > stride && count > 0 {
+        let note = format!(
+            "AttributeOffset gives {stride}-byte records but {} needs {}; shown raw",
+            k.name, k.len
+        );
+        push_raw_slice(d, data, offset, Some(note));
+        return Ok(());
+    }
+    for i in 0..count {
+        let at = i * stride;
+        let rec = data.get(at..at + stride).unwrap_or(&[]);
+        let f = (k.parse)(rec)?;
+        d.layers.push(Layer {
+            name: k.name,
+            index: Some(i),
+            offset: offset + at,
+            data: LayerData::Fields(f),
+            note: None,
+        });
+    }
+    let rest = data.get(count * stride..).unwrap_or(&[]);
+    if rest.iter().any(|b| *b != 0) {
+        push_raw_slice(d, rest, offset + count * stride, Some(rest_note.to_owned()));
+    }
+    Ok(())
+}
+
 fn decode_sa(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
-    push_raw(d, buf, MAD_HEADER_LEN, None);
+    let sa = SaMad::new_checked(buf)?;
+    let rmpp = push_rmpp(d, buf)?;
+    push_fields(d, "SA", boxed::<SaHeader>, buf, SA_HEADER_OFFSET)?;
+    let known = sa_attribute(d.header.attr_id);
+    let data = sa.data();
+    let table = sa.is_table_response();
+    match rmpp_part(&rmpp, buf.len()) {
+        RmppPart::Control => {
+            if data.iter().any(|b| *b != 0) {
+                let note = format!("RMPP {} carries no data", rmpp.rmpp_type);
+                push_raw_slice(d, data, SA_DATA_OFFSET, Some(note));
+            }
+        }
+        RmppPart::Later(seg) => {
+            let note = format!(
+                "RMPP segment {seg} of a multi-segment message: its data continues the \
+                 previous segment and cannot be split into records on its own"
+            );
+            d.notes.push(note.clone());
+            push_raw_slice(d, data, SA_DATA_OFFSET, Some(note));
+        }
+        RmppPart::First => {
+            d.notes.push(
+                "RMPP first segment of a multi-segment message: only the records that \
+                 fit in this segment are shown"
+                    .to_owned(),
+            );
+            let stride = usize::from(sa.attr_offset()) * 8;
+            if table && stride > 0 {
+                push_table(
+                    d,
+                    known,
+                    data,
+                    SA_DATA_OFFSET,
+                    stride,
+                    "the start of a record that continues in the next segment",
+                )?;
+            } else {
+                push_attribute(d, known, data, SA_DATA_OFFSET)?;
+            }
+        }
+        RmppPart::Whole => {
+            let used = match sa.used_data() {
+                Ok(u) => u,
+                Err(e) => {
+                    let note = format!("{e}; data shown raw");
+                    push_raw_slice(d, data, SA_DATA_OFFSET, Some(note));
+                    return Ok(());
+                }
+            };
+            let stride = usize::from(sa.attr_offset()) * 8;
+            if table {
+                if stride == 0 {
+                    d.notes.push("no records (AttributeOffset 0)".to_owned());
+                    if data.iter().any(|b| *b != 0) {
+                        let note = "data of a table with AttributeOffset 0".to_owned();
+                        push_raw_slice(d, data, SA_DATA_OFFSET, Some(note));
+                    }
+                    return Ok(());
+                }
+                if stride > used.len() && !used.is_empty() {
+                    let note = format!(
+                        "AttributeOffset {} ({stride} bytes) is larger than the {} bytes of \
+                         data; shown raw",
+                        sa.attr_offset(),
+                        used.len()
+                    );
+                    push_raw_slice(d, data, SA_DATA_OFFSET, Some(note));
+                    return Ok(());
+                }
+                push_table(
+                    d,
+                    known,
+                    used,
+                    SA_DATA_OFFSET,
+                    stride,
+                    "bytes after the last record",
+                )?;
+            } else {
+                push_attribute(d, known, used, SA_DATA_OFFSET)?;
+            }
+            let tail = data.get(used.len()..).unwrap_or(&[]);
+            if tail.iter().any(|b| *b != 0) {
+                let note = "bytes beyond the RMPP PayloadLength".to_owned();
+                push_raw_slice(d, tail, SA_DATA_OFFSET + used.len(), Some(note));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -273,41 +490,46 @@ fn decode_sa(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
 
 /// The PerfMgt attribute `attr`, if this decoder knows it.
 fn perf_attribute(attr: AttributeId) -> Option<Known> {
-    let _ = attr;
-    None
+    use super::attr::{ClassPortInfo, PortCounters, PortCountersExt};
+    Some(match attr {
+        AttributeId::CLASS_PORT_INFO => Known::of::<ClassPortInfo>("ClassPortInfo"),
+        AttributeId::PM_PORT_COUNTERS => Known::of::<PortCounters>("PortCounters"),
+        AttributeId::PM_PORT_COUNTERS_EXT => Known::of::<PortCountersExt>("PortCountersExtended"),
+        _ => return None,
+    })
 }
 
 fn decode_perf(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
     let attr = perf_attribute(d.header.attr_id);
-    push_attribute(d, attr, buf, super::SMP_DATA_OFFSET, 192)?;
+    push_attribute(
+        d,
+        attr,
+        slice_at(buf, SMP_DATA_OFFSET, PERF_DATA_LEN),
+        SMP_DATA_OFFSET,
+    )?;
     Ok(())
 }
 
 // ---------------------------------------------------------------- vendor / RMPP
 
 fn decode_vendor(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
-    push_raw(d, buf, MAD_HEADER_LEN, None);
+    push_rmpp(d, buf)?;
+    push_raw(d, buf, super::RMPP_HEADER_END, None);
     Ok(())
 }
 
 fn decode_rmpp_class(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
-    push_raw(d, buf, MAD_HEADER_LEN, None);
+    push_rmpp(d, buf)?;
+    push_raw(d, buf, super::RMPP_HEADER_END, None);
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn buffer_shorter_than_the_common_header_is_an_error() {
-        for n in 0..MAD_HEADER_LEN {
-            assert!(matches!(
-                decode_mad(&vec![0u8; n]),
-                Err(Error::Truncated { need: 24, .. })
-            ));
-        }
-    }
+    use crate::wire::attr::{ClassPortInfo, NodeInfo, Notice, PortCounters};
+    use crate::wire::rmpp::{RMPP_FLAG_ACTIVE, RMPP_FLAG_FIRST, RMPP_FLAG_LAST};
+    use crate::wire::sa_records::{InformInfo, PathRecord};
 
     fn mad(class: u8, method: u8, attr: u16) -> Vec<u8> {
         let mut b = vec![0u8; 256];
@@ -319,6 +541,39 @@ mod tests {
         b
     }
 
+    /// Sets the RMPP header of `b`.
+    fn rmpp(b: &mut [u8], ty: u8, flags: u8, seg: u32, payload: u32) {
+        b[24] = 1;
+        b[25] = ty;
+        b[26] = (0x1F << 3) | flags;
+        b[28..32].copy_from_slice(&seg.to_be_bytes());
+        b[32..36].copy_from_slice(&payload.to_be_bytes());
+    }
+
+    fn path(dlid: u16) -> PathRecord {
+        PathRecord {
+            dlid,
+            slid: 1,
+            pkey: 0xFFFF,
+            ..PathRecord::default()
+        }
+    }
+
+    /// The record of layer `l` re-parsed as `R` through its Debug text.
+    fn same<R: core::fmt::Debug>(l: &Layer, r: &R) -> bool {
+        l.fields().map(|f| format!("{f:?}")) == Some(format!("{r:?}"))
+    }
+
+    #[test]
+    fn buffer_shorter_than_the_common_header_is_an_error() {
+        for n in 0..MAD_HEADER_LEN {
+            assert!(matches!(
+                decode_mad(&vec![0u8; n]),
+                Err(Error::Truncated { need: 24, .. })
+            ));
+        }
+    }
+
     #[test]
     fn smp_node_info_is_decoded_at_byte_64() {
         let mut b = mad(0x01, 0x81, 0x0011);
@@ -328,12 +583,11 @@ mod tests {
         let d = decode_mad(&b).unwrap();
         let l = d.layer("NodeInfo").expect("NodeInfo layer");
         assert_eq!(l.offset, 64);
-        let f = l.fields().unwrap();
-        assert_eq!(f.struct_name(), "NodeInfo");
-        let ni = super::super::attr::NodeInfo::parse(&b[64..]).unwrap();
+        assert_eq!(l.fields().unwrap().struct_name(), "NodeInfo");
+        let ni = NodeInfo::parse(&b[64..]).unwrap();
         assert_eq!(ni.num_ports, 36);
         assert_eq!(ni.node_guid, 0x0002_c903_0000_1234);
-        assert_eq!(format!("{f:?}"), format!("{ni:?}"));
+        assert!(same(l, &ni));
     }
 
     #[test]
@@ -348,6 +602,7 @@ mod tests {
     #[test]
     fn smp_every_known_attribute_decodes_under_its_name() {
         for (id, name) in [
+            (0x02, "Notice"),
             (0x10, "NodeDescription"),
             (0x11, "NodeInfo"),
             (0x12, "SwitchInfo"),
@@ -372,6 +627,214 @@ mod tests {
     }
 
     #[test]
+    fn sa_single_segment_get_table_response_is_split_by_attribute_offset() {
+        let mut b = mad(0x03, 0x92, 0x0035);
+        rmpp(
+            &mut b,
+            1,
+            RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST | RMPP_FLAG_LAST,
+            1,
+            20 + 128,
+        );
+        b[44..46].copy_from_slice(&8u16.to_be_bytes()); // 64-byte records
+        path(5).emit(&mut b[56..]).unwrap();
+        path(6).emit(&mut b[120..]).unwrap();
+        let d = decode_mad(&b).unwrap();
+        let names: Vec<_> = d.layers.iter().map(|l| l.name).collect();
+        assert_eq!(names, ["RMPP", "SA", "PathRecord", "PathRecord"]);
+        let recs: Vec<_> = d.layers_named("PathRecord").collect();
+        assert_eq!((recs[0].index, recs[0].offset), (Some(0), 56));
+        assert_eq!((recs[1].index, recs[1].offset), (Some(1), 120));
+        assert!(same(recs[0], &path(5)));
+        assert!(same(recs[1], &path(6)));
+    }
+
+    #[test]
+    fn sa_rmpp_middle_and_last_segments_are_raw_with_a_note() {
+        for (flags, seg) in [
+            (RMPP_FLAG_ACTIVE, 2),
+            (RMPP_FLAG_ACTIVE | RMPP_FLAG_LAST, 3),
+        ] {
+            let mut b = mad(0x03, 0x92, 0x0035);
+            rmpp(&mut b, 1, flags, seg, 0);
+            b[44..46].copy_from_slice(&8u16.to_be_bytes());
+            path(7).emit(&mut b[56..]).unwrap();
+            let d = decode_mad(&b).unwrap();
+            assert!(d.layer("PathRecord").is_none());
+            let raw = d.layer("Data").unwrap();
+            assert_eq!((raw.offset, raw.raw().map(<[u8]>::len)), (56, Some(200)));
+            let note = raw.note.as_deref().unwrap();
+            assert!(note.contains(&format!("segment {seg}")), "{note}");
+            assert!(note.contains("cannot be split into records"), "{note}");
+            assert!(d.notes.iter().any(|n| n.contains("cannot be split")));
+        }
+    }
+
+    #[test]
+    fn sa_rmpp_first_segment_shows_the_whole_records_and_the_cut_one_raw() {
+        let mut b = mad(0x03, 0x92, 0x0035);
+        rmpp(&mut b, 1, RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST, 1, 5 * 220);
+        b[44..46].copy_from_slice(&8u16.to_be_bytes());
+        for i in 0..3 {
+            path(10 + i as u16).emit(&mut b[56 + 64 * i..]).unwrap();
+        }
+        b[56 + 192] = 0xFE; // start of the fourth record
+        let d = decode_mad(&b).unwrap();
+        assert_eq!(d.layers_named("PathRecord").count(), 3);
+        let raw = d.layer("Data").unwrap();
+        assert_eq!((raw.offset, raw.raw().map(<[u8]>::len)), (248, Some(8)));
+        assert!(raw.note.as_deref().unwrap().contains("next segment"));
+    }
+
+    #[test]
+    fn sa_reassembled_message_longer_than_a_mad_gives_every_record() {
+        let mut b = mad(0x03, 0x92, 0x0035);
+        rmpp(&mut b, 1, RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST, 1, 0);
+        b[44..46].copy_from_slice(&8u16.to_be_bytes());
+        b.resize(56 + 64 * 5, 0);
+        for i in 0..5 {
+            path(20 + i as u16).emit(&mut b[56 + 64 * i..]).unwrap();
+        }
+        let d = decode_mad(&b).unwrap();
+        let recs: Vec<_> = d.layers_named("PathRecord").collect();
+        assert_eq!(recs.len(), 5);
+        assert!(same(recs[4], &path(24)));
+        assert_eq!(recs[4].offset, 56 + 256);
+    }
+
+    #[test]
+    fn sa_get_table_with_attribute_offset_zero_has_no_records() {
+        let mut b = mad(0x03, 0x92, 0x0035);
+        rmpp(
+            &mut b,
+            1,
+            RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST | RMPP_FLAG_LAST,
+            1,
+            20,
+        );
+        let d = decode_mad(&b).unwrap();
+        assert!(d.layer("PathRecord").is_none() && d.layer("Data").is_none());
+        assert!(d.notes.iter().any(|n| n.contains("no records")));
+    }
+
+    #[test]
+    fn sa_get_response_holds_one_record_and_no_index() {
+        let mut b = mad(0x03, 0x81, 0x0035);
+        path(9).emit(&mut b[56..]).unwrap();
+        let d = decode_mad(&b).unwrap();
+        let l = d.layer("PathRecord").unwrap();
+        assert_eq!((l.index, l.offset), (None, 56));
+        assert!(same(l, &path(9)));
+        // The zero bytes after the record are not shown.
+        assert!(d.layer("Data").is_none());
+    }
+
+    #[test]
+    fn sa_inform_info_notice_and_class_port_info_decode() {
+        let mut b = mad(0x03, 0x02, 0x0003);
+        let ii = InformInfo {
+            subscribe: 1,
+            ..InformInfo::default()
+        };
+        ii.emit(&mut b[56..]).unwrap();
+        let d = decode_mad(&b).unwrap();
+        assert!(same(d.layer("InformInfo").unwrap(), &ii));
+
+        let mut b = mad(0x03, 0x06, 0x0002);
+        let n = Notice {
+            issuer_lid: 0x42,
+            ..Notice::default()
+        };
+        n.emit(&mut b[56..]).unwrap();
+        let d = decode_mad(&b).unwrap();
+        assert!(same(d.layer("Notice").unwrap(), &n));
+
+        let mut b = mad(0x03, 0x81, 0x0001);
+        let c = ClassPortInfo {
+            capability_mask: 0x0602,
+            ..ClassPortInfo::default()
+        };
+        c.emit(&mut b[56..]).unwrap();
+        let d = decode_mad(&b).unwrap();
+        assert!(same(d.layer("ClassPortInfo").unwrap(), &c));
+    }
+
+    #[test]
+    fn sa_rmpp_ack_has_no_record_layer() {
+        let mut b = mad(0x03, 0x92, 0x0035);
+        rmpp(&mut b, 2, RMPP_FLAG_ACTIVE, 3, 8);
+        let d = decode_mad(&b).unwrap();
+        let names: Vec<_> = d.layers.iter().map(|l| l.name).collect();
+        assert_eq!(names, ["RMPP", "SA"]);
+        let r = d.layer("RMPP").unwrap().fields().unwrap();
+        assert_eq!(r.struct_name(), "RmppHeader");
+    }
+
+    #[test]
+    fn sa_unknown_attribute_is_raw() {
+        let mut b = mad(0x03, 0x81, 0x0077);
+        b[60] = 1;
+        let d = decode_mad(&b).unwrap();
+        let l = d.layer("Data").unwrap();
+        assert_eq!(l.offset, 56);
+        assert!(l.note.as_deref().unwrap().contains("0x0077"));
+    }
+
+    #[test]
+    fn sa_shorter_than_its_header_is_an_error() {
+        let b = mad(0x03, 0x81, 0x0035);
+        assert!(matches!(
+            decode_mad(&b[..50]),
+            Err(Error::Truncated { need: 56, .. })
+        ));
+    }
+
+    #[test]
+    fn perf_port_counters_and_class_port_info_decode_at_byte_64() {
+        let mut b = mad(0x04, 0x81, 0x0012);
+        let pc = PortCounters {
+            port_select: 3,
+            symbol_error_counter: 77,
+            ..PortCounters::default()
+        };
+        pc.emit(&mut b[64..]).unwrap();
+        let d = decode_mad(&b).unwrap();
+        let l = d.layer("PortCounters").unwrap();
+        assert_eq!(l.offset, 64);
+        assert!(same(l, &pc));
+
+        let d = decode_mad(&mad(0x04, 0x81, 0x0001)).unwrap();
+        assert!(d.layer("ClassPortInfo").is_some());
+        let d = decode_mad(&mad(0x04, 0x81, 0x001D)).unwrap();
+        assert!(d.layer("PortCountersExtended").is_some());
+        let d = decode_mad(&mad(0x04, 0x81, 0x0010)).unwrap();
+        assert!(d
+            .layer("Data")
+            .unwrap()
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("PortSamplesControl"));
+    }
+
+    #[test]
+    fn vendor_and_other_rmpp_classes_show_the_rmpp_header() {
+        for class in [0x06, 0x10, 0x12, 0x30, 0x4F] {
+            let mut b = mad(class, 0x01, 0x0010);
+            rmpp(
+                &mut b,
+                1,
+                RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST | RMPP_FLAG_LAST,
+                1,
+                220,
+            );
+            let d = decode_mad(&b).unwrap();
+            assert_eq!(d.layers[0].name, "RMPP", "class {class:#x}");
+            assert!(d.layers.iter().any(|l| l.raw().is_some()));
+        }
+    }
+
+    #[test]
     fn unknown_class_gives_header_and_raw_data() {
         let mut buf = [0u8; 256];
         buf[0] = 1;
@@ -382,5 +845,29 @@ mod tests {
         assert_eq!(d.layers.len(), 1);
         assert_eq!(d.layers[0].offset, 24);
         assert_eq!(d.layers[0].raw().map(<[u8]>::len), Some(232));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn never_panics_on_any_bytes_of_any_class(
+            class_pick in 0usize..12,
+            method in proptest::prelude::any::<u8>(),
+            attr_pick in 0usize..40,
+            flags in 0u8..8,
+            mut bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..700),
+        ) {
+            const CLASSES: [u8; 12] = [1, 0x81, 3, 4, 5, 6, 7, 0x10, 0x12, 0x30, 0x4F, 0x21];
+            const ATTRS: [u16; 12] = [1, 2, 3, 0x10, 0x11, 0x12, 0x14, 0x15, 0x1D, 0x20, 0x35, 0xF3];
+            if bytes.len() >= 27 {
+                bytes[1] = CLASSES[class_pick];
+                bytes[3] = method;
+                if attr_pick < ATTRS.len() {
+                    bytes[16..18].copy_from_slice(&ATTRS[attr_pick].to_be_bytes());
+                }
+                bytes[26] = (bytes[26] & 0xF8) | flags;
+            }
+            let _ = decode_mad(&bytes);
+        }
     }
 }
