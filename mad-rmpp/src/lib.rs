@@ -59,57 +59,7 @@ pub mod sender;
 pub use receiver::{Output, ReceiverConfig, ReceiverTable, TransferKey};
 pub use sender::{SendEvent, Sender, SenderConfig};
 
-/// RMPP status codes (RMPP.md §2).
-pub mod status {
-    /// Normal.
-    pub const SUCCESS: u8 = 0;
-    /// Resources exhausted (the only status of STOP).
-    pub const RESX: u8 = 1;
-    /// Total time too long.
-    pub const T2L: u8 = 118;
-    /// Inconsistent Last flag and PayloadLength.
-    pub const BAD_LEN: u8 = 119;
-    /// Inconsistent First flag and SegmentNumber.
-    pub const BAD_SEG: u8 = 120;
-    /// Illegal RMPPType.
-    pub const BADT: u8 = 121;
-    /// NewWindowLast too small.
-    pub const W2S: u8 = 122;
-    /// SegmentNumber too big.
-    pub const S2B: u8 = 123;
-    /// Illegal status.
-    pub const BAD_STATUS: u8 = 124;
-    /// Unsupported version.
-    pub const UNV: u8 = 125;
-    /// Too many retries.
-    pub const TMR: u8 = 126;
-    /// Unspecified.
-    pub const UNSPEC: u8 = 127;
-    /// First status of the ABORT range.
-    pub const ABORT_MIN: u8 = 118;
-    /// Last status of the ABORT range.
-    pub const ABORT_MAX: u8 = 127;
-
-    /// The status's name.
-    #[must_use]
-    pub fn name(s: u8) -> &'static str {
-        match s {
-            SUCCESS => "success",
-            RESX => "resources exhausted (RESX)",
-            T2L => "total time too long (T2L)",
-            BAD_LEN => "inconsistent Last flag and PayloadLength (BAD_LEN)",
-            BAD_SEG => "inconsistent First flag and SegmentNumber (BAD_SEG)",
-            BADT => "illegal RMPPType (BADT)",
-            W2S => "NewWindowLast too small (W2S)",
-            S2B => "SegmentNumber too big (S2B)",
-            BAD_STATUS => "illegal status (BAD_STATUS)",
-            UNV => "unsupported RMPP version (UNV)",
-            TMR => "too many retries (TMR)",
-            UNSPEC => "unspecified (UNSPEC)",
-            _ => "unknown RMPP status",
-        }
-    }
-}
+pub use mad_core::wire::rmpp::{RmppStatus, RmppType};
 
 /// The RMPP version this crate speaks.
 pub const RMPP_VERSION: u8 = 1;
@@ -143,7 +93,7 @@ pub enum Outcome {
     Success,
     /// The peer stopped or aborted the transfer with this RMPP status, or
     /// this side aborted it (and told the peer) with this status.
-    Aborted(u8),
+    Aborted(RmppStatus),
     /// No ACK (sender) or no progress (receiver) within the retries / the
     /// total time.
     TimedOut,
@@ -155,7 +105,7 @@ impl core::fmt::Display for Outcome {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             Outcome::Success => f.write_str("success"),
-            Outcome::Aborted(s) => write!(f, "aborted with RMPP status {s}: {}", status::name(*s)),
+            Outcome::Aborted(s) => write!(f, "aborted with RMPP status {} ({s})", s.0),
             Outcome::TimedOut => f.write_str("timed out"),
             Outcome::Canceled => f.write_str("canceled"),
         }

@@ -19,10 +19,10 @@
 //! buffer and a bitmap records it, however the segments are reordered.
 
 use crate::segment::{
-    flip_response_bit, message_len, Header, FLAG_ACTIVE, MAD_LEN, RMPP_DATA, TYPE_ABORT, TYPE_ACK,
-    TYPE_DATA, TYPE_STOP,
+    flip_response_bit, header, message_len, read_header, write_header, Header, RmppStatus,
+    RmppType, FLAG_ACTIVE, MAD_LEN, RMPP_DATA,
 };
-use crate::{status, Outcome, RMPP_VERSION};
+use crate::Outcome;
 use mad_core::wire::MgmtClass;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -240,23 +240,14 @@ impl ReceiverTable {
     }
 
     /// A reply MAD built from `template` with the response bit flipped.
-    fn reply(template: &[u8], rtype: u8, st: u8, seg: u32, data2: u32) -> Vec<u8> {
+    fn reply(template: &[u8], rtype: RmppType, st: RmppStatus, seg: u32, data2: u32) -> Vec<u8> {
         let mut m = vec![0u8; MAD_LEN];
         let n = template.len().min(MAD_LEN);
         m[..n].copy_from_slice(&template[..n]);
         flip_response_bit(&mut m);
-        let rt = Header::read(&m).map(|h| h.resp_time).unwrap_or(0x1F);
-        Header {
-            version: RMPP_VERSION,
-            rtype,
-            resp_time: rt,
-            flags: FLAG_ACTIVE,
-            status: st,
-            seg_num: seg,
-            data2,
-        }
-        .write(&mut m);
-        if rtype != TYPE_ACK {
+        let rt = read_header(&m).map(|h| h.resp_time).unwrap_or(0x1F);
+        write_header(&header(rtype, rt, FLAG_ACTIVE, st, seg, data2), &mut m);
+        if rtype != RmppType::ACK {
             // ABORT/STOP carry no class data.
             let h = hdr_len_of(m[1]).min(MAD_LEN);
             m[h..].iter_mut().for_each(|b| *b = 0);
@@ -264,11 +255,11 @@ impl ReceiverTable {
         m
     }
 
-    fn nack(&mut self, key: TransferKey, mad: &[u8], st: u8) {
-        let rtype = if st == status::RESX {
-            TYPE_STOP
+    fn nack(&mut self, key: TransferKey, mad: &[u8], st: RmppStatus) {
+        let rtype = if st == RmppStatus::RESX {
+            RmppType::STOP
         } else {
-            TYPE_ABORT
+            RmppType::ABORT
         };
         self.out.push_back(Output::Send {
             key,
@@ -278,7 +269,13 @@ impl ReceiverTable {
 
     fn ack(&mut self, key: TransferKey) {
         if let Some(t) = self.transfers.get(&key) {
-            let m = Self::reply(&t.first, TYPE_ACK, 0, t.seg_num, t.newwin);
+            let m = Self::reply(
+                &t.first,
+                RmppType::ACK,
+                RmppStatus::SUCCESS,
+                t.seg_num,
+                t.newwin,
+            );
             self.out.push_back(Output::Send { key, mad: m });
         }
     }
@@ -309,7 +306,7 @@ impl ReceiverTable {
 
     /// Ends an active transfer with `outcome`, telling the sender with
     /// `nack` (an RMPP status) when given.
-    fn fail(&mut self, key: TransferKey, nack: Option<u8>, outcome: Outcome) {
+    fn fail(&mut self, key: TransferKey, nack: Option<RmppStatus>, outcome: Outcome) {
         if let Some(t) = self.remove(&key) {
             if let Some(st) = nack {
                 let first = t.first;
@@ -324,29 +321,29 @@ impl ReceiverTable {
     /// Returns `false` if the MAD is not RMPP-active (the caller delivers it
     /// as an ordinary MAD).
     pub fn handle(&mut self, mad: &[u8], src_lid: u16, src_qp: u32, now: Instant) -> bool {
-        let Ok(h) = Header::read(mad) else {
+        let Ok(h) = read_header(mad) else {
             return false;
         };
-        if !h.active() {
+        if !h.is_active() {
             return false;
         }
         let Some(key) = TransferKey::of(mad, src_lid, src_qp) else {
             return false;
         };
-        if h.version != RMPP_VERSION {
-            self.nack(key, mad, status::UNV);
+        if h.version != crate::RMPP_VERSION {
+            self.nack(key, mad, RmppStatus::UNV);
             if self
                 .transfers
                 .get(&key)
                 .is_some_and(|t| t.state == State::Active)
             {
-                self.fail(key, None, Outcome::Aborted(status::UNV));
+                self.fail(key, None, Outcome::Aborted(RmppStatus::UNV));
             }
             return true;
         }
-        match h.rtype {
-            TYPE_DATA => self.handle_data(key, mad, &h, now),
-            TYPE_ABORT | TYPE_STOP => {
+        match h.rmpp_type {
+            RmppType::DATA => self.handle_data(key, mad, &h, now),
+            RmppType::ABORT | RmppType::STOP => {
                 // The sender gave up on an inbound transfer.
                 if self
                     .transfers
@@ -356,12 +353,12 @@ impl ReceiverTable {
                     self.fail(key, None, Outcome::Aborted(h.status));
                 }
             }
-            TYPE_ACK => {
+            RmppType::ACK => {
                 // A DS ACK (segment 0) primes the response window of a
                 // completed double-sided request.
                 let mut k = key;
                 k.method ^= 0x80;
-                if h.seg_num == 0 {
+                if h.data1 == 0 {
                     if let Some(t) = self.transfers.get_mut(&k) {
                         if t.state == State::Complete {
                             t.repwin = h.data2.max(1);
@@ -370,13 +367,13 @@ impl ReceiverTable {
                 }
             }
             _ => {
-                self.nack(key, mad, status::BADT);
+                self.nack(key, mad, RmppStatus::BADT);
                 if self
                     .transfers
                     .get(&key)
                     .is_some_and(|t| t.state == State::Active)
                 {
-                    self.fail(key, None, Outcome::Aborted(status::BADT));
+                    self.fail(key, None, Outcome::Aborted(RmppStatus::BADT));
                 }
             }
         }
@@ -384,22 +381,22 @@ impl ReceiverTable {
     }
 
     fn handle_data(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
-        if h.status != status::SUCCESS {
-            self.nack(key, mad, status::BAD_STATUS);
+        if h.status != RmppStatus::SUCCESS {
+            self.nack(key, mad, RmppStatus::BAD_STATUS);
             return;
         }
-        if h.seg_num == 0 || (h.seg_num == 1) != h.first() {
-            self.nack(key, mad, status::BAD_SEG);
+        if h.data1 == 0 || (h.data1 == 1) != h.is_first() {
+            self.nack(key, mad, RmppStatus::BAD_SEG);
             if self
                 .transfers
                 .get(&key)
                 .is_some_and(|t| t.state == State::Active)
             {
-                self.fail(key, None, Outcome::Aborted(status::BAD_SEG));
+                self.fail(key, None, Outcome::Aborted(RmppStatus::BAD_SEG));
             }
             return;
         }
-        if h.seg_num == 1 && !self.transfers.contains_key(&key) {
+        if h.data1 == 1 && !self.transfers.contains_key(&key) {
             self.start(key, mad, h, now);
         } else {
             self.continue_transfer(key, mad, h, now);
@@ -411,12 +408,12 @@ impl ReceiverTable {
         if self.active >= self.cfg.max_total
             || self.per_source.get(&src).copied().unwrap_or(0) >= self.cfg.max_per_source
         {
-            self.nack(key, mad, status::RESX);
+            self.nack(key, mad, RmppStatus::RESX);
             return;
         }
         let hdr_len = hdr_len_of(key.class);
         if mad.len() < MAD_LEN || hdr_len >= MAD_LEN {
-            self.nack(key, mad, status::BAD_LEN);
+            self.nack(key, mad, RmppStatus::BAD_LEN);
             return;
         }
         let t = Transfer {
@@ -447,7 +444,7 @@ impl ReceiverTable {
             self.dropped += 1;
             return;
         };
-        let n = h.seg_num;
+        let n = h.data1;
         if t.state == State::Complete || (n <= t.seg_num && n >= 1) {
             // Duplicate of something already acknowledged or delivered:
             // repeat the current ACK.
@@ -467,21 +464,21 @@ impl ReceiverTable {
     fn place(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
         let window = self.cfg.window.max(1);
         let max_len = self.cfg.max_message_len;
-        let n = h.seg_num;
+        let n = h.data1;
         let verdict = {
             let Some(t) = self.transfers.get(&key) else {
                 return;
             };
             // Segment numbers beyond a known Last, or a Last below a segment
             // already received: the Last flag is inconsistent.
-            if t.last_seg.is_some_and(|l| n > l) || (h.last() && n < t.max_seen) {
-                Some(status::S2B)
+            if t.last_seg.is_some_and(|l| n > l) || (h.is_last() && n < t.max_seen) {
+                Some(RmppStatus::S2B)
             } else if (n as usize)
                 .checked_mul(t.seg_size)
                 .is_none_or(|e| e > max_len.saturating_add(t.seg_size))
             {
                 // Too long for our bound: stop the sender.
-                Some(status::RESX)
+                Some(RmppStatus::RESX)
             } else {
                 None
             }
@@ -500,7 +497,7 @@ impl ReceiverTable {
         t.data[off..off + t.seg_size].copy_from_slice(&mad[t.hdr_len..MAD_LEN]);
         t.set(n);
         t.max_seen = t.max_seen.max(n);
-        if h.last() {
+        if h.is_last() {
             t.last_seg = Some(n);
             t.last_len = h.data2;
         }
@@ -525,15 +522,15 @@ impl ReceiverTable {
             };
             let count = t.seg_num;
             match message_len(t.hdr_len, count, t.last_len) {
-                None => Err(status::BAD_LEN),
+                None => Err(RmppStatus::BAD_LEN),
                 Some(len) => {
                     // The First segment's total, when given (non-zero), must agree.
                     let pad = RMPP_DATA - t.last_len;
                     let total = u64::from(count) * u64::from(RMPP_DATA) - u64::from(pad);
                     if t.first_total != 0 && count > 1 && u64::from(t.first_total) != total {
-                        Err(status::BAD_LEN)
+                        Err(RmppStatus::BAD_LEN)
                     } else if len > self.cfg.max_message_len {
-                        Err(status::RESX)
+                        Err(RmppStatus::RESX)
                     } else {
                         Ok(len)
                     }
@@ -582,7 +579,7 @@ impl ReceiverTable {
                 .get(&key)
                 .is_some_and(|t| t.state == State::Active);
             if active {
-                self.fail(key, Some(status::T2L), Outcome::TimedOut);
+                self.fail(key, Some(RmppStatus::T2L), Outcome::TimedOut);
             } else {
                 self.remove(&key);
             }
@@ -603,5 +600,267 @@ impl ReceiverTable {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::{FLAG_FIRST, FLAG_LAST};
+    use crate::{SendEvent, Sender, SenderConfig};
+
+    const SRC: (u16, u32) = (9, 1);
+
+    fn seg(n: u32, flags: u8, d2: u32) -> Vec<u8> {
+        let mut m = vec![0u8; MAD_LEN];
+        m[0] = 1;
+        m[1] = 3;
+        m[2] = 2;
+        m[3] = 0x92;
+        m[8..16].copy_from_slice(&0xABu64.to_be_bytes());
+        for (i, b) in m.iter_mut().enumerate().skip(56) {
+            *b = (i as u32 + n) as u8;
+        }
+        write_header(
+            &header(
+                RmppType::DATA,
+                0x1F,
+                FLAG_ACTIVE | flags,
+                RmppStatus::SUCCESS,
+                n,
+                d2,
+            ),
+            &mut m,
+        );
+        m
+    }
+
+    fn outputs(t: &mut ReceiverTable) -> Vec<Output> {
+        std::iter::from_fn(|| t.poll_output()).collect()
+    }
+
+    fn sent(o: &[Output]) -> Vec<(RmppType, RmppStatus, u32, u32)> {
+        o.iter()
+            .filter_map(|x| match x {
+                Output::Send { mad, .. } => {
+                    let h = read_header(mad).unwrap();
+                    Some((h.rmpp_type, h.status, h.data1, h.data2))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn ended(o: &[Output]) -> Option<Outcome> {
+        o.iter().find_map(|x| match x {
+            Output::Ended { outcome, .. } => Some(*outcome),
+            _ => None,
+        })
+    }
+
+    fn nack_case(mads: &[Vec<u8>], want: RmppStatus) {
+        let now = Instant::now();
+        let mut t = ReceiverTable::new(ReceiverConfig::default());
+        let mut all = Vec::new();
+        for m in mads {
+            t.handle(m, SRC.0, SRC.1, now);
+            all.extend(outputs(&mut t));
+        }
+        let s = sent(&all);
+        let last = s.last().copied().unwrap();
+        let rtype = if want == RmppStatus::RESX {
+            RmppType::STOP
+        } else {
+            RmppType::ABORT
+        };
+        assert_eq!((last.0, last.1), (rtype, want), "{s:?}");
+        assert_eq!(t.active(), 0, "no active transfer is left behind");
+        // The far side ends the transfer with that status.
+        let mut reply = None;
+        for o in &all {
+            if let Output::Send { mad, .. } = o {
+                reply = Some(mad.clone());
+            }
+        }
+        let mut tx =
+            Sender::new(&mads[0][..56], &[0u8; 5000], SenderConfig::default(), now).unwrap();
+        let _ = tx.poll_transmit(now);
+        tx.handle_reply(&reply.unwrap(), now);
+        assert_eq!(
+            tx.poll_event(),
+            Some(SendEvent::Finished(Outcome::Aborted(want)))
+        );
+    }
+
+    #[test]
+    fn segment_one_without_first_is_bad_seg() {
+        nack_case(&[seg(1, 0, 0)], RmppStatus::BAD_SEG);
+    }
+
+    #[test]
+    fn first_flag_on_a_later_segment_is_bad_seg() {
+        nack_case(
+            &[seg(1, FLAG_FIRST, 660), seg(2, FLAG_FIRST, 0)],
+            RmppStatus::BAD_SEG,
+        );
+    }
+
+    #[test]
+    fn unsupported_version_is_unv() {
+        let mut m = seg(1, FLAG_FIRST, 440);
+        m[24] = 2;
+        nack_case(&[m], RmppStatus::UNV);
+    }
+
+    #[test]
+    fn illegal_type_is_badt() {
+        let mut m = seg(1, FLAG_FIRST, 440);
+        m[25] = 9;
+        nack_case(&[m], RmppStatus::BADT);
+    }
+
+    #[test]
+    fn data_with_a_status_is_bad_status() {
+        let mut m = seg(1, FLAG_FIRST, 440);
+        m[27] = 3;
+        nack_case(&[m], RmppStatus::BAD_STATUS);
+    }
+
+    #[test]
+    fn a_segment_beyond_the_last_is_s2b() {
+        // Segment 3 says Last while 2 is missing; segment 4 then lies beyond it.
+        nack_case(
+            &[
+                seg(1, FLAG_FIRST, 660),
+                seg(3, FLAG_LAST, 100),
+                seg(4, 0, 0),
+            ],
+            RmppStatus::S2B,
+        );
+    }
+
+    #[test]
+    fn last_length_over_220_is_bad_len() {
+        nack_case(
+            &[seg(1, FLAG_FIRST, 440), seg(2, FLAG_LAST, 221)],
+            RmppStatus::BAD_LEN,
+        );
+    }
+
+    #[test]
+    fn first_total_disagreeing_with_the_last_is_bad_len() {
+        nack_case(
+            &[seg(1, FLAG_FIRST, 999), seg(2, FLAG_LAST, 220)],
+            RmppStatus::BAD_LEN,
+        );
+    }
+
+    #[test]
+    fn a_message_past_the_bound_is_stopped_with_resx_and_allocates_no_more() {
+        let now = Instant::now();
+        let cfg = ReceiverConfig {
+            max_message_len: 1000,
+            ..ReceiverConfig::default()
+        };
+        let mut t = ReceiverTable::new(cfg);
+        // The first segment claims 4 GiB: nothing is allocated for that.
+        t.handle(&seg(1, FLAG_FIRST, u32::MAX), SRC.0, SRC.1, now);
+        let mut all = outputs(&mut t);
+        for n in 2..=10 {
+            t.handle(&seg(n, 0, 0), SRC.0, SRC.1, now);
+            all.extend(outputs(&mut t));
+        }
+        assert!(sent(&all).contains(&(RmppType::STOP, RmppStatus::RESX, 0, 0)));
+        assert_eq!(ended(&all), Some(Outcome::Aborted(RmppStatus::RESX)));
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn too_many_concurrent_transfers_from_one_source_are_stopped() {
+        let now = Instant::now();
+        let cfg = ReceiverConfig {
+            max_per_source: 2,
+            ..ReceiverConfig::default()
+        };
+        let mut t = ReceiverTable::new(cfg);
+        for tid in 0..3u64 {
+            let mut m = seg(1, FLAG_FIRST, 660);
+            m[8..16].copy_from_slice(&tid.to_be_bytes());
+            t.handle(&m, SRC.0, SRC.1, now);
+        }
+        let all = outputs(&mut t);
+        assert_eq!(t.active(), 2);
+        assert_eq!(
+            sent(&all).last().map(|s| (s.0, s.1)),
+            Some((RmppType::STOP, RmppStatus::RESX))
+        );
+        // Another source is not affected.
+        t.handle(&seg(1, FLAG_FIRST, 660), 10, 1, now);
+        assert_eq!(t.active(), 3);
+    }
+
+    #[test]
+    fn an_idle_transfer_ends_after_the_total_time_with_abort_t2l() {
+        let now = Instant::now();
+        let mut t = ReceiverTable::new(ReceiverConfig::default());
+        t.handle(&seg(1, FLAG_FIRST, 660), SRC.0, SRC.1, now);
+        outputs(&mut t);
+        t.handle_timeout(now + Duration::from_secs(39));
+        assert_eq!(t.active(), 1, "an early timeout does nothing");
+        t.handle_timeout(now + Duration::from_secs(40));
+        let all = outputs(&mut t);
+        assert_eq!(sent(&all), vec![(RmppType::ABORT, RmppStatus::T2L, 0, 0)]);
+        assert_eq!(ended(&all), Some(Outcome::TimedOut));
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn duplicates_are_re_acked_and_out_of_window_segments_dropped() {
+        let now = Instant::now();
+        let mut t = ReceiverTable::new(ReceiverConfig {
+            window: 4,
+            ..ReceiverConfig::default()
+        });
+        t.handle(&seg(1, FLAG_FIRST, 20 * 220), SRC.0, SRC.1, now);
+        assert_eq!(
+            sent(&outputs(&mut t)),
+            vec![(RmppType::ACK, RmppStatus::SUCCESS, 1, 5)]
+        );
+        t.handle(&seg(1, FLAG_FIRST, 20 * 220), SRC.0, SRC.1, now);
+        assert_eq!(
+            sent(&outputs(&mut t)),
+            vec![(RmppType::ACK, RmppStatus::SUCCESS, 1, 5)]
+        );
+        t.handle(&seg(9, 0, 0), SRC.0, SRC.1, now);
+        assert!(outputs(&mut t).is_empty());
+        assert_eq!(t.dropped, 1);
+        // Out of order inside the window: no ACK until the window fills.
+        for n in [3, 5, 4] {
+            t.handle(&seg(n, 0, 0), SRC.0, SRC.1, now);
+            assert!(outputs(&mut t).is_empty());
+        }
+        t.handle(&seg(2, 0, 0), SRC.0, SRC.1, now);
+        assert_eq!(
+            sent(&outputs(&mut t)),
+            vec![(RmppType::ACK, RmppStatus::SUCCESS, 5, 9)]
+        );
+    }
+
+    #[test]
+    fn a_finished_transfer_lingers_then_is_forgotten() {
+        let now = Instant::now();
+        let mut t = ReceiverTable::new(ReceiverConfig::default());
+        t.handle(&seg(1, FLAG_FIRST | FLAG_LAST, 120), SRC.0, SRC.1, now);
+        let all = outputs(&mut t);
+        assert!(all
+            .iter()
+            .any(|o| matches!(o, Output::Delivered { message, .. } if message.len() == 156)));
+        assert_eq!(t.len(), 1);
+        t.handle(&seg(1, FLAG_FIRST | FLAG_LAST, 120), SRC.0, SRC.1, now);
+        let again = outputs(&mut t);
+        assert_eq!(sent(&again).len(), 1, "re-ACKed, not delivered twice");
+        assert!(!again.iter().any(|o| matches!(o, Output::Delivered { .. })));
+        t.handle_timeout(now + Duration::from_secs(10));
+        assert!(t.is_empty());
     }
 }

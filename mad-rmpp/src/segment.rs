@@ -14,122 +14,55 @@ pub const RMPP_HDR_END: usize = 36;
 /// Bytes after the RMPP header in one segment (`IB_MGMT_RMPP_DATA`).
 pub const RMPP_DATA: u32 = (MAD_LEN - RMPP_HDR_END) as u32;
 
-/// RMPP type DATA.
-pub const TYPE_DATA: u8 = 1;
-/// RMPP type ACK.
-pub const TYPE_ACK: u8 = 2;
-/// RMPP type STOP.
-pub const TYPE_STOP: u8 = 3;
-/// RMPP type ABORT.
-pub const TYPE_ABORT: u8 = 4;
+pub use mad_core::wire::rmpp::{
+    RmppHeader as Header, RmppStatus, RmppType, RMPP_FLAG_ACTIVE as FLAG_ACTIVE,
+    RMPP_FLAG_FIRST as FLAG_FIRST, RMPP_FLAG_LAST as FLAG_LAST,
+};
+use mad_core::wire::Repr;
 
-/// Flag: RMPP active.
-pub const FLAG_ACTIVE: u8 = 0x01;
-/// Flag: first segment.
-pub const FLAG_FIRST: u8 = 0x02;
-/// Flag: last segment.
-pub const FLAG_LAST: u8 = 0x04;
-
-/// Byte offsets inside the MAD.
-mod off {
-    pub const METHOD: usize = 3;
-    pub const VERSION: usize = 24;
-    pub const TYPE: usize = 25;
-    pub const RESPTIME_FLAGS: usize = 26;
-    pub const STATUS: usize = 27;
-    pub const DATA1: usize = 28;
-    pub const DATA2: usize = 32;
+/// Reads the RMPP header (bytes 24..36) of `mad`.
+///
+/// # Errors
+/// The MAD is shorter than 36 bytes.
+pub fn read_header(mad: &[u8]) -> Result<Header, Error> {
+    Header::parse(mad.get(24..).unwrap_or(&[])).map_err(|_| Error::Malformed {
+        reason: "MAD too short for an RMPP header",
+        value: mad.len() as u64,
+    })
 }
 
-fn be32(b: &[u8], at: usize) -> u32 {
-    match b.get(at..at + 4) {
-        Some(s) => u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
-        None => 0,
+/// Writes `h` into bytes 24..36 of `mad` (nothing if `mad` is shorter).
+pub fn write_header(h: &Header, mad: &mut [u8]) {
+    if let Some(b) = mad.get_mut(24..) {
+        // Every field of a header built here fits its bit range.
+        let _ = h.emit(b);
     }
 }
 
-fn put32(b: &mut [u8], at: usize, v: u32) {
-    if let Some(s) = b.get_mut(at..at + 4) {
-        s.copy_from_slice(&v.to_be_bytes());
-    }
-}
-
-/// The RMPP header of one MAD, read out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
-    /// RMPPVersion.
-    pub version: u8,
-    /// RMPPType.
-    pub rtype: u8,
-    /// RRespTime (5 bits).
-    pub resp_time: u8,
-    /// RMPPFlags (3 bits).
-    pub flags: u8,
-    /// RMPPStatus.
-    pub status: u8,
-    /// SegmentNumber (DATA, ACK).
-    pub seg_num: u32,
-    /// PayloadLength (DATA) or NewWindowLast (ACK).
-    pub data2: u32,
-}
-
-impl Header {
-    /// Reads the RMPP header of `mad`.
-    ///
-    /// # Errors
-    /// The MAD is shorter than 36 bytes.
-    pub fn read(mad: &[u8]) -> Result<Self, Error> {
-        if mad.len() < RMPP_HDR_END {
-            return Err(Error::Malformed {
-                reason: "MAD too short for an RMPP header",
-                value: mad.len() as u64,
-            });
-        }
-        let rf = mad[off::RESPTIME_FLAGS];
-        Ok(Self {
-            version: mad[off::VERSION],
-            rtype: mad[off::TYPE],
-            resp_time: rf >> 3,
-            flags: rf & 7,
-            status: mad[off::STATUS],
-            seg_num: be32(mad, off::DATA1),
-            data2: be32(mad, off::DATA2),
-        })
-    }
-
-    /// Writes this header into `mad` (which must hold 36 bytes).
-    pub fn write(&self, mad: &mut [u8]) {
-        if mad.len() < RMPP_HDR_END {
-            return;
-        }
-        mad[off::VERSION] = self.version;
-        mad[off::TYPE] = self.rtype;
-        mad[off::RESPTIME_FLAGS] = (self.resp_time << 3) | (self.flags & 7);
-        mad[off::STATUS] = self.status;
-        put32(mad, off::DATA1, self.seg_num);
-        put32(mad, off::DATA2, self.data2);
-    }
-
-    /// Active flag.
-    #[must_use]
-    pub fn active(&self) -> bool {
-        self.flags & FLAG_ACTIVE != 0
-    }
-    /// First flag.
-    #[must_use]
-    pub fn first(&self) -> bool {
-        self.flags & FLAG_FIRST != 0
-    }
-    /// Last flag.
-    #[must_use]
-    pub fn last(&self) -> bool {
-        self.flags & FLAG_LAST != 0
+/// A header with Active set and the given fields.
+#[must_use]
+pub fn header(
+    rtype: RmppType,
+    resp_time: u8,
+    flags: u8,
+    status: RmppStatus,
+    d1: u32,
+    d2: u32,
+) -> Header {
+    Header {
+        version: crate::RMPP_VERSION,
+        rmpp_type: rtype,
+        resp_time: resp_time & 0x1F,
+        flags: flags & 7,
+        status,
+        data1: d1,
+        data2: d2,
     }
 }
 
 /// Flips the response bit of the method byte (ACK / ABORT replies do so).
 pub(crate) fn flip_response_bit(mad: &mut [u8]) {
-    if let Some(m) = mad.get_mut(off::METHOD) {
+    if let Some(m) = mad.get_mut(3) {
         *m ^= 0x80;
     }
 }
@@ -249,17 +182,16 @@ mod tests {
     #[test]
     fn header_read_write_round_trip() {
         let mut m = [0u8; 256];
-        let h = Header {
-            version: 1,
-            rtype: TYPE_ACK,
-            resp_time: 0x1F,
-            flags: FLAG_ACTIVE | FLAG_LAST,
-            status: 0,
-            seg_num: 7,
-            data2: 70,
-        };
-        h.write(&mut m);
-        assert_eq!(Header::read(&m).unwrap(), h);
-        assert!(Header::read(&m[..30]).is_err());
+        let h = header(
+            RmppType::ACK,
+            0x1F,
+            FLAG_ACTIVE | FLAG_LAST,
+            RmppStatus::SUCCESS,
+            7,
+            70,
+        );
+        write_header(&h, &mut m);
+        assert_eq!(read_header(&m).unwrap(), h);
+        assert!(read_header(&m[..30]).is_err());
     }
 }

@@ -20,10 +20,10 @@
 //! state at once instead of after its 40 s total timer.
 
 use crate::segment::{
-    flip_response_bit, Geometry, Header, FLAG_ACTIVE, FLAG_FIRST, FLAG_LAST, MAD_LEN, TYPE_ABORT,
-    TYPE_ACK, TYPE_DATA, TYPE_STOP,
+    flip_response_bit, header, read_header, write_header, Geometry, Header, RmppStatus, RmppType,
+    FLAG_ACTIVE, FLAG_FIRST, FLAG_LAST, MAD_LEN,
 };
-use crate::{status, Error, Outcome, RMPP_VERSION};
+use crate::{Error, Outcome};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -202,28 +202,22 @@ impl Sender {
     }
 
     /// A control MAD (ACK/ABORT/STOP) built on this message's header.
-    fn control_mad(&self, rtype: u8, status: u8, seg: u32, data2: u32) -> Vec<u8> {
+    fn control_mad(&self, rtype: RmppType, status: RmppStatus, seg: u32, data2: u32) -> Vec<u8> {
         let mut m = vec![0u8; MAD_LEN];
         let h = self.geom.hdr_len.min(MAD_LEN);
         m[..h].copy_from_slice(&self.message[..h]);
-        Header {
-            version: RMPP_VERSION,
-            rtype,
-            resp_time: self.cfg.resp_time & 0x1F,
-            flags: FLAG_ACTIVE,
-            status,
-            seg_num: seg,
-            data2,
-        }
-        .write(&mut m);
+        write_header(
+            &header(rtype, self.cfg.resp_time, FLAG_ACTIVE, status, seg, data2),
+            &mut m,
+        );
         m
     }
 
-    fn abort(&mut self, st: u8) {
+    fn abort(&mut self, st: RmppStatus) {
         if self.state == State::Finished {
             return;
         }
-        let m = self.control_mad(TYPE_ABORT, st, 0, 0);
+        let m = self.control_mad(RmppType::ABORT, st, 0, 0);
         self.control.push_back(m);
         self.finish(Outcome::Aborted(st));
     }
@@ -251,16 +245,15 @@ impl Sender {
         if n == g.count {
             flags |= FLAG_LAST;
         }
-        Header {
-            version: RMPP_VERSION,
-            rtype: TYPE_DATA,
-            resp_time: self.cfg.resp_time & 0x1F,
+        let h = header(
+            RmppType::DATA,
+            self.cfg.resp_time,
             flags,
-            status: status::SUCCESS,
-            seg_num: n,
-            data2: g.payload_length(n),
-        }
-        .write(out);
+            RmppStatus::SUCCESS,
+            n,
+            g.payload_length(n),
+        );
+        write_header(&h, out);
     }
 
     /// Writes the next MAD to post into `out` (256 bytes) and returns its
@@ -296,32 +289,32 @@ impl Sender {
     /// Takes an ACK, STOP or ABORT the receiver sent for this transfer.
     /// Anything else (a DATA segment, a short MAD) is ignored.
     pub fn handle_reply(&mut self, mad: &[u8], now: Instant) {
-        let Ok(h) = Header::read(mad) else { return };
-        if !h.active() {
+        let Ok(h) = read_header(mad) else { return };
+        if !h.is_active() {
             return;
         }
-        if h.version != RMPP_VERSION {
-            self.abort(status::UNV);
+        if h.version != crate::RMPP_VERSION {
+            self.abort(RmppStatus::UNV);
             return;
         }
-        match h.rtype {
-            TYPE_ACK => self.handle_ack(&h, now),
-            TYPE_STOP => {
-                if h.status == status::RESX {
-                    self.finish(Outcome::Aborted(status::RESX));
+        match h.rmpp_type {
+            RmppType::ACK => self.handle_ack(&h, now),
+            RmppType::STOP => {
+                if h.status == RmppStatus::RESX {
+                    self.finish(Outcome::Aborted(RmppStatus::RESX));
                 } else {
-                    self.abort(status::BAD_STATUS);
+                    self.abort(RmppStatus::BAD_STATUS);
                 }
             }
-            TYPE_ABORT => {
-                if (status::ABORT_MIN..=status::ABORT_MAX).contains(&h.status) {
+            RmppType::ABORT => {
+                if h.status.is_abort() {
                     self.finish(Outcome::Aborted(h.status));
                 } else {
-                    self.abort(status::BAD_STATUS);
+                    self.abort(RmppStatus::BAD_STATUS);
                 }
             }
-            TYPE_DATA => {}
-            _ => self.abort(status::BADT),
+            RmppType::DATA => {}
+            _ => self.abort(RmppStatus::BADT),
         }
     }
 
@@ -329,24 +322,25 @@ impl Sender {
         if self.state == State::Finished {
             return;
         }
-        if h.status != status::SUCCESS {
-            self.abort(status::BAD_STATUS);
+        if h.status != RmppStatus::SUCCESS {
+            self.abort(RmppStatus::BAD_STATUS);
             return;
         }
-        let (seg, wl) = (h.seg_num, h.data2);
+        let (seg, wl) = (h.data1, h.data2);
         if wl < seg {
-            self.abort(status::W2S);
+            self.abort(RmppStatus::W2S);
             return;
         }
         if self.state == State::AwaitingResponse {
             // A repeated final ACK: our DS ACK was lost; send it again.
             if seg == self.geom.count {
-                self.control.push_back(self.control_mad(TYPE_ACK, 0, 0, 1));
+                self.control
+                    .push_back(self.control_mad(RmppType::ACK, RmppStatus::SUCCESS, 0, 1));
             }
             return;
         }
         if seg > self.geom.count || seg > self.newwin {
-            self.abort(status::S2B);
+            self.abort(RmppStatus::S2B);
             return;
         }
         if wl < self.newwin || seg < self.last_ack {
@@ -364,7 +358,8 @@ impl Sender {
             self.deadline = None;
             if self.cfg.expects_response {
                 self.state = State::AwaitingResponse;
-                self.control.push_back(self.control_mad(TYPE_ACK, 0, 0, 1));
+                self.control
+                    .push_back(self.control_mad(RmppType::ACK, RmppStatus::SUCCESS, 0, 1));
                 self.events.push_back(SendEvent::AllAcked);
             } else {
                 self.finish(Outcome::Success);
@@ -388,7 +383,7 @@ impl Sender {
         }
         self.deadline = None;
         if self.retries_left == 0 {
-            let m = self.control_mad(TYPE_ABORT, status::TMR, 0, 0);
+            let m = self.control_mad(RmppType::ABORT, RmppStatus::TMR, 0, 0);
             self.control.push_back(m);
             self.finish(Outcome::TimedOut);
             return;
@@ -410,7 +405,7 @@ impl Sender {
 mod tests {
     use super::*;
 
-    fn header() -> Vec<u8> {
+    fn sa_header() -> Vec<u8> {
         let mut h = vec![0u8; 56];
         h[0] = 1;
         h[1] = 3;
@@ -422,16 +417,10 @@ mod tests {
 
     fn ack(seg: u32, wl: u32) -> Vec<u8> {
         let mut m = vec![0u8; 256];
-        Header {
-            version: 1,
-            rtype: TYPE_ACK,
-            resp_time: 0,
-            flags: FLAG_ACTIVE,
-            status: 0,
-            seg_num: seg,
-            data2: wl,
-        }
-        .write(&mut m);
+        write_header(
+            &header(RmppType::ACK, 0, FLAG_ACTIVE, RmppStatus::SUCCESS, seg, wl),
+            &mut m,
+        );
         m
     }
 
@@ -442,19 +431,19 @@ mod tests {
     #[test]
     fn first_window_is_one_segment_then_the_ack_opens_it() {
         let now = Instant::now();
-        let mut s = Sender::new(&header(), &[7u8; 2000], SenderConfig::default(), now).unwrap();
+        let mut s = Sender::new(&sa_header(), &[7u8; 2000], SenderConfig::default(), now).unwrap();
         assert_eq!(s.geometry().count, 10);
         let first = drain(&mut s, now);
         assert_eq!(first.len(), 1);
-        let h = Header::read(&first[0]).unwrap();
-        assert!(h.first() && h.active() && !h.last());
+        let h = read_header(&first[0]).unwrap();
+        assert!(h.is_first() && h.is_active() && !h.is_last());
         assert_eq!(h.data2, 10 * 220);
         s.handle_reply(&ack(1, 65), now);
         let rest = drain(&mut s, now);
         assert_eq!(rest.len(), 9);
-        let last = Header::read(&rest[8]).unwrap();
-        assert!(last.last());
-        assert_eq!(last.seg_num, 10);
+        let last = read_header(&rest[8]).unwrap();
+        assert!(last.is_last());
+        assert_eq!(last.data1, 10);
         assert_eq!(last.data2, 220);
         s.handle_reply(&ack(10, 74), now);
         assert_eq!(s.poll_event(), Some(SendEvent::Finished(Outcome::Success)));
@@ -464,7 +453,7 @@ mod tests {
     #[test]
     fn timeout_goes_back_to_the_first_unacknowledged_segment() {
         let t0 = Instant::now();
-        let mut s = Sender::new(&header(), &[1u8; 2000], SenderConfig::default(), t0).unwrap();
+        let mut s = Sender::new(&sa_header(), &[1u8; 2000], SenderConfig::default(), t0).unwrap();
         drain(&mut s, t0);
         s.handle_reply(&ack(1, 65), t0);
         drain(&mut s, t0);
@@ -476,7 +465,7 @@ mod tests {
         let again = drain(&mut s, t1);
         let segs: Vec<u32> = again
             .iter()
-            .map(|m| Header::read(m).unwrap().seg_num)
+            .map(|m| read_header(m).unwrap().data1)
             .collect();
         assert_eq!(segs, (5..=10).collect::<Vec<_>>());
     }
@@ -488,7 +477,7 @@ mod tests {
             retries: 2,
             ..SenderConfig::default()
         };
-        let mut s = Sender::new(&header(), &[1u8; 500], cfg, t0).unwrap();
+        let mut s = Sender::new(&sa_header(), &[1u8; 500], cfg, t0).unwrap();
         let mut t = t0;
         for _ in 0..3 {
             drain(&mut s, t);
@@ -497,33 +486,34 @@ mod tests {
         }
         let out = drain(&mut s, t);
         assert_eq!(out.len(), 1);
-        let h = Header::read(&out[0]).unwrap();
-        assert_eq!((h.rtype, h.status), (TYPE_ABORT, status::TMR));
+        let h = read_header(&out[0]).unwrap();
+        assert_eq!((h.rmpp_type, h.status), (RmppType::ABORT, RmppStatus::TMR));
         assert_eq!(s.poll_event(), Some(SendEvent::Finished(Outcome::TimedOut)));
     }
 
     #[test]
     fn bad_acks_abort_with_the_kernel_status() {
         let now = Instant::now();
-        let cases: [(Vec<u8>, u8); 3] = [
-            (ack(3, 2), status::W2S),
-            (ack(2, 65), status::S2B), // beyond the window of 1
+        let cases: [(Vec<u8>, RmppStatus); 3] = [
+            (ack(3, 2), RmppStatus::W2S),
+            (ack(2, 65), RmppStatus::S2B), // beyond the window of 1
             (
                 {
                     let mut m = ack(1, 65);
                     m[27] = 5;
                     m
                 },
-                status::BAD_STATUS,
+                RmppStatus::BAD_STATUS,
             ),
         ];
         for (m, want) in cases {
-            let mut s = Sender::new(&header(), &[1u8; 500], SenderConfig::default(), now).unwrap();
+            let mut s =
+                Sender::new(&sa_header(), &[1u8; 500], SenderConfig::default(), now).unwrap();
             drain(&mut s, now);
             s.handle_reply(&m, now);
             let out = drain(&mut s, now);
-            let h = Header::read(&out[0]).unwrap();
-            assert_eq!((h.rtype, h.status), (TYPE_ABORT, want));
+            let h = read_header(&out[0]).unwrap();
+            assert_eq!((h.rmpp_type, h.status), (RmppType::ABORT, want));
             assert_eq!(
                 s.poll_event(),
                 Some(SendEvent::Finished(Outcome::Aborted(want)))
@@ -534,25 +524,25 @@ mod tests {
     #[test]
     fn stop_and_abort_from_the_receiver_end_the_transfer() {
         let now = Instant::now();
-        let mut s = Sender::new(&header(), &[1u8; 500], SenderConfig::default(), now).unwrap();
+        let mut s = Sender::new(&sa_header(), &[1u8; 500], SenderConfig::default(), now).unwrap();
         drain(&mut s, now);
         let mut stop = ack(0, 0);
-        stop[25] = TYPE_STOP;
-        stop[27] = status::RESX;
+        stop[25] = RmppType::STOP.0;
+        stop[27] = RmppStatus::RESX.0;
         s.handle_reply(&stop, now);
         assert_eq!(
             s.poll_event(),
-            Some(SendEvent::Finished(Outcome::Aborted(status::RESX)))
+            Some(SendEvent::Finished(Outcome::Aborted(RmppStatus::RESX)))
         );
 
-        let mut s = Sender::new(&header(), &[1u8; 500], SenderConfig::default(), now).unwrap();
+        let mut s = Sender::new(&sa_header(), &[1u8; 500], SenderConfig::default(), now).unwrap();
         drain(&mut s, now);
         let mut abort = ack(0, 0);
-        abort[25] = TYPE_ABORT;
+        abort[25] = RmppType::ABORT.0;
         abort[27] = 42; // outside the ABORT range
         s.handle_reply(&abort, now);
         let out = drain(&mut s, now);
-        assert_eq!(Header::read(&out[0]).unwrap().status, status::BAD_STATUS);
+        assert_eq!(read_header(&out[0]).unwrap().status, RmppStatus::BAD_STATUS);
     }
 
     #[test]
@@ -562,13 +552,13 @@ mod tests {
             expects_response: true,
             ..SenderConfig::default()
         };
-        let mut s = Sender::new(&header(), &[1u8; 100], cfg, now).unwrap();
+        let mut s = Sender::new(&sa_header(), &[1u8; 100], cfg, now).unwrap();
         assert_eq!(drain(&mut s, now).len(), 1);
         s.handle_reply(&ack(1, 1), now);
         assert_eq!(s.poll_event(), Some(SendEvent::AllAcked));
         let ds = drain(&mut s, now);
-        let h = Header::read(&ds[0]).unwrap();
-        assert_eq!((h.rtype, h.seg_num, h.data2), (TYPE_ACK, 0, 1));
+        let h = read_header(&ds[0]).unwrap();
+        assert_eq!((h.rmpp_type, h.data1, h.data2), (RmppType::ACK, 0, 1));
         // A repeated final ACK gets the DS ACK again.
         s.handle_reply(&ack(1, 1), now);
         assert_eq!(drain(&mut s, now).len(), 1);
