@@ -1,1 +1,1061 @@
-//! (in progress)
+//! `FaultInjector`: a seeded, repeatable [`Transport`] wrapper that makes
+//! the wrapped transport fail in every way the port layer must survive.
+//!
+//! Every random choice comes from one xorshift64* generator seeded by the
+//! caller and is drawn in a fixed order per call, so the same seed and the
+//! same sequence of calls give the same faults.
+//!
+//! # What it injects, and how it looks from above
+//!
+//! Modelled on what verbs hardware does (seeds 000 and 002):
+//!
+//! - **Work-request error** ([`FaultConfig::wr_error`], or
+//!   [`FaultInjector::fail_next_send`]): that send is not passed down; it
+//!   completes with the chosen status (`IBV_WC_GENERAL_ERR`,
+//!   `IBV_WC_LOC_QP_OP_ERR`, `IBV_WC_FATAL_ERR`, ...). Completions stay in
+//!   post order, so it completes after every send posted before it. When
+//!   its completion is handed out, the QP is in ERR (or SQE, see
+//!   [`FaultConfig::wr_error_state`]). Every send posted behind it, and
+//!   every send posted while the QP is in ERR/SQE, is not passed down and
+//!   completes with `IBV_WC_WR_FLUSH_ERR`. Recovery is the verbs one: RESET
+//!   → INIT → RTR → RTS (or SQE → RTS).
+//! - **CQ error** ([`FaultConfig::cq_error`], [`AsyncEvent::CqError`]):
+//!   `IBV_EVENT_CQ_ERR` then `IBV_EVENT_QP_FATAL` for both QPs, as seed 002
+//!   describes. No completion of any outstanding send is ever produced ("no
+//!   guarantees that completions from the CQ can be pulled"): the consumer
+//!   must flush them itself. Both QPs report ERR, posts are accepted and
+//!   lost, and `modify_qp` is refused until
+//!   [`Transport::recreate_queues`].
+//! - **QP fatal** ([`AsyncEvent::QpFatal`]): that QP goes to ERR, its
+//!   outstanding sends produce no completion, later posts are flushed.
+//! - **Device fatal** ([`FaultConfig::device_fatal`],
+//!   [`AsyncEvent::DeviceFatal`]): the event is queued, nothing outstanding
+//!   ever completes, and every later call except `poll_event`,
+//!   `port_attrs`, `send_queue_depth`, `qp_state` and `raw_fd` fails with
+//!   [`TransportError::DeviceDead`]. Only a new transport helps.
+//! - **Soft reset request** ([`FaultConfig::soft_reset`]) and any other
+//!   [`AsyncEvent`] ([`FaultInjector::inject_event`]).
+//! - For the layers above: **drop** (the send completes with success but
+//!   never reaches the wire; a received MAD vanishes), **duplicate** (the
+//!   MAD goes out twice; a received MAD arrives twice) and **delay** (a send
+//!   is held back for some polls, so later sends overtake it on the wire
+//!   while completions stay in order; a received MAD is held back for some
+//!   polls and so arrives after later ones). A "poll" is one call of
+//!   `poll_send_completions`, which the port layer makes once per
+//!   `poll(now)`.
+//!
+//! Triggers ([`Trigger`]) count the sends accepted by `post_send`
+//! (1-based) across both QPs. A send that is flushed anyway (posted behind
+//! an error) is counted but never chosen for a work-request error.
+//!
+//! Duplicating sends needs a spare slot below: while
+//! [`FaultConfig::send_duplicate`] is non-zero the injector reports a send
+//! queue one shorter than the wrapped one and keeps at most one duplicate
+//! outstanding.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::loopback::qp_transition_allowed;
+use super::{
+    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, WcStatus, WrId,
+};
+
+/// When a fault fires, counted in accepted sends.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Trigger {
+    /// Never.
+    #[default]
+    Never,
+    /// Once, at the n-th accepted send (1-based).
+    Nth(u64),
+    /// At each accepted send with this probability (0.0 ..= 1.0).
+    Probability(f64),
+}
+
+/// What to inject. `Default` injects nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FaultConfig {
+    /// Work-request errors.
+    pub wr_error: Trigger,
+    /// Status of an injected work-request error.
+    pub wr_error_status: WcStatus,
+    /// State the QP is in after a work-request error: [`QpState::Err`]
+    /// (default) or [`QpState::Sqe`] (a UD send-queue error).
+    pub wr_error_state: QpState,
+    /// CQ errors (after the triggering send was posted).
+    pub cq_error: Trigger,
+    /// Device-fatal errors (after the triggering send was posted).
+    pub device_fatal: Trigger,
+    /// Soft reset requests (after the triggering send was posted).
+    pub soft_reset: Trigger,
+    /// Probability that a send completes with success but is not sent.
+    pub send_drop: f64,
+    /// Probability that a send goes out twice.
+    pub send_duplicate: f64,
+    /// Probability that a send is held back.
+    pub send_delay: f64,
+    /// For how many polls a delayed send is held (at least 1).
+    pub send_delay_polls: u32,
+    /// Probability that a received MAD is dropped.
+    pub recv_drop: f64,
+    /// Probability that a received MAD is delivered twice.
+    pub recv_duplicate: f64,
+    /// Probability that a received MAD is held back.
+    pub recv_delay: f64,
+    /// For how many polls a delayed receive is held (at least 1).
+    pub recv_delay_polls: u32,
+}
+
+impl Default for FaultConfig {
+    fn default() -> Self {
+        Self {
+            wr_error: Trigger::Never,
+            wr_error_status: WcStatus::GeneralErr,
+            wr_error_state: QpState::Err,
+            cq_error: Trigger::Never,
+            device_fatal: Trigger::Never,
+            soft_reset: Trigger::Never,
+            send_drop: 0.0,
+            send_duplicate: 0.0,
+            send_delay: 0.0,
+            send_delay_polls: 1,
+            recv_drop: 0.0,
+            recv_duplicate: 0.0,
+            recv_delay: 0.0,
+            recv_delay_polls: 1,
+        }
+    }
+}
+
+/// Counters of what a [`FaultInjector`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultStats {
+    /// Sends accepted by `post_send`.
+    pub sends: u64,
+    /// Work-request errors injected.
+    pub wr_errors: u64,
+    /// Completions with `IBV_WC_WR_FLUSH_ERR` handed out.
+    pub flushed: u64,
+    /// Completions handed out in total.
+    pub completions: u64,
+    /// Sends whose completion was lost (CQ error, QP fatal, device fatal,
+    /// posted into a broken CQ).
+    pub lost: u64,
+    /// CQ errors injected.
+    pub cq_errors: u64,
+    /// Device-fatal errors injected.
+    pub device_fatals: u64,
+    /// Asynchronous events injected (all kinds).
+    pub events: u64,
+    /// Sends dropped.
+    pub sends_dropped: u64,
+    /// Sends duplicated.
+    pub sends_duplicated: u64,
+    /// Sends delayed.
+    pub sends_delayed: u64,
+    /// Receives dropped.
+    pub recvs_dropped: u64,
+    /// Receives duplicated.
+    pub recvs_duplicated: u64,
+    /// Receives delayed.
+    pub recvs_delayed: u64,
+    /// Calls of `refresh_port_attrs`.
+    pub refreshes: u64,
+    /// Calls of `recreate_queues`.
+    pub recreates: u64,
+    /// QP transitions to RESET.
+    pub qp_resets: u64,
+    /// Completions from below for work requests no longer tracked.
+    pub stale: u64,
+}
+
+/// xorshift64* (Vigna); never zero.
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        // splitmix64 of the seed, so that small seeds differ a lot.
+        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        Self(if z == 0 { 0x2545_f491_4f6c_dd1d } else { z })
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// True with probability `p`; draws nothing when `p` is 0 or 1.
+    fn chance(&mut self, p: f64) -> bool {
+        if p <= 0.0 {
+            return false;
+        }
+        if p >= 1.0 {
+            return true;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        u < p
+    }
+}
+
+impl Trigger {
+    fn fires(self, n: u64, rng: &mut Rng) -> bool {
+        match self {
+            Trigger::Never => false,
+            Trigger::Nth(k) => k == n,
+            Trigger::Probability(p) => rng.chance(p),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Held {
+    mad: Vec<u8>,
+    dest: Address,
+    polls: u32,
+}
+
+/// One outstanding send as seen from above, in post order.
+#[derive(Debug)]
+struct Slot {
+    id: WrId,
+    status: Option<WcStatus>,
+    vendor_err: u32,
+    /// The QP state this completion puts the QP in when handed out.
+    sets_state: Option<QpState>,
+    held: Option<Held>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Below {
+    Main(Qp, WrId),
+    Duplicate,
+}
+
+#[derive(Debug, Default)]
+struct QpFault {
+    slots: VecDeque<Slot>,
+    /// State presented instead of the wrapped transport's.
+    state: Option<QpState>,
+    /// An error was injected: everything posted from now on is flushed.
+    doomed: bool,
+}
+
+/// The fault-injecting wrapper; see the [module documentation](self).
+pub struct FaultInjector<T> {
+    inner: T,
+    cfg: FaultConfig,
+    rng: Rng,
+    qps: [QpFault; 2],
+    below: HashMap<WrId, Below>,
+    duplicates: usize,
+    events: VecDeque<AsyncEvent>,
+    rx_dup: VecDeque<Received>,
+    rx_held: Vec<(u32, Received)>,
+    next_id: u64,
+    armed: Option<WcStatus>,
+    cq_broken: bool,
+    dead: bool,
+    stats: FaultStats,
+    scratch: Vec<SendCompletion>,
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for FaultInjector<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultInjector")
+            .field("inner", &self.inner)
+            .field("cfg", &self.cfg)
+            .field("cq_broken", &self.cq_broken)
+            .field("dead", &self.dead)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Transport> FaultInjector<T> {
+    /// Wraps `inner`; injects nothing until configured.
+    #[must_use]
+    pub fn new(inner: T, seed: u64) -> Self {
+        Self::with_config(inner, seed, FaultConfig::default())
+    }
+
+    /// Wraps `inner` with `cfg`.
+    #[must_use]
+    pub fn with_config(inner: T, seed: u64, cfg: FaultConfig) -> Self {
+        Self {
+            inner,
+            cfg,
+            rng: Rng::new(seed),
+            qps: [QpFault::default(), QpFault::default()],
+            below: HashMap::new(),
+            duplicates: 0,
+            events: VecDeque::new(),
+            rx_dup: VecDeque::new(),
+            rx_held: Vec::new(),
+            next_id: 1,
+            armed: None,
+            cq_broken: false,
+            dead: false,
+            stats: FaultStats::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &FaultConfig {
+        &self.cfg
+    }
+
+    /// The configuration, to change while running.
+    pub fn config_mut(&mut self) -> &mut FaultConfig {
+        &mut self.cfg
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> FaultStats {
+        self.stats
+    }
+
+    /// The wrapped transport.
+    #[must_use]
+    pub fn inner(&self) -> &T {
+        &self.inner
+    }
+
+    /// The wrapped transport, mutably (e.g. to stall a [`Loopback`]).
+    ///
+    /// [`Loopback`]: super::loopback::Loopback
+    pub fn inner_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+
+    /// Unwraps.
+    #[must_use]
+    pub fn into_inner(self) -> T {
+        self.inner
+    }
+
+    /// The next send that is not flushed anyway fails with `status`.
+    pub fn fail_next_send(&mut self, status: WcStatus) {
+        self.armed = Some(status);
+    }
+
+    /// Sends currently outstanding (posted, completion not yet handed out)
+    /// on `qp`.
+    #[must_use]
+    pub fn outstanding(&self, qp: Qp) -> usize {
+        self.qps[qp.index()].slots.len()
+    }
+
+    /// Injects an asynchronous event with its effect: [`AsyncEvent::CqError`]
+    /// breaks the CQ, [`AsyncEvent::QpFatal`] puts the QP in ERR,
+    /// [`AsyncEvent::DeviceFatal`] kills the device; every other event is
+    /// only reported.
+    pub fn inject_event(&mut self, event: AsyncEvent) {
+        if self.dead {
+            return;
+        }
+        self.stats.events += 1;
+        match event {
+            AsyncEvent::CqError => {
+                self.stats.cq_errors += 1;
+                self.cq_broken = true;
+                self.lose_all();
+                self.events.push_back(AsyncEvent::CqError);
+                self.events.push_back(AsyncEvent::QpFatal(Qp::Qp0));
+                self.events.push_back(AsyncEvent::QpFatal(Qp::Qp1));
+            }
+            AsyncEvent::QpFatal(qp) => {
+                self.lose_qp(qp);
+                let q = &mut self.qps[qp.index()];
+                q.state = Some(QpState::Err);
+                q.doomed = true;
+                self.events.push_back(event);
+            }
+            AsyncEvent::DeviceFatal => {
+                self.stats.device_fatals += 1;
+                self.dead = true;
+                self.lose_all();
+                self.events.push_back(event);
+            }
+            _ => self.events.push_back(event),
+        }
+    }
+
+    /// A CQ error (overflow) now.
+    pub fn inject_cq_error(&mut self) {
+        self.inject_event(AsyncEvent::CqError);
+    }
+
+    /// A device-fatal error now.
+    pub fn inject_device_fatal(&mut self) {
+        self.inject_event(AsyncEvent::DeviceFatal);
+    }
+
+    /// An HCA soft reset request now.
+    pub fn request_soft_reset(&mut self) {
+        self.inject_event(AsyncEvent::SoftResetRequest);
+    }
+
+    fn dead_error(&self) -> TransportError {
+        TransportError::DeviceDead(self.inner.port_attrs().ca_name.clone())
+    }
+
+    fn alloc(&mut self) -> WrId {
+        let id = WrId(self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    /// Forgets every outstanding send of `qp` without a completion.
+    fn lose_qp(&mut self, qp: Qp) {
+        let n = self.qps[qp.index()].slots.len() as u64;
+        self.stats.lost += n;
+        self.qps[qp.index()].slots.clear();
+        self.below
+            .retain(|_, b| !matches!(b, Below::Main(q, _) if *q == qp));
+    }
+
+    fn lose_all(&mut self) {
+        self.lose_qp(Qp::Qp0);
+        self.lose_qp(Qp::Qp1);
+        self.below.clear();
+        self.duplicates = 0;
+    }
+
+    /// Slot `idx` of `qp` fails with `status`; everything behind it is
+    /// flushed.
+    fn fail_at(&mut self, qp: Qp, idx: usize, status: WcStatus) {
+        self.stats.wr_errors += 1;
+        let err_state = self.cfg.wr_error_state;
+        let q = &mut self.qps[qp.index()];
+        q.doomed = true;
+        for (i, s) in q.slots.iter_mut().enumerate().skip(idx) {
+            s.held = None;
+            if i == idx {
+                s.status = Some(status);
+                s.sets_state = Some(err_state);
+            } else {
+                s.status = Some(WcStatus::WrFlushErr);
+            }
+        }
+    }
+
+    fn flushed_slot(id: WrId) -> Slot {
+        Slot {
+            id,
+            status: Some(WcStatus::WrFlushErr),
+            vendor_err: 0,
+            sets_state: None,
+            held: None,
+        }
+    }
+
+    /// Releases delayed sends whose time has come.
+    fn tick_sends(&mut self) -> Result<(), TransportError> {
+        for qp in [Qp::Qp0, Qp::Qp1] {
+            let mut idx = 0;
+            while idx < self.qps[qp.index()].slots.len() {
+                let due = match &mut self.qps[qp.index()].slots[idx].held {
+                    Some(h) => {
+                        h.polls = h.polls.saturating_sub(1);
+                        h.polls == 0
+                    }
+                    None => false,
+                };
+                if due {
+                    let slot = &mut self.qps[qp.index()].slots[idx];
+                    let id = slot.id;
+                    if let Some(h) = slot.held.take() {
+                        match self.inner.post_send(qp, &h.mad, &h.dest) {
+                            Ok(w) => {
+                                self.below.insert(w, Below::Main(qp, id));
+                            }
+                            Err(TransportError::DeviceDead(s)) => {
+                                return Err(TransportError::DeviceDead(s));
+                            }
+                            Err(_) => self.fail_at(qp, idx, WcStatus::LocQpOpErr),
+                        }
+                    }
+                }
+                idx += 1;
+            }
+        }
+        for (polls, _) in &mut self.rx_held {
+            *polls = polls.saturating_sub(1);
+        }
+        Ok(())
+    }
+}
+
+impl<T: Transport> Transport for FaultInjector<T> {
+    fn port_attrs(&self) -> &PortAttrs {
+        self.inner.port_attrs()
+    }
+
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
+        self.stats.refreshes += 1;
+        self.inner.refresh_port_attrs()
+    }
+
+    fn send_queue_depth(&self) -> usize {
+        let d = self.inner.send_queue_depth();
+        if self.cfg.send_duplicate > 0.0 && d >= 2 {
+            d - 1
+        } else {
+            d
+        }
+    }
+
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
+        if self.cq_broken {
+            // The QP is attached to a broken CQ: accepted, never completed.
+            self.stats.sends += 1;
+            self.stats.lost += 1;
+            return Ok(self.alloc());
+        }
+        let depth = self.send_queue_depth();
+        if self.qps[qp.index()].slots.len() >= depth {
+            return Err(TransportError::QueueFull { qp, depth });
+        }
+        let state = self.qp_state(qp);
+        if matches!(state, QpState::Reset | QpState::Init | QpState::Rtr) {
+            return Err(TransportError::QpNotReady { qp, state });
+        }
+        let n = self.stats.sends + 1;
+        let id = self.alloc();
+        let doomed = self.qps[qp.index()].doomed || state != QpState::Rts;
+        let slot = if doomed {
+            Self::flushed_slot(WrId(0))
+        } else {
+            let failure = match self.armed.take() {
+                Some(s) => Some(s),
+                None => self
+                    .cfg
+                    .wr_error
+                    .fires(n, &mut self.rng)
+                    .then_some(self.cfg.wr_error_status),
+            };
+            if let Some(status) = failure {
+                self.stats.wr_errors += 1;
+                self.qps[qp.index()].doomed = true;
+                Slot {
+                    id: WrId(0),
+                    status: Some(status),
+                    vendor_err: 0,
+                    sets_state: Some(self.cfg.wr_error_state),
+                    held: None,
+                }
+            } else if self.rng.chance(self.cfg.send_drop) {
+                self.stats.sends_dropped += 1;
+                Slot {
+                    status: Some(WcStatus::Success),
+                    ..Self::flushed_slot(WrId(0))
+                }
+            } else if self.rng.chance(self.cfg.send_delay) {
+                self.stats.sends_delayed += 1;
+                Slot {
+                    status: None,
+                    held: Some(Held {
+                        mad: mad.to_vec(),
+                        dest: *dest,
+                        polls: self.cfg.send_delay_polls.max(1),
+                    }),
+                    ..Self::flushed_slot(WrId(0))
+                }
+            } else {
+                let w = self.inner.post_send(qp, mad, dest)?;
+                let dup = self.rng.chance(self.cfg.send_duplicate);
+                let slot = Slot {
+                    status: None,
+                    ..Self::flushed_slot(WrId(0))
+                };
+                self.below.insert(w, Below::Main(qp, id));
+                if dup && self.duplicates == 0 && self.below.len() < self.inner.send_queue_depth() {
+                    if let Ok(w2) = self.inner.post_send(qp, mad, dest) {
+                        self.below.insert(w2, Below::Duplicate);
+                        self.duplicates += 1;
+                        self.stats.sends_duplicated += 1;
+                    }
+                }
+                slot
+            }
+        };
+        self.stats.sends = n;
+        self.qps[qp.index()].slots.push_back(Slot { id, ..slot });
+        if self.cfg.cq_error.fires(n, &mut self.rng) {
+            self.inject_cq_error();
+        }
+        if self.cfg.device_fatal.fires(n, &mut self.rng) {
+            self.inject_device_fatal();
+        }
+        if self.cfg.soft_reset.fires(n, &mut self.rng) {
+            self.request_soft_reset();
+        }
+        Ok(id)
+    }
+
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
+        self.tick_sends()?;
+        let mut below = std::mem::take(&mut self.scratch);
+        below.clear();
+        let polled = self.inner.poll_send_completions(&mut below);
+        for c in &below {
+            match self.below.remove(&c.wr_id) {
+                None => self.stats.stale += 1,
+                Some(Below::Duplicate) => self.duplicates = self.duplicates.saturating_sub(1),
+                Some(Below::Main(qp, id)) => {
+                    let slots = &mut self.qps[qp.index()].slots;
+                    match slots.binary_search_by_key(&id, |s| s.id) {
+                        Ok(i) if slots[i].status.is_none() => {
+                            slots[i].status = Some(c.status);
+                            slots[i].vendor_err = c.vendor_err;
+                        }
+                        Ok(_) => {}
+                        Err(_) => self.stats.stale += 1,
+                    }
+                }
+            }
+        }
+        self.scratch = below;
+        polled?;
+        let mut n = 0;
+        for qp in [Qp::Qp0, Qp::Qp1] {
+            let q = &mut self.qps[qp.index()];
+            while q.slots.front().is_some_and(|s| s.status.is_some()) {
+                let Some(s) = q.slots.pop_front() else { break };
+                let Some(status) = s.status else { break };
+                if let Some(st) = s.sets_state {
+                    q.state = Some(st);
+                }
+                if status == WcStatus::WrFlushErr {
+                    self.stats.flushed += 1;
+                }
+                self.stats.completions += 1;
+                out.push(SendCompletion {
+                    wr_id: s.id,
+                    qp,
+                    status,
+                    vendor_err: s.vendor_err,
+                });
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
+        if let Some(r) = self.rx_dup.pop_front() {
+            return Ok(Some(r));
+        }
+        if let Some(pos) = self.rx_held.iter().position(|(p, _)| *p == 0) {
+            return Ok(Some(self.rx_held.remove(pos).1));
+        }
+        loop {
+            let Some(r) = self.inner.poll_recv()? else {
+                return Ok(None);
+            };
+            if self.rng.chance(self.cfg.recv_drop) {
+                self.stats.recvs_dropped += 1;
+                continue;
+            }
+            if self.rng.chance(self.cfg.recv_delay) {
+                self.stats.recvs_delayed += 1;
+                self.rx_held.push((self.cfg.recv_delay_polls.max(1), r));
+                continue;
+            }
+            if self.rng.chance(self.cfg.recv_duplicate) {
+                self.stats.recvs_duplicated += 1;
+                self.rx_dup.push_back(r.clone());
+            }
+            return Ok(Some(r));
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        if let Some(e) = self.events.pop_front() {
+            return Some(e);
+        }
+        if self.dead {
+            return None;
+        }
+        self.inner.poll_event()
+    }
+
+    fn qp_state(&self, qp: Qp) -> QpState {
+        if self.dead || self.cq_broken {
+            return QpState::Err;
+        }
+        self.qps[qp.index()]
+            .state
+            .unwrap_or_else(|| self.inner.qp_state(qp))
+    }
+
+    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
+        if self.cq_broken {
+            return Err(TransportError::QpNotReady {
+                qp,
+                state: QpState::Err,
+            });
+        }
+        let from = self.qp_state(qp);
+        if !qp_transition_allowed(from, to) {
+            return Err(TransportError::InvalidTransition { qp, from, to });
+        }
+        self.inner.modify_qp(qp, to)?;
+        match to {
+            QpState::Reset => {
+                self.stats.qp_resets += 1;
+                // Discarded without completions, as the verbs do.
+                let n = self.qps[qp.index()].slots.len() as u64;
+                self.stats.lost += n;
+                self.qps[qp.index()].slots.clear();
+                self.below
+                    .retain(|_, b| !matches!(b, Below::Main(q, _) if *q == qp));
+                let q = &mut self.qps[qp.index()];
+                q.state = None;
+                q.doomed = false;
+            }
+            QpState::Err => {
+                let q = &mut self.qps[qp.index()];
+                for s in &mut q.slots {
+                    if s.status.is_none() && s.held.take().is_some() {
+                        s.status = Some(WcStatus::WrFlushErr);
+                    }
+                }
+                q.state = Some(QpState::Err);
+                q.doomed = true;
+            }
+            QpState::Rts if from == QpState::Sqe => {
+                let q = &mut self.qps[qp.index()];
+                q.state = None;
+                q.doomed = false;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn recreate_queues(&mut self) -> Result<(), TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
+        self.inner.recreate_queues()?;
+        self.stats.recreates += 1;
+        self.lose_all();
+        for q in &mut self.qps {
+            q.state = None;
+            q.doomed = false;
+        }
+        self.cq_broken = false;
+        Ok(())
+    }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.inner.raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::loopback::Loopback;
+
+    fn mad(tid: u8) -> Vec<u8> {
+        let mut m = vec![0u8; 256];
+        m[0] = 1;
+        m[1] = 3;
+        m[2] = 2;
+        m[3] = 1;
+        m[15] = tid;
+        m
+    }
+
+    fn lo(depth: usize) -> Loopback {
+        Loopback::new(Loopback::attrs("lo", 1, 5), depth)
+    }
+
+    fn drain<T: Transport>(t: &mut T) -> Vec<SendCompletion> {
+        let mut v = Vec::new();
+        t.poll_send_completions(&mut v).unwrap();
+        v
+    }
+
+    fn post_n<T: Transport>(t: &mut T, n: u8) -> Vec<WrId> {
+        (0..n)
+            .map(|i| t.post_send(Qp::Qp1, &mad(i), &Address::gsi(9)).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn nth_send_fails_and_everything_behind_it_is_flushed_in_order() {
+        let cfg = FaultConfig {
+            wr_error: Trigger::Nth(3),
+            wr_error_status: WcStatus::LocQpOpErr,
+            ..FaultConfig::default()
+        };
+        let mut f = FaultInjector::with_config(lo(16), 1, cfg);
+        let ids = post_n(&mut f, 6);
+        assert_eq!(
+            f.qp_state(Qp::Qp1),
+            QpState::Rts,
+            "ERR only once the WC is out"
+        );
+        let c = drain(&mut f);
+        let got: Vec<(WrId, WcStatus)> = c.iter().map(|c| (c.wr_id, c.status)).collect();
+        use WcStatus::*;
+        let want: Vec<WcStatus> = vec![
+            Success, Success, LocQpOpErr, WrFlushErr, WrFlushErr, WrFlushErr,
+        ];
+        assert_eq!(got, ids.iter().copied().zip(want).collect::<Vec<_>>());
+        assert_eq!(f.qp_state(Qp::Qp1), QpState::Err);
+        // Posting in ERR is accepted and flushed.
+        let late = post_n(&mut f, 1)[0];
+        assert_eq!(
+            drain(&mut f)[0],
+            SendCompletion {
+                wr_id: late,
+                qp: Qp::Qp1,
+                status: WrFlushErr,
+                vendor_err: 0
+            }
+        );
+        assert!(matches!(
+            f.modify_qp(Qp::Qp1, QpState::Rts),
+            Err(TransportError::InvalidTransition {
+                from: QpState::Err,
+                ..
+            })
+        ));
+        for s in [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts] {
+            f.modify_qp(Qp::Qp1, s).unwrap();
+        }
+        post_n(&mut f, 2);
+        assert!(drain(&mut f).iter().all(|c| c.status == Success));
+        assert_eq!(
+            f.inner().stats().sent,
+            2 + 2,
+            "failed and flushed sends never went out"
+        );
+        let s = f.stats();
+        assert_eq!((s.wr_errors, s.flushed, s.completions), (1, 4, 9));
+    }
+
+    #[test]
+    fn sqe_mode_recovers_with_sqe_to_rts() {
+        let cfg = FaultConfig {
+            wr_error: Trigger::Nth(1),
+            wr_error_state: QpState::Sqe,
+            ..FaultConfig::default()
+        };
+        let mut f = FaultInjector::with_config(lo(4), 1, cfg);
+        post_n(&mut f, 2);
+        drain(&mut f);
+        assert_eq!(f.qp_state(Qp::Qp1), QpState::Sqe);
+        f.modify_qp(Qp::Qp1, QpState::Rts).unwrap();
+        post_n(&mut f, 1);
+        assert_eq!(drain(&mut f)[0].status, WcStatus::Success);
+    }
+
+    #[test]
+    fn cq_error_loses_every_completion_until_recreate() {
+        let mut f = FaultInjector::new(lo(512), 7);
+        f.inner_mut().set_stalled(true);
+        post_n(&mut f, 200);
+        f.inject_cq_error();
+        assert_eq!(f.poll_event(), Some(AsyncEvent::CqError));
+        assert_eq!(f.poll_event(), Some(AsyncEvent::QpFatal(Qp::Qp0)));
+        assert_eq!(f.poll_event(), Some(AsyncEvent::QpFatal(Qp::Qp1)));
+        f.inner_mut().set_stalled(false);
+        assert!(drain(&mut f).is_empty());
+        assert_eq!(f.qp_state(Qp::Qp1), QpState::Err);
+        assert!(f.modify_qp(Qp::Qp1, QpState::Reset).is_err());
+        f.recreate_queues().unwrap();
+        assert_eq!(f.qp_state(Qp::Qp1), QpState::Rts);
+        let ids = post_n(&mut f, 3);
+        let c = drain(&mut f);
+        assert_eq!(c.iter().map(|c| c.wr_id).collect::<Vec<_>>(), ids);
+        assert_eq!(f.stats().lost, 200);
+    }
+
+    #[test]
+    fn device_fatal_fails_every_later_call() {
+        let mut f = FaultInjector::new(lo(8), 7);
+        post_n(&mut f, 3);
+        f.inject_device_fatal();
+        assert_eq!(f.poll_event(), Some(AsyncEvent::DeviceFatal));
+        assert!(matches!(
+            f.post_send(Qp::Qp1, &mad(1), &Address::gsi(1)),
+            Err(TransportError::DeviceDead(ref n)) if n == "lo"
+        ));
+        assert!(f.poll_send_completions(&mut Vec::new()).is_err());
+        assert!(f.poll_recv().is_err());
+        assert!(f.modify_qp(Qp::Qp1, QpState::Reset).is_err());
+        assert!(f.recreate_queues().is_err());
+        assert!(f.refresh_port_attrs().is_err());
+        assert_eq!(f.poll_event(), None);
+    }
+
+    /// The statuses of 300 sends under random faults, polling every 7.
+    fn run(seed: u64) -> Vec<WcStatus> {
+        let cfg = FaultConfig {
+            wr_error: Trigger::Probability(0.02),
+            send_drop: 0.05,
+            send_delay: 0.05,
+            send_delay_polls: 2,
+            ..FaultConfig::default()
+        };
+        let mut f = FaultInjector::with_config(lo(16), seed, cfg);
+        let mut out = Vec::new();
+        for i in 0..300u32 {
+            if f.qp_state(Qp::Qp1) == QpState::Err {
+                for s in [QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts] {
+                    f.modify_qp(Qp::Qp1, s).unwrap();
+                }
+            }
+            if f.outstanding(Qp::Qp1) < 16 {
+                f.post_send(Qp::Qp1, &mad(0), &Address::gsi(1)).unwrap();
+            }
+            if i % 7 == 0 {
+                out.extend(drain(&mut f).iter().map(|c| c.status));
+            }
+        }
+        for _ in 0..4 {
+            out.extend(drain(&mut f).iter().map(|c| c.status));
+        }
+        out
+    }
+
+    #[test]
+    fn same_seed_same_faults_other_seed_other_faults() {
+        let a = run(42);
+        assert_eq!(a, run(42));
+        assert_ne!(a, run(43));
+        assert!(a.contains(&WcStatus::GeneralErr) && a.contains(&WcStatus::WrFlushErr));
+    }
+
+    #[test]
+    fn dropped_send_succeeds_but_never_arrives_duplicated_arrives_twice() {
+        let (a, mut b) = Loopback::pair(Loopback::attrs("a", 1, 1), Loopback::attrs("b", 1, 2), 8);
+        let cfg = FaultConfig {
+            send_drop: 1.0,
+            ..FaultConfig::default()
+        };
+        let mut f = FaultInjector::with_config(a, 1, cfg);
+        post_n(&mut f, 2);
+        assert!(drain(&mut f).iter().all(|c| c.status == WcStatus::Success));
+        assert!(b.poll_recv().unwrap().is_none());
+        f.config_mut().send_drop = 0.0;
+        f.config_mut().send_duplicate = 1.0;
+        assert_eq!(f.send_queue_depth(), 7, "one slot kept for a duplicate");
+        let ids = post_n(&mut f, 2);
+        let c = drain(&mut f);
+        assert_eq!(
+            c.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+            ids,
+            "one completion per send"
+        );
+        let mut tids = Vec::new();
+        while let Some(r) = b.poll_recv().unwrap() {
+            tids.push(r.mad[15]);
+        }
+        // One duplicate outstanding at a time: the first send is doubled,
+        // the second is posted while the duplicate is still below.
+        assert_eq!(tids, vec![0, 0, 1]);
+    }
+
+    #[test]
+    fn delayed_send_is_overtaken_on_the_wire_but_completes_in_order() {
+        let (a, mut b) = Loopback::pair(Loopback::attrs("a", 1, 1), Loopback::attrs("b", 1, 2), 8);
+        let cfg = FaultConfig {
+            send_delay: 1.0,
+            send_delay_polls: 2,
+            ..FaultConfig::default()
+        };
+        let mut f = FaultInjector::with_config(a, 1, cfg);
+        let first = post_n(&mut f, 1)[0];
+        f.config_mut().send_delay = 0.0;
+        let second = f.post_send(Qp::Qp1, &mad(1), &Address::gsi(2)).unwrap();
+        assert!(drain(&mut f).is_empty(), "the second waits for the first");
+        let c = drain(&mut f);
+        assert_eq!(
+            c.iter().map(|c| c.wr_id).collect::<Vec<_>>(),
+            vec![first, second]
+        );
+        let order: Vec<u8> = std::iter::from_fn(|| b.poll_recv().unwrap())
+            .map(|r| r.mad[15])
+            .collect();
+        assert_eq!(order, vec![1, 0]);
+    }
+
+    #[test]
+    fn receives_can_be_dropped_duplicated_and_delayed() {
+        let recv = |tid| Received {
+            qp: Qp::Qp1,
+            src: Address::gsi(3),
+            mad: mad(tid),
+        };
+        let mut f = FaultInjector::new(lo(4), 1);
+        for t in 0..3 {
+            f.inner_mut().push_recv(recv(t));
+        }
+        f.config_mut().recv_drop = 1.0;
+        assert!(f.poll_recv().unwrap().is_none());
+        assert_eq!(f.stats().recvs_dropped, 3);
+        f.config_mut().recv_drop = 0.0;
+        f.config_mut().recv_duplicate = 1.0;
+        f.inner_mut().push_recv(recv(7));
+        assert_eq!(f.poll_recv().unwrap().unwrap().mad[15], 7);
+        assert_eq!(f.poll_recv().unwrap().unwrap().mad[15], 7);
+        f.config_mut().recv_duplicate = 0.0;
+        f.config_mut().recv_delay = 1.0;
+        f.inner_mut().push_recv(recv(8));
+        assert!(f.poll_recv().unwrap().is_none());
+        f.config_mut().recv_delay = 0.0;
+        f.inner_mut().push_recv(recv(9));
+        assert_eq!(f.poll_recv().unwrap().unwrap().mad[15], 9);
+        drain(&mut f); // one poll: the held MAD is due
+        assert_eq!(f.poll_recv().unwrap().unwrap().mad[15], 8);
+    }
+
+    #[test]
+    fn injected_events_pass_through_in_order() {
+        let mut f = FaultInjector::new(lo(4), 1);
+        f.inner_mut().push_event(AsyncEvent::PortActive);
+        f.inject_event(AsyncEvent::LidChange);
+        f.request_soft_reset();
+        assert_eq!(f.poll_event(), Some(AsyncEvent::LidChange));
+        assert_eq!(f.poll_event(), Some(AsyncEvent::SoftResetRequest));
+        assert_eq!(f.poll_event(), Some(AsyncEvent::PortActive));
+        assert_eq!(f.poll_event(), None);
+    }
+}
