@@ -4,6 +4,7 @@ use crate::cli::{CliError, Io};
 use crate::hex::parse_hex_mads;
 use crate::json::Json;
 use crate::print::{mad_json, write_mad_text};
+use mad_core::pcap::PcapReader;
 use mad_core::wire::decode::decode_mad;
 
 /// The `--help` text of `mad decode`, including the JSON shape.
@@ -68,30 +69,82 @@ const PCAP_MAGICS: [[u8; 4]; 4] = [
 /// pcapng section header block type.
 const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
 
-fn is_pcap(bytes: &[u8]) -> bool {
+fn looks_like_pcap(bytes: &[u8]) -> bool {
     bytes
         .get(..4)
         .is_some_and(|m| PCAP_MAGICS.iter().any(|p| p == m))
 }
 
-/// Reads the MADs of a pcap file: (source, bytes) per packet.
-fn pcap_mads(name: &str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, CliError> {
+/// One MAD to decode, with where it came from.
+struct InputMad {
+    /// "stdin line 3", "FILE packet 2".
+    source: String,
+    /// The MAD bytes.
+    bytes: Vec<u8>,
+    /// Facts about the packet around it (pcap addressing, CRCs).
+    notes: Vec<String>,
+}
+
+/// MADs read from the input plus per-packet read errors (source, message).
+type Inputs = (Vec<InputMad>, Vec<(String, String)>);
+
+/// Reads the MADs of a pcap file. A bad record is reported and skipped; a
+/// file that is not a pcap file at all is an error.
+fn pcap_mads(name: &str, bytes: &[u8]) -> Result<Inputs, CliError> {
     if bytes.get(..4) == Some(&PCAPNG_MAGIC[..]) {
         return Err(CliError::Input(format!(
             "{name}: pcapng files are not supported; convert with `editcap -F pcap`"
         )));
     }
-    if !is_pcap(bytes) {
+    let mut reader = PcapReader::new(bytes).map_err(|e| CliError::Input(format!("{name}: {e}")))?;
+    let mut mads = Vec::new();
+    let mut errors = Vec::new();
+    loop {
+        let packet = reader.records_read() + 1;
+        let source = format!("{name} packet {packet}");
+        match reader.next_record() {
+            Ok(None) => break,
+            Ok(Some(rec)) => {
+                let m = rec.meta;
+                let mut notes = vec![format!(
+                    "packet: {:?}, SLID {:#06x} DLID {:#06x} SL {} VL {}, QP {} -> {}, \
+                     Q_Key {:#010x}, P_Key {:#06x}, PSN {}{}",
+                    m.direction,
+                    m.slid,
+                    m.dlid,
+                    m.sl,
+                    m.vl,
+                    m.src_qp,
+                    m.dest_qp,
+                    m.qkey,
+                    m.pkey,
+                    m.psn,
+                    if rec.has_grh { ", with GRH" } else { "" }
+                )];
+                if !rec.crc.all_valid() {
+                    notes.push(format!(
+                        "CRC check: ICRC {:?}, VCRC {:?}",
+                        rec.crc.icrc, rec.crc.vcrc
+                    ));
+                }
+                mads.push(InputMad {
+                    source,
+                    bytes: rec.mad,
+                    notes,
+                });
+            }
+            Err(e) => errors.push((source, e.to_string())),
+        }
+    }
+    if mads.is_empty() && errors.is_empty() {
         return Err(CliError::Input(format!(
-            "{name}: not a pcap file (no pcap magic number at the start)"
+            "{name}: the pcap file holds no packets"
         )));
     }
-    Err(CliError::Input(format!(
-        "{name}: reading pcap files is not available in this build"
-    )))
+    Ok((mads, errors))
 }
 
-fn hex_mads(source: &str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, CliError> {
+fn hex_mads(source: &str, bytes: &[u8]) -> Result<Inputs, CliError> {
     let text = core::str::from_utf8(bytes).map_err(|e| {
         let at = e.valid_up_to();
         CliError::Input(format!(
@@ -100,10 +153,15 @@ fn hex_mads(source: &str, bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, CliErr
         ))
     })?;
     let mads = parse_hex_mads(text).map_err(|e| CliError::Input(format!("{source}: {e}")))?;
-    Ok(mads
+    let mads = mads
         .into_iter()
-        .map(|m| (format!("{source} line {}", m.line), m.bytes))
-        .collect())
+        .map(|m| InputMad {
+            source: format!("{source} line {}", m.line),
+            bytes: m.bytes,
+            notes: Vec::new(),
+        })
+        .collect();
+    Ok((mads, Vec::new()))
 }
 
 fn parse_args(args: &[String]) -> Result<Option<(bool, Input)>, CliError> {
@@ -156,7 +214,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
         io.out(HELP);
         return Ok(());
     };
-    let mads = match input {
+    let (mads, mut errors) = match input {
         Input::Stdin => {
             let mut buf = Vec::new();
             io.read_stdin(&mut buf)
@@ -166,7 +224,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
         Input::Pcap(name) => pcap_mads(&name, &read_file(&name)?)?,
         Input::File(name) => {
             let bytes = read_file(&name)?;
-            if is_pcap(&bytes) || bytes.get(..4) == Some(&PCAPNG_MAGIC[..]) {
+            if looks_like_pcap(&bytes) || bytes.get(..4) == Some(&PCAPNG_MAGIC[..]) {
                 pcap_mads(&name, &bytes)?
             } else {
                 hex_mads(&name, &bytes)?
@@ -175,20 +233,20 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
     };
     let mut text = String::new();
     let mut out_mads = Vec::new();
-    let mut errors = Vec::new();
-    for (source, bytes) in &mads {
-        match decode_mad(bytes) {
-            Ok(d) => {
+    for m in mads {
+        match decode_mad(&m.bytes) {
+            Ok(mut d) => {
+                d.notes.splice(0..0, m.notes);
                 if json {
-                    out_mads.push(mad_json(source, &d));
+                    out_mads.push(mad_json(&m.source, &d));
                 } else {
                     if !text.is_empty() {
                         text.push('\n');
                     }
-                    write_mad_text(&mut text, source, &d);
+                    write_mad_text(&mut text, &m.source, &d);
                 }
             }
-            Err(e) => errors.push((source.clone(), e.to_string())),
+            Err(e) => errors.push((m.source, e.to_string())),
         }
     }
     if json {

@@ -8,14 +8,15 @@
 //!   status words and attribute modifiers print as zero-padded hex;
 //! - everything else prints in decimal;
 //! - text fields (descriptions, names) print as text, GIDs as eight
-//!   colon-separated groups, other byte runs as `0x` hex;
+//!   colon-separated groups, directed-route paths as comma-separated port
+//!   numbers (trailing zeros cut), other byte runs as `0x` hex;
 //! - reserved fields print only when non-zero.
 
 use crate::hex::to_hex;
 use crate::json::Json;
 use core::fmt::Write as _;
 use mad_core::wire::decode::{DecodedMad, Layer, LayerData};
-use mad_core::wire::{FieldDesc, FieldKind, FieldValue, Fields};
+use mad_core::wire::{AttributeId, FieldDesc, FieldKind, FieldValue, Fields, MgmtClass};
 
 /// Width of label plus dots, as libibmad uses.
 const LABEL_COLUMNS: usize = 32;
@@ -57,12 +58,23 @@ fn hex_width(bits: u32) -> usize {
     bits.div_ceil(4).max(1) as usize
 }
 
+/// The symbolic name of an enum field's value. Attribute IDs are named by
+/// the MAD's class (0x12 is SwitchInfo in an SMP, PortCounters in PerfMgt).
+fn value_name(desc: &FieldDesc, v: u64, class: Option<MgmtClass>) -> Option<&'static str> {
+    if let (Some(class), "attr_id") = (class, desc.name) {
+        return u16::try_from(v)
+            .ok()
+            .and_then(|a| AttributeId(a).name_in(class));
+    }
+    desc.value_name.and_then(|f| f(v))
+}
+
 /// Formats one integer the way the text output does.
-fn format_uint(desc: &FieldDesc, bits: u32, v: u64) -> String {
-    if let Some(name) = desc.value_name.and_then(|f| f(v)) {
+fn format_uint(desc: &FieldDesc, bits: u32, v: u64, class: Option<MgmtClass>) -> String {
+    if let Some(name) = value_name(desc, v, class) {
         return name.to_owned();
     }
-    if hinted(desc, HEX_HINTS) {
+    if bits > 4 && hinted(desc, HEX_HINTS) {
         format!("0x{v:0w$x}", w = hex_width(bits))
     } else {
         v.to_string()
@@ -82,6 +94,15 @@ fn format_bytes(desc: &FieldDesc, b: &[u8]) -> String {
             }
         }
         return s;
+    }
+    if hinted(desc, &["path"]) {
+        // Directed-route port lists: decimal, trailing unused entries cut.
+        let used = b.iter().rposition(|c| *c != 0).map_or(1, |p| p + 1);
+        return b[..used]
+            .iter()
+            .map(u8::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
     }
     if b.len() == 16 && hinted(desc, &["gid"]) {
         return b
@@ -116,7 +137,13 @@ fn label_line(out: &mut String, indent: usize, label: &str, value: &str) {
 }
 
 /// Writes every field of `f` as text lines (reserved ones only when set).
-pub fn write_fields_text(out: &mut String, f: &dyn Fields, indent: usize) {
+/// `class` names attribute IDs by management class.
+pub fn write_fields_text(
+    out: &mut String,
+    f: &dyn Fields,
+    indent: usize,
+    class: Option<MgmtClass>,
+) {
     for (i, desc) in f.field_descs().iter().enumerate() {
         let Some(value) = f.field_value(i) else {
             continue;
@@ -126,9 +153,12 @@ pub fn write_fields_text(out: &mut String, f: &dyn Fields, indent: usize) {
         }
         let label = desc.label.unwrap_or(desc.name);
         match value {
-            FieldValue::Uint(v) => {
-                label_line(out, indent, label, &format_uint(desc, desc.bit_len, v))
-            }
+            FieldValue::Uint(v) => label_line(
+                out,
+                indent,
+                label,
+                &format_uint(desc, desc.bit_len, v, class),
+            ),
             FieldValue::Bytes(b) => label_line(out, indent, label, &format_bytes(desc, b)),
             FieldValue::Array(a) => {
                 let bits = match desc.kind {
@@ -137,14 +167,14 @@ pub fn write_fields_text(out: &mut String, f: &dyn Fields, indent: usize) {
                 };
                 let text = a
                     .iter()
-                    .map(|v| format_uint(desc, bits, *v))
+                    .map(|v| format_uint(desc, bits, *v, class))
                     .collect::<Vec<_>>()
                     .join(" ");
                 label_line(out, indent, label, &text);
             }
             FieldValue::Nested(n) => {
                 let _ = writeln!(out, "{:indent$}{label}:", "", indent = indent);
-                write_fields_text(out, n, indent + 2);
+                write_fields_text(out, n, indent + 2, class);
             }
         }
     }
@@ -166,14 +196,15 @@ pub fn write_mad_text(out: &mut String, source: &str, d: &DecodedMad) {
         let _ = writeln!(out, "# note: {n}");
     }
     let _ = writeln!(out, "# {} (byte 0)", d.header.struct_name());
-    write_fields_text(out, &d.header, 0);
+    let class = Some(d.header.mgmt_class);
+    write_fields_text(out, &d.header, 0, class);
     for l in &d.layers {
         let _ = writeln!(out, "{}", layer_title(l));
         if let Some(n) = &l.note {
             let _ = writeln!(out, "# note: {n}");
         }
         match &l.data {
-            LayerData::Fields(f) => write_fields_text(out, f.as_ref(), 0),
+            LayerData::Fields(f) => write_fields_text(out, f.as_ref(), 0, class),
             LayerData::Raw(b) => {
                 for (i, chunk) in b.chunks(16).enumerate() {
                     let bytes = chunk.iter().map(|c| format!("{c:02x}")).collect::<Vec<_>>();
@@ -185,24 +216,24 @@ pub fn write_mad_text(out: &mut String, source: &str, d: &DecodedMad) {
 }
 
 /// The JSON object of a structure's fields, keyed by field name, in wire
-/// order, reserved fields included.
+/// order, reserved fields included. `class` names attribute IDs.
 #[must_use]
-pub fn fields_json(f: &dyn Fields) -> Json {
+pub fn fields_json(f: &dyn Fields, class: Option<MgmtClass>) -> Json {
     let mut o = Json::obj();
     for (i, desc) in f.field_descs().iter().enumerate() {
         let Some(value) = f.field_value(i) else {
             continue;
         };
         let j = match value {
-            FieldValue::Uint(v) => match desc.value_name {
-                Some(names) => Json::obj()
+            FieldValue::Uint(v) if desc.value_name.is_some() || desc.name == "attr_id" => {
+                Json::obj()
                     .with("value", Json::UInt(v))
-                    .with("name", Json::opt_str(names(v))),
-                None => Json::UInt(v),
-            },
+                    .with("name", Json::opt_str(value_name(desc, v, class)))
+            }
+            FieldValue::Uint(v) => Json::UInt(v),
             FieldValue::Bytes(b) => Json::Str(to_hex(b)),
             FieldValue::Array(a) => Json::Arr(a.into_iter().map(Json::UInt).collect()),
-            FieldValue::Nested(n) => fields_json(n),
+            FieldValue::Nested(n) => fields_json(n, class),
         };
         o.push(desc.name, j);
     }
@@ -212,6 +243,7 @@ pub fn fields_json(f: &dyn Fields) -> Json {
 /// The JSON object of one decoded MAD (see the `--help` text for the shape).
 #[must_use]
 pub fn mad_json(source: &str, d: &DecodedMad) -> Json {
+    let class = Some(d.header.mgmt_class);
     let layers = d
         .layers
         .iter()
@@ -227,7 +259,7 @@ pub fn mad_json(source: &str, d: &DecodedMad) -> Json {
             match &l.data {
                 LayerData::Fields(f) => {
                     j.push("struct", Json::Str(f.struct_name().to_owned()));
-                    j.push("fields", fields_json(f.as_ref()));
+                    j.push("fields", fields_json(f.as_ref(), class));
                 }
                 LayerData::Raw(b) => j.push("raw", Json::Str(to_hex(b))),
             }
@@ -237,7 +269,7 @@ pub fn mad_json(source: &str, d: &DecodedMad) -> Json {
     Json::obj()
         .with("source", Json::Str(source.to_owned()))
         .with("length", Json::UInt(d.len as u64))
-        .with("header", fields_json(&d.header))
+        .with("header", fields_json(&d.header, class))
         .with("layers", Json::Arr(layers))
         .with(
             "notes",

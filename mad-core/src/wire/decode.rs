@@ -19,6 +19,7 @@
 
 use super::rmpp::{RmppHeader, RmppType};
 use super::sa::{SaHeader, SaMad, SA_HEADER_OFFSET};
+use super::smp::{DrSmpRepr, SmpRepr};
 use super::{
     AttributeId, Error, Fields, MadHeader, MgmtClass, Repr, MAD_HEADER_LEN, SA_DATA_OFFSET,
     SMP_DATA_LEN, SMP_DATA_OFFSET,
@@ -269,7 +270,85 @@ fn smp_attribute(attr: AttributeId) -> Option<Known> {
     })
 }
 
+/// Fields of [`SmpRepr`] that other layers already show (the common
+/// header, the attribute data).
+const SMP_SHOWN_ELSEWHERE: &[&str] = &["header", "data"];
+
+/// Fields of [`DrSmpRepr`] that other layers already show (the common
+/// header, the attribute data).
+const DR_SMP_SHOWN_ELSEWHERE: &[&str] = &[
+    "base_version",
+    "mgmt_class",
+    "class_version",
+    "response",
+    "method",
+    "tid",
+    "attr_id",
+    "reserved",
+    "attr_mod",
+    "data",
+];
+
+/// A structure shown with some of its fields hidden: [`Fields::field_value`]
+/// returns `None` for them, which printers skip. Used to show the SMP
+/// headers without repeating the common header and the attribute data.
+#[derive(Debug)]
+struct Without<T> {
+    inner: T,
+    hidden: &'static [&'static str],
+}
+
+impl<T: Fields> Fields for Without<T> {
+    fn struct_name(&self) -> &'static str {
+        self.inner.struct_name()
+    }
+    fn field_descs(&self) -> &'static [super::FieldDesc] {
+        self.inner.field_descs()
+    }
+    fn field_value(&self, index: usize) -> Option<super::FieldValue<'_>> {
+        let desc = self.inner.field_descs().get(index)?;
+        if self.hidden.contains(&desc.name) {
+            return None;
+        }
+        self.inner.field_value(index)
+    }
+}
+
+/// Pushes the SMP header layer: the LID-routed or directed-route `Repr`
+/// without the common header and data fields.
+fn push_smp_header(d: &mut DecodedMad, buf: &[u8]) -> Result<(), Error> {
+    let (name, f): (&'static str, Box<dyn Fields>) =
+        if d.header.mgmt_class == MgmtClass::SUBN_DIRECTED_ROUTE {
+            let inner = DrSmpRepr::parse(buf)?;
+            (
+                "DrSMP",
+                Box::new(Without {
+                    inner,
+                    hidden: DR_SMP_SHOWN_ELSEWHERE,
+                }),
+            )
+        } else {
+            let inner = SmpRepr::parse(buf)?;
+            (
+                "SMP",
+                Box::new(Without {
+                    inner,
+                    hidden: SMP_SHOWN_ELSEWHERE,
+                }),
+            )
+        };
+    d.layers.push(Layer {
+        name,
+        index: None,
+        offset: 0,
+        data: LayerData::Fields(f),
+        note: None,
+    });
+    Ok(())
+}
+
 fn decode_smp(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
+    push_smp_header(d, buf)?;
     let data = slice_at(buf, SMP_DATA_OFFSET, SMP_DATA_LEN);
     if d.header.attr_id == AttributeId::NOTICE && data.len() == SMP_DATA_LEN {
         // A trap's Notice is cut to the 64 bytes of SMP data: everything but
@@ -590,11 +669,89 @@ mod tests {
         assert!(same(l, &ni));
     }
 
+    /// Names of the fields of `f` that have a value (are not hidden).
+    fn visible(f: &dyn Fields) -> Vec<&'static str> {
+        (0..f.field_descs().len())
+            .filter(|i| f.field_value(*i).is_some())
+            .map(|i| f.field_descs()[i].name)
+            .collect()
+    }
+
+    #[test]
+    fn dr_smp_header_layer_shows_routing_fields_but_not_header_or_data_again() {
+        let mut b = mad(0x81, 0x81, 0x0011);
+        b[4] = 0x80; // D bit
+        b[6] = 2; // hop pointer
+        b[7] = 1; // hop count
+        b[24..32].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
+        b[32..36].copy_from_slice(&[0xFF, 0xFF, 0x00, 0x07]);
+        b[129] = 3;
+        let d = decode_mad(&b).unwrap();
+        let names: Vec<_> = d.layers.iter().map(|l| l.name).collect();
+        assert_eq!(names, ["DrSMP", "NodeInfo"]);
+        let f = d.layer("DrSMP").unwrap().fields().unwrap();
+        assert_eq!(
+            visible(f),
+            [
+                "direction",
+                "status",
+                "hop_ptr",
+                "hop_cnt",
+                "m_key",
+                "dr_slid",
+                "dr_dlid",
+                "reserved1",
+                "initial_path",
+                "return_path"
+            ]
+        );
+        let dr = DrSmpRepr::parse(&b).unwrap();
+        assert_eq!((dr.direction, dr.hop_ptr, dr.hop_cnt), (true, 2, 1));
+        assert_eq!(
+            (dr.dr_slid, dr.dr_dlid, dr.m_key),
+            (0xFFFF, 7, 0x1122_3344_5566_7788)
+        );
+        let i = f
+            .field_descs()
+            .iter()
+            .position(|x| x.name == "dr_dlid")
+            .unwrap();
+        assert!(matches!(
+            f.field_value(i),
+            Some(crate::wire::FieldValue::Uint(7))
+        ));
+    }
+
+    #[test]
+    fn lid_routed_smp_header_layer_shows_the_m_key() {
+        let mut b = mad(0x01, 0x01, 0x0015);
+        b[24..32].copy_from_slice(&5u64.to_be_bytes());
+        let d = decode_mad(&b).unwrap();
+        let names: Vec<_> = d.layers.iter().map(|l| l.name).collect();
+        assert_eq!(names, ["SMP", "PortInfo"]);
+        let f = d.layer("SMP").unwrap().fields().unwrap();
+        assert_eq!(visible(f), ["m_key", "reserved", "reserved1"]);
+        assert!(matches!(
+            f.field_value(1),
+            Some(crate::wire::FieldValue::Uint(5))
+        ));
+    }
+
+    #[test]
+    fn smp_shorter_than_256_bytes_is_an_error() {
+        let b = mad(0x01, 0x01, 0x0015);
+        assert!(matches!(
+            decode_mad(&b[..200]),
+            Err(Error::Truncated { need: 256, .. })
+        ));
+    }
+
     #[test]
     fn smp_unknown_attribute_is_raw_with_a_note() {
         let b = mad(0x81, 0x01, 0xFF90);
         let d = decode_mad(&b).unwrap();
-        let l = d.layers.iter().find(|l| l.offset == 64).unwrap();
+        let l = d.layer("Data").unwrap();
+        assert_eq!(l.offset, 64);
         assert_eq!(l.raw().map(<[u8]>::len), Some(64));
         assert!(l.note.as_deref().unwrap_or("").contains("0xff90"));
     }
