@@ -95,7 +95,7 @@ fn format_bytes(desc: &FieldDesc, b: &[u8]) -> String {
         }
         return s;
     }
-    if hinted(desc, &["path"]) {
+    if desc.name.ends_with("_path") {
         // Directed-route port lists: decimal, trailing unused entries cut.
         let used = b.iter().rposition(|c| *c != 0).map_or(1, |p| p + 1);
         return b[..used]
@@ -340,6 +340,36 @@ mod tests {
             out.contains("reserved:........................18\n"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn gids_print_as_groups_and_dr_paths_as_port_lists() {
+        let gid = FieldDesc {
+            name: "dgid",
+            label: Some("PathRecDGid"),
+            bit_offset: 0,
+            bit_len: 128,
+            kind: FieldKind::Bytes,
+            value_name: None,
+        };
+        let mut g = [0u8; 16];
+        g[0] = 0xfe;
+        g[1] = 0x80;
+        g[15] = 0x01;
+        assert_eq!(
+            format_bytes(&gid, &g),
+            "fe80:0000:0000:0000:0000:0000:0000:0001"
+        );
+        let path = FieldDesc {
+            name: "initial_path",
+            label: Some("DrSmpPath"),
+            ..gid
+        };
+        let mut p = [0u8; 64];
+        p[1] = 1;
+        p[2] = 17;
+        assert_eq!(format_bytes(&path, &p), "0,1,17");
+        assert_eq!(format_bytes(&path, &[0u8; 64]), "0");
     }
 
     #[test]

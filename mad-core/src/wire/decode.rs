@@ -17,16 +17,15 @@
 //! cannot interpret further becomes a [`LayerData::Raw`] layer with a note
 //! saying why.
 
+use super::perf::{PerfMad, PERF_DATA_OFFSET};
 use super::rmpp::{RmppHeader, RmppType};
 use super::sa::{SaHeader, SaMad, SA_HEADER_OFFSET};
 use super::smp::{DrSmpRepr, SmpRepr};
+use super::vendor::VendorMad;
 use super::{
     AttributeId, Error, Fields, MadHeader, MgmtClass, Repr, MAD_HEADER_LEN, SA_DATA_OFFSET,
-    SMP_DATA_LEN, SMP_DATA_OFFSET,
+    SMP_DATA_LEN, SMP_DATA_OFFSET, VENDOR_DATA_OFFSET,
 };
-
-/// Bytes of PerfMgt attribute data (MAD bytes 64–255).
-const PERF_DATA_LEN: usize = 192;
 
 /// The content of one decoded layer.
 #[derive(Debug)]
@@ -579,21 +578,37 @@ fn perf_attribute(attr: AttributeId) -> Option<Known> {
 }
 
 fn decode_perf(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
+    let pm = PerfMad::new_checked(buf)?;
+    let reserved = pm.reserved();
+    if reserved.iter().any(|b| *b != 0) {
+        let note = "the 40 reserved bytes of the PerfMgt header are not zero".to_owned();
+        push_raw_slice(d, reserved, MAD_HEADER_LEN, Some(note));
+    }
     let attr = perf_attribute(d.header.attr_id);
-    push_attribute(
-        d,
-        attr,
-        slice_at(buf, SMP_DATA_OFFSET, PERF_DATA_LEN),
-        SMP_DATA_OFFSET,
-    )?;
+    push_attribute(d, attr, pm.data(), PERF_DATA_OFFSET)?;
     Ok(())
 }
 
 // ---------------------------------------------------------------- vendor / RMPP
 
+/// Fields of [`VendorHeader`] shown by the RMPP layer.
+const VENDOR_SHOWN_ELSEWHERE: &[&str] = &["rmpp"];
+
 fn decode_vendor(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
+    let vm = VendorMad::new_checked(buf)?;
+    let inner = vm.header()?;
     push_rmpp(d, buf)?;
-    push_raw(d, buf, super::RMPP_HEADER_END, None);
+    d.layers.push(Layer {
+        name: "Vendor",
+        index: None,
+        offset: MAD_HEADER_LEN,
+        data: LayerData::Fields(Box::new(Without {
+            inner,
+            hidden: VENDOR_SHOWN_ELSEWHERE,
+        })),
+        note: None,
+    });
+    push_raw(d, buf, VENDOR_DATA_OFFSET, None);
     Ok(())
 }
 
@@ -975,8 +990,42 @@ mod tests {
     }
 
     #[test]
-    fn vendor_and_other_rmpp_classes_show_the_rmpp_header() {
-        for class in [0x06, 0x10, 0x12, 0x30, 0x4F] {
+    fn vendor_range2_shows_rmpp_oui_and_data_from_byte_40() {
+        let mut b = mad(0x32, 0x01, 0x0000);
+        rmpp(&mut b, 1, 0, 0, 0);
+        b[37..40].copy_from_slice(&[0x00, 0x14, 0x05]);
+        b[40] = 0x99;
+        let d = decode_mad(&b).unwrap();
+        let names: Vec<_> = d.layers.iter().map(|l| l.name).collect();
+        assert_eq!(names, ["RMPP", "Vendor", "Data"]);
+        let v = d.layer("Vendor").unwrap().fields().unwrap();
+        assert_eq!(visible(v), ["reserved", "oui"]);
+        assert!(matches!(
+            v.field_value(2),
+            Some(crate::wire::FieldValue::Uint(0x1405))
+        ));
+        let raw = d.layer("Data").unwrap();
+        assert_eq!((raw.offset, raw.raw().map(|r| r[0])), (40, Some(0x99)));
+        assert!(matches!(decode_mad(&b[..39]), Err(Error::Truncated { .. })));
+    }
+
+    #[test]
+    fn perf_reserved_header_bytes_show_only_when_set() {
+        let mut b = mad(0x04, 0x81, 0x0012);
+        assert!(decode_mad(&b).unwrap().layer("Data").is_none());
+        b[30] = 1;
+        let d = decode_mad(&b).unwrap();
+        let l = d.layer("Data").unwrap();
+        assert_eq!((l.offset, l.raw().map(<[u8]>::len)), (24, Some(40)));
+        assert!(matches!(
+            decode_mad(&b[..255]),
+            Err(Error::Truncated { need: 256, .. })
+        ));
+    }
+
+    #[test]
+    fn other_rmpp_classes_show_the_rmpp_header() {
+        for class in [0x06, 0x10, 0x12] {
             let mut b = mad(class, 0x01, 0x0010);
             rmpp(
                 &mut b,
