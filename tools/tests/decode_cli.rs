@@ -1,0 +1,300 @@
+//! End-to-end tests of `mad decode`: they run the built binary.
+
+use mad_core::pcap::{Direction, PacketMeta, PcapWriter, Timestamp};
+use mad_core::wire::attr::NodeInfo;
+use mad_core::wire::Repr;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+const MAD: &str = env!("CARGO_BIN_EXE_mad");
+const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/mads.hex");
+
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(MAD)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start mad");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A file in the temp directory, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, contents: &[u8]) -> Self {
+        let p = std::env::temp_dir().join(format!("mad-decode-{}-{name}", std::process::id()));
+        std::fs::write(&p, contents).unwrap();
+        Self(p)
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A LID-routed SMP GetResp(NodeInfo) with a known NodeGUID.
+fn node_info_mad() -> Vec<u8> {
+    let mut m = vec![0u8; 256];
+    m[0] = 1;
+    m[1] = 0x01;
+    m[2] = 1;
+    m[3] = 0x81;
+    m[8..16].copy_from_slice(&0x0000_0000_cafe_0001u64.to_be_bytes());
+    m[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
+    NodeInfo {
+        base_version: 1,
+        class_version: 1,
+        num_ports: 36,
+        node_guid: 0x0008_f105_0020_1234,
+        local_port_num: 7,
+        ..NodeInfo::default()
+    }
+    .emit(&mut m[64..])
+    .unwrap();
+    m
+}
+
+fn hex(m: &[u8]) -> String {
+    m.iter().map(|b| format!("{b:02x} ")).collect()
+}
+
+#[test]
+fn decodes_a_hex_mad_from_stdin_with_libibmad_labels() {
+    let out = run(&["decode"], hex(&node_info_mad()).as_bytes());
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("## MAD from stdin line 1: 256 bytes"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("# NodeInfo (byte 64)"), "{stdout}");
+    assert!(
+        stdout.contains("Guid:............................0x0008f10500201234\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("NumPorts:........................36\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("LocalPort:.......................7\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("AttrId:..........................NodeInfo\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn decodes_the_shipped_sample_file() {
+    let out = run(&["decode", SAMPLE], b"");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(stdout.matches("## MAD from").count(), 3, "{stdout}");
+    assert!(stdout.contains("# DrSMP (byte 0)"), "{stdout}");
+    assert!(
+        stdout.contains("DrSmpRetPath:....................0,3\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("# PathRecord [1] (byte 120)"), "{stdout}");
+    assert!(
+        stdout.contains("PathRecDLid:.....................6\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("PortXmitData:....................123456\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn decodes_a_pcap_file_written_by_mad_core() {
+    let mut file = Vec::new();
+    let mut w = PcapWriter::new(&mut file).unwrap();
+    let m = node_info_mad();
+    let meta = PacketMeta::for_mad(&m, 1, 0x22, Direction::Received);
+    w.write_mad(Timestamp::new(1_700_000_000, 0), &m, &meta)
+        .unwrap();
+    let mut sa = vec![0u8; 256];
+    sa[0] = 1;
+    sa[1] = 0x03;
+    sa[2] = 2;
+    sa[3] = 0x81;
+    sa[16..18].copy_from_slice(&0x0035u16.to_be_bytes());
+    sa[56 + 40..56 + 42].copy_from_slice(&0x0042u16.to_be_bytes()); // PathRecord DLID
+    w.write_mad_auto(Timestamp::new(1_700_000_001, 0), &sa, 2, 1, Direction::Sent)
+        .unwrap();
+    drop(w);
+    let f = TempFile::new("two.pcap", &file);
+
+    for args in [vec!["decode", f.path()], vec!["decode", "--pcap", f.path()]] {
+        let out = run(&args, b"");
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            stdout.contains(&format!("## MAD from {} packet 1", f.path())),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("## MAD from {} packet 2", f.path())),
+            "{stdout}"
+        );
+        assert!(stdout.contains("Guid:............................0x0008f10500201234\n"));
+        assert!(stdout.contains("DLID 0x0022"), "{stdout}");
+        assert!(stdout.contains("QP 0 -> 0"), "{stdout}");
+        assert!(stdout.contains("QP 1 -> 1"), "{stdout}");
+        assert!(
+            stdout.contains("PathRecDLid:.....................66\n"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("CRC check"), "{stdout}");
+    }
+}
+
+#[test]
+fn json_output_parses_and_holds_the_field_values() {
+    let out = run(&["decode", "--json", SAMPLE], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(v["errors"].as_array().map(Vec::len), Some(0));
+    let mads = v["mads"].as_array().unwrap();
+    assert_eq!(mads.len(), 3);
+
+    let dr = &mads[0];
+    assert_eq!(dr["length"], 256);
+    assert_eq!(dr["header"]["mgmt_class"]["name"], "SubnMgmtDR");
+    assert_eq!(dr["header"]["attr_id"]["name"], "NodeInfo");
+    assert_eq!(dr["header"]["tid"].as_u64(), Some(0x1234_5678));
+    assert_eq!(dr["layers"][0]["name"], "DrSMP");
+    assert_eq!(dr["layers"][0]["fields"]["hop_cnt"], 1);
+    assert!(dr["layers"][0]["fields"].get("data").is_none());
+    let ni = &dr["layers"][1];
+    assert_eq!(
+        (ni["name"].as_str(), ni["offset"].as_u64()),
+        (Some("NodeInfo"), Some(64))
+    );
+    assert_eq!(ni["struct"], "NodeInfo");
+    assert_eq!(
+        ni["fields"]["node_guid"].as_u64(),
+        Some(0x0002_c903_00a1_b2c3)
+    );
+    assert_eq!(ni["fields"]["node_type"]["name"], "Channel Adapter");
+    assert_eq!(ni["index"], serde_json::Value::Null);
+
+    let sa = &mads[1];
+    let names: Vec<_> = sa["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["RMPP", "SA", "PathRecord", "PathRecord"]);
+    assert_eq!(sa["layers"][1]["fields"]["attr_offset"], 8);
+    assert_eq!(sa["layers"][3]["index"], 1);
+    assert_eq!(sa["layers"][3]["fields"]["dlid"], 6);
+    assert_eq!(
+        sa["layers"][2]["fields"]["dgid"],
+        "fe800000000000000002c90300a1b2c9"
+    );
+
+    let pm = &mads[2];
+    assert_eq!(pm["header"]["attr_id"]["name"], "PortCounters");
+    assert_eq!(pm["layers"][0]["fields"]["port_xmit_data"], 123_456);
+}
+
+#[test]
+fn garbage_input_fails_with_a_message_naming_the_problem() {
+    // Binary garbage in a file: neither pcap nor text.
+    let g = TempFile::new("garbage.bin", &[0xff, 0xfe, 0x00, 0x81, 0x92, 0x13]);
+    let out = run(&["decode", g.path()], b"");
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("not hex text and not a pcap file"), "{err}");
+    assert!(out.stdout.is_empty());
+
+    // --pcap on something that is not a pcap file.
+    let h = TempFile::new("text.hex", b"01 02 03\n");
+    let out = run(&["decode", "--pcap", h.path()], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("not a pcap file"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Non-hex, odd digits, too short, empty.
+    let cases: [(&[u8], &str); 4] = [
+        (b"01 02\nzz", "line 2, column 1: 'z' is not a hex digit"),
+        (b"01 023", "\"023\" has an odd number of hex digits"),
+        (
+            b"01 02 03 04 05",
+            "MadHeader: truncated: 5 bytes, need at least 24",
+        ),
+        (b"\n\n", "no hex bytes in the input"),
+    ];
+    for (input, msg) in cases {
+        let out = run(&["decode"], input);
+        assert_eq!(out.status.code(), Some(1), "{msg}");
+        assert!(text(&out.stderr).contains(msg), "{}", text(&out.stderr));
+    }
+
+    // A missing file.
+    let out = run(&["decode", "/nonexistent/mad-decode-input"], b"");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("/nonexistent/mad-decode-input"));
+}
+
+#[test]
+fn a_truncated_pcap_reports_the_bad_packet_and_keeps_the_good_one() {
+    let mut file = Vec::new();
+    let mut w = PcapWriter::new(&mut file).unwrap();
+    let m = node_info_mad();
+    w.write_mad_auto(Timestamp::new(1, 0), &m, 1, 2, Direction::Sent)
+        .unwrap();
+    w.write_mad_auto(Timestamp::new(2, 0), &m, 1, 2, Direction::Sent)
+        .unwrap();
+    drop(w);
+    file.truncate(file.len() - 100);
+    let f = TempFile::new("cut.pcap", &file);
+    let out = run(&["decode", f.path()], b"");
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("packet 1"), "{stdout}");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("packet 2") && err.contains("truncated"),
+        "{err}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_with_status_2() {
+    let out = run(&["decode", "--frobnicate"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown option \"--frobnicate\""));
+    let out = run(&["decode", "a", "b"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["nosuchcommand"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown command \"nosuchcommand\""));
+    let out = run(&["decode", "--help"], b"");
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("JSON output (stable shape)"));
+}
