@@ -26,6 +26,10 @@
  * clean field: bits that are not one contiguous run, or a field that does
  * not read back the value just written (overlap with another field).
  *
+ * "spill GROUP ENUM N" lines (round 0 only) report u32 fields for which
+ * mad_set_field(0xffffffff) changes N bits outside the field: libibmad's
+ * setter does not mask values wider than the field.
+ *
  * Round 0 writes every field at its maximum value; later rounds write
  * deterministic pseudo-random values (xorshift64*, fixed seed), distinct
  * within a buffer wherever the width allows.
@@ -83,14 +87,12 @@ static const struct fld mad_common[] = {
 	F32(IB_MAD_MGMTCLASS_F), F32(IB_MAD_BASEVER_F), F32(IB_MAD_STATUS_F),
 	F64(IB_MAD_TRID_F), F32(IB_MAD_ATTRID_F), F32(IB_MAD_ATTRMOD_F),
 };
+static const struct fld smp_lid[] = { F64(IB_MAD_MKEY_F) };
 /* The DR SMP splits the status word: no IB_MAD_STATUS_F here. */
-static const struct fld mad_common_dr[] = {
+static const struct fld smp_dr[] = {
 	F32(IB_MAD_METHOD_F), F32(IB_MAD_RESPONSE_F), F32(IB_MAD_CLASSVER_F),
 	F32(IB_MAD_MGMTCLASS_F), F32(IB_MAD_BASEVER_F),
 	F64(IB_MAD_TRID_F), F32(IB_MAD_ATTRID_F), F32(IB_MAD_ATTRMOD_F),
-};
-static const struct fld smp_lid[] = { F64(IB_MAD_MKEY_F) };
-static const struct fld smp_dr[] = {
 	F32(IB_DRSMP_HOPCNT_F), F32(IB_DRSMP_HOPPTR_F), F32(IB_DRSMP_STATUS_F),
 	F32(IB_DRSMP_DIRECTION_F), F64(IB_MAD_MKEY_F), F32(IB_DRSMP_DRDLID_F),
 	F32(IB_DRSMP_DRSLID_F), FARR(IB_DRSMP_PATH_F), FARR(IB_DRSMP_RPATH_F),
@@ -115,7 +117,8 @@ static const struct fld sa_hdr[] = {
 };
 static const struct fld sa_data[] = { FARR(IB_SA_DATA_F) };
 static const struct fld gs_data[] = { FARR(IB_GS_DATA_F) };
-static const struct fld vend2[] = { F32(IB_VEND2_OUI_F), FARR(IB_VEND2_DATA_F) };
+static const struct fld vend2_hdr[] = { F32(IB_VEND2_OUI_F) };
+static const struct fld vend2_data[] = { FARR(IB_VEND2_DATA_F) };
 static const struct fld cc_hdr[] = { F64(IB_CC_CCKEY_F) };
 
 /* ------------------------------------------------------- SMP attributes */
@@ -547,9 +550,7 @@ static const struct fld multipath_record[] = {
 static const struct part b_smp[] = {
 	PART("MadHeader", 0, mad_common), PART("SmpHeader", 0, smp_lid),
 };
-static const struct part b_dr_smp[] = {
-	PART("MadHeader", 0, mad_common_dr), PART("DrSmpHeader", 0, smp_dr),
-};
+static const struct part b_dr_smp[] = { PART("DrSmpHeader", 0, smp_dr) };
 static const struct part b_sa[] = {
 	PART("MadHeader", 0, mad_common), PART("RmppHeader", 0, rmpp_data),
 	PART("SaHeader", 0, sa_hdr),
@@ -565,7 +566,11 @@ static const struct part b_perf_data[] = {
 };
 static const struct part b_vendor2[] = {
 	PART("MadHeader", 0, mad_common), PART("RmppHeader", 0, rmpp_data),
-	PART("Vendor2Header", 0, vend2),
+	PART("Vendor2Header", 0, vend2_hdr),
+};
+static const struct part b_vendor2_data[] = {
+	PART("MadHeader", 0, mad_common), PART("Vendor2Header", 0, vend2_hdr),
+	PART("Vendor2Data", 0, vend2_data),
 };
 static const struct part b_cc[] = {
 	PART("MadHeader", 0, mad_common), PART("CcHeader", 0, cc_hdr),
@@ -663,6 +668,15 @@ static const struct part b_mcm_record[] = { PART("McMemberRecord", SA_DATA, mcm_
 static const struct part b_service_record[] = { PART("ServiceRecord", SA_DATA, service_record) };
 static const struct part b_service_record_ats[] = { PART("ServiceRecord", SA_DATA, service_record_ats) };
 static const struct part b_guidinfo_record[] = { PART("GuidInfoRecord", SA_DATA, guidinfo_record) };
+/* Records that embed an SMP attribute: libibmad's attribute fields at the
+ * attribute's offset inside the record (as saquery decodes them). */
+static const struct part b_port_info_record[] = { PART("PortInfoRecord", SA_DATA + 4, port_info) };
+static const struct part b_switch_info_record[] = { PART("SwitchInfoRecord", SA_DATA + 4, switch_info) };
+static const struct part b_sm_info_record[] = { PART("SmInfoRecord", SA_DATA + 4, sm_info) };
+static const struct part b_lft_record[] = { PART("LftRecord", SA_DATA + 8, lft) };
+static const struct part b_mft_record[] = { PART("MftRecord", SA_DATA + 8, mft) };
+static const struct part b_sl2vl_record[] = { PART("Sl2VlRecord", SA_DATA + 8, sl2vl) };
+static const struct part b_vlarb_record[] = { PART("VlArbRecord", SA_DATA + 8, vlarb) };
 static const struct part b_multipath_record[] = { PART("MultiPathRecord", SA_DATA, multipath_record) };
 
 static const struct buffer buffers[] = {
@@ -674,6 +688,7 @@ static const struct buffer buffers[] = {
 	BUF("rmpp_raw_data_words", b_rmpp_raw),
 	BUF("perf_raw_data", b_perf_data),
 	BUF("vendor_range2", b_vendor2),
+	BUF("vendor_range2_raw_data", b_vendor2_data),
 	BUF("cc_header", b_cc),
 	BUF("smp_node_info", b_node_info),
 	BUF("smp_node_desc", b_node_desc),
@@ -736,6 +751,13 @@ static const struct buffer buffers[] = {
 	BUF("sa_service_record_ats", b_service_record_ats),
 	BUF("sa_guidinfo_record", b_guidinfo_record),
 	BUF("sa_multipath_record", b_multipath_record),
+	BUF("sa_port_info_record", b_port_info_record),
+	BUF("sa_switch_info_record", b_switch_info_record),
+	BUF("sa_sm_info_record", b_sm_info_record),
+	BUF("sa_lft_record", b_lft_record),
+	BUF("sa_mft_record", b_mft_record),
+	BUF("sa_sl2vl_record", b_sl2vl_record),
+	BUF("sa_vlarb_record", b_vlarb_record),
 };
 
 /* ------------------------------------------------------------------ logic */
@@ -798,6 +820,20 @@ static struct probe probe_field(const struct part *p, const struct fld *f)
 	if (r.off >= 0)
 		r.off -= p->base * 8;
 	return r;
+}
+
+/* Bits outside the field that mad_set_field(0xffffffff) changes. */
+static int spill_bits(const struct part *p, const struct fld *f, const struct probe *q)
+{
+	uint8_t buf[2 * MAD_SIZE];
+	int i, n = 0, start = p->base * 8 + q->off;
+
+	memset(buf, 0, sizeof buf);
+	mad_set_field(buf, p->base + f->extra, f->f, 0xffffffffu);
+	for (i = 0; i < 2 * MAD_SIZE * 8; i++)
+		if (bit_at(buf, i) && (i < start || i >= start + q->len))
+			n++;
+	return n;
 }
 
 static int popcount32(uint32_t v)
@@ -906,6 +942,11 @@ static int run_buffer(const struct buffer *b, int round)
 
 			if (!q->contig)
 				printf("quirk noncontiguous %s %s\n", p->group, f->ename);
+			if (round == 0 && f->k == K32) {
+				int n = spill_bits(p, f, q);
+				if (n)
+					printf("spill %s %s %d\n", p->group, f->ename, n);
+			}
 			if (f->k == K32 && q->mask != (q->len >= 32 ? 0xffffffffu : (1u << q->len) - 1))
 				printf("quirk getter-width %s %s mask=0x%x bits=%d\n",
 				       p->group, f->ename, q->mask, q->len);
