@@ -123,7 +123,9 @@ fn build_and_run() -> Result<Run, RunError> {
         )));
     }
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/libibmad_fields.c");
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("libibmad_fields");
+    // One executable per test process, so concurrent runs cannot race.
+    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("libibmad_fields-{}", std::process::id()));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
     let out = Command::new(&cc)
         .args(["-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-o"])
@@ -144,9 +146,10 @@ fn build_and_run() -> Result<Run, RunError> {
             },
         );
     }
-    let out = Command::new(&exe)
-        .output()
-        .map_err(|e| RunError::Other(format!("cannot run {}: {e}", exe.display())))?;
+    let out = Command::new(&exe).output();
+    // Best effort: the result is already in `out`.
+    let _ = std::fs::remove_file(&exe);
+    let out = out.map_err(|e| RunError::Other(format!("cannot run {}: {e}", exe.display())))?;
     if !out.status.success() {
         return Err(RunError::Other(format!(
             "{} failed ({}):\n{}",
