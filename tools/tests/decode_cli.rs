@@ -1,5 +1,8 @@
 //! End-to-end tests of `mad decode`: they run the built binary.
-#![allow(clippy::unwrap_used, reason = "test helpers: a failed unwrap is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers: a failed unwrap is a failed test"
+)]
 
 use mad_core::pcap::{Direction, PacketMeta, PcapWriter, Timestamp};
 use mad_core::wire::attr::NodeInfo;

@@ -1,0 +1,281 @@
+//! Shared bodies of the madstack fuzz targets.
+//!
+//! Every target under `fuzz_targets/` is a one-line wrapper around one of
+//! these functions, so the checks live in one place:
+//! - [`repr_roundtrip`]: parse → emit → compare with the input prefix
+//!   (`emit(parse(b)) == b[..LEN]` exactly), parse again → equal value, and
+//!   walk the field reflection;
+//! - the view functions: every accessor of a checked view agrees with the
+//!   `Repr` of the same bytes, and setters write what getters read;
+//! - [`decode`]: the generic decoder and both printers never panic;
+//! - [`pcap`]: the pcap reader never panics and ends;
+//! - [`hex`]: the `mad decode` hex parser never panics and reads back what
+//!   its own formatting of the bytes says.
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a fuzz finding")]
+
+use mad_core::wire::{FieldValue, Fields, Repr};
+
+/// Reads every field of `f` (recursively), as printers do.
+pub fn walk(f: &dyn Fields) {
+    let descs = f.field_descs();
+    for i in 0..descs.len() {
+        if let Some(FieldValue::Nested(n)) = f.field_value(i) {
+            walk(n);
+        }
+    }
+    assert!(f.field_value(descs.len()).is_none());
+}
+
+/// parse → emit → compare, for one `wire_struct` type.
+pub fn repr_roundtrip<R: Repr + Fields + PartialEq + core::fmt::Debug>(data: &[u8]) {
+    match R::parse(data) {
+        Ok(r) => {
+            assert!(data.len() >= R::LEN);
+            let mut out = vec![0u8; R::LEN];
+            r.emit(&mut out).expect("a parsed value emits");
+            assert_eq!(&out[..], &data[..R::LEN], "emit(parse(b)) != b");
+            let again = R::parse(&out).expect("emitted bytes parse");
+            assert_eq!(again, r, "parse(emit(r)) != r");
+            assert!(r.emit(&mut out[..R::LEN - 1]).is_err());
+            walk(&r);
+        }
+        Err(_) => assert!(data.len() < R::LEN, "parse failed on a long enough buffer"),
+    }
+}
+
+/// The common-header view against [`mad_core::wire::MadHeader`].
+pub fn mad_view(data: &[u8]) {
+    use mad_core::wire::{Mad, MadHeader};
+    let Ok(m) = Mad::new_checked(data) else {
+        assert!(data.len() < 24);
+        return;
+    };
+    let h = MadHeader::parse(data).unwrap();
+    assert_eq!(m.header().unwrap(), h);
+    assert_eq!(m.base_version(), h.base_version);
+    assert_eq!(m.mgmt_class(), h.mgmt_class);
+    assert_eq!(m.class_version(), h.class_version);
+    assert_eq!(m.method(), h.method);
+    assert_eq!(m.response_bit(), h.response);
+    assert_eq!(m.is_response(), h.is_response());
+    assert_eq!(m.status(), h.status);
+    assert_eq!(m.class_specific(), h.class_specific);
+    assert_eq!(m.tid(), h.tid);
+    assert_eq!(m.attr_id(), h.attr_id);
+    assert_eq!(m.attr_mod(), h.attr_mod);
+    assert_eq!(m.payload(), &data[24..]);
+    // Setters write what the getters read, on a copy.
+    let mut copy = data.to_vec();
+    let mut w = Mad::new_checked(&mut copy[..]).unwrap();
+    w.set_tid(!h.tid);
+    w.set_attr_mod(!h.attr_mod);
+    w.set_method(h.method, !h.response);
+    assert_eq!(
+        (w.tid(), w.attr_mod(), w.response_bit()),
+        (!h.tid, !h.attr_mod, !h.response)
+    );
+}
+
+/// The SMP view: accessors against the `Repr`s, and the directed-route
+/// hop-pointer rules on arbitrary input.
+pub fn smp_view(data: &[u8]) {
+    use mad_core::wire::smp::{
+        dr_check_forward, dr_fwd_port, dr_handle_recv, dr_handle_send, dr_make_response,
+        is_local_returning_smp, is_local_smp, Smp,
+    };
+    let Some((&ctl, data)) = data.split_first() else {
+        return;
+    };
+    let Ok(s) = Smp::new_checked(data) else {
+        return;
+    };
+    let _ = (
+        s.mgmt_class(),
+        s.method(),
+        s.response_bit(),
+        s.tid(),
+        s.attr_id(),
+    );
+    let _ = (s.attr_mod(), s.direction(), s.dr_status(), s.data());
+    if s.has_paths() {
+        let r = s.to_repr().unwrap();
+        assert_eq!(r.m_key, s.m_key());
+        assert_eq!(&r.data[..], s.data());
+        let dr = s.to_dr_repr().unwrap();
+        assert_eq!((dr.dr_slid, dr.dr_dlid), (s.dr_slid(), s.dr_dlid()));
+        assert_eq!((dr.hop_ptr, dr.hop_cnt), (s.hop_ptr(), s.hop_cnt()));
+        assert_eq!(dr.direction, s.direction());
+        assert_eq!(&dr.initial_path[..], s.initial_path());
+        assert_eq!(&dr.return_path[..], s.return_path());
+    } else {
+        assert!(s.to_repr().is_err());
+    }
+    let _ = (
+        dr_check_forward(&s),
+        dr_fwd_port(&s),
+        is_local_smp(&s),
+        is_local_returning_smp(&s),
+    );
+    let mut copy = data.to_vec();
+    let mut w = Smp::new_checked(&mut copy[..]).unwrap();
+    let is_switch = ctl & 1 != 0;
+    let port = ctl >> 1;
+    if ctl & 0x80 != 0 {
+        let _ = dr_handle_send(&mut w, is_switch, port);
+    } else {
+        let _ = dr_handle_recv(&mut w, is_switch, port, ctl & 0x3F);
+    }
+    let _ = dr_make_response(&mut w);
+    w.set_hop_ptr(7);
+    w.set_m_key(0x1234);
+    assert_eq!((w.hop_ptr(), w.m_key()), (7, 0x1234));
+}
+
+/// The SA view: header against [`mad_core::wire::sa::SaHeader`], records
+/// iterate to the end and stay inside the data.
+pub fn sa_view(data: &[u8]) {
+    use mad_core::wire::sa::{split_records, SaHeader, SaMad};
+    let Ok(sa) = SaMad::new_checked(data) else {
+        assert!(data.len() < 56);
+        return;
+    };
+    let h = SaHeader::parse(&data[36..]).unwrap();
+    assert_eq!(sa.header().unwrap(), h);
+    assert_eq!(
+        (sa.sm_key(), sa.attr_offset(), sa.comp_mask()),
+        (h.sm_key, h.attr_offset, h.comp_mask)
+    );
+    assert_eq!(sa.data(), &data[56..]);
+    let _ = sa.is_table_response();
+    if let Ok(used) = sa.used_data() {
+        assert!(used.len() <= sa.data().len());
+    }
+    if let Ok(recs) = sa.records() {
+        let mut total = 0usize;
+        for r in recs {
+            assert!(!r.is_empty());
+            total += r.len();
+        }
+        assert!(total <= sa.data().len());
+    }
+    if let Ok(recs) = split_records(sa.data(), h.attr_offset) {
+        for r in recs {
+            assert_eq!(r.len(), usize::from(h.attr_offset) * 8);
+        }
+    }
+}
+
+/// The RMPP view against [`mad_core::wire::rmpp::RmppHeader`].
+pub fn rmpp_view(data: &[u8]) {
+    use mad_core::wire::rmpp::{RmppHeader, RmppView};
+    let Ok(v) = RmppView::new_checked(data) else {
+        assert!(data.len() < 36);
+        return;
+    };
+    let h = RmppHeader::parse(&data[24..]).unwrap();
+    assert_eq!(v.header().unwrap(), h);
+    assert_eq!(
+        (v.version(), v.rmpp_type(), v.status()),
+        (h.version, h.rmpp_type, h.status)
+    );
+    assert_eq!((v.resp_time(), v.flags()), (h.resp_time, h.flags));
+    assert_eq!((v.data1(), v.data2()), (h.data1, h.data2));
+    assert_eq!(
+        (v.is_active(), v.is_first(), v.is_last()),
+        (h.is_active(), h.is_first(), h.is_last())
+    );
+    let _ = (
+        v.seg_num(),
+        v.payload_len(),
+        v.new_window_last(),
+        v.payload(),
+    );
+    let _ = (
+        h.resp_time_duration(),
+        h.data1_label(),
+        h.data2_label(),
+        h.status_is_valid(),
+    );
+    let mut copy = data.to_vec();
+    let mut w = RmppView::new_checked(&mut copy[..]).unwrap();
+    w.set_first(!h.is_first());
+    w.set_data2(!h.data2);
+    assert_eq!((w.is_first(), w.data2()), (!h.is_first(), !h.data2));
+    assert_eq!(w.flags() & !0x02, h.flags & !0x02);
+}
+
+/// The PerfMgt and vendor views.
+pub fn perf_vendor_view(data: &[u8]) {
+    use mad_core::wire::perf::PerfMad;
+    use mad_core::wire::vendor::{VendorHeader, VendorMad};
+    if let Ok(p) = PerfMad::new_checked(data) {
+        assert_eq!(p.reserved(), &data[24..64]);
+        assert_eq!(p.data(), &data[64..256]);
+    } else {
+        assert!(data.len() < 256);
+    }
+    if let Ok(v) = VendorMad::new_checked(data) {
+        let h = VendorHeader::parse(&data[24..]).unwrap();
+        assert_eq!(v.header().unwrap(), h);
+        assert_eq!(v.oui(), h.oui);
+        assert_eq!(v.data(), &data[40..]);
+        let _ = v.is_vendor_range2();
+        let mut copy = data.to_vec();
+        let mut w = VendorMad::new_checked(&mut copy[..]).unwrap();
+        w.set_oui(0x00_1405).unwrap();
+        assert_eq!(w.oui(), 0x00_1405);
+        assert!(w.set_oui(0x100_0000).is_err());
+    }
+}
+
+/// The generic decoder and both `mad decode` printers.
+pub fn decode(data: &[u8]) {
+    let Ok(d) = mad_core::wire::decode::decode_mad(data) else {
+        return;
+    };
+    walk(&d.header);
+    for l in &d.layers {
+        if let Some(f) = l.fields() {
+            walk(f);
+        }
+        assert!(l.offset <= data.len());
+    }
+    let mut text = String::new();
+    mad_tools::print::write_mad_text(&mut text, "fuzz", &d);
+    let json = mad_tools::print::mad_json("fuzz", &d).to_text();
+    assert!(json.starts_with('{') && json.ends_with('}'));
+}
+
+/// The pcap reader: never panics, always ends.
+pub fn pcap(data: &[u8]) {
+    let Ok(mut r) = mad_core::pcap::PcapReader::new(data) else {
+        return;
+    };
+    // Each record consumes at least its 16-byte header.
+    for _ in 0..=data.len() / 16 + 1 {
+        match r.next_record() {
+            Ok(None) => return,
+            Ok(Some(rec)) => assert!(rec.mad.len() <= data.len()),
+            Err(_) => {}
+        }
+    }
+    assert!(matches!(r.next_record(), Ok(None)), "reader did not end");
+}
+
+/// The `mad decode` hex parser: never panics; what it reads formats back
+/// to hex that parses to the same bytes.
+pub fn hex(data: &[u8]) {
+    use mad_tools::hex::{parse_hex_mads, to_hex};
+    let Ok(text) = core::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(mads) = parse_hex_mads(text) else {
+        return;
+    };
+    for m in mads {
+        assert!(!m.bytes.is_empty());
+        let again = parse_hex_mads(&to_hex(&m.bytes)).unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].bytes, m.bytes);
+    }
+}
