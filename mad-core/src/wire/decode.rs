@@ -932,6 +932,44 @@ mod tests {
     }
 
     #[test]
+    fn sa_every_record_type_decodes_in_a_get_response_and_a_table() {
+        for r in crate::wire::sa_records::all_records() {
+            let mut b = mad(0x03, 0x81, r.attr_id.0);
+            b[56] = 0x5A;
+            let d = decode_mad(&b).unwrap();
+            let l = d.layer(r.name).unwrap_or_else(|| panic!("{}", r.name));
+            assert_eq!((l.offset, l.index), (56, None), "{}", r.name);
+            let expect = (r.parse)(&b[56..]).unwrap();
+            assert_eq!(format!("{:?}", l.fields().unwrap()), format!("{expect:?}"));
+
+            let mut t = mad(0x03, 0x92, r.attr_id.0);
+            let n = 200 / r.padded_len;
+            rmpp(
+                &mut t,
+                1,
+                RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST | RMPP_FLAG_LAST,
+                1,
+                (20 + n * r.padded_len) as u32,
+            );
+            t[44..46].copy_from_slice(&((r.padded_len / 8) as u16).to_be_bytes());
+            for i in 0..n {
+                t[56 + i * r.padded_len] = i as u8 + 1;
+            }
+            let d = decode_mad(&t).unwrap();
+            let recs: Vec<_> = d.layers_named(r.name).collect();
+            assert_eq!(recs.len(), n, "{}", r.name);
+            for (i, l) in recs.iter().enumerate() {
+                assert_eq!(l.index, Some(i));
+                assert_eq!(l.offset, 56 + i * r.padded_len);
+                let at = 56 + i * r.padded_len;
+                let expect = (r.parse)(&t[at..]).unwrap();
+                assert_eq!(format!("{:?}", l.fields().unwrap()), format!("{expect:?}"));
+            }
+            assert!(d.layer("Data").is_none(), "{}", r.name);
+        }
+    }
+
+    #[test]
     fn sa_rmpp_ack_has_no_record_layer() {
         let mut b = mad(0x03, 0x92, 0x0035);
         rmpp(&mut b, 2, RMPP_FLAG_ACTIVE, 3, 8);
