@@ -1,0 +1,1159 @@
+//! The ibsim transport: a pure-Rust client of the InfiniBand fabric
+//! simulator `ibsim`, speaking its own socket protocol (the one
+//! `libumad2sim` speaks; see [`proto`]).
+//!
+//! ```no_run
+//! use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
+//! use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
+//! // IBSIM_SOCKNAME, IBSIM_SERVER_NAME, IBSIM_SERVER_PORT, SIM_HOST and
+//! // SIM_SET_ISSM mean what they mean for libumad2sim.
+//! let mut t = IbSimTransport::attach(IbSimConfig::from_env())?;
+//! println!("attached at {} port {}", t.port_attrs().ca_name, t.port_attrs().port_num);
+//! let mut smp = [0u8; 256];
+//! smp[..4].copy_from_slice(&[1, 0x81, 1, 1]); // DR SMP Get
+//! smp[16..18].copy_from_slice(&0x0011u16.to_be_bytes()); // NodeInfo
+//! smp[32..36].copy_from_slice(&[0xff; 4]); // DrSLID, DrDLID permissive
+//! t.post_send(Qp::Qp0, &smp, &Address::smi(PERMISSIVE_LID))?;
+//! while !t.wait_readable(std::time::Duration::from_secs(1))? {}
+//! let answer = t.poll_recv()?.expect("a response");
+//! assert_eq!(answer.mad[3], 0x81); // GetResp
+//! # Ok::<(), mad_core::transport::TransportError>(())
+//! ```
+//!
+//! # How ibsim behaves, and what this transport does about it
+//! - **Attaching.** A client attaches at a node (the topology file's
+//!   name for it, or its NodeDescription; default: the first node in the
+//!   file), at port 0 of a switch or the *first* port of a CA: ibsim
+//!   offers no way to attach at a CA's second port. It serves at most
+//!   [`proto::MAX_CLIENTS`] clients; the 11th attach is refused at once.
+//!   ibsim refuses with one undifferentiated error, so on a refusal this
+//!   transport probes (attach at the default node; attach at the named
+//!   node without the SM flag, detaching each probe at once) to say
+//!   which of "no free client slot", "no such node" or "an SM is already
+//!   attached there" it was.
+//! - **Port attributes** come from the control channel (`GET_NODEINFO`,
+//!   `GET_PORTINFO`, `GET_PKEYS`), never through the data path, so
+//!   [`Transport::refresh_port_attrs`] never interleaves with MAD
+//!   traffic. ibsim's control NodeInfo carries the node GUID as port
+//!   GUID; the port GUID is computed by ibsim's own rule (node GUID +
+//!   port number on a CA, the node GUID on a switch). Only the first
+//!   32 P_Keys are available this way.
+//! - **Sends never fail.** A datagram written to ibsim is a completed
+//!   send: every [`Transport::post_send`] queues a
+//!   [`WcStatus::Success`] completion at once. The QP state machine is
+//!   kept only so the port layer can drive it; ibsim itself never puts a
+//!   QP in error, never overflows a CQ and raises no async events.
+//!   The one failure that remains is ibsim going away: the first send or
+//!   receive that finds its socket gone raises
+//!   [`AsyncEvent::DeviceFatal`], and every later post fails with
+//!   [`TransportError::DeviceDead`].
+//! - **Undeliverable MADs.** When ibsim cannot deliver a MAD (no route,
+//!   a LID-routed MAD before an SM assigned LIDs, a request nobody
+//!   serves such as SMInfo without an SM) it sends it back to its sender
+//!   with status 110 (`ETIMEDOUT`). Those never appear as receives; they
+//!   are kept for [`IbSimTransport::poll_undeliverable`] (the most
+//!   recent [`UNDELIVERABLE_KEEP`]) and counted.
+//! - **Transaction IDs.** ibsim overwrites bits 48–63 of every request's
+//!   TID with the sender's client number and routes the response back by
+//!   them; responses arrive with those bits as ibsim wrote them. Keep
+//!   your own TID bits below bit 48.
+//! - **Flow control.** ibsim serves one client's datagram at a time and
+//!   busy-waits when a client's receive queue is full, serving nobody
+//!   else meanwhile; with 512 or more unanswered requests from one client
+//!   it wedges. Keep at most [`IBSIM_MAX_IN_FLIGHT`] requests unanswered
+//!   per client and drain receives. When ibsim's queue for this client
+//!   is full, [`Transport::post_send`] returns
+//!   [`TransportError::QueueFull`]: poll receives, then post again.
+//!   While waiting for a control answer this transport keeps reading
+//!   the data socket (into its receive queue), so a control call cannot
+//!   deadlock against a full data queue.
+//! - **Addressing.** Directed-route SMPs go to [`PERMISSIVE_LID`]; the
+//!   source LID of a LID-routed send is filled in by ibsim. ibsim carries
+//!   no GRH, SL, P_Key index or Q_Key: a send with a GRH is refused;
+//!   receives report SL 0, P_Key index 0, and the well-known Q_Key of
+//!   the QP they arrived on.
+//! - **Requests to this port.** Requests to QP0 / QP1 of the attached
+//!   port reach this client only if it attached as SM
+//!   ([`IbSimConfig::issm`]; one per node); requests to a QP number
+//!   above 1 reach the client that named that number
+//!   ([`IbSimConfig::qpn`]), and arrive here as QP1 receives.
+
+pub mod proto;
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use self::proto::{CtlType, SimClientInfo, SimCtl, SimRequest, CTL_DATA_LEN, SIM_MAGIC};
+use super::{
+    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, WcStatus, WrId, GSI_QKEY, PERMISSIVE_LID,
+};
+
+/// Most requests one client should leave unanswered at ibsim (it wedges
+/// at 512); also what [`Transport::send_queue_depth`] reports.
+pub const IBSIM_MAX_IN_FLIGHT: usize = 256;
+/// How many undeliverable MADs are kept for
+/// [`IbSimTransport::poll_undeliverable`]; older ones are dropped (but
+/// counted).
+pub const UNDELIVERABLE_KEEP: usize = 1024;
+
+/// Where ibsim is and how to attach to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IbSimConfig {
+    /// Socket base name of a local ibsim (`IBSIM_SOCKNAME`, default
+    /// `sim`): it listens on `@NAME:ctl`.
+    pub sockname: String,
+    /// A remote ibsim (`ibsim -r`) at this host and UDP control port
+    /// (`IBSIM_SERVER_NAME`, `IBSIM_SERVER_PORT`, default 7070). `None`:
+    /// the local one named by `sockname`.
+    pub server: Option<(String, u16)>,
+    /// Node to attach at (`SIM_HOST`): its name in the topology file or
+    /// its NodeDescription; `None`: ibsim's default (the first node in
+    /// the file).
+    pub node: Option<String>,
+    /// Attach as the node's SM (`SIM_SET_ISSM`): receive requests to
+    /// QP0 / QP1 of this port and set the IsSM capability bit.
+    pub issm: bool,
+    /// A QP number above 1 under which other clients can reach this one
+    /// (0: none).
+    pub qpn: u32,
+    /// How long to wait for ibsim to answer a control request.
+    pub ctl_timeout: Duration,
+}
+
+impl Default for IbSimConfig {
+    fn default() -> Self {
+        Self {
+            sockname: proto::DEFAULT_SOCKNAME.to_owned(),
+            server: None,
+            node: None,
+            issm: false,
+            qpn: 0,
+            ctl_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl IbSimConfig {
+    /// The local ibsim with socket base name `sockname`.
+    #[must_use]
+    pub fn local(sockname: impl Into<String>) -> Self {
+        Self {
+            sockname: sockname.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The settings libumad2sim takes from the environment:
+    /// `IBSIM_SOCKNAME`, `IBSIM_SERVER_NAME` (non-empty: remote mode),
+    /// `IBSIM_SERVER_PORT`, `SIM_HOST`, `SIM_SET_ISSM` (set: attach as SM).
+    #[must_use]
+    pub fn from_env() -> Self {
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// As [`IbSimConfig::from_env`], reading variables through `get`.
+    #[must_use]
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Self {
+        let mut c = Self::default();
+        if let Some(s) = get("IBSIM_SOCKNAME").filter(|s| !s.is_empty()) {
+            c.sockname = s;
+        }
+        if let Some(host) = get("IBSIM_SERVER_NAME").filter(|s| !s.is_empty()) {
+            // Like libumad2sim's atoi(): an unparsable port is the default.
+            let port = get("IBSIM_SERVER_PORT")
+                .and_then(|p| p.trim().parse::<u16>().ok())
+                .unwrap_or(proto::DEFAULT_SERVER_PORT);
+            c.server = Some((host, port));
+        }
+        c.node = get("SIM_HOST").filter(|s| !s.is_empty());
+        c.issm = get("SIM_SET_ISSM").is_some();
+        c
+    }
+
+    /// Sets the node to attach at.
+    #[must_use]
+    pub fn node(mut self, name: impl Into<String>) -> Self {
+        self.node = Some(name.into());
+        self
+    }
+
+    /// Human-readable location of the ibsim this names.
+    #[must_use]
+    pub fn location(&self) -> String {
+        match &self.server {
+            Some((h, p)) => format!("ibsim at udp {h}:{p}"),
+            None => format!(
+                "ibsim @{}:ctl (IBSIM_SOCKNAME={})",
+                self.sockname, self.sockname
+            ),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Sock {
+    Unix(UnixDatagram),
+    Udp(UdpSocket),
+}
+
+impl Sock {
+    fn send(&self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            Sock::Unix(s) => s.send(b),
+            Sock::Udp(s) => s.send(b),
+        }
+    }
+    fn recv(&self, b: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sock::Unix(s) => s.recv(b),
+            Sock::Udp(s) => s.recv(b),
+        }
+    }
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Sock::Unix(s) => s.set_nonblocking(on),
+            Sock::Udp(s) => s.set_nonblocking(on),
+        }
+    }
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Sock::Unix(s) => s.set_read_timeout(t),
+            Sock::Udp(s) => s.set_read_timeout(t),
+        }
+    }
+    fn fd(&self) -> RawFd {
+        match self {
+            Sock::Unix(s) => s.as_raw_fd(),
+            Sock::Udp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+/// Why a control round trip failed.
+enum CtlFail {
+    /// ibsim answered with `SIM_CTL_ERROR`.
+    Refused,
+    /// No answer, or a socket error.
+    Failed(TransportError),
+}
+
+/// Distinct data-socket ids for local mode: above any PID (pid_max is at
+/// most 2^22), so they never collide with a libumad2sim client's
+/// `in<pid>` name, and positive as a C `int`.
+fn local_id_candidates() -> impl Iterator<Item = u32> {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let pid = std::process::id() & 0x3F_FFFF;
+    (0..256).map(move |_| {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed) & 0xFF;
+        0x4000_0000 | (pid << 8) | n
+    })
+}
+
+/// The abstract socket address ibsim (and libumad2sim) use for `name`:
+/// their address length counts the C string's terminating NUL, so the
+/// NUL is part of the name (/proc/net/unix shows `@sim:ctl@`).
+fn abstract_addr(name: &str) -> Result<UnixAddr, TransportError> {
+    let mut bytes = name.as_bytes().to_vec();
+    bytes.push(0);
+    UnixAddr::from_abstract_name(&bytes).map_err(|e| TransportError::Io {
+        context: format!("socket name @{name}"),
+        source: e,
+    })
+}
+
+fn io_err(context: impl Into<String>, source: io::Error) -> TransportError {
+    TransportError::Io {
+        context: context.into(),
+        source,
+    }
+}
+
+fn is_gone(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::NotConnected
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::NotFound
+    )
+}
+
+/// One port of an ibsim fabric: QP0 and QP1 of the node this client is
+/// attached at. Detaches from ibsim when dropped.
+#[derive(Debug)]
+pub struct IbSimTransport {
+    cfg: IbSimConfig,
+    ctl: Sock,
+    data: Sock,
+    /// Our data-socket id (`in<id>` / UDP port) sent in `CONNECT`.
+    data_id: u32,
+    /// Where the data socket sends (`@NAME:out<i>` or a UDP address).
+    client_id: u32,
+    attrs: PortAttrs,
+    next_wr: u64,
+    completions: VecDeque<SendCompletion>,
+    pending: VecDeque<Received>,
+    undeliverable: VecDeque<Received>,
+    undeliverable_count: u64,
+    malformed_count: u64,
+    events: VecDeque<AsyncEvent>,
+    qp_state: [QpState; 2],
+    dead: bool,
+    attached: bool,
+}
+
+impl IbSimTransport {
+    /// Attaches to ibsim as `cfg` says and reads the port's attributes.
+    ///
+    /// # Errors
+    /// [`TransportError::Open`] naming the socket when ibsim is not
+    /// running, naming the node when there is no such node, and saying
+    /// why when ibsim refuses the attach (no free client slot, an SM
+    /// already attached at the node); I/O errors otherwise.
+    pub fn attach(cfg: IbSimConfig) -> Result<Self, TransportError> {
+        if let Some(n) = &cfg.node {
+            if n.len() > proto::MAX_NODEID_LEN || n.as_bytes().contains(&0) {
+                return Err(TransportError::Open(format!(
+                    "ibsim node name \"{n}\" cannot be sent to ibsim: at most {} bytes, no NUL",
+                    proto::MAX_NODEID_LEN
+                )));
+            }
+        }
+        if cfg.qpn == 1 {
+            return Err(TransportError::Open(
+                "ibsim client QP number 1 is the GSI; use 0 (none) or a number above 1".into(),
+            ));
+        }
+        let (ctl, data, data_id) = match &cfg.server {
+            None => Self::open_local(&cfg)?,
+            Some((host, port)) => Self::open_udp(&cfg, host, *port)?,
+        };
+        let mut t = Self {
+            cfg,
+            ctl,
+            data,
+            data_id,
+            client_id: u32::MAX,
+            attrs: PortAttrs::default(),
+            next_wr: 1,
+            completions: VecDeque::new(),
+            pending: VecDeque::new(),
+            undeliverable: VecDeque::new(),
+            undeliverable_count: 0,
+            malformed_count: 0,
+            events: VecDeque::new(),
+            qp_state: [QpState::Rts; 2],
+            dead: false,
+            attached: false,
+        };
+        let (issm, qpn) = (u32::from(t.cfg.issm), t.cfg.qpn);
+        let node = t.cfg.node.clone();
+        let info = match t.connect(node.as_deref(), issm, qpn) {
+            Ok(info) => info,
+            Err(CtlFail::Failed(e)) => return Err(e),
+            Err(CtlFail::Refused) => return Err(TransportError::Open(t.diagnose_refusal())),
+        };
+        t.client_id = info.id;
+        t.attached = true;
+        t.attrs.ca_name = info.node;
+        t.connect_data()?;
+        t.data
+            .set_nonblocking(true)
+            .map_err(|e| io_err("ibsim data socket: set non-blocking", e))?;
+        t.attrs = t.query_attrs()?;
+        if t.cfg.issm {
+            t.ctl_ok(CtlType::SetIsSm, &1i32.to_ne_bytes())?;
+            t.attrs = t.query_attrs()?;
+        }
+        Ok(t)
+    }
+
+    fn open_local(cfg: &IbSimConfig) -> Result<(Sock, Sock, u32), TransportError> {
+        let server = abstract_addr(&format!("{}:ctl", cfg.sockname))?;
+        for id in local_id_candidates() {
+            let ctl_name = format!("{}:ctl{id}", cfg.sockname);
+            let ctl = match UnixDatagram::bind_addr(&abstract_addr(&ctl_name)?) {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
+                Err(e) => return Err(io_err(format!("bind ibsim control socket @{ctl_name}"), e)),
+            };
+            let in_name = format!("{}:in{id}", cfg.sockname);
+            let data = match UnixDatagram::bind_addr(&abstract_addr(&in_name)?) {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
+                Err(e) => return Err(io_err(format!("bind ibsim data socket @{in_name}"), e)),
+            };
+            if let Err(e) = ctl.connect_addr(&server) {
+                return Err(if is_gone(&e) {
+                    TransportError::Open(format!(
+                        "ibsim is not running: nothing listens on @{}:ctl (IBSIM_SOCKNAME={}): {e}",
+                        cfg.sockname, cfg.sockname
+                    ))
+                } else {
+                    io_err(format!("connect to ibsim @{}:ctl", cfg.sockname), e)
+                });
+            }
+            return Ok((Sock::Unix(ctl), Sock::Unix(data), id));
+        }
+        Err(TransportError::Open(format!(
+            "no free local socket name @{}:in<id> for an ibsim client",
+            cfg.sockname
+        )))
+    }
+
+    fn open_udp(
+        cfg: &IbSimConfig,
+        host: &str,
+        port: u16,
+    ) -> Result<(Sock, Sock, u32), TransportError> {
+        let server = Self::resolve(host, port)?;
+        let ctl = UdpSocket::bind(("0.0.0.0", 0))
+            .map_err(|e| io_err("bind UDP control socket for ibsim", e))?;
+        ctl.connect(server)
+            .map_err(|e| io_err(format!("connect to {}", cfg.location()), e))?;
+        let data = UdpSocket::bind(("0.0.0.0", 0))
+            .map_err(|e| io_err("bind UDP data socket for ibsim", e))?;
+        let id = data
+            .local_addr()
+            .map_err(|e| io_err("UDP data socket address", e))?
+            .port();
+        Ok((Sock::Udp(ctl), Sock::Udp(data), u32::from(id)))
+    }
+
+    fn resolve(host: &str, port: u16) -> Result<SocketAddr, TransportError> {
+        let addrs = (host, port).to_socket_addrs().map_err(|e| {
+            TransportError::Open(format!("cannot resolve ibsim server \"{host}\": {e}"))
+        })?;
+        addrs.into_iter().find(SocketAddr::is_ipv4).ok_or_else(|| {
+            TransportError::Open(format!(
+                "ibsim server \"{host}\" has no IPv4 address (ibsim speaks IPv4 only)"
+            ))
+        })
+    }
+
+    fn connect_data(&mut self) -> Result<(), TransportError> {
+        let id = self.client_id;
+        match (&self.data, &self.cfg.server) {
+            (Sock::Unix(s), _) => {
+                let name = format!("{}:out{id}", self.cfg.sockname);
+                s.connect_addr(&abstract_addr(&name)?)
+                    .map_err(|e| io_err(format!("connect to ibsim data socket @{name}"), e))
+            }
+            (Sock::Udp(s), Some((host, port))) => {
+                let dport = u32::from(*port) + id + 1;
+                let dport = u16::try_from(dport).map_err(|_| {
+                    TransportError::Open(format!("ibsim data port {dport} out of range"))
+                })?;
+                let addr = Self::resolve(host, dport)?;
+                s.connect(addr)
+                    .map_err(|e| io_err(format!("connect to ibsim data port {addr}"), e))
+            }
+            (Sock::Udp(_), None) => Err(TransportError::Open(
+                "ibsim: UDP socket without a server".into(),
+            )),
+        }
+    }
+
+    /// One control round trip. While waiting, datagrams arriving on the
+    /// data socket are moved to the receive queue, so ibsim can never be
+    /// stuck writing to us while we wait for it.
+    fn ctl_call(
+        &mut self,
+        ty: CtlType,
+        payload: &[u8],
+        timeout: Duration,
+    ) -> Result<[u8; CTL_DATA_LEN], CtlFail> {
+        let fail = CtlFail::Failed;
+        // Drop stale answers of calls that timed out earlier.
+        let _ = self.ctl.set_nonblocking(true);
+        let mut buf = [0u8; 256];
+        while self.ctl.recv(&mut buf).is_ok() {}
+        let _ = self.ctl.set_nonblocking(false);
+
+        let req = SimCtl::new(self.client_id, ty, payload).encode();
+        match self.ctl.send(&req) {
+            Ok(_) => {}
+            Err(e) if is_gone(&e) => {
+                return Err(fail(TransportError::Open(format!(
+                    "{} does not answer: {e} (is ibsim running?)",
+                    self.cfg.location()
+                ))))
+            }
+            Err(e) => {
+                return Err(fail(io_err(
+                    format!("send {ty:?} to {}", self.cfg.location()),
+                    e,
+                )))
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        let step = Duration::from_millis(2);
+        self.ctl
+            .set_read_timeout(Some(step))
+            .map_err(|e| fail(io_err("ibsim control socket timeout", e)))?;
+        loop {
+            match self.ctl.recv(&mut buf) {
+                Ok(n) => {
+                    if let Some(reply) = SimCtl::decode(&buf[..n]) {
+                        if reply.magic != SIM_MAGIC {
+                            continue;
+                        }
+                        if reply.is_error() {
+                            return Err(CtlFail::Refused);
+                        }
+                        return Ok(reply.data);
+                    }
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    if self.attached && !self.dead {
+                        self.drain_data().map_err(fail)?;
+                    }
+                }
+                Err(e) if is_gone(&e) => {
+                    return Err(fail(TransportError::Open(format!(
+                        "{} is not running: {e}",
+                        self.cfg.location()
+                    ))))
+                }
+                Err(e) => {
+                    return Err(fail(io_err(
+                        format!("{ty:?} answer from {}", self.cfg.location()),
+                        e,
+                    )))
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(fail(TransportError::Open(format!(
+                    "{} did not answer {ty:?} within {:?}",
+                    self.cfg.location(),
+                    timeout
+                ))));
+            }
+        }
+    }
+
+    /// A control call that must succeed.
+    fn ctl_ok(
+        &mut self,
+        ty: CtlType,
+        payload: &[u8],
+    ) -> Result<[u8; CTL_DATA_LEN], TransportError> {
+        match self.ctl_call(ty, payload, self.cfg.ctl_timeout) {
+            Ok(d) => Ok(d),
+            Err(CtlFail::Failed(e)) => Err(e),
+            Err(CtlFail::Refused) => Err(TransportError::Open(format!(
+                "{} refused {ty:?} for client {}",
+                self.cfg.location(),
+                self.client_id
+            ))),
+        }
+    }
+
+    fn connect(
+        &mut self,
+        node: Option<&str>,
+        issm: u32,
+        qp: u32,
+    ) -> Result<SimClientInfo, CtlFail> {
+        let info = SimClientInfo {
+            id: self.data_id,
+            qp,
+            issm,
+            node: node.unwrap_or("").to_owned(),
+        };
+        let d = self.ctl_call(CtlType::Connect, &info.encode(), self.cfg.ctl_timeout)?;
+        SimClientInfo::decode(&d).ok_or_else(|| {
+            CtlFail::Failed(TransportError::Open(
+                "short CONNECT answer from ibsim".into(),
+            ))
+        })
+    }
+
+    fn disconnect(&mut self, client: u32) {
+        let saved = std::mem::replace(&mut self.client_id, client);
+        let _ = self.ctl_call(CtlType::Disconnect, &[], Duration::from_secs(1));
+        self.client_id = saved;
+    }
+
+    /// Works out why ibsim refused an attach, by probing with attaches
+    /// it would accept (each detached at once).
+    fn diagnose_refusal(&mut self) -> String {
+        let loc = self.cfg.location();
+        match self.connect(None, 0, 0) {
+            Err(CtlFail::Refused) => {
+                return format!(
+                    "{loc} refused the attach: all {} client slots are taken",
+                    proto::MAX_CLIENTS
+                )
+            }
+            Err(CtlFail::Failed(e)) => return format!("{loc} refused the attach ({e})"),
+            Ok(probe) => self.disconnect(probe.id),
+        }
+        match self.cfg.node.clone() {
+            Some(name) => match self.connect(Some(&name), 0, 0) {
+                Err(CtlFail::Refused) => format!(
+                    "{loc} has no node \"{name}\" (neither a node name in its topology file nor a NodeDescription)"
+                ),
+                Err(CtlFail::Failed(e)) => format!("{loc} refused the attach at node \"{name}\" ({e})"),
+                Ok(probe) => {
+                    self.disconnect(probe.id);
+                    format!("{loc} refused the attach at node \"{name}\": an SM client is already attached there")
+                }
+            },
+            None if self.cfg.issm => format!(
+                "{loc} refused the attach at its default node: an SM client is already attached there"
+            ),
+            None => format!("{loc} refused the attach"),
+        }
+    }
+
+    fn query_attrs(&mut self) -> Result<PortAttrs, TransportError> {
+        let ni = self.ctl_ok(CtlType::GetNodeInfo, &[])?;
+        let pi = self.ctl_ok(CtlType::GetPortInfo, &[0])?;
+        let pk = self.ctl_ok(CtlType::GetPkeys, &[])?;
+        Ok(attrs_from_ctl(&self.attrs.ca_name, &ni, &pi, &pk))
+    }
+
+    /// Handles one data datagram.
+    fn accept(&mut self, b: &[u8]) {
+        let Some(r) = SimRequest::decode(b) else {
+            self.malformed_count += 1;
+            return;
+        };
+        let qp = if r.dqp == 0 { Qp::Qp0 } else { Qp::Qp1 };
+        let rx = Received {
+            qp,
+            src: Address {
+                lid: r.slid,
+                qpn: r.sqp,
+                qkey: if qp == Qp::Qp0 { 0 } else { GSI_QKEY },
+                ..Address::default()
+            },
+            mad: r.mad_bytes().to_vec(),
+        };
+        if r.status != 0 {
+            self.undeliverable_count += 1;
+            if self.undeliverable.len() >= UNDELIVERABLE_KEEP {
+                self.undeliverable.pop_front();
+            }
+            self.undeliverable.push_back(rx);
+        } else {
+            self.pending.push_back(rx);
+        }
+    }
+
+    fn mark_dead(&mut self) {
+        if !self.dead {
+            self.dead = true;
+            self.events.push_back(AsyncEvent::DeviceFatal);
+        }
+    }
+
+    /// Reads every datagram waiting on the data socket into the queues.
+    fn drain_data(&mut self) -> Result<(), TransportError> {
+        let mut buf = [0u8; 512];
+        loop {
+            match self.data.recv(&mut buf) {
+                Ok(n) => self.accept(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_gone(&e) => {
+                    self.mark_dead();
+                    return Ok(());
+                }
+                Err(e) => return Err(io_err("ibsim data socket receive", e)),
+            }
+        }
+    }
+
+    /// Blocks up to `timeout` until a receive is ready; true if one is.
+    /// (For simple tools and tests; an event loop registers
+    /// [`Transport::raw_fd`] instead.)
+    ///
+    /// # Errors
+    /// On an I/O failure of the data socket.
+    pub fn wait_readable(&mut self, timeout: Duration) -> Result<bool, TransportError> {
+        if self.pending.is_empty() && !self.dead {
+            self.drain_data()?;
+        }
+        if !self.pending.is_empty() || self.dead || timeout.is_zero() {
+            return Ok(!self.pending.is_empty());
+        }
+        let set = |s: &Sock, block: bool| -> Result<(), TransportError> {
+            s.set_nonblocking(!block)
+                .map_err(|e| io_err("ibsim data socket mode", e))
+        };
+        set(&self.data, true)?;
+        let r = self.data.set_read_timeout(Some(timeout));
+        let mut buf = [0u8; 512];
+        let got = match r {
+            Ok(()) => self.data.recv(&mut buf),
+            Err(e) => Err(e),
+        };
+        set(&self.data, false)?;
+        match got {
+            Ok(n) => self.accept(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) if is_gone(&e) => self.mark_dead(),
+            Err(e) => return Err(io_err("ibsim data socket receive", e)),
+        }
+        if !self.dead {
+            self.drain_data()?;
+        }
+        Ok(!self.pending.is_empty())
+    }
+
+    /// The next MAD ibsim returned undelivered (status 110), if any.
+    pub fn poll_undeliverable(&mut self) -> Option<Received> {
+        self.undeliverable.pop_front()
+    }
+
+    /// How many MADs ibsim returned undelivered since attaching.
+    #[must_use]
+    pub fn undeliverable_count(&self) -> u64 {
+        self.undeliverable_count
+    }
+
+    /// How many datagrams of the wrong size arrived (should stay 0).
+    #[must_use]
+    pub fn malformed_count(&self) -> u64 {
+        self.malformed_count
+    }
+
+    /// This client's number at ibsim (0–9), which ibsim writes into TID
+    /// bits 48–63 of every request we send.
+    #[must_use]
+    pub fn client_id(&self) -> u32 {
+        self.client_id
+    }
+
+    /// The configuration this transport attached with.
+    #[must_use]
+    pub fn config(&self) -> &IbSimConfig {
+        &self.cfg
+    }
+}
+
+fn be16(b: &[u8], at: usize) -> u16 {
+    match b.get(at..at + 2) {
+        Some(s) => u16::from_be_bytes([s[0], s[1]]),
+        None => 0,
+    }
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    match b.get(at..at + 4) {
+        Some(s) => u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
+        None => 0,
+    }
+}
+
+fn be64(b: &[u8], at: usize) -> u64 {
+    match b.get(at..at + 8) {
+        Some(s) => {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(s);
+            u64::from_be_bytes(a)
+        }
+        None => 0,
+    }
+}
+
+/// Port attributes from ibsim's control answers: NodeInfo (`ni`),
+/// PortInfo (`pi`) and P_Keys (`pk`), wire layouts per ATTRIBUTES.md.
+fn attrs_from_ctl(ca_name: &str, ni: &[u8], pi: &[u8], pk: &[u8]) -> PortAttrs {
+    let is_switch = ni.get(2).copied() == Some(2);
+    let node_guid = be64(ni, 12);
+    // PortInfo LocalPortNum: ibsim sets the port number on a CA and 0 on
+    // a switch (the attached port is the switch's port 0).
+    let port_num = if is_switch {
+        0
+    } else {
+        pi.get(28).copied().unwrap_or(0)
+    };
+    let port_guid = if is_switch {
+        node_guid
+    } else {
+        node_guid.wrapping_add(u64::from(port_num))
+    };
+    let cap = usize::from(be16(ni, 28)).min(pk.len() / 2);
+    let pkeys = (0..cap).map(|i| be16(pk, 2 * i)).collect();
+    let byte = |i: usize| pi.get(i).copied().unwrap_or(0);
+    PortAttrs {
+        ca_name: ca_name.to_owned(),
+        port_num,
+        node_guid,
+        port_guid,
+        gid_prefix: be64(pi, 8),
+        lid: be16(pi, 16),
+        lmc: byte(34) & 0x07,
+        sm_lid: be16(pi, 18),
+        sm_sl: byte(36) & 0x0F,
+        state: byte(32) & 0x0F,
+        phys_state: byte(33) >> 4,
+        capability_mask: be32(pi, 20),
+        pkeys,
+        is_switch,
+    }
+}
+
+/// The async events a change from `old` to `new` port attributes means.
+fn attr_events(old: &PortAttrs, new: &PortAttrs) -> Vec<AsyncEvent> {
+    let mut ev = Vec::new();
+    const ACTIVE: u8 = 4;
+    if old.state != new.state {
+        if new.state == ACTIVE {
+            ev.push(AsyncEvent::PortActive);
+        } else if old.state == ACTIVE {
+            ev.push(AsyncEvent::PortError);
+        }
+    }
+    if (old.lid, old.lmc) != (new.lid, new.lmc) {
+        ev.push(AsyncEvent::LidChange);
+    }
+    if old.pkeys != new.pkeys {
+        ev.push(AsyncEvent::PkeyChange);
+    }
+    if old.gid_prefix != new.gid_prefix {
+        ev.push(AsyncEvent::GidChange);
+    }
+    if (old.sm_lid, old.sm_sl) != (new.sm_lid, new.sm_sl) {
+        ev.push(AsyncEvent::SmChange);
+    }
+    ev
+}
+
+fn is_smp_class(class: u8) -> bool {
+    class == 0x01 || class == 0x81
+}
+
+fn legal_transition(from: QpState, to: QpState) -> bool {
+    use QpState::*;
+    matches!(
+        (from, to),
+        (_, Reset)
+            | (_, Err)
+            | (Reset, Init)
+            | (Init, Init)
+            | (Init, Rtr)
+            | (Rtr, Rts)
+            | (Rts, Rts)
+            | (Rts, Sqe)
+            | (Sqe, Rts)
+    )
+}
+
+impl Transport for IbSimTransport {
+    fn port_attrs(&self) -> &PortAttrs {
+        &self.attrs
+    }
+
+    /// Re-reads NodeInfo, PortInfo and P_Keys through ibsim's control
+    /// channel, and queues the async events the differences mean (port
+    /// active / error, LID, P_Key, GID prefix, SM change): ibsim raises
+    /// none itself.
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        if self.dead {
+            return Err(TransportError::DeviceDead(self.attrs.ca_name.clone()));
+        }
+        let new = self.query_attrs()?;
+        self.events.extend(attr_events(&self.attrs, &new));
+        self.attrs = new;
+        Ok(())
+    }
+
+    /// [`IBSIM_MAX_IN_FLIGHT`]. Completions are immediate, so the port
+    /// layer never has this many posted; the figure is the number of
+    /// *unanswered requests* to stay under.
+    fn send_queue_depth(&self) -> usize {
+        IBSIM_MAX_IN_FLIGHT
+    }
+
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        if self.dead {
+            return Err(TransportError::DeviceDead(self.attrs.ca_name.clone()));
+        }
+        let state = self.qp_state[qp.index()];
+        if state != QpState::Rts {
+            return Err(TransportError::QpNotReady { qp, state });
+        }
+        if mad.len() < crate::wire::MAD_HEADER_LEN || mad.len() > proto::REQUEST_MAD_LEN {
+            return Err(TransportError::BadSend(format!(
+                "a MAD of {} bytes (ibsim carries 24..=256)",
+                mad.len()
+            )));
+        }
+        let class = mad[1];
+        if (qp == Qp::Qp0) != is_smp_class(class) {
+            return Err(TransportError::BadSend(format!(
+                "management class {class:#04x} cannot be sent on {qp:?}"
+            )));
+        }
+        if dest.grh.is_some() {
+            return Err(TransportError::BadSend("ibsim carries no GRH".into()));
+        }
+        let sqp = match qp {
+            Qp::Qp0 => 0,
+            Qp::Qp1 if self.cfg.qpn > 1 => self.cfg.qpn,
+            Qp::Qp1 => 1,
+        };
+        let slid = if dest.lid == PERMISSIVE_LID {
+            PERMISSIVE_LID
+        } else {
+            0
+        };
+        let req = SimRequest::new(dest.lid, slid, dest.qpn, sqp, mad).encode();
+        loop {
+            match self.data.send(&req) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Err(TransportError::QueueFull {
+                        qp,
+                        depth: IBSIM_MAX_IN_FLIGHT,
+                    })
+                }
+                Err(e) if is_gone(&e) => {
+                    self.mark_dead();
+                    return Err(TransportError::DeviceDead(format!(
+                        "{} ({}: {e})",
+                        self.attrs.ca_name,
+                        self.cfg.location()
+                    )));
+                }
+                Err(e) => return Err(io_err("send to ibsim", e)),
+            }
+        }
+        let wr_id = WrId(self.next_wr);
+        self.next_wr += 1;
+        self.completions.push_back(SendCompletion {
+            wr_id,
+            qp,
+            status: WcStatus::Success,
+            vendor_err: 0,
+        });
+        Ok(wr_id)
+    }
+
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError> {
+        let n = self.completions.len();
+        out.extend(self.completions.drain(..));
+        Ok(n)
+    }
+
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        if self.pending.is_empty() && !self.dead {
+            let mut buf = [0u8; 512];
+            loop {
+                match self.data.recv(&mut buf) {
+                    Ok(n) => {
+                        self.accept(&buf[..n]);
+                        if !self.pending.is_empty() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if is_gone(&e) => {
+                        self.mark_dead();
+                        break;
+                    }
+                    Err(e) => return Err(io_err("ibsim data socket receive", e)),
+                }
+            }
+        }
+        Ok(self.pending.pop_front())
+    }
+
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        self.events.pop_front()
+    }
+
+    fn qp_state(&self, qp: Qp) -> QpState {
+        self.qp_state[qp.index()]
+    }
+
+    /// Follows the verbs state diagram (any → RESET / ERR, RESET → INIT →
+    /// RTR → RTS, RTS ↔ SQE). ibsim has no QPs; nothing else happens.
+    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
+        let from = self.qp_state[qp.index()];
+        if !legal_transition(from, to) {
+            return Err(TransportError::InvalidTransition { qp, from, to });
+        }
+        self.qp_state[qp.index()] = to;
+        Ok(())
+    }
+
+    /// Drops queued completions and puts both QPs in RTS. ibsim has no
+    /// queues to recreate.
+    fn recreate_queues(&mut self) -> Result<(), TransportError> {
+        if self.dead {
+            return Err(TransportError::DeviceDead(self.attrs.ca_name.clone()));
+        }
+        self.completions.clear();
+        self.qp_state = [QpState::Rts; 2];
+        Ok(())
+    }
+
+    /// The data socket. It becomes readable when a MAD arrives; send
+    /// completions are queued synchronously by `post_send` and events by
+    /// `refresh_port_attrs` or a failed socket call, so poll those after
+    /// calling them.
+    fn raw_fd(&self) -> Option<RawFd> {
+        Some(self.data.fd())
+    }
+}
+
+impl Drop for IbSimTransport {
+    fn drop(&mut self) {
+        if !self.attached || self.dead {
+            return;
+        }
+        if self.cfg.issm {
+            let _ = self.ctl_call(
+                CtlType::SetIsSm,
+                &0i32.to_ne_bytes(),
+                Duration::from_secs(1),
+            );
+        }
+        let id = self.client_id;
+        self.disconnect(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_reads_libumad2sim_variables() {
+        let vars = |k: &str| -> Option<String> {
+            match k {
+                "IBSIM_SOCKNAME" => Some("fab1".into()),
+                "IBSIM_SERVER_NAME" => Some("simhost".into()),
+                "IBSIM_SERVER_PORT" => Some("9000".into()),
+                "SIM_HOST" => Some("Hca2".into()),
+                "SIM_SET_ISSM" => Some("".into()),
+                _ => None,
+            }
+        };
+        let c = IbSimConfig::from_vars(vars);
+        assert_eq!(c.sockname, "fab1");
+        assert_eq!(c.server, Some(("simhost".to_owned(), 9000)));
+        assert_eq!(c.node.as_deref(), Some("Hca2"));
+        assert!(c.issm);
+        let d = IbSimConfig::from_vars(|k| (k == "IBSIM_SERVER_NAME").then(String::new));
+        assert_eq!(d, IbSimConfig::default());
+        assert_eq!(d.sockname, "sim");
+    }
+
+    #[test]
+    fn bad_server_port_falls_back_to_default_like_atoi() {
+        let c = IbSimConfig::from_vars(|k| match k {
+            "IBSIM_SERVER_NAME" => Some("h".into()),
+            "IBSIM_SERVER_PORT" => Some("x".into()),
+            _ => None,
+        });
+        assert_eq!(c.server, Some(("h".to_owned(), 7070)));
+    }
+
+    #[test]
+    fn missing_ibsim_is_named_in_the_error() {
+        let name = format!("madstack-nonexistent-{}", std::process::id());
+        let err = IbSimTransport::attach(IbSimConfig::local(name.clone())).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("not running"), "{msg}");
+        assert!(msg.contains(&format!("@{name}:ctl")), "{msg}");
+    }
+
+    #[test]
+    fn over_long_node_name_is_refused_before_any_io() {
+        let cfg = IbSimConfig::local("unused").node("n".repeat(32));
+        let msg = IbSimTransport::attach(cfg).unwrap_err().to_string();
+        assert!(msg.contains(&"n".repeat(32)), "{msg}");
+    }
+
+    #[test]
+    fn attrs_follow_ibsim_port_guid_rule() {
+        let mut ni = [0u8; 64];
+        ni[2] = 1;
+        ni[3] = 2;
+        ni[12..20].copy_from_slice(&0x10_0000u64.to_be_bytes());
+        ni[28..30].copy_from_slice(&2u16.to_be_bytes());
+        let mut pi = [0u8; 64];
+        pi[16..18].copy_from_slice(&7u16.to_be_bytes());
+        pi[28] = 1;
+        pi[32] = 0x24;
+        pi[33] = 0x52;
+        let mut pk = [0u8; 64];
+        pk[0..4].copy_from_slice(&[0xff, 0xff, 0x80, 0x01]);
+        let a = attrs_from_ctl("Hca1", &ni, &pi, &pk);
+        assert_eq!(a.port_num, 1);
+        assert_eq!(a.port_guid, 0x10_0001);
+        assert_eq!(a.lid, 7);
+        assert_eq!((a.state, a.phys_state), (4, 5));
+        assert_eq!(a.pkeys, vec![0xffff, 0x8001]);
+        assert!(!a.is_switch);
+        ni[2] = 2;
+        let s = attrs_from_ctl("Switch1", &ni, &pi, &pk);
+        assert_eq!((s.port_num, s.port_guid), (0, 0x10_0000));
+        assert!(s.is_switch);
+    }
+
+    #[test]
+    fn attr_changes_become_events() {
+        let old = PortAttrs {
+            state: 2,
+            ..PortAttrs::default()
+        };
+        let new = PortAttrs {
+            state: 4,
+            lid: 3,
+            sm_lid: 1,
+            ..PortAttrs::default()
+        };
+        assert_eq!(
+            attr_events(&old, &new),
+            vec![
+                AsyncEvent::PortActive,
+                AsyncEvent::LidChange,
+                AsyncEvent::SmChange
+            ]
+        );
+        assert_eq!(attr_events(&new, &old)[0], AsyncEvent::PortError);
+        assert!(attr_events(&new, &new).is_empty());
+    }
+
+    #[test]
+    fn qp_transitions_follow_verbs() {
+        assert!(legal_transition(QpState::Rts, QpState::Err));
+        assert!(legal_transition(QpState::Err, QpState::Reset));
+        assert!(legal_transition(QpState::Reset, QpState::Init));
+        assert!(legal_transition(QpState::Rtr, QpState::Rts));
+        assert!(!legal_transition(QpState::Err, QpState::Rts));
+        assert!(!legal_transition(QpState::Reset, QpState::Rts));
+    }
+}
