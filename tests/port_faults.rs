@@ -4,7 +4,10 @@
 //! virtual clock, streams at least 1,000 sends through it, and checks with a
 //! ledger that every accepted send completed to its owner exactly once.
 
-#![expect(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -482,8 +485,14 @@ fn soft_reset_runs_when_the_last_client_acknowledges() {
     let cs = [p.register(), p.register(), p.register()];
     let (mut l, mut clock) = (Ledger::default(), Clock::new());
     let mut acked = 0;
+    let mut held_back = 0;
     for i in 0..1000u64 {
+        let below = p.transport().stats().sends;
         l.post(&mut p, cs[(i % 3) as usize], i).unwrap();
+        if p.is_reset_pending() {
+            assert_eq!(p.transport().stats().sends, below, "posted during a reset");
+            held_back += 1;
+        }
         if i % 25 == 24 {
             p.poll(clock.advance(Duration::from_millis(1)));
             l.collect(&mut p);
@@ -496,12 +505,33 @@ fn soft_reset_runs_when_the_last_client_acknowledges() {
     }
     settle(&mut p, &mut l, &mut clock);
     assert_eq!(acked, 3);
+    assert!(held_back > 0, "sends were queued during the reset");
     assert_eq!((p.stats().soft_resets, p.stats().forced_resets), (1, 0));
     assert!(matches!(p.ack_reset(cs[0]), Err(PortError::NoResetPending)));
+
+    // A client asks for a reset on an idle port: a send with room on the QP
+    // still waits for the reset to finish.
+    p.request_reset(clock.advance(Duration::from_millis(1)));
+    let below = p.transport().stats().sends;
+    let t = l.post(&mut p, cs[1], 7).unwrap();
+    p.poll(clock.advance(Duration::from_millis(1)));
+    assert_eq!((p.transport().stats().sends, p.queued(Qp::Qp1)), (below, 1));
     for c in cs {
-        let ev = &l.events[&c];
-        assert_eq!(ev, &vec![PortEvent::ResetPending, PortEvent::ResetEnd]);
+        p.ack_reset(c).unwrap();
     }
+    assert!(!p.is_reset_pending());
+    settle(&mut p, &mut l, &mut clock);
+    assert_eq!(l.status(t), WcStatus::Success);
+    let two = [PortEvent::ResetPending, PortEvent::ResetEnd]
+        .iter()
+        .cycle()
+        .take(4)
+        .cloned()
+        .collect::<Vec<_>>();
+    for c in cs {
+        assert_eq!(l.events[&c], two);
+    }
+    assert_eq!(p.stats().soft_resets, 2);
     l.assert_exactly_once();
 }
 
