@@ -456,6 +456,50 @@ fn a_full_window_of_256_smps_is_answered() {
     assert_eq!(done.len(), IBSIM_MAX_IN_FLIGHT);
 }
 
+/// A client that posts without reading fills the socket between it and
+/// ibsim: `post_send` says `QueueFull` instead of blocking (a blocking
+/// libumad2sim client deadlocks with ibsim here), and once the client
+/// reads, every request is answered and ibsim serves others again.
+#[test]
+fn flooding_ibsim_gives_queue_full_not_a_wedge() {
+    if !support::require(NEEDS_IBSIM) {
+        return;
+    }
+    let sim = IbSim::start(topology("net.medium"));
+    let mut t = attach(sim.config());
+    let mut posted = 0u64;
+    loop {
+        let mad = dr_get(&[], AttributeId::NODE_INFO, 0, posted);
+        match t.post_send(Qp::Qp0, &mad, &Address::smi(PERMISSIVE_LID)) {
+            Ok(_) => posted += 1,
+            Err(TransportError::QueueFull { qp, .. }) => {
+                assert_eq!(qp, Qp::Qp0);
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+        assert!(posted < 100_000, "no back-pressure from ibsim's socket");
+    }
+    eprintln!("QueueFull after {posted} unanswered requests");
+    // Leave ibsim stuck on our full queue for a while.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut answered = std::collections::BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (answered.len() as u64) < posted && Instant::now() < deadline {
+        t.wait_readable(Duration::from_millis(20)).unwrap();
+        while let Some(rx) = t.poll_recv().unwrap() {
+            answered.insert(Smp::new_checked(&rx.mad[..]).unwrap().tid() & 0xFFFF_FFFF);
+        }
+    }
+    assert_eq!(answered, (0..posted).collect());
+    let mut other = attach(sim.config());
+    let answer = query(&mut other, &[], AttributeId::NODE_INFO, 0);
+    assert_eq!(
+        NodeInfo::parse(data(&answer)).unwrap().node_guid,
+        other.port_attrs().node_guid
+    );
+}
+
 #[test]
 fn ibsim_going_away_is_a_device_fatal_event() {
     if !support::require(NEEDS_IBSIM) {
@@ -508,6 +552,9 @@ fn sends_on_the_wrong_qp_or_with_a_grh_are_refused() {
 
 // ---------------------------------------------------------------------
 // Fixtures: the SMP answers ibsim gives, from the `net` topology.
+
+/// Mellanox's vendor SMP attribute ibsim also answers (`smpquery MEPI`).
+const MLNX_EXT_PORT_INFO: AttributeId = AttributeId(0xFF90);
 
 /// One captured answer: file name, query, and what it proves.
 struct Capture {
@@ -647,6 +694,13 @@ const CAPTURES: &[Capture] = &[
         attr_mod: 0,
         what: "GUIDInfo block 0 of Hca1",
     },
+    Capture {
+        file: "mlnx_ext_port_info_switch1_p1.hex",
+        path: &[],
+        attr: MLNX_EXT_PORT_INFO,
+        attr_mod: 1,
+        what: "MlnxExtPortInfo (vendor attribute 0xFF90) of Switch1 port 1",
+    },
 ];
 
 fn fixture_dir() -> PathBuf {
@@ -665,7 +719,7 @@ fn to_hex_file(c: &Capture, mad: &[u8]) -> String {
     let mut s = format!(
         "# {}: ibsim 0.10 answer, topology `net` (client at Switch1), to DR SMP Get {} (0x{:04x}) attr mod 0x{:08x} path {}\n",
         c.what,
-        c.attr.name().unwrap_or("?"),
+        c.attr.name().unwrap_or("MlnxExtPortInfo"),
         c.attr.0,
         c.attr_mod,
         path_text(c.path)
@@ -990,6 +1044,12 @@ fn fixtures_parse_to_what_the_topology_file_says() {
     let gi = GuidInfo::parse(data(&fixture("guid_info_hca1.hex"))).unwrap();
     assert_eq!(gi.guids[0], guids["Hca1"] + 1);
     assert!(gi.guids[1..].iter().all(|g| *g == 0));
+
+    // MlnxExtPortInfo: no FDR10 in `net`, so ibsim reports nothing.
+    assert_eq!(
+        data(&fixture("mlnx_ext_port_info_switch1_p1.hex")),
+        &[0u8; 64][..]
+    );
 
     // Every fixture is a GetResp to a DR Get of its attribute.
     for c in CAPTURES {

@@ -57,16 +57,21 @@
 //!   TID with the sender's client number and routes the response back by
 //!   them; responses arrive with those bits as ibsim wrote them. Keep
 //!   your own TID bits below bit 48.
-//! - **Flow control.** ibsim serves one client's datagram at a time and
-//!   busy-waits when a client's receive queue is full, serving nobody
-//!   else meanwhile; with 512 or more unanswered requests from one client
-//!   it wedges. Keep at most [`IBSIM_MAX_IN_FLIGHT`] requests unanswered
-//!   per client and drain receives. When ibsim's queue for this client
-//!   is full, [`Transport::post_send`] returns
-//!   [`TransportError::QueueFull`]: poll receives, then post again.
-//!   While waiting for a control answer this transport keeps reading
-//!   the data socket (into its receive queue), so a control call cannot
-//!   deadlock against a full data queue.
+//! - **Flow control.** A datagram the client sends is charged to the
+//!   client's socket until ibsim reads it, and an answer to ibsim's
+//!   socket until the client reads it (connected Unix datagram sockets:
+//!   the sender's send buffer, `net.core.wmem_default`, about 170
+//!   MADs, is the limit; `max_dgram_qlen` does not apply). ibsim busy-waits
+//!   on a write to a client whose queue is full, serving nobody else
+//!   meanwhile; a client blocked in its own write at that moment (as
+//!   libumad2sim is, with hundreds unanswered) never reads again, and
+//!   both are stuck for good. This transport never blocks in a send: when
+//!   the socket to ibsim is full, [`Transport::post_send`] returns
+//!   [`TransportError::QueueFull`]; poll receives, then post again, and
+//!   ibsim resumes. Keep at most [`IBSIM_MAX_IN_FLIGHT`] requests
+//!   unanswered per client and drain receives promptly. While waiting for
+//!   a control answer this transport keeps reading the data socket (into
+//!   its receive queue), so a control call cannot deadlock either.
 //! - **Addressing.** Directed-route SMPs go to [`PERMISSIVE_LID`]; the
 //!   source LID of a LID-routed send is filled in by ibsim. ibsim carries
 //!   no GRH, SL, P_Key index or Q_Key: a send with a GRH is refused;
@@ -95,8 +100,9 @@ use super::{
     TransportError, WcStatus, WrId, GSI_QKEY, PERMISSIVE_LID,
 };
 
-/// Most requests one client should leave unanswered at ibsim (it wedges
-/// at 512); also what [`Transport::send_queue_depth`] reports.
+/// Most requests one client should leave unanswered at ibsim (see "Flow
+/// control" in the module docs); also what
+/// [`Transport::send_queue_depth`] reports.
 pub const IBSIM_MAX_IN_FLIGHT: usize = 256;
 /// How many undeliverable MADs are kept for
 /// [`IbSimTransport::poll_undeliverable`]; older ones are dropped (but
