@@ -31,12 +31,14 @@ use std::process::Command;
 use mad_core::pcap::{crc, packet, Direction, PacketMeta, PcapReader, PcapWriter, Timestamp};
 use mad_core::wire::attr::*;
 use mad_core::wire::field::{set_bits, FieldKind, FieldValue, Fields};
+use mad_core::wire::perf::{PerfMad, PERF_CLASS_VERSION};
 use mad_core::wire::rmpp::{
     RmppHeader, RmppStatus, RmppType, RMPP_FLAG_ACTIVE, RMPP_FLAG_FIRST, RMPP_FLAG_LAST,
 };
 use mad_core::wire::sa::SaHeader;
 use mad_core::wire::sa_records::*;
 use mad_core::wire::smp::{DrSmpRepr, SmpRepr};
+use mad_core::wire::vendor::{VendorHeader, VendorMad, IB_OPENIB_OUI};
 use mad_core::wire::{AttributeId, MadHeader, MadStatus, Method, MgmtClass, Repr};
 
 // ---------------------------------------------------------------- values
@@ -1571,7 +1573,7 @@ fn gs_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         let mut m = vec![0u8; 256];
         header(
             MgmtClass::PERF_MGT,
-            1,
+            PERF_CLASS_VERSION,
             Method::GET,
             true,
             attr,
@@ -1580,22 +1582,31 @@ fn gs_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         )
         .emit(&mut m)
         .expect("emit");
-        m[64..64 + data.len()].copy_from_slice(data);
+        let mut pm = PerfMad::new_checked(&mut m[..]).expect("PerfMgt MAD");
+        pm.data_mut()[..data.len()].copy_from_slice(data);
         m
     };
     let pc: PortCounters = varied(rng);
     let mut c = Case::new(
         "PerfMgt PortCounters",
-        perf(rng, AttributeId::PM_PORT_COUNTERS, &pc.to_vec().expect("emit")),
+        perf(
+            rng,
+            AttributeId::PM_PORT_COUNTERS,
+            &pc.to_vec().expect("emit"),
+        ),
         5,
         6,
         Direction::Received,
     );
+    let reserved = PerfMad::new_checked(&c.mad[..])
+        .expect("PerfMgt MAD")
+        .reserved()
+        .to_vec();
     let e = &mut c.expect;
-    e.reserved(
+    e.bytes(
         &at(P_PC, "infiniband.reserved"),
-        40,
-        "PerfMgt class header (MAD bytes 24..64)",
+        &reserved,
+        "PerfMad::reserved (bytes 24..64)",
     );
     e.field(&pc, &at(P_PC, "infiniband.reserved"), "reserved");
     e.fields(&pc, "", PORT_COUNTERS);
@@ -1624,11 +1635,15 @@ fn gs_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         6,
         Direction::Received,
     );
+    let reserved = PerfMad::new_checked(&c.mad[..])
+        .expect("PerfMgt MAD")
+        .reserved()
+        .to_vec();
     let e = &mut c.expect;
-    e.reserved(
+    e.bytes(
         &at(P_PCX, "infiniband.reserved"),
-        40,
-        "PerfMgt class header (MAD bytes 24..64)",
+        &reserved,
+        "PerfMad::reserved (bytes 24..64)",
     );
     e.field(&px, &at(P_PCX, "infiniband.reserved"), "reserved");
     e.fields(&px, "", PORT_COUNTERS_EXT);
@@ -1642,7 +1657,11 @@ fn gs_cases(rng: &mut Rng, out: &mut Vec<Case>) {
     let cpi: ClassPortInfo = varied(rng);
     let mut c = Case::new(
         "PerfMgt ClassPortInfo",
-        perf(rng, AttributeId::CLASS_PORT_INFO, &cpi.to_vec().expect("emit")),
+        perf(
+            rng,
+            AttributeId::CLASS_PORT_INFO,
+            &cpi.to_vec().expect("emit"),
+        ),
         5,
         6,
         Direction::Received,
@@ -1769,8 +1788,9 @@ fn gs_cases(rng: &mut Rng, out: &mut Vec<Case>) {
 }
 
 fn vendor_cases(rng: &mut Rng, out: &mut Vec<Case>) {
-    // Vendor range 2: RMPP header, reserved byte, OUI at 37..40, data at 40.
-    for class in [0x30u8, 0x4F] {
+    // Vendor range 2: VendorHeader (RMPP header, reserved byte, OUI) at 24,
+    // vendor data at 40.
+    for (class, oui) in [(0x30u8, 0x00_02C9), (0x4F, IB_OPENIB_OUI)] {
         let mut m = vec![0u8; 256];
         header(
             MgmtClass(class),
@@ -1783,9 +1803,19 @@ fn vendor_cases(rng: &mut Rng, out: &mut Vec<Case>) {
         )
         .emit(&mut m)
         .expect("emit");
-        rmpp_single(rng, 216).emit(&mut m[24..]).expect("emit");
-        m[37..40].copy_from_slice(&[0x00, 0x02, 0xC9]);
-        m[40..].copy_from_slice(&rng.bytes(216));
+        let vh = VendorHeader {
+            rmpp: rmpp_single(rng, 216),
+            reserved: 0,
+            oui,
+        };
+        vh.emit(&mut m[24..]).expect("emit vendor header");
+        let data = rng.bytes(216);
+        {
+            let mut v = VendorMad::new_checked(&mut m[..]).expect("vendor MAD");
+            v.data_mut().copy_from_slice(&data);
+        }
+        let back = VendorMad::new_checked(&m[..]).expect("vendor MAD");
+        assert_eq!((back.oui(), back.data()), (oui, &data[..]));
         let mut c = Case::new(
             &format!("Vendor class {class:#04x}"),
             m.clone(),
@@ -1794,11 +1824,11 @@ fn vendor_cases(rng: &mut Rng, out: &mut Vec<Case>) {
             Direction::Sent,
         );
         // tshark 4.0 does not dissect vendor classes: it shows the bytes
-        // after the common header (our RMPP header, OUI and data).
+        // after the common header (our VendorHeader and the vendor data).
         c.expect.bytes(
             "infiniband.smplid.smpdata",
             &m[24..],
-            "RMPP header, OUI, vendor data",
+            "VendorHeader (RMPP, OUI) + vendor data",
         );
         out.push(c);
     }
