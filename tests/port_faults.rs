@@ -712,6 +712,9 @@ fn port_resources_are_shared_and_released_with_the_last_handle() {
     // Clients of one port keep working while others come and go.
     let a = reg.open("lo", 1).unwrap();
     let b = reg.open("lo", 1).unwrap();
+    fn shareable<X: Send + Sync>(_: &X) {}
+    shareable(&reg); // the registry and its handles work from any thread
+    shareable(&b);
     let t = b.post(Qp::Qp1, &gsi_mad(1), &Address::gsi(3), 1).unwrap();
     drop(a);
     b.poll(clock.advance(Duration::from_millis(1)));
