@@ -254,6 +254,17 @@ mod tests {
     }
 
     #[test]
+    fn eight_ones_bytes_give_the_roce_icrc_seed_of_linux_rxe() {
+        // RoCE replaces the LRH in the ICRC by 8 bytes of ones; Linux rxe
+        // (rxe_icrc.c) starts from the resulting running CRC, 0xdebb20e3.
+        let mut c = Crc32::new();
+        for _ in 0..8 {
+            c.byte(0xFF);
+        }
+        assert_eq!(c.0, 0xDEBB_20E3);
+    }
+
+    #[test]
     fn icrc_ignores_exactly_the_variant_fields() {
         // LRH (LNH = 2) + BTH + 16 bytes of payload.
         let mut p = pseudo_random(8 + 12 + 16, 99);
