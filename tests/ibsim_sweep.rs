@@ -456,6 +456,33 @@ fn a_full_window_of_256_smps_is_answered() {
     assert_eq!(done.len(), IBSIM_MAX_IN_FLIGHT);
 }
 
+/// Posts requests without reading until ibsim stops taking them: the
+/// socket to ibsim stays full across a pause, i.e. ibsim is stuck
+/// writing an answer to our full queue. Returns how many were posted.
+fn saturate(t: &mut IbSimTransport, attr: AttributeId) -> u64 {
+    let mut posted = 0u64;
+    let mut stalled = false;
+    loop {
+        let mad = dr_get(&[], attr, 0, posted);
+        match t.post_send(Qp::Qp0, &mad, &Address::smi(PERMISSIVE_LID)) {
+            Ok(_) => {
+                posted += 1;
+                stalled = false;
+            }
+            Err(TransportError::QueueFull { qp, .. }) => {
+                assert_eq!(qp, Qp::Qp0);
+                if stalled {
+                    return posted;
+                }
+                stalled = true;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("{e}"),
+        }
+        assert!(posted < 100_000, "no back-pressure from ibsim's socket");
+    }
+}
+
 /// A client that posts without reading fills the socket between it and
 /// ibsim: `post_send` says `QueueFull` instead of blocking (a blocking
 /// libumad2sim client deadlocks with ibsim here), and once the client
@@ -467,20 +494,8 @@ fn flooding_ibsim_gives_queue_full_not_a_wedge() {
     }
     let sim = IbSim::start(topology("net.medium"));
     let mut t = attach(sim.config());
-    let mut posted = 0u64;
-    loop {
-        let mad = dr_get(&[], AttributeId::NODE_INFO, 0, posted);
-        match t.post_send(Qp::Qp0, &mad, &Address::smi(PERMISSIVE_LID)) {
-            Ok(_) => posted += 1,
-            Err(TransportError::QueueFull { qp, .. }) => {
-                assert_eq!(qp, Qp::Qp0);
-                break;
-            }
-            Err(e) => panic!("{e}"),
-        }
-        assert!(posted < 100_000, "no back-pressure from ibsim's socket");
-    }
-    eprintln!("QueueFull after {posted} unanswered requests");
+    let posted = saturate(&mut t, AttributeId::NODE_INFO);
+    eprintln!("ibsim stopped taking requests after {posted} unanswered");
     // Leave ibsim stuck on our full queue for a while.
     std::thread::sleep(Duration::from_millis(200));
     let mut answered = std::collections::BTreeSet::new();
@@ -498,6 +513,34 @@ fn flooding_ibsim_gives_queue_full_not_a_wedge() {
         NodeInfo::parse(data(&answer)).unwrap().node_guid,
         other.port_attrs().node_guid
     );
+}
+
+/// With ibsim busy-waiting to write to our full queue, a control call
+/// (refresh_port_attrs) still gets its answer, because the transport
+/// reads the data socket while it waits; nothing read that way is lost.
+#[test]
+fn control_calls_work_while_ibsim_waits_on_our_full_queue() {
+    if !support::require(NEEDS_IBSIM) {
+        return;
+    }
+    let sim = IbSim::start(topology("net"));
+    let mut t = attach(sim.config());
+    let posted = saturate(&mut t, AttributeId::NODE_DESC);
+    std::thread::sleep(Duration::from_millis(100));
+    let before = t.port_attrs().clone();
+    let t0 = Instant::now();
+    t.refresh_port_attrs().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert_eq!(t.port_attrs(), &before);
+    let mut answered = 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while answered < posted && Instant::now() < deadline {
+        t.wait_readable(Duration::from_millis(20)).unwrap();
+        while t.poll_recv().unwrap().is_some() {
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, posted);
 }
 
 #[test]

@@ -507,10 +507,10 @@ impl IbSimTransport {
         loop {
             match self.ctl.recv(&mut buf) {
                 Ok(n) => {
-                    if let Some(reply) = SimCtl::decode(&buf[..n]) {
-                        if reply.magic != SIM_MAGIC {
-                            continue;
-                        }
+                    // Anything but an 80-byte message with the magic is
+                    // not ibsim's answer: ignore it.
+                    if let Some(reply) = SimCtl::decode(&buf[..n]).filter(|r| r.magic == SIM_MAGIC)
+                    {
                         if reply.is_error() {
                             return Err(CtlFail::Refused);
                         }
