@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod decode_cmd;
+pub mod diags;
 pub mod hex;
 pub mod json;
 pub mod print;

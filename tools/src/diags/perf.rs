@@ -1,0 +1,501 @@
+//! `perfquery` output (infiniband-diags 44 `perfquery.c`, libibmad
+//! `mad_dump_perfcounters`): PortCounters, PortCountersExtended and the
+//! `-a` aggregates over several ports.
+//!
+//! `cap_mask` is the PerfMgt ClassPortInfo CapabilityMask (host order,
+//! [`ClassPortInfo::capability_mask`]); `cap_mask2` its 27-bit
+//! CapabilityMask2.
+//!
+//! [`ClassPortInfo::capability_mask`]: mad_core::wire::attr::ClassPortInfo
+
+use super::dump::{self, field};
+use super::PortIdText;
+use mad_core::wire::attr::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
+
+/// The PortSelect perfquery uses for "all ports".
+pub const ALL_PORTS: u8 = 0xFF;
+
+fn line(s: &mut String, name: &str, value: String) {
+    s.push_str(&field(name, &value));
+    s.push('\n');
+}
+
+/// The PortCounters field lines (`mad_dump_perfcounters`).
+///
+/// Quirks kept:
+/// - libibmad's `QP1Dropped` field is declared at bytes 22–23 (it lacks
+///   the `BITSOFFS` conversion), so the `QP1Dropped` line shows the
+///   VL15Dropped value; the real QP1Dropped (bytes 20–21) is never shown;
+/// - `QP1Dropped` is printed between ExcessiveBufferOverrunErrors and
+///   VL15Dropped;
+/// - PortXmitWait is printed as 0 when `cap_mask` lacks
+///   `PC_XMIT_WAIT_SUP` (perfquery clears it before dumping).
+#[must_use]
+pub fn perfcounters_fields(pc: &PortCounters, cap_mask: u16) -> String {
+    let mut s = String::new();
+    let u = |v: u32| dump::uint(v.into());
+    line(&mut s, "PortSelect", u(pc.port_select.into()));
+    line(
+        &mut s,
+        "CounterSelect",
+        dump::hex(pc.counter_select.into(), 2),
+    );
+    line(
+        &mut s,
+        "SymbolErrorCounter",
+        u(pc.symbol_error_counter.into()),
+    );
+    line(
+        &mut s,
+        "LinkErrorRecoveryCounter",
+        u(pc.link_error_recovery_counter.into()),
+    );
+    line(
+        &mut s,
+        "LinkDownedCounter",
+        u(pc.link_downed_counter.into()),
+    );
+    line(&mut s, "PortRcvErrors", u(pc.port_rcv_errors.into()));
+    line(
+        &mut s,
+        "PortRcvRemotePhysicalErrors",
+        u(pc.port_rcv_remote_physical_errors.into()),
+    );
+    line(
+        &mut s,
+        "PortRcvSwitchRelayErrors",
+        u(pc.port_rcv_switch_relay_errors.into()),
+    );
+    line(&mut s, "PortXmitDiscards", u(pc.port_xmit_discards.into()));
+    line(
+        &mut s,
+        "PortXmitConstraintErrors",
+        u(pc.port_xmit_constraint_errors.into()),
+    );
+    line(
+        &mut s,
+        "PortRcvConstraintErrors",
+        u(pc.port_rcv_constraint_errors.into()),
+    );
+    line(
+        &mut s,
+        "CounterSelect2",
+        dump::hex(pc.counter_select2.into(), 1),
+    );
+    line(
+        &mut s,
+        "LocalLinkIntegrityErrors",
+        u(pc.local_link_integrity_errors.into()),
+    );
+    line(
+        &mut s,
+        "ExcessiveBufferOverrunErrors",
+        u(pc.excessive_buffer_overrun_errors.into()),
+    );
+    // libibmad quirk: IB_PC_QP1_DROP_F reads bytes 22-23 (VL15Dropped).
+    line(&mut s, "QP1Dropped", u(pc.vl15_dropped.into()));
+    line(&mut s, "VL15Dropped", u(pc.vl15_dropped.into()));
+    line(&mut s, "PortXmitData", u(pc.port_xmit_data));
+    line(&mut s, "PortRcvData", u(pc.port_rcv_data));
+    line(&mut s, "PortXmitPkts", u(pc.port_xmit_pkts));
+    line(&mut s, "PortRcvPkts", u(pc.port_rcv_pkts));
+    let wait = if cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
+        pc.port_xmit_wait
+    } else {
+        0
+    };
+    line(&mut s, "PortXmitWait", u(wait));
+    s
+}
+
+/// `perfquery [LID [PORT]]`: `# Port counters: PORTID port N (CapMask:
+/// 0xXX)` and the counters.
+#[must_use]
+pub fn format_perfcounters(
+    portid: &PortIdText,
+    port: i32,
+    cap_mask: u16,
+    pc: &PortCounters,
+) -> String {
+    format!(
+        "# Port counters: {portid} port {port} (CapMask: 0x{cap_mask:02X})\n{}",
+        perfcounters_fields(pc, cap_mask)
+    )
+}
+
+/// The PortCountersExtended field lines of `perfquery -x`: PortSelect,
+/// CounterSelect and the four data/packet counters always; the unicast
+/// and multicast packet counters when `cap_mask` has
+/// `EXT_WIDTH_SUPPORTED`; CounterSelect2 and the 64-bit error counters
+/// (ending VL15Dropped, PortXmitWait, QP1Dropped — real offsets here)
+/// when `cap_mask2` has `ADDL_PORT_CTRS_EXT_SUP`.
+#[must_use]
+pub fn perfcounters_ext_fields(pc: &PortCountersExt, cap_mask: u16, cap_mask2: u32) -> String {
+    let mut s = String::new();
+    let u = dump::uint;
+    line(&mut s, "PortSelect", u(pc.port_select.into()));
+    line(
+        &mut s,
+        "CounterSelect",
+        dump::hex(pc.counter_select.into(), 2),
+    );
+    line(&mut s, "PortXmitData", u(pc.port_xmit_data));
+    line(&mut s, "PortRcvData", u(pc.port_rcv_data));
+    line(&mut s, "PortXmitPkts", u(pc.port_xmit_pkts));
+    line(&mut s, "PortRcvPkts", u(pc.port_rcv_pkts));
+    if cap_mask & pm_cap::EXT_WIDTH_SUPPORTED != 0 {
+        line(&mut s, "PortUnicastXmitPkts", u(pc.port_unicast_xmit_pkts));
+        line(&mut s, "PortUnicastRcvPkts", u(pc.port_unicast_rcv_pkts));
+        line(
+            &mut s,
+            "PortMulticastXmitPkts",
+            u(pc.port_multicast_xmit_pkts),
+        );
+        line(
+            &mut s,
+            "PortMulticastRcvPkts",
+            u(pc.port_multicast_rcv_pkts),
+        );
+    }
+    if cap_mask2 & pm_cap2::ADDL_PORT_CTRS_EXT_SUP != 0 {
+        line(
+            &mut s,
+            "CounterSelect2",
+            dump::hex(pc.counter_select2.into(), 4),
+        );
+        line(&mut s, "SymbolErrorCounter", u(pc.symbol_error_counter));
+        line(
+            &mut s,
+            "LinkErrorRecoveryCounter",
+            u(pc.link_error_recovery_counter),
+        );
+        line(&mut s, "LinkDownedCounter", u(pc.link_downed_counter));
+        line(&mut s, "PortRcvErrors", u(pc.port_rcv_errors));
+        line(
+            &mut s,
+            "PortRcvRemotePhysicalErrors",
+            u(pc.port_rcv_remote_physical_errors),
+        );
+        line(
+            &mut s,
+            "PortRcvSwitchRelayErrors",
+            u(pc.port_rcv_switch_relay_errors),
+        );
+        line(&mut s, "PortXmitDiscards", u(pc.port_xmit_discards));
+        line(
+            &mut s,
+            "PortXmitConstraintErrors",
+            u(pc.port_xmit_constraint_errors),
+        );
+        line(
+            &mut s,
+            "PortRcvConstraintErrors",
+            u(pc.port_rcv_constraint_errors),
+        );
+        line(
+            &mut s,
+            "LocalLinkIntegrityErrors",
+            u(pc.local_link_integrity_errors),
+        );
+        line(
+            &mut s,
+            "ExcessiveBufferOverrunErrors",
+            u(pc.excessive_buffer_overrun_errors),
+        );
+        line(&mut s, "VL15Dropped", u(pc.vl15_dropped));
+        line(&mut s, "PortXmitWait", u(pc.port_xmit_wait));
+        line(&mut s, "QP1Dropped", u(pc.qp1_dropped));
+    }
+    s
+}
+
+/// `perfquery -x [LID [PORT]]`: `# Port extended counters: PORTID port N
+/// (CapMask: 0xXX CapMask2: 0xXXXXXXX)` and the counters.
+#[must_use]
+pub fn format_perfcounters_ext(
+    portid: &PortIdText,
+    port: i32,
+    cap_mask: u16,
+    cap_mask2: u32,
+    pc: &PortCountersExt,
+) -> String {
+    format!(
+        "# Port extended counters: {portid} port {port} (CapMask: 0x{cap_mask:02X} CapMask2: 0x{cap_mask2:07X})\n{}",
+        perfcounters_ext_fields(pc, cap_mask, cap_mask2)
+    )
+}
+
+fn sat_add(acc: u64, v: u64, max: u64) -> u64 {
+    acc.saturating_add(v).min(max)
+}
+
+/// perfquery's `aggregate_perfcounters` over `ports` (in query order):
+/// each counter summed and capped at its field's maximum; PortSelect set
+/// to 255 and CounterSelect taken from the last port, as
+/// `output_aggregate_perfcounters` encodes them. PortXmitWait of a port
+/// counts as 0 when `cap_mask` lacks `PC_XMIT_WAIT_SUP`.
+///
+/// Quirk kept: perfquery sums libibmad's `QP1Dropped` (really bytes
+/// 22–23, VL15Dropped) and then encodes VL15Dropped over the same bytes,
+/// so both aggregate lines show the VL15Dropped sum; the returned value's
+/// `qp1_dropped` is that of the last port, as in perfquery's buffer.
+#[must_use]
+pub fn aggregate_perfcounters(ports: &[PortCounters], cap_mask: u16) -> PortCounters {
+    let mut a = PortCounters {
+        port_select: ALL_PORTS,
+        ..PortCounters::default()
+    };
+    let (m4, m8, m16, m32) = (0xF, 0xFF, 0xFFFF, 0xFFFF_FFFF);
+    let mut acc = [0u64; 17];
+    for p in ports {
+        let wait = if cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
+            p.port_xmit_wait
+        } else {
+            0
+        };
+        let vals: [(u64, u64); 17] = [
+            (p.symbol_error_counter.into(), m16),
+            (p.link_error_recovery_counter.into(), m8),
+            (p.link_downed_counter.into(), m8),
+            (p.port_rcv_errors.into(), m16),
+            (p.port_rcv_remote_physical_errors.into(), m16),
+            (p.port_rcv_switch_relay_errors.into(), m16),
+            (p.port_xmit_discards.into(), m16),
+            (p.port_xmit_constraint_errors.into(), m8),
+            (p.port_rcv_constraint_errors.into(), m8),
+            (p.local_link_integrity_errors.into(), m4),
+            (p.excessive_buffer_overrun_errors.into(), m4),
+            (p.vl15_dropped.into(), m16),
+            (p.port_xmit_data.into(), m32),
+            (p.port_rcv_data.into(), m32),
+            (p.port_xmit_pkts.into(), m32),
+            (p.port_rcv_pkts.into(), m32),
+            (wait.into(), m32),
+        ];
+        for (a, (v, max)) in acc.iter_mut().zip(vals) {
+            *a = sat_add(*a, v, max);
+        }
+        a.counter_select = p.counter_select;
+        a.counter_select2 = p.counter_select2;
+        a.qp1_dropped = p.qp1_dropped;
+        a.reserved = p.reserved;
+    }
+    // The values are capped at their field widths above.
+    let n16 = |v: u64| u16::try_from(v).unwrap_or(u16::MAX);
+    let n8 = |v: u64| u8::try_from(v).unwrap_or(u8::MAX);
+    let n32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    a.symbol_error_counter = n16(acc[0]);
+    a.link_error_recovery_counter = n8(acc[1]);
+    a.link_downed_counter = n8(acc[2]);
+    a.port_rcv_errors = n16(acc[3]);
+    a.port_rcv_remote_physical_errors = n16(acc[4]);
+    a.port_rcv_switch_relay_errors = n16(acc[5]);
+    a.port_xmit_discards = n16(acc[6]);
+    a.port_xmit_constraint_errors = n8(acc[7]);
+    a.port_rcv_constraint_errors = n8(acc[8]);
+    a.local_link_integrity_errors = n8(acc[9]);
+    a.excessive_buffer_overrun_errors = n8(acc[10]);
+    a.vl15_dropped = n16(acc[11]);
+    a.port_xmit_data = n32(acc[12]);
+    a.port_rcv_data = n32(acc[13]);
+    a.port_xmit_pkts = n32(acc[14]);
+    a.port_rcv_pkts = n32(acc[15]);
+    a.port_xmit_wait = n32(acc[16]);
+    a
+}
+
+/// `perfquery -a` when the port cannot do AllPortSelect: the counters of
+/// `ports` aggregated ([`aggregate_perfcounters`]) under `port 255`.
+///
+/// The counterselect2 byte is kept from the last port (perfquery does not
+/// encode it), and PortXmitWait is already aggregated under the cap rule.
+#[must_use]
+pub fn format_perfcounters_aggregate(
+    portid: &PortIdText,
+    cap_mask: u16,
+    ports: &[PortCounters],
+) -> String {
+    let a = aggregate_perfcounters(ports, cap_mask);
+    // The aggregate already applied the XmitWait rule; print it as is.
+    format!(
+        "# Port counters: {portid} port {} (CapMask: 0x{cap_mask:02X})\n{}",
+        ALL_PORTS,
+        perfcounters_fields(&a, cap_mask | pm_cap::PC_XMIT_WAIT_SUP)
+    )
+}
+
+/// perfquery's `aggregate_perfcounters_ext`: 64-bit counters summed and
+/// saturated; which groups are summed follows the same capability bits
+/// as [`perfcounters_ext_fields`]; PortSelect 255, CounterSelect (and
+/// CounterSelect2 when shown) from the last port.
+#[must_use]
+pub fn aggregate_perfcounters_ext(ports: &[PortCountersExt]) -> PortCountersExt {
+    let mut a = PortCountersExt {
+        port_select: ALL_PORTS,
+        ..PortCountersExt::default()
+    };
+    for p in ports {
+        a.counter_select = p.counter_select;
+        a.counter_select2 = p.counter_select2;
+        a.reserved = p.reserved;
+        let pairs: [(&mut u64, u64); 22] = [
+            (&mut a.port_xmit_data, p.port_xmit_data),
+            (&mut a.port_rcv_data, p.port_rcv_data),
+            (&mut a.port_xmit_pkts, p.port_xmit_pkts),
+            (&mut a.port_rcv_pkts, p.port_rcv_pkts),
+            (&mut a.port_unicast_xmit_pkts, p.port_unicast_xmit_pkts),
+            (&mut a.port_unicast_rcv_pkts, p.port_unicast_rcv_pkts),
+            (&mut a.port_multicast_xmit_pkts, p.port_multicast_xmit_pkts),
+            (&mut a.port_multicast_rcv_pkts, p.port_multicast_rcv_pkts),
+            (&mut a.symbol_error_counter, p.symbol_error_counter),
+            (
+                &mut a.link_error_recovery_counter,
+                p.link_error_recovery_counter,
+            ),
+            (&mut a.link_downed_counter, p.link_downed_counter),
+            (&mut a.port_rcv_errors, p.port_rcv_errors),
+            (
+                &mut a.port_rcv_remote_physical_errors,
+                p.port_rcv_remote_physical_errors,
+            ),
+            (
+                &mut a.port_rcv_switch_relay_errors,
+                p.port_rcv_switch_relay_errors,
+            ),
+            (&mut a.port_xmit_discards, p.port_xmit_discards),
+            (
+                &mut a.port_xmit_constraint_errors,
+                p.port_xmit_constraint_errors,
+            ),
+            (
+                &mut a.port_rcv_constraint_errors,
+                p.port_rcv_constraint_errors,
+            ),
+            (
+                &mut a.local_link_integrity_errors,
+                p.local_link_integrity_errors,
+            ),
+            (
+                &mut a.excessive_buffer_overrun_errors,
+                p.excessive_buffer_overrun_errors,
+            ),
+            (&mut a.vl15_dropped, p.vl15_dropped),
+            (&mut a.port_xmit_wait, p.port_xmit_wait),
+            (&mut a.qp1_dropped, p.qp1_dropped),
+        ];
+        for (acc, v) in pairs {
+            *acc = acc.saturating_add(v);
+        }
+    }
+    a
+}
+
+/// `perfquery -x -a` when the port cannot do AllPortSelect.
+#[must_use]
+pub fn format_perfcounters_ext_aggregate(
+    portid: &PortIdText,
+    cap_mask: u16,
+    cap_mask2: u32,
+    ports: &[PortCountersExt],
+) -> String {
+    format_perfcounters_ext(
+        portid,
+        i32::from(ALL_PORTS),
+        cap_mask,
+        cap_mask2,
+        &aggregate_perfcounters_ext(ports),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> PortCounters {
+        PortCounters {
+            port_select: 1,
+            counter_select: 0x1234,
+            symbol_error_counter: 5,
+            local_link_integrity_errors: 9,
+            qp1_dropped: 77,
+            vl15_dropped: 3,
+            port_xmit_data: 4_000_000_000,
+            port_xmit_wait: 42,
+            ..PortCounters::default()
+        }
+    }
+
+    #[test]
+    fn qp1_dropped_line_shows_the_vl15_value() {
+        let s = format_perfcounters(&PortIdText::lid(1), 1, 0x1300, &sample());
+        assert!(s.starts_with("# Port counters: Lid 1 port 1 (CapMask: 0x1300)\n"));
+        assert!(s.contains(
+            "ExcessiveBufferOverrunErrors:....0\nQP1Dropped:......................3\nVL15Dropped:.....................3\n"
+        ));
+        assert!(!s.contains("77"));
+        assert!(s.contains("CounterSelect:...................0x1234\n"));
+        assert!(s.contains("CounterSelect2:..................0x00\n"));
+        assert!(s.contains("PortXmitData:....................4000000000\n"));
+        assert!(s.ends_with("PortXmitWait:....................42\n"));
+        assert_eq!(s.lines().count(), 22);
+    }
+
+    #[test]
+    fn xmit_wait_is_cleared_without_its_capability_bit() {
+        let s = format_perfcounters(&PortIdText::lid(1), 1, 0x0300, &sample());
+        assert!(s.starts_with("# Port counters: Lid 1 port 1 (CapMask: 0x300)\n"));
+        assert!(s.ends_with("PortXmitWait:....................0\n"));
+    }
+
+    #[test]
+    fn extended_lines_follow_the_capability_bits() {
+        let pc = PortCountersExt {
+            port_xmit_data: u64::MAX,
+            qp1_dropped: 6,
+            vl15_dropped: 2,
+            ..PortCountersExt::default()
+        };
+        let id = PortIdText::lid(1);
+        let basic = format_perfcounters_ext(&id, 0, 0x1300, 0, &pc);
+        assert!(basic.starts_with(
+            "# Port extended counters: Lid 1 port 0 (CapMask: 0x1300 CapMask2: 0x0000000)\n"
+        ));
+        assert!(basic.contains("PortXmitData:....................18446744073709551615\n"));
+        assert_eq!(basic.lines().count(), 1 + 6 + 4);
+        let noietf = format_perfcounters_ext(&id, 0, 0x1500, 0, &pc);
+        assert_eq!(noietf.lines().count(), 1 + 6);
+        let full = format_perfcounters_ext(&id, 0, 0x1300, 0x2, &pc);
+        assert_eq!(full.lines().count(), 1 + 6 + 4 + 15);
+        assert!(full.contains("CounterSelect2:..................0x00000000\n"));
+        assert!(full.ends_with(
+            "VL15Dropped:.....................2\nPortXmitWait:....................0\nQP1Dropped:......................6\n"
+        ));
+    }
+
+    #[test]
+    fn aggregates_saturate_at_the_field_width() {
+        let mut p = sample();
+        p.local_link_integrity_errors = 9;
+        p.port_xmit_data = 3_000_000_000;
+        let a = aggregate_perfcounters(&[p.clone(), p.clone()], 0x1300);
+        assert_eq!(a.port_select, 255);
+        assert_eq!(a.local_link_integrity_errors, 15);
+        assert_eq!(a.symbol_error_counter, 10);
+        assert_eq!(a.port_xmit_data, u32::MAX);
+        assert_eq!(a.vl15_dropped, 6);
+        assert_eq!(a.port_xmit_wait, 84);
+        let s = format_perfcounters_aggregate(&PortIdText::lid(2), 0x0100, &[p.clone(), p]);
+        assert!(s.starts_with("# Port counters: Lid 2 port 255 (CapMask: 0x100)\n"));
+        assert!(s.contains("QP1Dropped:......................6\n"));
+        assert!(s.ends_with("PortXmitWait:....................0\n"));
+        let e = PortCountersExt {
+            port_rcv_data: u64::MAX - 1,
+            qp1_dropped: 1,
+            ..PortCountersExt::default()
+        };
+        let ea = aggregate_perfcounters_ext(&[e.clone(), e]);
+        assert_eq!(ea.port_rcv_data, u64::MAX);
+        assert_eq!(ea.qp1_dropped, 2);
+        assert_eq!(ea.port_select, 255);
+    }
+}
