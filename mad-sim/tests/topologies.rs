@@ -1,0 +1,117 @@
+//! Every topology file in ../shared/topologies parses, with the node,
+//! switch and link counts the file says (generated files) or that ibsim's
+//! examples have, and a consistent link table.
+
+#![allow(clippy::unwrap_used, reason = "test helpers")]
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use mad_sim::topology::{NodeKind, Topology};
+
+fn topo_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/topologies")
+}
+
+/// The files (every file in the directory but the README).
+fn files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(topo_dir())
+        .expect("../shared/topologies must exist")
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("net"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// `# HCAs=324 switches=27 links=648` from a generated file's header.
+fn header_counts(text: &str) -> Option<(usize, usize, usize)> {
+    let line = text.lines().find(|l| l.starts_with("# HCAs="))?;
+    let mut it = line[2..].split_whitespace().map(|kv| {
+        kv.split('=')
+            .nth(1)
+            .unwrap()
+            .replace(',', "")
+            .parse::<usize>()
+            .unwrap()
+    });
+    Some((it.next()?, it.next()?, it.next()?))
+}
+
+#[test]
+fn every_shared_topology_parses_with_the_counts_it_states() {
+    let files = files();
+    assert!(
+        files.len() >= 8,
+        "expected the shared topologies, found {files:?}"
+    );
+    let known = [
+        ("net", (2, 2, 4)),
+        ("net.1", (2, 1, 2)),
+        ("net.2sw2path", (2, 2, 4)),
+        ("net.2sw2path4hca", (4, 2, 6)),
+        ("net.2sw2path4hca2port", (2, 2, 6)),
+    ];
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(path).unwrap();
+        let t = Topology::load(path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let cas = t.nodes().iter().filter(|n| n.kind == NodeKind::Ca).count();
+        let got = (cas, t.switch_count(), t.links().len());
+        let want = header_counts(&text)
+            .or_else(|| known.iter().find(|(n, _)| *n == name).map(|(_, c)| *c))
+            .unwrap_or_else(|| panic!("{name}: no expected counts"));
+        assert_eq!(got, want, "{name}: (CAs, switches, links)");
+
+        // Links are symmetric and each port is in at most one link.
+        let mut used = HashSet::new();
+        for l in t.links() {
+            assert!(used.insert(l.a) && used.insert(l.b), "{name}: port reused");
+            assert_eq!(t.port(l.a).unwrap().remote, Some(l.b));
+            assert_eq!(t.port(l.b).unwrap().remote, Some(l.a));
+        }
+        // Node GUIDs and port GUIDs are unique; CA ports are node GUID + n.
+        let mut guids = HashSet::new();
+        for n in t.nodes() {
+            assert!(guids.insert(n.node_guid), "{name}: duplicate node GUID");
+            if !n.is_switch() {
+                for p in n.existing_ports() {
+                    assert_eq!(p.guid, n.node_guid + u64::from(p.num));
+                }
+            }
+        }
+        assert!(t.default_port().is_some());
+    }
+}
+
+#[test]
+fn generated_fat_trees_put_a_ca_first_and_number_guids_like_ibsim() {
+    let t = Topology::load(topo_dir().join("net.medium")).unwrap();
+    let first = &t.nodes()[0];
+    assert_eq!(first.kind, NodeKind::Ca);
+    assert_eq!(first.node_guid, 0x10_0000);
+    // One-port CAs take 2 GUIDs each; switches 1 each from 0x200000.
+    let cas: Vec<u64> = t
+        .nodes()
+        .iter()
+        .filter(|n| n.kind == NodeKind::Ca)
+        .map(|n| n.node_guid)
+        .collect();
+    assert!(cas
+        .iter()
+        .enumerate()
+        .all(|(i, g)| *g == 0x10_0000 + 2 * i as u64));
+    let sws: Vec<u64> = t
+        .nodes()
+        .iter()
+        .filter(|n| n.is_switch())
+        .map(|n| n.node_guid)
+        .collect();
+    assert!(sws
+        .iter()
+        .enumerate()
+        .all(|(i, g)| *g == 0x20_0000 + i as u64));
+}
