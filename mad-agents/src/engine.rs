@@ -1,0 +1,1457 @@
+//! The sans-IO agent engine of one port.
+//!
+//! # Design overview
+//!
+//! An [`Engine`] owns a [`Port`] (and through it a transport) and is its
+//! only client. It never performs I/O of its own and never reads a clock:
+//! every call that needs the time takes `now`, so it runs the same under a
+//! virtual clock in tests and benchmarks as under the [`crate::Runtime`].
+//!
+//! - **getters**: [`Engine::stats`], [`Engine::agent_stats`],
+//!   [`Engine::outstanding`], [`Engine::agent_state`], [`Engine::port`], ...
+//! - **commands**: [`Engine::register`], [`Engine::deregister`],
+//!   [`Engine::send`], [`Engine::cancel`], [`Engine::modify`],
+//!   [`Engine::ack_reset`];
+//! - **driving**: [`Engine::poll`]`(now)` when the transport's fd is
+//!   readable, when [`Engine::poll_timeout`] has passed, or after commands;
+//! - **output**: [`Engine::poll_event`] hands out `(agent, event)` pairs,
+//!   one agent's events in order, agents served round-robin.
+//!
+//! # The life of a send (seed 003, AGENTS.md §3)
+//!
+//! A send holds **references**: one per work request it has posted and
+//! not yet seen complete, one while a response is awaited, and (RMPP) one
+//! while its transfer is not fully acknowledged. It completes to its agent
+//! **exactly once**, when the count reaches zero, with one final
+//! [`SendStatus`]: the first failure recorded, else success. The response
+//! timer of a send starts only when its work requests have completed (the
+//! kernel's `wait_for_response`); a response that beats the send
+//! completion drops the response reference and the completion drops the
+//! last one.
+//!
+//! Timeouts live in one list per agent ordered by deadline. On expiry a
+//! send with retries left and before its absolute deadline is reposted
+//! (the same MAD with the same TID, a new work request reference);
+//! otherwise it fails with [`SendStatus::Timeout`]. The first
+//! [`EngineConfig::linear_retries`] waits are the request's own timeout,
+//! later ones double (up to [`EngineConfig::max_backoff`]), and no wait
+//! runs past the absolute deadline, `(retries + 1) x timeout` after the
+//! first post unless the request says otherwise.
+//!
+//! A work request the port flushes (`IBV_WC_WR_FLUSH_ERR`: it was posted
+//! behind a failed one, or the QP/CQ was reset) is reposted once, as the
+//! kernel's `mark_sends_for_retry` does; a second flush completes the send
+//! as [`SendStatus::Flushed`]. Any other work-completion error completes
+//! it with [`SendStatus::WcError`].
+//!
+//! # Dispatch (AGENTS.md §2)
+//!
+//! Responses (R bit, TrapRepress, BM with attribute-modifier bit 0) go by
+//! TID and class to the waiting send ([`crate::tid`]); nobody waiting:
+//! counted and dropped. Requests go by QP, class, class version, method
+//! (and OUI for vendor range 2) to the owning agent; nobody: a Get or Set
+//! is answered with GetResp status 0x000C (D bit set for directed route),
+//! anything else is dropped, both counted. Received requests wait in a
+//! per-agent queue of at most [`EngineConfig::recv_queue_bound`] MADs;
+//! more are dropped and counted.
+//!
+//! # RMPP (issue 5, RMPP.md)
+//!
+//! For an agent registered with RMPP, a send longer than one MAD (or
+//! whose RMPP header has the Active flag) is an RMPP transfer driven by a
+//! [`mad_rmpp::Sender`]: each segment is a work request holding a
+//! reference, and the transfer holds one until its last ACK. Inbound
+//! transfers are reassembled by the agent's [`ReceiverTable`]; a response
+//! segment reaches it only when its TID and class match a waiting send of
+//! the agent and it comes from the LID the request went to, so an
+//! unsolicited response segment allocates nothing. Agents without RMPP
+//! see raw segments.
+//!
+//! # Deregistration
+//!
+//! [`Engine::deregister`] starts it: the agent loses its methods (no new
+//! requests), every outstanding send that has not failed or been answered
+//! is marked [`SendStatus::Flushed`] and loses its response reference
+//! (sends waiting only for a response complete at once; those with work
+//! requests in flight complete when the port completes them), queued
+//! requests are dropped and RMPP reassemblies freed. The agent is gone —
+//! [`Engine::agent_state`] returns `None` and its id is listed by
+//! [`Engine::take_reaped`] — once every send has completed and every event
+//! has been handed out. After that nothing of the agent is produced again.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent};
+use mad_core::transport::{Address, Qp, Received, Transport, WcStatus, GSI_QKEY, PERMISSIVE_LID};
+use mad_core::wire::rmpp::{RmppType, RMPP_FLAG_ACTIVE};
+use mad_core::wire::smp::{DR_DIRECTION_BIT, DR_STATUS_MASK};
+use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN, RMPP_HEADER_END};
+use mad_rmpp::{Outcome, Output, ReceiverTable, SendEvent, Sender, SenderConfig};
+use slab::Slab;
+
+use crate::spec::{AgentSpec, RegTable};
+use crate::tid;
+use crate::types::{
+    AgentEvent, AgentId, AgentStats, Completion, EngineConfig, EngineStats, Message, RegisterError,
+    SendError, SendId, SendRequest, SendStatus, TidChoice,
+};
+
+/// Cookie of the engine's own sends (unsupported answers, RMPP ACKs).
+const INTERNAL: u64 = u64::MAX;
+
+/// Where an agent is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentState {
+    /// Registered.
+    Active,
+    /// Deregistering: waiting for its sends to complete and its events to
+    /// be handed out.
+    Closing,
+}
+
+struct AgentSlot {
+    id: AgentId,
+    spec: AgentSpec,
+    hi: u16,
+    closing: bool,
+    sends: HashSet<usize>,
+    timeouts: BTreeSet<(Instant, usize)>,
+    events: VecDeque<AgentEvent>,
+    queued_recv: usize,
+    in_ready: bool,
+    delivering: usize,
+    rmpp_rx: Option<ReceiverTable>,
+    stats: AgentStats,
+}
+
+struct RmppTx {
+    sender: Sender,
+    deadline: Option<Instant>,
+}
+
+struct SendSlot {
+    id: SendId,
+    agent: usize,
+    key: (u64, u8),
+    tid: u64,
+    qp: Qp,
+    mad: Vec<u8>,
+    dest: Address,
+    timeout: Duration,
+    retries_left: u32,
+    retries_used: u32,
+    attempt: u32,
+    abs_deadline: Option<Instant>,
+    /// Work requests posted and not yet completed.
+    wr: u32,
+    /// Holds the response reference.
+    awaiting: bool,
+    /// Holds the RMPP transfer reference.
+    rmpp_active: bool,
+    /// In the agent's timeout list.
+    deadline: Option<Instant>,
+    failed: Option<SendStatus>,
+    response: Option<Message>,
+    flush_reposted: bool,
+    /// A modify made while the work request was in flight: the absolute
+    /// deadline is extended when the wait starts.
+    extend_abs: bool,
+    rmpp: Option<Box<RmppTx>>,
+    cookie: u64,
+}
+
+impl SendSlot {
+    fn refs(&self) -> u32 {
+        self.wr + u32::from(self.awaiting) + u32::from(self.rmpp_active)
+    }
+}
+
+/// The agent layer of one port; see the [module documentation](self).
+pub struct Engine<T: Transport = Box<dyn Transport>> {
+    port: Port<T>,
+    client: ClientId,
+    cfg: EngineConfig,
+    agents: Slab<AgentSlot>,
+    generation: u32,
+    by_hi: HashMap<u16, usize>,
+    next_hi: u16,
+    table: RegTable,
+    sends: Slab<SendSlot>,
+    waiting: HashMap<(u64, u8), usize>,
+    rmpp_out: HashMap<(u64, u8), usize>,
+    rmpp_timers: BTreeSet<(Instant, usize)>,
+    next_low: u32,
+    ready: VecDeque<usize>,
+    reset_hold: Option<HashSet<usize>>,
+    reaped: Vec<AgentId>,
+    stats: EngineStats,
+    seg: Vec<u8>,
+}
+
+impl<T: Transport> std::fmt::Debug for Engine<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("port", &self.port)
+            .field("agents", &self.agents.len())
+            .field("sends", &self.sends.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+fn is_rmpp_active(mad: &[u8]) -> bool {
+    mad.len() >= RMPP_HEADER_END && mad[26] & RMPP_FLAG_ACTIVE != 0
+}
+
+fn rmpp_type(mad: &[u8]) -> RmppType {
+    RmppType(mad.get(25).copied().unwrap_or(0))
+}
+
+impl<T: Transport> Engine<T> {
+    /// An engine over `transport` with default port settings.
+    #[must_use]
+    pub fn new(transport: T, cfg: EngineConfig) -> Self {
+        Self::with_port(Port::new(transport, PortConfig::default()), cfg)
+    }
+
+    /// An engine over an existing port layer. The engine registers itself
+    /// as a client of the port and subscribes to every class (SMP classes
+    /// on QP0, the others on QP1): it is the port's MAD dispatcher.
+    #[must_use]
+    pub fn with_port(mut port: Port<T>, cfg: EngineConfig) -> Self {
+        let client = port.register();
+        for class in 0..=u8::MAX {
+            let c = MgmtClass(class);
+            let qp = if c.is_smp() { Qp::Qp0 } else { Qp::Qp1 };
+            // Cannot fail: the client was registered just above.
+            let _ = port.subscribe(client, qp, c);
+        }
+        Self {
+            port,
+            client,
+            cfg,
+            agents: Slab::new(),
+            generation: 0,
+            by_hi: HashMap::new(),
+            next_hi: 1,
+            table: RegTable::default(),
+            sends: Slab::new(),
+            waiting: HashMap::new(),
+            rmpp_out: HashMap::new(),
+            rmpp_timers: BTreeSet::new(),
+            next_low: 1,
+            ready: VecDeque::new(),
+            reset_hold: None,
+            reaped: Vec::new(),
+            stats: EngineStats::default(),
+            seg: vec![0u8; MAD_LEN],
+        }
+    }
+
+    // ----- getters -----
+
+    /// The port layer.
+    #[must_use]
+    pub fn port(&self) -> &Port<T> {
+        &self.port
+    }
+
+    /// The port layer, mutably (tests reach a fault injector this way).
+    pub fn port_mut(&mut self) -> &mut Port<T> {
+        &mut self.port
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> EngineStats {
+        self.stats
+    }
+
+    /// Sends not yet completed, over all agents (the send table's size).
+    #[must_use]
+    pub fn outstanding(&self) -> usize {
+        self.sends.len()
+    }
+
+    /// Registered agents (active or closing).
+    #[must_use]
+    pub fn agent_count(&self) -> usize {
+        self.agents.len()
+    }
+
+    fn agent_idx(&self, id: AgentId) -> Option<usize> {
+        let idx = id.index as usize;
+        self.agents.get(idx).filter(|a| a.id == id).map(|_| idx)
+    }
+
+    fn send_idx(&self, id: SendId) -> Option<usize> {
+        let idx = id.index as usize;
+        self.sends.get(idx).filter(|s| s.id == id).map(|_| idx)
+    }
+
+    /// Where `agent` is in its life; `None` once it is gone (or for an
+    /// unknown id).
+    #[must_use]
+    pub fn agent_state(&self, agent: AgentId) -> Option<AgentState> {
+        let a = &self.agents[self.agent_idx(agent)?];
+        Some(if a.closing {
+            AgentState::Closing
+        } else {
+            AgentState::Active
+        })
+    }
+
+    /// Counters of `agent`.
+    #[must_use]
+    pub fn agent_stats(&self, agent: AgentId) -> Option<AgentStats> {
+        self.agent_idx(agent).map(|i| self.agents[i].stats)
+    }
+
+    /// Sends of `agent` not yet completed.
+    #[must_use]
+    pub fn agent_outstanding(&self, agent: AgentId) -> usize {
+        self.agent_idx(agent)
+            .map_or(0, |i| self.agents[i].sends.len())
+    }
+
+    /// The registration of `agent`.
+    #[must_use]
+    pub fn agent_spec(&self, agent: AgentId) -> Option<&AgentSpec> {
+        self.agent_idx(agent).map(|i| &self.agents[i].spec)
+    }
+
+    /// The TID bits 47..32 of `agent`.
+    #[must_use]
+    pub fn agent_tid_bits(&self, agent: AgentId) -> Option<u16> {
+        self.agent_idx(agent).map(|i| self.agents[i].hi)
+    }
+
+    /// True if `send` has not completed yet.
+    #[must_use]
+    pub fn is_outstanding(&self, send: SendId) -> bool {
+        self.send_idx(send).is_some()
+    }
+
+    /// The TID `send` carries.
+    #[must_use]
+    pub fn send_tid(&self, send: SendId) -> Option<u64> {
+        self.send_idx(send).map(|i| self.sends[i].tid)
+    }
+
+    /// The agent `send` belongs to.
+    #[must_use]
+    pub fn send_agent(&self, send: SendId) -> Option<AgentId> {
+        self.send_idx(send)
+            .map(|i| self.agents[self.sends[i].agent].id)
+    }
+
+    /// Received MADs and events waiting in `agent`'s queue.
+    #[must_use]
+    pub fn queued_events(&self, agent: AgentId) -> usize {
+        self.agent_idx(agent)
+            .map_or(0, |i| self.agents[i].events.len())
+    }
+
+    /// Inbound RMPP transfers `agent` holds (active or lingering).
+    #[must_use]
+    pub fn rmpp_reassemblies(&self, agent: AgentId) -> usize {
+        self.agent_idx(agent)
+            .and_then(|i| self.agents[i].rmpp_rx.as_ref())
+            .map_or(0, ReceiverTable::len)
+    }
+
+    /// The earliest time [`Engine::poll`] has timed work: the response
+    /// deadlines of every agent, RMPP timers, and the port's own.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.port.next_deadline();
+        let mut take = |d: Option<Instant>| {
+            if let Some(d) = d {
+                t = Some(t.map_or(d, |x: Instant| x.min(d)));
+            }
+        };
+        take(self.rmpp_timers.first().map(|(d, _)| *d));
+        for (_, a) in &self.agents {
+            take(a.timeouts.first().map(|(d, _)| *d));
+            take(a.rmpp_rx.as_ref().and_then(ReceiverTable::poll_timeout));
+        }
+        t
+    }
+
+    // ----- registration -----
+
+    /// Registers an agent, with the kernel's checks and conflict rules
+    /// (AGENTS.md §1).
+    ///
+    /// # Errors
+    /// [`RegisterError::Invalid`] for a specification the kernel refuses;
+    /// [`RegisterError::MethodInUse`] naming the owner when another agent
+    /// owns one of the methods in the same (QP, class, version, OUI) slot;
+    /// [`RegisterError::NoAgentIds`].
+    pub fn register(&mut self, spec: AgentSpec) -> Result<AgentId, RegisterError> {
+        if let Err(e) = spec.validate() {
+            self.stats.refused += 1;
+            return Err(e);
+        }
+        if self.by_hi.len() > usize::from(u16::MAX) {
+            self.stats.refused += 1;
+            return Err(RegisterError::NoAgentIds);
+        }
+        let mut hi = self.next_hi;
+        while self.by_hi.contains_key(&hi) {
+            hi = hi.wrapping_add(1);
+        }
+        self.generation = self.generation.wrapping_add(1);
+        let entry = self.agents.vacant_entry();
+        let id = AgentId {
+            index: u32::try_from(entry.key()).unwrap_or(u32::MAX),
+            generation: self.generation,
+        };
+        if let Some(filter) = &spec.requests {
+            let agents = &self.agents;
+            let name_of = |a: AgentId| {
+                agents
+                    .get(a.index as usize)
+                    .map(|s| s.spec.name.clone())
+                    .unwrap_or_default()
+            };
+            if let Err(e) = self.table.insert(spec.qp, filter, id, name_of) {
+                self.stats.refused += 1;
+                return Err(e);
+            }
+        }
+        let rmpp_rx = spec
+            .rmpp
+            .then(|| ReceiverTable::new(self.cfg.rmpp_receiver));
+        let idx = self.agents.insert(AgentSlot {
+            id,
+            spec,
+            hi,
+            closing: false,
+            sends: HashSet::new(),
+            timeouts: BTreeSet::new(),
+            events: VecDeque::new(),
+            queued_recv: 0,
+            in_ready: false,
+            delivering: 0,
+            rmpp_rx,
+            stats: AgentStats::default(),
+        });
+        debug_assert_eq!(idx, id.index as usize);
+        self.by_hi.insert(hi, idx);
+        self.next_hi = hi.wrapping_add(1);
+        self.stats.registrations += 1;
+        Ok(id)
+    }
+
+    /// Starts deregistering `agent` (see the [module
+    /// documentation](self#deregistration)); idempotent. The agent may be
+    /// gone when this returns (nothing was outstanding).
+    ///
+    /// # Errors
+    /// [`SendError::UnknownAgent`] if it is already gone.
+    pub fn deregister(&mut self, agent: AgentId) -> Result<(), SendError> {
+        let idx = self
+            .agent_idx(agent)
+            .ok_or(SendError::UnknownAgent(agent))?;
+        if self.agents[idx].closing {
+            return Ok(());
+        }
+        self.table.remove(agent);
+        let a = &mut self.agents[idx];
+        a.closing = true;
+        let before = a.events.len();
+        a.events.retain(|e| !matches!(e, AgentEvent::Received(_)));
+        a.stats.recv_dropped += (before - a.events.len()) as u64;
+        a.queued_recv = 0;
+        if let Some(rx) = &mut a.rmpp_rx {
+            rx.clear();
+            while rx.poll_output().is_some() {}
+        }
+        let sends: Vec<usize> = a.sends.iter().copied().collect();
+        for s in sends {
+            if self.sends[s].failed.is_none() && self.sends[s].response.is_none() {
+                self.fail(s, SendStatus::Flushed);
+            }
+            self.settle(s, None);
+        }
+        self.release_reset_hold(idx);
+        self.try_reap(idx);
+        Ok(())
+    }
+
+    /// Agents that have gone since the last call.
+    pub fn take_reaped(&mut self) -> Vec<AgentId> {
+        std::mem::take(&mut self.reaped)
+    }
+
+    fn try_reap(&mut self, idx: usize) {
+        let Some(a) = self.agents.get(idx) else {
+            return;
+        };
+        if a.closing && a.sends.is_empty() && a.events.is_empty() && a.delivering == 0 {
+            let a = self.agents.remove(idx);
+            self.by_hi.remove(&a.hi);
+            self.reaped.push(a.id);
+            self.release_reset_hold(idx);
+        }
+    }
+
+    // ----- soft reset -----
+
+    /// `agent` has released what it holds for the pending soft reset.
+    /// When every agent registered with `hold_reset` has acknowledged (or
+    /// deregistered), the port is told. Harmless without a reset pending.
+    ///
+    /// # Errors
+    /// [`SendError::UnknownAgent`].
+    pub fn ack_reset(&mut self, agent: AgentId) -> Result<(), SendError> {
+        let idx = self
+            .agent_idx(agent)
+            .ok_or(SendError::UnknownAgent(agent))?;
+        self.release_reset_hold(idx);
+        Ok(())
+    }
+
+    fn release_reset_hold(&mut self, idx: usize) {
+        if let Some(hold) = &mut self.reset_hold {
+            hold.remove(&idx);
+            if hold.is_empty() {
+                self.reset_hold = None;
+                let _ = self.port.ack_reset(self.client);
+            }
+        }
+    }
+
+    // ----- sends -----
+
+    /// Sends `req` for `agent` (see [`SendRequest`]). A request gets its
+    /// TID here: bits 47..32 the agent's id, bits 31..0 allocated or the
+    /// caller's ([`crate::tid`]). The send completes later, exactly once,
+    /// as [`AgentEvent::SendDone`].
+    ///
+    /// # Errors
+    /// Unknown or deregistering agent; a MAD that is too short, longer
+    /// than one MAD without RMPP, of a class that does not belong on the
+    /// agent's QP, or of a non-RMPP class on an RMPP agent; a TID already
+    /// outstanding; the port refusing the first work request (then nothing
+    /// will complete).
+    pub fn send(
+        &mut self,
+        agent: AgentId,
+        req: SendRequest,
+        now: Instant,
+    ) -> Result<SendId, SendError> {
+        let aidx = self
+            .agent_idx(agent)
+            .filter(|&i| !self.agents[i].closing)
+            .ok_or(SendError::UnknownAgent(agent))?;
+        let SendRequest {
+            mut mad,
+            dest,
+            timeout,
+            retries,
+            total_timeout,
+            tid: tid_choice,
+            cookie,
+        } = req;
+        if mad.len() < MAD_HEADER_LEN {
+            return Err(SendError::BadSend(format!(
+                "a MAD has at least {MAD_HEADER_LEN} bytes, not {}",
+                mad.len()
+            )));
+        }
+        let (qp, hi, rmpp_agent) = {
+            let a = &self.agents[aidx];
+            (a.spec.qp, a.hi, a.spec.rmpp)
+        };
+        let class = MgmtClass(mad[1]);
+        if class.is_smp() != (qp == Qp::Qp0) {
+            return Err(SendError::BadSend(format!(
+                "class {:#04x} does not belong on {qp:?}",
+                class.0
+            )));
+        }
+        if rmpp_agent && !class.is_rmpp_class() {
+            return Err(SendError::BadSend(format!(
+                "an RMPP agent cannot send class {:#04x}, which does not use RMPP",
+                class.0
+            )));
+        }
+        let rmpp_transfer = rmpp_agent && (mad.len() > MAD_LEN || is_rmpp_active(&mad));
+        if !rmpp_transfer && mad.len() > MAD_LEN {
+            return Err(SendError::BadSend(format!(
+                "{} bytes do not fit one MAD; register the agent with RMPP",
+                mad.len()
+            )));
+        }
+        let is_response = Mad::new_unchecked(&mad[..]).is_response();
+        let tid = if is_response {
+            Mad::new_unchecked(&mad[..]).tid()
+        } else {
+            let low = match tid_choice {
+                TidChoice::Low(l) => l,
+                TidChoice::Allocate => {
+                    let mut l = self.next_low;
+                    while self
+                        .waiting
+                        .contains_key(&tid::match_key(tid::compose(hi, l), class.0))
+                    {
+                        l = l.wrapping_add(1);
+                    }
+                    self.next_low = l.wrapping_add(1);
+                    l
+                }
+            };
+            let t = tid::compose(hi, low);
+            Mad::new_unchecked(&mut mad[..]).set_tid(t);
+            t
+        };
+        let key = tid::match_key(tid, class.0);
+        if (!timeout.is_zero() && self.waiting.contains_key(&key))
+            || (rmpp_transfer && self.rmpp_out.contains_key(&key))
+        {
+            return Err(SendError::DuplicateTid { tid, class });
+        }
+        let rmpp = if rmpp_transfer {
+            let cfg = SenderConfig {
+                ack_timeout: SenderConfig::kernel_ack_timeout(timeout),
+                retries: retries.max(SenderConfig::default().retries),
+                initial_window: 1,
+                expects_response: !timeout.is_zero(),
+                resp_time: mad_core::wire::rmpp::RMPP_NO_RESP_TIME,
+            };
+            let hdr_len = class.data_offset();
+            let sender = Sender::from_message(mad.clone(), hdr_len, cfg, now)
+                .map_err(|e| SendError::BadSend(e.to_string()))?;
+            Some(Box::new(RmppTx {
+                sender,
+                deadline: None,
+            }))
+        } else {
+            None
+        };
+        self.generation = self.generation.wrapping_add(1);
+        let entry = self.sends.vacant_entry();
+        let idx = entry.key();
+        let id = SendId {
+            index: u32::try_from(idx).unwrap_or(u32::MAX),
+            generation: self.generation,
+        };
+        let abs_deadline = (!timeout.is_zero()).then(|| {
+            now + total_timeout.unwrap_or_else(|| timeout.saturating_mul(retries.saturating_add(1)))
+        });
+        entry.insert(SendSlot {
+            id,
+            agent: aidx,
+            key,
+            tid,
+            qp,
+            mad: if rmpp_transfer { Vec::new() } else { mad },
+            dest,
+            timeout,
+            retries_left: retries,
+            retries_used: 0,
+            attempt: 0,
+            abs_deadline,
+            wr: 0,
+            awaiting: false,
+            rmpp_active: rmpp_transfer,
+            deadline: None,
+            failed: None,
+            response: None,
+            flush_reposted: false,
+            extend_abs: false,
+            rmpp,
+            cookie,
+        });
+        // The first work request: its failure is the caller's error and
+        // nothing completes.
+        let first = if rmpp_transfer {
+            self.post_next_segment(idx, now).map(|_| ())
+        } else {
+            self.post(idx)
+        };
+        if let Err(e) = first {
+            self.sends.remove(idx);
+            return Err(SendError::Port(e));
+        }
+        if rmpp_transfer {
+            self.rmpp_out.insert(key, idx);
+        }
+        if !timeout.is_zero() {
+            self.sends[idx].awaiting = true;
+            self.waiting.insert(key, idx);
+        }
+        let a = &mut self.agents[aidx];
+        a.sends.insert(idx);
+        a.stats.sends += 1;
+        self.stats.sends += 1;
+        if rmpp_transfer {
+            self.pump_rmpp(idx, now);
+        }
+        Ok(id)
+    }
+
+    /// Posts the send's MAD once more (first post, retry, flush repost).
+    fn post(&mut self, idx: usize) -> Result<(), PortError> {
+        let s = &self.sends[idx];
+        self.port
+            .post(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64())?;
+        self.sends[idx].wr += 1;
+        self.stats.posted += 1;
+        Ok(())
+    }
+
+    /// Posts one due RMPP segment, if any. Ok(false) when none was due.
+    fn post_next_segment(&mut self, idx: usize, now: Instant) -> Result<bool, PortError> {
+        let s = &mut self.sends[idx];
+        let Some(tx) = s.rmpp.as_mut() else {
+            return Ok(false);
+        };
+        if tx.sender.poll_transmit_into(now, &mut self.seg).is_none() {
+            return Ok(false);
+        }
+        self.port
+            .post(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64())?;
+        s.wr += 1;
+        self.stats.posted += 1;
+        Ok(true)
+    }
+
+    /// Sends what the RMPP sender has due, takes its events and re-arms its
+    /// timer.
+    fn pump_rmpp(&mut self, idx: usize, now: Instant) {
+        loop {
+            match self.post_next_segment(idx, now) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    let st = port_failure(&e);
+                    self.fail(idx, st);
+                    break;
+                }
+            }
+        }
+        let mut events = Vec::new();
+        if let Some(tx) = self.sends[idx].rmpp.as_mut() {
+            while let Some(ev) = tx.sender.poll_event() {
+                events.push(ev);
+            }
+        }
+        for ev in events {
+            match ev {
+                SendEvent::AllAcked => self.end_rmpp(idx),
+                SendEvent::Finished(Outcome::Success) => self.end_rmpp(idx),
+                SendEvent::Finished(Outcome::Aborted(st)) => {
+                    self.fail(idx, SendStatus::RmppAbort(st))
+                }
+                SendEvent::Finished(Outcome::TimedOut) => self.fail(idx, SendStatus::Timeout),
+                SendEvent::Finished(Outcome::Canceled) => self.end_rmpp(idx),
+            }
+        }
+        // A finished sender may still have an ABORT to send.
+        if self.sends[idx].rmpp.is_some() {
+            while let Ok(true) = self.post_next_segment(idx, now) {}
+        }
+        self.rearm_rmpp(idx);
+        self.settle(idx, Some(now));
+    }
+
+    fn rearm_rmpp(&mut self, idx: usize) {
+        let s = &mut self.sends[idx];
+        if let Some(tx) = s.rmpp.as_mut() {
+            if let Some(d) = tx.deadline.take() {
+                self.rmpp_timers.remove(&(d, idx));
+            }
+            if s.rmpp_active {
+                tx.deadline = tx.sender.poll_timeout();
+                if let Some(d) = tx.deadline {
+                    self.rmpp_timers.insert((d, idx));
+                }
+            }
+        }
+    }
+
+    /// The RMPP transfer no longer holds the send.
+    fn end_rmpp(&mut self, idx: usize) {
+        let s = &mut self.sends[idx];
+        if s.rmpp_active {
+            s.rmpp_active = false;
+            if self.rmpp_out.get(&s.key) == Some(&idx) {
+                self.rmpp_out.remove(&s.key);
+            }
+        }
+    }
+
+    /// Records the send's final failure (the first one wins) and drops
+    /// its response and RMPP references.
+    fn fail(&mut self, idx: usize, status: SendStatus) {
+        let s = &mut self.sends[idx];
+        if s.failed.is_none() && s.response.is_none() {
+            s.failed = Some(status);
+        }
+        if s.awaiting {
+            s.awaiting = false;
+            if self.waiting.get(&s.key) == Some(&idx) {
+                self.waiting.remove(&s.key);
+            }
+        }
+        if let Some(d) = s.deadline.take() {
+            self.agents[s.agent].timeouts.remove(&(d, idx));
+        }
+        if let Some(tx) = s.rmpp.as_mut() {
+            tx.sender.cancel();
+            while tx.sender.poll_event().is_some() {}
+        }
+        self.end_rmpp(idx);
+        self.rearm_rmpp(idx);
+    }
+
+    /// Completes the send if no reference is left; otherwise starts its
+    /// response timer when only the response reference is left.
+    fn settle(&mut self, idx: usize, now: Option<Instant>) {
+        let s = &self.sends[idx];
+        if s.refs() == 0 {
+            self.finish(idx);
+            return;
+        }
+        if let Some(now) = now {
+            if s.wr == 0
+                && s.awaiting
+                && !s.rmpp_active
+                && s.deadline.is_none()
+                && s.failed.is_none()
+            {
+                self.start_wait(idx, now);
+            }
+        }
+    }
+
+    fn interval(&self, s: &SendSlot) -> Duration {
+        let linear = self.cfg.linear_retries;
+        if s.attempt < linear {
+            s.timeout
+        } else {
+            let shift = (s.attempt - linear + 1).min(20);
+            s.timeout
+                .saturating_mul(1u32 << shift)
+                .min(self.cfg.max_backoff.max(s.timeout))
+        }
+    }
+
+    fn start_wait(&mut self, idx: usize, now: Instant) {
+        let interval = self.interval(&self.sends[idx]);
+        let s = &mut self.sends[idx];
+        if std::mem::take(&mut s.extend_abs) {
+            let cover = now + s.timeout.saturating_mul(s.retries_left.saturating_add(1));
+            s.abs_deadline = Some(s.abs_deadline.map_or(cover, |a| a.max(cover)));
+        }
+        let mut d = now + interval;
+        if let Some(a) = s.abs_deadline {
+            d = d.min(a);
+        }
+        s.deadline = Some(d);
+        self.agents[s.agent].timeouts.insert((d, idx));
+    }
+
+    fn finish(&mut self, idx: usize) {
+        let s = self.sends.remove(idx);
+        if s.awaiting && self.waiting.get(&s.key) == Some(&idx) {
+            self.waiting.remove(&s.key);
+        }
+        if self.rmpp_out.get(&s.key) == Some(&idx) {
+            self.rmpp_out.remove(&s.key);
+        }
+        if let Some(tx) = &s.rmpp {
+            if let Some(d) = tx.deadline {
+                self.rmpp_timers.remove(&(d, idx));
+            }
+        }
+        let status = s.failed.unwrap_or(SendStatus::Success);
+        let aidx = s.agent;
+        let a = &mut self.agents[aidx];
+        if let Some(d) = s.deadline {
+            a.timeouts.remove(&(d, idx));
+        }
+        a.sends.remove(&idx);
+        a.stats.completed += 1;
+        match status {
+            SendStatus::Success => a.stats.succeeded += 1,
+            SendStatus::Timeout => a.stats.timed_out += 1,
+            SendStatus::Canceled | SendStatus::Flushed => a.stats.canceled += 1,
+            _ => a.stats.failed += 1,
+        }
+        self.stats.completions += 1;
+        let c = Completion {
+            send: s.id,
+            tid: s.tid,
+            status,
+            response: if status == SendStatus::Success {
+                s.response
+            } else {
+                None
+            },
+            retries: s.retries_used,
+            cookie: s.cookie,
+        };
+        self.push_event(aidx, AgentEvent::SendDone(c));
+    }
+
+    /// Cancels `send`: it completes (asynchronously, through its agent's
+    /// events) with [`SendStatus::Canceled`], at once if it was only
+    /// waiting for a response, else when its work requests complete. A
+    /// response arriving later no longer matches.
+    ///
+    /// # Errors
+    /// [`SendError::UnknownSend`] if it completed already;
+    /// [`SendError::NotActive`] if it already failed, was canceled or was
+    /// answered.
+    pub fn cancel(&mut self, send: SendId) -> Result<(), SendError> {
+        let idx = self.send_idx(send).ok_or(SendError::UnknownSend(send))?;
+        let s = &self.sends[idx];
+        if s.failed.is_some() || s.response.is_some() {
+            return Err(SendError::NotActive(send));
+        }
+        self.fail(idx, SendStatus::Canceled);
+        self.settle(idx, None);
+        Ok(())
+    }
+
+    /// Changes the response timeout of `send` (the kernel's
+    /// `ib_modify_mad`); zero cancels. If the send is waiting for its
+    /// response the new deadline is `now + timeout`; if its work request
+    /// is still in flight the new timeout applies when it completes. The
+    /// absolute deadline grows to cover the new timeout for the retries
+    /// left.
+    ///
+    /// # Errors
+    /// As [`Engine::cancel`], and [`SendError::NotWaiting`] for a send
+    /// that expects no response.
+    pub fn modify(
+        &mut self,
+        send: SendId,
+        timeout: Duration,
+        now: Instant,
+    ) -> Result<(), SendError> {
+        if timeout.is_zero() {
+            return self.cancel(send);
+        }
+        let idx = self.send_idx(send).ok_or(SendError::UnknownSend(send))?;
+        let s = &mut self.sends[idx];
+        if s.failed.is_some() || s.response.is_some() {
+            return Err(SendError::NotActive(send));
+        }
+        if !s.awaiting {
+            return Err(SendError::NotWaiting(send));
+        }
+        s.timeout = timeout;
+        if s.deadline.is_none() {
+            // Still in flight: the new timeout counts from the completion.
+            s.extend_abs = true;
+            return Ok(());
+        }
+        let cover = now + timeout.saturating_mul(s.retries_left.saturating_add(1));
+        s.abs_deadline = Some(s.abs_deadline.map_or(cover, |a| a.max(cover)));
+        if let Some(d) = s.deadline.take() {
+            let a = s.agent;
+            self.agents[a].timeouts.remove(&(d, idx));
+            let nd = now + timeout;
+            self.sends[idx].deadline = Some(nd);
+            self.agents[a].timeouts.insert((nd, idx));
+        }
+        Ok(())
+    }
+
+    // ----- events -----
+
+    fn push_event(&mut self, aidx: usize, ev: AgentEvent) {
+        let a = &mut self.agents[aidx];
+        a.events.push_back(ev);
+        if !a.in_ready {
+            a.in_ready = true;
+            self.ready.push_back(aidx);
+        }
+    }
+
+    fn deliver_recv(&mut self, aidx: usize, msg: Message) {
+        let bound = self.cfg.recv_queue_bound;
+        let a = &mut self.agents[aidx];
+        if a.queued_recv >= bound {
+            a.stats.recv_dropped += 1;
+            self.stats.recv_dropped += 1;
+            return;
+        }
+        a.queued_recv += 1;
+        a.stats.received += 1;
+        self.push_event(aidx, AgentEvent::Received(msg));
+    }
+
+    fn broadcast(&mut self, ev: &AgentEvent) {
+        let idxs: Vec<usize> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| !a.closing)
+            .map(|(i, _)| i)
+            .collect();
+        for i in idxs {
+            self.push_event(i, ev.clone());
+        }
+    }
+
+    fn pop_event(&mut self, delivering: bool) -> Option<(AgentId, AgentEvent)> {
+        while let Some(idx) = self.ready.pop_front() {
+            let Some(a) = self.agents.get_mut(idx) else {
+                continue;
+            };
+            a.in_ready = false;
+            let Some(ev) = a.events.pop_front() else {
+                continue;
+            };
+            if matches!(ev, AgentEvent::Received(_)) {
+                a.queued_recv = a.queued_recv.saturating_sub(1);
+            }
+            if !a.events.is_empty() {
+                a.in_ready = true;
+                self.ready.push_back(idx);
+            }
+            if delivering {
+                a.delivering += 1;
+            }
+            let id = a.id;
+            self.stats.events += 1;
+            self.try_reap(idx);
+            return Some((id, ev));
+        }
+        None
+    }
+
+    /// The next event of some agent (one agent's events stay in order;
+    /// agents take turns). A closing agent whose last event this is goes
+    /// away with it.
+    pub fn poll_event(&mut self) -> Option<(AgentId, AgentEvent)> {
+        self.pop_event(false)
+    }
+
+    /// As [`Engine::poll_event`], but the agent stays registered (closing
+    /// or not) until [`Engine::end_delivery`] says the event has been
+    /// handled: a runtime uses this so that deregistration waits for a
+    /// callback in progress.
+    pub fn begin_delivery(&mut self) -> Option<(AgentId, AgentEvent)> {
+        self.pop_event(true)
+    }
+
+    /// The event taken by [`Engine::begin_delivery`] for `agent` has been
+    /// handled.
+    pub fn end_delivery(&mut self, agent: AgentId) {
+        if let Some(idx) = self.agent_idx(agent) {
+            let a = &mut self.agents[idx];
+            a.delivering = a.delivering.saturating_sub(1);
+            self.try_reap(idx);
+        }
+    }
+
+    /// Counts a received MAD that a runtime dropped because `agent`'s
+    /// delivery channel was full.
+    pub fn count_recv_drop(&mut self, agent: AgentId) {
+        self.stats.recv_dropped += 1;
+        if let Some(idx) = self.agent_idx(agent) {
+            self.agents[idx].stats.recv_dropped += 1;
+        }
+    }
+
+    /// Takes every queued event of `agent` out of the queue (in order).
+    pub fn take_events(&mut self, agent: AgentId) -> Vec<AgentEvent> {
+        let Some(idx) = self.agent_idx(agent) else {
+            return Vec::new();
+        };
+        let a = &mut self.agents[idx];
+        a.queued_recv = 0;
+        let v: Vec<AgentEvent> = a.events.drain(..).collect();
+        self.stats.events += v.len() as u64;
+        self.try_reap(idx);
+        v
+    }
+
+    /// Takes the completion of `send` out of `agent`'s queue, if it is
+    /// there.
+    pub fn take_completion(&mut self, agent: AgentId, send: SendId) -> Option<Completion> {
+        let idx = self.agent_idx(agent)?;
+        let a = &mut self.agents[idx];
+        let pos = a
+            .events
+            .iter()
+            .position(|e| matches!(e, AgentEvent::SendDone(c) if c.send == send))?;
+        let ev = a.events.remove(pos);
+        self.stats.events += 1;
+        self.try_reap(idx);
+        match ev {
+            Some(AgentEvent::SendDone(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    // ----- driving -----
+
+    /// Does everything due at `now`: polls the port (completions,
+    /// receives, async events, recovery), dispatches what it reports, and
+    /// handles expired response, RMPP and reassembly timers. Returns true
+    /// if anything happened.
+    pub fn poll(&mut self, now: Instant) -> bool {
+        // Timers first, so that the port posts what they resend in the
+        // same call; then whatever the port reports; then the timers its
+        // reports made due (a wait whose absolute deadline has passed).
+        let mut progress = self.handle_timeouts(now);
+        self.port.poll(now);
+        while let Some(ev) = self.port.poll_client(self.client) {
+            progress = true;
+            self.on_port_event(ev, now);
+        }
+        progress |= self.handle_timeouts(now);
+        progress
+    }
+
+    fn on_port_event(&mut self, ev: PortEvent, now: Instant) {
+        match ev {
+            PortEvent::SendComplete { cookie, status, .. } => {
+                if cookie == INTERNAL {
+                    self.stats.internal_completions += 1;
+                } else {
+                    self.on_wc(SendId::from_u64(cookie), status, now);
+                }
+            }
+            PortEvent::Received(r) => self.on_recv(r, now),
+            PortEvent::Async(e) => self.broadcast(&AgentEvent::Async(e)),
+            PortEvent::ResetPending => {
+                self.broadcast(&AgentEvent::ResetPending);
+                let hold: HashSet<usize> = self
+                    .agents
+                    .iter()
+                    .filter(|(_, a)| a.spec.hold_reset && !a.closing)
+                    .map(|(i, _)| i)
+                    .collect();
+                if hold.is_empty() {
+                    let _ = self.port.ack_reset(self.client);
+                } else {
+                    self.reset_hold = Some(hold);
+                }
+            }
+            PortEvent::ResetEnd => {
+                self.reset_hold = None;
+                self.broadcast(&AgentEvent::ResetEnd);
+            }
+            PortEvent::DeviceFatal => self.broadcast(&AgentEvent::DeviceFatal),
+            PortEvent::Reopened => self.broadcast(&AgentEvent::Reopened),
+            _ => {}
+        }
+    }
+
+    fn on_wc(&mut self, send: SendId, status: WcStatus, now: Instant) {
+        let Some(idx) = self.send_idx(send) else {
+            return;
+        };
+        let s = &mut self.sends[idx];
+        s.wr = s.wr.saturating_sub(1);
+        if status != WcStatus::Success && s.failed.is_none() && s.response.is_none() {
+            let closing = self.agents[s.agent].closing;
+            if status == WcStatus::WrFlushErr && !s.flush_reposted && !closing && s.rmpp.is_none() {
+                s.flush_reposted = true;
+                self.stats.flush_reposts += 1;
+                if self.post(idx).is_ok() {
+                    return;
+                }
+                self.fail(idx, SendStatus::Flushed);
+            } else if status == WcStatus::WrFlushErr {
+                self.fail(idx, SendStatus::Flushed);
+            } else {
+                self.fail(idx, SendStatus::WcError(status));
+            }
+        }
+        self.settle(idx, Some(now));
+    }
+
+    fn handle_timeouts(&mut self, now: Instant) -> bool {
+        let mut progress = false;
+        let due: Vec<usize> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| a.timeouts.first().is_some_and(|(d, _)| *d <= now))
+            .map(|(i, _)| i)
+            .collect();
+        for aidx in due {
+            while let Some(&(d, sidx)) = self.agents[aidx].timeouts.first() {
+                if d > now {
+                    break;
+                }
+                self.agents[aidx].timeouts.remove(&(d, sidx));
+                self.sends[sidx].deadline = None;
+                self.on_response_timeout(sidx, now);
+                progress = true;
+            }
+        }
+        while let Some(&(d, sidx)) = self.rmpp_timers.first() {
+            if d > now {
+                break;
+            }
+            self.rmpp_timers.remove(&(d, sidx));
+            if let Some(tx) = self.sends.get_mut(sidx).and_then(|s| s.rmpp.as_mut()) {
+                tx.deadline = None;
+                tx.sender.handle_timeout(now);
+                self.pump_rmpp(sidx, now);
+            }
+            progress = true;
+        }
+        let rx_due: Vec<usize> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| {
+                a.rmpp_rx
+                    .as_ref()
+                    .and_then(ReceiverTable::poll_timeout)
+                    .is_some_and(|d| d <= now)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        for aidx in rx_due {
+            if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
+                rx.handle_timeout(now);
+            }
+            self.drain_rx(aidx, now);
+            progress = true;
+        }
+        progress
+    }
+
+    fn on_response_timeout(&mut self, idx: usize, now: Instant) {
+        let s = &self.sends[idx];
+        if !s.awaiting || s.failed.is_some() {
+            self.settle(idx, Some(now));
+            return;
+        }
+        let retry = s.retries_left > 0
+            && s.rmpp.is_none()
+            && s.abs_deadline.is_none_or(|a| now < a)
+            && !self.agents[s.agent].closing;
+        if retry {
+            let s = &mut self.sends[idx];
+            s.retries_left -= 1;
+            s.retries_used += 1;
+            s.attempt += 1;
+            s.flush_reposted = false;
+            let aidx = s.agent;
+            self.agents[aidx].stats.retries += 1;
+            self.stats.retries += 1;
+            if let Err(e) = self.post(idx) {
+                let st = port_failure(&e);
+                self.fail(idx, st);
+            }
+        } else {
+            self.fail(idx, SendStatus::Timeout);
+        }
+        self.settle(idx, Some(now));
+    }
+
+    fn on_recv(&mut self, r: Arc<Received>, now: Instant) {
+        let mad = &r.mad[..];
+        if mad.len() < MAD_HEADER_LEN || mad[0] != 1 {
+            self.stats.malformed += 1;
+            return;
+        }
+        let class = MgmtClass(mad[1]);
+        if class.is_smp() != (r.qp == Qp::Qp0) {
+            self.stats.malformed += 1;
+            return;
+        }
+        let view = Mad::new_unchecked(mad);
+        let key = tid::match_key(view.tid(), class.0);
+        // ACK / STOP / ABORT for one of our outbound transfers.
+        if class.is_rmpp_class() && is_rmpp_active(mad) && rmpp_type(mad) != RmppType::DATA {
+            if let Some(&idx) = self.rmpp_out.get(&key) {
+                if let Some(tx) = self.sends[idx].rmpp.as_mut() {
+                    tx.sender.handle_reply(mad, now);
+                }
+                self.pump_rmpp(idx, now);
+                return;
+            }
+        }
+        if view.is_response() {
+            let Some(&idx) = self.waiting.get(&key) else {
+                self.stats.unmatched_responses += 1;
+                return;
+            };
+            let aidx = self.sends[idx].agent;
+            if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
+                let dest = self.sends[idx].dest.lid;
+                if dest != PERMISSIVE_LID && dest != 0 && dest != r.src.lid {
+                    self.stats.unmatched_responses += 1;
+                    return;
+                }
+                if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
+                    rx.handle(mad, r.src.lid, r.src.qpn, now);
+                }
+                self.drain_rx(aidx, now);
+                return;
+            }
+            self.stats.responses_matched += 1;
+            self.on_response(idx, Message::new(r), now);
+            return;
+        }
+        let oui = if class.is_vendor_range2() && mad.len() >= 40 {
+            u32::from_be_bytes([0, mad[37], mad[38], mad[39]])
+        } else {
+            0
+        };
+        let owner = self
+            .table
+            .lookup(r.qp, class.0, mad[2], mad[3], oui)
+            .and_then(|a| self.agent_idx(a))
+            .filter(|&i| !self.agents[i].closing);
+        match owner {
+            Some(aidx) => {
+                if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
+                    if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
+                        rx.handle(mad, r.src.lid, r.src.qpn, now);
+                    }
+                    self.drain_rx(aidx, now);
+                } else {
+                    self.deliver_recv(aidx, Message::new(r));
+                }
+            }
+            None => {
+                self.stats.unclaimed_requests += 1;
+                let m = view.method();
+                if self.cfg.answer_unmatched && (m == Method::GET || m == Method::SET) {
+                    self.answer_unsupported(&r);
+                }
+            }
+        }
+    }
+
+    /// The kernel's `generate_unmatched_resp`: GetResp with status 0x000C
+    /// (method/attribute unsupported), the D bit set for directed route.
+    fn answer_unsupported(&mut self, r: &Received) {
+        let mut resp = r.mad.clone();
+        resp.truncate(MAD_LEN);
+        let class = MgmtClass(resp[1]);
+        {
+            let mut m = Mad::new_unchecked(&mut resp[..]);
+            m.set_method(Method::GET, true);
+            let mut status = MadStatus::METHOD_ATTR_UNSUPPORTED.0;
+            if class == MgmtClass::SUBN_DIRECTED_ROUTE {
+                status = (status & DR_STATUS_MASK) | DR_DIRECTION_BIT;
+            }
+            m.set_status(MadStatus(status));
+        }
+        let mut dest = r.src;
+        if r.qp == Qp::Qp1 {
+            dest.qkey = GSI_QKEY;
+        } else {
+            dest.qkey = 0;
+        }
+        if class == MgmtClass::SUBN_DIRECTED_ROUTE {
+            dest.lid = PERMISSIVE_LID;
+        }
+        if self
+            .port
+            .post(self.client, r.qp, &resp, &dest, INTERNAL)
+            .is_ok()
+        {
+            self.stats.unsupported_answered += 1;
+        }
+    }
+
+    fn on_response(&mut self, idx: usize, msg: Message, now: Instant) {
+        let s = &mut self.sends[idx];
+        s.response = Some(msg);
+        s.awaiting = false;
+        if self.waiting.get(&s.key) == Some(&idx) {
+            self.waiting.remove(&s.key);
+        }
+        if let Some(d) = s.deadline.take() {
+            self.agents[s.agent].timeouts.remove(&(d, idx));
+        }
+        if s.rmpp_active {
+            if let Some(tx) = s.rmpp.as_mut() {
+                tx.sender.cancel();
+                while tx.sender.poll_event().is_some() {}
+            }
+            self.end_rmpp(idx);
+            self.rearm_rmpp(idx);
+        }
+        self.settle(idx, Some(now));
+    }
+
+    /// Acts on what an agent's RMPP receiver produced.
+    fn drain_rx(&mut self, aidx: usize, now: Instant) {
+        let qp = self.agents[aidx].spec.qp;
+        while let Some(out) = self.agents[aidx]
+            .rmpp_rx
+            .as_mut()
+            .and_then(ReceiverTable::poll_output)
+        {
+            match out {
+                Output::Send { key, mad } => {
+                    let dest = Address {
+                        lid: key.src_lid,
+                        qpn: key.src_qp,
+                        qkey: if key.src_qp == 0 { 0 } else { GSI_QKEY },
+                        ..Address::default()
+                    };
+                    let _ = self.port.post(self.client, qp, &mad, &dest, INTERNAL);
+                }
+                Output::Delivered { key, message } => {
+                    let src = Address {
+                        lid: key.src_lid,
+                        qpn: key.src_qp,
+                        qkey: if key.src_qp == 0 { 0 } else { GSI_QKEY },
+                        ..Address::default()
+                    };
+                    self.agents[aidx].stats.rmpp_reassembled += 1;
+                    let msg = Message::from_parts(qp, src, message);
+                    if key.method & 0x80 != 0 {
+                        match self.waiting.get(&tid::match_key(key.tid, key.class)) {
+                            Some(&idx) if self.sends[idx].agent == aidx => {
+                                self.stats.responses_matched += 1;
+                                self.on_response(idx, msg, now);
+                            }
+                            _ => self.stats.unmatched_responses += 1,
+                        }
+                    } else if !self.agents[aidx].closing {
+                        self.deliver_recv(aidx, msg);
+                    }
+                }
+                Output::Ended { key, outcome } => {
+                    if key.method & 0x80 == 0 {
+                        continue;
+                    }
+                    let Some(&idx) = self.waiting.get(&tid::match_key(key.tid, key.class)) else {
+                        continue;
+                    };
+                    let st = match outcome {
+                        Outcome::Aborted(st) => SendStatus::RmppAbort(st),
+                        Outcome::TimedOut => SendStatus::Timeout,
+                        Outcome::Success | Outcome::Canceled => continue,
+                    };
+                    self.fail(idx, st);
+                    self.settle(idx, Some(now));
+                }
+            }
+        }
+    }
+}
+
+/// The final status of a send whose repost the port refused.
+fn port_failure(e: &PortError) -> SendStatus {
+    match e {
+        PortError::Dead { .. } => SendStatus::Flushed,
+        _ => SendStatus::WcError(WcStatus::LocQpOpErr),
+    }
+}

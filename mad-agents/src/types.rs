@@ -1,0 +1,445 @@
+//! The agent layer's value types: ids, messages, send requests, completion
+//! statuses, events, configuration, errors and counters.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mad_core::port::PortError;
+use mad_core::transport::{Address, AsyncEvent, Qp, Received, WcStatus};
+use mad_core::wire::{Mad, MgmtClass};
+use mad_rmpp::{ReceiverConfig, RmppStatus};
+
+/// An agent registered on an engine: a slab index plus a generation, so an
+/// id of an agent that has gone never reaches a later agent reusing its
+/// slot (h2's `Key { index, stream_id }`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentId {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+impl fmt::Display for AgentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "agent {}.{}", self.index, self.generation)
+    }
+}
+
+/// One send, from [`crate::Engine::send`] until its completion (same
+/// scheme as [`AgentId`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SendId {
+    pub(crate) index: u32,
+    pub(crate) generation: u32,
+}
+
+impl SendId {
+    /// The id as one number (unique among live sends).
+    #[must_use]
+    pub fn as_u64(self) -> u64 {
+        (u64::from(self.generation) << 32) | u64::from(self.index)
+    }
+    pub(crate) fn from_u64(v: u64) -> Self {
+        Self {
+            index: (v & 0xFFFF_FFFF) as u32,
+            generation: (v >> 32) as u32,
+        }
+    }
+}
+
+impl fmt::Display for SendId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "send {}.{}", self.index, self.generation)
+    }
+}
+
+/// A received MAD (or a reassembled RMPP message) and where it came from.
+/// Cloning shares the buffer.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Message {
+    inner: Arc<Received>,
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.bytes();
+        f.debug_struct("Message")
+            .field("qp", &self.inner.qp)
+            .field("src_lid", &self.inner.src.lid)
+            .field("len", &b.len())
+            .field("header", &b.get(..24.min(b.len())))
+            .finish()
+    }
+}
+
+impl Message {
+    pub(crate) fn new(inner: Arc<Received>) -> Self {
+        Self { inner }
+    }
+
+    /// A message made of `bytes` received on `qp` from `src` (tests,
+    /// responders).
+    #[must_use]
+    pub fn from_parts(qp: Qp, src: Address, bytes: Vec<u8>) -> Self {
+        Self {
+            inner: Arc::new(Received {
+                qp,
+                src,
+                mad: bytes,
+            }),
+        }
+    }
+
+    /// The QP it arrived on.
+    #[must_use]
+    pub fn qp(&self) -> Qp {
+        self.inner.qp
+    }
+
+    /// Its source address.
+    #[must_use]
+    pub fn src(&self) -> &Address {
+        &self.inner.src
+    }
+
+    /// The bytes: one MAD, or an RMPP message's header once followed by
+    /// all of its data.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        &self.inner.mad
+    }
+
+    /// A view of the common header. Messages are at least a header long
+    /// (shorter MADs are dropped before dispatch).
+    #[must_use]
+    pub fn mad(&self) -> Mad<&[u8]> {
+        Mad::new_unchecked(self.bytes())
+    }
+
+    /// The TID.
+    #[must_use]
+    pub fn tid(&self) -> u64 {
+        self.mad().tid()
+    }
+}
+
+/// How a send ended: exactly one of these per send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SendStatus {
+    /// Sent, and (if one was expected) the response arrived; an RMPP
+    /// transfer was fully acknowledged.
+    Success,
+    /// No response (or RMPP ACK) within the retries and the absolute
+    /// deadline (`IB_WC_RESP_TIMEOUT_ERR`).
+    Timeout,
+    /// Canceled by its owner (cancel, or modify to a zero timeout).
+    Canceled,
+    /// Flushed: the agent deregistered while the send was outstanding, or
+    /// the port flushed its work request (QP error, CQ error, reset,
+    /// device death) and the one repost failed too (`IB_WC_WR_FLUSH_ERR`).
+    Flushed,
+    /// The work request failed with this completion status.
+    WcError(WcStatus),
+    /// The RMPP transfer was stopped or aborted with this RMPP status
+    /// (`IB_WC_REM_ABORT_ERR` with the status as vendor error).
+    RmppAbort(RmppStatus),
+}
+
+impl fmt::Display for SendStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Success => f.write_str("success"),
+            Self::Timeout => f.write_str("response timeout"),
+            Self::Canceled => f.write_str("canceled"),
+            Self::Flushed => f.write_str("flushed"),
+            Self::WcError(s) => write!(f, "work request failed: {s}"),
+            Self::RmppAbort(s) => write!(f, "RMPP transfer aborted with status {} ({s})", s.0),
+        }
+    }
+}
+
+/// The single completion of a send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// Which send.
+    pub send: SendId,
+    /// Its TID as sent.
+    pub tid: u64,
+    /// How it ended.
+    pub status: SendStatus,
+    /// The response, when one was expected and arrived.
+    pub response: Option<Message>,
+    /// Retries used (reposts after a response timeout).
+    pub retries: u32,
+    /// The caller's cookie from [`SendRequest::cookie`].
+    pub cookie: u64,
+}
+
+/// What an agent is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AgentEvent {
+    /// An unsolicited request (or, for a user-handled class, any MAD)
+    /// dispatched to this agent by class / version / method (and OUI).
+    Received(Message),
+    /// A send of this agent finished, exactly once per send.
+    SendDone(Completion),
+    /// A port event (port active / error, LID, P_Key, GID or SM change,
+    /// client reregister).
+    Async(AsyncEvent),
+    /// Soft reset phase 1: release what you hold; an agent registered with
+    /// `hold_reset` then acknowledges with `ack_reset`.
+    ResetPending,
+    /// Soft reset phase 2: the port has reset and work resumes.
+    ResetEnd,
+    /// The device had a fatal error: every send fails until the port is
+    /// reopened.
+    DeviceFatal,
+    /// The port got a new transport.
+    Reopened,
+}
+
+/// Where the low 32 bits of a request's TID come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TidChoice {
+    /// From the port's counter (unique among outstanding requests).
+    #[default]
+    Allocate,
+    /// The caller's value (refused if another outstanding send of the
+    /// agent already uses it with the same class).
+    Low(u32),
+}
+
+/// One MAD (or RMPP message) to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendRequest {
+    /// The MAD: 24..=256 bytes, or longer for an RMPP transfer of an RMPP
+    /// agent (class header once, then the data). For a request the agent
+    /// layer writes the TID (see [`crate::tid`]); a response keeps the TID
+    /// it carries.
+    pub mad: Vec<u8>,
+    /// Where it goes.
+    pub dest: Address,
+    /// Response timeout; zero when no response is expected.
+    pub timeout: Duration,
+    /// Reposts of the same MAD with the same TID after a response timeout.
+    pub retries: u32,
+    /// Absolute limit from the first post; default `(retries + 1) x
+    /// timeout`.
+    pub total_timeout: Option<Duration>,
+    /// The low 32 TID bits.
+    pub tid: TidChoice,
+    /// Returned in the completion.
+    pub cookie: u64,
+}
+
+impl SendRequest {
+    /// A MAD to `dest`, expecting no response.
+    #[must_use]
+    pub fn new(mad: Vec<u8>, dest: Address) -> Self {
+        Self {
+            mad,
+            dest,
+            timeout: Duration::ZERO,
+            retries: 0,
+            total_timeout: None,
+            tid: TidChoice::Allocate,
+            cookie: 0,
+        }
+    }
+
+    /// Expects a response within `timeout`, retrying `retries` times.
+    #[must_use]
+    pub fn expect_response(mut self, timeout: Duration, retries: u32) -> Self {
+        self.timeout = timeout;
+        self.retries = retries;
+        self
+    }
+
+    /// Sets the absolute deadline (from the first post).
+    #[must_use]
+    pub fn total_timeout(mut self, total: Duration) -> Self {
+        self.total_timeout = Some(total);
+        self
+    }
+
+    /// Uses the caller's low TID bits.
+    #[must_use]
+    pub fn low_tid(mut self, low: u32) -> Self {
+        self.tid = TidChoice::Low(low);
+        self
+    }
+
+    /// Sets the cookie.
+    #[must_use]
+    pub fn cookie(mut self, cookie: u64) -> Self {
+        self.cookie = cookie;
+        self
+    }
+
+    /// The management class of the MAD (0 if it is too short).
+    #[must_use]
+    pub fn class(&self) -> MgmtClass {
+        MgmtClass(self.mad.get(1).copied().unwrap_or(0))
+    }
+}
+
+/// Engine settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Received MADs waiting for delivery per agent; past this they are
+    /// dropped and counted.
+    pub recv_queue_bound: usize,
+    /// Timeouts that repeat the request's own timeout before the interval
+    /// starts doubling.
+    pub linear_retries: u32,
+    /// The longest interval the backoff grows to.
+    pub max_backoff: Duration,
+    /// Answer unclaimed GSI/SMI Get and Set requests with status 0x000C,
+    /// as the kernel does.
+    pub answer_unmatched: bool,
+    /// RMPP reassembly bounds for RMPP agents.
+    pub rmpp_receiver: ReceiverConfig,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            recv_queue_bound: 1024,
+            linear_retries: 3,
+            max_backoff: Duration::from_secs(60),
+            answer_unmatched: true,
+            rmpp_receiver: ReceiverConfig::default(),
+        }
+    }
+}
+
+/// Why a registration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// The specification breaks one of the kernel's rules.
+    #[error("invalid agent registration: {0}")]
+    Invalid(String),
+    /// A method of the slot is owned by another agent.
+    #[error("method {method:#04x} of class {class} version {class_version} is already owned by {owner} ({owner_name:?})")]
+    MethodInUse {
+        /// The class.
+        class: MgmtClass,
+        /// The class version.
+        class_version: u8,
+        /// The first conflicting method.
+        method: u8,
+        /// Its owner.
+        owner: AgentId,
+        /// The owner's registered name.
+        owner_name: String,
+    },
+    /// Every 16-bit agent id of the port is in use.
+    #[error("no free agent id on this port (65536 agents registered)")]
+    NoAgentIds,
+    /// The engine is shutting down.
+    #[error("the runtime has stopped")]
+    Stopped,
+}
+
+/// Why a send, cancel or modify was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The agent is not registered (or is deregistering).
+    #[error("{0} is not registered")]
+    UnknownAgent(AgentId),
+    /// The send is finished (or never existed).
+    #[error("{0} is not outstanding")]
+    UnknownSend(SendId),
+    /// The send can no longer be canceled or modified (already failed,
+    /// canceled or answered).
+    #[error("{0} has already ended or been answered")]
+    NotActive(SendId),
+    /// Modify on a send that expects no response.
+    #[error("{0} expects no response; its timeout cannot be changed")]
+    NotWaiting(SendId),
+    /// The MAD cannot be sent.
+    #[error("bad send: {0}")]
+    BadSend(String),
+    /// Another outstanding request of the agent uses this TID and class.
+    #[error("TID {tid:#018x} is already outstanding for class {class}")]
+    DuplicateTid {
+        /// The TID.
+        tid: u64,
+        /// The class.
+        class: MgmtClass,
+    },
+    /// The port refused it.
+    #[error(transparent)]
+    Port(#[from] PortError),
+    /// The runtime has stopped.
+    #[error("the runtime has stopped")]
+    Stopped,
+    /// `send_and_wait` or deregistration would wait for itself.
+    #[error("{0}")]
+    WouldDeadlock(&'static str),
+}
+
+/// Counters of one agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentStats {
+    /// Sends accepted.
+    pub sends: u64,
+    /// Sends completed (each exactly once).
+    pub completed: u64,
+    /// Completed with a response or fully sent.
+    pub succeeded: u64,
+    /// Completed with [`SendStatus::Timeout`].
+    pub timed_out: u64,
+    /// Completed canceled or flushed.
+    pub canceled: u64,
+    /// Completed with a work-request error or an RMPP abort.
+    pub failed: u64,
+    /// Reposts after a response timeout.
+    pub retries: u64,
+    /// Requests delivered.
+    pub received: u64,
+    /// Requests dropped because the receive queue was full.
+    pub recv_dropped: u64,
+    /// RMPP messages reassembled for this agent.
+    pub rmpp_reassembled: u64,
+}
+
+/// Counters of an engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Agents registered over time.
+    pub registrations: u64,
+    /// Registrations refused.
+    pub refused: u64,
+    /// Sends accepted.
+    pub sends: u64,
+    /// Sends completed.
+    pub completions: u64,
+    /// Work requests posted (including retries and RMPP segments).
+    pub posted: u64,
+    /// Reposts after a response timeout.
+    pub retries: u64,
+    /// Reposts of a work request the port flushed.
+    pub flush_reposts: u64,
+    /// Responses that matched a waiting send.
+    pub responses_matched: u64,
+    /// Responses nobody waited for (late, duplicate, unknown): dropped.
+    pub unmatched_responses: u64,
+    /// Requests no agent owns.
+    pub unclaimed_requests: u64,
+    /// Of those, Get/Set answered with status 0x000C.
+    pub unsupported_answered: u64,
+    /// Requests dropped because an agent's queue was full.
+    pub recv_dropped: u64,
+    /// MADs dropped as malformed (short, bad base version, class on the
+    /// wrong QP).
+    pub malformed: u64,
+    /// Completions of the engine's own sends (answers, RMPP ACKs).
+    pub internal_completions: u64,
+    /// Events delivered.
+    pub events: u64,
+}
