@@ -1,0 +1,92 @@
+//! Parse and emit of the SA header and the common SA records
+//! (mad_core::wire::sa_records), plus parsing a whole GetTable answer: a
+//! reassembled 1 MiB NodeRecord table split by AttributeOffset and every
+//! record parsed. One element = one record.
+// criterion_group!/criterion_main! generate undocumented items.
+#![allow(missing_docs)]
+use criterion::measurement::WallTime;
+use criterion::{
+    black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput,
+};
+use mad_core::wire::sa::{split_records, SaHeader, SaMad};
+use mad_core::wire::sa_records::{
+    GuidInfoRecord, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, NodeRecord,
+    PKeyTableRecord, PathRecord, PortInfoRecord, SaRecord, ServiceRecord, SmInfoRecord,
+    SwitchInfoRecord,
+};
+use mad_core::wire::Repr;
+
+#[path = "support/mod.rs"]
+mod support;
+
+/// Benches `T::parse` and `T::emit` on `T::LEN` random bytes.
+fn repr<T: Repr>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, seed: u64) {
+    let buf = support::Rng::new(seed).bytes(T::LEN);
+    let value = T::parse(&buf).expect("every bit pattern parses");
+    let mut out = vec![0u8; T::LEN];
+    g.bench_function(format!("{name}/parse"), |b| {
+        b.iter(|| T::parse(black_box(&buf)))
+    });
+    g.bench_function(format!("{name}/emit"), |b| {
+        b.iter(|| black_box(&value).emit(black_box(&mut out)))
+    });
+}
+
+fn records(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sa_record");
+    g.throughput(Throughput::Elements(1));
+    repr::<SaHeader>(&mut g, "SaHeader", 31);
+    repr::<NodeRecord>(&mut g, "NodeRecord", 32);
+    repr::<PortInfoRecord>(&mut g, "PortInfoRecord", 33);
+    repr::<PathRecord>(&mut g, "PathRecord", 34);
+    repr::<McMemberRecord>(&mut g, "MCMemberRecord", 35);
+    repr::<ServiceRecord>(&mut g, "ServiceRecord", 36);
+    repr::<LinkRecord>(&mut g, "LinkRecord", 37);
+    repr::<SwitchInfoRecord>(&mut g, "SwitchInfoRecord", 38);
+    repr::<GuidInfoRecord>(&mut g, "GUIDInfoRecord", 39);
+    repr::<PKeyTableRecord>(&mut g, "P_KeyTableRecord", 40);
+    repr::<LftRecord>(&mut g, "LinearForwardingTableRecord", 41);
+    repr::<SmInfoRecord>(&mut g, "SMInfoRecord", 42);
+    repr::<InformInfoRecord>(&mut g, "InformInfoRecord", 43);
+    g.finish();
+}
+
+/// A reassembled GetTableResp of NodeRecords with about `data_len` bytes
+/// of records: 56-byte header, then records at `PADDED_LEN` stride.
+fn node_table(data_len: usize) -> (Vec<u8>, usize) {
+    let n = data_len / NodeRecord::PADDED_LEN;
+    let mut rng = support::Rng::new(0x7461_626c);
+    let mut msg = rng.bytes(56 + n * NodeRecord::PADDED_LEN);
+    msg[0] = 1;
+    msg[1] = 0x03;
+    msg[2] = 2;
+    msg[3] = 0x92;
+    msg[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
+    let mut sa = SaMad::new_unchecked(&mut msg[..]);
+    sa.set_attr_offset(NodeRecord::ATTR_OFFSET);
+    (msg, n)
+}
+
+fn table(c: &mut Criterion) {
+    let (msg, n) = node_table(1 << 20);
+    let mut g = c.benchmark_group("sa_table");
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function("NodeRecord_1MiB/split_and_parse", |b| {
+        b.iter(|| {
+            let sa = SaMad::new_checked(black_box(&msg[..]))?;
+            let mut guid_xor = 0u64;
+            for r in split_records(sa.data(), sa.attr_offset())? {
+                guid_xor ^= NodeRecord::parse(r)?.node_info.node_guid;
+            }
+            Ok::<_, mad_core::wire::Error>(guid_xor)
+        })
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = support::criterion();
+    targets = records, table
+}
+criterion_main!(benches);
