@@ -287,6 +287,18 @@ impl<T: Transport> Engine<T> {
         self.agents.len()
     }
 
+    /// Ids of the registered agents (active or closing).
+    #[must_use]
+    pub fn agent_ids(&self) -> Vec<AgentId> {
+        self.agents.iter().map(|(_, a)| a.id).collect()
+    }
+
+    /// True if some agent has an event waiting to be handed out.
+    #[must_use]
+    pub fn has_events(&self) -> bool {
+        self.agents.iter().any(|(_, a)| !a.events.is_empty())
+    }
+
     fn agent_idx(&self, id: AgentId) -> Option<usize> {
         let idx = id.index as usize;
         self.agents.get(idx).filter(|a| a.id == id).map(|_| idx)

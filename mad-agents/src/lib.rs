@@ -18,11 +18,13 @@
 #![forbid(unsafe_code)]
 
 pub mod engine;
+pub mod runtime;
 pub mod spec;
 pub mod tid;
 mod types;
 
 pub use engine::{AgentState, Engine};
+pub use runtime::{Agent, AgentReceiver, AgentRef, Runtime, RuntimeStats, SendHandle};
 pub use spec::{AgentSpec, MethodMask, RequestFilter};
 pub use types::{
     AgentEvent, AgentId, AgentStats, Completion, EngineConfig, EngineStats, Message, RegisterError,
