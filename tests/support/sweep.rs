@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
-use mad_core::wire::attr::{NodeDescription, NodeInfo, NodeType, PortInfo};
+use mad_core::wire::attr::{NodeDescription, NodeInfo, NodeType, PhysPortState, PortInfo};
 use mad_core::wire::smp::{DrPath, Smp};
 use mad_core::wire::{AttributeId, Method, Repr};
 
@@ -343,4 +343,163 @@ pub fn width_speed(pi: &PortInfo) -> String {
         _ => "?",
     };
     format!("{width}{speed}")
+}
+
+/// Asserts everything a sweep and `ibnetdiscover` must agree on: nodes
+/// (type, port count, description), links, CA port GUIDs, and the width,
+/// speed and physical state of every link.
+///
+/// # Panics
+/// On the first disagreement, naming the topology `name`.
+pub fn compare_with_ibnetdiscover(
+    name: &str,
+    ours: &Fabric,
+    theirs: &super::ibnetdiscover::Discovered,
+) {
+    let our_nodes: BTreeMap<u64, (String, u8, String)> = ours
+        .nodes
+        .iter()
+        .map(|(g, n)| {
+            let kind = match n.info.node_type {
+                NodeType::SWITCH => "Switch",
+                NodeType::CA => "Ca",
+                NodeType::ROUTER => "Rt",
+                _ => "?",
+            };
+            (*g, (kind.to_owned(), n.info.num_ports, n.desc.clone()))
+        })
+        .collect();
+    let their_nodes: BTreeMap<u64, (String, u8, String)> = theirs
+        .nodes
+        .iter()
+        .map(|(g, n)| (*g, (n.kind.clone(), n.num_ports, n.desc.clone())))
+        .collect();
+    assert_eq!(
+        our_nodes.len(),
+        their_nodes.len(),
+        "{name}: node count differs"
+    );
+    assert_eq!(our_nodes, their_nodes, "{name}: nodes differ");
+    let only_ours: Vec<&Link> = ours.links.difference(&theirs.links).collect();
+    let only_theirs: Vec<&Link> = theirs.links.difference(&ours.links).collect();
+    assert!(
+        only_ours.is_empty() && only_theirs.is_empty(),
+        "{name}: links differ: only in our sweep {only_ours:x?}, only in ibnetdiscover {only_theirs:x?}"
+    );
+    // Port GUIDs ibnetdiscover prints (CA ports) equal those NodeInfo
+    // gave us when entering by that port.
+    for (g, n) in &theirs.nodes {
+        for (p, pg) in &n.port_guids {
+            assert_eq!(
+                ours.nodes[g].port_guids.get(p),
+                Some(pg),
+                "{name}: port GUID of {g:#x} port {p}"
+            );
+        }
+    }
+    // Width and speed of every link, from PortInfo of either end.
+    for (link, rate) in &theirs.link_rates {
+        for (g, p) in [link.0, link.1] {
+            let pi = &ours.nodes[&g].ports[&p];
+            assert_eq!(&width_speed(pi), rate, "{name}: rate of {g:#x} port {p}");
+            assert_eq!(
+                pi.port_phys_state,
+                PhysPortState::LINK_UP,
+                "{name}: {g:#x}/{p}"
+            );
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Result<Vec<u8>, String> {
+    if s.len() % 2 != 0 {
+        return Err(format!("odd hex length in {s:?}"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| format!("{s:?}: {e}")))
+        .collect()
+}
+
+impl Fabric {
+    /// A line-oriented text form (NodeInfo / PortInfo as the wire bytes),
+    /// so a sweep run in a child process (under libumad2sim) can be
+    /// handed back losslessly.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for (g, n) in &self.nodes {
+            let ni = n.info.to_vec().unwrap_or_default();
+            out.push_str(&format!(
+                "N {g:x} {} {}\n",
+                hex(&ni),
+                hex(n.desc.as_bytes())
+            ));
+            for (p, pg) in &n.port_guids {
+                out.push_str(&format!("G {g:x} {p} {pg:x}\n"));
+            }
+            for (p, pi) in &n.ports {
+                out.push_str(&format!(
+                    "P {g:x} {p} {}\n",
+                    hex(&pi.to_vec().unwrap_or_default())
+                ));
+            }
+        }
+        for l in &self.links {
+            out.push_str(&format!(
+                "L {:x} {} {:x} {}\n",
+                l.0 .0, l.0 .1, l.1 .0, l.1 .1
+            ));
+        }
+        out
+    }
+
+    /// Parses [`Fabric::to_text`]; lines not starting with N/G/P/L are
+    /// ignored (test harness noise).
+    ///
+    /// # Errors
+    /// A malformed line.
+    pub fn from_text(text: &str) -> Result<Fabric, String> {
+        let mut f = Fabric::default();
+        let g = |s: &str| u64::from_str_radix(s, 16).map_err(|e| format!("{s:?}: {e}"));
+        let p = |s: &str| s.parse::<u8>().map_err(|e| format!("{s:?}: {e}"));
+        for line in text.lines() {
+            let w: Vec<&str> = line.split(' ').collect();
+            match (w.first().copied(), w.len()) {
+                (Some("N"), 4) => {
+                    let info = NodeInfo::parse(&unhex(w[2])?).map_err(|e| e.to_string())?;
+                    let desc = String::from_utf8(unhex(w[3])?).map_err(|e| e.to_string())?;
+                    f.nodes.insert(
+                        g(w[1])?,
+                        SweptNode {
+                            info,
+                            desc,
+                            ports: BTreeMap::new(),
+                            port_guids: BTreeMap::new(),
+                            path: Vec::new(),
+                        },
+                    );
+                }
+                (Some("G"), 4) => {
+                    let n = f.nodes.get_mut(&g(w[1])?).ok_or("G before N")?;
+                    n.port_guids.insert(p(w[2])?, g(w[3])?);
+                }
+                (Some("P"), 4) => {
+                    let pi = PortInfo::parse(&unhex(w[3])?).map_err(|e| e.to_string())?;
+                    let n = f.nodes.get_mut(&g(w[1])?).ok_or("P before N")?;
+                    n.ports.insert(p(w[2])?, pi);
+                }
+                (Some("L"), 5) => {
+                    f.links
+                        .insert(Link::new((g(w[1])?, p(w[2])?), (g(w[3])?, p(w[4])?)));
+                }
+                _ => {}
+            }
+        }
+        Ok(f)
+    }
 }
