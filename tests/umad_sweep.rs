@@ -81,3 +81,48 @@ fn umad_sweep_under_libumad2sim_equals_ibnetdiscover_on_every_topology() {
         );
     }
 }
+
+const BAD_PORT_TEST: &str = "umad_open_of_a_port_that_does_not_exist_names_it";
+
+#[test]
+fn umad_open_of_a_port_that_does_not_exist_names_it() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        let ca = mad_core::transport::umad::list_cas().expect("list CAs");
+        let name = ca.first().expect("umad2sim presents a CA").name.clone();
+        let err = UmadTransport::open(Some(&name), 9).expect_err("port 9 does not exist");
+        println!("ERROR: {err}");
+        let err = UmadTransport::open(Some("no_such_ca"), 1).expect_err("no such CA");
+        println!("ERROR: {err}");
+        return;
+    }
+    if !support::require(NEEDS_DIAGS) {
+        return;
+    }
+    let sim = IbSim::start(support::topologies_dir().join("net"));
+    let exe = std::env::current_exe().expect("own test binary");
+    let out = sim
+        .umad2sim_command(exe.to_str().expect("utf-8 path"))
+        .args(["--exact", BAD_PORT_TEST, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, "1")
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The harness prints "test NAME ... " without a newline before the
+    // child's first line, so look for the marker anywhere in a line.
+    let errors: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.find("ERROR: ").map(|i| &l[i..]))
+        .collect();
+    assert_eq!(errors.len(), 2, "{stdout}");
+    assert!(
+        errors[0].contains("port 9 does not exist on CA"),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[1].contains("no_such_ca"), "{}", errors[1]);
+}

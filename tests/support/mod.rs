@@ -282,6 +282,9 @@ impl IbSim {
     #[must_use]
     pub fn umad2sim_command(&self, program: &str) -> Command {
         let mut c = Command::new(program);
+        // libumad2sim builds its fake sysfs as `sys-PID/` in the current
+        // directory: keep that out of the checkout.
+        c.current_dir(std::env::temp_dir());
         c.env("LD_PRELOAD", UMAD2SIM)
             .env("IBSIM_SOCKNAME", &self.sockname)
             .env_remove("SIM_HOST")

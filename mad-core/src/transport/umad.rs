@@ -125,10 +125,14 @@ fn open_error(what: &str) -> TransportError {
 }
 
 fn load_lib() -> Result<Lib, String> {
+    load_lib_from(LIBIBUMAD)
+}
+
+fn load_lib_from(name: &str) -> Result<Lib, String> {
     // SAFETY: loading libibumad runs its (trivial) constructors only.
-    let lib = unsafe { libloading::Library::new(LIBIBUMAD) }.map_err(|e| {
+    let lib = unsafe { libloading::Library::new(name) }.map_err(|e| {
         format!(
-            "cannot load {LIBIBUMAD} ({e}); install the Debian package {LIBIBUMAD_PACKAGE} \
+            "cannot load {name} ({e}); install the Debian package {LIBIBUMAD_PACKAGE} \
              (apt-get install {LIBIBUMAD_PACKAGE})"
         )
     })?;
@@ -772,6 +776,15 @@ mod tests {
         assert_eq!(USER_MAD_HDR, 64);
         assert_eq!(std::mem::size_of::<UmadPortRaw>(), 112);
         assert_eq!(std::mem::size_of::<UmadCaRaw>(), 208);
+    }
+
+    #[test]
+    fn a_missing_libibumad_is_named_with_its_package() {
+        let err = load_lib_from("libibumad-not-here.so.3")
+            .err()
+            .unwrap_or_default();
+        assert!(err.contains("libibumad-not-here.so.3"), "{err}");
+        assert!(err.contains("apt-get install libibumad3"), "{err}");
     }
 
     #[test]

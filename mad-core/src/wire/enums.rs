@@ -138,8 +138,10 @@ impl MgmtClass {
     /// `ib_is_mad_class_rmpp`): SA, DevMgt, DevAdm, BIS, vendor range 2.
     #[must_use]
     pub fn is_rmpp_class(self) -> bool {
-        matches!(self, Self::SUBN_ADM | Self::DEVICE_MGT | Self::DEVICE_ADM | Self::BIS)
-            || self.is_vendor_range2()
+        matches!(
+            self,
+            Self::SUBN_ADM | Self::DEVICE_MGT | Self::DEVICE_ADM | Self::BIS
+        ) || self.is_vendor_range2()
     }
     /// Offset of class data in the MAD (the kernel's
     /// `ib_get_mad_data_offset`; SMP and PerfMgt use 64 through their own
@@ -437,8 +439,14 @@ mod tests {
         assert_eq!(MgmtClass::SUBN_ADM.data_offset(), 56);
         assert_eq!(MgmtClass(0x4F).data_offset(), 40);
         assert_eq!(MgmtClass::COM_MGT.data_offset(), 24);
-        assert_eq!(AttributeId(0x35).name_in(MgmtClass::SUBN_ADM), Some("PathRecord"));
-        assert_eq!(AttributeId(0x15).name_in(MgmtClass::SUBN_LID_ROUTED), Some("PortInfo"));
+        assert_eq!(
+            AttributeId(0x35).name_in(MgmtClass::SUBN_ADM),
+            Some("PathRecord")
+        );
+        assert_eq!(
+            AttributeId(0x15).name_in(MgmtClass::SUBN_LID_ROUTED),
+            Some("PortInfo")
+        );
     }
 
     #[test]

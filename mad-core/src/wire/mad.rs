@@ -216,7 +216,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Mad<T> {
     }
     /// Sets method and response bit.
     pub fn set_method(&mut self, m: Method, response: bool) {
-        self.put(field::METHOD, &[(m.0 & 0x7F) | if response { 0x80 } else { 0 }]);
+        self.put(
+            field::METHOD,
+            &[(m.0 & 0x7F) | if response { 0x80 } else { 0 }],
+        );
     }
     /// Sets the status word.
     pub fn set_status(&mut self, s: MadStatus) {
@@ -240,7 +243,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Mad<T> {
     }
     /// Everything after the common header, mutable.
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        self.buf.as_mut().get_mut(MAD_HEADER_LEN..).unwrap_or(&mut [])
+        self.buf
+            .as_mut()
+            .get_mut(MAD_HEADER_LEN..)
+            .unwrap_or(&mut [])
     }
 }
 
@@ -292,16 +298,27 @@ mod tests {
     fn short_buffers_are_errors() {
         assert!(matches!(
             Mad::new_checked(&[0u8; 23][..]),
-            Err(Error::Truncated { need: 24, got: 23, .. })
+            Err(Error::Truncated {
+                need: 24,
+                got: 23,
+                ..
+            })
         ));
         assert!(MadHeader::parse(&[0u8; 10]).is_err());
     }
 
     #[test]
     fn trap_repress_and_bm_odd_modifier_are_responses() {
-        let h = MadHeader { method: Method::TRAP_REPRESS, ..Default::default() };
+        let h = MadHeader {
+            method: Method::TRAP_REPRESS,
+            ..Default::default()
+        };
         assert!(h.is_response());
-        let h = MadHeader { mgmt_class: MgmtClass::BM, attr_mod: 1, ..Default::default() };
+        let h = MadHeader {
+            mgmt_class: MgmtClass::BM,
+            attr_mod: 1,
+            ..Default::default()
+        };
         assert!(h.is_response());
     }
 }
