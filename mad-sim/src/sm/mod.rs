@@ -1,0 +1,1243 @@
+//! SM-lite: a small subnet manager as a sans-IO state machine.
+//!
+//! [`SubnetManager`] does no I/O and has no clock of its own (the style of
+//! quinn and neqo): the caller feeds it received MADs and the current
+//! time, and takes from it the MADs to send and the next deadline. It
+//! therefore runs on any transport: the built-in fabric, ibsim, or a real
+//! port. [`driver::SmDriver`] pumps it over any
+//! [`Transport`](mad_core::transport::Transport).
+//!
+//! ```text
+//!   sm.start(now)
+//!   loop {
+//!       while let Some((mad, to)) = sm.poll_transmit(now) { post mad on QP0 to `to` }
+//!       for each MAD received on QP0: sm.handle_recv(now, &mad, &src)
+//!       if sm.poll_timeout() <= now: sm.handle_timeout(now)
+//!       while let Some(ev) = sm.poll_event() { ... SubnetUp ... }
+//!       wait for a receive or sm.poll_timeout()
+//!   }
+//! ```
+//!
+//! # What a sweep does
+//! 1. **Discover**: a breadth-first directed-route walk from the SM's own
+//!    port: NodeInfo of every node reached, NodeDescription, SwitchInfo of
+//!    switches, PortInfo of every switch port and of each CA port entered.
+//!    Links are found by sending NodeInfo out of every switch port whose
+//!    physical link is up and whose far end is not yet known.
+//! 2. **Route**: LIDs (LMC 0; a switch gets one, on port 0; each CA port
+//!    one; from 1 up, stable by port GUID across sweeps) and min-hop
+//!    linear forwarding tables ([`routing`]).
+//! 3. **Configure**: PortInfo Set where something differs (LID, MasterSMLID,
+//!    SubnetTimeOut, GID prefix, M_Key 0, LMC 0 on CA ports and switch
+//!    port 0) or a port in Initialize is to be Armed; SwitchInfo Set
+//!    (LinearFDBTop = highest LID, PortStateChange cleared); every
+//!    LinearForwardingTable block that differs from what SM-lite last
+//!    programmed into that switch.
+//! 4. **Activate**: once every link end is Armed, PortInfo Set Active on
+//!    each of them (a port must be Armed before it may go Active, and its
+//!    neighbour must be Armed or Active). Ports whose physical link is not
+//!    LinkUp are left alone.
+//! 5. [`SmEvent::SweepDone`], then [`SmEvent::SubnetUp`] when every Set
+//!    succeeded; the SM is then MASTER.
+//!
+//! Every SMP of a sweep is directed-route with permissive DrSLID/DrDLID,
+//! so nothing depends on LIDs being configured. At most
+//! [`SmConfig::max_in_flight`] SMPs are outstanding; each is retried
+//! [`SmConfig::retries`] times after [`SmConfig::timeout`]. Answers are
+//! matched by the low 48 bits of the TID (ibsim and the kernel may
+//! rewrite the top 16) and the attribute ID.
+//!
+//! A re-sweep (on [`SubnetManager::resweep`] or a Trap 128 "link state
+//! changed") runs the same steps, but only sends the Sets whose values
+//! differ from what the ports and switches hold now.
+//!
+//! SM-lite also answers, as a responder, SMInfo Get/Set addressed to its
+//! port (GUID, ActCount, priority, state), represses every trap it
+//! receives with a TrapRepress, and answers any other Get/Set that reaches
+//! it with status "method/attribute not supported". Such answers come out
+//! of [`SubnetManager::poll_transmit`] before any sweep SMP.
+//!
+//! Not done (SM-lite is not OpenSM): SM negotiation with other SMs
+//! (SMInfo polling / handover), M_Key protection, LMC > 0, multicast,
+//! partitions, QoS (SL2VL, VL arbitration), periodic light sweeps.
+
+pub mod driver;
+pub mod routing;
+pub mod subnet;
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use mad_core::transport::{Address, PortAttrs, PERMISSIVE_LID};
+use mad_core::wire::attr::{
+    LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
+    PortState, SmInfo, SmState, SwitchInfo,
+};
+use mad_core::wire::smp::{DrPath, Smp, DR_DIRECTION_BIT, DR_MAX_HOPS};
+use mad_core::wire::{
+    AttributeId, MadStatus, Method, MgmtClass, Repr, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET,
+};
+
+pub use driver::SmDriver;
+pub use routing::{LidBook, MAX_UNICAST_LID, NO_ROUTE};
+pub use subnet::{NodeIdx, PortRef, SmNode, SmPort, Subnet};
+
+/// TID bits SM-lite owns: ibsim (and the kernel, for umad) may rewrite
+/// bits 48–63 of a request's TID.
+pub const TID_MASK: u64 = (1 << 48) - 1;
+/// Marker SM-lite puts in TID bits 32–47 ("SM").
+const TID_MARK: u64 = 0x534D << 32;
+
+/// SM-lite's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmConfig {
+    /// Most SMPs outstanding at once (default 64; keep ≤ 256 on ibsim).
+    pub max_in_flight: usize,
+    /// How long to wait for each answer before resending (default 200 ms).
+    pub timeout: Duration,
+    /// Resends of an unanswered SMP before it counts as failed (default 3).
+    pub retries: u32,
+    /// SMInfo priority, 0–15 (default 0).
+    pub priority: u8,
+    /// SM_Key, returned in SMInfo only to a requester that presents it.
+    pub sm_key: u64,
+    /// M_Key sent in every SMP and programmed into every port (default 0).
+    pub m_key: u64,
+    /// GID prefix programmed into every port (default 0xfe80::).
+    pub subnet_prefix: u64,
+    /// PortInfo SubnetTimeOut programmed into every port (default 18,
+    /// about 1.07 s; 4.096 µs × 2^value).
+    pub subnet_timeout: u8,
+    /// Lowest LID given out (default 1).
+    pub first_lid: u16,
+    /// Keep a LID a port already holds when nobody else has it (default
+    /// true, as OpenSM does); LIDs are stable across SM restarts then.
+    pub honor_existing_lids: bool,
+    /// After a sweep with errors, sweep again after this long (default
+    /// 1 s; `None`: only when told).
+    pub error_resweep_delay: Option<Duration>,
+}
+
+impl Default for SmConfig {
+    fn default() -> Self {
+        Self {
+            max_in_flight: 64,
+            timeout: Duration::from_millis(200),
+            retries: 3,
+            priority: 0,
+            sm_key: 0,
+            m_key: 0,
+            subnet_prefix: 0xfe80_0000_0000_0000,
+            subnet_timeout: 18,
+            first_lid: 1,
+            honor_existing_lids: true,
+            error_resweep_delay: Some(Duration::from_secs(1)),
+        }
+    }
+}
+
+/// Something that went wrong, reported as [`SmEvent::Error`]. None of
+/// them stops SM-lite; a sweep with errors raises no SubnetUp and is
+/// repeated after [`SmConfig::error_resweep_delay`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SmError {
+    /// An SMP went unanswered after every retry.
+    #[error("{method} {attr} (modifier {attr_mod:#x}) via {path}: no answer after {tries} tries")]
+    Timeout {
+        /// Method sent.
+        method: Method,
+        /// Attribute.
+        attr: AttributeId,
+        /// Attribute modifier.
+        attr_mod: u32,
+        /// Directed route.
+        path: DrPath,
+        /// Times it was sent.
+        tries: u32,
+    },
+    /// An SMP was answered with a non-zero status.
+    #[error("{method} {attr} (modifier {attr_mod:#x}) via {path}: status {status:#06x}")]
+    Status {
+        /// Method sent.
+        method: Method,
+        /// Attribute.
+        attr: AttributeId,
+        /// Attribute modifier.
+        attr_mod: u32,
+        /// Directed route.
+        path: DrPath,
+        /// The status (15 bits for DR SMPs).
+        status: u16,
+    },
+    /// An answer whose attribute could not be parsed.
+    #[error("{attr} via {path}: unparsable answer: {reason}")]
+    Malformed {
+        /// Attribute.
+        attr: AttributeId,
+        /// Directed route.
+        path: DrPath,
+        /// Why.
+        reason: String,
+    },
+    /// A PortInfo Set did not leave the port as asked.
+    #[error("node {node_guid:#018x} port {port}: asked for {wanted} (LID {lid}), port reports {got} (LID {got_lid})")]
+    PortNotSet {
+        /// Node GUID.
+        node_guid: u64,
+        /// Port number.
+        port: u8,
+        /// State asked for (NoChange: none).
+        wanted: PortState,
+        /// State reported.
+        got: PortState,
+        /// LID asked for (0: none).
+        lid: u16,
+        /// LID reported.
+        got_lid: u16,
+    },
+    /// A LinearForwardingTable or SwitchInfo Set was answered with other
+    /// contents than were set.
+    #[error("switch {switch_guid:#018x}: {attr} (modifier {attr_mod:#x}) not taken")]
+    SwitchNotSet {
+        /// Switch GUID.
+        switch_guid: u64,
+        /// Attribute.
+        attr: AttributeId,
+        /// Attribute modifier.
+        attr_mod: u32,
+    },
+    /// The unicast LID space (1–0xBFFF) ran out.
+    #[error("{ports} ports left without a LID: unicast LIDs exhausted")]
+    LidsExhausted {
+        /// Ports without a LID.
+        ports: usize,
+    },
+    /// A switch's LinearFDBCap is below the highest LID.
+    #[error("switch {switch_guid:#018x}: LinearFDBCap {cap} cannot hold LID {max_lid}")]
+    FdbCap {
+        /// Switch GUID.
+        switch_guid: u64,
+        /// Its LinearFDBCap.
+        cap: u16,
+        /// Highest LID.
+        max_lid: u16,
+    },
+    /// The SM's own port did not answer NodeInfo: nothing was swept.
+    #[error("the SM's own port did not answer NodeInfo")]
+    LocalUnreachable,
+}
+
+/// What SM-lite reports through [`SubnetManager::poll_event`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SmEvent {
+    /// A sweep finished (configured or not).
+    SweepDone {
+        /// Nodes found.
+        nodes: usize,
+        /// Of which switches.
+        switches: usize,
+        /// LIDs in use.
+        lids: usize,
+        /// Set SMPs sent (each counted once, resends not).
+        sets: usize,
+        /// SMPs sent in all, resends included.
+        smps: usize,
+        /// Resends after a timeout.
+        retries: usize,
+        /// Errors reported during the sweep.
+        errors: usize,
+    },
+    /// Every port found is configured and Active, every switch routed.
+    SubnetUp,
+    /// A trap (SubnTrap Notice) reached the SM; it was repressed.
+    Trap {
+        /// Generic trap number (None for a vendor trap).
+        number: Option<u16>,
+        /// IssuerLID.
+        issuer_lid: u16,
+    },
+    /// Something failed.
+    Error(SmError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Discover,
+    Configure,
+    Activate,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    NodeInfo {
+        from: Option<PortRef>,
+    },
+    NodeDesc {
+        node: NodeIdx,
+    },
+    SwitchInfo {
+        node: NodeIdx,
+    },
+    PortInfo {
+        node: NodeIdx,
+        port: u8,
+        guid: u64,
+    },
+    SetPortInfo {
+        node: NodeIdx,
+        port: u8,
+        want: PortInfo,
+    },
+    SetSwitchInfo {
+        node: NodeIdx,
+        want: SwitchInfo,
+    },
+    SetLft {
+        node: NodeIdx,
+        block: u32,
+        want: [u8; 64],
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Request {
+    method: Method,
+    attr: AttributeId,
+    attr_mod: u32,
+    path: DrPath,
+    data: Option<[u8; SMP_DATA_LEN]>,
+    kind: Kind,
+}
+
+struct Outstanding {
+    req: Request,
+    mad: Vec<u8>,
+    tries: u32,
+    /// None while queued for a resend.
+    deadline: Option<Instant>,
+}
+
+#[derive(Default)]
+struct Sweep {
+    subnet: Subnet,
+    sets: usize,
+    smps: usize,
+    retries: usize,
+    errors: usize,
+    to_activate: Vec<PortRef>,
+}
+
+/// What SM-lite last wrote into a switch.
+#[derive(Debug, Clone, Default)]
+struct Programmed {
+    top: u16,
+    lft: Vec<u8>,
+}
+
+/// SM-lite (see the module docs).
+pub struct SubnetManager {
+    cfg: SmConfig,
+    port_guid: u64,
+    sm_state: SmState,
+    act_count: u32,
+    started: bool,
+    phase: Phase,
+    sweep: Sweep,
+    subnet: Subnet,
+    book: LidBook,
+    programmed: HashMap<u64, Programmed>,
+    sm_lid: u16,
+    ready: VecDeque<Request>,
+    outstanding: HashMap<u64, Outstanding>,
+    resend: VecDeque<u64>,
+    responses: VecDeque<(Vec<u8>, Address)>,
+    next_tid: u32,
+    events: VecDeque<SmEvent>,
+    resweep_pending: bool,
+    resweep_at: Option<Instant>,
+    subnet_up: bool,
+}
+
+impl std::fmt::Debug for SubnetManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubnetManager")
+            .field("port_guid", &format_args!("{:#018x}", self.port_guid))
+            .field("sm_state", &self.sm_state)
+            .field("phase", &self.phase)
+            .field("sm_lid", &self.sm_lid)
+            .field("outstanding", &self.outstanding.len())
+            .field("ready", &self.ready.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubnetManager {
+    /// A subnet manager for the port described by `local` (its port GUID
+    /// is what SMInfo reports until the first sweep reads it from
+    /// NodeInfo). Nothing is sent before [`SubnetManager::start`].
+    #[must_use]
+    pub fn new(cfg: SmConfig, local: &PortAttrs) -> Self {
+        let port_guid = if local.port_guid != 0 {
+            local.port_guid
+        } else {
+            local.node_guid
+        };
+        Self {
+            cfg,
+            port_guid,
+            sm_state: SmState::NOT_ACTIVE,
+            act_count: 0,
+            started: false,
+            phase: Phase::Idle,
+            sweep: Sweep::default(),
+            subnet: Subnet::default(),
+            book: LidBook::default(),
+            programmed: HashMap::new(),
+            sm_lid: 0,
+            ready: VecDeque::new(),
+            outstanding: HashMap::new(),
+            resend: VecDeque::new(),
+            responses: VecDeque::new(),
+            next_tid: 0,
+            events: VecDeque::new(),
+            resweep_pending: false,
+            resweep_at: None,
+            subnet_up: false,
+        }
+    }
+
+    /// Starts the SM: it becomes DISCOVERING and begins the first sweep.
+    /// Calling it again acts as [`SubnetManager::resweep`].
+    pub fn start(&mut self, now: Instant) {
+        if self.started {
+            self.resweep(now);
+            return;
+        }
+        self.started = true;
+        self.sm_state = SmState::DISCOVERING;
+        self.begin_sweep();
+    }
+
+    /// Asks for a new sweep: at once when idle, else as soon as the
+    /// running one ends. Starts the SM if it was not started.
+    pub fn resweep(&mut self, now: Instant) {
+        if !self.started {
+            self.start(now);
+            return;
+        }
+        if self.phase == Phase::Idle {
+            self.resweep_at = None;
+            self.begin_sweep();
+        } else {
+            self.resweep_pending = true;
+        }
+    }
+
+    /// The next MAD to send on QP0 and where to: first answers to
+    /// requests SM-lite received (SMInfo, TrapRepress), then resends,
+    /// then new sweep SMPs while fewer than
+    /// [`SmConfig::max_in_flight`] are outstanding.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<(Vec<u8>, Address)> {
+        if let Some(r) = self.responses.pop_front() {
+            self.act_count = self.act_count.wrapping_add(1);
+            return Some(r);
+        }
+        while let Some(tid) = self.resend.pop_front() {
+            if let Some(o) = self.outstanding.get_mut(&tid) {
+                o.tries += 1;
+                o.deadline = Some(now + self.cfg.timeout);
+                self.sweep.smps += 1;
+                self.sweep.retries += 1;
+                self.act_count = self.act_count.wrapping_add(1);
+                return Some((o.mad.clone(), Address::smi(PERMISSIVE_LID)));
+            }
+        }
+        if self.outstanding.len() >= self.cfg.max_in_flight.max(1) {
+            return None;
+        }
+        let req = self.ready.pop_front()?;
+        let tid = loop {
+            self.next_tid = self.next_tid.wrapping_add(1);
+            let t = TID_MARK | u64::from(self.next_tid);
+            if !self.outstanding.contains_key(&t) {
+                break t;
+            }
+        };
+        let mut mad =
+            req.path
+                .build_request(req.method, req.attr, req.attr_mod, tid, self.cfg.m_key);
+        if let Some(d) = &req.data {
+            mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN].copy_from_slice(d);
+        }
+        if req.method == Method::SET {
+            self.sweep.sets += 1;
+        }
+        self.sweep.smps += 1;
+        self.act_count = self.act_count.wrapping_add(1);
+        let out = mad.to_vec();
+        self.outstanding.insert(
+            tid,
+            Outstanding {
+                req,
+                mad: out.clone(),
+                tries: 1,
+                deadline: Some(now + self.cfg.timeout),
+            },
+        );
+        Some((out, Address::smi(PERMISSIVE_LID)))
+    }
+
+    /// Takes a MAD received on QP0 from `src`: an answer to one of
+    /// SM-lite's SMPs, a trap, or a request to the SM (SMInfo). Anything
+    /// else is ignored.
+    pub fn handle_recv(&mut self, now: Instant, mad: &[u8], src: &Address) {
+        let Ok(smp) = Smp::new_checked(mad) else {
+            return;
+        };
+        let class = smp.mgmt_class();
+        if class != MgmtClass::SUBN_LID_ROUTED && class != MgmtClass::SUBN_DIRECTED_ROUTE {
+            return;
+        }
+        let method = smp.method();
+        if smp.response_bit() {
+            self.on_answer(now, &smp);
+        } else if method == Method::TRAP {
+            self.on_trap(now, &smp, src);
+        } else if method == Method::GET || method == Method::SET {
+            self.on_request(&smp, src);
+        }
+        self.advance(now);
+    }
+
+    /// Resends or fails the SMPs whose deadline has passed, and starts a
+    /// re-sweep whose time has come.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let late: Vec<u64> = self
+            .outstanding
+            .iter()
+            .filter(|(_, o)| o.deadline.is_some_and(|d| d <= now))
+            .map(|(t, _)| *t)
+            .collect();
+        for tid in late {
+            let retry = self
+                .outstanding
+                .get(&tid)
+                .is_some_and(|o| o.tries <= self.cfg.retries);
+            if retry {
+                if let Some(o) = self.outstanding.get_mut(&tid) {
+                    o.deadline = None;
+                    self.resend.push_back(tid);
+                }
+            } else if let Some(o) = self.outstanding.remove(&tid) {
+                let err = SmError::Timeout {
+                    method: o.req.method,
+                    attr: o.req.attr,
+                    attr_mod: o.req.attr_mod,
+                    path: o.req.path.clone(),
+                    tries: o.tries,
+                };
+                self.fail(o.req, err);
+            }
+        }
+        if self.resweep_at.is_some_and(|t| t <= now) {
+            self.resweep_at = None;
+            self.resweep(now);
+        }
+        self.advance(now);
+    }
+
+    /// The earliest time [`SubnetManager::handle_timeout`] has work.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let d = self.outstanding.values().filter_map(|o| o.deadline).min();
+        match (d, self.resweep_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<SmEvent> {
+        self.events.pop_front()
+    }
+
+    /// The subnet as the last finished sweep saw and configured it.
+    #[must_use]
+    pub fn subnet(&self) -> &Subnet {
+        &self.subnet
+    }
+
+    /// The SM's LID (0 before the first sweep routed).
+    #[must_use]
+    pub fn sm_lid(&self) -> u16 {
+        self.sm_lid
+    }
+
+    /// The LID given to the port with this GUID (kept across sweeps).
+    #[must_use]
+    pub fn lid_of(&self, port_guid: u64) -> Option<u16> {
+        self.book.lid(port_guid)
+    }
+
+    /// SMInfo as SM-lite answers it (SM_Key included).
+    #[must_use]
+    pub fn sm_info(&self) -> SmInfo {
+        SmInfo {
+            guid: self.port_guid,
+            sm_key: self.cfg.sm_key,
+            act_count: self.act_count,
+            priority: self.cfg.priority & 0x0F,
+            sm_state: self.sm_state,
+        }
+    }
+
+    /// True while a sweep runs.
+    #[must_use]
+    pub fn is_sweeping(&self) -> bool {
+        self.phase != Phase::Idle
+    }
+
+    /// True once a sweep raised SubnetUp (and stays so during re-sweeps).
+    #[must_use]
+    pub fn is_subnet_up(&self) -> bool {
+        self.subnet_up
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &SmConfig {
+        &self.cfg
+    }
+
+    // ------------------------------------------------------------------
+    // Receiving
+    // ------------------------------------------------------------------
+
+    fn on_answer(&mut self, now: Instant, smp: &Smp<&[u8]>) {
+        let tid = smp.tid() & TID_MASK;
+        let matches = self
+            .outstanding
+            .get(&tid)
+            .is_some_and(|o| o.req.attr == smp.attr_id());
+        if !matches {
+            return; // late duplicate, or not ours
+        }
+        let Some(o) = self.outstanding.remove(&tid) else {
+            return;
+        };
+        let status = if smp.is_directed_route() {
+            smp.dr_status()
+        } else {
+            smp.mad().status().0
+        };
+        if status != 0 {
+            let err = SmError::Status {
+                method: o.req.method,
+                attr: o.req.attr,
+                attr_mod: o.req.attr_mod,
+                path: o.req.path.clone(),
+                status,
+            };
+            self.fail(o.req, err);
+            return;
+        }
+        let _ = now;
+        self.succeed(o.req, smp.data());
+    }
+
+    fn on_trap(&mut self, now: Instant, smp: &Smp<&[u8]>, src: &Address) {
+        let mut rep = smp.as_bytes().to_vec();
+        rep.resize(MAD_LEN, 0);
+        rep[3] = Method::TRAP_REPRESS.0;
+        self.responses.push_back((rep, reply_address(smp, src)));
+        if smp.attr_id() != AttributeId::NOTICE {
+            return;
+        }
+        // In an SMP the Notice is cut to the 64 data bytes (no IssuerGID).
+        let mut b = [0u8; 80];
+        let d = smp.data();
+        b[..d.len().min(80)].copy_from_slice(&d[..d.len().min(80)]);
+        let Ok(n) = Notice::parse(&b) else {
+            return;
+        };
+        self.events.push_back(SmEvent::Trap {
+            number: n.trap_number(),
+            issuer_lid: n.issuer_lid,
+        });
+        if n.trap_number() == Some(mad_core::wire::attr::trap::LINK_STATE_CHANGE) {
+            self.resweep(now);
+        }
+    }
+
+    fn on_request(&mut self, smp: &Smp<&[u8]>, src: &Address) {
+        let mut rep = smp.as_bytes().to_vec();
+        rep.resize(MAD_LEN, 0);
+        let status = if smp.attr_id() == AttributeId::SM_INFO {
+            let asked_key = SmInfo::parse(smp.data()).map_or(0, |s| s.sm_key);
+            let mut info = self.sm_info();
+            if smp.method() == Method::GET && asked_key != self.cfg.sm_key {
+                info.sm_key = 0;
+            }
+            if let Ok(b) = info.to_vec() {
+                let d = &mut rep[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN];
+                d.fill(0);
+                d[..b.len()].copy_from_slice(&b);
+            }
+            0
+        } else {
+            MadStatus::METHOD_ATTR_UNSUPPORTED.0
+        };
+        rep[3] = Method::GET.0 | mad_core::wire::METHOD_RESPONSE_BIT;
+        let word = if smp.is_directed_route() {
+            DR_DIRECTION_BIT | (status & 0x7FFF)
+        } else {
+            status
+        };
+        rep[4..6].copy_from_slice(&word.to_be_bytes());
+        self.responses.push_back((rep, reply_address(smp, src)));
+    }
+
+    // ------------------------------------------------------------------
+    // Sweep steps
+    // ------------------------------------------------------------------
+
+    fn begin_sweep(&mut self) {
+        self.sweep = Sweep::default();
+        self.phase = Phase::Discover;
+        self.resweep_pending = false;
+        self.ready.push_back(Request {
+            method: Method::GET,
+            attr: AttributeId::NODE_INFO,
+            attr_mod: 0,
+            path: DrPath::local(),
+            data: None,
+            kind: Kind::NodeInfo { from: None },
+        });
+    }
+
+    fn get(&mut self, attr: AttributeId, attr_mod: u32, path: DrPath, kind: Kind) {
+        self.ready.push_back(Request {
+            method: Method::GET,
+            attr,
+            attr_mod,
+            path,
+            data: None,
+            kind,
+        });
+    }
+
+    fn set(&mut self, attr: AttributeId, attr_mod: u32, path: DrPath, data: &[u8], kind: Kind) {
+        let mut d = [0u8; SMP_DATA_LEN];
+        let n = data.len().min(SMP_DATA_LEN);
+        d[..n].copy_from_slice(&data[..n]);
+        self.ready.push_back(Request {
+            method: Method::SET,
+            attr,
+            attr_mod,
+            path,
+            data: Some(d),
+            kind,
+        });
+    }
+
+    fn error(&mut self, e: SmError) {
+        self.sweep.errors += 1;
+        self.events.push_back(SmEvent::Error(e));
+    }
+
+    fn fail(&mut self, req: Request, err: SmError) {
+        let local_lost = matches!(req.kind, Kind::NodeInfo { from: None });
+        self.error(err);
+        if local_lost {
+            self.error(SmError::LocalUnreachable);
+        }
+    }
+
+    fn malformed(&mut self, req: &Request, e: impl std::fmt::Display) {
+        self.error(SmError::Malformed {
+            attr: req.attr,
+            path: req.path.clone(),
+            reason: e.to_string(),
+        });
+    }
+
+    fn succeed(&mut self, req: Request, data: &[u8]) {
+        match req.kind.clone() {
+            Kind::NodeInfo { from } => match NodeInfo::parse(data) {
+                Ok(ni) => self.got_node_info(&req.path, from, ni),
+                Err(e) => self.malformed(&req, e),
+            },
+            Kind::NodeDesc { node } => match NodeDescription::parse(data) {
+                Ok(d) => {
+                    if let Some(n) = self.sweep.subnet.node_mut(node) {
+                        n.desc = d.text().into_owned();
+                    }
+                }
+                Err(e) => self.malformed(&req, e),
+            },
+            Kind::SwitchInfo { node } => match SwitchInfo::parse(data) {
+                Ok(si) => {
+                    if let Some(n) = self.sweep.subnet.node_mut(node) {
+                        n.switch_info = Some(si);
+                    }
+                }
+                Err(e) => self.malformed(&req, e),
+            },
+            Kind::PortInfo { node, port, guid } => match PortInfo::parse(data) {
+                Ok(pi) => self.got_port_info(&req.path, node, port, guid, pi),
+                Err(e) => self.malformed(&req, e),
+            },
+            Kind::SetPortInfo { node, port, want } => match PortInfo::parse(data) {
+                Ok(got) => self.port_set_done(node, port, &want, &got),
+                Err(e) => self.malformed(&req, e),
+            },
+            Kind::SetSwitchInfo { node, want } => match SwitchInfo::parse(data) {
+                Ok(got) => {
+                    let guid = self.sweep.subnet.nodes().get(node).map_or(0, SmNode::guid);
+                    if got.linear_fdb_top == want.linear_fdb_top {
+                        self.programmed.entry(guid).or_default().top = want.linear_fdb_top;
+                    } else {
+                        self.error(SmError::SwitchNotSet {
+                            switch_guid: guid,
+                            attr: req.attr,
+                            attr_mod: req.attr_mod,
+                        });
+                    }
+                }
+                Err(e) => self.malformed(&req, e),
+            },
+            Kind::SetLft { node, block, want } => {
+                let guid = self.sweep.subnet.nodes().get(node).map_or(0, SmNode::guid);
+                if data.get(..64) == Some(&want[..]) {
+                    let p = self.programmed.entry(guid).or_default();
+                    let start = block as usize * LinearFwdTable::ENTRIES;
+                    if p.lft.len() < start + LinearFwdTable::ENTRIES {
+                        p.lft.resize(start + LinearFwdTable::ENTRIES, NO_ROUTE);
+                    }
+                    p.lft[start..start + LinearFwdTable::ENTRIES].copy_from_slice(&want);
+                } else {
+                    self.error(SmError::SwitchNotSet {
+                        switch_guid: guid,
+                        attr: req.attr,
+                        attr_mod: req.attr_mod,
+                    });
+                }
+            }
+        }
+    }
+
+    fn got_node_info(&mut self, path: &DrPath, from: Option<PortRef>, ni: NodeInfo) {
+        let entry = ni.local_port_num;
+        let guid = ni.node_guid;
+        let port_guid = ni.port_guid;
+        let is_switch = ni.node_type == NodeType::SWITCH;
+        let sub = &mut self.sweep.subnet;
+        if let Some(i) = sub.index_of(guid) {
+            if let Some(f) = from {
+                sub.add_link(f, (i, entry));
+            }
+            let known = sub.nodes()[i].port(entry).is_some();
+            if !is_switch && !known {
+                // Another port of a CA we know: read it through this port.
+                self.get(
+                    AttributeId::PORT_INFO,
+                    u32::from(entry),
+                    path.clone(),
+                    Kind::PortInfo {
+                        node: i,
+                        port: entry,
+                        guid: port_guid,
+                    },
+                );
+            }
+            return;
+        }
+        let num_ports = ni.num_ports;
+        let i = sub.add_node(ni, path.clone());
+        match from {
+            Some(f) => sub.add_link(f, (i, entry)),
+            None => {
+                sub.set_local((i, if is_switch { 0 } else { entry }));
+                self.port_guid = port_guid;
+            }
+        }
+        self.get(
+            AttributeId::NODE_DESC,
+            0,
+            path.clone(),
+            Kind::NodeDesc { node: i },
+        );
+        if is_switch {
+            self.get(
+                AttributeId::SWITCH_INFO,
+                0,
+                path.clone(),
+                Kind::SwitchInfo { node: i },
+            );
+            for port in 0..=num_ports {
+                self.get(
+                    AttributeId::PORT_INFO,
+                    u32::from(port),
+                    path.clone(),
+                    Kind::PortInfo {
+                        node: i,
+                        port,
+                        guid: port_guid,
+                    },
+                );
+            }
+        } else {
+            self.get(
+                AttributeId::PORT_INFO,
+                u32::from(entry),
+                path.clone(),
+                Kind::PortInfo {
+                    node: i,
+                    port: entry,
+                    guid: port_guid,
+                },
+            );
+        }
+    }
+
+    fn got_port_info(&mut self, path: &DrPath, node: NodeIdx, port: u8, guid: u64, pi: PortInfo) {
+        let sub = &mut self.sweep.subnet;
+        let Some(n) = sub.node_mut(node) else { return };
+        let is_switch = n.is_switch();
+        let link_up = pi.port_phys_state == PhysPortState::LINK_UP;
+        if let Some(slot) = n.ports.get_mut(usize::from(port)) {
+            *slot = Some(SmPort {
+                num: port,
+                guid,
+                info: pi,
+                path: path.clone(),
+                lid: 0,
+            });
+        }
+        let expand = if is_switch {
+            port != 0 && sub.remote((node, port)).is_none()
+        } else {
+            path.hop_cnt() == 0
+        };
+        if link_up && expand && path.hop_cnt() < DR_MAX_HOPS {
+            let mut hops = path.hops().to_vec();
+            hops.push(port);
+            if let Ok(next) = DrPath::from_hops(&hops) {
+                self.get(
+                    AttributeId::NODE_INFO,
+                    0,
+                    next,
+                    Kind::NodeInfo {
+                        from: Some((node, port)),
+                    },
+                );
+            }
+        }
+    }
+
+    fn port_set_done(&mut self, node: NodeIdx, port: u8, want: &PortInfo, got: &PortInfo) {
+        let Some(n) = self.sweep.subnet.nodes().get(node) else {
+            return;
+        };
+        let lid_bearing = !n.is_switch() || port == 0;
+        let state_ok = match want.port_state {
+            PortState::NO_CHANGE => true,
+            s => got.port_state == s,
+        };
+        let lid_ok = !lid_bearing || got.lid == want.lid;
+        if state_ok && lid_ok {
+            if want.port_state == PortState::ARMED {
+                self.sweep.to_activate.push((node, port));
+            }
+            return;
+        }
+        let e = SmError::PortNotSet {
+            node_guid: n.guid(),
+            port,
+            wanted: want.port_state,
+            got: got.port_state,
+            lid: if lid_bearing { want.lid } else { 0 },
+            got_lid: got.lid,
+        };
+        self.error(e);
+    }
+
+    /// Moves to the next phase whenever the current one has nothing left
+    /// to send or wait for.
+    fn advance(&mut self, now: Instant) {
+        loop {
+            if self.phase == Phase::Idle || !self.ready.is_empty() || !self.outstanding.is_empty() {
+                return;
+            }
+            match self.phase {
+                Phase::Idle => return,
+                Phase::Discover => {
+                    if self.sweep.subnet.local().is_none() {
+                        self.finish(now);
+                        continue;
+                    }
+                    self.route();
+                    self.configure();
+                    self.phase = Phase::Configure;
+                }
+                Phase::Configure => {
+                    self.activate();
+                    self.phase = Phase::Activate;
+                }
+                Phase::Activate => self.finish(now),
+            }
+        }
+    }
+
+    fn route(&mut self) {
+        let sub = &mut self.sweep.subnet;
+        if let Err(ports) = routing::assign_lids(
+            sub,
+            &mut self.book,
+            self.cfg.first_lid,
+            self.cfg.honor_existing_lids,
+        ) {
+            self.error(SmError::LidsExhausted { ports });
+        }
+        let sub = &mut self.sweep.subnet;
+        routing::compute_lfts(sub);
+        self.sm_lid = sub
+            .local()
+            .and_then(|(i, p)| sub.nodes()[i].port(p))
+            .map_or(0, |p| p.lid);
+    }
+
+    /// The PortInfo SM-lite wants `port` of `node` to hold, with `state`.
+    fn desired(&self, node: &SmNode, port: &SmPort, state: PortState) -> PortInfo {
+        let mut pi = port.info.clone();
+        if !node.is_switch() || port.num == 0 {
+            pi.lid = port.lid;
+            pi.master_sm_lid = self.sm_lid;
+            pi.gid_prefix = self.cfg.subnet_prefix;
+            pi.subnet_timeout = self.cfg.subnet_timeout & 0x1F;
+            pi.lmc = 0;
+            pi.m_key = self.cfg.m_key;
+            pi.m_key_protect_bits = 0;
+            pi.m_key_lease_period = 0;
+        }
+        pi.port_state = state;
+        pi.port_phys_state = PhysPortState::NO_CHANGE;
+        // 0 = "no change" for the enable fields: leave link speed and
+        // width to the hardware.
+        pi.link_width_enabled = 0;
+        pi.link_speed_enabled = 0;
+        pi.link_speed_ext_enabled = 0;
+        pi.link_speed_ext_enabled2 = 0;
+        pi.client_reregister = false;
+        pi
+    }
+
+    fn needs_config(&self, node: &SmNode, port: &SmPort) -> bool {
+        if node.is_switch() && port.num != 0 {
+            return false;
+        }
+        let pi = &port.info;
+        pi.lid != port.lid
+            || pi.master_sm_lid != self.sm_lid
+            || pi.gid_prefix != self.cfg.subnet_prefix
+            || pi.subnet_timeout != self.cfg.subnet_timeout & 0x1F
+            || pi.lmc != 0
+            || pi.m_key != self.cfg.m_key
+    }
+
+    fn configure(&mut self) {
+        let sub = std::mem::take(&mut self.sweep.subnet);
+        let max_lid = sub.max_lid();
+        for (i, n) in sub.nodes().iter().enumerate() {
+            for p in n.ports.iter().flatten() {
+                let port0 = n.is_switch() && p.num == 0;
+                if !port0 && !p.link_up() {
+                    continue;
+                }
+                let state = if port0 {
+                    PortState::NO_CHANGE
+                } else {
+                    match p.info.port_state {
+                        PortState::INIT => PortState::ARMED,
+                        PortState::ARMED => {
+                            self.sweep.to_activate.push((i, p.num));
+                            PortState::NO_CHANGE
+                        }
+                        _ => PortState::NO_CHANGE,
+                    }
+                };
+                if state == PortState::NO_CHANGE && !self.needs_config(n, p) {
+                    continue;
+                }
+                let want = self.desired(n, p, state);
+                match want.to_vec() {
+                    Ok(b) => self.set(
+                        AttributeId::PORT_INFO,
+                        u32::from(p.num),
+                        p.path.clone(),
+                        &b,
+                        Kind::SetPortInfo {
+                            node: i,
+                            port: p.num,
+                            want,
+                        },
+                    ),
+                    Err(e) => self.events.push_back(SmEvent::Error(SmError::Malformed {
+                        attr: AttributeId::PORT_INFO,
+                        path: p.path.clone(),
+                        reason: e.to_string(),
+                    })),
+                }
+            }
+            if !n.is_switch() {
+                continue;
+            }
+            let Some(si) = n.switch_info.clone() else {
+                continue;
+            };
+            let guid = n.guid();
+            let cap = si.linear_fdb_cap;
+            if cap != 0 && max_lid >= cap {
+                self.error(SmError::FdbCap {
+                    switch_guid: guid,
+                    cap,
+                    max_lid,
+                });
+            }
+            let top = if cap == 0 {
+                max_lid
+            } else {
+                max_lid.min(cap - 1)
+            };
+            // A switch that forgot what SM-lite wrote (reset, or new) is
+            // programmed in full.
+            let known = self
+                .programmed
+                .get(&guid)
+                .is_some_and(|p| p.top == si.linear_fdb_top);
+            if !known {
+                self.programmed.remove(&guid);
+            }
+            if si.linear_fdb_top != top || si.port_state_change {
+                let mut want = si.clone();
+                want.linear_fdb_top = top;
+                want.port_state_change = true; // write 1 to clear
+                if let Ok(b) = want.to_vec() {
+                    self.set(
+                        AttributeId::SWITCH_INFO,
+                        0,
+                        n.path.clone(),
+                        &b,
+                        Kind::SetSwitchInfo { node: i, want },
+                    );
+                }
+            } else if let Some(p) = self.programmed.get_mut(&guid) {
+                p.top = top;
+            }
+            let blocks = usize::from(top) / LinearFwdTable::ENTRIES + 1;
+            for b in 0..blocks {
+                let start = b * LinearFwdTable::ENTRIES;
+                let mut want = [NO_ROUTE; 64];
+                for (k, w) in want.iter_mut().enumerate() {
+                    if let Some(e) = n.lft.get(start + k) {
+                        *w = *e;
+                    }
+                }
+                let same = self
+                    .programmed
+                    .get(&guid)
+                    .and_then(|p| p.lft.get(start..start + LinearFwdTable::ENTRIES))
+                    .is_some_and(|old| old == want);
+                if same {
+                    continue;
+                }
+                self.set(
+                    AttributeId::LINEAR_FWD_TABLE,
+                    b as u32,
+                    n.path.clone(),
+                    &want,
+                    Kind::SetLft {
+                        node: i,
+                        block: b as u32,
+                        want,
+                    },
+                );
+            }
+        }
+        self.sweep.subnet = sub;
+    }
+
+    fn activate(&mut self) {
+        let list = std::mem::take(&mut self.sweep.to_activate);
+        let sub = std::mem::take(&mut self.sweep.subnet);
+        for (i, port) in list {
+            let Some(n) = sub.nodes().get(i) else {
+                continue;
+            };
+            let Some(p) = n.port(port) else { continue };
+            let want = self.desired(n, p, PortState::ACTIVE);
+            if let Ok(b) = want.to_vec() {
+                self.set(
+                    AttributeId::PORT_INFO,
+                    u32::from(port),
+                    p.path.clone(),
+                    &b,
+                    Kind::SetPortInfo {
+                        node: i,
+                        port,
+                        want,
+                    },
+                );
+            }
+        }
+        self.sweep.subnet = sub;
+    }
+
+    fn finish(&mut self, now: Instant) {
+        let sweep = std::mem::take(&mut self.sweep);
+        let swept = sweep.subnet.local().is_some();
+        self.phase = Phase::Idle;
+        self.events.push_back(SmEvent::SweepDone {
+            nodes: sweep.subnet.nodes().len(),
+            switches: sweep.subnet.switch_count(),
+            lids: sweep.subnet.lids().len(),
+            sets: sweep.sets,
+            smps: sweep.smps,
+            retries: sweep.retries,
+            errors: sweep.errors,
+        });
+        if swept {
+            self.subnet = sweep.subnet;
+        }
+        if swept && sweep.errors == 0 {
+            self.sm_state = SmState::MASTER;
+            self.subnet_up = true;
+            self.events.push_back(SmEvent::SubnetUp);
+        } else if let Some(d) = self.cfg.error_resweep_delay {
+            self.resweep_at = Some(now + d);
+        }
+        if self.resweep_pending {
+            self.resweep_at = None;
+            self.begin_sweep();
+        }
+    }
+}
+
+/// Where an answer to `smp` from `src` goes: back along the directed
+/// route (permissive DLID) for a DR SMP, to the sender's LID and QP for
+/// a LID-routed one.
+fn reply_address(smp: &Smp<&[u8]>, src: &Address) -> Address {
+    let mut a = Address::smi(if smp.is_directed_route() {
+        PERMISSIVE_LID
+    } else {
+        src.lid
+    });
+    a.qpn = src.qpn;
+    a
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,232 @@
+//! The subnet as one sweep discovered it: nodes, their ports as read,
+//! the links between them, and (once routed) the LIDs and linear
+//! forwarding tables SM-lite assigned.
+
+use std::collections::HashMap;
+
+use mad_core::wire::attr::{NodeInfo, NodeType, PhysPortState, PortInfo, SwitchInfo};
+use mad_core::wire::smp::DrPath;
+
+/// A node index into [`Subnet::nodes`].
+pub type NodeIdx = usize;
+
+/// One end of a link: (node index, port number).
+pub type PortRef = (NodeIdx, u8);
+
+/// One port of a discovered node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmPort {
+    /// Port number (0 is a switch's management port).
+    pub num: u8,
+    /// Port GUID: a CA's from NodeInfo when the port was entered; a
+    /// switch's ports all carry the switch's port-0 GUID.
+    pub guid: u64,
+    /// PortInfo as read during the sweep (before SM-lite changed it).
+    pub info: PortInfo,
+    /// The directed route that reaches this port's SMA: for a CA port the
+    /// route that enters the CA through this port, for a switch port the
+    /// switch's route.
+    pub path: DrPath,
+    /// LID SM-lite assigned (CA ports and switch port 0; 0 for switch
+    /// external ports and ports without a LID).
+    pub lid: u16,
+}
+
+impl SmPort {
+    /// True when the physical link is up (PortPhysicalState LinkUp).
+    #[must_use]
+    pub fn link_up(&self) -> bool {
+        self.info.port_phys_state == PhysPortState::LINK_UP
+    }
+}
+
+/// One discovered node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmNode {
+    /// NodeInfo as first read.
+    pub info: NodeInfo,
+    /// NodeDescription text (empty if it could not be read).
+    pub desc: String,
+    /// SwitchInfo as read (switches only).
+    pub switch_info: Option<SwitchInfo>,
+    /// Ports by number (index 0 is a switch's port 0; unused on a CA).
+    /// A port is `None` when it was not read: a CA port SM-lite never
+    /// entered, or a PortInfo Get that failed.
+    pub ports: Vec<Option<SmPort>>,
+    /// The directed route by which the node was first reached.
+    pub path: DrPath,
+    /// Linear forwarding table computed for a switch (entry = egress
+    /// port for the LID of that index, 0xFF = no route); empty for CAs
+    /// and before routing.
+    pub lft: Vec<u8>,
+}
+
+impl SmNode {
+    /// True for a switch.
+    #[must_use]
+    pub fn is_switch(&self) -> bool {
+        self.info.node_type == NodeType::SWITCH
+    }
+
+    /// Node GUID.
+    #[must_use]
+    pub fn guid(&self) -> u64 {
+        self.info.node_guid
+    }
+
+    /// The port numbered `num`, if it was read.
+    #[must_use]
+    pub fn port(&self, num: u8) -> Option<&SmPort> {
+        self.ports.get(usize::from(num)).and_then(Option::as_ref)
+    }
+
+    /// The switch's LID (its port 0's), or 0.
+    #[must_use]
+    pub fn switch_lid(&self) -> u16 {
+        if self.is_switch() {
+            self.port(0).map_or(0, |p| p.lid)
+        } else {
+            0
+        }
+    }
+}
+
+/// The subnet as one sweep saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subnet {
+    nodes: Vec<SmNode>,
+    by_guid: HashMap<u64, NodeIdx>,
+    links: HashMap<PortRef, PortRef>,
+    local: Option<PortRef>,
+    max_lid: u16,
+}
+
+impl Subnet {
+    /// Every node, in discovery (breadth-first) order.
+    #[must_use]
+    pub fn nodes(&self) -> &[SmNode] {
+        &self.nodes
+    }
+
+    /// The node with this node GUID.
+    #[must_use]
+    pub fn node_by_guid(&self, guid: u64) -> Option<(NodeIdx, &SmNode)> {
+        let i = *self.by_guid.get(&guid)?;
+        Some((i, &self.nodes[i]))
+    }
+
+    /// The other end of the link at `end`, if one was seen.
+    #[must_use]
+    pub fn remote(&self, end: PortRef) -> Option<PortRef> {
+        self.links.get(&end).copied()
+    }
+
+    /// Every link once, its ends in ascending order.
+    #[must_use]
+    pub fn links(&self) -> Vec<(PortRef, PortRef)> {
+        let mut v: Vec<_> = self
+            .links
+            .iter()
+            .filter(|(a, b)| a <= b)
+            .map(|(a, b)| (*a, *b))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The SM's own node and port.
+    #[must_use]
+    pub fn local(&self) -> Option<PortRef> {
+        self.local
+    }
+
+    /// Highest LID assigned (0 before routing).
+    #[must_use]
+    pub fn max_lid(&self) -> u16 {
+        self.max_lid
+    }
+
+    /// Number of switches.
+    #[must_use]
+    pub fn switch_count(&self) -> usize {
+        self.nodes.iter().filter(|n| n.is_switch()).count()
+    }
+
+    /// Every (LID, node, port) assigned, in LID order: switch port 0 and
+    /// CA ports.
+    #[must_use]
+    pub fn lids(&self) -> Vec<(u16, PortRef)> {
+        let mut v: Vec<(u16, PortRef)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, n)| {
+                n.ports
+                    .iter()
+                    .flatten()
+                    .filter(|p| p.lid != 0)
+                    .map(move |p| (p.lid, (i, p.num)))
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The port that holds `lid`.
+    #[must_use]
+    pub fn port_by_lid(&self, lid: u16) -> Option<PortRef> {
+        self.lids()
+            .into_iter()
+            .find(|(l, _)| *l == lid)
+            .map(|(_, r)| r)
+    }
+
+    /// The LID of the port with this port GUID (a switch's GUID gives
+    /// its port-0 LID).
+    #[must_use]
+    pub fn lid_of_port_guid(&self, guid: u64) -> Option<u16> {
+        self.nodes
+            .iter()
+            .flat_map(|n| n.ports.iter().flatten())
+            .find(|p| p.guid == guid && p.lid != 0)
+            .map(|p| p.lid)
+    }
+
+    // ---- building (crate-internal) ----
+
+    pub(crate) fn node_mut(&mut self, i: NodeIdx) -> Option<&mut SmNode> {
+        self.nodes.get_mut(i)
+    }
+
+    pub(crate) fn index_of(&self, guid: u64) -> Option<NodeIdx> {
+        self.by_guid.get(&guid).copied()
+    }
+
+    pub(crate) fn add_node(&mut self, info: NodeInfo, path: DrPath) -> NodeIdx {
+        let i = self.nodes.len();
+        self.by_guid.insert(info.node_guid, i);
+        let nports = usize::from(info.num_ports) + 1;
+        self.nodes.push(SmNode {
+            info,
+            desc: String::new(),
+            switch_info: None,
+            ports: vec![None; nports],
+            path,
+            lft: Vec::new(),
+        });
+        i
+    }
+
+    pub(crate) fn add_link(&mut self, a: PortRef, b: PortRef) {
+        self.links.insert(a, b);
+        self.links.insert(b, a);
+    }
+
+    pub(crate) fn set_local(&mut self, local: PortRef) {
+        self.local = Some(local);
+    }
+
+    pub(crate) fn set_max_lid(&mut self, lid: u16) {
+        self.max_lid = lid;
+    }
+}
