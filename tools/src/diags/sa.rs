@@ -40,6 +40,60 @@ pub fn result_count(mad_len: usize, status: u16, get_table: bool, attr_offset: u
     }
 }
 
+/// The line saquery writes to **stderr** for an SA error status
+/// (`sa_report_err`): `ERROR: Query result returned 0xSSSS, ` followed by
+/// the MAD-status part (when the low byte is set) and ` SA(NAME)` (when
+/// the SA status byte is set), e.g. `ERROR: Query result returned
+/// 0x0200,  SA(SA_ERR_REQ_INVALID)` (two spaces: the empty MAD part).
+#[must_use]
+pub fn format_sa_report_err(status: u16) -> String {
+    const SA_ERR: [&str; 10] = [
+        "SA_NO_ERROR",
+        "SA_ERR_NO_RESOURCES",
+        "SA_ERR_REQ_INVALID",
+        "SA_ERR_NO_RECORDS",
+        "SA_ERR_TOO_MANY_RECORDS",
+        "SA_ERR_REQ_INVALID_GID",
+        "SA_ERR_REQ_INSUFFICIENT_COMPONENTS",
+        "SA_ERR_REQ_DENIED",
+        "SA_ERR_STATUS_PRIO_SUGGESTED",
+        "SA_ERR_UNKNOWN",
+    ];
+    const MAD_ERR: [&str; 9] = [
+        "MAD No invalid fields",
+        "MAD Bad version",
+        "MAD Method specified is not supported",
+        "MAD Method/Attribute combination is not supported",
+        "MAD Reserved",
+        "MAD Reserved",
+        "MAD Reserved",
+        "MAD Invalid value in Attribute field(s) or Attribute Modifier",
+        "MAD UNKNOWN ERROR",
+    ];
+    let st = status & 0xFF;
+    let mad = if st != 0 {
+        format!(
+            " ({}; {}; {})",
+            if st & 1 != 0 { "BUSY" } else { "" },
+            if st & 2 != 0 {
+                "Redirection Required"
+            } else {
+                ""
+            },
+            MAD_ERR[usize::from(st >> 2).min(MAD_ERR.len() - 1)]
+        )
+    } else {
+        String::new()
+    };
+    let sa = status >> 8;
+    let sa = if sa != 0 {
+        format!(" SA({})", SA_ERR[usize::from(sa).min(SA_ERR.len() - 1)])
+    } else {
+        String::new()
+    };
+    format!("ERROR: Query result returned 0x{status:04x}, {mad}{sa}\n")
+}
+
 /// Concatenates `f` over `records`, as saquery's `dump_results` does.
 #[must_use]
 pub fn format_all<R>(records: &[R], f: impl Fn(&R) -> String) -> String {
@@ -767,6 +821,22 @@ mod tests {
         assert_eq!(format_node_lid(&sw), "1\n");
         assert_eq!(format_node_port_guid(&sw), "0x0000000000100001\n");
         assert_eq!(format_node_name(&sw), "Hca1\n");
+    }
+
+    #[test]
+    fn sa_error_lines() {
+        assert_eq!(
+            format_sa_report_err(0x0200),
+            "ERROR: Query result returned 0x0200,  SA(SA_ERR_REQ_INVALID)\n"
+        );
+        assert_eq!(
+            format_sa_report_err(0x000C),
+            "ERROR: Query result returned 0x000c,  (; ; MAD Method/Attribute combination is not supported)\n"
+        );
+        assert_eq!(
+            format_sa_report_err(0xFF01),
+            "ERROR: Query result returned 0xff01,  (BUSY; ; MAD No invalid fields) SA(SA_ERR_UNKNOWN)\n"
+        );
     }
 
     #[test]

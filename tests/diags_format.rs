@@ -1,0 +1,1163 @@
+//! The infiniband-diags output formatters of `tools/src/diags/` against
+//! the real tools: each test starts its own ibsim (and OpenSM where LIDs
+//! or the SA are needed), runs `smpquery` / `perfquery` / `sminfo` /
+//! `saquery` under libumad2sim, fetches the same attributes through
+//! madstack's ibsim transport, formats them with the diags functions and
+//! asserts the text is byte-identical (stdout, and the exit status).
+//!
+//! Counters and SM activity can move between the tool's query and ours:
+//! a comparison is retried (fetch, run, fetch) until our two fetches
+//! agree, and only then is a difference a failure.
+//!
+//! Outside CI a missing ibsim / OpenSM / infiniband-diags / libumad2sim
+//! makes these tests print "NOT RUN" and return; with `CI=true` they fail.
+
+mod support;
+
+// The formatters are compiled in from the tools crate's sources (the
+// facade package does not depend on mad-tools).
+#[allow(dead_code, unused_imports)]
+#[path = "../tools/src/diags/mod.rs"]
+mod diags;
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use diags::{format_iberror, perf, sa, smp, PortIdText};
+use mad_core::transport::ibsim::IbSimTransport;
+use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
+use mad_core::wire::attr::{
+    ClassPortInfo, GuidInfo, NodeDescription, NodeInfo, NodeType, PKeyTable, PortCounters,
+    PortCountersExt, PortInfo, SlToVlTable, SmInfo, SwitchInfo, VlArbTable,
+};
+use mad_core::wire::sa_records::{
+    InformInfoRecord, LftRecord, McMemberRecord, NodeRecord, PathRecord, PortInfoRecord, SaRecord,
+    ServiceRecord, VlArbRecord,
+};
+use mad_core::wire::smp::DrPath;
+use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr};
+use support::{IbSim, NEEDS_DIAGS};
+
+const NEEDS_TOOLS: &[(&str, &str)] = &[
+    ("smpquery", "infiniband-diags"),
+    ("perfquery", "infiniband-diags"),
+    ("saquery", "infiniband-diags"),
+    ("sminfo", "infiniband-diags"),
+    ("opensm", "opensm"),
+];
+
+fn ready() -> bool {
+    support::require(NEEDS_DIAGS) && support::require(NEEDS_TOOLS)
+}
+
+fn net() -> PathBuf {
+    support::topologies_dir().join("net")
+}
+
+// ---------------------------------------------------------------- OpenSM
+
+static OSM_SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// OpenSM under libumad2sim on an [`IbSim`], killed by PID on drop.
+struct OpenSm {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl OpenSm {
+    fn start(sim: &IbSim) -> OpenSm {
+        let dir = std::env::temp_dir().join(format!(
+            "madstack-diags-osm-{}-{}",
+            std::process::id(),
+            OSM_SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+        let conf = dir.join("opensm.conf");
+        fs::write(&conf, "force_log_flush TRUE\n").expect("write opensm.conf");
+        let log = dir.join("osm.log");
+        let out = fs::File::create(dir.join("stdout")).expect("opensm stdout file");
+        let err = out.try_clone().expect("opensm stderr file");
+        let child = sim
+            .umad2sim_command("opensm")
+            .arg("-F")
+            .arg(&conf)
+            .arg("-f")
+            .arg(&log)
+            .env("OSM_TMP_DIR", &dir)
+            .env("OSM_CACHE_DIR", &dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start opensm: {e}"));
+        let mut osm = OpenSm { child, dir };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if fs::read_to_string(&log).is_ok_and(|t| t.contains("SUBNET UP")) {
+                return osm;
+            }
+            if let Ok(Some(st)) = osm.child.try_wait() {
+                panic!(
+                    "opensm exited ({st}) before SUBNET UP:\n{}",
+                    fs::read_to_string(osm.dir.join("stdout")).unwrap_or_default()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "opensm: no SUBNET UP after 60 s; log in {}",
+                osm.dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for OpenSm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if !std::thread::panicking() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+// ------------------------------------------------------- running the tools
+
+/// What a tool printed on stdout and its exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Out {
+    stdout: String,
+    code: i32,
+    /// Compare only the first `n` record dumps starting with line `header`
+    /// (a documented difference: see [`UMAD2SIM_VALID_BYTES`]).
+    keep: Option<(String, usize)>,
+}
+
+impl Out {
+    fn ok(stdout: String) -> Out {
+        Out {
+            stdout,
+            code: 0,
+            keep: None,
+        }
+    }
+    /// Text printed so far, then `IBEXIT`'s line and exit status 255.
+    fn iberror(mut stdout: String, prog: &str, msg: &str) -> Out {
+        stdout.push_str(&format_iberror(prog, msg));
+        Out {
+            stdout,
+            code: 255,
+            keep: None,
+        }
+    }
+    /// The tool's output as far as it is compared with this one.
+    fn cut(&self, theirs: &Out) -> Out {
+        let mut t = theirs.clone();
+        if let Some((header, n)) = &self.keep {
+            let mut seen = 0;
+            let mut at = 0;
+            for line in theirs.stdout.split_inclusive('\n') {
+                if line.trim_end_matches('\n') == header {
+                    seen += 1;
+                    if seen > *n {
+                        break;
+                    }
+                }
+                at += line.len();
+            }
+            t.stdout.truncate(at);
+            t.keep.clone_from(&self.keep);
+        }
+        t
+    }
+}
+
+fn run_tool(sim: &IbSim, prog: &str, args: &[&str]) -> Out {
+    let out = sim
+        .umad2sim_command(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
+    Out {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+        keep: None,
+    }
+}
+
+/// Runs `prog args` with `LIBIBMAD_DEBUG_LEVEL=2`, which makes libibmad
+/// hex-dump every MAD it receives (`rcv buf`) on stderr and leaves stdout
+/// alone; returns stdout / exit status and those MADs.
+fn run_tool_seen(sim: &IbSim, prog: &str, args: &[&str]) -> (Out, Vec<Vec<u8>>) {
+    let out = sim
+        .umad2sim_command(prog)
+        .args(args)
+        .env("LIBIBMAD_DEBUG_LEVEL", "2")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut mads = Vec::new();
+    let mut lines = stderr.lines();
+    while let Some(l) = lines.next() {
+        if l != "rcv buf" {
+            continue;
+        }
+        // xdump: 16 bytes a line as 2-byte hex groups.
+        let mut mad = Vec::with_capacity(256);
+        for l in lines.by_ref().take(16) {
+            for g in l.split_whitespace() {
+                let v = u16::from_str_radix(g, 16)
+                    .unwrap_or_else(|e| panic!("{prog}: bad xdump group {g:?}: {e}"));
+                mad.extend(v.to_be_bytes());
+            }
+        }
+        assert_eq!(mad.len(), 256, "{prog}: short rcv buf dump");
+        mads.push(mad);
+    }
+    let o = Out {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        code: out.status.code().unwrap_or(-1),
+        keep: None,
+    };
+    (o, mads)
+}
+
+/// The last response with attribute `attr` among `mads`.
+fn last_with_attr(mads: &[Vec<u8>], attr: u16) -> &[u8] {
+    mads.iter()
+        .rev()
+        .find(|m| u16::from_be_bytes([m[16], m[17]]) == attr && m[3] & 0x80 != 0)
+        .unwrap_or_else(|| panic!("no response with attribute {attr:#06x} was dumped"))
+}
+
+fn assert_same(what: &str, theirs: &Out, ours: &Out) {
+    assert!(
+        theirs == ours,
+        "`{what}` differs from the diags formatter\n--- tool (exit {}):\n{}\n--- ours (exit {}):\n{}",
+        theirs.code,
+        theirs.stdout,
+        ours.code,
+        ours.stdout
+    );
+}
+
+/// Runs `prog args` and compares with `expected` (computed from our own
+/// fetch), retrying while our fetches disagree with each other.
+fn check(
+    sim: &IbSim,
+    f: &mut Fetch,
+    prog: &str,
+    args: &[&str],
+    mut expected: impl FnMut(&mut Fetch) -> Out,
+) {
+    for _ in 0..5 {
+        let before = expected(f);
+        let theirs = before.cut(&run_tool(sim, prog, args));
+        if theirs == before {
+            return;
+        }
+        let after = expected(f);
+        if after == before {
+            panic!(
+                "`{prog} {}` differs from the diags formatter\n--- {prog} (exit {}):\n{}\n--- ours (exit {}):\n{}",
+                args.join(" "),
+                theirs.code,
+                theirs.stdout,
+                before.code,
+                before.stdout
+            );
+        }
+    }
+    panic!("`{prog} {}`: the fabric kept changing", args.join(" "));
+}
+
+// ------------------------------------------------------ fetching ourselves
+
+/// How our SMPs are routed.
+#[derive(Clone)]
+enum Route {
+    Lid(u16),
+    Dr(DrPath),
+}
+
+impl Route {
+    fn dr(path: &str) -> Route {
+        Route::Dr(
+            path.parse()
+                .unwrap_or_else(|e| panic!("path {path}: {e:?}")),
+        )
+    }
+}
+
+/// madstack's ibsim transport, doing one request at a time.
+struct Fetch {
+    t: IbSimTransport,
+    tid: u64,
+}
+
+/// An SA answer: status, AttributeOffset and the MAD as received.
+struct SaAnswer {
+    status: u16,
+    method: Method,
+    attr_offset: u16,
+    mad: Vec<u8>,
+}
+
+/// libumad2sim delivers a one-MAD cut of an RMPP (multi-segment) SA
+/// answer whose bytes from 232 on are garbage that changes from MAD to
+/// MAD (seen in saquery's own `-d -d` dumps): records reaching past this
+/// offset in a 256-byte answer are not compared.
+const UMAD2SIM_VALID_BYTES: usize = 232;
+
+impl SaAnswer {
+    /// How many of the first `n` records lie wholly in the bytes
+    /// libumad2sim delivers intact.
+    fn reliable(&self, n: usize) -> usize {
+        if self.mad.len() < 256 {
+            return n;
+        }
+        let stride = usize::from(self.attr_offset) * 8;
+        (0..n)
+            .take_while(|i| sa::SA_DATA_OFFSET + (i + 1) * stride <= UMAD2SIM_VALID_BYTES)
+            .count()
+    }
+
+    /// The records saquery would take from this answer.
+    fn records<R: SaRecord>(&self) -> Vec<R> {
+        let n = sa::result_count(
+            self.mad.len(),
+            self.status,
+            self.method == Method::GET_TABLE,
+            self.attr_offset,
+        );
+        let stride = usize::from(self.attr_offset) * 8;
+        (0..n)
+            .map(|i| {
+                let at = sa::SA_DATA_OFFSET + i * stride;
+                R::parse(&self.mad[at..]).unwrap_or_else(|e| panic!("record {i}: {e:?}"))
+            })
+            .collect()
+    }
+}
+
+impl Fetch {
+    fn new(sim: &IbSim) -> Fetch {
+        let t = IbSimTransport::attach(sim.config()).unwrap_or_else(|e| panic!("attach: {e}"));
+        Fetch {
+            t,
+            tid: 0x0D1A_0000,
+        }
+    }
+
+    /// Sends `mad` (its TID set here) and returns the matching response,
+    /// or `None` after 2 s.
+    fn rpc(&mut self, qp: Qp, dest: &Address, mut mad: [u8; 256]) -> Option<Vec<u8>> {
+        self.tid += 1;
+        let tid = self.tid;
+        mad[8..16].copy_from_slice(&tid.to_be_bytes());
+        self.t
+            .post_send(qp, &mad, dest)
+            .unwrap_or_else(|e| panic!("post_send: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            let _ = self.t.wait_readable(Duration::from_millis(5));
+            while let Ok(Some(r)) = self.t.poll_recv() {
+                if r.mad.len() >= 24 {
+                    let got = u64::from_be_bytes(r.mad[8..16].try_into().unwrap_or_default());
+                    // ibsim owns TID bits 48-63.
+                    if got & 0xFFFF_FFFF_FFFF == tid && r.mad[3] & 0x80 != 0 {
+                        return Some(r.mad);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// SMP Get: the 64 data bytes, or `None` on a timeout or an error
+    /// status (when smpquery's `smp_query_via` fails).
+    fn smp(&mut self, route: &Route, attr: AttributeId, attr_mod: u32) -> Option<Vec<u8>> {
+        let (mad, dest) = match route {
+            Route::Dr(p) => (
+                p.build_request(Method::GET, attr, attr_mod, 0, 0),
+                Address::smi(PERMISSIVE_LID),
+            ),
+            Route::Lid(lid) => {
+                let mut m = Mad::new_unchecked([0u8; 256]);
+                m.set_base_version(1);
+                m.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
+                m.set_class_version(1);
+                m.set_method(Method::GET, false);
+                m.set_attr_id(attr);
+                m.set_attr_mod(attr_mod);
+                (m.into_inner(), Address::smi(*lid))
+            }
+        };
+        let r = self.rpc(Qp::Qp0, &dest, mad)?;
+        let status = u16::from_be_bytes([r[4], r[5]]);
+        let status = if matches!(route, Route::Dr(_)) {
+            status & 0x7FFF
+        } else {
+            status
+        };
+        (status == 0).then(|| r[64..128].to_vec())
+    }
+
+    fn smp_as<R: Repr>(&mut self, route: &Route, attr: AttributeId, attr_mod: u32) -> Option<R> {
+        self.smp(route, attr, attr_mod)
+            .map(|d| R::parse(&d).unwrap_or_else(|e| panic!("{}: {e:?}", R::NAME)))
+    }
+
+    /// PerfMgt Get with PortSelect `port`: the 192 data bytes.
+    fn pma(&mut self, lid: u16, attr: u16, port: u8) -> Option<Vec<u8>> {
+        let mut m = Mad::new_unchecked([0u8; 256]);
+        m.set_base_version(1);
+        m.set_mgmt_class(MgmtClass::PERF_MGT);
+        m.set_class_version(1);
+        m.set_method(Method::GET, false);
+        m.set_attr_id(AttributeId(attr));
+        let mut mad = m.into_inner();
+        mad[65] = port;
+        let r = self.rpc(Qp::Qp1, &Address::gsi(lid), mad)?;
+        (u16::from_be_bytes([r[4], r[5]]) == 0).then(|| r[64..256].to_vec())
+    }
+
+    /// An SA request to the SM at `sm_lid`.
+    fn sa(
+        &mut self,
+        sm_lid: u16,
+        method: Method,
+        attr: AttributeId,
+        attr_mod: u32,
+        comp_mask: u64,
+        record: &[u8],
+    ) -> SaAnswer {
+        let mut m = Mad::new_unchecked([0u8; 256]);
+        m.set_base_version(1);
+        m.set_mgmt_class(MgmtClass::SUBN_ADM);
+        m.set_class_version(2);
+        m.set_method(method, false);
+        m.set_attr_id(attr);
+        m.set_attr_mod(attr_mod);
+        let mut mad = m.into_inner();
+        mad[48..56].copy_from_slice(&comp_mask.to_be_bytes());
+        let n = record.len().min(200);
+        mad[56..56 + n].copy_from_slice(&record[..n]);
+        let r = self
+            .rpc(Qp::Qp1, &Address::gsi(sm_lid), mad)
+            .unwrap_or_else(|| panic!("no SA answer to {attr:?}"));
+        SaAnswer {
+            status: u16::from_be_bytes([r[4], r[5]]),
+            method: Method(r[3] & 0x7F),
+            attr_offset: u16::from_be_bytes([r[44], r[45]]),
+            mad: r,
+        }
+    }
+
+    fn sa_all(&mut self, attr: AttributeId) -> SaAnswer {
+        self.sa(SM_LID, Method::GET_TABLE, attr, 0, 0, &[])
+    }
+}
+
+/// OpenSM on ibsim's first node (Switch1 of `net`) gives it LID 1.
+const SM_LID: u16 = 1;
+
+// ------------------------------------------------- smpquery, as smpquery does it
+
+/// smpquery's logic for `op`, from our own fetches, as text.
+fn smpquery(f: &mut Fetch, route: &Route, portid: &PortIdText, op: &str, port: i32) -> Out {
+    let fail =
+        |s: String, msg: &str| Out::iberror(s, "smpquery", &format!("operation {op}: {msg}"));
+    let pu32 = u32::try_from(port).unwrap_or(0);
+    match op {
+        "nodeinfo" => match f.smp_as::<NodeInfo>(route, AttributeId::NODE_INFO, 0) {
+            Some(ni) => Out::ok(smp::format_nodeinfo(portid, &ni)),
+            None => fail(String::new(), "node info query failed"),
+        },
+        "nodedesc" => {
+            if f.smp(route, AttributeId::NODE_INFO, 0).is_none() {
+                return fail(String::new(), "node info query failed");
+            }
+            match f.smp_as::<NodeDescription>(route, AttributeId::NODE_DESC, 0) {
+                Some(nd) => Out::ok(smp::format_nodedesc(&nd)),
+                None => fail(String::new(), "node desc query failed"),
+            }
+        }
+        "portinfo" => match f.smp_as::<PortInfo>(route, AttributeId::PORT_INFO, pu32) {
+            Some(pi) => Out::ok(smp::format_portinfo(portid, port, &pi, false)),
+            None => fail(String::new(), "port info query failed"),
+        },
+        "switchinfo" => match f.smp_as::<SwitchInfo>(route, AttributeId::SWITCH_INFO, 0) {
+            Some(si) => Out::ok(smp::format_switchinfo(portid, &si)),
+            None => fail(String::new(), "switch info query failed"),
+        },
+        "pkeys" => {
+            let Some(ni) = f.smp_as::<NodeInfo>(route, AttributeId::NODE_INFO, 0) else {
+                return fail(String::new(), "node info query failed");
+            };
+            if port > i32::from(ni.num_ports) {
+                return fail(String::new(), "invalid port number");
+            }
+            let cap = if ni.node_type == NodeType::SWITCH && port != 0 {
+                match f.smp_as::<SwitchInfo>(route, AttributeId::SWITCH_INFO, 0) {
+                    Some(si) => si.partition_enforcement_cap,
+                    None => return fail(String::new(), "switch info failed"),
+                }
+            } else {
+                ni.partition_cap
+            };
+            let mut blocks = Vec::new();
+            for i in 0..u32::from(cap).div_ceil(32) {
+                match f.smp_as::<PKeyTable>(route, AttributeId::PKEY_TABLE, i | (pu32 << 16)) {
+                    Some(b) => blocks.push(b),
+                    None => {
+                        return fail(smp::format_pkeys(cap, &blocks), "pkey table query failed")
+                    }
+                }
+            }
+            Out::ok(smp::format_pkeys(cap, &blocks))
+        }
+        "sl2vl" => {
+            let Some(ni) = f.smp_as::<NodeInfo>(route, AttributeId::NODE_INFO, 0) else {
+                return fail(String::new(), "node info query failed");
+            };
+            if port > i32::from(ni.num_ports) {
+                return fail(String::new(), "invalid port number");
+            }
+            let mut s = smp::sl2vl_header(portid);
+            let rows: Vec<(u8, u8)> = if ni.node_type == NodeType::SWITCH {
+                (0..=ni.num_ports).map(|i| (i, port as u8)).collect()
+            } else {
+                vec![(0, 0)]
+            };
+            for (i, o) in rows {
+                let m = (u32::from(i) << 8) | u32::from(o);
+                match f.smp_as::<SlToVlTable>(route, AttributeId::SL_TO_VL_TABLE, m) {
+                    Some(t) => s.push_str(&smp::sl2vl_row(i, o, &t)),
+                    None => return fail(s, "slvl query failed"),
+                }
+            }
+            Out::ok(s)
+        }
+        "vlarb" => {
+            if port == 0 {
+                let Some(ni) = f.smp_as::<NodeInfo>(route, AttributeId::NODE_INFO, 0) else {
+                    return fail(String::new(), "node info query failed");
+                };
+                if ni.node_type == NodeType::SWITCH {
+                    let Some(si) = f.smp_as::<SwitchInfo>(route, AttributeId::SWITCH_INFO, 0)
+                    else {
+                        return fail(String::new(), "switch info query failed");
+                    };
+                    if !si.enhanced_port0 {
+                        return Out::ok(smp::format_vlarb_no_bsp0(portid));
+                    }
+                }
+            }
+            let Some(pi) = f.smp_as::<PortInfo>(route, AttributeId::PORT_INFO, pu32) else {
+                return fail(String::new(), "port info query failed");
+            };
+            let (lc, hc) = (pi.vl_arb_low_cap, pi.vl_arb_high_cap);
+            let get = |f: &mut Fetch, offset: u32, cap: u8| -> (Vec<VlArbTable>, bool) {
+                let mut v = Vec::new();
+                let n = if cap > 32 { 2 } else { 1 };
+                for k in 0..n {
+                    match f.smp_as::<VlArbTable>(
+                        route,
+                        AttributeId::VL_ARB_TABLE,
+                        ((offset + k) << 16) | pu32,
+                    ) {
+                        Some(t) => v.push(t),
+                        None => return (v, false),
+                    }
+                }
+                (v, true)
+            };
+            let (low, low_ok) = if lc > 0 {
+                get(f, 1, lc)
+            } else {
+                (vec![], true)
+            };
+            let (high, high_ok) = if low_ok && hc > 0 {
+                get(f, 3, hc)
+            } else {
+                (vec![], true)
+            };
+            let s = smp::format_vlarb(portid, port, lc, hc, &low, &high);
+            if low_ok && high_ok {
+                Out::ok(s)
+            } else {
+                fail(s, "vl arb query failed")
+            }
+        }
+        "guidinfo" => {
+            let Some(pi) = f.smp_as::<PortInfo>(route, AttributeId::PORT_INFO, 0) else {
+                return fail(String::new(), "port info failed");
+            };
+            let n = pi.guid_cap;
+            let mut blocks = Vec::new();
+            for i in 0..u32::from(n).div_ceil(8) {
+                match f.smp_as::<GuidInfo>(route, AttributeId::GUID_INFO, i) {
+                    Some(b) => blocks.push(b),
+                    None => return fail(smp::format_guids(n, &blocks), "guid info query failed"),
+                }
+            }
+            Out::ok(smp::format_guids(n, &blocks))
+        }
+        _ => panic!("no model for smpquery {op}"),
+    }
+}
+
+/// Every smpquery op on `route` (a node with `num_ports` ports, switch or
+/// not), with its addressing arguments `addr` (`["-D", "0,1"]` or
+/// `["2"]`).
+fn smpquery_all(sim: &IbSim, f: &mut Fetch, route: &Route, portid: &PortIdText, addr: &[&str]) {
+    let ni: NodeInfo = f
+        .smp_as(route, AttributeId::NODE_INFO, 0)
+        .expect("NodeInfo of a node that exists");
+    let switch = ni.node_type == NodeType::SWITCH;
+    let mut ports: Vec<i32> = vec![0, 1];
+    if switch {
+        ports.extend([3, i32::from(ni.num_ports)]);
+    }
+    let run = |op: &str, port: Option<i32>, f: &mut Fetch| {
+        let mut args: Vec<String> = Vec::new();
+        let (flags, dest) = addr.split_at(addr.len() - 1);
+        args.extend(flags.iter().map(|s| (*s).to_owned()));
+        args.push(op.to_owned());
+        args.push(dest[0].to_owned());
+        if let Some(p) = port {
+            args.push(p.to_string());
+        }
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        check(sim, f, "smpquery", &a, |f| {
+            smpquery(f, route, portid, op, port.unwrap_or(0))
+        });
+    };
+    for op in ["nodeinfo", "nodedesc", "switchinfo", "guidinfo"] {
+        run(op, None, f);
+    }
+    for op in ["portinfo", "pkeys", "sl2vl", "vlarb"] {
+        run(op, None, f);
+        for p in &ports {
+            run(op, Some(*p), f);
+        }
+    }
+}
+
+#[test]
+fn smpquery_directed_route_outputs_are_byte_identical() {
+    if !ready() {
+        return;
+    }
+    let sim = IbSim::start(net());
+    let mut f = Fetch::new(&sim);
+    // Switch1 (local), Hca1, Hca2, Switch2 and Switch1 again through
+    // Switch2: all before any SM has configured the fabric.
+    for path in ["0", "0,1", "0,2", "0,3", "0,3,4"] {
+        let route = Route::dr(path);
+        let hops: Vec<u8> = path.split(',').map(|p| p.parse().unwrap_or(0)).collect();
+        smpquery_all(&sim, &mut f, &route, &PortIdText::dr(&hops), &["-D", path]);
+    }
+}
+
+#[test]
+fn smpquery_lid_outputs_are_byte_identical() {
+    if !ready() {
+        return;
+    }
+    let sim = IbSim::start(net());
+    let _osm = OpenSm::start(&sim);
+    let mut f = Fetch::new(&sim);
+    for lid in 1..=4u16 {
+        let l = lid.to_string();
+        smpquery_all(&sim, &mut f, &Route::Lid(lid), &PortIdText::lid(lid), &[&l]);
+    }
+}
+
+// -------------------------------------------------------------- perfquery
+
+const PC_CLASS_PORT_INFO: u16 = 0x0001;
+const PC_PORT_COUNTERS: u16 = 0x0012;
+const PC_PORT_COUNTERS_EXT: u16 = 0x001D;
+
+/// PerfMgt ClassPortInfo CapabilityMask and CapabilityMask2, or `None`
+/// when the PMA gives no good answer.
+fn pm_caps(f: &mut Fetch, lid: u16, port: u8) -> Option<(u16, u32)> {
+    let d = f.pma(lid, PC_CLASS_PORT_INFO, port)?;
+    let cpi = ClassPortInfo::parse(&d).expect("ClassPortInfo");
+    Some((cpi.capability_mask, cpi.capability_mask2))
+}
+
+#[test]
+fn perfquery_outputs_on_idle_ports_are_byte_identical() {
+    if !ready() {
+        return;
+    }
+    let sim = IbSim::start(net());
+    let _osm = OpenSm::start(&sim);
+    let mut f = Fetch::new(&sim);
+    // Ports no MAD of ours or the tool's crosses (unlinked ports, the
+    // switch's port 0, the inter-switch link OpenSM does not route over),
+    // so the counters read the same from both: switches 1 and 3, HCAs 2
+    // and 4. An HCA's unlinked port has no answering PMA: that checks
+    // perfquery's failure line.
+    let cases: &[(u16, &[u8])] = &[(1, &[0, 4, 8]), (2, &[2]), (3, &[0, 5]), (4, &[1])];
+    for (lid, ports) in cases {
+        let l = lid.to_string();
+        for &port in *ports {
+            let p = port.to_string();
+            check(&sim, &mut f, "perfquery", &[&l, &p], |f| {
+                let Some((cap, _)) = pm_caps(f, *lid, port) else {
+                    return Out::iberror(String::new(), "perfquery", "classportinfo query");
+                };
+                let Some(d) = f.pma(*lid, PC_PORT_COUNTERS, port) else {
+                    return Out::iberror(String::new(), "perfquery", "perfquery");
+                };
+                let pc = PortCounters::parse(&d).expect("PortCounters");
+                Out::ok(perf::format_perfcounters(
+                    &PortIdText::lid(*lid),
+                    i32::from(port),
+                    cap,
+                    &pc,
+                ))
+            });
+            check(&sim, &mut f, "perfquery", &["-x", &l, &p], |f| {
+                let Some((cap, cap2)) = pm_caps(f, *lid, port) else {
+                    return Out::iberror(String::new(), "perfquery", "classportinfo query");
+                };
+                let Some(d) = f.pma(*lid, PC_PORT_COUNTERS_EXT, port) else {
+                    return Out::iberror(String::new(), "perfquery", "perfextquery");
+                };
+                let pc = PortCountersExt::parse(&d).expect("PortCountersExt");
+                Out::ok(perf::format_perfcounters_ext(
+                    &PortIdText::lid(*lid),
+                    i32::from(port),
+                    cap,
+                    cap2,
+                    &pc,
+                ))
+            });
+        }
+        // -a on an HCA: its PMA lacks AllPortSelect, so perfquery reads
+        // port by port (a switch's port 255 sums busy ports: covered by
+        // the test on the MADs perfquery received).
+        if *lid == 2 || *lid == 4 {
+            check(&sim, &mut f, "perfquery", &["-a", &l], |f| {
+                perfquery_all_ports(f, *lid)
+            });
+        }
+    }
+}
+
+/// perfquery `-a LID`: one PortSelect-255 query when the PMA has
+/// AllPortSelect, else (with a warning on stderr) every port 1..=N read
+/// and aggregated under port 255; the first failing port ends it.
+fn perfquery_all_ports(f: &mut Fetch, lid: u16) -> Out {
+    let Some((cap, _)) = pm_caps(f, lid, 255) else {
+        return Out::iberror(String::new(), "perfquery", "classportinfo query");
+    };
+    let id = PortIdText::lid(lid);
+    if cap & 0x0100 != 0 {
+        return match f.pma(lid, PC_PORT_COUNTERS, 255) {
+            Some(d) => Out::ok(perf::format_perfcounters(
+                &id,
+                255,
+                cap,
+                &PortCounters::parse(&d).expect("PortCounters"),
+            )),
+            None => Out::iberror(String::new(), "perfquery", "perfquery"),
+        };
+    }
+    let ni: NodeInfo = f
+        .smp_as(&Route::Lid(lid), AttributeId::NODE_INFO, 0)
+        .expect("NodeInfo");
+    let mut pcs = Vec::new();
+    for port in 1..=ni.num_ports {
+        match f.pma(lid, PC_PORT_COUNTERS, port) {
+            Some(d) => pcs.push(PortCounters::parse(&d).expect("PortCounters")),
+            None => return Out::iberror(String::new(), "perfquery", "perfquery"),
+        }
+    }
+    Out::ok(perf::format_perfcounters_aggregate(&id, cap, &pcs))
+}
+
+/// perfquery's text for the PerfMgt answers it received itself (dumped
+/// by libibmad). With `-a` on a PMA without AllPortSelect, perfquery
+/// reads every port and prints the aggregate as port 255.
+fn perfquery_from_its_mads(args: &[&str], lid: u16, port: i32, mads: &[Vec<u8>]) -> Out {
+    let cpi = ClassPortInfo::parse(&last_with_attr(mads, PC_CLASS_PORT_INFO)[64..])
+        .expect("ClassPortInfo");
+    let (cap, cap2) = (cpi.capability_mask, cpi.capability_mask2);
+    let id = PortIdText::lid(lid);
+    let all_of = |attr: u16| -> Vec<&[u8]> {
+        mads.iter()
+            .filter(|m| u16::from_be_bytes([m[16], m[17]]) == attr && m[1] == 0x04)
+            .map(|m| &m[64..])
+            .collect()
+    };
+    let aggregate = args.contains(&"-a") && cap & 0x0100 == 0;
+    if args.contains(&"-x") {
+        let pcs: Vec<PortCountersExt> = all_of(PC_PORT_COUNTERS_EXT)
+            .into_iter()
+            .map(|d| PortCountersExt::parse(d).expect("PortCountersExt"))
+            .collect();
+        if aggregate {
+            return Out::ok(perf::format_perfcounters_ext_aggregate(
+                &id, cap, cap2, &pcs,
+            ));
+        }
+        let pc = pcs.last().expect("a PortCountersExtended answer");
+        Out::ok(perf::format_perfcounters_ext(&id, port, cap, cap2, pc))
+    } else {
+        let pcs: Vec<PortCounters> = all_of(PC_PORT_COUNTERS)
+            .into_iter()
+            .map(|d| PortCounters::parse(d).expect("PortCounters"))
+            .collect();
+        if aggregate {
+            return Out::ok(perf::format_perfcounters_aggregate(&id, cap, &pcs));
+        }
+        let pc = pcs.last().expect("a PortCounters answer");
+        Out::ok(perf::format_perfcounters(&id, port, cap, pc))
+    }
+}
+
+#[test]
+fn perfquery_formats_the_counters_it_received_byte_identically() {
+    if !ready() {
+        return;
+    }
+    // Two switches and two HCAs with both ports linked.
+    let sim = IbSim::start(support::topologies_dir().join("net.2sw2path4hca2port"));
+    let _osm = OpenSm::start(&sim);
+    let mut f = Fetch::new(&sim);
+    let mut nonzero = false;
+    for lid in 1..=6u16 {
+        let ni: NodeInfo = f
+            .smp_as(&Route::Lid(lid), AttributeId::NODE_INFO, 0)
+            .unwrap_or_else(|| panic!("NodeInfo of LID {lid}"));
+        let ports: Vec<i32> = if ni.node_type == NodeType::SWITCH {
+            vec![0, 1, 2, 3, 5, 8]
+        } else {
+            vec![i32::from(ni.local_port_num)]
+        };
+        let l = lid.to_string();
+        for port in ports {
+            let p = port.to_string();
+            for extra in [&[][..], &["-x"][..]] {
+                let mut args: Vec<&str> = extra.to_vec();
+                args.extend([l.as_str(), p.as_str()]);
+                let (theirs, mads) = run_tool_seen(&sim, "perfquery", &args);
+                let ours = perfquery_from_its_mads(&args, lid, port, &mads);
+                assert_same(&format!("perfquery {}", args.join(" ")), &theirs, &ours);
+                nonzero |= theirs
+                    .stdout
+                    .lines()
+                    .any(|line| line.starts_with("PortXmitPkts:") && !line.ends_with(".0"));
+            }
+        }
+        // -a: a switch's PMA has AllPortSelect (port 255 in one query);
+        // an HCA's makes perfquery loop over its ports, which ibsim's PMA
+        // refuses for any port but the one asked through (modelled in
+        // the idle-port test).
+        if ni.node_type != NodeType::SWITCH {
+            continue;
+        }
+        for extra in [&["-a"][..], &["-x", "-a"][..]] {
+            let mut args: Vec<&str> = extra.to_vec();
+            args.push(l.as_str());
+            let (theirs, mads) = run_tool_seen(&sim, "perfquery", &args);
+            let ours = perfquery_from_its_mads(&args, lid, 255, &mads);
+            assert_same(&format!("perfquery {}", args.join(" ")), &theirs, &ours);
+        }
+    }
+    assert!(nonzero, "every PortXmitPkts was 0: the test saw no traffic");
+}
+
+#[test]
+fn sminfo_formats_the_sminfo_it_received_byte_identically() {
+    if !ready() {
+        return;
+    }
+    let sim = IbSim::start(net());
+    let _osm = OpenSm::start(&sim);
+    for (args, lid) in [(&["1"][..], 1u16), (&["-D", "0"][..], 0), (&[][..], 1)] {
+        let (theirs, mads) = run_tool_seen(&sim, "sminfo", args);
+        let sm = SmInfo::parse(&last_with_attr(&mads, 0x0020)[64..]).expect("SMInfo");
+        let ours = Out::ok(smp::format_sminfo(lid, &sm));
+        assert_same(&format!("sminfo {}", args.join(" ")), &theirs, &ours);
+    }
+}
+
+// ---------------------------------------------------------------- saquery
+
+fn sa_cpi(f: &mut Fetch) -> ClassPortInfo {
+    let a = f.sa(SM_LID, Method::GET, AttributeId::CLASS_PORT_INFO, 0, 0, &[]);
+    assert_eq!(a.status, 0, "SA ClassPortInfo status");
+    ClassPortInfo::parse(&a.mad[56..]).expect("SA ClassPortInfo")
+}
+
+/// The record dumps saquery prints for `a`, less the records libumad2sim
+/// garbles (see [`UMAD2SIM_VALID_BYTES`]), which are left out of the
+/// comparison on both sides.
+fn dump<R: SaRecord>(a: &SaAnswer, fmt: impl Fn(&R) -> String) -> Out {
+    let all = a.records::<R>();
+    let ok = a.reliable(all.len());
+    let mut out = Out::ok(sa::format_all(&all[..ok], &fmt));
+    if ok < all.len() {
+        let header = fmt(&all[0]).lines().next().unwrap_or_default().to_owned();
+        out.keep = Some((header, ok));
+    }
+    out
+}
+
+fn bytes<R: Repr>(r: &R) -> Vec<u8> {
+    r.to_vec().expect("emit query record")
+}
+
+#[test]
+fn saquery_outputs_are_byte_identical() {
+    if !ready() {
+        return;
+    }
+    let sim = IbSim::start(net());
+    let _osm = OpenSm::start(&sim);
+    let mut f = Fetch::new(&sim);
+
+    // No arguments, NR, -N: every NodeRecord (cut to one MAD by umad2sim).
+    for args in [&[][..], &["NR"][..], &["-N"][..]] {
+        check(&sim, &mut f, "saquery", args, |f| {
+            dump(
+                &f.sa_all(AttributeId::SA_NODE_RECORD),
+                sa::format_node_record,
+            )
+        });
+    }
+    check(&sim, &mut f, "saquery", &["NR", "2"], |f| {
+        let q = NodeRecord {
+            lid: 2,
+            ..NodeRecord::default()
+        };
+        let a = f.sa(
+            SM_LID,
+            Method::GET_TABLE,
+            AttributeId::SA_NODE_RECORD,
+            0,
+            NodeRecord::COMP_LID,
+            &bytes(&q),
+        );
+        dump(&a, sa::format_node_record)
+    });
+    check(&sim, &mut f, "saquery", &["-D"], |f| {
+        let a = f.sa_all(AttributeId::SA_NODE_RECORD);
+        Out::ok(sa::format_node_list(&a.records::<NodeRecord>()))
+    });
+    for args in [&["-c"][..], &["CPI"][..]] {
+        check(&sim, &mut f, "saquery", args, |f| {
+            Out::ok(sa::format_class_port_info(&sa_cpi(f)))
+        });
+    }
+    for (arg, lid, port) in [("2/1", 2u16, 1u8), ("1/0", 1, 0), ("3/4", 3, 4)] {
+        check(&sim, &mut f, "saquery", &["PIR", arg], |f| {
+            let q = PortInfoRecord {
+                lid,
+                port_num: port,
+                ..PortInfoRecord::default()
+            };
+            let a = f.sa(
+                SM_LID,
+                Method::GET_TABLE,
+                AttributeId::SA_PORTINFO_RECORD,
+                0,
+                PortInfoRecord::COMP_LID | PortInfoRecord::COMP_PORT_NUM,
+                &bytes(&q),
+            );
+            dump(&a, |r: &PortInfoRecord| {
+                sa::format_portinfo_record(r, false)
+            })
+        });
+    }
+    check(&sim, &mut f, "saquery", &["SWIR"], |f| {
+        let cap2 = sa_cpi(f).capability_mask2;
+        dump(&f.sa_all(AttributeId::SA_SWITCHINFO_RECORD), |r| {
+            sa::format_switch_info_record(r, cap2)
+        })
+    });
+    for args in [&["LR"][..], &["-x"][..]] {
+        check(&sim, &mut f, "saquery", args, |f| {
+            dump(
+                &f.sa_all(AttributeId::SA_LINK_RECORD),
+                sa::format_link_record,
+            )
+        });
+    }
+    check(&sim, &mut f, "saquery", &["SMIR"], |f| {
+        dump(
+            &f.sa_all(AttributeId::SA_SMINFO_RECORD),
+            sa::format_sm_info_record,
+        )
+    });
+    check(&sim, &mut f, "saquery", &["-s"], |f| {
+        let mut q = PortInfoRecord::default();
+        let mut issm = |f: &mut Fetch, bit: u32| {
+            q.port_info.capability_mask = bit;
+            let a = f.sa(
+                SM_LID,
+                Method::GET_TABLE,
+                AttributeId::SA_PORTINFO_RECORD,
+                1 << 31,
+                PortInfoRecord::COMP_CAPABILITY_MASK,
+                &bytes(&q),
+            );
+            a.records::<PortInfoRecord>()
+        };
+        let sm = issm(f, 1 << 1);
+        let disabled = issm(f, 1 << 10);
+        Out::ok(sa::format_issm(&sm, &disabled))
+    });
+    check(&sim, &mut f, "saquery", &["-g"], |f| {
+        dump(
+            &f.sa_all(AttributeId::SA_MCMEMBER_RECORD),
+            sa::format_mcgroup_record,
+        )
+    });
+    for args in [&["-m"][..], &["-m", "0xC000"][..], &["-m", "0xC001"][..]] {
+        let requested = args.get(1).copied();
+        check(&sim, &mut f, "saquery", args, |f| {
+            let groups = f.sa_all(AttributeId::SA_MCMEMBER_RECORD);
+            let nodes = f.sa_all(AttributeId::SA_NODE_RECORD);
+            Out::ok(sa::format_mcmember_members(
+                &groups.records::<McMemberRecord>(),
+                &nodes.records::<NodeRecord>(),
+                requested,
+            ))
+        });
+    }
+    check(&sim, &mut f, "saquery", &["MCMR"], |f| {
+        dump(
+            &f.sa_all(AttributeId::SA_MCMEMBER_RECORD),
+            sa::format_mcmember_record,
+        )
+    });
+    check(&sim, &mut f, "saquery", &["GIR"], |f| {
+        dump(
+            &f.sa_all(AttributeId::SA_GUIDINFO_RECORD),
+            sa::format_guidinfo_record,
+        )
+    });
+    for (arg, lid, block) in [("1/0", 1u16, 0u16), ("3/0", 3, 0)] {
+        check(&sim, &mut f, "saquery", &["LFTR", arg], |f| {
+            let q = LftRecord {
+                lid,
+                block_num: block,
+                ..LftRecord::default()
+            };
+            let a = f.sa(
+                SM_LID,
+                Method::GET_TABLE,
+                AttributeId::SA_LFT_RECORD,
+                0,
+                LftRecord::COMP_LID | LftRecord::COMP_BLOCK_NUM,
+                &bytes(&q),
+            );
+            dump(&a, sa::format_lft_record)
+        });
+    }
+    check(&sim, &mut f, "saquery", &["MFTR"], |f| {
+        dump(&f.sa_all(AttributeId::SA_MFT_RECORD), sa::format_mft_record)
+    });
+    check(&sim, &mut f, "saquery", &["SL2VL"], |f| {
+        dump(
+            &f.sa_all(AttributeId::SA_SL2VL_RECORD),
+            sa::format_sl2vl_record,
+        )
+    });
+    check(&sim, &mut f, "saquery", &["VLAR", "1"], |f| {
+        let q = VlArbRecord {
+            lid: 1,
+            ..VlArbRecord::default()
+        };
+        let a = f.sa(
+            SM_LID,
+            Method::GET_TABLE,
+            AttributeId::SA_VLARB_RECORD,
+            0,
+            VlArbRecord::COMP_LID,
+            &bytes(&q),
+        );
+        dump(&a, sa::format_vlarb_record)
+    });
+    check(&sim, &mut f, "saquery", &["PR"], |f| {
+        dump(
+            &f.sa_all(AttributeId::SA_PATH_RECORD),
+            sa::format_path_record,
+        )
+    });
+    for (src, dst) in [(2u16, 4u16), (1, 3)] {
+        let arg = format!("{src}:{dst}");
+        check(&sim, &mut f, "saquery", &["--src-to-dst", &arg], |f| {
+            let q = PathRecord {
+                slid: src,
+                dlid: dst,
+                numb_path: 0x7F,
+                ..PathRecord::default()
+            };
+            let a = f.sa(
+                SM_LID,
+                Method::GET_TABLE,
+                AttributeId::SA_PATH_RECORD,
+                0,
+                PathRecord::COMP_SLID | PathRecord::COMP_DLID | PathRecord::COMP_NUMB_PATH,
+                &bytes(&q),
+            );
+            dump(&a, sa::format_path_record)
+        });
+    }
+    check(&sim, &mut f, "saquery", &["SR"], |f| {
+        dump(
+            &f.sa_all(AttributeId::SA_SERVICE_RECORD),
+            |r: &ServiceRecord| sa::format_service_record(r, false),
+        )
+    });
+    check(&sim, &mut f, "saquery", &["IIR"], |f| {
+        dump(
+            &f.sa_all(AttributeId::SA_INFORMINFO_RECORD),
+            |r: &InformInfoRecord| sa::format_inform_info_record(r, false),
+        )
+    });
+}
+
+#[test]
+fn saquery_error_status_goes_to_stderr_in_sa_report_err_form() {
+    if !ready() {
+        return;
+    }
+    let sim = IbSim::start(net());
+    let _osm = OpenSm::start(&sim);
+    let mut f = Fetch::new(&sim);
+    // OpenSM cannot build P_KeyTableRecords on ibsim (no SMP P_KeyTable
+    // for them): the SA answers with an error status.
+    let a = f.sa_all(AttributeId::SA_PKEY_TABLE_RECORD);
+    assert_ne!(a.status, 0, "PKTR unexpectedly succeeded on ibsim");
+    let out = sim
+        .umad2sim_command("saquery")
+        .arg("PKTR")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run saquery");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let want = sa::format_sa_report_err(a.status);
+    assert!(
+        stderr.lines().any(|l| format!("{l}\n") == want),
+        "saquery PKTR stderr lacks {want:?}:\n{stderr}"
+    );
+    assert_ne!(out.status.code(), Some(0));
+}
