@@ -615,17 +615,27 @@ fn smpquery(f: &mut Fetch, route: &Route, portid: &PortIdText, op: &str, port: i
     }
 }
 
-/// Every smpquery op on `route` (a node with `num_ports` ports, switch or
-/// not), with its addressing arguments `addr` (`["-D", "0,1"]` or
-/// `["2"]`).
-fn smpquery_all(sim: &IbSim, f: &mut Fetch, route: &Route, portid: &PortIdText, addr: &[&str]) {
+/// Every smpquery op on `route`, with its addressing arguments `addr`
+/// (`["-D", "0,1"]` or `["2"]`): without a port argument and with port 1,
+/// and when `full` also ports 0, 3 and the last one of a switch.
+fn smpquery_all(
+    sim: &IbSim,
+    f: &mut Fetch,
+    route: &Route,
+    portid: &PortIdText,
+    addr: &[&str],
+    full: bool,
+) {
     let ni: NodeInfo = f
         .smp_as(route, AttributeId::NODE_INFO, 0)
         .expect("NodeInfo of a node that exists");
     let switch = ni.node_type == NodeType::SWITCH;
-    let mut ports: Vec<i32> = vec![0, 1];
-    if switch {
-        ports.extend([3, i32::from(ni.num_ports)]);
+    let mut ports: Vec<i32> = vec![1];
+    if full {
+        ports.push(0);
+        if switch {
+            ports.extend([3, i32::from(ni.num_ports)]);
+        }
     }
     let run = |op: &str, port: Option<i32>, f: &mut Fetch| {
         let mut args: Vec<String> = Vec::new();
@@ -652,20 +662,66 @@ fn smpquery_all(sim: &IbSim, f: &mut Fetch, route: &Route, portid: &PortIdText, 
     }
 }
 
+/// Directed routes to every node of a small fabric, breadth first from
+/// the local node, each node once (by node GUID): `["0", "0,1", ...]`.
+fn dr_paths(f: &mut Fetch) -> Vec<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    let mut queue = std::collections::VecDeque::from([String::from("0")]);
+    while let Some(path) = queue.pop_front() {
+        let route = Route::dr(&path);
+        let ni: NodeInfo = f
+            .smp_as(&route, AttributeId::NODE_INFO, 0)
+            .unwrap_or_else(|| panic!("NodeInfo over {path}"));
+        if !seen.insert(ni.node_guid) {
+            continue;
+        }
+        out.push(path.clone());
+        if ni.node_type != NodeType::SWITCH && path != "0" {
+            continue;
+        }
+        for port in 1..=ni.num_ports {
+            if let Some(pi) = f.smp_as::<PortInfo>(&route, AttributeId::PORT_INFO, port.into()) {
+                if pi.port_phys_state.0 == 5 {
+                    queue.push_back(format!("{path},{port}"));
+                }
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn smpquery_directed_route_outputs_are_byte_identical() {
     if !ready() {
         return;
     }
-    let sim = IbSim::start(net());
-    let mut f = Fetch::new(&sim);
-    // Switch1 (local), Hca1, Hca2, Switch2 and Switch1 again through
-    // Switch2: all before any SM has configured the fabric.
-    for path in ["0", "0,1", "0,2", "0,3", "0,3,4"] {
-        let route = Route::dr(path);
-        let hops: Vec<u8> = path.split(',').map(|p| p.parse().unwrap_or(0)).collect();
-        smpquery_all(&sim, &mut f, &route, &PortIdText::dr(&hops), &["-D", path]);
-    }
+    // ibsim's example fabrics, before any SM has configured them (LIDs
+    // 0): every node by directed route, the local one included.
+    let topos = [
+        "net",
+        "net.1",
+        "net.2sw2path",
+        "net.2sw2path4hca",
+        "net.2sw2path4hca2port",
+    ];
+    std::thread::scope(|scope| {
+        for topo in topos {
+            scope.spawn(move || {
+                let sim = IbSim::start(support::topologies_dir().join(topo));
+                let mut f = Fetch::new(&sim);
+                let paths = dr_paths(&mut f);
+                assert!(paths.len() >= 3, "{topo}: only {paths:?} found");
+                for path in &paths {
+                    let route = Route::dr(path);
+                    let hops: Vec<u8> = path.split(',').map(|p| p.parse().unwrap_or(0)).collect();
+                    let full = topo == "net";
+                    let id = PortIdText::dr(&hops);
+                    smpquery_all(&sim, &mut f, &route, &id, &["-D", path], full);
+                }
+            });
+        }
+    });
 }
 
 #[test]
@@ -678,7 +734,14 @@ fn smpquery_lid_outputs_are_byte_identical() {
     let mut f = Fetch::new(&sim);
     for lid in 1..=4u16 {
         let l = lid.to_string();
-        smpquery_all(&sim, &mut f, &Route::Lid(lid), &PortIdText::lid(lid), &[&l]);
+        smpquery_all(
+            &sim,
+            &mut f,
+            &Route::Lid(lid),
+            &PortIdText::lid(lid),
+            &[&l],
+            true,
+        );
     }
 }
 
