@@ -381,8 +381,9 @@ impl Fabric {
                 }
                 if set {
                     if !is_switch && p != in_port {
-                        self.violations
-                            .push(format!("PortInfo Set of CA {n} port {p} via port {in_port}"));
+                        self.violations.push(format!(
+                            "PortInfo Set of CA {n} port {p} via port {in_port}"
+                        ));
                         return INVALID;
                     }
                     let Ok(want) = PortInfo::parse(&data[..]) else {

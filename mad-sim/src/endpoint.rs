@@ -1,0 +1,354 @@
+//! [`SimPort`]: an endpoint attached at a port of a [`Fabric`], with the
+//! [`Transport`] interface (QP0 and QP1 of that port).
+//!
+//! Posting a MAD injects it at the port: it is sent the way the kernel's
+//! MAD layer sends it (directed-route send rules applied, the P_Key of the
+//! chosen index, Q_Key 0x80010000 on QP1 whatever the address says, as
+//! `ib_umad_write` does), crosses the fabric, and ends at an SMA, a PMA, an
+//! SM or another endpoint's receive queue. Every send completes with
+//! success once the packet has left (dropped packets too, as a UD send
+//! does on hardware). Receives carry the source LID, QP, SL and the index
+//! of the packet's P_Key in this port's table.
+//!
+//! # Refused posts
+//! - a MAD shorter than 24 or longer than 256 bytes;
+//! - an SMP class on QP1 or another class on QP0;
+//! - a P_Key index beyond the table or naming an empty entry (QP1);
+//! - a directed-route SMP the send rules refuse (what makes the kernel
+//!   fail the post with `EINVAL`), or one with LID-routed parts.
+//!
+//! QP states follow the verbs rules of
+//! [`Loopback`](mad_core::transport::loopback::Loopback): posting to a QP
+//! in RESET/INIT/RTR fails, posting to a QP in ERR/SQE completes with
+//! `IBV_WC_WR_FLUSH_ERR`, a move to ERR flushes what is still queued, a
+//! move to RESET discards it. MADs arriving while the QP cannot receive
+//! are dropped.
+
+use mad_core::transport::loopback::qp_transition_allowed;
+use mad_core::transport::{
+    AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion, Transport, TransportError,
+    WcStatus, WrId,
+};
+use mad_core::wire::attr::port_cap;
+use mad_core::wire::{MgmtClass, MAD_HEADER_LEN, MAD_LEN};
+
+use crate::fabric::{Core, Fabric, Origin, Packet};
+
+/// An endpoint at one port of a [`Fabric`]. Dropping it detaches it.
+pub struct SimPort {
+    fabric: Fabric,
+    ep: usize,
+    node: u32,
+    port: u8,
+    attrs: PortAttrs,
+}
+
+impl std::fmt::Debug for SimPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimPort")
+            .field("node", &self.attrs.ca_name)
+            .field("port", &self.port)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The attributes of `port` of `node` as a transport reports them.
+pub(crate) fn port_attrs(c: &Core, node: u32, port: u8) -> PortAttrs {
+    let Some(n) = c.node(node) else {
+        return PortAttrs::default();
+    };
+    let Some(p) = n.port(port) else {
+        return PortAttrs::default();
+    };
+    PortAttrs {
+        ca_name: n.id.clone(),
+        port_num: port,
+        node_guid: n.info.node_guid,
+        port_guid: p.guid,
+        gid_prefix: p.info.gid_prefix,
+        lid: p.info.lid,
+        lmc: p.info.lmc,
+        sm_lid: p.info.master_sm_lid,
+        sm_sl: p.info.master_sm_sl,
+        state: p.info.port_state.0,
+        phys_state: p.info.port_phys_state.0,
+        capability_mask: p.info.capability_mask,
+        pkeys: p.pkeys.clone(),
+        is_switch: n.is_switch(),
+    }
+}
+
+impl SimPort {
+    pub(crate) fn new(fabric: Fabric, ep: usize, node: u32, port: u8, attrs: PortAttrs) -> Self {
+        Self {
+            fabric,
+            ep,
+            node,
+            port,
+            attrs,
+        }
+    }
+
+    /// The fabric this endpoint is attached to.
+    #[must_use]
+    pub fn fabric(&self) -> &Fabric {
+        &self.fabric
+    }
+
+    /// Index of the node it is attached at.
+    #[must_use]
+    pub fn node(&self) -> usize {
+        self.node as usize
+    }
+
+    /// The port it is attached at.
+    #[must_use]
+    pub fn port(&self) -> u8 {
+        self.port
+    }
+
+    /// Declares (or stops declaring) this endpoint the SM of its port, as
+    /// opening the kernel's `issm` device does: PortInfo IsSM is set, and
+    /// SMInfo requests, traps and reports for the node come here.
+    pub fn set_is_sm(&mut self, on: bool) {
+        let mut c = self.fabric.lock();
+        if let Some(Some(e)) = c.endpoints.get_mut(self.ep) {
+            e.is_sm = on;
+        }
+        if let Some(p) = c.port_mut(self.node, self.port) {
+            if on {
+                p.info.capability_mask |= port_cap::IS_SM;
+            } else {
+                p.info.capability_mask &= !port_cap::IS_SM;
+            }
+        }
+    }
+
+    fn with_ep<R>(&self, f: impl FnOnce(&mut crate::fabric::Endpoint) -> R) -> Option<R> {
+        let mut c = self.fabric.lock();
+        c.endpoints.get_mut(self.ep).and_then(Option::as_mut).map(f)
+    }
+}
+
+impl Drop for SimPort {
+    fn drop(&mut self) {
+        let mut c = self.fabric.lock();
+        let was_sm = c
+            .endpoints
+            .get_mut(self.ep)
+            .and_then(Option::take)
+            .is_some_and(|e| e.is_sm);
+        c.ep_at.remove(&(self.node, self.port));
+        if was_sm {
+            if let Some(p) = c.port_mut(self.node, self.port) {
+                p.info.capability_mask &= !port_cap::IS_SM;
+            }
+        }
+    }
+}
+
+impl Transport for SimPort {
+    fn port_attrs(&self) -> &PortAttrs {
+        &self.attrs
+    }
+
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        self.attrs = port_attrs(&self.fabric.lock(), self.node, self.port);
+        Ok(())
+    }
+
+    fn send_queue_depth(&self) -> usize {
+        self.with_ep(|e| e.depth).unwrap_or(1)
+    }
+
+    fn post_send(
+        &mut self,
+        qp: Qp,
+        mad: &[u8],
+        dest: &mad_core::transport::Address,
+    ) -> Result<WrId, TransportError> {
+        if mad.len() < MAD_HEADER_LEN || mad.len() > MAD_LEN {
+            return Err(TransportError::BadSend(format!(
+                "a MAD of {} bytes (24..=256 expected)",
+                mad.len()
+            )));
+        }
+        let class = MgmtClass(mad[1]);
+        if (qp == Qp::Qp0) != class.is_smp() {
+            return Err(TransportError::BadSend(format!(
+                "management class {:#04x} cannot be sent on {qp:?}",
+                class.0
+            )));
+        }
+        let mut c = self.fabric.lock();
+        let (is_switch, port_info, pkeys, guid) = {
+            let n = c
+                .node(self.node)
+                .ok_or_else(|| TransportError::DeviceDead(self.attrs.ca_name.clone()))?;
+            let p = n
+                .port(self.port)
+                .ok_or_else(|| TransportError::DeviceDead(self.attrs.ca_name.clone()))?;
+            (n.is_switch(), p.info.clone(), p.pkeys.clone(), p.guid)
+        };
+        let auto = c.cfg.auto_deliver;
+        let ep = c
+            .endpoints
+            .get_mut(self.ep)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| TransportError::DeviceDead(self.attrs.ca_name.clone()))?;
+        let state = ep.qp_state[qp.index()];
+        match state {
+            QpState::Reset | QpState::Init | QpState::Rtr => {
+                return Err(TransportError::QpNotReady { qp, state });
+            }
+            QpState::Err | QpState::Sqe => {
+                let wr = WrId(ep.next_wr);
+                ep.next_wr += 1;
+                ep.cq.push_back(SendCompletion {
+                    wr_id: wr,
+                    qp,
+                    status: WcStatus::WrFlushErr,
+                    vendor_err: 0,
+                });
+                return Ok(wr);
+            }
+            QpState::Rts => {}
+        }
+        if ep.outstanding[qp.index()] >= ep.depth {
+            return Err(TransportError::QueueFull {
+                qp,
+                depth: ep.depth,
+            });
+        }
+        let pkey = if qp == Qp::Qp1 {
+            match pkeys.get(usize::from(dest.pkey_index)) {
+                Some(&k) if k & 0x7FFF != 0 => k,
+                _ => {
+                    return Err(TransportError::BadSend(format!(
+                        "P_Key index {} names no P_Key of this port",
+                        dest.pkey_index
+                    )))
+                }
+            }
+        } else {
+            pkeys.first().copied().unwrap_or(0xFFFF)
+        };
+        if class == MgmtClass::SUBN_DIRECTED_ROUTE {
+            crate::fabric::check_dr_post(mad, is_switch, self.port)
+                .map_err(TransportError::BadSend)?;
+        }
+        let mut buf = Box::new([0u8; MAD_LEN]);
+        buf[..mad.len()].copy_from_slice(mad);
+        let lmc_mask = (1u16 << port_info.lmc.min(7)) - 1;
+        let slid = port_info.lid | (u16::from(dest.path_bits) & lmc_mask);
+        let mut gid = [0u8; 16];
+        gid[..8].copy_from_slice(&port_info.gid_prefix.to_be_bytes());
+        gid[8..].copy_from_slice(&guid.to_be_bytes());
+        let wr = WrId(ep.next_wr);
+        ep.next_wr += 1;
+        ep.outstanding[qp.index()] += 1;
+        c.queue.push_back(Packet {
+            mad: buf,
+            slid,
+            dlid: dest.lid,
+            sqpn: qp.qpn(),
+            dqpn: dest.qpn,
+            sl: dest.sl,
+            pkey,
+            vl15: qp == Qp::Qp0,
+            grh: dest.grh.map(|g| Grh { gid, ..g }),
+            origin: Some(Origin {
+                ep: self.ep,
+                wr,
+                qp,
+            }),
+            start: (self.node, self.port),
+        });
+        if auto {
+            c.run_until_idle();
+        }
+        Ok(wr)
+    }
+
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError> {
+        Ok(self
+            .with_ep(|e| {
+                let n = e.cq.len();
+                out.extend(e.cq.drain(..));
+                n
+            })
+            .unwrap_or(0))
+    }
+
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        Ok(self.with_ep(|e| e.rq.pop_front()).flatten())
+    }
+
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        self.with_ep(|e| e.events.pop_front()).flatten()
+    }
+
+    fn qp_state(&self, qp: Qp) -> QpState {
+        self.with_ep(|e| e.qp_state[qp.index()])
+            .unwrap_or(QpState::Err)
+    }
+
+    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
+        let mut c = self.fabric.lock();
+        let from = c
+            .endpoints
+            .get(self.ep)
+            .and_then(Option::as_ref)
+            .map_or(QpState::Err, |e| e.qp_state[qp.index()]);
+        if !qp_transition_allowed(from, to) {
+            return Err(TransportError::InvalidTransition { qp, from, to });
+        }
+        let ep = self.ep;
+        let mine = |p: &Packet| p.origin.is_some_and(|o| o.ep == ep && o.qp == qp);
+        match to {
+            QpState::Err => {
+                let (flush, keep): (Vec<Packet>, Vec<Packet>) = c.queue.drain(..).partition(mine);
+                c.queue.extend(keep);
+                for p in flush {
+                    if let Some(o) = p.origin {
+                        c.complete(o, WcStatus::WrFlushErr);
+                    }
+                }
+            }
+            QpState::Reset => {
+                c.queue.retain(|p| !mine(p));
+                if let Some(Some(e)) = c.endpoints.get_mut(ep) {
+                    e.outstanding[qp.index()] = 0;
+                    e.cq.retain(|x| x.qp != qp);
+                }
+            }
+            _ => {}
+        }
+        if let Some(Some(e)) = c.endpoints.get_mut(ep) {
+            e.qp_state[qp.index()] = to;
+        }
+        Ok(())
+    }
+
+    fn recreate_queues(&mut self) -> Result<(), TransportError> {
+        let mut c = self.fabric.lock();
+        let ep = self.ep;
+        c.queue.retain(|p| match p.origin {
+            Some(o) => o.ep != ep,
+            None => true,
+        });
+        if let Some(Some(e)) = c.endpoints.get_mut(ep) {
+            e.cq.clear();
+            e.outstanding = [0; 2];
+            e.qp_state = [QpState::Rts; 2];
+        }
+        Ok(())
+    }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+}

@@ -1,0 +1,772 @@
+//! The simulated fabric: nodes, ports and links built from a
+//! [`Topology`], an SMA and a PMA on every node, directed-route and
+//! LID-routed forwarding, and endpoints ([`SimPort`]) that attach at a
+//! port and speak [`Transport`](mad_core::transport::Transport).
+//!
+//! ```
+//! use mad_sim::{Fabric, Topology};
+//! use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
+//! use mad_core::wire::smp::{DrPath, Smp};
+//! use mad_core::wire::attr::NodeInfo;
+//! use mad_core::wire::{AttributeId, Method, Repr};
+//!
+//! let topo = Topology::parse_str(
+//!     "Switch 4 \"S\"\n[1] \"H\"[1]\n\nHca 1 \"H\"\n[1] \"S\"[1]\n",
+//! )?;
+//! let fabric = Fabric::new(&topo);
+//! let mut port = fabric.attach("H", 1)?;
+//! // NodeInfo of the switch behind port 1: directed route 0,1.
+//! let smp = "0,1".parse::<DrPath>()?.build_request(Method::GET, AttributeId::NODE_INFO, 0, 7, 0);
+//! port.post_send(Qp::Qp0, &smp, &Address::smi(PERMISSIVE_LID))?;
+//! let answer = port.poll_recv()?.expect("delivered at once");
+//! let ni = NodeInfo::parse(Smp::new_checked(&answer.mad[..])?.data())?;
+//! assert_eq!(ni.node_guid, 0x20_0000); // ibsim's first switch GUID
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Model
+//! - **Deterministic.** No threads, no sleeps, no wall clock. Each posted
+//!   MAD becomes a packet on one queue; [`Fabric::step`] moves the next
+//!   packet all the way (links, switches) to where it is consumed or
+//!   dropped. With auto-delivery on (the default) `post_send` runs the
+//!   queue before it returns, so answers are in the receive queue at once;
+//!   turn it off ([`Fabric::set_auto_deliver`]) to interleave steps. Time
+//!   is virtual ([`Fabric::advance`]); only M_Key leases use it.
+//! - **Links.** A packet crossing a link counts one packet and 72
+//!   four-byte words (LRH + BTH + DETH + MAD + ICRC; 82 with a GRH) in
+//!   PortXmit* of the port it leaves and PortRcv* of the port it enters,
+//!   in both PortCounters and PortCountersExtended, and is offered to the
+//!   link filter ([`Fabric::set_link_filter`]). A link carries packets only
+//!   when both ends are physically LinkUp; VL15 (SMPs) needs the sending
+//!   port in Init or later, other packets need it Active (and the
+//!   receiving port Armed or Active).
+//! - **Switches** forward directed-route SMPs by the hop-pointer rules of
+//!   IBA §14.2.2 as the kernel implements them (`mad_core::wire::smp`), and
+//!   LID-routed packets by their LFT (entries above LinearFDBTop or 0xFF
+//!   drop; PortRcvSwitchRelayErrors counts them); packets for the
+//!   switch's own LID or the permissive LID go to its port 0.
+//! - **QPs.** QP0 takes only SMP classes arriving on VL15, QP1 only other
+//!   classes off VL15 (VL15 to QP1 counts VL15Dropped). QP1 checks the
+//!   packet's P_Key against the port's table (a miss is dropped and
+//!   counted in PortInfo P_KeyViolations); switch ports with
+//!   PartitionEnforcementInbound/Outbound also enforce (Port*ConstraintErrors).
+//! - **Who answers.** SMP requests go to the node's SMA (port 0 of a
+//!   switch, the arrival port of a CA), except SMInfo, Trap and Report,
+//!   which go to the node's SM: an [`SmHandler`], else an endpoint that
+//!   called [`SimPort::set_is_sm`]; SMInfo without an SM is answered from
+//!   [`Fabric::set_sm_info`] or with status 0x000C. PerfMgt requests go to
+//!   the PMA. Other GSI requests go to the endpoint at the port; with none
+//!   attached, Get/Set are answered 0x000C like the kernel does for an
+//!   unclaimed request. Responses go to the endpoint at the port.
+//! - **M_Key** (IBA §14.2.4, as the qib/hfi1 SMAs do it): a port M_Key of
+//!   0 or the right key passes; otherwise Get passes at protect levels 0
+//!   and 1 (level 1 answers PortInfo with M_Key 0), and Get at levels 2–3,
+//!   Set and TrapRepress are dropped, counted in M_KeyViolations and start
+//!   the lease timer (M_KeyLeasePeriod seconds of virtual time; at expiry
+//!   the protect bits return to 0). Switches use port 0's M_Key.
+//!
+//! # Differences from ibsim 0.10 (deliberate)
+//! Defaults are ibsim's (see `node.rs` and `tests/ibsim_compare.rs`).
+//! Behaviour differs where ibsim is not what hardware does:
+//! - ibsim checks no M_Key and no P_Key; this fabric checks both.
+//! - A request nobody serves (SMInfo without an SM, an attribute the SMA
+//!   lacks such as PortInfoExtended, LedInfo or Mellanox
+//!   ExtendedPortInfo 0xFF90, a GSI Get without an agent) is answered with
+//!   status 0x000C; ibsim drops it and returns it to its sender as
+//!   undeliverable. A Set of NodeInfo / NodeDescription answers 0x000C
+//!   (ibsim: 0x0008).
+//! - Out-of-range modifiers (LFT/MFT/P_Key/GUIDInfo blocks beyond the
+//!   capacity, ports beyond NumPorts in P_KeyTable / SLtoVL / VLArb)
+//!   answer 0x001C; ibsim does not check some of them (an MFT block
+//!   beyond 31 reads zeros with status 0).
+//! - GUIDInfo supports Set (of entries 1 and up; entry 0 is the port
+//!   GUID) and every block up to GUIDCap; ibsim 0.10 answers Set with
+//!   0x0008.
+//! - Set(PortInfo) stores every writable field (ibsim drops NeighborMTU,
+//!   MasterSMSL, VLHighLimit, SubnetTimeOut, M_Key and its protect bits and
+//!   lease, the violation counters, ...), validates all fields before it
+//!   applies any, refuses PortState Init (2) and Active → Armed (ibsim
+//!   ignores the first and allows the second), and acts on
+//!   PortPhysicalState Disabled / Sleep / Polling (ibsim stores it).
+//!   ClientReregister raises `AsyncEvent::ClientReregister` at the port's
+//!   endpoint and reads back 0.
+//! - Set(SwitchInfo) also writes DefaultPort, the default multicast ports
+//!   and MulticastFDBTop; a LinearFDBTop at or above LinearFDBCap answers
+//!   0x001C.
+//! - LID-routed SMPs may cross ports in Init or Armed (VL15 rules); ibsim
+//!   requires every port on the path to be Active.
+//! - PortCountersExtended counts unicast and multicast packets (ibsim
+//!   leaves them 0), and its Set clears PortRcvPkts for bit 3 (ibsim clears
+//!   PortXmitPkts). Drops are counted where they happen
+//!   (PortXmitDiscards, PortRcvSwitchRelayErrors, PortRcvErrors,
+//!   VL15Dropped).
+//! - A dropped packet completes its send with success, as a UD send on
+//!   hardware does; ibsim hands an undeliverable copy back to the sender.
+//! - Not modelled yet: traps (ibsim sends 128 and 144 to an SM client),
+//!   multicast forwarding, Mellanox ExtendedPortInfo, DR SMPs with
+//!   LID-routed parts (refused at post; ibsim refuses them too).
+
+mod engine;
+mod node;
+mod pma;
+mod sma;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use mad_core::wire::attr::{port_cap, PortCounters, PortCountersExt, PortInfo, SmInfo};
+
+use crate::endpoint::SimPort;
+use crate::topology::{NodeKind, Topology, TopologyError};
+
+pub(crate) use engine::{check_dr_post, Core, Endpoint, Origin, Packet};
+pub use node::{
+    CA_GUID_CAP, CA_PARTITION_CAP, DEFAULT_SL2VL, REVISION, SWITCH_PARTITION_CAP,
+    SWITCH_PARTITION_ENFORCEMENT_CAP,
+};
+pub use pma::PMA_RESP_TIME_VALUE;
+
+/// How a fabric is built and behaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FabricConfig {
+    /// SwitchInfo LinearFDBCap of every switch (ibsim 0.10: 30720).
+    pub linear_fdb_cap: u16,
+    /// SwitchInfo MulticastFDBCap (ibsim: 1024).
+    pub multicast_fdb_cap: u16,
+    /// Send queue depth of each endpoint QP.
+    pub send_queue_depth: usize,
+    /// Run the packet queue inside every `post_send` (see the module docs).
+    pub auto_deliver: bool,
+    /// How many recent drops [`FabricStats::recent_drops`] keeps.
+    pub drop_log: usize,
+}
+
+impl Default for FabricConfig {
+    fn default() -> Self {
+        Self {
+            linear_fdb_cap: 30 * 1024,
+            multicast_fdb_cap: 1024,
+            send_queue_depth: 128,
+            auto_deliver: true,
+            drop_log: 64,
+        }
+    }
+}
+
+/// A port of the fabric: node index (topology order) and port number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PortAddr {
+    /// Node index.
+    pub node: usize,
+    /// Port number.
+    pub port: u8,
+}
+
+/// A packet about to cross a link, as the link filter sees it.
+#[derive(Debug)]
+pub struct LinkCrossing<'a> {
+    /// The port it leaves.
+    pub from: PortAddr,
+    /// The port it enters.
+    pub to: PortAddr,
+    /// The MAD (256 bytes).
+    pub mad: &'a [u8],
+    /// True on VL15 (SMPs).
+    pub vl15: bool,
+    /// Virtual time.
+    pub now: Duration,
+}
+
+/// What the link filter decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkVerdict {
+    /// The packet crosses.
+    Pass,
+    /// The packet is lost on the wire (counted as sent, not received).
+    Drop,
+}
+
+/// A per-link hook, called for every packet about to cross a link (the
+/// place for drop faults). It runs with the fabric locked: it must not
+/// call the [`Fabric`].
+pub type LinkFilter = Box<dyn FnMut(&LinkCrossing<'_>) -> LinkVerdict + Send>;
+
+/// An SMInfo request, trap or report for the SM of a node.
+#[derive(Debug)]
+pub struct SmRequest<'a> {
+    /// The node.
+    pub node: usize,
+    /// The port it arrived on.
+    pub port: u8,
+    /// The whole SMP (256 bytes).
+    pub mad: &'a [u8],
+}
+
+/// What an [`SmHandler`] does with a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SmReply {
+    /// Answer with GetResp, this status and these 64 bytes of data.
+    Respond {
+        /// MAD status (15 bits for directed route).
+        status: u16,
+        /// SMP data.
+        data: [u8; 64],
+    },
+    /// Take it without an answer (traps, reports).
+    Consume,
+}
+
+/// The SM of a node, installed with [`Fabric::set_sm_handler`]. It runs
+/// with the fabric locked: it must not call the [`Fabric`].
+pub type SmHandler = Box<dyn FnMut(&SmRequest<'_>) -> SmReply + Send>;
+
+/// Why a packet was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DropReason {
+    /// A directed-route hop-pointer rule discarded it (bad path, a CA in
+    /// the middle of the path, a port beyond the switch's ports, ...).
+    DrPath,
+    /// A directed-route SMP with DrSLID / DrDLID not permissive.
+    DrLidRouted,
+    /// The port it should leave or enter is not physically up or has no
+    /// link.
+    LinkDown,
+    /// The port's logical state does not let it through.
+    PortNotActive,
+    /// A switch has no LFT entry for the DLID (or it is above
+    /// LinearFDBTop).
+    NoRoute,
+    /// LID 0.
+    InvalidLid,
+    /// A multicast DLID (not modelled).
+    Multicast,
+    /// The DLID is not one of the receiving CA port's LIDs.
+    NotForThisPort,
+    /// A packet for QP0 not on VL15.
+    Qp0NotVl15,
+    /// A VL15 packet for a QP other than 0.
+    Vl15NotQp0,
+    /// An SMP class to QP1, or another class to QP0.
+    WrongQp,
+    /// The P_Key is not in the receiving port's table.
+    PKey,
+    /// A switch port's partition enforcement refused it.
+    PKeyEnforcement,
+    /// A failed M_Key check.
+    MKey,
+    /// Nobody to receive it (no endpoint, no SM).
+    NoReceiver,
+    /// The receiving endpoint's QP cannot receive.
+    QpNotReady,
+    /// Base version other than 1.
+    BadBaseVersion,
+    /// No such port.
+    NoSuchPort,
+    /// The link filter dropped it.
+    LinkFilter,
+    /// It went around more than 256 links (a forwarding loop).
+    HopLimit,
+}
+
+impl DropReason {
+    /// Every reason, in index order.
+    pub const ALL: &'static [DropReason] = &[
+        Self::DrPath,
+        Self::DrLidRouted,
+        Self::LinkDown,
+        Self::PortNotActive,
+        Self::NoRoute,
+        Self::InvalidLid,
+        Self::Multicast,
+        Self::NotForThisPort,
+        Self::Qp0NotVl15,
+        Self::Vl15NotQp0,
+        Self::WrongQp,
+        Self::PKey,
+        Self::PKeyEnforcement,
+        Self::MKey,
+        Self::NoReceiver,
+        Self::QpNotReady,
+        Self::BadBaseVersion,
+        Self::NoSuchPort,
+        Self::LinkFilter,
+        Self::HopLimit,
+    ];
+
+    fn index(self) -> usize {
+        Self::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
+
+/// One dropped packet: why and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DropRecord {
+    /// Why.
+    pub reason: DropReason,
+    /// Where.
+    pub at: PortAddr,
+}
+
+/// What the fabric did.
+#[derive(Debug, Clone, Default)]
+pub struct FabricStats {
+    /// Packets processed (sent by endpoints, SMAs and PMAs).
+    pub packets: u64,
+    /// Requests handled by SMAs.
+    pub to_sma: u64,
+    /// Requests handled by PMAs.
+    pub to_pma: u64,
+    /// Requests handed to SM handlers.
+    pub to_sm: u64,
+    /// MADs put on endpoint receive queues.
+    pub to_endpoints: u64,
+    /// GSI requests answered "unsupported" for want of an agent.
+    pub unmatched: u64,
+    /// M_Key violations (all ports).
+    pub mkey_violations: u64,
+    drops: Vec<u64>,
+    recent: VecDeque<DropRecord>,
+    keep: usize,
+}
+
+impl FabricStats {
+    fn new(keep: usize) -> Self {
+        Self {
+            drops: vec![0; DropReason::ALL.len()],
+            keep,
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn record_drop(&mut self, reason: DropReason, node: usize, port: u8) {
+        if let Some(c) = self.drops.get_mut(reason.index()) {
+            *c += 1;
+        }
+        if self.keep > 0 {
+            if self.recent.len() == self.keep {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(DropRecord {
+                reason,
+                at: PortAddr { node, port },
+            });
+        }
+    }
+
+    /// Packets dropped for `reason`.
+    #[must_use]
+    pub fn dropped(&self, reason: DropReason) -> u64 {
+        self.drops.get(reason.index()).copied().unwrap_or(0)
+    }
+
+    /// Packets dropped for any reason.
+    #[must_use]
+    pub fn total_dropped(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+
+    /// The most recent drops, oldest first.
+    pub fn recent_drops(&self) -> impl Iterator<Item = &DropRecord> {
+        self.recent.iter()
+    }
+}
+
+/// Names a node: by index, id (as in the topology file) or node GUID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeSel {
+    /// Index in topology order.
+    Index(usize),
+    /// Node id.
+    Id(String),
+    /// Node GUID.
+    Guid(u64),
+}
+
+impl From<usize> for NodeSel {
+    fn from(i: usize) -> Self {
+        Self::Index(i)
+    }
+}
+
+impl From<&str> for NodeSel {
+    fn from(s: &str) -> Self {
+        Self::Id(s.to_owned())
+    }
+}
+
+impl From<String> for NodeSel {
+    fn from(s: String) -> Self {
+        Self::Id(s)
+    }
+}
+
+impl std::fmt::Display for NodeSel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Index(i) => write!(f, "node #{i}"),
+            Self::Id(s) => write!(f, "node {s:?}"),
+            Self::Guid(g) => write!(f, "node GUID {g:#018x}"),
+        }
+    }
+}
+
+/// A node as [`Fabric::node`] describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSummary {
+    /// Index.
+    pub index: usize,
+    /// Node id.
+    pub id: String,
+    /// NodeDescription text.
+    pub description: String,
+    /// Kind.
+    pub kind: NodeKind,
+    /// Physical ports.
+    pub num_ports: u8,
+    /// Node GUID.
+    pub node_guid: u64,
+    /// System image GUID.
+    pub system_image_guid: u64,
+}
+
+/// Why an attach failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// No node by that name, index or GUID.
+    #[error("{0}: no such node")]
+    NoSuchNode(NodeSel),
+    /// The node has no such end port (a CA's ports are 1..=n; a switch's
+    /// only end port is 0).
+    #[error("{node:?} has no end port {port}")]
+    NoSuchPort {
+        /// The node id.
+        node: String,
+        /// The port asked for.
+        port: u8,
+    },
+    /// An endpoint is already attached there.
+    #[error("{node:?} port {port} already has an endpoint")]
+    PortInUse {
+        /// The node id.
+        node: String,
+        /// The port.
+        port: u8,
+    },
+}
+
+/// The simulated fabric. Cloning gives another handle to the same fabric;
+/// it is `Send + Sync`, each call locking it briefly.
+#[derive(Clone)]
+pub struct Fabric {
+    core: Arc<Mutex<Core>>,
+}
+
+impl std::fmt::Debug for Fabric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self.lock();
+        f.debug_struct("Fabric")
+            .field("nodes", &c.nodes.len())
+            .field("pending", &c.queue.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Fabric {
+    /// A fabric for `topo` with the default configuration.
+    #[must_use]
+    pub fn new(topo: &Topology) -> Self {
+        Self::with_config(topo, FabricConfig::default())
+    }
+
+    /// A fabric for `topo`.
+    #[must_use]
+    pub fn with_config(topo: &Topology, cfg: FabricConfig) -> Self {
+        let nodes: Vec<_> = topo
+            .nodes()
+            .iter()
+            .map(|n| node::build_node(n, &cfg))
+            .collect();
+        let by_id = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.id.clone(), i as u32))
+            .collect();
+        let by_guid = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.info.node_guid, i as u32))
+            .collect();
+        let stats = FabricStats::new(cfg.drop_log);
+        Self {
+            core: Arc::new(Mutex::new(Core {
+                nodes,
+                by_id,
+                by_guid,
+                cfg,
+                now: Duration::ZERO,
+                queue: VecDeque::new(),
+                endpoints: Vec::new(),
+                ep_at: HashMap::new(),
+                link_filter: None,
+                sm_handlers: HashMap::new(),
+                stats,
+            })),
+        }
+    }
+
+    /// Parses the topology file at `path` and builds its fabric.
+    ///
+    /// # Errors
+    /// The file's [`TopologyError`].
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, TopologyError> {
+        Ok(Self::new(&Topology::load(path)?))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Attaches an endpoint at `port` of a node: 1..=n on a CA or router,
+    /// 0 on a switch.
+    ///
+    /// # Errors
+    /// No such node or end port, or the port already has an endpoint.
+    pub fn attach(&self, node: impl Into<NodeSel>, port: u8) -> Result<SimPort, SimError> {
+        let sel = node.into();
+        let mut c = self.lock();
+        let Some(n) = resolve(&c, &sel) else {
+            return Err(SimError::NoSuchNode(sel));
+        };
+        let nd = &c.nodes[n as usize];
+        let ok = if nd.is_switch() {
+            port == 0
+        } else {
+            port >= 1 && port <= nd.num_ports()
+        };
+        if !ok {
+            return Err(SimError::NoSuchPort {
+                node: nd.id.clone(),
+                port,
+            });
+        }
+        if c.ep_at.contains_key(&(n, port)) {
+            return Err(SimError::PortInUse {
+                node: nd.id.clone(),
+                port,
+            });
+        }
+        let depth = c.cfg.send_queue_depth.max(1);
+        let idx = c.endpoints.len();
+        c.endpoints.push(Some(Endpoint {
+            qp_state: [mad_core::transport::QpState::Rts; 2],
+            cq: VecDeque::new(),
+            rq: VecDeque::new(),
+            events: VecDeque::new(),
+            outstanding: [0; 2],
+            next_wr: 1,
+            is_sm: false,
+            depth,
+        }));
+        c.ep_at.insert((n, port), idx);
+        let attrs = crate::endpoint::port_attrs(&c, n, port);
+        drop(c);
+        Ok(SimPort::new(self.clone(), idx, n, port, attrs))
+    }
+
+    /// Attaches where ibsim attaches a client that names no node: the
+    /// first node's first end port (port 0 of a switch, 1 of a CA).
+    ///
+    /// # Errors
+    /// As [`Fabric::attach`] (also for a fabric without nodes).
+    pub fn attach_default(&self) -> Result<SimPort, SimError> {
+        let first = self.lock().nodes.first().map(node::Node::first_port);
+        match first {
+            Some(p) => self.attach(0usize, p),
+            None => Err(SimError::NoSuchNode(NodeSel::Index(0))),
+        }
+    }
+
+    /// Number of nodes.
+    #[must_use]
+    pub fn node_count(&self) -> usize {
+        self.lock().nodes.len()
+    }
+
+    /// The index of a node.
+    #[must_use]
+    pub fn find(&self, node: impl Into<NodeSel>) -> Option<usize> {
+        resolve(&self.lock(), &node.into()).map(|n| n as usize)
+    }
+
+    /// Node `index`.
+    #[must_use]
+    pub fn node(&self, index: usize) -> Option<NodeSummary> {
+        let c = self.lock();
+        c.nodes.get(index).map(|n| summary(index, n))
+    }
+
+    /// Every node.
+    #[must_use]
+    pub fn nodes(&self) -> Vec<NodeSummary> {
+        let c = self.lock();
+        c.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| summary(i, n))
+            .collect()
+    }
+
+    /// A port's PortInfo as it stands (LocalPortNum = the port itself).
+    #[must_use]
+    pub fn port_info(&self, node: usize, port: u8) -> Option<PortInfo> {
+        let c = self.lock();
+        let p = c.nodes.get(node)?.port(port)?;
+        let mut i = p.info.clone();
+        i.local_port_num = port;
+        Some(i)
+    }
+
+    /// The port at the other end of a port's cable.
+    #[must_use]
+    pub fn remote(&self, node: usize, port: u8) -> Option<PortAddr> {
+        let c = self.lock();
+        let (n, p) = c.nodes.get(node)?.port(port)?.remote?;
+        Some(PortAddr {
+            node: n as usize,
+            port: p,
+        })
+    }
+
+    /// A port's PortCounters (32-bit view).
+    #[must_use]
+    pub fn counters(&self, node: usize, port: u8) -> Option<PortCounters> {
+        let c = self.lock();
+        let mut pc = c.nodes.get(node)?.port(port)?.counters.clone();
+        pc.port_select = port;
+        Some(pc)
+    }
+
+    /// A port's PortCountersExtended.
+    #[must_use]
+    pub fn counters_ext(&self, node: usize, port: u8) -> Option<PortCountersExt> {
+        let c = self.lock();
+        let mut pc = c.nodes.get(node)?.port(port)?.counters_ext.clone();
+        pc.port_select = port;
+        Some(pc)
+    }
+
+    /// What the fabric did so far.
+    #[must_use]
+    pub fn stats(&self) -> FabricStats {
+        self.lock().stats.clone()
+    }
+
+    /// Virtual time.
+    #[must_use]
+    pub fn now(&self) -> Duration {
+        self.lock().now
+    }
+
+    /// Moves virtual time forward (M_Key leases that run out clear their
+    /// port's protect bits).
+    pub fn advance(&self, by: Duration) {
+        let mut c = self.lock();
+        c.now += by;
+        let now = c.now;
+        for n in &mut c.nodes {
+            for p in &mut n.ports {
+                if p.mkey_lease_end.is_some_and(|end| now >= end) {
+                    p.mkey_lease_end = None;
+                    p.info.m_key_protect_bits = 0;
+                }
+            }
+        }
+    }
+
+    /// With auto-delivery off, posted MADs wait in the queue for
+    /// [`Fabric::step`] / [`Fabric::run_until_idle`]. Turning it on runs
+    /// the queue.
+    pub fn set_auto_deliver(&self, on: bool) {
+        let mut c = self.lock();
+        c.cfg.auto_deliver = on;
+        if on {
+            c.run_until_idle();
+        }
+    }
+
+    /// Moves the next queued packet to where it ends; false if none.
+    pub fn step(&self) -> bool {
+        self.lock().step()
+    }
+
+    /// Steps until the queue is empty; returns how many packets moved.
+    pub fn run_until_idle(&self) -> usize {
+        self.lock().run_until_idle()
+    }
+
+    /// Packets waiting in the queue.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.lock().queue.len()
+    }
+
+    /// Installs (or removes) the link filter.
+    pub fn set_link_filter(&self, filter: Option<LinkFilter>) {
+        self.lock().link_filter = filter;
+    }
+
+    /// Installs (or removes) the SM of `node`: it gets SMInfo requests,
+    /// traps and reports addressed to the node.
+    pub fn set_sm_handler(&self, node: usize, handler: Option<SmHandler>) {
+        let mut c = self.lock();
+        let n = node as u32;
+        match handler {
+            Some(h) => {
+                c.sm_handlers.insert(n, h);
+            }
+            None => {
+                c.sm_handlers.remove(&n);
+            }
+        }
+    }
+
+    /// Sets the SMInfo the SMA of `node` answers for `port` when no SM
+    /// handler or SM endpoint is there (and PortInfo IsSM with it);
+    /// `None` removes it.
+    pub fn set_sm_info(&self, node: usize, port: u8, info: Option<SmInfo>) {
+        let mut c = self.lock();
+        if let Some(p) = c.nodes.get_mut(node).and_then(|n| n.port_mut(port)) {
+            if info.is_some() {
+                p.info.capability_mask |= port_cap::IS_SM;
+            } else {
+                p.info.capability_mask &= !port_cap::IS_SM;
+            }
+            p.sm_info = info;
+        }
+    }
+}
+
+fn resolve(c: &Core, sel: &NodeSel) -> Option<u32> {
+    match sel {
+        NodeSel::Index(i) => (*i < c.nodes.len()).then_some(*i as u32),
+        NodeSel::Id(s) => c.by_id.get(s).copied(),
+        NodeSel::Guid(g) => c.by_guid.get(g).copied(),
+    }
+}
+
+fn summary(index: usize, n: &node::Node) -> NodeSummary {
+    let end = n.desc.iter().position(|b| *b == 0).unwrap_or(64);
+    NodeSummary {
+        index,
+        id: n.id.clone(),
+        description: String::from_utf8_lossy(&n.desc[..end]).into_owned(),
+        kind: n.kind,
+        num_ports: n.num_ports(),
+        node_guid: n.info.node_guid,
+        system_image_guid: n.info.system_image_guid,
+    }
+}

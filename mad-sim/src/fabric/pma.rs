@@ -1,0 +1,317 @@
+//! The performance management agent (class 0x04) of every node:
+//! ClassPortInfo, PortCounters and PortCountersExtended. The counters are
+//! the ones the fabric keeps as packets cross links (see
+//! [`crate::fabric`]); a Set clears those CounterSelect names.
+
+use mad_core::wire::attr::{pm_cap, ClassPortInfo, PortCounters, PortCountersExt};
+use mad_core::wire::{AttributeId, Mad, MadStatus, Method, Repr};
+
+use super::engine::{Core, Packet};
+
+const OK: u16 = MadStatus::SUCCESS.0;
+const BAD_VERSION: u16 = MadStatus::BAD_VERSION.0;
+const UNSUP_METHOD: u16 = MadStatus::METHOD_UNSUPPORTED.0;
+const UNSUP_METH_ATTR: u16 = MadStatus::METHOD_ATTR_UNSUPPORTED.0;
+const INVALID: u16 = MadStatus::INVALID_FIELD.0;
+
+/// Where PerfMgt attribute data starts in the MAD.
+const DATA: usize = 64;
+/// PerfMgt attribute data length.
+const DATA_LEN: usize = 192;
+/// ClassPortInfo RespTimeValue the PMA reports (as ibsim).
+pub const PMA_RESP_TIME_VALUE: u8 = 18;
+
+impl Core {
+    /// Runs the PMA of `node` on a PerfMgt request received on `in_port`.
+    pub(crate) fn pma(&mut self, node: u32, in_port: u8, pkt: &Packet) {
+        self.stats.to_pma += 1;
+        let mad = Mad::new_unchecked(&pkt.mad[..]);
+        let mut data = [0u8; DATA_LEN];
+        data.copy_from_slice(&pkt.mad[DATA..DATA + DATA_LEN]);
+        let method = mad.method();
+        let (status, out) = if mad.class_version() != 1 {
+            (BAD_VERSION, data)
+        } else if method != Method::GET && method != Method::SET {
+            (UNSUP_METHOD, data)
+        } else {
+            let set = method == Method::SET;
+            match mad.attr_id() {
+                AttributeId::CLASS_PORT_INFO => self.pma_class_port_info(node, set, data),
+                AttributeId::PM_PORT_COUNTERS => self.port_counters(node, in_port, set, data),
+                AttributeId::PM_PORT_COUNTERS_EXT => {
+                    self.port_counters_ext(node, in_port, set, data)
+                }
+                _ => (UNSUP_METH_ATTR, data),
+            }
+        };
+        self.respond_gsi(node, in_port, pkt, status, &out, DATA);
+    }
+
+    fn pma_class_port_info(
+        &self,
+        node: u32,
+        set: bool,
+        data: [u8; DATA_LEN],
+    ) -> (u16, [u8; DATA_LEN]) {
+        if set {
+            return (UNSUP_METH_ATTR, data);
+        }
+        let is_switch = self.node(node).is_some_and(super::node::Node::is_switch);
+        let mut cap = pm_cap::EXT_WIDTH_SUPPORTED | pm_cap::PC_XMIT_WAIT_SUP;
+        if is_switch {
+            cap |= pm_cap::ALL_PORT_SELECT;
+        }
+        let cpi = ClassPortInfo {
+            base_version: 1,
+            class_version: 1,
+            capability_mask: cap,
+            resp_time_value: PMA_RESP_TIME_VALUE,
+            ..ClassPortInfo::default()
+        };
+        let mut out = [0u8; DATA_LEN];
+        let _ = cpi.emit(&mut out);
+        (OK, out)
+    }
+
+    /// The ports a PortSelect names: this port on a CA (only), one port or
+    /// all (0xFF) on a switch.
+    fn selected_ports(&self, node: u32, in_port: u8, select: u8) -> Option<Vec<u8>> {
+        let n = self.node(node)?;
+        if !n.is_switch() {
+            return (select == in_port).then(|| vec![select]);
+        }
+        if select == 0xFF {
+            return Some((0..=n.num_ports()).collect());
+        }
+        (select <= n.num_ports()).then(|| vec![select])
+    }
+
+    fn port_counters(
+        &mut self,
+        node: u32,
+        in_port: u8,
+        set: bool,
+        data: [u8; DATA_LEN],
+    ) -> (u16, [u8; DATA_LEN]) {
+        let Ok(req) = PortCounters::parse(&data) else {
+            return (INVALID, data);
+        };
+        let Some(ports) = self.selected_ports(node, in_port, req.port_select) else {
+            return (INVALID, data);
+        };
+        let mut sum = PortCounters::default();
+        for pn in ports {
+            let Some(p) = self.port_mut(node, pn) else {
+                continue;
+            };
+            if set {
+                reset(&mut p.counters, req.counter_select, req.counter_select2);
+            }
+            add(&mut sum, &p.counters);
+        }
+        sum.reserved = req.reserved;
+        sum.port_select = req.port_select;
+        sum.counter_select = req.counter_select;
+        sum.counter_select2 = req.counter_select2;
+        let mut out = data;
+        let _ = sum.emit(&mut out);
+        (OK, out)
+    }
+
+    fn port_counters_ext(
+        &mut self,
+        node: u32,
+        in_port: u8,
+        set: bool,
+        data: [u8; DATA_LEN],
+    ) -> (u16, [u8; DATA_LEN]) {
+        let Ok(req) = PortCountersExt::parse(&data) else {
+            return (INVALID, data);
+        };
+        let Some(ports) = self.selected_ports(node, in_port, req.port_select) else {
+            return (INVALID, data);
+        };
+        let mut sum = PortCountersExt::default();
+        for pn in ports {
+            let Some(p) = self.port_mut(node, pn) else {
+                continue;
+            };
+            if set {
+                reset_ext(&mut p.counters_ext, req.counter_select);
+            }
+            add_ext(&mut sum, &p.counters_ext);
+        }
+        sum.reserved = req.reserved;
+        sum.port_select = req.port_select;
+        sum.counter_select = req.counter_select;
+        sum.counter_select2 = req.counter_select2;
+        let mut out = data;
+        let _ = sum.emit(&mut out);
+        (OK, out)
+    }
+}
+
+/// Clears the PortCounters named by CounterSelect (bits 0–15 in the order
+/// of the attribute: SymbolError … PortRcvPkts); a non-zero
+/// CounterSelect2 also clears PortXmitWait (as ibsim).
+pub(crate) fn reset(c: &mut PortCounters, sel: u16, sel2: u8) {
+    let b = |n: u16| sel & (1 << n) != 0;
+    if b(0) {
+        c.symbol_error_counter = 0;
+    }
+    if b(1) {
+        c.link_error_recovery_counter = 0;
+    }
+    if b(2) {
+        c.link_downed_counter = 0;
+    }
+    if b(3) {
+        c.port_rcv_errors = 0;
+    }
+    if b(4) {
+        c.port_rcv_remote_physical_errors = 0;
+    }
+    if b(5) {
+        c.port_rcv_switch_relay_errors = 0;
+    }
+    if b(6) {
+        c.port_xmit_discards = 0;
+    }
+    if b(7) {
+        c.port_xmit_constraint_errors = 0;
+    }
+    if b(8) {
+        c.port_rcv_constraint_errors = 0;
+    }
+    if b(9) {
+        c.local_link_integrity_errors = 0;
+    }
+    if b(10) {
+        c.excessive_buffer_overrun_errors = 0;
+    }
+    if b(11) {
+        c.vl15_dropped = 0;
+    }
+    if b(12) {
+        c.port_xmit_data = 0;
+    }
+    if b(13) {
+        c.port_rcv_data = 0;
+    }
+    if b(14) {
+        c.port_xmit_pkts = 0;
+    }
+    if b(15) {
+        c.port_rcv_pkts = 0;
+    }
+    if sel2 != 0 {
+        c.port_xmit_wait = 0;
+    }
+}
+
+/// Clears the PortCountersExtended named by CounterSelect: bit 0
+/// PortXmitData, 1 PortRcvData, 2 PortXmitPkts, 3 PortRcvPkts, 4–5
+/// unicast Xmit/Rcv, 6–7 multicast Xmit/Rcv.
+pub(crate) fn reset_ext(c: &mut PortCountersExt, sel: u16) {
+    let b = |n: u16| sel & (1 << n) != 0;
+    if b(0) {
+        c.port_xmit_data = 0;
+    }
+    if b(1) {
+        c.port_rcv_data = 0;
+    }
+    if b(2) {
+        c.port_xmit_pkts = 0;
+    }
+    if b(3) {
+        c.port_rcv_pkts = 0;
+    }
+    if b(4) {
+        c.port_unicast_xmit_pkts = 0;
+    }
+    if b(5) {
+        c.port_unicast_rcv_pkts = 0;
+    }
+    if b(6) {
+        c.port_multicast_xmit_pkts = 0;
+    }
+    if b(7) {
+        c.port_multicast_rcv_pkts = 0;
+    }
+}
+
+fn sat4(a: u8, b: u8) -> u8 {
+    a.saturating_add(b).min(15)
+}
+
+/// `sum += c`, each counter saturating at its width.
+fn add(sum: &mut PortCounters, c: &PortCounters) {
+    sum.symbol_error_counter = sum
+        .symbol_error_counter
+        .saturating_add(c.symbol_error_counter);
+    sum.link_error_recovery_counter = sum
+        .link_error_recovery_counter
+        .saturating_add(c.link_error_recovery_counter);
+    sum.link_downed_counter = sum
+        .link_downed_counter
+        .saturating_add(c.link_downed_counter);
+    sum.port_rcv_errors = sum.port_rcv_errors.saturating_add(c.port_rcv_errors);
+    sum.port_rcv_remote_physical_errors = sum
+        .port_rcv_remote_physical_errors
+        .saturating_add(c.port_rcv_remote_physical_errors);
+    sum.port_rcv_switch_relay_errors = sum
+        .port_rcv_switch_relay_errors
+        .saturating_add(c.port_rcv_switch_relay_errors);
+    sum.port_xmit_discards = sum.port_xmit_discards.saturating_add(c.port_xmit_discards);
+    sum.port_xmit_constraint_errors = sum
+        .port_xmit_constraint_errors
+        .saturating_add(c.port_xmit_constraint_errors);
+    sum.port_rcv_constraint_errors = sum
+        .port_rcv_constraint_errors
+        .saturating_add(c.port_rcv_constraint_errors);
+    sum.local_link_integrity_errors = sat4(
+        sum.local_link_integrity_errors,
+        c.local_link_integrity_errors,
+    );
+    sum.excessive_buffer_overrun_errors = sat4(
+        sum.excessive_buffer_overrun_errors,
+        c.excessive_buffer_overrun_errors,
+    );
+    sum.qp1_dropped = sum.qp1_dropped.saturating_add(c.qp1_dropped);
+    sum.vl15_dropped = sum.vl15_dropped.saturating_add(c.vl15_dropped);
+    sum.port_xmit_data = sum.port_xmit_data.saturating_add(c.port_xmit_data);
+    sum.port_rcv_data = sum.port_rcv_data.saturating_add(c.port_rcv_data);
+    sum.port_xmit_pkts = sum.port_xmit_pkts.saturating_add(c.port_xmit_pkts);
+    sum.port_rcv_pkts = sum.port_rcv_pkts.saturating_add(c.port_rcv_pkts);
+    sum.port_xmit_wait = sum.port_xmit_wait.saturating_add(c.port_xmit_wait);
+}
+
+fn add_ext(sum: &mut PortCountersExt, c: &PortCountersExt) {
+    macro_rules! acc {
+        ($($f:ident),*) => { $( sum.$f = sum.$f.saturating_add(c.$f); )* };
+    }
+    acc!(
+        port_xmit_data,
+        port_rcv_data,
+        port_xmit_pkts,
+        port_rcv_pkts,
+        port_unicast_xmit_pkts,
+        port_unicast_rcv_pkts,
+        port_multicast_xmit_pkts,
+        port_multicast_rcv_pkts,
+        symbol_error_counter,
+        link_error_recovery_counter,
+        link_downed_counter,
+        port_rcv_errors,
+        port_rcv_remote_physical_errors,
+        port_rcv_switch_relay_errors,
+        port_xmit_discards,
+        port_xmit_constraint_errors,
+        port_rcv_constraint_errors,
+        local_link_integrity_errors,
+        excessive_buffer_overrun_errors,
+        vl15_dropped,
+        port_xmit_wait,
+        qp1_dropped
+    );
+}
