@@ -28,7 +28,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// Identifies one inbound transfer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct TransferKey {
     /// Transaction ID.
     pub tid: u64,
@@ -42,6 +42,23 @@ pub struct TransferKey {
     pub class_version: u8,
     /// Method byte (with the response bit).
     pub method: u8,
+}
+
+impl std::hash::Hash for TransferKey {
+    /// Hashes the key as two words (every field, packed without overlap)
+    /// instead of six separate writes: the table is looked up once per
+    /// received segment, so this is on the reassembly hot path. Equal keys
+    /// give equal words, as `Eq` requires.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.tid);
+        state.write_u64(
+            (u64::from(self.src_lid) << 48)
+                | (u64::from(self.src_qp) << 16)
+                | (u64::from(self.class) << 8)
+                | u64::from(self.class_version),
+        );
+        state.write_u8(self.method);
+    }
 }
 
 impl TransferKey {
@@ -122,6 +139,15 @@ pub enum Output {
     },
 }
 
+/// What placing a segment asks the table to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placed {
+    Nothing,
+    Ack,
+    Complete,
+    Fail(RmppStatus),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Active,
@@ -135,6 +161,8 @@ struct Transfer {
     first: Vec<u8>,
     hdr_len: usize,
     seg_size: usize,
+    /// The class header (segment 1's first `hdr_len` bytes) followed by
+    /// the payloads placed so far: the delivered message is this buffer.
     data: Vec<u8>,
     have: Vec<u64>,
     /// Highest in-order segment.
@@ -420,7 +448,7 @@ impl ReceiverTable {
             first: mad[..MAD_LEN].to_vec(),
             hdr_len,
             seg_size: MAD_LEN - hdr_len,
-            data: Vec::new(),
+            data: mad[..hdr_len].to_vec(),
             have: Vec::new(),
             seg_num: 0,
             max_seen: 0,
@@ -440,7 +468,11 @@ impl ReceiverTable {
     }
 
     fn continue_transfer(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
-        let Some(t) = self.transfers.get(&key) else {
+        let window = self.cfg.window.max(1);
+        let max_len = self.cfg.max_message_len;
+        // One table lookup per segment on the common path (the table key
+        // is hashed once): checks and placement work on the same entry.
+        let Some(t) = self.transfers.get_mut(&key) else {
             self.dropped += 1;
             return;
         };
@@ -458,43 +490,51 @@ impl ReceiverTable {
         if t.has(n) {
             return; // held but not yet acknowledged
         }
-        self.place(key, mad, h, now);
+        let placed = Self::place_in(t, mad, h, window, max_len);
+        self.after_place(key, placed, now);
     }
 
     fn place(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
         let window = self.cfg.window.max(1);
         let max_len = self.cfg.max_message_len;
-        let n = h.data1;
-        let verdict = {
-            let Some(t) = self.transfers.get(&key) else {
-                return;
-            };
-            // Segment numbers beyond a known Last, or a Last below a segment
-            // already received: the Last flag is inconsistent.
-            if t.last_seg.is_some_and(|l| n > l) || (h.is_last() && n < t.max_seen) {
-                Some(RmppStatus::S2B)
-            } else if (n as usize)
-                .checked_mul(t.seg_size)
-                .is_none_or(|e| e > max_len.saturating_add(t.seg_size))
-            {
-                // Too long for our bound: stop the sender.
-                Some(RmppStatus::RESX)
-            } else {
-                None
-            }
-        };
-        if let Some(st) = verdict {
-            self.fail(key, Some(st), Outcome::Aborted(st));
-            return;
-        }
         let Some(t) = self.transfers.get_mut(&key) else {
             return;
         };
-        let off = (n as usize - 1) * t.seg_size;
-        if t.data.len() < off + t.seg_size {
-            t.data.resize(off + t.seg_size, 0);
+        let placed = Self::place_in(t, mad, h, window, max_len);
+        self.after_place(key, placed, now);
+    }
+
+    /// Checks segment `h.data1` against `t` and stores it; says what the
+    /// table must do next.
+    fn place_in(t: &mut Transfer, mad: &[u8], h: &Header, window: u32, max_len: usize) -> Placed {
+        let n = h.data1;
+        // Segment numbers beyond a known Last, or a Last below a segment
+        // already received: the Last flag is inconsistent.
+        if t.last_seg.is_some_and(|l| n > l) || (h.is_last() && n < t.max_seen) {
+            return Placed::Fail(RmppStatus::S2B);
         }
-        t.data[off..off + t.seg_size].copy_from_slice(&mad[t.hdr_len..MAD_LEN]);
+        if (n as usize)
+            .checked_mul(t.seg_size)
+            .is_none_or(|e| e > max_len.saturating_add(t.seg_size))
+        {
+            // Too long for our bound: stop the sender.
+            return Placed::Fail(RmppStatus::RESX);
+        }
+        let Some(payload) = mad.get(t.hdr_len..MAD_LEN) else {
+            // A segment shorter than a MAD carries no whole payload.
+            return Placed::Fail(RmppStatus::BAD_LEN);
+        };
+        // `data` holds the class header (from segment 1) then the payloads.
+        let off = t.hdr_len + (n as usize - 1) * t.seg_size;
+        if off == t.data.len() {
+            // In order: append without zero-filling first.
+            t.data.extend_from_slice(payload);
+        } else {
+            if t.data.len() < off + t.seg_size {
+                t.data.resize(off + t.seg_size, 0);
+            }
+            t.data[off..off + t.seg_size].copy_from_slice(payload);
+        }
         t.set(n);
         t.max_seen = t.max_seen.max(n);
         if h.is_last() {
@@ -505,13 +545,24 @@ impl ReceiverTable {
             t.seg_num += 1;
         }
         if t.last_seg == Some(t.seg_num) {
-            self.complete(key, now);
+            Placed::Complete
         } else if t.seg_num == 1 && n == 1 {
             t.newwin = 1 + window;
-            self.ack(key);
+            Placed::Ack
         } else if t.seg_num == t.newwin {
             t.newwin += window;
-            self.ack(key);
+            Placed::Ack
+        } else {
+            Placed::Nothing
+        }
+    }
+
+    fn after_place(&mut self, key: TransferKey, placed: Placed, now: Instant) {
+        match placed {
+            Placed::Nothing => {}
+            Placed::Ack => self.ack(key),
+            Placed::Complete => self.complete(key, now),
+            Placed::Fail(st) => self.fail(key, Some(st), Outcome::Aborted(st)),
         }
     }
 
@@ -547,10 +598,10 @@ impl ReceiverTable {
         let Some(t) = self.transfers.get_mut(&key) else {
             return;
         };
-        let mut message = Vec::with_capacity(len);
-        message.extend_from_slice(&t.first[..t.hdr_len]);
-        message.extend_from_slice(&t.data[..len - t.hdr_len]);
-        t.data = Vec::new();
+        // The buffer already is header + data: hand it over, no copy.
+        let mut message = std::mem::take(&mut t.data);
+        message.truncate(len);
+        message.shrink_to_fit();
         t.have = Vec::new();
         t.state = State::Complete;
         self.active -= 1;
@@ -745,6 +796,13 @@ mod tests {
             &[seg(1, FLAG_FIRST, 440), seg(2, FLAG_LAST, 221)],
             RmppStatus::BAD_LEN,
         );
+    }
+
+    #[test]
+    fn a_continuation_segment_shorter_than_a_mad_is_bad_len_not_a_panic() {
+        let mut short = seg(2, FLAG_LAST, 220);
+        short.truncate(100);
+        nack_case(&[seg(1, FLAG_FIRST, 440), short], RmppStatus::BAD_LEN);
     }
 
     #[test]
