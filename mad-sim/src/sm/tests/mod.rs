@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fake;
+mod on_fabric;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
