@@ -503,7 +503,7 @@ impl SubnetManager {
         }
         let method = smp.method();
         if smp.response_bit() {
-            self.on_answer(now, &smp);
+            self.on_answer(&smp);
         } else if method == Method::TRAP {
             self.on_trap(now, &smp, src);
         } else if method == Method::GET || method == Method::SET {
@@ -616,7 +616,7 @@ impl SubnetManager {
     // Receiving
     // ------------------------------------------------------------------
 
-    fn on_answer(&mut self, now: Instant, smp: &Smp<&[u8]>) {
+    fn on_answer(&mut self, smp: &Smp<&[u8]>) {
         let tid = smp.tid() & TID_MASK;
         let matches = self
             .outstanding
@@ -644,7 +644,6 @@ impl SubnetManager {
             self.fail(o.req, err);
             return;
         }
-        let _ = now;
         self.succeed(o.req, smp.data());
     }
 
@@ -667,7 +666,8 @@ impl SubnetManager {
             number: n.trap_number(),
             issuer_lid: n.issuer_lid,
         });
-        if n.trap_number() == Some(mad_core::wire::attr::trap::LINK_STATE_CHANGE) {
+        // A link state change means a re-sweep, once the SM runs.
+        if self.started && n.trap_number() == Some(mad_core::wire::attr::trap::LINK_STATE_CHANGE) {
             self.resweep(now);
         }
     }

@@ -452,6 +452,24 @@ fn trap_128_is_repressed_and_the_resweep_reprograms_only_what_changed() {
 }
 
 #[test]
+fn a_trap_before_start_is_repressed_but_starts_no_sweep() {
+    let mut h = Harness::new(Fabric::ibsim_net(), SmConfig::default());
+    h.sm.handle_recv(h.now, &fake::trap128(7), &Address::smi(7));
+    let (rep, to) = h.sm.poll_transmit(h.now).expect("TrapRepress");
+    assert_eq!(rep[3], Method::TRAP_REPRESS.0);
+    assert_eq!(to.lid, 7);
+    assert!(!h.sm.is_sweeping());
+    assert!(h.sm.poll_transmit(h.now).is_none());
+    assert_eq!(
+        h.sm.poll_event(),
+        Some(SmEvent::Trap {
+            number: Some(128),
+            issuer_lid: 7
+        })
+    );
+}
+
+#[test]
 fn lost_and_duplicated_answers_are_retried_and_ignored() {
     let mut h = Harness::new(
         Fabric::fat_tree(3, 2, 4),
