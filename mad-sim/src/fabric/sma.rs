@@ -396,8 +396,9 @@ impl Core {
         // ClientReregister is an action, reported back as 0.
         i.client_reregister = false;
         if let Some(p) = self.port_mut(node, portnum) {
-            p.info = i;
+            p.info = i.clone();
         }
+        self.port_events(node, portnum, &old, &i);
         if relink {
             if let Some((rn, rp)) = remote {
                 self.recompute_link((node, portnum), (rn, rp));
@@ -412,20 +413,16 @@ impl Core {
                 } else {
                     PortState::ACTIVE
                 };
+                let before = i.clone();
+                i.port_state = st;
                 if let Some(p) = self.port_mut(node, portnum) {
                     p.info.port_state = st;
                 }
+                self.port_events(node, portnum, &before, &i);
             }
         }
         if new.client_reregister {
             self.port_event(node, portnum, AsyncEvent::ClientReregister);
-        }
-        let now = self
-            .node(node)
-            .and_then(|n| n.port(portnum))
-            .map(|p| p.info.clone());
-        if let Some(now) = now {
-            self.port_events(node, portnum, &old, &now);
         }
         OK
     }

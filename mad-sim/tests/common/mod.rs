@@ -135,3 +135,162 @@ pub fn dr_rpc<T: Transport + ?Sized>(
 pub fn sim_rpc<T: Transport + ?Sized>(t: &mut T, req: &Req<'_>) -> Option<(u16, [u8; 64])> {
     dr_rpc(t, req, |_| false)
 }
+
+// ---------------------------------------------------------------------
+// ibsim's `net` example: Switch1 (index 0), Switch2 (1), Hca1 (2), Hca2 (3).
+// Switch1 ports 1 - Hca1.1, 2 - Hca2.2, 3 - Switch2.3, 4 - Switch2.4.
+// ---------------------------------------------------------------------
+
+use mad_core::transport::{Received, WcStatus};
+use mad_core::wire::attr::{PortInfo, PortState, SwitchInfo};
+use mad_core::wire::Repr;
+use mad_sim::{Fabric, SimPort, Topology};
+
+/// Node indices in `net`.
+pub const S1: usize = 0;
+/// Switch2.
+pub const S2: usize = 1;
+/// Hca1.
+pub const H1: usize = 2;
+/// Hca2.
+pub const H2: usize = 3;
+
+/// DR paths from Hca1 port 1.
+pub const TO_S1: &[u8] = &[1];
+/// Hca1 → Switch1 → Switch2 (port 3).
+pub const TO_S2: &[u8] = &[1, 3];
+/// Hca1 → Switch1 → Hca2 (port 2).
+pub const TO_H2: &[u8] = &[1, 2];
+
+/// The `net` fabric and an endpoint at Hca1 port 1.
+pub fn net() -> (Fabric, SimPort) {
+    let topo = Topology::load(topo("net")).unwrap();
+    let fabric = Fabric::new(&topo);
+    let port = fabric.attach("Hca1", 1).unwrap();
+    (fabric, port)
+}
+
+/// Get(PortInfo) at `hops`, modifier `amod`.
+pub fn pi_get(t: &mut SimPort, hops: &[u8], amod: u32) -> Option<(u16, PortInfo)> {
+    pi_get_key(t, hops, amod, 0)
+}
+
+/// Get(PortInfo) with an M_Key.
+pub fn pi_get_key(t: &mut SimPort, hops: &[u8], amod: u32, key: u64) -> Option<(u16, PortInfo)> {
+    let (s, d) = sim_rpc(t, &Req::get(hops, AttributeId::PORT_INFO, amod).key(key))?;
+    Some((s, PortInfo::parse(&d).unwrap()))
+}
+
+/// Set(PortInfo) from the current value changed by `f` (PortState and
+/// PortPhysicalState start as NoChange); `key` is the M_Key used for
+/// both.
+pub fn pi_set(
+    t: &mut SimPort,
+    hops: &[u8],
+    amod: u32,
+    key: u64,
+    f: impl FnOnce(&mut PortInfo),
+) -> Option<(u16, PortInfo)> {
+    let (_, mut pi) = pi_get_key(t, hops, amod, key)?;
+    pi.port_state = PortState::NO_CHANGE;
+    pi.port_phys_state = mad_core::wire::attr::PhysPortState::NO_CHANGE;
+    f(&mut pi);
+    let data = pi.to_vec().unwrap();
+    let (s, d) = sim_rpc(
+        t,
+        &Req::set(hops, AttributeId::PORT_INFO, amod, &data).key(key),
+    )?;
+    Some((s, PortInfo::parse(&d).unwrap()))
+}
+
+/// Set a port's PortState.
+pub fn set_state(t: &mut SimPort, hops: &[u8], amod: u32, st: PortState) -> u16 {
+    pi_set(t, hops, amod, 0, |p| p.port_state = st).unwrap().0
+}
+
+/// Arms then activates both ends of a link (each end: DR hops and
+/// PortInfo modifier).
+pub fn activate(t: &mut SimPort, a: (&[u8], u32), b: (&[u8], u32)) {
+    for st in [PortState::ARMED, PortState::ACTIVE] {
+        assert_eq!(set_state(t, a.0, a.1, st), 0, "{a:?} -> {st}");
+        assert_eq!(set_state(t, b.0, b.1, st), 0, "{b:?} -> {st}");
+    }
+}
+
+/// Configures `net` as an SM would: LIDs (Hca1 1, Hca2 2, Switch1 3,
+/// Switch2 4), LFTs, every link Active. Returns nothing; panics on any
+/// failure.
+pub fn configure_net(t: &mut SimPort) {
+    let set_lid = |t: &mut SimPort, hops: &[u8], amod: u32, lid: u16| {
+        let (s, pi) = pi_set(t, hops, amod, 0, |p| {
+            p.lid = lid;
+            p.master_sm_lid = 1;
+        })
+        .unwrap();
+        assert_eq!((s, pi.lid), (0, lid));
+    };
+    set_lid(t, &[], 0, 1);
+    set_lid(t, TO_H2, 0, 2);
+    set_lid(t, TO_S1, 0, 3);
+    set_lid(t, TO_S2, 0, 4);
+    let lft = |routes: &[(usize, u8)]| {
+        let mut b = [0xFFu8; 64];
+        for (lid, port) in routes {
+            b[*lid] = *port;
+        }
+        b
+    };
+    for (hops, routes) in [
+        (TO_S1, lft(&[(1, 1), (2, 2), (3, 0), (4, 3)])),
+        (TO_S2, lft(&[(1, 3), (2, 3), (3, 3), (4, 0)])),
+    ] {
+        let (s, _) = sim_rpc(
+            t,
+            &Req::set(hops, AttributeId::LINEAR_FWD_TABLE, 0, &routes),
+        )
+        .unwrap();
+        assert_eq!(s, 0);
+        let (_, d) = sim_rpc(t, &Req::get(hops, AttributeId::SWITCH_INFO, 0)).unwrap();
+        let mut si = SwitchInfo::parse(&d).unwrap();
+        si.linear_fdb_top = 4;
+        let (s, _) = sim_rpc(
+            t,
+            &Req::set(hops, AttributeId::SWITCH_INFO, 0, &si.to_vec().unwrap()),
+        )
+        .unwrap();
+        assert_eq!(s, 0);
+    }
+    activate(t, (&[], 0), (TO_S1, 1));
+    activate(t, (TO_S1, 2), (TO_H2, 0));
+    activate(t, (TO_S1, 3), (TO_S2, 3));
+    activate(t, (TO_S1, 4), (TO_S2, 4));
+}
+
+/// Drains everything the endpoint received.
+pub fn drain(t: &mut SimPort) -> Vec<Received> {
+    let mut v = Vec::new();
+    while let Some(r) = t.poll_recv().unwrap() {
+        v.push(r);
+    }
+    v
+}
+
+/// Drains the send completions and checks they are all successes.
+pub fn completions_ok(t: &mut SimPort) -> usize {
+    let mut v = Vec::new();
+    t.poll_send_completions(&mut v).unwrap();
+    assert!(v.iter().all(|c| c.status == WcStatus::Success), "{v:?}");
+    v.len()
+}
+
+/// A GSI MAD: class, method, attribute, TID; data zero.
+pub fn gsi_mad(class: u8, class_version: u8, method: Method, attr: u16, tid: u64) -> [u8; 256] {
+    let mut m = [0u8; 256];
+    m[0] = 1;
+    m[1] = class;
+    m[2] = class_version;
+    m[3] = method.0;
+    m[8..16].copy_from_slice(&tid.to_be_bytes());
+    m[16..18].copy_from_slice(&attr.to_be_bytes());
+    m
+}
