@@ -234,7 +234,13 @@ fn bring_up_and_check(name: &str) {
     let netfile = support::topologies_dir().join(name);
     let sim = IbSim::start(&netfile);
     let t0 = Instant::now();
-    let running = RunningSm::start(&sim, SmConfig::default());
+    // A generous SMP timeout: a loaded test machine must not turn a slow
+    // answer into a sweep error.
+    let cfg = SmConfig {
+        timeout: Duration::from_secs(1),
+        ..SmConfig::default()
+    };
+    let running = RunningSm::start(&sim, cfg);
     let events = running.wait_up(&sim);
     let up_after = t0.elapsed();
     let errors: Vec<_> = events
