@@ -1,0 +1,186 @@
+//! Subnet administration (SA, class 0x03) over the agent layer: a client
+//! ([`client::SaClient`]) and a responder ([`responder::SaResponder`]).
+//!
+//! - The **client** asks the SA for records: `Get` (exactly one match) and
+//!   `GetTable` (every match, over RMPP) of any record type with a template
+//!   and a ComponentMask, convenience queries (paths between two LIDs or
+//!   GIDs, a node by LID, ...), the SA's ClassPortInfo, and InformInfo
+//!   subscriptions whose Reports (Notices) it acknowledges with ReportResp
+//!   and hands to the caller. It finds the SA at the port's master SM LID
+//!   and SL and follows them when the port reports a LID, SM or port
+//!   change; it re-sends its subscriptions on SM change, client
+//!   reregister and port active (AGENTS.md §8).
+//! - The **responder** answers Get / GetTable / Set / Delete from a
+//!   [`responder::RecordSource`] the way opensm's SA does (MAD.md §7):
+//!   component-mask matching ([`components`]), `NO_RECORDS` /
+//!   `TOO_MANY_RECORDS` for a Get, an empty GetTable as success with
+//!   AttributeOffset 0, tables of any size over RMPP, SM_Key 0 in every
+//!   response.
+//!
+//! Both run on a [`crate::Runtime`]; the SA status codes are mapped to
+//! [`SaError`] variants by [`SaError::from_status`].
+
+pub mod client;
+pub mod components;
+pub mod responder;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::{
+    InformSubscription, Report, SaClient, SaClientConfig, SaClientStats, Table, TableMode,
+};
+pub use components::{component_layout, record_matches, ComponentLayout};
+pub use responder::{
+    inform_selects, RecordQuery, RecordSource, SaResponder, SaResponderConfig, SaResponderStats,
+    StaticRecords, Subscriber,
+};
+
+use mad_core::wire::rmpp::RmppStatus;
+use mad_core::wire::sa::{SaHeader, SA_CLASS_VERSION};
+use mad_core::wire::{AttributeId, Mad, MadStatus, Method, MgmtClass, Repr, SA_DATA_OFFSET};
+
+use crate::{RegisterError, SendError, SendStatus};
+
+/// The name of an SA status value (MAD.md §3): the common "invalid field"
+/// codes and the SA class codes (`ERR_NO_RECORDS`, ...).
+#[must_use]
+pub fn status_name(status: u16) -> &'static str {
+    match status >> 8 {
+        1 => return "ERR_NO_RESOURCES",
+        2 => return "ERR_REQ_INVALID",
+        3 => return "ERR_NO_RECORDS",
+        4 => return "ERR_TOO_MANY_RECORDS",
+        5 => return "ERR_REQ_INVALID_GID",
+        6 => return "ERR_REQ_INSUFFICIENT_COMPONENTS",
+        7 => return "ERR_REQ_DENIED",
+        8 => return "ERR_PRIORITY_SUGGESTED",
+        0 => {}
+        _ => return "unknown SA status",
+    }
+    MadStatus(status).describe()
+}
+
+/// Why an SA query, subscription or response failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SaError {
+    /// Get found nothing (status 0x0300, `ERR_NO_RECORDS`).
+    #[error("the SA has no record matching the query (status 0x0300 ERR_NO_RECORDS)")]
+    NoRecords,
+    /// Get matched more than one record (status 0x0400,
+    /// `ERR_TOO_MANY_RECORDS`): narrow the ComponentMask or use GetTable.
+    #[error("more than one record matches a Get (status 0x0400 ERR_TOO_MANY_RECORDS); narrow the component mask or use GetTable")]
+    TooManyRecords,
+    /// The SA refused the request as invalid (0x0200, `ERR_REQ_INVALID`).
+    #[error("the SA refused the request as invalid (status 0x0200 ERR_REQ_INVALID)")]
+    RequestInvalid,
+    /// The request lacks components the SA needs (0x0600).
+    #[error("the request lacks components the SA requires (status 0x0600 ERR_REQ_INSUFFICIENT_COMPONENTS)")]
+    InsufficientComponents,
+    /// The SA denied the request (0x0700, e.g. a bad SM_Key).
+    #[error("the SA denied the request (status 0x0700 ERR_REQ_DENIED)")]
+    Denied,
+    /// Any other non-zero status.
+    #[error("the SA answered with status {status:#06x} ({name})")]
+    Status {
+        /// The MAD status word.
+        status: u16,
+        /// Its name ([`status_name`]).
+        name: &'static str,
+    },
+    /// No answer within the timeout and retries.
+    #[error("no answer from the SA at LID {lid} after {attempts} attempt(s)")]
+    Timeout {
+        /// Where the request went.
+        lid: u16,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The port has no SM (master SM LID 0): it is not configured yet.
+    #[error("the port knows no SM (master SM LID is 0); is the subnet up?")]
+    NoSm,
+    /// The transfer failed (RMPP abort, work-request error, flush, ...).
+    #[error("the SA transaction failed: {0}")]
+    Transfer(SendStatus),
+    /// The response is not a usable SA answer.
+    #[error("malformed SA response: {0}")]
+    Malformed(String),
+    /// The request could not be sent.
+    #[error(transparent)]
+    Send(#[from] SendError),
+    /// An agent could not be registered.
+    #[error(transparent)]
+    Register(#[from] RegisterError),
+}
+
+impl SaError {
+    /// The error for a non-zero SA status word.
+    #[must_use]
+    pub fn from_status(status: u16) -> Self {
+        match status {
+            0x0200 => Self::RequestInvalid,
+            0x0300 => Self::NoRecords,
+            0x0400 => Self::TooManyRecords,
+            0x0600 => Self::InsufficientComponents,
+            0x0700 => Self::Denied,
+            s => Self::Status {
+                status: s,
+                name: status_name(s),
+            },
+        }
+    }
+
+    /// The SA status behind this error, if it is one.
+    #[must_use]
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::NoRecords => Some(0x0300),
+            Self::TooManyRecords => Some(0x0400),
+            Self::RequestInvalid => Some(0x0200),
+            Self::InsufficientComponents => Some(0x0600),
+            Self::Denied => Some(0x0700),
+            Self::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// True for an RMPP abort with status `s`.
+    #[must_use]
+    pub fn is_rmpp_abort(&self, s: RmppStatus) -> bool {
+        matches!(self, Self::Transfer(SendStatus::RmppAbort(x)) if *x == s)
+    }
+}
+
+/// Builds a 256-byte SA MAD: version 2, `method` (request form),
+/// `attr` / `attr_mod`, SM_Key 0, `comp_mask`, and `record` at byte 56
+/// (truncated to the 200 data bytes of one MAD). The TID is left 0 for
+/// the agent layer to fill in.
+#[must_use]
+pub fn build_request(
+    method: Method,
+    attr: AttributeId,
+    attr_mod: u32,
+    comp_mask: u64,
+    record: &[u8],
+) -> Vec<u8> {
+    let mut mad = vec![0u8; mad_core::wire::MAD_LEN];
+    {
+        let mut m = Mad::new_unchecked(&mut mad[..]);
+        m.set_base_version(1);
+        m.set_mgmt_class(MgmtClass::SUBN_ADM);
+        m.set_class_version(SA_CLASS_VERSION);
+        m.set_method(method, false);
+        m.set_attr_id(attr);
+        m.set_attr_mod(attr_mod);
+    }
+    let h = SaHeader {
+        comp_mask,
+        ..SaHeader::default()
+    };
+    // The header fits by construction.
+    let _ = h.emit(&mut mad[mad_core::wire::sa::SA_HEADER_OFFSET..]);
+    let n = record.len().min(mad.len() - SA_DATA_OFFSET);
+    mad[SA_DATA_OFFSET..SA_DATA_OFFSET + n].copy_from_slice(&record[..n]);
+    mad
+}

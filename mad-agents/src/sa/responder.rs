@@ -1,0 +1,664 @@
+//! The SA responder: answers SubnAdmGet / GetTable / Set / Delete from a
+//! [`RecordSource`], keeps InformInfo subscriptions and sends Reports.
+//!
+//! # What a record source provides
+//! A [`RecordSource`] is asked for the **candidate records** of one
+//! attribute ([`RecordSource::records`]); each candidate is the record's
+//! bytes as on the wire (its `Repr::LEN` bytes, or already padded to the
+//! GetTable stride). The responder keeps the candidates that match the
+//! request's template on its ComponentMask ([`super::record_matches`]), so
+//! a source may return every record it has (always correct) or only a
+//! superset it can compute cheaply from the [`RecordQuery`] (the
+//! PathRecords between the template's SLID and DLID, say). Returning
+//! `None` says the attribute is not served: the answer is status 0x000C
+//! (method/attribute not supported), as for any attribute the responder
+//! has no ComponentMask layout for. Set and Delete go to
+//! [`RecordSource::set`] / [`RecordSource::delete`] (unsupported by
+//! default), except InformInfo Set, which the responder handles itself
+//! (below). [`StaticRecords`] is a ready source holding fixed records.
+//!
+//! # Answers (opensm's rules, MAD.md §7)
+//! - Get: exactly one match → GetResp with it; none → status 0x0300
+//!   (`ERR_NO_RECORDS`); more → 0x0400 (`ERR_TOO_MANY_RECORDS`).
+//! - GetTable: GetTableResp with every match, each padded to the record's
+//!   stride, AttributeOffset = stride / 8 (0 when there is none), sent
+//!   RMPP-active — one First|Last segment for a small table, an RMPP
+//!   transfer through the agent layer for a large one.
+//! - ClassPortInfo Get: [`SaResponderConfig::class_port_info`].
+//! - SM_Key is 0 in every response; the TID, attribute, modifier and
+//!   ComponentMask are the request's.
+//!
+//! # InformInfo and Reports
+//! SubnAdmSet(InformInfo) with Subscribe = 1 adds a subscription of the
+//! requesting port (its LID, the InformInfo's QPN); Subscribe = 0 removes
+//! the same subscription (status 0x0200 when there is none). Both are
+//! answered with the InformInfo. InformInfoRecord GetTable lists them
+//! (SubscriberGID = the subscriber's port GID from its NodeRecord, when the
+//! source has one). [`SaResponder::report`] sends a Notice as
+//! SubnAdmReport to every subscription that selects it (opensm's
+//! `match_inf_rec` rules) and the subscribers' ReportResp completes each
+//! send.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
+use std::time::Duration;
+
+use mad_core::transport::{Address, GSI_QKEY};
+use mad_core::wire::attr::{ClassPortInfo, Notice};
+use mad_core::wire::rmpp::{RmppType, RmppView, RMPP_FLAG_ACTIVE, RMPP_VERSION};
+use mad_core::wire::sa::{SaMad, SA_CLASS_VERSION};
+use mad_core::wire::sa_records::{record_info, InformInfo, InformInfoRecord, NodeRecord, SaRecord};
+use mad_core::wire::{
+    AttributeId, Mad, MadStatus, Method, MgmtClass, Repr, MAD_HEADER_LEN, MAD_LEN, RMPP_HEADER_END,
+    SA_DATA_OFFSET,
+};
+
+use super::components::{component_layout, record_matches};
+use super::SaError;
+use crate::runtime::{Agent, AgentRef, Runtime};
+use crate::spec::AgentSpec;
+use crate::types::{AgentEvent, Completion, Message, SendRequest, SendStatus};
+
+/// One request as a [`RecordSource`] sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordQuery<'a> {
+    /// Method (Get, GetTable, Set, Delete; no response bit).
+    pub method: Method,
+    /// The attribute asked for.
+    pub attr_id: AttributeId,
+    /// AttributeModifier of the request.
+    pub attr_mod: u32,
+    /// ComponentMask (host order: bit n = component n).
+    pub comp_mask: u64,
+    /// The request's record: the SA data of the request (up to 200 bytes;
+    /// the record is its first `LEN` bytes).
+    pub template: &'a [u8],
+    /// Where the request came from.
+    pub src: &'a Address,
+}
+
+/// Where an [`SaResponder`] gets its records; see the [module
+/// documentation](self).
+pub trait RecordSource: Send + Sync {
+    /// Candidate records for `query` (a superset of the matches is fine:
+    /// the responder filters by ComponentMask). `None`: the attribute is
+    /// not served.
+    fn records(&self, query: &RecordQuery<'_>) -> Option<Vec<Vec<u8>>>;
+
+    /// SubnAdmSet of `query.template` (other than InformInfo): the record
+    /// to answer with, or an SA status. Default: 0x000C (unsupported).
+    ///
+    /// # Errors
+    /// The status word to answer with.
+    fn set(&self, query: &RecordQuery<'_>) -> Result<Vec<u8>, u16> {
+        let _ = query;
+        Err(MadStatus::METHOD_ATTR_UNSUPPORTED.0)
+    }
+
+    /// SubnAdmDelete of `query.template`: the record to answer with, or an
+    /// SA status. Default: 0x000C (unsupported).
+    ///
+    /// # Errors
+    /// The status word to answer with.
+    fn delete(&self, query: &RecordQuery<'_>) -> Result<Vec<u8>, u16> {
+        let _ = query;
+        Err(MadStatus::METHOD_ATTR_UNSUPPORTED.0)
+    }
+}
+
+/// A [`RecordSource`] holding fixed records per attribute.
+#[derive(Debug, Default)]
+pub struct StaticRecords {
+    map: RwLock<HashMap<u16, Vec<Vec<u8>>>>,
+}
+
+impl StaticRecords {
+    /// An empty source (every known record type served, with no records).
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Replaces the records of type `R`.
+    ///
+    /// # Errors
+    /// When a record cannot be emitted (a field wider than its bits).
+    pub fn set_records<R: SaRecord>(&self, records: &[R]) -> Result<(), mad_core::wire::Error> {
+        let v = records
+            .iter()
+            .map(Repr::to_vec)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(R::ATTR_ID.0, v);
+        Ok(())
+    }
+
+    /// Adds one record of type `R`.
+    ///
+    /// # Errors
+    /// As [`StaticRecords::set_records`].
+    pub fn push<R: SaRecord>(&self, record: &R) -> Result<(), mad_core::wire::Error> {
+        let v = record.to_vec()?;
+        self.map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(R::ATTR_ID.0)
+            .or_default()
+            .push(v);
+        Ok(())
+    }
+}
+
+impl RecordSource for StaticRecords {
+    fn records(&self, query: &RecordQuery<'_>) -> Option<Vec<Vec<u8>>> {
+        let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
+        Some(map.get(&query.attr_id.0).cloned().unwrap_or_default())
+    }
+}
+
+/// Settings of an [`SaResponder`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaResponderConfig {
+    /// Agent name.
+    pub name: String,
+    /// What ClassPortInfo Get answers.
+    pub class_port_info: ClassPortInfo,
+    /// Response timeout of a Report (waiting for ReportResp).
+    pub report_timeout: Duration,
+    /// Retries of a Report.
+    pub report_retries: u32,
+    /// Subnet prefix of the SubscriberGIDs listed in InformInfoRecords.
+    pub gid_prefix: u64,
+}
+
+impl Default for SaResponderConfig {
+    fn default() -> Self {
+        Self {
+            name: "sa-responder".to_owned(),
+            class_port_info: ClassPortInfo {
+                base_version: 1,
+                class_version: SA_CLASS_VERSION,
+                resp_time_value: 18,
+                ..ClassPortInfo::default()
+            },
+            report_timeout: Duration::from_millis(500),
+            report_retries: 3,
+            gid_prefix: 0xfe80_0000_0000_0000,
+        }
+    }
+}
+
+/// Counters of an [`SaResponder`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SaResponderStats {
+    /// Requests answered.
+    pub requests: u64,
+    /// Answered with status 0.
+    pub ok: u64,
+    /// Answered with NO_RECORDS.
+    pub no_records: u64,
+    /// Answered with TOO_MANY_RECORDS.
+    pub too_many: u64,
+    /// Answered with another non-zero status.
+    pub other_status: u64,
+    /// GetTable answers longer than one MAD (multi-segment RMPP).
+    pub multi_segment: u64,
+    /// Answers the agent layer refused to send.
+    pub send_failures: u64,
+    /// Reports sent.
+    pub reports_sent: u64,
+    /// Reports acknowledged by a ReportResp.
+    pub reports_acked: u64,
+    /// Reports that failed (timeout, ...).
+    pub reports_failed: u64,
+}
+
+/// One subscription kept by the responder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscriber {
+    /// The subscriber's LID (the request's source).
+    pub lid: u16,
+    /// The subscription (QPN: where Reports go).
+    pub info: InformInfo,
+}
+
+struct Inner {
+    cfg: SaResponderConfig,
+    source: Arc<dyn RecordSource>,
+    agent: OnceLock<AgentRef>,
+    subs: Mutex<Vec<Subscriber>>,
+    stats: Mutex<SaResponderStats>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Cookie of a Report send.
+const REPORT_COOKIE: u64 = 0x5AB2_0000_0000_0000;
+
+/// An SA answering on one port of a [`Runtime`]; see the [module
+/// documentation](self). Dropping it deregisters its agent.
+pub struct SaResponder {
+    inner: Arc<Inner>,
+    agent: Agent,
+}
+
+impl std::fmt::Debug for SaResponder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SaResponder")
+            .field("agent", &self.agent.id())
+            .field("stats", &*lock(&self.inner.stats))
+            .finish_non_exhaustive()
+    }
+}
+
+impl SaResponder {
+    /// Registers the SA agent (class 0x03 version 2, methods Get, Set,
+    /// GetTable, Delete, with RMPP) on `rt`, answering from `source`.
+    ///
+    /// # Errors
+    /// [`SaError::Register`] if another agent owns those methods.
+    pub fn start(
+        rt: &Runtime,
+        source: Arc<dyn RecordSource>,
+        cfg: SaResponderConfig,
+    ) -> Result<Self, SaError> {
+        let spec = AgentSpec::requests(
+            &cfg.name,
+            MgmtClass::SUBN_ADM,
+            SA_CLASS_VERSION,
+            &[Method::GET, Method::SET, Method::GET_TABLE, Method::DELETE],
+        )
+        .with_rmpp();
+        let inner = Arc::new(Inner {
+            cfg,
+            source,
+            agent: OnceLock::new(),
+            subs: Mutex::new(Vec::new()),
+            stats: Mutex::new(SaResponderStats::default()),
+        });
+        let cb = inner.clone();
+        let agent = rt.register(spec, move |ev| cb.on_event(ev))?;
+        let _ = inner.agent.set(agent.handle());
+        Ok(Self { inner, agent })
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> SaResponderStats {
+        *lock(&self.inner.stats)
+    }
+
+    /// The subscriptions held.
+    #[must_use]
+    pub fn subscribers(&self) -> Vec<Subscriber> {
+        lock(&self.inner.subs).clone()
+    }
+
+    /// The agent's handle.
+    #[must_use]
+    pub fn agent(&self) -> AgentRef {
+        self.agent.handle()
+    }
+
+    /// Sends `notice` as SubnAdmReport to every subscription that selects
+    /// it; returns how many Reports were sent. Each waits for its
+    /// ReportResp ([`SaResponderStats::reports_acked`]).
+    pub fn report(&self, notice: &Notice) -> usize {
+        let Ok(data) = notice.to_vec() else {
+            return 0;
+        };
+        let targets: Vec<Subscriber> = lock(&self.inner.subs)
+            .iter()
+            .filter(|s| inform_selects(&s.info, notice))
+            .cloned()
+            .collect();
+        let mut sent = 0;
+        for s in targets {
+            let mad = super::build_request(Method::REPORT, AttributeId::NOTICE, 0, 0, &data);
+            let dest = Address {
+                lid: s.lid,
+                qpn: s.info.qpn,
+                qkey: GSI_QKEY,
+                ..Address::default()
+            };
+            let req = SendRequest::new(mad, dest)
+                .expect_response(self.inner.cfg.report_timeout, self.inner.cfg.report_retries)
+                .cookie(REPORT_COOKIE);
+            let ok = self.agent.send(req).is_ok();
+            let mut st = lock(&self.inner.stats);
+            if ok {
+                st.reports_sent += 1;
+                sent += 1;
+            } else {
+                st.reports_failed += 1;
+            }
+        }
+        sent
+    }
+}
+
+/// opensm's `match_inf_rec`: does subscription `i` select notice `n`?
+#[must_use]
+pub fn inform_selects(i: &InformInfo, n: &Notice) -> bool {
+    if i.gid != [0u8; 16] {
+        if i.gid != n.issuer_gid {
+            return false;
+        }
+    } else if i.lid_range_begin != InformInfo::LID_RANGE_ALL
+        && !(i.lid_range_begin..=i.lid_range_end).contains(&n.issuer_lid)
+    {
+        return false;
+    }
+    if (i.is_generic != 0) != n.is_generic {
+        return false;
+    }
+    if i.trap_type != InformInfo::TYPE_ALL && i.trap_type != u16::from(n.notice_type) {
+        return false;
+    }
+    if i.trap_number_or_device_id != InformInfo::TRAP_NUMBER_ALL
+        && i.trap_number_or_device_id != n.trap_number_or_device_id
+    {
+        return false;
+    }
+    i.producer_type_or_vendor_id == InformInfo::PRODUCER_TYPE_ALL
+        || i.producer_type_or_vendor_id == n.producer_type_or_vendor_id
+}
+
+/// The same subscription (all but Subscribe and the reserved bits).
+fn same_subscription(a: &InformInfo, b: &InformInfo) -> bool {
+    a.gid == b.gid
+        && a.lid_range_begin == b.lid_range_begin
+        && a.lid_range_end == b.lid_range_end
+        && a.is_generic == b.is_generic
+        && a.trap_type == b.trap_type
+        && a.trap_number_or_device_id == b.trap_number_or_device_id
+        && a.qpn == b.qpn
+        && a.producer_type_or_vendor_id == b.producer_type_or_vendor_id
+}
+
+/// What to answer a request with.
+struct Answer {
+    status: u16,
+    attr_offset: u16,
+    data: Vec<u8>,
+    table: bool,
+}
+
+impl Answer {
+    fn status(status: u16) -> Self {
+        Self {
+            status,
+            attr_offset: 0,
+            data: Vec::new(),
+            table: false,
+        }
+    }
+}
+
+/// Pads or cuts `rec` to `len` bytes.
+fn fit(mut rec: Vec<u8>, len: usize) -> Vec<u8> {
+    rec.resize(len, 0);
+    rec
+}
+
+impl Inner {
+    fn on_event(&self, ev: AgentEvent) {
+        match ev {
+            AgentEvent::Received(msg) => self.on_request(&msg),
+            AgentEvent::SendDone(c) => self.on_send_done(&c),
+            _ => {}
+        }
+    }
+
+    fn on_send_done(&self, c: &Completion) {
+        let mut st = lock(&self.stats);
+        if c.cookie == REPORT_COOKIE {
+            if c.status == SendStatus::Success && c.response.is_some() {
+                st.reports_acked += 1;
+            } else {
+                st.reports_failed += 1;
+            }
+        } else if c.status != SendStatus::Success {
+            st.send_failures += 1;
+        }
+    }
+
+    fn on_request(&self, msg: &Message) {
+        let req = msg.bytes();
+        if req.len() < SA_DATA_OFFSET || msg.mad().is_response() {
+            return;
+        }
+        let view = SaMad::new_unchecked(req);
+        let m = view.mad();
+        let method = m.method();
+        let query = RecordQuery {
+            method,
+            attr_id: m.attr_id(),
+            attr_mod: m.attr_mod(),
+            comp_mask: view.comp_mask(),
+            template: view.data(),
+            src: msg.src(),
+        };
+        let answer = self.answer(&query);
+        self.count(answer.status, answer.data.len());
+        let resp = build_response(req, method, &answer);
+        let dest = Address {
+            qkey: GSI_QKEY,
+            ..*msg.src()
+        };
+        let sent = self
+            .agent
+            .get()
+            .is_some_and(|a| a.send(SendRequest::new(resp, dest)).is_ok());
+        if !sent {
+            lock(&self.stats).send_failures += 1;
+        }
+    }
+
+    fn count(&self, status: u16, data_len: usize) {
+        let mut st = lock(&self.stats);
+        st.requests += 1;
+        match status {
+            0 => st.ok += 1,
+            0x0300 => st.no_records += 1,
+            0x0400 => st.too_many += 1,
+            _ => st.other_status += 1,
+        }
+        if data_len > MAD_LEN - SA_DATA_OFFSET {
+            st.multi_segment += 1;
+        }
+    }
+
+    fn answer(&self, q: &RecordQuery<'_>) -> Answer {
+        if q.attr_id == AttributeId::CLASS_PORT_INFO {
+            if q.method != Method::GET {
+                return Answer::status(MadStatus::METHOD_ATTR_UNSUPPORTED.0);
+            }
+            return match self.cfg.class_port_info.to_vec() {
+                Ok(data) => Answer {
+                    status: 0,
+                    attr_offset: 0,
+                    data,
+                    table: false,
+                },
+                Err(_) => Answer::status(MadStatus::SA_NO_RESOURCES.0),
+            };
+        }
+        if q.attr_id == AttributeId::INFORM_INFO {
+            return if q.method == Method::SET {
+                self.inform_set(q)
+            } else {
+                Answer::status(MadStatus::METHOD_ATTR_UNSUPPORTED.0)
+            };
+        }
+        let (Some(info), Some(layout)) = (record_info(q.attr_id), component_layout(q.attr_id))
+        else {
+            return Answer::status(MadStatus::METHOD_ATTR_UNSUPPORTED.0);
+        };
+        let single = |r: Result<Vec<u8>, u16>| match r {
+            Ok(rec) => Answer {
+                status: 0,
+                attr_offset: (info.padded_len / 8) as u16,
+                data: fit(rec, info.padded_len),
+                table: false,
+            },
+            Err(s) => Answer::status(s),
+        };
+        match q.method {
+            Method::SET => return single(self.source.set(q)),
+            Method::DELETE => return single(self.source.delete(q)),
+            Method::GET | Method::GET_TABLE => {}
+            _ => return Answer::status(MadStatus::METHOD_UNSUPPORTED.0),
+        }
+        let candidates = if q.attr_id == AttributeId::SA_INFORMINFO_RECORD {
+            Some(self.inform_records())
+        } else {
+            self.source.records(q)
+        };
+        let Some(candidates) = candidates else {
+            return Answer::status(MadStatus::METHOD_ATTR_UNSUPPORTED.0);
+        };
+        let template = q.template.get(..info.len).unwrap_or(q.template);
+        let matches: Vec<Vec<u8>> = candidates
+            .into_iter()
+            .filter(|c| record_matches(layout, template, c, q.comp_mask))
+            .collect();
+        if q.method == Method::GET {
+            return match matches.len() {
+                0 => Answer::status(MadStatus::SA_NO_RECORDS.0),
+                1 => single(Ok(matches.into_iter().next().unwrap_or_default())),
+                _ => Answer::status(MadStatus::SA_TOO_MANY_RECORDS.0),
+            };
+        }
+        let mut data = Vec::with_capacity(matches.len() * info.padded_len);
+        for rec in matches {
+            data.extend_from_slice(&fit(rec, info.padded_len));
+        }
+        Answer {
+            status: 0,
+            attr_offset: if data.is_empty() {
+                0
+            } else {
+                (info.padded_len / 8) as u16
+            },
+            data,
+            table: true,
+        }
+    }
+
+    fn inform_set(&self, q: &RecordQuery<'_>) -> Answer {
+        let Ok(info) = InformInfo::parse(q.template) else {
+            return Answer::status(MadStatus::SA_REQ_INVALID.0);
+        };
+        let mut subs = lock(&self.subs);
+        if info.subscribe == 1 {
+            let s = Subscriber {
+                lid: q.src.lid,
+                info: info.clone(),
+            };
+            if !subs
+                .iter()
+                .any(|x| x.lid == s.lid && same_subscription(&x.info, &s.info))
+            {
+                subs.push(s);
+            }
+        } else {
+            let before = subs.len();
+            subs.retain(|x| !(x.lid == q.src.lid && same_subscription(&x.info, &info)));
+            if subs.len() == before {
+                return Answer::status(MadStatus::SA_REQ_INVALID.0);
+            }
+        }
+        match info.to_vec() {
+            Ok(data) => Answer {
+                status: 0,
+                attr_offset: (InformInfo::PADDED_LEN / 8) as u16,
+                data,
+                table: false,
+            },
+            Err(_) => Answer::status(MadStatus::SA_REQ_INVALID.0),
+        }
+    }
+
+    /// The subscriptions as InformInfoRecords.
+    fn inform_records(&self) -> Vec<Vec<u8>> {
+        let subs = lock(&self.subs).clone();
+        let nodes = self.source.records(&RecordQuery {
+            method: Method::GET_TABLE,
+            attr_id: NodeRecord::ATTR_ID,
+            attr_mod: 0,
+            comp_mask: 0,
+            template: &[],
+            src: &Address::default(),
+        });
+        let guid_of = |lid: u16| {
+            nodes
+                .iter()
+                .flatten()
+                .filter_map(|b| NodeRecord::parse(b).ok())
+                .find(|n| n.lid == lid)
+                .map(|n| n.node_info.port_guid)
+        };
+        subs.iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let mut gid = [0u8; 16];
+                if let Some(g) = guid_of(s.lid) {
+                    gid[..8].copy_from_slice(&self.cfg.gid_prefix.to_be_bytes());
+                    gid[8..].copy_from_slice(&g.to_be_bytes());
+                }
+                InformInfoRecord {
+                    subscriber_gid: gid,
+                    enumeration: u16::try_from(i).unwrap_or(u16::MAX),
+                    inform_info: s.info.clone(),
+                    ..InformInfoRecord::default()
+                }
+                .to_vec()
+                .ok()
+            })
+            .collect()
+    }
+}
+
+/// The response to `req`: its header with the response method, status,
+/// SM_Key 0, AttributeOffset, then the data; a GetTable answer is
+/// RMPP-active.
+fn build_response(req: &[u8], method: Method, a: &Answer) -> Vec<u8> {
+    let mut resp = Vec::with_capacity(SA_DATA_OFFSET + a.data.len().max(MAD_LEN - SA_DATA_OFFSET));
+    resp.extend_from_slice(&req[..SA_DATA_OFFSET]);
+    resp.extend_from_slice(&a.data);
+    if !a.table && resp.len() < MAD_LEN {
+        resp.resize(MAD_LEN, 0);
+    }
+    if a.table && a.data.is_empty() {
+        // An empty table is still one segment with its SA header.
+        resp.truncate(SA_DATA_OFFSET);
+    }
+    let resp_method = match method {
+        Method::SET => Method::GET,
+        m => m,
+    };
+    {
+        let mut v = Mad::new_unchecked(&mut resp[..]);
+        v.set_method(resp_method, true);
+        v.set_status(MadStatus(a.status));
+    }
+    resp[MAD_HEADER_LEN..RMPP_HEADER_END].fill(0);
+    if a.table {
+        let mut r = RmppView::new_unchecked(&mut resp[..]);
+        r.set_version(RMPP_VERSION);
+        r.set_rmpp_type(RmppType::DATA);
+        r.set_flags(RMPP_FLAG_ACTIVE);
+    }
+    let mut sa = SaMad::new_unchecked(&mut resp[..]);
+    sa.set_sm_key(0);
+    sa.set_attr_offset(a.attr_offset);
+    if !a.table {
+        resp.truncate(MAD_LEN);
+    }
+    resp
+}

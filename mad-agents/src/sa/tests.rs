@@ -1,0 +1,821 @@
+//! Client ↔ responder in one process over a Loopback pair, each side on
+//! its own Runtime: every record type, tables of 0, 1 and many records
+//! (multi-segment RMPP), component-mask matching, Get statuses,
+//! InformInfo subscriptions, Reports and their acknowledgement, and
+//! re-registration after injected port events.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mad_core::transport::fault::{FaultConfig, FaultInjector};
+use mad_core::transport::loopback::Loopback;
+use mad_core::transport::{
+    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, WrId,
+};
+use mad_core::wire::attr::Notice;
+use mad_core::wire::sa_records::{
+    GuidInfoRecord, InformInfo, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord,
+    NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, SaRecord, ServiceRecord, SmInfoRecord,
+    SwitchInfoRecord,
+};
+use mad_core::wire::{Method, Repr};
+
+use super::*;
+use crate::{AgentSpec, EngineConfig, Runtime, SendRequest, SendStatus};
+
+/// A transport shared with the test, so that events and new port
+/// attributes can be injected while a Runtime owns it.
+struct Tap<T: Transport> {
+    inner: Arc<Mutex<T>>,
+    attrs: PortAttrs,
+}
+
+impl<T: Transport> Tap<T> {
+    fn new(t: T) -> (Self, Arc<Mutex<T>>) {
+        let attrs = t.port_attrs().clone();
+        let inner = Arc::new(Mutex::new(t));
+        (
+            Self {
+                inner: inner.clone(),
+                attrs,
+            },
+            inner,
+        )
+    }
+}
+
+impl<T: Transport> Transport for Tap<T> {
+    fn port_attrs(&self) -> &PortAttrs {
+        &self.attrs
+    }
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        let mut t = self.inner.lock().unwrap();
+        t.refresh_port_attrs()?;
+        self.attrs = t.port_attrs().clone();
+        Ok(())
+    }
+    fn send_queue_depth(&self) -> usize {
+        self.inner.lock().unwrap().send_queue_depth()
+    }
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        self.inner.lock().unwrap().post_send(qp, mad, dest)
+    }
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError> {
+        self.inner.lock().unwrap().poll_send_completions(out)
+    }
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        self.inner.lock().unwrap().poll_recv()
+    }
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        self.inner.lock().unwrap().poll_event()
+    }
+    fn qp_state(&self, qp: Qp) -> QpState {
+        self.inner.lock().unwrap().qp_state(qp)
+    }
+    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
+        self.inner.lock().unwrap().modify_qp(qp, to)
+    }
+    fn recreate_queues(&mut self) -> Result<(), TransportError> {
+        self.inner.lock().unwrap().recreate_queues()
+    }
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+}
+
+const CLIENT_LID: u16 = 2;
+const SA_LID: u16 = 1;
+
+struct Env {
+    client_rt: Runtime,
+    sa_rt: Runtime,
+    client_port: Arc<Mutex<Loopback>>,
+    sa_port: Arc<Mutex<Loopback>>,
+    source: Arc<StaticRecords>,
+}
+
+fn env() -> Env {
+    let (a, b) = Loopback::pair(
+        Loopback::attrs("client", 1, CLIENT_LID),
+        Loopback::attrs("sm", 1, SA_LID),
+        256,
+    );
+    let (ta, ha) = Tap::new(a);
+    let (tb, hb) = Tap::new(b);
+    Env {
+        client_rt: Runtime::start(ta, EngineConfig::default()).unwrap(),
+        sa_rt: Runtime::start(tb, EngineConfig::default()).unwrap(),
+        client_port: ha,
+        sa_port: hb,
+        source: Arc::new(StaticRecords::new()),
+    }
+}
+
+fn client(e: &Env) -> SaClient {
+    SaClient::new(&e.client_rt, SaClientConfig::default()).unwrap()
+}
+
+fn responder(e: &Env) -> SaResponder {
+    SaResponder::start(&e.sa_rt, e.source.clone(), SaResponderConfig::default()).unwrap()
+}
+
+/// Deterministic pseudo-random bytes.
+fn noise(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Tables of 0, 1 and `many` records of type `R`, Get by the key
+/// component, and Get statuses.
+fn check_record_type<R>(many: u16, make: impl Fn(u16) -> R, key_mask: u64)
+where
+    R: SaRecord + Clone + PartialEq + Debug,
+{
+    let e = env();
+    let _sa = responder(&e);
+    let c = client(&e);
+    let any = R::parse(&noise(7, R::LEN)).unwrap();
+    // Empty: success, no records, AttributeOffset 0; Get: NO_RECORDS.
+    let t = c.get_table(&any, 0).unwrap();
+    assert!(t.records.is_empty() && !t.truncated, "{}", R::NAME);
+    assert_eq!(t.attr_offset, 0, "{}: empty table AttributeOffset", R::NAME);
+    assert!(
+        matches!(c.get(&any, 0), Err(SaError::NoRecords)),
+        "{}",
+        R::NAME
+    );
+    // One record.
+    let one = make(1);
+    e.source.set_records(std::slice::from_ref(&one)).unwrap();
+    let t = c.get_table(&any, 0).unwrap();
+    assert_eq!(t.records, vec![one.clone()], "{}", R::NAME);
+    assert_eq!(usize::from(t.attr_offset) * 8, R::PADDED_LEN, "{}", R::NAME);
+    assert_eq!(
+        c.get(&any, 0).unwrap(),
+        one,
+        "{}: Get of the only record",
+        R::NAME
+    );
+    // Many records: the whole table (several RMPP segments), Get by key.
+    let all: Vec<R> = (1..=many).map(&make).collect();
+    e.source.set_records(&all).unwrap();
+    let t = c.get_table(&any, 0).unwrap();
+    assert_eq!(t.records.len(), all.len(), "{}", R::NAME);
+    assert_eq!(
+        t.records,
+        all,
+        "{}: table in order, byte-identical",
+        R::NAME
+    );
+    assert!(
+        usize::from(many) * R::PADDED_LEN > 200,
+        "{}: the table must need more than one segment",
+        R::NAME
+    );
+    let pick = make(many / 2 + 1);
+    assert_eq!(c.get(&pick, key_mask).unwrap(), pick, "{}", R::NAME);
+    let t = c.get_table(&pick, key_mask).unwrap();
+    assert_eq!(
+        t.records,
+        vec![pick.clone()],
+        "{}: GetTable by key",
+        R::NAME
+    );
+    assert!(
+        matches!(c.get(&any, 0), Err(SaError::TooManyRecords)),
+        "{}",
+        R::NAME
+    );
+    let absent = make(many + 100);
+    assert!(
+        matches!(c.get(&absent, key_mask), Err(SaError::NoRecords)),
+        "{}",
+        R::NAME
+    );
+    assert!(c.get_table(&absent, key_mask).unwrap().records.is_empty());
+    assert_eq!(c.agent().stats().unwrap().timed_out, 0);
+}
+
+fn base<R: Repr>(i: u16) -> R {
+    R::parse(&noise(u64::from(i) + 1000, R::LEN)).unwrap()
+}
+
+#[test]
+fn node_records_full_table_one_and_none_and_get_by_lid() {
+    check_record_type(
+        40,
+        |i| NodeRecord { lid: i, ..base(i) },
+        NodeRecord::COMP_LID,
+    );
+}
+
+#[test]
+fn port_info_records_by_lid() {
+    check_record_type(
+        40,
+        |i| PortInfoRecord { lid: i, ..base(i) },
+        PortInfoRecord::COMP_LID,
+    );
+}
+
+#[test]
+fn switch_info_records_by_lid() {
+    check_record_type(
+        60,
+        |i| SwitchInfoRecord { lid: i, ..base(i) },
+        SwitchInfoRecord::COMP_LID,
+    );
+}
+
+#[test]
+fn link_records_by_from_lid() {
+    check_record_type(
+        200,
+        |i| LinkRecord {
+            from_lid: i,
+            ..base(i)
+        },
+        LinkRecord::COMP_FROM_LID,
+    );
+}
+
+#[test]
+fn path_records_by_dlid() {
+    check_record_type(
+        100,
+        |i| PathRecord { dlid: i, ..base(i) },
+        PathRecord::COMP_DLID,
+    );
+}
+
+#[test]
+fn mcmember_records_by_mlid() {
+    check_record_type(
+        50,
+        |i| McMemberRecord {
+            mlid: 0xC000 + i,
+            ..base(i)
+        },
+        McMemberRecord::COMP_MLID,
+    );
+}
+
+#[test]
+fn service_records_by_service_id() {
+    check_record_type(
+        30,
+        |i| ServiceRecord {
+            service_id: 0x1000 + u64::from(i),
+            ..base(i)
+        },
+        ServiceRecord::COMP_SERVICE_ID,
+    );
+}
+
+#[test]
+fn guid_info_records_by_lid() {
+    check_record_type(
+        30,
+        |i| GuidInfoRecord { lid: i, ..base(i) },
+        GuidInfoRecord::COMP_LID,
+    );
+}
+
+#[test]
+fn pkey_table_records_by_lid() {
+    check_record_type(
+        30,
+        |i| PKeyTableRecord { lid: i, ..base(i) },
+        PKeyTableRecord::COMP_LID,
+    );
+}
+
+#[test]
+fn lft_records_by_lid() {
+    check_record_type(30, |i| LftRecord { lid: i, ..base(i) }, LftRecord::COMP_LID);
+}
+
+#[test]
+fn sm_info_records_by_lid() {
+    check_record_type(
+        30,
+        |i| SmInfoRecord { lid: i, ..base(i) },
+        SmInfoRecord::COMP_LID,
+    );
+}
+
+#[test]
+fn path_records_between_two_lids_use_both_components() {
+    let e = env();
+    let _sa = responder(&e);
+    let c = client(&e);
+    let mut paths = Vec::new();
+    for s in 1..=8u16 {
+        for d in 1..=8u16 {
+            paths.push(PathRecord {
+                slid: s,
+                dlid: d,
+                sl: (s + d) as u8 & 0xF,
+                numb_path: 1,
+                reversible: true,
+                ..PathRecord::default()
+            });
+        }
+    }
+    e.source.set_records(&paths).unwrap();
+    let t = c.path_records(3, 7).unwrap();
+    assert_eq!(t.records.len(), 1);
+    assert_eq!(
+        (t.records[0].slid, t.records[0].dlid, t.records[0].sl),
+        (3, 7, 10)
+    );
+    assert_eq!(c.path_record(7, 3).unwrap().sl, 10);
+    // Only the source: the 8 paths leaving LID 3.
+    let from3 = c
+        .get_table(
+            &PathRecord {
+                slid: 3,
+                ..PathRecord::default()
+            },
+            PathRecord::COMP_SLID,
+        )
+        .unwrap();
+    assert_eq!(from3.records.len(), 8);
+    assert!(from3.records.iter().all(|p| p.slid == 3));
+    // A mask on SL too: 3 -> 7 has SL 10, not 11.
+    let t = c
+        .get_table(
+            &PathRecord {
+                slid: 3,
+                dlid: 7,
+                sl: 11,
+                ..PathRecord::default()
+            },
+            PathRecord::COMP_SLID | PathRecord::COMP_DLID | PathRecord::COMP_SL,
+        )
+        .unwrap();
+    assert!(t.records.is_empty());
+}
+
+#[test]
+fn a_table_of_ten_thousand_path_records_arrives_whole_over_rmpp() {
+    let e = env();
+    let sa = responder(&e);
+    let c = client(&e);
+    let paths: Vec<PathRecord> = (0..10_000u32)
+        .map(|i| PathRecord {
+            slid: (i / 100) as u16 + 1,
+            dlid: (i % 100) as u16 + 1,
+            flow_label: i & 0xF_FFFF,
+            ..PathRecord::default()
+        })
+        .collect();
+    e.source.set_records(&paths).unwrap();
+    let t = c.all::<PathRecord>().unwrap();
+    assert_eq!(t.records.len(), 10_000);
+    assert_eq!(t.records, paths, "640,000 bytes byte-identical, in order");
+    assert!(!t.truncated);
+    assert_eq!(c.agent().stats().unwrap().rmpp_reassembled, 1);
+    assert_eq!(sa.stats().multi_segment, 1);
+}
+
+#[test]
+fn a_multi_segment_table_survives_duplicated_and_reordered_segments() {
+    let (a, b) = Loopback::pair(
+        Loopback::attrs("client", 1, CLIENT_LID),
+        Loopback::attrs("sm", 1, SA_LID),
+        256,
+    );
+    let cfg = FaultConfig {
+        recv_duplicate: 0.1,
+        recv_delay: 0.1,
+        recv_delay_polls: 3,
+        ..FaultConfig::default()
+    };
+    let (tap, faults) = Tap::new(FaultInjector::with_config(a, 42, cfg));
+    let client_rt = Runtime::start(tap, EngineConfig::default()).unwrap();
+    let sa_rt = Runtime::start(b, EngineConfig::default()).unwrap();
+    let source = Arc::new(StaticRecords::new());
+    let nodes: Vec<NodeRecord> = (1..=500u16)
+        .map(|i| NodeRecord { lid: i, ..base(i) })
+        .collect();
+    source.set_records(&nodes).unwrap();
+    let _sa = SaResponder::start(&sa_rt, source, SaResponderConfig::default()).unwrap();
+    let c = SaClient::new(&client_rt, SaClientConfig::default()).unwrap();
+    for _ in 0..3 {
+        let t = c.all::<NodeRecord>().unwrap();
+        assert_eq!(t.records, nodes);
+    }
+    let st = faults.lock().unwrap().stats();
+    assert!(
+        st.recvs_duplicated > 10 && st.recvs_delayed > 10,
+        "the link really duplicated and reordered: {st:?}"
+    );
+}
+
+#[test]
+fn single_mad_mode_takes_what_fits_and_reports_truncation() {
+    let e = env();
+    let _sa = responder(&e);
+    let c = SaClient::new(
+        &e.client_rt,
+        SaClientConfig {
+            table_mode: TableMode::SingleMad,
+            timeout: Duration::from_millis(200),
+            retries: 0,
+            ..SaClientConfig::default()
+        },
+    )
+    .unwrap();
+    // Fits in one segment: First|Last|Active, complete.
+    let links: Vec<LinkRecord> = (1..=10u16)
+        .map(|i| LinkRecord {
+            from_lid: i,
+            ..base(i)
+        })
+        .collect();
+    e.source.set_records(&links).unwrap();
+    let t = c.all::<LinkRecord>().unwrap();
+    assert_eq!(t.records, links);
+    assert!(!t.truncated);
+    // Larger than one MAD: the first segment's records, truncated. (The
+    // responder's RMPP transfer then gives up waiting for ACKs.)
+    let nodes: Vec<NodeRecord> = (1..=5u16)
+        .map(|i| NodeRecord { lid: i, ..base(i) })
+        .collect();
+    e.source.set_records(&nodes).unwrap();
+    let t = c.all::<NodeRecord>().unwrap();
+    assert!(t.truncated);
+    assert_eq!(
+        t.records,
+        nodes[..1].to_vec(),
+        "200 bytes hold one NodeRecord"
+    );
+}
+
+#[test]
+fn parse_table_reads_opensm_style_and_truncated_answers() {
+    // A one-MAD answer as opensm sends it through libumad2sim: Active only,
+    // segment 0, 256 bytes, three PathRecords.
+    let mut mad = vec![0u8; 256];
+    mad[..4].copy_from_slice(&[1, 3, 2, 0x92]);
+    mad[16..18].copy_from_slice(&0x35u16.to_be_bytes());
+    mad[24..27].copy_from_slice(&[1, 1, 1]);
+    mad[44..46].copy_from_slice(&8u16.to_be_bytes());
+    for i in 0..3 {
+        mad[56 + i * 64 + 41] = i as u8 + 1; // DLID low byte
+    }
+    let t = client::parse_table::<PathRecord>(&mad).unwrap();
+    assert!(t.truncated);
+    assert_eq!(
+        t.records.iter().map(|p| p.dlid).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    // The same answer cut by its sender to 56 + 64 bytes: complete.
+    let t = client::parse_table::<PathRecord>(&mad[..120]).unwrap();
+    assert!(!t.truncated);
+    assert_eq!(t.records.len(), 1);
+    // First|Last|Active with PayloadLength 20 + 128: two records.
+    mad[26] = 0x07;
+    mad[32..36].copy_from_slice(&148u32.to_be_bytes());
+    let t = client::parse_table::<PathRecord>(&mad).unwrap();
+    assert!(!t.truncated);
+    assert_eq!(t.records.len(), 2);
+    // A stride shorter than the record is refused, not misread.
+    mad[44..46].copy_from_slice(&2u16.to_be_bytes());
+    assert!(matches!(
+        client::parse_table::<PathRecord>(&mad),
+        Err(SaError::Malformed(_))
+    ));
+}
+
+#[test]
+fn class_port_info_and_unsupported_attributes() {
+    let e = env();
+    let _sa = responder(&e);
+    let c = client(&e);
+    let cpi = c.class_port_info().unwrap();
+    assert_eq!(
+        (cpi.base_version, cpi.class_version, cpi.resp_time_value),
+        (1, 2, 18)
+    );
+    let r = c
+        .request(Method::GET, mad_core::wire::AttributeId(0x7777), 0, 0, &[])
+        .unwrap();
+    assert_eq!(r.mad().status().0, 0x000C);
+    assert_eq!(r.mad().raw_method(), 0x81);
+    assert!(matches!(
+        SaError::from_status(r.mad().status().0),
+        SaError::Status { status: 0x000C, .. }
+    ));
+}
+
+#[test]
+fn responses_carry_sm_key_zero_and_the_request_tid_and_mask() {
+    let e = env();
+    let _sa = responder(&e);
+    let c = SaClient::new(
+        &e.client_rt,
+        SaClientConfig {
+            sm_key: 0x1122_3344_5566_7788,
+            ..SaClientConfig::default()
+        },
+    )
+    .unwrap();
+    e.source
+        .set_records(&[NodeRecord { lid: 9, ..base(9) }])
+        .unwrap();
+    let r = c
+        .request(
+            Method::GET,
+            NodeRecord::ATTR_ID,
+            0,
+            NodeRecord::COMP_LID,
+            &NodeRecord {
+                lid: 9,
+                ..NodeRecord::default()
+            }
+            .to_vec()
+            .unwrap(),
+        )
+        .unwrap();
+    let v = mad_core::wire::sa::SaMad::new_checked(r.bytes()).unwrap();
+    assert_eq!(v.sm_key(), 0);
+    assert_eq!(v.comp_mask(), NodeRecord::COMP_LID);
+    assert_eq!(v.attr_offset(), 14);
+    assert_eq!(r.mad().status().0, 0);
+}
+
+fn trap_notice(trap: u16, issuer_lid: u16) -> Notice {
+    Notice {
+        is_generic: true,
+        notice_type: Notice::TYPE_SUBNET_MGMT,
+        producer_type_or_vendor_id: Notice::PRODUCER_CLASS_MANAGER,
+        trap_number_or_device_id: trap,
+        issuer_lid,
+        ..Notice::default()
+    }
+}
+
+fn subscription(trap: u16) -> InformInfo {
+    InformInfo {
+        lid_range_begin: InformInfo::LID_RANGE_ALL,
+        is_generic: 1,
+        trap_type: InformInfo::TYPE_ALL,
+        trap_number_or_device_id: trap,
+        producer_type_or_vendor_id: InformInfo::PRODUCER_TYPE_ALL,
+        ..InformInfo::default()
+    }
+}
+
+#[test]
+fn subscribe_delivers_matching_reports_and_acknowledges_them() {
+    let e = env();
+    let sa = responder(&e);
+    let c = client(&e);
+    let sub = c.subscribe(&subscription(64)).unwrap();
+    assert_eq!(sa.subscribers().len(), 1);
+    assert_eq!(sa.subscribers()[0].lid, CLIENT_LID);
+    // InformInfoRecord lists it.
+    let iir = c.all::<InformInfoRecord>().unwrap();
+    assert_eq!(iir.records.len(), 1);
+    assert_eq!(iir.records[0].inform_info.trap_number_or_device_id, 64);
+    // A matching Report arrives; another trap number does not.
+    assert_eq!(sa.report(&trap_notice(65, 4)), 0);
+    assert_eq!(sa.report(&trap_notice(64, 4)), 1);
+    let r = c.next_report(Duration::from_secs(5)).expect("a report");
+    assert_eq!(r.notice.trap_number_or_device_id, 64);
+    assert_eq!(r.notice.issuer_lid, 4);
+    assert_eq!(r.src.lid, SA_LID);
+    wait_until("the ReportResp", || sa.stats().reports_acked == 1);
+    assert_eq!(c.stats().report_acks, 1);
+    assert!(c.try_report().is_none());
+    // Unsubscribe: the SA forgets it and sends nothing more.
+    c.unsubscribe(&sub).unwrap();
+    assert!(sa.subscribers().is_empty());
+    assert!(c.subscriptions().is_empty());
+    assert_eq!(sa.report(&trap_notice(64, 4)), 0);
+    // Unsubscribing what the SA does not hold is refused.
+    assert!(matches!(c.unsubscribe(&sub), Err(SaError::RequestInvalid)));
+}
+
+#[test]
+fn a_repeated_report_is_acknowledged_again_but_delivered_once() {
+    let e = env();
+    let c = client(&e);
+    let (sender, _rx) = e
+        .sa_rt
+        .register_channel(AgentSpec::send_only("reporter", Qp::Qp1))
+        .unwrap();
+    let data = trap_notice(128, 3).to_vec().unwrap();
+    let mad = build_request(
+        Method::REPORT,
+        mad_core::wire::AttributeId::NOTICE,
+        0,
+        0,
+        &data,
+    );
+    for _ in 0..2 {
+        let req = SendRequest::new(mad.clone(), Address::gsi(CLIENT_LID))
+            .expect_response(Duration::from_secs(2), 0)
+            .low_tid(77);
+        let done = sender.send_and_wait(req).unwrap();
+        assert_eq!(done.status, SendStatus::Success, "ReportResp received");
+        let resp = done.response.unwrap();
+        assert_eq!(resp.mad().raw_method(), 0x86);
+        assert_eq!(
+            &resp.bytes()[56..136],
+            &data[..],
+            "ReportResp echoes the Notice"
+        );
+    }
+    assert!(c.next_report(Duration::from_secs(2)).is_some());
+    assert!(c.next_report(Duration::from_millis(100)).is_none());
+    let st = c.stats();
+    assert_eq!(
+        (st.reports, st.report_acks, st.reports_duplicate),
+        (2, 2, 1)
+    );
+}
+
+#[test]
+fn client_reregister_resends_subscriptions() {
+    let e = env();
+    let sa = responder(&e);
+    let c = client(&e);
+    c.subscribe(&subscription(64)).unwrap();
+    c.subscribe(&subscription(65)).unwrap();
+    // The SA lost its state (a restart): the client is told to
+    // re-register.
+    drop(sa);
+    let sa = responder(&e);
+    assert!(sa.subscribers().is_empty());
+    e.client_port
+        .lock()
+        .unwrap()
+        .push_event(AsyncEvent::ClientReregister);
+    wait_until("two re-registrations", || c.stats().resubscribes_ok == 2);
+    assert_eq!(sa.subscribers().len(), 2);
+    assert!(c
+        .subscriptions()
+        .iter()
+        .all(|s| s.accepted == 2 && s.last_error.is_none()));
+    // And reports flow again.
+    assert_eq!(sa.report(&trap_notice(65, 9)), 1);
+    assert_eq!(
+        c.next_report(Duration::from_secs(5))
+            .unwrap()
+            .notice
+            .trap_number_or_device_id,
+        65
+    );
+}
+
+#[test]
+fn sm_change_moves_the_sa_address_and_resubscribes_there() {
+    let e = env();
+    let sa = responder(&e);
+    let c = client(&e);
+    assert_eq!(c.sm_address().lid, SA_LID);
+    c.subscribe(&subscription(0xFFFF)).unwrap();
+    // A new SM at LID 5 with SL 3 takes over; its SA knows nothing yet.
+    drop(sa);
+    let sa = responder(&e);
+    {
+        let mut p = e.sa_port.lock().unwrap();
+        p.stage_attrs(Loopback::attrs("sm", 1, 5));
+        p.push_event(AsyncEvent::LidChange);
+    }
+    {
+        let mut attrs = Loopback::attrs("client", 1, CLIENT_LID);
+        attrs.sm_lid = 5;
+        attrs.sm_sl = 3;
+        let mut p = e.client_port.lock().unwrap();
+        p.stage_attrs(attrs);
+        p.push_event(AsyncEvent::SmChange);
+    }
+    wait_until("the re-registration", || c.stats().resubscribes_ok == 1);
+    let a = c.sm_address();
+    assert_eq!((a.lid, a.sl, a.qpn), (5, 3, 1));
+    assert!(c.stats().sm_refreshes >= 1);
+    assert_eq!(sa.subscribers().len(), 1);
+    // Tables still arrive over RMPP from the new SA LID.
+    let nodes: Vec<NodeRecord> = (1..=20u16)
+        .map(|i| NodeRecord { lid: i, ..base(i) })
+        .collect();
+    e.source.set_records(&nodes).unwrap();
+    assert_eq!(c.all::<NodeRecord>().unwrap().records, nodes);
+}
+
+#[test]
+fn lid_change_refreshes_the_sm_address_without_resubscribing() {
+    let e = env();
+    let _sa = responder(&e);
+    let c = client(&e);
+    c.subscribe(&subscription(64)).unwrap();
+    let mut attrs = Loopback::attrs("client", 1, 7);
+    attrs.sm_sl = 2;
+    {
+        let mut p = e.client_port.lock().unwrap();
+        p.stage_attrs(attrs);
+        p.push_event(AsyncEvent::LidChange);
+    }
+    wait_until("the refresh", || c.stats().sm_refreshes == 1);
+    assert_eq!(c.sm_address().sl, 2);
+    assert_eq!(c.stats().resubscribes, 0);
+}
+
+#[test]
+fn no_sm_and_no_answer_are_clear_errors() {
+    let mut attrs = Loopback::attrs("lonely", 1, 2);
+    attrs.sm_lid = 0;
+    let rt = Runtime::start(Loopback::new(attrs, 16), EngineConfig::default()).unwrap();
+    let c = SaClient::new(&rt, SaClientConfig::default()).unwrap();
+    assert!(matches!(c.all::<NodeRecord>(), Err(SaError::NoSm)));
+    let rt = Runtime::start(
+        Loopback::new(Loopback::attrs("lonely", 1, 2), 16),
+        EngineConfig::default(),
+    )
+    .unwrap();
+    let c = SaClient::new(
+        &rt,
+        SaClientConfig {
+            timeout: Duration::from_millis(20),
+            retries: 2,
+            ..SaClientConfig::default()
+        },
+    )
+    .unwrap();
+    let err = c.all::<NodeRecord>().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SaError::Timeout {
+                lid: 1,
+                attempts: 3
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("LID 1"));
+}
+
+#[test]
+fn status_names_and_errors_name_the_sa_codes() {
+    assert_eq!(status_name(0x0300), "ERR_NO_RECORDS");
+    assert_eq!(status_name(0x0400), "ERR_TOO_MANY_RECORDS");
+    assert_eq!(
+        status_name(0x000C),
+        "method/attribute combination not supported"
+    );
+    assert!(matches!(SaError::from_status(0x0300), SaError::NoRecords));
+    assert_eq!(SaError::from_status(0x0500).status(), Some(0x0500));
+    assert!(SaError::from_status(0x0500)
+        .to_string()
+        .contains("ERR_REQ_INVALID_GID"));
+    assert!(SaError::TooManyRecords.to_string().contains("0x0400"));
+}
+
+#[test]
+fn inform_selects_follows_opensm_matching() {
+    let n = trap_notice(64, 10);
+    let mut i = subscription(64);
+    assert!(inform_selects(&i, &n));
+    i.lid_range_begin = 11;
+    i.lid_range_end = 20;
+    assert!(!inform_selects(&i, &n), "issuer LID outside the range");
+    i.lid_range_begin = 5;
+    assert!(inform_selects(&i, &n));
+    i.gid = [1; 16];
+    assert!(!inform_selects(&i, &n), "a GID overrides the LID range");
+    let mut n2 = n.clone();
+    n2.issuer_gid = [1; 16];
+    assert!(inform_selects(&i, &n2));
+    let mut i = subscription(64);
+    i.is_generic = 0;
+    assert!(!inform_selects(&i, &n));
+    let mut i = subscription(64);
+    i.producer_type_or_vendor_id = Notice::PRODUCER_SWITCH;
+    assert!(!inform_selects(&i, &n));
+}
