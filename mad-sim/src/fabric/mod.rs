@@ -675,7 +675,7 @@ impl Fabric {
     /// port's protect bits).
     pub fn advance(&self, by: Duration) {
         let mut c = self.lock();
-        c.now += by;
+        c.now = c.now.saturating_add(by);
         let now = c.now;
         for n in &mut c.nodes {
             for p in &mut n.ports {

@@ -147,7 +147,7 @@ impl Core {
         p.info.m_key_violations = p.info.m_key_violations.saturating_add(1);
         if p.mkey_lease_end.is_none() && p.info.m_key_lease_period != 0 {
             p.mkey_lease_end =
-                Some(now + Duration::from_secs(u64::from(p.info.m_key_lease_period)));
+                Some(now.saturating_add(Duration::from_secs(u64::from(p.info.m_key_lease_period))));
         }
         self.stats.mkey_violations += 1;
         Mkey::Violation
