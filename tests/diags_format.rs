@@ -14,19 +14,13 @@
 
 mod support;
 
-// The formatters are compiled in from the tools crate's sources (the
-// facade package does not depend on mad-tools).
-#[allow(dead_code, unused_imports)]
-#[path = "../tools/src/diags/mod.rs"]
-mod diags;
-
 use std::fs;
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use diags::{format_iberror, perf, sa, smp, PortIdText};
+use mad_tools::diags::{format_iberror, perf, sa, smp, PortIdText};
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
 use mad_core::wire::attr::{
