@@ -20,8 +20,10 @@
 //! Options: `--net FILE` (repeatable; default the shared `net` and
 //! `net.medium`), `--w LIST`, `--queries N`, `--seconds S` (per run),
 //! `--warmup N`, `--rounds R`, `--targets "0;0,1"` (directed routes,
-//! `;`-separated), `--attrs nodeinfo|portinfo|both`, `--spin` (busy-poll
-//! instead of poll(2)), `--json FILE`.
+//! `;`-separated), `--attrs nodeinfo|portinfo|both`, `--stacks umad,agents`
+//! (ours: the umad transport driven directly, and/or the agent layer
+//! `Engine` over it), `--spin` (busy-poll instead of poll(2)), `--json
+//! FILE`.
 #![allow(missing_docs)]
 
 mod sim;
@@ -44,6 +46,7 @@ struct Opts {
     targets: Vec<String>,
     attrs: String,
     spin: bool,
+    stacks: Vec<String>,
     json: Option<PathBuf>,
 }
 
@@ -63,6 +66,7 @@ fn parse_args() -> Result<Opts, String> {
         targets: vec!["0".into(), "0,1".into()],
         attrs: "nodeinfo".into(),
         spin: false,
+        stacks: vec!["umad".into(), "agents".into()],
         json: None,
     };
     let mut args = std::env::args().skip(1);
@@ -86,6 +90,16 @@ fn parse_args() -> Result<Opts, String> {
             }
             "--attrs" => o.attrs = val("--attrs")?,
             "--spin" => o.spin = true,
+            "--stacks" => {
+                o.stacks = val("--stacks")?.split(',').map(str::to_owned).collect();
+                if let Some(bad) = o
+                    .stacks
+                    .iter()
+                    .find(|s| !matches!(s.as_str(), "umad" | "agents"))
+                {
+                    return Err(format!("unknown stack {bad:?} (umad, agents)"));
+                }
+            }
             "--json" => o.json = Some(PathBuf::from(val("--json")?)),
             // Filters and flags cargo/criterion pass to every bench.
             s if !s.starts_with("--") => {}
@@ -175,10 +189,10 @@ fn anchor_cmd(s: &sim::IbSim, anchor: &Path, o: &Opts) -> Command {
     c
 }
 
-fn ours_cmd(s: &sim::IbSim, o: &Opts, w: usize) -> Result<Command, String> {
+fn ours_cmd(s: &sim::IbSim, o: &Opts, stack: &str, w: usize) -> Result<Command, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let mut c = s.command(&exe);
-    c.env(WORKER_ENV, "1")
+    c.env(WORKER_ENV, stack)
         .env("MADSTACK_BENCH_W", w.to_string())
         .env("MADSTACK_BENCH_QUERIES", o.queries.to_string())
         .env("MADSTACK_BENCH_SECONDS", o.seconds.to_string())
@@ -211,15 +225,20 @@ fn measure(net: &Path, o: &Opts, anchor: &Path) -> Result<Vec<Value>, String> {
         .unwrap_or_default();
     let mut s = sim::IbSim::start(net, &tag)?;
     let mut anchor_runs = Vec::new();
-    let mut ours_runs: Vec<Vec<Value>> = vec![Vec::new(); o.windows.len()];
+    let configs: Vec<(&str, usize)> = o
+        .stacks
+        .iter()
+        .flat_map(|st| o.windows.iter().map(move |&w| (st.as_str(), w)))
+        .collect();
+    let mut ours_runs: Vec<Vec<Value>> = vec![Vec::new(); configs.len()];
     for r in 0..o.rounds {
         // Alternate the order so neither side always runs first.
         let anchor_first = r % 2 == 0;
         if anchor_first {
             anchor_runs.push(run_json(anchor_cmd(&s, anchor, o))?);
         }
-        for (i, &w) in o.windows.iter().enumerate() {
-            ours_runs[i].push(run_json(ours_cmd(&s, o, w)?)?);
+        for (i, &(stack, w)) in configs.iter().enumerate() {
+            ours_runs[i].push(run_json(ours_cmd(&s, o, stack, w)?)?);
         }
         if !anchor_first {
             anchor_runs.push(run_json(anchor_cmd(&s, anchor, o))?);
@@ -250,7 +269,7 @@ fn measure(net: &Path, o: &Opts, anchor: &Path) -> Result<Vec<Value>, String> {
 
 fn print_table(rows: &[Value]) {
     println!(
-        "{:<12} {:<15} {:>4} {:>11} {:>9} {:>9} {:>9} {:>9}  rounds (q/s)",
+        "{:<12} {:<16} {:>4} {:>11} {:>9} {:>9} {:>9} {:>9}  rounds (q/s)",
         "net", "impl", "W", "queries/s", "p50 us", "p99 us", "p99.9 us", "ours/ibmad"
     );
     for v in rows {
@@ -263,7 +282,7 @@ fn print_table(rows: &[Value]) {
             })
             .unwrap_or_default();
         println!(
-            "{:<12} {:<15} {:>4} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>9.2}x  {}",
+            "{:<12} {:<16} {:>4} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>9.2}x  {}",
             v["net"].as_str().unwrap_or("?"),
             v["impl"].as_str().unwrap_or("?"),
             v["outstanding"].as_u64().unwrap_or(0),
@@ -295,7 +314,13 @@ fn worker_main() -> i32 {
         attrs: env("MADSTACK_BENCH_ATTRS", "nodeinfo"),
         spin: env("MADSTACK_BENCH_WAIT", "poll") == "spin",
     };
-    match worker::run(&p) {
+    let stack = std::env::var(WORKER_ENV).unwrap_or_default();
+    let result = if stack == "agents" {
+        worker::run_agents(&p)
+    } else {
+        worker::run(&p)
+    };
+    match result {
         Ok(line) => {
             println!("{line}");
             0

@@ -97,10 +97,13 @@ impl IbSim {
     }
 
     /// `program` set up to run under libumad2sim against this ibsim (the
-    /// client attaches to the topology's first node).
+    /// client attaches to the topology's first node). It runs in the
+    /// temporary directory: libumad2sim creates its fake `sys-PID/` tree
+    /// in the working directory.
     pub fn command(&self, program: &Path) -> Command {
         let mut c = Command::new(program);
-        c.env("LD_PRELOAD", UMAD2SIM)
+        c.current_dir(std::env::temp_dir())
+            .env("LD_PRELOAD", UMAD2SIM)
             .env("IBSIM_SOCKNAME", &self.sockname)
             .env_remove("SIM_HOST")
             .env_remove("SIM_SET_ISSM")

@@ -9,7 +9,13 @@
 //! it is a GetResp with status 0 and (NodeInfo) a non-zero node GUID. With
 //! nothing to read, the worker blocks in poll(2) on the umad fd (as
 //! libibmad's umad_recv does) unless `MADSTACK_BENCH_WAIT=spin`.
+//!
+//! Two stacks: [`run`] drives the transport directly (the worker keeps its
+//! own TID table), [`run_agents`] goes through the agent layer
+//! (`mad_agents::Engine` over the same transport: TID allocation, send
+//! table, response timers, dispatch by TID, one completion per send).
 
+use mad_agents::{AgentEvent, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
 use mad_core::transport::umad::UmadTransport;
 use mad_core::transport::{Address, Qp, SendCompletion, Transport, PERMISSIVE_LID};
 use mad_core::wire::smp::DrPath;
@@ -58,6 +64,203 @@ fn wait_readable(fd: i32, ms: i32) {
     unsafe { poll(&mut p, 1, ms) };
 }
 
+fn routes_and_attrs(p: &Params) -> Result<(Vec<DrPath>, Vec<AttributeId>), String> {
+    let routes: Vec<DrPath> = p
+        .targets
+        .iter()
+        .map(|s| s.parse().map_err(|e| format!("bad route {s:?}: {e}")))
+        .collect::<Result<_, _>>()?;
+    let attrs: Vec<AttributeId> = match p.attrs.as_str() {
+        "nodeinfo" => vec![AttributeId::NODE_INFO],
+        "portinfo" => vec![AttributeId::PORT_INFO],
+        "both" => vec![AttributeId::NODE_INFO, AttributeId::PORT_INFO],
+        a => return Err(format!("unknown attrs {a:?}")),
+    };
+    if routes.is_empty() {
+        return Err("no target".into());
+    }
+    Ok((routes, attrs))
+}
+
+/// The JSON line of a finished run.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    p: &Params,
+    name: &str,
+    api: &str,
+    w: usize,
+    mut lat_ns: Vec<u32>,
+    answered: u64,
+    errors: u64,
+    timeouts: u64,
+    stale: u64,
+    elapsed: f64,
+    last_guid: u64,
+) -> Result<String, String> {
+    if answered == 0 || lat_ns.is_empty() {
+        return Err(format!(
+            "no valid response (errors {errors}, timeouts {timeouts}, stale {stale})"
+        ));
+    }
+    lat_ns.sort_unstable();
+    let pct = |q: f64| -> f64 {
+        let n = lat_ns.len();
+        let rank = ((q / 100.0 * n as f64).ceil() as usize).clamp(1, n);
+        f64::from(lat_ns[rank - 1]) / 1000.0
+    };
+    let targets = p
+        .targets
+        .iter()
+        .map(|s| format!("\"{s}\""))
+        .collect::<Vec<_>>()
+        .join(",");
+    Ok(format!(
+        "{{\"impl\":\"{name}\",\"api\":\"{api}\",\"outstanding\":{w},\
+         \"attrs\":\"{}\",\"targets\":[{targets}],\"queries\":{},\"errors\":{errors},\
+         \"timeouts\":{timeouts},\"stale\":{stale},\"seconds\":{elapsed:.6},\"qps\":{:.1},\
+         \"lat_us\":{{\"p50\":{:.2},\"p90\":{:.2},\"p99\":{:.2},\"p99.9\":{:.2},\"max\":{:.2}}},\
+         \"wait\":\"{}\",\"last_node_guid\":\"{last_guid:#018x}\"}}",
+        p.attrs,
+        lat_ns.len(),
+        answered as f64 / elapsed,
+        pct(50.0),
+        pct(90.0),
+        pct(99.0),
+        pct(99.9),
+        pct(100.0),
+        if p.spin { "spin" } else { "poll" },
+    ))
+}
+
+/// Runs the measurement through the agent layer and returns its JSON line.
+///
+/// # Errors
+/// The transport cannot be opened, the agent cannot register, a send is
+/// refused, or no response comes back at all.
+pub fn run_agents(p: &Params) -> Result<String, String> {
+    let t = UmadTransport::open(None, 0).map_err(|e| format!("open umad: {e}"))?;
+    let fd = t.raw_fd();
+    let (routes, attrs) = routes_and_attrs(p)?;
+    let mut e = Engine::new(t, EngineConfig::default());
+    let agent = e
+        .register(AgentSpec::send_only("bench", Qp::Qp0))
+        .map_err(|e| format!("register: {e}"))?;
+    let w = p.window.max(1);
+    let dest = Address::smi(PERMISSIVE_LID);
+    // One prepared request per (route, attribute); the engine writes TIDs.
+    let reqs: Vec<SendRequest> = (0..routes.len() * attrs.len())
+        .map(|i| {
+            let mad = routes[i % routes.len()].build_request(
+                Method::GET,
+                attrs[(i / routes.len()) % attrs.len()],
+                0,
+                0,
+                0,
+            );
+            SendRequest::new(mad.to_vec(), dest).expect_response(Duration::from_secs(1), 0)
+        })
+        .collect();
+    let total = p.warmup + p.queries;
+    let mut sent_at = vec![Instant::now(); w];
+    let mut issued: u64 = 0;
+    let mut done: u64 = 0;
+    let (mut answered, mut errors, mut timeouts) = (0u64, 0u64, 0u64);
+    let mut lat_ns: Vec<u32> = Vec::with_capacity(p.queries.min(10_000_000) as usize);
+    let mut last_guid = 0u64;
+    let mut t0 = Instant::now();
+    let mut deadline: Option<Instant> = None;
+    let now = Instant::now();
+    let first = w.min(total as usize);
+    for (slot, at) in sent_at.iter_mut().enumerate().take(first) {
+        let req = reqs[issued as usize % reqs.len()]
+            .clone()
+            .cookie(slot as u64);
+        *at = now;
+        e.send(agent, req, now).map_err(|e| format!("send: {e}"))?;
+        issued += 1;
+    }
+    'run: while done < total {
+        let now = Instant::now();
+        let progressed = e.poll(now);
+        let mut any = false;
+        while let Some((_, ev)) = e.poll_event() {
+            let AgentEvent::SendDone(c) = ev else {
+                continue;
+            };
+            any = true;
+            let now = Instant::now();
+            let slot = c.cookie as usize;
+            if done >= p.warmup {
+                lat_ns.push(
+                    (now - sent_at[slot.min(w - 1)])
+                        .as_nanos()
+                        .min(u128::from(u32::MAX)) as u32,
+                );
+                match (&c.status, &c.response) {
+                    (SendStatus::Success, Some(r)) => {
+                        let m = r.mad();
+                        if m.status().0 & 0x7FFF == 0 {
+                            answered += 1;
+                            if m.attr_id() == AttributeId::NODE_INFO && r.bytes().len() >= 84 {
+                                let mut g = [0u8; 8];
+                                g.copy_from_slice(&r.bytes()[76..84]);
+                                last_guid = u64::from_be_bytes(g);
+                            }
+                        } else {
+                            errors += 1;
+                        }
+                    }
+                    (SendStatus::Timeout, _) => timeouts += 1,
+                    _ => errors += 1,
+                }
+            }
+            done += 1;
+            if done == p.warmup {
+                t0 = now;
+                deadline = Some(t0 + Duration::from_secs_f64(p.seconds));
+            }
+            if deadline.is_some_and(|d| done & 63 == 0 && now >= d) {
+                break 'run;
+            }
+            if issued < total {
+                let req = reqs[issued as usize % reqs.len()]
+                    .clone()
+                    .cookie(slot as u64);
+                sent_at[slot] = now;
+                e.send(agent, req, now).map_err(|e| format!("send: {e}"))?;
+                issued += 1;
+            }
+        }
+        if !progressed && !any {
+            match (p.spin, fd) {
+                (false, Some(fd)) => {
+                    let ms = e.poll_timeout().map_or(100, |d| {
+                        d.saturating_duration_since(Instant::now())
+                            .as_millis()
+                            .clamp(0, 100) as i32
+                    });
+                    wait_readable(fd, ms);
+                }
+                _ => std::hint::spin_loop(),
+            }
+        }
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    report(
+        p,
+        "madstack-agents",
+        "Engine<UmadTransport>",
+        w,
+        lat_ns,
+        answered,
+        errors,
+        timeouts,
+        0,
+        elapsed,
+        last_guid,
+    )
+}
+
 #[derive(Clone, Copy)]
 struct Slot {
     tid: u64,
@@ -73,17 +276,7 @@ struct Slot {
 pub fn run(p: &Params) -> Result<String, String> {
     let mut t = UmadTransport::open(None, 0).map_err(|e| format!("open umad: {e}"))?;
     let fd = t.raw_fd();
-    let routes: Vec<DrPath> = p
-        .targets
-        .iter()
-        .map(|s| s.parse().map_err(|e| format!("bad route {s:?}: {e}")))
-        .collect::<Result<_, _>>()?;
-    let attrs: Vec<AttributeId> = match p.attrs.as_str() {
-        "nodeinfo" => vec![AttributeId::NODE_INFO],
-        "portinfo" => vec![AttributeId::PORT_INFO],
-        "both" => vec![AttributeId::NODE_INFO, AttributeId::PORT_INFO],
-        a => return Err(format!("unknown attrs {a:?}")),
-    };
+    let (routes, attrs) = routes_and_attrs(p)?;
     let w = p.window.clamp(1, 65_535);
     let dest = Address::smi(PERMISSIVE_LID);
     let timeout = Duration::from_secs(1);
@@ -215,37 +408,17 @@ pub fn run(p: &Params) -> Result<String, String> {
         }
     }
     let elapsed = t0.elapsed().as_secs_f64();
-    if answered == 0 {
-        return Err(format!(
-            "no valid response (errors {errors}, timeouts {timeouts}, stale {stale})"
-        ));
-    }
-    lat_ns.sort_unstable();
-    let pct = |q: f64| -> f64 {
-        let n = lat_ns.len();
-        let rank = ((q / 100.0 * n as f64).ceil() as usize).clamp(1, n);
-        f64::from(lat_ns[rank - 1]) / 1000.0
-    };
-    let targets = p
-        .targets
-        .iter()
-        .map(|s| format!("\"{s}\""))
-        .collect::<Vec<_>>()
-        .join(",");
-    Ok(format!(
-        "{{\"impl\":\"madstack-umad\",\"api\":\"UmadTransport\",\"outstanding\":{w},\
-         \"attrs\":\"{}\",\"targets\":[{targets}],\"queries\":{},\"errors\":{errors},\
-         \"timeouts\":{timeouts},\"stale\":{stale},\"seconds\":{elapsed:.6},\"qps\":{:.1},\
-         \"lat_us\":{{\"p50\":{:.2},\"p90\":{:.2},\"p99\":{:.2},\"p99.9\":{:.2},\"max\":{:.2}}},\
-         \"wait\":\"{}\",\"last_node_guid\":\"{last_guid:#018x}\"}}",
-        p.attrs,
-        lat_ns.len(),
-        answered as f64 / elapsed,
-        pct(50.0),
-        pct(90.0),
-        pct(99.0),
-        pct(99.9),
-        pct(100.0),
-        if p.spin { "spin" } else { "poll" },
-    ))
+    report(
+        p,
+        "madstack-umad",
+        "UmadTransport",
+        w,
+        lat_ns,
+        answered,
+        errors,
+        timeouts,
+        stale,
+        elapsed,
+        last_guid,
+    )
 }
