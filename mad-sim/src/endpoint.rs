@@ -17,6 +17,9 @@
 //! - a directed-route SMP the send rules refuse (what makes the kernel
 //!   fail the post with `EINVAL`), or one with LID-routed parts.
 //!
+//! [`Transport::raw_fd`] is the read end of a socket pair that is
+//! readable while a completion, a receive or an event waits, for mio.
+//!
 //! QP states follow the verbs rules of
 //! [`Loopback`](mad_core::transport::loopback::Loopback): posting to a QP
 //! in RESET/INIT/RTR fails, posting to a QP in ERR/SQE completes with
@@ -210,6 +213,7 @@ impl Transport for SimPort {
                     status: WcStatus::WrFlushErr,
                     vendor_err: 0,
                 });
+                ep.signal();
                 return Ok(wr);
             }
             QpState::Rts => {}
@@ -278,17 +282,29 @@ impl Transport for SimPort {
             .with_ep(|e| {
                 let n = e.cq.len();
                 out.extend(e.cq.drain(..));
+                e.unsignal_if_idle();
                 n
             })
             .unwrap_or(0))
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        Ok(self.with_ep(|e| e.rq.pop_front()).flatten())
+        Ok(self
+            .with_ep(|e| {
+                let r = e.rq.pop_front();
+                e.unsignal_if_idle();
+                r
+            })
+            .flatten())
     }
 
     fn poll_event(&mut self) -> Option<AsyncEvent> {
-        self.with_ep(|e| e.events.pop_front()).flatten()
+        self.with_ep(|e| {
+            let ev = e.events.pop_front();
+            e.unsignal_if_idle();
+            ev
+        })
+        .flatten()
     }
 
     fn qp_state(&self, qp: Qp) -> QpState {
@@ -323,6 +339,7 @@ impl Transport for SimPort {
                 if let Some(Some(e)) = c.endpoints.get_mut(ep) {
                     e.outstanding[qp.index()] = 0;
                     e.cq.retain(|x| x.qp != qp);
+                    e.unsignal_if_idle();
                 }
             }
             _ => {}
@@ -344,11 +361,26 @@ impl Transport for SimPort {
             e.cq.clear();
             e.outstanding = [0; 2];
             e.qp_state = [QpState::Rts; 2];
+            e.unsignal_if_idle();
         }
         Ok(())
     }
 
+    /// A descriptor that is readable while a completion, receive or event
+    /// waits (the read end of a socket pair the fabric writes a byte to),
+    /// so a mio loop on another thread wakes when another endpoint sends
+    /// here.
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        None
+        use std::os::fd::AsRawFd;
+        self.with_ep(|e| e.notify.as_ref().map(|(_, rx)| rx.as_raw_fd()))
+            .flatten()
     }
 }
+
+// A SimPort moves to the thread that runs its stack; the fabric is shared.
+const _: () = {
+    const fn send<T: Send>() {}
+    const fn send_sync<T: Send + Sync>() {}
+    send::<SimPort>();
+    send_sync::<Fabric>();
+};

@@ -80,7 +80,51 @@ fn the_send_queue_holds_its_depth_of_unsent_requests() {
     ));
     fabric.step();
     post(&mut t, 3).unwrap();
-    assert!(t.raw_fd().is_none());
+}
+
+#[test]
+fn raw_fd_is_readable_exactly_while_something_waits() {
+    // What a mio loop sees: a fresh registration reports the current
+    // readiness at once.
+    fn readable(fd: std::os::fd::RawFd) -> bool {
+        let mut poll = mio::Poll::new().unwrap();
+        poll.registry()
+            .register(
+                &mut mio::unix::SourceFd(&fd),
+                mio::Token(0),
+                mio::Interest::READABLE,
+            )
+            .unwrap();
+        let mut events = mio::Events::with_capacity(4);
+        poll.poll(&mut events, Some(std::time::Duration::ZERO))
+            .unwrap();
+        !events.is_empty()
+    }
+    let (fabric, mut t) = fabric_with(FabricConfig {
+        auto_deliver: false,
+        ..FabricConfig::default()
+    });
+    let fd = t.raw_fd().expect("a notification fd");
+    assert!(!readable(fd));
+    post(&mut t, 1).unwrap();
+    assert!(!readable(fd), "queued, not sent");
+    fabric.run_until_idle();
+    assert!(readable(fd), "a completion and an answer wait");
+    assert_eq!(completions(&mut t).len(), 1);
+    assert!(readable(fd), "the answer still waits");
+    assert_eq!(drain(&mut t).len(), 1);
+    assert!(!readable(fd), "all drained");
+    // Another endpoint's send wakes it too.
+    let mut other = fabric.attach("Hca2", 2).unwrap();
+    other.set_is_sm(true);
+    let m = Req::get(TO_H2, AttributeId::SM_INFO, 0).build(9);
+    t.post_send(Qp::Qp0, &m, &Address::smi(PERMISSIVE_LID))
+        .unwrap();
+    fabric.run_until_idle();
+    let ofd = other.raw_fd().unwrap();
+    assert!(readable(ofd));
+    assert_eq!(drain(&mut other).len(), 1);
+    assert!(!readable(ofd));
 }
 
 #[test]

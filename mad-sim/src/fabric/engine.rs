@@ -8,6 +8,8 @@
 //! Answers of SMAs and PMAs are queued as new packets.
 
 use std::collections::{HashMap, VecDeque};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use mad_core::transport::{
@@ -84,6 +86,55 @@ pub(crate) struct Endpoint {
     pub next_wr: u64,
     pub is_sm: bool,
     pub depth: usize,
+    /// A socket pair whose read end is readable while any queue has
+    /// something (the endpoint's `raw_fd`), if it could be created.
+    pub notify: Option<(UnixStream, UnixStream)>,
+    /// A byte is in the socket pair.
+    pub signaled: bool,
+}
+
+impl Endpoint {
+    /// An endpoint in RTS with empty queues.
+    pub fn new(depth: usize) -> Self {
+        let notify = UnixStream::pair()
+            .ok()
+            .filter(|(a, b)| a.set_nonblocking(true).is_ok() && b.set_nonblocking(true).is_ok());
+        Self {
+            qp_state: [QpState::Rts; 2],
+            cq: VecDeque::new(),
+            rq: VecDeque::new(),
+            events: VecDeque::new(),
+            outstanding: [0; 2],
+            next_wr: 1,
+            is_sm: false,
+            depth,
+            notify,
+            signaled: false,
+        }
+    }
+
+    /// Makes the notification fd readable (something was queued).
+    pub fn signal(&mut self) {
+        if self.signaled {
+            return;
+        }
+        if let Some((tx, _)) = &self.notify {
+            let _ = (&*tx).write(&[1]);
+        }
+        self.signaled = true;
+    }
+
+    /// Clears the notification fd once every queue is empty.
+    pub fn unsignal_if_idle(&mut self) {
+        if !self.signaled || !self.cq.is_empty() || !self.rq.is_empty() || !self.events.is_empty() {
+            return;
+        }
+        if let Some((_, rx)) = &self.notify {
+            let mut b = [0u8; 16];
+            while matches!((&*rx).read(&mut b), Ok(n) if n > 0) {}
+        }
+        self.signaled = false;
+    }
 }
 
 /// Where a packet is next.
@@ -164,6 +215,7 @@ impl Core {
                 status,
                 vendor_err: 0,
             });
+            ep.signal();
         }
     }
 
@@ -620,6 +672,7 @@ impl Core {
             },
             mad: pkt.mad.to_vec(),
         });
+        ep.signal();
         self.stats.to_endpoints += 1;
     }
 
@@ -746,6 +799,9 @@ impl Core {
         } else if was && !is {
             ep.events.push_back(AsyncEvent::PortError);
         }
+        if !ep.events.is_empty() {
+            ep.signal();
+        }
     }
 
     /// Pushes `ev` to the endpoint at `node`/`port`, if any.
@@ -753,6 +809,7 @@ impl Core {
         if let Some(&e) = self.ep_at.get(&(node, port)) {
             if let Some(Some(ep)) = self.endpoints.get_mut(e) {
                 ep.events.push_back(ev);
+                ep.signal();
             }
         }
     }

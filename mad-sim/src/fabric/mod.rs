@@ -561,16 +561,7 @@ impl Fabric {
         }
         let depth = c.cfg.send_queue_depth.max(1);
         let idx = c.endpoints.len();
-        c.endpoints.push(Some(Endpoint {
-            qp_state: [mad_core::transport::QpState::Rts; 2],
-            cq: VecDeque::new(),
-            rq: VecDeque::new(),
-            events: VecDeque::new(),
-            outstanding: [0; 2],
-            next_wr: 1,
-            is_sm: false,
-            depth,
-        }));
+        c.endpoints.push(Some(Endpoint::new(depth)));
         c.ep_at.insert((n, port), idx);
         let attrs = crate::endpoint::port_attrs(&c, n, port);
         drop(c);
