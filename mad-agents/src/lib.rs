@@ -18,12 +18,17 @@
 #![forbid(unsafe_code)]
 
 pub mod engine;
+pub mod perf;
+pub mod query;
 pub mod runtime;
+pub mod sa;
+pub mod smp;
 pub mod spec;
 pub mod tid;
 mod types;
 
 pub use engine::{AgentState, Engine};
+pub use query::QueryError;
 pub use runtime::{Agent, AgentReceiver, AgentRef, Runtime, RuntimeStats, SendHandle};
 pub use spec::{AgentSpec, MethodMask, RequestFilter};
 pub use types::{

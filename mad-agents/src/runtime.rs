@@ -213,8 +213,8 @@ impl Runtime {
     /// Starts a runtime over `transport`.
     ///
     /// # Errors
-    /// When mio cannot create its poll instance or waker, or register the
-    /// transport's fd.
+    /// When mio cannot create its poll instance or waker. (A transport fd
+    /// that epoll refuses makes the loop tick instead.)
     pub fn start(transport: impl Transport + 'static, cfg: EngineConfig) -> std::io::Result<Self> {
         let t: Box<dyn Transport> = Box::new(transport);
         Self::start_with_port(Port::new(t, mad_core::port::PortConfig::default()), cfg)
@@ -227,11 +227,13 @@ impl Runtime {
     pub fn start_with_port(port: Port, cfg: EngineConfig) -> std::io::Result<Self> {
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        let fd: Option<RawFd> = port.transport().raw_fd();
-        if let Some(fd) = fd {
+        // A descriptor epoll refuses (libumad2sim hands out fake ones)
+        // means ticking instead.
+        let fd: Option<RawFd> = port.transport().raw_fd().filter(|fd| {
             poll.registry()
-                .register(&mut SourceFd(&fd), TRANSPORT, Interest::READABLE)?;
-        }
+                .register(&mut SourceFd(fd), TRANSPORT, Interest::READABLE)
+                .is_ok()
+        });
         let recv_bound = cfg.recv_queue_bound;
         let shared = Arc::new(Shared {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),

@@ -352,7 +352,7 @@ impl SaClient {
             .map_err(|e| SaError::Malformed(format!("template: {e}")))?;
         let resp = self.request(Method::GET, R::ATTR_ID, 0, comp_mask, &rec)?;
         check_status(&resp)?;
-        parse_single::<R>(resp.bytes())
+        parse_record::<R>(resp.bytes())
     }
 
     /// SubnAdmGetTable of every record matching `template` on `comp_mask`.
@@ -393,7 +393,7 @@ impl SaClient {
             .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
         let resp = self.request(Method::SET, R::ATTR_ID, 0, comp_mask, &rec)?;
         check_status(&resp)?;
-        parse_single::<R>(resp.bytes())
+        parse_record::<R>(resp.bytes())
     }
 
     /// SubnAdmDelete of `record`; returns the record the SA answers with.
@@ -406,7 +406,7 @@ impl SaClient {
             .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
         let resp = self.request(Method::DELETE, R::ATTR_ID, 0, comp_mask, &rec)?;
         check_status(&resp)?;
-        parse_single::<R>(resp.bytes())
+        parse_record::<R>(resp.bytes())
     }
 
     /// Every record of type `R` (GetTable with an empty mask).
@@ -741,16 +741,25 @@ fn check_status(resp: &Message) -> Result<(), SaError> {
     }
 }
 
-/// The one record of a GetResp.
-fn parse_single<R: SaRecord>(mad: &[u8]) -> Result<R, SaError> {
+/// The one record of a GetResp (or Set / Delete response) MAD.
+///
+/// # Errors
+/// [`SaError::Malformed`] when the data is shorter than the record.
+pub fn parse_record<R: SaRecord>(mad: &[u8]) -> Result<R, SaError> {
     let data = mad.get(SA_DATA_OFFSET..).unwrap_or(&[]);
     R::parse(data).map_err(|e| SaError::Malformed(format!("{}: {e}", R::NAME)))
 }
 
 /// The records of a GetTableResp: a reassembled message, a
-/// single-segment RMPP answer trimmed by its PayloadLength, or a
-/// truncated first MAD.
-pub(crate) fn parse_table<R: SaRecord>(mad: &[u8]) -> Result<Table<R>, SaError> {
+/// single-segment RMPP answer trimmed by its PayloadLength, or one MAD of
+/// a longer answer (then [`Table::truncated`] is set: a 256-byte MAD whose
+/// RMPP header is Active without both First and Last). The status is not
+/// checked.
+///
+/// # Errors
+/// [`SaError::Malformed`] for a buffer shorter than the SA header, a
+/// record stride shorter than the record, or a bad PayloadLength.
+pub fn parse_table<R: SaRecord>(mad: &[u8]) -> Result<Table<R>, SaError> {
     let v = SaMad::new_checked(mad).map_err(|e| SaError::Malformed(e.to_string()))?;
     let r = v.rmpp();
     let flags = r.flags();
