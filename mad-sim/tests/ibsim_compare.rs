@@ -148,6 +148,70 @@ fn data_diff(attr: AttributeId, a: &[u8; 64], b: &[u8; 64]) -> Vec<String> {
     }
 }
 
+/// Sweeps `path` with both simulators and compares; returns the
+/// differences and the number of extra attribute answers compared.
+fn compare_file(path: &std::path::Path) -> (Vec<String>, usize) {
+    let mut diffs = Vec::new();
+    let mut compared = 0usize;
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let topo = Topology::load(path).unwrap();
+    let fabric = Fabric::new(&topo);
+    let mut sim = fabric.attach_default().unwrap();
+    let ibsim = IbSim::start(path);
+    let mut ib = IbSimTransport::attach(ibsim.config()).unwrap();
+    assert_eq!(
+        (ib.port_attrs().node_guid, ib.port_attrs().port_num),
+        (sim.port_attrs().node_guid, sim.port_attrs().port_num),
+        "{name}: both attach at the same port"
+    );
+    // One SMP at a time, so both sweeps take the same paths.
+    let (s_sw, _) = dr_sweep(&mut sim, 1, |_| Err("no answer".into()))
+        .unwrap_or_else(|e| panic!("{name} sim: {e}"));
+    let (i_sw, _) =
+        dr_sweep(&mut ib, 1, ibsim_idle).unwrap_or_else(|e| panic!("{name} ibsim: {e}"));
+    diffs.extend(compare_sweeps(&name, &s_sw, &i_sw));
+
+    // More attributes, on every node of a small fabric and every 40th
+    // node of a big one.
+    let every = if topo.nodes().len() > 100 { 40 } else { 1 };
+    for (k, (guid, node)) in s_sw.nodes.iter().enumerate() {
+        if k % every != 0 {
+            continue;
+        }
+        let is_switch = node.info.node_type == NodeType::SWITCH;
+        for (attr, amod) in extra_queries(is_switch, node.info.num_ports) {
+            let req = common::Req::get(&node.path, attr, amod);
+            let a = common::sim_rpc(&mut sim, &req);
+            let mut waits = 0;
+            let b = common::dr_rpc(&mut ib, &req, |t| {
+                waits += 1;
+                waits < 50 && ibsim_idle(t).is_ok()
+            });
+            compared += 1;
+            match (a, b) {
+                (Some((sa, da)), Some((sb, db))) => {
+                    if sa != sb {
+                        diffs.push(format!(
+                            "{name} {guid:#x} {attr:?}/{amod:#x}: status {sa:#x} vs {sb:#x}"
+                        ));
+                    }
+                    for d in data_diff(attr, &da, &db) {
+                        diffs.push(format!("{name} {guid:#x} {attr:?}/{amod:#x}: {d}"));
+                    }
+                }
+                (a, b) => diffs.push(format!(
+                    "{name} {guid:#x} {attr:?}/{amod:#x}: answered sim {} ibsim {}",
+                    a.is_some(),
+                    b.is_some()
+                )),
+            }
+        }
+    }
+    drop(ib);
+    ibsim.stop();
+    (diffs, compared)
+}
+
 #[test]
 fn sim_and_ibsim_answer_a_sweep_identically_on_every_topology() {
     if !support::require(NEEDS_IBSIM) {
@@ -156,64 +220,94 @@ fn sim_and_ibsim_answer_a_sweep_identically_on_every_topology() {
     let mut diffs = Vec::new();
     let mut compared = 0usize;
     for path in common::topo_files() {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let topo = Topology::load(&path).unwrap();
-        let fabric = Fabric::new(&topo);
-        let mut sim = fabric.attach_default().unwrap();
-        let ibsim = IbSim::start(&path);
-        let mut ib = IbSimTransport::attach(ibsim.config()).unwrap();
-        assert_eq!(
-            (ib.port_attrs().node_guid, ib.port_attrs().port_num),
-            (sim.port_attrs().node_guid, sim.port_attrs().port_num),
-            "{name}: both attach at the same port"
-        );
-        // One SMP at a time, so both sweeps take the same paths.
-        let (s_sw, _) = dr_sweep(&mut sim, 1, |_| Err("no answer".into()))
-            .unwrap_or_else(|e| panic!("{name} sim: {e}"));
-        let (i_sw, _) =
-            dr_sweep(&mut ib, 1, ibsim_idle).unwrap_or_else(|e| panic!("{name} ibsim: {e}"));
-        diffs.extend(compare_sweeps(&name, &s_sw, &i_sw));
-
-        // More attributes, on every node of a small fabric and every 40th
-        // node of a big one.
-        let every = if topo.nodes().len() > 100 { 40 } else { 1 };
-        for (k, (guid, node)) in s_sw.nodes.iter().enumerate() {
-            if k % every != 0 {
-                continue;
-            }
-            let is_switch = node.info.node_type == NodeType::SWITCH;
-            for (attr, amod) in extra_queries(is_switch, node.info.num_ports) {
-                let req = common::Req::get(&node.path, attr, amod);
-                let a = common::sim_rpc(&mut sim, &req);
-                let mut waits = 0;
-                let b = common::dr_rpc(&mut ib, &req, |t| {
-                    waits += 1;
-                    waits < 50 && ibsim_idle(t).is_ok()
-                });
-                compared += 1;
-                match (a, b) {
-                    (Some((sa, da)), Some((sb, db))) => {
-                        if sa != sb {
-                            diffs.push(format!(
-                                "{name} {guid:#x} {attr:?}/{amod:#x}: status {sa:#x} vs {sb:#x}"
-                            ));
-                        }
-                        for d in data_diff(attr, &da, &db) {
-                            diffs.push(format!("{name} {guid:#x} {attr:?}/{amod:#x}: {d}"));
-                        }
-                    }
-                    (a, b) => diffs.push(format!(
-                        "{name} {guid:#x} {attr:?}/{amod:#x}: answered sim {} ibsim {}",
-                        a.is_some(),
-                        b.is_some()
-                    )),
-                }
-            }
-        }
-        drop(ib);
-        ibsim.stop();
+        let (d, c) = compare_file(&path);
+        diffs.extend(d);
+        compared += c;
     }
     assert!(compared > 50, "compared only {compared} extra answers");
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+}
+
+/// ibnetdiscover output with explicit GUIDs (absolute and relative),
+/// system image GUIDs, vendor and device ids, descriptions, enhanced port
+/// 0, LIDs, link widths and speeds (QDR, FDR, DDR), per-port options, a
+/// module prefix, a router and an include.
+const IBNETDISCOVER: &str = "\
+#
+# Topology file: generated on Tue Jan  1 00:00:00 2019
+#
+vendid=0x2c9
+devid=0xc738
+sysimgguid=0x2c90300a1b2c3
+switchguid=0x2c90300a1b2c3(2c90300a1b2c3)
+Switch\t12 \"S-0002c90300a1b2c3\"\t\t# \"MF0;sw-a:SX6036/U1\" enhanced port 0 lid 1 lmc 0
+[1]\t\"H-0002c90300c2d3e4\"[1](2c90300c2d3e5) \t\t# \"host1 mlx4_0\" lid 2 4xQDR
+[2]\t\"H-0002c90300c2d3f0\"[2](2c90300c2d3f2) \t\t# \"host2 mlx4_0\" lid 3 4xFDR
+[3]\t\"S-0002c90300a1b2d0\"[5]\t\t# \"sw-b\" lid 4 4xQDR
+[4]\t\"R-1\"[1]\tw=1 s=3
+
+switchguid+0x2d
+Switch\t8 \"S-0002c90300a1b2d0\"\t\t# \"sw-b\" base port 0 lid 4 lmc 0
+[5]\t\"S-0002c90300a1b2c3\"[3]\t\t# \"MF0;sw-a:SX6036/U1\" lid 1 4xQDR
+[6]\t\"H-3\"[1]\t\t# \"host3\" lid 5 1xDDR
+
+vendid=0x2c9
+devid=0x1003
+sysimgguid=0x2c90300c2d3e7
+caguid=0x2c90300c2d3e4
+Ca\t2 \"H-0002c90300c2d3e4\"\t\t# \"host1 mlx4_0\"
+[1](2c90300c2d3e5) \t\"S-0002c90300a1b2c3\"[1]\t\t# lid 2 lmc 0 \"MF0;sw-a:SX6036/U1\" lid 1 4xQDR
+
+caguid=0x2c90300c2d3f0
+Ca\t2 \"H-0002c90300c2d3f0\"\t\t# \"host2 mlx4_0\"
+[2](2c90300c2d3f2) \t\"S-0002c90300a1b2c3\"[2]\t\t# lid 3 lmc 1 \"MF0;sw-a:SX6036/U1\" lid 1 4xFDR
+
+Ca\t1 \"H-3\"
+[1]\t\"S-0002c90300a1b2d0\"[6]\t\t# lid 5 lmc 0 \"sw-b\" lid 4 1xDDR
+
+rtguid=0x77000
+Rt\t2 \"R-1\"
+[1]\t\"S-0002c90300a1b2c3\"[4]\tw=3 s=1
+";
+
+#[test]
+fn sim_and_ibsim_agree_on_ibnetdiscover_output_with_explicit_guids_and_speeds() {
+    if !support::require(NEEDS_IBSIM) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mad-sim-ibnd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The hosts come from an included file (absolute path: ibsim opens it
+    // relative to its working directory, this parser relative to the
+    // including file).
+    let hosts = dir.join("hosts.net");
+    let split = IBNETDISCOVER.find("vendid=0x2c9\ndevid=0x1003").unwrap();
+    std::fs::write(&hosts, &IBNETDISCOVER[split..]).unwrap();
+    let main = dir.join("main.net");
+    std::fs::write(
+        &main,
+        format!(
+            "{}\ninclude \"{}\"\n",
+            &IBNETDISCOVER[..split],
+            hosts.display()
+        ),
+    )
+    .unwrap();
+    let topo = Topology::load(&main).unwrap();
+    assert_eq!(topo.nodes().len(), 6);
+    assert_eq!(
+        topo.find("S-0002c90300a1b2d0")
+            .map(|i| topo.nodes()[i].node_guid),
+        Some(0x0002_c903_00a1_b2f0)
+    );
+    let (diffs, compared) = compare_file(&main);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(compared >= 30, "compared {compared}");
     assert!(
         diffs.is_empty(),
         "{} differences:\n{}",
