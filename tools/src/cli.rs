@@ -1,21 +1,54 @@
 //! Command dispatch of the `mad` multi-call binary.
 //!
-//! `mad COMMAND [ARGS]` runs a subcommand; the same binary started under
-//! another name (a symlink called `smpquery`, say) runs the program of that
-//! name from [`PROGRAMS`]. Both tables are here, so adding a tool is one
-//! line.
+//! `mad [GLOBAL OPTIONS] COMMAND [ARGS]` runs a subcommand; the same
+//! binary started under another name (a symlink called `smpquery`, say)
+//! runs the command of that name when the [`COMMANDS`] table marks it as a
+//! program. Adding a command is one line in [`COMMANDS`].
+//!
+//! # Global options
+//! Before the command, and — so that the infiniband-diags forms keep
+//! working — anywhere among the arguments of a command (up to a `--`):
+//!
+//! - `--sim[=TOPOLOGY]`: the built-in simulated fabric (a topology file in
+//!   the ibnetdiscover / ibsim format; without one, the default topology
+//!   built into the binary), brought up by SM-lite before the command runs;
+//! - `--sim-node NAME`: where the command's port is attached on that
+//!   fabric (default: the first CA);
+//! - `--ibsim`: a running ibsim, reached through its environment
+//!   (`IBSIM_SOCKNAME`, `IBSIM_SERVER_NAME`, `IBSIM_SERVER_PORT`,
+//!   `SIM_HOST`);
+//! - `--pcap FILE`: record every MAD the command sends and receives.
+//!
+//! Before the command only: `-C CA`, `-P PORT` (a real port through
+//! libibumad; the infiniband-diags tools take these as their own options
+//! too) and `--json`.
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 
-/// Why a command failed; decides the exit status.
+use crate::session::{SessionOpts, TransportChoice};
+
+/// Why a command failed; decides the exit status and what is printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CliError {
-    /// Bad command line (exit status 2).
+    /// Bad command line of `mad` itself (exit status 2, with `mad`'s
+    /// usage on stderr).
     Usage(String),
     /// Input that cannot be read or parsed at all (exit status 1).
     Input(String),
     /// The command ran but some of its work failed (exit status 1).
     Failed(String),
+    /// A bad command line of an infiniband-diags tool: this text (the
+    /// getopt complaint, if any, and the tool's usage) goes to stderr
+    /// as-is, exit status 2 (`ibdiag_show_usage`).
+    ToolUsage(String),
+    /// An infiniband-diags `IBEXIT`: `PROG: iberror: failed: MESSAGE` on
+    /// stdout, exit status 255.
+    IbExit(String),
+    /// Everything has been reported already; exit with this status.
+    Exit(i32),
+    /// Print this text on stderr and exit with this status.
+    Stderr(String, i32),
 }
 
 impl CliError {
@@ -23,8 +56,10 @@ impl CliError {
     #[must_use]
     pub fn exit_code(&self) -> i32 {
         match self {
-            Self::Usage(_) => 2,
+            Self::Usage(_) | Self::ToolUsage(_) => 2,
             Self::Input(_) | Self::Failed(_) => 1,
+            Self::IbExit(_) => 255,
+            Self::Exit(c) | Self::Stderr(_, c) => *c,
         }
     }
 }
@@ -61,26 +96,181 @@ impl Io<'_> {
     }
 }
 
-/// A command's entry point: arguments after its name.
-pub type CommandFn = fn(&[String], &mut Io<'_>) -> Result<(), CliError>;
+/// Everything a command gets: its name, its arguments (global options
+/// taken out), the global options, and the standard streams.
+pub struct Invocation<'a, 'b> {
+    /// The name the command reports itself under: `argv[0]` as given for
+    /// the tool-named forms (as the C tools do), else the command name.
+    pub prog: String,
+    /// The arguments after the command name, global options removed.
+    pub args: Vec<String>,
+    /// Transport and output options given globally.
+    pub session: SessionOpts,
+    /// The standard streams.
+    pub io: &'a mut Io<'b>,
+}
 
-/// Subcommands of `mad`: (name, one-line summary, entry point).
-pub const COMMANDS: &[(&str, &str, CommandFn)] = &[(
-    "decode",
-    "print every field of MADs from hex text or a pcap file",
-    crate::decode_cmd::run,
-)];
+/// A command's entry point.
+pub type CommandFn = fn(&mut Invocation<'_, '_>) -> Result<(), CliError>;
 
-/// Programs the binary runs when started under their own name (argv[0]).
-/// infiniband-diags-compatible tools (smpquery, saquery, ...) go here.
-pub const PROGRAMS: &[(&str, CommandFn)] = &[];
+/// One command of the binary.
+#[derive(Clone, Copy)]
+pub struct Command {
+    /// Its name: `mad NAME`, and the program name when `program` is set.
+    pub name: &'static str,
+    /// One-line summary for `mad --help`.
+    pub summary: &'static str,
+    /// Entry point.
+    pub run: CommandFn,
+    /// True if the binary runs it when started under this name (a
+    /// symlink named like an infiniband-diags tool).
+    pub program: bool,
+    /// True if the transport options are taken out of its arguments
+    /// (false: it gets them untouched, as `decode` with its own `--pcap`).
+    pub session_args: bool,
+}
+
+impl Command {
+    /// A subcommand of `mad` only.
+    #[must_use]
+    pub const fn sub(name: &'static str, summary: &'static str, run: CommandFn) -> Self {
+        Self {
+            name,
+            summary,
+            run,
+            program: false,
+            session_args: true,
+        }
+    }
+
+    /// A subcommand of `mad` that gets its arguments untouched (global
+    /// options only before its name).
+    #[must_use]
+    pub const fn raw(name: &'static str, summary: &'static str, run: CommandFn) -> Self {
+        Self {
+            name,
+            summary,
+            run,
+            program: false,
+            session_args: false,
+        }
+    }
+
+    /// A command that also runs as a program of its own name (argv[0]).
+    #[must_use]
+    pub const fn tool(name: &'static str, summary: &'static str, run: CommandFn) -> Self {
+        Self {
+            name,
+            summary,
+            run,
+            program: true,
+            session_args: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Command")
+            .field("name", &self.name)
+            .field("program", &self.program)
+            .finish_non_exhaustive()
+    }
+}
+
+fn decode(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    let mut args = inv.args.clone();
+    if inv.session.json && !args.iter().any(|a| a == "--json") {
+        args.insert(0, "--json".to_owned());
+    }
+    crate::decode_cmd::run(&args, inv.io)
+}
+
+/// Every command, one line each.
+pub const COMMANDS: &[Command] = &[
+    Command::raw(
+        "decode",
+        "print every field of MADs from hex text or a pcap file",
+        decode,
+    ),
+    Command::tool(
+        "smpquery",
+        "query SMP attributes of a node (infiniband-diags smpquery)",
+        crate::cmd::smpquery::run,
+    ),
+    Command::tool(
+        "perfquery",
+        "read or reset port counters (infiniband-diags perfquery)",
+        crate::cmd::perfquery::run,
+    ),
+    Command::tool(
+        "sminfo",
+        "query the SM's SMInfo (infiniband-diags sminfo)",
+        crate::cmd::sminfo::run,
+    ),
+    Command::tool(
+        "ibaddr",
+        "show the LID range and GID of a port (infiniband-diags ibaddr)",
+        crate::cmd::ibaddr::run,
+    ),
+    Command::tool(
+        "ibportstate",
+        "query, enable, disable or reset a port (infiniband-diags ibportstate)",
+        crate::cmd::ibportstate::run,
+    ),
+    Command::tool(
+        "ibstat",
+        "show the local CA and its ports (infiniband-diags ibstat)",
+        crate::cmd::ibstat::run,
+    ),
+    Command::tool(
+        "ibstatus",
+        "show the local ports' status (infiniband-diags ibstatus)",
+        crate::cmd::ibstat::run_ibstatus,
+    ),
+    Command::tool(
+        "ibroute",
+        "dump a switch's forwarding table (infiniband-diags ibroute)",
+        crate::cmd::ibroute::run,
+    ),
+    Command::tool(
+        "ibtracert",
+        "trace the route between two LIDs (infiniband-diags ibtracert)",
+        crate::cmd::ibtracert::run,
+    ),
+];
+
+/// Programs the binary runs when started under their own name.
+pub fn programs() -> impl Iterator<Item = &'static Command> {
+    COMMANDS.iter().filter(|c| c.program)
+}
+
+const GLOBAL_HELP: &str = "\
+Global options (before the command; the transport options also anywhere
+among the command's arguments):
+  --sim[=TOPOLOGY]   the built-in simulated fabric (default topology built in),
+                     brought up by SM-lite before the command runs
+  --sim-node NAME    attach the command's port at node NAME of that fabric
+                     (default: the first CA)
+  --ibsim            a running ibsim (IBSIM_SOCKNAME, IBSIM_SERVER_NAME,
+                     IBSIM_SERVER_PORT, SIM_HOST)
+  -C CA -P PORT      a real port through libibumad (the default when
+                     libibumad lists a device)
+  --pcap FILE        record every MAD sent and received (ERF pcap for tshark)
+  --json             JSON output (see tools/README.md for the shapes)
+";
 
 fn usage() -> String {
-    let mut s = String::from("Usage: mad COMMAND [ARGS...]\n\nCommands:\n");
-    for (name, summary, _) in COMMANDS {
-        s.push_str(&format!("  {name:<10} {summary}\n"));
+    let mut s = String::from("Usage: mad [GLOBAL OPTIONS] COMMAND [ARGS...]\n\nCommands:\n");
+    for c in COMMANDS {
+        s.push_str(&format!("  {:<12} {}\n", c.name, c.summary));
     }
-    s.push_str("\nRun `mad COMMAND --help` for the options of a command.\n");
+    s.push('\n');
+    s.push_str(GLOBAL_HELP);
+    s.push_str(
+        "\nRun `mad COMMAND --help` for the options of a command. The infiniband-diags\n\
+         commands also run under their own name (a symlink to this binary).\n",
+    );
     s
 }
 
@@ -88,18 +278,156 @@ fn program_name(argv0: &str) -> &str {
     argv0.rsplit('/').next().unwrap_or(argv0)
 }
 
+/// Takes the value of an option that needs one: `--opt=V` or `--opt V`.
+fn take_value(
+    name: &str,
+    arg: &str,
+    rest: &mut std::slice::Iter<'_, String>,
+) -> Result<Option<String>, CliError> {
+    if arg == name {
+        return match rest.next() {
+            Some(v) => Ok(Some(v.clone())),
+            None => Err(CliError::Usage(format!("option {name} needs a value"))),
+        };
+    }
+    if let Some(v) = arg.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+        return Ok(Some(v.to_owned()));
+    }
+    Ok(None)
+}
+
+/// Takes the transport options out of `args` (up to a `--`), into `opts`.
+///
+/// # Errors
+/// A transport option without its value, or two transports.
+pub fn extract_session_opts(
+    args: &[String],
+    opts: &mut SessionOpts,
+) -> Result<Vec<String>, CliError> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            out.push(a.clone());
+            out.extend(it.by_ref().cloned());
+            break;
+        }
+        if !try_session_opt(a, &mut it, opts)? {
+            out.push(a.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn set_transport(opts: &mut SessionOpts, t: TransportChoice) -> Result<(), CliError> {
+    if opts.transport != TransportChoice::Auto && opts.transport != t {
+        return Err(CliError::Usage(
+            "choose one transport: --sim, --ibsim or a real port (-C/-P)".into(),
+        ));
+    }
+    opts.transport = t;
+    Ok(())
+}
+
+fn try_session_opt(
+    a: &str,
+    it: &mut std::slice::Iter<'_, String>,
+    opts: &mut SessionOpts,
+) -> Result<bool, CliError> {
+    if a == "--sim" {
+        set_transport(opts, TransportChoice::Sim(None))?;
+        return Ok(true);
+    }
+    if let Some(t) = a.strip_prefix("--sim=") {
+        if t.is_empty() {
+            return Err(CliError::Usage("--sim= needs a topology file".into()));
+        }
+        set_transport(opts, TransportChoice::Sim(Some(t.to_owned())))?;
+        return Ok(true);
+    }
+    if a == "--ibsim" {
+        set_transport(opts, TransportChoice::IbSim)?;
+        return Ok(true);
+    }
+    if a == "--sim-node" || a.starts_with("--sim-node=") {
+        opts.sim_node = take_value("--sim-node", a, it)?;
+        return Ok(true);
+    }
+    if a == "--pcap" || a.starts_with("--pcap=") {
+        opts.pcap = take_value("--pcap", a, it)?.map(PathBuf::from);
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Parses `mad`'s global options up to the command name; returns the
+/// index of the command in `args`.
+fn global_opts(args: &[String], opts: &mut SessionOpts) -> Result<usize, CliError> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        let mut it = args[i + 1..].iter();
+        let before = it.len();
+        if try_session_opt(a, &mut it, opts)? {
+            i += 1 + (before - it.len());
+            continue;
+        }
+        match a.as_str() {
+            "--json" => opts.json = true,
+            "-C" | "-P" => {
+                let v = args
+                    .get(i + 1)
+                    .ok_or_else(|| CliError::Usage(format!("option {a} needs a value")))?;
+                if a == "-C" {
+                    opts.ca = Some(v.clone());
+                } else {
+                    opts.port = Some(crate::cmd::common::parse_port_arg(v));
+                }
+                i += 1;
+            }
+            _ if a.starts_with("-C") && a.len() > 2 => opts.ca = Some(a[2..].to_owned()),
+            _ if a.starts_with("-P") && a.len() > 2 => {
+                opts.port = Some(crate::cmd::common::parse_port_arg(&a[2..]));
+            }
+            _ => return Ok(i),
+        }
+        i += 1;
+    }
+    Ok(i)
+}
+
+/// Runs `c`; an `IBEXIT` is printed under the command's own name.
+fn call(c: &Command, inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    match (c.run)(inv) {
+        Err(CliError::IbExit(m)) => {
+            inv.io.out(&crate::diags::format_iberror(&inv.prog, &m));
+            Err(CliError::Exit(255))
+        }
+        r => r,
+    }
+}
+
 fn dispatch(argv: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
     let argv0 = argv.first().map_or("mad", String::as_str);
     let prog = program_name(argv0);
-    if let Some((_, f)) = PROGRAMS.iter().find(|(n, _)| *n == prog) {
-        return f(argv.get(1..).unwrap_or(&[]), io);
+    let rest = argv.get(1..).unwrap_or(&[]);
+    let mut session = SessionOpts::default();
+    if let Some(c) = programs().find(|c| c.name == prog) {
+        let args = extract_session_opts(rest, &mut session)?;
+        let mut inv = Invocation {
+            prog: argv0.to_owned(),
+            args,
+            session,
+            io,
+        };
+        return call(c, &mut inv);
     }
     if !prog.starts_with("mad") {
         return Err(CliError::Usage(format!(
             "started as {prog:?}, which is not a program of this binary; run it as `mad COMMAND`"
         )));
     }
-    let Some(cmd) = argv.get(1) else {
+    let at = global_opts(rest, &mut session)?;
+    let Some(cmd) = rest.get(at) else {
         return Err(CliError::Usage("no command given".into()));
     };
     match cmd.as_str() {
@@ -107,23 +435,52 @@ fn dispatch(argv: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
             io.out(&usage());
             Ok(())
         }
-        name => match COMMANDS.iter().find(|(n, _, _)| *n == name) {
-            Some((_, _, f)) => f(argv.get(2..).unwrap_or(&[]), io),
+        name => match COMMANDS.iter().find(|c| c.name == name) {
+            Some(c) => {
+                let tail = rest.get(at + 1..).unwrap_or(&[]);
+                let args = if c.session_args {
+                    extract_session_opts(tail, &mut session)?
+                } else {
+                    tail.to_vec()
+                };
+                let mut inv = Invocation {
+                    prog: c.name.to_owned(),
+                    args,
+                    session,
+                    io,
+                };
+                call(c, &mut inv)
+            }
+            None if name.starts_with('-') => {
+                Err(CliError::Usage(format!("unknown global option {name:?}")))
+            }
             None => Err(CliError::Usage(format!("unknown command {name:?}"))),
         },
     }
 }
 
 /// Runs the binary with `argv` (argv[0] included) and returns the exit status.
-/// Errors are written to `io.stderr`; usage errors add the usage text.
+/// Errors are written to `io.stderr` (an `IBEXIT` line to `io.stdout`, as
+/// infiniband-diags does); usage errors add the usage text.
 pub fn run(argv: &[String], io: &mut Io<'_>) -> i32 {
+    let argv0 = argv.first().map_or("mad", String::as_str).to_owned();
+    let prog_is_tool = programs().any(|c| c.name == program_name(&argv0));
     match dispatch(argv, io) {
         Ok(()) => 0,
         Err(e) => {
             let code = e.exit_code();
             match e {
+                CliError::Usage(m) if prog_is_tool => io.err(&format!("{argv0}: {m}\n")),
                 CliError::Usage(m) => io.err(&format!("mad: {m}\n\n{}", usage())),
                 CliError::Input(m) | CliError::Failed(m) => io.err(&format!("mad: {m}\n")),
+                CliError::ToolUsage(text) => io.err(&text),
+                CliError::IbExit(m) => {
+                    // Only reached for errors raised before a command
+                    // knew its name; commands print their own.
+                    io.out(&crate::diags::format_iberror(&argv0, &m));
+                }
+                CliError::Stderr(text, _) => io.err(&text),
+                CliError::Exit(_) => {}
             }
             code
         }
@@ -162,6 +519,9 @@ mod tests {
         let (code, _, err) = run_with(&["/usr/bin/mad", "frobnicate"], "");
         assert_eq!(code, 2);
         assert!(err.contains("unknown command \"frobnicate\""), "{err}");
+        let (code, _, err) = run_with(&["mad", "--frob", "smpquery"], "");
+        assert_eq!(code, 2);
+        assert!(err.contains("unknown global option \"--frob\""), "{err}");
     }
 
     #[test]
@@ -172,10 +532,63 @@ mod tests {
     }
 
     #[test]
-    fn help_lists_the_commands() {
+    fn help_lists_the_commands_and_global_options() {
         let (code, out, _) = run_with(&["mad", "--help"], "");
         assert_eq!(code, 0);
-        assert!(out.contains("decode"));
+        for c in COMMANDS {
+            assert!(out.contains(c.name), "{} missing from {out}", c.name);
+        }
+        assert!(out.contains("--sim[=TOPOLOGY]") && out.contains("--ibsim"));
+    }
+
+    #[test]
+    fn every_command_name_is_unique() {
+        let mut names: Vec<&str> = COMMANDS.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(n, names.len());
+    }
+
+    #[test]
+    fn transport_options_are_taken_from_anywhere_before_a_double_dash() {
+        let args: Vec<String> = [
+            "nodeinfo",
+            "--sim=x.net",
+            "1",
+            "--pcap",
+            "f.pcap",
+            "--",
+            "--ibsim",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let mut o = SessionOpts::default();
+        let rest = extract_session_opts(&args, &mut o).unwrap();
+        assert_eq!(rest, ["nodeinfo", "1", "--", "--ibsim"]);
+        assert_eq!(o.transport, TransportChoice::Sim(Some("x.net".into())));
+        assert_eq!(o.pcap, Some(PathBuf::from("f.pcap")));
+        let mut o = SessionOpts::default();
+        let two: Vec<String> = vec!["--sim".into(), "--ibsim".into()];
+        assert!(matches!(
+            extract_session_opts(&two, &mut o),
+            Err(CliError::Usage(_))
+        ));
+    }
+
+    #[test]
+    fn global_options_before_the_command() {
+        let args: Vec<String> = ["-C", "mlx5_0", "-P2", "--json", "--ibsim", "sminfo", "1"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let mut o = SessionOpts::default();
+        assert_eq!(global_opts(&args, &mut o).unwrap(), 5);
+        assert_eq!(o.ca.as_deref(), Some("mlx5_0"));
+        assert_eq!(o.port, Some(2));
+        assert!(o.json);
+        assert_eq!(o.transport, TransportChoice::IbSim);
     }
 
     #[test]

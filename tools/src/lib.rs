@@ -1,14 +1,20 @@
 //! # mad-tools
 //!
 //! The library behind the `mad` multi-call binary: command dispatch
-//! ([`cli`]), the `mad decode` subcommand ([`decode_cmd`]) with its hex
-//! input parser ([`hex`], also used by the fuzz targets), the text and JSON
-//! printers of decoded MADs ([`print`]) and a small JSON writer ([`json`]).
+//! ([`cli`]), the transport and stack setup every command shares
+//! ([`session`]: `--sim`, `--ibsim`, a real port, `--pcap`), the
+//! infiniband-diags-compatible commands ([`cmd`]) and their output
+//! formatters ([`diags`]), the `mad decode` subcommand ([`decode_cmd`])
+//! with its hex input parser ([`hex`], also used by the fuzz targets), the
+//! text and JSON printers of decoded MADs ([`print`]) and a small JSON
+//! writer ([`json`]).
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod cmd;
 pub mod decode_cmd;
 pub mod diags;
 pub mod hex;
 pub mod json;
 pub mod print;
+pub mod session;

@@ -1,0 +1,19 @@
+//! The infiniband-diags-compatible commands, one module each, and what
+//! they share ([`common`]: options, usage, destinations, `IBEXIT`).
+//!
+//! A command is a function `fn(&mut Invocation) -> Result<(), CliError>`
+//! listed in [`crate::cli::COMMANDS`]. Each parses its options with
+//! [`common::parse`] (infiniband-diags' common options plus its own, the
+//! same usage text), opens a [`crate::session::Session`] with
+//! [`common::open_session`], and prints with the [`crate::diags`]
+//! formatters, or JSON with `--json`.
+
+pub mod common;
+pub mod ibaddr;
+pub mod ibportstate;
+pub mod ibroute;
+pub mod ibstat;
+pub mod ibtracert;
+pub mod perfquery;
+pub mod sminfo;
+pub mod smpquery;

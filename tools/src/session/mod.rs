@@ -1,0 +1,348 @@
+//! Transport selection and stack setup for the commands.
+//!
+//! A [`Session`] is one port of the management stack, opened the way the
+//! command line asks ([`SessionOpts`]):
+//!
+//! - `--sim[=TOPOLOGY]`: the built-in fabric ([`sim`]): the topology is
+//!   loaded (the default one built into the binary without a file),
+//!   SM-lite brings it up in virtual time, and the command's port is an
+//!   endpoint at the first CA (or `--sim-node NAME`);
+//! - `--ibsim`: a running ibsim, through its environment variables;
+//! - a real port through libibumad (`-C CA -P PORT`, or the first device
+//!   libibumad lists — which is libumad2sim's when it is preloaded).
+//!
+//! Whatever the transport, the command runs through the whole stack: a
+//! [`Runtime`] (agents, send tracking, timeouts) over the port, and the
+//! SMP / PerfMgt / SA clients of mad-agents on top. `--pcap FILE` wraps
+//! the transport in a [`pcap::PcapTap`].
+
+pub mod pcap;
+pub mod sim;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mad_agents::perf::PerfClient;
+use mad_agents::sa::{SaClient, SaClientConfig};
+use mad_agents::smp::SmpClient;
+use mad_agents::{EngineConfig, Runtime};
+use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
+use mad_core::transport::umad::{self, UmadTransport};
+use mad_core::transport::{PortAttrs, Transport};
+
+/// Which transport to use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TransportChoice {
+    /// A real port if libibumad lists one, else an error naming the
+    /// other choices.
+    #[default]
+    Auto,
+    /// The built-in fabric, from this topology file (`None`: the default
+    /// topology).
+    Sim(Option<String>),
+    /// A running ibsim (its environment variables).
+    IbSim,
+    /// A real port through libibumad.
+    Umad,
+}
+
+/// The transport and output options of a command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionOpts {
+    /// Which transport.
+    pub transport: TransportChoice,
+    /// `--sim-node`: where to attach on the built-in fabric.
+    pub sim_node: Option<String>,
+    /// `-C`: the CA (umad).
+    pub ca: Option<String>,
+    /// `-P`: the CA port (umad; 0 or none: the first active one).
+    pub port: Option<u32>,
+    /// `--pcap`: capture file.
+    pub pcap: Option<PathBuf>,
+    /// `--json` given globally.
+    pub json: bool,
+}
+
+/// Why a session could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenError {
+    /// What went wrong, for stderr.
+    pub message: String,
+    /// True when no transport was asked for and no device exists.
+    pub no_device: bool,
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn open_err(message: impl Into<String>) -> OpenError {
+    OpenError {
+        message: message.into(),
+        no_device: false,
+    }
+}
+
+/// The message when there is nothing to talk to.
+pub const NO_DEVICE: &str = "no InfiniBand device found (libibumad lists none, or is not \
+installed); use --sim[=TOPOLOGY] for the built-in simulated fabric, or --ibsim to reach a \
+running ibsim (IBSIM_SOCKNAME); -C CA -P PORT names a real port";
+
+/// What the session runs on.
+#[derive(Debug)]
+pub enum Backend {
+    /// The built-in fabric.
+    Sim(Box<sim::SimFabric>),
+    /// ibsim.
+    IbSim,
+    /// A libibumad port.
+    Umad {
+        /// The CA name.
+        ca: String,
+    },
+}
+
+/// One open port with the stack running over it.
+pub struct Session {
+    rt: Option<Runtime>,
+    backend: Backend,
+    capture: Option<pcap::Capture>,
+    smp: SmpClient,
+    perf: PerfClient,
+    sa: Option<SaClient>,
+    timeout: Duration,
+    retries: u32,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+/// libibmad's default response timeout (`MAD_DEF_TIMEOUT_MS`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Resends after the first try: libibmad tries `MAD_DEF_RETRIES` (3)
+/// times in all.
+pub const DEFAULT_RETRIES: u32 = 2;
+
+fn start<T: Transport + 'static>(
+    t: T,
+    capture: Option<&pcap::Capture>,
+) -> Result<Runtime, OpenError> {
+    let r = match capture {
+        Some(c) => Runtime::start(pcap::PcapTap::new(t, c.clone()), EngineConfig::default()),
+        None => Runtime::start(t, EngineConfig::default()),
+    };
+    r.map_err(|e| open_err(format!("cannot start the agent runtime: {e}")))
+}
+
+impl Session {
+    /// Opens the port `opts` asks for and starts the stack on it.
+    ///
+    /// # Errors
+    /// No device (with no transport asked for), or the transport's own
+    /// failure to open.
+    pub fn open(opts: &SessionOpts) -> Result<Session, OpenError> {
+        let capture = match &opts.pcap {
+            Some(p) => Some(pcap::Capture::create(p).map_err(open_err)?),
+            None => None,
+        };
+        let choice = match &opts.transport {
+            TransportChoice::Auto if opts.ca.is_some() || opts.port.is_some() => {
+                TransportChoice::Umad
+            }
+            TransportChoice::Auto => {
+                let any = umad::is_available() && umad::list_cas().is_ok_and(|c| !c.is_empty());
+                if !any {
+                    return Err(OpenError {
+                        message: NO_DEVICE.to_owned(),
+                        no_device: true,
+                    });
+                }
+                TransportChoice::Umad
+            }
+            c => c.clone(),
+        };
+        let (rt, backend) = match choice {
+            TransportChoice::Sim(topo) => {
+                let f = sim::bring_up(topo.as_deref()).map_err(open_err)?;
+                let at = f.endpoint_at(opts.sim_node.as_deref()).map_err(open_err)?;
+                let port = f.attach(at).map_err(open_err)?;
+                (start(port, capture.as_ref())?, Backend::Sim(Box::new(f)))
+            }
+            TransportChoice::IbSim => {
+                let cfg = IbSimConfig::from_env();
+                let where_ = cfg.location();
+                let t = IbSimTransport::attach(cfg)
+                    .map_err(|e| open_err(format!("cannot attach to ibsim at {where_}: {e}")))?;
+                (start(t, capture.as_ref())?, Backend::IbSim)
+            }
+            TransportChoice::Umad | TransportChoice::Auto => {
+                let port = opts.port.unwrap_or(0);
+                let port = u8::try_from(port).map_err(|_| {
+                    open_err(format!("port {port} does not exist (ports are 0-255)"))
+                })?;
+                let t = UmadTransport::open(opts.ca.as_deref(), port)
+                    .map_err(|e| open_err(e.to_string()))?;
+                let ca = t.port_attrs().ca_name.clone();
+                (start(t, capture.as_ref())?, Backend::Umad { ca })
+            }
+        };
+        let smp = SmpClient::new(&rt).map_err(|e| open_err(format!("SMP agent: {e}")))?;
+        let perf = PerfClient::new(&rt).map_err(|e| open_err(format!("PerfMgt agent: {e}")))?;
+        let mut s = Session {
+            rt: Some(rt),
+            backend,
+            capture,
+            smp,
+            perf,
+            sa: None,
+            timeout: DEFAULT_TIMEOUT,
+            retries: DEFAULT_RETRIES,
+        };
+        s.set_timeout(DEFAULT_TIMEOUT);
+        Ok(s)
+    }
+
+    /// Sets the response timeout of every query (`-t`).
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+        self.smp.timeout = timeout;
+        self.smp.retries = self.retries;
+        self.perf.timeout = timeout;
+        self.perf.retries = self.retries;
+    }
+
+    /// The response timeout of every query.
+    #[must_use]
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Sets the M_Key put into every SMP (`-y`).
+    pub fn set_m_key(&mut self, m_key: u64) {
+        self.smp.m_key = m_key;
+    }
+
+    /// The runtime (to register more agents).
+    ///
+    /// # Panics
+    /// Never: the runtime lives until [`Session::close`].
+    #[must_use]
+    #[allow(clippy::missing_panics_doc)]
+    pub fn runtime(&self) -> &Runtime {
+        // The runtime is only taken by `close`, which consumes the session.
+        match &self.rt {
+            Some(rt) => rt,
+            None => unreachable!("runtime taken before close"),
+        }
+    }
+
+    /// The port's attributes as they stand.
+    #[must_use]
+    pub fn port_attrs(&self) -> PortAttrs {
+        self.runtime().port_attrs()
+    }
+
+    /// The SMP client.
+    #[must_use]
+    pub fn smp(&self) -> &SmpClient {
+        &self.smp
+    }
+
+    /// The PerfMgt client.
+    #[must_use]
+    pub fn perf(&self) -> &PerfClient {
+        &self.perf
+    }
+
+    /// The SA client (created on first use).
+    ///
+    /// # Errors
+    /// The SA agent cannot be registered.
+    pub fn sa(&mut self) -> Result<&SaClient, String> {
+        if self.sa.is_none() {
+            let cfg = SaClientConfig {
+                timeout: self.timeout,
+                retries: self.retries,
+                ..SaClientConfig::default()
+            };
+            let c = SaClient::new(self.runtime(), cfg).map_err(|e| format!("SA client: {e}"))?;
+            self.sa = Some(c);
+        }
+        match &self.sa {
+            Some(c) => Ok(c),
+            None => Err("SA client missing".to_owned()),
+        }
+    }
+
+    /// What the session runs on.
+    #[must_use]
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// One line saying where the command runs (for `-v` and errors).
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let a = self.port_attrs();
+        match &self.backend {
+            Backend::Sim(f) => format!(
+                "built-in fabric {} ({} nodes, SM-lite at LID {} after {} SMPs), port {} port {} LID {}",
+                f.name,
+                f.fabric.node_count(),
+                f.sm_lid,
+                f.sm_smps,
+                a.ca_name,
+                a.port_num,
+                a.lid
+            ),
+            Backend::IbSim => format!("ibsim node {} port {} LID {}", a.ca_name, a.port_num, a.lid),
+            Backend::Umad { ca } => format!("{ca} port {} LID {}", a.port_num, a.lid),
+        }
+    }
+
+    /// Stops the stack and closes the capture file.
+    ///
+    /// # Errors
+    /// The capture file could not be written completely.
+    pub fn close(mut self) -> Result<(), String> {
+        self.sa = None;
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown();
+        }
+        match self.capture.take() {
+            Some(c) => c.finish().map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sim_session_reaches_its_own_port_through_the_agent_layer() {
+        let opts = SessionOpts {
+            transport: TransportChoice::Sim(None),
+            ..SessionOpts::default()
+        };
+        let s = Session::open(&opts).unwrap();
+        let a = s.port_attrs();
+        assert_eq!(a.ca_name, "host-1");
+        assert_ne!(a.lid, 0);
+        let ni = s
+            .smp()
+            .node_info(&mad_agents::smp::SmpTarget::Lid(a.lid))
+            .unwrap();
+        assert_eq!(ni.node_guid, a.node_guid);
+        assert!(s.describe().contains("built-in fabric"));
+        s.close().unwrap();
+    }
+}
