@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod ibnetdiscover;
+pub mod opensm;
 pub mod sweep;
 
 use std::fs;
@@ -141,6 +142,8 @@ fn udp_port_bound(port: u16) -> bool {
 #[derive(Debug)]
 pub struct IbSim {
     child: Child,
+    /// ibsim's stdin when it runs with its console ([`IbSim::start_with_console`]).
+    console: Option<std::process::ChildStdin>,
     sockname: String,
     udp_port: Option<u16>,
     netfile: PathBuf,
@@ -172,6 +175,40 @@ impl IbSim {
     /// # Errors
     /// When ibsim cannot be spawned, exits, or is not ready in 30 s.
     pub fn try_start(netfile: &Path, udp: bool) -> Result<IbSim, String> {
+        Self::try_start_opts(netfile, udp, false)
+    }
+
+    /// As [`IbSim::start`], but with ibsim's console on: ibsim reads
+    /// commands (`Error`, `Unlink`, ...; see `help`) from its stdin, which
+    /// [`IbSim::console`] writes to. Its answers go to [`IbSim::output`].
+    #[must_use]
+    pub fn start_with_console(netfile: impl AsRef<Path>) -> IbSim {
+        Self::try_start_opts(netfile.as_ref(), false, true).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Writes one console command line to ibsim (started with
+    /// [`IbSim::start_with_console`]) and waits until ibsim has read it
+    /// (its output grew, or 2 s passed).
+    ///
+    /// # Panics
+    /// When ibsim runs without a console or the write fails.
+    pub fn console(&mut self, command: &str) {
+        use std::io::Write;
+        let before = self.output().len();
+        let stdin = self
+            .console
+            .as_mut()
+            .expect("ibsim was started without a console (use IbSim::start_with_console)");
+        writeln!(stdin, "{command}")
+            .and_then(|()| stdin.flush())
+            .unwrap_or_else(|e| panic!("ibsim console write of {command:?}: {e}"));
+        let end = Instant::now() + Duration::from_secs(2);
+        while self.output().len() == before && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn try_start_opts(netfile: &Path, udp: bool, console: bool) -> Result<IbSim, String> {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let mut sockname = format!("madstack-{}-{n}", std::process::id());
         while unix_socket_listed(&format!("{sockname}:ctl")) {
@@ -193,21 +230,27 @@ impl IbSim {
             .try_clone()
             .map_err(|e| format!("{}: {e}", log.display()))?;
         let mut cmd = Command::new("ibsim");
-        cmd.arg("-s")
-            .args(ibsim_options(netfile))
-            .arg("--no-console");
+        cmd.arg("-s").args(ibsim_options(netfile));
+        if !console {
+            cmd.arg("--no-console");
+        }
         if let Some(p) = udp_port {
             cmd.arg("-r").arg("-l").arg(p.to_string());
         }
         cmd.arg(netfile)
             .env("IBSIM_SOCKNAME", &sockname)
-            .stdin(Stdio::null())
+            .stdin(if console {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(out)
             .stderr(err);
-        let child = cmd
+        let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start ibsim ({cmd:?}): {e}"))?;
         let mut sim = IbSim {
+            console: child.stdin.take(),
             child,
             sockname,
             udp_port,
