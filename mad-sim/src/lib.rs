@@ -24,3 +24,20 @@ pub mod topology;
 pub use endpoint::SimPort;
 pub use fabric::{Fabric, FabricConfig, NodeSel, SimError};
 pub use topology::{Topology, TopologyError};
+
+/// The text of the built-in default topology (ibnetdiscover / ibsim
+/// format): a two-level fat tree of two spine and two leaf switches
+/// (8 ports each) and eight two-port HCAs `host-1` … `host-8`, port 1 of
+/// each cabled to a leaf. ibsim loads the same text with the same GUIDs.
+pub const DEFAULT_TOPOLOGY: &str = include_str!("topology/default.net");
+
+/// What the default topology is called in messages and summaries.
+pub const DEFAULT_TOPOLOGY_NAME: &str = "built-in default";
+
+/// The built-in default topology ([`DEFAULT_TOPOLOGY`]), parsed.
+#[must_use]
+pub fn default_topology() -> Topology {
+    // The text is part of the crate and parsed by a unit test.
+    #[allow(clippy::expect_used)]
+    Topology::parse_str(DEFAULT_TOPOLOGY).expect("the built-in default topology parses")
+}

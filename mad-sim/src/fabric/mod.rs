@@ -518,6 +518,14 @@ impl Fabric {
         }
     }
 
+    /// The fabric of the built-in default topology
+    /// ([`crate::default_topology`]), unconfigured (no LIDs; run SM-lite
+    /// on it to bring it up).
+    #[must_use]
+    pub fn builtin() -> Self {
+        Self::new(&crate::default_topology())
+    }
+
     /// Parses the topology file at `path` and builds its fabric.
     ///
     /// # Errors

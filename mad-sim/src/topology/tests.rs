@@ -525,3 +525,36 @@ fn sscanf_tail_parser_matches_c() {
         Some((4, "ABCDEFGHI"))
     );
 }
+
+#[test]
+fn the_built_in_default_topology_is_a_two_level_fat_tree_with_described_nodes() {
+    let t = crate::default_topology();
+    assert_eq!(t.nodes().len(), 12);
+    assert_eq!(t.switch_count(), 4);
+    // 8 host links + 4 leaf-spine links.
+    assert_eq!(t.links().len(), 12);
+    // ibsim's GUID counters: CAs from 0x100000 in steps of ports + 1,
+    // switches from 0x200000 in steps of 1, in file order.
+    let h1 = &t.nodes()[t.find("host-1").unwrap()];
+    assert_eq!(h1.node_guid, GUID_BASE_CA);
+    assert_eq!(h1.description, "host-1 HCA-1");
+    assert_eq!(h1.num_ports, 2);
+    assert!(h1.port(1).unwrap().remote.is_some());
+    assert!(h1.port(2).unwrap().remote.is_none());
+    let h8 = &t.nodes()[t.find("host-8").unwrap()];
+    assert_eq!(h8.node_guid, GUID_BASE_CA + 7 * 3);
+    let spine2 = &t.nodes()[t.find("spine-2").unwrap()];
+    assert_eq!(spine2.node_guid, GUID_BASE_SWITCH + 3);
+    assert_eq!(spine2.description, "spine-2 madsim 8-port spine switch");
+    // Every leaf reaches both spines; every host hangs on a leaf.
+    for leaf in ["leaf-1", "leaf-2"] {
+        let l = &t.nodes()[t.find(leaf).unwrap()];
+        for (p, spine) in [(7, "spine-1"), (8, "spine-2")] {
+            let r = l.port(p).unwrap().remote.unwrap();
+            assert_eq!(t.nodes()[r.node].id, spine);
+        }
+    }
+    // The first node (where ibsim and mad_sim::Subnet put the SM) is a CA.
+    assert_eq!(t.nodes()[0].id, "host-1");
+    assert_eq!(t.nodes()[0].kind, NodeKind::Ca);
+}
