@@ -12,6 +12,7 @@ use std::time::Duration;
 use mad_agents::smp::SmpTarget;
 use mad_agents::QueryError;
 use mad_core::wire::smp::DrPath;
+use mad_core::wire::{FieldValue, Fields};
 
 use crate::cli::{CliError, Invocation};
 use crate::diags::dump::c_strtol;
@@ -815,6 +816,43 @@ pub fn warn_failed(inv: &mut Invocation<'_, '_>, dest: &PortIdText, e: &QueryErr
     match e {
         QueryError::Status { .. } | QueryError::Malformed(_) => {}
         _ => inv.io.err(&rpc_failed_warning(dest)),
+    }
+}
+
+/// The JSON object of an attribute: its fields by their snake-case
+/// names, in wire order, reserved fields left out; integers as numbers
+/// (64-bit ones too), byte strings as hex text, arrays as arrays.
+#[must_use]
+pub fn attr_json(f: &dyn Fields) -> Json {
+    let mut o = Json::obj();
+    for (i, desc) in f.field_descs().iter().enumerate() {
+        if desc.is_reserved() {
+            continue;
+        }
+        let Some(value) = f.field_value(i) else {
+            continue;
+        };
+        let j = match value {
+            FieldValue::Uint(v) => Json::UInt(v),
+            FieldValue::Bytes(b) => Json::Str(b.iter().map(|x| format!("{x:02x}")).collect()),
+            FieldValue::Array(a) => Json::Arr(a.into_iter().map(Json::UInt).collect()),
+            FieldValue::Nested(n) => attr_json(n),
+        };
+        o.push(desc.name, j);
+    }
+    o
+}
+
+/// [`attr_json`] of a PortInfo, the M_Key left out unless `show_keys`
+/// (as the text does).
+#[must_use]
+pub fn portinfo_json(pi: &mad_core::wire::attr::PortInfo, show_keys: bool) -> Json {
+    let j = attr_json(pi);
+    match j {
+        Json::Obj(v) if !show_keys => {
+            Json::Obj(v.into_iter().filter(|(k, _)| k != "m_key").collect())
+        }
+        other => other,
     }
 }
 

@@ -1,11 +1,669 @@
-//! `perfquery` (infiniband-diags `perfquery.c`).
+//! `perfquery` (infiniband-diags `perfquery.c`): PortCounters (basic),
+//! PortCountersExtended (`-x`), all ports aggregated (`-a`) or one by one
+//! (`-l`), port lists and ranges, reset after reading (`-r`) or reset
+//! only (`-R`) with an optional counter mask.
+//!
+//! The per-SL / per-VL / congestion / samples-control queries (`-X`,
+//! `-S`, `-D`, `-E`, `-T`, `-c` and the long-only ones) are sent, and
+//! fail as perfquery does when the PMA does not answer; an answer is
+//! printed as the attribute's 64-byte hex dump (not libibmad's field
+//! dump).
+//!
+//! `--json` prints `{"command":"perfquery","dest":{...},"cap_mask":N,
+//! "cap_mask2":N,"extended":B,"ports":[{"port":N,"counters":{...}}],
+//! "aggregate":{...}|null,"reset":{"mask":N,"ports":[...]}|null}`.
 
+use mad_agents::QueryError;
+use mad_core::wire::attr::{
+    pm_cap, ClassPortInfo, NodeInfo, NodeType, PortCounters, PortCountersExt, SwitchInfo,
+};
+use mad_core::wire::{AttributeId, Method, Repr};
+
+use super::common::{self, Dest, Opt, ToolSpec};
+use super::smpquery::RawSmpData;
 use crate::cli::{CliError, Invocation};
+use crate::diags::perf;
+use crate::json::Json;
+use crate::session::Session;
+
+const ALL_PORTS: u32 = 0xFF;
+
+const OPTS: &[Opt] = &[
+    Opt::new("extended", 'x', false, None, "show extended port counters"),
+    Opt::new("xmtsl", 'X', false, None, "show Xmt SL port counters"),
+    Opt::new("rcvsl", 'S', false, None, "show Rcv SL port counters"),
+    Opt::new("xmtdisc", 'D', false, None, "show Xmt Discard Details"),
+    Opt::new("rcverr", 'E', false, None, "show Rcv Error Details"),
+    Opt::new(
+        "extended_speeds",
+        'T',
+        false,
+        None,
+        "show port extended speeds counters",
+    ),
+    Opt::long(
+        "oprcvcounters",
+        1,
+        false,
+        None,
+        "show Rcv Counters per Op code",
+    ),
+    Opt::long(
+        "flowctlcounters",
+        2,
+        false,
+        None,
+        "show flow control counters",
+    ),
+    Opt::long(
+        "vloppackets",
+        3,
+        false,
+        None,
+        "show packets received per Op code per VL",
+    ),
+    Opt::long(
+        "vlopdata",
+        4,
+        false,
+        None,
+        "show data received per Op code per VL",
+    ),
+    Opt::long(
+        "vlxmitflowctlerrors",
+        5,
+        false,
+        None,
+        "show flow control update errors per VL",
+    ),
+    Opt::long(
+        "vlxmitcounters",
+        6,
+        false,
+        None,
+        "show ticks waiting to transmit counters per VL",
+    ),
+    Opt::long("swportvlcong", 7, false, None, "show sw port VL congestion"),
+    Opt::long(
+        "rcvcc",
+        8,
+        false,
+        None,
+        "show Rcv congestion control counters",
+    ),
+    Opt::long("slrcvfecn", 9, false, None, "show SL Rcv FECN counters"),
+    Opt::long("slrcvbecn", 10, false, None, "show SL Rcv BECN counters"),
+    Opt::long(
+        "xmitcc",
+        11,
+        false,
+        None,
+        "show Xmit congestion control counters",
+    ),
+    Opt::long(
+        "vlxmittimecc",
+        12,
+        false,
+        None,
+        "show VL Xmit Time congestion control counters",
+    ),
+    Opt::new("smplctl", 'c', false, None, "show samples control"),
+    Opt::new("all_ports", 'a', false, None, "show aggregated counters"),
+    Opt::new("loop_ports", 'l', false, None, "iterate through each port"),
+    Opt::new(
+        "reset_after_read",
+        'r',
+        false,
+        None,
+        "reset counters after read",
+    ),
+    Opt::new("Reset_only", 'R', false, None, "only reset counters"),
+];
+
+const EXAMPLES: &[&str] = &[
+    "\t\t# read local port's performance counters",
+    "32 1\t\t# read performance counters from lid 32, port 1",
+    "-x 32 1\t# read extended performance counters from lid 32, port 1",
+    "-a 32\t\t# read performance counters from lid 32, all ports",
+    "-r 32 1\t# read performance counters and reset",
+    "-x -r 32 1\t# read extended performance counters and reset",
+    "-R 0x20 1\t# reset performance counters of port 1 only",
+    "-x -R 0x20 1\t# reset extended performance counters of port 1 only",
+    "-R -a 32\t# reset performance counters of all ports",
+    "-R 32 2 0x0fff\t# reset only error counters of port 2",
+    "-R 32 2 0xf000\t# reset only non-error counters of port 2",
+    "-a 32 1-10\t# read performance counters from lid 32, port 1-10, aggregate output",
+    "-l 32 1-10\t# read performance counters from lid 32, port 1-10, output each port",
+    "-a 32 1,4,8\t# read performance counters from lid 32, port 1, 4, and 8, aggregate output",
+    "-l 32 1,4,8\t# read performance counters from lid 32, port 1, 4, and 8, output each port",
+];
+
+/// The special queries: (option key, name perfquery prints, attribute).
+const SPECIAL: &[(i32, &str, u16)] = &[
+    ('X' as i32, "PortXmitDataSL", 0x0036),
+    ('S' as i32, "PortRcvDataSL", 0x0037),
+    ('D' as i32, "PortXmitDiscardDetails", 0x0016),
+    ('E' as i32, "PortRcvErrorDetails", 0x0015),
+    ('T' as i32, "PortExtendedSpeedsCounters", 0x001F),
+    (1, "PortOpRcvCounters", 0x0017),
+    (2, "PortFlowCtlCounters", 0x0018),
+    (3, "PortVLOpPackets", 0x0019),
+    (4, "PortVLOpData", 0x001A),
+    (5, "PortVLXmitFlowCtlUpdateErrors", 0x001B),
+    (6, "PortVLXmitWaitCounters", 0x001C),
+    (7, "SwPortVLCongestion", 0x0030),
+    (8, "PortRcvConCtrl", 0x0031),
+    (9, "PortSLRcvFECN", 0x0032),
+    (10, "PortSLRcvBECN", 0x0033),
+    (11, "PortXmitConCtrl", 0x0034),
+    (12, "PortVLXmitTimeCong", 0x0035),
+];
+
+#[derive(Debug, Default)]
+struct Info {
+    reset: bool,
+    reset_only: bool,
+    all_ports: bool,
+    loop_ports: bool,
+    extended: bool,
+    smpl_ctl: bool,
+    special: Option<(i32, &'static str, u16)>,
+    port: u32,
+    ports: Vec<u32>,
+}
+
+struct Run<'s> {
+    s: &'s Session,
+    dest: Dest,
+    cap: u16,
+    cap2: u32,
+    out: String,
+    ports_json: Vec<Json>,
+    warnings: Vec<String>,
+    failed: Option<QueryError>,
+}
+
+impl Run<'_> {
+    fn pma<R: Repr>(&mut self, method: Method, attr: u16, data: &[u8]) -> Option<R> {
+        match self
+            .s
+            .perf_rpc(self.dest.lid, method, AttributeId(attr), data)
+        {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.failed.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    /// `dump_perfcounters`: reads one port; prints it, or returns it for
+    /// the aggregate.
+    fn dump(
+        &mut self,
+        extended: bool,
+        port: u32,
+        aggregate: bool,
+        agg: &mut (Vec<PortCounters>, Vec<PortCountersExt>),
+    ) -> Result<(), String> {
+        let sel = [0u8, port as u8];
+        if extended {
+            if self.cap & (pm_cap::EXT_WIDTH_SUPPORTED | pm_cap::EXT_WIDTH_NOIETF_SUP) == 0 {
+                self.warnings.push(format!(
+                    "PerfMgt ClassPortInfo CapMask 0x{:02X}; No extended counter support indicated\n",
+                    self.cap
+                ));
+            }
+            let pc: PortCountersExt = self.pma(Method::GET, 0x001D, &sel).ok_or("perfextquery")?;
+            if aggregate {
+                agg.1.push(pc);
+            } else {
+                self.out.push_str(&perf::format_perfcounters_ext(
+                    &self.dest.text,
+                    port as i32,
+                    self.cap,
+                    self.cap2,
+                    &pc,
+                ));
+                self.ports_json
+                    .push(port_json(port, common::attr_json(&pc)));
+            }
+        } else {
+            let mut pc: PortCounters = self.pma(Method::GET, 0x0012, &sel).ok_or("perfquery")?;
+            if self.cap & pm_cap::PC_XMIT_WAIT_SUP == 0 {
+                pc.port_xmit_wait = 0;
+            }
+            if aggregate {
+                agg.0.push(pc);
+            } else {
+                self.out.push_str(&perf::format_perfcounters(
+                    &self.dest.text,
+                    port as i32,
+                    self.cap,
+                    &pc,
+                ));
+                self.ports_json
+                    .push(port_json(port, common::attr_json(&pc)));
+            }
+        }
+        Ok(())
+    }
+
+    /// `reset_counters` of one port with `mask` (CounterSelect is its low
+    /// 16 bits, CounterSelect2 the rest).
+    fn reset(&mut self, extended: bool, port: u32, mask: u32) -> Result<(), String> {
+        let mask = if mask == 0 { u32::MAX } else { mask };
+        if extended {
+            let pc = PortCountersExt {
+                port_select: port as u8,
+                counter_select: mask as u16,
+                counter_select2: mask >> 16,
+                ..PortCountersExt::default()
+            };
+            let data = pc.to_vec().map_err(|e| e.to_string())?;
+            self.pma::<PortCountersExt>(Method::SET, 0x001D, &data)
+                .ok_or("perf ext reset")?;
+        } else {
+            let pc = PortCounters {
+                port_select: port as u8,
+                counter_select: mask as u16,
+                counter_select2: (mask >> 16) as u8,
+                ..PortCounters::default()
+            };
+            let data = pc.to_vec().map_err(|e| e.to_string())?;
+            self.pma::<PortCounters>(Method::SET, 0x0012, &data)
+                .ok_or("perf reset")?;
+        }
+        Ok(())
+    }
+}
+
+fn port_json(port: u32, counters: Json) -> Json {
+    Json::obj()
+        .with("port", Json::UInt(port.into()))
+        .with("counters", counters)
+}
+
+/// Parses the port argument: a list `1,4,8`, a range `1-10`, or one
+/// port.
+fn parse_ports(arg: &str, info: &mut Info) -> Result<(), CliError> {
+    if arg.contains(',') {
+        for t in arg.split(',').filter(|t| !t.is_empty()) {
+            info.ports.push(common::c_strtoul(t) as u32);
+        }
+        info.port = info.ports.first().copied().unwrap_or(0);
+    } else if let Some((a, b)) = arg.split_once('-') {
+        let (pmin, pmax) = (common::c_strtoul(a) as u32, common::c_strtoul(b) as u32);
+        if pmin >= pmax {
+            return Err(CliError::IbExit(
+                "max port must be greater than min port in range".into(),
+            ));
+        }
+        info.ports = (pmin..=pmax).take(256).collect();
+        info.port = pmin;
+    } else {
+        info.port = common::c_strtoul(arg) as u32;
+    }
+    Ok(())
+}
 
 /// Runs `perfquery`.
 ///
 /// # Errors
-/// Not written yet.
-pub fn run(_inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    Err(CliError::Failed("perfquery: not implemented yet".into()))
+/// Usage errors (exit 2), `IBEXIT` failures (exit 255).
+#[allow(clippy::too_many_lines)]
+pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    let spec = ToolSpec {
+        opts: OPTS,
+        exclude: "DK",
+        usage_args: " [<lid|guid> [[port(s)] [reset_mask]]]",
+        examples: EXAMPLES,
+    };
+    let p = common::parse(inv, &spec)?;
+    let mut info = Info::default();
+    for (k, _) in &p.custom {
+        match u8::try_from(*k).map(char::from).unwrap_or('\0') {
+            'x' => info.extended = true,
+            'c' => info.smpl_ctl = true,
+            'a' => {
+                info.all_ports = true;
+                info.port = ALL_PORTS;
+            }
+            'l' => info.loop_ports = true,
+            'r' => info.reset = true,
+            'R' => info.reset_only = true,
+            _ => {
+                if let Some(sp) = SPECIAL.iter().find(|(key, _, _)| key == k) {
+                    info.special.get_or_insert(*sp);
+                }
+            }
+        }
+    }
+    let args = p.args.clone();
+    if let Some(a) = args.get(1) {
+        parse_ports(a, &mut info)?;
+    }
+    let mut mask: u32 = 0xffff;
+    let mut mask_given = false;
+    if let Some(a) = args.get(2) {
+        mask = common::c_strtoul(a) as u32;
+        mask_given = true;
+    }
+    let mut session = common::open_session(inv, &p.common)?;
+    let dest = if let Some(a) = args.first() {
+        match common::resolve_dest(&mut session, &p.common, a, p.common.dest_type) {
+            Some(d) => d,
+            None => {
+                let _ = session.close();
+                return Err(CliError::IbExit(format!(
+                    "can't resolve destination port {a}"
+                )));
+            }
+        }
+    } else {
+        let a = session.port_attrs();
+        info.port = u32::from(a.port_num);
+        Dest::lid(a.lid)
+    };
+    let json = p.common.json;
+    let r = query(inv, &session, &dest, &mut info, mask, mask_given, json);
+    let close = session.close();
+    r?;
+    close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
+}
+
+#[allow(clippy::too_many_lines, clippy::fn_params_excessive_bools)]
+fn query(
+    inv: &mut Invocation<'_, '_>,
+    session: &Session,
+    dest: &Dest,
+    info: &mut Info,
+    mut mask: u32,
+    mask_given: bool,
+    json: bool,
+) -> Result<(), CliError> {
+    let mut r = Run {
+        s: session,
+        dest: dest.clone(),
+        cap: 0,
+        cap2: 0,
+        out: String::new(),
+        ports_json: Vec::new(),
+        warnings: Vec::new(),
+        failed: None,
+    };
+    // Every exit prints what was gathered, then fails as perfquery does.
+    let finish = |inv: &mut Invocation<'_, '_>,
+                  r: &Run<'_>,
+                  extra: Vec<(&str, Json)>,
+                  err: Option<String>|
+     -> Result<(), CliError> {
+        for w in &r.warnings {
+            inv.io.err(&format!(
+                "ibwarn: [{}] perfquery: {w}\n",
+                std::process::id()
+            ));
+        }
+        if let Some(e) = &r.failed {
+            common::warn_failed(inv, &r.dest.text, e);
+        }
+        if json {
+            let mut j = Json::obj()
+                .with("command", Json::Str("perfquery".into()))
+                .with("dest", common::dest_json(&r.dest))
+                .with("cap_mask", Json::UInt(r.cap.into()))
+                .with("cap_mask2", Json::UInt(r.cap2.into()))
+                .with("ports", Json::Arr(r.ports_json.clone()));
+            for (k, v) in extra {
+                j.push(k, v);
+            }
+            if let Some(e) = &err {
+                j.push("error", Json::Str(e.clone()));
+            }
+            common::print_json(inv, &j);
+            return match err {
+                Some(_) => Err(CliError::Exit(255)),
+                None => Ok(()),
+            };
+        }
+        inv.io.out(&r.out);
+        match err {
+            Some(e) => Err(CliError::IbExit(e)),
+            None => Ok(()),
+        }
+    };
+
+    let cpi: Option<ClassPortInfo> = r.pma(Method::GET, 0x0001, &[0, info.port as u8]);
+    let Some(cpi) = cpi else {
+        return finish(inv, &r, vec![], Some("classportinfo query".into()));
+    };
+    r.cap = cpi.capability_mask;
+    r.cap2 = cpi.capability_mask2;
+    let mut all_ports_loop = false;
+    if r.cap & pm_cap::ALL_PORT_SELECT == 0 {
+        if !info.all_ports && info.port == ALL_PORTS {
+            return finish(inv, &r, vec![], Some("AllPortSelect not supported".into()));
+        }
+        if info.all_ports && info.port == ALL_PORTS {
+            all_ports_loop = true;
+        }
+    }
+    if let Some((_, name, attr)) = info.special {
+        return special(inv, &mut r, info, name, attr, finish);
+    }
+    if info.smpl_ctl {
+        let d: Option<RawSmpData> = r.pma(Method::GET, 0x0010, &[0, info.port as u8]);
+        let Some(d) = d else {
+            return finish(inv, &r, vec![], Some("sampctlquery".into()));
+        };
+        r.out.push_str(&format!(
+            "# PortSamplesControl: {} port {}\n{}",
+            r.dest.text,
+            info.port,
+            hex_dump(&d.0)
+        ));
+        return finish(inv, &r, vec![("raw", Json::Str(hex_str(&d.0)))], None);
+    }
+    let looping = all_ports_loop || (info.loop_ports && (info.all_ports || info.port == ALL_PORTS));
+    let mut start_port = 1u32;
+    let mut num_ports = 0u32;
+    if looping {
+        let ni: Result<NodeInfo, _> = session.smp().node_info(&r.dest.target);
+        let Ok(ni) = ni else {
+            return finish(inv, &r, vec![], Some("smp query nodeinfo failed".into()));
+        };
+        num_ports = ni.num_ports.into();
+        if num_ports == 0 {
+            return finish(
+                inv,
+                &r,
+                vec![],
+                Some("smp query nodeinfo: num ports invalid".into()),
+            );
+        }
+        if ni.node_type == NodeType::SWITCH {
+            let si: Result<SwitchInfo, _> = session.smp().switch_info(&r.dest.target);
+            let Ok(si) = si else {
+                return finish(inv, &r, vec![], Some("smp query nodeinfo failed".into()));
+            };
+            if si.enhanced_port0 {
+                start_port = 0;
+            }
+        }
+        if all_ports_loop && !info.loop_ports {
+            r.warnings
+                .push("Emulating AllPortSelect by iterating through all ports".into());
+        }
+    }
+    let mut agg = (Vec::new(), Vec::new());
+    let mut aggregate_json = Json::Null;
+    if !info.reset_only {
+        let aggregate_out = |r: &mut Run<'_>, agg: &(Vec<PortCounters>, Vec<PortCountersExt>)| {
+            if info.extended {
+                r.out.push_str(&perf::format_perfcounters_ext_aggregate(
+                    &r.dest.text,
+                    r.cap,
+                    r.cap2,
+                    &agg.1,
+                ));
+                common::attr_json(&perf::aggregate_perfcounters_ext(&agg.1))
+            } else {
+                r.out.push_str(&perf::format_perfcounters_aggregate(
+                    &r.dest.text,
+                    r.cap,
+                    &agg.0,
+                ));
+                common::attr_json(&perf::aggregate_perfcounters(&agg.0, r.cap))
+            }
+        };
+        if looping {
+            let aggregate = all_ports_loop && !info.loop_ports;
+            for i in start_port..=num_ports {
+                if let Err(e) = r.dump(info.extended, i, aggregate, &mut agg) {
+                    return finish(inv, &r, vec![], Some(e));
+                }
+            }
+            if aggregate {
+                aggregate_json = aggregate_out(&mut r, &agg);
+            }
+        } else if info.ports.len() > 1 {
+            let aggregate = info.all_ports && !info.loop_ports;
+            for i in info.ports.clone() {
+                if let Err(e) = r.dump(info.extended, i, aggregate, &mut agg) {
+                    return finish(inv, &r, vec![], Some(e));
+                }
+            }
+            if aggregate {
+                aggregate_json = aggregate_out(&mut r, &agg);
+            }
+        } else if let Err(e) = r.dump(info.extended, info.port, false, &mut agg) {
+            return finish(inv, &r, vec![], Some(e));
+        }
+        if !info.reset {
+            return finish(inv, &r, vec![("aggregate", aggregate_json)], None);
+        }
+    }
+    // do_reset:
+    if !mask_given && !info.extended {
+        if r.cap & pm_cap::PC_XMIT_WAIT_SUP != 0 {
+            mask |= 1 << 16;
+        }
+        if r.cap & pm_cap::IS_QP1_DROP_SUP != 0 {
+            mask |= 1 << 17;
+        }
+    }
+    if info.extended {
+        mask |= 0xfff_0000;
+        if r.cap & pm_cap::PC_XMIT_WAIT_SUP != 0 {
+            mask |= 1 << 28;
+        }
+        if r.cap & pm_cap::IS_QP1_DROP_SUP != 0 {
+            mask |= 1 << 29;
+        }
+    }
+    let ports: Vec<u32> = if looping {
+        (start_port..=num_ports).collect()
+    } else if info.ports.len() > 1 {
+        info.ports.clone()
+    } else {
+        vec![info.port]
+    };
+    for port in &ports {
+        if let Err(e) = r.reset(info.extended, *port, mask) {
+            return finish(inv, &r, vec![("aggregate", aggregate_json)], Some(e));
+        }
+    }
+    let reset = Json::obj().with("mask", Json::UInt(mask.into())).with(
+        "ports",
+        Json::Arr(ports.iter().map(|p| Json::UInt((*p).into())).collect()),
+    );
+    finish(
+        inv,
+        &r,
+        vec![("aggregate", aggregate_json), ("reset", reset)],
+        None,
+    )
+}
+
+fn special<F>(
+    inv: &mut Invocation<'_, '_>,
+    r: &mut Run<'_>,
+    info: &Info,
+    name: &str,
+    attr: u16,
+    finish: F,
+) -> Result<(), CliError>
+where
+    F: Fn(
+        &mut Invocation<'_, '_>,
+        &Run<'_>,
+        Vec<(&str, Json)>,
+        Option<String>,
+    ) -> Result<(), CliError>,
+{
+    let port = info.port;
+    let mut extra = Vec::new();
+    if !info.reset_only {
+        let d: Option<RawSmpData> = r.pma(Method::GET, attr, &[0, port as u8]);
+        let Some(d) = d else {
+            return finish(inv, r, vec![], Some(format!("cannot query {name}")));
+        };
+        r.out.push_str(&format!(
+            "# {name} counters: {} port {port}\n{}",
+            r.dest.text,
+            hex_dump(&d.0)
+        ));
+        extra.push(("raw", Json::Str(hex_str(&d.0))));
+    }
+    if info.reset_only || info.reset {
+        let mut data = [0u8; 64];
+        data[1] = port as u8;
+        data[2] = 0xff;
+        data[3] = 0xff;
+        let d: Option<RawSmpData> = r.pma(Method::SET, attr, &data);
+        if d.is_none() {
+            return finish(inv, r, extra, Some(format!("cannot reset {name}")));
+        }
+    }
+    finish(inv, r, extra, None)
+}
+
+fn hex_str(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn hex_dump(b: &[u8]) -> String {
+    let mut s = String::new();
+    for (i, chunk) in b.chunks(16).enumerate() {
+        s.push_str(&format!("{:04x}:", i * 16));
+        for x in chunk {
+            s.push_str(&format!(" {x:02x}"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_lists_and_ranges() {
+        let mut i = Info::default();
+        parse_ports("1,4,,8", &mut i).unwrap();
+        assert_eq!(i.ports, [1, 4, 8]);
+        assert_eq!(i.port, 1);
+        let mut i = Info::default();
+        parse_ports("2-4", &mut i).unwrap();
+        assert_eq!(i.ports, [2, 3, 4]);
+        let mut i = Info::default();
+        assert!(matches!(
+            parse_ports("4-2", &mut i),
+            Err(CliError::IbExit(_))
+        ));
+        let mut i = Info::default();
+        parse_ports("0x3", &mut i).unwrap();
+        assert_eq!((i.port, i.ports.len()), (3, 0));
+    }
 }

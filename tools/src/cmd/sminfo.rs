@@ -1,11 +1,104 @@
-//! `sminfo` (infiniband-diags `sminfo.c`).
+//! `sminfo` (infiniband-diags `sminfo.c`): the SMInfo of the SM (the
+//! port's SM LID, or a given LID / directed route), or a Set of it with
+//! a modifier.
+//!
+//! `--json` prints `{"command":"sminfo","sm_lid":N,"sm_info":{"guid":..,
+//! "sm_key":..,"act_count":..,"priority":..,"sm_state":..},
+//! "state_name":"SMINFO_MASTER"}`.
 
+use mad_core::wire::attr::{SmInfo, SmState};
+use mad_core::wire::AttributeId;
+
+use super::common::{self, Dest, Opt, ToolSpec};
 use crate::cli::{CliError, Invocation};
+use crate::diags::smp;
+use crate::json::Json;
+
+const OPTS: &[Opt] = &[
+    Opt::new("state", 's', true, Some("<0-3>"), "set SM state"),
+    Opt::new("priority", 'p', true, Some("<0-15>"), "set SM priority"),
+    Opt::new("activity", 'a', true, None, "set activity count"),
+];
 
 /// Runs `sminfo`.
 ///
 /// # Errors
-/// Not written yet.
-pub fn run(_inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    Err(CliError::Failed("sminfo: not implemented yet".into()))
+/// Usage errors (exit 2), `IBEXIT` failures (exit 255).
+pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    let spec = ToolSpec {
+        opts: OPTS,
+        exclude: "sK",
+        usage_args: "<sm_lid|sm_dr_path> [modifier]",
+        examples: &[],
+    };
+    let p = common::parse(inv, &spec)?;
+    let (mut act, mut prio, mut state) = (0u32, 0u32, 2u32);
+    for (k, v) in &p.custom {
+        let v = common::c_strtoul(v.as_deref().unwrap_or("")) as u32;
+        match u8::try_from(*k).map(char::from).unwrap_or('\0') {
+            'a' => act = v,
+            's' => state = v,
+            'p' => prio = v,
+            _ => {}
+        }
+    }
+    let modifier = p.args.get(1).map_or(0, |a| common::c_atoi(a));
+    let mut session = common::open_session(inv, &p.common)?;
+    let dest = if let Some(a) = p.args.first() {
+        match common::resolve_dest(&mut session, &p.common, a, p.common.dest_type) {
+            Some(d) => d,
+            None => {
+                let _ = session.close();
+                return Err(CliError::IbExit(format!(
+                    "can't resolve destination port {a}"
+                )));
+            }
+        }
+    } else {
+        // resolve_sm_portid: the port's SM LID; LID 0 means the local
+        // port (a directed route of no hops), printed as LID 0.
+        let lid = session.port_attrs().sm_lid;
+        if lid == 0 {
+            let mut d = Dest::dr(&[0]).unwrap_or_else(|| Dest::lid(0));
+            d.text = crate::diags::PortIdText::lid(0);
+            d
+        } else {
+            Dest::lid(lid)
+        }
+    };
+    let r = if modifier != 0 {
+        let v = SmInfo {
+            guid: 0,
+            sm_key: 0,
+            act_count: act,
+            priority: (prio & 0xF) as u8,
+            sm_state: SmState((state & 0xF) as u8),
+        };
+        session
+            .smp()
+            .set(&dest.target, AttributeId::SM_INFO, modifier as u32, &v)
+    } else {
+        session
+            .smp()
+            .get::<SmInfo>(&dest.target, AttributeId::SM_INFO, 0)
+    };
+    if let Err(e) = &r {
+        common::warn_failed(inv, &dest.text, e);
+    }
+    let close = session.close();
+    let sm = r.map_err(|_| CliError::IbExit("query".into()))?;
+    if p.common.json {
+        let j = Json::obj()
+            .with("command", Json::Str("sminfo".into()))
+            .with("sm_lid", Json::UInt(dest.lid.into()))
+            .with("sm_info", common::attr_json(&sm))
+            .with(
+                "state_name",
+                Json::Str(smp::sminfo_state_str(sm.sm_state.0).into()),
+            );
+        common::print_json(inv, &j);
+    } else {
+        inv.io.out(&smp::format_sminfo(dest.lid, &sm));
+    }
+    close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
 }

@@ -1,11 +1,656 @@
-//! `smpquery` (infiniband-diags `smpquery.c`).
+//! `smpquery` (infiniband-diags `smpquery.c`): one SMP attribute of a
+//! node, by LID, directed route (`-D`), port GUID (`-G`, through the SA)
+//! or combined route (`-c`).
+//!
+//! Ops (case insensitive, with aliases): NodeInfo (NI), NodeDesc (ND),
+//! PortInfo (PI), PortInfoExtended (PIE), SwitchInfo (SI), PKeyTable
+//! (PKeys), SL2VLTable (SL2VL), VLArbitration (VLArb), GUIDInfo (GI),
+//! MlnxExtPortInfo (MEPI).
+//!
+//! `--json` prints one object: `{"command":"smpquery","op":NAME,
+//! "dest":{...},"port":N, ...}` with the op's data (see tools/README.md).
 
+use std::collections::HashMap;
+
+use mad_agents::QueryError;
+use mad_core::wire::attr::{
+    GuidInfo, NodeDescription, NodeInfo, NodeType, PKeyTable, PortInfo, SlToVlTable, SwitchInfo,
+    VlArbTable,
+};
+use mad_core::wire::{AttributeId, Repr};
+
+use super::common::{self, Dest, DestType, Opt, ToolSpec};
 use crate::cli::{CliError, Invocation};
+use crate::diags::{dump, smp};
+use crate::json::Json;
+use crate::session::Session;
+
+/// The 64 data bytes of an SMP, unparsed (vendor attributes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawSmpData(pub [u8; 64]);
+
+impl Repr for RawSmpData {
+    const NAME: &'static str = "SmpData";
+    const LEN: usize = 64;
+
+    fn parse(buf: &[u8]) -> Result<Self, mad_core::wire::Error> {
+        let b = buf.get(..64).ok_or(mad_core::wire::Error::Truncated {
+            what: "SmpData",
+            need: 64,
+            got: buf.len(),
+        })?;
+        let mut a = [0u8; 64];
+        a.copy_from_slice(b);
+        Ok(Self(a))
+    }
+
+    fn emit(&self, buf: &mut [u8]) -> Result<(), mad_core::wire::Error> {
+        let got = buf.len();
+        let b = buf.get_mut(..64).ok_or(mad_core::wire::Error::Truncated {
+            what: "SmpData",
+            need: 64,
+            got,
+        })?;
+        b.copy_from_slice(&self.0);
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    NodeInfo,
+    NodeDesc,
+    PortInfo,
+    PortInfoExt,
+    SwitchInfo,
+    PKeys,
+    Sl2Vl,
+    VlArb,
+    GuidInfo,
+    MlnxExtPortInfo,
+}
+
+/// (name, alias, op, takes a port number): `match_tbl`.
+const OPS: &[(&str, &str, Op, bool)] = &[
+    ("NodeInfo", "NI", Op::NodeInfo, false),
+    ("NodeDesc", "ND", Op::NodeDesc, false),
+    ("PortInfo", "PI", Op::PortInfo, true),
+    ("PortInfoExtended", "PIE", Op::PortInfoExt, true),
+    ("SwitchInfo", "SI", Op::SwitchInfo, false),
+    ("PKeyTable", "PKeys", Op::PKeys, true),
+    ("SL2VLTable", "SL2VL", Op::Sl2Vl, true),
+    ("VLArbitration", "VLArb", Op::VlArb, true),
+    ("GUIDInfo", "GI", Op::GuidInfo, false),
+    ("MlnxExtPortInfo", "MEPI", Op::MlnxExtPortInfo, true),
+];
+
+const KEY_COMBINED: i32 = 'c' as i32;
+const KEY_NODE_NAME_MAP: i32 = 1;
+const KEY_EXTENDED: i32 = 'x' as i32;
+
+const OPTS: &[Opt] = &[
+    Opt::new(
+        "combined",
+        'c',
+        false,
+        None,
+        "use Combined route address argument",
+    ),
+    Opt::long(
+        "node-name-map",
+        KEY_NODE_NAME_MAP,
+        true,
+        Some("<file>"),
+        "node name map file",
+    ),
+    Opt::new("extended", 'x', false, None, "use extended speeds"),
+];
+
+const EXAMPLES: &[&str] = &[
+    "portinfo 3 1\t\t\t\t# portinfo by lid, with port modifier",
+    "-G switchinfo 0x2C9000100D051 1\t# switchinfo by guid",
+    "-D nodeinfo 0\t\t\t\t# nodeinfo by direct route",
+    "-c nodeinfo 6 0,12\t\t\t# nodeinfo by combined route",
+];
+
+fn usage_args() -> String {
+    let mut s = String::from(
+        "<op> <dest dr_path|lid|guid> [op params]\n\nSupported ops (and aliases, case insensitive):\n",
+    );
+    for (name, alias, _, port) in OPS {
+        s.push_str(&format!(
+            "  {name} ({alias}) <addr>{}\n",
+            if *port { " [<portnum>]" } else { "" }
+        ));
+    }
+    s
+}
+
+fn match_op(name: &str) -> Option<Op> {
+    OPS.iter()
+        .find(|(n, a, _, _)| n.eq_ignore_ascii_case(name) || a.eq_ignore_ascii_case(name))
+        .map(|(_, _, op, _)| *op)
+}
+
+/// A node name map (`--node-name-map`): `GUID "name"` lines.
+#[derive(Debug, Clone, Default)]
+pub struct NodeNameMap(HashMap<u64, String>);
+
+impl NodeNameMap {
+    /// Reads a map file; a missing or unreadable file is an empty map
+    /// with a warning (as `open_node_name_map` does).
+    #[must_use]
+    pub fn load(path: Option<&str>) -> (Self, Option<String>) {
+        let Some(path) = path else {
+            return (Self::default(), None);
+        };
+        match std::fs::read_to_string(path) {
+            Ok(text) => (Self::parse(&text), None),
+            Err(e) => (
+                Self::default(),
+                Some(format!(
+                    "WARNING failed to open node name map \"{path}\" ({e})\n"
+                )),
+            ),
+        }
+    }
+
+    /// Parses the map text: `0xGUID "name"` (or an unquoted name); `#`
+    /// starts a comment line.
+    #[must_use]
+    pub fn parse(text: &str) -> Self {
+        let mut m = HashMap::new();
+        for line in text.lines() {
+            let line = line.trim_start();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (g, rest) = line.split_once([' ', '\t']).unwrap_or((line, ""));
+            let guid = common::c_strtoul(g);
+            let rest = rest.trim();
+            let name = match rest.strip_prefix('"') {
+                Some(r) => r.split('"').next().unwrap_or(""),
+                None => rest,
+            };
+            if guid != 0 && !name.is_empty() {
+                m.insert(guid, name.to_owned());
+            }
+        }
+        Self(m)
+    }
+
+    /// The name for `guid`, else the cleaned node description.
+    #[must_use]
+    pub fn remap(&self, guid: u64, desc: &NodeDescription) -> String {
+        self.0
+            .get(&guid)
+            .cloned()
+            .unwrap_or_else(|| dump::clean_nodedesc(desc))
+    }
+}
+
+struct Ctx<'s> {
+    s: &'s Session,
+    dest: Dest,
+    port: i32,
+    extended: bool,
+    names: NodeNameMap,
+    show_keys: bool,
+    /// Text printed so far (before a failure, smpquery has printed it).
+    out: String,
+    data: Json,
+    /// The first failed query (for libibmad's warning).
+    failed: Option<QueryError>,
+    /// `IBWARN` lines.
+    warnings: Vec<String>,
+}
+
+impl Ctx<'_> {
+    fn get<R: Repr>(&mut self, attr: AttributeId, attr_mod: u32) -> Option<R> {
+        match self.s.smp().get(&self.dest.target, attr, attr_mod) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.failed.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    fn put(&mut self, key: &str, v: Json) {
+        self.data.push(key, v);
+    }
+}
+
+fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
+    let port = c.port;
+    let pu32 = port as u32;
+    match op {
+        Op::NodeInfo => {
+            let ni: NodeInfo = c
+                .get(AttributeId::NODE_INFO, 0)
+                .ok_or("node info query failed")?;
+            c.out.push_str(&smp::format_nodeinfo(&c.dest.text, &ni));
+            c.put("node_info", common::attr_json(&ni));
+        }
+        Op::NodeDesc => {
+            let ni: NodeInfo = c
+                .get(AttributeId::NODE_INFO, 0)
+                .ok_or("node info query failed")?;
+            let nd: NodeDescription = c
+                .get(AttributeId::NODE_DESC, 0)
+                .ok_or("node desc query failed")?;
+            let name = c.names.remap(ni.node_guid, &nd);
+            c.out.push_str(&smp::format_nodedesc_name(&name));
+            c.put("node_guid", common::hex(ni.node_guid, 16));
+            c.put("node_description", Json::Str(name));
+        }
+        Op::PortInfo => {
+            let m = if c.extended { pu32 | (1 << 31) } else { pu32 };
+            let pi: PortInfo = c
+                .get(AttributeId::PORT_INFO, m)
+                .ok_or("port info query failed")?;
+            c.out
+                .push_str(&smp::format_portinfo(&c.dest.text, port, &pi, c.show_keys));
+            c.put("port_info", common::portinfo_json(&pi, c.show_keys));
+        }
+        Op::PortInfoExt => port_info_ext(c)?,
+        Op::SwitchInfo => {
+            let si: SwitchInfo = c
+                .get(AttributeId::SWITCH_INFO, 0)
+                .ok_or("switch info query failed")?;
+            c.out.push_str(&smp::format_switchinfo(&c.dest.text, &si));
+            c.put("switch_info", common::attr_json(&si));
+        }
+        Op::PKeys => {
+            let ni: NodeInfo = c
+                .get(AttributeId::NODE_INFO, 0)
+                .ok_or("node info query failed")?;
+            if port > i32::from(ni.num_ports) {
+                return Err("invalid port number");
+            }
+            let cap = if ni.node_type == NodeType::SWITCH && port != 0 {
+                let si: SwitchInfo = c
+                    .get(AttributeId::SWITCH_INFO, 0)
+                    .ok_or("switch info failed")?;
+                si.partition_enforcement_cap
+            } else {
+                ni.partition_cap
+            };
+            let mut blocks = Vec::new();
+            let mut result = Ok(());
+            for i in 0..u32::from(cap).div_ceil(32) {
+                match c.get::<PKeyTable>(AttributeId::PKEY_TABLE, i | (pu32 << 16)) {
+                    Some(b) => blocks.push(b),
+                    None => {
+                        result = Err("pkey table query failed");
+                        break;
+                    }
+                }
+            }
+            c.out.push_str(&smp::format_pkeys(cap, &blocks));
+            let keys: Vec<Json> = blocks
+                .iter()
+                .flat_map(|b| b.pkeys.iter())
+                .take(usize::from(cap))
+                .map(|k| common::hex(u64::from(*k), 4))
+                .collect();
+            c.put("capacity", Json::UInt(cap.into()));
+            c.put("pkeys", Json::Arr(keys));
+            result?;
+        }
+        Op::Sl2Vl => {
+            let ni: NodeInfo = c
+                .get(AttributeId::NODE_INFO, 0)
+                .ok_or("node info query failed")?;
+            if port > i32::from(ni.num_ports) {
+                return Err("invalid port number");
+            }
+            c.out.push_str(&smp::sl2vl_header(&c.dest.text));
+            let rows: Vec<(u8, u8)> = if ni.node_type == NodeType::SWITCH {
+                (0..=ni.num_ports).map(|i| (i, port as u8)).collect()
+            } else {
+                vec![(0, 0)]
+            };
+            let mut jrows = Vec::new();
+            let mut result = Ok(());
+            for (i, o) in rows {
+                let m = (u32::from(i) << 8) | u32::from(o);
+                match c.get::<SlToVlTable>(AttributeId::SL_TO_VL_TABLE, m) {
+                    Some(t) => {
+                        c.out.push_str(&smp::sl2vl_row(i, o, &t));
+                        jrows.push(
+                            Json::obj()
+                                .with("in_port", Json::UInt(i.into()))
+                                .with("out_port", Json::UInt(o.into()))
+                                .with(
+                                    "vl",
+                                    Json::Arr(
+                                        t.vl.iter().map(|v| Json::UInt((*v).into())).collect(),
+                                    ),
+                                ),
+                        );
+                    }
+                    None => {
+                        result = Err("slvl query failed");
+                        break;
+                    }
+                }
+            }
+            c.put("rows", Json::Arr(jrows));
+            result?;
+        }
+        Op::VlArb => vlarb(c)?,
+        Op::GuidInfo => {
+            let pi: PortInfo = c.get(AttributeId::PORT_INFO, 0).ok_or("port info failed")?;
+            let n = pi.guid_cap;
+            let mut blocks = Vec::new();
+            let mut result = Ok(());
+            for i in 0..u32::from(n).div_ceil(8) {
+                match c.get::<GuidInfo>(AttributeId::GUID_INFO, i) {
+                    Some(b) => blocks.push(b),
+                    None => {
+                        result = Err("guid info query failed");
+                        break;
+                    }
+                }
+            }
+            c.out.push_str(&smp::format_guids(n, &blocks));
+            let guids: Vec<Json> = blocks
+                .iter()
+                .flat_map(|b| b.guids.iter())
+                .take(usize::from(n))
+                .map(|g| common::hex(*g, 16))
+                .collect();
+            c.put("capacity", Json::UInt(n.into()));
+            c.put("guids", Json::Arr(guids));
+            result?;
+        }
+        Op::MlnxExtPortInfo => {
+            let d: RawSmpData = c
+                .get(AttributeId(0xFF90), pu32)
+                .ok_or("Mellanox ext port info query failed")?;
+            c.out
+                .push_str(&smp::format_mlnx_ext_port_info(&c.dest.text, port, &d.0));
+            c.put(
+                "mlnx_ext_port_info",
+                Json::obj()
+                    .with("state_change_enable", Json::UInt(d.0[3].into()))
+                    .with("link_speed_supported", Json::UInt(d.0[7].into()))
+                    .with("link_speed_enabled", Json::UInt(d.0[11].into()))
+                    .with("link_speed_active", Json::UInt(d.0[15].into())),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn vlarb(c: &mut Ctx<'_>) -> Result<(), &'static str> {
+    let port = c.port;
+    let pu32 = port as u32;
+    if port == 0 {
+        let ni: NodeInfo = c
+            .get(AttributeId::NODE_INFO, 0)
+            .ok_or("node info query failed")?;
+        if ni.node_type == NodeType::SWITCH {
+            let si: SwitchInfo = c
+                .get(AttributeId::SWITCH_INFO, 0)
+                .ok_or("switch info query failed")?;
+            if !si.enhanced_port0 {
+                c.out.push_str(&smp::format_vlarb_no_bsp0(&c.dest.text));
+                c.put("no_tables_bsp0", Json::Bool(true));
+                return Ok(());
+            }
+        }
+    }
+    let pi: PortInfo = c
+        .get(AttributeId::PORT_INFO, pu32)
+        .ok_or("port info query failed")?;
+    let (lc, hc) = (pi.vl_arb_low_cap, pi.vl_arb_high_cap);
+    let get = |c: &mut Ctx<'_>, offset: u32, cap: u8| -> (Vec<VlArbTable>, bool) {
+        let mut v = Vec::new();
+        let n = if cap > 32 { 2 } else { 1 };
+        for k in 0..n {
+            match c.get::<VlArbTable>(AttributeId::VL_ARB_TABLE, ((offset + k) << 16) | pu32) {
+                Some(t) => v.push(t),
+                None => return (v, false),
+            }
+        }
+        (v, true)
+    };
+    let (low, low_ok) = if lc > 0 {
+        get(c, 1, lc)
+    } else {
+        (vec![], true)
+    };
+    let (high, high_ok) = if low_ok && hc > 0 {
+        get(c, 3, hc)
+    } else {
+        (vec![], true)
+    };
+    c.out
+        .push_str(&smp::format_vlarb(&c.dest.text, port, lc, hc, &low, &high));
+    let entries = |blocks: &[VlArbTable], cap: u8| -> Json {
+        Json::Arr(
+            blocks
+                .iter()
+                .flat_map(|b| b.entries.iter())
+                .take(usize::from(cap))
+                .map(|e| {
+                    Json::obj()
+                        .with("vl", Json::UInt(u64::from((e >> 8) & 0xF)))
+                        .with("weight", Json::UInt(u64::from(e & 0xFF)))
+                })
+                .collect(),
+        )
+    };
+    c.put("low_cap", Json::UInt(lc.into()));
+    c.put("high_cap", Json::UInt(hc.into()));
+    c.put("low", entries(&low, lc));
+    c.put("high", entries(&high, hc));
+    if low_ok && high_ok {
+        Ok(())
+    } else {
+        Err("vl arb query failed")
+    }
+}
+
+fn port_info_ext(c: &mut Ctx<'_>) -> Result<(), &'static str> {
+    use mad_core::wire::attr::{port_cap, port_cap2};
+    let port = c.port;
+    let ni: NodeInfo = c
+        .get(AttributeId::NODE_INFO, 0)
+        .ok_or("node info query failed")?;
+    let pn = if ni.node_type == NodeType::SWITCH {
+        0
+    } else {
+        port as u32
+    };
+    let pi: PortInfo = c
+        .get(AttributeId::PORT_INFO, pn)
+        .ok_or("port info query failed")?;
+    if pi.capability_mask & port_cap::HAS_CAP_MASK2 == 0 {
+        c.warnings
+            .push("port info capability mask2 not supported".into());
+        return Err("port info extended not supported");
+    }
+    if pi.capability_mask2 & port_cap2::IS_PORT_INFO_EXT_SUPPORTED == 0 {
+        c.warnings.push(format!(
+            "port info capability mask2 = 0x{:x} doesn't indicate PortInfoExtended support",
+            pi.capability_mask2
+        ));
+        return Err("port info extended not supported");
+    }
+    let d: RawSmpData = c
+        .get(AttributeId::PORT_INFO_EXT, port as u32)
+        .ok_or("port info extended query failed")?;
+    let b = |i: usize| u64::from(d.0[i]);
+    let w16 = |i: usize| (b(i) << 8) | b(i + 1);
+    let cap = (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
+    let mut s = format!("# Port info Extended: {} port {port}\n", c.dest.text);
+    let fields: [(&str, String); 10] = [
+        ("CapMask", dump::hex(cap, 4)),
+        ("FECModeActive", dump::uint(w16(4))),
+        ("FDRFECModeSupported", dump::hex(w16(6), 2)),
+        ("FDRFECModeEnabled", dump::hex(w16(8), 2)),
+        ("EDRFECModeSupported", dump::hex(w16(10), 2)),
+        ("EDRFECModeEnabled", dump::hex(w16(12), 2)),
+        ("HDRFECModeSupported", dump::hex(w16(14), 2)),
+        ("HDRFECModeEnabled", dump::hex(w16(16), 2)),
+        ("NDRFECModeSupported", dump::hex(w16(18), 2)),
+        ("NDRFECModeEnabled", dump::hex(w16(20), 2)),
+    ];
+    let mut j = Json::obj();
+    for (name, v) in &fields {
+        s.push_str(&dump::field(name, v));
+        s.push('\n');
+    }
+    j.push("capability_mask", Json::UInt(cap));
+    j.push("fec_mode_active", Json::UInt(w16(4)));
+    c.out.push_str(&s);
+    c.put("port_info_extended", j);
+    Ok(())
+}
 
 /// Runs `smpquery`.
 ///
 /// # Errors
-/// Not written yet.
-pub fn run(_inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    Err(CliError::Failed("smpquery: not implemented yet".into()))
+/// Usage errors (exit 2), `IBEXIT` failures (exit 255).
+pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    let usage_args = usage_args();
+    let spec = ToolSpec {
+        opts: OPTS,
+        exclude: "",
+        usage_args: &usage_args,
+        examples: EXAMPLES,
+    };
+    let p = common::parse(inv, &spec)?;
+    let mut common_opts = p.common.clone();
+    if p.has(KEY_COMBINED) {
+        common_opts.dest_type = DestType::DrSlid;
+    }
+    let extended = p.has(KEY_EXTENDED);
+    let map_file = p
+        .custom
+        .iter()
+        .rev()
+        .find(|(k, _)| *k == KEY_NODE_NAME_MAP)
+        .and_then(|(_, v)| v.clone());
+    if p.args.len() < 2 {
+        return Err(CliError::ToolUsage(common::usage_text(&inv.prog, &spec)));
+    }
+    let op_name = p.args[0].clone();
+    let Some(op) = match_op(&op_name) else {
+        return Err(CliError::IbExit(format!(
+            "operation '{op_name}' not supported"
+        )));
+    };
+    let mut session = common::open_session(inv, &common_opts)?;
+    let (names, warn) = NodeNameMap::load(map_file.as_deref());
+    if let Some(w) = warn {
+        inv.io.err(&w);
+    }
+    let (addr, rest) = if common_opts.dest_type == DestType::DrSlid {
+        let second = p.args.get(2).cloned().unwrap_or_else(|| "(null)".into());
+        (
+            format!("{} {second}", p.args[1]),
+            p.args.get(3..).unwrap_or(&[]),
+        )
+    } else {
+        (p.args[1].clone(), p.args.get(2..).unwrap_or(&[]))
+    };
+    let Some(dest) = common::resolve_dest(&mut session, &common_opts, &addr, common_opts.dest_type)
+    else {
+        let _ = session.close();
+        return Err(CliError::IbExit(format!(
+            "can't resolve destination port {addr}"
+        )));
+    };
+    let port = rest
+        .first()
+        .map_or(0, |a| crate::diags::dump::c_strtol(a) as i32);
+    let json = common_opts.json;
+    let mut c = Ctx {
+        s: &session,
+        dest: dest.clone(),
+        port,
+        extended,
+        names,
+        show_keys: common_opts.show_keys,
+        out: String::new(),
+        data: Json::obj(),
+        failed: None,
+        warnings: Vec::new(),
+    };
+    let r = run_op(&mut c, op);
+    let Ctx {
+        out,
+        data,
+        failed,
+        warnings,
+        ..
+    } = c;
+    for w in warnings {
+        inv.io
+            .err(&format!("ibwarn: [{}] smpquery: {w}\n", std::process::id()));
+    }
+    if let Some(e) = &failed {
+        common::warn_failed(inv, &dest.text, e);
+    }
+    let close = session.close();
+    if json {
+        let mut j = Json::obj()
+            .with("command", Json::Str("smpquery".into()))
+            .with("op", Json::Str(op_name.to_ascii_lowercase()))
+            .with("dest", common::dest_json(&dest))
+            .with("port", Json::UInt(u64::from(port.max(0) as u32)));
+        if let Json::Obj(fields) = data {
+            for (k, v) in fields {
+                j.push(&k, v);
+            }
+        }
+        if let Err(m) = r {
+            j.push("error", Json::Str(format!("operation {op_name}: {m}")));
+            common::print_json(inv, &j);
+            return Err(CliError::Exit(255));
+        }
+        common::print_json(inv, &j);
+    } else {
+        inv.io.out(&out);
+        if let Err(m) = r {
+            return Err(CliError::IbExit(format!("operation {op_name}: {m}")));
+        }
+    }
+    close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_match_names_and_aliases_case_insensitively() {
+        assert_eq!(match_op("nodeinfo"), Some(Op::NodeInfo));
+        assert_eq!(match_op("NI"), Some(Op::NodeInfo));
+        assert_eq!(match_op("pkeys"), Some(Op::PKeys));
+        assert_eq!(match_op("pkeytable"), Some(Op::PKeys));
+        assert_eq!(match_op("vlarb"), Some(Op::VlArb));
+        assert_eq!(match_op("gi"), Some(Op::GuidInfo));
+        assert_eq!(match_op("guids"), None);
+    }
+
+    #[test]
+    fn usage_lists_the_ops_like_smpquery() {
+        let u = usage_args();
+        assert!(u.contains("  PortInfo (PI) <addr> [<portnum>]\n"));
+        assert!(u.contains("  NodeInfo (NI) <addr>\n"));
+    }
+
+    #[test]
+    fn node_name_map_parses_quoted_and_bare_names() {
+        let m = NodeNameMap::parse("# c\n0x10 \"sw one\"\n0x20 host2\n");
+        let nd = NodeDescription::from_text("orig");
+        assert_eq!(m.remap(0x10, &nd), "sw one");
+        assert_eq!(m.remap(0x20, &nd), "host2");
+        assert_eq!(m.remap(0x30, &nd), "orig");
+    }
 }

@@ -25,10 +25,13 @@ use std::time::Duration;
 use mad_agents::perf::PerfClient;
 use mad_agents::sa::{SaClient, SaClientConfig};
 use mad_agents::smp::SmpClient;
+use mad_agents::{Agent, AgentSpec, QueryError};
 use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
 use mad_core::transport::umad::{self, UmadTransport};
+use mad_core::transport::Qp;
 use mad_core::transport::{PortAttrs, Transport};
+use mad_core::wire::{AttributeId, Method, Repr};
 
 /// Which transport to use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -111,6 +114,7 @@ pub struct Session {
     capture: Option<pcap::Capture>,
     smp: SmpClient,
     perf: PerfClient,
+    gsi: Agent,
     sa: Option<SaClient>,
     timeout: Duration,
     retries: u32,
@@ -195,12 +199,16 @@ impl Session {
         };
         let smp = SmpClient::new(&rt).map_err(|e| open_err(format!("SMP agent: {e}")))?;
         let perf = PerfClient::new(&rt).map_err(|e| open_err(format!("PerfMgt agent: {e}")))?;
+        let (gsi, _rx) = rt
+            .register_channel(AgentSpec::send_only("mad-tools-gsi", Qp::Qp1))
+            .map_err(|e| open_err(format!("GSI agent: {e}")))?;
         let mut s = Session {
             rt: Some(rt),
             backend,
             capture,
             smp,
             perf,
+            gsi,
             sa: None,
             timeout: DEFAULT_TIMEOUT,
             retries: DEFAULT_RETRIES,
@@ -261,6 +269,25 @@ impl Session {
         &self.perf
     }
 
+    /// A PerfMgt request (`method` of `attr` with `data` as the
+    /// attribute, to the PMA at `lid`), with the session's timeout and
+    /// retries; the attribute of the answer.
+    ///
+    /// # Errors
+    /// See [`QueryError`].
+    pub fn perf_rpc<R: Repr>(
+        &self,
+        lid: u16,
+        method: Method,
+        attr: AttributeId,
+        data: &[u8],
+    ) -> Result<R, QueryError> {
+        let req = mad_agents::perf::request(lid, method, attr, 0, data)
+            .expect_response(self.timeout, self.retries);
+        let c = self.gsi.send_and_wait(req)?;
+        mad_agents::perf::parse(&c, attr)
+    }
+
     /// The SA client (created on first use).
     ///
     /// # Errors
@@ -270,6 +297,7 @@ impl Session {
             let cfg = SaClientConfig {
                 timeout: self.timeout,
                 retries: self.retries,
+                receive_reports: false,
                 ..SaClientConfig::default()
             };
             let c = SaClient::new(self.runtime(), cfg).map_err(|e| format!("SA client: {e}"))?;
