@@ -513,7 +513,19 @@ fn reliable_records(attr: AttributeId, truncated: bool, n: usize) -> usize {
 
 /// Compares our decoded answer with saquery's; returns the fields
 /// compared, or what differs.
-fn compare(attr: AttributeId, ours: &Answer, theirs: &Answer) -> Result<usize, String> {
+/// Which query went to OpenSM first (OpenSM's SMInfo ActCount only grows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    SaqueryFirst,
+    OursFirst,
+}
+
+fn compare(
+    attr: AttributeId,
+    ours: &Answer,
+    theirs: &Answer,
+    order: Order,
+) -> Result<usize, String> {
     match (ours, theirs) {
         (Answer::Status(a), Answer::Status(b)) if a == b => Ok(1),
         (Answer::Records(o, truncated), Answer::Records(t, _)) => {
@@ -542,9 +554,12 @@ fn compare(attr: AttributeId, ours: &Answer, theirs: &Answer) -> Result<usize, S
                             format!("record {i}: saquery printed no {label:?}: {trec:?}")
                         })?;
                     let ok = if label == "ActCount" {
-                        // OpenSM's ActCount counts its SMPs and moves between the
-                        // two queries; ours is asked second.
-                        number(ov) >= number(tv)
+                        // OpenSM's ActCount counts its SMPs and may move
+                        // between the two queries.
+                        match order {
+                            Order::SaqueryFirst => number(ov) >= number(tv),
+                            Order::OursFirst => number(ov) <= number(tv),
+                        }
                     } else {
                         same(tv, ov)
                     };
@@ -914,7 +929,7 @@ fn compare_all(
         let mad = resp.bytes();
         let ours = decode(c.attr, mad).unwrap_or_else(|e| panic!("{topo} {}: {e}", c.name));
         let theirs = parse_saquery(&theirs_text);
-        match compare(c.attr, &ours, &theirs) {
+        match compare(c.attr, &ours, &theirs, Order::SaqueryFirst) {
             Ok(n) => fields += n,
             Err(e) => failures.push(format!(
                 "{topo} {} (saquery {}): {e}\nsaquery printed:\n{theirs_text}",
@@ -1051,8 +1066,13 @@ fn opensm_fixtures_parse_to_what_saquery_printed() {
             fs::read_to_string(dir.join(format!("{name}.saquery"))).expect("saquery output");
         let mad = from_hex(&hex);
         let ours = decode(attr, &mad).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let n = compare(attr, &ours, &parse_saquery(&theirs_text))
-            .unwrap_or_else(|e| panic!("{name}: {e}\nsaquery printed:\n{theirs_text}"));
+        let n = compare(
+            attr,
+            &ours,
+            &parse_saquery(&theirs_text),
+            Order::SaqueryFirst,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}\nsaquery printed:\n{theirs_text}"));
         fields += n;
         if matches!(ours, Answer::Records(ref r, _) if !r.is_empty()) {
             seen.insert(attr_name(attr));
@@ -1076,5 +1096,177 @@ fn opensm_fixtures_parse_to_what_saquery_printed() {
         fields > 500,
         "{fields} fields compared over {} fixtures",
         names.len()
+    );
+}
+
+/// A Report from a real SA: subscribed to every generic trap, the client
+/// gets OpenSM's trap 65 (GID out of service) when a port leaves the
+/// fabric, acknowledges it with ReportResp, and hands it
+/// over with the departed port's GID.
+#[test]
+fn opensm_reports_a_departed_port_to_a_subscribed_client() {
+    if !require_sbin(NEEDS_OPENSM) {
+        return;
+    }
+    let mut sim = IbSim::start_with_console(support::topologies_dir().join("net"));
+    let _sm = OpenSm::start(&sim, "sweep_interval 1", Duration::from_secs(60));
+    // Reports go to the QPN named in InformInfo: ibsim hands a request to
+    // QPN 1 only to the port's SM client, so attach under our own QPN.
+    let mut cfg = sim.config().node("Hca1");
+    cfg.qpn = 0x31;
+    let t = IbSimTransport::attach(cfg).expect("attach at Hca1");
+    let rt = Runtime::start(t, EngineConfig::default()).expect("runtime");
+    let client = SaClient::new(
+        &rt,
+        SaClientConfig {
+            table_mode: TableMode::SingleMad,
+            timeout: Duration::from_secs(2),
+            retries: 2,
+            report_qpn: 0x31,
+            ..SaClientConfig::default()
+        },
+    )
+    .expect("SA client");
+    let gone = client.node_record(4).expect("Hca2 at LID 4");
+    assert_eq!(text(&gone.node_desc.desc), "Hca2");
+    let sub = client
+        .subscribe(&InformInfo {
+            lid_range_begin: InformInfo::LID_RANGE_ALL,
+            is_generic: 1,
+            trap_type: InformInfo::TYPE_ALL,
+            trap_number_or_device_id: InformInfo::TRAP_NUMBER_ALL,
+            producer_type_or_vendor_id: InformInfo::PRODUCER_TYPE_ALL,
+            ..InformInfo::default()
+        })
+        .expect("subscribe");
+    assert_eq!(
+        client.all::<InformInfoRecord>().expect("IIR").records.len(),
+        1
+    );
+    sim.console("Unlink \"Hca2\"");
+    let mut trap65 = None;
+    while let Some(r) = client.next_report(Duration::from_secs(30)) {
+        if r.notice.trap_number_or_device_id == 65 {
+            trap65 = Some(r);
+            break;
+        }
+    }
+    let r = trap65.expect("no trap 65 Report within 30 s of the unlink");
+    assert!(r.notice.is_generic);
+    let mut want = [0u8; 16];
+    want[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+    want[8..].copy_from_slice(&gone.node_info.port_guid.to_be_bytes());
+    assert_eq!(
+        r.notice.data_details[6..22],
+        want,
+        "trap 65 names the departed port's GID"
+    );
+    let st = client.stats();
+    assert!(st.report_acks >= 1 && st.reports_delivered >= 1, "{st:?}");
+    eprintln!(
+        "trap 65 from LID {} (TID {:#x}) about {}; client counters {st:?}",
+        r.src.lid,
+        r.tid,
+        gid(&want)
+    );
+    client.unsubscribe(&sub).expect("unsubscribe");
+}
+
+const UMAD_CHILD: &str = "MADSTACK_SA_UMAD_CHILD";
+const UMAD_TEST: &str = "sa_client_over_the_umad_transport_under_libumad2sim_equals_saquery";
+
+/// The child's half: our SA client on the umad transport (rdma-core's
+/// libibumad, here libumad2sim's), at ibsim's default node (OpenSM's own
+/// switch): every case's answer as one line.
+fn umad_child() {
+    let t = mad_core::transport::umad::UmadTransport::open(None, 0)
+        .unwrap_or_else(|e| panic!("umad open: {e}"));
+    let rt = Runtime::start(t, EngineConfig::default()).expect("runtime");
+    let client = SaClient::new(
+        &rt,
+        SaClientConfig {
+            table_mode: TableMode::SingleMad,
+            receive_reports: false,
+            timeout: Duration::from_secs(2),
+            retries: 2,
+            ..SaClientConfig::default()
+        },
+    )
+    .expect("SA client");
+    let nodes = lids(&client);
+    for c in cases(&nodes) {
+        let resp = client
+            .request(c.method, c.attr, 0, c.comp_mask, &c.template)
+            .unwrap_or_else(|e| panic!("{}: {e}", c.name));
+        let hex: String = resp.bytes().iter().map(|b| format!("{b:02x}")).collect();
+        println!(
+            "CASE\t{}\t{:04x}\t{}\t{hex}",
+            c.name,
+            c.attr.0,
+            c.saquery.join("\u{1f}")
+        );
+    }
+}
+
+/// The same comparison with our client on the umad transport — the code
+/// path of real hardware — under libumad2sim, in a child process (the
+/// library must be preloaded before the process starts).
+#[test]
+fn sa_client_over_the_umad_transport_under_libumad2sim_equals_saquery() {
+    if std::env::var_os(UMAD_CHILD).is_some() {
+        umad_child();
+        return;
+    }
+    if !require_sbin(NEEDS_OPENSM) {
+        return;
+    }
+    let sim = IbSim::start(support::topologies_dir().join("net.2sw2path4hca"));
+    let _sm = OpenSm::start(&sim, "", Duration::from_secs(60));
+    let exe = std::env::current_exe().expect("own test binary");
+    let out = sim
+        .umad2sim_command(exe.to_str().expect("utf-8 path"))
+        .args(["--exact", UMAD_TEST, "--nocapture", "--test-threads=1"])
+        .env(UMAD_CHILD, "1")
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut failures = Vec::new();
+    let mut fields = 0;
+    let mut queries = 0;
+    for line in stdout.lines() {
+        let Some(i) = line.find("CASE\t") else {
+            continue;
+        };
+        let parts: Vec<&str> = line[i..].split('\t').collect();
+        let [_, name, attr, args, hex] = parts[..] else {
+            panic!("bad child line {line:?}");
+        };
+        let attr = AttributeId(u16::from_str_radix(attr, 16).expect("attribute"));
+        let args: Vec<String> = args
+            .split('\u{1f}')
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let mad: Vec<u8> = (0..hex.len() / 2)
+            .map(|k| u8::from_str_radix(&hex[2 * k..2 * k + 2], 16).expect("hex"))
+            .collect();
+        let ours = decode(attr, &mad).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let theirs_text = run_saquery(&sim, &args);
+        match compare(attr, &ours, &parse_saquery(&theirs_text), Order::OursFirst) {
+            Ok(n) => fields += n,
+            Err(e) => failures.push(format!("{name}: {e}\nsaquery printed:\n{theirs_text}")),
+        }
+        queries += 1;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    eprintln!("umad: {queries} queries, {fields} fields equal saquery's");
+    assert!(
+        queries > 50 && fields > 1000,
+        "{queries} queries, {fields} fields"
     );
 }
