@@ -638,3 +638,71 @@ fn smp_and_perfmgt_answers_equal_smpquery_and_perfquery_on_every_topology() {
             .join("\n\n")
     );
 }
+
+#[test]
+fn lid_routed_smps_and_a_counter_reset_work_against_ibsim() {
+    if std::env::var_os(CHILD_ENV).is_some() || !support::require(NEEDS) {
+        return;
+    }
+    let sim = IbSim::start(support::topologies_dir().join("net.2sw2path4hca"));
+    let _osm = OpenSm::start(&sim);
+    let queries = sweep(&sim);
+    let ours = Ours::start(&sim);
+    for q in &queries {
+        assert_ne!(q.lid, 0, "OpenSM gave every node a LID: {q:?}");
+        let dr = ours
+            .smp
+            .node_info(&SmpTarget::dr(&q.hops).expect("route"))
+            .expect("DR NodeInfo");
+        let mut by_lid = ours
+            .smp
+            .node_info(&SmpTarget::Lid(q.lid))
+            .expect("LID-routed NodeInfo");
+        assert_eq!(by_lid.node_guid, dr.node_guid, "{q:?}");
+        // LocalPortNum: a LID-routed SMP to a switch arrives at port 0.
+        if q.switch {
+            assert_eq!(by_lid.local_port_num, 0);
+            by_lid.local_port_num = dr.local_port_num;
+        }
+        assert_eq!(
+            by_lid, dr,
+            "the same answer by LID and by directed route: {q:?}"
+        );
+        let pi = ours
+            .smp
+            .port_info(&SmpTarget::Lid(q.lid), q.port)
+            .expect("PortInfo by LID");
+        assert_eq!(pi.lid, q.lid);
+        // Traffic has gone through the port; a reset clears what it selects.
+        let before = ours
+            .perf
+            .port_counters(q.lid, q.perf_port)
+            .expect("PortCounters");
+        assert!(before.port_xmit_pkts > 0, "{q:?}: {before:?}");
+        ours.perf
+            .reset_counters(q.lid, q.perf_port, mad_agents::perf::SELECT_ALL)
+            .expect("reset");
+        let after = ours
+            .perf
+            .port_counters(q.lid, q.perf_port)
+            .expect("PortCounters");
+        assert!(
+            after.port_xmit_pkts < before.port_xmit_pkts && after.port_xmit_pkts <= 2,
+            "{q:?}: {before:?} -> {after:?}"
+        );
+    }
+    // A SwitchInfo of a CA is refused with a status, not a timeout.
+    let ca = queries.iter().find(|q| !q.switch).expect("a CA");
+    match ours.smp.switch_info(&SmpTarget::Lid(ca.lid)) {
+        Err(QueryError::Status { status, .. }) => assert_ne!(status.0, 0),
+        other => panic!("SwitchInfo of a CA: {other:?}"),
+    }
+    // A LID nobody has times out.
+    let mut smp = SmpClient::new(&ours.rt).expect("agent");
+    smp.timeout = Duration::from_millis(50);
+    smp.retries = 1;
+    assert!(matches!(
+        smp.node_info(&SmpTarget::Lid(0xBFFF)),
+        Err(QueryError::Timeout { retries: 1 })
+    ));
+}
