@@ -57,24 +57,27 @@ fn bench(c: &mut Criterion) {
         });
     });
     g.bench_function("poll with 100k outstanding", |b| b.iter(|| e.poll(t0)));
-    g.bench_function("send, match response, complete with 100k outstanding", |b| {
-        b.iter(|| {
-            let s = e.send(a, req(), t0).unwrap();
-            e.poll(t0);
-            let mut resp = perf_get();
-            resp[3] = 0x81;
-            resp[8..16].copy_from_slice(&e.send_tid(s).unwrap().to_be_bytes());
-            e.port_mut().transport_mut().push_recv(Received {
-                qp: Qp::Qp1,
-                src: Address::gsi(7),
-                mad: resp,
+    g.bench_function(
+        "send, match response, complete with 100k outstanding",
+        |b| {
+            b.iter(|| {
+                let s = e.send(a, req(), t0).unwrap();
+                e.poll(t0);
+                let mut resp = perf_get();
+                resp[3] = 0x81;
+                resp[8..16].copy_from_slice(&e.send_tid(s).unwrap().to_be_bytes());
+                e.port_mut().transport_mut().push_recv(Received {
+                    qp: Qp::Qp1,
+                    src: Address::gsi(7),
+                    mad: resp,
+                });
+                e.poll(t0);
+                while let Some((_, ev)) = e.poll_event() {
+                    assert!(matches!(ev, AgentEvent::SendDone(_)));
+                }
             });
-            e.poll(t0);
-            while let Some((_, ev)) = e.poll_event() {
-                assert!(matches!(ev, AgentEvent::SendDone(_)));
-            }
-        });
-    });
+        },
+    );
     drop(e);
     g.sample_size(10);
     g.throughput(Throughput::Elements(OUTSTANDING as u64));

@@ -15,6 +15,57 @@
 //!   callback or channel, and blocking `send_and_wait`.
 //! - [`smp`] and [`perf`]: SMP and PerfMgt query clients.
 //! - [`tid`]: the transaction ID layout.
+//!
+//! # Choices worth knowing
+//!
+//! - **TIDs** ([`tid`]): bits 47..32 carry the agent's id on the port and
+//!   bits 31..0 the caller's or an allocated value; bits 63..48 are left
+//!   zero and ignored when matching, because ibsim overwrites them (and
+//!   does not restore them) and the kernel under umad overwrites 63..32
+//!   (the umad transport restores those). A response matches a send by
+//!   the low 48 bits and the class.
+//! - **Completions**: exactly one [`AgentEvent::SendDone`] per accepted
+//!   send, with one [`SendStatus`]; a send whose first work request the
+//!   port refuses is an error of [`Engine::send`] and never completes.
+//! - **Deregistration** from inside a callback: see
+//!   [`runtime`](runtime#deregistration) — it drives the engine itself and,
+//!   for the agent whose callback is running, returns the remaining
+//!   completions instead of calling the callback again.
+//!
+//! # Example (poll-style, virtual clock)
+//!
+//! ```
+//! use mad_agents::{AgentEvent, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
+//! use mad_core::transport::loopback::Loopback;
+//! use mad_core::transport::{Address, Qp, Received};
+//! use std::time::{Duration, Instant};
+//!
+//! // A far side that answers every request with GetResp.
+//! let lb = Loopback::new(Loopback::attrs("lb", 1, 5), 64).with_responder(Box::new(
+//!     |qp, mad: &[u8], _dest: &Address| {
+//!         let mut r = mad.to_vec();
+//!         r[3] = 0x81;
+//!         vec![Received { qp, src: Address::gsi(7), mad: r }]
+//!     },
+//! ));
+//! let mut engine = Engine::new(lb, EngineConfig::default());
+//! let agent = engine.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap();
+//! let mut get = vec![0u8; 256];
+//! get[..4].copy_from_slice(&[1, 0x04, 1, 0x01]); // PerfMgt Get
+//! let now = Instant::now();
+//! let send = engine
+//!     .send(agent, SendRequest::new(get, Address::gsi(7)).expect_response(Duration::from_millis(100), 3), now)
+//!     .unwrap();
+//! engine.poll(now);
+//! match engine.poll_event() {
+//!     Some((a, AgentEvent::SendDone(c))) => {
+//!         assert_eq!((a, c.send, c.status), (agent, send, SendStatus::Success));
+//!         assert_eq!(c.response.unwrap().tid(), c.tid);
+//!     }
+//!     other => panic!("{other:?}"),
+//! }
+//! assert_eq!(engine.outstanding(), 0);
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod engine;

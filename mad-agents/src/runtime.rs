@@ -423,16 +423,15 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
             if progress || core.engine.has_events() {
                 continue;
             }
-            let busy = core.engine.outstanding() > 0
-                || core.engine.port().posted(mad_core::transport::Qp::Qp0) > 0
-                || core.engine.port().posted(mad_core::transport::Qp::Qp1) > 0;
-            let mut t = if busy && !shared.has_fd {
-                TICK
-            } else if busy {
-                TICK.max(Duration::from_millis(1))
-            } else {
-                IDLE
-            };
+            // Work requests still posted may complete without the fd
+            // becoming readable (ibsim and umad complete sends inside the
+            // transport); without an fd, responses too arrive only by
+            // polling.
+            let posted = core.engine.port().posted(mad_core::transport::Qp::Qp0)
+                + core.engine.port().posted(mad_core::transport::Qp::Qp1)
+                > 0;
+            let busy = posted || (!shared.has_fd && core.engine.outstanding() > 0);
+            let mut t = if busy { TICK } else { IDLE };
             if let Some(d) = core.engine.poll_timeout() {
                 t = t.min(d.saturating_duration_since(now));
             }
