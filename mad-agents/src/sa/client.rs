@@ -352,6 +352,7 @@ impl SaClient {
             .map_err(|e| SaError::Malformed(format!("template: {e}")))?;
         let resp = self.request(Method::GET, R::ATTR_ID, 0, comp_mask, &rec)?;
         check_status(&resp)?;
+        check_attr(&resp, R::ATTR_ID)?;
         parse_record::<R>(resp.bytes())
     }
 
@@ -380,6 +381,7 @@ impl SaClient {
             });
         }
         check_status(&resp)?;
+        check_attr(&resp, R::ATTR_ID)?;
         parse_table::<R>(resp.bytes())
     }
 
@@ -393,6 +395,7 @@ impl SaClient {
             .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
         let resp = self.request(Method::SET, R::ATTR_ID, 0, comp_mask, &rec)?;
         check_status(&resp)?;
+        check_attr(&resp, R::ATTR_ID)?;
         parse_record::<R>(resp.bytes())
     }
 
@@ -406,6 +409,7 @@ impl SaClient {
             .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
         let resp = self.request(Method::DELETE, R::ATTR_ID, 0, comp_mask, &rec)?;
         check_status(&resp)?;
+        check_attr(&resp, R::ATTR_ID)?;
         parse_record::<R>(resp.bytes())
     }
 
@@ -424,6 +428,7 @@ impl SaClient {
     pub fn class_port_info(&self) -> Result<ClassPortInfo, SaError> {
         let resp = self.request(Method::GET, AttributeId::CLASS_PORT_INFO, 0, 0, &[])?;
         check_status(&resp)?;
+        check_attr(&resp, AttributeId::CLASS_PORT_INFO)?;
         let data = resp.bytes().get(SA_DATA_OFFSET..).unwrap_or(&[]);
         ClassPortInfo::parse(data).map_err(|e| SaError::Malformed(e.to_string()))
     }
@@ -738,6 +743,19 @@ fn check_status(resp: &Message) -> Result<(), SaError> {
     match resp.mad().status().0 {
         0 => Ok(()),
         s => Err(SaError::from_status(s)),
+    }
+}
+
+/// The answer must carry the attribute asked for.
+fn check_attr(resp: &Message, attr: AttributeId) -> Result<(), SaError> {
+    let got = resp.mad().attr_id();
+    if got == attr {
+        Ok(())
+    } else {
+        Err(SaError::Malformed(format!(
+            "asked for attribute {:#06x}, the answer carries {:#06x}",
+            attr.0, got.0
+        )))
     }
 }
 

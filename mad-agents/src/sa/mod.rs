@@ -19,6 +19,41 @@
 //!
 //! Both run on a [`crate::Runtime`]; the SA status codes are mapped to
 //! [`SaError`] variants by [`SaError::from_status`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use mad_agents::sa::{
+//!     RecordQuery, RecordSource, SaClient, SaClientConfig, SaError, SaResponder,
+//!     SaResponderConfig,
+//! };
+//! use mad_agents::{EngineConfig, Runtime};
+//! use mad_core::transport::loopback::Loopback;
+//! use mad_core::wire::sa_records::{NodeRecord, SaRecord};
+//! use mad_core::wire::Repr;
+//!
+//! /// Serves a NodeRecord for each of LIDs 1..=4 and nothing else.
+//! struct Nodes;
+//! impl RecordSource for Nodes {
+//!     fn records(&self, q: &RecordQuery<'_>) -> Option<Vec<Vec<u8>>> {
+//!         if q.attr_id != NodeRecord::ATTR_ID {
+//!             return Some(Vec::new());
+//!         }
+//!         let all = (1..=4u16).map(|lid| NodeRecord { lid, ..NodeRecord::default() });
+//!         Some(all.filter_map(|r| r.to_vec().ok()).collect())
+//!     }
+//! }
+//!
+//! // An SM port at LID 1 and a client port at LID 2, back to back.
+//! let (a, b) = Loopback::pair(Loopback::attrs("host", 1, 2), Loopback::attrs("sm", 1, 1), 64);
+//! let sm = Runtime::start(b, EngineConfig::default())?;
+//! let _sa = SaResponder::start(&sm, Arc::new(Nodes), SaResponderConfig::default())?;
+//! let host = Runtime::start(a, EngineConfig::default())?;
+//! let client = SaClient::new(&host, SaClientConfig::default())?;
+//! assert_eq!(client.all::<NodeRecord>()?.records.len(), 4);
+//! assert_eq!(client.node_record(3)?.lid, 3);
+//! assert!(matches!(client.node_record(9), Err(SaError::NoRecords)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod client;
 pub mod components;

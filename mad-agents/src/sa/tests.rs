@@ -819,3 +819,50 @@ fn inform_selects_follows_opensm_matching() {
     i.producer_type_or_vendor_id = Notice::PRODUCER_SWITCH;
     assert!(!inform_selects(&i, &n));
 }
+
+#[test]
+fn client_and_responder_can_be_shared_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<SaClient>();
+    send_sync::<SaResponder>();
+    send_sync::<StaticRecords>();
+}
+
+#[test]
+fn an_answer_for_another_attribute_is_refused() {
+    // A peer that answers every SA request with a NodeRecord GetResp.
+    let (a, b) = Loopback::pair(
+        Loopback::attrs("client", 1, CLIENT_LID),
+        Loopback::attrs("sm", 1, SA_LID),
+        64,
+    );
+    let sa_rt = Runtime::start(b, EngineConfig::default()).unwrap();
+    let rt = Runtime::start(a, EngineConfig::default()).unwrap();
+    let (liar, rx) = sa_rt
+        .register_channel(AgentSpec::requests(
+            "liar",
+            mad_core::wire::MgmtClass::SUBN_ADM,
+            2,
+            &[Method::GET],
+        ))
+        .unwrap();
+    let c = client_on(&rt);
+    let t = std::thread::spawn(move || {
+        if let Some(crate::AgentEvent::Received(m)) = rx.recv_timeout(Duration::from_secs(5)) {
+            let mut resp = m.bytes().to_vec();
+            resp[3] = 0x81;
+            resp[16..18].copy_from_slice(&NodeRecord::ATTR_ID.0.to_be_bytes());
+            liar.send(SendRequest::new(resp, *m.src())).unwrap();
+        }
+        liar
+    });
+    let err = c
+        .get(&PathRecord::default(), 0)
+        .expect_err("a NodeRecord is no PathRecord");
+    assert!(matches!(err, SaError::Malformed(_)), "{err}");
+    drop(t.join().unwrap());
+}
+
+fn client_on(rt: &Runtime) -> SaClient {
+    SaClient::new(rt, SaClientConfig::default()).unwrap()
+}
