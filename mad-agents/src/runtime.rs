@@ -35,10 +35,11 @@
 //! completed, so it neither deadlocks nor returns early:
 //! - deregistering **another** agent delivers that agent's remaining events
 //!   to it right there (its callback runs nested, or its channel fills);
-//! - deregistering the agent **whose callback is running** cannot call
-//!   that callback again: the remaining events (the last completions of
-//!   its sends, exactly once each) are **returned** by
-//!   [`Agent::deregister`] instead. The callback in progress finishes, and
+//! - deregistering the agent **whose callback is running** (or one whose
+//!   callback is running further up the same stack) cannot call that
+//!   callback again: the remaining events (the last completions of its
+//!   sends, exactly once each) are **returned** by [`Agent::deregister`]
+//!   instead. The callback in progress finishes, and
 //!   nothing of the agent runs after it. (Dropping the handle there
 //!   discards them; they are counted in [`RuntimeStats::discarded`].)
 //!
@@ -157,8 +158,11 @@ impl Shared {
     /// Hands one event to `sink` (no lock held). Returns true if a
     /// received MAD was dropped for a full channel.
     fn deliver(&self, agent: AgentId, sink: &Mutex<Sink>, ev: AgentEvent) -> (bool, bool) {
-        let mut sink = lock(sink);
-        match &mut *sink {
+        self.deliver_to(agent, &mut lock(sink), ev)
+    }
+
+    fn deliver_to(&self, agent: AgentId, sink: &mut Sink, ev: AgentEvent) -> (bool, bool) {
+        match sink {
             Sink::Callback(f) => {
                 let prev = IN_CALLBACK.with(|c| c.replace(Some((self.id, agent))));
                 f(ev);
@@ -637,13 +641,21 @@ impl Agent {
                     }
                     (evs, done)
                 };
-                if own {
-                    kept.extend(evs);
-                } else if let Some(sink) = &sink {
-                    // Deliver to the other agent right here, unlocked.
-                    for ev in evs {
-                        let _ = sh.deliver(id, sink, ev);
+                // Deliver to another agent right here (engine unlocked);
+                // an agent whose callback is running further up this
+                // stack cannot be called again: keep its events.
+                let guard = if own {
+                    None
+                } else {
+                    sink.as_ref().and_then(|s| s.try_lock().ok())
+                };
+                match guard {
+                    Some(mut g) => {
+                        for ev in evs {
+                            let _ = sh.deliver_to(id, &mut g, ev);
+                        }
                     }
+                    None => kept.extend(evs),
                 }
                 if done {
                     break;
