@@ -238,6 +238,26 @@ pub const COMMANDS: &[Command] = &[
         "trace the route between two LIDs (infiniband-diags ibtracert)",
         crate::cmd::ibtracert::run,
     ),
+    Command::tool(
+        "ibnetdiscover",
+        "discover the fabric's topology (infiniband-diags ibnetdiscover)",
+        crate::cmd::ibnetdiscover::run,
+    ),
+    Command::tool(
+        "ibhosts",
+        "list the fabric's CAs (infiniband-diags ibhosts)",
+        crate::cmd::ibhosts::run,
+    ),
+    Command::tool(
+        "ibswitches",
+        "list the fabric's switches (infiniband-diags ibswitches)",
+        crate::cmd::ibhosts::run_ibswitches,
+    ),
+    Command::sub(
+        "sweep",
+        "read PortCounters/PortCountersExtended of every port, in parallel",
+        crate::cmd::sweep::run,
+    ),
 ];
 
 /// Programs the binary runs when started under their own name.

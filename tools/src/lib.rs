@@ -14,6 +14,7 @@ pub mod cli;
 pub mod cmd;
 pub mod decode_cmd;
 pub mod diags;
+pub mod discover;
 pub mod hex;
 pub mod json;
 pub mod print;

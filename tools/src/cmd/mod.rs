@@ -10,6 +10,8 @@
 
 pub mod common;
 pub mod ibaddr;
+pub mod ibhosts;
+pub mod ibnetdiscover;
 pub mod ibportstate;
 pub mod ibroute;
 pub mod ibstat;
@@ -17,3 +19,4 @@ pub mod ibtracert;
 pub mod perfquery;
 pub mod sminfo;
 pub mod smpquery;
+pub mod sweep;

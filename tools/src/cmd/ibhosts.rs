@@ -1,0 +1,215 @@
+//! `ibhosts` and `ibswitches`: infiniband-diags' shell scripts, which run
+//! `ibnetdiscover` (or read a topology file) and reshape its `Ca` /
+//! `Switch` lines with awk. Same options (`-h`, `-y MKEY`, `-C CA`,
+//! `-P PORT`, `-t MS`, a topology file), same output, same usage line
+//! (on stdout, exit status 255).
+//!
+//! # `--json` (stable shape)
+//! ```json
+//! [{"guid": "0x0000000000100000", "type": "Ca", "num_ports": 2,
+//!   "description": "Hca1"}]
+//! ```
+//! ibswitches adds `"lid"`, `"lmc"` and `"enhanced_port0"` to each entry.
+//! Entries come in the order of the text output.
+
+use mad_core::wire::attr::NodeType;
+
+use super::common::{self, Common};
+use super::ibnetdiscover::{limits, open_name_map, run_discovery};
+use crate::cli::{CliError, Invocation};
+use crate::discover::format::{self, TopologyOptions};
+use crate::json::Json;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Hosts,
+    Switches,
+}
+
+fn usage(inv: &mut Invocation<'_, '_>) -> CliError {
+    let base = inv.prog.rsplit('/').next().unwrap_or(&inv.prog).to_owned();
+    inv.io.out(&format!(
+        "Usage: {base} [-h] [<topology-file> | -y mkey -C ca_name -P ca_port -t timeout_ms]\n"
+    ));
+    CliError::Exit(255)
+}
+
+fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError> {
+    let mut c = Common::default();
+    let mut topofile: Option<String> = None;
+    let mut json = inv.session.json;
+    let args = inv.args.clone();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" => return Err(usage(inv)),
+            "--json" => json = true,
+            "-y" | "--m_key" | "-P" | "--Port" | "-C" | "--Ca" | "-t" | "--timeout" => {
+                let Some(v) = it.next().filter(|v| !v.starts_with('-') && !v.is_empty()) else {
+                    return Err(usage(inv));
+                };
+                match a.as_str() {
+                    "-y" | "--m_key" => c.m_key = common::c_strtoul(v),
+                    "-P" | "--Port" => c.port = Some(common::parse_port_arg(v)),
+                    "-C" | "--Ca" => c.ca = Some(v.clone()),
+                    _ => {
+                        let ms = common::c_strtoul(v);
+                        c.timeout_ms = u32::try_from(ms).ok().filter(|&m| m > 0);
+                    }
+                }
+            }
+            s if s.starts_with('-') => return Err(usage(inv)),
+            s => {
+                if topofile.is_some() {
+                    return Err(usage(inv));
+                }
+                topofile = Some(s.to_owned());
+            }
+        }
+    }
+    // The scripts feed ibnetdiscover's default topology (or the file)
+    // through awk.
+    let map = open_name_map(inv, None);
+    let (text, fabric) = match &topofile {
+        Some(path) => {
+            let t = std::fs::read(path).map_err(|e| {
+                inv.io.err(&format!("cat: {path}: {e}\n"));
+                CliError::Exit(1)
+            })?;
+            (String::from_utf8_lossy(&t).into_owned(), None)
+        }
+        None => {
+            let session = match common::open_session(inv, &c) {
+                Ok(s) => s,
+                Err(CliError::IbExit(m)) => {
+                    // ibnetdiscover's IBEXIT line is on its stdout, which
+                    // the awk program passes through (`iberror:`).
+                    inv.io
+                        .out(&crate::diags::format_iberror("ibnetdiscover", &m));
+                    return Err(CliError::Exit(255));
+                }
+                Err(e) => return Err(e),
+            };
+            let d = match run_discovery(inv, &session, limits(None, c.timeout_ms), c.m_key, false) {
+                Ok(d) => d,
+                Err(CliError::IbExit(m)) => {
+                    inv.io
+                        .out(&crate::diags::format_iberror("ibnetdiscover", &m));
+                    return Err(CliError::Exit(255));
+                }
+                Err(e) => return Err(e),
+            };
+            let _ = session.close();
+            let text = format::topology(
+                &d.fabric,
+                &TopologyOptions {
+                    name_map: map.as_ref(),
+                    ctime: crate::discover::ctime::ctime_now(),
+                    ..TopologyOptions::default()
+                },
+            );
+            (text, Some(d.fabric))
+        }
+    };
+    if json {
+        let mut arr = Vec::new();
+        match &fabric {
+            Some(f) => {
+                let t = if which == Which::Hosts {
+                    NodeType::CA
+                } else {
+                    NodeType::SWITCH
+                };
+                for i in f.listed_of(t) {
+                    let n = &f.nodes[i];
+                    let desc = match which {
+                        // ibhosts shows the description, ibswitches the
+                        // mapped name (as the topology lines do).
+                        Which::Hosts => n.clean_desc(),
+                        Which::Switches => map
+                            .as_ref()
+                            .and_then(|m| m.get(n.guid()))
+                            .map_or_else(|| n.clean_desc(), str::to_owned),
+                    };
+                    let mut j = Json::obj()
+                        .with("guid", common::hex(n.guid(), 16))
+                        .with(
+                            "type",
+                            Json::Str(
+                                if which == Which::Hosts {
+                                    "Ca"
+                                } else {
+                                    "Switch"
+                                }
+                                .into(),
+                            ),
+                        )
+                        .with("num_ports", Json::UInt(u64::from(n.num_ports())))
+                        .with("description", Json::Str(desc));
+                    if which == Which::Switches {
+                        j.push("lid", Json::UInt(u64::from(n.smalid)));
+                        j.push("lmc", Json::UInt(u64::from(n.smalmc)));
+                        j.push("enhanced_port0", Json::Bool(n.enhanced_port0));
+                    }
+                    arr.push(j);
+                }
+            }
+            None => {
+                // From a topology file: what the text lines carry.
+                let lines = match which {
+                    Which::Hosts => format::ibhosts(&text),
+                    Which::Switches => format::ibswitches(&text),
+                };
+                for l in lines.lines() {
+                    let Some((kind, rest)) = l.split_once("\t: 0x") else {
+                        continue;
+                    };
+                    let guid = rest.get(..16).and_then(|h| u64::from_str_radix(h, 16).ok());
+                    let nports = rest
+                        .split(" ports ")
+                        .nth(1)
+                        .and_then(|r| r.split(' ').next())
+                        .and_then(|n| n.parse::<u64>().ok());
+                    let desc = rest
+                        .split_once('"')
+                        .and_then(|(_, r)| r.split_once('"'))
+                        .map(|(d, _)| d.to_owned());
+                    arr.push(
+                        Json::obj()
+                            .with("guid", guid.map_or(Json::Null, |g| common::hex(g, 16)))
+                            .with("type", Json::Str(kind.to_owned()))
+                            .with("num_ports", nports.map_or(Json::Null, Json::UInt))
+                            .with("description", Json::opt_str(desc.as_deref())),
+                    );
+                }
+            }
+        }
+        let mut s = Json::Arr(arr).to_text();
+        s.push('\n');
+        inv.io.out(&s);
+        return Ok(());
+    }
+    let out = match which {
+        Which::Hosts => format::ibhosts(&text),
+        Which::Switches => format::ibswitches(&text),
+    };
+    inv.io.out(&out);
+    Ok(())
+}
+
+/// Runs `ibhosts`.
+///
+/// # Errors
+/// Usage (exit 255, usage on stdout), an unreadable topology file,
+/// discovery failure.
+pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    run_which(inv, Which::Hosts)
+}
+
+/// Runs `ibswitches`.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_ibswitches(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    run_which(inv, Which::Switches)
+}

@@ -1,0 +1,467 @@
+//! `ibnetdiscover` (infiniband-diags `ibnetdiscover.c` over
+//! libibnetdisc), on the [`crate::discover`] engine: the same model and
+//! output, with many SMPs in flight instead of two.
+//!
+//! Options as infiniband-diags 44: `-f` `-s` `-l` `-g` `-H` `-S` `-R`
+//! `--node-name-map` `-p` `-m` `-o`, the common ones, and an output file
+//! argument. `-o N` bounds the SMPs in flight on the port (default 256;
+//! at most 4 per destination node). `--cache`, `--load-cache`, `--diff`
+//! and `--diffcheck` are not supported (an error says so).
+//!
+//! # `--json` (stable shape)
+//! ```json
+//! {"from": {"node_guid": "0x0000000000200000", "port_guid": "0x...", "port": 0},
+//!  "nodes": [{"guid": "0x...", "type": "Switch" | "Ca" | "Router",
+//!             "description": "Switch1", "num_ports": 8,
+//!             "vendor_id": "0x000000", "device_id": "0x0000",
+//!             "system_image_guid": "0x...", "port_guid": "0x...",
+//!             "lid": 0, "lmc": 0, "enhanced_port0": false,
+//!             "ports": [{"port": 1, "guid": "0x...", "lid": 0, "lmc": 0,
+//!                        "width": "4x", "speed": "SDR",
+//!                        "state": 4, "phys_state": 5,
+//!                        "remote": {"guid": "0x...", "port": 1,
+//!                                   "type": "Ca", "description": "Hca1"} | null}]}],
+//!  "summary": {"nodes": 4, "switches": 2, "cas": 2, "routers": 0,
+//!              "links": 5, "smps": 40, "elapsed_us": 1234}}
+//! ```
+//! Nodes come in the order of the topology output (switches, CAs,
+//! routers; newest first within each); `lid` / `lmc` of a node are its
+//! port 0's for a switch and 0 otherwise; `ports` lists the ports the
+//! model has (switches: 1..=N; CAs: the ports discovery reached), with
+//! their `lid` as the topology output shows it (a switch port: the
+//! switch's LID), `width` / `speed` as ibnetdiscover prints them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mad_core::wire::attr::NodeType;
+
+use super::common::{self, Opt, ToolSpec};
+use crate::cli::{CliError, Invocation};
+use crate::discover::agent::AgentExchange;
+use crate::discover::format::{self, ListMask, TopologyOptions};
+use crate::discover::gather::{GatherOptions, GatherProgress};
+use crate::discover::model::{dr_path_str, Fabric};
+use crate::discover::namemap::NameMap;
+use crate::discover::progress::Progress;
+use crate::discover::{self, Discovery, Limits};
+use crate::json::Json;
+use crate::session::Session;
+
+const OPT_NODE_NAME_MAP: i32 = 1;
+const OPT_CACHE: i32 = 2;
+const OPT_LOAD_CACHE: i32 = 3;
+const OPT_DIFF: i32 = 4;
+const OPT_DIFFCHECK: i32 = 5;
+
+/// ibnetdiscover's own options, in its order.
+pub const OPTS: &[Opt] = &[
+    Opt::new(
+        "full",
+        'f',
+        false,
+        None,
+        "show full information (ports' speed and width, vlcap)",
+    ),
+    Opt::new("show", 's', false, None, "show more information"),
+    Opt::new("list", 'l', false, None, "list of connected nodes"),
+    Opt::new("grouping", 'g', false, None, "show grouping"),
+    Opt::new("Hca_list", 'H', false, None, "list of connected CAs"),
+    Opt::new(
+        "Switch_list",
+        'S',
+        false,
+        None,
+        "list of connected switches",
+    ),
+    Opt::new("Router_list", 'R', false, None, "list of connected routers"),
+    Opt::long(
+        "node-name-map",
+        OPT_NODE_NAME_MAP,
+        true,
+        Some("<file>"),
+        "node name map file",
+    ),
+    Opt::long(
+        "cache",
+        OPT_CACHE,
+        true,
+        Some("<file>"),
+        "filename to cache ibnetdiscover data to",
+    ),
+    Opt::long(
+        "load-cache",
+        OPT_LOAD_CACHE,
+        true,
+        Some("<file>"),
+        "filename of ibnetdiscover cache to load",
+    ),
+    Opt::long(
+        "diff",
+        OPT_DIFF,
+        true,
+        Some("<file>"),
+        "filename of ibnetdiscover cache to diff",
+    ),
+    Opt::long(
+        "diffcheck",
+        OPT_DIFFCHECK,
+        true,
+        Some("<key(s)>"),
+        "specify checks to execute for --diff",
+    ),
+    Opt::new("ports", 'p', false, None, "obtain a ports report"),
+    Opt::new(
+        "max_hops",
+        'm',
+        false,
+        None,
+        "report max hops discovered by the library",
+    ),
+    Opt::new(
+        "outstanding_smps",
+        'o',
+        true,
+        None,
+        "specify the number of outstanding SMP's which should be issued during the scan",
+    ),
+];
+
+/// The command line of ibnetdiscover.
+pub const SPEC: ToolSpec<'static> = ToolSpec {
+    opts: OPTS,
+    exclude: "DGKLs",
+    usage_args: "[topology-file]",
+    examples: &[],
+};
+
+/// SMPs in flight on the port unless `-o` says otherwise.
+pub const DEFAULT_WINDOW: usize = 256;
+/// SMPs in flight to one node.
+pub const PER_NODE: usize = 4;
+/// libibnetdisc's retries (`DEFAULT_RETRIES`).
+pub const RETRIES: u32 = 3;
+
+/// Discovers the fabric through `session`'s stack, with a progress line
+/// on a terminal's stderr. Failed queries are reported on stderr.
+///
+/// # Errors
+/// `IBEXIT("discover failed")` after saying why on stderr.
+pub fn run_discovery(
+    inv: &mut Invocation<'_, '_>,
+    session: &Session,
+    limits: Limits,
+    m_key: u64,
+    show: bool,
+) -> Result<Discovery, CliError> {
+    let mut ex = AgentExchange::new(session.runtime()).map_err(|e| {
+        inv.io.err(&format!("{}: {e}\n", inv.prog));
+        CliError::IbExit("discover failed".into())
+    })?;
+    let opts = GatherOptions {
+        limits,
+        m_key,
+        mlx_epi: true,
+    };
+    let mut bar = Progress::stderr("discovering");
+    let mut on_progress = |p: &GatherProgress| {
+        bar.update(
+            p.nodes as u64,
+            None,
+            &format!(
+                "nodes ({} switches), {} SMPs answered, {} pending",
+                p.switches, p.answered, p.pending
+            ),
+        );
+    };
+    let r = discover::discover(&mut ex, &opts, show, &mut on_progress);
+    bar.finish();
+    match r {
+        Ok(d) => {
+            for f in &d.failures {
+                inv.io.err(&format!(
+                    "{}: warning: {} Attr 0x{:x}:{}: {}\n",
+                    inv.prog,
+                    dr_path_str(&f.path),
+                    f.attr.0,
+                    f.attr_mod,
+                    f.reason
+                ));
+            }
+            Ok(d)
+        }
+        Err(e) => {
+            inv.io.err(&format!("{}: {e}\n", inv.prog));
+            Err(CliError::IbExit("discover failed".into()))
+        }
+    }
+}
+
+/// The limits of a discovery: `-o` (window), `-t` (timeout).
+#[must_use]
+pub fn limits(window: Option<usize>, timeout_ms: Option<u32>) -> Limits {
+    Limits {
+        window: window.unwrap_or(DEFAULT_WINDOW).max(1),
+        per_dest: PER_NODE,
+        timeout: Duration::from_millis(u64::from(timeout_ms.unwrap_or(1000))),
+        retries: RETRIES,
+    }
+}
+
+fn type_word(t: NodeType) -> &'static str {
+    match t.0 {
+        1 => "Ca",
+        2 => "Switch",
+        3 => "Router",
+        _ => "?",
+    }
+}
+
+fn width_speed(
+    pi: Option<&mad_core::wire::attr::PortInfo>,
+    cap_mask: u32,
+    fdr10: u8,
+) -> (String, String) {
+    // The same names ibnetdiscover prints in the topology.
+    let Some(pi) = pi else {
+        return ("??".into(), "???".into());
+    };
+    let (w, s) = format::link_rate(pi, cap_mask, fdr10);
+    (w.to_owned(), s.to_owned())
+}
+
+/// The `--json` form of a discovered fabric (see the module docs).
+#[must_use]
+pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
+    let g = |v: u64| common::hex(v, 16);
+    let name = |i: usize| {
+        let n = &f.nodes[i];
+        map.and_then(|m| m.get(n.guid()))
+            .map_or_else(|| n.clean_desc(), str::to_owned)
+    };
+    let order: Vec<usize> = f
+        .listed_of(NodeType::SWITCH)
+        .chain(f.listed_of(NodeType::CA))
+        .chain(f.listed_of(NodeType::ROUTER))
+        .collect();
+    let mut nodes = Vec::new();
+    for &i in &order {
+        let n = &f.nodes[i];
+        let cap0 = if n.is_switch() {
+            n.port(0)
+                .and_then(|p| p.info.as_ref())
+                .map_or(0, |pi| pi.capability_mask)
+        } else {
+            0
+        };
+        let mut ports = Vec::new();
+        for p in n.ports.iter().skip(1).flatten() {
+            let cap = if n.is_switch() {
+                cap0
+            } else {
+                p.info.as_ref().map_or(0, |pi| pi.capability_mask)
+            };
+            let (w, s) = width_speed(p.info.as_ref(), cap, p.ext_speed_active);
+            let remote = p.remote.map_or(Json::Null, |r| {
+                let rn = &f.nodes[r.node];
+                Json::obj()
+                    .with("guid", g(rn.guid()))
+                    .with("port", Json::UInt(u64::from(r.port)))
+                    .with("type", Json::Str(type_word(rn.node_type()).into()))
+                    .with("description", Json::Str(name(r.node)))
+            });
+            ports.push(
+                Json::obj()
+                    .with("port", Json::UInt(u64::from(p.num)))
+                    .with("guid", g(p.guid))
+                    .with("lid", Json::UInt(u64::from(n.lid_of(p.num))))
+                    .with(
+                        "lmc",
+                        Json::UInt(u64::from(if n.is_switch() { n.smalmc } else { p.lmc })),
+                    )
+                    .with("width", Json::Str(w))
+                    .with("speed", Json::Str(s))
+                    .with(
+                        "state",
+                        Json::UInt(p.info.as_ref().map_or(0, |pi| u64::from(pi.port_state.0))),
+                    )
+                    .with(
+                        "phys_state",
+                        Json::UInt(
+                            p.info
+                                .as_ref()
+                                .map_or(0, |pi| u64::from(pi.port_phys_state.0)),
+                        ),
+                    )
+                    .with("remote", remote),
+            );
+        }
+        nodes.push(
+            Json::obj()
+                .with("guid", g(n.guid()))
+                .with("type", Json::Str(type_word(n.node_type()).into()))
+                .with("description", Json::Str(name(i)))
+                .with("num_ports", Json::UInt(u64::from(n.num_ports())))
+                .with("vendor_id", common::hex(u64::from(n.info.vendor_id), 6))
+                .with("device_id", common::hex(u64::from(n.info.device_id), 4))
+                .with("system_image_guid", g(n.info.system_image_guid))
+                .with("port_guid", g(n.info.port_guid))
+                .with("lid", Json::UInt(u64::from(n.smalid)))
+                .with("lmc", Json::UInt(u64::from(n.smalmc)))
+                .with("enhanced_port0", Json::Bool(n.enhanced_port0))
+                .with("ports", Json::Arr(ports)),
+        );
+    }
+    let count = |t: NodeType| f.listed_of(t).count() as u64;
+    let from = &f.nodes[f.from_node];
+    Json::obj()
+        .with(
+            "from",
+            Json::obj()
+                .with("node_guid", g(from.guid()))
+                .with("port_guid", g(from.info.port_guid))
+                .with("port", Json::UInt(u64::from(f.from_port))),
+        )
+        .with("nodes", Json::Arr(nodes))
+        .with(
+            "summary",
+            Json::obj()
+                .with("nodes", Json::UInt(f.nodes.len() as u64))
+                .with("switches", Json::UInt(count(NodeType::SWITCH)))
+                .with("cas", Json::UInt(count(NodeType::CA)))
+                .with("routers", Json::UInt(count(NodeType::ROUTER)))
+                .with("links", Json::UInt(f.links().len() as u64))
+                .with("smps", Json::UInt(d.stats.sent))
+                .with(
+                    "elapsed_us",
+                    Json::UInt(u64::try_from(d.elapsed.as_micros()).unwrap_or(u64::MAX)),
+                ),
+        )
+}
+
+/// Opens the node name map as infiniband-diags does (warnings on
+/// stderr, then no map).
+pub fn open_name_map(inv: &mut Invocation<'_, '_>, path: Option<&str>) -> Option<NameMap> {
+    let p = path.map(PathBuf::from);
+    let (map, warning) = NameMap::open(p.as_deref());
+    if let Some(w) = warning {
+        inv.io.err(&format!("{w}\n"));
+    }
+    map
+}
+
+/// Runs `ibnetdiscover`.
+///
+/// # Errors
+/// Bad options (usage), no port, discovery failure (`IBEXIT`), an
+/// unwritable output file.
+pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    let p = common::parse(inv, &SPEC)?;
+    let mut full = false;
+    let mut show = false;
+    let mut group = false;
+    let mut ports = false;
+    let mut max_hops = false;
+    let mut list = ListMask::default();
+    let mut map_file: Option<String> = None;
+    let mut window: Option<usize> = None;
+    for (key, val) in &p.custom {
+        match (u8::try_from(*key).map(char::from).unwrap_or('\0'), *key) {
+            ('f', _) => full = true,
+            ('s', _) => show = true,
+            ('l', _) => list = ListMask::ALL,
+            ('g', _) => group = true,
+            ('S', _) => {
+                list = ListMask {
+                    switch: true,
+                    ..ListMask::default()
+                }
+            }
+            ('H', _) => {
+                list = ListMask {
+                    ca: true,
+                    ..ListMask::default()
+                }
+            }
+            ('R', _) => {
+                list = ListMask {
+                    router: true,
+                    ..ListMask::default()
+                }
+            }
+            ('p', _) => ports = true,
+            ('m', _) => max_hops = true,
+            ('o', _) => {
+                let n = common::c_strtoul(val.as_deref().unwrap_or("0"));
+                // 0 means libibnetdisc's default; ours is the window.
+                window = (n != 0).then(|| usize::try_from(n).unwrap_or(usize::MAX));
+            }
+            (_, OPT_NODE_NAME_MAP) => map_file.clone_from(val),
+            (_, OPT_CACHE | OPT_LOAD_CACHE | OPT_DIFF | OPT_DIFFCHECK) => {
+                return Err(CliError::IbExit(
+                    "--cache, --load-cache, --diff and --diffcheck are not supported by this ibnetdiscover"
+                        .into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let outfile = p.args.first().cloned();
+    let map = open_name_map(inv, map_file.as_deref());
+    let session = common::open_session(inv, &p.common)?;
+    let lim = limits(window, p.common.timeout_ms);
+    let d = run_discovery(inv, &session, lim, p.common.m_key, show)?;
+    let _ = session.close();
+    let f = &d.fabric;
+    if p.common.verbose > 0 {
+        inv.io.err(&format!(
+            "# discovered {} nodes with {} SMPs ({} answered, {} retried, at most {} in flight) in {:.3?}\n",
+            f.nodes.len(),
+            d.stats.sent,
+            d.stats.answered,
+            d.stats.retries,
+            d.stats.max_in_flight,
+            d.elapsed
+        ));
+    }
+    if p.common.json {
+        common::print_json(inv, &fabric_json(f, map.as_ref(), &d));
+        return Ok(());
+    }
+    // --show lines go out while discovering, before everything else.
+    let mut out = String::new();
+    if show {
+        out.push_str(&format::show_lines(f));
+    }
+    if ports {
+        out.push_str(&format::ports_report(f, map.as_ref()));
+        inv.io.out(&out);
+        return Ok(());
+    }
+    let body = if list.is_empty() {
+        format::topology(
+            f,
+            &TopologyOptions {
+                full,
+                group,
+                max_hops,
+                name_map: map.as_ref(),
+                ctime: crate::discover::ctime::ctime_now(),
+            },
+        )
+    } else {
+        format::list(f, list, map.as_ref())
+    };
+    match outfile {
+        None => {
+            out.push_str(&body);
+            inv.io.out(&out);
+        }
+        Some(path) => {
+            inv.io.out(&out);
+            std::fs::write(&path, body)
+                .map_err(|_| CliError::IbExit(format!("can't open file {path} for writing")))?;
+        }
+    }
+    Ok(())
+}

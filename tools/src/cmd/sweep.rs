@@ -1,0 +1,118 @@
+//! `mad sweep`: discover the fabric, then read PortCounters and
+//! PortCountersExtended of every port in parallel, for monitoring
+//! exporters (what people script around ibqueryerrors, or ibnetdiscover
+//! plus perfquery). Text or `--json`; the shapes are documented in
+//! [`crate::discover::counters`].
+//!
+//! ```text
+//! mad [--sim|--ibsim|-C CA -P PORT] sweep [--json] [-o N] [--per-node N] [-t MS] [-v]
+//! ```
+//! `-o N`: MADs in flight on the port (default 256); `--per-node N`: in
+//! flight per destination (a node for SMPs, a LID for PerfMgt; default
+//! 4); `-t MS`: response timeout. `-v` adds a summary on stderr.
+
+use super::common::{self, Opt, ToolSpec};
+use super::ibnetdiscover::{limits, run_discovery};
+use crate::cli::{CliError, Invocation};
+use crate::discover::agent::AgentExchange;
+use crate::discover::counters::{self, SweepError};
+use crate::discover::progress::Progress;
+
+const OPT_PER_NODE: i32 = 1;
+
+/// `mad sweep`'s own options.
+pub const OPTS: &[Opt] = &[
+    Opt::new(
+        "outstanding",
+        'o',
+        true,
+        Some("<n>"),
+        "MADs in flight on the port (default 256)",
+    ),
+    Opt::long(
+        "per-node",
+        OPT_PER_NODE,
+        true,
+        Some("<n>"),
+        "MADs in flight per node or LID (default 4)",
+    ),
+];
+
+/// The command line of `mad sweep`.
+pub const SPEC: ToolSpec<'static> = ToolSpec {
+    opts: OPTS,
+    exclude: "DGLKs",
+    usage_args: "",
+    examples: &["--json", "-o 64 --per-node 2"],
+};
+
+/// Runs `mad sweep`.
+///
+/// # Errors
+/// Bad options, no port, discovery failure, an unconfigured fabric (no
+/// LIDs), a transport failure.
+pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    let p = common::parse(inv, &SPEC)?;
+    let mut window = None;
+    let mut per_node = None;
+    for (key, val) in &p.custom {
+        let n = common::c_strtoul(val.as_deref().unwrap_or("0"));
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        if *key == i32::from(b'o') {
+            window = (n != 0).then_some(n);
+        } else if *key == OPT_PER_NODE {
+            per_node = (n != 0).then_some(n);
+        }
+    }
+    if let Some(extra) = p.args.first() {
+        return Err(CliError::Usage(format!(
+            "sweep takes no argument ({extra:?})"
+        )));
+    }
+    let mut lim = limits(window, p.common.timeout_ms);
+    if let Some(n) = per_node {
+        lim.per_dest = n;
+    }
+    let session = common::open_session(inv, &p.common)?;
+    let d = run_discovery(inv, &session, lim, p.common.m_key, false)?;
+    let mut ex = AgentExchange::new(session.runtime()).map_err(CliError::Failed)?;
+    let mut bar = Progress::stderr("reading counters");
+    let r = counters::sweep(&mut ex, &d.fabric, lim, &mut |done, total| {
+        bar.update(done, Some(total), "ports");
+    });
+    bar.finish();
+    drop(ex);
+    let _ = session.close();
+    let s = match r {
+        Ok(s) => s,
+        Err(SweepError::NoLids) => {
+            return Err(CliError::Failed(format!(
+                "sweep: discovered {} nodes, but {}",
+                d.fabric.nodes.len(),
+                SweepError::NoLids
+            )))
+        }
+        Err(e) => return Err(CliError::Failed(format!("sweep: {e}"))),
+    };
+    if p.common.verbose > 0 {
+        inv.io.err(&format!(
+            "# {} nodes discovered with {} SMPs in {:.3?}; {} ports read ({} failed) with {} PerfMgt MADs in {:.3?}\n",
+            d.fabric.nodes.len(),
+            d.stats.sent,
+            d.elapsed,
+            s.ports_read(),
+            s.ports_failed(),
+            s.stats.sent,
+            s.elapsed
+        ));
+    }
+    if p.common.json {
+        common::print_json(inv, &counters::to_json(&d.fabric, &s));
+    } else {
+        inv.io.out(&counters::format_text(&d.fabric, &s));
+    }
+    if s.ports_failed() > 0 {
+        return Err(CliError::Exit(1));
+    }
+    Ok(())
+}

@@ -1,0 +1,725 @@
+//! ibnetdiscover's outputs (topology file, `--list` / `--Hca_list` /
+//! `--Switch_list` / `--Router_list`, `--ports`, `--grouping`, `--full`,
+//! `--max_hops`) and the ibhosts / ibswitches scripts, byte for byte as
+//! infiniband-diags 44 prints them from the same fabric model.
+
+use std::fmt::Write as _;
+
+use mad_core::wire::attr::{port_cap, NodeType, PortInfo};
+
+use super::model::{Fabric, Node, Port};
+use super::namemap::NameMap;
+
+/// ibnetdiscover's link speed names (its own table, not libibmad's).
+fn speed_compat(speed: u8) -> &'static str {
+    match speed {
+        1 => "SDR",
+        2 => "DDR",
+        4 => "QDR",
+        _ => "???",
+    }
+}
+
+fn speed_ext_compat(espeed: u8, speed: u8, fdr10: u8) -> &'static str {
+    match espeed {
+        0 if fdr10 & 1 != 0 => "FDR10",
+        0 => speed_compat(speed),
+        1 => "FDR",
+        2 => "EDR",
+        4 => "HDR",
+        8 => "NDR",
+        _ => "???",
+    }
+}
+
+fn width_compat(width: u8) -> &'static str {
+    match width {
+        1 => "1x",
+        2 => "4x",
+        4 => "8x",
+        8 => "12x",
+        16 => "2x",
+        _ => "??",
+    }
+}
+
+/// `"S-0000000000200000"` (with the quotes), ibnetdiscover's node name.
+fn node_id(n: &Node) -> String {
+    let c = match n.node_type().0 {
+        2 => 'S',
+        1 => 'H',
+        3 => 'R',
+        _ => '?',
+    };
+    format!("\"{c}-{:016x}\"", n.guid())
+}
+
+/// Xsigo GUID tests of libibnetdisc (they add ` slot N` / ` (scp)`).
+fn is_xsigo_hca(guid: u64) -> bool {
+    guid & 0xffff_ffff_0000_0000 == 0x0013_9702_0000_0000
+}
+fn is_xsigo_tca(guid: u64) -> bool {
+    guid & 0xffff_ffff_0000_0000 == 0x0013_9703_0000_0000
+}
+
+/// Options of the topology output.
+#[derive(Debug, Clone, Default)]
+pub struct TopologyOptions<'a> {
+    /// `--full`: ` s=SPEED w=WIDTH v=VLCAP` after every link.
+    pub full: bool,
+    /// `--grouping`: chassis grouping.
+    pub group: bool,
+    /// `--max_hops`: the two report lines in the header.
+    pub max_hops: bool,
+    /// `--node-name-map` (or the default map file).
+    pub name_map: Option<&'a NameMap>,
+    /// The date as C's `ctime()` prints it (with its newline), for the
+    /// "generated on" line.
+    pub ctime: String,
+}
+
+fn remap(map: Option<&NameMap>, n: &Node) -> String {
+    map.and_then(|m| m.get(n.guid()))
+        .map_or_else(|| n.clean_desc(), str::to_owned)
+}
+
+fn info(p: &Port) -> PortInfoView {
+    PortInfoView::of(p.info.as_ref())
+}
+
+/// The PortInfo fields the outputs use (zero without an answer).
+#[derive(Debug, Clone, Copy, Default)]
+struct PortInfoView {
+    width: u8,
+    speed: u8,
+    ext_speed: u8,
+    vl_cap: u8,
+    cap_mask: u32,
+}
+
+impl PortInfoView {
+    fn of(pi: Option<&PortInfo>) -> Self {
+        pi.map_or_else(Self::default, |pi| Self {
+            width: pi.link_width_active,
+            speed: pi.link_speed_active,
+            ext_speed: pi.link_speed_ext_active,
+            vl_cap: pi.vl_cap,
+            cap_mask: pi.capability_mask,
+        })
+    }
+}
+
+fn speed_name(speed: u8, espeed: u8, fdr10: u8) -> &'static str {
+    if speed != 4 && espeed == 0 {
+        speed_compat(speed)
+    } else {
+        speed_ext_compat(espeed, speed, fdr10)
+    }
+}
+
+fn rate(width: u8, speed: u8, espeed: u8, fdr10: u8) -> String {
+    format!(
+        "{}{}",
+        width_compat(width),
+        speed_name(speed, espeed, fdr10)
+    )
+}
+
+/// A port's width and speed as ibnetdiscover prints them (`4xSDR`):
+/// `cap_mask` is the CapabilityMask that says whether the extended
+/// speeds are valid (a switch's port 0's), `fdr10` the Mellanox
+/// ExtendedPortInfo LinkSpeedActive.
+#[must_use]
+pub fn link_rate(pi: &PortInfo, cap_mask: u32, fdr10: u8) -> (&'static str, &'static str) {
+    let espeed = if cap_mask & port_cap::HAS_EXT_SPEEDS != 0 {
+        pi.link_speed_ext_active
+    } else {
+        0
+    };
+    (
+        width_compat(pi.link_width_active),
+        speed_name(pi.link_speed_active, espeed, fdr10),
+    )
+}
+
+/// The chassis grouping libibnetdisc computes for nodes that are not
+/// Voltaire ones: nodes sharing a chassis GUID (the SystemImageGUID,
+/// masked for Topspin / Xsigo) form chassis numbered in discovery order
+/// when there are at least two of them.
+#[derive(Debug, Clone, Default)]
+struct Chassis {
+    /// (chassis number, chassis GUID, member node indices newest first).
+    list: Vec<(u32, u64, Vec<usize>)>,
+    /// Chassis number of each node (0: none).
+    num: Vec<u32>,
+}
+
+const VTR_VENDOR_ID: u32 = 0x8f1;
+const TS_VENDOR_ID: u32 = 0x5ad;
+const SS_VENDOR_ID: u32 = 0x66a;
+const XS_VENDOR_ID: u32 = 0x1397;
+
+fn chassis_guid(f: &Fabric, i: usize) -> u64 {
+    let n = &f.nodes[i];
+    let sys = n.info.system_image_guid;
+    let vend = n.info.vendor_id;
+    let xsigo_guid = |g: u64| g & 0xffff_ff00_0000_0000 == 0x0013_9700_0000_0000;
+    if vend == TS_VENDOR_ID || vend == SS_VENDOR_ID {
+        sys & 0xffff_ffff_00ff_ffff
+    } else if vend == XS_VENDOR_ID || xsigo_guid(sys) {
+        let xsigo_switch = sys & 0xffff_ffff_0000_0000 == 0x0013_9701_0000_0000;
+        if !(is_xsigo_hca(sys) || is_xsigo_tca(sys)) {
+            if xsigo_switch {
+                sys & 0xffff_ffff_00ff_ffff
+            } else {
+                sys
+            }
+        } else {
+            let Some(p1) = n.port(1) else { return 0 };
+            let Some(r) = p1.remote else { return sys };
+            let rsys = f.nodes[r.node].info.system_image_guid;
+            if rsys & 0xffff_ffff_ff00_0000 == 0x0013_9701_0200_0000 {
+                rsys & 0xffff_ffff_00ff_ffff
+            } else {
+                sys
+            }
+        }
+    } else {
+        sys
+    }
+}
+
+impl Chassis {
+    fn build(f: &Fabric) -> Self {
+        let mut c = Chassis {
+            list: Vec::new(),
+            num: vec![0; f.nodes.len()],
+        };
+        // (guid, count) in creation order of the chassis records.
+        let mut recs: Vec<(u64, usize, u32, Vec<usize>)> = Vec::new();
+        for i in f.listed() {
+            let n = &f.nodes[i];
+            if n.info.vendor_id == VTR_VENDOR_ID || n.info.system_image_guid == 0 {
+                continue;
+            }
+            let g = chassis_guid(f, i);
+            match recs.iter_mut().find(|r| r.0 == g) {
+                Some(r) => r.1 += 1,
+                None => recs.push((g, 1, 0, Vec::new())),
+            }
+        }
+        let mut next = 0;
+        for i in f.listed() {
+            let n = &f.nodes[i];
+            if n.info.vendor_id == VTR_VENDOR_ID || n.info.system_image_guid == 0 {
+                continue;
+            }
+            let g = chassis_guid(f, i);
+            if let Some(r) = recs.iter_mut().find(|r| r.0 == g) {
+                if r.1 > 1 {
+                    if r.2 == 0 {
+                        next += 1;
+                        r.2 = next;
+                    }
+                    // libibnetdisc prepends: newest member last.
+                    r.3.insert(0, i);
+                    c.num[i] = r.2;
+                }
+            }
+        }
+        for (g, _, num, members) in recs {
+            if num != 0 {
+                c.list.push((num, g, members));
+            }
+        }
+        c
+    }
+}
+
+fn out_ids(o: &mut String, n: &Node, chassis: u32) {
+    let _ = write!(
+        o,
+        "\nvendid=0x{:x}\ndevid=0x{:x}\n",
+        n.info.vendor_id, n.info.device_id
+    );
+    let sys = n.info.system_image_guid;
+    if sys != 0 {
+        let _ = write!(o, "sysimgguid=0x{sys:x}");
+    }
+    if chassis != 0 {
+        let _ = write!(o, "\t\t# Chassis {chassis}");
+    }
+    if sys != 0 || chassis != 0 {
+        o.push('\n');
+    }
+}
+
+fn out_switch(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
+    let n = &f.nodes[i];
+    out_ids(o, n, chassis);
+    let _ = write!(o, "switchguid=0x{:x}({:x})", n.guid(), n.info.port_guid);
+    if opts.group {
+        // Chassis type and slot strings exist for Voltaire / Mellanox
+        // chassis only.
+        o.push_str("\t# ");
+    }
+    o.push('\n');
+    let _ = writeln!(
+        o,
+        "Switch\t{} {}\t\t# \"{}\" {} port 0 lid {} lmc {}",
+        n.num_ports(),
+        node_id(n),
+        remap(opts.name_map, n),
+        if n.enhanced_port0 { "enhanced" } else { "base" },
+        n.smalid,
+        n.smalmc
+    );
+    for p in n.ports.iter().skip(1).flatten() {
+        if p.remote.is_some() {
+            out_switch_port(o, f, n, p, opts);
+        }
+    }
+}
+
+fn out_switch_port(o: &mut String, f: &Fabric, n: &Node, p: &Port, opts: &TopologyOptions<'_>) {
+    let Some(r) = p.remote else { return };
+    let Some(rn) = f.nodes.get(r.node) else {
+        return;
+    };
+    let Some(rp) = rn.port(r.port) else { return };
+    let v = info(p);
+    let (speed, espeed) = match n.port(0) {
+        None => (0, 0),
+        Some(p0) => {
+            let cap = info(p0).cap_mask;
+            let e = if cap & port_cap::HAS_EXT_SPEEDS != 0 {
+                v.ext_speed
+            } else {
+                0
+            };
+            (v.speed, e)
+        }
+    };
+    let _ = write!(o, "[{}]\t{}[{}]", p.num, node_id(rn), rp.num);
+    if !rn.is_switch() {
+        let _ = write!(o, "({:x}) ", rp.guid);
+    }
+    let _ = write!(
+        o,
+        "\t\t# \"{}\" lid {} {}",
+        remap(opts.name_map, rn),
+        rn.lid_of(rp.num),
+        rate(v.width, speed, espeed, p.ext_speed_active)
+    );
+    if opts.full {
+        // ibnetdiscover prints the speed it read, not the one it zeroed.
+        let _ = write!(o, " s={} w={} v={}", v.speed, v.width, v.vl_cap);
+    }
+    if is_xsigo_tca(rp.guid) {
+        let _ = write!(o, " slot {}", p.num);
+    } else if is_xsigo_hca(rp.guid) {
+        o.push_str(" (scp)");
+    }
+    o.push('\n');
+}
+
+fn out_ca(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
+    let n = &f.nodes[i];
+    out_ids(o, n, chassis);
+    let (lower, upper) = match n.node_type().0 {
+        1 => ("ca", "Ca"),
+        3 => ("rt", "Rt"),
+        _ => ("???", "???"),
+    };
+    let _ = writeln!(o, "{lower}guid=0x{:x}", n.guid());
+    let _ = write!(
+        o,
+        "{upper}\t{} {}\t\t# \"{}\"",
+        n.num_ports(),
+        node_id(n),
+        n.clean_desc()
+    );
+    if opts.group && is_xsigo_hca(n.guid()) {
+        o.push_str(" (scp)");
+    }
+    o.push('\n');
+    for p in n.ports.iter().skip(1).flatten() {
+        if p.remote.is_some() {
+            out_ca_port(o, f, n, p, opts);
+        }
+    }
+}
+
+fn out_ca_port(o: &mut String, f: &Fabric, n: &Node, p: &Port, opts: &TopologyOptions<'_>) {
+    let Some(r) = p.remote else { return };
+    let Some(rn) = f.nodes.get(r.node) else {
+        return;
+    };
+    let Some(rp) = rn.port(r.port) else { return };
+    let v = info(p);
+    let _ = write!(o, "[{}]", p.num);
+    if !n.is_switch() {
+        let _ = write!(o, "({:x}) ", p.guid);
+    }
+    let _ = write!(o, "\t{}[{}]", node_id(rn), rp.num);
+    if !rn.is_switch() {
+        let _ = write!(o, " ({:x}) ", rp.guid);
+    }
+    let espeed = if v.cap_mask & port_cap::HAS_EXT_SPEEDS != 0 {
+        v.ext_speed
+    } else {
+        0
+    };
+    let _ = write!(
+        o,
+        "\t\t# lid {} lmc {} \"{}\" lid {} {}",
+        p.base_lid,
+        p.lmc,
+        remap(opts.name_map, rn),
+        rn.lid_of(rp.num),
+        rate(v.width, v.speed, espeed, p.ext_speed_active)
+    );
+    if opts.full {
+        let _ = write!(o, " s={} w={} v={}", v.speed, v.width, v.vl_cap);
+    }
+    o.push('\n');
+}
+
+/// ibnetdiscover's default output: the topology file.
+#[must_use]
+pub fn topology(f: &Fabric, opts: &TopologyOptions<'_>) -> String {
+    let mut o = String::new();
+    let _ = write!(o, "#\n# Topology file: generated on {}#\n", opts.ctime);
+    if opts.max_hops {
+        let _ = write!(
+            o,
+            "# Reported max hops discovered: {}\n# Total MADs used: {}\n",
+            f.max_hops, f.total_mads
+        );
+    }
+    if let Some(from) = f.nodes.get(f.from_node) {
+        let _ = writeln!(
+            o,
+            "# Initiated from node {:016x} port {:016x}",
+            from.guid(),
+            from.info.port_guid
+        );
+    }
+    let chassis = if opts.group {
+        Chassis::build(f)
+    } else {
+        Chassis::default()
+    };
+    let num = |i: usize| chassis.num.get(i).copied().unwrap_or(0);
+    if opts.group {
+        for (cnum, cguid, members) in &chassis.list {
+            let _ = write!(o, "\nChassis {cnum}");
+            if *cguid != 0 {
+                let _ = write!(o, " (guid 0x{cguid:x})");
+            }
+            o.push('\n');
+            o.push_str("\n# Spine Nodes");
+            o.push_str("\n# Line Nodes");
+            o.push_str("\n# Chassis Switches");
+            for &i in members.iter().filter(|&&i| f.nodes[i].is_switch()) {
+                out_switch(&mut o, f, i, opts, num(i));
+            }
+            o.push_str("\n# Chassis CAs");
+            for &i in members
+                .iter()
+                .filter(|&&i| f.nodes[i].node_type() == NodeType::CA)
+            {
+                out_ca(&mut o, f, i, opts, num(i));
+            }
+        }
+        o.push_str("\nNon-Chassis Nodes\n");
+    }
+    for i in f.listed_of(NodeType::SWITCH) {
+        if opts.group && num(i) != 0 {
+            continue;
+        }
+        out_switch(&mut o, f, i, opts, 0);
+    }
+    for t in [NodeType::CA, NodeType::ROUTER] {
+        for i in f.listed_of(t) {
+            if opts.group && num(i) != 0 {
+                continue;
+            }
+            out_ca(&mut o, f, i, opts, 0);
+        }
+    }
+    o
+}
+
+/// Which node types `--list` and friends print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ListMask {
+    /// CAs (`-H`).
+    pub ca: bool,
+    /// Switches (`-S`).
+    pub switch: bool,
+    /// Routers (`-R`).
+    pub router: bool,
+}
+
+impl ListMask {
+    /// `--list`: every type.
+    pub const ALL: Self = Self {
+        ca: true,
+        switch: true,
+        router: true,
+    };
+
+    /// True when nothing is selected.
+    #[must_use]
+    pub fn is_empty(self) -> bool {
+        !(self.ca || self.switch || self.router)
+    }
+}
+
+/// ibnetdiscover `--list` / `-H` / `-S` / `-R`: one line per node, CAs
+/// first, then switches, then routers.
+#[must_use]
+pub fn list(f: &Fabric, mask: ListMask, map: Option<&NameMap>) -> String {
+    let mut o = String::new();
+    for (on, t) in [
+        (mask.ca, NodeType::CA),
+        (mask.switch, NodeType::SWITCH),
+        (mask.router, NodeType::ROUTER),
+    ] {
+        if !on {
+            continue;
+        }
+        for i in f.listed_of(t) {
+            let n = &f.nodes[i];
+            let kind = match n.node_type().0 {
+                2 => "Switch",
+                1 => "Ca",
+                3 => "Router",
+                _ => "???",
+            };
+            let _ = writeln!(
+                o,
+                "{kind}\t : 0x{:016x} ports {} devid 0x{:x} vendid 0x{:x} \"{}\"",
+                n.guid(),
+                n.num_ports(),
+                n.info.device_id,
+                n.info.vendor_id,
+                remap(map, n)
+            );
+        }
+    }
+    o
+}
+
+/// ibnetdiscover `--ports`: every port of every node, highest port
+/// first, with its link partner.
+#[must_use]
+pub fn ports_report(f: &Fabric, map: Option<&NameMap>) -> String {
+    let mut o = String::new();
+    let nt = |n: &Node| match n.node_type().0 {
+        2 => "SW",
+        1 => "CA",
+        3 => "RT",
+        _ => "??",
+    };
+    for i in f.listed() {
+        let n = &f.nodes[i];
+        for pn in (1..=n.num_ports()).rev() {
+            let Some(p) = n.port(pn) else { continue };
+            let v = info(p);
+            let cap = if n.is_switch() {
+                n.port(0).map(|p0| info(p0).cap_mask)
+            } else {
+                Some(v.cap_mask)
+            };
+            let (width, speed, espeed) = match cap {
+                Some(c) => (
+                    v.width,
+                    v.speed,
+                    if c & port_cap::HAS_EXT_SPEEDS != 0 {
+                        v.ext_speed
+                    } else {
+                        0
+                    },
+                ),
+                None => (0, 0, 0),
+            };
+            let s = if speed != 4 && espeed == 0 {
+                speed_compat(speed)
+            } else {
+                speed_ext_compat(espeed, speed, p.ext_speed_active)
+            };
+            let name = remap(map, n);
+            let _ = write!(
+                o,
+                "{:>2} {:>5} {:>2} 0x{:016x} {} {}",
+                nt(n),
+                n.lid_of(pn),
+                pn,
+                p.guid,
+                width_compat(width),
+                s
+            );
+            match p
+                .remote
+                .and_then(|r| f.nodes.get(r.node).map(|rn| (rn, r.port)))
+            {
+                Some((rn, rport)) => {
+                    let rguid = rn.port(rport).map_or(0, |rp| rp.guid);
+                    let _ = writeln!(
+                        o,
+                        " - {:>2} {:>5} {:>2} 0x{:016x} ( '{}' - '{}' )",
+                        nt(rn),
+                        rn.lid_of(rport),
+                        rport,
+                        rguid,
+                        name,
+                        remap(map, rn)
+                    );
+                }
+                None => {
+                    let _ = writeln!(o, "{:36}'{name}'", "");
+                }
+            }
+        }
+    }
+    o
+}
+
+/// The `--show` lines (printed before the topology).
+#[must_use]
+pub fn show_lines(f: &Fabric) -> String {
+    let mut o = String::new();
+    for l in &f.show_lines {
+        o.push_str(l);
+        o.push('\n');
+    }
+    o
+}
+
+// ---- ibhosts / ibswitches: the awk programs of the infiniband-diags
+// scripts, applied to ibnetdiscover's topology text. ----
+
+/// awk's default field splitting: runs of blanks, leading ones ignored.
+fn awk_field(line: &str, n: usize) -> &str {
+    line.split([' ', '\t', '\n'])
+        .filter(|s| !s.is_empty())
+        .nth(n.saturating_sub(1))
+        .unwrap_or("")
+}
+
+/// awk `substr(s, m, n)` (1-based; characters, here bytes of ASCII).
+fn awk_substr(s: &str, m: i64, n: Option<i64>) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let len = chars.len() as i64;
+    // gawk: the range is [m, m+n) intersected with [1, len].
+    let start = m;
+    let end = n.map_or(len + 1, |n| m.saturating_add(n));
+    let lo = start.max(1);
+    let hi = end.min(len + 1);
+    if hi <= lo {
+        return String::new();
+    }
+    chars[(lo - 1) as usize..(hi - 1) as usize].iter().collect()
+}
+
+/// Position (1-based) and length of the first `#` followed by blanks
+/// (`match($0, "#[ \t]*")`), or (0, -1).
+fn awk_match_hash(s: &str) -> (i64, i64) {
+    let chars: Vec<char> = s.chars().collect();
+    match chars.iter().position(|&c| c == '#') {
+        Some(i) => {
+            let blanks = chars[i + 1..]
+                .iter()
+                .take_while(|&&c| c == ' ' || c == '\t')
+                .count();
+            (i as i64 + 1, blanks as i64 + 1)
+        }
+        None => (0, -1),
+    }
+}
+
+/// Position (1-based) of the first occurrence of `needle`, or 0.
+fn awk_index(s: &str, needle: &str) -> i64 {
+    s.find(needle)
+        .map_or(0, |b| s[..b].chars().count() as i64 + 1)
+}
+
+/// `/^ib/`, `ibpanic:`, `ibwarn:`, `iberror:` lines: the scripts copy
+/// them through.
+fn passthrough(line: &str, o: &mut String) -> bool {
+    if line.starts_with("ib") {
+        o.push_str(line);
+        o.push('\n');
+        return true;
+    }
+    for w in ["ibpanic:", "ibwarn:", "iberror:"] {
+        if line.contains(w) {
+            o.push_str(line);
+            o.push('\n');
+        }
+    }
+    false
+}
+
+/// The `ibhosts` script's output for a topology text.
+#[must_use]
+pub fn ibhosts(topology: &str) -> String {
+    let mut o = String::new();
+    for line in topology.lines() {
+        if line.starts_with("Ca") {
+            let (m, l) = awk_match_hash(line);
+            let _ = writeln!(
+                o,
+                "{}\t: 0x{} ports {} {}",
+                awk_field(line, 1),
+                awk_substr(awk_field(line, 3), 4, Some(16)),
+                awk_field(line, 2),
+                awk_substr(line, m + l, None)
+            );
+        }
+        passthrough(line, &mut o);
+    }
+    o
+}
+
+/// The `ibswitches` script's output for a topology text.
+#[must_use]
+pub fn ibswitches(topology: &str) -> String {
+    let mut o = String::new();
+    for line in topology.lines() {
+        if line.starts_with("Switch") {
+            let (m, l) = awk_match_hash(line);
+            let mut desc = awk_substr(line, m + l, None);
+            // match(desc, "port 0.*"): the first "port 0".
+            let pi = awk_index(&desc, "port 0");
+            let pinfo = awk_substr(&desc, pi, None);
+            desc = awk_substr(&desc, 1, Some(pi - 2));
+            let mut ty = "base port 0";
+            let mut ti = awk_index(&desc, ty);
+            if ti == 0 {
+                ty = "enhanced port 0";
+                ti = awk_index(&desc, ty);
+                if ti != 0 {
+                    desc = awk_substr(&desc, 1, Some(ti - 2));
+                }
+            } else {
+                desc = awk_substr(&desc, 1, Some(ti - 2));
+            }
+            let head = format!(
+                "{}\t: 0x{} ports {} ",
+                awk_field(line, 1),
+                awk_substr(awk_field(line, 3), 4, Some(16)),
+                awk_field(line, 2)
+            );
+            if ti == 0 {
+                let _ = writeln!(o, "{head}{desc} {pinfo}");
+            } else {
+                let _ = writeln!(o, "{head}{desc} {ty} {pinfo}");
+            }
+        }
+        passthrough(line, &mut o);
+    }
+    o
+}

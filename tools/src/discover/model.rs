@@ -1,0 +1,606 @@
+//! The fabric model ibnetdiscover prints, and phase 2 of discovery: a
+//! replay of libibnetdisc's algorithm over the answers phase 1 read.
+//!
+//! libibnetdisc (infiniband-diags' discovery library) keeps one FIFO of
+//! SMPs and at most two on the wire; ibsim and real fabrics answer one
+//! port's SMPs in order, so its callbacks run in FIFO order. What it
+//! builds (which node is "new", which path a node is first reached by,
+//! which port GUID and links a port gets, and so the order nodes are
+//! printed in: newest first) follows from that order. [`replay`] runs the
+//! same callbacks in the same FIFO order, answering each SMP from
+//! [`Gathered`], so the model is the one libibnetdisc would build, while
+//! the fabric was read with many SMPs in flight.
+//!
+//! Per SMP, what libibnetdisc does (and this replay too):
+//! - NodeInfo: find or create the node (a new node queues NodeDescription,
+//!   and for a switch SwitchInfo and PortInfo of port 0); give the port
+//!   it entered by its GUID; link it to the port the SMP came from (the
+//!   first NodeInfo, of the local node, records the start instead); a CA
+//!   or router also queues PortInfo of that port.
+//! - PortInfo 0 of a switch: record the switch's LID/LMC, then queue
+//!   PortInfo of ports 1..=N.
+//! - PortInfo: store it (switch ports take the switch's LID); maybe queue
+//!   Mellanox ExtendedPortInfo first; then, for a LinkUp port other than
+//!   the one a switch was entered by (or the local CA's own port), queue
+//!   NodeInfo one hop further (the local CA reached again goes one hop
+//!   back instead).
+
+use std::collections::{HashMap, VecDeque};
+
+use mad_core::wire::attr::{NodeInfo, NodeType, PhysPortState, PortInfo};
+use mad_core::wire::Repr;
+
+use super::gather::{mlnx_ext_port_info_supported, Gathered};
+
+/// A port of the model, as libibnetdisc keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Port {
+    /// Port number.
+    pub num: u8,
+    /// Port GUID (a switch's ports all carry the switch's port GUID).
+    pub guid: u64,
+    /// PortInfo, if it was read (a port known only from NodeInfo has none).
+    pub info: Option<PortInfo>,
+    /// Mellanox ExtendedPortInfo LinkSpeedActive (bit 0: FDR10), 0 when
+    /// not read.
+    pub ext_speed_active: u8,
+    /// Base LID (a switch port: the switch's port-0 LID).
+    pub base_lid: u16,
+    /// LMC (a switch port: port 0's).
+    pub lmc: u8,
+    /// The port at the other end of the link.
+    pub remote: Option<PortRef>,
+}
+
+/// A reference to a port of the model: node index and port number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PortRef {
+    /// Index into [`Fabric::nodes`].
+    pub node: usize,
+    /// Port number.
+    pub port: u8,
+}
+
+/// A node of the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// NodeInfo of the first answer (its PortGUID / LocalPortNum are those
+    /// of the port it was first reached by).
+    pub info: NodeInfo,
+    /// NodeDescription bytes before the first NUL (at most 64), raw.
+    pub desc: Vec<u8>,
+    /// SwitchInfo EnhancedPort0.
+    pub enhanced_port0: bool,
+    /// LID of port 0 (switches; 0 otherwise).
+    pub smalid: u16,
+    /// LMC of port 0 (switches).
+    pub smalmc: u8,
+    /// The directed route it was first reached by.
+    pub path: Vec<u8>,
+    /// Ports by number (`ports[0]` is a switch's management port).
+    pub ports: Vec<Option<Port>>,
+}
+
+impl Node {
+    /// Node GUID.
+    #[must_use]
+    pub fn guid(&self) -> u64 {
+        self.info.node_guid
+    }
+
+    /// NodeType.
+    #[must_use]
+    pub fn node_type(&self) -> NodeType {
+        self.info.node_type
+    }
+
+    /// True for a switch.
+    #[must_use]
+    pub fn is_switch(&self) -> bool {
+        self.info.node_type == NodeType::SWITCH
+    }
+
+    /// Number of physical ports.
+    #[must_use]
+    pub fn num_ports(&self) -> u8 {
+        self.info.num_ports
+    }
+
+    /// Port `n`, if the model has it.
+    #[must_use]
+    pub fn port(&self, n: u8) -> Option<&Port> {
+        self.ports.get(usize::from(n)).and_then(Option::as_ref)
+    }
+
+    /// The description as ibnetdiscover prints it: every byte that is not
+    /// printable ASCII becomes a space (`clean_nodedesc`).
+    #[must_use]
+    pub fn clean_desc(&self) -> String {
+        self.desc
+            .iter()
+            .map(|&b| {
+                if (0x20..0x7f).contains(&b) {
+                    char::from(b)
+                } else {
+                    ' '
+                }
+            })
+            .collect()
+    }
+
+    /// The LID ibnetdiscover shows for this node's port `port` (a switch:
+    /// its port-0 LID).
+    #[must_use]
+    pub fn lid_of(&self, port: u8) -> u16 {
+        if self.is_switch() {
+            self.smalid
+        } else {
+            self.port(port).map_or(0, |p| p.base_lid)
+        }
+    }
+}
+
+/// The discovered fabric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fabric {
+    /// Nodes in the order libibnetdisc created them (it lists them newest
+    /// first: see [`Fabric::listed`]).
+    pub nodes: Vec<Node>,
+    /// The node discovery started from.
+    pub from_node: usize,
+    /// The port of it discovery started from.
+    pub from_port: u8,
+    /// SMPs libibnetdisc would have sent (its "Total MADs used").
+    pub total_mads: u64,
+    /// Its "max hops discovered".
+    pub max_hops: u32,
+    /// The lines `ibnetdiscover --show` prints while discovering, in
+    /// order.
+    pub show_lines: Vec<String>,
+}
+
+impl Fabric {
+    /// Node indices in libibnetdisc's list order (newest first).
+    pub fn listed(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        (0..self.nodes.len()).rev()
+    }
+
+    /// Node indices of one type, newest first (libibnetdisc's per-type
+    /// lists).
+    pub fn listed_of(&self, t: NodeType) -> impl Iterator<Item = usize> + '_ {
+        self.listed()
+            .filter(move |&i| self.nodes[i].node_type() == t)
+    }
+
+    /// The node with GUID `guid`.
+    #[must_use]
+    pub fn find(&self, guid: u64) -> Option<usize> {
+        self.nodes.iter().position(|n| n.guid() == guid)
+    }
+
+    /// The port `r` refers to.
+    #[must_use]
+    pub fn port(&self, r: PortRef) -> Option<&Port> {
+        self.nodes.get(r.node).and_then(|n| n.port(r.port))
+    }
+
+    /// Every link once: (lower end, higher end) by (node index, port).
+    #[must_use]
+    pub fn links(&self) -> Vec<(PortRef, PortRef)> {
+        let mut v = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            for p in n.ports.iter().flatten() {
+                if let Some(r) = p.remote {
+                    let here = PortRef {
+                        node: i,
+                        port: p.num,
+                    };
+                    if here <= r {
+                        v.push((here, r));
+                    }
+                }
+            }
+        }
+        v
+    }
+}
+
+/// `libibmad`'s node type names (`mad_dump_node_type`).
+#[must_use]
+pub fn node_type_name(t: NodeType) -> String {
+    match t.0 {
+        1 => "Channel Adapter".into(),
+        2 => "Switch".into(),
+        3 => "Router".into(),
+        n => format!("?({n})?"),
+    }
+}
+
+/// libibmad's `portid2str` of a directed route from the local port
+/// (DrSLID and DrDLID 0).
+#[must_use]
+pub fn dr_path_str(path: &[u8]) -> String {
+    let mut s = String::from("DR path slid 0; dlid 0; 0");
+    for h in path {
+        s.push(',');
+        s.push_str(&h.to_string());
+    }
+    s
+}
+
+#[derive(Debug, Clone)]
+enum Vq {
+    NodeInfo {
+        path: Vec<u8>,
+        from: Option<PortRef>,
+    },
+    NodeDesc {
+        node: usize,
+    },
+    SwitchInfo {
+        node: usize,
+    },
+    PortInfo {
+        path: Vec<u8>,
+        node: usize,
+        port: u8,
+    },
+    Ext {
+        path: Vec<u8>,
+        node: usize,
+        port: u8,
+    },
+}
+
+/// A zeroed PortInfo (what a port without an answer holds).
+fn zero_port_info() -> Option<PortInfo> {
+    PortInfo::parse(&[0u8; PortInfo::LEN]).ok()
+}
+
+struct Replay<'g> {
+    g: &'g Gathered,
+    nodes: Vec<Node>,
+    by_guid: HashMap<u64, usize>,
+    q: VecDeque<Vq>,
+    from: Option<PortRef>,
+    total: u64,
+    max_hops: u32,
+    show: bool,
+    show_lines: Vec<String>,
+}
+
+impl Replay<'_> {
+    fn gnode(&self, node: usize) -> Option<&super::gather::GatheredNode> {
+        self.nodes
+            .get(node)
+            .and_then(|n| self.g.nodes.get(&n.guid()))
+    }
+
+    fn run(&mut self) {
+        self.q.push_back(Vq::NodeInfo {
+            path: Vec::new(),
+            from: None,
+        });
+        while let Some(item) = self.q.pop_front() {
+            self.total += 1;
+            match item {
+                Vq::NodeInfo { path, from } => self.node_info(path, from),
+                Vq::NodeDesc { node } => {
+                    let desc = self.gnode(node).and_then(|g| g.desc.as_ref()).map(|d| {
+                        let raw = d.desc;
+                        let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+                        raw[..end].to_vec()
+                    });
+                    if let (Some(d), Some(n)) = (desc, self.nodes.get_mut(node)) {
+                        n.desc = d;
+                    }
+                }
+                Vq::SwitchInfo { node } => {
+                    let si = self
+                        .gnode(node)
+                        .and_then(|g| g.switch_info.as_ref())
+                        .map(|s| s.enhanced_port0);
+                    if let (Some(e), Some(n)) = (si, self.nodes.get_mut(node)) {
+                        n.enhanced_port0 = e;
+                    }
+                }
+                Vq::PortInfo { path, node, port } => {
+                    let pi = self.gnode(node).and_then(|g| g.ports.get(&port)).cloned();
+                    if let Some(pi) = pi {
+                        self.port_info(&path, node, port, pi);
+                    }
+                }
+                Vq::Ext { path, node, port } => {
+                    let speed = self
+                        .gnode(node)
+                        .and_then(|g| g.ext_speed.get(&port).copied().flatten());
+                    if let Some(s) = speed {
+                        if let Some(p) = self
+                            .nodes
+                            .get_mut(node)
+                            .and_then(|n| n.ports.get_mut(usize::from(port)))
+                            .and_then(Option::as_mut)
+                        {
+                            p.ext_speed_active = s;
+                        }
+                    }
+                    // Answered or not, libibnetdisc goes on from this port.
+                    self.expand(&path, node, port);
+                }
+            }
+        }
+    }
+
+    fn node_info(&mut self, path: Vec<u8>, from: Option<PortRef>) {
+        let Some(ni) = self.g.walk(&path).cloned() else {
+            return;
+        };
+        let guid = ni.node_guid;
+        let port_num = ni.local_port_num;
+        let (idx, new) = match self.by_guid.get(&guid) {
+            Some(&i) => (i, false),
+            None => {
+                let i = self.nodes.len();
+                let nports = usize::from(ni.num_ports);
+                self.nodes.push(Node {
+                    info: ni.clone(),
+                    desc: Vec::new(),
+                    enhanced_port0: false,
+                    smalid: 0,
+                    smalmc: 0,
+                    path: path.clone(),
+                    ports: vec![None; nports + 1],
+                });
+                self.by_guid.insert(guid, i);
+                (i, true)
+            }
+        };
+        let Some(node) = self.nodes.get_mut(idx) else {
+            return;
+        };
+        let Some(slot) = node.ports.get_mut(usize::from(port_num)) else {
+            return;
+        };
+        let port = slot.get_or_insert_with(|| Port {
+            num: port_num,
+            guid: 0,
+            info: None,
+            ext_speed_active: 0,
+            base_lid: 0,
+            lmc: 0,
+            remote: None,
+        });
+        port.guid = ni.port_guid;
+        if self.show {
+            let (lid, lmc) = (port.base_lid, port.lmc);
+            let shown_port = if node.is_switch() { 0 } else { port_num };
+            let last = i64::from(lid) + (1i64 << lmc) - 1;
+            self.show_lines.push(format!(
+                "{} -> {} {} {{{:016x}}} portnum {} lid {}-{} \"{}\"",
+                dr_path_str(&path),
+                if new { "new" } else { "known" },
+                node_type_name(node.node_type()),
+                guid,
+                shown_port,
+                lid,
+                last,
+                String::from_utf8_lossy(&node.desc)
+            ));
+        }
+        let here = PortRef {
+            node: idx,
+            port: port_num,
+        };
+        match from {
+            None => self.from = Some(here),
+            Some(r) => self.link(here, r),
+        }
+        let is_switch = self.nodes[idx].is_switch();
+        if new {
+            self.q.push_back(Vq::NodeDesc { node: idx });
+            if is_switch {
+                self.q.push_back(Vq::SwitchInfo { node: idx });
+                self.q.push_back(Vq::PortInfo {
+                    path: path.clone(),
+                    node: idx,
+                    port: 0,
+                });
+            }
+        }
+        if !is_switch {
+            self.q.push_back(Vq::PortInfo {
+                path,
+                node: idx,
+                port: port_num,
+            });
+        }
+    }
+
+    fn port_mut(&mut self, r: PortRef) -> Option<&mut Port> {
+        self.nodes
+            .get_mut(r.node)
+            .and_then(|n| n.ports.get_mut(usize::from(r.port)))
+            .and_then(Option::as_mut)
+    }
+
+    /// libibnetdisc's `link_ports`: both ends forget an earlier partner.
+    fn link(&mut self, a: PortRef, b: PortRef) {
+        if self.port_mut(b).is_none() {
+            return;
+        }
+        for end in [a, b] {
+            if let Some(old) = self.port_mut(end).and_then(|p| p.remote) {
+                if let Some(o) = self.port_mut(old) {
+                    o.remote = None;
+                }
+            }
+        }
+        if let Some(p) = self.port_mut(a) {
+            p.remote = Some(b);
+        }
+        if let Some(p) = self.port_mut(b) {
+            p.remote = Some(a);
+        }
+    }
+
+    fn port_info(&mut self, path: &[u8], node: usize, port_num: u8, pi: PortInfo) {
+        let Some(n) = self.nodes.get_mut(node) else {
+            return;
+        };
+        let is_switch = n.is_switch();
+        let node_port_guid = n.info.port_guid;
+        let (smalid, smalmc) = (n.smalid, n.smalmc);
+        let Some(slot) = n.ports.get_mut(usize::from(port_num)) else {
+            return;
+        };
+        let port = slot.get_or_insert_with(|| Port {
+            num: port_num,
+            guid: node_port_guid,
+            info: None,
+            ext_speed_active: 0,
+            base_lid: 0,
+            lmc: 0,
+            remote: None,
+        });
+        port.num = port_num;
+        port.ext_speed_active = 0;
+        port.base_lid = pi.lid;
+        port.lmc = pi.lmc;
+        let phys_up = pi.port_phys_state == PhysPortState::LINK_UP;
+        let speed = pi.link_speed_active;
+        let own_cap = pi.capability_mask;
+        let own_ext = pi.link_speed_ext_active;
+        port.info = Some(pi);
+        if port_num == 0 {
+            n.smalid = port.base_lid;
+            n.smalmc = port.lmc;
+        } else if is_switch {
+            port.base_lid = smalid;
+            port.lmc = smalmc;
+        }
+        let mut ext_queued = false;
+        if mlnx_ext_port_info_supported(&n.info) && phys_up && speed == 4 {
+            let cap = if is_switch {
+                n.ports
+                    .first()
+                    .and_then(Option::as_ref)
+                    .and_then(|p0| p0.info.as_ref())
+                    .map_or(0, |i| i.capability_mask)
+            } else {
+                own_cap
+            };
+            let espeed = if cap & mad_core::wire::attr::port_cap::HAS_EXT_SPEEDS != 0 {
+                own_ext
+            } else {
+                0
+            };
+            if espeed == 0 && self.g.mlx_epi {
+                self.q.push_back(Vq::Ext {
+                    path: path.to_vec(),
+                    node,
+                    port: port_num,
+                });
+                ext_queued = true;
+            }
+        }
+        if !ext_queued {
+            self.expand(path, node, port_num);
+        }
+        // recv_port0_info: the switch's other ports (only on an answer:
+        // libibnetdisc's callbacks run on answers only).
+        if port_num == 0 && is_switch {
+            let nports = self.nodes[node].num_ports();
+            for p in 1..=nports {
+                self.q.push_back(Vq::PortInfo {
+                    path: path.to_vec(),
+                    node,
+                    port: p,
+                });
+            }
+        }
+    }
+
+    /// The tail of recv_port_info: go one hop further (or back).
+    fn expand(&mut self, path: &[u8], node: usize, port_num: u8) {
+        let Some(n) = self.nodes.get(node) else {
+            return;
+        };
+        let Some(pi) = n.port(port_num).and_then(|p| p.info.as_ref()) else {
+            return;
+        };
+        let is_switch = n.is_switch();
+        // A switch's PortInfo LocalPortNum is the port the SMP entered
+        // by: along the path it was first reached by, the NodeInfo's.
+        let local_port = if is_switch {
+            n.info.local_port_num
+        } else {
+            pi.local_port_num
+        };
+        let from = self.from;
+        let is_from = from.is_some_and(|f| f.node == node && f.port == port_num);
+        if port_num == 0
+            || pi.port_phys_state != PhysPortState::LINK_UP
+            || !((is_switch && port_num != local_port) || is_from)
+        {
+            return;
+        }
+        let next = if !is_switch && from.is_some_and(|f| f.node == node) && path.len() > 1 {
+            self.max_hops += 1;
+            path[..path.len() - 1].to_vec()
+        } else {
+            if path.len() > 62 {
+                return;
+            }
+            let mut p = path.to_vec();
+            p.push(port_num);
+            if p.len() as u32 > self.max_hops {
+                self.max_hops += 1;
+            }
+            p
+        };
+        self.q.push_back(Vq::NodeInfo {
+            path: next,
+            from: Some(PortRef {
+                node,
+                port: port_num,
+            }),
+        });
+    }
+}
+
+/// Builds the model libibnetdisc would, from phase 1's answers. `show`
+/// also records the `--show` lines. `None` when not even the local
+/// node answered.
+#[must_use]
+pub fn replay(g: &Gathered, show: bool) -> Option<Fabric> {
+    let mut r = Replay {
+        g,
+        nodes: Vec::new(),
+        by_guid: HashMap::new(),
+        q: VecDeque::new(),
+        from: None,
+        total: 0,
+        max_hops: 0,
+        show,
+        show_lines: Vec::new(),
+    };
+    r.run();
+    let from = r.from?;
+    // Ports libibnetdisc created without PortInfo hold zeros.
+    let zero = zero_port_info();
+    for n in &mut r.nodes {
+        for p in n.ports.iter_mut().flatten() {
+            if p.info.is_none() {
+                p.info.clone_from(&zero);
+            }
+        }
+    }
+    Some(Fabric {
+        nodes: r.nodes,
+        from_node: from.node,
+        from_port: from.port,
+        total_mads: r.total,
+        max_hops: r.max_hops,
+        show_lines: r.show_lines,
+    })
+}
