@@ -36,6 +36,11 @@
 //! remembered subscription is sent again to the (possibly new) SA; the
 //! outcome is kept per subscription ([`SaClient::subscriptions`]).
 //!
+//! Dropping the client deregisters its agent but does not withdraw its
+//! subscriptions from the SA (an SA forgets them when Reports go
+//! unanswered, or on its own restart); call [`SaClient::unsubscribe`]
+//! first to withdraw them.
+//!
 //! Only one agent per port may own SA Reports: a second client on the same
 //! runtime must be created with [`SaClientConfig::receive_reports`] off.
 
