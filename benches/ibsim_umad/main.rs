@@ -12,8 +12,10 @@
 //! For each topology: starts ibsim, builds the anchor (bench-anchor/build.sh
 //! into a temporary directory), then runs `--rounds` rounds of {anchor,
 //! ours with each W}, each a separate process under libumad2sim attached
-//! to the topology's first node. Reports the median rate of the rounds, the
-//! latency percentiles of the median round and ours/libibmad. When ibsim,
+//! to the topology's first node. Reports the median rate of the rounds
+//! (with the latency percentiles of that round) and ours/libibmad from the
+//! medians, and the best round of each and their ratio (on a shared
+//! machine the best round is the least disturbed one). When ibsim,
 //! libumad2sim, a C compiler or libibmad is missing it says so and exits 0
 //! (plain `cargo bench` must not fail on a machine without them).
 //!
@@ -251,11 +253,15 @@ fn measure(net: &Path, o: &Opts, anchor: &Path) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     let base = median(&anchor_runs).ok_or("no anchor run")?;
     let base_qps = qps(&base);
+    let best = |all: &[Value]| all.iter().map(qps).fold(0.0, f64::max);
+    let base_best = best(&anchor_runs);
     let mut row = |v: Value, all: &[Value]| {
         let mut v = v;
         v["net"] = Value::from(net_name.clone());
         v["rounds_qps"] = Value::from(all.iter().map(qps).collect::<Vec<_>>());
+        v["best_qps"] = Value::from(best(all));
         v["ratio_vs_libibmad"] = Value::from(qps(&v) / base_qps);
+        v["best_ratio_vs_libibmad"] = Value::from(best(all) / base_best);
         out.push(v);
     };
     row(base.clone(), &anchor_runs);
@@ -269,8 +275,17 @@ fn measure(net: &Path, o: &Opts, anchor: &Path) -> Result<Vec<Value>, String> {
 
 fn print_table(rows: &[Value]) {
     println!(
-        "{:<12} {:<16} {:>4} {:>11} {:>9} {:>9} {:>9} {:>9}  rounds (q/s)",
-        "net", "impl", "W", "queries/s", "p50 us", "p99 us", "p99.9 us", "ours/ibmad"
+        "{:<12} {:<16} {:>4} {:>11} {:>9} {:>9} {:>9} {:>10} {:>11} {:>10}  rounds (q/s)",
+        "net",
+        "impl",
+        "W",
+        "median q/s",
+        "p50 us",
+        "p99 us",
+        "p99.9 us",
+        "ours/ibmad",
+        "best q/s",
+        "best ratio"
     );
     for v in rows {
         let rounds: Vec<String> = v["rounds_qps"]
@@ -282,7 +297,7 @@ fn print_table(rows: &[Value]) {
             })
             .unwrap_or_default();
         println!(
-            "{:<12} {:<16} {:>4} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>9.2}x  {}",
+            "{:<12} {:<16} {:>4} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>9.2}x {:>11.0} {:>9.2}x  {}",
             v["net"].as_str().unwrap_or("?"),
             v["impl"].as_str().unwrap_or("?"),
             v["outstanding"].as_u64().unwrap_or(0),
@@ -291,6 +306,8 @@ fn print_table(rows: &[Value]) {
             lat(v, "p99"),
             lat(v, "p99.9"),
             v["ratio_vs_libibmad"].as_f64().unwrap_or(f64::NAN),
+            v["best_qps"].as_f64().unwrap_or(f64::NAN),
+            v["best_ratio_vs_libibmad"].as_f64().unwrap_or(f64::NAN),
             rounds.join(" "),
         );
     }
