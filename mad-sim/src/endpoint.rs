@@ -110,6 +110,10 @@ impl SimPort {
         self.port
     }
 
+    pub(crate) fn endpoint_index(&self) -> usize {
+        self.ep
+    }
+
     /// Declares (or stops declaring) this endpoint the SM of its port, as
     /// opening the kernel's `issm` device does: PortInfo IsSM is set, and
     /// SMInfo requests, traps and reports for the node come here.
@@ -141,7 +145,17 @@ impl Drop for SimPort {
             .get_mut(self.ep)
             .and_then(Option::take)
             .is_some_and(|e| e.is_sm);
-        c.ep_at.remove(&(self.node, self.port));
+        let key = (self.node, self.port);
+        if let Some(slot) = c.ep_at.get_mut(&key) {
+            for q in slot.iter_mut() {
+                if *q == Some(self.ep) {
+                    *q = None;
+                }
+            }
+            if slot.iter().all(Option::is_none) {
+                c.ep_at.remove(&key);
+            }
+        }
         if was_sm {
             if let Some(p) = c.port_mut(self.node, self.port) {
                 p.info.capability_mask &= !port_cap::IS_SM;
@@ -199,6 +213,11 @@ impl Transport for SimPort {
             .get_mut(self.ep)
             .and_then(Option::as_mut)
             .ok_or_else(|| TransportError::DeviceDead(self.attrs.ca_name.clone()))?;
+        if !ep.owns[qp.index()] {
+            return Err(TransportError::BadSend(format!(
+                "{qp:?} of this port belongs to another endpoint (attach_qp)"
+            )));
+        }
         let state = ep.qp_state[qp.index()];
         match state {
             QpState::Reset | QpState::Init | QpState::Rtr => {
@@ -271,6 +290,8 @@ impl Transport for SimPort {
         if auto {
             c.run_until_idle();
         }
+        drop(c);
+        self.fabric.pump();
         Ok(wr)
     }
 

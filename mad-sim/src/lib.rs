@@ -4,25 +4,39 @@
 //! as a library, deterministic and without a server.
 //!
 //! - [`topology`]: topology files in the ibnetdiscover format that ibsim
-//!   reads, parsed the way ibsim parses them (same nodes, links, GUIDs).
+//!   reads, parsed the way ibsim parses them (same nodes, links, GUIDs);
+//!   [`default_topology`] is the built-in one.
 //! - [`fabric`]: nodes, ports and links from a topology, an SMA and a PMA
 //!   on every node, directed-route and LID-routed forwarding, P_Key and
-//!   M_Key checks, hooks for an SM and for link faults.
+//!   M_Key checks, seeded link faults (drop, duplicate, reorder, delay),
+//!   cables pulled and plugged back (with Trap 128), hooks for an SM, for
+//!   link filters and for in-fabric services.
 //! - [`SimPort`]: an endpoint at a port, implementing
 //!   [`mad_core::transport::Transport`], so the whole stack runs on the
-//!   simulated fabric.
+//!   simulated fabric; [`FaultyPort`] wraps one in mad-core's
+//!   `FaultInjector` for device-level faults ([`EndpointFault`]).
+//! - [`sm`]: SM-lite, a sans-IO subnet manager.
+//! - [`sa`]: the SA's records from SM-lite's view of the subnet.
+//! - [`Subnet`]: a fabric brought up in one call (SM-lite as an in-fabric
+//!   service, the SA responder on the SM's port).
 //!
-//! Nothing here performs I/O (but reading topology files), spawns a
-//! thread or reads a clock.
+//! Nothing but [`Subnet`] spawns a thread (its SA runs on a
+//! `mad_agents::Runtime`); nothing reads a clock: time in the fabric is
+//! virtual ([`Fabric::advance`]). Only topology files are read.
 #![deny(unsafe_code)]
 
 pub mod endpoint;
 pub mod fabric;
+pub mod faulty;
+pub mod sa;
 pub mod sm;
+pub mod subnet;
 pub mod topology;
 
 pub use endpoint::SimPort;
-pub use fabric::{Fabric, FabricConfig, NodeSel, SimError};
+pub use fabric::{Fabric, FabricConfig, LinkFaults, NodeSel, SimError};
+pub use faulty::{EndpointFault, FaultyPort};
+pub use subnet::{Subnet, SubnetOptions, Summary, UpError};
 pub use topology::{Topology, TopologyError};
 
 /// The text of the built-in default topology (ibnetdiscover / ibsim

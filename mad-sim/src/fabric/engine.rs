@@ -91,6 +91,12 @@ pub(crate) struct Endpoint {
     pub notify: Option<(UnixStream, UnixStream)>,
     /// A byte is in the socket pair.
     pub signaled: bool,
+    /// The QPs (QP0, QP1) this endpoint owns.
+    pub owns: [bool; 2],
+    /// A [`crate::FaultyPort`] wraps it: it takes `faults`.
+    pub fault_capable: bool,
+    /// Faults injected by [`crate::Fabric::inject`], not yet taken.
+    pub faults: VecDeque<crate::EndpointFault>,
 }
 
 impl Endpoint {
@@ -110,6 +116,9 @@ impl Endpoint {
             depth,
             notify,
             signaled: false,
+            owns: [true; 2],
+            fault_capable: false,
+            faults: VecDeque::new(),
         }
     }
 
@@ -126,7 +135,12 @@ impl Endpoint {
 
     /// Clears the notification fd once every queue is empty.
     pub fn unsignal_if_idle(&mut self) {
-        if !self.signaled || !self.cq.is_empty() || !self.rq.is_empty() || !self.events.is_empty() {
+        if !self.signaled
+            || !self.cq.is_empty()
+            || !self.rq.is_empty()
+            || !self.events.is_empty()
+            || !self.faults.is_empty()
+        {
             return;
         }
         if let Some((_, rx)) = &self.notify {
@@ -159,10 +173,15 @@ pub(crate) struct Core {
     pub now: Duration,
     pub queue: VecDeque<Packet>,
     pub endpoints: Vec<Option<Endpoint>>,
-    pub ep_at: HashMap<(u32, u8), usize>,
+    /// The endpoints at a port, per QP (QP0, QP1): one endpoint may hold
+    /// both, or two endpoints one each.
+    pub ep_at: HashMap<(u32, u8), [Option<usize>; 2]>,
     pub link_filter: Option<LinkFilter>,
     pub sm_handlers: HashMap<u32, SmHandler>,
     pub stats: FabricStats,
+    /// Held packets going back on the wire: they enter (node, port).
+    pub resume: super::faults::Resume,
+    pub faults: super::faults::FaultState,
 }
 
 impl Core {
@@ -180,6 +199,12 @@ impl Core {
 
     /// Processes the next queued packet; false when the queue is empty.
     pub fn step(&mut self) -> bool {
+        if let Some((n, p, mut pkt)) = self.resume.pop_front() {
+            if let Some(hop) = self.enter(n, p, &pkt) {
+                self.run(hop, &mut pkt);
+            }
+            return true;
+        }
         let Some(mut pkt) = self.queue.pop_front() else {
             return false;
         };
@@ -341,6 +366,17 @@ impl Core {
                 return None;
             }
         }
+        if let super::faults::Verdict::Gone = self.link_fault(node, port, rn, rp, pkt) {
+            return None;
+        }
+        self.enter(rn, rp, pkt)
+    }
+
+    /// A packet comes off the wire into `rn`/`rp`: lost if that port is
+    /// not physically up, else counted as received there.
+    fn enter(&mut self, rn: u32, rp: u8, pkt: &Packet) -> Option<Hop> {
+        let words = pkt.words();
+        let unicast = pkt.unicast();
         if let Some(p) = self.port_mut(rn, rp) {
             if p.info.port_phys_state != PhysPortState::LINK_UP {
                 p.counters.port_rcv_errors = p.counters.port_rcv_errors.saturating_add(1);
@@ -589,9 +625,8 @@ impl Core {
             return true;
         }
         let is_sm = self
-            .ep_at
-            .get(&(node, mgmt))
-            .and_then(|e| self.endpoints.get(*e))
+            .ep_for(node, mgmt, Qp::Qp0)
+            .and_then(|e| self.endpoints.get(e))
             .and_then(Option::as_ref)
             .is_some_and(|e| e.is_sm);
         if is_sm {
@@ -615,7 +650,7 @@ impl Core {
             self.pma(node, port, pkt);
             return;
         }
-        if self.ep_at.contains_key(&(node, mgmt)) {
+        if self.ep_for(node, mgmt, Qp::Qp1).is_some() {
             self.deliver(node, mgmt, Qp::Qp1, pkey_index, pkt);
             return;
         }
@@ -639,7 +674,7 @@ impl Core {
 
     /// Puts `pkt` on the receive queue of the endpoint at `node`/`port`.
     pub(crate) fn deliver(&mut self, node: u32, port: u8, qp: Qp, pkey_index: u16, pkt: &Packet) {
-        let Some(&e) = self.ep_at.get(&(node, port)) else {
+        let Some(e) = self.ep_for(node, port, qp) else {
             self.drop_pkt(DropReason::NoReceiver, node, port);
             return;
         };
@@ -777,40 +812,49 @@ impl Core {
     /// Tells the endpoint at `node`/`port` (if any) what changed between
     /// `old` and `new` PortInfo.
     pub(crate) fn port_events(&mut self, node: u32, port: u8, old: &PortInfo, new: &PortInfo) {
-        let Some(&e) = self.ep_at.get(&(node, port)) else {
-            return;
-        };
-        let Some(Some(ep)) = self.endpoints.get_mut(e) else {
-            return;
-        };
+        let mut evs = Vec::new();
         if old.lid != new.lid || old.lmc != new.lmc {
-            ep.events.push_back(AsyncEvent::LidChange);
+            evs.push(AsyncEvent::LidChange);
         }
         if old.gid_prefix != new.gid_prefix {
-            ep.events.push_back(AsyncEvent::GidChange);
+            evs.push(AsyncEvent::GidChange);
         }
         if old.master_sm_lid != new.master_sm_lid || old.master_sm_sl != new.master_sm_sl {
-            ep.events.push_back(AsyncEvent::SmChange);
+            evs.push(AsyncEvent::SmChange);
         }
         let was = old.port_state == PortState::ACTIVE;
         let is = new.port_state == PortState::ACTIVE;
         if is && !was {
-            ep.events.push_back(AsyncEvent::PortActive);
+            evs.push(AsyncEvent::PortActive);
         } else if was && !is {
-            ep.events.push_back(AsyncEvent::PortError);
+            evs.push(AsyncEvent::PortError);
         }
-        if !ep.events.is_empty() {
-            ep.signal();
+        for ev in evs {
+            self.port_event(node, port, ev);
         }
     }
 
-    /// Pushes `ev` to the endpoint at `node`/`port`, if any.
+    /// Pushes `ev` to the endpoints at `node`/`port` (each once), if any.
     pub(crate) fn port_event(&mut self, node: u32, port: u8, ev: AsyncEvent) {
-        if let Some(&e) = self.ep_at.get(&(node, port)) {
+        for e in self.eps_at(node, port) {
             if let Some(Some(ep)) = self.endpoints.get_mut(e) {
                 ep.events.push_back(ev);
                 ep.signal();
             }
+        }
+    }
+
+    /// The endpoint that owns `qp` at `node`/`port`.
+    pub(crate) fn ep_for(&self, node: u32, port: u8, qp: Qp) -> Option<usize> {
+        self.ep_at.get(&(node, port)).and_then(|e| e[qp.index()])
+    }
+
+    /// The distinct endpoints at `node`/`port`.
+    pub(crate) fn eps_at(&self, node: u32, port: u8) -> Vec<usize> {
+        match self.ep_at.get(&(node, port)) {
+            Some([Some(a), Some(b)]) if a == b => vec![*a],
+            Some([a, b]) => a.iter().chain(b.iter()).copied().collect(),
+            None => Vec::new(),
         }
     }
 }

@@ -107,13 +107,15 @@
 //!   LID-routed parts (refused at post; ibsim refuses them too).
 
 mod engine;
+mod faults;
 mod node;
 mod pma;
 mod sma;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::Duration;
 
 use mad_core::wire::attr::{port_cap, PortCounters, PortCountersExt, PortInfo, SmInfo};
@@ -122,6 +124,8 @@ use crate::endpoint::SimPort;
 use crate::topology::{NodeKind, Topology, TopologyError};
 
 pub(crate) use engine::{check_dr_post, Core, Endpoint, Origin, Packet};
+pub use faults::{LinkFaultStats, LinkFaults};
+pub(crate) use node::default_vlarb;
 pub use node::{
     CA_GUID_CAP, CA_PARTITION_CAP, DEFAULT_SL2VL, REVISION, SWITCH_PARTITION_CAP,
     SWITCH_PARTITION_ENFORCEMENT_CAP,
@@ -141,6 +145,8 @@ pub struct FabricConfig {
     pub auto_deliver: bool,
     /// How many recent drops [`FabricStats::recent_drops`] keeps.
     pub drop_log: usize,
+    /// Seed of the link-fault RNGs ([`Fabric::set_fault_seed`]).
+    pub fault_seed: u64,
 }
 
 impl Default for FabricConfig {
@@ -151,6 +157,7 @@ impl Default for FabricConfig {
             send_queue_depth: 128,
             auto_deliver: true,
             drop_log: 64,
+            fault_seed: 0,
         }
     }
 }
@@ -269,6 +276,8 @@ pub enum DropReason {
     LinkFilter,
     /// It went around more than 256 links (a forwarding loop).
     HopLimit,
+    /// A link fault ([`Fabric::set_link_faults`]) lost it on the wire.
+    LinkFault,
 }
 
 impl DropReason {
@@ -294,6 +303,7 @@ impl DropReason {
         Self::NoSuchPort,
         Self::LinkFilter,
         Self::HopLimit,
+        Self::LinkFault,
     ];
 
     fn index(self) -> usize {
@@ -456,13 +466,65 @@ pub enum SimError {
         /// The port.
         port: u8,
     },
+    /// No cable at that port (an unlinked port, or port 0 of a switch).
+    #[error("{node:?} port {port} has no cable")]
+    NoCable {
+        /// The node id.
+        node: String,
+        /// The port.
+        port: u8,
+    },
+    /// No endpoint is attached at that port.
+    #[error("{node:?} port {port} has no endpoint attached")]
+    NoEndpoint {
+        /// The node id.
+        node: String,
+        /// The port.
+        port: u8,
+    },
+    /// The endpoint at that port cannot take this fault: only an endpoint
+    /// wrapped in a [`crate::FaultyPort`] can fail its work requests, CQ
+    /// or device; a plain [`SimPort`] takes only notification events.
+    #[error("the endpoint at {node:?} port {port} is not a FaultyPort; it cannot take {fault}")]
+    NotFaultCapable {
+        /// The node id.
+        node: String,
+        /// The port.
+        port: u8,
+        /// The fault.
+        fault: String,
+    },
 }
+
+/// An in-fabric service ([`Fabric::add_service`]): called with the
+/// fabric's virtual time whenever the fabric may have something for it;
+/// returns true when it did something (it is then called again).
+pub type Service = Box<dyn FnMut(Duration) -> bool + Send>;
+
+/// Names a service added with [`Fabric::add_service`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ServiceId(u64);
+
+/// The services of a fabric and who pumps them.
+#[derive(Default)]
+struct Services {
+    list: Mutex<Vec<(u64, Service)>>,
+    count: AtomicUsize,
+    /// Something may have arrived for a service since it was last pumped.
+    dirty: AtomicBool,
+    next: AtomicU64,
+}
+
+/// Most rounds one pump makes while services keep reporting work (a
+/// guard against a service that never settles).
+const MAX_PUMP_ROUNDS: usize = 10_000_000;
 
 /// The simulated fabric. Cloning gives another handle to the same fabric;
 /// it is `Send + Sync`, each call locking it briefly.
 #[derive(Clone)]
 pub struct Fabric {
     core: Arc<Mutex<Core>>,
+    services: Arc<Services>,
 }
 
 impl std::fmt::Debug for Fabric {
@@ -501,7 +563,12 @@ impl Fabric {
             .map(|(i, n)| (n.info.node_guid, i as u32))
             .collect();
         let stats = FabricStats::new(cfg.drop_log);
+        let faults = faults::FaultState {
+            seed: cfg.fault_seed,
+            ..faults::FaultState::default()
+        };
         Self {
+            services: Arc::new(Services::default()),
             core: Arc::new(Mutex::new(Core {
                 nodes,
                 by_id,
@@ -514,6 +581,8 @@ impl Fabric {
                 link_filter: None,
                 sm_handlers: HashMap::new(),
                 stats,
+                resume: VecDeque::new(),
+                faults,
             })),
         }
     }
@@ -539,12 +608,33 @@ impl Fabric {
     }
 
     /// Attaches an endpoint at `port` of a node: 1..=n on a CA or router,
-    /// 0 on a switch.
+    /// 0 on a switch. It owns both QPs of the port.
     ///
     /// # Errors
     /// No such node or end port, or the port already has an endpoint.
     pub fn attach(&self, node: impl Into<NodeSel>, port: u8) -> Result<SimPort, SimError> {
-        let sel = node.into();
+        self.attach_qps(node.into(), port, [true, true])
+    }
+
+    /// Attaches an endpoint that owns only `qp` of the port, so that two
+    /// endpoints can share one port the way an SM (QP0) and an SA or
+    /// other GSI agents (QP1) in two processes share a real port. Posting
+    /// on the other QP fails; MADs for it go to the other endpoint.
+    ///
+    /// # Errors
+    /// As [`Fabric::attach`]; `PortInUse` if that QP is taken.
+    pub fn attach_qp(
+        &self,
+        node: impl Into<NodeSel>,
+        port: u8,
+        qp: mad_core::transport::Qp,
+    ) -> Result<SimPort, SimError> {
+        let mut owns = [false; 2];
+        owns[qp.index()] = true;
+        self.attach_qps(node.into(), port, owns)
+    }
+
+    fn attach_qps(&self, sel: NodeSel, port: u8, owns: [bool; 2]) -> Result<SimPort, SimError> {
         let mut c = self.lock();
         let Some(n) = resolve(&c, &sel) else {
             return Err(SimError::NoSuchNode(sel));
@@ -561,7 +651,11 @@ impl Fabric {
                 port,
             });
         }
-        if c.ep_at.contains_key(&(n, port)) {
+        let taken = c
+            .ep_at
+            .get(&(n, port))
+            .is_some_and(|e| (0..2).any(|q| owns[q] && e[q].is_some()));
+        if taken {
             return Err(SimError::PortInUse {
                 node: nd.id.clone(),
                 port,
@@ -569,8 +663,15 @@ impl Fabric {
         }
         let depth = c.cfg.send_queue_depth.max(1);
         let idx = c.endpoints.len();
-        c.endpoints.push(Some(Endpoint::new(depth)));
-        c.ep_at.insert((n, port), idx);
+        let mut ep = Endpoint::new(depth);
+        ep.owns = owns;
+        c.endpoints.push(Some(ep));
+        let slot = c.ep_at.entry((n, port)).or_insert([None; 2]);
+        for q in 0..2 {
+            if owns[q] {
+                slot[q] = Some(idx);
+            }
+        }
         let attrs = crate::endpoint::port_attrs(&c, n, port);
         drop(c);
         Ok(SimPort::new(self.clone(), idx, n, port, attrs))
@@ -670,8 +771,10 @@ impl Fabric {
         self.lock().now
     }
 
-    /// Moves virtual time forward (M_Key leases that run out clear their
-    /// port's protect bits).
+    /// Moves virtual time forward: M_Key leases that run out clear their
+    /// port's protect bits, packets delayed on links that are due and
+    /// packets held for reordering go back on the wire (and, with
+    /// auto-delivery, to their end), and the services run (SM timers).
     pub fn advance(&self, by: Duration) {
         let mut c = self.lock();
         c.now = c.now.saturating_add(by);
@@ -682,6 +785,302 @@ impl Fabric {
                     p.mkey_lease_end = None;
                     p.info.m_key_protect_bits = 0;
                 }
+            }
+        }
+        c.release_held();
+        if c.cfg.auto_deliver {
+            c.run_until_idle();
+        }
+        drop(c);
+        self.pump();
+    }
+
+    /// Sets the faults of the link at `node`/`port`, both directions
+    /// (`LinkFaults::default()` removes them); see [`LinkFaults`] for
+    /// what each does. Each direction keeps its own seeded RNG.
+    ///
+    /// # Errors
+    /// No such node or port, or no cable there.
+    pub fn set_link_faults(
+        &self,
+        node: impl Into<NodeSel>,
+        port: u8,
+        faults: LinkFaults,
+    ) -> Result<(), SimError> {
+        let (n, (rn, rp)) = self.cable_ends(node.into(), port)?;
+        let mut c = self.lock();
+        c.set_dir_faults(n, port, Some(faults));
+        c.set_dir_faults(rn, rp, Some(faults));
+        if c.cfg.auto_deliver {
+            c.run_until_idle();
+        }
+        Ok(())
+    }
+
+    /// Removes every link fault (held packets go back on the wire).
+    pub fn clear_link_faults(&self) {
+        let mut c = self.lock();
+        let dirs: Vec<(u32, u8)> = c.faults.dirs.keys().copied().collect();
+        for (n, p) in dirs {
+            c.set_dir_faults(n, p, None);
+        }
+        if c.cfg.auto_deliver {
+            c.run_until_idle();
+        }
+    }
+
+    /// The faults set on the link direction leaving `node`/`port`, and
+    /// what they did.
+    #[must_use]
+    pub fn link_faults(&self, node: usize, port: u8) -> Option<(LinkFaults, LinkFaultStats)> {
+        let c = self.lock();
+        let d = c.faults.dirs.get(&(u32::try_from(node).ok()?, port))?;
+        Some((d.faults, d.stats))
+    }
+
+    /// Every link direction with faults: (node, port it leaves), faults,
+    /// what they did.
+    #[must_use]
+    pub fn all_link_faults(&self) -> Vec<(PortAddr, LinkFaults, LinkFaultStats)> {
+        let c = self.lock();
+        c.faults
+            .dirs
+            .iter()
+            .map(|(&(n, p), d)| {
+                (
+                    PortAddr {
+                        node: n as usize,
+                        port: p,
+                    },
+                    d.faults,
+                    d.stats,
+                )
+            })
+            .collect()
+    }
+
+    /// Re-seeds the RNG of every link direction (and of those given faults
+    /// later): the same seed and the same traffic give the same faults.
+    pub fn set_fault_seed(&self, seed: u64) {
+        self.lock().reseed(seed);
+    }
+
+    /// Packets held on links: delayed, or waiting to be overtaken.
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.lock().held_count()
+    }
+
+    /// Traps the switches sent so far.
+    #[must_use]
+    pub fn traps_sent(&self) -> u64 {
+        self.lock().faults.traps
+    }
+
+    /// Pulls the cable at `node`/`port`: both ends go Down (physically
+    /// Polling), endpoints there see `PortError`, LinkDownedCounter
+    /// counts, and each switch end sends Trap 128 to its SM. Packets that
+    /// would cross are dropped (`LinkDown`). No-op if already pulled.
+    ///
+    /// # Errors
+    /// No such node or port, or no cable there.
+    pub fn link_down(&self, node: impl Into<NodeSel>, port: u8) -> Result<(), SimError> {
+        self.cable(node.into(), port, false)
+    }
+
+    /// Plugs the cable at `node`/`port` back: the ends train to
+    /// Initialize / LinkUp (unless one is Disabled), each switch end sends
+    /// Trap 128, and the SM must make them Active again. No-op if not
+    /// pulled.
+    ///
+    /// # Errors
+    /// No such node or port, or no cable there.
+    pub fn link_up(&self, node: impl Into<NodeSel>, port: u8) -> Result<(), SimError> {
+        self.cable(node.into(), port, true)
+    }
+
+    /// True while the cable at `node`/`port` is pulled.
+    #[must_use]
+    pub fn is_unplugged(&self, node: usize, port: u8) -> bool {
+        let c = self.lock();
+        c.nodes
+            .get(node)
+            .and_then(|n| n.port(port))
+            .is_some_and(|p| p.unplugged)
+    }
+
+    fn cable(&self, sel: NodeSel, port: u8, plugged: bool) -> Result<(), SimError> {
+        let (n, _) = self.cable_ends(sel, port)?;
+        let mut c = self.lock();
+        // cable_ends checked the port and its cable.
+        let _ = c.set_cable(n, port, plugged);
+        if c.cfg.auto_deliver {
+            c.run_until_idle();
+        }
+        drop(c);
+        self.pump();
+        Ok(())
+    }
+
+    /// The node index of `sel` and the far end of its cable at `port`.
+    fn cable_ends(&self, sel: NodeSel, port: u8) -> Result<(u32, (u32, u8)), SimError> {
+        let c = self.lock();
+        let Some(n) = resolve(&c, &sel) else {
+            return Err(SimError::NoSuchNode(sel));
+        };
+        let nd = &c.nodes[n as usize];
+        let Some(p) = nd.port(port) else {
+            return Err(SimError::NoSuchPort {
+                node: nd.id.clone(),
+                port,
+            });
+        };
+        match p.remote {
+            Some(r) if !(nd.is_switch() && port == 0) => Ok((n, r)),
+            _ => Err(SimError::NoCable {
+                node: nd.id.clone(),
+                port,
+            }),
+        }
+    }
+
+    /// Injects `fault` at the endpoint attached at `node`/`port` (the one
+    /// owning QP1 if two share the port, else QP0's). A
+    /// [`crate::FaultyPort`] takes every [`crate::EndpointFault`] the next
+    /// time its stack polls it (its fd turns readable); a plain
+    /// [`SimPort`] takes only [`crate::EndpointFault::Event`] of a
+    /// notification event (port, LID, P_Key, GID, SM change, client
+    /// reregister, soft reset end), queued as if the device raised it.
+    ///
+    /// # Errors
+    /// No such node, no endpoint there, or a fault a plain `SimPort`
+    /// cannot take.
+    pub fn inject(
+        &self,
+        node: impl Into<NodeSel>,
+        port: u8,
+        fault: crate::EndpointFault,
+    ) -> Result<(), SimError> {
+        use mad_core::transport::{AsyncEvent, Qp};
+        let sel = node.into();
+        let mut c = self.lock();
+        let Some(n) = resolve(&c, &sel) else {
+            return Err(SimError::NoSuchNode(sel));
+        };
+        let id = c.nodes[n as usize].id.clone();
+        let Some(e) = c
+            .ep_for(n, port, Qp::Qp1)
+            .or_else(|| c.ep_for(n, port, Qp::Qp0))
+        else {
+            return Err(SimError::NoEndpoint { node: id, port });
+        };
+        let Some(Some(ep)) = c.endpoints.get_mut(e) else {
+            return Err(SimError::NoEndpoint { node: id, port });
+        };
+        if ep.fault_capable {
+            ep.faults.push_back(fault);
+            ep.signal();
+            return Ok(());
+        }
+        match fault {
+            crate::EndpointFault::Event(
+                ev @ (AsyncEvent::PortActive
+                | AsyncEvent::PortError
+                | AsyncEvent::LidChange
+                | AsyncEvent::PkeyChange
+                | AsyncEvent::GidChange
+                | AsyncEvent::SmChange
+                | AsyncEvent::ClientReregister
+                | AsyncEvent::SoftResetEnd),
+            ) => {
+                ep.events.push_back(ev);
+                ep.signal();
+                Ok(())
+            }
+            other => Err(SimError::NotFaultCapable {
+                node: id,
+                port,
+                fault: format!("{other:?}"),
+            }),
+        }
+    }
+
+    /// Adds an in-fabric service: a piece of software that lives at the
+    /// fabric (SM-lite in [`crate::Subnet`]) and is run, without threads,
+    /// by whichever caller just moved packets: after every `post_send`,
+    /// [`Fabric::advance`], link change and [`Fabric::pump`]. It is called
+    /// with the virtual time until it reports no more work. A service must
+    /// not block; it may post on its own endpoints (which pumps no one
+    /// recursively: the running pump goes round again).
+    pub fn add_service(&self, service: Service) -> ServiceId {
+        let id = self.services.next.fetch_add(1, Ordering::Relaxed);
+        let mut list = self
+            .services
+            .list
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        list.push((id, service));
+        self.services.count.store(list.len(), Ordering::SeqCst);
+        drop(list);
+        self.pump();
+        ServiceId(id)
+    }
+
+    /// Removes a service (waiting for a pump in progress to end); true if
+    /// it was there. Must not be called from inside a service.
+    pub fn remove_service(&self, id: ServiceId) -> bool {
+        let removed = {
+            let mut list = self
+                .services
+                .list
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let before = list.len();
+            let gone: Vec<(u64, Service)> = {
+                let (gone, keep): (Vec<_>, Vec<_>) = list.drain(..).partition(|(i, _)| *i == id.0);
+                *list = keep;
+                gone
+            };
+            self.services.count.store(list.len(), Ordering::SeqCst);
+            let removed = list.len() != before;
+            drop(list);
+            // Dropped outside the list lock (a service may own endpoints).
+            drop(gone);
+            removed
+        };
+        removed
+    }
+
+    /// Runs the services until none has work. Cheap when there are none.
+    /// When another thread is running them already, this only tells it to
+    /// go round once more.
+    pub fn pump(&self) {
+        let s = &self.services;
+        if s.count.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        s.dirty.store(true, Ordering::SeqCst);
+        let mut rounds = 0;
+        while rounds < MAX_PUMP_ROUNDS {
+            let mut list = match s.list.try_lock() {
+                Ok(l) => l,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => return,
+            };
+            while s.dirty.swap(false, Ordering::SeqCst) && rounds < MAX_PUMP_ROUNDS {
+                rounds += 1;
+                let now = self.now();
+                let mut busy = false;
+                for (_, svc) in list.iter_mut() {
+                    busy |= svc(now);
+                }
+                if busy {
+                    s.dirty.store(true, Ordering::SeqCst);
+                }
+            }
+            drop(list);
+            if !s.dirty.load(Ordering::SeqCst) {
+                return;
             }
         }
     }
@@ -695,6 +1094,8 @@ impl Fabric {
         if on {
             c.run_until_idle();
         }
+        drop(c);
+        self.pump();
     }
 
     /// Moves the next queued packet to where it ends; false if none.
@@ -702,15 +1103,20 @@ impl Fabric {
         self.lock().step()
     }
 
-    /// Steps until the queue is empty; returns how many packets moved.
+    /// Steps until the queue is empty (then runs the services); returns
+    /// how many packets moved.
     pub fn run_until_idle(&self) -> usize {
-        self.lock().run_until_idle()
+        let n = self.lock().run_until_idle();
+        self.pump();
+        n
     }
 
-    /// Packets waiting in the queue.
+    /// Packets waiting in the queue (held packets going back on the wire
+    /// included; packets still held on links are [`Fabric::held`]).
     #[must_use]
     pub fn pending(&self) -> usize {
-        self.lock().queue.len()
+        let c = self.lock();
+        c.queue.len() + c.resume.len()
     }
 
     /// Installs (or removes) the link filter.

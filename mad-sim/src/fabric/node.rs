@@ -75,6 +75,9 @@ pub(crate) struct Port {
     pub sm_info: Option<SmInfo>,
     /// Extended link speeds this port can run, whatever PortInfo says.
     pub speed_ext_capable: u8,
+    /// The cable is pulled ([`crate::Fabric::link_down`]): the link cannot
+    /// train, whatever the ports are told.
+    pub unplugged: bool,
 }
 
 /// Per-switch state.
@@ -276,6 +279,7 @@ fn build_port(kind: NodeKind, p: &TopoPort) -> Port {
         mkey_lease_end: None,
         sm_info: None,
         speed_ext_capable: speed::EXT_ALL,
+        unplugged: false,
     }
 }
 

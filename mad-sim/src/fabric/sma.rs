@@ -474,6 +474,7 @@ impl Core {
             return;
         };
         let remote = p.remote;
+        let plugged = !p.unplugged;
         let was_up = p.info.port_phys_state == PhysPortState::LINK_UP;
         match phys {
             1 | 3 => {
@@ -495,7 +496,7 @@ impl Core {
                         r.info.port_phys_state == PhysPortState::LINK_UP
                             || r.info.port_phys_state == PhysPortState::POLLING
                     });
-                match remote.filter(|_| remote_ready) {
+                match remote.filter(|_| remote_ready && plugged) {
                     Some((rn, rp)) => {
                         self.set_port_link(
                             node,
@@ -544,12 +545,6 @@ impl Core {
         }
         let new = p.info.clone();
         self.port_events(node, port, &old, &new);
-    }
-
-    fn mark_state_change(&mut self, node: u32) {
-        if let Some(sw) = self.node_mut(node).and_then(|n| n.sw.as_mut()) {
-            sw.info.port_state_change = true;
-        }
     }
 
     fn pkey_table(
