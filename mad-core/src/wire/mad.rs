@@ -1,6 +1,7 @@
 //! The common MAD header (24 bytes) as a zero-copy view ([`Mad`]) and as a
 //! `Repr` ([`MadHeader`]).
 
+use super::bytes::{self, view_methods};
 use super::{AttributeId, Error, MadStatus, Method, MgmtClass, MAD_HEADER_LEN};
 
 crate::wire_struct! {
@@ -63,85 +64,48 @@ mod field {
 }
 
 impl<T: AsRef<[u8]>> Mad<T> {
-    /// Wraps `buf` without checking its length. Accessors then read
-    /// missing bytes as zero; prefer [`Mad::new_checked`].
-    pub fn new_unchecked(buf: T) -> Self {
-        Self { buf }
-    }
-
-    /// Wraps `buf`, checking that it holds the common header.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if `buf` is shorter than 24 bytes.
-    pub fn new_checked(buf: T) -> Result<Self, Error> {
-        let got = buf.as_ref().len();
-        if got < MAD_HEADER_LEN {
-            return Err(Error::Truncated {
-                what: "MadHeader",
-                need: MAD_HEADER_LEN,
-                got,
-            });
-        }
-        Ok(Self { buf })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buf
-    }
-
-    /// The whole buffer.
-    pub fn as_bytes(&self) -> &[u8] {
-        self.buf.as_ref()
-    }
-
-    #[inline(always)]
-    fn byte(&self, i: usize) -> u8 {
-        self.buf.as_ref().get(i).copied().unwrap_or(0)
-    }
-
-    #[inline(always)]
-    fn be16(&self, i: usize) -> u16 {
-        u16::from_be_bytes([self.byte(i), self.byte(i + 1)])
-    }
-
-    #[inline(always)]
-    fn be32(&self, i: usize) -> u32 {
-        match self.buf.as_ref().get(i..i + 4) {
-            Some(s) => u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
-            None => 0,
-        }
+    view_methods! {
+        /// Wraps `buf` without checking its length. Accessors then read
+        /// missing bytes as zero; prefer [`Mad::new_checked`].
+        new_unchecked;
+        /// Wraps `buf`, checking that it holds the common header.
+        ///
+        /// # Errors
+        /// [`Error::Truncated`] if `buf` is shorter than 24 bytes.
+        new_checked(MAD_HEADER_LEN, "MadHeader");
+        into_inner;
+        as_bytes;
     }
 
     /// Base version.
     #[inline]
     pub fn base_version(&self) -> u8 {
-        self.byte(field::BASE_VERSION)
+        bytes::byte(self.as_bytes(), field::BASE_VERSION)
     }
     /// Management class.
     #[inline]
     pub fn mgmt_class(&self) -> MgmtClass {
-        MgmtClass(self.byte(field::MGMT_CLASS))
+        MgmtClass(bytes::byte(self.as_bytes(), field::MGMT_CLASS))
     }
     /// Class version.
     #[inline]
     pub fn class_version(&self) -> u8 {
-        self.byte(field::CLASS_VERSION)
+        bytes::byte(self.as_bytes(), field::CLASS_VERSION)
     }
     /// Method without the response bit.
     #[inline]
     pub fn method(&self) -> Method {
-        Method(self.byte(field::METHOD) & 0x7F)
+        Method(bytes::byte(self.as_bytes(), field::METHOD) & 0x7F)
     }
     /// Byte 3 as sent: method with the response bit.
     #[inline]
     pub fn raw_method(&self) -> u8 {
-        self.byte(field::METHOD)
+        bytes::byte(self.as_bytes(), field::METHOD)
     }
     /// The response bit.
     #[inline]
     pub fn response_bit(&self) -> bool {
-        self.byte(field::METHOD) & 0x80 != 0
+        bytes::byte(self.as_bytes(), field::METHOD) & 0x80 != 0
     }
     /// Routed as a response (see [`MadHeader::is_response`]).
     #[inline]
@@ -153,100 +117,85 @@ impl<T: AsRef<[u8]>> Mad<T> {
     /// Status word.
     #[inline]
     pub fn status(&self) -> MadStatus {
-        MadStatus(self.be16(field::STATUS))
+        MadStatus(bytes::be16(self.as_bytes(), field::STATUS))
     }
     /// Class-specific word.
     #[inline]
     pub fn class_specific(&self) -> u16 {
-        self.be16(field::CLASS_SPECIFIC)
+        bytes::be16(self.as_bytes(), field::CLASS_SPECIFIC)
     }
     /// Transaction ID.
     #[inline]
     pub fn tid(&self) -> u64 {
-        match self.buf.as_ref().get(field::TID..field::TID + 8) {
-            Some(s) => {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(s);
-                u64::from_be_bytes(a)
-            }
-            None => 0,
-        }
+        bytes::be64(self.as_bytes(), field::TID)
     }
     /// Attribute ID.
     #[inline]
     pub fn attr_id(&self) -> AttributeId {
-        AttributeId(self.be16(field::ATTR_ID))
+        AttributeId(bytes::be16(self.as_bytes(), field::ATTR_ID))
     }
     /// Attribute modifier.
     #[inline]
     pub fn attr_mod(&self) -> u32 {
-        self.be32(field::ATTR_MOD)
+        bytes::be32(self.as_bytes(), field::ATTR_MOD)
     }
     /// Everything after the common header.
     pub fn payload(&self) -> &[u8] {
-        self.buf.as_ref().get(MAD_HEADER_LEN..).unwrap_or(&[])
+        bytes::sub(self.as_bytes(), MAD_HEADER_LEN..)
     }
     /// The header as a `Repr`.
     ///
     /// # Errors
     /// Only if the view was built unchecked over a short buffer.
     pub fn header(&self) -> Result<MadHeader, Error> {
-        <MadHeader as super::Repr>::parse(self.buf.as_ref())
+        <MadHeader as super::Repr>::parse(self.as_bytes())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Mad<T> {
-    #[inline(always)]
-    fn put(&mut self, i: usize, bytes: &[u8]) {
-        if let Some(d) = self.buf.as_mut().get_mut(i..i + bytes.len()) {
-            d.copy_from_slice(bytes);
-        }
-    }
     /// Sets the base version.
     pub fn set_base_version(&mut self, v: u8) {
-        self.put(field::BASE_VERSION, &[v]);
+        bytes::put(self.buf.as_mut(), field::BASE_VERSION, &[v]);
     }
     /// Sets the management class.
     pub fn set_mgmt_class(&mut self, v: MgmtClass) {
-        self.put(field::MGMT_CLASS, &[v.0]);
+        bytes::put(self.buf.as_mut(), field::MGMT_CLASS, &[v.0]);
     }
     /// Sets the class version.
     pub fn set_class_version(&mut self, v: u8) {
-        self.put(field::CLASS_VERSION, &[v]);
+        bytes::put(self.buf.as_mut(), field::CLASS_VERSION, &[v]);
     }
     /// Sets method and response bit.
     pub fn set_method(&mut self, m: Method, response: bool) {
-        self.put(
+        bytes::put(
+            self.buf.as_mut(),
             field::METHOD,
             &[(m.0 & 0x7F) | if response { 0x80 } else { 0 }],
         );
     }
     /// Sets the status word.
     pub fn set_status(&mut self, s: MadStatus) {
-        self.put(field::STATUS, &s.0.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::STATUS, &s.0.to_be_bytes());
     }
     /// Sets the class-specific word.
     pub fn set_class_specific(&mut self, v: u16) {
-        self.put(field::CLASS_SPECIFIC, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::CLASS_SPECIFIC, &v.to_be_bytes());
     }
     /// Sets the TID.
     pub fn set_tid(&mut self, v: u64) {
-        self.put(field::TID, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::TID, &v.to_be_bytes());
     }
     /// Sets the attribute ID.
     pub fn set_attr_id(&mut self, v: AttributeId) {
-        self.put(field::ATTR_ID, &v.0.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::ATTR_ID, &v.0.to_be_bytes());
     }
     /// Sets the attribute modifier.
     pub fn set_attr_mod(&mut self, v: u32) {
-        self.put(field::ATTR_MOD, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::ATTR_MOD, &v.to_be_bytes());
     }
     /// Everything after the common header, mutable.
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        self.buf
-            .as_mut()
-            .get_mut(MAD_HEADER_LEN..)
-            .unwrap_or(&mut [])
+        bytes::sub_mut(self.buf.as_mut(), MAD_HEADER_LEN..)
     }
 }
 

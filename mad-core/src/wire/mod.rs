@@ -34,6 +34,7 @@
 //! ```
 
 pub mod attr;
+mod bytes;
 pub mod decode;
 pub mod enums;
 pub mod field;

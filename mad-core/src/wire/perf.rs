@@ -2,7 +2,8 @@
 //! bytes (24–63) and 192 bytes of attribute data at 64. Attribute layouts
 //! (PortCounters, ...) live in [`crate::wire::attr`].
 
-use super::{Error, Mad, MAD_LEN, SMP_DATA_OFFSET};
+use super::bytes::{self, view_methods};
+use super::{Error, Mad, MAD_HEADER_LEN, MAD_LEN, SMP_DATA_OFFSET};
 
 /// PerfMgt class version.
 pub const PERF_CLASS_VERSION: u8 = 1;
@@ -21,68 +22,39 @@ pub struct PerfMad<T> {
 }
 
 impl<T: AsRef<[u8]>> PerfMad<T> {
-    /// Wraps `buf` without checking its length. Prefer
-    /// [`PerfMad::new_checked`].
-    pub fn new_unchecked(buf: T) -> Self {
-        Self { buf }
-    }
-
-    /// Wraps `buf`, checking that it is a whole MAD.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if `buf` is shorter than 256 bytes.
-    pub fn new_checked(buf: T) -> Result<Self, Error> {
-        let got = buf.as_ref().len();
-        if got < MAD_LEN {
-            return Err(Error::Truncated {
-                what: "PerfMad",
-                need: MAD_LEN,
-                got,
-            });
-        }
-        Ok(Self { buf })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buf
-    }
-
-    /// The common header as a view.
-    pub fn mad(&self) -> Mad<&[u8]> {
-        Mad::new_unchecked(self.buf.as_ref())
+    view_methods! {
+        /// Wraps `buf` without checking its length. Prefer
+        /// [`PerfMad::new_checked`].
+        new_unchecked;
+        /// Wraps `buf`, checking that it is a whole MAD.
+        ///
+        /// # Errors
+        /// [`Error::Truncated`] if `buf` is shorter than 256 bytes.
+        new_checked(MAD_LEN, "PerfMad");
+        into_inner;
+        mad;
     }
 
     /// The 40 reserved bytes after the common header.
     pub fn reserved(&self) -> &[u8] {
-        self.buf
-            .as_ref()
-            .get(super::MAD_HEADER_LEN..PERF_DATA_OFFSET)
-            .unwrap_or(&[])
+        bytes::sub(self.buf.as_ref(), MAD_HEADER_LEN..PERF_DATA_OFFSET)
     }
 
     /// The 192 bytes of attribute data (empty only for an unchecked short
     /// view).
     pub fn data(&self) -> &[u8] {
-        self.buf
-            .as_ref()
-            .get(PERF_DATA_OFFSET..MAD_LEN)
-            .unwrap_or(&[])
+        bytes::sub(self.buf.as_ref(), PERF_DATA_OFFSET..MAD_LEN)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> PerfMad<T> {
-    /// The common header as a mutable view.
-    pub fn mad_mut(&mut self) -> Mad<&mut [u8]> {
-        Mad::new_unchecked(self.buf.as_mut())
+    view_methods! {
+        mad_mut;
     }
 
     /// The attribute data, mutable.
     pub fn data_mut(&mut self) -> &mut [u8] {
-        self.buf
-            .as_mut()
-            .get_mut(PERF_DATA_OFFSET..MAD_LEN)
-            .unwrap_or(&mut [])
+        bytes::sub_mut(self.buf.as_mut(), PERF_DATA_OFFSET..MAD_LEN)
     }
 }
 

@@ -15,6 +15,7 @@
 
 use core::time::Duration;
 
+use super::bytes::{self, view_methods};
 use super::{Error, Mad, MAD_HEADER_LEN, RMPP_HEADER_END};
 
 /// RMPPVersion used by every implementation (`IB_MGMT_RMPP_VERSION`).
@@ -213,75 +214,39 @@ pub struct RmppView<T> {
 }
 
 impl<T: AsRef<[u8]>> RmppView<T> {
-    /// Wraps `buf` without checking its length; missing bytes read as zero
-    /// and writes to them are dropped. Prefer [`RmppView::new_checked`].
-    pub fn new_unchecked(buf: T) -> Self {
-        Self { buf }
-    }
-
-    /// Wraps `buf`, checking that it reaches the end of the RMPP header.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if `buf` is shorter than 36 bytes.
-    pub fn new_checked(buf: T) -> Result<Self, Error> {
-        let got = buf.as_ref().len();
-        if got < RMPP_HEADER_END {
-            return Err(Error::Truncated {
-                what: "RmppHeader",
-                need: RMPP_HEADER_END,
-                got,
-            });
-        }
-        Ok(Self { buf })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buf
-    }
-
-    /// The whole buffer.
-    pub fn as_bytes(&self) -> &[u8] {
-        self.buf.as_ref()
-    }
-
-    /// The common header as a view.
-    pub fn mad(&self) -> Mad<&[u8]> {
-        Mad::new_unchecked(self.buf.as_ref())
-    }
-
-    #[inline(always)]
-    fn byte(&self, i: usize) -> u8 {
-        self.buf.as_ref().get(i).copied().unwrap_or(0)
-    }
-
-    #[inline(always)]
-    fn be32(&self, i: usize) -> u32 {
-        match self.buf.as_ref().get(i..i + 4) {
-            Some(s) => u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
-            None => 0,
-        }
+    view_methods! {
+        /// Wraps `buf` without checking its length; missing bytes read as zero
+        /// and writes to them are dropped. Prefer [`RmppView::new_checked`].
+        new_unchecked;
+        /// Wraps `buf`, checking that it reaches the end of the RMPP header.
+        ///
+        /// # Errors
+        /// [`Error::Truncated`] if `buf` is shorter than 36 bytes.
+        new_checked(RMPP_HEADER_END, "RmppHeader");
+        into_inner;
+        as_bytes;
+        mad;
     }
 
     /// RMPPVersion.
     #[inline]
     pub fn version(&self) -> u8 {
-        self.byte(field::VERSION)
+        bytes::byte(self.as_bytes(), field::VERSION)
     }
     /// RMPPType.
     #[inline]
     pub fn rmpp_type(&self) -> RmppType {
-        RmppType(self.byte(field::TYPE))
+        RmppType(bytes::byte(self.as_bytes(), field::TYPE))
     }
     /// RRespTime (5 bits).
     #[inline]
     pub fn resp_time(&self) -> u8 {
-        self.byte(field::RESP_FLAGS) >> 3
+        bytes::byte(self.as_bytes(), field::RESP_FLAGS) >> 3
     }
     /// RMPPFlags (3 bits).
     #[inline]
     pub fn flags(&self) -> u8 {
-        self.byte(field::RESP_FLAGS) & 0x07
+        bytes::byte(self.as_bytes(), field::RESP_FLAGS) & 0x07
     }
     /// Active flag.
     #[inline]
@@ -301,17 +266,17 @@ impl<T: AsRef<[u8]>> RmppView<T> {
     /// RMPPStatus.
     #[inline]
     pub fn status(&self) -> RmppStatus {
-        RmppStatus(self.byte(field::STATUS))
+        RmppStatus(bytes::byte(self.as_bytes(), field::STATUS))
     }
     /// Data1 as sent.
     #[inline]
     pub fn data1(&self) -> u32 {
-        self.be32(field::DATA1)
+        bytes::be32(self.as_bytes(), field::DATA1)
     }
     /// Data2 as sent.
     #[inline]
     pub fn data2(&self) -> u32 {
-        self.be32(field::DATA2)
+        bytes::be32(self.as_bytes(), field::DATA2)
     }
     /// SegmentNumber (Data1 of DATA and ACK).
     #[inline]
@@ -330,42 +295,35 @@ impl<T: AsRef<[u8]>> RmppView<T> {
     }
     /// Everything after the RMPP header (class header included).
     pub fn payload(&self) -> &[u8] {
-        self.buf.as_ref().get(RMPP_HEADER_END..).unwrap_or(&[])
+        bytes::sub(self.as_bytes(), RMPP_HEADER_END..)
     }
     /// The header as a `Repr`.
     ///
     /// # Errors
     /// Only if the view was built unchecked over a short buffer.
     pub fn header(&self) -> Result<RmppHeader, Error> {
-        let b = self.buf.as_ref().get(MAD_HEADER_LEN..).unwrap_or(&[]);
-        <RmppHeader as super::Repr>::parse(b)
+        <RmppHeader as super::Repr>::parse(bytes::sub(self.as_bytes(), MAD_HEADER_LEN..))
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> RmppView<T> {
-    #[inline(always)]
-    fn put(&mut self, i: usize, bytes: &[u8]) {
-        if let Some(d) = self.buf.as_mut().get_mut(i..i + bytes.len()) {
-            d.copy_from_slice(bytes);
-        }
-    }
     /// Sets RMPPVersion.
     pub fn set_version(&mut self, v: u8) {
-        self.put(field::VERSION, &[v]);
+        bytes::put(self.buf.as_mut(), field::VERSION, &[v]);
     }
     /// Sets RMPPType.
     pub fn set_rmpp_type(&mut self, t: RmppType) {
-        self.put(field::TYPE, &[t.0]);
+        bytes::put(self.buf.as_mut(), field::TYPE, &[t.0]);
     }
     /// Sets RRespTime; only the low 5 bits are used.
     pub fn set_resp_time(&mut self, v: u8) {
-        let b = (self.byte(field::RESP_FLAGS) & 0x07) | ((v & 0x1F) << 3);
-        self.put(field::RESP_FLAGS, &[b]);
+        let b = (bytes::byte(self.as_bytes(), field::RESP_FLAGS) & 0x07) | ((v & 0x1F) << 3);
+        bytes::put(self.buf.as_mut(), field::RESP_FLAGS, &[b]);
     }
     /// Sets all three flags; only the low 3 bits are used.
     pub fn set_flags(&mut self, f: u8) {
-        let b = (self.byte(field::RESP_FLAGS) & 0xF8) | (f & 0x07);
-        self.put(field::RESP_FLAGS, &[b]);
+        let b = (bytes::byte(self.as_bytes(), field::RESP_FLAGS) & 0xF8) | (f & 0x07);
+        bytes::put(self.buf.as_mut(), field::RESP_FLAGS, &[b]);
     }
     /// Sets or clears the Active flag.
     pub fn set_active(&mut self, on: bool) {
@@ -389,15 +347,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> RmppView<T> {
     }
     /// Sets RMPPStatus.
     pub fn set_status(&mut self, s: RmppStatus) {
-        self.put(field::STATUS, &[s.0]);
+        bytes::put(self.buf.as_mut(), field::STATUS, &[s.0]);
     }
     /// Sets Data1.
     pub fn set_data1(&mut self, v: u32) {
-        self.put(field::DATA1, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::DATA1, &v.to_be_bytes());
     }
     /// Sets Data2.
     pub fn set_data2(&mut self, v: u32) {
-        self.put(field::DATA2, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::DATA2, &v.to_be_bytes());
     }
     /// Sets SegmentNumber (Data1).
     pub fn set_seg_num(&mut self, v: u32) {
@@ -413,10 +371,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> RmppView<T> {
     }
     /// Everything after the RMPP header, mutable.
     pub fn payload_mut(&mut self) -> &mut [u8] {
-        self.buf
-            .as_mut()
-            .get_mut(RMPP_HEADER_END..)
-            .unwrap_or(&mut [])
+        bytes::sub_mut(self.buf.as_mut(), RMPP_HEADER_END..)
     }
     /// Writes a whole header.
     ///
@@ -424,12 +379,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> RmppView<T> {
     /// [`Error::FieldOverflow`] if a field of `h` is wider than its range;
     /// [`Error::Truncated`] only for an unchecked short view.
     pub fn set_header(&mut self, h: &RmppHeader) -> Result<(), Error> {
-        let b = self
-            .buf
-            .as_mut()
-            .get_mut(MAD_HEADER_LEN..)
-            .unwrap_or(&mut []);
-        <RmppHeader as super::Repr>::emit(h, b)
+        <RmppHeader as super::Repr>::emit(h, bytes::sub_mut(self.buf.as_mut(), MAD_HEADER_LEN..))
     }
 }
 

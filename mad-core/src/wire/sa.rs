@@ -26,6 +26,7 @@
 //! should be passed with its exact length (the length the kernel's umad
 //! reports), or its data split with [`split_records`].
 
+use super::bytes::{self, view_methods};
 use super::rmpp::{RmppView, RMPP_FLAG_ACTIVE, RMPP_FLAG_FIRST, RMPP_FLAG_LAST};
 use super::{Error, Mad, Method, MAD_LEN, RMPP_HEADER_END, SA_DATA_OFFSET};
 
@@ -155,81 +156,47 @@ pub struct SaMad<T> {
 }
 
 impl<T: AsRef<[u8]>> SaMad<T> {
-    /// Wraps `buf` without checking its length; missing bytes read as zero.
-    /// Prefer [`SaMad::new_checked`].
-    pub fn new_unchecked(buf: T) -> Self {
-        Self { buf }
-    }
-
-    /// Wraps `buf`, checking that it holds the SA header.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if `buf` is shorter than 56 bytes.
-    pub fn new_checked(buf: T) -> Result<Self, Error> {
-        let got = buf.as_ref().len();
-        if got < SA_DATA_OFFSET {
-            return Err(Error::Truncated {
-                what: "SaMad",
-                need: SA_DATA_OFFSET,
-                got,
-            });
-        }
-        Ok(Self { buf })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buf
-    }
-
-    /// The whole buffer.
-    pub fn as_bytes(&self) -> &[u8] {
-        self.buf.as_ref()
-    }
-
-    /// The common header as a view.
-    pub fn mad(&self) -> Mad<&[u8]> {
-        Mad::new_unchecked(self.buf.as_ref())
-    }
-
-    /// The RMPP header as a view.
-    pub fn rmpp(&self) -> RmppView<&[u8]> {
-        RmppView::new_unchecked(self.buf.as_ref())
-    }
-
-    fn be(&self, i: usize, n: usize) -> u64 {
-        match self.buf.as_ref().get(i..i + n) {
-            Some(s) => s.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b)),
-            None => 0,
-        }
+    view_methods! {
+        /// Wraps `buf` without checking its length; missing bytes read as zero.
+        /// Prefer [`SaMad::new_checked`].
+        new_unchecked;
+        /// Wraps `buf`, checking that it holds the SA header.
+        ///
+        /// # Errors
+        /// [`Error::Truncated`] if `buf` is shorter than 56 bytes.
+        new_checked(SA_DATA_OFFSET, "SaMad");
+        into_inner;
+        as_bytes;
+        mad;
+        rmpp;
     }
 
     /// SM_Key.
     #[inline]
     pub fn sm_key(&self) -> u64 {
-        self.be(field::SM_KEY, 8)
+        bytes::be64(self.as_bytes(), field::SM_KEY)
     }
     /// AttributeOffset (units of 8 bytes).
     #[inline]
     pub fn attr_offset(&self) -> u16 {
-        self.be(field::ATTR_OFFSET, 2) as u16
+        // Zero unless both bytes are there (`bytes::be16` reads each alone).
+        bytes::array(self.as_bytes(), field::ATTR_OFFSET).map_or(0, u16::from_be_bytes)
     }
     /// ComponentMask.
     #[inline]
     pub fn comp_mask(&self) -> u64 {
-        self.be(field::COMP_MASK, 8)
+        bytes::be64(self.as_bytes(), field::COMP_MASK)
     }
     /// The SA header as a `Repr`.
     ///
     /// # Errors
     /// Only if the view was built unchecked over a short buffer.
     pub fn header(&self) -> Result<SaHeader, Error> {
-        let b = self.buf.as_ref().get(SA_HEADER_OFFSET..).unwrap_or(&[]);
-        <SaHeader as super::Repr>::parse(b)
+        <SaHeader as super::Repr>::parse(bytes::sub(self.as_bytes(), SA_HEADER_OFFSET..))
     }
     /// The SA data: everything from byte 56.
     pub fn data(&self) -> &[u8] {
-        self.buf.as_ref().get(SA_DATA_OFFSET..).unwrap_or(&[])
+        bytes::sub(self.as_bytes(), SA_DATA_OFFSET..)
     }
 
     /// True for a response whose data is a table of records: response bit
@@ -253,7 +220,7 @@ impl<T: AsRef<[u8]>> SaMad<T> {
         let data = self.data();
         let r = self.rmpp();
         let single = RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST | RMPP_FLAG_LAST;
-        if self.buf.as_ref().len() == MAD_LEN && r.flags() == single {
+        if self.as_bytes().len() == MAD_LEN && r.flags() == single {
             let pl = r.payload_len();
             let max = (MAD_LEN - RMPP_HEADER_END) as u32;
             if !(SA_HEADER_LEN as u32..=max).contains(&pl) {
@@ -297,49 +264,32 @@ impl<T: AsRef<[u8]>> SaMad<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> SaMad<T> {
-    fn put(&mut self, i: usize, bytes: &[u8]) {
-        if let Some(d) = self.buf.as_mut().get_mut(i..i + bytes.len()) {
-            d.copy_from_slice(bytes);
-        }
-    }
-    /// The common header as a mutable view.
-    pub fn mad_mut(&mut self) -> Mad<&mut [u8]> {
-        Mad::new_unchecked(self.buf.as_mut())
-    }
-    /// The RMPP header as a mutable view.
-    pub fn rmpp_mut(&mut self) -> RmppView<&mut [u8]> {
-        RmppView::new_unchecked(self.buf.as_mut())
+    view_methods! {
+        mad_mut;
+        rmpp_mut;
     }
     /// Sets SM_Key.
     pub fn set_sm_key(&mut self, v: u64) {
-        self.put(field::SM_KEY, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::SM_KEY, &v.to_be_bytes());
     }
     /// Sets AttributeOffset (units of 8 bytes).
     pub fn set_attr_offset(&mut self, v: u16) {
-        self.put(field::ATTR_OFFSET, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::ATTR_OFFSET, &v.to_be_bytes());
     }
     /// Sets ComponentMask.
     pub fn set_comp_mask(&mut self, v: u64) {
-        self.put(field::COMP_MASK, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::COMP_MASK, &v.to_be_bytes());
     }
     /// Writes a whole SA header.
     ///
     /// # Errors
     /// [`Error::Truncated`] only for an unchecked short view.
     pub fn set_header(&mut self, h: &SaHeader) -> Result<(), Error> {
-        let b = self
-            .buf
-            .as_mut()
-            .get_mut(SA_HEADER_OFFSET..)
-            .unwrap_or(&mut []);
-        <SaHeader as super::Repr>::emit(h, b)
+        <SaHeader as super::Repr>::emit(h, bytes::sub_mut(self.buf.as_mut(), SA_HEADER_OFFSET..))
     }
     /// The SA data, mutable.
     pub fn data_mut(&mut self) -> &mut [u8] {
-        self.buf
-            .as_mut()
-            .get_mut(SA_DATA_OFFSET..)
-            .unwrap_or(&mut [])
+        bytes::sub_mut(self.buf.as_mut(), SA_DATA_OFFSET..)
     }
 }
 

@@ -22,6 +22,7 @@
 use core::fmt;
 use core::str::FromStr;
 
+use super::bytes::{self, view_methods};
 use super::field::check_fits;
 use super::{
     AttributeId, Error, Mad, MadHeader, Method, MgmtClass, Repr, MAD_LEN, SMP_DATA_LEN,
@@ -135,10 +136,10 @@ pub struct Smp<T> {
 }
 
 impl<T: AsRef<[u8]>> Smp<T> {
-    /// Wraps `buf` without checking its length; missing bytes read as zero.
-    /// Prefer [`Smp::new_checked`].
-    pub fn new_unchecked(buf: T) -> Self {
-        Self { buf }
+    view_methods! {
+        /// Wraps `buf` without checking its length; missing bytes read as zero.
+        /// Prefer [`Smp::new_checked`].
+        new_unchecked;
     }
 
     /// Wraps `buf`, checking its length (see the type docs).
@@ -148,45 +149,23 @@ impl<T: AsRef<[u8]>> Smp<T> {
     /// than 256 bytes while its class byte is 0x81.
     pub fn new_checked(buf: T) -> Result<Self, Error> {
         let b = buf.as_ref();
-        let got = b.len();
         let need = if b.get(1) == Some(&MgmtClass::SUBN_DIRECTED_ROUTE.0) {
             MAD_LEN
         } else {
             SMP_MIN_LEN
         };
-        if got < need {
-            return Err(Error::Truncated {
-                what: "SMP",
-                need,
-                got,
-            });
-        }
+        bytes::check_len(b, need, "SMP")?;
         Ok(Self { buf })
     }
 
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buf
-    }
-
-    /// The whole buffer.
-    pub fn as_bytes(&self) -> &[u8] {
-        self.buf.as_ref()
+    view_methods! {
+        into_inner;
+        as_bytes;
     }
 
     /// The common header as a view (class, method, TID, attribute ...).
     pub fn mad(&self) -> Mad<&[u8]> {
         Mad::new_unchecked(self.buf.as_ref())
-    }
-
-    #[inline(always)]
-    fn byte(&self, i: usize) -> u8 {
-        self.buf.as_ref().get(i).copied().unwrap_or(0)
-    }
-
-    #[inline(always)]
-    fn be16(&self, i: usize) -> u16 {
-        u16::from_be_bytes([self.byte(i), self.byte(i + 1)])
     }
 
     /// Management class.
@@ -227,113 +206,99 @@ impl<T: AsRef<[u8]>> Smp<T> {
     /// M_Key.
     #[inline]
     pub fn m_key(&self) -> u64 {
-        match self.buf.as_ref().get(field::M_KEY..field::M_KEY + 8) {
-            Some(s) => {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(s);
-                u64::from_be_bytes(a)
-            }
-            None => 0,
-        }
+        bytes::be64(self.as_bytes(), field::M_KEY)
     }
     /// DrSLID (DR SMPs).
     #[inline]
     pub fn dr_slid(&self) -> u16 {
-        self.be16(field::DR_SLID)
+        bytes::be16(self.as_bytes(), field::DR_SLID)
     }
     /// DrDLID (DR SMPs).
     #[inline]
     pub fn dr_dlid(&self) -> u16 {
-        self.be16(field::DR_DLID)
+        bytes::be16(self.as_bytes(), field::DR_DLID)
     }
     /// HopPointer (DR SMPs).
     #[inline]
     pub fn hop_ptr(&self) -> u8 {
-        self.byte(field::HOP_PTR)
+        bytes::byte(self.as_bytes(), field::HOP_PTR)
     }
     /// HopCount (DR SMPs).
     #[inline]
     pub fn hop_cnt(&self) -> u8 {
-        self.byte(field::HOP_CNT)
+        bytes::byte(self.as_bytes(), field::HOP_CNT)
     }
     /// The D bit (DR SMPs): false outbound, true returning.
     #[inline]
     pub fn direction(&self) -> bool {
-        self.be16(field::STATUS) & DR_DIRECTION_BIT != 0
+        bytes::be16(self.as_bytes(), field::STATUS) & DR_DIRECTION_BIT != 0
     }
     /// The 15-bit status of a DR SMP (the D bit removed).
     #[inline]
     pub fn dr_status(&self) -> u16 {
-        self.be16(field::STATUS) & DR_STATUS_MASK
+        bytes::be16(self.as_bytes(), field::STATUS) & DR_STATUS_MASK
     }
     /// The 64 bytes of attribute data (empty only for an unchecked short
     /// view).
     pub fn data(&self) -> &[u8] {
-        self.buf.as_ref().get(field::DATA).unwrap_or(&[])
+        bytes::sub(self.as_bytes(), field::DATA)
     }
     /// True when the buffer holds InitialPath and ReturnPath (256 bytes).
     pub fn has_paths(&self) -> bool {
-        self.buf.as_ref().len() >= MAD_LEN
+        self.as_bytes().len() >= MAD_LEN
     }
     /// InitialPath (64 entries; empty if the buffer is shorter than 256).
     pub fn initial_path(&self) -> &[u8] {
-        self.buf.as_ref().get(field::INITIAL_PATH).unwrap_or(&[])
+        bytes::sub(self.as_bytes(), field::INITIAL_PATH)
     }
     /// ReturnPath (64 entries; empty if the buffer is shorter than 256).
     pub fn return_path(&self) -> &[u8] {
-        self.buf.as_ref().get(field::RETURN_PATH).unwrap_or(&[])
+        bytes::sub(self.as_bytes(), field::RETURN_PATH)
     }
     /// Parses the whole buffer as a LID-routed SMP.
     ///
     /// # Errors
     /// [`Error::Truncated`] if the buffer is shorter than 256 bytes.
     pub fn to_repr(&self) -> Result<SmpRepr, Error> {
-        SmpRepr::parse(self.buf.as_ref())
+        SmpRepr::parse(self.as_bytes())
     }
     /// Parses the whole buffer as a directed-route SMP.
     ///
     /// # Errors
     /// [`Error::Truncated`] if the buffer is shorter than 256 bytes.
     pub fn to_dr_repr(&self) -> Result<DrSmpRepr, Error> {
-        DrSmpRepr::parse(self.buf.as_ref())
+        DrSmpRepr::parse(self.as_bytes())
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Smp<T> {
-    #[inline(always)]
-    fn put(&mut self, i: usize, bytes: &[u8]) {
-        if let Some(d) = self.buf.as_mut().get_mut(i..i + bytes.len()) {
-            d.copy_from_slice(bytes);
-        }
-    }
-    /// The common header as a mutable view.
-    pub fn mad_mut(&mut self) -> Mad<&mut [u8]> {
-        Mad::new_unchecked(self.buf.as_mut())
+    view_methods! {
+        mad_mut;
     }
     /// Sets M_Key.
     pub fn set_m_key(&mut self, v: u64) {
-        self.put(field::M_KEY, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::M_KEY, &v.to_be_bytes());
     }
     /// Sets DrSLID.
     pub fn set_dr_slid(&mut self, v: u16) {
-        self.put(field::DR_SLID, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::DR_SLID, &v.to_be_bytes());
     }
     /// Sets DrDLID.
     pub fn set_dr_dlid(&mut self, v: u16) {
-        self.put(field::DR_DLID, &v.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::DR_DLID, &v.to_be_bytes());
     }
     /// Sets HopPointer.
     pub fn set_hop_ptr(&mut self, v: u8) {
-        self.put(field::HOP_PTR, &[v]);
+        bytes::put(self.buf.as_mut(), field::HOP_PTR, &[v]);
     }
     /// Sets HopCount.
     pub fn set_hop_cnt(&mut self, v: u8) {
-        self.put(field::HOP_CNT, &[v]);
+        bytes::put(self.buf.as_mut(), field::HOP_CNT, &[v]);
     }
     /// Sets the D bit, keeping the 15-bit status.
     pub fn set_direction(&mut self, returning: bool) {
         let s = self.dr_status() | if returning { DR_DIRECTION_BIT } else { 0 };
-        self.put(field::STATUS, &s.to_be_bytes());
+        bytes::put(self.buf.as_mut(), field::STATUS, &s.to_be_bytes());
     }
     /// Sets the 15-bit DR status (extra high bits are dropped), keeping the
     /// D bit.
@@ -343,28 +308,23 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Smp<T> {
         } else {
             0
         };
-        self.put(
+        bytes::put(
+            self.buf.as_mut(),
             field::STATUS,
             &(d | (status & DR_STATUS_MASK)).to_be_bytes(),
         );
     }
     /// The attribute data, mutable.
     pub fn data_mut(&mut self) -> &mut [u8] {
-        self.buf.as_mut().get_mut(field::DATA).unwrap_or(&mut [])
+        bytes::sub_mut(self.buf.as_mut(), field::DATA)
     }
     /// InitialPath, mutable (empty if the buffer is shorter than 256).
     pub fn initial_path_mut(&mut self) -> &mut [u8] {
-        self.buf
-            .as_mut()
-            .get_mut(field::INITIAL_PATH)
-            .unwrap_or(&mut [])
+        bytes::sub_mut(self.buf.as_mut(), field::INITIAL_PATH)
     }
     /// ReturnPath, mutable (empty if the buffer is shorter than 256).
     pub fn return_path_mut(&mut self) -> &mut [u8] {
-        self.buf
-            .as_mut()
-            .get_mut(field::RETURN_PATH)
-            .unwrap_or(&mut [])
+        bytes::sub_mut(self.buf.as_mut(), field::RETURN_PATH)
     }
 }
 

@@ -1,8 +1,9 @@
 //! Vendor range-2 MADs (classes 0x30–0x4F, MAD.md §4): RMPP header at 24,
 //! one reserved byte at 36, a 24-bit IEEE OUI at 37–39, data from 40.
 
+use super::bytes::{self, view_methods};
 use super::rmpp::{RmppHeader, RmppView};
-use super::{Error, Mad, MgmtClass, RMPP_HEADER_END, VENDOR_DATA_OFFSET};
+use super::{Error, Mad, MgmtClass, MAD_HEADER_LEN, RMPP_HEADER_END, VENDOR_DATA_OFFSET};
 
 /// The OpenIB OUI (`IB_OPENIB_OUI`), used by ibping (class 0x32) and
 /// ibsysstat (class 0x33).
@@ -38,41 +39,18 @@ pub struct VendorMad<T> {
 }
 
 impl<T: AsRef<[u8]>> VendorMad<T> {
-    /// Wraps `buf` without checking its length. Prefer
-    /// [`VendorMad::new_checked`].
-    pub fn new_unchecked(buf: T) -> Self {
-        Self { buf }
-    }
-
-    /// Wraps `buf`, checking that it holds the 40-byte vendor header.
-    ///
-    /// # Errors
-    /// [`Error::Truncated`] if `buf` is shorter than 40 bytes.
-    pub fn new_checked(buf: T) -> Result<Self, Error> {
-        let got = buf.as_ref().len();
-        if got < VENDOR_DATA_OFFSET {
-            return Err(Error::Truncated {
-                what: "VendorMad",
-                need: VENDOR_DATA_OFFSET,
-                got,
-            });
-        }
-        Ok(Self { buf })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buf
-    }
-
-    /// The common header as a view.
-    pub fn mad(&self) -> Mad<&[u8]> {
-        Mad::new_unchecked(self.buf.as_ref())
-    }
-
-    /// The RMPP header as a view.
-    pub fn rmpp(&self) -> RmppView<&[u8]> {
-        RmppView::new_unchecked(self.buf.as_ref())
+    view_methods! {
+        /// Wraps `buf` without checking its length. Prefer
+        /// [`VendorMad::new_checked`].
+        new_unchecked;
+        /// Wraps `buf`, checking that it holds the 40-byte vendor header.
+        ///
+        /// # Errors
+        /// [`Error::Truncated`] if `buf` is shorter than 40 bytes.
+        new_checked(VENDOR_DATA_OFFSET, "VendorMad");
+        into_inner;
+        mad;
+        rmpp;
     }
 
     /// True when the class byte is in 0x30–0x4F.
@@ -82,10 +60,8 @@ impl<T: AsRef<[u8]>> VendorMad<T> {
 
     /// The 24-bit OUI.
     pub fn oui(&self) -> u32 {
-        match self.buf.as_ref().get(VENDOR_OUI_OFFSET..VENDOR_DATA_OFFSET) {
-            Some(s) => u32::from_be_bytes([0, s[0], s[1], s[2]]),
-            None => 0,
-        }
+        bytes::array(self.buf.as_ref(), VENDOR_OUI_OFFSET)
+            .map_or(0, |[a, b, c]| u32::from_be_bytes([0, a, b, c]))
     }
 
     /// The vendor header as a `Repr`.
@@ -93,29 +69,19 @@ impl<T: AsRef<[u8]>> VendorMad<T> {
     /// # Errors
     /// Only if the view was built unchecked over a short buffer.
     pub fn header(&self) -> Result<VendorHeader, Error> {
-        let b = self
-            .buf
-            .as_ref()
-            .get(super::MAD_HEADER_LEN..)
-            .unwrap_or(&[]);
-        <VendorHeader as super::Repr>::parse(b)
+        <VendorHeader as super::Repr>::parse(bytes::sub(self.buf.as_ref(), MAD_HEADER_LEN..))
     }
 
     /// The class data: everything from byte 40.
     pub fn data(&self) -> &[u8] {
-        self.buf.as_ref().get(VENDOR_DATA_OFFSET..).unwrap_or(&[])
+        bytes::sub(self.buf.as_ref(), VENDOR_DATA_OFFSET..)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> VendorMad<T> {
-    /// The common header as a mutable view.
-    pub fn mad_mut(&mut self) -> Mad<&mut [u8]> {
-        Mad::new_unchecked(self.buf.as_mut())
-    }
-
-    /// The RMPP header as a mutable view.
-    pub fn rmpp_mut(&mut self) -> RmppView<&mut [u8]> {
-        RmppView::new_unchecked(self.buf.as_mut())
+    view_methods! {
+        mad_mut;
+        rmpp_mut;
     }
 
     /// Sets the OUI.
@@ -124,31 +90,20 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> VendorMad<T> {
     /// [`Error::FieldOverflow`] if `oui` is wider than 24 bits.
     pub fn set_oui(&mut self, oui: u32) -> Result<(), Error> {
         super::field::check_fits("VendorHeader", "oui", u64::from(oui), 24)?;
-        let b = oui.to_be_bytes();
-        if let Some(d) = self
-            .buf
-            .as_mut()
-            .get_mut(VENDOR_OUI_OFFSET..VENDOR_DATA_OFFSET)
-        {
-            d.copy_from_slice(&b[1..]);
-        }
+        let [_, b @ ..] = oui.to_be_bytes();
+        bytes::put(self.buf.as_mut(), VENDOR_OUI_OFFSET, &b);
         Ok(())
     }
 
     /// Clears the reserved byte 36 ([`VendorMad::set_oui`] leaves it
     /// alone).
     pub fn clear_reserved(&mut self) {
-        if let Some(b) = self.buf.as_mut().get_mut(RMPP_HEADER_END) {
-            *b = 0;
-        }
+        bytes::put(self.buf.as_mut(), RMPP_HEADER_END, &[0]);
     }
 
     /// The class data, mutable.
     pub fn data_mut(&mut self) -> &mut [u8] {
-        self.buf
-            .as_mut()
-            .get_mut(VENDOR_DATA_OFFSET..)
-            .unwrap_or(&mut [])
+        bytes::sub_mut(self.buf.as_mut(), VENDOR_DATA_OFFSET..)
     }
 }
 
