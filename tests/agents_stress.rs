@@ -137,7 +137,10 @@ fn every_send_completes_exactly_once_and_nothing_runs_after_deregistration() {
                         let req = SendRequest::new(perf_get(), Address::gsi(7))
                             .expect_response(timeout, retries)
                             .cookie(i as u64);
-                        if rng.below(200) == 0 && !timeout.is_zero() && timeout < Duration::from_secs(1) {
+                        if rng.below(200) == 0
+                            && !timeout.is_zero()
+                            && timeout < Duration::from_secs(1)
+                        {
                             // A blocking one now and then.
                             let c = agent.send_and_wait(req).unwrap();
                             let mut l = ledger.lock().unwrap();
