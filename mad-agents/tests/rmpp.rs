@@ -354,3 +354,46 @@ fn a_response_segment_nobody_waits_for_allocates_nothing() {
     assert_eq!(a.rmpp_reassemblies(client), 0);
     assert_eq!(a.stats().unmatched_responses, 1);
 }
+
+#[test]
+fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
+    // OpenSM under libumad2sim answers GetTable with RMPP Active but
+    // segment 0 and no First flag: the receiver refuses it (ABORT BAD_SEG),
+    // and the send must end with that status now, not at its timeout.
+    let (mut a, _b) = pair(EngineConfig::default());
+    let client = a
+        .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
+        .unwrap();
+    let t0 = Instant::now();
+    let s = a
+        .send(
+            client,
+            SendRequest::new(sa_get_table(), Address::gsi(2))
+                .expect_response(Duration::from_secs(10), 3),
+            t0,
+        )
+        .unwrap();
+    a.poll(t0);
+    let tid = a.send_tid(s).unwrap();
+    let mut resp = sa_get_table();
+    resp[3] = 0x92;
+    resp[8..16].copy_from_slice(&tid.to_be_bytes());
+    resp[24] = 1; // RMPP version
+    resp[25] = 1; // DATA
+    resp[26] = 0x01; // Active only
+    a.port_mut().transport_mut().push_recv(Received {
+        qp: Qp::Qp1,
+        src: Address::gsi(2),
+        mad: resp,
+    });
+    let mut evs = Vec::new();
+    for i in 1..10u32 {
+        a.poll(t0 + i * MS);
+        evs.extend(std::iter::from_fn(|| a.poll_event()));
+    }
+    let c = completions(&evs);
+    assert_eq!(c.len(), 1, "{evs:?}");
+    assert_eq!(c[0].status, SendStatus::RmppAbort(RmppStatus::BAD_SEG));
+    assert_eq!(a.outstanding(), 0);
+    assert_eq!(a.rmpp_reassemblies(client), 0);
+}

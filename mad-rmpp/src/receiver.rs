@@ -295,6 +295,26 @@ impl ReceiverTable {
         });
     }
 
+    /// Refuses a MAD with `st` (ABORT, or STOP for RESX) and ends the
+    /// transfer it belongs to: an active one is dropped; for a segment that
+    /// belongs to no transfer, [`Output::Ended`] is still reported so that
+    /// the owner of a waiting send learns at once that its response failed.
+    fn reject(&mut self, key: TransferKey, mad: &[u8], st: RmppStatus) {
+        self.nack(key, mad, st);
+        if self
+            .transfers
+            .get(&key)
+            .is_some_and(|t| t.state == State::Active)
+        {
+            self.fail(key, None, Outcome::Aborted(st));
+        } else {
+            self.out.push_back(Output::Ended {
+                key,
+                outcome: Outcome::Aborted(st),
+            });
+        }
+    }
+
     fn ack(&mut self, key: TransferKey) {
         if let Some(t) = self.transfers.get(&key) {
             let m = Self::reply(
@@ -359,14 +379,7 @@ impl ReceiverTable {
             return false;
         };
         if h.version != crate::RMPP_VERSION {
-            self.nack(key, mad, RmppStatus::UNV);
-            if self
-                .transfers
-                .get(&key)
-                .is_some_and(|t| t.state == State::Active)
-            {
-                self.fail(key, None, Outcome::Aborted(RmppStatus::UNV));
-            }
+            self.reject(key, mad, RmppStatus::UNV);
             return true;
         }
         match h.rmpp_type {
@@ -395,14 +408,7 @@ impl ReceiverTable {
                 }
             }
             _ => {
-                self.nack(key, mad, RmppStatus::BADT);
-                if self
-                    .transfers
-                    .get(&key)
-                    .is_some_and(|t| t.state == State::Active)
-                {
-                    self.fail(key, None, Outcome::Aborted(RmppStatus::BADT));
-                }
+                self.reject(key, mad, RmppStatus::BADT);
             }
         }
         true
@@ -410,18 +416,11 @@ impl ReceiverTable {
 
     fn handle_data(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
         if h.status != RmppStatus::SUCCESS {
-            self.nack(key, mad, RmppStatus::BAD_STATUS);
+            self.reject(key, mad, RmppStatus::BAD_STATUS);
             return;
         }
         if h.data1 == 0 || (h.data1 == 1) != h.is_first() {
-            self.nack(key, mad, RmppStatus::BAD_SEG);
-            if self
-                .transfers
-                .get(&key)
-                .is_some_and(|t| t.state == State::Active)
-            {
-                self.fail(key, None, Outcome::Aborted(RmppStatus::BAD_SEG));
-            }
+            self.reject(key, mad, RmppStatus::BAD_SEG);
             return;
         }
         if h.data1 == 1 && !self.transfers.contains_key(&key) {
@@ -436,12 +435,12 @@ impl ReceiverTable {
         if self.active >= self.cfg.max_total
             || self.per_source.get(&src).copied().unwrap_or(0) >= self.cfg.max_per_source
         {
-            self.nack(key, mad, RmppStatus::RESX);
+            self.reject(key, mad, RmppStatus::RESX);
             return;
         }
         let hdr_len = hdr_len_of(key.class);
         if mad.len() < MAD_LEN || hdr_len >= MAD_LEN {
-            self.nack(key, mad, RmppStatus::BAD_LEN);
+            self.reject(key, mad, RmppStatus::BAD_LEN);
             return;
         }
         let t = Transfer {
@@ -726,6 +725,8 @@ mod tests {
         };
         assert_eq!((last.0, last.1), (rtype, want), "{s:?}");
         assert_eq!(t.active(), 0, "no active transfer is left behind");
+        // The owner learns that the transfer ended, with that status.
+        assert_eq!(ended(&all), Some(Outcome::Aborted(want)), "{all:?}");
         // The far side ends the transfer with that status.
         let mut reply = None;
         for o in &all {
