@@ -443,11 +443,17 @@ impl Replay<'_> {
         }
     }
 
-    fn port_info(&mut self, path: &[u8], node: usize, port_num: u8, pi: PortInfo) {
+    fn port_info(&mut self, path: &[u8], node: usize, port_num: u8, mut pi: PortInfo) {
         let Some(n) = self.nodes.get_mut(node) else {
             return;
         };
         let is_switch = n.is_switch();
+        // A switch answers PortInfo with the port the SMP entered by as
+        // LocalPortNum: libibnetdisc asks along the path the switch was
+        // first reached by, whose entry port the NodeInfo gave.
+        if is_switch {
+            pi.local_port_num = n.info.local_port_num;
+        }
         let node_port_guid = n.info.port_guid;
         let (smalid, smalmc) = (n.smalid, n.smalmc);
         let Some(slot) = n.ports.get_mut(usize::from(port_num)) else {

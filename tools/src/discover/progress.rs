@@ -34,7 +34,8 @@ impl std::fmt::Debug for Progress {
 
 impl Progress {
     /// A progress line on standard error if it is a terminal, otherwise
-    /// one that draws nothing.
+    /// one that draws nothing. `MADSTACK_PROGRESS_AFTER_MS` overrides how
+    /// long an operation runs before the line appears (300 ms).
     #[must_use]
     pub fn stderr(label: &str) -> Self {
         let out: Option<Box<dyn Write + Send>> = if std::io::stderr().is_terminal() {
@@ -42,7 +43,11 @@ impl Progress {
         } else {
             None
         };
-        Self::with_output(label, out, SHOW_AFTER)
+        let after = std::env::var("MADSTACK_PROGRESS_AFTER_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(SHOW_AFTER, Duration::from_millis);
+        Self::with_output(label, out, after)
     }
 
     /// A progress line that draws nothing.
