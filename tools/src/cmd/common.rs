@@ -795,9 +795,57 @@ pub fn resolve_guid(session: &mut Session, _common: &Common, guid: u64) -> Optio
     let sgid = gid(a.port_guid);
     let dgid = gid(guid);
     let sa = session.sa().ok()?;
-    let t = sa.path_records_by_gid(sgid, dgid).ok()?;
-    let pr = t.records.first()?;
+    // ib_path_query_via: a PathRecord Get by SGID and DGID.
+    let t = mad_core::wire::sa_records::PathRecord {
+        sgid,
+        dgid,
+        ..Default::default()
+    };
+    let mask = mad_core::wire::sa_records::PathRecord::COMP_SGID
+        | mad_core::wire::sa_records::PathRecord::COMP_DGID;
+    let pr = match sa.get(&t, mask) {
+        Ok(pr) => pr,
+        Err(e) => {
+            if std::env::var_os("MAD_DEBUG").is_some() {
+                eprintln!("resolve_guid: {e}");
+            }
+            return None;
+        }
+    };
     (pr.dlid != 0).then_some(pr.dlid)
+}
+
+/// A Get of an SMP attribute at `d`. A combined route (a LID with a
+/// directed-route part) goes LID-routed to `d.lid`, where the directed
+/// part starts, as libibmad sends it.
+///
+/// # Errors
+/// See [`QueryError`].
+pub fn smp_get<R: mad_core::wire::Repr>(
+    s: &Session,
+    d: &Dest,
+    attr: mad_core::wire::AttributeId,
+    attr_mod: u32,
+) -> Result<R, QueryError> {
+    match &d.target {
+        SmpTarget::Dr(path) if d.lid != 0 => {
+            let c = s.smp();
+            let mut req = mad_agents::smp::request(
+                &d.target,
+                mad_core::wire::Method::GET,
+                attr,
+                attr_mod,
+                &[],
+                c.m_key,
+            )
+            .expect_response(c.timeout, c.retries);
+            req.dest.lid = d.lid;
+            let _ = path;
+            let done = c.agent().send_and_wait(req)?;
+            mad_agents::smp::parse(&done, attr)
+        }
+        t => s.smp().get(t, attr, attr_mod),
+    }
 }
 
 /// The `ibwarn` line libibmad prints on stderr when a query gets no

@@ -14,7 +14,9 @@
 //! "is_switch":B,"port_info":{...},"after_set":{...}|null,
 //! "peer":{"port":N,"port_info":{...}}|null,"messages":[...]}`.
 
-use mad_core::wire::attr::{NodeType, PortInfo};
+use mad_agents::smp::SmpTarget;
+use mad_core::wire::attr::{NodeInfo, NodeType, PortInfo};
+use mad_core::wire::smp::DrPath;
 use mad_core::wire::AttributeId;
 
 use super::common::{self, Dest, ToolSpec};
@@ -23,7 +25,7 @@ use crate::diags::dump::{self, field};
 use crate::diags::smp::NOT_DISPLAYED;
 use crate::diags::PortIdText;
 use crate::json::Json;
-use crate::session::Session;
+use crate::session::{Backend, Session};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PortOp {
@@ -270,16 +272,13 @@ fn get_port_info(
 ) -> Result<(PortInfo, bool), &'static str> {
     let cap_from = if is_switch {
         Some(
-            s.smp()
-                .port_info(&d.target, 0)
+            common::smp_get::<PortInfo>(s, d, AttributeId::PORT_INFO, 0)
                 .map_err(|_| "smp query port 0 portinfo failed")?,
         )
     } else {
         None
     };
-    let pi = s
-        .smp()
-        .get::<PortInfo>(&d.target, AttributeId::PORT_INFO, port as u32)
+    let pi = common::smp_get::<PortInfo>(s, d, AttributeId::PORT_INFO, port as u32)
         .map_err(|_| "smp query portinfo failed")?;
     let cap = cap_from.as_ref().unwrap_or(&pi).capability_mask;
     Ok((
@@ -410,21 +409,59 @@ fn work(
                 o.json
                     .push("after_set", common::portinfo_json(&after, show_keys));
             }
-            Err(_) => return ibexit(o, "smp set portinfo failed"),
+            Err(e) => {
+                if std::env::var_os("MAD_DEBUG").is_some() {
+                    o.warnings.push(format!("set: {e}"));
+                }
+                return ibexit(o, "smp set portinfo failed");
+            }
         }
     } else if is_switch && portnum != 0 && pi.port_state.0 == 4 {
-        // The peer port, one hop further.
-        let Some(peer) = dest.extend(portnum as u8) else {
-            if dest.lid == 0 {
-                return ibexit(o, "Too many hops");
+        // The peer port, one hop further: along the directed route, or
+        // from a LID by a combined route starting at our own LID.
+        let peer = if dest.lid == 0 {
+            match dest.extend(portnum as u8) {
+                Some(p) => p,
+                None => return ibexit(o, "Too many hops"),
             }
-            // From a LID the route starts LID-routed at our own LID,
-            // which no transport here sends.
+        } else {
+            let self_lid = s.port_attrs().lid;
+            let Ok(dr) = DrPath::from_hops(&[portnum as u8]) else {
+                return ibexit(o, "Too many hops");
+            };
+            Dest {
+                text: PortIdText {
+                    lid: dest.lid,
+                    gid: None,
+                    drslid: self_lid,
+                    drdlid: 0xFFFF,
+                    path: vec![0, portnum as u8],
+                },
+                target: SmpTarget::Dr(dr.with_lids(self_lid, 0xFFFF)),
+                lid: dest.lid,
+            }
+        };
+        let mut peer_q = peer.clone();
+        let mut pni = common::smp_get::<NodeInfo>(s, &peer_q, AttributeId::NODE_INFO, 0);
+        if pni.is_err() && dest.lid != 0 && matches!(s.backend(), Backend::Sim(_)) {
+            // The built-in fabric refuses combined routes (ibsim does
+            // too); hardware takes them. Reach the same port by a pure
+            // directed route found through the forwarding tables.
+            if let Some(mut path) = super::ibtracert::dr_route_to(s, dest.lid) {
+                path.push(portnum as u8);
+                if let Some(d) = Dest::dr(&path) {
+                    peer_q = Dest {
+                        text: peer.text.clone(),
+                        ..d
+                    };
+                    pni = s.smp().node_info(&peer_q.target);
+                }
+            }
+        }
+        let Ok(pni) = pni else {
             return ibexit(o, "smp query nodeinfo failed");
         };
-        let Ok(pni) = s.smp().node_info(&peer.target) else {
-            return ibexit(o, "smp query nodeinfo failed");
-        };
+        let peer = peer_q;
         let peer_switch = pni.node_type == NodeType::SWITCH;
         let peer_port = i32::from(pni.local_port_num);
         o.text.push_str("Peer PortInfo:\n");

@@ -636,6 +636,25 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
 }
 
+/// A directed route (libibmad's `p[0..=cnt]`) from the local port to
+/// the port with `lid`, found as ibtracert walks: by the switches'
+/// forwarding tables.
+pub(crate) fn dr_route_to(s: &Session, lid: u16) -> Option<Vec<u8>> {
+    let names = NodeNameMap::default();
+    let mut t = Tracer {
+        s,
+        names: &names,
+        force: false,
+        text: String::new(),
+        warn: String::new(),
+        hops: Vec::new(),
+        ends: Vec::new(),
+    };
+    let mut from = PortId::local();
+    t.find_route(&mut from, &PortId::lid(lid), 0)
+        .then(|| from.p[..=from.cnt].to_vec())
+}
+
 /// `get_route` for two resolved LIDs.
 fn trace_lids(t: &mut Tracer<'_>, s: u16, d: u16, dumplevel: u8, multicast: bool) -> bool {
     const F: &str = "get_route";

@@ -207,7 +207,7 @@ struct Ctx<'s> {
 
 impl Ctx<'_> {
     fn get<R: Repr>(&mut self, attr: AttributeId, attr_mod: u32) -> Option<R> {
-        match self.s.smp().get(&self.dest.target, attr, attr_mod) {
+        match common::smp_get(self.s, &self.dest, attr, attr_mod) {
             Ok(r) => Some(r),
             Err(e) => {
                 self.failed.get_or_insert(e);
