@@ -25,6 +25,7 @@
 //! virtual ([`Fabric::advance`]). Only topology files are read.
 #![deny(unsafe_code)]
 
+pub mod console;
 pub mod endpoint;
 pub mod fabric;
 pub mod faulty;
