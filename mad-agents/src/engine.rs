@@ -439,6 +439,22 @@ impl<T: Transport> Engine<T> {
                 self.stats.refused += 1;
                 return Err(e);
             }
+            // Below umad the kernel only passes on requests some agent of
+            // this process registered for: ask for them.
+            let oui = filter.class.is_vendor_range2().then(|| {
+                let b = filter.oui.to_be_bytes();
+                [b[1], b[2], b[3]]
+            });
+            if let Err(e) = self.port.transport_mut().register_requests(
+                filter.class,
+                filter.class_version,
+                filter.methods.0,
+                oui,
+            ) {
+                self.table.remove(id);
+                self.stats.refused += 1;
+                return Err(RegisterError::Transport(e.to_string()));
+            }
         }
         let rmpp_rx = spec
             .rmpp

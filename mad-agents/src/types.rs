@@ -339,6 +339,10 @@ pub enum RegisterError {
     /// Every 16-bit agent id of the port is in use.
     #[error("no free agent id on this port (65536 agents registered)")]
     NoAgentIds,
+    /// The layer below the transport (the kernel under umad) refused to
+    /// deliver the agent's requests.
+    #[error("the transport refused to deliver these requests: {0}")]
+    Transport(String),
     /// The engine is shutting down.
     #[error("the runtime has stopped")]
     Stopped,

@@ -43,4 +43,13 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         (**self).raw_fd()
     }
+    fn register_requests(
+        &mut self,
+        class: crate::wire::MgmtClass,
+        class_version: u8,
+        methods: u128,
+        oui: Option<[u8; 3]>,
+    ) -> Result<(), TransportError> {
+        (**self).register_requests(class, class_version, methods, oui)
+    }
 }

@@ -783,6 +783,17 @@ impl<T: Transport> Transport for FaultInjector<T> {
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         self.inner.raw_fd()
     }
+
+    fn register_requests(
+        &mut self,
+        class: crate::wire::MgmtClass,
+        class_version: u8,
+        methods: u128,
+        oui: Option<[u8; 3]>,
+    ) -> Result<(), TransportError> {
+        self.inner
+            .register_requests(class, class_version, methods, oui)
+    }
 }
 
 #[cfg(test)]

@@ -412,6 +412,26 @@ pub trait Transport: Send {
 
     /// A file descriptor to register with mio, if the transport has one.
     fn raw_fd(&self) -> Option<std::os::fd::RawFd>;
+
+    /// Asks for unsolicited requests of `class` / `class_version` whose
+    /// method bit is set in `methods` (bit n = method n), with `oui` for
+    /// vendor range-2 classes, to be delivered to this port's receives.
+    /// Only transports below which something filters receives need it (the
+    /// kernel's MAD layer under umad); the others deliver everything and
+    /// keep this default, which does nothing.
+    ///
+    /// # Errors
+    /// The layer below refused (for example another process owns a method).
+    fn register_requests(
+        &mut self,
+        class: crate::wire::MgmtClass,
+        class_version: u8,
+        methods: u128,
+        oui: Option<[u8; 3]>,
+    ) -> Result<(), TransportError> {
+        let _ = (class, class_version, methods, oui);
+        Ok(())
+    }
 }
 
 pub mod fault;

@@ -10,7 +10,7 @@
 //! - Kernel MAD agents are registered per (management class, class version)
 //!   with `rmpp_version` 0: RMPP is done by madstack, never by the kernel.
 //!   An agent for sending is registered lazily on the first send of a class;
-//!   [`UmadTransport::register_requests`] adds the method mask (and OUI) for
+//!   [`Transport::register_requests`] adds the method mask (and OUI) for
 //!   receiving unsolicited requests.
 //! - Sends are posted with `timeout_ms = 0`: madstack does its own response
 //!   tracking, so the kernel reports nothing after a successful `write()`.
@@ -372,6 +372,8 @@ pub struct UmadTransport {
     attrs: PortAttrs,
     /// (class, class version) -> kernel agent id.
     agents: HashMap<(u8, u8), c_int>,
+    /// (class, class version) -> methods asked for by `register_requests`.
+    request_masks: HashMap<(u8, u8), u128>,
     /// kernel agent id -> QP it lives on.
     agent_qp: HashMap<c_int, Qp>,
     next_wr: u64,
@@ -449,6 +451,7 @@ impl UmadTransport {
             fd,
             attrs,
             agents: HashMap::new(),
+            request_masks: HashMap::new(),
             agent_qp: HashMap::new(),
             next_wr: 1,
             completions: VecDeque::new(),
@@ -518,24 +521,40 @@ impl UmadTransport {
     /// Registers a kernel agent that receives unsolicited requests of
     /// `class`/`version` whose method bit is set in `methods` (bit n =
     /// method n), with `oui` for vendor range-2 classes. RMPP stays off in
-    /// the kernel (rmpp_version 0). Replaces the send-only agent of that
-    /// class, if any.
+    /// the kernel (rmpp_version 0). Masks accumulate: the kernel agent of
+    /// that class and version is replaced by one owning the union of every
+    /// mask asked for so far (the old one is unregistered first, since the
+    /// kernel refuses overlapping methods even within one process).
     ///
     /// # Errors
     /// The kernel refused (for example another process owns a method).
-    pub fn register_requests(
+    pub fn register_kernel_agent(
         &mut self,
         class: MgmtClass,
         version: u8,
         methods: u128,
         oui: Option<[u8; 3]>,
     ) -> Result<(), TransportError> {
-        let id = self.register_raw(class, version, methods, oui)?;
-        if let Some(old) = self.agents.insert((class.0, version), id) {
+        let key = (class.0, version);
+        let wanted = self.request_masks.get(&key).copied().unwrap_or(0) | methods;
+        if let Some(old) = self.agents.remove(&key) {
             // SAFETY: `old` is an agent id this port registered.
             unsafe { (self.lib.unregister)(self.portid, old) };
             self.agent_qp.remove(&old);
         }
+        let id = match self.register_raw(class, version, wanted, oui) {
+            Ok(id) => id,
+            Err(e) => {
+                // Put back what was there, so earlier agents keep working.
+                let before = self.request_masks.get(&key).copied().unwrap_or(0);
+                if let Ok(id) = self.register_raw(class, version, before, oui) {
+                    self.agents.insert(key, id);
+                }
+                return Err(e);
+            }
+        };
+        self.agents.insert(key, id);
+        self.request_masks.insert(key, wanted);
         Ok(())
     }
 
@@ -745,6 +764,16 @@ impl Transport for UmadTransport {
 
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         (self.fd >= 0).then_some(self.fd)
+    }
+
+    fn register_requests(
+        &mut self,
+        class: MgmtClass,
+        class_version: u8,
+        methods: u128,
+        oui: Option<[u8; 3]>,
+    ) -> Result<(), TransportError> {
+        self.register_kernel_agent(class, class_version, methods, oui)
     }
 }
 

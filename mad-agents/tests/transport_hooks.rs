@@ -1,0 +1,139 @@
+//! The engine asks its transport for the requests its agents register for
+//! (the umad transport turns that into kernel agents), and refuses the
+//! registration when the layer below refuses.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+
+use mad_agents::{AgentSpec, Engine, EngineConfig, RegisterError};
+use mad_core::transport::loopback::Loopback;
+use mad_core::transport::{
+    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, WrId,
+};
+use mad_core::wire::{Method, MgmtClass};
+
+type Calls = Arc<Mutex<Vec<(MgmtClass, u8, u128, Option<[u8; 3]>)>>>;
+
+/// A Loopback that records `register_requests` and can refuse it.
+struct Recording {
+    inner: Loopback,
+    calls: Calls,
+    refuse: bool,
+}
+
+impl Transport for Recording {
+    fn port_attrs(&self) -> &PortAttrs {
+        self.inner.port_attrs()
+    }
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        self.inner.refresh_port_attrs()
+    }
+    fn send_queue_depth(&self) -> usize {
+        self.inner.send_queue_depth()
+    }
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        self.inner.post_send(qp, mad, dest)
+    }
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError> {
+        self.inner.poll_send_completions(out)
+    }
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        self.inner.poll_recv()
+    }
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        self.inner.poll_event()
+    }
+    fn qp_state(&self, qp: Qp) -> QpState {
+        self.inner.qp_state(qp)
+    }
+    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
+        self.inner.modify_qp(qp, to)
+    }
+    fn recreate_queues(&mut self) -> Result<(), TransportError> {
+        self.inner.recreate_queues()
+    }
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.inner.raw_fd()
+    }
+    fn register_requests(
+        &mut self,
+        class: MgmtClass,
+        class_version: u8,
+        methods: u128,
+        oui: Option<[u8; 3]>,
+    ) -> Result<(), TransportError> {
+        if self.refuse {
+            return Err(TransportError::Open("method 1 already in use".into()));
+        }
+        self.calls
+            .lock()
+            .unwrap()
+            .push((class, class_version, methods, oui));
+        Ok(())
+    }
+}
+
+fn engine(refuse: bool) -> (Engine<Recording>, Calls) {
+    let calls = Calls::default();
+    let t = Recording {
+        inner: Loopback::new(Loopback::attrs("r", 1, 1), 64),
+        calls: calls.clone(),
+        refuse,
+    };
+    (Engine::new(t, EngineConfig::default()), calls)
+}
+
+#[test]
+fn registering_for_requests_asks_the_transport_for_them() {
+    let (mut e, calls) = engine(false);
+    e.register(AgentSpec::send_only("client", Qp::Qp1)).unwrap();
+    assert!(
+        calls.lock().unwrap().is_empty(),
+        "send-only agents ask nothing"
+    );
+    e.register(AgentSpec::requests(
+        "pma",
+        MgmtClass::PERF_MGT,
+        1,
+        &[Method::GET, Method::SET],
+    ))
+    .unwrap();
+    e.register(AgentSpec::requests("ping", MgmtClass(0x32), 1, &[Method::GET]).with_oui(0x00_1405))
+        .unwrap();
+    let got = calls.lock().unwrap().clone();
+    assert_eq!(
+        got,
+        vec![
+            (MgmtClass::PERF_MGT, 1, (1 << 1) | (1 << 2), None),
+            (MgmtClass(0x32), 1, 1 << 1, Some([0x00, 0x14, 0x05])),
+        ]
+    );
+}
+
+#[test]
+fn a_refusal_below_refuses_the_registration_and_frees_the_methods() {
+    let (mut e, _calls) = engine(true);
+    let err = e
+        .register(AgentSpec::requests(
+            "pma",
+            MgmtClass::PERF_MGT,
+            1,
+            &[Method::GET],
+        ))
+        .unwrap_err();
+    assert!(matches!(err, RegisterError::Transport(_)), "{err:?}");
+    assert!(err.to_string().contains("already in use"), "{err}");
+    assert_eq!(e.agent_count(), 0);
+    e.port_mut().transport_mut().refuse = false;
+    e.register(AgentSpec::requests(
+        "pma",
+        MgmtClass::PERF_MGT,
+        1,
+        &[Method::GET],
+    ))
+    .expect("the methods were not left owned by the refused agent");
+}
