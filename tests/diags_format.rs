@@ -20,7 +20,6 @@ use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use mad_tools::diags::{format_iberror, perf, sa, smp, PortIdText};
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
 use mad_core::wire::attr::{
@@ -33,6 +32,7 @@ use mad_core::wire::sa_records::{
 };
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr};
+use mad_tools::diags::{format_iberror, perf, sa, smp, PortIdText};
 use support::{IbSim, NEEDS_DIAGS};
 
 const NEEDS_TOOLS: &[(&str, &str)] = &[
