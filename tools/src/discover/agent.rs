@@ -3,10 +3,12 @@
 //! tracking; port layer; the transport, with `--pcap` if asked for).
 //!
 //! Two send-only agents are registered (QP0 for SMPs, QP1 for PerfMgt);
-//! their completions come back through one channel.
+//! their completions come back through one channel. Requests started in
+//! one round are handed to the engine under one lock, with one wake-up of
+//! the runtime's loop thread.
 
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mad_agents::{Agent, AgentEvent, AgentSpec, Runtime, SendRequest, SendStatus};
 use mad_core::transport::{Address, Qp};
@@ -15,15 +17,18 @@ use mad_core::wire::MAD_LEN;
 use super::pipeline::{Exchange, Limits, Outcome, StartError};
 
 /// See the module documentation.
-pub struct AgentExchange {
+pub struct AgentExchange<'a> {
+    rt: &'a Runtime,
     smi: Agent,
     gsi: Agent,
+    tx: mpsc::Sender<(u64, Outcome, u32)>,
     rx: mpsc::Receiver<(u64, Outcome, u32)>,
+    pending: Vec<(u64, Qp, SendRequest)>,
     sent: u64,
     resent: u64,
 }
 
-impl std::fmt::Debug for AgentExchange {
+impl std::fmt::Debug for AgentExchange<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentExchange")
             .field("sent", &self.sent)
@@ -45,12 +50,12 @@ fn sink(tx: mpsc::Sender<(u64, Outcome, u32)>) -> impl FnMut(AgentEvent) + Send 
     }
 }
 
-impl AgentExchange {
+impl<'a> AgentExchange<'a> {
     /// Registers the two agents on `rt`.
     ///
     /// # Errors
     /// An agent cannot be registered.
-    pub fn new(rt: &Runtime) -> Result<Self, String> {
+    pub fn new(rt: &'a Runtime) -> Result<Self, String> {
         let (tx, rx) = mpsc::channel();
         let smi = rt
             .register(
@@ -59,12 +64,18 @@ impl AgentExchange {
             )
             .map_err(|e| format!("SMP agent: {e}"))?;
         let gsi = rt
-            .register(AgentSpec::send_only("discover-gsi", Qp::Qp1), sink(tx))
+            .register(
+                AgentSpec::send_only("discover-gsi", Qp::Qp1),
+                sink(tx.clone()),
+            )
             .map_err(|e| format!("PerfMgt agent: {e}"))?;
         Ok(Self {
+            rt,
             smi,
             gsi,
+            tx,
             rx,
+            pending: Vec::new(),
             sent: 0,
             resent: 0,
         })
@@ -76,7 +87,7 @@ impl AgentExchange {
     }
 }
 
-impl Exchange for AgentExchange {
+impl Exchange for AgentExchange<'_> {
     fn start(
         &mut self,
         id: u64,
@@ -88,15 +99,32 @@ impl Exchange for AgentExchange {
         let req = SendRequest::new(mad.to_vec(), *dest)
             .expect_response(limits.timeout, limits.retries)
             .cookie(id);
-        let agent = match qp {
-            Qp::Qp0 => &self.smi,
-            Qp::Qp1 => &self.gsi,
-        };
-        agent
-            .handle()
-            .send(req)
-            .map(|_| ())
-            .map_err(|e| StartError::Refused(e.to_string()))
+        self.pending.push((id, qp, req));
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), String> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let smi = self.smi.handle().id();
+        let gsi = self.gsi.handle().id();
+        let batch = std::mem::take(&mut self.pending);
+        let tx = self.tx.clone();
+        self.rt.with_engine(|engine| {
+            let now = Instant::now();
+            for (id, qp, req) in batch {
+                let agent = match qp {
+                    Qp::Qp0 => smi,
+                    Qp::Qp1 => gsi,
+                };
+                if let Err(e) = engine.send(agent, req, now) {
+                    // Refused: reported like any other failure.
+                    let _ = tx.send((id, Outcome::Failed(e.to_string()), 0));
+                }
+            }
+        });
+        Ok(())
     }
 
     fn poll(&mut self, max: Duration, out: &mut Vec<(u64, Outcome)>) -> Result<(), String> {

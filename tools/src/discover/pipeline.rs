@@ -102,6 +102,16 @@ pub trait Exchange {
         limits: &Limits,
     ) -> Result<(), StartError>;
 
+    /// Sends what [`Exchange::start`] may have buffered (called after
+    /// every round of starts; an exchange that sends at once does
+    /// nothing).
+    ///
+    /// # Errors
+    /// A failure of the transport as a whole.
+    fn flush(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Moves finished requests into `out`; when none is ready, blocks up
     /// to `max` for one.
     ///
@@ -305,6 +315,7 @@ impl<K> Pipeline<K> {
         let mut finished: Vec<(u64, Outcome)> = Vec::new();
         loop {
             self.fill(ex, &mut done);
+            ex.flush().map_err(PipelineError::Transport)?;
             if self.out.is_empty() && done.is_empty() && self.ready.is_empty() {
                 if self.parked.is_empty() {
                     break;
