@@ -258,6 +258,11 @@ pub const COMMANDS: &[Command] = &[
         "read PortCounters/PortCountersExtended of every port, in parallel",
         crate::cmd::sweep::run,
     ),
+    Command::sub(
+        "sim",
+        "run the simulated fabric, take fault commands",
+        crate::cmd::sim::run,
+    ),
 ];
 
 /// Programs the binary runs when started under their own name.

@@ -588,8 +588,18 @@ impl Core {
         let mgmt = n.mgmt_port(port);
         let mad = Mad::new_unchecked(&pkt.mad[..]);
         let method = mad.method();
-        if mad.response_bit() || method == Method::TRAP_REPRESS {
+        if mad.response_bit() {
             self.deliver(node, mgmt, Qp::Qp0, 0, pkt);
+            return;
+        }
+        if method == Method::TRAP_REPRESS {
+            // For whoever sent the trap: an endpoint there, else the
+            // node's SMA (a switch's Trap 128).
+            if self.ep_for(node, mgmt, Qp::Qp0).is_some() {
+                self.deliver(node, mgmt, Qp::Qp0, 0, pkt);
+            } else {
+                self.sma(node, port, pkt);
+            }
             return;
         }
         let to_sm = method == Method::TRAP

@@ -1,0 +1,183 @@
+//! `mad sim`: runs the built-in simulated fabric — a topology file, or
+//! the default fat tree — brought up by SM-lite with the SA at the SM's
+//! port, prints a summary (nodes, switches, CAs, links, LIDs), then takes
+//! fault commands on standard input (`mad_sim::console`: link down / up,
+//! drop rates and other link faults, device fatal / soft reset / events
+//! at an endpoint, stats, quit).
+//!
+//! ```text
+//! mad sim [TOPOLOGY] [--seed N] [--no-sa] [--script FILE] [-q]
+//! ```
+//! `TOPOLOGY` may also come as the global `--sim=TOPOLOGY`. `--seed`
+//! seeds the link-fault RNGs (default 0); `--script FILE` reads the
+//! commands from a file instead of standard input; `-q` prints no
+//! summary.
+
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use mad_sim::console::{self, End};
+use mad_sim::{Subnet, SubnetOptions, UpError};
+
+use crate::cli::{CliError, Invocation};
+use crate::session::TransportChoice;
+
+const USAGE: &str = "\
+usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--script FILE] [-q]
+  TOPOLOGY       topology file (ibnetdiscover / ibsim format); default: the built-in fat tree
+  --seed N       seed of the link-fault RNGs (default 0)
+  --no-sa        do not run the SA at the SM's port
+  --script FILE  read console commands from FILE instead of standard input
+  -q, --quiet    no summary
+Then commands on standard input (type help).
+";
+
+#[derive(Debug, Default)]
+struct Args {
+    topology: Option<PathBuf>,
+    seed: u64,
+    no_sa: bool,
+    script: Option<PathBuf>,
+    quiet: bool,
+    help: bool,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut a = Args::default();
+    let mut it = args.iter();
+    while let Some(w) = it.next() {
+        let (key, inline) = match w.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_owned())),
+            _ => (w.as_str(), None),
+        };
+        let mut value = |name: &str| {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        match key {
+            "-h" | "--help" => a.help = true,
+            "-q" | "--quiet" => a.quiet = true,
+            "--no-sa" => a.no_sa = true,
+            "--seed" => {
+                let v = value("--seed")?;
+                let parsed = match v.strip_prefix("0x") {
+                    Some(h) => u64::from_str_radix(h, 16),
+                    None => v.parse(),
+                };
+                a.seed = parsed.map_err(|_| format!("bad seed {v:?}"))?;
+            }
+            "--script" => a.script = Some(PathBuf::from(value("--script")?)),
+            k if k.starts_with('-') && k.len() > 1 => return Err(format!("unknown option {k}")),
+            _ => {
+                if a.topology.is_some() {
+                    return Err(format!("more than one topology ({w:?})"));
+                }
+                a.topology = Some(PathBuf::from(w));
+            }
+        }
+    }
+    Ok(a)
+}
+
+/// Runs `mad sim`.
+///
+/// # Errors
+/// Bad arguments (usage), an unreadable or malformed topology (input), a
+/// fabric SM-lite cannot bring up, or failed I/O on the console streams.
+pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    let a = parse(&inv.args).map_err(|e| CliError::Usage(format!("sim: {e}\n{USAGE}")))?;
+    if a.help {
+        inv.io.out(USAGE);
+        return Ok(());
+    }
+    let topology = match (&a.topology, &inv.session.transport) {
+        (Some(t), _) => Some(t.clone()),
+        (None, TransportChoice::Sim(Some(t))) => Some(PathBuf::from(t)),
+        _ => None,
+    };
+    let opts = SubnetOptions {
+        sa: !a.no_sa,
+        ..SubnetOptions::default()
+    };
+    let subnet = Subnet::load(topology.as_deref(), opts).map_err(|e| match e {
+        UpError::Topology(t) => CliError::Input(format!("sim: {t}")),
+        other => CliError::Failed(format!(
+            "sim: {}: {other}",
+            topology.as_ref().map_or_else(
+                || mad_sim::DEFAULT_TOPOLOGY_NAME.to_owned(),
+                |p| p.display().to_string()
+            )
+        )),
+    })?;
+    subnet.fabric().set_fault_seed(a.seed);
+    if !a.quiet {
+        let mut s = subnet.summary().to_string();
+        let st = subnet.sm_status();
+        s.push_str(&format!(
+            "SM-lite: subnet up after {} SMPs{}\n",
+            st.smps_sent,
+            if a.no_sa { "" } else { "; SA at the SM's port" }
+        ));
+        s.push_str("type help for the console commands, quit to end\n");
+        inv.io.out(&s);
+    }
+    let io_err = |e: std::io::Error| CliError::Failed(format!("sim: {e}"));
+    let _end: End = match &a.script {
+        Some(f) => {
+            let file = std::fs::File::open(f)
+                .map_err(|e| CliError::Input(format!("sim: {}: {e}", f.display())))?;
+            console::run(
+                subnet.fabric(),
+                Some(&subnet),
+                BufReader::new(file),
+                &mut *inv.io.stdout,
+            )
+            .map_err(io_err)?
+        }
+        None => console::run(
+            subnet.fabric(),
+            Some(&subnet),
+            BufReader::new(&mut *inv.io.stdin),
+            &mut *inv.io.stdout,
+        )
+        .map_err(io_err)?,
+    };
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn parses_topology_seed_script_and_flags() {
+        let a = parse(&args(&[
+            "net.medium",
+            "--seed",
+            "0x10",
+            "--script=cmds",
+            "-q",
+            "--no-sa",
+        ]))
+        .unwrap();
+        assert_eq!(a.topology, Some(PathBuf::from("net.medium")));
+        assert_eq!(a.seed, 16);
+        assert_eq!(a.script, Some(PathBuf::from("cmds")));
+        assert!(a.quiet && a.no_sa && !a.help);
+        assert!(parse(&args(&["a", "b"]))
+            .unwrap_err()
+            .contains("more than one"));
+        assert!(parse(&args(&["--seed"]))
+            .unwrap_err()
+            .contains("needs a value"));
+        assert!(parse(&args(&["--bogus"]))
+            .unwrap_err()
+            .contains("unknown option"));
+    }
+}
