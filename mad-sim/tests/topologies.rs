@@ -115,3 +115,48 @@ fn generated_fat_trees_put_a_ca_first_and_number_guids_like_ibsim() {
         .enumerate()
         .all(|(i, g)| *g == 0x20_0000 + i as u64));
 }
+
+/// Each of the four malformed-topology cases of issue 6, written to a
+/// file: refused with the file, the line and what is wrong.
+#[test]
+fn malformed_files_are_refused_with_file_line_and_reason() {
+    let dir = std::env::temp_dir().join(format!("mad-sim-bad-topo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "bad-port",
+            "Switch\t4 \"S\"\n[1]\t\"H\"[1]\n[9]\t\"H\"[2]\n\nHca\t2 \"H\"\n[1]\t\"S\"[1]\n",
+            3,
+            "bad port number 9 (node \"S\" has ports 1-4)",
+        ),
+        (
+            "missing-node",
+            "Switch\t4 \"S\"\n[1]\t\"H\"[1]\n[2]\t\"Ghost\"[1]\n\nHca\t1 \"H\"\n[1]\t\"S\"[1]\n",
+            3,
+            "node \"S\" port 2 is linked to unknown node \"Ghost\"",
+        ),
+        (
+            "duplicate-guid",
+            "caguid=0x500\nHca\t1 \"A\"\n\ncaguid=0x500\nHca\t1 \"B\"\n",
+            5,
+            "GUID 0x0000000000000500 of node \"B\" is already used by node \"A\"",
+        ),
+        (
+            "one-sided",
+            "Switch\t4 \"S\"\n[1]\t\"H\"[1]\n[2]\t\"H2\"[1]\n\nHca\t1 \"H\"\n[1]\t\"S\"[1]\n\nHca\t1 \"H2\"\n",
+            3,
+            "node \"S\" port 2 says it is linked to \"H2\" port 1, but that port",
+        ),
+    ];
+    for (name, text, line, what) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let e = Topology::load(&path).unwrap_err();
+        let msg = e.to_string();
+        let want = format!("{}:{line}: ", path.display());
+        assert!(msg.starts_with(&want), "{name}: {msg}");
+        assert!(msg.contains(what), "{name}: {msg}");
+        assert_eq!(e.location.line, line, "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
