@@ -654,3 +654,87 @@ fn progress_line_only_on_a_terminal() {
     assert!(tty.contains("\rdiscovering "), "{tty:?}");
     assert!(tty.contains("\r\x1b[K"), "{tty:?}");
 }
+
+/// Our ibnetdiscover through the umad transport (libibumad with
+/// libumad2sim preloaded, no transport flag) prints what it prints
+/// through `--ibsim`, and what infiniband-diags prints.
+#[test]
+fn umad_transport_gives_the_same_output() {
+    if !needs() {
+        return;
+    }
+    let name = "net.medium";
+    let sim = IbSim::start(topologies_dir().join(name));
+    for args in [&[][..], &["-p"][..]] {
+        let via_umad = sim
+            .umad2sim_command(env!("CARGO_BIN_EXE_mad"))
+            .arg("ibnetdiscover")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            via_umad.status.success(),
+            "{}",
+            String::from_utf8_lossy(&via_umad.stderr)
+        );
+        let mut full = vec!["ibnetdiscover"];
+        full.extend_from_slice(args);
+        let via_ibsim = ours(&sim, &full);
+        let t = theirs(&sim, "ibnetdiscover", args);
+        let (u, _) = split_date(&text(&via_umad));
+        let (i, _) = split_date(&text(&via_ibsim));
+        let (th, _) = split_date(&text(&t));
+        assert_eq!(u, i, "{name} {args:?}: umad vs --ibsim");
+        assert_eq!(u, th, "{name} {args:?}: umad vs infiniband-diags");
+    }
+}
+
+/// `--node-name-map FILE`, an output file argument and `-o 1` behave as
+/// infiniband-diags' options do.
+#[test]
+fn node_name_map_output_file_and_window_options() {
+    if !needs() {
+        return;
+    }
+    let sim = IbSim::start(topologies_dir().join("net.2sw2path4hca"));
+    let dir = std::env::temp_dir().join(format!("madstack-discover-opts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Map a switch and a CA (quoted, unquoted with a comment).
+    let plain = text(&theirs(&sim, "ibnetdiscover", &["-l"]));
+    let guids: Vec<&str> = plain
+        .lines()
+        .map(|l| l.split(" : ").nth(1).unwrap().split(' ').next().unwrap())
+        .collect();
+    let map = dir.join("map");
+    std::fs::write(
+        &map,
+        format!(
+            "# test map\n{} \"first mapped\"\n{}   second-mapped # comment\n",
+            guids[0],
+            guids[guids.len() - 1]
+        ),
+    )
+    .unwrap();
+    let m = map.to_str().unwrap();
+    for args in [
+        vec!["--node-name-map", m],
+        vec!["--node-name-map", m, "-l"],
+        vec!["--node-name-map", m, "-p"],
+        vec!["-o", "1"],
+    ] {
+        compare_ibnetdiscover("net.2sw2path4hca", &sim, &args);
+    }
+    assert!(text(&ours(&sim, &["ibnetdiscover", "--node-name-map", m])).contains("first mapped"));
+    // Output file.
+    let (tf, of) = (dir.join("theirs.topo"), dir.join("ours.topo"));
+    let t = theirs(&sim, "ibnetdiscover", &[tf.to_str().unwrap()]);
+    let o = ours(&sim, &["ibnetdiscover", of.to_str().unwrap()]);
+    assert!(t.status.success() && o.status.success());
+    assert!(text(&o).is_empty());
+    let (a, _) = split_date(&std::fs::read_to_string(&tf).unwrap());
+    let (b, _) = split_date(&std::fs::read_to_string(&of).unwrap());
+    assert_eq!(a, b);
+    assert!(!b.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
