@@ -344,3 +344,50 @@ fn a_pulled_uplink_is_routed_around_after_the_resweep_both_switches_trap() {
         assert_eq!(ni.node_guid, guid8);
     }
 }
+
+#[test]
+fn a_switch_port_disabled_by_set_port_info_traps_and_the_sm_leaves_it_disabled() {
+    let s = subnet();
+    let f = s.fabric().clone();
+    let leaf = f.find("leaf-1").unwrap();
+    let leaf_lid = f.port_info(leaf, 0).unwrap().lid;
+    let mut ep = f.attach("host-2", 1).unwrap();
+    let sweeps = s.sm_status().sweeps;
+    // Set(PortInfo) of leaf-1 port 3: PortState NoChange, PhysState Disabled.
+    let mut pi = f.port_info(leaf, 3).unwrap();
+    pi.port_state = PortState::NO_CHANGE;
+    pi.port_phys_state = PhysPortState::DISABLED;
+    let mut m = vec![0u8; MAD_LEN];
+    {
+        let mut mad = Mad::new_unchecked(&mut m[..]);
+        mad.set_base_version(1);
+        mad.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
+        mad.set_class_version(1);
+        mad.set_method(Method::SET, false);
+        mad.set_tid(77);
+        mad.set_attr_id(AttributeId::PORT_INFO);
+        mad.set_attr_mod(3);
+    }
+    pi.emit(&mut m[64..128]).unwrap();
+    ep.post_send(Qp::Qp0, &m, &Address::smi(leaf_lid)).unwrap();
+    let r = ep.poll_recv().unwrap().unwrap();
+    assert_eq!(Smp::new_checked(&r.mad[..]).unwrap().mad().status().0, 0);
+    assert_eq!(
+        port_state(&f, "leaf-1", 3),
+        (PortState::DOWN, PhysPortState::DISABLED)
+    );
+    assert_eq!(
+        port_state(&f, "host-3", 1),
+        (PortState::DOWN, PhysPortState::POLLING)
+    );
+    assert_eq!(f.traps_sent(), 1, "leaf-1 trapped");
+    let st = s.sm_status();
+    assert!(st.sweeps > sweeps);
+    assert_eq!(st.lids, 11);
+    // SM-lite does not enable what was disabled.
+    s.resweep();
+    assert_eq!(
+        port_state(&f, "leaf-1", 3),
+        (PortState::DOWN, PhysPortState::DISABLED)
+    );
+}

@@ -102,9 +102,32 @@
 //!   VL15Dropped).
 //! - A dropped packet completes its send with success, as a UD send on
 //!   hardware does; ibsim hands an undeliverable copy back to the sender.
-//! - Not modelled yet: traps (ibsim sends 128 and 144 to an SM client),
-//!   multicast forwarding, Mellanox ExtendedPortInfo, DR SMPs with
-//!   LID-routed parts (refused at post; ibsim refuses them too).
+//! - Traps: a switch whose port changes link state (a cable pulled or
+//!   plugged back, [`Fabric::link_down`] / [`Fabric::link_up`], or a port
+//!   disabled by a Set) sets SwitchInfo PortStateChange and sends Trap 128
+//!   to its SM's LID once (no repeat until repressed); ibsim also sends
+//!   144. A TrapRepress goes to the SMA.
+//! - Not modelled yet: multicast forwarding, Mellanox ExtendedPortInfo,
+//!   DR SMPs with LID-routed parts (refused at post; ibsim refuses them
+//!   too).
+//!
+//! # Faults
+//! - **Links** ([`Fabric::set_link_faults`], [`LinkFaults`]): seeded
+//!   per-direction drop, duplicate, reorder and delay (virtual time); see
+//!   `faults.rs` for the exact rules. Dropped packets count as
+//!   [`DropReason::LinkFault`].
+//! - **Cables** ([`Fabric::link_down`], [`Fabric::link_up`]): both ends'
+//!   PortState / PortPhysicalState, LinkDownedCounter, endpoint events,
+//!   Trap 128.
+//! - **Endpoints** ([`Fabric::inject`], [`crate::FaultyPort`]):
+//!   work-request errors, CQ overflow, QP / device fatal, soft reset and
+//!   any async event, through mad-core's `FaultInjector`.
+//!
+//! # Services
+//! Software that lives at the fabric without a thread of its own
+//! ([`Fabric::add_service`]; SM-lite in [`crate::Subnet`]) runs whenever
+//! packets moved, until it has nothing left to do. Two endpoints may share
+//! a port, one per QP ([`Fabric::attach_qp`]), as an SM and an SA do.
 
 mod engine;
 mod faults;

@@ -484,6 +484,9 @@ impl Core {
                     PhysPortState::DISABLED
                 };
                 self.set_port_link(node, port, PortState::DOWN, ps, was_up);
+                if was_up {
+                    self.mark_state_change(node);
+                }
                 if let Some((rn, rp)) = remote.filter(|_| was_up) {
                     self.set_port_link(rn, rp, PortState::DOWN, PhysPortState::POLLING, true);
                     self.mark_state_change(rn);
@@ -507,6 +510,7 @@ impl Core {
                         );
                         self.set_port_link(rn, rp, PortState::INIT, PhysPortState::LINK_UP, was_up);
                         self.recompute_link((node, port), (rn, rp));
+                        self.mark_state_change(node);
                         self.mark_state_change(rn);
                     }
                     None => {
