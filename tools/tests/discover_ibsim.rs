@@ -421,6 +421,42 @@ fn runs_under_its_own_name() {
         let want = theirs(&sim, prog, &args[..args.len() - 1]);
         assert_eq!(text(&o), text(&want), "{prog}");
     }
+    // Usage (-h) and a bad option: same text on stderr, same status, with
+    // both started by the bare name from PATH (argv[0] is in the text).
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let sbin_path = format!(
+        "/usr/sbin:/sbin:{}",
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for args in [&["-h"][..], &["--bogus"][..], &["-t", "0"][..]] {
+        let o = Command::new("ibnetdiscover")
+            .args(args)
+            .env("PATH", &path)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let t = sim
+            .umad2sim_command("ibnetdiscover")
+            .args(args)
+            .env("PATH", &sbin_path)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), t.status.code(), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&t.stderr)
+                .lines()
+                .filter(|l| !l.starts_with("ibwarn: "))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>(),
+            "{args:?}"
+        );
+        assert_eq!(text(&o), text(&t), "{args:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
