@@ -138,7 +138,7 @@ impl std::error::Error for SweepError {}
 
 #[derive(Debug, Clone, Copy)]
 enum Q {
-    ClassPortInfo { node: usize, lid: u16 },
+    ClassPortInfo { node: usize },
     Counters { node: usize, slot: usize },
     Extended { node: usize, slot: usize },
 }
@@ -215,10 +215,7 @@ pub fn sweep(
                 AttributeId::CLASS_PORT_INFO,
                 None,
                 u64::from(lid),
-                Q::ClassPortInfo {
-                    node: slot_node,
-                    lid,
-                },
+                Q::ClassPortInfo { node: slot_node },
             ));
         }
         for (slot, s) in ports.iter().enumerate() {
@@ -284,7 +281,7 @@ pub fn sweep(
             }
         };
         match q {
-            Q::ClassPortInfo { node, lid } => {
+            Q::ClassPortInfo { node } => {
                 let cap = answer
                     .ok()
                     .and_then(|m| ClassPortInfo::parse(&data(&m)).ok())
@@ -312,7 +309,6 @@ pub fn sweep(
                         }
                     }
                 }
-                let _ = lid;
             }
             Q::Counters { node, slot } => {
                 if let Some(s) = nodes.get_mut(node).and_then(|n| n.ports.get_mut(slot)) {

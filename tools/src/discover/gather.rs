@@ -194,6 +194,7 @@ pub fn mlnx_ext_port_info_supported(info: &NodeInfo) -> bool {
 
 struct Gatherer<'p> {
     g: Gathered,
+    switches: usize,
     m_key: u64,
     mlx_epi: bool,
     progress: &'p mut dyn FnMut(&GatherProgress),
@@ -317,7 +318,7 @@ impl Gatherer<'_> {
         }
         let prog = GatherProgress {
             nodes: self.g.nodes.len(),
-            switches: self.g.nodes.values().filter(|n| n.is_switch()).count(),
+            switches: self.switches,
             answered: p.stats().answered,
             sent: p.stats().sent,
             pending: p.in_flight() + p.queued(),
@@ -354,6 +355,7 @@ impl Gatherer<'_> {
             });
             self.submit(p, Q::NodeDesc { guid });
             if is_switch {
+                self.switches += 1;
                 self.submit(p, Q::SwitchInfo { guid });
                 for port in 0..=num_ports {
                     self.ask_port(p, guid, port);
@@ -422,6 +424,7 @@ pub fn gather(
             mlx_epi: opts.mlx_epi,
             ..Gathered::default()
         },
+        switches: 0,
         m_key: opts.m_key,
         mlx_epi: opts.mlx_epi,
         progress,
