@@ -1,0 +1,650 @@
+//! Our commands against infiniband-diags on the same ibsim fabric, byte
+//! for byte: for every topology in ../shared/topologies/, ibsim and
+//! OpenSM (under libumad2sim) bring the fabric up, and each case runs
+//!
+//! 1. the real tool under libumad2sim,
+//! 2. our `mad` under the tool's name with `--ibsim` (madstack's own
+//!    ibsim transport, no libumad2sim),
+//! 3. our `mad` under the tool's name under libumad2sim (the umad
+//!    transport, libibumad's path on hardware),
+//!
+//! and compares stdout and the exit status (and stderr for usage
+//! errors). Values the fabric changes between runs (port counters, the
+//! SM's activity count) are checked by bracketing: the real tool runs
+//! before and after ours, and where its two outputs differ ours must lie
+//! between them, line by line; everything else must be identical.
+//!
+//! A second run uses SM-lite (`mad_sim::sm` over madstack's ibsim
+//! transport) as the subnet manager instead of OpenSM.
+//!
+//! Documented differences (not compared): `ibstatus` (the shell script
+//! reads sysfs, which libumad2sim does not intercept for it: it says "No
+//! devices" under libumad2sim), the per-SL/VL perfquery counters (neither
+//! ibsim's PMA nor ours answers them; only the failure is compared), and
+//! the multicast trace of ibtracert (`-m`, not implemented).
+//!
+//! Outside CI a missing ibsim / OpenSM / infiniband-diags / libumad2sim
+//! makes these tests print "NOT RUN"; with `CI=true` they fail.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use mad_agents::smp::{SmpClient, SmpTarget};
+use mad_agents::{EngineConfig, Runtime};
+use mad_core::transport::ibsim::IbSimTransport;
+use mad_core::transport::Transport;
+use mad_core::wire::attr::NodeType;
+use mad_sim::sm::{SmConfig, SmDriver, SmEvent, SubnetManager};
+use support::opensm::{sbin, OpenSm};
+use support::{IbSim, UMAD2SIM};
+
+const TOOLS: &[&str] = &[
+    "smpquery",
+    "perfquery",
+    "sminfo",
+    "ibaddr",
+    "ibportstate",
+    "ibstat",
+    "ibroute",
+    "ibtracert",
+];
+
+fn ready() -> bool {
+    let mut needs: Vec<(&str, &str)> = vec![
+        ("ibsim", "ibsim-utils"),
+        ("opensm", "opensm"),
+        (UMAD2SIM, "libumad2sim0"),
+    ];
+    needs.extend(TOOLS.iter().map(|t| (*t, "infiniband-diags")));
+    support::opensm::require_sbin(&needs)
+}
+
+/// ../shared/topologies beside the checkout (support's own helper
+/// assumes the facade's manifest directory).
+fn topologies_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/topologies")
+}
+
+/// A directory of symlinks named like the tools, pointing at `mad`.
+struct Bins(PathBuf);
+
+impl Bins {
+    fn new(tag: &str) -> Bins {
+        let d = std::env::temp_dir().join(format!("mad-tools-bins-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        for t in TOOLS {
+            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mad"), d.join(t)).unwrap();
+        }
+        Bins(d)
+    }
+}
+
+impl Drop for Bins {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Out {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+/// The directory holding the real tools.
+fn real_dir(tool: &str) -> PathBuf {
+    sbin(tool)
+        .parent()
+        .map_or_else(|| PathBuf::from("/usr/sbin"), Path::to_path_buf)
+}
+
+/// Runs `tool args` by its bare name with `first` first in PATH, under
+/// libumad2sim unless `ibsim_flag` (then with `--ibsim` instead).
+fn exec(sim: &IbSim, first: &Path, tool: &str, args: &[&str], ibsim_flag: bool) -> Out {
+    let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", first.display());
+    let mut c = sim.umad2sim_command(tool);
+    c.env("PATH", path).args(args).stdin(Stdio::null());
+    if ibsim_flag {
+        c.env_remove("LD_PRELOAD").arg("--ibsim");
+    }
+    let o = c
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {tool}: {e}"));
+    Out {
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        code: o.status.code().unwrap_or(-1),
+    }
+}
+
+/// The trailing number of a line, and the text before it.
+fn split_num(line: &str) -> Option<(&str, u64)> {
+    let digits = line
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_digit())
+        .last()?
+        .0;
+    Some((&line[..digits], line[digits..].parse().ok()?))
+}
+
+/// Checks `ours` against the real tool's `before` and `after` outputs:
+/// identical where those agree; within them where they moved.
+fn bracketed(before: &str, ours: &str, after: &str) -> Result<(), String> {
+    let (b, o, a): (Vec<&str>, Vec<&str>, Vec<&str>) = (
+        before.lines().collect(),
+        ours.lines().collect(),
+        after.lines().collect(),
+    );
+    if b.len() != o.len() || a.len() != o.len() {
+        return Err(format!("{} / {} / {} lines", b.len(), o.len(), a.len()));
+    }
+    for (i, ((lb, lo), la)) in b.iter().zip(&o).zip(&a).enumerate() {
+        if lb == la {
+            if lb != lo {
+                return Err(format!("line {}: {lo:?}, want {lb:?}", i + 1));
+            }
+            continue;
+        }
+        // A moving value (a counter in a sentence, as sminfo's activity
+        // count, or at the end of a line).
+        let words = |l: &str| l.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let (wb, wo, wa) = (words(lb), words(lo), words(la));
+        if wb.len() != wo.len() || wa.len() != wo.len() {
+            return Err(format!("line {}: {lo:?} between {lb:?} and {la:?}", i + 1));
+        }
+        for ((xb, xo), xa) in wb.iter().zip(&wo).zip(&wa) {
+            if xb == xa {
+                if xb != xo {
+                    return Err(format!("line {}: {lo:?} between {lb:?} and {la:?}", i + 1));
+                }
+                continue;
+            }
+            let num = |w: &str| split_num(w.trim_end_matches(',')).map(|(p, n)| (p.to_owned(), n));
+            match (num(xb), num(xo), num(xa)) {
+                (Some((pb, nb)), Some((po, no)), Some((pa, na)))
+                    if pb == po && po == pa && nb <= no && no <= na => {}
+                _ => {
+                    return Err(format!(
+                        "line {}: {lo:?} not between {lb:?} and {la:?}",
+                        i + 1
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Checker<'a> {
+    sim: &'a IbSim,
+    bins: &'a Bins,
+    name: String,
+    failures: Vec<String>,
+    cases: usize,
+}
+
+impl Checker<'_> {
+    /// One case: real, ours (--ibsim), ours (umad), real again.
+    fn case(&mut self, tool: &str, args: &[&str]) {
+        self.cases += 1;
+        let real = real_dir(tool);
+        let before = exec(self.sim, &real, tool, args, false);
+        let via_ibsim = exec(self.sim, &self.bins.0, tool, args, true);
+        let via_umad = exec(self.sim, &self.bins.0, tool, args, false);
+        let after = exec(self.sim, &real, tool, args, false);
+        let what = format!("{}: {tool} {}", self.name, args.join(" "));
+        for (how, ours) in [("--ibsim", &via_ibsim), ("umad", &via_umad)] {
+            assert!(
+                !ours.stderr.contains("panicked"),
+                "{what} ({how}) panicked: {}",
+                ours.stderr
+            );
+            if ours.code != before.code {
+                self.failures.push(format!(
+                    "{what} ({how}): exit {} vs {}\nours:\n{}{}\ntheirs:\n{}",
+                    ours.code, before.code, ours.stdout, ours.stderr, before.stdout
+                ));
+                continue;
+            }
+            if let Err(e) = bracketed(&before.stdout, &ours.stdout, &after.stdout) {
+                self.failures.push(format!(
+                    "{what} ({how}): {e}\nours:\n{}\ntheirs:\n{}",
+                    ours.stdout, before.stdout
+                ));
+            }
+            if before.code == 2 && ours.stderr != before.stderr {
+                self.failures.push(format!(
+                    "{what} ({how}): usage text differs\nours:\n{}\ntheirs:\n{}",
+                    ours.stderr, before.stderr
+                ));
+            }
+        }
+    }
+
+    fn finish(self) {
+        assert!(
+            self.failures.is_empty(),
+            "{}: {} of {} cases differ:\n{}",
+            self.name,
+            self.failures.len(),
+            self.cases,
+            self.failures.join("\n----\n")
+        );
+        eprintln!("{}: {} cases byte-identical", self.name, self.cases);
+    }
+}
+
+/// What the fabric looks like from ibsim's default node.
+struct Layout {
+    /// Switch LIDs and CA LIDs (a sample).
+    switches: Vec<u16>,
+    cas: Vec<u16>,
+    /// The local node is a switch.
+    local_switch: bool,
+}
+
+fn layout(sim: &IbSim) -> Layout {
+    let t = IbSimTransport::attach(sim.config()).unwrap();
+    let rt = Runtime::start(t, EngineConfig::default()).unwrap();
+    let smp = SmpClient::new(&rt).unwrap();
+    let local = smp.node_info(&SmpTarget::dr(&[]).unwrap()).unwrap();
+    let local_switch = local.node_type == NodeType::SWITCH;
+    let sw = if local_switch {
+        SmpTarget::dr(&[]).unwrap()
+    } else {
+        SmpTarget::dr(&[local.local_port_num]).unwrap()
+    };
+    let top = smp.switch_info(&sw).unwrap().linear_fdb_top;
+    let mut sample: Vec<u16> = vec![1, 2, 3, 4, 5, top / 2, top.saturating_sub(1), top];
+    sample.retain(|l| (1..=top).contains(l));
+    sample.sort_unstable();
+    sample.dedup();
+    let (mut switches, mut cas) = (Vec::new(), Vec::new());
+    for lid in sample {
+        if let Ok(ni) = smp.node_info(&SmpTarget::Lid(lid)) {
+            if ni.node_type == NodeType::SWITCH {
+                switches.push(lid);
+            } else {
+                cas.push(lid);
+            }
+        }
+    }
+    drop(smp);
+    rt.shutdown();
+    Layout {
+        switches,
+        cas,
+        local_switch,
+    }
+}
+
+/// Every case for one fabric.
+#[allow(clippy::too_many_lines)]
+fn all_cases(c: &mut Checker<'_>, l: &Layout, full: bool) {
+    let s = |v: u16| v.to_string();
+    let sw = l.switches.first().copied().unwrap_or(1);
+    let ca = l.cas.first().copied().unwrap_or(1);
+    let ca2 = l.cas.last().copied().unwrap_or(ca);
+    let lids: Vec<u16> = l.switches.iter().chain(&l.cas).copied().collect();
+    // smpquery by LID.
+    for lid in &lids {
+        let lid = s(*lid);
+        for op in ["nodeinfo", "nodedesc", "switchinfo", "guidinfo"] {
+            c.case("smpquery", &[op, &lid]);
+        }
+        for op in ["portinfo", "pkeys", "sl2vl", "vlarb"] {
+            c.case("smpquery", &[op, &lid]);
+            c.case("smpquery", &[op, &lid, "1"]);
+        }
+        if !full {
+            break;
+        }
+    }
+    c.case("smpquery", &["-x", "PI", &s(sw), "2"]);
+    c.case("smpquery", &["mepi", &s(sw), "1"]);
+    c.case("smpquery", &["pie", &s(ca), "1"]);
+    c.case("smpquery", &["-K", "portinfo", &s(ca)]);
+    // smpquery by directed route and by GUID (through the SA).
+    for path in ["0", "0,1", "0,1,1", "0,2"] {
+        c.case("smpquery", &["-D", "nodeinfo", path]);
+        c.case("smpquery", &["-D", "portinfo", path, "1"]);
+    }
+    c.case("smpquery", &["-D", "nodedesc", "0"]);
+    c.case("smpquery", &["-G", "NI", "0x200000"]);
+    // Errors.
+    c.case("smpquery", &["-t", "200", "nodeinfo", "0xbfff"]);
+    c.case("smpquery", &["nodeinfo", "0xc000"]);
+    c.case("smpquery", &["nodeinfo", "abc"]);
+    c.case("smpquery", &["frob", "1"]);
+    c.case("smpquery", &["-q", "nodeinfo", "1"]);
+    c.case("smpquery", &["nodeinfo"]);
+    c.case("smpquery", &["pkeys", &s(sw), "99"]);
+    // perfquery.
+    c.case("perfquery", &[]);
+    c.case("perfquery", &["-x"]);
+    c.case("perfquery", &[&s(sw), "1"]);
+    c.case("perfquery", &["-x", &s(sw), "1"]);
+    c.case("perfquery", &["-a", &s(sw)]);
+    c.case("perfquery", &["-x", "-a", &s(sw)]);
+    c.case("perfquery", &["-l", &s(sw), "1-3"]);
+    c.case("perfquery", &["-a", &s(sw), "1,2,3"]);
+    c.case("perfquery", &[&s(ca)]);
+    c.case("perfquery", &["-a", &s(ca)]);
+    c.case("perfquery", &["-X", &s(sw), "1"]);
+    c.case("perfquery", &["-R", &s(sw), "4", "0x1000"]);
+    c.case("perfquery", &[&s(sw), "4-2"]);
+    c.case("perfquery", &["--bogus"]);
+    // sminfo, ibaddr.
+    c.case("sminfo", &[]);
+    c.case("sminfo", &["-D", "0"]);
+    c.case("sminfo", &[&s(ca)]);
+    c.case("ibaddr", &[]);
+    for lid in &lids {
+        c.case("ibaddr", &[&s(*lid)]);
+    }
+    c.case("ibaddr", &["-L", &s(ca2)]);
+    c.case("ibaddr", &["-g", "-D", "0,1"]);
+    // ibportstate queries.
+    c.case("ibportstate", &[&s(sw), "1"]);
+    c.case("ibportstate", &[&s(ca), "1"]);
+    c.case("ibportstate", &["-D", "0", "1"]);
+    c.case("ibportstate", &["-D", "0", "0"]);
+    c.case("ibportstate", &[&s(sw), "1", "frob"]);
+    c.case("ibportstate", &[&s(sw), "1", "speed"]);
+    // ibroute, ibtracert.
+    c.case("ibroute", &[&s(sw)]);
+    c.case("ibroute", &["-n", &s(sw)]);
+    c.case("ibroute", &[&s(sw), "1", "3"]);
+    c.case("ibroute", &["-M", &s(sw)]);
+    c.case("ibroute", &[&s(ca)]);
+    if full {
+        c.case("ibroute", &["-a", &s(sw)]);
+        c.case("ibroute", &["-D", "0,1"]);
+    }
+    c.case("ibtracert", &[&s(ca), &s(ca2)]);
+    c.case("ibtracert", &["-n", &s(ca2), &s(ca)]);
+    c.case("ibtracert", &[&s(sw), &s(ca)]);
+    c.case("ibtracert", &[&s(ca), &s(sw)]);
+    c.case("ibtracert", &[&s(ca), "0xbfff", "-t", "200"]);
+    // ibstat (libumad2sim's view of the local port).
+    for args in [
+        &[][..],
+        &["-l"],
+        &["-p"],
+        &["-s"],
+        &["ibsim0"],
+        &["ibsim0", "1"],
+        &["nope"],
+    ] {
+        c.case("ibstat", args);
+    }
+    let _ = l.local_switch;
+}
+
+/// ibsim + OpenSM on `file`, every case.
+fn opensm_fabric(file: &str, full: bool) {
+    let bins = Bins::new(file);
+    let sim = IbSim::start(topologies_dir().join(file));
+    let _osm = OpenSm::start(&sim, "", Duration::from_secs(120));
+    let l = layout(&sim);
+    let mut c = Checker {
+        sim: &sim,
+        bins: &bins,
+        name: format!("{file} (OpenSM)"),
+        failures: Vec::new(),
+        cases: 0,
+    };
+    all_cases(&mut c, &l, full);
+    // Port changes on an uncabled port (its state does not disturb the
+    // SM): disable, then enable, real tool first, then ours.
+    let sw = l.switches.first().copied().unwrap_or(1).to_string();
+    c.sequence(
+        "ibportstate",
+        &[
+            &["-D", "0", "8", "disable"],
+            &["-D", "0", "8", "enable"],
+            &["-D", "0", "8", "off"],
+            &["-D", "0", "8", "on"],
+            &["-D", "0", "8", "reset"],
+        ],
+        false,
+    );
+    c.sequence(
+        "perfquery",
+        &[
+            &["-r", &sw, "1"],
+            &["-x", "-r", &sw, "1"],
+            &["-R", &sw, "1"],
+        ],
+        true,
+    );
+    c.finish();
+}
+
+impl Checker<'_> {
+    /// Commands that change the fabric, run as a sequence that leaves it
+    /// as it was: the real tool runs the whole sequence, then ours
+    /// (`--ibsim`), then ours (umad); the outputs are compared step by
+    /// step, port counters masked with `mask`.
+    fn sequence(&mut self, tool: &str, steps: &[&[&str]], mask: bool) {
+        self.cases += steps.len();
+        let real = real_dir(tool);
+        let m = |s: &str| if mask { mask_counters(s) } else { s.to_owned() };
+        // A first pass of the real tool leaves what a pass leaves behind
+        // (a Set writes LID 0x1234 where the port had none).
+        for a in steps {
+            let _ = exec(self.sim, &real, tool, a, false);
+        }
+        let theirs: Vec<Out> = steps
+            .iter()
+            .map(|a| exec(self.sim, &real, tool, a, false))
+            .collect();
+        for (how, ibsim_flag) in [("--ibsim", true), ("umad", false)] {
+            for (args, t) in steps.iter().zip(&theirs) {
+                let ours = exec(self.sim, &self.bins.0, tool, args, ibsim_flag);
+                if (ours.code, m(&ours.stdout)) != (t.code, m(&t.stdout)) {
+                    self.failures.push(format!(
+                        "{}: {tool} {} ({how}): exit {} vs {}\nours:\n{}\ntheirs:\n{}",
+                        self.name,
+                        args.join(" "),
+                        ours.code,
+                        t.code,
+                        ours.stdout,
+                        t.stdout
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The traffic counters of perfquery's output replaced by `N` (for
+/// runs that reset them).
+fn mask_counters(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            let traffic = ["PortXmit", "PortRcv", "PortUnicast", "PortMulticast"]
+                .iter()
+                .any(|p| l.starts_with(p))
+                && !l.contains("Errors")
+                && !l.contains("Discards");
+            match l.split_once(':') {
+                Some((name, _)) if traffic => format!("{name}:N\n"),
+                _ => format!("{l}\n"),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn ibsim_examples_with_opensm_give_byte_identical_output() {
+    if !ready() {
+        return;
+    }
+    for file in [
+        "net",
+        "net.1",
+        "net.2sw2path",
+        "net.2sw2path4hca",
+        "net.2sw2path4hca2port",
+    ] {
+        opensm_fabric(file, file == "net");
+    }
+}
+
+#[test]
+fn medium_fat_tree_with_opensm_gives_byte_identical_output() {
+    if !ready() {
+        return;
+    }
+    opensm_fabric("net.medium", false);
+}
+
+#[test]
+fn large_fat_trees_with_opensm_give_byte_identical_output() {
+    if !ready() {
+        return;
+    }
+    opensm_fabric("net.large", false);
+    opensm_fabric("net.large3", false);
+}
+
+#[test]
+fn every_shared_topology_is_covered() {
+    let mut names: Vec<String> = std::fs::read_dir(topologies_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".md"))
+        .collect();
+    names.sort();
+    let covered = [
+        "net",
+        "net.1",
+        "net.2sw2path",
+        "net.2sw2path4hca",
+        "net.2sw2path4hca2port",
+        "net.large",
+        "net.large3",
+        "net.medium",
+    ];
+    assert_eq!(names, covered, "a new topology file needs a test here");
+}
+
+// ------------------------------------------------------------- SM-lite
+
+/// SM-lite on its own thread over madstack's ibsim transport, at the
+/// first node (as tests/sm_ibsim.rs runs it).
+struct RunningSm {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl RunningSm {
+    fn start(sim: &IbSim, node: &str) -> RunningSm {
+        let mut tc = sim.config().node(node);
+        tc.issm = true;
+        let mut t = IbSimTransport::attach(tc).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let stop2 = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut sm = SubnetManager::new(SmConfig::default(), t.port_attrs());
+            let mut drv = SmDriver::new();
+            sm.start(Instant::now());
+            while !stop2.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                let busy = drv.pump(&mut sm, &mut t, now).unwrap();
+                while let Some(e) = sm.poll_event() {
+                    let _ = tx.send(e);
+                }
+                if !busy {
+                    let wait = sm
+                        .poll_timeout()
+                        .map_or(Duration::from_millis(10), |d| {
+                            d.saturating_duration_since(Instant::now())
+                        })
+                        .min(Duration::from_millis(10));
+                    t.wait_readable(wait).unwrap();
+                }
+            }
+        });
+        let end = Instant::now() + Duration::from_secs(60);
+        loop {
+            match rx.recv_timeout(end.saturating_duration_since(Instant::now())) {
+                Ok(SmEvent::SubnetUp) => break,
+                Ok(_) => {}
+                Err(_) => panic!("SM-lite: no SubnetUp in 60 s"),
+            }
+        }
+        RunningSm {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for RunningSm {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn with_sm_lite_as_the_sm_outputs_are_byte_identical() {
+    if !ready() {
+        return;
+    }
+    for (file, first) in [("net", "Switch1"), ("net.2sw2path4hca", "Switch1")] {
+        let bins = Bins::new(&format!("smlite-{file}"));
+        let sim = IbSim::start(topologies_dir().join(file));
+        let _sm = RunningSm::start(&sim, first);
+        let l = layout(&sim);
+        let mut c = Checker {
+            sim: &sim,
+            bins: &bins,
+            name: format!("{file} (SM-lite)"),
+            failures: Vec::new(),
+            cases: 0,
+        };
+        all_cases(&mut c, &l, false);
+        c.finish();
+    }
+}
+
+#[test]
+fn bracketing_accepts_only_values_between_the_real_runs() {
+    assert!(bracketed("a: 1\nb: 5\n", "a: 1\nb: 6\n", "a: 1\nb: 7\n").is_ok());
+    assert!(bracketed("a: 1\nb: 5\n", "a: 1\nb: 8\n", "a: 1\nb: 7\n").is_err());
+    assert!(bracketed("a: 1\nb: 5\n", "a: 2\nb: 6\n", "a: 1\nb: 7\n").is_err());
+    assert!(bracketed(
+        "sm lid 1 activity count 10, prio 0",
+        "sm lid 1 activity count 11, prio 0",
+        "sm lid 1 activity count 12, prio 0"
+    )
+    .is_ok());
+    assert!(bracketed("x\n", "x\ny\n", "x\n").is_err());
+    assert!(bracketed(
+        "PortXmitData:....5",
+        "PortXmitData:....6",
+        "PortXmitData:....9"
+    )
+    .is_ok());
+}
