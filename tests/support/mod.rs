@@ -23,10 +23,16 @@ use mad_core::transport::ibsim::IbSimConfig;
 pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
 /// The shared topology directory (`../shared/topologies` beside the
-/// checkout).
+/// checkout), found from whichever workspace crate includes this module:
+/// the workspace root is the nearest ancestor holding `Cargo.lock`.
 #[must_use]
 pub fn topologies_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/topologies")
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest
+        .ancestors()
+        .find(|d| d.join("Cargo.lock").is_file())
+        .unwrap_or(manifest);
+    root.join("../shared/topologies")
 }
 
 /// Every topology file in [`topologies_dir`] (all but README.md),
