@@ -276,7 +276,7 @@ among the command's arguments):
   --sim[=TOPOLOGY]   the built-in simulated fabric (default topology built in),
                      brought up by SM-lite before the command runs
   --sim-node NAME    attach the command's port at node NAME of that fabric
-                     (default: the first CA)
+                     (default: the first CA port that is not the SM's)
   --ibsim            a running ibsim (IBSIM_SOCKNAME, IBSIM_SERVER_NAME,
                      IBSIM_SERVER_PORT, SIM_HOST)
   -C CA -P PORT      a real port through libibumad (the default when
@@ -288,7 +288,7 @@ among the command's arguments):
 fn usage() -> String {
     let mut s = String::from("Usage: mad [GLOBAL OPTIONS] COMMAND [ARGS...]\n\nCommands:\n");
     for c in COMMANDS {
-        s.push_str(&format!("  {:<12} {}\n", c.name, c.summary));
+        s.push_str(&format!("  {:<14} {}\n", c.name, c.summary));
     }
     s.push('\n');
     s.push_str(GLOBAL_HELP);

@@ -77,38 +77,40 @@ fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-// The default topology: sw-a (LID 1, SM-lite), host-1 (LID 2, the
-// command's port), host-2 (3), sw-b (4), host-3 (5), host-4 (6).
+// mad-sim's default topology as SM-lite numbers it: host-1 (LID 1,
+// SM-lite and the SA), leaf-1 (2), host-2 (3, the command's port),
+// host-3 (4), host-4 (5), spine-1 (6), spine-2 (7), leaf-2 (8),
+// host-5 .. host-8 (9 .. 12).
 
 #[test]
 fn smpquery_reads_every_attribute_of_the_built_in_fabric() {
-    let out = ok(&["smpquery", "nodeinfo", "1"]);
-    assert!(out.starts_with("# Node info: Lid 1\n"), "{out}");
+    let out = ok(&["smpquery", "nodeinfo", "2"]);
+    assert!(out.starts_with("# Node info: Lid 2\n"), "{out}");
     assert_eq!(field(&out, "NodeType"), "Switch");
     assert_eq!(field(&out, "NumPorts"), "8");
     let out = ok(&["smpquery", "-D", "nodedesc", "0,1"]);
-    assert_eq!(out, format!("Node Description:{}sw-a\n", ".".repeat(28)));
-    let out = ok(&["smpquery", "portinfo", "2", "1"]);
-    assert!(out.starts_with("# Port info: Lid 2 port 1\n"), "{out}");
+    assert_eq!(out, "Node Description:.leaf-1 madsim 8-port leaf switch\n");
+    let out = ok(&["smpquery", "portinfo", "3", "1"]);
+    assert!(out.starts_with("# Port info: Lid 3 port 1\n"), "{out}");
     assert_eq!(field(&out, "LinkState"), "Active");
-    assert_eq!(field(&out, "Lid"), "2");
+    assert_eq!(field(&out, "Lid"), "3");
     assert_eq!(field(&out, "SMLid"), "1");
     assert_eq!(field(&out, "Mkey"), "<not displayed>");
-    let out = ok(&["smpquery", "switchinfo", "4"]);
-    assert_eq!(field(&out, "LinearFdbTop"), "6");
-    let out = ok(&["smpquery", "pkeys", "2", "1"]);
+    let out = ok(&["smpquery", "switchinfo", "8"]);
+    assert_eq!(field(&out, "LinearFdbTop"), "12");
+    let out = ok(&["smpquery", "pkeys", "3", "1"]);
     assert!(out.contains("0xffff") && out.ends_with("pkeys capacity for this port\n"));
-    let out = ok(&["smpquery", "sl2vl", "1", "1"]);
+    let out = ok(&["smpquery", "sl2vl", "2", "1"]);
     assert_eq!(
         out.lines().filter(|l| l.starts_with("ports: in")).count(),
         9
     );
-    let out = ok(&["smpquery", "vlarb", "2", "1"]);
+    let out = ok(&["smpquery", "vlarb", "3", "1"]);
     assert!(
         out.contains("# Low priority VL Arbitration Table:"),
         "{out}"
     );
-    let out = ok(&["smpquery", "GI", "2"]);
+    let out = ok(&["smpquery", "GI", "3"]);
     assert!(out.ends_with("guids capacity for this port\n"), "{out}");
     let out = ok(&["smpquery", "-x", "PI", "-D", "0"]);
     assert!(out.starts_with("# Port info: DR path slid 65535; dlid 65535; 0 port 0"));
@@ -118,21 +120,21 @@ fn smpquery_reads_every_attribute_of_the_built_in_fabric() {
 fn perfquery_counts_the_commands_own_traffic() {
     let out = ok(&["perfquery"]);
     assert!(
-        out.starts_with("# Port counters: Lid 2 port 1 (CapMask: 0x"),
+        out.starts_with("# Port counters: Lid 3 port 1 (CapMask: 0x"),
         "{out}"
     );
     let pkts: u64 = field(&out, "PortXmitPkts").parse().unwrap();
     assert!(pkts > 0, "SM-lite's and our MADs crossed this port: {out}");
-    let out = ok(&["perfquery", "-x", "1", "1"]);
-    assert!(out.starts_with("# Port extended counters: Lid 1 port 1"));
-    let out = ok(&["perfquery", "-a", "1"]);
-    assert!(out.starts_with("# Port counters: Lid 1 port 255"), "{out}");
-    let out = ok(&["perfquery", "-l", "1", "1-3"]);
-    assert_eq!(out.matches("# Port counters: Lid 1 port").count(), 3);
-    let (out, _, code) = sim(&["perfquery", "-R", "1", "1"]);
+    let out = ok(&["perfquery", "-x", "2", "1"]);
+    assert!(out.starts_with("# Port extended counters: Lid 2 port 1"));
+    let out = ok(&["perfquery", "-a", "2"]);
+    assert!(out.starts_with("# Port counters: Lid 2 port 255"), "{out}");
+    let out = ok(&["perfquery", "-l", "2", "1-3"]);
+    assert_eq!(out.matches("# Port counters: Lid 2 port").count(), 3);
+    let (out, _, code) = sim(&["perfquery", "-R", "2", "1"]);
     assert_eq!((out.as_str(), code), ("", 0));
     // Read, then reset: the counters printed are before the reset.
-    let out = ok(&["perfquery", "-r", "2", "1"]);
+    let out = ok(&["perfquery", "-r", "3", "1"]);
     assert!(field(&out, "PortRcvPkts").parse::<u64>().unwrap() > 0);
 }
 
@@ -140,49 +142,50 @@ fn perfquery_counts_the_commands_own_traffic() {
 fn sminfo_ibaddr_and_ibstat_show_the_sm_and_the_local_port() {
     let out = ok(&["sminfo"]);
     assert!(
-        out.starts_with("sminfo: sm lid 1 sm guid 0x200000, activity count "),
+        out.starts_with("sminfo: sm lid 1 sm guid 0x100001, activity count "),
         "{out}"
     );
     assert!(
         out.ends_with(" priority 0 state 3 SMINFO_MASTER\n"),
         "{out}"
     );
-    assert_eq!(ok(&["ibaddr"]), "GID fe80::10:1 LID start 0x2 end 0x2\n");
-    assert_eq!(ok(&["ibaddr", "-L", "4"]), "LID start 4 end 4\n");
+    assert_eq!(ok(&["ibaddr"]), "GID fe80::10:4 LID start 0x3 end 0x3\n");
+    assert_eq!(ok(&["ibaddr", "-L", "8"]), "LID start 8 end 8\n");
     let out = ok(&["ibstat"]);
     assert!(
-        out.starts_with("CA 'host-1'\n\tCA type: simulator\n"),
+        out.starts_with("CA 'host-2'\n\tCA type: simulator\n"),
         "{out}"
     );
-    assert!(out.contains("\t\tBase lid: 2\n\t\tLMC: 0\n\t\tSM lid: 1\n"));
+    assert!(out.contains("\t\tBase lid: 3\n\t\tLMC: 0\n\t\tSM lid: 1\n"));
     let out = ok(&["ibstatus"]);
-    assert!(out.contains("\tbase lid:\t 0x2\n\tsm lid:\t\t 0x1\n\tstate:\t\t 4: ACTIVE\n"));
+    assert!(out.contains("\tbase lid:\t 0x3\n\tsm lid:\t\t 0x1\n\tstate:\t\t 4: ACTIVE\n"));
 }
 
 #[test]
 fn ibportstate_disables_and_enables_a_link_of_the_built_in_fabric() {
-    let out = ok(&["ibportstate", "4", "7"]);
-    assert!(out.starts_with("Switch PortInfo:\n# Port info: Lid 4 port 7\n"));
+    let out = ok(&["ibportstate", "8", "7"]);
+    assert!(out.starts_with("Switch PortInfo:\n# Port info: Lid 8 port 7\n"));
     assert_eq!(field(&out, "LinkState"), "Active");
-    // The peer of an active switch port, as hardware shows it.
+    // The peer of an active switch port (spine-1 port 2), as hardware
+    // shows it.
     let peer = out.split("Peer PortInfo:\n").nth(1).unwrap();
-    assert!(peer.starts_with("# Port info: Lid 4 DR path slid 2; dlid 65535; 0,7 port 7\n"));
+    assert!(peer.starts_with("# Port info: Lid 8 DR path slid 3; dlid 65535; 0,7 port 2\n"));
     assert_eq!(field(peer, "LinkState"), "Active");
-    // LIDs 1-3 are reached from sw-b through its port 7: disable port 8.
-    let out = ok(&["ibportstate", "4", "8", "disable"]);
+    // host-8's link (leaf-2 port 4); our answers come back another way.
+    let out = ok(&["ibportstate", "8", "4", "disable"]);
     assert!(out.contains("Disable may be irreversible\n\nAfter PortInfo set:\n"));
     let after = out.split("After PortInfo set:").nth(1).unwrap();
     assert_eq!(field(after, "PhysLinkState"), "Disabled");
-    let out = ok(&["ibportstate", "-D", "0,1,7", "8", "reset"]);
+    let out = ok(&["ibportstate", "-D", "0,1", "4", "reset"]);
     // Polling retrains the cable at once: the link is up again, and
     // back in Initialize until an SM arms it.
     let after = out.split("After PortInfo set:").nth(1).unwrap();
     assert_eq!(field(after, "PhysLinkState"), "LinkUp");
     assert_eq!(field(after, "LinkState"), "Initialize");
     // An unlinked port of a CA; `on` only acts on a disabled port.
-    let out = ok(&["ibportstate", "2", "2", "on"]);
+    let out = ok(&["ibportstate", "3", "2", "on"]);
     assert!(out.ends_with("Port is already in enable state\n"), "{out}");
-    let (out, _, code) = sim(&["ibportstate", "2", "1", "lid", "0xc000"]);
+    let (out, _, code) = sim(&["ibportstate", "3", "1", "lid", "0xc000"]);
     assert_eq!(code, 255);
     assert_eq!(
         out,
@@ -192,21 +195,28 @@ fn ibportstate_disables_and_enables_a_link_of_the_built_in_fabric() {
 
 #[test]
 fn ibroute_and_ibtracert_follow_sm_lite_s_tables() {
-    let out = ok(&["ibroute", "1"]);
-    assert!(
-        out.starts_with("Unicast lids [0x0-0x6] of switch Lid 1 guid 0x0000000000200000 (sw-a):\n")
-    );
-    assert!(out.contains("0x0002 001 : (Channel Adapter portguid 0x0000000000100001: 'host-1')\n"));
-    assert!(out.ends_with("6 valid lids dumped \n"), "{out}");
-    let out = ok(&["ibroute", "-M", "4"]);
+    let out = ok(&["ibroute", "2"]);
+    assert!(out.starts_with(
+        "Unicast lids [0x0-0xc] of switch Lid 2 guid 0x0000000000200000 (leaf-1 madsim 8-port leaf switch):\n"
+    ));
+    assert!(out
+        .contains("0x0003 002 : (Channel Adapter portguid 0x0000000000100004: 'host-2 HCA-1')\n"));
+    assert!(out.ends_with("12 valid lids dumped \n"), "{out}");
+    let out = ok(&["ibroute", "-M", "8"]);
     assert!(out.ends_with("0 valid mlids dumped \n"), "{out}");
-    let out = ok(&["ibtracert", "2", "6"]);
+    let out = ok(&["ibtracert", "3", "12"]);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 5, "{out}");
-    assert!(lines[0].starts_with("From ca {0x0000000000100000} portnum 1 lid 2-2 \"host-1\""));
-    assert!(lines[1].starts_with("[1] -> switch port {0x0000000000200000}[1] lid 1-1 \"sw-a\""));
-    assert!(lines[4].starts_with("To ca "), "{out}");
-    assert!(lines[4].ends_with("lid 6-6 \"host-4\""), "{out}");
+    assert_eq!(lines.len(), 6, "{out}");
+    assert_eq!(
+        lines[0],
+        "From ca {0x0000000000100003} portnum 1 lid 3-3 \"host-2 HCA-1\""
+    );
+    assert!(lines[1].starts_with("[1] -> switch port {0x0000000000200000}[2] lid 2-2 "));
+    assert!(lines[3].starts_with("[2] -> switch port {0x0000000000200001}[8] lid 8-8 "));
+    assert_eq!(
+        lines[5],
+        "To ca {0x0000000000100015} portnum 1 lid 12-12 \"host-8 HCA-1\""
+    );
 }
 
 #[test]
@@ -241,23 +251,23 @@ fn a_topology_file_and_a_node_choose_the_fabric_and_the_port() {
 
 #[test]
 fn json_output_parses_and_agrees_with_the_text() {
-    let text_out = ok(&["smpquery", "nodeinfo", "4"]);
-    let j = json(&["smpquery", "--json", "nodeinfo", "4"]);
+    let text_out = ok(&["smpquery", "nodeinfo", "8"]);
+    let j = json(&["smpquery", "--json", "nodeinfo", "8"]);
     assert_eq!(j["command"], "smpquery");
-    assert_eq!(j["dest"]["lid"], 4);
+    assert_eq!(j["dest"]["lid"], 8);
     let guid = j["node_info"]["node_guid"].as_u64().unwrap();
     assert_eq!(format!("0x{guid:016x}"), field(&text_out, "Guid"));
     assert_eq!(
         j["node_info"]["num_ports"].as_u64().unwrap().to_string(),
         field(&text_out, "NumPorts")
     );
-    let j = json(&["--json", "smpquery", "portinfo", "2", "1"]);
-    assert_eq!(j["port_info"]["lid"], 2);
+    let j = json(&["--json", "smpquery", "portinfo", "3", "1"]);
+    assert_eq!(j["port_info"]["lid"], 3);
     assert!(
         j["port_info"].get("m_key").is_none(),
         "M_Key hidden without -K"
     );
-    let j = json(&["perfquery", "--json", "1", "1"]);
+    let j = json(&["perfquery", "--json", "2", "1"]);
     assert_eq!(j["ports"][0]["port"], 1);
     assert!(
         j["ports"][0]["counters"]["port_xmit_pkts"]
@@ -269,30 +279,33 @@ fn json_output_parses_and_agrees_with_the_text() {
     let j = json(&["sminfo", "--json"]);
     assert_eq!(j["sm_lid"], 1);
     assert_eq!(j["state_name"], "SMINFO_MASTER");
-    assert_eq!(j["sm_info"]["guid"], 0x20_0000);
+    assert_eq!(j["sm_info"]["guid"], 0x10_0001);
     let j = json(&["ibaddr", "--json"]);
-    assert_eq!(j["gid"], "fe80::10:1");
+    assert_eq!(j["gid"], "fe80::10:4");
     assert_eq!(
         (j["lid_start"].as_u64(), j["lid_end"].as_u64()),
-        (Some(2), Some(2))
+        (Some(3), Some(3))
     );
-    let routes = ok(&["ibroute", "1"]);
-    let j = json(&["ibroute", "--json", "1"]);
+    let routes = ok(&["ibroute", "2"]);
+    let j = json(&["ibroute", "--json", "2"]);
     let rows = j["unicast"].as_array().unwrap();
     assert!(routes.ends_with(&format!("{} valid lids dumped \n", rows.len())));
-    assert_eq!(j["switch"]["node_description"], "sw-a");
-    let j = json(&["ibtracert", "--json", "2", "6"]);
-    assert_eq!(j["routes"][0]["hops"].as_array().unwrap().len(), 3);
-    assert_eq!(j["routes"][0]["to"]["lid"], 6);
-    let j = json(&["ibportstate", "--json", "2", "1"]);
+    assert_eq!(
+        j["switch"]["node_description"],
+        "leaf-1 madsim 8-port leaf switch"
+    );
+    let j = json(&["ibtracert", "--json", "3", "12"]);
+    assert_eq!(j["routes"][0]["hops"].as_array().unwrap().len(), 4);
+    assert_eq!(j["routes"][0]["to"]["lid"], 12);
+    let j = json(&["ibportstate", "--json", "3", "1"]);
     assert_eq!(j["is_switch"], false);
     assert_eq!(j["port_info"]["port_state"], 4);
     let j = json(&["ibstat", "--json"]);
-    assert_eq!(j["cas"][0]["ports"][0]["base_lid"], 2);
-    let j = json(&["smpquery", "--json", "pkeys", "2"]);
+    assert_eq!(j["cas"][0]["ports"][0]["base_lid"], 3);
+    let j = json(&["smpquery", "--json", "pkeys", "3"]);
     assert_eq!(j["pkeys"][0], "0xffff");
     // A failure in JSON mode: an "error" member and exit status 255.
-    let (out, _, code) = sim(&["smpquery", "--json", "switchinfo", "2"]);
+    let (out, _, code) = sim(&["smpquery", "--json", "switchinfo", "3"]);
     assert_eq!(code, 255);
     let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(j["error"], "operation switchinfo: switch info query failed");
@@ -347,7 +360,7 @@ fn bad_input_gives_the_diags_errors_and_never_a_panic() {
             &["ibportstate", "1", "1", "frob"],
             "invalid operation: frob",
         ),
-        (&["ibroute", "2"], "dump tables: not a switch"),
+        (&["ibroute", "3"], "dump tables: not a switch"),
         (&["sminfo", "-D", "0,0,9"], "query"),
     ];
     for (args, msg) in cases {
@@ -440,7 +453,7 @@ fn pcap_records_every_mad_the_command_sends_and_receives() {
     assert_eq!(recs[1].meta.direction, Direction::Received);
     assert_eq!(recs[1].mad[3], 0x81);
     assert_eq!(recs[0].mad[8..16], recs[1].mad[8..16], "same TID");
-    assert_eq!((recs[0].meta.slid, recs[0].meta.dlid), (2, 4));
+    assert_eq!((recs[0].meta.slid, recs[0].meta.dlid), (3, 4));
     // perfquery: ClassPortInfo and PortCounters, both ways.
     let out = ok(&["perfquery", "--pcap", f, "1", "1"]);
     assert!(out.starts_with("# Port counters"));

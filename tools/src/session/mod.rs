@@ -320,16 +320,19 @@ impl Session {
     pub fn describe(&self) -> String {
         let a = self.port_attrs();
         match &self.backend {
-            Backend::Sim(f) => format!(
-                "built-in fabric {} ({} nodes, SM-lite at LID {} after {} SMPs), port {} port {} LID {}",
-                f.name,
-                f.fabric.node_count(),
-                f.sm_lid,
-                f.sm_smps,
-                a.ca_name,
-                a.port_num,
-                a.lid
-            ),
+            Backend::Sim(f) => {
+                let st = f.subnet.sm_status();
+                format!(
+                    "built-in fabric {} ({} nodes, SM-lite at LID {} after {} SMPs), port {} port {} LID {}",
+                    f.name(),
+                    f.subnet.fabric().node_count(),
+                    st.sm_lid,
+                    st.smps_sent,
+                    a.ca_name,
+                    a.port_num,
+                    a.lid
+                )
+            }
             Backend::IbSim => format!("ibsim node {} port {} LID {}", a.ca_name, a.port_num, a.lid),
             Backend::Umad { ca } => format!("{ca} port {} LID {}", a.port_num, a.lid),
         }
