@@ -366,7 +366,7 @@ mod tests {
         };
         let s = Session::open(&opts).unwrap();
         let a = s.port_attrs();
-        assert_eq!(a.ca_name, "host-1");
+        assert_eq!(a.ca_name, "host-2");
         assert_ne!(a.lid, 0);
         let ni = s
             .smp()

@@ -5,7 +5,7 @@
 //! command's port is attached.
 
 use mad_sim::topology::NodeKind;
-use mad_sim::{SimPort, Subnet, SubnetOptions};
+use mad_sim::{Fabric, SimPort, Subnet, SubnetOptions, Topology};
 
 /// The name the default topology goes by in messages.
 pub use mad_sim::DEFAULT_TOPOLOGY_NAME;
@@ -14,6 +14,8 @@ pub use mad_sim::DEFAULT_TOPOLOGY_NAME;
 pub struct SimFabric {
     /// The subnet (fabric, SM-lite, SA).
     pub subnet: Subnet,
+    /// The fabric (another handle to `subnet`'s).
+    pub fabric: Fabric,
 }
 
 impl std::fmt::Debug for SimFabric {
@@ -21,6 +23,23 @@ impl std::fmt::Debug for SimFabric {
         f.debug_struct("SimFabric")
             .field("name", &self.subnet.name())
             .finish_non_exhaustive()
+    }
+}
+
+/// Loads `topology` (a file path; `None`: mad-sim's built-in default)
+/// with the name it goes by.
+///
+/// # Errors
+/// The file's parse or read error, as text.
+pub fn load_topology(topology: Option<&str>) -> Result<(Topology, String), String> {
+    match topology {
+        None => Ok((
+            mad_sim::default_topology(),
+            DEFAULT_TOPOLOGY_NAME.to_owned(),
+        )),
+        Some(path) => Topology::load(path)
+            .map(|t| (t, path.to_owned()))
+            .map_err(|e| format!("topology {path}: {e}")),
     }
 }
 
@@ -35,7 +54,8 @@ pub fn bring_up(topology: Option<&str>) -> Result<SimFabric, String> {
             Some(t) => format!("topology {t}: {e}"),
             None => format!("{DEFAULT_TOPOLOGY_NAME} topology: {e}"),
         })?;
-    Ok(SimFabric { subnet })
+    let fabric = subnet.fabric().clone();
+    Ok(SimFabric { subnet, fabric })
 }
 
 impl SimFabric {
