@@ -30,6 +30,7 @@ pub mod endpoint;
 pub mod fabric;
 pub mod faulty;
 pub mod sa;
+pub mod serve;
 pub mod sm;
 pub mod subnet;
 pub mod topology;

@@ -743,6 +743,24 @@ impl Fabric {
             .collect()
     }
 
+    /// A node's NodeInfo as its SMA holds it (PortGUID the node GUID,
+    /// LocalPortNum 0: fill them in per port).
+    #[must_use]
+    pub fn node_info(&self, index: usize) -> Option<mad_core::wire::attr::NodeInfo> {
+        let c = self.lock();
+        let mut ni = c.nodes.get(index)?.info.clone();
+        ni.port_guid = ni.node_guid;
+        ni.local_port_num = 0;
+        Some(ni)
+    }
+
+    /// A port's P_Key table (entries up to the last non-zero one).
+    #[must_use]
+    pub fn pkeys(&self, node: usize, port: u8) -> Option<Vec<u16>> {
+        let c = self.lock();
+        Some(c.nodes.get(node)?.port(port)?.pkeys.clone())
+    }
+
     /// A port's PortInfo as it stands (LocalPortNum = the port itself).
     #[must_use]
     pub fn port_info(&self, node: usize, port: u8) -> Option<PortInfo> {

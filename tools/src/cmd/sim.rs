@@ -6,27 +6,32 @@
 //! at an endpoint, stats, quit).
 //!
 //! ```text
-//! mad sim [TOPOLOGY] [--seed N] [--no-sa] [--script FILE] [-q]
+//! mad sim [TOPOLOGY] [--seed N] [--no-sa] [--serve NAME] [--script FILE] [-q]
 //! ```
 //! `TOPOLOGY` may also come as the global `--sim=TOPOLOGY`. `--seed`
-//! seeds the link-fault RNGs (default 0); `--script FILE` reads the
-//! commands from a file instead of standard input; `-q` prints no
-//! summary.
+//! seeds the link-fault RNGs (default 0); `--serve NAME` also serves the
+//! fabric in ibsim's socket protocol under `IBSIM_SOCKNAME=NAME`
+//! (`mad_sim::serve`), so `mad --ibsim`, libumad2sim tools and other
+//! stacks in other processes attach to it while the console runs;
+//! `--script FILE` reads the commands from a file instead of standard
+//! input; `-q` prints no summary.
 
 use std::io::BufReader;
 use std::path::PathBuf;
 
 use mad_sim::console::{self, End};
+use mad_sim::serve::{IbSimServer, ServeConfig};
 use mad_sim::{Subnet, SubnetOptions, UpError};
 
 use crate::cli::{CliError, Invocation};
 use crate::session::TransportChoice;
 
 const USAGE: &str = "\
-usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--script FILE] [-q]
+usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--serve NAME] [--script FILE] [-q]
   TOPOLOGY       topology file (ibnetdiscover / ibsim format); default: the built-in fat tree
   --seed N       seed of the link-fault RNGs (default 0)
   --no-sa        do not run the SA at the SM's port
+  --serve NAME   serve the fabric as ibsim does, under IBSIM_SOCKNAME=NAME
   --script FILE  read console commands from FILE instead of standard input
   -q, --quiet    no summary
 Then commands on standard input (type help).
@@ -38,6 +43,7 @@ struct Args {
     seed: u64,
     no_sa: bool,
     script: Option<PathBuf>,
+    serve: Option<String>,
     quiet: bool,
     help: bool,
 }
@@ -69,6 +75,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 a.seed = parsed.map_err(|_| format!("bad seed {v:?}"))?;
             }
             "--script" => a.script = Some(PathBuf::from(value("--script")?)),
+            "--serve" => a.serve = Some(value("--serve")?),
             k if k.starts_with('-') && k.len() > 1 => return Err(format!("unknown option {k}")),
             _ => {
                 if a.topology.is_some() {
@@ -112,6 +119,19 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         )),
     })?;
     subnet.fabric().set_fault_seed(a.seed);
+    let _server = match &a.serve {
+        Some(name) => {
+            let cfg = ServeConfig {
+                default_at: subnet.free_endpoint(),
+                ..ServeConfig::new(name.clone())
+            };
+            let h = IbSimServer::bind(subnet.fabric(), cfg)
+                .and_then(IbSimServer::spawn)
+                .map_err(|e| CliError::Failed(format!("sim: cannot serve as {name:?}: {e}")))?;
+            Some(h)
+        }
+        None => None,
+    };
     if !a.quiet {
         let mut s = subnet.summary().to_string();
         let st = subnet.sm_status();
@@ -120,6 +140,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             st.smps_sent,
             if a.no_sa { "" } else { "; SA at the SM's port" }
         ));
+        if let Some(name) = &a.serve {
+            s.push_str(&format!(
+                "serving as ibsim: IBSIM_SOCKNAME={name} (clients naming no node attach at {})\n",
+                subnet
+                    .free_endpoint()
+                    .and_then(|(n, _)| subnet.fabric().node(n))
+                    .map_or_else(|| "-".to_owned(), |n| n.id)
+            ));
+        }
         s.push_str("type help for the console commands, quit to end\n");
         inv.io.out(&s);
     }
@@ -164,8 +193,11 @@ mod tests {
             "--script=cmds",
             "-q",
             "--no-sa",
+            "--serve",
+            "x",
         ]))
         .unwrap();
+        assert_eq!(a.serve.as_deref(), Some("x"));
         assert_eq!(a.topology, Some(PathBuf::from("net.medium")));
         assert_eq!(a.seed, 16);
         assert_eq!(a.script, Some(PathBuf::from("cmds")));
