@@ -19,10 +19,15 @@
 //! - [`sa`]: the SA's records from SM-lite's view of the subnet.
 //! - [`Subnet`]: a fabric brought up in one call (SM-lite as an in-fabric
 //!   service, the SA responder on the SM's port).
+//! - [`console`]: the fault console of `mad sim`.
+//! - [`serve`]: the fabric served in ibsim's socket protocol, for stacks
+//!   in other processes (madstack's ibsim transport, libumad2sim).
 //!
-//! Nothing but [`Subnet`] spawns a thread (its SA runs on a
-//! `mad_agents::Runtime`); nothing reads a clock: time in the fabric is
-//! virtual ([`Fabric::advance`]). Only topology files are read.
+//! Only [`Subnet`] (its SA runs on a `mad_agents::Runtime`) and
+//! [`serve::IbSimServer::spawn`] start threads, and only the server reads
+//! the wall clock (to move virtual time on for its clients); otherwise
+//! time in the fabric is virtual ([`Fabric::advance`]). Only topology
+//! files are read.
 #![deny(unsafe_code)]
 
 pub mod console;
