@@ -296,3 +296,38 @@ fn a_subscriber_gets_a_report_of_trap_128_when_a_cable_is_pulled() {
     assert!(c.sa.next_report(Duration::from_secs(5)).is_some());
     assert_eq!(c.sa.all::<NodeRecord>().unwrap().records.len(), 12);
 }
+
+#[test]
+fn sa_clients_on_several_threads_keep_getting_tables_while_cables_flap() {
+    let s = Subnet::builtin().unwrap();
+    let f = s.fabric().clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for host in ["host-2", "host-4", "host-5", "host-7"] {
+        let c = client(&s, host);
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            // The whole client (its runtime too) moves to the thread.
+            let c = c;
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) || n == 0 {
+                let t = c.sa.all::<NodeRecord>().unwrap().records.len();
+                assert!(t == 11 || t == 12, "{t}");
+                n += 1;
+            }
+            n
+        }));
+    }
+    for _ in 0..20 {
+        f.link_down("host-8", 1).unwrap();
+        f.link_up("host-8", 1).unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for t in threads {
+        assert!(t.join().unwrap() > 0);
+    }
+    let st = s.sm_status();
+    assert_eq!(st.traps, 40);
+    assert_eq!(st.lids, 12);
+    assert!(st.up);
+}
