@@ -199,6 +199,11 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::smpquery::run,
     ),
     Command::tool(
+        "saquery",
+        "query the SA's records (infiniband-diags saquery)",
+        crate::cmd::saquery::run,
+    ),
+    Command::tool(
         "perfquery",
         "read or reset port counters (infiniband-diags perfquery)",
         crate::cmd::perfquery::run,

@@ -489,3 +489,58 @@ fn without_a_device_or_a_transport_flag_the_message_names_the_flags() {
         );
     }
 }
+
+#[test]
+fn saquery_returns_whole_tables_from_the_built_in_sa() {
+    // Every node: 12 NodeRecords, far more than one MAD holds (RMPP).
+    let out = ok(&["saquery"]);
+    assert_eq!(out.matches("NodeRecord dump:").count(), 12, "{out}");
+    let out = ok(&["saquery", "-D"]);
+    assert!(out.starts_with("   LID \"name\"\n================\n"));
+    assert_eq!(out.lines().count(), 2 + 8, "{out}");
+    // Links: every cable, both ways (8 host cables, 4 leaf-spine ones).
+    let out = ok(&["saquery", "LR"]);
+    assert_eq!(
+        out.matches("LinkRecord dump:").count(),
+        2 * (8 + 4),
+        "{out}"
+    );
+    let out = ok(&["saquery", "PR"]);
+    assert!(
+        out.matches("PathRecord dump:").count() >= 12 * 12,
+        "all-pairs paths"
+    );
+    let out = ok(&["saquery", "--src-to-dst", "3:12"]);
+    assert_eq!(out.matches("PathRecord dump:").count(), 1, "{out}");
+    assert!(out.contains("\t\tdlid....................12\n\t\tslid....................3\n"));
+    assert_eq!(ok(&["saquery", "-L", "host-5 HCA-1"]), "9\n");
+    assert_eq!(ok(&["saquery", "-O", "9"]), "host-5 HCA-1\n");
+    assert_eq!(
+        ok(&["saquery", "-G", "host-2 HCA-1"]),
+        "0x0000000000100004\n"
+    );
+    let out = ok(&["saquery", "PIR", "3/1"]);
+    assert!(out.contains("\t\tEndPortLid..............3\n\t\tPortNum.................1\n"));
+    let out = ok(&["saquery", "SWIR"]);
+    assert_eq!(out.matches("SwitchInfoRecord dump:").count(), 4);
+    let out = ok(&["saquery", "-c"]);
+    assert!(out.starts_with("SA ClassPortInfo:\n"), "{out}");
+    let out = ok(&["saquery", "SMIR"]);
+    assert!(out.contains("SMInfoRecord dump:"), "{out}");
+    // JSON: the records and their fields.
+    let j = json(&["saquery", "--json", "NR"]);
+    assert_eq!(j["attribute"], "NodeRecord");
+    assert_eq!(j["records"].as_array().unwrap().len(), 12);
+    assert_eq!(j["records"][0]["lid"], 1);
+    assert_eq!(j["truncated"], false);
+    // An unknown name: saquery's message and status.
+    let (_, err, code) = sim(&["saquery", "--src-to-dst", "nosuchnode:3"]);
+    assert_eq!(code, 64);
+    assert_eq!(
+        err,
+        "Failed to find lid for \"nosuchnode\": Machine is not on the network\n"
+    );
+    let (_, err, code) = sim(&["saquery", "NR", "70000"]);
+    assert_eq!(code, 22);
+    assert_eq!(err, "Invalid lid specified: \"70000\"\n");
+}

@@ -17,6 +17,7 @@ pub mod ibroute;
 pub mod ibstat;
 pub mod ibtracert;
 pub mod perfquery;
+pub mod saquery;
 pub mod sim;
 pub mod sminfo;
 pub mod smpquery;
