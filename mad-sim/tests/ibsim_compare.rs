@@ -315,3 +315,25 @@ fn sim_and_ibsim_agree_on_ibnetdiscover_output_with_explicit_guids_and_speeds() 
         diffs.join("\n")
     );
 }
+
+/// The built-in default topology loads in ibsim with the same nodes,
+/// GUIDs, descriptions and attribute answers.
+#[test]
+fn sim_and_ibsim_agree_on_the_built_in_default_topology() {
+    if !support::require(NEEDS_IBSIM) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mad-sim-default-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("default.net");
+    std::fs::write(&path, mad_sim::DEFAULT_TOPOLOGY).unwrap();
+    let (diffs, compared) = compare_file(&path);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(compared >= 12, "compared {compared}");
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+}
