@@ -558,7 +558,12 @@ impl IbSimServer {
         }
     }
 
-    fn hand_to_client(&mut self, key: (usize, u8), own_lid: u16, r: &mad_core::transport::Received) {
+    fn hand_to_client(
+        &mut self,
+        key: (usize, u8),
+        own_lid: u16,
+        r: &mad_core::transport::Received,
+    ) {
         let Some(&flags) = r.mad.get(3) else { return };
         let response = flags & 0x80 != 0;
         let target = if response {
