@@ -170,12 +170,18 @@ pub struct FaultStats {
     pub stale: u64,
 }
 
-/// xorshift64* (Vigna); never zero.
+/// A small seeded, repeatable RNG: xorshift64* (Vigna) seeded through
+/// splitmix64, never zero. Shared by every fault injector of the project
+/// (this transport wrapper and the simulated fabric's links), so the same
+/// seed gives the same faults everywhere.
 #[derive(Debug, Clone)]
-struct Rng(u64);
+pub struct Rng(u64);
 
 impl Rng {
-    fn new(seed: u64) -> Self {
+    /// A generator for `seed` (splitmix64 of it, so that small seeds differ
+    /// a lot).
+    #[must_use]
+    pub fn new(seed: u64) -> Self {
         // splitmix64 of the seed, so that small seeds differ a lot.
         let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -184,7 +190,8 @@ impl Rng {
         Self(if z == 0 { 0x2545_f491_4f6c_dd1d } else { z })
     }
 
-    fn next_u64(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -194,7 +201,7 @@ impl Rng {
     }
 
     /// True with probability `p`; draws nothing when `p` is 0 or 1.
-    fn chance(&mut self, p: f64) -> bool {
+    pub fn chance(&mut self, p: f64) -> bool {
         if p <= 0.0 {
             return false;
         }

@@ -86,41 +86,7 @@ pub struct LinkFaultStats {
     pub reordered: u64,
 }
 
-/// xorshift64* seeded through splitmix64; never zero.
-#[derive(Debug, Clone)]
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
-        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        Self(if z == 0 { 0x2545_f491_4f6c_dd1d } else { z })
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// True with probability `p`; draws nothing for p ≤ 0 or p ≥ 1.
-    fn chance(&mut self, p: f64) -> bool {
-        if p <= 0.0 {
-            return false;
-        }
-        if p >= 1.0 {
-            return true;
-        }
-        #[allow(clippy::cast_precision_loss)]
-        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        u < p
-    }
-}
+pub(crate) use mad_core::transport::fault::Rng;
 
 /// The RNG seed of the link direction leaving `node`/`port`.
 fn dir_seed(seed: u64, node: u32, port: u8) -> u64 {
