@@ -44,11 +44,58 @@
 //! as [`SendStatus::Flushed`]. Any other work-completion error completes
 //! it with [`SendStatus::WcError`].
 //!
+//! A work-request error that arrives **after the response** (the response
+//! beat the send completion) is reported, as the kernel reports it to the
+//! send handler after the receive handler had the response: the
+//! completion carries the error status ([`SendStatus::WcError`], or
+//! [`SendStatus::Flushed`] for a second flush) *and* the response. A first
+//! flush, which the kernel would repost and then normally complete with
+//! success, is neither reposted (the answer is in) nor reported.
+//!
+//! # Flow control
+//!
+//! Like the 2025 kernel's solicited flow control (AGENTS.md §1), requests
+//! that await a response (timeout > 0; not responses, not RMPP transfers,
+//! which have their own window) hold a **slot** from their first post
+//! until their response arrives or they fail, retries included. An agent
+//! has at most [`EngineConfig::max_unanswered_per_agent`] slots and the
+//! port at most [`EngineConfig::max_unanswered_per_port`] (by default 256
+//! over a transport with a file descriptor: ibsim stops serving a client
+//! with about 335 unanswered). A request sent while its agent or the port
+//! is full — or while earlier requests still wait — is accepted
+//! ([`Engine::send`] returns its id), gets its TID, and waits in its
+//! agent's **backlog**; as slots free up, [`Engine::poll`] posts backlogged
+//! requests in order, the agents with a backlog taking turns for port
+//! slots. A backlogged request's response timer and absolute deadline
+//! start at its first post; cancel, modify and deregistration work on it
+//! as on any send (a cancel or deregistration completes it at once). A
+//! response that names a backlogged request's TID is counted as unmatched
+//! and dropped (it cannot answer what was not sent). Each step costs
+//! O(log n) in the number of queued sends.
+//!
 //! # Dispatch (AGENTS.md §2)
 //!
 //! Responses (R bit, TrapRepress, BM with attribute-modifier bit 0) go by
 //! TID and class to the waiting send ([`crate::tid`]); nobody waiting:
-//! counted and dropped. Requests go by QP, class, class version, method
+//! counted and dropped.
+//!
+//! ## Response matching
+//!
+//! A response (or an RMPP ACK / STOP / ABORT of an outbound transfer)
+//! matches a send by its TID ([`crate::tid::match_key`]: every bit the
+//! transports preserve) and management class **and its source**: except
+//! for directed-route SMPs (whose path is not an address), a response must
+//! come from the LID the request went to — or, if the request was sent
+//! with a GRH, carry a GRH whose source GID is the request's destination
+//! GID; a GRH on one side only does not match. A request to the
+//! permissive LID accepts any source LID. A response that fails the check
+//! is counted in [`EngineStats::wrong_source`] and dropped; the send keeps
+//! waiting. ([`EngineConfig::check_response_source`] turns the check off.)
+//! The kernel compares the remote LID only for received requests and
+//! checks the local path bits for responses (AGENTS.md §2 step 8); this
+//! layer sees no local path bits from every transport and checks the
+//! remote side instead, which also catches a stray answer from another
+//! node reusing the TID. Requests go by QP, class, class version, method
 //! (and OUI for vendor range 2) to the owning agent; nobody: a Get or Set
 //! is answered with GetResp status 0x000C (D bit set for directed route),
 //! anything else is dropped, both counted. Received requests wait in a
@@ -60,7 +107,15 @@
 //! For an agent registered with RMPP, a send longer than one MAD (or
 //! whose RMPP header has the Active flag) is an RMPP transfer driven by a
 //! [`mad_rmpp::Sender`]: each segment is a work request holding a
-//! reference, and the transfer holds one until its last ACK. Inbound
+//! reference, and the transfer holds one until its last ACK. An RMPP
+//! request whose response times out is retried like a single MAD, within
+//! its retries and absolute deadline: the same message with the same TID
+//! goes out as a new transfer from segment 1. (A receiver that still
+//! remembers the finished transfer — the kernel's and
+//! [`mad_rmpp::ReceiverTable`]'s 10 s linger — re-acknowledges it without
+//! delivering it again.) An RMPP response starts with the window the
+//! requester advertised in its DS ACK for a double-sided transfer
+//! ([`mad_rmpp::ReceiverTable::response_window`], RMPP.md §6), else 1. Inbound
 //! transfers are reassembled by the agent's [`ReceiverTable`]; a response
 //! segment reaches it only when its TID and class match a waiting send of
 //! the agent and it comes from the LID the request went to, so an
@@ -87,8 +142,11 @@ use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent};
 use mad_core::transport::{Address, Qp, Received, Transport, WcStatus, GSI_QKEY, PERMISSIVE_LID};
 use mad_core::wire::rmpp::{RmppType, RMPP_FLAG_ACTIVE};
 use mad_core::wire::smp::{DR_DIRECTION_BIT, DR_STATUS_MASK};
-use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN, RMPP_HEADER_END};
-use mad_rmpp::{Outcome, Output, ReceiverTable, SendEvent, Sender, SenderConfig};
+use mad_core::wire::{
+    Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN, METHOD_RESPONSE_BIT,
+    RMPP_HEADER_END,
+};
+use mad_rmpp::{Outcome, Output, ReceiverTable, SendEvent, Sender, SenderConfig, TransferKey};
 use slab::Slab;
 
 use crate::spec::{AgentSpec, RegTable};
@@ -124,11 +182,34 @@ struct AgentSlot {
     delivering: usize,
     rmpp_rx: Option<ReceiverTable>,
     stats: AgentStats,
+    /// Requests of this agent on the wire awaiting a response (flow
+    /// control).
+    unanswered: usize,
+    /// Requests waiting for a flow-control slot, in order: (sequence,
+    /// send index).
+    backlog: BTreeSet<(u64, usize)>,
+    /// In the engine's queue of agents waiting for a port slot.
+    fc_ready: bool,
 }
 
 struct RmppTx {
     sender: Sender,
     deadline: Option<Instant>,
+    /// The sender's settings, to start the transfer again on a retry.
+    cfg: SenderConfig,
+}
+
+/// Solicited flow control of the port (see the [module
+/// documentation](self#flow-control)).
+struct Flow {
+    agent_limit: usize,
+    port_limit: usize,
+    /// Requests on the wire awaiting a response, over all agents.
+    unanswered: usize,
+    /// Agents with a backlog and room under their own limit, waiting for
+    /// a port slot, served round-robin.
+    ready: VecDeque<usize>,
+    seq: u64,
 }
 
 struct SendSlot {
@@ -160,6 +241,12 @@ struct SendSlot {
     extend_abs: bool,
     rmpp: Option<Box<RmppTx>>,
     cookie: u64,
+    /// Waiting in the agent's backlog (its sequence number there).
+    queued: Option<u64>,
+    /// Holds a flow-control slot.
+    counted: bool,
+    /// The total timeout (from the first post), for a send still queued.
+    total: Duration,
 }
 
 impl SendSlot {
@@ -188,6 +275,7 @@ pub struct Engine<T: Transport = Box<dyn Transport>> {
     reaped: Vec<AgentId>,
     stats: EngineStats,
     seg: Vec<u8>,
+    flow: Flow,
 }
 
 impl<T: Transport> std::fmt::Debug for Engine<T> {
@@ -222,6 +310,7 @@ impl<T: Transport> Engine<T> {
     #[must_use]
     pub fn with_port(mut port: Port<T>, cfg: EngineConfig) -> Self {
         let client = port.register();
+        let has_fd = port.transport().raw_fd().is_some();
         for class in 0..=u8::MAX {
             let c = MgmtClass(class);
             let qp = if c.is_smp() { Qp::Qp0 } else { Qp::Qp1 };
@@ -231,7 +320,6 @@ impl<T: Transport> Engine<T> {
         Self {
             port,
             client,
-            cfg,
             agents: Slab::new(),
             generation: 0,
             by_hi: HashMap::new(),
@@ -247,6 +335,14 @@ impl<T: Transport> Engine<T> {
             reaped: Vec::new(),
             stats: EngineStats::default(),
             seg: vec![0u8; MAD_LEN],
+            flow: Flow {
+                agent_limit: cfg.max_unanswered_per_agent.resolve(has_fd),
+                port_limit: cfg.max_unanswered_per_port.resolve(has_fd),
+                unanswered: 0,
+                ready: VecDeque::new(),
+                seq: 0,
+            },
+            cfg,
         }
     }
 
@@ -472,6 +568,9 @@ impl<T: Transport> Engine<T> {
             delivering: 0,
             rmpp_rx,
             stats: AgentStats::default(),
+            unanswered: 0,
+            backlog: BTreeSet::new(),
+            fc_ready: false,
         });
         debug_assert_eq!(idx, id.index as usize);
         self.by_hi.insert(hi, idx);
@@ -564,7 +663,9 @@ impl<T: Transport> Engine<T> {
     /// Sends `req` for `agent` (see [`SendRequest`]). A request gets its
     /// TID here: bits 47..32 the agent's id, bits 31..0 allocated or the
     /// caller's ([`crate::tid`]). The send completes later, exactly once,
-    /// as [`AgentEvent::SendDone`].
+    /// as [`AgentEvent::SendDone`]. A request awaiting a response that the
+    /// flow-control limits hold back waits in the agent's backlog (see
+    /// [Flow control](self#flow-control)).
     ///
     /// # Errors
     /// Unknown or deregistering agent; a MAD that is too short, longer
@@ -650,23 +751,33 @@ impl<T: Transport> Engine<T> {
             return Err(SendError::DuplicateTid { tid, class });
         }
         let rmpp = if rmpp_transfer {
+            let initial_window = if is_response {
+                self.response_window(aidx, &mad, &dest)
+            } else {
+                1
+            };
             let cfg = SenderConfig {
                 ack_timeout: SenderConfig::kernel_ack_timeout(timeout),
                 retries: retries.max(SenderConfig::default().retries),
-                initial_window: 1,
+                initial_window,
                 expects_response: !timeout.is_zero(),
                 resp_time: mad_core::wire::rmpp::RMPP_NO_RESP_TIME,
             };
-            let hdr_len = class.data_offset();
-            let sender = Sender::from_message(mad.clone(), hdr_len, cfg, now)
+            let sender = Sender::from_message(mad.clone(), class.data_offset(), cfg, now)
                 .map_err(|e| SendError::BadSend(e.to_string()))?;
             Some(Box::new(RmppTx {
                 sender,
                 deadline: None,
+                cfg,
             }))
         } else {
             None
         };
+        // Solicited flow control: a request awaiting a response waits in
+        // the backlog while its agent or the port is at its limit, or
+        // while earlier requests wait there.
+        let solicited = !timeout.is_zero() && !is_response && !rmpp_transfer;
+        let queue = solicited && !self.has_flow_room(aidx);
         self.generation = self.generation.wrapping_add(1);
         let entry = self.sends.vacant_entry();
         let idx = entry.key();
@@ -674,16 +785,18 @@ impl<T: Transport> Engine<T> {
             index: u32::try_from(idx).unwrap_or(u32::MAX),
             generation: self.generation,
         };
-        let abs_deadline = (!timeout.is_zero()).then(|| {
-            now + total_timeout.unwrap_or_else(|| timeout.saturating_mul(retries.saturating_add(1)))
-        });
+        let total =
+            total_timeout.unwrap_or_else(|| timeout.saturating_mul(retries.saturating_add(1)));
+        let abs_deadline = (!timeout.is_zero() && !queue).then(|| now + total);
         entry.insert(SendSlot {
             id,
             agent: aidx,
             key,
             tid,
             qp,
-            mad: if rmpp_transfer { Vec::new() } else { mad },
+            // An RMPP transfer keeps its message to start again on a
+            // retry.
+            mad,
             dest,
             timeout,
             retries_left: retries,
@@ -700,7 +813,28 @@ impl<T: Transport> Engine<T> {
             extend_abs: false,
             rmpp,
             cookie,
+            queued: None,
+            counted: false,
+            total,
         });
+        if queue {
+            self.flow.seq += 1;
+            let seq = self.flow.seq;
+            let s = &mut self.sends[idx];
+            s.queued = Some(seq);
+            s.awaiting = true;
+            self.waiting.insert(key, idx);
+            let a = &mut self.agents[aidx];
+            a.backlog.insert((seq, idx));
+            a.sends.insert(idx);
+            a.stats.sends += 1;
+            a.stats.backlogged += 1;
+            self.stats.sends += 1;
+            self.stats.backlogged += 1;
+            self.mark_flow_ready(aidx);
+            self.pump_backlog(now);
+            return Ok(id);
+        }
         // The first work request: its failure is the caller's error and
         // nothing completes.
         let first = if rmpp_transfer {
@@ -719,6 +853,9 @@ impl<T: Transport> Engine<T> {
             self.sends[idx].awaiting = true;
             self.waiting.insert(key, idx);
         }
+        if solicited {
+            self.take_flow_slot(idx);
+        }
         let a = &mut self.agents[aidx];
         a.sends.insert(idx);
         a.stats.sends += 1;
@@ -727,6 +864,156 @@ impl<T: Transport> Engine<T> {
             self.pump_rmpp(idx, now);
         }
         Ok(id)
+    }
+
+    /// The window a double-sided requester advertised (in its DS ACK) for
+    /// the response `mad` to `dest`, or 1 (RMPP.md §6, the kernel's
+    /// `init_newwin`): the agent's completed inbound request with the
+    /// same TID, class and version from the response's destination.
+    fn response_window(&self, aidx: usize, mad: &[u8], dest: &Address) -> u32 {
+        let Some(rx) = self.agents[aidx].rmpp_rx.as_ref() else {
+            return 1;
+        };
+        let Some(mut key) = TransferKey::of(mad, dest.lid, dest.qpn) else {
+            return 1;
+        };
+        let resp = key.method;
+        // The request's method: the response's without the R bit; GetResp
+        // also answers Set.
+        let mut methods = vec![resp & 0x7F];
+        if resp == Method::GET.0 | METHOD_RESPONSE_BIT {
+            methods.push(Method::SET.0);
+        }
+        methods
+            .into_iter()
+            .find_map(|m| {
+                key.method = m;
+                rx.response_window(&key)
+            })
+            .unwrap_or(1)
+    }
+
+    // ----- flow control -----
+
+    /// True if a new request of agent `aidx` may go on the wire now.
+    fn has_flow_room(&self, aidx: usize) -> bool {
+        let a = &self.agents[aidx];
+        a.backlog.is_empty()
+            && a.unanswered < self.flow.agent_limit
+            && self.flow.unanswered < self.flow.port_limit
+            && self.flow.ready.is_empty()
+    }
+
+    fn take_flow_slot(&mut self, idx: usize) {
+        let s = &mut self.sends[idx];
+        if !s.counted {
+            s.counted = true;
+            self.agents[s.agent].unanswered += 1;
+            self.flow.unanswered += 1;
+        }
+    }
+
+    /// The send no longer awaits a response on the wire: its slot goes to
+    /// the backlog (posted by the next [`Engine::pump_backlog`]).
+    fn release_flow_slot(&mut self, idx: usize) {
+        let s = &mut self.sends[idx];
+        if s.counted {
+            s.counted = false;
+            let aidx = s.agent;
+            let a = &mut self.agents[aidx];
+            a.unanswered = a.unanswered.saturating_sub(1);
+            self.flow.unanswered = self.flow.unanswered.saturating_sub(1);
+            self.mark_flow_ready(aidx);
+        }
+    }
+
+    /// Queues agent `aidx` for a port slot if it has a backlog and room
+    /// under its own limit.
+    fn mark_flow_ready(&mut self, aidx: usize) {
+        let limit = self.flow.agent_limit;
+        let a = &mut self.agents[aidx];
+        if !a.fc_ready && !a.closing && !a.backlog.is_empty() && a.unanswered < limit {
+            a.fc_ready = true;
+            self.flow.ready.push_back(aidx);
+        }
+    }
+
+    /// Posts backlogged requests while the port has room, one per agent
+    /// in turn. O(log n) per request posted.
+    fn pump_backlog(&mut self, now: Instant) {
+        while self.flow.unanswered < self.flow.port_limit {
+            let Some(aidx) = self.flow.ready.pop_front() else {
+                break;
+            };
+            let limit = self.flow.agent_limit;
+            let Some(a) = self.agents.get_mut(aidx) else {
+                continue;
+            };
+            if !a.fc_ready {
+                continue;
+            }
+            a.fc_ready = false;
+            if a.closing || a.unanswered >= limit {
+                continue;
+            }
+            let Some((_, sidx)) = a.backlog.pop_first() else {
+                continue;
+            };
+            self.post_queued(sidx, now);
+            if self.agents.contains(aidx) {
+                self.mark_flow_ready(aidx);
+            }
+        }
+    }
+
+    /// First post of a request that waited in the backlog.
+    fn post_queued(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.sends[idx];
+        s.queued = None;
+        if s.extend_abs {
+            // A modify while queued: the total follows the new timeout.
+            s.extend_abs = false;
+            s.total = s
+                .total
+                .max(s.timeout.saturating_mul(s.retries_left.saturating_add(1)));
+        }
+        s.abs_deadline = Some(now + s.total);
+        match self.post(idx) {
+            Ok(()) => self.take_flow_slot(idx),
+            Err(e) => {
+                let st = port_failure(&e);
+                self.fail(idx, st);
+                self.settle(idx, Some(now));
+            }
+        }
+    }
+
+    /// Requests of `agent` on the wire awaiting a response (they hold a
+    /// flow-control slot).
+    #[must_use]
+    pub fn agent_unanswered(&self, agent: AgentId) -> usize {
+        self.agent_idx(agent)
+            .map_or(0, |i| self.agents[i].unanswered)
+    }
+
+    /// Requests of `agent` waiting in its backlog for a flow-control slot.
+    #[must_use]
+    pub fn agent_backlog(&self, agent: AgentId) -> usize {
+        self.agent_idx(agent)
+            .map_or(0, |i| self.agents[i].backlog.len())
+    }
+
+    /// Requests on the wire awaiting a response, over all agents.
+    #[must_use]
+    pub fn unanswered(&self) -> usize {
+        self.flow.unanswered
+    }
+
+    /// The flow-control limits in force: (per agent, per port);
+    /// `usize::MAX` means none.
+    #[must_use]
+    pub fn flow_limits(&self) -> (usize, usize) {
+        (self.flow.agent_limit, self.flow.port_limit)
     }
 
     /// Posts the send's MAD once more (first post, retry, flush repost).
@@ -794,6 +1081,28 @@ impl<T: Transport> Engine<T> {
         self.settle(idx, Some(now));
     }
 
+    /// Starts the RMPP transfer of send `idx` again from segment 1 (a
+    /// retry after a response timeout).
+    fn restart_rmpp(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.sends[idx];
+        let Some(tx) = s.rmpp.as_mut() else {
+            return;
+        };
+        let hdr_len = MgmtClass(s.key.1).data_offset();
+        match Sender::from_message(s.mad.clone(), hdr_len, tx.cfg, now) {
+            Ok(sender) => {
+                tx.sender = sender;
+                s.rmpp_active = true;
+                let key = s.key;
+                self.rmpp_out.insert(key, idx);
+                self.pump_rmpp(idx, now);
+            }
+            // It was accepted once, so it cannot fail now; if it did, the
+            // send ends as a timeout.
+            Err(_) => self.fail(idx, SendStatus::Timeout),
+        }
+    }
+
     fn rearm_rmpp(&mut self, idx: usize) {
         let s = &mut self.sends[idx];
         if let Some(tx) = s.rmpp.as_mut() {
@@ -823,6 +1132,7 @@ impl<T: Transport> Engine<T> {
     /// Records the send's final failure (the first one wins) and drops
     /// its response and RMPP references.
     fn fail(&mut self, idx: usize, status: SendStatus) {
+        self.release_flow_slot(idx);
         let s = &mut self.sends[idx];
         if s.failed.is_none() && s.response.is_none() {
             s.failed = Some(status);
@@ -847,13 +1157,16 @@ impl<T: Transport> Engine<T> {
     /// Completes the send if no reference is left; otherwise starts its
     /// response timer when only the response reference is left.
     fn settle(&mut self, idx: usize, now: Option<Instant>) {
-        let s = &self.sends[idx];
+        let Some(s) = self.sends.get(idx) else {
+            return;
+        };
         if s.refs() == 0 {
             self.finish(idx);
             return;
         }
         if let Some(now) = now {
             if s.wr == 0
+                && s.queued.is_none()
                 && s.awaiting
                 && !s.rmpp_active
                 && s.deadline.is_none()
@@ -892,7 +1205,11 @@ impl<T: Transport> Engine<T> {
     }
 
     fn finish(&mut self, idx: usize) {
+        self.release_flow_slot(idx);
         let s = self.sends.remove(idx);
+        if let Some(seq) = s.queued {
+            self.agents[s.agent].backlog.remove(&(seq, idx));
+        }
         if s.awaiting && self.waiting.get(&s.key) == Some(&idx) {
             self.waiting.remove(&s.key);
         }
@@ -923,11 +1240,8 @@ impl<T: Transport> Engine<T> {
             send: s.id,
             tid: s.tid,
             status,
-            response: if status == SendStatus::Success {
-                s.response
-            } else {
-                None
-            },
+            // Also kept when a work-request error came after it.
+            response: s.response,
             retries: s.retries_used,
             cookie: s.cookie,
         };
@@ -1144,6 +1458,9 @@ impl<T: Transport> Engine<T> {
             self.on_port_event(ev, now);
         }
         progress |= self.handle_timeouts(now);
+        let unanswered = self.flow.unanswered;
+        self.pump_backlog(now);
+        progress |= self.flow.unanswered != unanswered;
         progress
     }
 
@@ -1188,7 +1505,24 @@ impl<T: Transport> Engine<T> {
         };
         let s = &mut self.sends[idx];
         s.wr = s.wr.saturating_sub(1);
-        if status != WcStatus::Success && s.failed.is_none() && s.response.is_none() {
+        if status != WcStatus::Success && s.failed.is_none() && s.response.is_some() {
+            // The response beat this completion. The kernel records the
+            // error and reports it to the send handler after the receive
+            // handler has had the response; so does this: the completion
+            // carries the error status and the response. A flush the
+            // kernel would repost once (and then normally report success)
+            // is not reposted: the answer is in.
+            let repostable =
+                status == WcStatus::WrFlushErr && !s.flush_reposted && s.rmpp.is_none();
+            if !repostable {
+                s.failed = Some(if status == WcStatus::WrFlushErr {
+                    SendStatus::Flushed
+                } else {
+                    SendStatus::WcError(status)
+                });
+                self.stats.late_wc_errors += 1;
+            }
+        } else if status != WcStatus::Success && s.failed.is_none() {
             let closing = self.agents[s.agent].closing;
             if status == WcStatus::WrFlushErr && !s.flush_reposted && !closing && s.rmpp.is_none() {
                 s.flush_reposted = true;
@@ -1265,7 +1599,6 @@ impl<T: Transport> Engine<T> {
             return;
         }
         let retry = s.retries_left > 0
-            && s.rmpp.is_none()
             && s.abs_deadline.is_none_or(|a| now < a)
             && !self.agents[s.agent].closing;
         if retry {
@@ -1277,7 +1610,11 @@ impl<T: Transport> Engine<T> {
             let aidx = s.agent;
             self.agents[aidx].stats.retries += 1;
             self.stats.retries += 1;
-            if let Err(e) = self.post(idx) {
+            if self.sends[idx].rmpp.is_some() {
+                // An RMPP request: the same message with the same TID as a
+                // new transfer.
+                self.restart_rmpp(idx, now);
+            } else if let Err(e) = self.post(idx) {
                 let st = port_failure(&e);
                 self.fail(idx, st);
             }
@@ -1303,6 +1640,10 @@ impl<T: Transport> Engine<T> {
         // ACK / STOP / ABORT for one of our outbound transfers.
         if class.is_rmpp_class() && is_rmpp_active(mad) && rmpp_type(mad) != RmppType::DATA {
             if let Some(&idx) = self.rmpp_out.get(&key) {
+                if !self.answers_from_destination(idx, &r.src) {
+                    self.stats.wrong_source += 1;
+                    return;
+                }
                 if let Some(tx) = self.sends[idx].rmpp.as_mut() {
                     tx.sender.handle_reply(mad, now);
                 }
@@ -1315,13 +1656,18 @@ impl<T: Transport> Engine<T> {
                 self.stats.unmatched_responses += 1;
                 return;
             };
+            if self.sends[idx].queued.is_some() {
+                // Still in the backlog: not sent, so not answered (a stale
+                // answer to an earlier send with the same TID).
+                self.stats.unmatched_responses += 1;
+                return;
+            }
+            if !self.answers_from_destination(idx, &r.src) {
+                self.stats.wrong_source += 1;
+                return;
+            }
             let aidx = self.sends[idx].agent;
             if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
-                let dest = self.sends[idx].dest.lid;
-                if dest != PERMISSIVE_LID && dest != 0 && dest != r.src.lid {
-                    self.stats.unmatched_responses += 1;
-                    return;
-                }
                 if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
                     rx.handle(mad, r.src.lid, r.src.qpn, now);
                 }
@@ -1363,6 +1709,24 @@ impl<T: Transport> Engine<T> {
         }
     }
 
+    /// True if a MAD from `src` may answer send `idx` (the kernel's
+    /// `rcv_has_same_gid` as AGENTS.md §2 step 8 / MAD.md §5 restate it for
+    /// this layer; see the [module documentation](self#response-matching)).
+    fn answers_from_destination(&self, idx: usize, src: &Address) -> bool {
+        if !self.cfg.check_response_source {
+            return true;
+        }
+        let s = &self.sends[idx];
+        if s.key.1 == MgmtClass::SUBN_DIRECTED_ROUTE.0 {
+            return true;
+        }
+        match (&s.dest.grh, &src.grh) {
+            (Some(d), Some(g)) => d.gid == g.gid,
+            (None, None) => s.dest.lid == PERMISSIVE_LID || s.dest.lid == src.lid,
+            _ => false,
+        }
+    }
+
     /// The kernel's `generate_unmatched_resp`: GetResp with status 0x000C
     /// (method/attribute unsupported), the D bit set for directed route.
     fn answer_unsupported(&mut self, r: &Received) {
@@ -1397,6 +1761,7 @@ impl<T: Transport> Engine<T> {
     }
 
     fn on_response(&mut self, idx: usize, msg: Message, now: Instant) {
+        self.release_flow_slot(idx);
         let s = &mut self.sends[idx];
         s.response = Some(msg);
         s.awaiting = false;

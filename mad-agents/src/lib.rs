@@ -83,6 +83,6 @@ pub use query::QueryError;
 pub use runtime::{Agent, AgentReceiver, AgentRef, Runtime, RuntimeStats, SendHandle};
 pub use spec::{AgentSpec, MethodMask, RequestFilter};
 pub use types::{
-    AgentEvent, AgentId, AgentStats, Completion, EngineConfig, EngineStats, Message, RegisterError,
-    SendError, SendId, SendRequest, SendStatus, TidChoice,
+    AgentEvent, AgentId, AgentStats, Completion, EngineConfig, EngineStats, FlowLimit, Message,
+    RegisterError, SendError, SendId, SendRequest, SendStatus, TidChoice, DEFAULT_PORT_UNANSWERED,
 };

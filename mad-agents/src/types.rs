@@ -168,7 +168,9 @@ pub struct Completion {
     pub tid: u64,
     /// How it ended.
     pub status: SendStatus,
-    /// The response, when one was expected and arrived.
+    /// The response, when one was expected and arrived — also when a
+    /// work-request error reported after it makes `status` an error (see
+    /// [`crate::engine`#the-life-of-a-send-seed-003-agentsmd-3]).
     pub response: Option<Message>,
     /// Retries used (reposts after a response timeout).
     pub retries: u32,
@@ -285,6 +287,39 @@ impl SendRequest {
     }
 }
 
+/// A limit on requests awaiting a response (solicited flow control).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowLimit {
+    /// No limit.
+    Unlimited,
+    /// At most this many (0 counts as 1).
+    Max(usize),
+    /// [`DEFAULT_PORT_UNANSWERED`] over a transport with a file descriptor
+    /// (a device under umad, ibsim's socket, a simulator endpoint: a far
+    /// side with finite queues); no limit over a transport without one
+    /// (the in-memory Loopback, whose far side is a closure).
+    Auto,
+}
+
+impl FlowLimit {
+    /// The limit as a number (`usize::MAX` for none), for a transport that
+    /// has (`has_fd`) or has not a file descriptor.
+    #[must_use]
+    pub fn resolve(self, has_fd: bool) -> usize {
+        match self {
+            Self::Unlimited => usize::MAX,
+            Self::Max(n) => n.max(1),
+            Self::Auto if has_fd => DEFAULT_PORT_UNANSWERED,
+            Self::Auto => usize::MAX,
+        }
+    }
+}
+
+/// The default cap on one port's requests awaiting a response: ibsim
+/// stops serving a client with about 335 unanswered (its socket queue
+/// fills), so one client stays at 256.
+pub const DEFAULT_PORT_UNANSWERED: usize = 256;
+
 /// Engine settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineConfig {
@@ -301,6 +336,20 @@ pub struct EngineConfig {
     pub answer_unmatched: bool,
     /// RMPP reassembly bounds for RMPP agents.
     pub rmpp_receiver: ReceiverConfig,
+    /// Most requests awaiting a response one agent may have on the wire;
+    /// more wait in the agent's backlog (see
+    /// [`crate::engine`#flow-control]).
+    pub max_unanswered_per_agent: FlowLimit,
+    /// Most requests awaiting a response all agents of the port together
+    /// may have on the wire.
+    pub max_unanswered_per_port: FlowLimit,
+    /// Drop a response whose source is not where its request went
+    /// (AGENTS.md §2 step 8); see [`crate::engine`#response-matching].
+    pub check_response_source: bool,
+    /// How often the [`crate::Runtime`] polls a transport whose file
+    /// descriptor it cannot wait on (none, or one epoll refuses, as
+    /// under libumad2sim) while nothing is outstanding.
+    pub fallback_tick: Duration,
 }
 
 impl Default for EngineConfig {
@@ -311,6 +360,10 @@ impl Default for EngineConfig {
             max_backoff: Duration::from_secs(60),
             answer_unmatched: true,
             rmpp_receiver: ReceiverConfig::default(),
+            max_unanswered_per_agent: FlowLimit::Unlimited,
+            max_unanswered_per_port: FlowLimit::Auto,
+            check_response_source: true,
+            fallback_tick: Duration::from_millis(1),
         }
     }
 }
@@ -410,6 +463,9 @@ pub struct AgentStats {
     pub recv_dropped: u64,
     /// RMPP messages reassembled for this agent.
     pub rmpp_reassembled: u64,
+    /// Requests that waited in the agent's backlog for the flow-control
+    /// limit.
+    pub backlogged: u64,
 }
 
 /// Counters of an engine.
@@ -433,6 +489,13 @@ pub struct EngineStats {
     pub responses_matched: u64,
     /// Responses nobody waited for (late, duplicate, unknown): dropped.
     pub unmatched_responses: u64,
+    /// Responses (and RMPP ACKs) whose TID and class matched a waiting
+    /// send but whose source was not where the request went: dropped.
+    pub wrong_source: u64,
+    /// Requests that waited in a backlog for the flow-control limit.
+    pub backlogged: u64,
+    /// Work-request errors reported after the response had arrived.
+    pub late_wc_errors: u64,
     /// Requests no agent owns.
     pub unclaimed_requests: u64,
     /// Of those, Get/Set answered with status 0x000C.

@@ -1,0 +1,173 @@
+//! Shared pieces of the mad-agents integration tests: a far side that
+//! records what was sent, MAD builders, and a Loopback wrapper with a
+//! chosen file descriptor.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, Mutex};
+
+use mad_agents::{AgentEvent, AgentId, Completion, Engine};
+use mad_core::transport::loopback::Loopback;
+use mad_core::transport::{
+    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, WrId,
+};
+use mad_core::wire::{Mad, Method, MgmtClass};
+
+/// What the far side saw: (QP, MAD, destination).
+pub type Sent = Arc<Mutex<Vec<(Qp, Vec<u8>, Address)>>>;
+
+/// A Loopback whose far side records every MAD it is sent and answers
+/// nothing (tests answer with `push_recv`).
+pub fn recording(lid: u16, depth: usize) -> (Loopback, Sent) {
+    let sent: Sent = Arc::default();
+    let s2 = sent.clone();
+    let lb = Loopback::new(Loopback::attrs("lb0", 1, lid), depth).with_responder(Box::new(
+        move |qp, mad: &[u8], dest: &Address| {
+            s2.lock().unwrap().push((qp, mad.to_vec(), *dest));
+            Vec::new()
+        },
+    ));
+    (lb, sent)
+}
+
+/// A PerfMgt Get(PortCounters).
+pub fn perf_get() -> Vec<u8> {
+    let mut m = vec![0u8; 256];
+    m[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, Method::GET.0]);
+    m[16..18].copy_from_slice(&0x0012u16.to_be_bytes());
+    m
+}
+
+/// The TID of a MAD.
+pub fn tid_of(mad: &[u8]) -> u64 {
+    Mad::new_unchecked(mad).tid()
+}
+
+/// The GetResp to `mad`, received on `qp` from `src`.
+pub fn answer(qp: Qp, mad: &[u8], src: Address) -> Received {
+    let mut r = mad.to_vec();
+    r[3] = 0x81;
+    Received { qp, src, mad: r }
+}
+
+/// Every event handed out so far.
+pub fn drain<T: Transport>(e: &mut Engine<T>) -> Vec<(AgentId, AgentEvent)> {
+    std::iter::from_fn(|| e.poll_event()).collect()
+}
+
+/// The completions among `evs`.
+pub fn completions(evs: &[(AgentId, AgentEvent)]) -> Vec<Completion> {
+    evs.iter()
+        .filter_map(|(_, e)| match e {
+            AgentEvent::SendDone(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Which file descriptor a [`WithFd`] hands out.
+pub enum Fd {
+    /// None: the runtime must tick.
+    None,
+    /// A socket that becomes readable when [`Doorbell::ring`] is called
+    /// (and is drained by `poll_recv`).
+    Real(UnixStream),
+    /// A number that is no open descriptor: epoll refuses it with EBADF,
+    /// as it refuses libumad2sim's fake umad descriptors.
+    Bogus(RawFd),
+}
+
+/// The test's end of a [`Fd::Real`] descriptor.
+pub struct Doorbell(UnixStream);
+
+impl Doorbell {
+    /// Makes the transport's descriptor readable.
+    pub fn ring(&mut self) {
+        self.0.write_all(&[1]).unwrap();
+    }
+}
+
+/// A socket pair: the transport's end and the test's doorbell.
+pub fn doorbell() -> (Fd, Doorbell) {
+    let (a, b) = UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    (Fd::Real(a), Doorbell(b))
+}
+
+/// A Loopback with a chosen file descriptor.
+pub struct WithFd {
+    /// The Loopback.
+    pub inner: Loopback,
+    /// Its descriptor.
+    pub fd: Fd,
+    /// Received MADs queued by the test from other threads (delivered by
+    /// `poll_recv`).
+    pub inbox: Arc<Mutex<Vec<Received>>>,
+}
+
+impl WithFd {
+    /// `inner` with descriptor `fd`.
+    pub fn new(inner: Loopback, fd: Fd) -> Self {
+        Self {
+            inner,
+            fd,
+            inbox: Arc::default(),
+        }
+    }
+}
+
+impl Transport for WithFd {
+    fn port_attrs(&self) -> &PortAttrs {
+        self.inner.port_attrs()
+    }
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        self.inner.refresh_port_attrs()
+    }
+    fn send_queue_depth(&self) -> usize {
+        self.inner.send_queue_depth()
+    }
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        self.inner.post_send(qp, mad, dest)
+    }
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError> {
+        self.inner.poll_send_completions(out)
+    }
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        if let Fd::Real(s) = &mut self.fd {
+            let mut b = [0u8; 64];
+            while matches!(s.read(&mut b), Ok(n) if n > 0) {}
+        }
+        {
+            let mut q = self.inbox.lock().unwrap();
+            if !q.is_empty() {
+                return Ok(Some(q.remove(0)));
+            }
+        }
+        self.inner.poll_recv()
+    }
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        self.inner.poll_event()
+    }
+    fn qp_state(&self, qp: Qp) -> QpState {
+        self.inner.qp_state(qp)
+    }
+    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
+        self.inner.modify_qp(qp, to)
+    }
+    fn recreate_queues(&mut self) -> Result<(), TransportError> {
+        self.inner.recreate_queues()
+    }
+    fn raw_fd(&self) -> Option<RawFd> {
+        match &self.fd {
+            Fd::None => None,
+            Fd::Real(s) => Some(s.as_raw_fd()),
+            Fd::Bogus(n) => Some(*n),
+        }
+    }
+}
