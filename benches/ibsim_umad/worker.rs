@@ -20,6 +20,7 @@ use mad_core::transport::umad::UmadTransport;
 use mad_core::transport::{Address, Qp, SendCompletion, Transport, PERMISSIVE_LID};
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Mad, Method};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// What a worker run is asked to do.
@@ -170,6 +171,8 @@ pub fn run_agents(p: &Params) -> Result<String, String> {
     let mut t0 = Instant::now();
     let mut deadline: Option<Instant> = None;
     let now = Instant::now();
+    let mut last_ok = now;
+    let stall_limit = Duration::from_secs_f64(p.seconds.max(1.0) + 5.0);
     let first = w.min(total as usize);
     for (slot, at) in sent_at.iter_mut().enumerate().take(first) {
         let req = reqs[issued as usize % reqs.len()]
@@ -183,6 +186,7 @@ pub fn run_agents(p: &Params) -> Result<String, String> {
         let now = Instant::now();
         let progressed = e.poll(now);
         let mut any = false;
+        let mut any_ok = false;
         while let Some((_, ev)) = e.poll_event() {
             let AgentEvent::SendDone(c) = ev else {
                 continue;
@@ -190,6 +194,7 @@ pub fn run_agents(p: &Params) -> Result<String, String> {
             any = true;
             let now = Instant::now();
             let slot = c.cookie as usize;
+            any_ok |= c.status == SendStatus::Success;
             if done >= p.warmup {
                 lat_ns.push(
                     (now - sent_at[slot.min(w - 1)])
@@ -230,6 +235,14 @@ pub fn run_agents(p: &Params) -> Result<String, String> {
                 e.send(agent, req, now).map_err(|e| format!("send: {e}"))?;
                 issued += 1;
             }
+        }
+        if any_ok {
+            last_ok = Instant::now();
+        }
+        // The time limit holds even when nothing comes back.
+        let t = Instant::now();
+        if deadline.is_some_and(|d| t >= d) || t - last_ok > stall_limit {
+            break 'run;
         }
         if !progressed && !any {
             match (p.spin, fd) {
@@ -289,7 +302,7 @@ pub fn run(p: &Params) -> Result<String, String> {
         };
         w
     ];
-    let mut seq: u64 = 0;
+    let mut seq: u32 = 0;
     let mut completions: Vec<SendCompletion> = Vec::with_capacity(1024);
     let total = p.warmup + p.queries;
     let mut issued: u64 = 0;
@@ -302,16 +315,24 @@ pub fn run(p: &Params) -> Result<String, String> {
     let mut t0 = Instant::now();
     let mut deadline: Option<Instant> = None;
 
+    // Low 32 TID bits -> slot. The low bits are unique (a 32-bit counter)
+    // so they never repeat while a request could still be answered.
+    let mut by_tid: HashMap<u32, usize> = HashMap::with_capacity(2 * w);
     let mut send = |t: &mut UmadTransport,
                     slot: usize,
                     slots: &mut [Slot],
+                    by_tid: &mut HashMap<u32, usize>,
                     issued: &mut u64|
      -> Result<(), String> {
         let i = *issued as usize;
         let route = &routes[i % routes.len()];
         let attr = attrs[(i / routes.len()) % attrs.len()];
-        seq += 1;
-        let tid = (0x6d61_6462u64 << 32) | ((seq & 0xFFFF) << 16) | slot as u64;
+        seq = seq.wrapping_add(1);
+        let tid = (0x6d61_6462u64 << 32) | u64::from(seq);
+        if slots[slot].busy {
+            by_tid.remove(&(slots[slot].tid as u32));
+        }
+        by_tid.insert(seq, slot);
         let mad = route.build_request(Method::GET, attr, 0, tid, 0);
         t.post_send(Qp::Qp0, &mad, &dest)
             .map_err(|e| format!("post_send: {e}"))?;
@@ -325,10 +346,12 @@ pub fn run(p: &Params) -> Result<String, String> {
     };
 
     for s in 0..w.min(total as usize) {
-        send(&mut t, s, &mut slots, &mut issued)?;
+        send(&mut t, s, &mut slots, &mut by_tid, &mut issued)?;
     }
     let mut done: u64 = 0;
     let mut idle_since: Option<Instant> = None;
+    let mut last_progress = Instant::now();
+    let stall_limit = Duration::from_secs_f64(p.seconds.max(1.0) + 5.0);
     while done < total {
         completions.clear();
         t.poll_send_completions(&mut completions)
@@ -344,16 +367,21 @@ pub fn run(p: &Params) -> Result<String, String> {
                         timeouts += 1;
                         done += 1;
                         slots[s].busy = false;
+                        by_tid.remove(&(slots[s].tid as u32));
                         if done == p.warmup {
                             t0 = now;
                             deadline = Some(t0 + Duration::from_secs_f64(p.seconds));
                         }
                         if issued < total {
-                            send(&mut t, s, &mut slots, &mut issued)?;
+                            send(&mut t, s, &mut slots, &mut by_tid, &mut issued)?;
                         }
                     }
                 }
                 if slots.iter().all(|s| !s.busy) {
+                    break;
+                }
+                // The time limit holds even when nothing comes back.
+                if deadline.is_some_and(|d| now >= d) || now - last_progress > stall_limit {
                     break;
                 }
             }
@@ -364,10 +392,15 @@ pub fn run(p: &Params) -> Result<String, String> {
             continue;
         };
         idle_since = None;
+        last_progress = Instant::now();
         let m = Mad::new_unchecked(&r.mad[..]);
         let tid = m.tid();
-        let slot = (tid & 0xFFFF) as usize;
-        if slot >= w || !slots[slot].busy || slots[slot].tid != tid {
+        let Some(slot) = by_tid.remove(&(tid as u32)) else {
+            stale += 1;
+            continue;
+        };
+        if !slots[slot].busy || slots[slot].tid != tid {
+            // Low bits matched but the upper bits did not come back intact.
             stale += 1;
             continue;
         }
@@ -404,7 +437,7 @@ pub fn run(p: &Params) -> Result<String, String> {
             }
         }
         if issued < total {
-            send(&mut t, slot, &mut slots, &mut issued)?;
+            send(&mut t, slot, &mut slots, &mut by_tid, &mut issued)?;
         }
     }
     let elapsed = t0.elapsed().as_secs_f64();
