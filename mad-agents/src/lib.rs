@@ -80,7 +80,7 @@ mod types;
 
 pub use engine::{AgentState, Engine};
 pub use query::QueryError;
-pub use runtime::{Agent, AgentReceiver, AgentRef, Runtime, RuntimeStats, SendHandle};
+pub use runtime::{Agent, AgentReceiver, AgentRef, Runtime, RuntimeStats, SendHandle, Wakeup};
 pub use spec::{AgentSpec, MethodMask, RequestFilter};
 pub use types::{
     AgentEvent, AgentId, AgentStats, Completion, EngineConfig, EngineStats, FlowLimit, Message,

@@ -4,12 +4,28 @@
 //!
 //! [`Runtime::start`] moves the transport into an engine behind a mutex
 //! and starts one thread per port running a mio loop: it waits on the
-//! transport's fd (a [`mio::unix::SourceFd`], when the transport has one),
-//! on a [`mio::Waker`] that commands from other threads ring, and on the
-//! engine's next deadline; without an fd it ticks every
-//! [`TICK`] while work is outstanding. Registrations, sends, cancels,
-//! modifies and deregistrations may come from any thread: they lock the
-//! engine, act, and wake the loop.
+//! transport's fd (a [`mio::unix::SourceFd`]), on a [`mio::Waker`] that
+//! commands from other threads ring, and on the engine's next deadline.
+//! Registrations, sends, cancels, modifies and deregistrations may come
+//! from any thread: they lock the engine, act, and wake the loop.
+//!
+//! # Waking up
+//!
+//! How the loop learns that the transport has something is fixed at start
+//! and reported by [`Runtime::wakeup`]:
+//! - [`Wakeup::Fd`]: the transport's descriptor is registered with epoll
+//!   and the loop sleeps until it is readable (or a command or deadline
+//!   comes); while work requests are posted it also polls every [`TICK`],
+//!   because ibsim and umad complete sends inside the transport without
+//!   the descriptor becoming readable.
+//! - [`Wakeup::NoFd`]: the transport has no descriptor (the in-memory
+//!   Loopback): the loop polls every [`TICK`] while anything is
+//!   outstanding and every [`EngineConfig::fallback_tick`] otherwise, so
+//!   an unsolicited request is noticed within that bound.
+//! - [`Wakeup::Refused`]: the transport has a descriptor but epoll refuses
+//!   it — libumad2sim hands out fake umad descriptors that only its own
+//!   `read`/`poll` wrappers understand (epoll_ctl: EBADF) — and the loop
+//!   ticks as for [`Wakeup::NoFd`].
 //!
 //! # Delivery
 //!
@@ -67,13 +83,15 @@ use crate::types::{
     SendError, SendId, SendRequest,
 };
 
-/// How often the loop polls a transport without an fd while work is
+/// How often the loop polls a transport without a usable fd while work is
 /// outstanding (also the longest a transport with an fd sleeps while work
 /// requests are posted).
 pub const TICK: Duration = Duration::from_micros(200);
-/// The longest the loop sleeps with nothing outstanding (a safety net for
-/// a missed edge).
+/// The longest the loop sleeps with nothing outstanding when it waits on
+/// the transport's fd (a safety net for a missed edge).
 const IDLE: Duration = Duration::from_millis(100);
+/// The shortest idle poll interval [`EngineConfig::fallback_tick`] may set.
+const MIN_TICK: Duration = Duration::from_micros(50);
 
 const WAKER: Token = Token(0);
 const TRANSPORT: Token = Token(1);
@@ -112,6 +130,57 @@ pub struct RuntimeStats {
     pub discarded: u64,
 }
 
+/// How the loop learns that the transport has something (see [Waking
+/// up](self#waking-up)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakeup {
+    /// Event-driven: epoll waits on this descriptor.
+    Fd(RawFd),
+    /// The transport has no descriptor: the loop polls every `tick` while
+    /// idle.
+    NoFd {
+        /// The idle poll interval.
+        tick: Duration,
+    },
+    /// epoll refused the transport's descriptor: the loop polls every
+    /// `tick` while idle.
+    Refused {
+        /// The descriptor.
+        fd: RawFd,
+        /// The errno epoll gave (EBADF for libumad2sim's).
+        errno: Option<i32>,
+        /// The idle poll interval.
+        tick: Duration,
+    },
+}
+
+impl Wakeup {
+    /// True if the loop waits on the descriptor.
+    #[must_use]
+    pub fn is_event_driven(&self) -> bool {
+        matches!(self, Self::Fd(_))
+    }
+}
+
+/// What the loop does after a turn of driving the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Something happened: deliver and drive again.
+    Again,
+    /// Nothing to do: wait this long at most.
+    Wait(Duration),
+    /// Stopped.
+    Stop,
+}
+
+/// A delivery handed over, to finish under the next lock.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    agent: AgentId,
+    dropped: bool,
+    callback: bool,
+}
+
 struct Core {
     engine: Engine,
     sinks: HashMap<AgentId, Arc<Mutex<Sink>>>,
@@ -119,16 +188,35 @@ struct Core {
     stats: RuntimeStats,
     stopping: bool,
     stopped: bool,
+    /// Times `cond` was notified (a model test waits on it).
+    notifies: u64,
 }
 
 struct Shared {
     id: u64,
     core: Mutex<Core>,
     cond: Condvar,
-    waker: Waker,
+    /// `None` only in the model test, which runs no loop thread.
+    waker: Option<Waker>,
     loop_thread: Mutex<Option<ThreadId>>,
     recv_bound: usize,
-    has_fd: bool,
+    wakeup: Wakeup,
+    /// A deliberate bug, for the model test to prove it finds bugs.
+    #[cfg(test)]
+    mutation: std::sync::atomic::AtomicU8,
+}
+
+/// Deliberate bugs the model test injects (see `model`).
+#[cfg(test)]
+mod mutation {
+    pub const NONE: u8 = 0;
+    /// Deregistered agents are reaped without waking the waiting thread.
+    pub const NO_NOTIFY: u8 = 1;
+    /// A deregistration from another thread returns as soon as it started.
+    pub const EARLY_RETURN: u8 = 2;
+    /// A deregistration on the loop thread waits until the agent is gone,
+    /// which needs its own running callback to return.
+    pub const INLINE_WAITS_FOR_REAP: u8 = 3;
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -141,7 +229,237 @@ impl Shared {
     }
 
     fn wake(&self) {
-        let _ = self.waker.wake();
+        if let Some(w) = &self.waker {
+            let _ = w.wake();
+        }
+    }
+
+    fn new(port: Port, cfg: EngineConfig, waker: Option<Waker>, wakeup: Wakeup) -> Self {
+        let recv_bound = cfg.recv_queue_bound;
+        Self {
+            id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
+            core: Mutex::new(Core {
+                engine: Engine::with_port(port, cfg),
+                sinks: HashMap::new(),
+                waiters: HashMap::new(),
+                stats: RuntimeStats::default(),
+                stopping: false,
+                stopped: false,
+                notifies: 0,
+            }),
+            cond: Condvar::new(),
+            waker,
+            loop_thread: Mutex::new(None),
+            recv_bound,
+            wakeup,
+            #[cfg(test)]
+            mutation: std::sync::atomic::AtomicU8::new(mutation::NONE),
+        }
+    }
+
+    #[cfg(test)]
+    fn mutated(&self, m: u8) -> bool {
+        self.mutation.load(Ordering::Relaxed) == m
+    }
+
+    fn register_sink(&self, spec: AgentSpec, sink: Sink) -> Result<AgentId, RegisterError> {
+        let mut core = self.core();
+        if core.stopping {
+            return Err(RegisterError::Stopped);
+        }
+        let id = core.engine.register(spec)?;
+        core.sinks.insert(id, Arc::new(Mutex::new(sink)));
+        Ok(id)
+    }
+
+    fn notify(&self, core: &mut Core) {
+        #[cfg(test)]
+        if self.mutated(mutation::NO_NOTIFY) {
+            return;
+        }
+        core.notifies += 1;
+        self.cond.notify_all();
+    }
+
+    /// Forgets the sinks of agents that have gone and wakes deregistering
+    /// threads.
+    fn reap(&self, core: &mut Core) {
+        let gone = core.engine.take_reaped();
+        if !gone.is_empty() {
+            for a in gone {
+                core.sinks.remove(&a);
+            }
+            self.notify(core);
+        }
+    }
+
+    // ----- the loop's steps (each under one lock, or none) -----
+
+    /// Loop step 1 (locked): finishes the delivery handed over last and
+    /// takes the next event with where it goes.
+    fn next_delivery(
+        &self,
+        core: &mut Core,
+        pending: Option<Pending>,
+    ) -> Option<(AgentId, AgentEvent, Route)> {
+        if let Some(p) = pending {
+            if p.dropped {
+                core.engine.count_recv_drop(p.agent);
+            }
+            if p.callback {
+                core.stats.callbacks += 1;
+            } else {
+                core.stats.channel_events += 1;
+            }
+            core.engine.end_delivery(p.agent);
+            self.reap(core);
+        }
+        let (agent, ev) = core.engine.begin_delivery()?;
+        let route = match &ev {
+            AgentEvent::SendDone(c) => core.waiters.remove(&c.send).map(Route::Waiter),
+            _ => None,
+        }
+        .or_else(|| core.sinks.get(&agent).cloned().map(Route::Sink))
+        .unwrap_or(Route::Nowhere);
+        Some((agent, ev, route))
+    }
+
+    /// Loop step 2 (unlocked): hands the event over — the callback runs
+    /// here.
+    fn hand_over(&self, agent: AgentId, ev: AgentEvent, route: Route) -> Pending {
+        let (dropped, callback) = match (route, ev) {
+            (Route::Waiter(tx), AgentEvent::SendDone(c)) => {
+                let _ = tx.send(c);
+                (false, false)
+            }
+            (Route::Sink(sink), ev) => self.deliver(agent, &sink, ev),
+            _ => (false, false),
+        };
+        Pending {
+            agent,
+            dropped,
+            callback,
+        }
+    }
+
+    /// Loop step 3 (locked), when nothing is left to deliver: drives the
+    /// engine and says what next.
+    fn drive(&self, core: &mut Core, now: Instant) -> Step {
+        if core.stopping {
+            for a in core.engine.agent_ids() {
+                let _ = core.engine.deregister(a);
+            }
+        }
+        let progress = core.engine.poll(now);
+        self.reap(core);
+        if core.stopping && core.engine.agent_count() == 0 && !core.engine.has_events() {
+            core.stopped = true;
+            core.waiters.clear();
+            self.notify(core);
+            return Step::Stop;
+        }
+        if progress || core.engine.has_events() {
+            return Step::Again;
+        }
+        let posted = core.engine.port().posted(mad_core::transport::Qp::Qp0)
+            + core.engine.port().posted(mad_core::transport::Qp::Qp1)
+            > 0;
+        let mut t = match self.wakeup {
+            // Work requests still posted may complete without the fd
+            // becoming readable (ibsim and umad complete sends inside the
+            // transport).
+            Wakeup::Fd(_) if posted => TICK,
+            Wakeup::Fd(_) => IDLE,
+            // Without a usable fd, responses too arrive only by polling.
+            Wakeup::NoFd { tick } | Wakeup::Refused { tick, .. } => {
+                if posted || core.engine.outstanding() > 0 {
+                    TICK.min(tick)
+                } else {
+                    tick
+                }
+            }
+        };
+        if let Some(d) = core.engine.poll_timeout() {
+            t = t.min(d.saturating_duration_since(now));
+        }
+        core.stats.waits += 1;
+        Step::Wait(t)
+    }
+
+    // ----- deregistration's steps -----
+
+    /// From another thread (locked): starts deregistering `id`.
+    fn begin_deregister(&self, core: &mut Core, id: AgentId) {
+        let _ = core.engine.deregister(id);
+    }
+
+    /// From another thread (locked): true once `id` is gone — every send
+    /// completed and delivered, no callback of it running; then its sink
+    /// is forgotten.
+    fn deregistered(&self, core: &mut Core, id: AgentId) -> bool {
+        #[cfg(test)]
+        let early = self.mutated(mutation::EARLY_RETURN);
+        #[cfg(not(test))]
+        let early = false;
+        if core.engine.agent_state(id).is_some() && !early {
+            return false;
+        }
+        core.sinks.remove(&id);
+        true
+    }
+
+    /// On the loop thread (locked): starts deregistering `id` and returns
+    /// its sink.
+    fn inline_begin(&self, id: AgentId) -> Option<Arc<Mutex<Sink>>> {
+        let mut core = self.core();
+        let _ = core.engine.deregister(id);
+        core.sinks.get(&id).cloned()
+    }
+
+    /// On the loop thread: one turn of driving the engine for a
+    /// deregistration in progress. The agent's events go to its sink right
+    /// here (engine unlocked), or into `kept` when its callback is running
+    /// further up this stack (`own`, or its sink is busy). True when every
+    /// send of the agent has completed and its events are out.
+    fn inline_step(
+        &self,
+        id: AgentId,
+        own: bool,
+        sink: Option<&Arc<Mutex<Sink>>>,
+        kept: &mut Vec<AgentEvent>,
+        now: Instant,
+    ) -> bool {
+        let (evs, done) = {
+            let mut core = self.core();
+            core.engine.poll(now);
+            let evs = core.engine.take_events(id);
+            #[cfg(test)]
+            let done = if self.mutated(mutation::INLINE_WAITS_FOR_REAP) {
+                core.engine.agent_state(id).is_none()
+            } else {
+                core.engine.agent_outstanding(id) == 0 && core.engine.queued_events(id) == 0
+            };
+            #[cfg(not(test))]
+            let done = core.engine.agent_outstanding(id) == 0 && core.engine.queued_events(id) == 0;
+            if done {
+                self.reap(&mut core);
+            }
+            (evs, done)
+        };
+        let guard = if own {
+            None
+        } else {
+            sink.and_then(|s| s.try_lock().ok())
+        };
+        match guard {
+            Some(mut g) => {
+                for ev in evs {
+                    let _ = self.deliver_to(id, &mut g, ev);
+                }
+            }
+            None => kept.extend(evs),
+        }
+        done
     }
 
     fn on_loop_thread(&self) -> bool {
@@ -231,30 +549,26 @@ impl Runtime {
     pub fn start_with_port(port: Port, cfg: EngineConfig) -> std::io::Result<Self> {
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
+        let tick = cfg.fallback_tick.max(MIN_TICK);
         // A descriptor epoll refuses (libumad2sim hands out fake ones)
         // means ticking instead.
-        let fd: Option<RawFd> = port.transport().raw_fd().filter(|fd| {
-            poll.registry()
-                .register(&mut SourceFd(fd), TRANSPORT, Interest::READABLE)
-                .is_ok()
-        });
-        let recv_bound = cfg.recv_queue_bound;
-        let shared = Arc::new(Shared {
-            id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
-            core: Mutex::new(Core {
-                engine: Engine::with_port(port, cfg),
-                sinks: HashMap::new(),
-                waiters: HashMap::new(),
-                stats: RuntimeStats::default(),
-                stopping: false,
-                stopped: false,
-            }),
-            cond: Condvar::new(),
-            waker,
-            loop_thread: Mutex::new(None),
-            recv_bound,
-            has_fd: fd.is_some(),
-        });
+        let wakeup = match port.transport().raw_fd() {
+            None => Wakeup::NoFd { tick },
+            Some(fd) => {
+                match poll
+                    .registry()
+                    .register(&mut SourceFd(&fd), TRANSPORT, Interest::READABLE)
+                {
+                    Ok(()) => Wakeup::Fd(fd),
+                    Err(e) => Wakeup::Refused {
+                        fd,
+                        errno: e.raw_os_error(),
+                        tick,
+                    },
+                }
+            }
+        };
+        let shared = Arc::new(Shared::new(port, cfg, Some(waker), wakeup));
         let s2 = shared.clone();
         let thread = std::thread::Builder::new()
             .name(format!("mad-agents-{}", shared.id))
@@ -267,13 +581,7 @@ impl Runtime {
     }
 
     fn register_sink(&self, spec: AgentSpec, sink: Sink) -> Result<Agent, RegisterError> {
-        let mut core = self.shared.core();
-        if core.stopping {
-            return Err(RegisterError::Stopped);
-        }
-        let id = core.engine.register(spec)?;
-        core.sinks.insert(id, Arc::new(Mutex::new(sink)));
-        drop(core);
+        let id = self.shared.register_sink(spec, sink)?;
         Ok(Agent {
             agent: AgentRef {
                 shared: self.shared.clone(),
@@ -341,6 +649,13 @@ impl Runtime {
         self.shared.core().engine.port().attrs().clone()
     }
 
+    /// How the loop learns that the transport has something (see [Waking
+    /// up](self#waking-up)).
+    #[must_use]
+    pub fn wakeup(&self) -> Wakeup {
+        self.shared.wakeup
+    }
+
     /// Stops the loop: every agent still registered is deregistered (its
     /// sends complete as flushed and are delivered), then the thread ends.
     /// Called on the loop thread itself it only asks the loop to stop.
@@ -376,100 +691,28 @@ enum Route {
 fn run(shared: &Arc<Shared>, mut poll: Poll) {
     let mut events = Events::with_capacity(16);
     // The event delivered last, to finish under the next lock.
-    let mut pending: Option<(AgentId, bool, bool)> = None;
+    let mut pending: Option<Pending> = None;
     loop {
         // Deliver queued events one at a time, each under its own lock
         // cycle, so that a deregistration in between is seen at once.
-        let next = {
-            let mut core = shared.core();
-            if let Some((agent, dropped, cb)) = pending.take() {
-                finish_delivery(shared, &mut core, agent, dropped, cb);
-            }
-            core.engine.begin_delivery().map(|(agent, ev)| {
-                let route = match &ev {
-                    AgentEvent::SendDone(c) => core.waiters.remove(&c.send).map(Route::Waiter),
-                    _ => None,
-                }
-                .or_else(|| core.sinks.get(&agent).cloned().map(Route::Sink))
-                .unwrap_or(Route::Nowhere);
-                (agent, ev, route)
-            })
-        };
+        let next = shared.next_delivery(&mut shared.core(), pending.take());
         if let Some((agent, ev, route)) = next {
-            let (dropped, cb) = match (route, ev) {
-                (Route::Waiter(tx), AgentEvent::SendDone(c)) => {
-                    let _ = tx.send(c);
-                    (false, false)
-                }
-                (Route::Sink(sink), ev) => shared.deliver(agent, &sink, ev),
-                _ => (false, false),
-            };
-            pending = Some((agent, dropped, cb));
+            pending = Some(shared.hand_over(agent, ev, route));
             continue;
         }
         // Nothing to deliver: drive the engine, then wait.
-        let timeout = {
-            let mut core = shared.core();
-            let now = Instant::now();
-            if core.stopping {
-                for a in core.engine.agent_ids() {
-                    let _ = core.engine.deregister(a);
+        let step = shared.drive(&mut shared.core(), Instant::now());
+        match step {
+            Step::Again => {}
+            Step::Stop => return,
+            Step::Wait(timeout) => {
+                if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        std::thread::sleep(TICK);
+                    }
                 }
             }
-            let progress = core.engine.poll(now);
-            reap(shared, &mut core);
-            if core.stopping && core.engine.agent_count() == 0 && !core.engine.has_events() {
-                core.stopped = true;
-                core.waiters.clear();
-                shared.cond.notify_all();
-                return;
-            }
-            if progress || core.engine.has_events() {
-                continue;
-            }
-            // Work requests still posted may complete without the fd
-            // becoming readable (ibsim and umad complete sends inside the
-            // transport); without an fd, responses too arrive only by
-            // polling.
-            let posted = core.engine.port().posted(mad_core::transport::Qp::Qp0)
-                + core.engine.port().posted(mad_core::transport::Qp::Qp1)
-                > 0;
-            let busy = posted || (!shared.has_fd && core.engine.outstanding() > 0);
-            let mut t = if busy { TICK } else { IDLE };
-            if let Some(d) = core.engine.poll_timeout() {
-                t = t.min(d.saturating_duration_since(now));
-            }
-            core.stats.waits += 1;
-            t
-        };
-        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                std::thread::sleep(TICK);
-            }
         }
-    }
-}
-
-fn finish_delivery(shared: &Shared, core: &mut Core, agent: AgentId, dropped: bool, cb: bool) {
-    if dropped {
-        core.engine.count_recv_drop(agent);
-    }
-    if cb {
-        core.stats.callbacks += 1;
-    } else {
-        core.stats.channel_events += 1;
-    }
-    core.engine.end_delivery(agent);
-    reap(shared, core);
-}
-
-fn reap(shared: &Shared, core: &mut Core) {
-    let gone = core.engine.take_reaped();
-    if !gone.is_empty() {
-        for a in gone {
-            core.sinks.remove(&a);
-        }
-        shared.cond.notify_all();
     }
 }
 
@@ -626,51 +869,19 @@ impl Agent {
         let id = self.agent.id;
         if sh.on_loop_thread() {
             let own = sh.current_callback() == Some(id);
-            let _ = sh.core().engine.deregister(id);
-            let sink = sh.core().sinks.get(&id).cloned();
+            let sink = sh.inline_begin(id);
             let mut kept = Vec::new();
-            loop {
-                let (evs, done) = {
-                    let mut core = sh.core();
-                    core.engine.poll(Instant::now());
-                    let evs = core.engine.take_events(id);
-                    let done = core.engine.agent_outstanding(id) == 0
-                        && core.engine.queued_events(id) == 0;
-                    if done {
-                        reap(sh, &mut core);
-                    }
-                    (evs, done)
-                };
-                // Deliver to another agent right here (engine unlocked);
-                // an agent whose callback is running further up this
-                // stack cannot be called again: keep its events.
-                let guard = if own {
-                    None
-                } else {
-                    sink.as_ref().and_then(|s| s.try_lock().ok())
-                };
-                match guard {
-                    Some(mut g) => {
-                        for ev in evs {
-                            let _ = sh.deliver_to(id, &mut g, ev);
-                        }
-                    }
-                    None => kept.extend(evs),
-                }
-                if done {
-                    break;
-                }
+            while !sh.inline_step(id, own, sink.as_ref(), &mut kept, Instant::now()) {
                 std::thread::sleep(Duration::from_micros(50));
             }
             return kept;
         }
         let mut core = sh.core();
-        let _ = core.engine.deregister(id);
+        sh.begin_deregister(&mut core, id);
         sh.wake();
-        while core.engine.agent_state(id).is_some() {
+        while !sh.deregistered(&mut core, id) {
             core = sh.cond.wait(core).unwrap_or_else(PoisonError::into_inner);
         }
-        core.sinks.remove(&id);
         Vec::new()
     }
 }
@@ -763,5 +974,642 @@ impl AgentReceiver {
     #[must_use]
     pub fn try_recv(&self) -> Option<AgentEvent> {
         self.rx.try_recv().ok().map(|e| self.took(e))
+    }
+}
+
+/// An exhaustive interleaving test of the runtime's deregistration
+/// protocol (issue 4: "use loom or a model test for the deregistration
+/// wait").
+///
+/// The runtime's threads only meet under the core lock, so each step below
+/// is one locked section of the real code (`next_delivery`, `drive`,
+/// `begin_deregister`, `deregistered`, `inline_begin`, `inline_step`,
+/// `AgentRef::send`) or one unlocked section (a callback, from its start
+/// to its return). Actors: the loop thread, a thread deregistering from
+/// outside (blocked on the condition variable until notified), the device
+/// (completes the posted work requests; a request arrives), and a thread
+/// sending through an `AgentRef`. Every interleaving of their steps is
+/// run (depth-first, each schedule replayed from scratch on a real engine
+/// over a Loopback), and after each: deregistration returned only when
+/// every send of the agent had completed — its work requests out of the
+/// device, each completion delivered exactly once — and no callback of
+/// it was running (but the one that called it); no callback of the agent
+/// started after it returned; and no schedule ended with a thread waiting
+/// for ever (lost wake-up, or a deregistration from the agent's own
+/// callback waiting for that callback). Each property is shown to be
+/// checked by injecting a bug that breaks it: the model must then fail.
+#[cfg(test)]
+mod model {
+    #![allow(clippy::unwrap_used, clippy::too_many_lines)]
+
+    use super::*;
+    use mad_core::transport::loopback::Loopback;
+    use mad_core::transport::{
+        Address, AsyncEvent, Qp, QpState, Received, SendCompletion, TransportError, WrId,
+    };
+    use mad_core::wire::{Method, MgmtClass};
+    use std::collections::HashSet;
+
+    /// The device, reachable from outside the engine.
+    struct Dev(Arc<Mutex<Loopback>>, PortAttrs);
+
+    impl Transport for Dev {
+        fn port_attrs(&self) -> &PortAttrs {
+            &self.1
+        }
+        fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+            Ok(())
+        }
+        fn send_queue_depth(&self) -> usize {
+            lock(&self.0).send_queue_depth()
+        }
+        fn post_send(
+            &mut self,
+            qp: Qp,
+            mad: &[u8],
+            dest: &Address,
+        ) -> Result<WrId, TransportError> {
+            lock(&self.0).post_send(qp, mad, dest)
+        }
+        fn poll_send_completions(
+            &mut self,
+            out: &mut Vec<SendCompletion>,
+        ) -> Result<usize, TransportError> {
+            lock(&self.0).poll_send_completions(out)
+        }
+        fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+            lock(&self.0).poll_recv()
+        }
+        fn poll_event(&mut self) -> Option<AsyncEvent> {
+            lock(&self.0).poll_event()
+        }
+        fn qp_state(&self, qp: Qp) -> QpState {
+            lock(&self.0).qp_state(qp)
+        }
+        fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
+            lock(&self.0).modify_qp(qp, to)
+        }
+        fn recreate_queues(&mut self) -> Result<(), TransportError> {
+            lock(&self.0).recreate_queues()
+        }
+        fn raw_fd(&self) -> Option<RawFd> {
+            None
+        }
+    }
+
+    #[derive(Default)]
+    struct Log {
+        /// What each agent's callback was given, by name.
+        events: HashMap<&'static str, Vec<AgentEvent>>,
+        /// Agents whose deregistration has returned.
+        returned: HashSet<&'static str>,
+        violations: Vec<String>,
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Scenario {
+        /// "a" (two sends in the device) is deregistered by another thread.
+        OtherThread,
+        /// "a" deregisters itself from its callback while another thread
+        /// sends on it.
+        OwnCallback,
+        /// "a"'s callback deregisters "b" while another thread deregisters
+        /// "b" too.
+        OtherAgentFromCallback,
+    }
+
+    enum L {
+        Take,
+        Call(AgentId, AgentEvent, Route),
+        Ret(AgentId),
+        Drive,
+        Idle,
+        /// A callback of `caller` deregistering `target` on the loop
+        /// thread, one `inline_step` at a time.
+        Inline {
+            caller: AgentId,
+            target: AgentId,
+            own: bool,
+            sink: Option<Arc<Mutex<Sink>>>,
+            begun: bool,
+            /// The last step changed nothing, at this version of the
+            /// others' state: spinning again is pointless until they act.
+            idle_at: Option<u64>,
+        },
+        Done,
+    }
+
+    enum D {
+        Idle,
+        Begin(AgentId),
+        Check(AgentId),
+        Wait(AgentId, u64),
+        Returned,
+    }
+
+    #[derive(Clone, Copy)]
+    enum W {
+        /// The device completes the posted work requests.
+        Unstall,
+        /// A Set request for "a" arrives.
+        Request,
+    }
+
+    const L_ACTOR: usize = 0;
+    const D_ACTOR: usize = 1;
+    const T_ACTOR: usize = 2;
+    const W_ACTOR: usize = 3;
+
+    struct World {
+        sc: Scenario,
+        sh: Arc<Shared>,
+        dev: Arc<Mutex<Loopback>>,
+        log: Arc<Mutex<Log>>,
+        names: HashMap<AgentId, &'static str>,
+        ids: HashMap<&'static str, AgentId>,
+        /// Sends each agent made; each must complete exactly once.
+        sends: HashMap<&'static str, Vec<SendId>>,
+        now: Instant,
+        woken: bool,
+        version: u64,
+        l: L,
+        d: D,
+        t: bool,
+        w: Vec<Option<W>>,
+        running: HashSet<AgentId>,
+        pending: Option<Pending>,
+        kept: Vec<AgentEvent>,
+        triggered: bool,
+    }
+
+    fn perf(method: Method) -> Vec<u8> {
+        let mut m = vec![0u8; 256];
+        m[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, method.0]);
+        m
+    }
+
+    impl World {
+        fn new(sc: Scenario, mutation: u8) -> Self {
+            let mut lb = Loopback::new(Loopback::attrs("model", 1, 5), 64);
+            lb.set_stalled(true);
+            let attrs = lb.port_attrs().clone();
+            let dev = Arc::new(Mutex::new(lb));
+            let port = Port::new(
+                Box::new(Dev(dev.clone(), attrs)) as Box<dyn Transport>,
+                mad_core::port::PortConfig::default(),
+            );
+            let sh = Arc::new(Shared::new(
+                port,
+                EngineConfig::default(),
+                None,
+                Wakeup::NoFd { tick: TICK },
+            ));
+            sh.mutation.store(mutation, Ordering::Relaxed);
+            let log: Arc<Mutex<Log>> = Arc::default();
+            let mut w = World {
+                sc,
+                sh,
+                dev,
+                log,
+                names: HashMap::new(),
+                ids: HashMap::new(),
+                sends: HashMap::new(),
+                now: Instant::now(),
+                woken: false,
+                version: 0,
+                l: L::Take,
+                d: D::Idle,
+                t: false,
+                w: Vec::new(),
+                running: HashSet::new(),
+                pending: None,
+                kept: Vec::new(),
+                triggered: false,
+            };
+            let owner = AgentSpec::requests("a", MgmtClass::PERF_MGT, 1, &[Method::SET]);
+            match sc {
+                Scenario::OtherThread => {
+                    let a = w.agent("a", AgentSpec::send_only("a", Qp::Qp1));
+                    w.send(a, true);
+                    w.send(a, false);
+                    w.d = D::Begin(a);
+                    w.w = vec![Some(W::Unstall)];
+                }
+                Scenario::OwnCallback => {
+                    let a = w.agent("a", owner);
+                    w.send(a, true);
+                    w.t = true;
+                    w.w = vec![Some(W::Request), Some(W::Unstall)];
+                }
+                Scenario::OtherAgentFromCallback => {
+                    w.agent("a", owner);
+                    let b = w.agent("b", AgentSpec::send_only("b", Qp::Qp1));
+                    w.send(b, true);
+                    w.send(b, false);
+                    w.d = D::Begin(b);
+                    // The request that makes "a"'s callback deregister "b"
+                    // is there from the start.
+                    w.step_device(W::Request);
+                    w.w = vec![Some(W::Unstall)];
+                }
+            }
+            w
+        }
+
+        fn agent(&mut self, name: &'static str, spec: AgentSpec) -> AgentId {
+            let log = self.log.clone();
+            let cb: Callback = Box::new(move |ev| {
+                let mut l = lock(&log);
+                if l.returned.contains(name) {
+                    l.violations.push(format!(
+                        "{name}'s callback ran after its deregistration returned: {ev:?}"
+                    ));
+                }
+                l.events.entry(name).or_default().push(ev);
+            });
+            let id = self.sh.register_sink(spec, Sink::Callback(cb)).unwrap();
+            self.names.insert(id, name);
+            self.ids.insert(name, id);
+            self.sends.insert(name, Vec::new());
+            id
+        }
+
+        fn send(&mut self, agent: AgentId, response: bool) {
+            let mut req = SendRequest::new(perf(Method::GET), Address::gsi(7));
+            if response {
+                req = req.expect_response(Duration::from_secs(3600), 0);
+            }
+            let id = self.sh.core().engine.send(agent, req, self.now).unwrap();
+            self.sends.get_mut(self.names[&agent]).unwrap().push(id);
+        }
+
+        fn violation(&self, what: String) {
+            lock(&self.log).violations.push(what);
+        }
+
+        fn enabled(&self) -> Vec<usize> {
+            let mut v = Vec::new();
+            let l = match &self.l {
+                L::Idle => self.woken,
+                L::Done => false,
+                L::Inline { begun, idle_at, .. } => !*begun || *idle_at != Some(self.version),
+                _ => true,
+            };
+            if l {
+                v.push(L_ACTOR);
+            }
+            let d = match self.d {
+                D::Begin(_) | D::Check(_) => true,
+                D::Wait(_, seen) => self.sh.core().notifies > seen,
+                D::Idle | D::Returned => false,
+            };
+            if d {
+                v.push(D_ACTOR);
+            }
+            if self.t {
+                v.push(T_ACTOR);
+            }
+            for (i, w) in self.w.iter().enumerate() {
+                if w.is_some() {
+                    v.push(W_ACTOR + i);
+                }
+            }
+            v
+        }
+
+        /// What the callback does with this event: deregister someone
+        /// (target, own) or just record it.
+        fn trigger(&self, agent: AgentId, ev: &AgentEvent) -> Option<(AgentId, bool)> {
+            if self.triggered || self.names[&agent] != "a" || !matches!(ev, AgentEvent::Received(_))
+            {
+                return None;
+            }
+            match self.sc {
+                Scenario::OtherThread => None,
+                Scenario::OwnCallback => Some((agent, true)),
+                Scenario::OtherAgentFromCallback => Some((self.ids["b"], false)),
+            }
+        }
+
+        fn step(&mut self, actor: usize) {
+            if actor != L_ACTOR {
+                self.version += 1;
+            }
+            match actor {
+                L_ACTOR => self.step_loop(),
+                D_ACTOR => self.step_deregistering_thread(),
+                T_ACTOR => {
+                    self.t = false;
+                    let a = self.ids["a"];
+                    let r = AgentRef {
+                        shared: self.sh.clone(),
+                        id: a,
+                    };
+                    match r.send(SendRequest::new(perf(Method::GET), Address::gsi(7))) {
+                        Ok(h) => self.sends.get_mut("a").unwrap().push(h.id()),
+                        Err(SendError::UnknownAgent(_)) => {
+                            if self.sh.core().engine.agent_state(a) == Some(AgentState::Active) {
+                                self.violation("a send to an active agent was refused".into());
+                            }
+                        }
+                        Err(e) => self.violation(format!("send failed: {e}")),
+                    }
+                    self.woken = true;
+                }
+                _ => {
+                    if let Some(w) = self.w[actor - W_ACTOR].take() {
+                        self.step_device(w);
+                    }
+                }
+            }
+        }
+
+        fn step_device(&mut self, w: W) {
+            match w {
+                W::Unstall => lock(&self.dev).set_stalled(false),
+                W::Request => lock(&self.dev).push_recv(Received {
+                    qp: Qp::Qp1,
+                    src: Address::gsi(9),
+                    mad: perf(Method::SET),
+                }),
+            }
+            self.woken = true;
+        }
+
+        fn step_loop(&mut self) {
+            let l = std::mem::replace(&mut self.l, L::Done);
+            self.l = match l {
+                L::Take => {
+                    let next = self
+                        .sh
+                        .next_delivery(&mut self.sh.core(), self.pending.take());
+                    match next {
+                        Some((agent, ev, route)) => L::Call(agent, ev, route),
+                        None => L::Drive,
+                    }
+                }
+                L::Call(agent, ev, route) => {
+                    self.running.insert(agent);
+                    match self.trigger(agent, &ev) {
+                        Some((target, own)) => {
+                            // The callback gets the event and deregisters.
+                            self.triggered = true;
+                            let name = self.names[&agent];
+                            {
+                                let mut log = lock(&self.log);
+                                if log.returned.contains(name) {
+                                    log.violations.push(format!("{name} called after return"));
+                                }
+                                log.events.entry(name).or_default().push(ev);
+                            }
+                            self.pending = Some(Pending {
+                                agent,
+                                dropped: false,
+                                callback: true,
+                            });
+                            L::Inline {
+                                caller: agent,
+                                target,
+                                own,
+                                sink: None,
+                                begun: false,
+                                idle_at: None,
+                            }
+                        }
+                        None => {
+                            self.pending = Some(self.sh.hand_over(agent, ev, route));
+                            L::Ret(agent)
+                        }
+                    }
+                }
+                L::Ret(agent) => {
+                    self.running.remove(&agent);
+                    L::Take
+                }
+                L::Drive => match self.sh.drive(&mut self.sh.core(), self.now) {
+                    Step::Again => L::Take,
+                    Step::Wait(_) => L::Idle,
+                    Step::Stop => L::Done,
+                },
+                L::Idle => {
+                    self.woken = false;
+                    L::Take
+                }
+                L::Inline {
+                    caller,
+                    target,
+                    own,
+                    begun: false,
+                    ..
+                } => L::Inline {
+                    caller,
+                    target,
+                    own,
+                    sink: self.sh.inline_begin(target),
+                    begun: true,
+                    idle_at: None,
+                },
+                L::Inline {
+                    caller,
+                    target,
+                    own,
+                    sink,
+                    ..
+                } => {
+                    let before = (self.sh.core().engine.stats(), self.kept.len());
+                    let mut kept = std::mem::take(&mut self.kept);
+                    let done = self
+                        .sh
+                        .inline_step(target, own, sink.as_ref(), &mut kept, self.now);
+                    self.kept = kept;
+                    let after = (self.sh.core().engine.stats(), self.kept.len());
+                    if done {
+                        self.returned(target, own.then_some(caller));
+                        L::Ret(caller)
+                    } else {
+                        L::Inline {
+                            caller,
+                            target,
+                            own,
+                            sink,
+                            begun: true,
+                            idle_at: (before == after).then_some(self.version),
+                        }
+                    }
+                }
+                L::Done => L::Done,
+            };
+        }
+
+        fn step_deregistering_thread(&mut self) {
+            self.d = match self.d {
+                D::Begin(x) => {
+                    self.sh.begin_deregister(&mut self.sh.core(), x);
+                    self.woken = true;
+                    D::Check(x)
+                }
+                D::Check(x) | D::Wait(x, _) => {
+                    let mut core = self.sh.core();
+                    if self.sh.deregistered(&mut core, x) {
+                        drop(core);
+                        self.returned(x, None);
+                        D::Returned
+                    } else {
+                        D::Wait(x, core.notifies)
+                    }
+                }
+                D::Idle => D::Idle,
+                D::Returned => D::Returned,
+            };
+        }
+
+        /// Deregistration of `x` returned (from its own callback when
+        /// `caller` is given).
+        fn returned(&mut self, x: AgentId, caller: Option<AgentId>) {
+            let name = self.names[&x];
+            if self.running.contains(&x) && caller != Some(x) {
+                self.violation(format!(
+                    "{name}'s deregistration returned while its callback ran"
+                ));
+            }
+            {
+                let core = self.sh.core();
+                if core.engine.agent_outstanding(x) != 0 {
+                    self.violation(format!(
+                        "{name}'s deregistration returned with sends outstanding"
+                    ));
+                }
+            }
+            let queued = {
+                let d = lock(&self.dev);
+                d.queued(Qp::Qp0) + d.queued(Qp::Qp1)
+            };
+            if queued != 0 {
+                self.violation(format!(
+                    "{name}'s deregistration returned with {queued} work requests in the device"
+                ));
+            }
+            self.check_completions(name, caller == Some(x));
+            lock(&self.log).returned.insert(name);
+        }
+
+        /// Every send of `name` completed exactly once (through its
+        /// callback, or — deregistering itself — in the returned events).
+        fn check_completions(&self, name: &'static str, with_kept: bool) {
+            let log = lock(&self.log);
+            let mut done: Vec<SendId> = log
+                .events
+                .get(name)
+                .into_iter()
+                .flatten()
+                .chain(self.kept.iter().filter(|_| with_kept))
+                .filter_map(|e| match e {
+                    AgentEvent::SendDone(c) => Some(c.send),
+                    _ => None,
+                })
+                .collect();
+            drop(log);
+            done.sort();
+            let mut want = self.sends[name].clone();
+            want.sort();
+            if done != want {
+                self.violation(format!("{name}: completions {done:?}, sends {want:?}"));
+            }
+        }
+
+        /// At the end of a schedule (no step enabled).
+        fn finish(&self) {
+            if !matches!(self.d, D::Idle | D::Returned) {
+                self.violation("a deregistering thread waits for ever".into());
+            }
+            if matches!(self.l, L::Inline { .. }) {
+                self.violation("a deregistration from a callback spins for ever".into());
+            }
+            if self.t || self.w.iter().any(Option::is_some) {
+                self.violation("stopped with steps left".into());
+            }
+        }
+    }
+
+    /// Runs every schedule of `sc`; returns how many and the first
+    /// violation.
+    fn explore(sc: Scenario, mutation: u8) -> (usize, Option<String>) {
+        let mut stack: Vec<Vec<usize>> = vec![Vec::new()];
+        let mut schedules = 0;
+        while let Some(prefix) = stack.pop() {
+            let mut w = World::new(sc, mutation);
+            for &c in &prefix {
+                w.step(c);
+            }
+            let mut path = prefix;
+            loop {
+                let en = w.enabled();
+                let Some((&first, rest)) = en.split_first() else {
+                    w.finish();
+                    break;
+                };
+                for &alt in rest {
+                    let mut p = path.clone();
+                    p.push(alt);
+                    stack.push(p);
+                }
+                w.step(first);
+                path.push(first);
+                if path.len() > 300 {
+                    w.violation("a schedule does not end (livelock)".into());
+                    break;
+                }
+            }
+            schedules += 1;
+            let v = lock(&w.log).violations.first().cloned();
+            if let Some(v) = v {
+                return (schedules, Some(format!("{v}; schedule {path:?}")));
+            }
+        }
+        (schedules, None)
+    }
+
+    const SCENARIOS: [Scenario; 3] = [
+        Scenario::OtherThread,
+        Scenario::OwnCallback,
+        Scenario::OtherAgentFromCallback,
+    ];
+
+    #[test]
+    fn in_every_interleaving_deregistration_waits_for_sends_and_callbacks_and_never_deadlocks() {
+        for sc in SCENARIOS {
+            let t = Instant::now();
+            let (n, v) = explore(sc, mutation::NONE);
+            eprintln!("{sc:?}: {n} schedules in {:?}", t.elapsed());
+            assert_eq!(v, None, "{sc:?} after {n} schedules");
+            assert!(n > 20, "{sc:?}: only {n} schedules explored");
+        }
+    }
+
+    #[test]
+    fn the_model_finds_a_lost_wakeup() {
+        let (_, v) = explore(Scenario::OtherThread, mutation::NO_NOTIFY);
+        assert!(
+            v.as_deref().is_some_and(|v| v.contains("waits for ever")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_model_finds_a_deregistration_that_returns_early() {
+        let (_, v) = explore(Scenario::OtherThread, mutation::EARLY_RETURN);
+        assert!(
+            v.as_deref().is_some_and(|v| v.contains("returned")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_model_finds_a_deregistration_from_its_own_callback_that_waits_for_itself() {
+        let (_, v) = explore(Scenario::OwnCallback, mutation::INLINE_WAITS_FOR_REAP);
+        assert!(
+            v.as_deref().is_some_and(|v| v.contains("spins for ever")),
+            "{v:?}"
+        );
     }
 }

@@ -397,3 +397,252 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
     assert_eq!(a.outstanding(), 0);
     assert_eq!(a.rmpp_reassemblies(client), 0);
 }
+
+/// B's agent owning vendor Set with RMPP; A's RMPP client.
+fn vendor_request_pair(b_linger: Duration) -> (Engine<Loopback>, Engine<Loopback>, AgentId) {
+    let b_cfg = EngineConfig {
+        rmpp_receiver: ReceiverConfig {
+            linger: b_linger,
+            ..ReceiverConfig::default()
+        },
+        ..EngineConfig::default()
+    };
+    let (mut a, mut b) = pair(b_cfg);
+    let tx = a
+        .register(
+            AgentSpec::requests("tx", VENDOR, 1, &[])
+                .with_oui(OUI)
+                .with_rmpp(),
+        )
+        .unwrap();
+    b.register(
+        AgentSpec::requests("rx", VENDOR, 1, &[Method::SET])
+            .with_oui(OUI)
+            .with_rmpp(),
+    )
+    .unwrap();
+    (a, b, tx)
+}
+
+/// The GetResp (one MAD, RMPP inactive) to a received vendor request.
+fn get_resp(req: &Message) -> Vec<u8> {
+    let mut r = req.bytes()[..256.min(req.bytes().len())].to_vec();
+    r[3] = 0x81;
+    r[24..36].iter_mut().for_each(|b| *b = 0);
+    r
+}
+
+#[test]
+fn an_rmpp_request_whose_response_times_out_is_sent_again_as_a_new_transfer_with_the_same_tid() {
+    // B forgets a finished transfer after 20 ms, so a repeat with the same
+    // TID is a new transfer to it; its agent answers only the second.
+    let (mut a, mut b, tx) = vendor_request_pair(20 * MS);
+    let data = payload(2_000);
+    let t0 = Instant::now();
+    let s = a
+        .send(
+            tx,
+            SendRequest::new(vendor_msg(Method::SET, &data), Address::gsi(2))
+                .expect_response(50 * MS, 2),
+            t0,
+        )
+        .unwrap();
+    let tid = a.send_tid(s).unwrap();
+    let mut seen = 0;
+    let (ea, eb) = run(
+        &mut a,
+        &mut b,
+        t0,
+        5000,
+        |b, (who, ev), now| {
+            if let AgentEvent::Received(req) = ev {
+                seen += 1;
+                if seen == 2 {
+                    let dest = Address::gsi(req.src().lid);
+                    b.send(*who, SendRequest::new(get_resp(req), dest), now)
+                        .unwrap();
+                }
+            }
+        },
+        |ea, _| !completions(ea).is_empty(),
+    );
+    let c = completions(&ea);
+    assert_eq!(c.len(), 1);
+    assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
+    assert_eq!(c[0].retries, 1, "answered after one retry");
+    let got = received(&eb);
+    assert_eq!(got.len(), 2, "the whole message went out twice");
+    for m in &got {
+        assert_eq!(m.tid(), tid, "same TID");
+        assert_eq!(&m.bytes()[VENDOR_DATA_OFFSET..], &data[..]);
+    }
+    assert_eq!(a.stats().retries, 1);
+    assert_eq!(a.outstanding(), 0);
+}
+
+#[test]
+fn an_unanswered_rmpp_request_stops_at_its_retries_and_its_absolute_deadline() {
+    let (mut a, mut b, tx) = vendor_request_pair(5 * MS);
+    let t0 = Instant::now();
+    // 2 retries: three transfers, then a timeout.
+    let s = a
+        .send(
+            tx,
+            SendRequest::new(vendor_msg(Method::SET, &payload(1_000)), Address::gsi(2))
+                .expect_response(30 * MS, 2),
+            t0,
+        )
+        .unwrap();
+    let (ea, eb) = run(
+        &mut a,
+        &mut b,
+        t0,
+        5000,
+        |_, _, _| {},
+        |ea, _| !completions(ea).is_empty(),
+    );
+    let c = completions(&ea);
+    assert_eq!((c[0].send, c[0].status), (s, SendStatus::Timeout));
+    assert_eq!(c[0].retries, 2);
+    assert_eq!(received(&eb).len(), 3);
+
+    // An absolute deadline shorter than the retries cuts them.
+    let t1 = t0 + Duration::from_secs(10);
+    let s = a
+        .send(
+            tx,
+            SendRequest::new(vendor_msg(Method::SET, &payload(1_000)), Address::gsi(2))
+                .expect_response(30 * MS, 5)
+                .total_timeout(70 * MS),
+            t1,
+        )
+        .unwrap();
+    let (ea, eb) = run(
+        &mut a,
+        &mut b,
+        t1,
+        5000,
+        |_, _, _| {},
+        |ea, _| !completions(ea).is_empty(),
+    );
+    let c = completions(&ea);
+    assert_eq!((c[0].send, c[0].status), (s, SendStatus::Timeout));
+    assert!(
+        c[0].retries <= 2,
+        "{} retries past the deadline",
+        c[0].retries
+    );
+    assert_eq!(received(&eb).len() as u32, c[0].retries + 1);
+    assert_eq!(a.outstanding(), 0);
+}
+
+#[test]
+fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ack() {
+    // B answers a double-sided request; the requester (played by hand)
+    // advertised a response window of 8 in its DS ACK.
+    let (lb, sent) = {
+        let sent: std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>> = Default::default();
+        let s2 = sent.clone();
+        let lb = Loopback::new(Loopback::attrs("b", 1, 2), 256).with_responder(Box::new(
+            move |_qp, mad: &[u8], _dest: &Address| {
+                s2.lock().unwrap().push(mad.to_vec());
+                Vec::new()
+            },
+        ));
+        (lb, sent)
+    };
+    let mut b = Engine::new(lb, EngineConfig::default());
+    let rx = b
+        .register(
+            AgentSpec::requests("rx", VENDOR, 1, &[Method::SET])
+                .with_oui(OUI)
+                .with_rmpp(),
+        )
+        .unwrap();
+    let requester = Address::gsi(1);
+    // A one-segment RMPP request (Active, First, Last).
+    let mut req = vendor_msg(Method::SET, &payload(100));
+    req.resize(256, 0);
+    req[8..16].copy_from_slice(&0x0001_0000_0042u64.to_be_bytes());
+    req[24] = 1;
+    req[25] = 1; // DATA
+    req[26] = 0x07;
+    req[28..32].copy_from_slice(&1u32.to_be_bytes());
+    req[32..36].copy_from_slice(&100u32.to_be_bytes());
+    b.port_mut().transport_mut().push_recv(Received {
+        qp: Qp::Qp1,
+        src: requester,
+        mad: req.clone(),
+    });
+    let t0 = Instant::now();
+    b.poll(t0);
+    let got: Vec<Message> = std::iter::from_fn(|| b.poll_event())
+        .filter_map(|(_, e)| match e {
+            AgentEvent::Received(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got.len(), 1);
+    // The DS ACK: the request's header, ACK of segment 0, window 8.
+    let mut ds = req.clone();
+    ds[25] = 2; // ACK
+    ds[26] = 0x01;
+    ds[28..32].copy_from_slice(&0u32.to_be_bytes());
+    ds[32..36].copy_from_slice(&8u32.to_be_bytes());
+    b.port_mut().transport_mut().push_recv(Received {
+        qp: Qp::Qp1,
+        src: requester,
+        mad: ds,
+    });
+    b.poll(t0);
+    sent.lock().unwrap().clear();
+    // The response: GetResp of 20 segments.
+    let mut resp = got[0].bytes()[..VENDOR_DATA_OFFSET].to_vec();
+    resp[3] = 0x81;
+    resp[24..36].iter_mut().for_each(|x| *x = 0);
+    resp.extend_from_slice(&payload(20 * 220));
+    b.send(rx, SendRequest::new(resp, requester), t0).unwrap();
+    for _ in 0..5 {
+        b.poll(t0);
+    }
+    let data: Vec<u32> = sent
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|m| m[25] == 1)
+        .map(|m| u32::from_be_bytes([m[28], m[29], m[30], m[31]]))
+        .collect();
+    assert_eq!(
+        data,
+        (1..=8).collect::<Vec<u32>>(),
+        "the first window is the advertised 8, not 1"
+    );
+
+    // Without a DS ACK (another TID) the first window is 1.
+    sent.lock().unwrap().clear();
+    let mut req2 = req.clone();
+    req2[8..16].copy_from_slice(&0x0001_0000_0043u64.to_be_bytes());
+    b.port_mut().transport_mut().push_recv(Received {
+        qp: Qp::Qp1,
+        src: requester,
+        mad: req2,
+    });
+    b.poll(t0);
+    let got: Vec<Message> = std::iter::from_fn(|| b.poll_event())
+        .filter_map(|(_, e)| match e {
+            AgentEvent::Received(m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    let mut resp = got[0].bytes()[..VENDOR_DATA_OFFSET].to_vec();
+    resp[3] = 0x81;
+    resp[24..36].iter_mut().for_each(|x| *x = 0);
+    resp.extend_from_slice(&payload(20 * 220));
+    sent.lock().unwrap().clear();
+    b.send(rx, SendRequest::new(resp, requester), t0).unwrap();
+    for _ in 0..5 {
+        b.poll(t0);
+    }
+    let n = sent.lock().unwrap().iter().filter(|m| m[25] == 1).count();
+    assert_eq!(n, 1);
+}

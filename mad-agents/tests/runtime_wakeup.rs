@@ -1,0 +1,161 @@
+//! How the runtime's loop learns that the transport has something
+//! (runtime module docs, "Waking up"): a descriptor epoll accepts is
+//! waited on; one it refuses (libumad2sim's fake umad descriptors) or none
+//! at all means polling on a bounded tick, and the port still works.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mad_agents::runtime::Wakeup;
+use mad_agents::{AgentEvent, AgentSpec, EngineConfig, Runtime, SendRequest, SendStatus};
+use mad_core::transport::loopback::Loopback;
+use mad_core::transport::{Address, Qp, Received};
+use mad_core::wire::{Mad, Method, MgmtClass};
+use support::{doorbell, perf_get, Doorbell, Fd, WithFd};
+
+/// A Loopback whose far side answers every request.
+fn answering() -> Loopback {
+    Loopback::new(Loopback::attrs("lb0", 1, 5), 64).with_responder(Box::new(
+        |qp, mad: &[u8], dest: &Address| {
+            if Mad::new_unchecked(mad).is_response() {
+                return Vec::new();
+            }
+            let mut r = mad.to_vec();
+            r[3] = 0x81;
+            vec![Received {
+                qp,
+                src: Address {
+                    lid: dest.lid,
+                    qpn: 1,
+                    ..Address::default()
+                },
+                mad: r,
+            }]
+        },
+    ))
+}
+
+fn start(fd: Fd) -> (Runtime, Arc<Mutex<Vec<Received>>>) {
+    let t = WithFd::new(answering(), fd);
+    let inbox = t.inbox.clone();
+    let cfg = EngineConfig {
+        fallback_tick: Duration::from_millis(1),
+        ..EngineConfig::default()
+    };
+    (Runtime::start(t, cfg).unwrap(), inbox)
+}
+
+fn perf_set() -> Vec<u8> {
+    let mut m = perf_get();
+    m[3] = Method::SET.0;
+    m
+}
+
+/// Mean time from an unsolicited request reaching the transport, with the
+/// loop idle, to its delivery; `bell` makes the descriptor readable.
+fn mean_request_latency(
+    rt: &Runtime,
+    inbox: &Arc<Mutex<Vec<Received>>>,
+    mut bell: Option<&mut Doorbell>,
+) -> Duration {
+    let (pma, rx) = rt
+        .register_channel(AgentSpec::requests(
+            "pma",
+            MgmtClass::PERF_MGT,
+            1,
+            &[Method::SET],
+        ))
+        .unwrap();
+    let mut total = Duration::ZERO;
+    let rounds = 10;
+    for _ in 0..rounds {
+        // Let the loop go idle.
+        std::thread::sleep(Duration::from_millis(30));
+        let t = Instant::now();
+        inbox.lock().unwrap().push(Received {
+            qp: Qp::Qp1,
+            src: Address::gsi(9),
+            mad: perf_set(),
+        });
+        if let Some(b) = bell.as_deref_mut() {
+            b.ring();
+        }
+        match rx.recv_timeout(Duration::from_secs(2)) {
+            Some(AgentEvent::Received(m)) => assert_eq!(m.src().lid, 9),
+            other => panic!("{other:?}"),
+        }
+        total += t.elapsed();
+    }
+    drop(pma.deregister());
+    total / rounds
+}
+
+#[test]
+fn a_descriptor_epoll_refuses_means_a_bounded_tick_and_the_port_still_works() {
+    // Like libumad2sim's: a number that is no open descriptor.
+    let (rt, inbox) = start(Fd::Bogus(1 << 30));
+    match rt.wakeup() {
+        Wakeup::Refused { fd, errno, tick } => {
+            assert_eq!(fd, 1 << 30);
+            assert_eq!(errno, Some(9), "EBADF");
+            assert_eq!(tick, Duration::from_millis(1));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!rt.wakeup().is_event_driven());
+    // Requests and their responses.
+    let a = rt
+        .register_channel(AgentSpec::send_only("perf", Qp::Qp1))
+        .unwrap()
+        .0;
+    for _ in 0..20 {
+        let c = a
+            .send_and_wait(
+                SendRequest::new(perf_get(), Address::gsi(7))
+                    .expect_response(Duration::from_millis(500), 0),
+            )
+            .unwrap();
+        assert_eq!(c.status, SendStatus::Success);
+    }
+    // Unsolicited requests are seen within the tick, not a 100 ms sleep.
+    let mean = mean_request_latency(&rt, &inbox, None);
+    assert!(mean < Duration::from_millis(20), "mean latency {mean:?}");
+}
+
+#[test]
+fn a_transport_without_a_descriptor_ticks_the_same_way() {
+    let (rt, inbox) = start(Fd::None);
+    assert_eq!(
+        rt.wakeup(),
+        Wakeup::NoFd {
+            tick: Duration::from_millis(1)
+        }
+    );
+    let mean = mean_request_latency(&rt, &inbox, None);
+    assert!(mean < Duration::from_millis(20), "mean latency {mean:?}");
+}
+
+#[test]
+fn a_real_descriptor_is_waited_on_and_the_idle_loop_sleeps() {
+    let (fd, mut bell) = doorbell();
+    let (rt, inbox) = start(fd);
+    assert!(matches!(rt.wakeup(), Wakeup::Fd(_)), "{:?}", rt.wakeup());
+    // Event-driven: a readable descriptor wakes the loop at once.
+    let mean = mean_request_latency(&rt, &inbox, Some(&mut bell));
+    assert!(mean < Duration::from_millis(20), "mean latency {mean:?}");
+    // And with nothing to do it sleeps instead of ticking.
+    std::thread::sleep(Duration::from_millis(50));
+    let before = rt.stats().waits;
+    std::thread::sleep(Duration::from_millis(300));
+    let woke = rt.stats().waits - before;
+    assert!(woke <= 10, "{woke} wake-ups in 300 ms idle");
+    // The ticking loop, for contrast, wakes every millisecond.
+    let (rt2, _) = start(Fd::None);
+    std::thread::sleep(Duration::from_millis(50));
+    let before = rt2.stats().waits;
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(rt2.stats().waits - before > 50);
+}
