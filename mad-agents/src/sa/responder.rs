@@ -45,9 +45,12 @@ use std::time::Duration;
 
 use mad_core::transport::{Address, GSI_QKEY};
 use mad_core::wire::attr::{ClassPortInfo, Notice};
+use mad_core::wire::field::get_bits;
 use mad_core::wire::rmpp::{RmppType, RmppView, RMPP_FLAG_ACTIVE, RMPP_VERSION};
 use mad_core::wire::sa::{SaMad, SA_CLASS_VERSION};
-use mad_core::wire::sa_records::{record_info, InformInfo, InformInfoRecord, NodeRecord, SaRecord};
+use mad_core::wire::sa_records::{
+    record_info, InformInfo, InformInfoRecord, NodeRecord, PortInfoRecord, SaRecord,
+};
 use mad_core::wire::{
     AttributeId, Mad, MadStatus, Method, MgmtClass, Repr, MAD_HEADER_LEN, MAD_LEN, RMPP_HEADER_END,
     SA_DATA_OFFSET,
@@ -523,9 +526,33 @@ impl Inner {
             return Answer::status(MadStatus::METHOD_ATTR_UNSUPPORTED.0);
         };
         let template = q.template.get(..info.len).unwrap_or(q.template);
+        // PortInfoRecord with AttributeModifier bit 31 (IBTA 1.2 errata,
+        // as OpenSM and saquery -s use it): CapabilityMask / CapabilityMask2
+        // match when every bit the template sets is set, not on equality.
+        let mut comp_mask = q.comp_mask;
+        let mut cap_masks: Vec<(usize, usize)> = Vec::new();
+        if q.attr_id == AttributeId::SA_PORTINFO_RECORD && q.attr_mod & (1 << 31) != 0 {
+            for comp in [
+                PortInfoRecord::COMP_CAPABILITY_MASK,
+                PortInfoRecord::COMP_CAPABILITY_MASK2,
+            ] {
+                if comp_mask & comp != 0 {
+                    comp_mask &= !comp;
+                    if let Some(r) = layout.range(comp.trailing_zeros() as usize) {
+                        cap_masks.push(r);
+                    }
+                }
+            }
+        }
         let matches: Vec<Vec<u8>> = candidates
             .into_iter()
-            .filter(|c| record_matches(layout, template, c, q.comp_mask))
+            .filter(|c| {
+                record_matches(layout, template, c, comp_mask)
+                    && cap_masks.iter().all(|&(off, len)| {
+                        let want = get_bits(template, off, len);
+                        get_bits(c, off, len) & want == want
+                    })
+            })
             .collect();
         if q.method == Method::GET {
             return match matches.len() {

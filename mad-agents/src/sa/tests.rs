@@ -866,3 +866,47 @@ fn an_answer_for_another_attribute_is_refused() {
 fn client_on(rt: &Runtime) -> SaClient {
     SaClient::new(rt, SaClientConfig::default()).unwrap()
 }
+
+#[test]
+fn port_info_records_match_capability_masks_bitwise_when_attr_mod_bit_31_is_set() {
+    // saquery -s asks for ports whose CapabilityMask has IsSM set, with
+    // AttributeModifier bit 31: "every bit the template sets", as OpenSM.
+    let e = env();
+    let _sa = responder(&e);
+    let c = client(&e);
+    let rec = |lid: u16, cap: u32| {
+        let mut r: PortInfoRecord = base(lid);
+        r.lid = lid;
+        r.port_info.capability_mask = cap;
+        r
+    };
+    e.source
+        .set_records(&[
+            rec(1, 0x0000_0002),
+            rec(2, 0x0251_086a),
+            rec(3, 0x0000_0008),
+        ])
+        .unwrap();
+    let mut template = PortInfoRecord::default();
+    template.port_info.capability_mask = 0x0000_0002;
+    let bytes = template.to_vec().unwrap();
+    let lids = |attr_mod: u32| -> Vec<u16> {
+        let resp = c
+            .request(
+                Method::GET_TABLE,
+                PortInfoRecord::ATTR_ID,
+                attr_mod,
+                PortInfoRecord::COMP_CAPABILITY_MASK,
+                &bytes,
+            )
+            .unwrap();
+        client::parse_table::<PortInfoRecord>(resp.bytes())
+            .unwrap()
+            .records
+            .iter()
+            .map(|r| r.lid)
+            .collect()
+    };
+    assert_eq!(lids(1 << 31), vec![1, 2], "bitwise: IsSM set");
+    assert_eq!(lids(0), vec![1], "without bit 31: equality");
+}
