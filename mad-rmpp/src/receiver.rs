@@ -396,11 +396,11 @@ impl ReceiverTable {
             }
             RmppType::ACK => {
                 // A DS ACK (segment 0) primes the response window of a
-                // completed double-sided request.
-                let mut k = key;
-                k.method ^= 0x80;
+                // completed double-sided request. It is the requester's copy
+                // of our final ACK with the response bit flipped back, so it
+                // carries the request's method: the transfer's own key.
                 if h.data1 == 0 {
-                    if let Some(t) = self.transfers.get_mut(&k) {
+                    if let Some(t) = self.transfers.get_mut(&key) {
                         if t.state == State::Complete {
                             t.repwin = h.data2.max(1);
                         }
@@ -921,5 +921,46 @@ mod tests {
         assert!(!again.iter().any(|o| matches!(o, Output::Delivered { .. })));
         t.handle_timeout(now + Duration::from_secs(10));
         assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_ds_ack_sets_the_response_window_of_the_completed_request() {
+        let now = Instant::now();
+        let mut t = ReceiverTable::new(ReceiverConfig::default());
+        // A one-segment request (method GetMulti 0x14) completes here.
+        let mut req = seg(1, FLAG_FIRST | FLAG_LAST, 120);
+        req[3] = 0x14;
+        t.handle(&req, SRC.0, SRC.1, now);
+        let key = TransferKey::of(&req, SRC.0, SRC.1).unwrap();
+        let acks = outputs(&mut t);
+        let Some(Output::Send { mad: final_ack, .. }) =
+            acks.iter().find(|o| matches!(o, Output::Send { .. }))
+        else {
+            panic!("no final ACK: {acks:?}");
+        };
+        assert_eq!(final_ack[3], 0x94, "the ACK flips the response bit");
+        assert_eq!(t.response_window(&key), Some(1));
+        // The requester's sender answers the final ACK with a DS ACK.
+        let mut tx = Sender::new(
+            &req[..56],
+            &[0u8; 100],
+            SenderConfig {
+                expects_response: true,
+                ..SenderConfig::default()
+            },
+            now,
+        )
+        .unwrap();
+        let _ = tx.poll_transmit(now);
+        tx.handle_reply(final_ack, now);
+        let mut ds = tx.poll_transmit(now).unwrap();
+        assert_eq!(ds[3], 0x14, "the DS ACK carries the request method");
+        // Advertise a bigger window than 1 to see it taken.
+        write_header(
+            &header(RmppType::ACK, 0x1F, FLAG_ACTIVE, RmppStatus::SUCCESS, 0, 32),
+            &mut ds,
+        );
+        t.handle(&ds, SRC.0, SRC.1, now);
+        assert_eq!(t.response_window(&key), Some(32));
     }
 }
