@@ -4,7 +4,8 @@
 #
 #   1. installs the Debian packages the tests use, when one is missing
 #      (apt-get, as root or through sudo), and cargo-fuzz when missing;
-#   2. cargo fmt --check, cargo clippy -D warnings, cargo test --workspace;
+#   2. cargo fmt --check, cargo clippy -D warnings, cargo bench --no-run
+#      (the benchmarks build), cargo test --workspace;
 #   3. every fuzz target under fuzz/ for a bounded number of runs and time.
 #
 # Environment knobs: FUZZ_RUNS (default 20000) and FUZZ_SECONDS (default 10)
@@ -79,6 +80,9 @@ cargo fmt --all -- --check || fail "cargo fmt --check"
 
 step "cargo clippy --workspace --all-targets -- -D warnings ($(elapsed))"
 cargo clippy --workspace --all-targets -- -D warnings || fail "cargo clippy"
+
+step "cargo bench --workspace --no-run ($(elapsed))"
+cargo bench --workspace --no-run || fail "cargo bench --no-run"
 
 step "cargo test --workspace ($(elapsed))"
 cargo test --workspace 2>&1 | tee "$LOGDIR/test.log"
