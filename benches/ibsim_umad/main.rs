@@ -32,8 +32,10 @@ mod sim;
 mod worker;
 
 use serde_json::Value;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 const WORKER_ENV: &str = "MADSTACK_BENCH_WORKER";
 
@@ -157,21 +159,53 @@ fn build_anchor() -> Result<PathBuf, String> {
     Ok(out)
 }
 
-fn run_json(mut cmd: Command) -> Result<Value, String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
+/// Runs `cmd` (at most `limit`; killed by its PID after that) and parses
+/// the last JSON line it printed.
+fn run_json(mut cmd: Command, limit: Duration) -> Result<Value, String> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    let (mut out_pipe, mut err_pipe) = (child.stdout.take(), child.stderr.take());
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(p) = out_pipe.as_mut() {
+            let _ = p.read_to_string(&mut s);
+        }
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(p) = err_pipe.as_mut() {
+            let _ = p.read_to_string(&mut s);
+        }
+        s
+    });
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| format!("wait: {e}"))? {
+            break Some(st);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    let Some(status) = status else {
+        return Err(format!(
+            "{cmd:?} did not finish in {limit:?} (killed):\n{stdout}{stderr}"
+        ));
+    };
     let line = stdout
         .lines()
         .rev()
         .find(|l| l.starts_with('{'))
-        .ok_or_else(|| {
-            format!(
-                "{cmd:?} printed no result ({}):\n{}{}",
-                out.status,
-                stdout,
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })?;
+        .ok_or_else(|| format!("{cmd:?} printed no result ({status}):\n{stdout}{stderr}"))?;
     serde_json::from_str(line).map_err(|e| format!("bad JSON {line:?}: {e}"))
 }
 
@@ -226,6 +260,9 @@ fn measure(net: &Path, o: &Opts, anchor: &Path) -> Result<Vec<Value>, String> {
         .map(|n| n.to_string_lossy().replace('.', "_"))
         .unwrap_or_default();
     let mut s = sim::IbSim::start(net, &tag)?;
+    // A run takes `seconds` plus warm-up and start-up; anything far longer
+    // is a hang (libumad2sim can deadlock at exit).
+    let limit = Duration::from_secs_f64(o.seconds * 3.0 + 30.0);
     let mut anchor_runs = Vec::new();
     let configs: Vec<(&str, usize)> = o
         .stacks
@@ -237,13 +274,13 @@ fn measure(net: &Path, o: &Opts, anchor: &Path) -> Result<Vec<Value>, String> {
         // Alternate the order so neither side always runs first.
         let anchor_first = r % 2 == 0;
         if anchor_first {
-            anchor_runs.push(run_json(anchor_cmd(&s, anchor, o))?);
+            anchor_runs.push(run_json(anchor_cmd(&s, anchor, o), limit)?);
         }
         for (i, &(stack, w)) in configs.iter().enumerate() {
-            ours_runs[i].push(run_json(ours_cmd(&s, o, stack, w)?)?);
+            ours_runs[i].push(run_json(ours_cmd(&s, o, stack, w)?, limit)?);
         }
         if !anchor_first {
-            anchor_runs.push(run_json(anchor_cmd(&s, anchor, o))?);
+            anchor_runs.push(run_json(anchor_cmd(&s, anchor, o), limit)?);
         }
         if !s.is_running() {
             return Err(format!("ibsim died:\n{}", s.output()));

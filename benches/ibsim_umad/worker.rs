@@ -259,6 +259,18 @@ pub fn run_agents(p: &Params) -> Result<String, String> {
         }
     }
     let elapsed = t0.elapsed().as_secs_f64();
+    // Let the answers still in flight arrive before exiting: libumad2sim's
+    // exit handler joins its receiver thread, which deadlocks if a packet
+    // is being delivered at that moment.
+    let quiet = Instant::now() + Duration::from_millis(500);
+    while e.outstanding() > 0 && Instant::now() < quiet {
+        if !e.poll(Instant::now()) {
+            if let Some(fd) = fd {
+                wait_readable(fd, 10);
+            }
+        }
+        while e.poll_event().is_some() {}
+    }
     report(
         p,
         "madstack-agents",
@@ -441,6 +453,24 @@ pub fn run(p: &Params) -> Result<String, String> {
         }
     }
     let elapsed = t0.elapsed().as_secs_f64();
+    // Drain the answers still in flight (see `run_agents`).
+    let quiet = Instant::now() + Duration::from_millis(500);
+    while slots.iter().any(|s| s.busy) && Instant::now() < quiet {
+        match t.poll_recv() {
+            Ok(Some(r)) => {
+                let tid = Mad::new_unchecked(&r.mad[..]).tid();
+                if let Some(slot) = by_tid.remove(&(tid as u32)) {
+                    slots[slot].busy = false;
+                }
+            }
+            Ok(None) => {
+                if let Some(fd) = fd {
+                    wait_readable(fd, 10);
+                }
+            }
+            Err(_) => break,
+        }
+    }
     report(
         p,
         "madstack-umad",
