@@ -8,6 +8,7 @@
 //! [`common::open_session`], and prints with the [`crate::diags`]
 //! formatters, or JSON with `--json`.
 
+pub mod bench;
 pub mod common;
 pub mod ibaddr;
 pub mod ibhosts;
