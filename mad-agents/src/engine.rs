@@ -1453,9 +1453,10 @@ impl<T: Transport> Engine<T> {
     // ----- driving -----
 
     /// Does everything due at `now`: polls the port (completions,
-    /// receives, async events, recovery), dispatches what it reports, and
-    /// handles expired response, RMPP and reassembly timers. Returns true
-    /// if anything happened.
+    /// receives, async events, recovery), dispatches what it reports,
+    /// handles expired response, RMPP and reassembly timers, and posts
+    /// backlogged requests that flow control now lets go. Returns true if
+    /// anything happened.
     pub fn poll(&mut self, now: Instant) -> bool {
         // Timers first, so that the port posts what they resend in the
         // same call; then whatever the port reports; then the timers its

@@ -27,6 +27,16 @@
 //! - **Completions**: exactly one [`AgentEvent::SendDone`] per accepted
 //!   send, with one [`SendStatus`]; a send whose first work request the
 //!   port refuses is an error of [`Engine::send`] and never completes.
+//! - **Flow control** ([`engine`](engine#flow-control)): requests awaiting
+//!   a response beyond [`EngineConfig::max_unanswered_per_agent`] /
+//!   [`EngineConfig::max_unanswered_per_port`] (256 per port by default
+//!   over a transport with a file descriptor) wait in a backlog and go out
+//!   as earlier ones are answered, like the 2025 kernel's solicited flow
+//!   control.
+//! - **Response matching** ([`engine`](engine#response-matching)): TID,
+//!   class and source (the LID the request went to, or the GID with a
+//!   GRH; directed-route SMPs exempt); a response from elsewhere is
+//!   counted and dropped.
 //! - **Deregistration** from inside a callback: see
 //!   [`runtime`](runtime#deregistration) — it drives the engine itself and,
 //!   for the agent whose callback is running, returns the remaining

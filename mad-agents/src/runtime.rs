@@ -61,6 +61,13 @@
 //!
 //! [`AgentRef::send_and_wait`] on the loop thread likewise drives the
 //! engine itself until its send completes.
+//!
+//! The protocol is written as locked steps (the loop's `next_delivery`,
+//! `hand_over`, `drive`; deregistration's `begin_deregister`,
+//! `deregistered`, `inline_begin`, `inline_step`) so that a model test
+//! (`runtime::model`, under `cargo test`) can run every interleaving of
+//! them between the loop thread, a deregistering thread, a sending thread
+//! and the device, and check the guarantees above in each.
 
 use std::cell::Cell;
 use std::collections::HashMap;
