@@ -297,15 +297,6 @@ fn rmpp_type(mad: &[u8]) -> RmppType {
     RmppType(mad.get(25).copied().unwrap_or(0))
 }
 
-/// An RMPP version-1 ACK of segment 0: the DS ACK that primes the window
-/// of a double-sided response.
-fn is_ds_ack(mad: &[u8]) -> bool {
-    mad.len() >= RMPP_HEADER_END
-        && mad[24] == mad_core::wire::rmpp::RMPP_VERSION
-        && rmpp_type(mad) == RmppType::ACK
-        && mad[28..32] == [0, 0, 0, 0]
-}
-
 impl<T: Transport> Engine<T> {
     /// An engine over `transport` with default port settings.
     #[must_use]
@@ -1702,20 +1693,10 @@ impl<T: Transport> Engine<T> {
             Some(aidx) => {
                 if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
                     if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
+                        // A DS ACK (the requester's copy of our final ACK,
+                        // carrying the request's method) records the
+                        // window for our response there.
                         rx.handle(mad, r.src.lid, r.src.qpn, now);
-                        if is_ds_ack(mad) {
-                            // A DS ACK carries the request's method (the
-                            // kernel's `ack_ds_ack`, RMPP.md §6), but
-                            // mad_rmpp's ReceiverTable looks the finished
-                            // request up with the response bit of the ACK
-                            // flipped. Offer it that way too: whichever
-                            // form finds the finished transfer records the
-                            // window; the other finds nothing and does
-                            // nothing.
-                            let mut flipped = mad.to_vec();
-                            flipped[3] ^= METHOD_RESPONSE_BIT;
-                            rx.handle(&flipped, r.src.lid, r.src.qpn, now);
-                        }
                     }
                     self.drain_rx(aidx, now);
                 } else {
