@@ -331,6 +331,20 @@ impl SaClient {
         comp_mask: u64,
         record: &[u8],
     ) -> Result<Message, SaError> {
+        self.request_counting_retries(method, attr, attr_mod, comp_mask, record)
+            .map(|(m, _)| m)
+    }
+
+    /// As [`SaClient::request`], also returning how many times the request
+    /// was sent again before this answer came.
+    fn request_counting_retries(
+        &self,
+        method: Method,
+        attr: AttributeId,
+        attr_mod: u32,
+        comp_mask: u64,
+        record: &[u8],
+    ) -> Result<(Message, u32), SaError> {
         let dest = self.sm_address();
         if dest.lid == 0 {
             return Err(SaError::NoSm);
@@ -341,7 +355,7 @@ impl SaClient {
         let req = SendRequest::new(mad, dest)
             .expect_response(self.shared.cfg.timeout, self.shared.cfg.retries);
         let c = self.agent.send_and_wait(req)?;
-        completion_response(&c, dest.lid)
+        completion_response(&c, dest.lid).map(|m| (m, c.retries))
     }
 
     /// SubnAdmGet of the one record matching `template` on the components
@@ -540,7 +554,19 @@ impl SaClient {
         lock(&self.shared.state).subs.retain(|s| s.id != sub.id);
         let mut info = sub.info.clone();
         info.subscribe = 0;
-        self.set(&info, 0).map(|_| ())
+        let rec = info
+            .to_vec()
+            .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
+        let (resp, retries) =
+            self.request_counting_retries(Method::SET, InformInfo::ATTR_ID, 0, 0, &rec)?;
+        match check_status(&resp) {
+            // Unsubscribing is not idempotent at the SA: when an earlier
+            // copy of this request was answered too late and we sent it
+            // again, the SA has already removed the subscription and
+            // answers the repeat with ERR_REQ_INVALID. The goal is met.
+            Err(SaError::RequestInvalid) if retries > 0 => Ok(()),
+            other => other,
+        }
     }
 
     /// Sends every remembered subscription again now (what the client does
