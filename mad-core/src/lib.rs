@@ -21,6 +21,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod hash;
 pub mod pcap;
 pub mod port;
 pub mod transport;

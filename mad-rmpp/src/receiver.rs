@@ -24,7 +24,8 @@ use crate::segment::{
 };
 use crate::Outcome;
 use mad_core::wire::MgmtClass;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use mad_core::hash::FastMap;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 /// Identifies one inbound transfer.
@@ -199,9 +200,9 @@ impl Transfer {
 #[derive(Debug)]
 pub struct ReceiverTable {
     cfg: ReceiverConfig,
-    transfers: HashMap<TransferKey, Transfer>,
+    transfers: FastMap<TransferKey, Transfer>,
     deadlines: BTreeSet<(Instant, TransferKey)>,
-    per_source: HashMap<(u16, u32), usize>,
+    per_source: FastMap<(u16, u32), usize>,
     active: usize,
     out: VecDeque<Output>,
     /// Segments dropped as out of window or for unknown transfers.
@@ -219,9 +220,9 @@ impl ReceiverTable {
     pub fn new(cfg: ReceiverConfig) -> Self {
         Self {
             cfg,
-            transfers: HashMap::new(),
+            transfers: FastMap::default(),
             deadlines: BTreeSet::new(),
-            per_source: HashMap::new(),
+            per_source: FastMap::default(),
             active: 0,
             out: VecDeque::new(),
             dropped: 0,

@@ -198,14 +198,24 @@ impl Transport for SimPort {
             )));
         }
         let mut c = self.fabric.lock();
-        let (is_switch, port_info, pkeys, guid) = {
+        // Only what the packet needs, copied out of the node (no clone of
+        // the P_Key table or PortInfo per send).
+        let (is_switch, lid, lmc, gid_prefix, guid, pkey_at_index, first_pkey) = {
             let n = c
                 .node(self.node)
                 .ok_or_else(|| TransportError::DeviceDead(self.attrs.ca_name.clone()))?;
             let p = n
                 .port(self.port)
                 .ok_or_else(|| TransportError::DeviceDead(self.attrs.ca_name.clone()))?;
-            (n.is_switch(), p.info.clone(), p.pkeys.clone(), p.guid)
+            (
+                n.is_switch(),
+                p.info.lid,
+                p.info.lmc,
+                p.info.gid_prefix,
+                p.guid,
+                p.pkeys.get(usize::from(dest.pkey_index)).copied(),
+                p.pkeys.first().copied(),
+            )
         };
         let auto = c.cfg.auto_deliver;
         let ep = c
@@ -244,8 +254,8 @@ impl Transport for SimPort {
             });
         }
         let pkey = if qp == Qp::Qp1 {
-            match pkeys.get(usize::from(dest.pkey_index)) {
-                Some(&k) if k & 0x7FFF != 0 => k,
+            match pkey_at_index {
+                Some(k) if k & 0x7FFF != 0 => k,
                 _ => {
                     return Err(TransportError::BadSend(format!(
                         "P_Key index {} names no P_Key of this port",
@@ -254,7 +264,7 @@ impl Transport for SimPort {
                 }
             }
         } else {
-            pkeys.first().copied().unwrap_or(0xFFFF)
+            first_pkey.unwrap_or(0xFFFF)
         };
         if class == MgmtClass::SUBN_DIRECTED_ROUTE {
             crate::fabric::check_dr_post(mad, is_switch, self.port)
@@ -262,10 +272,10 @@ impl Transport for SimPort {
         }
         let mut buf = Box::new([0u8; MAD_LEN]);
         buf[..mad.len()].copy_from_slice(mad);
-        let lmc_mask = (1u16 << port_info.lmc.min(7)) - 1;
-        let slid = port_info.lid | (u16::from(dest.path_bits) & lmc_mask);
+        let lmc_mask = (1u16 << lmc.min(7)) - 1;
+        let slid = lid | (u16::from(dest.path_bits) & lmc_mask);
         let mut gid = [0u8; 16];
-        gid[..8].copy_from_slice(&port_info.gid_prefix.to_be_bytes());
+        gid[..8].copy_from_slice(&gid_prefix.to_be_bytes());
         gid[8..].copy_from_slice(&guid.to_be_bytes());
         let wr = WrId(ep.next_wr);
         ep.next_wr += 1;

@@ -92,10 +92,11 @@ pub use clients::ClientId;
 pub use registry::{PortHandle, PortRegistry, TransportFactory};
 pub use types::{PortConfig, PortError, PortEvent, PortStats, SendToken};
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::hash::FastMap;
 use crate::transport::{
     Address, PortAttrs, Qp, QpState, Received, SendCompletion, Transport, TransportError, WcStatus,
     WrId,
@@ -145,7 +146,7 @@ pub struct Port<T: Transport = Box<dyn Transport>> {
     transport: T,
     cfg: PortConfig,
     clients: Clients,
-    subs: HashMap<(Qp, u8), Vec<ClientId>>,
+    subs: FastMap<(Qp, u8), Vec<ClientId>>,
     qps: [QpQueues; 2],
     next_token: u64,
     dead: bool,
@@ -155,7 +156,7 @@ pub struct Port<T: Transport = Box<dyn Transport>> {
     last_error: Option<String>,
     scratch: Vec<SendCompletion>,
     #[cfg(debug_assertions)]
-    live: std::collections::HashSet<SendToken>,
+    live: crate::hash::FastSet<SendToken>,
 }
 
 impl<T: Transport> std::fmt::Debug for Port<T> {
@@ -179,7 +180,7 @@ impl<T: Transport> Port<T> {
             transport,
             cfg,
             clients: Clients::default(),
-            subs: HashMap::new(),
+            subs: FastMap::default(),
             qps: [QpQueues::default(), QpQueues::default()],
             next_token: 1,
             dead: false,
@@ -189,7 +190,7 @@ impl<T: Transport> Port<T> {
             last_error: None,
             scratch: Vec::new(),
             #[cfg(debug_assertions)]
-            live: std::collections::HashSet::new(),
+            live: crate::hash::FastSet::default(),
         }
     }
 

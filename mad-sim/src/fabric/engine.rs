@@ -7,7 +7,8 @@
 //! an SM hook or an endpoint's receive queue) or dropped with a reason.
 //! Answers of SMAs and PMAs are queued as new packets.
 
-use std::collections::{HashMap, VecDeque};
+use mad_core::hash::FastMap;
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
@@ -167,17 +168,17 @@ enum Hop {
 /// The whole fabric.
 pub(crate) struct Core {
     pub nodes: Vec<Node>,
-    pub by_id: HashMap<String, u32>,
-    pub by_guid: HashMap<u64, u32>,
+    pub by_id: FastMap<String, u32>,
+    pub by_guid: FastMap<u64, u32>,
     pub cfg: FabricConfig,
     pub now: Duration,
     pub queue: VecDeque<Packet>,
     pub endpoints: Vec<Option<Endpoint>>,
     /// The endpoints at a port, per QP (QP0, QP1): one endpoint may hold
     /// both, or two endpoints one each.
-    pub ep_at: HashMap<(u32, u8), [Option<usize>; 2]>,
+    pub ep_at: FastMap<(u32, u8), [Option<usize>; 2]>,
     pub link_filter: Option<LinkFilter>,
-    pub sm_handlers: HashMap<u32, SmHandler>,
+    pub sm_handlers: FastMap<u32, SmHandler>,
     pub stats: FabricStats,
     /// Held packets going back on the wire: they enter (node, port).
     pub resume: super::faults::Resume,

@@ -135,7 +135,7 @@ mod node;
 mod pma;
 mod sma;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
@@ -600,9 +600,9 @@ impl Fabric {
                 now: Duration::ZERO,
                 queue: VecDeque::new(),
                 endpoints: Vec::new(),
-                ep_at: HashMap::new(),
+                ep_at: mad_core::hash::FastMap::default(),
                 link_filter: None,
-                sm_handlers: HashMap::new(),
+                sm_handlers: mad_core::hash::FastMap::default(),
                 stats,
                 resume: VecDeque::new(),
                 faults,
