@@ -180,7 +180,10 @@ mod tests {
                 buckets[(hash(&key) & 1023) as usize] += 1;
             }
             let max = buckets.iter().copied().max().unwrap_or(0);
-            assert!(max <= 24, "worst bucket {max} of 4096 keys in 1024 (mean 4)");
+            assert!(
+                max <= 24,
+                "worst bucket {max} of 4096 keys in 1024 (mean 4)"
+            );
         }
     }
 
@@ -193,7 +196,10 @@ mod tests {
             buckets[(hash(&(0x1234u64 | (i << 52))) & 1023) as usize] += 1;
         }
         let max = buckets.iter().copied().max().unwrap_or(0);
-        assert!(max <= 24, "worst bucket {max} of 4096 keys in 1024 (mean 4)");
+        assert!(
+            max <= 24,
+            "worst bucket {max} of 4096 keys in 1024 (mean 4)"
+        );
     }
 
     #[test]
