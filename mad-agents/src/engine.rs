@@ -134,7 +134,8 @@
 //! [`Engine::take_reaped`] — once every send has completed and every event
 //! has been handed out. After that nothing of the agent is produced again.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use mad_core::hash::{FastMap, FastSet};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -174,7 +175,7 @@ struct AgentSlot {
     spec: AgentSpec,
     hi: u16,
     closing: bool,
-    sends: HashSet<usize>,
+    sends: FastSet<usize>,
     timeouts: BTreeSet<(Instant, usize)>,
     events: VecDeque<AgentEvent>,
     queued_recv: usize,
@@ -262,16 +263,16 @@ pub struct Engine<T: Transport = Box<dyn Transport>> {
     cfg: EngineConfig,
     agents: Slab<AgentSlot>,
     generation: u32,
-    by_hi: HashMap<u16, usize>,
+    by_hi: FastMap<u16, usize>,
     next_hi: u16,
     table: RegTable,
     sends: Slab<SendSlot>,
-    waiting: HashMap<(u64, u8), usize>,
-    rmpp_out: HashMap<(u64, u8), usize>,
+    waiting: FastMap<(u64, u8), usize>,
+    rmpp_out: FastMap<(u64, u8), usize>,
     rmpp_timers: BTreeSet<(Instant, usize)>,
     next_low: u32,
     ready: VecDeque<usize>,
-    reset_hold: Option<HashSet<usize>>,
+    reset_hold: Option<FastSet<usize>>,
     reaped: Vec<AgentId>,
     stats: EngineStats,
     seg: Vec<u8>,
@@ -322,12 +323,12 @@ impl<T: Transport> Engine<T> {
             client,
             agents: Slab::new(),
             generation: 0,
-            by_hi: HashMap::new(),
+            by_hi: FastMap::default(),
             next_hi: 1,
             table: RegTable::default(),
             sends: Slab::new(),
-            waiting: HashMap::new(),
-            rmpp_out: HashMap::new(),
+            waiting: FastMap::default(),
+            rmpp_out: FastMap::default(),
             rmpp_timers: BTreeSet::new(),
             next_low: 1,
             ready: VecDeque::new(),
@@ -560,7 +561,7 @@ impl<T: Transport> Engine<T> {
             spec,
             hi,
             closing: false,
-            sends: HashSet::new(),
+            sends: FastSet::default(),
             timeouts: BTreeSet::new(),
             events: VecDeque::new(),
             queued_recv: 0,
@@ -1478,7 +1479,7 @@ impl<T: Transport> Engine<T> {
             PortEvent::Async(e) => self.broadcast(&AgentEvent::Async(e)),
             PortEvent::ResetPending => {
                 self.broadcast(&AgentEvent::ResetPending);
-                let hold: HashSet<usize> = self
+                let hold: FastSet<usize> = self
                     .agents
                     .iter()
                     .filter(|(_, a)| a.spec.hold_reset && !a.closing)
