@@ -10,7 +10,12 @@ reference, copying 256-byte buffers (`memcpy_256/one` for per-MAD rates,
 it also prints the cost at each number of outstanding sends relative to the
 cost at 1.
 
-Usage: python3 benches/summarize.py [CRITERION_DIR]
+With --baselines a,b,c it reads the named criterion baselines (saved with
+`cargo bench -- --save-baseline a`, ...) instead of `new` and takes, per
+benchmark, the smallest median over them: on a shared machine the least
+disturbed pass is the best estimate of the cost.
+
+Usage: python3 benches/summarize.py [--baselines a,b,c] [CRITERION_DIR]
 """
 import json
 import os
@@ -18,16 +23,19 @@ import sys
 from collections import defaultdict
 
 
-def load(root):
+def load(root, baselines=("new",)):
     out = {}
     for dirpath, _dirs, files in os.walk(root):
-        if os.path.basename(dirpath) != "new" or "estimates.json" not in files:
+        if os.path.basename(dirpath) not in baselines or "estimates.json" not in files:
             continue
         with open(os.path.join(dirpath, "benchmark.json")) as f:
             bench = json.load(f)
         with open(os.path.join(dirpath, "estimates.json")) as f:
             est = json.load(f)
-        out[bench["full_id"]] = (est["median"]["point_estimate"], bench.get("throughput"))
+        ns = est["median"]["point_estimate"]
+        key = bench["full_id"]
+        if key not in out or ns < out[key][0]:
+            out[key] = (ns, bench.get("throughput"))
     return out
 
 
@@ -47,9 +55,14 @@ def fmt_rate(v, unit):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+    args = sys.argv[1:]
+    baselines = ("new",)
+    if len(args) >= 2 and args[0] == "--baselines":
+        baselines = tuple(args[1].split(","))
+        args = args[2:]
+    root = args[0] if args else os.path.join(
         os.environ.get("CARGO_TARGET_DIR", "target"), "criterion")
-    res = load(root)
+    res = load(root, baselines)
     if not res:
         sys.exit(f"no criterion results under {root}; run cargo bench first")
     ref_one = res.get("memcpy_256/one", (None, None))[0]
