@@ -218,6 +218,8 @@ impl Transport for SimPort {
             )
         };
         let auto = c.cfg.auto_deliver;
+        // Taken before `ep` borrows the core (a reused buffer if any).
+        let mut buf = c.mad_buf();
         let ep = c
             .endpoints
             .get_mut(self.ep)
@@ -270,8 +272,8 @@ impl Transport for SimPort {
             crate::fabric::check_dr_post(mad, is_switch, self.port)
                 .map_err(TransportError::BadSend)?;
         }
-        let mut buf = Box::new([0u8; MAD_LEN]);
         buf[..mad.len()].copy_from_slice(mad);
+        buf[mad.len()..].fill(0);
         let lmc_mask = (1u16 << lmc.min(7)) - 1;
         let slid = lid | (u16::from(dest.path_bits) & lmc_mask);
         let mut gid = [0u8; 16];

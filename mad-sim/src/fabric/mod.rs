@@ -606,6 +606,7 @@ impl Fabric {
                 stats,
                 resume: VecDeque::new(),
                 faults,
+                spare: Vec::new(),
             })),
         }
     }
