@@ -23,8 +23,8 @@ use crate::segment::{
     RmppType, FLAG_ACTIVE, MAD_LEN, RMPP_DATA,
 };
 use crate::Outcome;
-use mad_core::wire::MgmtClass;
 use mad_core::hash::FastMap;
+use mad_core::wire::MgmtClass;
 use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 

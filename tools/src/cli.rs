@@ -263,7 +263,11 @@ pub const COMMANDS: &[Command] = &[
         "read PortCounters/PortCountersExtended of every port, in parallel",
         crate::cmd::sweep::run,
     ),
-    Command::sub("bench", "SMP round trips/s, latency and SA GetTable throughput", crate::cmd::bench::run),
+    Command::sub(
+        "bench",
+        "SMP round trips/s, latency and SA GetTable throughput",
+        crate::cmd::bench::run,
+    ),
     Command::sub(
         "sim",
         "run the simulated fabric, take fault commands",
