@@ -30,11 +30,12 @@ mod diags;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use support::opensm::OpenSm;
 
 use diags::{perf as dperf, smp as dsmp, PortIdText};
 use mad_agents::perf::PerfClient;
@@ -287,71 +288,6 @@ fn diff_except(tool: &str, ours: &str, skip: &[&str]) -> Vec<String> {
 
 // ------------------------------------------------------------ OpenSM
 
-/// OpenSM under libumad2sim, killed by PID on drop.
-struct OpenSm {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl OpenSm {
-    fn start(sim: &IbSim) -> OpenSm {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "madstack-agents-osm-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("opensm dir");
-        let conf = dir.join("opensm.conf");
-        fs::write(&conf, "force_log_flush TRUE\n").expect("opensm.conf");
-        let log = dir.join("osm.log");
-        let out = fs::File::create(dir.join("stdout")).expect("opensm stdout");
-        let err = out.try_clone().expect("opensm stderr");
-        let child = sim
-            .umad2sim_command("opensm")
-            .arg("-F")
-            .arg(&conf)
-            .arg("-f")
-            .arg(&log)
-            .env("OSM_TMP_DIR", &dir)
-            .env("OSM_CACHE_DIR", &dir)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start opensm: {e}"));
-        let mut osm = OpenSm { child, dir };
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            if fs::read_to_string(&log).is_ok_and(|t| t.contains("SUBNET UP")) {
-                return osm;
-            }
-            if let Ok(Some(st)) = osm.child.try_wait() {
-                panic!(
-                    "opensm exited ({st}) before SUBNET UP; see {}",
-                    osm.dir.display()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "opensm: no SUBNET UP after 120 s"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for OpenSm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if !std::thread::panicking() {
-            let _ = fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
 // ------------------------------------------------------------ the parts
 
 fn sweep(sim: &IbSim) -> Vec<Query> {
@@ -559,7 +495,7 @@ fn smp_and_perfmgt_answers_equal_smpquery_and_perfquery_on_every_topology() {
         }
         let t0 = Instant::now();
         let sim = IbSim::start(&netfile);
-        let _osm = OpenSm::start(&sim);
+        let _osm = OpenSm::start(&sim, "", Duration::from_secs(120));
         let queries = sweep(&sim);
         assert!(!queries.is_empty(), "{name}: no node found");
         let mut phases = vec![("opensm + sweep", t0.elapsed())];
@@ -645,7 +581,7 @@ fn lid_routed_smps_and_a_counter_reset_work_against_ibsim() {
         return;
     }
     let sim = IbSim::start(support::topologies_dir().join("net.2sw2path4hca"));
-    let _osm = OpenSm::start(&sim);
+    let _osm = OpenSm::start(&sim, "", Duration::from_secs(120));
     let queries = sweep(&sim);
     let ours = Ours::start(&sim);
     for q in &queries {

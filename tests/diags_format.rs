@@ -14,11 +14,10 @@
 
 mod support;
 
-use std::fs;
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+use support::opensm::OpenSm;
 
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
@@ -49,75 +48,6 @@ fn ready() -> bool {
 
 fn net() -> PathBuf {
     support::topologies_dir().join("net")
-}
-
-// ---------------------------------------------------------------- OpenSM
-
-static OSM_SEQ: AtomicU32 = AtomicU32::new(0);
-
-/// OpenSM under libumad2sim on an [`IbSim`], killed by PID on drop.
-struct OpenSm {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl OpenSm {
-    fn start(sim: &IbSim) -> OpenSm {
-        let dir = std::env::temp_dir().join(format!(
-            "madstack-diags-osm-{}-{}",
-            std::process::id(),
-            OSM_SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-        let conf = dir.join("opensm.conf");
-        fs::write(&conf, "force_log_flush TRUE\n").expect("write opensm.conf");
-        let log = dir.join("osm.log");
-        let out = fs::File::create(dir.join("stdout")).expect("opensm stdout file");
-        let err = out.try_clone().expect("opensm stderr file");
-        let child = sim
-            .umad2sim_command("opensm")
-            .arg("-F")
-            .arg(&conf)
-            .arg("-f")
-            .arg(&log)
-            .env("OSM_TMP_DIR", &dir)
-            .env("OSM_CACHE_DIR", &dir)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start opensm: {e}"));
-        let mut osm = OpenSm { child, dir };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if fs::read_to_string(&log).is_ok_and(|t| t.contains("SUBNET UP")) {
-                return osm;
-            }
-            if let Ok(Some(st)) = osm.child.try_wait() {
-                panic!(
-                    "opensm exited ({st}) before SUBNET UP:\n{}",
-                    fs::read_to_string(osm.dir.join("stdout")).unwrap_or_default()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "opensm: no SUBNET UP after 60 s; log in {}",
-                osm.dir.display()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for OpenSm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if !std::thread::panicking() {
-            let _ = fs::remove_dir_all(&self.dir);
-        }
-    }
 }
 
 // ------------------------------------------------------- running the tools
@@ -770,7 +700,7 @@ fn smpquery_lid_outputs_are_byte_identical() {
         return;
     }
     let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim);
+    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
     let mut f = Fetch::new(&sim);
     for lid in 1..=4u16 {
         let l = lid.to_string();
@@ -805,7 +735,7 @@ fn perfquery_outputs_on_idle_ports_are_byte_identical() {
         return;
     }
     let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim);
+    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
     let mut f = Fetch::new(&sim);
     // Ports no MAD of ours or the tool's crosses (unlinked ports, the
     // switch's port 0, the inter-switch link OpenSM does not route over),
@@ -939,7 +869,7 @@ fn perfquery_formats_the_counters_it_received_byte_identically() {
     }
     // Two switches and two HCAs with both ports linked.
     let sim = IbSim::start(support::topologies_dir().join("net.2sw2path4hca2port"));
-    let _osm = OpenSm::start(&sim);
+    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
     let mut f = Fetch::new(&sim);
     let mut nonzero = false;
     for lid in 1..=6u16 {
@@ -990,7 +920,7 @@ fn sminfo_formats_the_sminfo_it_received_byte_identically() {
         return;
     }
     let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim);
+    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
     for (args, lid) in [(&["1"][..], 1u16), (&["-D", "0"][..], 0), (&[][..], 1)] {
         let (theirs, mads) = run_tool_seen(&sim, "sminfo", args);
         let sm = SmInfo::parse(&last_with_attr(&mads, 0x0020)[64..]).expect("SMInfo");
@@ -1031,7 +961,7 @@ fn saquery_outputs_are_byte_identical() {
         return;
     }
     let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim);
+    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
     let mut f = Fetch::new(&sim);
 
     // No arguments, NR, -N: every NodeRecord (cut to one MAD by umad2sim).
@@ -1243,7 +1173,7 @@ fn saquery_error_status_goes_to_stderr_in_sa_report_err_form() {
         return;
     }
     let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim);
+    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
     let mut f = Fetch::new(&sim);
     // OpenSM cannot build P_KeyTableRecords on ibsim (no SMP P_KeyTable
     // for them): the SA answers with an error status.
@@ -1279,7 +1209,7 @@ fn saquery_service_record_of_a_registered_service_is_byte_identical() {
         return;
     }
     let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim);
+    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
     let mut f = Fetch::new(&sim);
 
     // A service, registered through our own port.
