@@ -379,8 +379,12 @@ pub struct UmadTransport {
     next_wr: u64,
     completions: VecDeque<SendCompletion>,
     /// (class, low 32 TID bits) -> upper 32 bits madstack wrote.
-    tid_hi: HashMap<(u8, u32), u32>,
-    tid_order: VecDeque<(u8, u32)>,
+    tid_hi: HashMap<(u8, u32), (u32, u64)>,
+    /// Insertion order with each entry's generation: an entry is evicted
+    /// only if it is still the one that was inserted (an answered TID whose
+    /// low bits were reused must not evict the new, live entry).
+    tid_order: VecDeque<((u8, u32), u64)>,
+    tid_gen: u64,
     buf: Vec<u8>,
     /// MADs received with a non-zero umad status (kernel-reported failures).
     pub failed_recv_status: u64,
@@ -457,6 +461,7 @@ impl UmadTransport {
             completions: VecDeque::new(),
             tid_hi: HashMap::new(),
             tid_order: VecDeque::new(),
+            tid_gen: 0,
             buf: vec![0u8; USER_MAD_HDR + MAD_LEN],
             failed_recv_status: 0,
         })
@@ -560,10 +565,13 @@ impl UmadTransport {
 
     fn remember_tid(&mut self, class: u8, tid: u64) {
         let key = (class, tid as u32);
-        if self.tid_hi.insert(key, (tid >> 32) as u32).is_none() {
-            self.tid_order.push_back(key);
-            if self.tid_order.len() > TID_MEMORY {
-                if let Some(old) = self.tid_order.pop_front() {
+        self.tid_gen += 1;
+        let gen = self.tid_gen;
+        self.tid_hi.insert(key, ((tid >> 32) as u32, gen));
+        self.tid_order.push_back((key, gen));
+        while self.tid_order.len() > TID_MEMORY {
+            if let Some((old, g)) = self.tid_order.pop_front() {
+                if self.tid_hi.get(&old).is_some_and(|(_, cur)| *cur == g) {
                     self.tid_hi.remove(&old);
                 }
             }
@@ -736,7 +744,7 @@ impl Transport for UmadTransport {
                 if view.is_response() {
                     let tid = view.tid();
                     let key = (view.mgmt_class().0, tid as u32);
-                    if let Some(hi) = self.tid_hi.remove(&key) {
+                    if let Some((hi, _)) = self.tid_hi.remove(&key) {
                         let restored = (u64::from(hi) << 32) | (tid & 0xFFFF_FFFF);
                         mad[8..16].copy_from_slice(&restored.to_be_bytes());
                     }
