@@ -17,6 +17,16 @@
 //!
 //! Placement is O(1): segment `n` lands at `(n-1) * seg_size` of a flat
 //! buffer and a bitmap records it, however the segments are reordered.
+//!
+//! Buffer reuse: a long-running owner (an SA client, a responder) hands
+//! every delivered message back with [`ReceiverTable::recycle`] once it is
+//! done with it. The table keeps a small pool of such buffers (bounded by
+//! [`ReceiverConfig::pool_buffers`] and [`ReceiverConfig::pool_bytes`]) and
+//! reassembles the next large transfer into one of them instead of a fresh
+//! allocation, which for messages of a megabyte or more would otherwise be
+//! fresh pages the kernel must fault in on every transfer. Buffers of
+//! transfers that fail or time out go back to the pool too. A recycled
+//! buffer is cleared: its old bytes can never appear in a new message.
 
 use crate::segment::{
     flip_response_bit, header, message_len, read_header, write_header, Header, RmppStatus,
@@ -98,6 +108,18 @@ pub struct ReceiverConfig {
     pub max_per_source: usize,
     /// Concurrent active reassemblies in the table.
     pub max_total: usize,
+    /// Most reassembly buffers kept for reuse (see
+    /// [`ReceiverTable::recycle`]); 0 disables the pool.
+    pub pool_buffers: usize,
+    /// Most bytes (buffer capacity) kept for reuse in total; a buffer
+    /// larger than this is never kept.
+    pub pool_bytes: usize,
+    /// Messages whose first segment claims at most this many bytes get a
+    /// fresh buffer, and recycled buffers of at most this capacity are not
+    /// kept: the allocator serves small buffers from its heap without page
+    /// faults, and the pooled ones (sized by earlier large messages) stay
+    /// free for the next large one.
+    pub pool_min_len: usize,
 }
 
 impl Default for ReceiverConfig {
@@ -109,6 +131,9 @@ impl Default for ReceiverConfig {
             max_message_len: 64 << 20,
             max_per_source: 16,
             max_total: 1024,
+            pool_buffers: 4,
+            pool_bytes: 16 << 20,
+            pool_min_len: 4096,
         }
     }
 }
@@ -159,12 +184,15 @@ enum State {
 struct Transfer {
     /// The first segment's first 256 bytes (header template for ACKs and
     /// for the delivered message).
-    first: Vec<u8>,
+    first: [u8; MAD_LEN],
     hdr_len: usize,
     seg_size: usize,
     /// The class header (segment 1's first `hdr_len` bytes) followed by
     /// the payloads placed so far: the delivered message is this buffer.
     data: Vec<u8>,
+    /// `data` came from the pool: it is delivered at its capacity (the
+    /// owner is expected to recycle it), not shrunk.
+    pooled: bool,
     have: Vec<u64>,
     /// Highest in-order segment.
     seg_num: u32,
@@ -205,6 +233,10 @@ pub struct ReceiverTable {
     per_source: FastMap<(u16, u32), usize>,
     active: usize,
     out: VecDeque<Output>,
+    /// Cleared buffers kept for reuse, bounded by the configuration.
+    pool: Vec<Vec<u8>>,
+    /// Sum of the capacities in `pool`.
+    pool_capacity: usize,
     /// Segments dropped as out of window or for unknown transfers.
     pub dropped: u64,
 }
@@ -225,8 +257,67 @@ impl ReceiverTable {
             per_source: FastMap::default(),
             active: 0,
             out: VecDeque::new(),
+            pool: Vec::new(),
+            pool_capacity: 0,
             dropped: 0,
         }
+    }
+
+    /// Hands a delivered message's buffer back for reuse by a later
+    /// transfer. The buffer is cleared (its capacity is kept). It is kept
+    /// only within [`ReceiverConfig::pool_buffers`] and
+    /// [`ReceiverConfig::pool_bytes`]: when the pool would exceed either,
+    /// its smallest buffers (possibly this one) are dropped. A buffer of
+    /// at most [`ReceiverConfig::pool_min_len`] bytes of capacity, or more
+    /// than the byte budget, is dropped at once.
+    ///
+    /// Any `Vec<u8>` may be given, not only one this table delivered.
+    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+        let cap = buf.capacity();
+        if cap <= self.cfg.pool_min_len || cap > self.cfg.pool_bytes || self.cfg.pool_buffers == 0 {
+            return;
+        }
+        buf.clear();
+        self.pool.push(buf);
+        self.pool_capacity += cap;
+        while self.pool.len() > self.cfg.pool_buffers || self.pool_capacity > self.cfg.pool_bytes {
+            let Some(i) = (0..self.pool.len()).min_by_key(|&i| self.pool[i].capacity()) else {
+                break;
+            };
+            let dropped = self.pool.swap_remove(i);
+            self.pool_capacity -= dropped.capacity();
+        }
+    }
+
+    /// Buffers held for reuse.
+    #[must_use]
+    pub fn pooled_buffers(&self) -> usize {
+        self.pool.len()
+    }
+
+    /// Bytes (capacity) held for reuse.
+    #[must_use]
+    pub fn pooled_bytes(&self) -> usize {
+        self.pool_capacity
+    }
+
+    /// A pooled buffer for a message claiming `claim` bytes (`None`: no
+    /// claim): the smallest that holds the claim, else the largest (it
+    /// grows as segments arrive, as a fresh one would). Claims up to
+    /// `pool_min_len` get none.
+    fn take_buffer(&mut self, claim: Option<usize>) -> Option<Vec<u8>> {
+        let cap = |i: &usize| self.pool[*i].capacity();
+        let i = match claim {
+            Some(c) if c <= self.cfg.pool_min_len => None,
+            Some(c) => (0..self.pool.len())
+                .filter(|i| cap(i) >= c)
+                .min_by_key(cap)
+                .or_else(|| (0..self.pool.len()).max_by_key(cap)),
+            None => (0..self.pool.len()).max_by_key(cap),
+        }?;
+        let buf = self.pool.swap_remove(i);
+        self.pool_capacity -= buf.capacity();
+        Some(buf)
     }
 
     /// Transfers held (active or lingering).
@@ -338,8 +429,10 @@ impl ReceiverTable {
     }
 
     fn remove(&mut self, key: &TransferKey) -> Option<Transfer> {
-        let t = self.transfers.remove(key)?;
+        let mut t = self.transfers.remove(key)?;
         self.deadlines.remove(&(t.deadline, *key));
+        // A failed or canceled reassembly's buffer serves the next one.
+        self.recycle(std::mem::take(&mut t.data));
         if t.state == State::Active {
             self.active -= 1;
             let src = (key.src_lid, key.src_qp);
@@ -444,11 +537,23 @@ impl ReceiverTable {
             self.reject(key, mad, RmppStatus::BAD_LEN);
             return;
         }
+        let mut first = [0u8; MAD_LEN];
+        first.copy_from_slice(&mad[..MAD_LEN]);
+        // The claimed length (segment 1's PayloadLength: the total after
+        // the RMPP header, at least the message's data) only picks a pooled
+        // buffer; nothing is allocated for it.
+        let claim = (h.data2 != 0).then(|| hdr_len.saturating_add(h.data2 as usize));
+        let (mut data, pooled) = match self.take_buffer(claim) {
+            Some(b) => (b, true),
+            None => (Vec::new(), false),
+        };
+        data.extend_from_slice(&mad[..hdr_len]);
         let t = Transfer {
-            first: mad[..MAD_LEN].to_vec(),
+            first,
             hdr_len,
             seg_size: MAD_LEN - hdr_len,
-            data: mad[..hdr_len].to_vec(),
+            data,
+            pooled,
             have: Vec::new(),
             seg_num: 0,
             max_seen: 0,
@@ -598,10 +703,14 @@ impl ReceiverTable {
         let Some(t) = self.transfers.get_mut(&key) else {
             return;
         };
-        // The buffer already is header + data: hand it over, no copy.
+        // The buffer already is header + data: hand it over, no copy. A
+        // fresh buffer grew by doubling: give back the slack. A pooled one
+        // keeps its capacity for when the owner recycles it.
         let mut message = std::mem::take(&mut t.data);
         message.truncate(len);
-        message.shrink_to_fit();
+        if !t.pooled {
+            message.shrink_to_fit();
+        }
         t.have = Vec::new();
         t.state = State::Complete;
         self.active -= 1;
@@ -638,7 +747,8 @@ impl ReceiverTable {
     }
 
     /// Drops every transfer (for example when the agent deregisters);
-    /// active ones are reported as [`Outcome::Canceled`].
+    /// active ones are reported as [`Outcome::Canceled`]. The buffer pool
+    /// is emptied too.
     pub fn clear(&mut self) {
         let keys: Vec<TransferKey> = self.transfers.keys().copied().collect();
         for k in keys {
@@ -651,6 +761,8 @@ impl ReceiverTable {
                 }
             }
         }
+        self.pool = Vec::new();
+        self.pool_capacity = 0;
     }
 }
 

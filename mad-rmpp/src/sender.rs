@@ -121,6 +121,9 @@ impl Sender {
     }
 
     /// A sender for an assembled message (`hdr_len` header bytes, then data).
+    /// The sender owns `message` and never copies it whole: each segment
+    /// is written from it on demand, and [`Sender::into_message`] gives it
+    /// back.
     ///
     /// # Errors
     /// A header length outside 36..256 or longer than the message.
@@ -151,6 +154,21 @@ impl Sender {
             control: VecDeque::new(),
             events: VecDeque::new(),
         })
+    }
+
+    /// The whole message (class header, then data) this sender segments.
+    #[must_use]
+    pub fn message(&self) -> &[u8] {
+        &self.message
+    }
+
+    /// Ends this sender and gives back its message buffer, unchanged: to
+    /// start the transfer again (a new sender from the same bytes, no
+    /// copy), or to clear it and build the next message in the same
+    /// allocation (see [`Sender::from_message`]).
+    #[must_use]
+    pub fn into_message(self) -> Vec<u8> {
+        self.message
     }
 
     /// Segment geometry.
