@@ -52,7 +52,7 @@ fn setup() -> (Engine<SimPort>, AgentId, Vec<SendRequest>) {
         .iter()
         .map(|p| {
             let mad = p.build_request(Method::GET, AttributeId::NODE_INFO, 0, 0, 0);
-            SendRequest::new(mad.to_vec(), Address::smi(PERMISSIVE_LID))
+            SendRequest::new(mad, Address::smi(PERMISSIVE_LID))
                 .expect_response(Duration::from_secs(1), 0)
         })
         .collect();

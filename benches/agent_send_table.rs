@@ -39,8 +39,8 @@ const OUTSTANDING: &[usize] = &[1, 1_000, 100_000];
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A PerfMgt Get(PortCounters); `answered` marks it for the far side.
-fn perf_get(answered: bool) -> Vec<u8> {
-    let mut m = vec![0u8; 256];
+fn perf_get(answered: bool) -> [u8; 256] {
+    let mut m = [0u8; 256];
     m[0] = 1;
     m[1] = MgmtClass::PERF_MGT.0;
     m[2] = 1;
@@ -66,7 +66,7 @@ fn responder_port() -> Loopback {
                     qpn: qp.qpn(),
                     ..Address::default()
                 },
-                mad: r,
+                mad: r.into(),
             }]
         },
     ))
@@ -171,7 +171,7 @@ fn send_table(c: &mut Criterion) {
     let stray = Received {
         qp: Qp::Qp1,
         src: Address::gsi(7),
-        mad: stray,
+        mad: stray.into(),
     };
     let mut g = c.benchmark_group("agent_send_table");
     g.throughput(Throughput::Elements(1));

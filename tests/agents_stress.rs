@@ -73,7 +73,7 @@ fn every_send_completes_exactly_once_and_nothing_runs_after_deregistration() {
                     qpn: 1,
                     ..Address::default()
                 },
-                mad: r,
+                mad: r.into(),
             }]
         },
     ));

@@ -348,7 +348,7 @@ impl Fetch {
                     let got = u64::from_be_bytes(r.mad[8..16].try_into().unwrap_or_default());
                     // ibsim owns TID bits 48-63.
                     if got & 0xFFFF_FFFF_FFFF == tid && r.mad[3] & 0x80 != 0 {
-                        return Some(r.mad);
+                        return Some(r.mad.into());
                     }
                 }
             }

@@ -281,7 +281,7 @@ fn query(t: &mut IbSimTransport, path: &[u8], attr: AttributeId, attr_mod: u32) 
         }
         if let Some(rx) = t.poll_recv().unwrap() {
             if Smp::new_checked(&rx.mad[..]).unwrap().tid() & 0xFFFF_FFFF_FFFF == tid {
-                return rx.mad;
+                return rx.mad.into();
             }
         }
     }

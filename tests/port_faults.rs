@@ -738,7 +738,7 @@ fn receives_go_to_the_subscribers_of_their_qp_and_class() {
         vec![Received {
             qp,
             src: *dest,
-            mad: r,
+            mad: r.into(),
         }]
     };
     let lo = Loopback::new(Loopback::attrs("lo", 1, 5), 8).with_responder(Box::new(sma));

@@ -68,7 +68,7 @@ fn respond(e: &mut Engine<Loopback>, mad: &[u8]) {
     e.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: Address::gsi(7),
-        mad: resp,
+        mad: resp.into(),
     });
 }
 

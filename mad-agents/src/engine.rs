@@ -135,6 +135,7 @@
 //! has been handed out. After that nothing of the agent is produced again.
 
 use mad_core::hash::{FastMap, FastSet};
+use mad_core::MadBuf;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -219,7 +220,7 @@ struct SendSlot {
     key: (u64, u8),
     tid: u64,
     qp: Qp,
-    mad: Vec<u8>,
+    mad: MadBuf,
     dest: Address,
     timeout: Duration,
     retries_left: u32,
@@ -311,7 +312,7 @@ impl<T: Transport> Engine<T> {
     #[must_use]
     pub fn with_port(mut port: Port<T>, cfg: EngineConfig) -> Self {
         let client = port.register();
-        let has_fd = port.transport().raw_fd().is_some();
+        let bounded = port.transport().bounded_far_side();
         for class in 0..=u8::MAX {
             let c = MgmtClass(class);
             let qp = if c.is_smp() { Qp::Qp0 } else { Qp::Qp1 };
@@ -337,8 +338,8 @@ impl<T: Transport> Engine<T> {
             stats: EngineStats::default(),
             seg: vec![0u8; MAD_LEN],
             flow: Flow {
-                agent_limit: cfg.max_unanswered_per_agent.resolve(has_fd),
-                port_limit: cfg.max_unanswered_per_port.resolve(has_fd),
+                agent_limit: cfg.max_unanswered_per_agent.resolve(bounded),
+                port_limit: cfg.max_unanswered_per_port.resolve(bounded),
                 unanswered: 0,
                 ready: VecDeque::new(),
                 seq: 0,
@@ -764,7 +765,7 @@ impl<T: Transport> Engine<T> {
                 expects_response: !timeout.is_zero(),
                 resp_time: mad_core::wire::rmpp::RMPP_NO_RESP_TIME,
             };
-            let sender = Sender::from_message(mad.clone(), class.data_offset(), cfg, now)
+            let sender = Sender::from_message(mad.to_vec(), class.data_offset(), cfg, now)
                 .map_err(|e| SendError::BadSend(e.to_string()))?;
             Some(Box::new(RmppTx {
                 sender,
@@ -1090,7 +1091,7 @@ impl<T: Transport> Engine<T> {
             return;
         };
         let hdr_len = MgmtClass(s.key.1).data_offset();
-        match Sender::from_message(s.mad.clone(), hdr_len, tx.cfg, now) {
+        match Sender::from_message(s.mad.to_vec(), hdr_len, tx.cfg, now) {
             Ok(sender) => {
                 tx.sender = sender;
                 s.rmpp_active = true;

@@ -55,7 +55,7 @@
 //!     |qp, mad: &[u8], _dest: &Address| {
 //!         let mut r = mad.to_vec();
 //!         r[3] = 0x81;
-//!         vec![Received { qp, src: Address::gsi(7), mad: r }]
+//!         vec![Received { qp, src: Address::gsi(7), mad: r.into() }]
 //!     },
 //! ));
 //! let mut engine = Engine::new(lb, EngineConfig::default());

@@ -35,7 +35,7 @@ pub fn request(
     attr_mod: u32,
     data: &[u8],
 ) -> SendRequest {
-    let mut mad = vec![0u8; MAD_LEN];
+    let mut mad = [0u8; MAD_LEN];
     {
         let mut m = Mad::new_unchecked(&mut mad[..]);
         m.set_base_version(1);

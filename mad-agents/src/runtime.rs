@@ -1337,7 +1337,7 @@ mod model {
                 W::Request => lock(&self.dev).push_recv(Received {
                     qp: Qp::Qp1,
                     src: Address::gsi(9),
-                    mad: perf(Method::SET),
+                    mad: perf(Method::SET).into(),
                 }),
             }
             self.woken = true;

@@ -63,14 +63,10 @@ pub fn request(
             } else {
                 Address::smi(path.dr_slid)
             };
-            (
-                path.build_request(method, attr, attr_mod, 0, m_key)
-                    .to_vec(),
-                dest,
-            )
+            (path.build_request(method, attr, attr_mod, 0, m_key), dest)
         }
         SmpTarget::Lid(lid) => {
-            let mut mad = vec![0u8; MAD_LEN];
+            let mut mad = [0u8; MAD_LEN];
             {
                 let mut m = Mad::new_unchecked(&mut mad[..]);
                 m.set_base_version(1);

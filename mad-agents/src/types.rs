@@ -8,6 +8,7 @@ use std::time::Duration;
 use mad_core::port::PortError;
 use mad_core::transport::{Address, AsyncEvent, Qp, Received, WcStatus};
 use mad_core::wire::{Mad, MgmtClass};
+use mad_core::MadBuf;
 use mad_rmpp::{ReceiverConfig, RmppStatus};
 
 /// An agent registered on an engine: a slab index plus a generation, so an
@@ -85,7 +86,7 @@ impl Message {
             inner: Arc::new(Received {
                 qp,
                 src,
-                mad: bytes,
+                mad: bytes.into(),
             }),
         }
     }
@@ -219,8 +220,8 @@ pub struct SendRequest {
     /// The MAD: 24..=256 bytes, or longer for an RMPP transfer of an RMPP
     /// agent (class header once, then the data). For a request the agent
     /// layer writes the TID (see [`crate::tid`]); a response keeps the TID
-    /// it carries.
-    pub mad: Vec<u8>,
+    /// it carries. One MAD is held inline; a longer message on the heap.
+    pub mad: MadBuf,
     /// Where it goes.
     pub dest: Address,
     /// Response timeout; zero when no response is expected.
@@ -237,11 +238,13 @@ pub struct SendRequest {
 }
 
 impl SendRequest {
-    /// A MAD to `dest`, expecting no response.
+    /// A MAD to `dest`, expecting no response. `mad` is a `Vec` (kept
+    /// as it is), a byte array or slice (copied inline when it fits one
+    /// MAD), or a [`MadBuf`].
     #[must_use]
-    pub fn new(mad: Vec<u8>, dest: Address) -> Self {
+    pub fn new(mad: impl Into<MadBuf>, dest: Address) -> Self {
         Self {
-            mad,
+            mad: mad.into(),
             dest,
             timeout: Duration::ZERO,
             retries: 0,
@@ -294,22 +297,25 @@ pub enum FlowLimit {
     Unlimited,
     /// At most this many (0 counts as 1).
     Max(usize),
-    /// [`DEFAULT_PORT_UNANSWERED`] over a transport with a file descriptor
-    /// (a device under umad, ibsim's socket, a simulator endpoint: a far
-    /// side with finite queues); no limit over a transport without one
-    /// (the in-memory Loopback, whose far side is a closure).
+    /// [`DEFAULT_PORT_UNANSWERED`] over a transport whose far side has
+    /// finite queues ([`Transport::bounded_far_side`]: a device under
+    /// umad, ibsim's socket, a simulated fabric); no limit over one whose
+    /// far side has none (the in-memory Loopback, whose far side is a
+    /// closure).
+    ///
+    /// [`Transport::bounded_far_side`]: mad_core::transport::Transport::bounded_far_side
     Auto,
 }
 
 impl FlowLimit {
-    /// The limit as a number (`usize::MAX` for none), for a transport that
-    /// has (`has_fd`) or has not a file descriptor.
+    /// The limit as a number (`usize::MAX` for none), for a transport
+    /// whose far side is (`bounded`) or is not bounded.
     #[must_use]
-    pub fn resolve(self, has_fd: bool) -> usize {
+    pub fn resolve(self, bounded: bool) -> usize {
         match self {
             Self::Unlimited => usize::MAX,
             Self::Max(n) => n.max(1),
-            Self::Auto if has_fd => DEFAULT_PORT_UNANSWERED,
+            Self::Auto if bounded => DEFAULT_PORT_UNANSWERED,
             Self::Auto => usize::MAX,
         }
     }

@@ -73,7 +73,7 @@ fn far(script: Arc<Mutex<Script>>, seen: Seen) -> Loopback {
                     qpn: qp.qpn(),
                     ..Address::default()
                 },
-                mad: r,
+                mad: r.into(),
             }]
         },
     ))

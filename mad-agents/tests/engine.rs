@@ -51,7 +51,7 @@ fn port(lid: u16) -> (Loopback, Far) {
                     qpn: qp.qpn(),
                     ..Address::default()
                 },
-                mad: response_to(mad),
+                mad: response_to(mad).into(),
             }]
         },
     ));
@@ -285,7 +285,7 @@ fn a_response_after_the_timeout_is_counted_and_dropped() {
     e.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: Address::gsi(7),
-        mad: response_to(&req),
+        mad: response_to(&req).into(),
     });
     e.poll(t0 + 11 * MS);
     assert!(
@@ -316,7 +316,7 @@ fn a_response_that_beats_the_send_completion_completes_on_the_completion() {
     e.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: Address::gsi(7),
-        mad: response_to(&req),
+        mad: response_to(&req).into(),
     });
     e.poll(t0 + MS);
     assert!(
@@ -396,7 +396,7 @@ fn cancel_while_waiting_for_the_response_completes_at_once_and_a_later_answer_is
     e.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: Address::gsi(7),
-        mad: response_to(&req),
+        mad: response_to(&req).into(),
     });
     e.poll(t0 + MS);
     assert!(drain(&mut e).is_empty());
@@ -534,14 +534,14 @@ fn an_unclaimed_get_is_answered_with_status_0x000c_and_other_methods_are_dropped
     e.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src,
-        mad: req.clone(),
+        mad: req.clone().into(),
     });
     let mut trap = req.clone();
     trap[3] = Method::TRAP.0;
     e.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src,
-        mad: trap,
+        mad: trap.into(),
     });
     // A directed-route SMP Get to nobody.
     let mut dr = mad_core::wire::smp::DrPath::from_hops(&[1, 2])
@@ -558,7 +558,7 @@ fn an_unclaimed_get_is_answered_with_status_0x000c_and_other_methods_are_dropped
     e.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp0,
         src: Address::smi(0xFFFF),
-        mad: dr,
+        mad: dr.into(),
     });
     e.poll(t0);
     e.poll(t0 + MS);
@@ -712,7 +712,7 @@ fn requests_dispatch_by_class_version_method_and_oui() {
         e.port_mut().transport_mut().push_recv(Received {
             qp: Qp::Qp1,
             src: Address::gsi(3),
-            mad: m,
+            mad: m.into(),
         });
     };
     let mut set_req = perf_get();
@@ -762,7 +762,7 @@ fn the_receive_queue_is_bounded_and_drops_are_counted() {
         e.port_mut().transport_mut().push_recv(Received {
             qp: Qp::Qp1,
             src: Address::gsi(3),
-            mad: perf_get(),
+            mad: perf_get().into(),
         });
     }
     e.poll(Instant::now());
@@ -774,7 +774,7 @@ fn the_receive_queue_is_bounded_and_drops_are_counted() {
     e.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: Address::gsi(3),
-        mad: perf_get(),
+        mad: perf_get().into(),
     });
     e.poll(Instant::now());
     assert_eq!(drain(&mut e).len(), 1);

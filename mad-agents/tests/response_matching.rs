@@ -231,7 +231,7 @@ fn ack(seg_mad: &[u8], seg: u32, wl: u32, src: u16) -> Received {
     Received {
         qp: Qp::Qp1,
         src: from(src, Qp::Qp1),
-        mad: m,
+        mad: m.into(),
     }
 }
 

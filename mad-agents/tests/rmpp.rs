@@ -348,7 +348,7 @@ fn a_response_segment_nobody_waits_for_allocates_nothing() {
     a.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: Address::gsi(2),
-        mad: seg,
+        mad: seg.into(),
     });
     a.poll(Instant::now());
     assert_eq!(a.rmpp_reassemblies(client), 0);
@@ -384,7 +384,7 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
     a.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: Address::gsi(2),
-        mad: resp,
+        mad: resp.into(),
     });
     let mut evs = Vec::new();
     for i in 1..10u32 {
@@ -572,7 +572,7 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     b.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: requester,
-        mad: req.clone(),
+        mad: req.clone().into(),
     });
     let t0 = Instant::now();
     b.poll(t0);
@@ -592,7 +592,7 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     b.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: requester,
-        mad: ds,
+        mad: ds.into(),
     });
     b.poll(t0);
     sent.lock().unwrap().clear();
@@ -625,7 +625,7 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     b.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: requester,
-        mad: req2,
+        mad: req2.into(),
     });
     b.poll(t0);
     let got: Vec<Message> = std::iter::from_fn(|| b.poll_event())

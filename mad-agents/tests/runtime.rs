@@ -37,7 +37,7 @@ fn answering(silent: Arc<AtomicBool>) -> Loopback {
                     qpn: 1,
                     ..Address::default()
                 },
-                mad: r,
+                mad: r.into(),
             }]
         },
     ))

@@ -32,7 +32,7 @@ fn answering() -> Loopback {
                     qpn: 1,
                     ..Address::default()
                 },
-                mad: r,
+                mad: r.into(),
             }]
         },
     ))
@@ -78,7 +78,7 @@ fn mean_request_latency(
         inbox.lock().unwrap().push(Received {
             qp: Qp::Qp1,
             src: Address::gsi(9),
-            mad: perf_set(),
+            mad: perf_set().into(),
         });
         if let Some(b) = bell.as_deref_mut() {
             b.ring();

@@ -21,8 +21,11 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod buf;
 pub mod hash;
 pub mod pcap;
 pub mod port;
 pub mod transport;
 pub mod wire;
+
+pub use buf::MadBuf;

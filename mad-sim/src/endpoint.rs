@@ -35,6 +35,9 @@ use mad_core::transport::{
 use mad_core::wire::attr::port_cap;
 use mad_core::wire::{MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use crate::fabric::{Core, Fabric, Origin, Packet};
 
 /// An endpoint at one port of a [`Fabric`]. Dropping it detaches it.
@@ -44,6 +47,14 @@ pub struct SimPort {
     node: u32,
     port: u8,
     attrs: PortAttrs,
+    /// The endpoint's send queue depth (fixed at attach).
+    depth: usize,
+    /// The QP states. Only this port changes them (`modify_qp`,
+    /// `recreate_queues`), so they are read without the fabric lock.
+    qp: [QpState; 2],
+    /// The endpoint's "something may be queued" flag: the poll calls
+    /// return at once, without the fabric lock, while it is clear.
+    pending: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for SimPort {
@@ -82,14 +93,31 @@ pub(crate) fn port_attrs(c: &Core, node: u32, port: u8) -> PortAttrs {
 }
 
 impl SimPort {
-    pub(crate) fn new(fabric: Fabric, ep: usize, node: u32, port: u8, attrs: PortAttrs) -> Self {
+    pub(crate) fn new(
+        fabric: Fabric,
+        ep: usize,
+        node: u32,
+        port: u8,
+        attrs: PortAttrs,
+        depth: usize,
+        pending: Arc<AtomicBool>,
+    ) -> Self {
         Self {
             fabric,
             ep,
             node,
             port,
             attrs,
+            depth,
+            qp: [QpState::Rts; 2],
+            pending,
         }
+    }
+
+    /// Nothing can be queued for this endpoint (a cheap look before
+    /// taking the fabric lock).
+    fn idle(&self) -> bool {
+        !self.pending.load(Ordering::Acquire)
     }
 
     /// The fabric this endpoint is attached to.
@@ -175,7 +203,7 @@ impl Transport for SimPort {
     }
 
     fn send_queue_depth(&self) -> usize {
-        self.with_ep(|e| e.depth).unwrap_or(1)
+        self.depth
     }
 
     fn post_send(
@@ -311,6 +339,9 @@ impl Transport for SimPort {
         &mut self,
         out: &mut Vec<SendCompletion>,
     ) -> Result<usize, TransportError> {
+        if self.idle() {
+            return Ok(0);
+        }
         Ok(self
             .with_ep(|e| {
                 let n = e.cq.len();
@@ -322,6 +353,9 @@ impl Transport for SimPort {
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        if self.idle() {
+            return Ok(None);
+        }
         Ok(self
             .with_ep(|e| {
                 let r = e.rq.pop_front();
@@ -332,6 +366,9 @@ impl Transport for SimPort {
     }
 
     fn poll_event(&mut self) -> Option<AsyncEvent> {
+        if self.idle() {
+            return None;
+        }
         self.with_ep(|e| {
             let ev = e.events.pop_front();
             e.unsignal_if_idle();
@@ -341,8 +378,7 @@ impl Transport for SimPort {
     }
 
     fn qp_state(&self, qp: Qp) -> QpState {
-        self.with_ep(|e| e.qp_state[qp.index()])
-            .unwrap_or(QpState::Err)
+        self.qp[qp.index()]
     }
 
     fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
@@ -380,6 +416,7 @@ impl Transport for SimPort {
         if let Some(Some(e)) = c.endpoints.get_mut(ep) {
             e.qp_state[qp.index()] = to;
         }
+        self.qp[qp.index()] = to;
         Ok(())
     }
 
@@ -396,17 +433,22 @@ impl Transport for SimPort {
             e.qp_state = [QpState::Rts; 2];
             e.unsignal_if_idle();
         }
+        self.qp = [QpState::Rts; 2];
         Ok(())
     }
 
     /// A descriptor that is readable while a completion, receive or event
     /// waits (the read end of a socket pair the fabric writes a byte to),
     /// so a mio loop on another thread wakes when another endpoint sends
-    /// here.
+    /// here. The pair is made on the first call: a port only polled never
+    /// pays for it.
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        use std::os::fd::AsRawFd;
-        self.with_ep(|e| e.notify.as_ref().map(|(_, rx)| rx.as_raw_fd()))
-            .flatten()
+        self.with_ep(crate::fabric::Endpoint::notify_fd).flatten()
+    }
+
+    /// Yes: the fabric's queues are finite. Asking makes no descriptor.
+    fn bounded_far_side(&self) -> bool {
+        true
     }
 }
 

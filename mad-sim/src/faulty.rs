@@ -227,4 +227,8 @@ impl Transport for FaultyPort {
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         self.inj.raw_fd()
     }
+
+    fn bounded_far_side(&self) -> bool {
+        self.inj.bounded_far_side()
+    }
 }

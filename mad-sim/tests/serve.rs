@@ -38,7 +38,7 @@ fn ask(t: &mut IbSimTransport, qp: Qp, mad: &[u8], to: Address) -> Vec<u8> {
         if t.wait_readable(Duration::from_millis(50)).unwrap() {
             while let Some(r) = t.poll_recv().unwrap() {
                 if Mad::new_checked(&r.mad[..]).unwrap().tid() & 0xFFFF_FFFF_FFFF == tid {
-                    return r.mad;
+                    return r.mad.into();
                 }
             }
         }

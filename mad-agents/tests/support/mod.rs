@@ -50,7 +50,11 @@ pub fn tid_of(mad: &[u8]) -> u64 {
 pub fn answer(qp: Qp, mad: &[u8], src: Address) -> Received {
     let mut r = mad.to_vec();
     r[3] = 0x81;
-    Received { qp, src, mad: r }
+    Received {
+        qp,
+        src,
+        mad: r.into(),
+    }
 }
 
 /// Every event handed out so far.

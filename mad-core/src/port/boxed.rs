@@ -43,6 +43,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         (**self).raw_fd()
     }
+
+    fn bounded_far_side(&self) -> bool {
+        (**self).bounded_far_side()
+    }
     fn register_requests(
         &mut self,
         class: crate::wire::MgmtClass,

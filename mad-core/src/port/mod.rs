@@ -627,7 +627,11 @@ impl<T: Transport> Port<T> {
 
     /// Posts queued sends while the QPs have room.
     fn drain_overflow(&mut self) {
-        if self.dead || self.reset.is_some() || self.recreate.is_some() {
+        if self.dead
+            || self.reset.is_some()
+            || self.recreate.is_some()
+            || self.qps.iter().all(|q| q.overflow.is_empty())
+        {
             return;
         }
         let depth = self.transport.send_queue_depth();

@@ -791,6 +791,10 @@ impl<T: Transport> Transport for FaultInjector<T> {
         self.inner.raw_fd()
     }
 
+    fn bounded_far_side(&self) -> bool {
+        self.inner.bounded_far_side()
+    }
+
     fn register_requests(
         &mut self,
         class: crate::wire::MgmtClass,

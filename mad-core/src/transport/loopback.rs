@@ -321,7 +321,7 @@ impl Loopback {
                 lock(inbox).push_back(Received {
                     qp: to,
                     src,
-                    mad: wr.mad.clone(),
+                    mad: crate::MadBuf::from_slice(&wr.mad),
                 });
             }
         }
@@ -559,7 +559,7 @@ mod tests {
                 vec![Received {
                     qp,
                     src: *dest,
-                    mad: r,
+                    mad: r.into(),
                 }]
             },
         ));

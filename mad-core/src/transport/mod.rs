@@ -215,8 +215,9 @@ pub struct Received {
     pub qp: Qp,
     /// Source address (LID, QP, SL, P_Key index, GRH).
     pub src: Address,
-    /// The MAD bytes (256, or shorter if the transport truncated it).
-    pub mad: Vec<u8>,
+    /// The MAD bytes (256, or shorter if the transport truncated it),
+    /// inline: receiving allocates nothing for them.
+    pub mad: crate::MadBuf,
 }
 
 /// Asynchronous events of a port or its device (`IBV_EVENT_*` that matter
@@ -412,6 +413,17 @@ pub trait Transport: Send {
 
     /// A file descriptor to register with mio, if the transport has one.
     fn raw_fd(&self) -> Option<std::os::fd::RawFd>;
+
+    /// Whether the far side has finite queues, so that a stack above
+    /// should cap the requests it keeps awaiting a response (solicited
+    /// flow control): a device under umad, ibsim's socket, a simulated
+    /// fabric. The default says so for a transport with a file descriptor
+    /// and not for one without (an in-memory loopback whose far side is a
+    /// closure); a transport whose descriptor is made on demand overrides
+    /// it so that asking does not make one.
+    fn bounded_far_side(&self) -> bool {
+        self.raw_fd().is_some()
+    }
 
     /// Asks for unsolicited requests of `class` / `class_version` whose
     /// method bit is set in `methods` (bit n = method n), with `oui` for

@@ -739,7 +739,7 @@ impl Transport for UmadTransport {
                 grh,
             };
             let n = (len.max(0) as usize).min(MAD_LEN);
-            let mut mad = b[USER_MAD_HDR..USER_MAD_HDR + n].to_vec();
+            let mut mad = crate::MadBuf::from_slice(&b[USER_MAD_HDR..USER_MAD_HDR + n]);
             if let Ok(view) = Mad::new_checked(&mad[..]) {
                 if view.is_response() {
                     let tid = view.tid();

@@ -10,7 +10,10 @@
 use mad_core::hash::FastMap;
 use std::collections::VecDeque;
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mad_core::transport::{
@@ -88,10 +91,14 @@ pub(crate) struct Endpoint {
     pub is_sm: bool,
     pub depth: usize,
     /// A socket pair whose read end is readable while any queue has
-    /// something (the endpoint's `raw_fd`), if it could be created.
+    /// something (the endpoint's `raw_fd`), created when first asked for:
+    /// an endpoint driven by polling alone makes no system calls.
     pub notify: Option<(UnixStream, UnixStream)>,
     /// A byte is in the socket pair.
     pub signaled: bool,
+    /// Set while any queue may have something, shared with the
+    /// [`crate::SimPort`], which looks at it before taking the fabric lock.
+    pub pending: Arc<AtomicBool>,
     /// The QPs (QP0, QP1) this endpoint owns.
     pub owns: [bool; 2],
     /// A [`crate::FaultyPort`] wraps it: it takes `faults`.
@@ -103,9 +110,6 @@ pub(crate) struct Endpoint {
 impl Endpoint {
     /// An endpoint in RTS with empty queues.
     pub fn new(depth: usize) -> Self {
-        let notify = UnixStream::pair()
-            .ok()
-            .filter(|(a, b)| a.set_nonblocking(true).is_ok() && b.set_nonblocking(true).is_ok());
         Self {
             qp_state: [QpState::Rts; 2],
             cq: VecDeque::new(),
@@ -115,33 +119,40 @@ impl Endpoint {
             next_wr: 1,
             is_sm: false,
             depth,
-            notify,
+            notify: None,
             signaled: false,
+            pending: Arc::new(AtomicBool::new(false)),
             owns: [true; 2],
             fault_capable: false,
             faults: VecDeque::new(),
         }
     }
 
-    /// Makes the notification fd readable (something was queued).
+    fn is_idle(&self) -> bool {
+        self.cq.is_empty() && self.rq.is_empty() && self.events.is_empty() && self.faults.is_empty()
+    }
+
+    /// Marks that something was queued: the pending flag is set and the
+    /// notification fd (if one was asked for) made readable.
     pub fn signal(&mut self) {
+        self.pending.store(true, Ordering::Release);
         if self.signaled {
             return;
         }
         if let Some((tx, _)) = &self.notify {
             let _ = (&*tx).write(&[1]);
+            self.signaled = true;
         }
-        self.signaled = true;
     }
 
-    /// Clears the notification fd once every queue is empty.
+    /// Clears the pending flag and the notification fd once every queue
+    /// is empty.
     pub fn unsignal_if_idle(&mut self) {
-        if !self.signaled
-            || !self.cq.is_empty()
-            || !self.rq.is_empty()
-            || !self.events.is_empty()
-            || !self.faults.is_empty()
-        {
+        if !self.is_idle() {
+            return;
+        }
+        self.pending.store(false, Ordering::Release);
+        if !self.signaled {
             return;
         }
         if let Some((_, rx)) = &self.notify {
@@ -149,6 +160,21 @@ impl Endpoint {
             while matches!((&*rx).read(&mut b), Ok(n) if n > 0) {}
         }
         self.signaled = false;
+    }
+
+    /// The read end of the notification socket pair, created on the first
+    /// call (readable at once if something is already queued); `None` if
+    /// the pair cannot be created.
+    pub fn notify_fd(&mut self) -> Option<RawFd> {
+        if self.notify.is_none() {
+            self.notify = UnixStream::pair().ok().filter(|(a, b)| {
+                a.set_nonblocking(true).is_ok() && b.set_nonblocking(true).is_ok()
+            });
+            if !self.is_idle() {
+                self.signal();
+            }
+        }
+        self.notify.as_ref().map(|(_, rx)| rx.as_raw_fd())
     }
 }
 
@@ -738,7 +764,7 @@ impl Core {
                 path_bits,
                 grh: pkt.grh,
             },
-            mad: pkt.mad.to_vec(),
+            mad: mad_core::MadBuf::from_slice(&pkt.mad[..]),
         });
         ep.signal();
         self.stats.to_endpoints += 1;

@@ -689,6 +689,7 @@ impl Fabric {
         let idx = c.endpoints.len();
         let mut ep = Endpoint::new(depth);
         ep.owns = owns;
+        let pending = std::sync::Arc::clone(&ep.pending);
         c.endpoints.push(Some(ep));
         let slot = c.ep_at.entry((n, port)).or_insert([None; 2]);
         for q in 0..2 {
@@ -698,7 +699,15 @@ impl Fabric {
         }
         let attrs = crate::endpoint::port_attrs(&c, n, port);
         drop(c);
-        Ok(SimPort::new(self.clone(), idx, n, port, attrs))
+        Ok(SimPort::new(
+            self.clone(),
+            idx,
+            n,
+            port,
+            attrs,
+            depth,
+            pending,
+        ))
     }
 
     /// Attaches where ibsim attaches a client that names no node: the

@@ -343,7 +343,7 @@ fn requests(targets: &[String]) -> Result<Vec<SendRequest>, String> {
         .map(|t| {
             let r: DrPath = t.parse().map_err(|e| format!("bad route {t:?}: {e}"))?;
             let mad = r.build_request(Method::GET, AttributeId::NODE_INFO, 0, 0, 0);
-            Ok(SendRequest::new(mad.to_vec(), Address::smi(PERMISSIVE_LID))
+            Ok(SendRequest::new(mad, Address::smi(PERMISSIVE_LID))
                 .expect_response(Duration::from_secs(1), 0))
         })
         .collect()

@@ -40,7 +40,9 @@ fn sink(tx: mpsc::Sender<(u64, Outcome, u32)>) -> impl FnMut(AgentEvent) + Send 
     move |ev| {
         if let AgentEvent::SendDone(c) = ev {
             let outcome = match (c.status, c.response) {
-                (SendStatus::Success, Some(m)) => Outcome::Answer(m.bytes().to_vec()),
+                (SendStatus::Success, Some(m)) => {
+                    Outcome::Answer(mad_core::MadBuf::from_slice(m.bytes()))
+                }
                 (SendStatus::Success, None) => Outcome::Failed("no response MAD".into()),
                 (SendStatus::Timeout, _) => Outcome::Timeout,
                 (other, _) => Outcome::Failed(other.to_string()),
@@ -96,7 +98,7 @@ impl Exchange for AgentExchange<'_> {
         dest: &Address,
         limits: &Limits,
     ) -> Result<(), StartError> {
-        let req = SendRequest::new(mad.to_vec(), *dest)
+        let req = SendRequest::new(mad, *dest)
             .expect_response(limits.timeout, limits.retries)
             .cookie(id);
         self.pending.push((id, qp, req));

@@ -69,7 +69,7 @@ pub struct Request<K> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// The answer MAD (status not checked: that is class specific).
-    Answer(Vec<u8>),
+    Answer(mad_core::MadBuf),
     /// No answer after every retry.
     Timeout,
     /// The transport refused or failed the send.
@@ -665,7 +665,7 @@ mod tests {
             t.push_recv(Received {
                 qp: Qp::Qp1,
                 src: Address::gsi(lid),
-                mad,
+                mad: mad.into(),
             });
         }
     }

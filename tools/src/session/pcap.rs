@@ -155,6 +155,10 @@ impl<T: Transport> Transport for PcapTap<T> {
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         self.inner.raw_fd()
     }
+
+    fn bounded_far_side(&self) -> bool {
+        self.inner.bounded_far_side()
+    }
 }
 
 #[cfg(test)]
@@ -179,7 +183,7 @@ mod tests {
                         lid: to.lid,
                         ..Address::default()
                     },
-                    mad: r,
+                    mad: r.into(),
                 }]
             },
         ));

@@ -234,7 +234,7 @@ fn receives_can_be_dropped_duplicated_and_delayed() {
     let recv = |tid| Received {
         qp: Qp::Qp1,
         src: Address::gsi(3),
-        mad: mad(tid),
+        mad: mad(tid).into(),
     };
     let mut f = FaultInjector::new(lo(4), 1);
     for t in 0..3 {

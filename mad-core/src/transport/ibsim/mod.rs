@@ -649,7 +649,7 @@ impl IbSimTransport {
                 qkey: if qp == Qp::Qp0 { 0 } else { GSI_QKEY },
                 ..Address::default()
             },
-            mad: r.mad_bytes().to_vec(),
+            mad: crate::MadBuf::from_slice(r.mad_bytes()),
         };
         if r.status != 0 {
             self.undeliverable_count += 1;

@@ -62,7 +62,7 @@ fn ask(ep: &mut SimPort, qp: Qp, mad: &[u8], to: Address) -> Option<Vec<u8>> {
     let tid = Mad::new_checked(mad).unwrap().tid();
     while let Some(r) = ep.poll_recv().expect("recv") {
         if Mad::new_checked(&r.mad[..]).unwrap().tid() == tid {
-            return Some(r.mad);
+            return Some(r.mad.into());
         }
     }
     None
