@@ -136,6 +136,8 @@
 
 use mad_core::hash::{FastMap, FastSet};
 use mad_core::MadBuf;
+
+use crate::timers::Deadlines;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -177,7 +179,7 @@ struct AgentSlot {
     hi: u16,
     closing: bool,
     sends: FastSet<usize>,
-    timeouts: BTreeSet<(Instant, usize)>,
+    timeouts: Deadlines,
     events: VecDeque<AgentEvent>,
     queued_recv: usize,
     in_ready: bool,
@@ -270,7 +272,7 @@ pub struct Engine<T: Transport = Box<dyn Transport>> {
     sends: Slab<SendSlot>,
     waiting: FastMap<(u64, u8), usize>,
     rmpp_out: FastMap<(u64, u8), usize>,
-    rmpp_timers: BTreeSet<(Instant, usize)>,
+    rmpp_timers: Deadlines,
     next_low: u32,
     ready: VecDeque<usize>,
     reset_hold: Option<FastSet<usize>>,
@@ -330,7 +332,7 @@ impl<T: Transport> Engine<T> {
             sends: Slab::new(),
             waiting: FastMap::default(),
             rmpp_out: FastMap::default(),
-            rmpp_timers: BTreeSet::new(),
+            rmpp_timers: Deadlines::default(),
             next_low: 1,
             ready: VecDeque::new(),
             reset_hold: None,
@@ -488,9 +490,9 @@ impl<T: Transport> Engine<T> {
                 t = Some(t.map_or(d, |x: Instant| x.min(d)));
             }
         };
-        take(self.rmpp_timers.first().map(|(d, _)| *d));
+        take(self.rmpp_timers.first().map(|(d, _)| d));
         for (_, a) in &self.agents {
-            take(a.timeouts.first().map(|(d, _)| *d));
+            take(a.timeouts.first().map(|(d, _)| d));
             take(a.rmpp_rx.as_ref().and_then(ReceiverTable::poll_timeout));
         }
         t
@@ -563,7 +565,7 @@ impl<T: Transport> Engine<T> {
             hi,
             closing: false,
             sends: FastSet::default(),
-            timeouts: BTreeSet::new(),
+            timeouts: Deadlines::default(),
             events: VecDeque::new(),
             queued_recv: 0,
             in_ready: false,
@@ -1548,11 +1550,11 @@ impl<T: Transport> Engine<T> {
         let due: Vec<usize> = self
             .agents
             .iter()
-            .filter(|(_, a)| a.timeouts.first().is_some_and(|(d, _)| *d <= now))
+            .filter(|(_, a)| a.timeouts.first().is_some_and(|(d, _)| d <= now))
             .map(|(i, _)| i)
             .collect();
         for aidx in due {
-            while let Some(&(d, sidx)) = self.agents[aidx].timeouts.first() {
+            while let Some((d, sidx)) = self.agents[aidx].timeouts.first() {
                 if d > now {
                     break;
                 }
@@ -1562,7 +1564,7 @@ impl<T: Transport> Engine<T> {
                 progress = true;
             }
         }
-        while let Some(&(d, sidx)) = self.rmpp_timers.first() {
+        while let Some((d, sidx)) = self.rmpp_timers.first() {
             if d > now {
                 break;
             }

@@ -86,6 +86,7 @@ pub mod sa;
 pub mod smp;
 pub mod spec;
 pub mod tid;
+mod timers;
 mod types;
 
 pub use engine::{AgentState, Engine};
