@@ -767,7 +767,10 @@ impl<T: Transport> Engine<T> {
                 expects_response: !timeout.is_zero(),
                 resp_time: mad_core::wire::rmpp::RMPP_NO_RESP_TIME,
             };
-            let sender = Sender::from_message(mad.to_vec(), class.data_offset(), cfg, now)
+            // The sender owns the message (no copy: a long message is
+            // already a Vec); a retry starts again from its bytes.
+            let message = std::mem::take(&mut mad).into_vec();
+            let sender = Sender::from_message(message, class.data_offset(), cfg, now)
                 .map_err(|e| SendError::BadSend(e.to_string()))?;
             Some(Box::new(RmppTx {
                 sender,
@@ -798,8 +801,7 @@ impl<T: Transport> Engine<T> {
             key,
             tid,
             qp,
-            // An RMPP transfer keeps its message to start again on a
-            // retry.
+            // Empty for an RMPP transfer: its sender holds the message.
             mad,
             dest,
             timeout,
@@ -1093,7 +1095,7 @@ impl<T: Transport> Engine<T> {
             return;
         };
         let hdr_len = MgmtClass(s.key.1).data_offset();
-        match Sender::from_message(s.mad.to_vec(), hdr_len, tx.cfg, now) {
+        match Sender::from_message(tx.sender.message().to_vec(), hdr_len, tx.cfg, now) {
             Ok(sender) => {
                 tx.sender = sender;
                 s.rmpp_active = true;
