@@ -20,6 +20,16 @@
 //!   segment claims, and the number of concurrent reassemblies per source
 //!   and in total is bounded (STOP with RESX past either).
 //!
+//! Buffers: a long-running user reuses its memory instead of paying the
+//! kernel's page faults on fresh megabyte buffers for every transfer. The
+//! sender owns its message ([`Sender::from_message`] takes the `Vec`
+//! without copying it) and gives it back with [`Sender::into_message`], to
+//! resend or to build the next message in; the receiver delivers each
+//! message in its reassembly buffer, and [`ReceiverTable::recycle`] hands
+//! that buffer back to a small bounded pool
+//! ([`ReceiverConfig::pool_buffers`], [`ReceiverConfig::pool_bytes`]) that
+//! the next large transfer is reassembled into.
+//!
 //! ```
 //! use mad_rmpp::{Sender, SenderConfig, ReceiverTable, ReceiverConfig, Output};
 //! use std::time::{Duration, Instant};
