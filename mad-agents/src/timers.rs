@@ -1,96 +1,139 @@
 //! [`Deadlines`]: the agent layer's timeout lists (one per agent for
 //! response timeouts, one for RMPP sender timers).
 //!
-//! A min-heap of `(deadline, send index)` with lazy deletion. Each send
-//! index has at most one live entry, named by a ticket kept per index;
-//! removing an entry only clears its ticket, and the stale heap entry is
-//! dropped when it reaches the top or when stale entries outnumber live
-//! ones (the heap is then rebuilt from the live ones, amortized O(1) per
-//! removal). The top of the heap is always live, so [`Deadlines::first`]
-//! is a peek.
+//! Sends of one agent mostly share one timeout, so their deadlines arrive
+//! in order. An entry that is not earlier than the last one in order goes
+//! to the back of a FIFO (O(1)); any other goes to an ordered tree. A
+//! removal from the FIFO only clears the entry's ticket (kept per send
+//! index): the stale entry is dropped when it reaches the front, or when
+//! stale entries outnumber live ones (the FIFO is then compacted, amortized
+//! O(1) per removal). The front of the FIFO is always live, so
+//! [`Deadlines::first`] compares two candidates.
 //!
-//! Why not a `BTreeSet`: sends of one agent mostly share one timeout, so
-//! their deadlines arrive in order and a push is one comparison, and a
-//! response (the common end of a send) is a store of 0 instead of a tree
-//! removal that walks and rebalances nodes. Both stay O(log n) at worst,
-//! so the cost per operation stays flat as outstanding sends grow.
+//! In the common case (a response arrives for a send with the agent's
+//! usual timeout) an insert is a push and a removal is a store; sends with
+//! other timeouts cost a tree operation, O(log n) on the tree's leftmost
+//! path when they are the earliest. Either way the cost per operation
+//! stays flat as outstanding sends grow.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::Instant;
 
-/// Stale entries tolerated beyond the live count before a rebuild.
+/// Stale FIFO entries tolerated beyond the live count before compaction.
 const SLACK: usize = 64;
+
+/// Marks a send index whose entry is in the tree.
+const IN_TREE: u64 = 1 << 63;
 
 /// A set of `(deadline, index)` ordered by deadline then index, with at
 /// most one entry per index.
 #[derive(Debug, Default)]
 pub(crate) struct Deadlines {
-    heap: BinaryHeap<Reverse<(Instant, usize, u64)>>,
-    /// Ticket of each index's live entry (0: none).
-    tickets: Vec<u64>,
+    /// In-order entries: (deadline, index, ticket).
+    fifo: VecDeque<(Instant, usize, u64)>,
+    fifo_live: usize,
+    /// Out-of-order entries.
+    tree: BTreeSet<(Instant, usize)>,
+    /// Per index: 0 (no entry), `IN_TREE`, or the ticket of its FIFO
+    /// entry; and its deadline.
+    slots: Vec<(u64, Instant)>,
     next: u64,
-    live: usize,
 }
 
 impl Deadlines {
     /// Live entries.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.live
+        self.fifo_live + self.tree.len()
     }
 
     /// The earliest entry (smallest deadline, then smallest index).
     pub(crate) fn first(&self) -> Option<(Instant, usize)> {
-        self.heap.peek().map(|Reverse((d, i, _))| (*d, *i))
+        let f = self.fifo.front().map(|&(d, i, _)| (d, i));
+        let t = self.tree.first().copied();
+        match (f, t) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Adds `idx` due at `d`, replacing the entry `idx` had.
     pub(crate) fn insert(&mut self, (d, idx): (Instant, usize)) {
-        if idx >= self.tickets.len() {
-            self.tickets.resize(idx + 1, 0);
+        if self.take(idx) {
+            self.settle();
         }
-        if self.tickets[idx] != 0 {
-            self.live -= 1;
+        if idx >= self.slots.len() {
+            self.slots.resize(idx + 1, (0, d));
         }
-        self.next += 1;
-        self.tickets[idx] = self.next;
-        self.live += 1;
-        self.heap.push(Reverse((d, idx, self.next)));
-        self.settle();
+        let in_order = self
+            .fifo
+            .back()
+            .map_or(true, |&(bd, bi, _)| (d, idx) >= (bd, bi));
+        if in_order {
+            self.next += 1;
+            self.fifo.push_back((d, idx, self.next));
+            self.fifo_live += 1;
+            self.slots[idx] = (self.next, d);
+        } else {
+            self.tree.insert((d, idx));
+            self.slots[idx] = (IN_TREE, d);
+        }
     }
 
     /// Removes the entry of `idx` (the deadline is the caller's record of
     /// it and is not needed to find it); false if it had none.
     pub(crate) fn remove(&mut self, &(_, idx): &(Instant, usize)) -> bool {
-        match self.tickets.get_mut(idx) {
-            Some(t) if *t != 0 => {
-                *t = 0;
-                self.live -= 1;
-                self.settle();
+        let had = self.take(idx);
+        if had {
+            self.settle();
+        }
+        had
+    }
+
+    /// Drops the entry of `idx`, if any, without restoring invariants.
+    fn take(&mut self, idx: usize) -> bool {
+        let Some(slot) = self.slots.get_mut(idx) else {
+            return false;
+        };
+        let (t, d) = *slot;
+        *slot = (0, d);
+        match t {
+            0 => false,
+            IN_TREE => {
+                self.tree.remove(&(d, idx));
                 true
             }
-            _ => false,
+            _ => {
+                self.fifo_live -= 1;
+                true
+            }
         }
     }
 
-    /// Restores the invariants: a live top, stale entries bounded.
+    fn live(&self, &(_, i, t): &(Instant, usize, u64)) -> bool {
+        self.slots.get(i).is_some_and(|s| s.0 == t)
+    }
+
+    /// Restores the invariants: a live FIFO front, stale entries bounded,
+    /// nothing held when empty.
     fn settle(&mut self) {
-        if self.live == 0 {
-            self.heap.clear();
-            self.tickets.clear();
+        if self.fifo_live == 0 {
+            self.fifo.clear();
+            if self.tree.is_empty() {
+                self.slots.clear();
+            }
             return;
         }
-        while let Some(Reverse((_, i, t))) = self.heap.peek() {
-            if self.tickets.get(*i) == Some(t) {
+        while let Some(front) = self.fifo.front() {
+            if self.live(front) {
                 break;
             }
-            self.heap.pop();
+            self.fifo.pop_front();
         }
-        if self.heap.len() > 2 * self.live + SLACK {
-            let tickets = &self.tickets;
-            self.heap
-                .retain(|Reverse((_, i, t))| tickets.get(*i) == Some(t));
+        if self.fifo.len() > 2 * self.fifo_live + SLACK {
+            let slots = &self.slots;
+            self.fifo
+                .retain(|&(_, i, t)| slots.get(i).is_some_and(|s| s.0 == t));
         }
     }
 }
@@ -144,10 +187,24 @@ mod tests {
             assert_eq!(d.first(), model.first().copied());
             assert_eq!(d.len(), model.len());
             assert!(
-                d.heap.len() <= 2 * d.live + SLACK + 1,
+                d.fifo.len() <= 2 * d.fifo_live + SLACK + 1,
                 "stale entries stay bounded"
             );
         }
+    }
+
+    #[test]
+    fn replacing_the_only_entry_keeps_the_new_one() {
+        let t0 = Instant::now();
+        let mut d = Deadlines::default();
+        d.insert((t0 + Duration::from_millis(5), 3));
+        d.insert((t0 + Duration::from_millis(1), 3));
+        assert_eq!(d.first(), Some((t0 + Duration::from_millis(1), 3)));
+        assert_eq!(d.len(), 1);
+        d.insert((t0 + Duration::from_millis(9), 3));
+        assert_eq!(d.first(), Some((t0 + Duration::from_millis(9), 3)));
+        assert!(d.remove(&(t0, 3)));
+        assert_eq!(d.first(), None);
     }
 
     #[test]
@@ -161,7 +218,7 @@ mod tests {
             assert!(d.remove(&(t0, i)));
         }
         assert_eq!(d.first(), None);
-        assert!(d.heap.is_empty() && d.tickets.is_empty());
+        assert!(d.fifo.is_empty() && d.tree.is_empty() && d.slots.is_empty());
         assert!(!d.remove(&(t0, 5)), "nothing left to remove");
     }
 }
