@@ -68,7 +68,7 @@ impl Deadlines {
         let in_order = self
             .fifo
             .back()
-            .map_or(true, |&(bd, bi, _)| (d, idx) >= (bd, bi));
+            .is_none_or(|&(bd, bi, _)| (d, idx) >= (bd, bi));
         if in_order {
             self.next += 1;
             self.fifo.push_back((d, idx, self.next));
