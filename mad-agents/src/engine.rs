@@ -178,7 +178,9 @@ struct AgentSlot {
     spec: AgentSpec,
     hi: u16,
     closing: bool,
-    sends: FastSet<usize>,
+    /// This agent's sends: a list linked through [`SendSlot::prev`] /
+    /// [`SendSlot::next`] (O(1) to add and drop, no hashing).
+    sends: SendList,
     timeouts: Deadlines,
     events: VecDeque<AgentEvent>,
     queued_recv: usize,
@@ -251,6 +253,25 @@ struct SendSlot {
     counted: bool,
     /// The total timeout (from the first post), for a send still queued.
     total: Duration,
+    /// Neighbours in the agent's [`SendList`] ([`NIL`] at an end).
+    prev: usize,
+    next: usize,
+}
+
+/// No send (the end of a [`SendList`]).
+const NIL: usize = usize::MAX;
+
+/// An agent's sends, linked through their slots.
+#[derive(Debug, Clone, Copy)]
+struct SendList {
+    head: usize,
+    len: usize,
+}
+
+impl Default for SendList {
+    fn default() -> Self {
+        Self { head: NIL, len: 0 }
+    }
 }
 
 impl SendSlot {
@@ -431,7 +452,7 @@ impl<T: Transport> Engine<T> {
     #[must_use]
     pub fn agent_outstanding(&self, agent: AgentId) -> usize {
         self.agent_idx(agent)
-            .map_or(0, |i| self.agents[i].sends.len())
+            .map_or(0, |i| self.agents[i].sends.len)
     }
 
     /// The registration of `agent`.
@@ -564,7 +585,7 @@ impl<T: Transport> Engine<T> {
             spec,
             hi,
             closing: false,
-            sends: FastSet::default(),
+            sends: SendList::default(),
             timeouts: Deadlines::default(),
             events: VecDeque::new(),
             queued_recv: 0,
@@ -607,7 +628,7 @@ impl<T: Transport> Engine<T> {
             rx.clear();
             while rx.poll_output().is_some() {}
         }
-        let sends: Vec<usize> = a.sends.iter().copied().collect();
+        let sends = self.agent_sends(idx);
         for s in sends {
             if self.sends[s].failed.is_none() && self.sends[s].response.is_none() {
                 self.fail(s, SendStatus::Flushed);
@@ -628,7 +649,7 @@ impl<T: Transport> Engine<T> {
         let Some(a) = self.agents.get(idx) else {
             return;
         };
-        if a.closing && a.sends.is_empty() && a.events.is_empty() && a.delivering == 0 {
+        if a.closing && a.sends.len == 0 && a.events.is_empty() && a.delivering == 0 {
             let a = self.agents.remove(idx);
             self.by_hi.remove(&a.hi);
             self.reaped.push(a.id);
@@ -822,6 +843,8 @@ impl<T: Transport> Engine<T> {
             queued: None,
             counted: false,
             total,
+            prev: NIL,
+            next: NIL,
         });
         if queue {
             self.flow.seq += 1;
@@ -832,9 +855,9 @@ impl<T: Transport> Engine<T> {
             self.waiting.insert(key, idx);
             let a = &mut self.agents[aidx];
             a.backlog.insert((seq, idx));
-            a.sends.insert(idx);
             a.stats.sends += 1;
             a.stats.backlogged += 1;
+            self.link_send(aidx, idx);
             self.stats.sends += 1;
             self.stats.backlogged += 1;
             self.mark_flow_ready(aidx);
@@ -862,9 +885,8 @@ impl<T: Transport> Engine<T> {
         if solicited {
             self.take_flow_slot(idx);
         }
-        let a = &mut self.agents[aidx];
-        a.sends.insert(idx);
-        a.stats.sends += 1;
+        self.agents[aidx].stats.sends += 1;
+        self.link_send(aidx, idx);
         self.stats.sends += 1;
         if rmpp_transfer {
             self.pump_rmpp(idx, now);
@@ -1210,6 +1232,46 @@ impl<T: Transport> Engine<T> {
         self.agents[s.agent].timeouts.insert((d, idx));
     }
 
+    /// Puts send `idx` at the head of agent `aidx`'s list.
+    fn link_send(&mut self, aidx: usize, idx: usize) {
+        let a = &mut self.agents[aidx];
+        let old = a.sends.head;
+        a.sends.head = idx;
+        a.sends.len += 1;
+        let s = &mut self.sends[idx];
+        s.prev = NIL;
+        s.next = old;
+        if old != NIL {
+            self.sends[old].prev = idx;
+        }
+    }
+
+    /// Takes a send whose slot is already gone (its neighbours were
+    /// `prev` and `next`) out of agent `aidx`'s list.
+    fn unlink_send(&mut self, aidx: usize, prev: usize, next: usize) {
+        let a = &mut self.agents[aidx];
+        a.sends.len = a.sends.len.saturating_sub(1);
+        if prev == NIL {
+            a.sends.head = next;
+        } else {
+            self.sends[prev].next = next;
+        }
+        if next != NIL {
+            self.sends[next].prev = prev;
+        }
+    }
+
+    /// The send indexes of agent `aidx`, newest first.
+    fn agent_sends(&self, aidx: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.agents[aidx].sends.len);
+        let mut i = self.agents[aidx].sends.head;
+        while i != NIL {
+            out.push(i);
+            i = self.sends[i].next;
+        }
+        out
+    }
+
     fn finish(&mut self, idx: usize) {
         self.release_flow_slot(idx);
         let s = self.sends.remove(idx);
@@ -1233,7 +1295,8 @@ impl<T: Transport> Engine<T> {
         if let Some(d) = s.deadline {
             a.timeouts.remove(&(d, idx));
         }
-        a.sends.remove(&idx);
+        self.unlink_send(aidx, s.prev, s.next);
+        let a = &mut self.agents[aidx];
         a.stats.completed += 1;
         match status {
             SendStatus::Success => a.stats.succeeded += 1,
