@@ -2,19 +2,20 @@
 //! response timeouts, one for RMPP sender timers).
 //!
 //! Sends of one agent mostly share one timeout, so their deadlines arrive
-//! in order. An entry that is not earlier than the last one in order goes
-//! to the back of a FIFO (O(1)); any other goes to an ordered tree. A
-//! removal from the FIFO only clears the entry's ticket (kept per send
-//! index): the stale entry is dropped when it reaches the front, or when
-//! stale entries outnumber live ones (the FIFO is then compacted, amortized
-//! O(1) per removal). The front of the FIFO is always live, so
-//! [`Deadlines::first`] compares two candidates.
+//! in order; a send with a shorter timeout than the others is the earliest
+//! of all. Entries are kept in a sorted deque when they fit at either end
+//! (not earlier than its back, or not later than its front: O(1)), any
+//! other in an ordered tree. A removal from the deque only clears the
+//! entry's ticket (kept per send index): the stale entry is dropped when it
+//! reaches the front, or when stale entries outnumber live ones (the deque
+//! is then compacted, amortized O(1) per removal). The front of the deque
+//! is always live, so [`Deadlines::first`] compares two candidates.
 //!
-//! In the common case (a response arrives for a send with the agent's
-//! usual timeout) an insert is a push and a removal is a store; sends with
-//! other timeouts cost a tree operation, O(log n) on the tree's leftmost
-//! path when they are the earliest. Either way the cost per operation
-//! stays flat as outstanding sends grow.
+//! In the common cases (a response arrives for a send with the agent's
+//! usual timeout, or for one with a shorter timeout) an insert is a push
+//! and a removal is a store; deadlines that land in the middle cost a tree
+//! operation, O(log n). The cost per operation stays flat as outstanding
+//! sends grow.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Instant;
@@ -29,11 +30,14 @@ const IN_TREE: u64 = 1 << 63;
 /// most one entry per index.
 #[derive(Debug, Default)]
 pub(crate) struct Deadlines {
-    /// In-order entries: (deadline, index, ticket).
+    /// Sorted entries that fit at an end: (deadline, index, ticket).
     fifo: VecDeque<(Instant, usize, u64)>,
     fifo_live: usize,
-    /// Out-of-order entries.
+    /// Entries that fit at neither end.
     tree: BTreeSet<(Instant, usize)>,
+    /// The tree's first entry, kept so that [`Deadlines::first`] does not
+    /// walk the tree (it is asked on every poll).
+    tree_first: Option<(Instant, usize)>,
     /// Per index: 0 (no entry), `IN_TREE`, or the ticket of its FIFO
     /// entry; and its deadline.
     slots: Vec<(u64, Instant)>,
@@ -50,7 +54,7 @@ impl Deadlines {
     /// The earliest entry (smallest deadline, then smallest index).
     pub(crate) fn first(&self) -> Option<(Instant, usize)> {
         let f = self.fifo.front().map(|&(d, i, _)| (d, i));
-        let t = self.tree.first().copied();
+        let t = self.tree_first;
         match (f, t) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -65,17 +69,28 @@ impl Deadlines {
         if idx >= self.slots.len() {
             self.slots.resize(idx + 1, (0, d));
         }
-        let in_order = self
-            .fifo
-            .back()
-            .is_none_or(|&(bd, bi, _)| (d, idx) >= (bd, bi));
-        if in_order {
+        let key = (d, idx);
+        let at_back = self.fifo.back().is_none_or(|&(bd, bi, _)| key >= (bd, bi));
+        let at_front = !at_back
+            && self
+                .fifo
+                .front()
+                .is_some_and(|&(fd, fi, _)| key <= (fd, fi));
+        if at_back || at_front {
             self.next += 1;
-            self.fifo.push_back((d, idx, self.next));
+            let e = (d, idx, self.next);
+            if at_back {
+                self.fifo.push_back(e);
+            } else {
+                self.fifo.push_front(e);
+            }
             self.fifo_live += 1;
             self.slots[idx] = (self.next, d);
         } else {
-            self.tree.insert((d, idx));
+            self.tree.insert(key);
+            if self.tree_first.is_none_or(|f| key < f) {
+                self.tree_first = Some(key);
+            }
             self.slots[idx] = (IN_TREE, d);
         }
     }
@@ -101,6 +116,9 @@ impl Deadlines {
             0 => false,
             IN_TREE => {
                 self.tree.remove(&(d, idx));
+                if self.tree_first == Some((d, idx)) {
+                    self.tree_first = self.tree.first().copied();
+                }
                 true
             }
             _ => {
@@ -114,7 +132,7 @@ impl Deadlines {
         self.slots.get(i).is_some_and(|s| s.0 == t)
     }
 
-    /// Restores the invariants: a live FIFO front, stale entries bounded,
+    /// Restores the invariants: live deque ends, stale entries bounded,
     /// nothing held when empty.
     fn settle(&mut self) {
         if self.fifo_live == 0 {
@@ -129,6 +147,12 @@ impl Deadlines {
                 break;
             }
             self.fifo.pop_front();
+        }
+        while let Some(back) = self.fifo.back() {
+            if self.live(back) {
+                break;
+            }
+            self.fifo.pop_back();
         }
         if self.fifo.len() > 2 * self.fifo_live + SLACK {
             let slots = &self.slots;
