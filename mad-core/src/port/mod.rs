@@ -117,7 +117,7 @@ struct Meta {
 #[derive(Debug)]
 struct Queued {
     meta: Meta,
-    mad: Vec<u8>,
+    mad: crate::MadBuf,
     dest: Address,
 }
 
@@ -441,7 +441,7 @@ impl<T: Transport> Port<T> {
         if queue {
             self.qps[qp.index()].overflow.push_back(Queued {
                 meta,
-                mad: mad.to_vec(),
+                mad: crate::MadBuf::from_slice(mad),
                 dest: *dest,
             });
             self.stats.queued += 1;
