@@ -8,6 +8,9 @@
 use mad_rmpp::{Outcome, Output, ReceiverConfig, ReceiverTable, SendEvent, Sender, SenderConfig};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+mod support;
+use support::sa_header;
+
 use std::time::{Duration, Instant};
 
 struct Rng(u64);
@@ -54,18 +57,6 @@ struct Result_ {
     receiver_ended: Option<Outcome>,
     /// Virtual time at which the sender finished.
     elapsed: Duration,
-}
-
-fn sa_header(tid: u64) -> Vec<u8> {
-    let mut h = vec![0u8; 56];
-    h[0] = 1;
-    h[1] = 0x03;
-    h[2] = 2;
-    h[3] = 0x92;
-    h[8..16].copy_from_slice(&tid.to_be_bytes());
-    h[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
-    h[44..46].copy_from_slice(&14u16.to_be_bytes());
-    h
 }
 
 fn payload(len: usize, seed: u64) -> Vec<u8> {

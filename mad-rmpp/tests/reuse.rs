@@ -5,19 +5,12 @@
 #![allow(clippy::unwrap_used)]
 
 use mad_rmpp::{Outcome, Output, ReceiverConfig, ReceiverTable, Sender, SenderConfig};
+mod support;
+use support::sa_header;
+
 use std::time::Instant;
 
 const SRC: (u16, u32) = (5, 1);
-
-fn sa_header(tid: u64) -> Vec<u8> {
-    let mut h = vec![0u8; 56];
-    h[0] = 1;
-    h[1] = 0x03;
-    h[2] = 2;
-    h[3] = 0x92;
-    h[8..16].copy_from_slice(&tid.to_be_bytes());
-    h
-}
 
 /// `len` bytes of a pattern that depends on `seed`.
 fn data(len: usize, seed: u8) -> Vec<u8> {
