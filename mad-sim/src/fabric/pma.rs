@@ -37,9 +37,11 @@ impl Core {
             let set = method == Method::SET;
             match mad.attr_id() {
                 AttributeId::CLASS_PORT_INFO => self.pma_class_port_info(node, set, data),
-                AttributeId::PM_PORT_COUNTERS => self.port_counters(node, in_port, set, data),
+                AttributeId::PM_PORT_COUNTERS => {
+                    self.counters::<PortCounters>(node, in_port, set, data)
+                }
                 AttributeId::PM_PORT_COUNTERS_EXT => {
-                    self.port_counters_ext(node, in_port, set, data)
+                    self.counters::<PortCountersExt>(node, in_port, set, data)
                 }
                 _ => (UNSUP_METH_ATTR, data),
             }
@@ -86,68 +88,94 @@ impl Core {
         (select <= n.num_ports()).then(|| vec![select])
     }
 
-    fn port_counters(
+    /// PortCounters or PortCountersExtended (`C`): the counters of the
+    /// selected ports summed, cleared first on a Set as CounterSelect
+    /// says; the select fields of the request echoed.
+    fn counters<C: Counters>(
         &mut self,
         node: u32,
         in_port: u8,
         set: bool,
         data: [u8; DATA_LEN],
     ) -> (u16, [u8; DATA_LEN]) {
-        let Ok(req) = PortCounters::parse(&data) else {
+        let Ok(req) = C::parse(&data) else {
             return (INVALID, data);
         };
-        let Some(ports) = self.selected_ports(node, in_port, req.port_select) else {
+        let Some(ports) = self.selected_ports(node, in_port, req.port_select()) else {
             return (INVALID, data);
         };
-        let mut sum = PortCounters::default();
+        let mut sum = C::default();
         for pn in ports {
             let Some(p) = self.port_mut(node, pn) else {
                 continue;
             };
+            let kept = C::of_port(p);
             if set {
-                reset(&mut p.counters, req.counter_select, req.counter_select2);
+                kept.clear_selected(&req);
             }
-            add(&mut sum, &p.counters);
+            sum.add(kept);
         }
-        sum.reserved = req.reserved;
-        sum.port_select = req.port_select;
-        sum.counter_select = req.counter_select;
-        sum.counter_select2 = req.counter_select2;
+        sum.echo_selects(&req);
         let mut out = data;
         let _ = sum.emit(&mut out);
         (OK, out)
     }
+}
 
-    fn port_counters_ext(
-        &mut self,
-        node: u32,
-        in_port: u8,
-        set: bool,
-        data: [u8; DATA_LEN],
-    ) -> (u16, [u8; DATA_LEN]) {
-        let Ok(req) = PortCountersExt::parse(&data) else {
-            return (INVALID, data);
-        };
-        let Some(ports) = self.selected_ports(node, in_port, req.port_select) else {
-            return (INVALID, data);
-        };
-        let mut sum = PortCountersExt::default();
-        for pn in ports {
-            let Some(p) = self.port_mut(node, pn) else {
-                continue;
-            };
-            if set {
-                reset_ext(&mut p.counters_ext, req.counter_select);
-            }
-            add_ext(&mut sum, &p.counters_ext);
-        }
-        sum.reserved = req.reserved;
-        sum.port_select = req.port_select;
-        sum.counter_select = req.counter_select;
-        sum.counter_select2 = req.counter_select2;
-        let mut out = data;
-        let _ = sum.emit(&mut out);
-        (OK, out)
+/// A counter attribute the PMA keeps per port and sums over PortSelect.
+trait Counters: Repr + Default {
+    /// The request's PortSelect.
+    fn port_select(&self) -> u8;
+    /// The copy the fabric keeps for a port.
+    fn of_port(p: &mut super::node::Port) -> &mut Self;
+    /// Clears what the request's CounterSelect names.
+    fn clear_selected(&mut self, req: &Self);
+    /// Adds `c` into this sum.
+    fn add(&mut self, c: &Self);
+    /// Copies the request's select fields (and reserved bits) into the
+    /// answer.
+    fn echo_selects(&mut self, req: &Self);
+}
+
+impl Counters for PortCounters {
+    fn port_select(&self) -> u8 {
+        self.port_select
+    }
+    fn of_port(p: &mut super::node::Port) -> &mut Self {
+        &mut p.counters
+    }
+    fn clear_selected(&mut self, req: &Self) {
+        reset(self, req.counter_select, req.counter_select2);
+    }
+    fn add(&mut self, c: &Self) {
+        add(self, c);
+    }
+    fn echo_selects(&mut self, req: &Self) {
+        self.reserved = req.reserved;
+        self.port_select = req.port_select;
+        self.counter_select = req.counter_select;
+        self.counter_select2 = req.counter_select2;
+    }
+}
+
+impl Counters for PortCountersExt {
+    fn port_select(&self) -> u8 {
+        self.port_select
+    }
+    fn of_port(p: &mut super::node::Port) -> &mut Self {
+        &mut p.counters_ext
+    }
+    fn clear_selected(&mut self, req: &Self) {
+        reset_ext(self, req.counter_select);
+    }
+    fn add(&mut self, c: &Self) {
+        add_ext(self, c);
+    }
+    fn echo_selects(&mut self, req: &Self) {
+        self.reserved = req.reserved;
+        self.port_select = req.port_select;
+        self.counter_select = req.counter_select;
+        self.counter_select2 = req.counter_select2;
     }
 }
 
