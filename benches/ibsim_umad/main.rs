@@ -32,10 +32,9 @@ mod sim;
 mod worker;
 
 use serde_json::Value;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 const WORKER_ENV: &str = "MADSTACK_BENCH_WORKER";
 
@@ -162,49 +161,16 @@ fn build_anchor() -> Result<PathBuf, String> {
 /// Runs `cmd` (at most `limit`; killed by its PID after that) and parses
 /// the last JSON line it printed.
 fn run_json(mut cmd: Command, limit: Duration) -> Result<Value, String> {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let run = mad_tools::child::run_with_deadline(&mut cmd, limit)
         .map_err(|e| format!("{cmd:?}: {e}"))?;
-    let (mut out_pipe, mut err_pipe) = (child.stdout.take(), child.stderr.take());
-    let out_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(p) = out_pipe.as_mut() {
-            let _ = p.read_to_string(&mut s);
-        }
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(p) = err_pipe.as_mut() {
-            let _ = p.read_to_string(&mut s);
-        }
-        s
-    });
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| format!("wait: {e}"))? {
-            break Some(st);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    let Some(status) = status else {
+    let (stdout, stderr) = (&run.stdout, &run.stderr);
+    let Some(status) = run.status else {
         return Err(format!(
             "{cmd:?} did not finish in {limit:?} (killed):\n{stdout}{stderr}"
         ));
     };
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.starts_with('{'))
+    let line = run
+        .last_json_line()
         .ok_or_else(|| format!("{cmd:?} printed no result ({status}):\n{stdout}{stderr}"))?;
     serde_json::from_str(line).map_err(|e| format!("bad JSON {line:?}: {e}"))
 }

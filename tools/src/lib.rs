@@ -10,6 +10,7 @@
 //! writer ([`json`]).
 #![deny(unsafe_code)]
 
+pub mod child;
 pub mod cli;
 pub mod cmd;
 pub mod decode_cmd;

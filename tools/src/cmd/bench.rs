@@ -46,7 +46,6 @@
 //! `--rmpp`, GetTable throughput against table size.
 
 use std::fmt::Write as _;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -592,55 +591,24 @@ fn run_anchor(anchor: &Path, tmp: &Path, o: &Opts) -> Result<SmpResult, String> 
         .args(["-t", &seconds.to_string(), "-w", "200"])
         .current_dir(tmp)
         .env("LD_PRELOAD", UMAD2SIM)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c
-        .spawn()
-        .map_err(|e| format!("{}: {e}", anchor.display()))?;
-    let (mut op, mut ep) = (child.stdout.take(), child.stderr.take());
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(p) = op.as_mut() {
-            let _ = p.read_to_string(&mut s);
-        }
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(p) = ep.as_mut() {
-            let _ = p.read_to_string(&mut s);
-        }
-        s
-    });
+        .stdin(Stdio::null());
     let limit = match o.budget {
         Budget::Queries(n) => Duration::from_secs(60 + n / 100),
         Budget::Seconds(s) => Duration::from_secs_f64(s * 3.0 + 30.0),
     };
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(st) = child.try_wait().map_err(|e| format!("wait: {e}"))? {
-            break Some(st);
-        }
-        if Instant::now() > deadline {
-            // SIGKILL to the anchor's own PID (libumad2sim can hang at exit).
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let stdout = out_t.join().unwrap_or_default();
-    let stderr = err_t.join().unwrap_or_default();
-    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
-    let (Some(line), Some(_)) = (line, status) else {
+    let run = crate::child::run_with_deadline(&mut c, limit)
+        .map_err(|e| format!("{}: {e}", anchor.display()))?;
+    let (Some(line), Some(_)) = (run.last_json_line(), run.status) else {
         return Err(format!(
-            "the libibmad anchor {} ({status:?}):\n{stdout}{stderr}",
-            if status.is_none() {
+            "the libibmad anchor {} ({:?}):\n{}{}",
+            if run.status.is_none() {
                 "hung"
             } else {
                 "printed no result"
-            }
+            },
+            run.status,
+            run.stdout,
+            run.stderr
         ));
     };
     let get = |k: &str| json_num(line, k).unwrap_or(f64::NAN);
