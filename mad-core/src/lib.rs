@@ -1,8 +1,11 @@
 //! # mad-core
 //!
 //! The bottom of madstack, a user-space InfiniBand MAD stack: wire formats
-//! for every MAD the stack speaks ([`wire`]) and a pcap writer that
-//! Wireshark / tshark decode ([`pcap`]).
+//! for every MAD the stack speaks ([`wire`]), a pcap writer that
+//! Wireshark / tshark decode ([`pcap`]), the transports ([`transport`]:
+//! umad, ibsim, loopback, fault injection), the per-port QP0/QP1 layer
+//! ([`port`]), and [`MadBuf`], the pooled fixed-size buffer a MAD travels
+//! in.
 //!
 //! Parsing never panics and never performs I/O; all structures are
 //! lossless (`emit(parse(bytes)) == bytes`).
