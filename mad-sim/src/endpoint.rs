@@ -18,7 +18,10 @@
 //!   fail the post with `EINVAL`), or one with LID-routed parts.
 //!
 //! [`Transport::raw_fd`] is the read end of a socket pair that is
-//! readable while a completion, a receive or an event waits, for mio.
+//! readable while a completion, a receive or an event waits, for mio; the
+//! pair is made on the first call, so a port that is only polled makes no
+//! system call. Polling looks at an atomic "something may be queued" flag
+//! before it takes the fabric's lock.
 //!
 //! QP states follow the verbs rules of
 //! [`Loopback`](mad_core::transport::loopback::Loopback): posting to a QP
