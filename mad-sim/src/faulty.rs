@@ -157,7 +157,11 @@ impl FaultyPort {
             let port = self.inj.inner();
             let mut c = port.fabric().lock();
             match c.endpoints.get_mut(port.endpoint_index()) {
-                Some(Some(e)) if !e.faults.is_empty() => e.faults.drain(..).collect(),
+                Some(Some(e)) if !e.faults.is_empty() => {
+                    let taken = e.faults.drain(..).collect();
+                    e.unsignal_if_idle();
+                    taken
+                }
                 _ => return,
             }
         };
