@@ -455,6 +455,25 @@ impl<T: Transport> Engine<T> {
             .map_or(0, |i| self.agents[i].sends.len)
     }
 
+    /// Hands a message `agent` received (or got as a response) back once
+    /// its bytes are no longer needed: a reassembled RMPP message's buffer
+    /// goes to the agent's reassembly pool, so the next large transfer is
+    /// reassembled into memory that is already mapped instead of a fresh
+    /// allocation (see [`mad_rmpp::ReceiverTable::recycle`]). Anything else
+    /// (a single MAD, a message still shared, an agent without RMPP or
+    /// gone) is just dropped.
+    pub fn recycle(&mut self, agent: AgentId, message: Message) {
+        let Some(i) = self.agent_idx(agent) else {
+            return;
+        };
+        let Some(rx) = self.agents[i].rmpp_rx.as_mut() else {
+            return;
+        };
+        if let Some(buf) = message.into_buffer() {
+            rx.recycle(buf);
+        }
+    }
+
     /// The registration of `agent`.
     #[must_use]
     pub fn agent_spec(&self, agent: AgentId) -> Option<&AgentSpec> {

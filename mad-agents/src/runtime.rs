@@ -764,6 +764,12 @@ impl AgentRef {
         })
     }
 
+    /// Hands back a message this agent got, once its bytes are no longer
+    /// needed, for its buffer to be reused ([`Engine::recycle`]).
+    pub fn recycle(&self, message: crate::Message) {
+        self.shared.core().engine.recycle(self.id, message);
+    }
+
     /// Sends `req` and blocks until it completes; the completion comes
     /// back here instead of to the callback or channel.
     ///

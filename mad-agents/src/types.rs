@@ -122,6 +122,14 @@ impl Message {
     pub fn tid(&self) -> u64 {
         self.mad().tid()
     }
+
+    /// The buffer of a reassembled RMPP message, if this was the last
+    /// reference to it and it is heap-held (a single MAD gives `None`):
+    /// what [`crate::Engine::recycle`] hands back for reuse.
+    #[must_use]
+    pub fn into_buffer(self) -> Option<Vec<u8>> {
+        Arc::try_unwrap(self.inner).ok()?.mad.into_heap()
+    }
 }
 
 /// How a send ended: exactly one of these per send.

@@ -646,3 +646,80 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     let n = sent.lock().unwrap().iter().filter(|m| m[25] == 1).count();
     assert_eq!(n, 1);
 }
+
+#[test]
+fn a_recycled_message_buffer_receives_the_next_rmpp_transfer() {
+    let (mut a, mut b) = pair(EngineConfig::default());
+    let tx = a
+        .register(
+            AgentSpec::requests("tx", VENDOR, 1, &[])
+                .with_oui(OUI)
+                .with_rmpp(),
+        )
+        .unwrap();
+    let rx = b
+        .register(
+            AgentSpec::requests("rx", VENDOR, 1, &[Method::SEND])
+                .with_oui(OUI)
+                .with_rmpp(),
+        )
+        .unwrap();
+    let mut t = Instant::now();
+    let mut transfer = |a: &mut Engine<Loopback>, b: &mut Engine<Loopback>, data: &[u8]| {
+        a.send(
+            tx,
+            SendRequest::new(vendor_msg(Method::SEND, data), Address::gsi(2)),
+            t,
+        )
+        .unwrap();
+        let (_, mut eb) = run(
+            a,
+            b,
+            t,
+            5000,
+            |_, _, _| {},
+            |_, eb| !received(eb).is_empty(),
+        );
+        // Past the receiver's linger, so the next transfer is a new one.
+        t += Duration::from_secs(60);
+        a.poll(t);
+        b.poll(t);
+        let i = eb
+            .iter()
+            .position(|(_, e)| matches!(e, AgentEvent::Received(_)))
+            .unwrap();
+        match eb.swap_remove(i).1 {
+            AgentEvent::Received(m) => m,
+            _ => unreachable!(),
+        }
+    };
+    let first = transfer(&mut a, &mut b, &payload(30_000));
+    let addr = first.bytes().as_ptr();
+    assert_eq!(&first.bytes()[VENDOR_DATA_OFFSET..], &payload(30_000)[..]);
+    b.recycle(rx, first);
+    let data: Vec<u8> = payload(25_000).iter().map(|x| x ^ 0x5A).collect();
+    let second = transfer(&mut a, &mut b, &data);
+    assert_eq!(
+        second.bytes().as_ptr(),
+        addr,
+        "reassembled into the recycled buffer"
+    );
+    assert_eq!(
+        &second.bytes()[VENDOR_DATA_OFFSET..],
+        &data[..],
+        "byte-identical, nothing of the first message left"
+    );
+    assert_eq!(second.bytes().len(), VENDOR_DATA_OFFSET + data.len());
+    // A shared message is not taken: its other holder still reads it.
+    let keep = second.clone();
+    b.recycle(rx, second);
+    assert_eq!(&keep.bytes()[VENDOR_DATA_OFFSET..], &data[..]);
+    // A fresh buffer would have been cut to the message; this one is the
+    // first message's, whole.
+    let buf = keep.into_buffer().unwrap();
+    assert!(
+        buf.capacity() >= VENDOR_DATA_OFFSET + 30_000,
+        "capacity {} is the recycled buffer's",
+        buf.capacity()
+    );
+}

@@ -141,6 +141,17 @@ impl MadBuf {
         }
     }
 
+    /// The `Vec` of a message held on the heap, without a copy (to hand a
+    /// large buffer back for reuse); `None` for a fixed buffer, which goes
+    /// back to the pool.
+    #[must_use]
+    pub fn into_heap(mut self) -> Option<Vec<u8>> {
+        match &mut self.0 {
+            Repr::Fixed { .. } => None,
+            Repr::Heap(v) => Some(std::mem::take(v)),
+        }
+    }
+
     /// The bytes as a `Vec` (a copy for a fixed buffer, which goes back to
     /// the pool; none for a `Vec`).
     #[must_use]
@@ -311,6 +322,9 @@ mod tests {
         assert!(!b.is_fixed());
         let back = b.into_vec();
         assert_eq!(back.as_ptr(), ptr, "the Vec came back untouched");
+        let again = MadBuf::from(back).into_heap().expect("heap-held");
+        assert_eq!(again.as_ptr(), ptr, "into_heap gives the same Vec");
+        assert_eq!(MadBuf::from_slice(&[1, 2]).into_heap(), None);
     }
 
     #[test]

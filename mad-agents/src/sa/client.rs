@@ -401,7 +401,11 @@ impl SaClient {
         }
         check_status(&resp)?;
         check_attr(&resp, R::ATTR_ID)?;
-        parse_table::<R>(resp.bytes())
+        let table = parse_table::<R>(resp.bytes());
+        // The records are copied out: the next large table is reassembled
+        // into this one's buffer.
+        self.agent.recycle(resp);
+        table
     }
 
     /// SubnAdmSet of `record`; returns the record the SA answers with.
