@@ -53,7 +53,9 @@ use mad_core::transport::{Address, AsyncEvent, Qp, GSI_QKEY};
 use mad_core::wire::attr::{ClassPortInfo, Notice};
 use mad_core::wire::rmpp::{RmppView, RMPP_FLAG_FIRST, RMPP_FLAG_LAST};
 use mad_core::wire::sa::{SaMad, SA_CLASS_VERSION};
-use mad_core::wire::sa_records::{InformInfo, NodeRecord, PathRecord, PortInfoRecord, SaRecord};
+use mad_core::wire::sa_records::{
+    InformInfo, InformInfoRecord, NodeRecord, PathRecord, PortInfoRecord, SaRecord,
+};
 use mad_core::wire::{
     AttributeId, Mad, MadStatus, Method, MgmtClass, Repr, MAD_LEN, SA_DATA_OFFSET,
 };
@@ -182,6 +184,8 @@ const RESUB_TAG: u64 = 0x5AB0_0000_0000_0000;
 const ACK_COOKIE: u64 = 0x5AB1_0000_0000_0000;
 /// Reports remembered for duplicate detection.
 const RECENT_REPORTS: usize = 64;
+/// Unsubscribe requests sent while the SA refuses one it still lists.
+const UNSUBSCRIBE_ATTEMPTS: u32 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct SmAddr {
@@ -549,11 +553,14 @@ impl SaClient {
         Ok(sub)
     }
 
-    /// Withdraws a subscription (Subscribe = 0) and forgets it.
+    /// Withdraws a subscription (Subscribe = 0) and forgets it. An SA that
+    /// refuses (ERR_REQ_INVALID) while its InformInfoRecords still list the
+    /// subscription is asked again, up to three requests in all.
     ///
     /// # Errors
-    /// As [`SaClient::subscribe`]; the subscription is forgotten even if
-    /// the SA refuses.
+    /// As [`SaClient::subscribe`]; [`SaError::RequestInvalid`] when the SA
+    /// does not hold the subscription; the subscription is forgotten even
+    /// if the SA refuses.
     pub fn unsubscribe(&self, sub: &InformSubscription) -> Result<(), SaError> {
         lock(&self.shared.state).subs.retain(|s| s.id != sub.id);
         let mut info = sub.info.clone();
@@ -561,16 +568,45 @@ impl SaClient {
         let rec = info
             .to_vec()
             .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
-        let (resp, retries) =
-            self.request_counting_retries(Method::SET, InformInfo::ATTR_ID, 0, 0, &rec)?;
-        match check_status(&resp) {
-            // Unsubscribing is not idempotent at the SA: when an earlier
-            // copy of this request was answered too late and we sent it
-            // again, the SA has already removed the subscription and
-            // answers the repeat with ERR_REQ_INVALID. The goal is met.
-            Err(SaError::RequestInvalid) if retries > 0 => Ok(()),
-            other => other,
+        let mut attempt = 1;
+        loop {
+            let (resp, retries) =
+                self.request_counting_retries(Method::SET, InformInfo::ATTR_ID, 0, 0, &rec)?;
+            match check_status(&resp) {
+                // Unsubscribing is not idempotent at the SA: when an earlier
+                // copy of this request was answered too late and we sent it
+                // again, the SA has already removed the subscription and
+                // answers the repeat with ERR_REQ_INVALID. The goal is met.
+                Err(SaError::RequestInvalid) if retries > 0 => return Ok(()),
+                // Refused although the SA may still hold it: OpenSM looks the
+                // subscription up by comparing the whole address of the
+                // request (padding included) and now and then misses while it
+                // sweeps. If the SA still lists it, ask again.
+                Err(SaError::RequestInvalid)
+                    if attempt < UNSUBSCRIBE_ATTEMPTS && self.sa_lists(&sub.info)? =>
+                {
+                    attempt += 1;
+                }
+                other => return other,
+            }
         }
+    }
+
+    /// Whether the SA's InformInfoRecords hold a subscription for the same
+    /// traps as `info` (what its own unsubscribe looks for, QPN and
+    /// response time aside).
+    fn sa_lists(&self, info: &InformInfo) -> Result<bool, SaError> {
+        let same = |i: &InformInfo| {
+            i.gid == info.gid
+                && i.lid_range_begin == info.lid_range_begin
+                && i.lid_range_end == info.lid_range_end
+                && i.is_generic == info.is_generic
+                && i.trap_type == info.trap_type
+                && i.trap_number_or_device_id == info.trap_number_or_device_id
+                && i.producer_type_or_vendor_id == info.producer_type_or_vendor_id
+        };
+        let table = self.all::<InformInfoRecord>()?;
+        Ok(table.records.iter().any(|r| same(&r.inform_info)))
     }
 
     /// Sends every remembered subscription again now (what the client does

@@ -21,7 +21,7 @@ use mad_core::wire::sa_records::{
     NodeRecord, PKeyTableRecord, PathRecord, PortInfoRecord, SaRecord, ServiceRecord, SmInfoRecord,
     SwitchInfoRecord,
 };
-use mad_core::wire::{Method, Repr};
+use mad_core::wire::{MadStatus, Method, Repr, SA_DATA_OFFSET};
 
 use super::*;
 use crate::{AgentSpec, EngineConfig, Runtime, SendRequest, SendStatus};
@@ -31,6 +31,10 @@ use crate::{AgentSpec, EngineConfig, Runtime, SendRequest, SendStatus};
 struct Tap<T: Transport> {
     inner: Arc<Mutex<T>>,
     attrs: PortAttrs,
+    /// While above zero, an InformInfo unsubscribe arriving here is
+    /// answered ERR_REQ_INVALID by the tap itself (the SA never sees it),
+    /// as OpenSM does now and then for one it still holds.
+    refuse_unsubscribes: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl<T: Transport> Tap<T> {
@@ -41,6 +45,7 @@ impl<T: Transport> Tap<T> {
             Self {
                 inner: inner.clone(),
                 attrs,
+                refuse_unsubscribes: Arc::default(),
             },
             inner,
         )
@@ -70,7 +75,31 @@ impl<T: Transport> Transport for Tap<T> {
         self.inner.lock().unwrap().poll_send_completions(out)
     }
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        self.inner.lock().unwrap().poll_recv()
+        use std::sync::atomic::Ordering;
+        loop {
+            let mut t = self.inner.lock().unwrap();
+            let Some(r) = t.poll_recv()? else {
+                return Ok(None);
+            };
+            let m = &r.mad;
+            let unsubscribe = m.len() >= SA_DATA_OFFSET + 24
+                && m[1] == mad_core::wire::MgmtClass::SUBN_ADM.0
+                && m[3] == Method::SET.0
+                && m[16..18] == InformInfo::ATTR_ID.0.to_be_bytes()
+                && m[SA_DATA_OFFSET + 23] == 0;
+            let refuse = unsubscribe
+                && self
+                    .refuse_unsubscribes
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+            if !refuse {
+                return Ok(Some(r));
+            }
+            let mut resp = m.to_vec();
+            resp[3] = 0x81;
+            resp[4..6].copy_from_slice(&MadStatus::SA_REQ_INVALID.0.to_be_bytes());
+            t.post_send(Qp::Qp1, &resp, &r.src)?;
+        }
     }
     fn poll_event(&mut self) -> Option<AsyncEvent> {
         self.inner.lock().unwrap().poll_event()
@@ -98,6 +127,8 @@ struct Env {
     client_port: Arc<Mutex<Loopback>>,
     sa_port: Arc<Mutex<Loopback>>,
     source: Arc<StaticRecords>,
+    /// Unsubscribes the SA's port answers ERR_REQ_INVALID by itself.
+    sa_refuses: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 fn env() -> Env {
@@ -108,12 +139,14 @@ fn env() -> Env {
     );
     let (ta, ha) = Tap::new(a);
     let (tb, hb) = Tap::new(b);
+    let sa_refuses = tb.refuse_unsubscribes.clone();
     Env {
         client_rt: Runtime::start(ta, EngineConfig::default()).unwrap(),
         sa_rt: Runtime::start(tb, EngineConfig::default()).unwrap(),
         client_port: ha,
         sa_port: hb,
         source: Arc::new(StaticRecords::new()),
+        sa_refuses,
     }
 }
 
@@ -618,6 +651,30 @@ fn subscribe_delivers_matching_reports_and_acknowledges_them() {
     assert_eq!(sa.report(&trap_notice(64, 4)), 0);
     // Unsubscribing what the SA does not hold is refused.
     assert!(matches!(c.unsubscribe(&sub), Err(SaError::RequestInvalid)));
+}
+
+#[test]
+fn an_unsubscribe_refused_while_the_sa_still_lists_it_is_sent_again() {
+    use std::sync::atomic::Ordering;
+    let e = env();
+    let sa = responder(&e);
+    let c = client(&e);
+    let sub = c.subscribe(&subscription(64)).unwrap();
+    // Refused twice although held: the third request goes through.
+    e.sa_refuses.store(2, Ordering::SeqCst);
+    c.unsubscribe(&sub).unwrap();
+    assert_eq!(e.sa_refuses.load(Ordering::SeqCst), 0, "both refusals used");
+    assert!(sa.subscribers().is_empty(), "the SA let it go");
+    // Refused every time while held: three requests, then the error.
+    let sub = c.subscribe(&subscription(65)).unwrap();
+    e.sa_refuses.store(5, Ordering::SeqCst);
+    assert!(matches!(c.unsubscribe(&sub), Err(SaError::RequestInvalid)));
+    assert_eq!(
+        e.sa_refuses.load(Ordering::SeqCst),
+        2,
+        "three requests sent"
+    );
+    assert_eq!(sa.subscribers().len(), 1, "still held at the SA");
 }
 
 #[test]
