@@ -578,10 +578,11 @@ impl SaClient {
                 // again, the SA has already removed the subscription and
                 // answers the repeat with ERR_REQ_INVALID. The goal is met.
                 Err(SaError::RequestInvalid) if retries > 0 => return Ok(()),
-                // Refused although the SA may still hold it: OpenSM looks the
-                // subscription up by comparing the whole address of the
-                // request (padding included) and now and then misses while it
-                // sweeps. If the SA still lists it, ask again.
+                // Refused although the SA may still hold it: OpenSM 3.3 finds
+                // the subscription by comparing the request's whole address
+                // record byte for byte (memcmp in match_inf_rec), and now and
+                // then misses it while it sweeps (seen right after a port left
+                // the fabric). If the SA still lists it, ask again.
                 Err(SaError::RequestInvalid)
                     if attempt < UNSUBSCRIBE_ATTEMPTS && self.sa_lists(&sub.info)? =>
                 {
