@@ -26,6 +26,17 @@ fn pair(b_cfg: EngineConfig) -> (Engine<Loopback>, Engine<Loopback>) {
     )
 }
 
+/// Registers an RMPP agent of the test's vendor class on `e`, for
+/// unsolicited requests of `methods`.
+fn vendor_agent(e: &mut Engine<Loopback>, name: &str, methods: &[Method]) -> AgentId {
+    e.register(
+        AgentSpec::requests(name, VENDOR, 1, methods)
+            .with_oui(OUI)
+            .with_rmpp(),
+    )
+    .unwrap()
+}
+
 fn payload(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
 }
@@ -96,20 +107,8 @@ fn received(evs: &Evs) -> Vec<Message> {
 #[test]
 fn a_large_payload_goes_as_an_rmpp_transfer_and_arrives_reassembled() {
     let (mut a, mut b) = pair(EngineConfig::default());
-    let tx = a
-        .register(
-            AgentSpec::requests("tx", VENDOR, 1, &[])
-                .with_oui(OUI)
-                .with_rmpp(),
-        )
-        .unwrap();
-    let rx = b
-        .register(
-            AgentSpec::requests("rx", VENDOR, 1, &[Method::SEND])
-                .with_oui(OUI)
-                .with_rmpp(),
-        )
-        .unwrap();
+    let tx = vendor_agent(&mut a, "tx", &[]);
+    let rx = vendor_agent(&mut b, "rx", &[Method::SEND]);
     let data = payload(20_000);
     let t0 = Instant::now();
     let s = a
@@ -262,19 +261,8 @@ fn a_receiver_that_refuses_the_size_ends_the_send_with_its_rmpp_status() {
         ..EngineConfig::default()
     };
     let (mut a, mut b) = pair(small);
-    let tx = a
-        .register(
-            AgentSpec::requests("tx", VENDOR, 1, &[])
-                .with_oui(OUI)
-                .with_rmpp(),
-        )
-        .unwrap();
-    b.register(
-        AgentSpec::requests("rx", VENDOR, 1, &[Method::SEND])
-            .with_oui(OUI)
-            .with_rmpp(),
-    )
-    .unwrap();
+    let tx = vendor_agent(&mut a, "tx", &[]);
+    vendor_agent(&mut b, "rx", &[Method::SEND]);
     let t0 = Instant::now();
     a.send(
         tx,
@@ -301,13 +289,7 @@ fn a_receiver_that_refuses_the_size_ends_the_send_with_its_rmpp_status() {
 fn a_silent_peer_times_the_transfer_out() {
     let (a, _b) = Loopback::pair(Loopback::attrs("a", 1, 1), Loopback::attrs("b", 1, 2), 64);
     let mut a = Engine::new(a, EngineConfig::default());
-    let tx = a
-        .register(
-            AgentSpec::requests("tx", VENDOR, 1, &[])
-                .with_oui(OUI)
-                .with_rmpp(),
-        )
-        .unwrap();
+    let tx = vendor_agent(&mut a, "tx", &[]);
     let t0 = Instant::now();
     let s = a
         .send(
@@ -408,19 +390,8 @@ fn vendor_request_pair(b_linger: Duration) -> (Engine<Loopback>, Engine<Loopback
         ..EngineConfig::default()
     };
     let (mut a, mut b) = pair(b_cfg);
-    let tx = a
-        .register(
-            AgentSpec::requests("tx", VENDOR, 1, &[])
-                .with_oui(OUI)
-                .with_rmpp(),
-        )
-        .unwrap();
-    b.register(
-        AgentSpec::requests("rx", VENDOR, 1, &[Method::SET])
-            .with_oui(OUI)
-            .with_rmpp(),
-    )
-    .unwrap();
+    let tx = vendor_agent(&mut a, "tx", &[]);
+    vendor_agent(&mut b, "rx", &[Method::SET]);
     (a, b, tx)
 }
 
@@ -552,13 +523,7 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
         (lb, sent)
     };
     let mut b = Engine::new(lb, EngineConfig::default());
-    let rx = b
-        .register(
-            AgentSpec::requests("rx", VENDOR, 1, &[Method::SET])
-                .with_oui(OUI)
-                .with_rmpp(),
-        )
-        .unwrap();
+    let rx = vendor_agent(&mut b, "rx", &[Method::SET]);
     let requester = Address::gsi(1);
     // A one-segment RMPP request (Active, First, Last).
     let mut req = vendor_msg(Method::SET, &payload(100));
@@ -650,20 +615,8 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
 #[test]
 fn a_recycled_message_buffer_receives_the_next_rmpp_transfer() {
     let (mut a, mut b) = pair(EngineConfig::default());
-    let tx = a
-        .register(
-            AgentSpec::requests("tx", VENDOR, 1, &[])
-                .with_oui(OUI)
-                .with_rmpp(),
-        )
-        .unwrap();
-    let rx = b
-        .register(
-            AgentSpec::requests("rx", VENDOR, 1, &[Method::SEND])
-                .with_oui(OUI)
-                .with_rmpp(),
-        )
-        .unwrap();
+    let tx = vendor_agent(&mut a, "tx", &[]);
+    let rx = vendor_agent(&mut b, "rx", &[Method::SEND]);
     let mut t = Instant::now();
     let mut transfer = |a: &mut Engine<Loopback>, b: &mut Engine<Loopback>, data: &[u8]| {
         a.send(
