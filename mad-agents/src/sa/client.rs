@@ -597,17 +597,8 @@ impl SaClient {
     /// traps as `info` (what its own unsubscribe looks for, QPN and
     /// response time aside).
     fn sa_lists(&self, info: &InformInfo) -> Result<bool, SaError> {
-        let same = |i: &InformInfo| {
-            i.gid == info.gid
-                && i.lid_range_begin == info.lid_range_begin
-                && i.lid_range_end == info.lid_range_end
-                && i.is_generic == info.is_generic
-                && i.trap_type == info.trap_type
-                && i.trap_number_or_device_id == info.trap_number_or_device_id
-                && i.producer_type_or_vendor_id == info.producer_type_or_vendor_id
-        };
         let table = self.all::<InformInfoRecord>()?;
-        Ok(table.records.iter().any(|r| same(&r.inform_info)))
+        Ok(table.records.iter().any(|r| r.inform_info.same_traps(info)))
     }
 
     /// Sends every remembered subscription again now (what the client does

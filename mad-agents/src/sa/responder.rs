@@ -373,14 +373,7 @@ pub fn inform_selects(i: &InformInfo, n: &Notice) -> bool {
 
 /// The same subscription (all but Subscribe and the reserved bits).
 fn same_subscription(a: &InformInfo, b: &InformInfo) -> bool {
-    a.gid == b.gid
-        && a.lid_range_begin == b.lid_range_begin
-        && a.lid_range_end == b.lid_range_end
-        && a.is_generic == b.is_generic
-        && a.trap_type == b.trap_type
-        && a.trap_number_or_device_id == b.trap_number_or_device_id
-        && a.qpn == b.qpn
-        && a.producer_type_or_vendor_id == b.producer_type_or_vendor_id
+    a.same_traps(b) && a.qpn == b.qpn
 }
 
 /// What to answer a request with.

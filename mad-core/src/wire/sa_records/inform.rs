@@ -71,6 +71,20 @@ impl InformInfo {
     pub fn generic(&self) -> bool {
         self.is_generic != 0
     }
+
+    /// Whether `other` asks for the same traps: GID, LID range, IsGeneric,
+    /// Type, TrapNumber/DeviceID and ProducerType/VendorID equal (Subscribe,
+    /// QPN, RespTimeValue and the reserved bits aside).
+    #[must_use]
+    pub fn same_traps(&self, other: &Self) -> bool {
+        self.gid == other.gid
+            && self.lid_range_begin == other.lid_range_begin
+            && self.lid_range_end == other.lid_range_end
+            && self.is_generic == other.is_generic
+            && self.trap_type == other.trap_type
+            && self.trap_number_or_device_id == other.trap_number_or_device_id
+            && self.producer_type_or_vendor_id == other.producer_type_or_vendor_id
+    }
 }
 
 crate::wire_struct! {
@@ -119,6 +133,33 @@ mod tests {
     use crate::wire::Repr;
 
     crate::repr_roundtrip_tests!(InformInfo, InformInfoRecord);
+
+    #[test]
+    fn same_traps_ignores_subscribe_qpn_and_response_time_only() {
+        let a = InformInfo {
+            lid_range_begin: InformInfo::LID_RANGE_ALL,
+            is_generic: 1,
+            subscribe: 1,
+            trap_type: InformInfo::TYPE_ALL,
+            trap_number_or_device_id: 64,
+            qpn: 0x31,
+            resp_time_value: 18,
+            producer_type_or_vendor_id: InformInfo::PRODUCER_TYPE_ALL,
+            ..InformInfo::default()
+        };
+        let unsubscribe = InformInfo {
+            subscribe: 0,
+            qpn: 1,
+            resp_time_value: 0,
+            ..a.clone()
+        };
+        assert!(a.same_traps(&unsubscribe));
+        let other = InformInfo {
+            trap_number_or_device_id: 65,
+            ..a.clone()
+        };
+        assert!(!a.same_traps(&other));
+    }
 
     fn sample_bytes() -> [u8; 36] {
         let mut b = [0u8; 36];
