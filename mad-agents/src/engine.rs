@@ -1153,13 +1153,13 @@ impl<T: Transport> Engine<T> {
     fn rearm_rmpp(&mut self, idx: usize) {
         let s = &mut self.sends[idx];
         if let Some(tx) = s.rmpp.as_mut() {
-            if let Some(d) = tx.deadline.take() {
-                self.rmpp_timers.remove(&(d, idx));
+            if tx.deadline.take().is_some() {
+                self.rmpp_timers.remove(idx);
             }
             if s.rmpp_active {
                 tx.deadline = tx.sender.poll_timeout();
                 if let Some(d) = tx.deadline {
-                    self.rmpp_timers.insert((d, idx));
+                    self.rmpp_timers.insert(d, idx);
                 }
             }
         }
@@ -1190,8 +1190,8 @@ impl<T: Transport> Engine<T> {
                 self.waiting.remove(&s.key);
             }
         }
-        if let Some(d) = s.deadline.take() {
-            self.agents[s.agent].timeouts.remove(&(d, idx));
+        if s.deadline.take().is_some() {
+            self.agents[s.agent].timeouts.remove(idx);
         }
         if let Some(tx) = s.rmpp.as_mut() {
             tx.sender.cancel();
@@ -1248,7 +1248,7 @@ impl<T: Transport> Engine<T> {
             d = d.min(a);
         }
         s.deadline = Some(d);
-        self.agents[s.agent].timeouts.insert((d, idx));
+        self.agents[s.agent].timeouts.insert(d, idx);
     }
 
     /// Puts send `idx` at the head of agent `aidx`'s list.
@@ -1304,15 +1304,15 @@ impl<T: Transport> Engine<T> {
             self.rmpp_out.remove(&s.key);
         }
         if let Some(tx) = &s.rmpp {
-            if let Some(d) = tx.deadline {
-                self.rmpp_timers.remove(&(d, idx));
+            if tx.deadline.is_some() {
+                self.rmpp_timers.remove(idx);
             }
         }
         let status = s.failed.unwrap_or(SendStatus::Success);
         let aidx = s.agent;
         let a = &mut self.agents[aidx];
-        if let Some(d) = s.deadline {
-            a.timeouts.remove(&(d, idx));
+        if s.deadline.is_some() {
+            a.timeouts.remove(idx);
         }
         self.unlink_send(aidx, s.prev, s.next);
         let a = &mut self.agents[aidx];
@@ -1391,12 +1391,12 @@ impl<T: Transport> Engine<T> {
         }
         let cover = now + timeout.saturating_mul(s.retries_left.saturating_add(1));
         s.abs_deadline = Some(s.abs_deadline.map_or(cover, |a| a.max(cover)));
-        if let Some(d) = s.deadline.take() {
+        if s.deadline.take().is_some() {
             let a = s.agent;
-            self.agents[a].timeouts.remove(&(d, idx));
+            self.agents[a].timeouts.remove(idx);
             let nd = now + timeout;
             self.sends[idx].deadline = Some(nd);
-            self.agents[a].timeouts.insert((nd, idx));
+            self.agents[a].timeouts.insert(nd, idx);
         }
         Ok(())
     }
@@ -1642,7 +1642,7 @@ impl<T: Transport> Engine<T> {
                 if d > now {
                     break;
                 }
-                self.agents[aidx].timeouts.remove(&(d, sidx));
+                self.agents[aidx].timeouts.remove(sidx);
                 self.sends[sidx].deadline = None;
                 self.on_response_timeout(sidx, now);
                 progress = true;
@@ -1652,7 +1652,7 @@ impl<T: Transport> Engine<T> {
             if d > now {
                 break;
             }
-            self.rmpp_timers.remove(&(d, sidx));
+            self.rmpp_timers.remove(sidx);
             if let Some(tx) = self.sends.get_mut(sidx).and_then(|s| s.rmpp.as_mut()) {
                 tx.deadline = None;
                 tx.sender.handle_timeout(now);
@@ -1860,8 +1860,8 @@ impl<T: Transport> Engine<T> {
         if self.waiting.get(&s.key) == Some(&idx) {
             self.waiting.remove(&s.key);
         }
-        if let Some(d) = s.deadline.take() {
-            self.agents[s.agent].timeouts.remove(&(d, idx));
+        if s.deadline.take().is_some() {
+            self.agents[s.agent].timeouts.remove(idx);
         }
         if s.rmpp_active {
             if let Some(tx) = s.rmpp.as_mut() {

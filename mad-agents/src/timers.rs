@@ -20,7 +20,7 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Instant;
 
-/// Stale FIFO entries tolerated beyond the live count before compaction.
+/// Stale deque entries tolerated beyond the live count before compaction.
 const SLACK: usize = 64;
 
 /// Marks a send index whose entry is in the tree.
@@ -31,14 +31,14 @@ const IN_TREE: u64 = 1 << 63;
 #[derive(Debug, Default)]
 pub(crate) struct Deadlines {
     /// Sorted entries that fit at an end: (deadline, index, ticket).
-    fifo: VecDeque<(Instant, usize, u64)>,
-    fifo_live: usize,
+    sorted: VecDeque<(Instant, usize, u64)>,
+    sorted_live: usize,
     /// Entries that fit at neither end.
     tree: BTreeSet<(Instant, usize)>,
     /// The tree's first entry, kept so that [`Deadlines::first`] does not
     /// walk the tree (it is asked on every poll).
     tree_first: Option<(Instant, usize)>,
-    /// Per index: 0 (no entry), `IN_TREE`, or the ticket of its FIFO
+    /// Per index: 0 (no entry), `IN_TREE`, or the ticket of its deque
     /// entry; and its deadline.
     slots: Vec<(u64, Instant)>,
     next: u64,
@@ -48,12 +48,12 @@ impl Deadlines {
     /// Live entries.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.fifo_live + self.tree.len()
+        self.sorted_live + self.tree.len()
     }
 
     /// The earliest entry (smallest deadline, then smallest index).
     pub(crate) fn first(&self) -> Option<(Instant, usize)> {
-        let f = self.fifo.front().map(|&(d, i, _)| (d, i));
+        let f = self.sorted.front().map(|&(d, i, _)| (d, i));
         let t = self.tree_first;
         match (f, t) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -62,7 +62,7 @@ impl Deadlines {
     }
 
     /// Adds `idx` due at `d`, replacing the entry `idx` had.
-    pub(crate) fn insert(&mut self, (d, idx): (Instant, usize)) {
+    pub(crate) fn insert(&mut self, d: Instant, idx: usize) {
         if self.take(idx) {
             self.settle();
         }
@@ -70,21 +70,24 @@ impl Deadlines {
             self.slots.resize(idx + 1, (0, d));
         }
         let key = (d, idx);
-        let at_back = self.fifo.back().is_none_or(|&(bd, bi, _)| key >= (bd, bi));
+        let at_back = self
+            .sorted
+            .back()
+            .is_none_or(|&(bd, bi, _)| key >= (bd, bi));
         let at_front = !at_back
             && self
-                .fifo
+                .sorted
                 .front()
                 .is_some_and(|&(fd, fi, _)| key <= (fd, fi));
         if at_back || at_front {
             self.next += 1;
             let e = (d, idx, self.next);
             if at_back {
-                self.fifo.push_back(e);
+                self.sorted.push_back(e);
             } else {
-                self.fifo.push_front(e);
+                self.sorted.push_front(e);
             }
-            self.fifo_live += 1;
+            self.sorted_live += 1;
             self.slots[idx] = (self.next, d);
         } else {
             self.tree.insert(key);
@@ -95,9 +98,8 @@ impl Deadlines {
         }
     }
 
-    /// Removes the entry of `idx` (the deadline is the caller's record of
-    /// it and is not needed to find it); false if it had none.
-    pub(crate) fn remove(&mut self, &(_, idx): &(Instant, usize)) -> bool {
+    /// Removes the entry of `idx`; false if it had none.
+    pub(crate) fn remove(&mut self, idx: usize) -> bool {
         let had = self.take(idx);
         if had {
             self.settle();
@@ -122,7 +124,7 @@ impl Deadlines {
                 true
             }
             _ => {
-                self.fifo_live -= 1;
+                self.sorted_live -= 1;
                 true
             }
         }
@@ -135,28 +137,28 @@ impl Deadlines {
     /// Restores the invariants: live deque ends, stale entries bounded,
     /// nothing held when empty.
     fn settle(&mut self) {
-        if self.fifo_live == 0 {
-            self.fifo.clear();
+        if self.sorted_live == 0 {
+            self.sorted.clear();
             if self.tree.is_empty() {
                 self.slots.clear();
             }
             return;
         }
-        while let Some(front) = self.fifo.front() {
+        while let Some(front) = self.sorted.front() {
             if self.live(front) {
                 break;
             }
-            self.fifo.pop_front();
+            self.sorted.pop_front();
         }
-        while let Some(back) = self.fifo.back() {
+        while let Some(back) = self.sorted.back() {
             if self.live(back) {
                 break;
             }
-            self.fifo.pop_back();
+            self.sorted.pop_back();
         }
-        if self.fifo.len() > 2 * self.fifo_live + SLACK {
+        if self.sorted.len() > 2 * self.sorted_live + SLACK {
             let slots = &self.slots;
-            self.fifo
+            self.sorted
                 .retain(|&(_, i, t)| slots.get(i).is_some_and(|s| s.0 == t));
         }
     }
@@ -190,28 +192,28 @@ mod tests {
                     }
                     model.insert((when, idx));
                     of[idx] = Some(when);
-                    d.insert((when, idx));
+                    d.insert(when, idx);
                 }
                 2 => {
                     let had = of[idx].take();
                     if let Some(old) = had {
                         model.remove(&(old, idx));
                     }
-                    assert_eq!(d.remove(&(when, idx)), had.is_some());
+                    assert_eq!(d.remove(idx), had.is_some());
                 }
                 _ => {
                     if let Some(&(w, i)) = model.first() {
                         model.remove(&(w, i));
                         of[i] = None;
                         assert_eq!(d.first(), Some((w, i)));
-                        assert!(d.remove(&(w, i)));
+                        assert!(d.remove(i));
                     }
                 }
             }
             assert_eq!(d.first(), model.first().copied());
             assert_eq!(d.len(), model.len());
             assert!(
-                d.fifo.len() <= 2 * d.fifo_live + SLACK + 1,
+                d.sorted.len() <= 2 * d.sorted_live + SLACK + 1,
                 "stale entries stay bounded"
             );
         }
@@ -221,13 +223,13 @@ mod tests {
     fn replacing_the_only_entry_keeps_the_new_one() {
         let t0 = Instant::now();
         let mut d = Deadlines::default();
-        d.insert((t0 + Duration::from_millis(5), 3));
-        d.insert((t0 + Duration::from_millis(1), 3));
+        d.insert(t0 + Duration::from_millis(5), 3);
+        d.insert(t0 + Duration::from_millis(1), 3);
         assert_eq!(d.first(), Some((t0 + Duration::from_millis(1), 3)));
         assert_eq!(d.len(), 1);
-        d.insert((t0 + Duration::from_millis(9), 3));
+        d.insert(t0 + Duration::from_millis(9), 3);
         assert_eq!(d.first(), Some((t0 + Duration::from_millis(9), 3)));
-        assert!(d.remove(&(t0, 3)));
+        assert!(d.remove(3));
         assert_eq!(d.first(), None);
     }
 
@@ -236,13 +238,13 @@ mod tests {
         let t0 = Instant::now();
         let mut d = Deadlines::default();
         for i in 0..1000 {
-            d.insert((t0 + Duration::from_millis(i as u64), i));
+            d.insert(t0 + Duration::from_millis(i as u64), i);
         }
         for i in (0..1000).rev() {
-            assert!(d.remove(&(t0, i)));
+            assert!(d.remove(i));
         }
         assert_eq!(d.first(), None);
-        assert!(d.fifo.is_empty() && d.tree.is_empty() && d.slots.is_empty());
-        assert!(!d.remove(&(t0, 5)), "nothing left to remove");
+        assert!(d.sorted.is_empty() && d.tree.is_empty() && d.slots.is_empty());
+        assert!(!d.remove(5), "nothing left to remove");
     }
 }
