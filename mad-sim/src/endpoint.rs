@@ -50,7 +50,7 @@ pub struct SimPort {
     node: u32,
     port: u8,
     attrs: PortAttrs,
-    /// The endpoint's send queue depth (fixed at attach).
+    /// The send queue depth of each QP (fixed at attach).
     depth: usize,
     /// The QP states. Only this port changes them (`modify_qp`,
     /// `recreate_queues`), so they are read without the fabric lock.
@@ -280,10 +280,10 @@ impl Transport for SimPort {
             }
             QpState::Rts => {}
         }
-        if ep.outstanding[qp.index()] >= ep.depth {
+        if ep.outstanding[qp.index()] >= self.depth {
             return Err(TransportError::QueueFull {
                 qp,
-                depth: ep.depth,
+                depth: self.depth,
             });
         }
         let pkey = if qp == Qp::Qp1 {

@@ -89,7 +89,6 @@ pub(crate) struct Endpoint {
     pub outstanding: [usize; 2],
     pub next_wr: u64,
     pub is_sm: bool,
-    pub depth: usize,
     /// A socket pair whose read end is readable while any queue has
     /// something (the endpoint's `raw_fd`), created when first asked for:
     /// an endpoint driven by polling alone makes no system calls.
@@ -109,7 +108,7 @@ pub(crate) struct Endpoint {
 
 impl Endpoint {
     /// An endpoint in RTS with empty queues.
-    pub fn new(depth: usize) -> Self {
+    pub fn new() -> Self {
         Self {
             qp_state: [QpState::Rts; 2],
             cq: VecDeque::new(),
@@ -118,7 +117,6 @@ impl Endpoint {
             outstanding: [0; 2],
             next_wr: 1,
             is_sm: false,
-            depth,
             notify: None,
             signaled: false,
             pending: Arc::new(AtomicBool::new(false)),

@@ -687,7 +687,7 @@ impl Fabric {
         }
         let depth = c.cfg.send_queue_depth.max(1);
         let idx = c.endpoints.len();
-        let mut ep = Endpoint::new(depth);
+        let mut ep = Endpoint::new();
         ep.owns = owns;
         let pending = std::sync::Arc::clone(&ep.pending);
         c.endpoints.push(Some(ep));
