@@ -228,7 +228,8 @@ pub struct SendRequest {
     /// The MAD: 24..=256 bytes, or longer for an RMPP transfer of an RMPP
     /// agent (class header once, then the data). For a request the agent
     /// layer writes the TID (see [`crate::tid`]); a response keeps the TID
-    /// it carries. One MAD is held inline; a longer message on the heap.
+    /// it carries. One MAD is held in a pooled fixed-size buffer, a longer
+    /// message in a `Vec`.
     pub mad: MadBuf,
     /// Where it goes.
     pub dest: Address,
@@ -247,7 +248,7 @@ pub struct SendRequest {
 
 impl SendRequest {
     /// A MAD to `dest`, expecting no response. `mad` is a `Vec` (kept
-    /// as it is), a byte array or slice (copied inline when it fits one
+    /// as it is), a byte array or slice (copied into a pooled buffer when it fits one
     /// MAD), or a [`MadBuf`].
     #[must_use]
     pub fn new(mad: impl Into<MadBuf>, dest: Address) -> Self {

@@ -86,6 +86,23 @@ fn run(
     (ea, eb)
 }
 
+/// Runs both engines until `a` sees its first send complete (5 s of
+/// virtual time at most).
+fn run_until_a_send_completes(
+    a: &mut Engine<Loopback>,
+    b: &mut Engine<Loopback>,
+    t0: Instant,
+) -> (Evs, Evs) {
+    run(
+        a,
+        b,
+        t0,
+        5000,
+        |_, _, _| {},
+        |ea, _| !completions(ea).is_empty(),
+    )
+}
+
 fn completions(evs: &Evs) -> Vec<Completion> {
     evs.iter()
         .filter_map(|(_, e)| match e {
@@ -118,14 +135,7 @@ fn a_large_payload_goes_as_an_rmpp_transfer_and_arrives_reassembled() {
             t0,
         )
         .unwrap();
-    let (ea, eb) = run(
-        &mut a,
-        &mut b,
-        t0,
-        5000,
-        |_, _, _| {},
-        |ea, _| !completions(ea).is_empty(),
-    );
+    let (ea, eb) = run_until_a_send_completes(&mut a, &mut b, t0);
     let c = completions(&ea);
     assert_eq!(c.len(), 1);
     assert_eq!(
@@ -270,14 +280,7 @@ fn a_receiver_that_refuses_the_size_ends_the_send_with_its_rmpp_status() {
         t0,
     )
     .unwrap();
-    let (ea, eb) = run(
-        &mut a,
-        &mut b,
-        t0,
-        5000,
-        |_, _, _| {},
-        |ea, _| !completions(ea).is_empty(),
-    );
+    let (ea, eb) = run_until_a_send_completes(&mut a, &mut b, t0);
     let c = completions(&ea);
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].status, SendStatus::RmppAbort(RmppStatus::RESX));
@@ -464,14 +467,7 @@ fn an_unanswered_rmpp_request_stops_at_its_retries_and_its_absolute_deadline() {
             t0,
         )
         .unwrap();
-    let (ea, eb) = run(
-        &mut a,
-        &mut b,
-        t0,
-        5000,
-        |_, _, _| {},
-        |ea, _| !completions(ea).is_empty(),
-    );
+    let (ea, eb) = run_until_a_send_completes(&mut a, &mut b, t0);
     let c = completions(&ea);
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Timeout));
     assert_eq!(c[0].retries, 2);

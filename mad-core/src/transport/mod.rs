@@ -215,8 +215,8 @@ pub struct Received {
     pub qp: Qp,
     /// Source address (LID, QP, SL, P_Key index, GRH).
     pub src: Address,
-    /// The MAD bytes (256, or shorter if the transport truncated it),
-    /// inline: receiving allocates nothing for them.
+    /// The MAD bytes (256, or shorter if the transport truncated it), in a
+    /// pooled fixed-size buffer: receiving allocates nothing for them.
     pub mad: crate::MadBuf,
 }
 
