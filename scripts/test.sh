@@ -5,7 +5,9 @@
 #   1. installs the Debian packages the tests use, when one is missing
 #      (apt-get, as root or through sudo), and cargo-fuzz when missing;
 #   2. cargo fmt --check, cargo clippy -D warnings, cargo bench --no-run
-#      (the benchmarks build), cargo test --workspace;
+#      (the benchmarks build), cargo test --workspace (which includes the
+#      real-kernel tests: tests/kernel_vm.rs and tools/tests/kernel_vm_diags.rs
+#      boot Debian's kernel under qemu with two soft-RoCE ports, tests/kvm);
 #   3. every fuzz target under fuzz/ for a bounded number of runs and time.
 #
 # Environment knobs: FUZZ_RUNS (default 20000) and FUZZ_SECONDS (default 10)
@@ -29,7 +31,12 @@ fail() { FAILED+=("$1"); printf '!! FAILED: %s\n' "$1"; }
 
 # ---------------------------------------------------------------- packages
 DEB_PACKAGES=(tshark libibmad-dev ibsim-utils libumad2sim0 opensm infiniband-diags
-              libibumad3 libopensm-dev gcc)
+              libibumad3 libopensm-dev gcc
+              # the kernel VM (tests/kvm): qemu under TCG, a busybox initramfs,
+              # the C peer's libibumad.a, verbs for device events; the kernel
+              # image itself is downloaded (not installed) by tests/kvm/build.sh
+              qemu-system-x86 busybox-static libibumad-dev libibverbs1 ibverbs-providers
+              iproute2 kmod cpio)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then

@@ -45,6 +45,9 @@ const UMAD_CA_MAX_PORTS: usize = 10;
 const UMAD_MAX_CAS: usize = 32;
 const USER_MAD_HDR: usize = 64;
 const MAD_LEN: usize = 256;
+/// How often a response refused as a duplicate of one still in flight is
+/// written again (1 ms apart).
+const RESPONSE_RETRIES: u32 = 20;
 /// How many request TIDs are remembered for restoring their upper bits.
 const TID_MEMORY: usize = 1 << 16;
 
@@ -388,6 +391,9 @@ pub struct UmadTransport {
     buf: Vec<u8>,
     /// MADs received with a non-zero umad status (kernel-reported failures).
     pub failed_recv_status: u64,
+    /// Response writes the kernel refused as duplicates of a response still
+    /// in flight, and that were written again.
+    pub busy_responses: u64,
 }
 
 impl std::fmt::Debug for UmadTransport {
@@ -464,6 +470,7 @@ impl UmadTransport {
             tid_gen: 0,
             buf: vec![0u8; USER_MAD_HDR + MAD_LEN],
             failed_recv_status: 0,
+            busy_responses: 0,
         })
     }
 
@@ -621,7 +628,8 @@ impl Transport for UmadTransport {
             )));
         }
         let agent = self.agent_for(class, view.class_version())?;
-        if !view.is_response() {
+        let view_is_response = view.is_response();
+        if !view_is_response {
             self.remember_tid(class.0, view.tid());
         }
         let b = &mut self.buf;
@@ -646,24 +654,45 @@ impl Transport for UmadTransport {
         }
         b[a + 36..a + 38].copy_from_slice(&dest.pkey_index.to_ne_bytes());
         b[USER_MAD_HDR..USER_MAD_HDR + mad.len()].copy_from_slice(mad);
-        // SAFETY: buf holds the 64-byte header plus `mad.len()` bytes.
-        let rc = unsafe {
-            (self.lib.send)(
-                self.portid,
-                agent,
-                b.as_mut_ptr().cast(),
-                mad.len() as c_int,
-                0,
-                0,
-            )
-        };
-        if rc < 0 {
+        let mut attempts = 0;
+        loop {
+            // SAFETY: buf holds the 64-byte header plus `mad.len()` bytes.
+            let rc = unsafe {
+                (self.lib.send)(
+                    self.portid,
+                    agent,
+                    self.buf.as_mut_ptr().cast(),
+                    mad.len() as c_int,
+                    0,
+                    0,
+                )
+            };
+            if rc >= 0 {
+                break;
+            }
+            // libibumad returns -EIO for any failed write(); errno says
+            // why. ib_umad refuses (EINVAL) a response whose TID, class and
+            // destination match one still in flight on this fd — a reply
+            // right behind our own final RMPP ACK — until that one's send
+            // completes, which takes the kernel a moment: try again.
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            if view_is_response && errno == Some(libc_errno::EINVAL) && attempts < RESPONSE_RETRIES
+            {
+                attempts += 1;
+                self.busy_responses += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+            let source = match errno {
+                Some(e) if e != 0 => std::io::Error::from_raw_os_error(e),
+                _ => std::io::Error::from_raw_os_error(-rc),
+            };
             return Err(TransportError::Io {
                 context: format!(
                     "umad_send on {}:{}",
                     self.attrs.ca_name, self.attrs.port_num
                 ),
-                source: std::io::Error::from_raw_os_error(-rc),
+                source,
             });
         }
         let wr = WrId(self.next_wr);
@@ -744,8 +773,12 @@ impl Transport for UmadTransport {
                 if view.is_response() {
                     let tid = view.tid();
                     let key = (view.mgmt_class().0, tid as u32);
-                    if let Some((hi, _)) = self.tid_hi.remove(&key) {
-                        let restored = (u64::from(hi) << 32) | (tid & 0xFFFF_FFFF);
+                    // Looked up, not removed: one request can have many
+                    // responses (an RMPP sender gets an ACK per window,
+                    // then the answer), all with the kernel's upper bits.
+                    // Entries leave in insertion order (TID_MEMORY).
+                    if let Some((hi, _)) = self.tid_hi.get(&key) {
+                        let restored = (u64::from(*hi) << 32) | (tid & 0xFFFF_FFFF);
                         mad[8..16].copy_from_slice(&restored.to_be_bytes());
                     }
                 }
@@ -800,6 +833,7 @@ impl Drop for UmadTransport {
 mod libc_errno {
     pub const EAGAIN: i32 = 11;
     pub const ETIMEDOUT: i32 = 110;
+    pub const EINVAL: i32 = 22;
 }
 
 #[cfg(test)]

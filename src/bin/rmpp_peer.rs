@@ -1,0 +1,366 @@
+//! A madstack RMPP peer on a real port (umad): the program madstack's
+//! real-kernel tests run inside their VM, and a way to try RMPP between two
+//! ports by hand.
+//!
+//! It speaks vendor range-2 class 0x30, class version 1, OUI 00:14:05,
+//! attribute 0xff10: requests are Set (0x02) and answers GetResp (0x81).
+//! Data byte `i` of every message is [`pattern`]`(i)`, the pattern of the
+//! C peer that drives the kernel's own RMPP (`tests/kvm/kpeer.c`).
+//!
+//! ```text
+//! rmpp-peer recv    CA LEN COUNT SECS [REPLY_LEN]  receive COUNT messages of LEN data bytes;
+//!                                                  answer each with one GetResp MAD (verdict
+//!                                                  byte 0x4f = good), or with an RMPP GetResp
+//!                                                  of REPLY_LEN pattern bytes
+//! rmpp-peer send    CA DGID LEN COUNT TIMEOUT_MS [REPLY_LEN]
+//!                                                  send COUNT RMPP Sets to DGID and wait for
+//!                                                  each answer (a verdict MAD, or REPLY_LEN
+//!                                                  pattern bytes)
+//! rmpp-peer sa-serve CA RECORDS SECS              an SA responder serving RECORDS NodeRecords
+//! rmpp-peer sa-get  CA DGID RECORDS               an SA GetTable of NodeRecords from DGID
+//! rmpp-peer events  CA AGENTS STOPFILE            AGENTS agents print every port event until
+//!                                                  STOPFILE exists, then the port's GID
+//! rmpp-peer claim   CA                           try to own class 0x30 / Set
+//! ```
+//!
+//! Every fact goes to stdout as one line starting with `PEER`; the exit
+//! status is 0 only when everything asked for checked out.
+
+use std::net::Ipv6Addr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mad_agents::sa::client::parse_table;
+use mad_agents::sa::{build_request, SaResponder, SaResponderConfig, StaticRecords};
+use mad_agents::{AgentEvent, AgentSpec, EngineConfig, Runtime, SendRequest, SendStatus};
+use mad_core::transport::umad::UmadTransport;
+use mad_core::transport::{Address, Grh, Qp, GSI_QKEY};
+use mad_core::wire::sa_records::NodeRecord;
+use mad_core::wire::{AttributeId, Method, MgmtClass, VENDOR_DATA_OFFSET};
+
+const CLASS: MgmtClass = MgmtClass(0x30);
+const OUI: u32 = 0x00_1405;
+const GOOD: u8 = 0x4f;
+const BAD: u8 = 0xee;
+
+/// Data byte `i` of every test message.
+fn pattern(i: usize) -> u8 {
+    (i.wrapping_mul(13).wrapping_add(5).wrapping_add(i >> 9)) as u8
+}
+
+/// The first index where `data` differs from the pattern, if any.
+fn pattern_mismatch(data: &[u8]) -> Option<usize> {
+    data.iter()
+        .enumerate()
+        .find(|(i, b)| **b != pattern(*i))
+        .map(|(i, _)| i)
+}
+
+/// A vendor message: the 40-byte header, then `data`.
+fn vendor_message(method: Method, response: bool, tid: u64, data: &[u8]) -> Vec<u8> {
+    let mut m = vec![0u8; VENDOR_DATA_OFFSET];
+    m[..4].copy_from_slice(&[1, CLASS.0, 1, method.0 | if response { 0x80 } else { 0 }]);
+    m[8..16].copy_from_slice(&tid.to_be_bytes());
+    m[16..18].copy_from_slice(&0xff10u16.to_be_bytes());
+    m[37..40].copy_from_slice(&OUI.to_be_bytes()[1..]);
+    m.extend_from_slice(data);
+    if m.len() < 256 {
+        m.resize(256, 0);
+    }
+    m
+}
+
+/// QP1 of the port whose GID is `gid`, through a GRH (RoCE needs one).
+fn gid_address(gid: &str) -> Result<Address, String> {
+    let ip: Ipv6Addr = gid.parse().map_err(|e| format!("bad GID {gid:?}: {e}"))?;
+    Ok(Address {
+        grh: Some(Grh {
+            gid: ip.octets(),
+            hop_limit: 64,
+            ..Grh::default()
+        }),
+        ..Address::gsi(0)
+    })
+}
+
+fn open(ca: &str) -> Result<Runtime, String> {
+    let t = UmadTransport::open(Some(ca), 1).map_err(|e| e.to_string())?;
+    Runtime::start(t, EngineConfig::default()).map_err(|e| format!("runtime: {e}"))
+}
+
+/// The engine's and the port's counters and the port's last error, on one line.
+fn stats(rt: &Runtime) -> String {
+    let (port, last) =
+        rt.with_engine(|e| (e.port().stats(), e.port().last_error().map(str::to_owned)));
+    format!(
+        "engine {:?}; port {port:?}; last port error {last:?}",
+        rt.engine_stats()
+    )
+}
+
+fn num<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> Result<T, String> {
+    let s = args.get(i).ok_or_else(|| format!("missing {what}"))?;
+    s.parse()
+        .map_err(|_| format!("{what} must be a number, not {s:?}"))
+}
+
+fn arg<'a>(args: &'a [String], i: usize, what: &str) -> Result<&'a str, String> {
+    args.get(i)
+        .map(String::as_str)
+        .ok_or_else(|| format!("missing {what}"))
+}
+
+fn recv(args: &[String]) -> Result<bool, String> {
+    let rt = open(arg(args, 0, "CA")?)?;
+    let len: usize = num(args, 1, "LEN")?;
+    let count: usize = num(args, 2, "COUNT")?;
+    let secs: u64 = num(args, 3, "SECS")?;
+    let reply_len: usize = if args.len() > 4 {
+        num(args, 4, "REPLY_LEN")?
+    } else {
+        0
+    };
+    let spec = AgentSpec::requests("kernel-peer-recv", CLASS, 1, &[Method::SET])
+        .with_oui(OUI)
+        .with_rmpp();
+    let (agent, rx) = rt.register_channel(spec).map_err(|e| e.to_string())?;
+    println!("PEER ready");
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut good = 0;
+    let mut seen = 0;
+    while seen < count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(ev) = rx.recv_timeout(left) else {
+            println!("PEER timeout after {seen} of {count} messages");
+            break;
+        };
+        match ev {
+            AgentEvent::Received(msg) => {
+                let bytes = msg.bytes();
+                let data = bytes.get(VENDOR_DATA_OFFSET..).unwrap_or(&[]);
+                let ok = data.len() == len && pattern_mismatch(data).is_none();
+                let src = msg.src();
+                println!(
+                    "PEER {} message {seen}: {} data bytes (want {len}), first mismatch {:?}, from lid {} grh {}",
+                    if ok { "ok" } else { "bad" },
+                    data.len(),
+                    pattern_mismatch(&data[..data.len().min(len)]),
+                    src.lid,
+                    src.grh.map_or("none".to_owned(), |g| Ipv6Addr::from(g.gid).to_string()),
+                );
+                seen += 1;
+                good += usize::from(ok);
+                let body: Vec<u8> = if ok && reply_len > 0 {
+                    (0..reply_len).map(pattern).collect()
+                } else {
+                    vec![if ok { GOOD } else { BAD }]
+                };
+                let resp = vendor_message(Method::GET, true, msg.tid(), &body);
+                let dest = Address {
+                    qkey: GSI_QKEY,
+                    ..*src
+                };
+                let done = agent
+                    .handle()
+                    .send_and_wait(SendRequest::new(resp, dest))
+                    .map_err(|e| e.to_string())?;
+                println!("PEER reply {}: {}", seen - 1, done.status);
+            }
+            AgentEvent::SendDone(_) => {}
+            other => println!("PEER event {other:?}"),
+        }
+    }
+    println!("PEER done {good} of {count}; {}", stats(&rt));
+    Ok(good == count)
+}
+
+fn send(args: &[String]) -> Result<bool, String> {
+    let rt = open(arg(args, 0, "CA")?)?;
+    let dest = gid_address(arg(args, 1, "DGID")?)?;
+    let len: usize = num(args, 2, "LEN")?;
+    let count: usize = num(args, 3, "COUNT")?;
+    let timeout = Duration::from_millis(num(args, 4, "TIMEOUT_MS")?);
+    let reply_len: usize = if args.len() > 5 {
+        num(args, 5, "REPLY_LEN")?
+    } else {
+        0
+    };
+    let spec = AgentSpec::send_only("kernel-peer-send", Qp::Qp1).with_rmpp();
+    let (agent, _rx) = rt.register_channel(spec).map_err(|e| e.to_string())?;
+    println!("PEER ready");
+    let data: Vec<u8> = (0..len).map(pattern).collect();
+    let mut good = 0;
+    for n in 0..count {
+        let started = Instant::now();
+        let req = SendRequest::new(vendor_message(Method::SET, false, 0, &data), dest)
+            .expect_response(timeout, 2);
+        let done = agent
+            .handle()
+            .send_and_wait(req)
+            .map_err(|e| e.to_string())?;
+        let took = started.elapsed().as_millis();
+        let answer = done
+            .response
+            .as_ref()
+            .map(|m| m.bytes().get(VENDOR_DATA_OFFSET..).unwrap_or(&[]).to_vec());
+        let ok = done.status == SendStatus::Success
+            && match &answer {
+                Some(a) if reply_len == 0 => a.first() == Some(&GOOD),
+                Some(a) => a.len() == reply_len && pattern_mismatch(a).is_none(),
+                None => false,
+            };
+        println!(
+            "PEER {} send {n}: status {} ({:?}) after {took} ms, answer {} data bytes",
+            if ok { "ok" } else { "bad" },
+            done.status,
+            done.status,
+            answer.as_ref().map_or(0, Vec::len),
+        );
+        good += usize::from(ok);
+    }
+    println!(
+        "PEER done {good} of {count}; engine {:?}",
+        rt.engine_stats()
+    );
+    Ok(good == count)
+}
+
+fn node_record(i: usize) -> NodeRecord {
+    let mut r = NodeRecord {
+        lid: u16::try_from(i + 1).unwrap_or(u16::MAX),
+        ..NodeRecord::default()
+    };
+    r.node_info.node_guid = 0x0002_c903_0000_0000 | i as u64;
+    r.node_info.port_guid = r.node_info.node_guid;
+    r
+}
+
+fn sa_serve(args: &[String]) -> Result<bool, String> {
+    let rt = open(arg(args, 0, "CA")?)?;
+    let n: usize = num(args, 1, "RECORDS")?;
+    let secs: u64 = num(args, 2, "SECS")?;
+    let source = Arc::new(StaticRecords::new());
+    let records: Vec<NodeRecord> = (0..n).map(node_record).collect();
+    source.set_records(&records).map_err(|e| e.to_string())?;
+    let sa =
+        SaResponder::start(&rt, source, SaResponderConfig::default()).map_err(|e| e.to_string())?;
+    println!("PEER ready");
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline && sa.stats().requests == 0 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let the transfer finish (its ACKs) before the port closes.
+    while Instant::now() < deadline && sa.agent().outstanding() > 0 {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("PEER served {:?}", sa.stats());
+    Ok(sa.stats().requests > 0)
+}
+
+fn sa_get(args: &[String]) -> Result<bool, String> {
+    let rt = open(arg(args, 0, "CA")?)?;
+    let dest = gid_address(arg(args, 1, "DGID")?)?;
+    let n: usize = num(args, 2, "RECORDS")?;
+    let spec = AgentSpec::send_only("kernel-peer-sa", Qp::Qp1).with_rmpp();
+    let (agent, _rx) = rt.register_channel(spec).map_err(|e| e.to_string())?;
+    let req = build_request(Method::GET_TABLE, AttributeId::SA_NODE_RECORD, 0, 0, &[]);
+    let started = Instant::now();
+    let done = agent
+        .handle()
+        .send_and_wait(SendRequest::new(req, dest).expect_response(Duration::from_secs(4), 2))
+        .map_err(|e| e.to_string())?;
+    let took = started.elapsed().as_millis();
+    let Some(resp) = done.response else {
+        println!("PEER bad GetTable: {} after {took} ms", done.status);
+        return Ok(false);
+    };
+    let table = parse_table::<NodeRecord>(resp.bytes()).map_err(|e| e.to_string())?;
+    let wrong = table
+        .records
+        .iter()
+        .enumerate()
+        .find(|(i, r)| **r != node_record(*i))
+        .map(|(i, _)| i);
+    let ok = table.records.len() == n && wrong.is_none() && !table.truncated;
+    println!(
+        "PEER {} GetTable: {} records (want {n}), {} bytes, first wrong record {wrong:?}, {took} ms",
+        if ok { "ok" } else { "bad" },
+        table.records.len(),
+        resp.bytes().len(),
+    );
+    Ok(ok)
+}
+
+fn events(args: &[String]) -> Result<bool, String> {
+    let rt = open(arg(args, 0, "CA")?)?;
+    let n: usize = num(args, 1, "AGENTS")?;
+    let stop = arg(args, 2, "STOPFILE")?;
+    let mut agents = Vec::new();
+    for i in 0..n {
+        let spec = AgentSpec::send_only(&format!("kernel-peer-events-{i}"), Qp::Qp1);
+        agents.push(rt.register_channel(spec).map_err(|e| e.to_string())?);
+    }
+    println!("PEER ready");
+    while !std::path::Path::new(stop).exists() {
+        for (i, (_, rx)) in agents.iter().enumerate() {
+            while let Some(ev) = rx.try_recv() {
+                println!("PEER event agent {i} {ev:?}");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for (i, (_, rx)) in agents.iter().enumerate() {
+        while let Some(ev) = rx.try_recv() {
+            println!("PEER event agent {i} {ev:?}");
+        }
+    }
+    let a = rt.port_attrs();
+    let mut gid = [0u8; 16];
+    gid[..8].copy_from_slice(&a.gid_prefix.to_be_bytes());
+    gid[8..].copy_from_slice(&a.port_guid.to_be_bytes());
+    println!("PEER gid {}", Ipv6Addr::from(gid));
+    println!("PEER state {} lid {}", a.state, a.lid);
+    Ok(true)
+}
+
+fn claim(args: &[String]) -> Result<bool, String> {
+    let rt = open(arg(args, 0, "CA")?)?;
+    let spec = AgentSpec::requests("kernel-peer-claim", CLASS, 1, &[Method::SET]).with_oui(OUI);
+    match rt.register_channel(spec) {
+        Ok(_) => {
+            println!("PEER registered");
+            Ok(true)
+        }
+        Err(e) => {
+            println!("PEER refused: {e}");
+            Ok(false)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or(&[]);
+    let result = match args.first().map(String::as_str) {
+        Some("recv") => recv(rest),
+        Some("send") => send(rest),
+        Some("sa-serve") => sa_serve(rest),
+        Some("sa-get") => sa_get(rest),
+        Some("events") => events(rest),
+        Some("claim") => claim(rest),
+        _ => Err(
+            "usage: rmpp-peer recv|send|sa-serve|sa-get|events|claim ... \
+                  (see the example's documentation)"
+                .to_owned(),
+        ),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            println!("PEER error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
