@@ -2,7 +2,7 @@
 //! (`IBV_EVENT_*` through libibverbs) with the port's attributes after it,
 //! waking on the transport's descriptor the way the runtime does.
 //!
-//! `umad_events CA PORT [SECONDS]` (default 10 s). It prints `READY` once the
+//! `umad_events CA PORT [SECONDS]` (default 10 s; CA `-` is the first one). It prints `READY` once the
 //! port is open, then one `EVENT` line per event, then `DONE n` with the
 //! number of events. Exits 2 if the port has no device events (the line
 //! `no device events: <reason>` says why). Meant for a VM with soft-RoCE:
@@ -44,7 +44,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ca = args.get(1).map_or("rxe0", String::as_str).to_string();
     let port: u8 = args.get(2).map_or(Ok(1), |s| s.parse())?;
     let secs: u64 = args.get(3).map_or(Ok(10), |s| s.parse())?;
-    let mut t = UmadTransport::open(Some(&ca), port)?;
+    // "-": the first CA libibumad lists (under libumad2sim: ibsim's).
+    let mut t = UmadTransport::open((ca != "-").then_some(ca.as_str()), port)?;
     let start = Instant::now();
     let show = |t: &UmadTransport| {
         let a = t.port_attrs();
