@@ -7,10 +7,15 @@
 //! runtime's wakeup mode and `READY`, one `ASYNC` line per event, then
 //! `DONE n`. Exits 2 if the port has no device events. Meant for a VM with
 //! soft-RoCE while the body toggles the link or changes the MAC.
+//!
+//! Its agent also owns vendor class 0x30 version 1 method Set with OUI
+//! 00:14:05 (what the kernel VM harness's `rmpptest send-user` sends) and
+//! prints a `RECV` line per MAD, so MADs are seen to wake the loop through
+//! the same descriptor.
 
 use mad_agents::{AgentEvent, AgentSpec, EngineConfig, Runtime};
 use mad_core::transport::umad::UmadTransport;
-use mad_core::transport::Qp;
+use mad_core::wire::{Method, MgmtClass};
 use std::time::{Duration, Instant};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -25,7 +30,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let rt = Runtime::start(t, EngineConfig::default())?;
     println!("wakeup {:?}", rt.wakeup());
-    let (_agent, rx) = rt.register_channel(AgentSpec::send_only("events", Qp::Qp1))?;
+    let spec =
+        AgentSpec::requests("events", MgmtClass(0x30), 1, &[Method::SET]).with_oui(0x00_14_05);
+    let (_agent, rx) = rt.register_channel(spec)?;
     println!("READY");
     let start = Instant::now();
     let end = start + Duration::from_secs(secs);
@@ -47,6 +54,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "ASYNC {n} t={:.3}s {e:?} state {} gid {gid}",
                 start.elapsed().as_secs_f64(),
                 a.state
+            );
+        } else if let AgentEvent::Received(m) = &ev {
+            println!(
+                "RECV t={:.3}s {} bytes from {:?}",
+                start.elapsed().as_secs_f64(),
+                m.bytes().len(),
+                m.src()
             );
         } else {
             println!("other {ev:?}");
