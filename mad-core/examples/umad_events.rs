@@ -8,6 +8,20 @@
 //! `no device events: <reason>` says why). Meant for a VM with soft-RoCE:
 //! toggle the link (`ip link set veth0 down; ip link set veth0 up`) or change
 //! its MAC while it runs.
+//!
+//! # What a VM guest needs for device events (Debian bookworm, rdma-core 44)
+//! - kernel modules `ib_uverbs` (besides `ib_core`, `ib_umad`, `rdma_rxe`)
+//!   and the nodes `/dev/infiniband/uverbs0`, `uverbs1` (devtmpfs makes
+//!   them, mode 0666);
+//! - `libibverbs.so.1` (+ `libnl-3.so.200`, `libnl-route-3.so.200`) where
+//!   ld.so finds it, e.g. `/lib/x86_64-linux-gnu/`;
+//! - the provider `librxe-rdmav34.so` in
+//!   `/usr/lib/x86_64-linux-gnu/libibverbs/` (libibverbs' provider
+//!   directory; from `ibverbs-providers`) and its driver file
+//!   `/etc/libibverbs.d/rxe.driver` (one line: `driver rxe`).
+//!
+//! Without them the port opens without events and this program prints
+//! `no device events: <reason>` and exits 2.
 #![allow(unsafe_code)]
 
 use mad_core::transport::umad::UmadTransport;
