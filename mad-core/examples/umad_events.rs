@@ -15,10 +15,13 @@
 //!   them, mode 0666);
 //! - `libibverbs.so.1` (+ `libnl-3.so.200`, `libnl-route-3.so.200`) where
 //!   ld.so finds it, e.g. `/lib/x86_64-linux-gnu/`;
-//! - the provider `librxe-rdmav34.so` in
-//!   `/usr/lib/x86_64-linux-gnu/libibverbs/` (libibverbs' provider
-//!   directory; from `ibverbs-providers`) and its driver file
-//!   `/etc/libibverbs.d/rxe.driver` (one line: `driver rxe`).
+//! - the driver file `/etc/libibverbs.d/rxe.driver` (one line:
+//!   `driver rxe`; without it libibverbs lists no device), and the
+//!   provider `librxe-rdmav34.so` (from `ibverbs-providers`, + the libnl
+//!   libraries) either in `/usr/lib/x86_64-linux-gnu/libibverbs/`
+//!   (libibverbs' provider directory) or on ld.so's default path such as
+//!   `/lib/x86_64-linux-gnu/` (it falls back to a bare `dlopen`); both
+//!   were seen to work.
 //!
 //! Without them the port opens without events and this program prints
 //! `no device events: <reason>` and exits 2.
