@@ -302,6 +302,28 @@ pub struct PortAttrs {
     pub is_switch: bool,
 }
 
+impl PortAttrs {
+    /// The port's GID at index 0 in network byte order: [`gid_prefix`]
+    /// followed by [`port_guid`].
+    ///
+    /// On InfiniBand that is the port's default GID. On RoCE, libibumad
+    /// reads both halves from GID table entry 0 (sysfs
+    /// `/sys/class/infiniband/<ca>/ports/<n>/gids/0`: `fe80::` plus the
+    /// EUI-64 of the interface's MAC), so after a MAC change
+    /// ([`AsyncEvent::GidChange`]) and [`Transport::refresh_port_attrs`]
+    /// it is the new GID. The simulator and ibsim fill both halves too.
+    ///
+    /// [`gid_prefix`]: PortAttrs::gid_prefix
+    /// [`port_guid`]: PortAttrs::port_guid
+    #[must_use]
+    pub fn gid(&self) -> [u8; 16] {
+        let mut g = [0u8; 16];
+        g[..8].copy_from_slice(&self.gid_prefix.to_be_bytes());
+        g[8..].copy_from_slice(&self.port_guid.to_be_bytes());
+        g
+    }
+}
+
 /// Why a transport call failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -450,3 +472,4 @@ pub mod fault;
 pub mod ibsim;
 pub mod loopback;
 pub mod umad;
+pub mod verbs;

@@ -21,11 +21,36 @@
 //!   32 bits madstack wrote (by management class and lower 32 bits) and puts
 //!   them back into the response, so the agent layer sees its own TIDs; the
 //!   kernel's bits are never modified on the way out.
-//! - libibumad reports no asynchronous events and no QP states: the QPs are
-//!   the kernel's. `poll_event` returns nothing, `qp_state` is always RTS,
-//!   and `modify_qp` / `recreate_queues` have nothing to do.
+//! - libibumad reports no QP states: the QPs are the kernel's. `qp_state`
+//!   is always RTS, and `modify_qp` / `recreate_queues` have nothing to do.
+//!
+//! # Device events
+//! libibumad reports no asynchronous events either. [`UmadTransport::open`]
+//! therefore also opens the verbs device of the same name through
+//! libibverbs ([`super::verbs`], loaded at run time like libibumad) and
+//! `poll_event` reads its asynchronous events without blocking:
+//! `IBV_EVENT_PORT_ACTIVE`, `PORT_ERR`, `LID_CHANGE`, `PKEY_CHANGE`,
+//! `GID_CHANGE`, `SM_CHANGE` and `CLIENT_REREGISTER` of this port, and
+//! `DEVICE_FATAL` of the device. Before such an event is returned the
+//! cached [`PortAttrs`] are re-read (so [`PortAttrs::gid`] is the port's
+//! new GID after `GidChange`); after `DeviceFatal` every send and refresh
+//! fails with [`TransportError::DeviceDead`].
+//!
+//! When libibverbs, the provider or the verbs device is missing (as under
+//! libumad2sim, which fakes only umad), the port works without events and
+//! [`UmadTransport::no_events_reason`] says why; opening does not fail.
+//!
+//! # Waking up
+//! With events, [`Transport::raw_fd`] is a level-triggered epoll descriptor
+//! ([`super::verbs::WakeSet`]) holding the umad fd and the async-event fd:
+//! it is readable while either is, so a loop that waits on `raw_fd` and
+//! then drains `poll_recv` and `poll_event` (as the port layer's `poll`
+//! does) wakes for both. Without events, or if epoll refuses the umad fd,
+//! `raw_fd` is the umad fd itself, as before; events are then noticed
+//! whenever the port is polled for another reason.
 #![allow(unsafe_code)]
 
+use super::verbs::{DeviceEvents, WakeSet};
 use super::{
     Address, AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
     TransportError, WcStatus, WrId,
@@ -394,6 +419,14 @@ pub struct UmadTransport {
     /// Response writes the kernel refused as duplicates of a response still
     /// in flight, and that were written again.
     pub busy_responses: u64,
+    /// The verbs device whose async events this port reports, if open.
+    events: Option<DeviceEvents>,
+    /// Why there are no device events (`events` is `None`).
+    no_events: Option<String>,
+    /// umad fd + async-event fd behind one descriptor, when both are there.
+    wake: Option<WakeSet>,
+    /// A `DeviceFatal` event was reported.
+    dead: bool,
 }
 
 impl std::fmt::Debug for UmadTransport {
@@ -401,6 +434,8 @@ impl std::fmt::Debug for UmadTransport {
         f.debug_struct("UmadTransport")
             .field("portid", &self.portid)
             .field("attrs", &self.attrs)
+            .field("events", &self.events)
+            .field("no_events", &self.no_events)
             .finish_non_exhaustive()
     }
 }
@@ -455,6 +490,15 @@ impl UmadTransport {
             pkeys: port_info.pkeys,
             is_switch: ca_info.node_type == 2,
         };
+        let (events, no_events) = match DeviceEvents::open(&ca_name, port_info.port_num) {
+            Ok(ev) => (Some(ev), None),
+            Err(why) => (None, Some(why)),
+        };
+        // One descriptor for both, if epoll takes the umad fd (libumad2sim's
+        // fake fds it refuses; there is no verbs device then anyway).
+        let wake = events
+            .as_ref()
+            .and_then(|ev| WakeSet::new(&[fd, ev.fd()]).ok());
         Ok(Self {
             lib: l,
             portid,
@@ -471,7 +515,32 @@ impl UmadTransport {
             buf: vec![0u8; USER_MAD_HDR + MAD_LEN],
             failed_recv_status: 0,
             busy_responses: 0,
+            events,
+            no_events,
+            wake,
+            dead: false,
         })
+    }
+
+    /// Why this port reports no device events (libibverbs, its provider
+    /// or the verbs device missing, or the event queue failed), or `None`
+    /// when it does. Print it as "no device events: {reason}".
+    #[must_use]
+    pub fn no_events_reason(&self) -> Option<&str> {
+        self.no_events.as_deref()
+    }
+
+    /// Stops reading device events, remembering why.
+    fn drop_events(&mut self, why: String) {
+        if let (Some(w), Some(ev)) = (&self.wake, &self.events) {
+            w.remove(ev.fd());
+        }
+        self.events = None;
+        self.no_events = Some(why);
+    }
+
+    fn dead_error(&self) -> TransportError {
+        TransportError::DeviceDead(self.attrs.ca_name.clone())
     }
 
     fn register_raw(
@@ -592,6 +661,9 @@ impl Transport for UmadTransport {
     }
 
     fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
         let p = get_port(&self.attrs.ca_name, self.attrs.port_num)?;
         self.attrs.lid = p.lid;
         self.attrs.lmc = p.lmc;
@@ -613,6 +685,9 @@ impl Transport for UmadTransport {
     }
 
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
         let view = Mad::new_checked(mad)
             .map_err(|e| TransportError::BadSend(format!("not a MAD: {e}")))?;
         if mad.len() > MAD_LEN {
@@ -676,8 +751,7 @@ impl Transport for UmadTransport {
             // right behind our own final RMPP ACK — until that one's send
             // completes, which takes the kernel a moment: try again.
             let errno = std::io::Error::last_os_error().raw_os_error();
-            if view_is_response && errno == Some(libc_errno::EINVAL) && attempts < RESPONSE_RETRIES
-            {
+            if view_is_response && errno == Some(libc::EINVAL) && attempts < RESPONSE_RETRIES {
                 attempts += 1;
                 self.busy_responses += 1;
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -724,7 +798,7 @@ impl Transport for UmadTransport {
                 unsafe { (self.lib.recv)(self.portid, self.buf.as_mut_ptr().cast(), &mut len, 0) };
             if rc < 0 {
                 let errno = -rc;
-                if errno == libc_errno::ETIMEDOUT || errno == libc_errno::EAGAIN {
+                if errno == libc::ETIMEDOUT || errno == libc::EAGAIN {
                     return Ok(None);
                 }
                 return Err(TransportError::Io {
@@ -788,7 +862,30 @@ impl Transport for UmadTransport {
     }
 
     fn poll_event(&mut self) -> Option<AsyncEvent> {
-        None
+        let ev = match self.events.as_mut()?.next_event() {
+            Ok(ev) => ev?,
+            Err(e) => {
+                // EIO: the device was disassociated (unplugged, driver
+                // unbound): as fatal as DEVICE_FATAL itself.
+                let gone = e.raw_os_error() == Some(libc::EIO);
+                let dev = self.attrs.ca_name.clone();
+                self.drop_events(format!("reading {dev}'s async events failed: {e}"));
+                if !gone {
+                    return None;
+                }
+                AsyncEvent::DeviceFatal
+            }
+        };
+        if ev == AsyncEvent::DeviceFatal {
+            self.dead = true;
+        } else {
+            // The port layer refreshes too; doing it here keeps
+            // `port_attrs` current for a caller without it. A failure
+            // leaves the old attributes and the port layer's own refresh
+            // reports it.
+            let _ = self.refresh_port_attrs();
+        }
+        Some(ev)
     }
 
     fn qp_state(&self, _qp: Qp) -> QpState {
@@ -804,6 +901,9 @@ impl Transport for UmadTransport {
     }
 
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        if let Some(w) = &self.wake {
+            return Some(w.fd());
+        }
         (self.fd >= 0).then_some(self.fd)
     }
 
@@ -820,6 +920,7 @@ impl Transport for UmadTransport {
 
 impl Drop for UmadTransport {
     fn drop(&mut self) {
+        // The epoll set and the verbs context close with their fields.
         for id in self.agent_qp.keys() {
             // SAFETY: ids registered on this open port.
             unsafe { (self.lib.unregister)(self.portid, *id) };
@@ -827,13 +928,6 @@ impl Drop for UmadTransport {
         // SAFETY: portid was opened by umad_open_port.
         unsafe { (self.lib.close_port)(self.portid) };
     }
-}
-
-/// The two errno values `umad_recv` returns for "nothing yet".
-mod libc_errno {
-    pub const EAGAIN: i32 = 11;
-    pub const ETIMEDOUT: i32 = 110;
-    pub const EINVAL: i32 = 22;
 }
 
 #[cfg(test)]
