@@ -1064,10 +1064,26 @@ impl<T: Transport> Engine<T> {
     }
 
     /// Posts the send's MAD once more (first post, retry, flush repost).
-    fn post(&mut self, idx: usize) -> Result<(), PortError> {
+    /// How long the layer below should hold request `idx` for its answer
+    /// ([`mad_core::transport::Transport::post_request`]): this attempt's
+    /// timeout, for a request that expects a response; `None` otherwise.
+    fn answer_wait(&self, idx: usize, mad: &[u8]) -> Option<Duration> {
         let s = &self.sends[idx];
-        self.port
-            .post(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64())?;
+        let request = mad.get(3).is_some_and(|m| m & 0x80 == 0);
+        (request && !s.timeout.is_zero()).then(|| self.interval(s))
+    }
+
+    fn post(&mut self, idx: usize) -> Result<(), PortError> {
+        let wait = self.answer_wait(idx, &self.sends[idx].mad);
+        let s = &self.sends[idx];
+        match wait {
+            Some(w) => self
+                .port
+                .post_request(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64(), w)?,
+            None => self
+                .port
+                .post(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64())?,
+        };
         self.sends[idx].wr += 1;
         self.stats.posted += 1;
         Ok(())
@@ -1082,8 +1098,17 @@ impl<T: Transport> Engine<T> {
         if tx.sender.poll_transmit_into(now, &mut self.seg).is_none() {
             return Ok(false);
         }
-        self.port
-            .post(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64())?;
+        let wait = self.answer_wait(idx, &self.seg);
+        let s = &self.sends[idx];
+        match wait {
+            Some(w) => self
+                .port
+                .post_request(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64(), w)?,
+            None => self
+                .port
+                .post(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64())?,
+        };
+        let s = &mut self.sends[idx];
         s.wr += 1;
         self.stats.posted += 1;
         Ok(true)

@@ -316,10 +316,7 @@ fn events(args: &[String]) -> Result<bool, String> {
         }
     }
     let a = rt.port_attrs();
-    let mut gid = [0u8; 16];
-    gid[..8].copy_from_slice(&a.gid_prefix.to_be_bytes());
-    gid[8..].copy_from_slice(&a.port_guid.to_be_bytes());
-    println!("PEER gid {}", Ipv6Addr::from(gid));
+    println!("PEER gid {}", Ipv6Addr::from(a.gid()));
     println!("PEER state {} lid {}", a.state, a.lid);
     Ok(true)
 }

@@ -19,6 +19,15 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
         (**self).post_send(qp, mad, dest)
     }
+    fn post_request(
+        &mut self,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+        wait: std::time::Duration,
+    ) -> Result<WrId, TransportError> {
+        (**self).post_request(qp, mad, dest, wait)
+    }
     fn poll_send_completions(
         &mut self,
         out: &mut Vec<SendCompletion>,

@@ -119,6 +119,8 @@ struct Queued {
     meta: Meta,
     mad: crate::MadBuf,
     dest: Address,
+    /// The answer's wait of a request ([`Port::post_request`]).
+    wait: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -405,6 +407,36 @@ impl<T: Transport> Port<T> {
         dest: &Address,
         cookie: u64,
     ) -> Result<SendToken, PortError> {
+        self.post_waiting(client, qp, mad, dest, cookie, None)
+    }
+
+    /// As [`Port::post`], for a request whose answer the caller waits
+    /// `wait` for: the transport hears it ([`Transport::post_request`]),
+    /// also when the send waits on the overflow queue first.
+    ///
+    /// # Errors
+    /// As [`Port::post`].
+    pub fn post_request(
+        &mut self,
+        client: ClientId,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+        cookie: u64,
+        wait: std::time::Duration,
+    ) -> Result<SendToken, PortError> {
+        self.post_waiting(client, qp, mad, dest, cookie, Some(wait))
+    }
+
+    fn post_waiting(
+        &mut self,
+        client: ClientId,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+        cookie: u64,
+        wait: Option<std::time::Duration>,
+    ) -> Result<SendToken, PortError> {
         if !self.clients.contains(client) {
             return Err(PortError::UnknownClient(client));
         }
@@ -424,7 +456,11 @@ impl<T: Transport> Port<T> {
         };
         let mut queue = true;
         if self.can_post_now(qp) {
-            match self.transport.post_send(qp, mad, dest) {
+            let r = match wait {
+                Some(w) => self.transport.post_request(qp, mad, dest, w),
+                None => self.transport.post_send(qp, mad, dest),
+            };
+            match r {
                 Ok(wr) => {
                     self.qps[qp.index()].posted.push_back((wr, meta));
                     self.stats.posted += 1;
@@ -443,6 +479,7 @@ impl<T: Transport> Port<T> {
                 meta,
                 mad: crate::MadBuf::from_slice(mad),
                 dest: *dest,
+                wait,
             });
             self.stats.queued += 1;
         }
@@ -643,7 +680,11 @@ impl<T: Transport> Port<T> {
                 let Some(r) = self.qps[qp.index()].overflow.pop_front() else {
                     break;
                 };
-                match self.transport.post_send(qp, &r.mad, &r.dest) {
+                let posted = match r.wait {
+                    Some(w) => self.transport.post_request(qp, &r.mad, &r.dest, w),
+                    None => self.transport.post_send(qp, &r.mad, &r.dest),
+                };
+                match posted {
                     Ok(wr) => {
                         self.qps[qp.index()].posted.push_back((wr, r.meta));
                         self.stats.posted += 1;

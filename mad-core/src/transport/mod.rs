@@ -398,6 +398,26 @@ pub trait Transport: Send {
     /// Queue full, QP not in RTS, device dead, or an unsendable MAD.
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError>;
 
+    /// Posts a request whose answer the stack above waits `wait` for (this
+    /// attempt's timeout). A transport below which a MAD layer matches
+    /// answers to requests and drops the unmatched ones (the kernel's,
+    /// under umad) keeps the request on its wait list about that long; the
+    /// others keep this default, which posts it as [`Transport::post_send`]
+    /// does. Wrappers forward it.
+    ///
+    /// # Errors
+    /// As [`Transport::post_send`].
+    fn post_request(
+        &mut self,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+        wait: std::time::Duration,
+    ) -> Result<WrId, TransportError> {
+        let _ = wait;
+        self.post_send(qp, mad, dest)
+    }
+
     /// Moves completed sends into `out`; returns how many.
     ///
     /// # Errors

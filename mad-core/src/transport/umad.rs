@@ -12,10 +12,26 @@
 //!   An agent for sending is registered lazily on the first send of a class;
 //!   [`Transport::register_requests`] adds the method mask (and OUI) for
 //!   receiving unsolicited requests.
-//! - Sends are posted with `timeout_ms = 0`: madstack does its own response
-//!   tracking, so the kernel reports nothing after a successful `write()`.
-//!   A send therefore completes with `Success` once the kernel accepted it;
-//!   a refused write is an error of `post_send` itself.
+//! - [`Transport::post_send`] writes with `timeout_ms = 0`;
+//!   [`Transport::post_request`] writes a request with the stack's wait for
+//!   its answer (less a tenth, at most 50 ms). madstack does its own
+//!   response tracking and retries, but the kernel's MAD layer passes a
+//!   response on only if it matches a request still on its wait list
+//!   (`ib_mad_complete_recv`: an unmatched response is dropped, except an
+//!   RMPP-active one of a class using RMPP, which takes the "user RMPP"
+//!   path). A request written with no timeout leaves that list at once, so
+//!   its GetResp never arrives: seen against the real kernel (an RMPP Set's
+//!   GetResp was lost). Each RMPP DATA segment is a request too: the
+//!   receiver's ACKs complete some, the answer matches another. The kernel
+//!   must have let go of a request before the stack retries it with the
+//!   same TID (ib_umad refuses a request whose TID a pending one has, and a
+//!   response identical to one still in flight, with EINVAL): hence the
+//!   shorter wait, and a refused write is tried again for up to 20 ms. A
+//!   request whose answer never comes makes the kernel report `ETIMEDOUT`
+//!   when its wait ends; such reports are counted in
+//!   [`UmadTransport::failed_recv_status`] and otherwise ignored.
+//!   A send completes with `Success` once the kernel accepted the write; a
+//!   refused write is an error of `post_send` itself.
 //! - TIDs: for every request written, the kernel replaces the upper 32 bits
 //!   of the TID with its agent's `hi_tid`. This transport remembers the upper
 //!   32 bits madstack wrote (by management class and lower 32 bits) and puts
@@ -70,9 +86,10 @@ const UMAD_CA_MAX_PORTS: usize = 10;
 const UMAD_MAX_CAS: usize = 32;
 const USER_MAD_HDR: usize = 64;
 const MAD_LEN: usize = 256;
-/// How often a response refused as a duplicate of one still in flight is
-/// written again (1 ms apart).
-const RESPONSE_RETRIES: u32 = 20;
+/// How often a write refused as a duplicate of one still in the kernel (a
+/// request of the same TID still waiting, a response still in flight) is
+/// tried again, 1 ms apart.
+const BUSY_RETRIES: u32 = 20;
 /// How many request TIDs are remembered for restoring their upper bits.
 const TID_MEMORY: usize = 1 << 16;
 
@@ -213,6 +230,19 @@ fn lib() -> Result<&'static Lib, TransportError> {
 #[must_use]
 pub fn is_available() -> bool {
     lib().is_ok()
+}
+
+/// `methods` (bit n = method n) as `0x01, 0x02` (`none` when empty).
+fn method_list(methods: u128) -> String {
+    let list: Vec<String> = (0..128u32)
+        .filter(|b| methods & (1u128 << b) != 0)
+        .map(|b| format!("{b:#04x}"))
+        .collect();
+    if list.is_empty() {
+        "none".to_owned()
+    } else {
+        list.join(", ")
+    }
 }
 
 fn cstr_field(raw: &[c_char]) -> String {
@@ -416,9 +446,9 @@ pub struct UmadTransport {
     buf: Vec<u8>,
     /// MADs received with a non-zero umad status (kernel-reported failures).
     pub failed_recv_status: u64,
-    /// Response writes the kernel refused as duplicates of a response still
-    /// in flight, and that were written again.
-    pub busy_responses: u64,
+    /// Writes the kernel refused as duplicates of a MAD it still held, and
+    /// that were written again.
+    pub busy_writes: u64,
     /// The verbs device whose async events this port reports, if open.
     events: Option<DeviceEvents>,
     /// Why there are no device events (`events` is `None`).
@@ -427,6 +457,15 @@ pub struct UmadTransport {
     wake: Option<WakeSet>,
     /// A `DeviceFatal` event was reported.
     dead: bool,
+    /// The last link event passed on (or what the port state at open
+    /// implies), for dropping repeats.
+    last_link: Option<AsyncEvent>,
+    /// The port's GID when last reported (at open or by a GID change).
+    last_gid: [u8; 16],
+    /// Device events dropped because they repeated what was already
+    /// reported (a second PORT_ACTIVE for one link up, a GID change that
+    /// leaves the GID as it was).
+    pub duplicate_events: u64,
 }
 
 impl std::fmt::Debug for UmadTransport {
@@ -499,6 +538,12 @@ impl UmadTransport {
         let wake = events
             .as_ref()
             .and_then(|ev| WakeSet::new(&[fd, ev.fd()]).ok());
+        let last_link = match attrs.state {
+            4 => Some(AsyncEvent::PortActive),
+            1 => Some(AsyncEvent::PortError),
+            _ => None,
+        };
+        let last_gid = attrs.gid();
         Ok(Self {
             lib: l,
             portid,
@@ -514,11 +559,14 @@ impl UmadTransport {
             tid_gen: 0,
             buf: vec![0u8; USER_MAD_HDR + MAD_LEN],
             failed_recv_status: 0,
-            busy_responses: 0,
+            busy_writes: 0,
             events,
             no_events,
             wake,
             dead: false,
+            last_link,
+            last_gid,
+            duplicate_events: 0,
         })
     }
 
@@ -541,6 +589,166 @@ impl UmadTransport {
 
     fn dead_error(&self) -> TransportError {
         TransportError::DeviceDead(self.attrs.ca_name.clone())
+    }
+
+    /// Writes one MAD; a request stays on the kernel's wait list a little
+    /// less than `wait` (so that it has left before the stack posts the same
+    /// TID again: ib_umad refuses a request whose TID a pending one has).
+    fn write(
+        &mut self,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+        wait: std::time::Duration,
+    ) -> Result<WrId, TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
+        let view = Mad::new_checked(mad)
+            .map_err(|e| TransportError::BadSend(format!("not a MAD: {e}")))?;
+        if mad.len() > MAD_LEN {
+            return Err(TransportError::BadSend(format!(
+                "MAD of {} bytes: the umad transport sends single MADs of at most 256 bytes",
+                mad.len()
+            )));
+        }
+        let class = view.mgmt_class();
+        if class.is_smp() != (qp == Qp::Qp0) {
+            return Err(TransportError::BadSend(format!(
+                "class {class} cannot be sent on {qp:?}"
+            )));
+        }
+        let agent = self.agent_for(class, view.class_version())?;
+        let view_is_response = view.is_response();
+        if !view_is_response {
+            self.remember_tid(class.0, view.tid());
+        }
+        let b = &mut self.buf;
+        b.iter_mut().for_each(|x| *x = 0);
+        // struct ib_user_mad: agent_id, status, timeout_ms, retries, length.
+        b[0..4].copy_from_slice(&(agent as u32).to_ne_bytes());
+        b[16..20].copy_from_slice(&(mad.len() as u32).to_ne_bytes());
+        // ib_mad_addr at 20.
+        let a = 20;
+        b[a..a + 4].copy_from_slice(&dest.qpn.to_be_bytes());
+        b[a + 4..a + 8].copy_from_slice(&dest.qkey.to_be_bytes());
+        b[a + 8..a + 10].copy_from_slice(&dest.lid.to_be_bytes());
+        b[a + 10] = dest.sl;
+        b[a + 11] = dest.path_bits;
+        if let Some(g) = &dest.grh {
+            b[a + 12] = 1;
+            b[a + 13] = g.sgid_index;
+            b[a + 14] = g.hop_limit;
+            b[a + 15] = g.traffic_class;
+            b[a + 16..a + 32].copy_from_slice(&g.gid);
+            b[a + 32..a + 36].copy_from_slice(&g.flow_label.to_be_bytes());
+        }
+        b[a + 36..a + 38].copy_from_slice(&dest.pkey_index.to_ne_bytes());
+        b[USER_MAD_HDR..USER_MAD_HDR + mad.len()].copy_from_slice(mad);
+        let early = (wait / 10).min(std::time::Duration::from_millis(50));
+        let wait_ms = c_int::try_from(wait.saturating_sub(early).as_millis()).unwrap_or(c_int::MAX);
+        let mut attempts = 0;
+        loop {
+            // SAFETY: buf holds the 64-byte header plus `mad.len()` bytes.
+            let rc = unsafe {
+                (self.lib.send)(
+                    self.portid,
+                    agent,
+                    self.buf.as_mut_ptr().cast(),
+                    mad.len() as c_int,
+                    wait_ms,
+                    0,
+                )
+            };
+            if rc >= 0 {
+                break;
+            }
+            // libibumad returns -EIO for any failed write(); errno says
+            // why. ib_umad refuses (EINVAL) a request whose TID and class a
+            // pending request of this fd has (a retry racing the kernel's
+            // end of the first one's wait), and a response whose TID, class
+            // and destination match one still in flight (a reply right
+            // behind our own final RMPP ACK), until that one's send
+            // completes, which takes the kernel a moment: try again.
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            if errno == Some(libc::EINVAL) && attempts < BUSY_RETRIES {
+                attempts += 1;
+                self.busy_writes += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+            let source = match errno {
+                Some(e) if e != 0 => std::io::Error::from_raw_os_error(e),
+                _ => std::io::Error::from_raw_os_error(-rc),
+            };
+            return Err(TransportError::Io {
+                context: format!(
+                    "umad_send on {}:{}",
+                    self.attrs.ca_name, self.attrs.port_num
+                ),
+                source,
+            });
+        }
+        let wr = WrId(self.next_wr);
+        self.next_wr += 1;
+        self.completions.push_back(SendCompletion {
+            wr_id: wr,
+            qp,
+            status: WcStatus::Success,
+            vendor_err: 0,
+        });
+        Ok(wr)
+    }
+
+    /// The next event of the verbs device, with the attributes refreshed.
+    fn next_device_event(&mut self) -> Option<AsyncEvent> {
+        let ev = match self.events.as_mut()?.next_event() {
+            Ok(ev) => ev?,
+            Err(e) => {
+                // EIO: the device was disassociated (unplugged, driver
+                // unbound): as fatal as DEVICE_FATAL itself.
+                let gone = e.raw_os_error() == Some(libc::EIO);
+                let dev = self.attrs.ca_name.clone();
+                self.drop_events(format!("reading {dev}'s async events failed: {e}"));
+                if !gone {
+                    return None;
+                }
+                AsyncEvent::DeviceFatal
+            }
+        };
+        if ev == AsyncEvent::DeviceFatal {
+            self.dead = true;
+        } else {
+            // The port layer refreshes too; doing it here keeps
+            // `port_attrs` current for a caller without it. A failure
+            // leaves the old attributes and the port layer's own refresh
+            // reports it.
+            let _ = self.refresh_port_attrs();
+        }
+        Some(ev)
+    }
+
+    /// True for an event that tells nothing new: soft-RoCE raises
+    /// PORT_ACTIVE twice for one link up and GID_CHANGE several times for
+    /// one new MAC (also before the GID has changed). A link event equal to
+    /// the last one passed on, or a GID change that leaves the port's GID
+    /// as it was last reported, is dropped (and counted), so every client
+    /// hears each change once.
+    fn repeats_what_is_known(&mut self, ev: AsyncEvent) -> bool {
+        match ev {
+            AsyncEvent::PortActive | AsyncEvent::PortError => {
+                let repeat = self.last_link == Some(ev);
+                self.last_link = Some(ev);
+                repeat
+            }
+            AsyncEvent::GidChange => {
+                let gid = self.attrs.gid();
+                let repeat = self.last_gid == gid;
+                self.last_gid = gid;
+                repeat
+            }
+            _ => false,
+        }
     }
 
     fn register_raw(
@@ -580,9 +788,18 @@ impl UmadTransport {
             },
         };
         if id < 0 {
+            let why = std::io::Error::last_os_error();
+            let oui = oui.map_or(String::new(), |o| {
+                format!(" OUI {:02x}:{:02x}:{:02x}", o[0], o[1], o[2])
+            });
             return Err(TransportError::Open(format!(
-                "umad_register of class {class} version {version} failed ({id}); \
-                 another process may own its methods"
+                "the kernel refused to register class {:#04x} version {version}{oui} \
+                 methods {} on {}:{} ({why}); another process (or a kernel agent) \
+                 owns one of them",
+                class.0,
+                method_list(methods),
+                self.attrs.ca_name,
+                self.attrs.port_num,
             )));
         }
         let qp = if class.is_smp() { Qp::Qp0 } else { Qp::Qp1 };
@@ -685,99 +902,17 @@ impl Transport for UmadTransport {
     }
 
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        if self.dead {
-            return Err(self.dead_error());
-        }
-        let view = Mad::new_checked(mad)
-            .map_err(|e| TransportError::BadSend(format!("not a MAD: {e}")))?;
-        if mad.len() > MAD_LEN {
-            return Err(TransportError::BadSend(format!(
-                "MAD of {} bytes: the umad transport sends single MADs of at most 256 bytes",
-                mad.len()
-            )));
-        }
-        let class = view.mgmt_class();
-        if class.is_smp() != (qp == Qp::Qp0) {
-            return Err(TransportError::BadSend(format!(
-                "class {class} cannot be sent on {qp:?}"
-            )));
-        }
-        let agent = self.agent_for(class, view.class_version())?;
-        let view_is_response = view.is_response();
-        if !view_is_response {
-            self.remember_tid(class.0, view.tid());
-        }
-        let b = &mut self.buf;
-        b.iter_mut().for_each(|x| *x = 0);
-        // struct ib_user_mad: agent_id, status, timeout_ms, retries, length.
-        b[0..4].copy_from_slice(&(agent as u32).to_ne_bytes());
-        b[16..20].copy_from_slice(&(mad.len() as u32).to_ne_bytes());
-        // ib_mad_addr at 20.
-        let a = 20;
-        b[a..a + 4].copy_from_slice(&dest.qpn.to_be_bytes());
-        b[a + 4..a + 8].copy_from_slice(&dest.qkey.to_be_bytes());
-        b[a + 8..a + 10].copy_from_slice(&dest.lid.to_be_bytes());
-        b[a + 10] = dest.sl;
-        b[a + 11] = dest.path_bits;
-        if let Some(g) = &dest.grh {
-            b[a + 12] = 1;
-            b[a + 13] = g.sgid_index;
-            b[a + 14] = g.hop_limit;
-            b[a + 15] = g.traffic_class;
-            b[a + 16..a + 32].copy_from_slice(&g.gid);
-            b[a + 32..a + 36].copy_from_slice(&g.flow_label.to_be_bytes());
-        }
-        b[a + 36..a + 38].copy_from_slice(&dest.pkey_index.to_ne_bytes());
-        b[USER_MAD_HDR..USER_MAD_HDR + mad.len()].copy_from_slice(mad);
-        let mut attempts = 0;
-        loop {
-            // SAFETY: buf holds the 64-byte header plus `mad.len()` bytes.
-            let rc = unsafe {
-                (self.lib.send)(
-                    self.portid,
-                    agent,
-                    self.buf.as_mut_ptr().cast(),
-                    mad.len() as c_int,
-                    0,
-                    0,
-                )
-            };
-            if rc >= 0 {
-                break;
-            }
-            // libibumad returns -EIO for any failed write(); errno says
-            // why. ib_umad refuses (EINVAL) a response whose TID, class and
-            // destination match one still in flight on this fd — a reply
-            // right behind our own final RMPP ACK — until that one's send
-            // completes, which takes the kernel a moment: try again.
-            let errno = std::io::Error::last_os_error().raw_os_error();
-            if view_is_response && errno == Some(libc::EINVAL) && attempts < RESPONSE_RETRIES {
-                attempts += 1;
-                self.busy_responses += 1;
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                continue;
-            }
-            let source = match errno {
-                Some(e) if e != 0 => std::io::Error::from_raw_os_error(e),
-                _ => std::io::Error::from_raw_os_error(-rc),
-            };
-            return Err(TransportError::Io {
-                context: format!(
-                    "umad_send on {}:{}",
-                    self.attrs.ca_name, self.attrs.port_num
-                ),
-                source,
-            });
-        }
-        let wr = WrId(self.next_wr);
-        self.next_wr += 1;
-        self.completions.push_back(SendCompletion {
-            wr_id: wr,
-            qp,
-            status: WcStatus::Success,
-            vendor_err: 0,
-        });
-        Ok(wr)
+        self.write(qp, mad, dest, std::time::Duration::ZERO)
+    }
+
+    fn post_request(
+        &mut self,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+        wait: std::time::Duration,
+    ) -> Result<WrId, TransportError> {
+        self.write(qp, mad, dest, wait)
     }
 
     fn poll_send_completions(
@@ -862,30 +997,14 @@ impl Transport for UmadTransport {
     }
 
     fn poll_event(&mut self) -> Option<AsyncEvent> {
-        let ev = match self.events.as_mut()?.next_event() {
-            Ok(ev) => ev?,
-            Err(e) => {
-                // EIO: the device was disassociated (unplugged, driver
-                // unbound): as fatal as DEVICE_FATAL itself.
-                let gone = e.raw_os_error() == Some(libc::EIO);
-                let dev = self.attrs.ca_name.clone();
-                self.drop_events(format!("reading {dev}'s async events failed: {e}"));
-                if !gone {
-                    return None;
-                }
-                AsyncEvent::DeviceFatal
+        loop {
+            let ev = self.next_device_event()?;
+            if self.repeats_what_is_known(ev) {
+                self.duplicate_events += 1;
+                continue;
             }
-        };
-        if ev == AsyncEvent::DeviceFatal {
-            self.dead = true;
-        } else {
-            // The port layer refreshes too; doing it here keeps
-            // `port_attrs` current for a caller without it. A failure
-            // leaves the old attributes and the port layer's own refresh
-            // reports it.
-            let _ = self.refresh_port_attrs();
+            return Some(ev);
         }
-        Some(ev)
     }
 
     fn qp_state(&self, _qp: Qp) -> QpState {
@@ -941,6 +1060,12 @@ mod tests {
         assert_eq!(USER_MAD_HDR, 64);
         assert_eq!(std::mem::size_of::<UmadPortRaw>(), 112);
         assert_eq!(std::mem::size_of::<UmadCaRaw>(), 208);
+    }
+
+    #[test]
+    fn a_refused_registration_lists_its_methods_in_hex() {
+        assert_eq!(method_list(0), "none");
+        assert_eq!(method_list(1 << 2 | 1 << 0x12), "0x02, 0x12");
     }
 
     #[test]

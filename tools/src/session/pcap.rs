@@ -119,6 +119,21 @@ impl<T: Transport> Transport for PcapTap<T> {
         r
     }
 
+    fn post_request(
+        &mut self,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+        wait: std::time::Duration,
+    ) -> Result<WrId, TransportError> {
+        let r = self.inner.post_request(qp, mad, dest, wait);
+        if r.is_ok() {
+            let slid = self.inner.port_attrs().lid;
+            self.capture.record(mad, slid, dest.lid, Direction::Sent);
+        }
+        r
+    }
+
     fn poll_send_completions(
         &mut self,
         out: &mut Vec<SendCompletion>,
