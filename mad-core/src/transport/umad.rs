@@ -730,10 +730,11 @@ impl UmadTransport {
 
     /// True for an event that tells nothing new: soft-RoCE raises
     /// PORT_ACTIVE twice for one link up and GID_CHANGE several times for
-    /// one new MAC (also before the GID has changed). A link event equal to
-    /// the last one passed on, or a GID change that leaves the port's GID
-    /// as it was last reported, is dropped (and counted), so every client
-    /// hears each change once.
+    /// one new MAC (also before the GID has changed, and while the entry
+    /// reads as empty). A link event equal to the last one passed on, or a
+    /// GID change that leaves the port's GID as it was last reported or
+    /// empty, is dropped (and counted), so every client hears each change
+    /// once.
     fn repeats_what_is_known(&mut self, ev: AsyncEvent) -> bool {
         match ev {
             AsyncEvent::PortActive | AsyncEvent::PortError => {
@@ -743,6 +744,11 @@ impl UmadTransport {
             }
             AsyncEvent::GidChange => {
                 let gid = self.attrs.gid();
+                // Mid-change the entry reads as empty (its interface id
+                // zero): the change is reported when the new GID is there.
+                if gid[8..] == [0; 8] {
+                    return true;
+                }
                 let repeat = self.last_gid == gid;
                 self.last_gid = gid;
                 repeat
