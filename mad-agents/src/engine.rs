@@ -146,12 +146,11 @@ use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent};
 use mad_core::transport::{Address, Qp, Received, Transport, WcStatus, GSI_QKEY, PERMISSIVE_LID};
 use mad_core::wire::rmpp::{RmppType, RMPP_FLAG_ACTIVE};
 use mad_core::wire::smp::{DR_DIRECTION_BIT, DR_STATUS_MASK};
-use mad_core::wire::{
-    Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN, METHOD_RESPONSE_BIT,
-    RMPP_HEADER_END,
-};
-use mad_rmpp::{Outcome, Output, ReceiverTable, SendEvent, Sender, SenderConfig, TransferKey};
+use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN, RMPP_HEADER_END};
+use mad_rmpp::{ReceiverTable, Sender, SenderConfig};
 use slab::Slab;
+
+mod rmpp;
 
 use crate::spec::{AgentSpec, RegTable};
 use crate::tid;
@@ -292,7 +291,9 @@ pub struct Engine<T: Transport = Box<dyn Transport>> {
     table: RegTable,
     sends: Slab<SendSlot>,
     waiting: FastMap<(u64, u8), usize>,
-    rmpp_out: FastMap<(u64, u8), usize>,
+    /// Outbound RMPP transfers by TID and class; several may share them,
+    /// each to a different peer (told apart by the control MAD's source).
+    rmpp_out: FastMap<(u64, u8), Vec<usize>>,
     rmpp_timers: Deadlines,
     next_low: u32,
     ready: VecDeque<usize>,
@@ -790,7 +791,7 @@ impl<T: Transport> Engine<T> {
         };
         let key = tid::match_key(tid, class.0);
         if (!timeout.is_zero() && self.waiting.contains_key(&key))
-            || (rmpp_transfer && self.rmpp_out.contains_key(&key))
+            || (rmpp_transfer && self.rmpp_out_conflict(key, &dest))
         {
             return Err(SendError::DuplicateTid { tid, class });
         }
@@ -834,7 +835,10 @@ impl<T: Transport> Engine<T> {
         };
         let total =
             total_timeout.unwrap_or_else(|| timeout.saturating_mul(retries.saturating_add(1)));
-        let abs_deadline = (!timeout.is_zero() && !queue).then(|| now + total);
+        // An RMPP transfer with no response expected still honours a
+        // total timeout the caller gave.
+        let bounded = !timeout.is_zero() || (rmpp_transfer && total_timeout.is_some());
+        let abs_deadline = (bounded && !queue).then(|| now + total);
         entry.insert(SendSlot {
             id,
             agent: aidx,
@@ -895,7 +899,7 @@ impl<T: Transport> Engine<T> {
             return Err(SendError::Port(e));
         }
         if rmpp_transfer {
-            self.rmpp_out.insert(key, idx);
+            self.route_rmpp(idx);
         }
         if !timeout.is_zero() {
             self.sends[idx].awaiting = true;
@@ -911,33 +915,6 @@ impl<T: Transport> Engine<T> {
             self.pump_rmpp(idx, now);
         }
         Ok(id)
-    }
-
-    /// The window a double-sided requester advertised (in its DS ACK) for
-    /// the response `mad` to `dest`, or 1 (RMPP.md §6, the kernel's
-    /// `init_newwin`): the agent's completed inbound request with the
-    /// same TID, class and version from the response's destination.
-    fn response_window(&self, aidx: usize, mad: &[u8], dest: &Address) -> u32 {
-        let Some(rx) = self.agents[aidx].rmpp_rx.as_ref() else {
-            return 1;
-        };
-        let Some(mut key) = TransferKey::of(mad, dest.lid, dest.qpn) else {
-            return 1;
-        };
-        let resp = key.method;
-        // The request's method: the response's without the R bit; GetResp
-        // also answers Set.
-        let mut methods = vec![resp & 0x7F];
-        if resp == Method::GET.0 | METHOD_RESPONSE_BIT {
-            methods.push(Method::SET.0);
-        }
-        methods
-            .into_iter()
-            .find_map(|m| {
-                key.method = m;
-                rx.response_window(&key)
-            })
-            .unwrap_or(1)
     }
 
     // ----- flow control -----
@@ -1064,116 +1041,20 @@ impl<T: Transport> Engine<T> {
     }
 
     /// Posts the send's MAD once more (first post, retry, flush repost).
+    /// A refused post is counted ([`EngineStats::post_failures`]).
     fn post(&mut self, idx: usize) -> Result<(), PortError> {
         let s = &self.sends[idx];
-        self.port
-            .post(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64())?;
+        let res = self
+            .port
+            .post(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64());
+        if let Err(e) = res {
+            let aidx = s.agent;
+            self.count_post_failure(Some(aidx));
+            return Err(e);
+        }
         self.sends[idx].wr += 1;
         self.stats.posted += 1;
         Ok(())
-    }
-
-    /// Posts one due RMPP segment, if any. Ok(false) when none was due.
-    fn post_next_segment(&mut self, idx: usize, now: Instant) -> Result<bool, PortError> {
-        let s = &mut self.sends[idx];
-        let Some(tx) = s.rmpp.as_mut() else {
-            return Ok(false);
-        };
-        if tx.sender.poll_transmit_into(now, &mut self.seg).is_none() {
-            return Ok(false);
-        }
-        self.port
-            .post(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64())?;
-        s.wr += 1;
-        self.stats.posted += 1;
-        Ok(true)
-    }
-
-    /// Sends what the RMPP sender has due, takes its events and re-arms its
-    /// timer.
-    fn pump_rmpp(&mut self, idx: usize, now: Instant) {
-        loop {
-            match self.post_next_segment(idx, now) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => {
-                    let st = port_failure(&e);
-                    self.fail(idx, st);
-                    break;
-                }
-            }
-        }
-        let mut events = Vec::new();
-        if let Some(tx) = self.sends[idx].rmpp.as_mut() {
-            while let Some(ev) = tx.sender.poll_event() {
-                events.push(ev);
-            }
-        }
-        for ev in events {
-            match ev {
-                SendEvent::AllAcked => self.end_rmpp(idx),
-                SendEvent::Finished(Outcome::Success) => self.end_rmpp(idx),
-                SendEvent::Finished(Outcome::Aborted(st)) => {
-                    self.fail(idx, SendStatus::RmppAbort(st))
-                }
-                SendEvent::Finished(Outcome::TimedOut) => self.fail(idx, SendStatus::Timeout),
-                SendEvent::Finished(Outcome::Canceled) => self.end_rmpp(idx),
-            }
-        }
-        // A finished sender may still have an ABORT to send.
-        if self.sends[idx].rmpp.is_some() {
-            while let Ok(true) = self.post_next_segment(idx, now) {}
-        }
-        self.rearm_rmpp(idx);
-        self.settle(idx, Some(now));
-    }
-
-    /// Starts the RMPP transfer of send `idx` again from segment 1 (a
-    /// retry after a response timeout).
-    fn restart_rmpp(&mut self, idx: usize, now: Instant) {
-        let s = &mut self.sends[idx];
-        let Some(tx) = s.rmpp.as_mut() else {
-            return;
-        };
-        let hdr_len = MgmtClass(s.key.1).data_offset();
-        match Sender::from_message(tx.sender.message().to_vec(), hdr_len, tx.cfg, now) {
-            Ok(sender) => {
-                tx.sender = sender;
-                s.rmpp_active = true;
-                let key = s.key;
-                self.rmpp_out.insert(key, idx);
-                self.pump_rmpp(idx, now);
-            }
-            // It was accepted once, so it cannot fail now; if it did, the
-            // send ends as a timeout.
-            Err(_) => self.fail(idx, SendStatus::Timeout),
-        }
-    }
-
-    fn rearm_rmpp(&mut self, idx: usize) {
-        let s = &mut self.sends[idx];
-        if let Some(tx) = s.rmpp.as_mut() {
-            if tx.deadline.take().is_some() {
-                self.rmpp_timers.remove(idx);
-            }
-            if s.rmpp_active {
-                tx.deadline = tx.sender.poll_timeout();
-                if let Some(d) = tx.deadline {
-                    self.rmpp_timers.insert(d, idx);
-                }
-            }
-        }
-    }
-
-    /// The RMPP transfer no longer holds the send.
-    fn end_rmpp(&mut self, idx: usize) {
-        let s = &mut self.sends[idx];
-        if s.rmpp_active {
-            s.rmpp_active = false;
-            if self.rmpp_out.get(&s.key) == Some(&idx) {
-                self.rmpp_out.remove(&s.key);
-            }
-        }
     }
 
     /// Records the send's final failure (the first one wins) and drops
@@ -1300,8 +1181,11 @@ impl<T: Transport> Engine<T> {
         if s.awaiting && self.waiting.get(&s.key) == Some(&idx) {
             self.waiting.remove(&s.key);
         }
-        if self.rmpp_out.get(&s.key) == Some(&idx) {
-            self.rmpp_out.remove(&s.key);
+        if let Some(list) = self.rmpp_out.get_mut(&s.key) {
+            list.retain(|&i| i != idx);
+            if list.is_empty() {
+                self.rmpp_out.remove(&s.key);
+            }
         }
         if let Some(tx) = &s.rmpp {
             if tx.deadline.is_some() {
@@ -1558,6 +1442,9 @@ impl<T: Transport> Engine<T> {
             PortEvent::SendComplete { cookie, status, .. } => {
                 if cookie == INTERNAL {
                     self.stats.internal_completions += 1;
+                    if status != WcStatus::Success {
+                        self.stats.internal_errors += 1;
+                    }
                 } else {
                     self.on_wc(SendId::from_u64(cookie), status, now);
                 }
@@ -1653,11 +1540,7 @@ impl<T: Transport> Engine<T> {
                 break;
             }
             self.rmpp_timers.remove(sidx);
-            if let Some(tx) = self.sends.get_mut(sidx).and_then(|s| s.rmpp.as_mut()) {
-                tx.deadline = None;
-                tx.sender.handle_timeout(now);
-                self.pump_rmpp(sidx, now);
-            }
+            self.on_rmpp_timer(sidx, now);
             progress = true;
         }
         let rx_due: Vec<usize> = self
@@ -1727,18 +1610,12 @@ impl<T: Transport> Engine<T> {
         let view = Mad::new_unchecked(mad);
         let key = tid::match_key(view.tid(), class.0);
         // ACK / STOP / ABORT for one of our outbound transfers.
-        if class.is_rmpp_class() && is_rmpp_active(mad) && rmpp_type(mad) != RmppType::DATA {
-            if let Some(&idx) = self.rmpp_out.get(&key) {
-                if !self.answers_from_destination(idx, &r.src) {
-                    self.stats.wrong_source += 1;
-                    return;
-                }
-                if let Some(tx) = self.sends[idx].rmpp.as_mut() {
-                    tx.sender.handle_reply(mad, now);
-                }
-                self.pump_rmpp(idx, now);
-                return;
-            }
+        if class.is_rmpp_class()
+            && is_rmpp_active(mad)
+            && rmpp_type(mad) != RmppType::DATA
+            && self.on_rmpp_control(key, &r, now)
+        {
+            return;
         }
         if view.is_response() {
             let Some(&idx) = self.waiting.get(&key) else {
@@ -1758,7 +1635,7 @@ impl<T: Transport> Engine<T> {
             let aidx = self.sends[idx].agent;
             if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
                 if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
-                    rx.handle(mad, r.src.lid, r.src.qpn, now);
+                    rx.handle(mad, &r.src, now);
                 }
                 self.drain_rx(aidx, now);
                 return;
@@ -1784,7 +1661,7 @@ impl<T: Transport> Engine<T> {
                         // A DS ACK (the requester's copy of our final ACK,
                         // carrying the request's method) records the
                         // window for our response there.
-                        rx.handle(mad, r.src.lid, r.src.qpn, now);
+                        rx.handle(mad, &r.src, now);
                     }
                     self.drain_rx(aidx, now);
                 } else {
@@ -1843,11 +1720,7 @@ impl<T: Transport> Engine<T> {
         if class == MgmtClass::SUBN_DIRECTED_ROUTE {
             dest.lid = PERMISSIVE_LID;
         }
-        if self
-            .port
-            .post(self.client, r.qp, &resp, &dest, INTERNAL)
-            .is_ok()
-        {
+        if self.post_internal(None, r.qp, &resp, &dest) {
             self.stats.unsupported_answered += 1;
         }
     }
@@ -1863,73 +1736,15 @@ impl<T: Transport> Engine<T> {
         if s.deadline.take().is_some() {
             self.agents[s.agent].timeouts.remove(idx);
         }
-        if s.rmpp_active {
-            if let Some(tx) = s.rmpp.as_mut() {
-                tx.sender.cancel();
-                while tx.sender.poll_event().is_some() {}
-            }
+        if let Some(tx) = s.rmpp.as_mut() {
+            // Answered: the request's transfer (active, or fully
+            // acknowledged and still routed for repeated final ACKs) ends.
+            tx.sender.cancel();
+            while tx.sender.poll_event().is_some() {}
             self.end_rmpp(idx);
             self.rearm_rmpp(idx);
         }
         self.settle(idx, Some(now));
-    }
-
-    /// Acts on what an agent's RMPP receiver produced.
-    fn drain_rx(&mut self, aidx: usize, now: Instant) {
-        let qp = self.agents[aidx].spec.qp;
-        while let Some(out) = self.agents[aidx]
-            .rmpp_rx
-            .as_mut()
-            .and_then(ReceiverTable::poll_output)
-        {
-            match out {
-                Output::Send { key, mad } => {
-                    let dest = Address {
-                        lid: key.src_lid,
-                        qpn: key.src_qp,
-                        qkey: if key.src_qp == 0 { 0 } else { GSI_QKEY },
-                        ..Address::default()
-                    };
-                    let _ = self.port.post(self.client, qp, &mad, &dest, INTERNAL);
-                }
-                Output::Delivered { key, message } => {
-                    let src = Address {
-                        lid: key.src_lid,
-                        qpn: key.src_qp,
-                        qkey: if key.src_qp == 0 { 0 } else { GSI_QKEY },
-                        ..Address::default()
-                    };
-                    self.agents[aidx].stats.rmpp_reassembled += 1;
-                    let msg = Message::from_parts(qp, src, message);
-                    if key.method & 0x80 != 0 {
-                        match self.waiting.get(&tid::match_key(key.tid, key.class)) {
-                            Some(&idx) if self.sends[idx].agent == aidx => {
-                                self.stats.responses_matched += 1;
-                                self.on_response(idx, msg, now);
-                            }
-                            _ => self.stats.unmatched_responses += 1,
-                        }
-                    } else if !self.agents[aidx].closing {
-                        self.deliver_recv(aidx, msg);
-                    }
-                }
-                Output::Ended { key, outcome } => {
-                    if key.method & 0x80 == 0 {
-                        continue;
-                    }
-                    let Some(&idx) = self.waiting.get(&tid::match_key(key.tid, key.class)) else {
-                        continue;
-                    };
-                    let st = match outcome {
-                        Outcome::Aborted(st) => SendStatus::RmppAbort(st),
-                        Outcome::TimedOut => SendStatus::Timeout,
-                        Outcome::Success | Outcome::Canceled => continue,
-                    };
-                    self.fail(idx, st);
-                    self.settle(idx, Some(now));
-                }
-            }
-        }
     }
 }
 
