@@ -122,6 +122,36 @@
 //! unsolicited response segment allocates nothing. Agents without RMPP
 //! see raw segments.
 //!
+//! ## Peers, GRH and refused posts (issues 12 and 13)
+//!
+//! A peer is its GID when its MADs carry a GRH, else its LID, plus its QP
+//! ([`mad_rmpp::Peer`]): on RoCE every peer is LID 0. Inbound transfers
+//! are keyed by it, so two peers at LID 0 with different GIDs never share
+//! a reassembly; outbound transfers are found by TID, class **and**
+//! destination, so one TID may go to several peers at once (two
+//! requesters that picked the same TID both get their RMPP responses).
+//! Everything the engine sends because of a received MAD (RMPP ACK,
+//! STOP, ABORT, DS ACK, the unsupported-method answer) goes to the
+//! MAD's whole source address, GRH included
+//! ([`mad_rmpp::reply_address`]), and a reassembled message keeps its
+//! first segment's source address ([`Message::src`],
+//! [`Message::reply_address`]).
+//!
+//! A post the port refuses is never silent: it counts in
+//! [`EngineStats::post_failures`] (and the agent's
+//! [`AgentStats::post_failures`]); when it belongs to a send (its MAD, an
+//! RMPP segment, a retry) that send fails with the port's error and
+//! completes once, when its posted work requests have completed.
+//!
+//! An RMPP send never outlives its absolute deadline: its RMPP timer is
+//! armed at the earlier of the sender's ACK timer and that deadline
+//! ([`EngineStats::rmpp_deadline_expired`]). A request whose segments are
+//! all acknowledged stays reachable by ACKs while it waits for its
+//! response, so a repeated final ACK gets the DS ACK again; a STOP or
+//! ABORT then goes to the response's reassembly and never fails the
+//! request. Each agent's receiver enforces the memory bounds of
+//! [`mad_rmpp::ReceiverConfig`] ([`Engine::rmpp_receiver_stats`]).
+//!
 //! # Deregistration
 //!
 //! [`Engine::deregister`] starts it: the agent loses its methods (no new
@@ -519,6 +549,16 @@ impl<T: Transport> Engine<T> {
         self.agent_idx(agent)
             .and_then(|i| self.agents[i].rmpp_rx.as_ref())
             .map_or(0, ReceiverTable::len)
+    }
+
+    /// What `agent`'s RMPP receiver refused or dropped (byte budgets,
+    /// lingering limits, busy table, malformed STOP / ABORT); `None` for
+    /// an agent without RMPP or gone.
+    #[must_use]
+    pub fn rmpp_receiver_stats(&self, agent: AgentId) -> Option<mad_rmpp::ReceiverStats> {
+        self.agent_idx(agent)
+            .and_then(|i| self.agents[i].rmpp_rx.as_ref())
+            .map(ReceiverTable::stats)
     }
 
     /// The earliest time [`Engine::poll`] has timed work: the response

@@ -85,13 +85,17 @@ impl Transport for RoceLike {
 /// The engine under test on a RoCE-like port at LID 0, what it sent, and
 /// the switch that makes the port refuse everything.
 fn roce_engine() -> (Engine<RoceLike>, Sent, Arc<AtomicBool>) {
+    roce_engine_with(EngineConfig::default())
+}
+
+fn roce_engine_with(cfg: EngineConfig) -> (Engine<RoceLike>, Sent, Arc<AtomicBool>) {
     let (lb, sent) = recording(0, 64);
     let refuse_all = Arc::new(AtomicBool::new(false));
     let t = RoceLike {
         inner: lb,
         refuse_all: refuse_all.clone(),
     };
-    (Engine::new(t, EngineConfig::default()), sent, refuse_all)
+    (Engine::new(t, cfg), sent, refuse_all)
 }
 
 /// A RoCE peer: QP1 at LID 0 with a GRH whose GID ends in `last`, as the
@@ -159,10 +163,11 @@ fn rmpp_header(mad: &[u8]) -> (RmppType, RmppStatus, u32, u32) {
     (h.rmpp_type, h.status, h.data1, h.data2)
 }
 
-/// A control MAD (ACK / STOP / ABORT) on `template`'s common header.
+/// A control MAD (ACK / STOP / ABORT) on `template`'s vendor header (the
+/// OUI included: requests are dispatched by it).
 fn control(template: &[u8], rtype: RmppType, st: RmppStatus, d1: u32, d2: u32) -> Vec<u8> {
     let mut m = vec![0u8; 256];
-    m[..24].copy_from_slice(&template[..24]);
+    m[..VENDOR_DATA_OFFSET].copy_from_slice(&template[..VENDOR_DATA_OFFSET]);
     write_header(&header(rtype, 0x1F, FLAG_ACTIVE, st, d1, d2), &mut m);
     m
 }
@@ -545,4 +550,66 @@ fn a_repeated_final_ack_gets_the_ds_ack_again_and_a_late_abort_does_not_fail_the
     let c = completions(&drain(&mut e));
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].status, SendStatus::Success);
+}
+
+#[test]
+fn a_peer_finishing_endless_small_transfers_cannot_grow_an_agent_s_reassembly_table() {
+    let cfg = EngineConfig {
+        rmpp_receiver: ReceiverConfig {
+            max_lingering_per_source: 8,
+            ..ReceiverConfig::default()
+        },
+        ..EngineConfig::default()
+    };
+    let (mut e, _sent, _) = roce_engine_with(cfg);
+    let agent = vendor_agent(&mut e, &[Method::SEND]);
+    let t0 = Instant::now();
+    for tid in 0..100u64 {
+        let mut tx = Sender::new(
+            &vendor_header(Method::SEND, tid),
+            &payload(50, 0),
+            SenderConfig::default(),
+            t0,
+        )
+        .unwrap();
+        push(&mut e, roce(7), &tx.poll_transmit(t0).unwrap());
+        e.poll(t0);
+    }
+    assert_eq!(e.agent_stats(agent).unwrap().rmpp_reassembled, 100);
+    assert_eq!(e.rmpp_reassemblies(agent), 8);
+    assert_eq!(e.rmpp_receiver_stats(agent).unwrap().evicted_lingering, 92);
+}
+
+#[test]
+fn a_malformed_abort_for_a_transfer_being_received_is_answered_with_abort_bad_status() {
+    let (mut e, sent, _) = roce_engine();
+    let agent = vendor_agent(&mut e, &[Method::SEND]);
+    let t0 = Instant::now();
+    let mut tx = Sender::new(
+        &vendor_header(Method::SEND, 3),
+        &payload(3000, 2),
+        SenderConfig::default(),
+        t0,
+    )
+    .unwrap();
+    let first = tx.poll_transmit(t0).unwrap();
+    push(&mut e, roce(8), &first);
+    e.poll(t0);
+    e.poll(t0 + MS);
+    assert_eq!(rmpp_header(&take_sent(&sent)[0].1).0, RmppType::ACK);
+    // The sender "aborts" with a status outside the ABORT range.
+    push(
+        &mut e,
+        roce(8),
+        &control(&first, RmppType::ABORT, RmppStatus(3), 0, 0),
+    );
+    e.poll(t0 + 2 * MS);
+    e.poll(t0 + 3 * MS);
+    let out = take_sent(&sent);
+    assert_eq!(out.len(), 1, "{out:?}");
+    let h = rmpp_header(&out[0].1);
+    assert_eq!((h.0, h.1), (RmppType::ABORT, RmppStatus::BAD_STATUS));
+    assert_eq!(out[0].2.grh, roce(8).grh);
+    assert_eq!(e.rmpp_reassemblies(agent), 0, "the transfer is over");
+    assert_eq!(e.rmpp_receiver_stats(agent).unwrap().bad_status, 1);
 }
