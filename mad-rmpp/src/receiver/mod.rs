@@ -28,12 +28,16 @@
 //! transfers that fail or time out go back to the pool too. A recycled
 //! buffer is cleared: its old bytes can never appear in a new message.
 
+mod budget;
+mod pool;
+
 use crate::peer::{reply_address, Peer};
 use crate::segment::{
     flip_response_bit, header, message_len, read_header, write_header, Header, RmppStatus,
     RmppType, FLAG_ACTIVE, MAD_LEN, RMPP_DATA,
 };
 use crate::Outcome;
+use budget::{forget, Usage};
 use mad_core::hash::FastMap;
 use mad_core::transport::Address;
 use mad_core::wire::MgmtClass;
@@ -278,91 +282,6 @@ impl Transfer {
     }
 }
 
-/// What one source holds in the table.
-#[derive(Debug, Default)]
-struct SourceUse {
-    /// Active reassemblies.
-    active: usize,
-    /// Buffer capacity of its active reassemblies.
-    bytes: usize,
-    /// Its finished transfers still remembered, oldest first.
-    lingering: VecDeque<TransferKey>,
-}
-
-impl SourceUse {
-    fn is_idle(&self) -> bool {
-        self.active == 0 && self.bytes == 0 && self.lingering.is_empty()
-    }
-}
-
-/// Per-source and total use of the table, against the byte budgets.
-#[derive(Debug, Default)]
-struct Usage {
-    /// Buffer capacity of every active reassembly.
-    bytes: usize,
-    sources: FastMap<Peer, SourceUse>,
-}
-
-impl Usage {
-    fn source(&mut self, p: Peer) -> &mut SourceUse {
-        self.sources.entry(p).or_default()
-    }
-
-    fn tidy(&mut self, p: Peer) {
-        if self.sources.get(&p).is_some_and(SourceUse::is_idle) {
-            self.sources.remove(&p);
-        }
-    }
-
-    /// Capacity `cap` of a buffer of `p` is no longer held.
-    fn release(&mut self, p: Peer, cap: usize) {
-        self.bytes = self.bytes.saturating_sub(cap);
-        if let Some(s) = self.sources.get_mut(&p) {
-            s.bytes = s.bytes.saturating_sub(cap);
-        }
-        self.tidy(p);
-    }
-
-    /// Capacity `cap` of a buffer of `p` is now held.
-    fn take(&mut self, p: Peer, cap: usize) {
-        self.bytes += cap;
-        self.source(p).bytes += cap;
-    }
-
-    /// How many more bytes `p` may take within both budgets.
-    fn room(&self, p: Peer, cfg: &ReceiverConfig) -> usize {
-        let src = self.sources.get(&p).map_or(0, |s| s.bytes);
-        cfg.max_bytes
-            .saturating_sub(self.bytes)
-            .min(cfg.max_bytes_per_source.saturating_sub(src))
-    }
-
-    /// Grows `data` (of `p`) to hold at least `needed` bytes, doubling
-    /// where the budgets allow, never past them. False if `needed` does
-    /// not fit.
-    fn grow(&mut self, p: Peer, cfg: &ReceiverConfig, data: &mut Vec<u8>, needed: usize) -> bool {
-        let cap = data.capacity();
-        if needed <= cap {
-            return true;
-        }
-        let limit = cap + self.room(p, cfg);
-        if needed > limit {
-            return false;
-        }
-        let target = cap
-            .saturating_mul(2)
-            .max(needed)
-            .max(MAD_LEN)
-            .min(limit)
-            .min(cfg.max_message_len.saturating_add(MAD_LEN).max(needed));
-        data.reserve_exact(target - data.len());
-        // The allocator may round up: count what it gave.
-        let grown = data.capacity();
-        self.take(p, grown - cap);
-        true
-    }
-}
-
 /// All inbound RMPP transfers of one agent or port.
 #[derive(Debug)]
 pub struct ReceiverTable {
@@ -387,15 +306,6 @@ pub struct ReceiverTable {
 /// The class header length of `class` (`ib_get_mad_data_offset`).
 fn hdr_len_of(class: u8) -> usize {
     MgmtClass(class).data_offset()
-}
-
-/// Removes `key` from `q`: at the front in the usual (oldest-first) case.
-fn forget(q: &mut VecDeque<TransferKey>, key: &TransferKey) {
-    if q.front() == Some(key) {
-        q.pop_front();
-    } else if let Some(i) = q.iter().position(|k| k == key) {
-        q.remove(i);
-    }
 }
 
 impl ReceiverTable {
@@ -438,64 +348,6 @@ impl ReceiverTable {
     #[must_use]
     pub fn lingering(&self) -> usize {
         self.lingering.len()
-    }
-
-    /// Hands a delivered message's buffer back for reuse by a later
-    /// transfer. The buffer is cleared (its capacity is kept). It is kept
-    /// only within [`ReceiverConfig::pool_buffers`] and
-    /// [`ReceiverConfig::pool_bytes`]: when the pool would exceed either,
-    /// its smallest buffers (possibly this one) are dropped. A buffer of
-    /// at most [`ReceiverConfig::pool_min_len`] bytes of capacity, or more
-    /// than the byte budget, is dropped at once.
-    ///
-    /// Any `Vec<u8>` may be given, not only one this table delivered.
-    pub fn recycle(&mut self, mut buf: Vec<u8>) {
-        let cap = buf.capacity();
-        if cap <= self.cfg.pool_min_len || cap > self.cfg.pool_bytes || self.cfg.pool_buffers == 0 {
-            return;
-        }
-        buf.clear();
-        self.pool.push(buf);
-        self.pool_capacity += cap;
-        while self.pool.len() > self.cfg.pool_buffers || self.pool_capacity > self.cfg.pool_bytes {
-            let Some(i) = (0..self.pool.len()).min_by_key(|&i| self.pool[i].capacity()) else {
-                break;
-            };
-            let dropped = self.pool.swap_remove(i);
-            self.pool_capacity -= dropped.capacity();
-        }
-    }
-
-    /// Buffers held for reuse.
-    #[must_use]
-    pub fn pooled_buffers(&self) -> usize {
-        self.pool.len()
-    }
-
-    /// Bytes (capacity) held for reuse.
-    #[must_use]
-    pub fn pooled_bytes(&self) -> usize {
-        self.pool_capacity
-    }
-
-    /// A pooled buffer for a message claiming `claim` bytes (`None`: no
-    /// claim) of at most `room` bytes of capacity: the smallest that
-    /// holds the claim, else the largest (it grows as segments arrive, as
-    /// a fresh one would). Claims up to `pool_min_len` get none.
-    fn take_buffer(&mut self, claim: Option<usize>, room: usize) -> Option<Vec<u8>> {
-        let cap = |i: &usize| self.pool[*i].capacity();
-        let fits = |i: &usize| cap(i) <= room;
-        let i = match claim {
-            Some(c) if c <= self.cfg.pool_min_len => None,
-            Some(c) => (0..self.pool.len())
-                .filter(|i| fits(i) && cap(i) >= c)
-                .min_by_key(cap)
-                .or_else(|| (0..self.pool.len()).filter(fits).max_by_key(cap)),
-            None => (0..self.pool.len()).filter(fits).max_by_key(cap),
-        }?;
-        let buf = self.pool.swap_remove(i);
-        self.pool_capacity -= buf.capacity();
-        Some(buf)
     }
 
     /// Transfers held (active or lingering).
