@@ -756,8 +756,9 @@ impl<T: Transport> Engine<T> {
     /// Unknown or deregistering agent; a MAD that is too short, longer
     /// than one MAD without RMPP, of a class that does not belong on the
     /// agent's QP, or of a non-RMPP class on an RMPP agent; a TID already
-    /// outstanding; the port refusing the first work request (then nothing
-    /// will complete).
+    /// outstanding (for an RMPP transfer: to the same peer); the port
+    /// refusing the first work request (then nothing will complete; the
+    /// refusal counts in [`EngineStats::post_failures`]).
     pub fn send(
         &mut self,
         agent: AgentId,

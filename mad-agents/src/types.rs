@@ -446,7 +446,9 @@ pub enum SendError {
     /// The MAD cannot be sent.
     #[error("bad send: {0}")]
     BadSend(String),
-    /// Another outstanding request of the agent uses this TID and class.
+    /// Another outstanding request uses this TID and class (for an RMPP
+    /// transfer: another transfer with this TID and class to the same
+    /// peer; transfers to different peers may share a TID).
     #[error("TID {tid:#018x} is already outstanding for class {class}")]
     DuplicateTid {
         /// The TID.

@@ -6,10 +6,10 @@ use super::ReceiverTable;
 impl ReceiverTable {
     /// Hands a delivered message's buffer back for reuse by a later
     /// transfer. The buffer is cleared (its capacity is kept). It is kept
-    /// only within [`ReceiverConfig::pool_buffers`] and
-    /// [`ReceiverConfig::pool_bytes`]: when the pool would exceed either,
+    /// only within [`ReceiverConfig::pool_buffers`](super::ReceiverConfig::pool_buffers) and
+    /// [`ReceiverConfig::pool_bytes`](super::ReceiverConfig::pool_bytes): when the pool would exceed either,
     /// its smallest buffers (possibly this one) are dropped. A buffer of
-    /// at most [`ReceiverConfig::pool_min_len`] bytes of capacity, or more
+    /// at most [`ReceiverConfig::pool_min_len`](super::ReceiverConfig::pool_min_len) bytes of capacity, or more
     /// than the byte budget, is dropped at once.
     ///
     /// Any `Vec<u8>` may be given, not only one this table delivered.
