@@ -27,6 +27,7 @@
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use mad_core::transport::Address;
 use mad_rmpp::{Output, ReceiverConfig, ReceiverTable, Sender, SenderConfig};
 use std::time::{Duration, Instant};
 
@@ -74,7 +75,7 @@ fn reassemble(segs: &[[u8; 256]], now: Instant) -> usize {
     let mut rx = ReceiverTable::new(ReceiverConfig::default());
     let mut delivered = 0;
     for s in segs {
-        rx.handle(s, 1, 1, now);
+        rx.handle(s, &Address::gsi(1), now);
         while let Some(o) = rx.poll_output() {
             if let Output::Delivered { message, .. } = o {
                 delivered = message.len();
@@ -106,7 +107,7 @@ fn run(
     while !tx.is_finished() {
         let mut progressed = false;
         while tx.poll_transmit_into(now, &mut seg).is_some() {
-            rx.handle(&seg, 1, 1, now);
+            rx.handle(&seg, &Address::gsi(1), now);
             progressed = true;
         }
         while let Some(o) = rx.poll_output() {

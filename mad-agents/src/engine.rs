@@ -122,6 +122,36 @@
 //! unsolicited response segment allocates nothing. Agents without RMPP
 //! see raw segments.
 //!
+//! ## Peers, GRH and refused posts (issues 12 and 13)
+//!
+//! A peer is its GID when its MADs carry a GRH, else its LID, plus its QP
+//! ([`mad_rmpp::Peer`]): on RoCE every peer is LID 0. Inbound transfers
+//! are keyed by it, so two peers at LID 0 with different GIDs never share
+//! a reassembly; outbound transfers are found by TID, class **and**
+//! destination, so one TID may go to several peers at once (two
+//! requesters that picked the same TID both get their RMPP responses).
+//! Everything the engine sends because of a received MAD (RMPP ACK,
+//! STOP, ABORT, DS ACK, the unsupported-method answer) goes to the
+//! MAD's whole source address, GRH included
+//! ([`mad_rmpp::reply_address`]), and a reassembled message keeps its
+//! first segment's source address ([`Message::src`],
+//! [`Message::reply_address`]).
+//!
+//! A post the port refuses is never silent: it counts in
+//! [`EngineStats::post_failures`] (and the agent's
+//! [`AgentStats::post_failures`]); when it belongs to a send (its MAD, an
+//! RMPP segment, a retry) that send fails with the port's error and
+//! completes once, when its posted work requests have completed.
+//!
+//! An RMPP send never outlives its absolute deadline: its RMPP timer is
+//! armed at the earlier of the sender's ACK timer and that deadline
+//! ([`EngineStats::rmpp_deadline_expired`]). A request whose segments are
+//! all acknowledged stays reachable by ACKs while it waits for its
+//! response, so a repeated final ACK gets the DS ACK again; a STOP or
+//! ABORT then goes to the response's reassembly and never fails the
+//! request. Each agent's receiver enforces the memory bounds of
+//! [`mad_rmpp::ReceiverConfig`] ([`Engine::rmpp_receiver_stats`]).
+//!
 //! # Deregistration
 //!
 //! [`Engine::deregister`] starts it: the agent loses its methods (no new
@@ -146,12 +176,11 @@ use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent};
 use mad_core::transport::{Address, Qp, Received, Transport, WcStatus, GSI_QKEY, PERMISSIVE_LID};
 use mad_core::wire::rmpp::{RmppType, RMPP_FLAG_ACTIVE};
 use mad_core::wire::smp::{DR_DIRECTION_BIT, DR_STATUS_MASK};
-use mad_core::wire::{
-    Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN, METHOD_RESPONSE_BIT,
-    RMPP_HEADER_END,
-};
-use mad_rmpp::{Outcome, Output, ReceiverTable, SendEvent, Sender, SenderConfig, TransferKey};
+use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN, RMPP_HEADER_END};
+use mad_rmpp::{ReceiverTable, Sender, SenderConfig};
 use slab::Slab;
+
+mod rmpp;
 
 use crate::spec::{AgentSpec, RegTable};
 use crate::tid;
@@ -292,7 +321,9 @@ pub struct Engine<T: Transport = Box<dyn Transport>> {
     table: RegTable,
     sends: Slab<SendSlot>,
     waiting: FastMap<(u64, u8), usize>,
-    rmpp_out: FastMap<(u64, u8), usize>,
+    /// Outbound RMPP transfers by TID and class; several may share them,
+    /// each to a different peer (told apart by the control MAD's source).
+    rmpp_out: FastMap<(u64, u8), Vec<usize>>,
     rmpp_timers: Deadlines,
     next_low: u32,
     ready: VecDeque<usize>,
@@ -520,6 +551,16 @@ impl<T: Transport> Engine<T> {
             .map_or(0, ReceiverTable::len)
     }
 
+    /// What `agent`'s RMPP receiver refused or dropped (byte budgets,
+    /// lingering limits, busy table, malformed STOP / ABORT); `None` for
+    /// an agent without RMPP or gone.
+    #[must_use]
+    pub fn rmpp_receiver_stats(&self, agent: AgentId) -> Option<mad_rmpp::ReceiverStats> {
+        self.agent_idx(agent)
+            .and_then(|i| self.agents[i].rmpp_rx.as_ref())
+            .map(ReceiverTable::stats)
+    }
+
     /// The earliest time [`Engine::poll`] has timed work: the response
     /// deadlines of every agent, RMPP timers, and the port's own.
     #[must_use]
@@ -715,8 +756,9 @@ impl<T: Transport> Engine<T> {
     /// Unknown or deregistering agent; a MAD that is too short, longer
     /// than one MAD without RMPP, of a class that does not belong on the
     /// agent's QP, or of a non-RMPP class on an RMPP agent; a TID already
-    /// outstanding; the port refusing the first work request (then nothing
-    /// will complete).
+    /// outstanding (for an RMPP transfer: to the same peer); the port
+    /// refusing the first work request (then nothing will complete; the
+    /// refusal counts in [`EngineStats::post_failures`]).
     pub fn send(
         &mut self,
         agent: AgentId,
@@ -790,7 +832,7 @@ impl<T: Transport> Engine<T> {
         };
         let key = tid::match_key(tid, class.0);
         if (!timeout.is_zero() && self.waiting.contains_key(&key))
-            || (rmpp_transfer && self.rmpp_out.contains_key(&key))
+            || (rmpp_transfer && self.rmpp_out_conflict(key, &dest))
         {
             return Err(SendError::DuplicateTid { tid, class });
         }
@@ -834,7 +876,10 @@ impl<T: Transport> Engine<T> {
         };
         let total =
             total_timeout.unwrap_or_else(|| timeout.saturating_mul(retries.saturating_add(1)));
-        let abs_deadline = (!timeout.is_zero() && !queue).then(|| now + total);
+        // An RMPP transfer with no response expected still honours a
+        // total timeout the caller gave.
+        let bounded = !timeout.is_zero() || (rmpp_transfer && total_timeout.is_some());
+        let abs_deadline = (bounded && !queue).then(|| now + total);
         entry.insert(SendSlot {
             id,
             agent: aidx,
@@ -895,7 +940,7 @@ impl<T: Transport> Engine<T> {
             return Err(SendError::Port(e));
         }
         if rmpp_transfer {
-            self.rmpp_out.insert(key, idx);
+            self.route_rmpp(idx);
         }
         if !timeout.is_zero() {
             self.sends[idx].awaiting = true;
@@ -911,33 +956,6 @@ impl<T: Transport> Engine<T> {
             self.pump_rmpp(idx, now);
         }
         Ok(id)
-    }
-
-    /// The window a double-sided requester advertised (in its DS ACK) for
-    /// the response `mad` to `dest`, or 1 (RMPP.md §6, the kernel's
-    /// `init_newwin`): the agent's completed inbound request with the
-    /// same TID, class and version from the response's destination.
-    fn response_window(&self, aidx: usize, mad: &[u8], dest: &Address) -> u32 {
-        let Some(rx) = self.agents[aidx].rmpp_rx.as_ref() else {
-            return 1;
-        };
-        let Some(mut key) = TransferKey::of(mad, dest.lid, dest.qpn) else {
-            return 1;
-        };
-        let resp = key.method;
-        // The request's method: the response's without the R bit; GetResp
-        // also answers Set.
-        let mut methods = vec![resp & 0x7F];
-        if resp == Method::GET.0 | METHOD_RESPONSE_BIT {
-            methods.push(Method::SET.0);
-        }
-        methods
-            .into_iter()
-            .find_map(|m| {
-                key.method = m;
-                rx.response_window(&key)
-            })
-            .unwrap_or(1)
     }
 
     // ----- flow control -----
@@ -1067,138 +1085,32 @@ impl<T: Transport> Engine<T> {
     /// How long the layer below should hold request `idx` for its answer
     /// ([`mad_core::transport::Transport::post_request`]): this attempt's
     /// timeout, for a request that expects a response; `None` otherwise.
-    fn answer_wait(&self, idx: usize, mad: &[u8]) -> Option<Duration> {
+    pub(super) fn answer_wait(&self, idx: usize, mad: &[u8]) -> Option<Duration> {
         let s = &self.sends[idx];
         let request = mad.get(3).is_some_and(|m| m & 0x80 == 0);
         (request && !s.timeout.is_zero()).then(|| self.interval(s))
     }
 
+    /// A refused post is counted ([`EngineStats::post_failures`]).
     fn post(&mut self, idx: usize) -> Result<(), PortError> {
         let wait = self.answer_wait(idx, &self.sends[idx].mad);
         let s = &self.sends[idx];
-        match wait {
+        let res = match wait {
             Some(w) => self
                 .port
-                .post_request(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64(), w)?,
+                .post_request(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64(), w),
             None => self
                 .port
-                .post(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64())?,
+                .post(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64()),
         };
+        if let Err(e) = res {
+            let aidx = s.agent;
+            self.count_post_failure(Some(aidx));
+            return Err(e);
+        }
         self.sends[idx].wr += 1;
         self.stats.posted += 1;
         Ok(())
-    }
-
-    /// Posts one due RMPP segment, if any. Ok(false) when none was due.
-    fn post_next_segment(&mut self, idx: usize, now: Instant) -> Result<bool, PortError> {
-        let s = &mut self.sends[idx];
-        let Some(tx) = s.rmpp.as_mut() else {
-            return Ok(false);
-        };
-        if tx.sender.poll_transmit_into(now, &mut self.seg).is_none() {
-            return Ok(false);
-        }
-        let wait = self.answer_wait(idx, &self.seg);
-        let s = &self.sends[idx];
-        match wait {
-            Some(w) => self
-                .port
-                .post_request(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64(), w)?,
-            None => self
-                .port
-                .post(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64())?,
-        };
-        let s = &mut self.sends[idx];
-        s.wr += 1;
-        self.stats.posted += 1;
-        Ok(true)
-    }
-
-    /// Sends what the RMPP sender has due, takes its events and re-arms its
-    /// timer.
-    fn pump_rmpp(&mut self, idx: usize, now: Instant) {
-        loop {
-            match self.post_next_segment(idx, now) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => {
-                    let st = port_failure(&e);
-                    self.fail(idx, st);
-                    break;
-                }
-            }
-        }
-        let mut events = Vec::new();
-        if let Some(tx) = self.sends[idx].rmpp.as_mut() {
-            while let Some(ev) = tx.sender.poll_event() {
-                events.push(ev);
-            }
-        }
-        for ev in events {
-            match ev {
-                SendEvent::AllAcked => self.end_rmpp(idx),
-                SendEvent::Finished(Outcome::Success) => self.end_rmpp(idx),
-                SendEvent::Finished(Outcome::Aborted(st)) => {
-                    self.fail(idx, SendStatus::RmppAbort(st))
-                }
-                SendEvent::Finished(Outcome::TimedOut) => self.fail(idx, SendStatus::Timeout),
-                SendEvent::Finished(Outcome::Canceled) => self.end_rmpp(idx),
-            }
-        }
-        // A finished sender may still have an ABORT to send.
-        if self.sends[idx].rmpp.is_some() {
-            while let Ok(true) = self.post_next_segment(idx, now) {}
-        }
-        self.rearm_rmpp(idx);
-        self.settle(idx, Some(now));
-    }
-
-    /// Starts the RMPP transfer of send `idx` again from segment 1 (a
-    /// retry after a response timeout).
-    fn restart_rmpp(&mut self, idx: usize, now: Instant) {
-        let s = &mut self.sends[idx];
-        let Some(tx) = s.rmpp.as_mut() else {
-            return;
-        };
-        let hdr_len = MgmtClass(s.key.1).data_offset();
-        match Sender::from_message(tx.sender.message().to_vec(), hdr_len, tx.cfg, now) {
-            Ok(sender) => {
-                tx.sender = sender;
-                s.rmpp_active = true;
-                let key = s.key;
-                self.rmpp_out.insert(key, idx);
-                self.pump_rmpp(idx, now);
-            }
-            // It was accepted once, so it cannot fail now; if it did, the
-            // send ends as a timeout.
-            Err(_) => self.fail(idx, SendStatus::Timeout),
-        }
-    }
-
-    fn rearm_rmpp(&mut self, idx: usize) {
-        let s = &mut self.sends[idx];
-        if let Some(tx) = s.rmpp.as_mut() {
-            if tx.deadline.take().is_some() {
-                self.rmpp_timers.remove(idx);
-            }
-            if s.rmpp_active {
-                tx.deadline = tx.sender.poll_timeout();
-                if let Some(d) = tx.deadline {
-                    self.rmpp_timers.insert(d, idx);
-                }
-            }
-        }
-    }
-
-    /// The RMPP transfer no longer holds the send.
-    fn end_rmpp(&mut self, idx: usize) {
-        let s = &mut self.sends[idx];
-        if s.rmpp_active {
-            s.rmpp_active = false;
-            if self.rmpp_out.get(&s.key) == Some(&idx) {
-                self.rmpp_out.remove(&s.key);
-            }
-        }
     }
 
     /// Records the send's final failure (the first one wins) and drops
@@ -1325,8 +1237,11 @@ impl<T: Transport> Engine<T> {
         if s.awaiting && self.waiting.get(&s.key) == Some(&idx) {
             self.waiting.remove(&s.key);
         }
-        if self.rmpp_out.get(&s.key) == Some(&idx) {
-            self.rmpp_out.remove(&s.key);
+        if let Some(list) = self.rmpp_out.get_mut(&s.key) {
+            list.retain(|&i| i != idx);
+            if list.is_empty() {
+                self.rmpp_out.remove(&s.key);
+            }
         }
         if let Some(tx) = &s.rmpp {
             if tx.deadline.is_some() {
@@ -1583,6 +1498,9 @@ impl<T: Transport> Engine<T> {
             PortEvent::SendComplete { cookie, status, .. } => {
                 if cookie == INTERNAL {
                     self.stats.internal_completions += 1;
+                    if status != WcStatus::Success {
+                        self.stats.internal_errors += 1;
+                    }
                 } else {
                     self.on_wc(SendId::from_u64(cookie), status, now);
                 }
@@ -1678,11 +1596,7 @@ impl<T: Transport> Engine<T> {
                 break;
             }
             self.rmpp_timers.remove(sidx);
-            if let Some(tx) = self.sends.get_mut(sidx).and_then(|s| s.rmpp.as_mut()) {
-                tx.deadline = None;
-                tx.sender.handle_timeout(now);
-                self.pump_rmpp(sidx, now);
-            }
+            self.on_rmpp_timer(sidx, now);
             progress = true;
         }
         let rx_due: Vec<usize> = self
@@ -1752,18 +1666,12 @@ impl<T: Transport> Engine<T> {
         let view = Mad::new_unchecked(mad);
         let key = tid::match_key(view.tid(), class.0);
         // ACK / STOP / ABORT for one of our outbound transfers.
-        if class.is_rmpp_class() && is_rmpp_active(mad) && rmpp_type(mad) != RmppType::DATA {
-            if let Some(&idx) = self.rmpp_out.get(&key) {
-                if !self.answers_from_destination(idx, &r.src) {
-                    self.stats.wrong_source += 1;
-                    return;
-                }
-                if let Some(tx) = self.sends[idx].rmpp.as_mut() {
-                    tx.sender.handle_reply(mad, now);
-                }
-                self.pump_rmpp(idx, now);
-                return;
-            }
+        if class.is_rmpp_class()
+            && is_rmpp_active(mad)
+            && rmpp_type(mad) != RmppType::DATA
+            && self.on_rmpp_control(key, &r, now)
+        {
+            return;
         }
         if view.is_response() {
             let Some(&idx) = self.waiting.get(&key) else {
@@ -1783,7 +1691,7 @@ impl<T: Transport> Engine<T> {
             let aidx = self.sends[idx].agent;
             if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
                 if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
-                    rx.handle(mad, r.src.lid, r.src.qpn, now);
+                    rx.handle(mad, &r.src, now);
                 }
                 self.drain_rx(aidx, now);
                 return;
@@ -1809,7 +1717,7 @@ impl<T: Transport> Engine<T> {
                         // A DS ACK (the requester's copy of our final ACK,
                         // carrying the request's method) records the
                         // window for our response there.
-                        rx.handle(mad, r.src.lid, r.src.qpn, now);
+                        rx.handle(mad, &r.src, now);
                     }
                     self.drain_rx(aidx, now);
                 } else {
@@ -1868,11 +1776,7 @@ impl<T: Transport> Engine<T> {
         if class == MgmtClass::SUBN_DIRECTED_ROUTE {
             dest.lid = PERMISSIVE_LID;
         }
-        if self
-            .port
-            .post(self.client, r.qp, &resp, &dest, INTERNAL)
-            .is_ok()
-        {
+        if self.post_internal(None, r.qp, &resp, &dest) {
             self.stats.unsupported_answered += 1;
         }
     }
@@ -1888,73 +1792,15 @@ impl<T: Transport> Engine<T> {
         if s.deadline.take().is_some() {
             self.agents[s.agent].timeouts.remove(idx);
         }
-        if s.rmpp_active {
-            if let Some(tx) = s.rmpp.as_mut() {
-                tx.sender.cancel();
-                while tx.sender.poll_event().is_some() {}
-            }
+        if let Some(tx) = s.rmpp.as_mut() {
+            // Answered: the request's transfer (active, or fully
+            // acknowledged and still routed for repeated final ACKs) ends.
+            tx.sender.cancel();
+            while tx.sender.poll_event().is_some() {}
             self.end_rmpp(idx);
             self.rearm_rmpp(idx);
         }
         self.settle(idx, Some(now));
-    }
-
-    /// Acts on what an agent's RMPP receiver produced.
-    fn drain_rx(&mut self, aidx: usize, now: Instant) {
-        let qp = self.agents[aidx].spec.qp;
-        while let Some(out) = self.agents[aidx]
-            .rmpp_rx
-            .as_mut()
-            .and_then(ReceiverTable::poll_output)
-        {
-            match out {
-                Output::Send { key, mad } => {
-                    let dest = Address {
-                        lid: key.src_lid,
-                        qpn: key.src_qp,
-                        qkey: if key.src_qp == 0 { 0 } else { GSI_QKEY },
-                        ..Address::default()
-                    };
-                    let _ = self.port.post(self.client, qp, &mad, &dest, INTERNAL);
-                }
-                Output::Delivered { key, message } => {
-                    let src = Address {
-                        lid: key.src_lid,
-                        qpn: key.src_qp,
-                        qkey: if key.src_qp == 0 { 0 } else { GSI_QKEY },
-                        ..Address::default()
-                    };
-                    self.agents[aidx].stats.rmpp_reassembled += 1;
-                    let msg = Message::from_parts(qp, src, message);
-                    if key.method & 0x80 != 0 {
-                        match self.waiting.get(&tid::match_key(key.tid, key.class)) {
-                            Some(&idx) if self.sends[idx].agent == aidx => {
-                                self.stats.responses_matched += 1;
-                                self.on_response(idx, msg, now);
-                            }
-                            _ => self.stats.unmatched_responses += 1,
-                        }
-                    } else if !self.agents[aidx].closing {
-                        self.deliver_recv(aidx, msg);
-                    }
-                }
-                Output::Ended { key, outcome } => {
-                    if key.method & 0x80 == 0 {
-                        continue;
-                    }
-                    let Some(&idx) = self.waiting.get(&tid::match_key(key.tid, key.class)) else {
-                        continue;
-                    };
-                    let st = match outcome {
-                        Outcome::Aborted(st) => SendStatus::RmppAbort(st),
-                        Outcome::TimedOut => SendStatus::Timeout,
-                        Outcome::Success | Outcome::Canceled => continue,
-                    };
-                    self.fail(idx, st);
-                    self.settle(idx, Some(now));
-                }
-            }
-        }
     }
 }
 

@@ -103,6 +103,16 @@ impl Message {
         &self.inner.src
     }
 
+    /// Where to answer it: its whole source address, GRH included (the
+    /// received GRH's GID is the peer's, the destination GID of the
+    /// answer), with the Q_Key of the peer's QP (0 for QP0, the GSI Q_Key
+    /// otherwise). A reassembled RMPP message carries its first segment's
+    /// source address.
+    #[must_use]
+    pub fn reply_address(&self) -> Address {
+        mad_rmpp::reply_address(&self.inner.src)
+    }
+
     /// The bytes: one MAD, or an RMPP message's header once followed by
     /// all of its data.
     #[must_use]
@@ -436,7 +446,9 @@ pub enum SendError {
     /// The MAD cannot be sent.
     #[error("bad send: {0}")]
     BadSend(String),
-    /// Another outstanding request of the agent uses this TID and class.
+    /// Another outstanding request uses this TID and class (for an RMPP
+    /// transfer: another transfer with this TID and class to the same
+    /// peer; transfers to different peers may share a TID).
     #[error("TID {tid:#018x} is already outstanding for class {class}")]
     DuplicateTid {
         /// The TID.
@@ -481,6 +493,10 @@ pub struct AgentStats {
     /// Requests that waited in the agent's backlog for the flow-control
     /// limit.
     pub backlogged: u64,
+    /// Posts of this agent the port refused: its sends' MADs and RMPP
+    /// segments (the send then completes with an error status) and the
+    /// engine's RMPP ACK / STOP / ABORT for its transfers.
+    pub post_failures: u64,
 }
 
 /// Counters of an engine.
@@ -522,6 +538,16 @@ pub struct EngineStats {
     pub malformed: u64,
     /// Completions of the engine's own sends (answers, RMPP ACKs).
     pub internal_completions: u64,
+    /// Of those, completions with an error status.
+    pub internal_errors: u64,
+    /// Posts the port refused, of any kind: a send's MAD, RMPP segment or
+    /// retry (that send completes with an error status), or one of the
+    /// engine's own MADs (RMPP ACK / STOP / ABORT, unsupported-method
+    /// answer). Before this counter such refusals went unseen.
+    pub post_failures: u64,
+    /// RMPP sends that failed with [`SendStatus::Timeout`] because their
+    /// absolute deadline passed while the transfer was still going.
+    pub rmpp_deadline_expired: u64,
     /// Events delivered.
     pub events: u64,
 }

@@ -18,7 +18,43 @@
 //!   Last segment (S2B), which the kernel does not;
 //! - a reassembly never grows past a configured bound, whatever the first
 //!   segment claims, and the number of concurrent reassemblies per source
-//!   and in total is bounded (STOP with RESX past either).
+//!   and in total is bounded (STOP with RESX past either);
+//! - transfers are keyed by the source's GID when the MAD came with a GRH
+//!   (a [`Peer`]), not only by LID: on RoCE every peer is LID 0, and the
+//!   kernel's LID key would merge their transfers. Replies go to the
+//!   whole source address, GRH included ([`Output::Send`]);
+//! - a malformed STOP / ABORT for a transfer being received is answered
+//!   with ABORT(BAD_STATUS) and ends it; a sender whose segments are all
+//!   acknowledged ignores a late STOP / ABORT (answering a malformed one);
+//!   a repeated or stale ACK never extends a sender's ACK timer.
+//!
+//! # Memory under a hostile peer
+//!
+//! A [`ReceiverTable`] bounds everything a peer can make it hold, however
+//! many sources it pretends to be (GIDs are cheap to forge):
+//!
+//! | what | bound | refused / evicted past it |
+//! |---|---|---|
+//! | reassembly buffers of active transfers | [`ReceiverConfig::max_bytes`] (default 256 MiB), [`ReceiverConfig::max_bytes_per_source`] (64 MiB) | STOP(RESX), [`ReceiverStats::refused_bytes`] |
+//! | active transfers | [`ReceiverConfig::max_total`] (1024), [`ReceiverConfig::max_per_source`] (16) | STOP(RESX), [`ReceiverStats::refused_busy`] |
+//! | finished transfers remembered | [`ReceiverConfig::max_lingering`] (4096), [`ReceiverConfig::max_lingering_per_source`] (256) | oldest forgotten, [`ReceiverStats::evicted_lingering`] |
+//! | pooled buffers | [`ReceiverConfig::pool_bytes`] (16 MiB) | smallest dropped |
+//!
+//! Each transfer, active or finished, also costs a fixed record (the first
+//! MAD kept as the ACK template, the reply address, the map and deadline
+//! entries: under 600 bytes), and an active one a bitmap of one bit per
+//! segment within its window (at most `max_bytes / 200 / 8` bytes over
+//! the table). Worst case of one table, in bytes:
+//!
+//! `max_bytes + pool_bytes + (max_total + max_lingering) × 600 + max_bytes / 1600`
+//!
+//! which with the defaults is 256 MiB + 16 MiB + 3 MiB + 0.2 MiB, about
+//! 275 MiB, whatever the peers send (before the kernel-like defaults a few
+//! dozen unfinished large transfers could hold over a gigabyte, and
+//! lingering finished transfers were unbounded). Delivered messages
+//! belong to the owner and are not counted here. The test
+//! `a_hostile_flood_stays_within_the_documented_worst_case` floods a table
+//! from many sources with every kind of transfer and checks each bound.
 //!
 //! Buffers: a long-running user reuses its memory instead of paying the
 //! kernel's page faults on fresh megabyte buffers for every transfer. The
@@ -32,6 +68,7 @@
 //!
 //! ```
 //! use mad_rmpp::{Sender, SenderConfig, ReceiverTable, ReceiverConfig, Output};
+//! use mad_core::transport::Address;
 //! use std::time::{Duration, Instant};
 //!
 //! // A 1,000-byte SA payload behind a 56-byte SA header.
@@ -45,7 +82,7 @@
 //! let mut delivered = None;
 //! for _ in 0..100 {
 //!     while let Some(seg) = tx.poll_transmit(now) {
-//!         rx.handle(&seg, 1, 1, now);
+//!         rx.handle(&seg, &Address::gsi(1), now);
 //!     }
 //!     while let Some(out) = rx.poll_output() {
 //!         match out {
@@ -62,11 +99,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod peer;
 pub mod receiver;
 pub mod segment;
 pub mod sender;
 
-pub use receiver::{Output, ReceiverConfig, ReceiverTable, TransferKey};
+pub use peer::{reply_address, Peer, PeerAddr};
+pub use receiver::{Output, ReceiverConfig, ReceiverStats, ReceiverTable, TransferKey};
 pub use sender::{SendEvent, Sender, SenderConfig};
 
 pub use mad_core::wire::rmpp::{RmppStatus, RmppType};

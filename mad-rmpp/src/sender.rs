@@ -15,7 +15,10 @@
 //! the kernel releases one per send completion, which only changes pacing.
 //! On timeout the sender goes back to the first unacknowledged segment
 //! (go-back-N) and spends one retry; the retry budget is restored whenever
-//! an ACK advances. When it runs out the transfer ends `TimedOut` and,
+//! an ACK advances. An ACK that acknowledges nothing new (a repeated or
+//! stale one) never moves the ACK timer, so a peer that keeps talking
+//! without making progress cannot keep a transfer alive: the retries run
+//! out all the same. When they run out the transfer ends `TimedOut` and,
 //! unlike the kernel, an ABORT(TMR) tells the receiver so it can free its
 //! state at once instead of after its 40 s total timer.
 
@@ -231,13 +234,26 @@ impl Sender {
         m
     }
 
+    /// Answers a bad reply with ABORT(`st`) and ends the transfer if it
+    /// is still in progress. A fully acknowledged transfer only answers
+    /// (the kernel's `nack_recv`; its `abort_send` leaves a send whose
+    /// segments are all acknowledged alone).
     fn abort(&mut self, st: RmppStatus) {
         if self.state == State::Finished {
             return;
         }
         let m = self.control_mad(RmppType::ABORT, st, 0, 0);
         self.control.push_back(m);
-        self.finish(Outcome::Aborted(st));
+        if self.state == State::Active {
+            self.finish(Outcome::Aborted(st));
+        }
+    }
+
+    /// True once every segment has been acknowledged (the transfer may
+    /// still wait for a response, or be finished).
+    #[must_use]
+    pub fn is_all_acked(&self) -> bool {
+        self.last_ack == self.geom.count
     }
 
     /// Ends the transfer at the owner's request; nothing more is sent.
@@ -317,18 +333,13 @@ impl Sender {
         }
         match h.rmpp_type {
             RmppType::ACK => self.handle_ack(&h, now),
-            RmppType::STOP => {
-                if h.status == RmppStatus::RESX {
-                    self.finish(Outcome::Aborted(RmppStatus::RESX));
-                } else {
+            RmppType::STOP | RmppType::ABORT => {
+                if !h.status.is_valid_for(h.rmpp_type) {
                     self.abort(RmppStatus::BAD_STATUS);
-                }
-            }
-            RmppType::ABORT => {
-                if h.status.is_abort() {
+                } else if self.state == State::Active {
+                    // A late STOP / ABORT cannot undo a transfer whose
+                    // segments are all acknowledged (kernel `abort_send`).
                     self.finish(Outcome::Aborted(h.status));
-                } else {
-                    self.abort(RmppStatus::BAD_STATUS);
                 }
             }
             RmppType::DATA => {}
@@ -364,13 +375,21 @@ impl Sender {
         if wl < self.newwin || seg < self.last_ack {
             return; // an old ACK
         }
-        if seg > self.last_ack {
+        let advanced = seg > self.last_ack;
+        if advanced {
             self.last_ack = seg;
             self.retries_left = self.cfg.retries;
         }
         self.newwin = wl;
         if self.seg_sent < self.last_ack {
             self.seg_sent = self.last_ack;
+        }
+        if !advanced && self.deadline.is_some() {
+            // No progress: a repeated (stale) ACK must not push the ACK
+            // timer back, or a peer repeating it keeps the send alive for
+            // ever. Segments the new window releases re-arm the timer
+            // when they go out; the retries still run down.
+            return;
         }
         if self.last_ack == self.geom.count {
             self.deadline = None;
@@ -581,5 +600,78 @@ mod tests {
         s.handle_reply(&ack(1, 1), now);
         assert_eq!(drain(&mut s, now).len(), 1);
         assert!(!s.is_finished());
+    }
+
+    #[test]
+    fn a_peer_repeating_a_stale_ack_cannot_keep_the_send_alive() {
+        let t0 = Instant::now();
+        let cfg = SenderConfig {
+            retries: 2,
+            ..SenderConfig::default()
+        };
+        let mut s = Sender::new(&sa_header(), &[1u8; 2000], cfg, t0).unwrap();
+        drain(&mut s, t0);
+        s.handle_reply(&ack(1, 5), t0);
+        drain(&mut s, t0);
+        // The peer acknowledges segment 1 again and again, every 100 ms,
+        // for ten minutes of virtual time.
+        let mut t = t0;
+        let mut ended = None;
+        for _ in 0..6000 {
+            t += Duration::from_millis(100);
+            s.handle_reply(&ack(1, 5), t);
+            s.handle_timeout(t);
+            drain(&mut s, t);
+            if let Some(SendEvent::Finished(o)) = s.poll_event() {
+                ended = Some((o, t - t0));
+                break;
+            }
+        }
+        let (outcome, after) = ended.expect("the send never ended");
+        assert_eq!(outcome, Outcome::TimedOut);
+        // Three ACK waits (the first and two retries), not more.
+        assert!(
+            after <= Duration::from_secs(6) + Duration::from_millis(100),
+            "{after:?}"
+        );
+    }
+
+    fn control(rtype: RmppType, status: RmppStatus) -> Vec<u8> {
+        let mut m = vec![0u8; 256];
+        write_header(&header(rtype, 0, FLAG_ACTIVE, status, 0, 0), &mut m);
+        m
+    }
+
+    #[test]
+    fn a_fully_acknowledged_sender_does_not_abort_on_a_late_stop_or_abort() {
+        let now = Instant::now();
+        let cfg = SenderConfig {
+            expects_response: true,
+            ..SenderConfig::default()
+        };
+        let mut s = Sender::new(&sa_header(), &[1u8; 100], cfg, now).unwrap();
+        drain(&mut s, now);
+        s.handle_reply(&ack(1, 1), now);
+        assert_eq!(s.poll_event(), Some(SendEvent::AllAcked));
+        drain(&mut s, now);
+        s.handle_reply(&control(RmppType::STOP, RmppStatus::RESX), now);
+        s.handle_reply(&control(RmppType::ABORT, RmppStatus::T2L), now);
+        assert!(drain(&mut s, now).is_empty(), "valid ones are not answered");
+        // A malformed one is answered with ABORT(BAD_STATUS), as the
+        // kernel's nack_recv does, and still ends nothing.
+        s.handle_reply(&control(RmppType::ABORT, RmppStatus(5)), now);
+        let out = drain(&mut s, now);
+        let h = read_header(&out[0]).unwrap();
+        assert_eq!(
+            (h.rmpp_type, h.status),
+            (RmppType::ABORT, RmppStatus::BAD_STATUS)
+        );
+        assert_eq!(s.poll_event(), None);
+        assert!(!s.is_finished());
+        assert!(s.is_all_acked());
+        // The repeated final ACK still gets the DS ACK.
+        s.handle_reply(&ack(1, 1), now);
+        let ds = drain(&mut s, now);
+        assert_eq!(read_header(&ds[0]).unwrap().data1, 0);
     }
 }

@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use mad_core::transport::Address;
 use mad_rmpp::{Outcome, Output, ReceiverConfig, ReceiverTable, SendEvent, Sender, SenderConfig};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -143,7 +144,7 @@ fn run(data: &[u8], faults: Faults, seed: u64, scfg: SenderConfig) -> Result_ {
         while net.peek().is_some_and(|Reverse(f)| f.at <= now) {
             let Reverse(f) = net.pop().unwrap();
             if f.to_receiver {
-                rx.handle(&f.mad, 7, 1, t);
+                rx.handle(&f.mad, &Address::gsi(7), t);
             } else {
                 tx.handle_reply(&f.mad, t);
             }

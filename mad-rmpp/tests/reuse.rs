@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use mad_core::transport::Address;
 use mad_rmpp::{Outcome, Output, ReceiverConfig, ReceiverTable, Sender, SenderConfig};
 mod support;
 use support::sa_header;
@@ -41,9 +42,9 @@ fn table(cfg: ReceiverConfig) -> ReceiverTable {
 /// Feeds segment 1, then the others in `order` (indices into the rest);
 /// returns the delivered message.
 fn deliver(rx: &mut ReceiverTable, segs: &[Vec<u8>], order: &[usize], now: Instant) -> Vec<u8> {
-    rx.handle(&segs[0], SRC.0, SRC.1, now);
+    rx.handle(&segs[0], &Address::gsi(SRC.0), now);
     for &i in order {
-        rx.handle(&segs[1 + i], SRC.0, SRC.1, now);
+        rx.handle(&segs[1 + i], &Address::gsi(SRC.0), now);
     }
     let mut delivered = None;
     while let Some(o) = rx.poll_output() {
@@ -136,13 +137,13 @@ fn the_buffer_of_an_aborted_transfer_is_reused_without_its_bytes() {
     let (ha, da) = (sa_header(1), vec![0xAA; 60_000]);
     let sa = segments(&ha, &da, now);
     for s in &sa[..sa.len() / 2] {
-        rx.handle(s, SRC.0, SRC.1, now);
+        rx.handle(s, &Address::gsi(SRC.0), now);
     }
     let mut abort = sa[0].clone();
     abort[25] = 3; // ABORT
     abort[26] = 0x01; // Active
     abort[27] = 118; // T2L
-    rx.handle(&abort, SRC.0, SRC.1, now);
+    rx.handle(&abort, &Address::gsi(SRC.0), now);
     let ended: Vec<Output> = std::iter::from_fn(|| rx.poll_output()).collect();
     assert!(ended.iter().any(|o| matches!(
         o,

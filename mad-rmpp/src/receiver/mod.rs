@@ -28,12 +28,18 @@
 //! transfers that fail or time out go back to the pool too. A recycled
 //! buffer is cleared: its old bytes can never appear in a new message.
 
+mod budget;
+mod pool;
+
+use crate::peer::{reply_address, Peer};
 use crate::segment::{
     flip_response_bit, header, message_len, read_header, write_header, Header, RmppStatus,
     RmppType, FLAG_ACTIVE, MAD_LEN, RMPP_DATA,
 };
 use crate::Outcome;
+use budget::{forget, Usage};
 use mad_core::hash::FastMap;
+use mad_core::transport::Address;
 use mad_core::wire::MgmtClass;
 use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -43,10 +49,9 @@ use std::time::{Duration, Instant};
 pub struct TransferKey {
     /// Transaction ID.
     pub tid: u64,
-    /// Source LID.
-    pub src_lid: u16,
-    /// Source QP.
-    pub src_qp: u32,
+    /// Where it comes from: the source GID when the MAD had a GRH, else
+    /// the source LID, and the source QP.
+    pub src: Peer,
     /// Management class.
     pub class: u8,
     /// Class version.
@@ -56,26 +61,24 @@ pub struct TransferKey {
 }
 
 impl std::hash::Hash for TransferKey {
-    /// Hashes the key as two words (every field, packed without overlap)
-    /// instead of six separate writes: the table is looked up once per
-    /// received segment, so this is on the reassembly hot path. Equal keys
-    /// give equal words, as `Eq` requires.
+    /// Hashes the TID, the peer and the three class bytes packed in one
+    /// word: the table is looked up once per received segment, so this is
+    /// on the reassembly hot path. Equal keys give equal hashes.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         state.write_u64(self.tid);
-        state.write_u64(
-            (u64::from(self.src_lid) << 48)
-                | (u64::from(self.src_qp) << 16)
-                | (u64::from(self.class) << 8)
-                | u64::from(self.class_version),
+        self.src.hash(state);
+        state.write_u32(
+            (u32::from(self.class) << 16)
+                | (u32::from(self.class_version) << 8)
+                | u32::from(self.method),
         );
-        state.write_u8(self.method);
     }
 }
 
 impl TransferKey {
-    /// The key of `mad` received from `src_lid`/`src_qp`.
+    /// The key of `mad` received from `src`.
     #[must_use]
-    pub fn of(mad: &[u8], src_lid: u16, src_qp: u32) -> Option<Self> {
+    pub fn of(mad: &[u8], src: Peer) -> Option<Self> {
         if mad.len() < 16 {
             return None;
         }
@@ -83,8 +86,7 @@ impl TransferKey {
         t.copy_from_slice(&mad[8..16]);
         Some(Self {
             tid: u64::from_be_bytes(t),
-            src_lid,
-            src_qp,
+            src,
             class: mad[1],
             class_version: mad[2],
             method: mad[3],
@@ -93,6 +95,10 @@ impl TransferKey {
 }
 
 /// Receiver parameters.
+///
+/// Every limit that protects the table from a hostile peer has a counter
+/// in [`ReceiverStats`] that counts what it refused; the crate
+/// documentation gives the worst-case memory they add up to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReceiverConfig {
     /// Segments granted per window (kernel: 64).
@@ -102,12 +108,29 @@ pub struct ReceiverConfig {
     /// How long a finished transfer is remembered to re-ACK duplicates
     /// (kernel: 10 s).
     pub linger: Duration,
-    /// Largest reassembled message, header included.
+    /// Largest reassembled message, header included (default 64 MiB).
     pub max_message_len: usize,
-    /// Concurrent active reassemblies from one source (LID, QP).
+    /// Concurrent active reassemblies from one source ([`Peer`]: GID or
+    /// LID, and QP) (default 16).
     pub max_per_source: usize,
-    /// Concurrent active reassemblies in the table.
+    /// Concurrent active reassemblies in the table (default 1024).
     pub max_total: usize,
+    /// Most finished transfers remembered (lingering) in the table
+    /// (default 4096). Past it the oldest is forgotten early
+    /// ([`ReceiverStats::evicted_lingering`]): a duplicate of it is then
+    /// treated as a new transfer.
+    pub max_lingering: usize,
+    /// Most finished transfers of one source remembered (default 256);
+    /// past it that source's oldest is forgotten early.
+    pub max_lingering_per_source: usize,
+    /// Most bytes (buffer capacity) all active reassemblies of the table
+    /// may hold together (default 256 MiB). A segment that would need
+    /// more stops its transfer with STOP(RESX)
+    /// ([`ReceiverStats::refused_bytes`]).
+    pub max_bytes: usize,
+    /// Most bytes the active reassemblies of one source may hold together
+    /// (default 64 MiB, one message of the default `max_message_len`).
+    pub max_bytes_per_source: usize,
     /// Most reassembly buffers kept for reuse (see
     /// [`ReceiverTable::recycle`]); 0 disables the pool.
     pub pool_buffers: usize,
@@ -131,6 +154,10 @@ impl Default for ReceiverConfig {
             max_message_len: 64 << 20,
             max_per_source: 16,
             max_total: 1024,
+            max_lingering: 4096,
+            max_lingering_per_source: 256,
+            max_bytes: 256 << 20,
+            max_bytes_per_source: 64 << 20,
             pool_buffers: 4,
             pool_bytes: 16 << 20,
             pool_min_len: 4096,
@@ -138,14 +165,38 @@ impl Default for ReceiverConfig {
     }
 }
 
+/// What a [`ReceiverTable`] refused or dropped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    /// Segments dropped as out of window or for unknown transfers.
+    pub dropped: u64,
+    /// New transfers stopped (RESX) because the table or their source
+    /// had [`ReceiverConfig::max_total`] / [`ReceiverConfig::max_per_source`]
+    /// active reassemblies.
+    pub refused_busy: u64,
+    /// Transfers stopped (RESX) because a segment would have taken the
+    /// table or its source past [`ReceiverConfig::max_bytes`] /
+    /// [`ReceiverConfig::max_bytes_per_source`].
+    pub refused_bytes: u64,
+    /// Finished transfers forgotten before their linger ended, to stay
+    /// within [`ReceiverConfig::max_lingering`] /
+    /// [`ReceiverConfig::max_lingering_per_source`].
+    pub evicted_lingering: u64,
+    /// Malformed STOP / ABORT MADs answered with ABORT(BAD_STATUS).
+    pub bad_status: u64,
+}
+
 /// What the table asks its owner to do or reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
-    /// Send this MAD (ACK, ABORT or STOP) to the transfer's source
-    /// (`key.src_lid`, `key.src_qp`).
+    /// Send this MAD (ACK, ABORT or STOP) to `to`: the transfer's source
+    /// address as received, GRH included, with the Q_Key of its QP
+    /// ([`crate::reply_address`]).
     Send {
         /// The transfer.
         key: TransferKey,
+        /// Where the MAD goes.
+        to: Address,
         /// 256 bytes.
         mad: Vec<u8>,
     },
@@ -153,6 +204,8 @@ pub enum Output {
     Delivered {
         /// The transfer.
         key: TransferKey,
+        /// The source address of its first segment, GRH included.
+        src: Address,
         /// The message.
         message: Vec<u8>,
     },
@@ -172,6 +225,8 @@ enum Placed {
     Ack,
     Complete,
     Fail(RmppStatus),
+    /// The segment does not fit the byte budgets: STOP(RESX).
+    RefusedBytes,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,10 +240,13 @@ struct Transfer {
     /// The first segment's first 256 bytes (header template for ACKs and
     /// for the delivered message).
     first: [u8; MAD_LEN],
+    /// Where replies go: segment 1's source address ([`reply_address`]).
+    reply: Address,
     hdr_len: usize,
     seg_size: usize,
     /// The class header (segment 1's first `hdr_len` bytes) followed by
     /// the payloads placed so far: the delivered message is this buffer.
+    /// Its capacity is counted in the table's [`Usage`].
     data: Vec<u8>,
     /// `data` came from the pool: it is delivered at its capacity (the
     /// owner is expected to recycle it), not shrunk.
@@ -230,15 +288,19 @@ pub struct ReceiverTable {
     cfg: ReceiverConfig,
     transfers: FastMap<TransferKey, Transfer>,
     deadlines: BTreeSet<(Instant, TransferKey)>,
-    per_source: FastMap<(u16, u32), usize>,
+    usage: Usage,
     active: usize,
+    /// Finished transfers still remembered, oldest first.
+    lingering: VecDeque<TransferKey>,
     out: VecDeque<Output>,
     /// Cleared buffers kept for reuse, bounded by the configuration.
     pool: Vec<Vec<u8>>,
     /// Sum of the capacities in `pool`.
     pool_capacity: usize,
-    /// Segments dropped as out of window or for unknown transfers.
+    /// Segments dropped as out of window or for unknown transfers (also
+    /// in [`ReceiverTable::stats`]).
     pub dropped: u64,
+    stats: ReceiverStats,
 }
 
 /// The class header length of `class` (`ib_get_mad_data_offset`).
@@ -254,70 +316,38 @@ impl ReceiverTable {
             cfg,
             transfers: FastMap::default(),
             deadlines: BTreeSet::new(),
-            per_source: FastMap::default(),
+            usage: Usage::default(),
             active: 0,
+            lingering: VecDeque::new(),
             out: VecDeque::new(),
             pool: Vec::new(),
             pool_capacity: 0,
             dropped: 0,
+            stats: ReceiverStats::default(),
         }
     }
 
-    /// Hands a delivered message's buffer back for reuse by a later
-    /// transfer. The buffer is cleared (its capacity is kept). It is kept
-    /// only within [`ReceiverConfig::pool_buffers`] and
-    /// [`ReceiverConfig::pool_bytes`]: when the pool would exceed either,
-    /// its smallest buffers (possibly this one) are dropped. A buffer of
-    /// at most [`ReceiverConfig::pool_min_len`] bytes of capacity, or more
-    /// than the byte budget, is dropped at once.
-    ///
-    /// Any `Vec<u8>` may be given, not only one this table delivered.
-    pub fn recycle(&mut self, mut buf: Vec<u8>) {
-        let cap = buf.capacity();
-        if cap <= self.cfg.pool_min_len || cap > self.cfg.pool_bytes || self.cfg.pool_buffers == 0 {
-            return;
-        }
-        buf.clear();
-        self.pool.push(buf);
-        self.pool_capacity += cap;
-        while self.pool.len() > self.cfg.pool_buffers || self.pool_capacity > self.cfg.pool_bytes {
-            let Some(i) = (0..self.pool.len()).min_by_key(|&i| self.pool[i].capacity()) else {
-                break;
-            };
-            let dropped = self.pool.swap_remove(i);
-            self.pool_capacity -= dropped.capacity();
-        }
-    }
-
-    /// Buffers held for reuse.
+    /// What the table refused or dropped so far.
     #[must_use]
-    pub fn pooled_buffers(&self) -> usize {
-        self.pool.len()
+    pub fn stats(&self) -> ReceiverStats {
+        ReceiverStats {
+            dropped: self.dropped,
+            ..self.stats
+        }
     }
 
-    /// Bytes (capacity) held for reuse.
+    /// Bytes (buffer capacity) the active reassemblies hold now: at most
+    /// [`ReceiverConfig::max_bytes`].
     #[must_use]
-    pub fn pooled_bytes(&self) -> usize {
-        self.pool_capacity
+    pub fn held_bytes(&self) -> usize {
+        self.usage.bytes
     }
 
-    /// A pooled buffer for a message claiming `claim` bytes (`None`: no
-    /// claim): the smallest that holds the claim, else the largest (it
-    /// grows as segments arrive, as a fresh one would). Claims up to
-    /// `pool_min_len` get none.
-    fn take_buffer(&mut self, claim: Option<usize>) -> Option<Vec<u8>> {
-        let cap = |i: &usize| self.pool[*i].capacity();
-        let i = match claim {
-            Some(c) if c <= self.cfg.pool_min_len => None,
-            Some(c) => (0..self.pool.len())
-                .filter(|i| cap(i) >= c)
-                .min_by_key(cap)
-                .or_else(|| (0..self.pool.len()).max_by_key(cap)),
-            None => (0..self.pool.len()).max_by_key(cap),
-        }?;
-        let buf = self.pool.swap_remove(i);
-        self.pool_capacity -= buf.capacity();
-        Some(buf)
+    /// Finished transfers remembered now: at most
+    /// [`ReceiverConfig::max_lingering`].
+    #[must_use]
+    pub fn lingering(&self) -> usize {
+        self.lingering.len()
     }
 
     /// Transfers held (active or lingering).
@@ -375,7 +405,8 @@ impl ReceiverTable {
         m
     }
 
-    fn nack(&mut self, key: TransferKey, mad: &[u8], st: RmppStatus) {
+    /// Sends ABORT with `st` (STOP for RESX), built on `mad`, to `to`.
+    fn nack(&mut self, key: TransferKey, to: Address, mad: &[u8], st: RmppStatus) {
         let rtype = if st == RmppStatus::RESX {
             RmppType::STOP
         } else {
@@ -383,21 +414,19 @@ impl ReceiverTable {
         };
         self.out.push_back(Output::Send {
             key,
+            to,
             mad: Self::reply(mad, rtype, st, 0, 0),
         });
     }
 
-    /// Refuses a MAD with `st` (ABORT, or STOP for RESX) and ends the
-    /// transfer it belongs to: an active one is dropped; for a segment that
-    /// belongs to no transfer, [`Output::Ended`] is still reported so that
-    /// the owner of a waiting send learns at once that its response failed.
-    fn reject(&mut self, key: TransferKey, mad: &[u8], st: RmppStatus) {
-        self.nack(key, mad, st);
-        if self
-            .transfers
-            .get(&key)
-            .is_some_and(|t| t.state == State::Active)
-        {
+    /// Refuses a MAD received from `src` with `st` (ABORT, or STOP for
+    /// RESX) and ends the transfer it belongs to: an active one is
+    /// dropped; for a segment that belongs to no transfer,
+    /// [`Output::Ended`] is still reported so that the owner of a waiting
+    /// send learns at once that its response failed.
+    fn reject(&mut self, key: TransferKey, src: &Address, mad: &[u8], st: RmppStatus) {
+        self.nack(key, reply_address(src), mad, st);
+        if self.is_active(&key) {
             self.fail(key, None, Outcome::Aborted(st));
         } else {
             self.out.push_back(Output::Ended {
@@ -405,6 +434,12 @@ impl ReceiverTable {
                 outcome: Outcome::Aborted(st),
             });
         }
+    }
+
+    fn is_active(&self, key: &TransferKey) -> bool {
+        self.transfers
+            .get(key)
+            .is_some_and(|t| t.state == State::Active)
     }
 
     fn ack(&mut self, key: TransferKey) {
@@ -416,7 +451,8 @@ impl ReceiverTable {
                 t.seg_num,
                 t.newwin,
             );
-            self.out.push_back(Output::Send { key, mad: m });
+            let to = t.reply;
+            self.out.push_back(Output::Send { key, to, mad: m });
         }
     }
 
@@ -431,18 +467,25 @@ impl ReceiverTable {
     fn remove(&mut self, key: &TransferKey) -> Option<Transfer> {
         let mut t = self.transfers.remove(key)?;
         self.deadlines.remove(&(t.deadline, *key));
+        let data = std::mem::take(&mut t.data);
+        self.usage.release(key.src, data.capacity());
         // A failed or canceled reassembly's buffer serves the next one.
-        self.recycle(std::mem::take(&mut t.data));
-        if t.state == State::Active {
-            self.active -= 1;
-            let src = (key.src_lid, key.src_qp);
-            if let Some(c) = self.per_source.get_mut(&src) {
-                *c -= 1;
-                if *c == 0 {
-                    self.per_source.remove(&src);
+        self.recycle(data);
+        match t.state {
+            State::Active => {
+                self.active -= 1;
+                if let Some(s) = self.usage.sources.get_mut(&key.src) {
+                    s.active = s.active.saturating_sub(1);
+                }
+            }
+            State::Complete => {
+                forget(&mut self.lingering, key);
+                if let Some(s) = self.usage.sources.get_mut(&key.src) {
+                    forget(&mut s.lingering, key);
                 }
             }
         }
+        self.usage.tidy(key.src);
         Some(t)
     }
 
@@ -452,39 +495,46 @@ impl ReceiverTable {
         if let Some(t) = self.remove(&key) {
             if let Some(st) = nack {
                 let first = t.first;
-                self.nack(key, &first, st);
+                self.nack(key, t.reply, &first, st);
             }
             self.out.push_back(Output::Ended { key, outcome });
         }
     }
 
-    /// Takes one MAD received from `src_lid` / `src_qp`: an RMPP-active DATA
-    /// segment, or an ABORT / STOP / DS ACK for an inbound transfer.
-    /// Returns `false` if the MAD is not RMPP-active (the caller delivers it
-    /// as an ordinary MAD).
-    pub fn handle(&mut self, mad: &[u8], src_lid: u16, src_qp: u32, now: Instant) -> bool {
+    /// Takes one MAD received from `src` (its whole source address, GRH
+    /// included): an RMPP-active DATA segment, or an ABORT / STOP / DS ACK
+    /// for an inbound transfer. Transfers are told apart by
+    /// [`Peer::of`]`(src)`: the source GID when there is a GRH, else the
+    /// LID, and the QP. Returns `false` if the MAD is not RMPP-active (the
+    /// caller delivers it as an ordinary MAD).
+    pub fn handle(&mut self, mad: &[u8], src: &Address, now: Instant) -> bool {
         let Ok(h) = read_header(mad) else {
             return false;
         };
         if !h.is_active() {
             return false;
         }
-        let Some(key) = TransferKey::of(mad, src_lid, src_qp) else {
+        let Some(key) = TransferKey::of(mad, Peer::of(src)) else {
             return false;
         };
         if h.version != crate::RMPP_VERSION {
-            self.reject(key, mad, RmppStatus::UNV);
+            self.reject(key, src, mad, RmppStatus::UNV);
             return true;
         }
         match h.rmpp_type {
-            RmppType::DATA => self.handle_data(key, mad, &h, now),
+            RmppType::DATA => self.handle_data(key, src, mad, &h, now),
             RmppType::ABORT | RmppType::STOP => {
-                // The sender gave up on an inbound transfer.
-                if self
-                    .transfers
-                    .get(&key)
-                    .is_some_and(|t| t.state == State::Active)
-                {
+                if !h.status.is_valid_for(h.rmpp_type) {
+                    // The kernel answers every malformed STOP / ABORT with
+                    // ABORT(BAD_STATUS) (RMPP.md §4 steps 6, 7); the
+                    // transfer it names is over for its sender too.
+                    self.stats.bad_status += 1;
+                    self.nack(key, reply_address(src), mad, RmppStatus::BAD_STATUS);
+                    if self.is_active(&key) {
+                        self.fail(key, None, Outcome::Aborted(RmppStatus::BAD_STATUS));
+                    }
+                } else if self.is_active(&key) {
+                    // The sender gave up on an inbound transfer.
                     self.fail(key, None, Outcome::Aborted(h.status));
                 }
             }
@@ -502,39 +552,45 @@ impl ReceiverTable {
                 }
             }
             _ => {
-                self.reject(key, mad, RmppStatus::BADT);
+                self.reject(key, src, mad, RmppStatus::BADT);
             }
         }
         true
     }
 
-    fn handle_data(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
+    fn handle_data(
+        &mut self,
+        key: TransferKey,
+        src: &Address,
+        mad: &[u8],
+        h: &Header,
+        now: Instant,
+    ) {
         if h.status != RmppStatus::SUCCESS {
-            self.reject(key, mad, RmppStatus::BAD_STATUS);
+            self.reject(key, src, mad, RmppStatus::BAD_STATUS);
             return;
         }
         if h.data1 == 0 || (h.data1 == 1) != h.is_first() {
-            self.reject(key, mad, RmppStatus::BAD_SEG);
+            self.reject(key, src, mad, RmppStatus::BAD_SEG);
             return;
         }
         if h.data1 == 1 && !self.transfers.contains_key(&key) {
-            self.start(key, mad, h, now);
+            self.start(key, src, mad, h, now);
         } else {
             self.continue_transfer(key, mad, h, now);
         }
     }
 
-    fn start(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
-        let src = (key.src_lid, key.src_qp);
-        if self.active >= self.cfg.max_total
-            || self.per_source.get(&src).copied().unwrap_or(0) >= self.cfg.max_per_source
-        {
-            self.reject(key, mad, RmppStatus::RESX);
+    fn start(&mut self, key: TransferKey, src: &Address, mad: &[u8], h: &Header, now: Instant) {
+        let busy = self.usage.sources.get(&key.src).map_or(0, |s| s.active);
+        if self.active >= self.cfg.max_total || busy >= self.cfg.max_per_source {
+            self.stats.refused_busy += 1;
+            self.reject(key, src, mad, RmppStatus::RESX);
             return;
         }
         let hdr_len = hdr_len_of(key.class);
         if mad.len() < MAD_LEN || hdr_len >= MAD_LEN {
-            self.reject(key, mad, RmppStatus::BAD_LEN);
+            self.reject(key, src, mad, RmppStatus::BAD_LEN);
             return;
         }
         let mut first = [0u8; MAD_LEN];
@@ -543,13 +599,23 @@ impl ReceiverTable {
         // the RMPP header, at least the message's data) only picks a pooled
         // buffer; nothing is allocated for it.
         let claim = (h.data2 != 0).then(|| hdr_len.saturating_add(h.data2 as usize));
-        let (mut data, pooled) = match self.take_buffer(claim) {
+        let room = self.usage.room(key.src, &self.cfg);
+        let (mut data, pooled) = match self.take_buffer(claim, room) {
             Some(b) => (b, true),
             None => (Vec::new(), false),
         };
+        self.usage.take(key.src, data.capacity());
+        if !self.usage.grow(key.src, &self.cfg, &mut data, hdr_len) {
+            self.usage.release(key.src, data.capacity());
+            self.recycle(data);
+            self.stats.refused_bytes += 1;
+            self.reject(key, src, mad, RmppStatus::RESX);
+            return;
+        }
         data.extend_from_slice(&mad[..hdr_len]);
         let t = Transfer {
             first,
+            reply: reply_address(src),
             hdr_len,
             seg_size: MAD_LEN - hdr_len,
             data,
@@ -568,13 +634,12 @@ impl ReceiverTable {
         self.deadlines.insert((t.deadline, key));
         self.transfers.insert(key, t);
         self.active += 1;
-        *self.per_source.entry(src).or_insert(0) += 1;
+        self.usage.source(key.src).active += 1;
         self.place(key, mad, h, now);
     }
 
     fn continue_transfer(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
         let window = self.cfg.window.max(1);
-        let max_len = self.cfg.max_message_len;
         // One table lookup per segment on the common path (the table key
         // is hashed once): checks and placement work on the same entry.
         let Some(t) = self.transfers.get_mut(&key) else {
@@ -595,23 +660,31 @@ impl ReceiverTable {
         if t.has(n) {
             return; // held but not yet acknowledged
         }
-        let placed = Self::place_in(t, mad, h, window, max_len);
+        let placed = Self::place_in(t, key.src, &mut self.usage, &self.cfg, mad, h, window);
         self.after_place(key, placed, now);
     }
 
     fn place(&mut self, key: TransferKey, mad: &[u8], h: &Header, now: Instant) {
         let window = self.cfg.window.max(1);
-        let max_len = self.cfg.max_message_len;
         let Some(t) = self.transfers.get_mut(&key) else {
             return;
         };
-        let placed = Self::place_in(t, mad, h, window, max_len);
+        let placed = Self::place_in(t, key.src, &mut self.usage, &self.cfg, mad, h, window);
         self.after_place(key, placed, now);
     }
 
-    /// Checks segment `h.data1` against `t` and stores it; says what the
-    /// table must do next.
-    fn place_in(t: &mut Transfer, mad: &[u8], h: &Header, window: u32, max_len: usize) -> Placed {
+    /// Checks segment `h.data1` against `t` and stores it, growing its
+    /// buffer within the byte budgets of `usage`; says what the table
+    /// must do next.
+    fn place_in(
+        t: &mut Transfer,
+        src: Peer,
+        usage: &mut Usage,
+        cfg: &ReceiverConfig,
+        mad: &[u8],
+        h: &Header,
+        window: u32,
+    ) -> Placed {
         let n = h.data1;
         // Segment numbers beyond a known Last, or a Last below a segment
         // already received: the Last flag is inconsistent.
@@ -620,7 +693,7 @@ impl ReceiverTable {
         }
         if (n as usize)
             .checked_mul(t.seg_size)
-            .is_none_or(|e| e > max_len.saturating_add(t.seg_size))
+            .is_none_or(|e| e > cfg.max_message_len.saturating_add(t.seg_size))
         {
             // Too long for our bound: stop the sender.
             return Placed::Fail(RmppStatus::RESX);
@@ -631,6 +704,9 @@ impl ReceiverTable {
         };
         // `data` holds the class header (from segment 1) then the payloads.
         let off = t.hdr_len + (n as usize - 1) * t.seg_size;
+        if !usage.grow(src, cfg, &mut t.data, off + t.seg_size) {
+            return Placed::RefusedBytes;
+        }
         if off == t.data.len() {
             // In order: append without zero-filling first.
             t.data.extend_from_slice(payload);
@@ -668,6 +744,11 @@ impl ReceiverTable {
             Placed::Ack => self.ack(key),
             Placed::Complete => self.complete(key, now),
             Placed::Fail(st) => self.fail(key, Some(st), Outcome::Aborted(st)),
+            Placed::RefusedBytes => {
+                self.stats.refused_bytes += 1;
+                let st = RmppStatus::RESX;
+                self.fail(key, Some(st), Outcome::Aborted(st));
+            }
         }
     }
 
@@ -707,23 +788,47 @@ impl ReceiverTable {
         // fresh buffer grew by doubling: give back the slack. A pooled one
         // keeps its capacity for when the owner recycles it.
         let mut message = std::mem::take(&mut t.data);
+        let cap = message.capacity();
         message.truncate(len);
         if !t.pooled {
             message.shrink_to_fit();
         }
         t.have = Vec::new();
         t.state = State::Complete;
+        let src = t.reply;
         self.active -= 1;
-        let src = (key.src_lid, key.src_qp);
-        if let Some(c) = self.per_source.get_mut(&src) {
-            *c -= 1;
-            if *c == 0 {
-                self.per_source.remove(&src);
-            }
-        }
+        self.usage.release(key.src, cap);
+        let s = self.usage.source(key.src);
+        s.active = s.active.saturating_sub(1);
+        s.lingering.push_back(key);
+        self.lingering.push_back(key);
         self.ack(key);
         self.set_deadline(key, now + self.cfg.linger);
-        self.out.push_back(Output::Delivered { key, message });
+        self.out.push_back(Output::Delivered { key, src, message });
+        self.bound_lingering(key.src);
+    }
+
+    /// Forgets the oldest finished transfers of `src`, then of the table,
+    /// past the lingering limits.
+    fn bound_lingering(&mut self, src: Peer) {
+        loop {
+            let oldest = self
+                .usage
+                .sources
+                .get(&src)
+                .filter(|s| s.lingering.len() > self.cfg.max_lingering_per_source)
+                .and_then(|s| s.lingering.front().copied());
+            let Some(k) = oldest else { break };
+            self.stats.evicted_lingering += 1;
+            self.remove(&k);
+        }
+        while self.lingering.len() > self.cfg.max_lingering {
+            let Some(k) = self.lingering.front().copied() else {
+                break;
+            };
+            self.stats.evicted_lingering += 1;
+            self.remove(&k);
+        }
     }
 
     /// Ends expired transfers: active ones with ABORT(T2L) to the sender
@@ -734,11 +839,7 @@ impl ReceiverTable {
             if at > now {
                 break;
             }
-            let active = self
-                .transfers
-                .get(&key)
-                .is_some_and(|t| t.state == State::Active);
-            if active {
+            if self.is_active(&key) {
                 self.fail(key, Some(RmppStatus::T2L), Outcome::TimedOut);
             } else {
                 self.remove(&key);
@@ -767,313 +868,4 @@ impl ReceiverTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::segment::{FLAG_FIRST, FLAG_LAST};
-    use crate::{SendEvent, Sender, SenderConfig};
-
-    const SRC: (u16, u32) = (9, 1);
-
-    fn seg(n: u32, flags: u8, d2: u32) -> Vec<u8> {
-        let mut m = vec![0u8; MAD_LEN];
-        m[0] = 1;
-        m[1] = 3;
-        m[2] = 2;
-        m[3] = 0x92;
-        m[8..16].copy_from_slice(&0xABu64.to_be_bytes());
-        for (i, b) in m.iter_mut().enumerate().skip(56) {
-            *b = (i as u32 + n) as u8;
-        }
-        write_header(
-            &header(
-                RmppType::DATA,
-                0x1F,
-                FLAG_ACTIVE | flags,
-                RmppStatus::SUCCESS,
-                n,
-                d2,
-            ),
-            &mut m,
-        );
-        m
-    }
-
-    fn outputs(t: &mut ReceiverTable) -> Vec<Output> {
-        std::iter::from_fn(|| t.poll_output()).collect()
-    }
-
-    fn sent(o: &[Output]) -> Vec<(RmppType, RmppStatus, u32, u32)> {
-        o.iter()
-            .filter_map(|x| match x {
-                Output::Send { mad, .. } => {
-                    let h = read_header(mad).unwrap();
-                    Some((h.rmpp_type, h.status, h.data1, h.data2))
-                }
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn ended(o: &[Output]) -> Option<Outcome> {
-        o.iter().find_map(|x| match x {
-            Output::Ended { outcome, .. } => Some(*outcome),
-            _ => None,
-        })
-    }
-
-    fn nack_case(mads: &[Vec<u8>], want: RmppStatus) {
-        let now = Instant::now();
-        let mut t = ReceiverTable::new(ReceiverConfig::default());
-        let mut all = Vec::new();
-        for m in mads {
-            t.handle(m, SRC.0, SRC.1, now);
-            all.extend(outputs(&mut t));
-        }
-        let s = sent(&all);
-        let last = s.last().copied().unwrap();
-        let rtype = if want == RmppStatus::RESX {
-            RmppType::STOP
-        } else {
-            RmppType::ABORT
-        };
-        assert_eq!((last.0, last.1), (rtype, want), "{s:?}");
-        assert_eq!(t.active(), 0, "no active transfer is left behind");
-        // The owner learns that the transfer ended, with that status.
-        assert_eq!(ended(&all), Some(Outcome::Aborted(want)), "{all:?}");
-        // The far side ends the transfer with that status.
-        let mut reply = None;
-        for o in &all {
-            if let Output::Send { mad, .. } = o {
-                reply = Some(mad.clone());
-            }
-        }
-        let mut tx =
-            Sender::new(&mads[0][..56], &[0u8; 5000], SenderConfig::default(), now).unwrap();
-        let _ = tx.poll_transmit(now);
-        tx.handle_reply(&reply.unwrap(), now);
-        assert_eq!(
-            tx.poll_event(),
-            Some(SendEvent::Finished(Outcome::Aborted(want)))
-        );
-    }
-
-    #[test]
-    fn segment_one_without_first_is_bad_seg() {
-        nack_case(&[seg(1, 0, 0)], RmppStatus::BAD_SEG);
-    }
-
-    #[test]
-    fn first_flag_on_a_later_segment_is_bad_seg() {
-        nack_case(
-            &[seg(1, FLAG_FIRST, 660), seg(2, FLAG_FIRST, 0)],
-            RmppStatus::BAD_SEG,
-        );
-    }
-
-    #[test]
-    fn unsupported_version_is_unv() {
-        let mut m = seg(1, FLAG_FIRST, 440);
-        m[24] = 2;
-        nack_case(&[m], RmppStatus::UNV);
-    }
-
-    #[test]
-    fn illegal_type_is_badt() {
-        let mut m = seg(1, FLAG_FIRST, 440);
-        m[25] = 9;
-        nack_case(&[m], RmppStatus::BADT);
-    }
-
-    #[test]
-    fn data_with_a_status_is_bad_status() {
-        let mut m = seg(1, FLAG_FIRST, 440);
-        m[27] = 3;
-        nack_case(&[m], RmppStatus::BAD_STATUS);
-    }
-
-    #[test]
-    fn a_segment_beyond_the_last_is_s2b() {
-        // Segment 3 says Last while 2 is missing; segment 4 then lies beyond it.
-        nack_case(
-            &[
-                seg(1, FLAG_FIRST, 660),
-                seg(3, FLAG_LAST, 100),
-                seg(4, 0, 0),
-            ],
-            RmppStatus::S2B,
-        );
-    }
-
-    #[test]
-    fn last_length_over_220_is_bad_len() {
-        nack_case(
-            &[seg(1, FLAG_FIRST, 440), seg(2, FLAG_LAST, 221)],
-            RmppStatus::BAD_LEN,
-        );
-    }
-
-    #[test]
-    fn a_continuation_segment_shorter_than_a_mad_is_bad_len_not_a_panic() {
-        let mut short = seg(2, FLAG_LAST, 220);
-        short.truncate(100);
-        nack_case(&[seg(1, FLAG_FIRST, 440), short], RmppStatus::BAD_LEN);
-    }
-
-    #[test]
-    fn first_total_disagreeing_with_the_last_is_bad_len() {
-        nack_case(
-            &[seg(1, FLAG_FIRST, 999), seg(2, FLAG_LAST, 220)],
-            RmppStatus::BAD_LEN,
-        );
-    }
-
-    #[test]
-    fn a_message_past_the_bound_is_stopped_with_resx_and_allocates_no_more() {
-        let now = Instant::now();
-        let cfg = ReceiverConfig {
-            max_message_len: 1000,
-            ..ReceiverConfig::default()
-        };
-        let mut t = ReceiverTable::new(cfg);
-        // The first segment claims 4 GiB: nothing is allocated for that.
-        t.handle(&seg(1, FLAG_FIRST, u32::MAX), SRC.0, SRC.1, now);
-        let mut all = outputs(&mut t);
-        for n in 2..=10 {
-            t.handle(&seg(n, 0, 0), SRC.0, SRC.1, now);
-            all.extend(outputs(&mut t));
-        }
-        assert!(sent(&all).contains(&(RmppType::STOP, RmppStatus::RESX, 0, 0)));
-        assert_eq!(ended(&all), Some(Outcome::Aborted(RmppStatus::RESX)));
-        assert!(t.is_empty());
-    }
-
-    #[test]
-    fn too_many_concurrent_transfers_from_one_source_are_stopped() {
-        let now = Instant::now();
-        let cfg = ReceiverConfig {
-            max_per_source: 2,
-            ..ReceiverConfig::default()
-        };
-        let mut t = ReceiverTable::new(cfg);
-        for tid in 0..3u64 {
-            let mut m = seg(1, FLAG_FIRST, 660);
-            m[8..16].copy_from_slice(&tid.to_be_bytes());
-            t.handle(&m, SRC.0, SRC.1, now);
-        }
-        let all = outputs(&mut t);
-        assert_eq!(t.active(), 2);
-        assert_eq!(
-            sent(&all).last().map(|s| (s.0, s.1)),
-            Some((RmppType::STOP, RmppStatus::RESX))
-        );
-        // Another source is not affected.
-        t.handle(&seg(1, FLAG_FIRST, 660), 10, 1, now);
-        assert_eq!(t.active(), 3);
-    }
-
-    #[test]
-    fn an_idle_transfer_ends_after_the_total_time_with_abort_t2l() {
-        let now = Instant::now();
-        let mut t = ReceiverTable::new(ReceiverConfig::default());
-        t.handle(&seg(1, FLAG_FIRST, 660), SRC.0, SRC.1, now);
-        outputs(&mut t);
-        t.handle_timeout(now + Duration::from_secs(39));
-        assert_eq!(t.active(), 1, "an early timeout does nothing");
-        t.handle_timeout(now + Duration::from_secs(40));
-        let all = outputs(&mut t);
-        assert_eq!(sent(&all), vec![(RmppType::ABORT, RmppStatus::T2L, 0, 0)]);
-        assert_eq!(ended(&all), Some(Outcome::TimedOut));
-        assert!(t.is_empty());
-    }
-
-    #[test]
-    fn duplicates_are_re_acked_and_out_of_window_segments_dropped() {
-        let now = Instant::now();
-        let mut t = ReceiverTable::new(ReceiverConfig {
-            window: 4,
-            ..ReceiverConfig::default()
-        });
-        t.handle(&seg(1, FLAG_FIRST, 20 * 220), SRC.0, SRC.1, now);
-        assert_eq!(
-            sent(&outputs(&mut t)),
-            vec![(RmppType::ACK, RmppStatus::SUCCESS, 1, 5)]
-        );
-        t.handle(&seg(1, FLAG_FIRST, 20 * 220), SRC.0, SRC.1, now);
-        assert_eq!(
-            sent(&outputs(&mut t)),
-            vec![(RmppType::ACK, RmppStatus::SUCCESS, 1, 5)]
-        );
-        t.handle(&seg(9, 0, 0), SRC.0, SRC.1, now);
-        assert!(outputs(&mut t).is_empty());
-        assert_eq!(t.dropped, 1);
-        // Out of order inside the window: no ACK until the window fills.
-        for n in [3, 5, 4] {
-            t.handle(&seg(n, 0, 0), SRC.0, SRC.1, now);
-            assert!(outputs(&mut t).is_empty());
-        }
-        t.handle(&seg(2, 0, 0), SRC.0, SRC.1, now);
-        assert_eq!(
-            sent(&outputs(&mut t)),
-            vec![(RmppType::ACK, RmppStatus::SUCCESS, 5, 9)]
-        );
-    }
-
-    #[test]
-    fn a_finished_transfer_lingers_then_is_forgotten() {
-        let now = Instant::now();
-        let mut t = ReceiverTable::new(ReceiverConfig::default());
-        t.handle(&seg(1, FLAG_FIRST | FLAG_LAST, 120), SRC.0, SRC.1, now);
-        let all = outputs(&mut t);
-        assert!(all
-            .iter()
-            .any(|o| matches!(o, Output::Delivered { message, .. } if message.len() == 156)));
-        assert_eq!(t.len(), 1);
-        t.handle(&seg(1, FLAG_FIRST | FLAG_LAST, 120), SRC.0, SRC.1, now);
-        let again = outputs(&mut t);
-        assert_eq!(sent(&again).len(), 1, "re-ACKed, not delivered twice");
-        assert!(!again.iter().any(|o| matches!(o, Output::Delivered { .. })));
-        t.handle_timeout(now + Duration::from_secs(10));
-        assert!(t.is_empty());
-    }
-
-    #[test]
-    fn a_ds_ack_sets_the_response_window_of_the_completed_request() {
-        let now = Instant::now();
-        let mut t = ReceiverTable::new(ReceiverConfig::default());
-        // A one-segment request (method GetMulti 0x14) completes here.
-        let mut req = seg(1, FLAG_FIRST | FLAG_LAST, 120);
-        req[3] = 0x14;
-        t.handle(&req, SRC.0, SRC.1, now);
-        let key = TransferKey::of(&req, SRC.0, SRC.1).unwrap();
-        let acks = outputs(&mut t);
-        let Some(Output::Send { mad: final_ack, .. }) =
-            acks.iter().find(|o| matches!(o, Output::Send { .. }))
-        else {
-            panic!("no final ACK: {acks:?}");
-        };
-        assert_eq!(final_ack[3], 0x94, "the ACK flips the response bit");
-        assert_eq!(t.response_window(&key), Some(1));
-        // The requester's sender answers the final ACK with a DS ACK.
-        let mut tx = Sender::new(
-            &req[..56],
-            &[0u8; 100],
-            SenderConfig {
-                expects_response: true,
-                ..SenderConfig::default()
-            },
-            now,
-        )
-        .unwrap();
-        let _ = tx.poll_transmit(now);
-        tx.handle_reply(final_ack, now);
-        let mut ds = tx.poll_transmit(now).unwrap();
-        assert_eq!(ds[3], 0x14, "the DS ACK carries the request method");
-        // Advertise a bigger window than 1 to see it taken.
-        write_header(
-            &header(RmppType::ACK, 0x1F, FLAG_ACTIVE, RmppStatus::SUCCESS, 0, 32),
-            &mut ds,
-        );
-        t.handle(&ds, SRC.0, SRC.1, now);
-        assert_eq!(t.response_window(&key), Some(32));
-    }
-}
+mod tests;

@@ -1,0 +1,345 @@
+//! The engine's RMPP plumbing: outbound transfers (segments, ACK routing
+//! by TID, class **and destination**, the absolute deadline), inbound
+//! reassembly output (ACKs and answers to the transfer's full source
+//! address, GRH included), and the posts the engine makes on its own
+//! behalf. See the [engine documentation](super#rmpp-issue-5-rmppmd).
+
+use std::time::Instant;
+
+use mad_core::port::PortError;
+use mad_core::transport::{Address, Qp, Received, Transport};
+use mad_core::wire::rmpp::RmppType;
+use mad_core::wire::{Method, MgmtClass, METHOD_RESPONSE_BIT};
+use mad_rmpp::{Outcome, Output, Peer, ReceiverTable, SendEvent, Sender, TransferKey};
+
+use super::{port_failure, rmpp_type, Engine, INTERNAL};
+use crate::tid;
+use crate::types::{Message, SendStatus};
+
+impl<T: Transport> Engine<T> {
+    /// The window a double-sided requester advertised (in its DS ACK) for
+    /// the response `mad` to `dest`, or 1 (RMPP.md §6, the kernel's
+    /// `init_newwin`): the agent's completed inbound request with the
+    /// same TID, class and version from the response's destination (its
+    /// GID when the destination has a GRH, else its LID).
+    pub(super) fn response_window(&self, aidx: usize, mad: &[u8], dest: &Address) -> u32 {
+        let Some(rx) = self.agents[aidx].rmpp_rx.as_ref() else {
+            return 1;
+        };
+        let Some(mut key) = TransferKey::of(mad, Peer::of(dest)) else {
+            return 1;
+        };
+        let resp = key.method;
+        // The request's method: the response's without the R bit; GetResp
+        // also answers Set.
+        let mut methods = vec![resp & 0x7F];
+        if resp == Method::GET.0 | METHOD_RESPONSE_BIT {
+            methods.push(Method::SET.0);
+        }
+        methods
+            .into_iter()
+            .find_map(|m| {
+                key.method = m;
+                rx.response_window(&key)
+            })
+            .unwrap_or(1)
+    }
+
+    // ----- routing of ACK / STOP / ABORT to outbound transfers -----
+
+    /// True if an outbound transfer with `key` already goes to the peer of
+    /// `dest` (the same TID may go to different peers at once).
+    pub(super) fn rmpp_out_conflict(&self, key: (u64, u8), dest: &Address) -> bool {
+        let peer = Peer::of(dest);
+        self.rmpp_out
+            .get(&key)
+            .is_some_and(|l| l.iter().any(|&i| Peer::of(&self.sends[i].dest) == peer))
+    }
+
+    /// Routes control MADs with the send's TID and class to it.
+    pub(super) fn route_rmpp(&mut self, idx: usize) {
+        let key = self.sends[idx].key;
+        let list = self.rmpp_out.entry(key).or_default();
+        if !list.contains(&idx) {
+            list.push(idx);
+        }
+    }
+
+    /// Stops routing control MADs to send `idx`.
+    pub(super) fn unroute_rmpp(&mut self, idx: usize) {
+        let key = self.sends[idx].key;
+        if let Some(list) = self.rmpp_out.get_mut(&key) {
+            list.retain(|&i| i != idx);
+            if list.is_empty() {
+                self.rmpp_out.remove(&key);
+            }
+        }
+    }
+
+    /// An ACK / STOP / ABORT received with `key` (TID, class): for the
+    /// outbound transfer to its source, if there is one. Returns true if
+    /// the MAD was consumed here (taken by a transfer, or dropped as from
+    /// the wrong source).
+    ///
+    /// A request whose segments are all acknowledged stays routed while
+    /// it waits for its response, so that a repeated final ACK gets the DS
+    /// ACK again (RMPP.md §4 step 5); a STOP or ABORT then concerns the
+    /// response's reassembly (the requester's sender ignores it), so it
+    /// goes on to the receive path.
+    pub(super) fn on_rmpp_control(&mut self, key: (u64, u8), r: &Received, now: Instant) -> bool {
+        let Some(list) = self.rmpp_out.get(&key) else {
+            return false;
+        };
+        let Some(idx) = list
+            .iter()
+            .copied()
+            .find(|&i| self.answers_from_destination(i, &r.src))
+        else {
+            self.stats.wrong_source += 1;
+            return true;
+        };
+        let mad = &r.mad[..];
+        let Some(tx) = self.sends[idx].rmpp.as_mut() else {
+            return false;
+        };
+        if tx.sender.is_all_acked() && rmpp_type(mad) != RmppType::ACK {
+            return false;
+        }
+        tx.sender.handle_reply(mad, now);
+        self.pump_rmpp(idx, now);
+        true
+    }
+
+    // ----- outbound transfers -----
+
+    /// Posts one due RMPP segment, if any. Ok(false) when none was due. A
+    /// refused post is counted ([`crate::EngineStats::post_failures`]).
+    pub(super) fn post_next_segment(
+        &mut self,
+        idx: usize,
+        now: Instant,
+    ) -> Result<bool, PortError> {
+        let s = &mut self.sends[idx];
+        let Some(tx) = s.rmpp.as_mut() else {
+            return Ok(false);
+        };
+        if tx.sender.poll_transmit_into(now, &mut self.seg).is_none() {
+            return Ok(false);
+        }
+        let wait = self.answer_wait(idx, &self.seg);
+        let s = &self.sends[idx];
+        let res = match wait {
+            Some(w) => {
+                self.port
+                    .post_request(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64(), w)
+            }
+            None => self
+                .port
+                .post(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64()),
+        };
+        if let Err(e) = res {
+            let aidx = s.agent;
+            self.count_post_failure(Some(aidx));
+            return Err(e);
+        }
+        let s = &mut self.sends[idx];
+        s.wr += 1;
+        self.stats.posted += 1;
+        Ok(true)
+    }
+
+    /// Sends what the RMPP sender has due, takes its events and re-arms its
+    /// timer. A segment the port refuses ends the send with the port's
+    /// error (it completes once its posted segments have completed).
+    pub(super) fn pump_rmpp(&mut self, idx: usize, now: Instant) {
+        loop {
+            match self.post_next_segment(idx, now) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    let st = port_failure(&e);
+                    self.fail(idx, st);
+                    break;
+                }
+            }
+        }
+        let mut events = Vec::new();
+        if let Some(tx) = self.sends[idx].rmpp.as_mut() {
+            while let Some(ev) = tx.sender.poll_event() {
+                events.push(ev);
+            }
+        }
+        for ev in events {
+            match ev {
+                SendEvent::AllAcked | SendEvent::Finished(Outcome::Success | Outcome::Canceled) => {
+                    self.end_rmpp(idx)
+                }
+                SendEvent::Finished(Outcome::Aborted(st)) => {
+                    self.fail(idx, SendStatus::RmppAbort(st));
+                }
+                SendEvent::Finished(Outcome::TimedOut) => self.fail(idx, SendStatus::Timeout),
+            }
+        }
+        // A finished (or fully acknowledged) sender may still have an
+        // ABORT or a DS ACK to send.
+        if self.sends[idx].rmpp.is_some() {
+            while let Ok(true) = self.post_next_segment(idx, now) {}
+        }
+        self.rearm_rmpp(idx);
+        self.settle(idx, Some(now));
+    }
+
+    /// Starts the RMPP transfer of send `idx` again from segment 1 (a
+    /// retry after a response timeout).
+    pub(super) fn restart_rmpp(&mut self, idx: usize, now: Instant) {
+        let s = &mut self.sends[idx];
+        let Some(tx) = s.rmpp.as_mut() else {
+            return;
+        };
+        let hdr_len = MgmtClass(s.key.1).data_offset();
+        match Sender::from_message(tx.sender.message().to_vec(), hdr_len, tx.cfg, now) {
+            Ok(sender) => {
+                tx.sender = sender;
+                s.rmpp_active = true;
+                self.route_rmpp(idx);
+                self.pump_rmpp(idx, now);
+            }
+            // It was accepted once, so it cannot fail now; if it did, the
+            // send ends as a timeout.
+            Err(_) => self.fail(idx, SendStatus::Timeout),
+        }
+    }
+
+    /// Arms the send's RMPP timer: the sender's ACK timer, but never past
+    /// the send's absolute deadline, so a transfer whose peer keeps it
+    /// going never outlives the send's deadline.
+    pub(super) fn rearm_rmpp(&mut self, idx: usize) {
+        let s = &mut self.sends[idx];
+        if let Some(tx) = s.rmpp.as_mut() {
+            if tx.deadline.take().is_some() {
+                self.rmpp_timers.remove(idx);
+            }
+            if s.rmpp_active {
+                tx.deadline = match (tx.sender.poll_timeout(), s.abs_deadline) {
+                    (Some(d), Some(a)) => Some(d.min(a)),
+                    (d, a) => d.or(a),
+                };
+                if let Some(d) = tx.deadline {
+                    self.rmpp_timers.insert(d, idx);
+                }
+            }
+        }
+    }
+
+    /// The RMPP timer of send `idx` expired at `now`: past the send's
+    /// absolute deadline the send fails with [`SendStatus::Timeout`],
+    /// else the sender handles its ACK timeout.
+    pub(super) fn on_rmpp_timer(&mut self, idx: usize, now: Instant) {
+        let Some(s) = self.sends.get_mut(idx) else {
+            return;
+        };
+        let past_deadline = s.rmpp_active && s.abs_deadline.is_some_and(|a| a <= now);
+        let Some(tx) = s.rmpp.as_mut() else {
+            return;
+        };
+        tx.deadline = None;
+        if past_deadline {
+            self.stats.rmpp_deadline_expired += 1;
+            self.fail(idx, SendStatus::Timeout);
+            self.settle(idx, Some(now));
+            return;
+        }
+        tx.sender.handle_timeout(now);
+        self.pump_rmpp(idx, now);
+    }
+
+    /// The RMPP transfer no longer holds the send. It stays routed while
+    /// its sender waits for a response (repeated final ACKs).
+    pub(super) fn end_rmpp(&mut self, idx: usize) {
+        let s = &mut self.sends[idx];
+        s.rmpp_active = false;
+        let waits =
+            s.failed.is_none() && s.rmpp.as_ref().is_some_and(|tx| !tx.sender.is_finished());
+        if !waits {
+            self.unroute_rmpp(idx);
+        }
+    }
+
+    // ----- the engine's own posts -----
+
+    /// Counts a post the port refused (of agent `aidx`, if known).
+    pub(super) fn count_post_failure(&mut self, aidx: Option<usize>) {
+        self.stats.post_failures += 1;
+        if let Some(a) = aidx.and_then(|i| self.agents.get_mut(i)) {
+            a.stats.post_failures += 1;
+        }
+    }
+
+    /// Posts a MAD the engine sends on its own behalf (RMPP ACK / STOP /
+    /// ABORT, unsupported-method answer) to `dest` on `qp`; a refusal is
+    /// counted, for agent `aidx` too when given. True if posted.
+    pub(super) fn post_internal(
+        &mut self,
+        aidx: Option<usize>,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+    ) -> bool {
+        if self.port.post(self.client, qp, mad, dest, INTERNAL).is_ok() {
+            true
+        } else {
+            self.count_post_failure(aidx);
+            false
+        }
+    }
+
+    // ----- inbound transfers -----
+
+    /// Acts on what an agent's RMPP receiver produced: ACKs and answers go
+    /// to the transfer's source address as received (GRH included), and a
+    /// reassembled message carries that address as its source.
+    pub(super) fn drain_rx(&mut self, aidx: usize, now: Instant) {
+        let qp = self.agents[aidx].spec.qp;
+        while let Some(out) = self.agents[aidx]
+            .rmpp_rx
+            .as_mut()
+            .and_then(ReceiverTable::poll_output)
+        {
+            match out {
+                Output::Send { to, mad, .. } => {
+                    self.post_internal(Some(aidx), qp, &mad, &to);
+                }
+                Output::Delivered { key, src, message } => {
+                    self.agents[aidx].stats.rmpp_reassembled += 1;
+                    let msg = Message::from_parts(qp, src, message);
+                    if key.method & METHOD_RESPONSE_BIT != 0 {
+                        match self.waiting.get(&tid::match_key(key.tid, key.class)) {
+                            Some(&idx) if self.sends[idx].agent == aidx => {
+                                self.stats.responses_matched += 1;
+                                self.on_response(idx, msg, now);
+                            }
+                            _ => self.stats.unmatched_responses += 1,
+                        }
+                    } else if !self.agents[aidx].closing {
+                        self.deliver_recv(aidx, msg);
+                    }
+                }
+                Output::Ended { key, outcome } => {
+                    if key.method & METHOD_RESPONSE_BIT == 0 {
+                        continue;
+                    }
+                    let Some(&idx) = self.waiting.get(&tid::match_key(key.tid, key.class)) else {
+                        continue;
+                    };
+                    let st = match outcome {
+                        Outcome::Aborted(st) => SendStatus::RmppAbort(st),
+                        Outcome::TimedOut => SendStatus::Timeout,
+                        Outcome::Success | Outcome::Canceled => continue,
+                    };
+                    self.fail(idx, st);
+                    self.settle(idx, Some(now));
+                }
+            }
+        }
+    }
+}
