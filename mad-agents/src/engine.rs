@@ -1085,10 +1085,30 @@ impl<T: Transport> Engine<T> {
     /// How long the layer below should hold request `idx` for its answer
     /// ([`mad_core::transport::Transport::post_request`]): this attempt's
     /// timeout, for a request that expects a response; `None` otherwise.
+    ///
+    /// An RMPP request's last DATA segment is held longer (twice the
+    /// timeout and 5 s more): the answer comes only after the final ACK,
+    /// the receiver's ACKs each take one of the transfer's waiting
+    /// segments below umad (the earliest-expiring first), and the answer
+    /// must find one still waiting (seen against the real kernel: a 1 MiB
+    /// transfer's GetResp arrived after every segment's wait had ended).
     pub(super) fn answer_wait(&self, idx: usize, mad: &[u8]) -> Option<Duration> {
         let s = &self.sends[idx];
         let request = mad.get(3).is_some_and(|m| m & 0x80 == 0);
-        (request && !s.timeout.is_zero()).then(|| self.interval(s))
+        if !request || s.timeout.is_zero() {
+            return None;
+        }
+        let wait = self.interval(s);
+        let last_segment = is_rmpp_active(mad)
+            && rmpp_type(mad) == RmppType::DATA
+            && mad
+                .get(26)
+                .is_some_and(|f| f & mad_core::wire::rmpp::RMPP_FLAG_LAST != 0);
+        Some(if last_segment {
+            wait.saturating_mul(2) + Duration::from_secs(5)
+        } else {
+            wait
+        })
     }
 
     /// A refused post is counted ([`EngineStats::post_failures`]).
@@ -1620,15 +1640,36 @@ impl<T: Transport> Engine<T> {
         progress
     }
 
+    /// True while the answer to send `idx` is being reassembled by its
+    /// agent's RMPP receiver.
+    fn answer_arriving(&self, idx: usize) -> bool {
+        let s = &self.sends[idx];
+        self.agents[s.agent].rmpp_rx.as_ref().is_some_and(|rx| {
+            rx.is_receiving(
+                s.key.0,
+                tid::TID_MATCH_MASK,
+                s.key.1,
+                &mad_rmpp::Peer::of(&s.dest),
+            )
+        })
+    }
+
     fn on_response_timeout(&mut self, idx: usize, now: Instant) {
         let s = &self.sends[idx];
         if !s.awaiting || s.failed.is_some() {
             self.settle(idx, Some(now));
             return;
         }
-        let retry = s.retries_left > 0
-            && s.abs_deadline.is_none_or(|a| now < a)
-            && !self.agents[s.agent].closing;
+        let within = s.abs_deadline.is_none_or(|a| now < a);
+        if within && !self.agents[s.agent].closing && self.answer_arriving(idx) {
+            // The answer is arriving as an RMPP transfer: no retry (it would
+            // restart the responder's transfer); wait on, up to the absolute
+            // deadline, while the transfer's own timers govern it.
+            self.start_wait(idx, now);
+            return;
+        }
+        let s = &self.sends[idx];
+        let retry = s.retries_left > 0 && within && !self.agents[s.agent].closing;
         if retry {
             let s = &mut self.sends[idx];
             s.retries_left -= 1;

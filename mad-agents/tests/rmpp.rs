@@ -218,6 +218,60 @@ fn a_request_answered_by_an_rmpp_response_completes_with_the_reassembled_message
 }
 
 #[test]
+fn an_rmpp_answer_longer_than_the_attempt_timeout_is_awaited_not_retried() {
+    // The kernel stops a request's timer at its answer's first segment; a
+    // retry here would restart the responder's transfer for ever (seen
+    // against the real kernel with a 1.1 MB GetTable under qemu).
+    let (mut a, mut b) = pair(EngineConfig::default());
+    let client = a
+        .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
+        .unwrap();
+    let sa = b
+        .register(
+            AgentSpec::requests("sa", MgmtClass::SUBN_ADM, 2, &[Method::GET_TABLE]).with_rmpp(),
+        )
+        .unwrap();
+    let table = payload(400_000);
+    let t0 = Instant::now();
+    let s = a
+        .send(
+            client,
+            SendRequest::new(sa_get_table(), Address::gsi(2))
+                .expect_response(Duration::from_millis(5), 3)
+                .total_timeout(Duration::from_secs(4)),
+            t0,
+        )
+        .unwrap();
+    let table2 = table.clone();
+    let mut requests = 0;
+    let (ea, _) = run(
+        &mut a,
+        &mut b,
+        t0,
+        4000,
+        |b, (who, ev), now| {
+            if let AgentEvent::Received(req) = ev {
+                requests += 1;
+                let mut resp = req.bytes()[..SA_DATA_OFFSET].to_vec();
+                resp[3] = 0x92;
+                resp.extend_from_slice(&table2);
+                let dest = Address::gsi(req.src().lid);
+                b.send(*who, SendRequest::new(resp, dest), now).unwrap();
+            }
+        },
+        |ea, _| !completions(ea).is_empty(),
+    );
+    let c = completions(&ea);
+    assert_eq!(c.len(), 1);
+    assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
+    assert_eq!(c[0].retries, 0, "retried while the answer was arriving");
+    assert_eq!(requests, 1, "the SA saw the request more than once");
+    let r = c[0].response.as_ref().unwrap();
+    assert_eq!(&r.bytes()[SA_DATA_OFFSET..], &table[..]);
+    assert_eq!(b.agent_stats(sa).unwrap().retries, 0);
+}
+
+#[test]
 fn an_agent_without_rmpp_sees_the_raw_first_segment() {
     let (mut a, mut b) = pair(EngineConfig::default());
     let client = a.register(AgentSpec::send_only("raw", Qp::Qp1)).unwrap();

@@ -121,7 +121,10 @@ fn recv(args: &[String]) -> Result<bool, String> {
     } else {
         0
     };
-    let spec = AgentSpec::requests("kernel-peer-recv", CLASS, 1, &[Method::SET])
+    // Get too: a double-sided transfer's request is a Get, so that the
+    // requester's ACKs of the GetResp segments (the response's method with
+    // the response bit cleared) reach this agent through the kernel.
+    let spec = AgentSpec::requests("kernel-peer-recv", CLASS, 1, &[Method::GET, Method::SET])
         .with_oui(OUI)
         .with_rmpp();
     let (agent, rx) = rt.register_channel(spec).map_err(|e| e.to_string())?;
@@ -193,12 +196,28 @@ fn send(args: &[String]) -> Result<bool, String> {
     let mut good = 0;
     for n in 0..count {
         let started = Instant::now();
-        let req = SendRequest::new(vendor_message(Method::SET, false, 0, &data), dest)
+        // A request answered by a multi-segment response is a Get: the
+        // kernel routes the responder's ACK-bearing requests by method.
+        let method = if reply_len > 0 {
+            Method::GET
+        } else {
+            Method::SET
+        };
+        let req = SendRequest::new(vendor_message(method, false, 0, &data), dest)
             .expect_response(timeout, 2);
-        let done = agent
-            .handle()
-            .send_and_wait(req)
-            .map_err(|e| e.to_string())?;
+        let done = match agent.handle().send_and_wait(req) {
+            Ok(done) => done,
+            Err(e) => {
+                // The kernel refused the write itself: the send never
+                // existed and nothing completes, as with ib_post_send_mad.
+                println!(
+                    "PEER bad send {n}: refused after {} ms: {e}; {}",
+                    started.elapsed().as_millis(),
+                    stats(&rt)
+                );
+                continue;
+            }
+        };
         let took = started.elapsed().as_millis();
         let answer = done
             .response
@@ -254,7 +273,7 @@ fn sa_serve(args: &[String]) -> Result<bool, String> {
     while Instant::now() < deadline && sa.agent().outstanding() > 0 {
         std::thread::sleep(Duration::from_millis(20));
     }
-    println!("PEER served {:?}", sa.stats());
+    println!("PEER served {:?}; {}", sa.stats(), stats(&rt));
     Ok(sa.stats().requests > 0)
 }
 
@@ -268,11 +287,19 @@ fn sa_get(args: &[String]) -> Result<bool, String> {
     let started = Instant::now();
     let done = agent
         .handle()
-        .send_and_wait(SendRequest::new(req, dest).expect_response(Duration::from_secs(4), 2))
+        .send_and_wait(
+            SendRequest::new(req, dest)
+                .expect_response(Duration::from_secs(4), 2)
+                .total_timeout(Duration::from_secs(90)),
+        )
         .map_err(|e| e.to_string())?;
     let took = started.elapsed().as_millis();
     let Some(resp) = done.response else {
-        println!("PEER bad GetTable: {} after {took} ms", done.status);
+        println!(
+            "PEER bad GetTable: {} after {took} ms; {}",
+            done.status,
+            stats(&rt)
+        );
         return Ok(false);
     };
     let table = parse_table::<NodeRecord>(resp.bytes()).map_err(|e| e.to_string())?;

@@ -45,7 +45,7 @@ done
 case_pair kernel_to_madstack_5x "rmpp-peer recv rxe0 4096 5 30" "kpeer send rxe1 $GID0 4096 5 $TMO"
 case_pair madstack_to_kernel_5x "kpeer recv rxe1 4096 5 reply 30" "rmpp-peer send rxe0 $GID1 4096 5 $TMO"
 case_pair madstack_double_sided "rmpp-peer recv rxe1 65000 1 60 70000" "rmpp-peer send rxe0 $GID1 65000 1 $TMO 70000"
-case_pair madstack_sa_get_table "rmpp-peer sa-serve rxe1 10000 60" "rmpp-peer sa-get rxe0 $GID1 10000"
+case_pair madstack_sa_get_table "rmpp-peer sa-serve rxe1 10000 100" "rmpp-peer sa-get rxe0 $GID1 10000"
 case_pair claim_held_class "kpeer hold rxe1 4" "rmpp-peer claim rxe1"
 
 # A GID nobody has: the send must end with a status, within its deadline.

@@ -22,7 +22,11 @@
 //!   path). A request written with no timeout leaves that list at once, so
 //!   its GetResp never arrives: seen against the real kernel (an RMPP Set's
 //!   GetResp was lost). Each RMPP DATA segment is a request too: the
-//!   receiver's ACKs complete some, the answer matches another. The kernel
+//!   receiver's ACKs complete some (the earliest-expiring first), the
+//!   answer matches another; the agent layer holds the last segment longest
+//!   for that. A limit of the kernel that remains: a one- or two-segment
+//!   request whose every segment an ACK completes leaves nothing for a
+//!   non-RMPP answer to match (an RMPP-active answer always arrives). The kernel
 //!   must have let go of a request before the stack retries it with the
 //!   same TID (ib_umad refuses a request whose TID a pending one has, and a
 //!   response identical to one still in flight, with EINVAL): hence the

@@ -379,6 +379,21 @@ impl ReceiverTable {
         self.deadlines.first().map(|(t, _)| *t)
     }
 
+    /// True while a transfer whose TID equals `tid` in the bits of
+    /// `tid_mask`, of `class`, from `src` is being received (not yet
+    /// complete): a requester whose answer is arriving this way lets the
+    /// transfer's own timers govern it, as the kernel stops a request's
+    /// timer at the answer's first segment.
+    #[must_use]
+    pub fn is_receiving(&self, tid: u64, tid_mask: u64, class: u8, src: &Peer) -> bool {
+        self.transfers.iter().any(|(k, t)| {
+            t.state == State::Active
+                && k.tid & tid_mask == tid & tid_mask
+                && k.class == class
+                && k.src == *src
+        })
+    }
+
     /// The window a double-sided requester advertised for the response to
     /// a completed transfer, if it sent one.
     #[must_use]
