@@ -203,8 +203,11 @@ fn send(args: &[String]) -> Result<bool, String> {
         } else {
             Method::SET
         };
+        // The absolute deadline covers the transfer too: a minute, for a
+        // 1 MiB transfer on an emulated CPU.
         let req = SendRequest::new(vendor_message(method, false, 0, &data), dest)
-            .expect_response(timeout, 2);
+            .expect_response(timeout, 2)
+            .total_timeout(Duration::from_secs(60));
         let done = match agent.handle().send_and_wait(req) {
             Ok(done) => done,
             Err(e) => {
