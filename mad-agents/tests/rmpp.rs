@@ -158,8 +158,9 @@ fn a_large_payload_goes_as_an_rmpp_transfer_and_arrives_reassembled() {
     assert_eq!(b.agent_stats(rx).unwrap().rmpp_reassembled, 1);
 }
 
-#[test]
-fn a_request_answered_by_an_rmpp_response_completes_with_the_reassembled_message() {
+/// A requester engine `a` with an RMPP send-only client and a responder
+/// engine `b` with an RMPP SA agent owning GetTable: (a, b, client, sa).
+fn sa_pair() -> (Engine<Loopback>, Engine<Loopback>, AgentId, AgentId) {
     let (mut a, mut b) = pair(EngineConfig::default());
     let client = a
         .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
@@ -169,6 +170,30 @@ fn a_request_answered_by_an_rmpp_response_completes_with_the_reassembled_message
             AgentSpec::requests("sa", MgmtClass::SUBN_ADM, 2, &[Method::GET_TABLE]).with_rmpp(),
         )
         .unwrap();
+    (a, b, client, sa)
+}
+
+/// Answers every request `b` receives with a GetTableResp carrying `table`;
+/// counts the requests in `requests`.
+fn answer_with_table<'a>(
+    table: &'a [u8],
+    requests: &'a mut u32,
+) -> impl FnMut(&mut Engine<Loopback>, &(AgentId, AgentEvent), Instant) + 'a {
+    move |b, (who, ev), now| {
+        if let AgentEvent::Received(req) = ev {
+            *requests += 1;
+            let mut resp = req.bytes()[..SA_DATA_OFFSET].to_vec();
+            resp[3] = 0x92;
+            resp.extend_from_slice(table);
+            let dest = Address::gsi(req.src().lid);
+            b.send(*who, SendRequest::new(resp, dest), now).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_request_answered_by_an_rmpp_response_completes_with_the_reassembled_message() {
+    let (mut a, mut b, client, sa) = sa_pair();
     let table = payload(9_000);
     let t0 = Instant::now();
     let s = a
@@ -179,22 +204,13 @@ fn a_request_answered_by_an_rmpp_response_completes_with_the_reassembled_message
             t0,
         )
         .unwrap();
-    let table2 = table.clone();
+    let mut requests = 0;
     let (ea, _) = run(
         &mut a,
         &mut b,
         t0,
         5000,
-        move |b, (who, ev), now| {
-            if let AgentEvent::Received(req) = ev {
-                // The SA answers with GetTableResp carrying the table.
-                let mut resp = req.bytes()[..SA_DATA_OFFSET].to_vec();
-                resp[3] = 0x92;
-                resp.extend_from_slice(&table2);
-                let dest = Address::gsi(req.src().lid);
-                b.send(*who, SendRequest::new(resp, dest), now).unwrap();
-            }
-        },
+        answer_with_table(&table, &mut requests),
         |ea, _| !completions(ea).is_empty(),
     );
     let c = completions(&ea);
@@ -222,15 +238,7 @@ fn an_rmpp_answer_longer_than_the_attempt_timeout_is_awaited_not_retried() {
     // The kernel stops a request's timer at its answer's first segment; a
     // retry here would restart the responder's transfer for ever (seen
     // against the real kernel with a 1.1 MB GetTable under qemu).
-    let (mut a, mut b) = pair(EngineConfig::default());
-    let client = a
-        .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
-        .unwrap();
-    let sa = b
-        .register(
-            AgentSpec::requests("sa", MgmtClass::SUBN_ADM, 2, &[Method::GET_TABLE]).with_rmpp(),
-        )
-        .unwrap();
+    let (mut a, mut b, client, sa) = sa_pair();
     let table = payload(400_000);
     let t0 = Instant::now();
     let s = a
@@ -242,23 +250,13 @@ fn an_rmpp_answer_longer_than_the_attempt_timeout_is_awaited_not_retried() {
             t0,
         )
         .unwrap();
-    let table2 = table.clone();
     let mut requests = 0;
     let (ea, _) = run(
         &mut a,
         &mut b,
         t0,
         4000,
-        |b, (who, ev), now| {
-            if let AgentEvent::Received(req) = ev {
-                requests += 1;
-                let mut resp = req.bytes()[..SA_DATA_OFFSET].to_vec();
-                resp[3] = 0x92;
-                resp.extend_from_slice(&table2);
-                let dest = Address::gsi(req.src().lid);
-                b.send(*who, SendRequest::new(resp, dest), now).unwrap();
-            }
-        },
+        answer_with_table(&table, &mut requests),
         |ea, _| !completions(ea).is_empty(),
     );
     let c = completions(&ea);
