@@ -91,8 +91,8 @@ cargo clippy --workspace --all-targets -- -D warnings || fail "cargo clippy"
 step "cargo bench --workspace --no-run ($(elapsed))"
 cargo bench --workspace --no-run || fail "cargo bench --no-run"
 
-step "cargo test --workspace ($(elapsed))"
-cargo test --workspace 2>&1 | tee "$LOGDIR/test.log"
+step "cargo test --workspace --no-fail-fast ($(elapsed))"
+cargo test --workspace --no-fail-fast 2>&1 | tee "$LOGDIR/test.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || fail "cargo test --workspace"
 
 # ---------------------------------------------------------------- fuzz
