@@ -62,6 +62,28 @@
 //! [`AgentRef::send_and_wait`] on the loop thread likewise drives the
 //! engine itself until its send completes.
 //!
+//! A thread waiting in [`AgentRef::send_and_wait`] gets its completion
+//! however the agent goes: deregistered from another thread, from another
+//! agent's callback, or from its own (the completion then goes to the
+//! waiting thread, not into the events [`Agent::deregister`] returns).
+//!
+//! # Callers that misbehave
+//!
+//! - A callback that **panics** does not take the loop thread down: the
+//!   panic is caught on the loop thread, counted in
+//!   [`RuntimeStats::callback_panics`], and reported to the agent by
+//!   calling its callback once more, right away, with
+//!   [`AgentEvent::CallbackPanicked`] — unless the callback deregistered
+//!   its own agent before panicking (nothing of an agent runs after its
+//!   deregistration returned). The agent stays registered; the event it
+//!   panicked on counts as delivered (a completion is not delivered
+//!   twice).
+//! - If the loop thread ends anyway (a panic outside any callback, such as
+//!   in the transport), the runtime stops as if shut down: every thread in
+//!   [`AgentRef::send_and_wait`] gets [`SendError::Stopped`], deregistering
+//!   threads and drops of [`Agent`]s return (their sends are abandoned
+//!   with the loop), and later registrations and sends are refused.
+//!
 //! The protocol is written as locked steps (the loop's `next_delivery`,
 //! `hand_over`, `drive`; deregistration's `begin_deregister`,
 //! `deregistered`, `inline_begin`, `inline_step`) so that a model test
@@ -135,6 +157,9 @@ pub struct RuntimeStats {
     /// Events left undelivered because an agent dropped its own handle in
     /// its own callback.
     pub discarded: u64,
+    /// Callbacks that panicked; each panic was caught on the loop thread
+    /// and reported to its agent as [`AgentEvent::CallbackPanicked`].
+    pub callback_panics: u64,
 }
 
 /// How the loop learns that the transport has something (see [Waking
@@ -208,6 +233,9 @@ struct Shared {
     loop_thread: Mutex<Option<ThreadId>>,
     recv_bound: usize,
     wakeup: Wakeup,
+    /// Callbacks that panicked (counted without the core lock: a callback
+    /// runs unlocked).
+    panics: AtomicU64,
     /// A deliberate bug, for the model test to prove it finds bugs.
     #[cfg(test)]
     mutation: std::sync::atomic::AtomicU8,
@@ -224,6 +252,11 @@ mod mutation {
     /// A deregistration on the loop thread waits until the agent is gone,
     /// which needs its own running callback to return.
     pub const INLINE_WAITS_FOR_REAP: u8 = 3;
+    /// A deregistration on the loop thread hands a `send_and_wait`
+    /// completion to the agent instead of the waiting thread.
+    pub const INLINE_IGNORES_WAITERS: u8 = 4;
+    /// A loop thread that dies leaves its waiters waiting.
+    pub const DEATH_UNNOTICED: u8 = 5;
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -259,6 +292,7 @@ impl Shared {
             loop_thread: Mutex::new(None),
             recv_bound,
             wakeup,
+            panics: AtomicU64::new(0),
             #[cfg(test)]
             mutation: std::sync::atomic::AtomicU8::new(mutation::NONE),
         }
@@ -360,9 +394,7 @@ impl Shared {
         let progress = core.engine.poll(now);
         self.reap(core);
         if core.stopping && core.engine.agent_count() == 0 && !core.engine.has_events() {
-            core.stopped = true;
-            core.waiters.clear();
-            self.notify(core);
+            self.loop_ended(core);
             return Step::Stop;
         }
         if progress || core.engine.has_events() {
@@ -408,7 +440,9 @@ impl Shared {
         let early = self.mutated(mutation::EARLY_RETURN);
         #[cfg(not(test))]
         let early = false;
-        if core.engine.agent_state(id).is_some() && !early {
+        // A stopped loop (or a dead one) delivers nothing more: waiting on
+        // would be for ever.
+        if core.engine.agent_state(id).is_some() && !core.stopped && !early {
             return false;
         }
         core.sinks.remove(&id);
@@ -439,7 +473,14 @@ impl Shared {
         let (evs, done) = {
             let mut core = self.core();
             core.engine.poll(now);
-            let evs = core.engine.take_events(id);
+            let mut evs = core.engine.take_events(id);
+            #[cfg(test)]
+            let to_waiters = !self.mutated(mutation::INLINE_IGNORES_WAITERS);
+            #[cfg(not(test))]
+            let to_waiters = true;
+            if to_waiters {
+                self.complete_waiters(&mut core, &mut evs);
+            }
             #[cfg(test)]
             let done = if self.mutated(mutation::INLINE_WAITS_FOR_REAP) {
                 core.engine.agent_state(id).is_none()
@@ -469,6 +510,62 @@ impl Shared {
         done
     }
 
+    /// (Locked) Hands the completions in `evs` that a thread waits for in
+    /// [`AgentRef::send_and_wait`] to that thread, leaving the rest.
+    fn complete_waiters(&self, core: &mut Core, evs: &mut Vec<AgentEvent>) {
+        if core.waiters.is_empty() {
+            return;
+        }
+        evs.retain(|ev| {
+            let AgentEvent::SendDone(c) = ev else {
+                return true;
+            };
+            match core.waiters.remove(&c.send) {
+                Some(tx) => {
+                    let _ = tx.send(c.clone());
+                    core.stats.waiter_completions += 1;
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+
+    /// (Locked) `id` starts a [`AgentRef::send_and_wait`] from a thread
+    /// other than the loop's: the send, and the channel its completion
+    /// will come through.
+    fn begin_wait(
+        &self,
+        core: &mut Core,
+        id: AgentId,
+        req: SendRequest,
+        now: Instant,
+    ) -> Result<mpsc::Receiver<Completion>, SendError> {
+        if core.stopped {
+            return Err(SendError::Stopped);
+        }
+        let send = core.engine.send(id, req, now)?;
+        let (tx, rx) = mpsc::channel();
+        core.waiters.insert(send, tx);
+        Ok(rx)
+    }
+
+    /// (Locked) The loop thread has ended — stopped, or died of a panic
+    /// outside any callback: nothing will be delivered any more, so no
+    /// caller may wait. Waiting `send_and_wait` callers get
+    /// [`SendError::Stopped`] (their channels close), deregistering
+    /// threads return, and later registrations and sends are refused.
+    fn loop_ended(&self, core: &mut Core) {
+        #[cfg(test)]
+        if self.mutated(mutation::DEATH_UNNOTICED) {
+            return;
+        }
+        core.stopping = true;
+        core.stopped = true;
+        core.waiters.clear();
+        self.notify(core);
+    }
+
     fn on_loop_thread(&self) -> bool {
         *lock(&self.loop_thread) == Some(std::thread::current().id())
     }
@@ -490,7 +587,22 @@ impl Shared {
         match sink {
             Sink::Callback(f) => {
                 let prev = IN_CALLBACK.with(|c| c.replace(Some((self.id, agent))));
-                f(ev);
+                let call = |f: &mut Callback, ev| {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ev)))
+                };
+                if let Err(payload) = call(f, ev) {
+                    self.panics.fetch_add(1, Ordering::Relaxed);
+                    let message = panic_message(payload.as_ref());
+                    // The callback may have deregistered its agent before it
+                    // panicked: then nothing of it may run any more.
+                    let active = self.core().engine.agent_state(agent) == Some(AgentState::Active);
+                    if active {
+                        let report = AgentEvent::CallbackPanicked { message };
+                        if call(f, report).is_err() {
+                            self.panics.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
                 IN_CALLBACK.with(|c| c.set(prev));
                 (false, true)
             }
@@ -519,6 +631,17 @@ impl Shared {
             }
             std::thread::sleep(Duration::from_micros(50));
         }
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a message)".to_owned()
     }
 }
 
@@ -647,7 +770,9 @@ impl Runtime {
     /// The runtime's counters.
     #[must_use]
     pub fn stats(&self) -> RuntimeStats {
-        self.shared.core().stats
+        let mut s = self.shared.core().stats;
+        s.callback_panics = self.shared.panics.load(Ordering::Relaxed);
+        s
     }
 
     /// The port's attributes.
@@ -695,7 +820,18 @@ enum Route {
     Nowhere,
 }
 
+/// Ends the loop's life, however the loop thread ends (its `Drop` runs on
+/// a panic's unwinding too).
+struct LoopEnd<'a>(&'a Shared);
+
+impl Drop for LoopEnd<'_> {
+    fn drop(&mut self) {
+        self.0.loop_ended(&mut self.0.core());
+    }
+}
+
 fn run(shared: &Arc<Shared>, mut poll: Poll) {
+    let _end = LoopEnd(shared);
     let mut events = Events::with_capacity(16);
     // The event delivered last, to finish under the next lock.
     let mut pending: Option<Pending> = None;
@@ -787,16 +923,9 @@ impl AgentRef {
                 .shared
                 .drive_inline(|core| core.engine.take_completion(agent, send)));
         }
-        let rx = {
-            let mut core = self.shared.core();
-            if core.stopped {
-                return Err(SendError::Stopped);
-            }
-            let send = core.engine.send(self.id, req, Instant::now())?;
-            let (tx, rx) = mpsc::channel();
-            core.waiters.insert(send, tx);
-            rx
-        };
+        let rx = self
+            .shared
+            .begin_wait(&mut self.shared.core(), self.id, req, Instant::now())?;
         self.shared.wake();
         rx.recv().map_err(|_| SendError::Stopped)
     }
@@ -1001,7 +1130,9 @@ impl AgentReceiver {
 /// to its return). Actors: the loop thread, a thread deregistering from
 /// outside (blocked on the condition variable until notified), the device
 /// (completes the posted work requests; a request arrives), and a thread
-/// sending through an `AgentRef`. Every interleaving of their steps is
+/// sending through an `AgentRef`, a thread blocked in `send_and_wait`
+/// (`begin_wait`, then its channel), and the loop thread's death (a panic
+/// outside any callback: `loop_ended`). Every interleaving of their steps is
 /// run (depth-first, each schedule replayed from scratch on a real engine
 /// over a Loopback), and after each: deregistration returned only when
 /// every send of the agent had completed — its work requests out of the
@@ -1009,7 +1140,8 @@ impl AgentReceiver {
 /// it was running (but the one that called it); no callback of the agent
 /// started after it returned; and no schedule ended with a thread waiting
 /// for ever (lost wake-up, or a deregistration from the agent's own
-/// callback waiting for that callback). Each property is shown to be
+/// callback waiting for that callback, or a `send_and_wait` whose
+/// completion went elsewhere or whose loop died). Each property is shown to be
 /// checked by injecting a bug that breaks it: the model must then fail.
 #[cfg(test)]
 mod model {
@@ -1089,6 +1221,13 @@ mod model {
         /// "a"'s callback deregisters "b" while another thread deregisters
         /// "b" too.
         OtherAgentFromCallback,
+        /// "a" deregisters itself from its callback while another thread
+        /// waits in `send_and_wait` on it.
+        WaiterOwnCallback,
+        /// Another thread deregisters "a" while a third waits in
+        /// `send_and_wait` on it, and the loop thread may die at any point
+        /// between two of its steps.
+        LoopDies,
     }
 
     enum L {
@@ -1131,7 +1270,8 @@ mod model {
     const L_ACTOR: usize = 0;
     const D_ACTOR: usize = 1;
     const T_ACTOR: usize = 2;
-    const W_ACTOR: usize = 3;
+    const X_ACTOR: usize = 3;
+    const W_ACTOR: usize = 4;
 
     struct World {
         sc: Scenario,
@@ -1153,6 +1293,14 @@ mod model {
         pending: Option<Pending>,
         kept: Vec<AgentEvent>,
         triggered: bool,
+        /// The channel of the thread blocked in `send_and_wait`.
+        waiter: Option<mpsc::Receiver<Completion>>,
+        /// What that thread got.
+        waited: Vec<SendId>,
+        /// The loop thread may still die.
+        may_die: bool,
+        /// It died.
+        dead: bool,
     }
 
     fn perf(method: Method) -> Vec<u8> {
@@ -1198,6 +1346,10 @@ mod model {
                 pending: None,
                 kept: Vec::new(),
                 triggered: false,
+                waiter: None,
+                waited: Vec::new(),
+                may_die: false,
+                dead: false,
             };
             let owner = AgentSpec::requests("a", MgmtClass::PERF_MGT, 1, &[Method::SET]);
             match sc {
@@ -1225,8 +1377,50 @@ mod model {
                     w.step_device(W::Request);
                     w.w = vec![Some(W::Unstall)];
                 }
+                Scenario::WaiterOwnCallback => {
+                    let a = w.agent("a", owner);
+                    w.wait(a);
+                    w.w = vec![Some(W::Request), Some(W::Unstall)];
+                }
+                Scenario::LoopDies => {
+                    let a = w.agent("a", AgentSpec::send_only("a", Qp::Qp1));
+                    w.wait(a);
+                    w.send(a, false);
+                    w.d = D::Begin(a);
+                    w.w = vec![Some(W::Unstall)];
+                    w.may_die = true;
+                }
             }
             w
+        }
+
+        /// Another thread sends on `agent` (awaiting a response) and blocks
+        /// in `send_and_wait`.
+        fn wait(&mut self, agent: AgentId) {
+            let req = SendRequest::new(perf(Method::GET), Address::gsi(7))
+                .expect_response(Duration::from_secs(3600), 0);
+            let rx = self
+                .sh
+                .begin_wait(&mut self.sh.core(), agent, req, self.now)
+                .unwrap();
+            let send = *self.sh.core().waiters.keys().next().unwrap();
+            self.sends.get_mut(self.names[&agent]).unwrap().push(send);
+            self.waiter = Some(rx);
+        }
+
+        /// Takes what the waiting thread has been given; false if it still
+        /// waits.
+        fn waiter_woken(&mut self) -> bool {
+            let Some(rx) = &self.waiter else {
+                return true;
+            };
+            loop {
+                match rx.try_recv() {
+                    Ok(c) => self.waited.push(c.send),
+                    Err(mpsc::TryRecvError::Empty) => return !self.waited.is_empty(),
+                    Err(mpsc::TryRecvError::Disconnected) => return true,
+                }
+            }
         }
 
         fn agent(&mut self, name: &'static str, spec: AgentSpec) -> AgentId {
@@ -1282,6 +1476,9 @@ mod model {
             if self.t {
                 v.push(T_ACTOR);
             }
+            if self.may_die && matches!(self.l, L::Take | L::Drive | L::Idle) {
+                v.push(X_ACTOR);
+            }
             for (i, w) in self.w.iter().enumerate() {
                 if w.is_some() {
                     v.push(W_ACTOR + i);
@@ -1298,8 +1495,8 @@ mod model {
                 return None;
             }
             match self.sc {
-                Scenario::OtherThread => None,
-                Scenario::OwnCallback => Some((agent, true)),
+                Scenario::OtherThread | Scenario::LoopDies => None,
+                Scenario::OwnCallback | Scenario::WaiterOwnCallback => Some((agent, true)),
                 Scenario::OtherAgentFromCallback => Some((self.ids["b"], false)),
             }
         }
@@ -1328,6 +1525,14 @@ mod model {
                         Err(e) => self.violation(format!("send failed: {e}")),
                     }
                     self.woken = true;
+                }
+                X_ACTOR => {
+                    // The loop thread panics between two steps: `run`'s
+                    // guard ends the loop on the way out.
+                    self.may_die = false;
+                    self.dead = true;
+                    self.l = L::Done;
+                    self.sh.loop_ended(&mut self.sh.core());
                 }
                 _ => {
                     if let Some(w) = self.w[actor - W_ACTOR].take() {
@@ -1485,6 +1690,12 @@ mod model {
                     "{name}'s deregistration returned while its callback ran"
                 ));
             }
+            if self.dead {
+                // Its sends are abandoned with the loop; returning at all
+                // is what counts (checked at the end).
+                lock(&self.log).returned.insert(name);
+                return;
+            }
             {
                 let core = self.sh.core();
                 if core.engine.agent_outstanding(x) != 0 {
@@ -1508,7 +1719,8 @@ mod model {
 
         /// Every send of `name` completed exactly once (through its
         /// callback, or — deregistering itself — in the returned events).
-        fn check_completions(&self, name: &'static str, with_kept: bool) {
+        fn check_completions(&mut self, name: &'static str, with_kept: bool) {
+            self.waiter_woken();
             let log = lock(&self.log);
             let mut done: Vec<SendId> = log
                 .events
@@ -1520,6 +1732,7 @@ mod model {
                     AgentEvent::SendDone(c) => Some(c.send),
                     _ => None,
                 })
+                .chain(self.waited.iter().copied())
                 .collect();
             drop(log);
             done.sort();
@@ -1531,7 +1744,10 @@ mod model {
         }
 
         /// At the end of a schedule (no step enabled).
-        fn finish(&self) {
+        fn finish(&mut self) {
+            if !self.waiter_woken() {
+                self.violation("a thread waits for ever in send_and_wait".into());
+            }
             if !matches!(self.d, D::Idle | D::Returned) {
                 self.violation("a deregistering thread waits for ever".into());
             }
@@ -1582,10 +1798,12 @@ mod model {
         (schedules, None)
     }
 
-    const SCENARIOS: [Scenario; 3] = [
+    const SCENARIOS: [Scenario; 5] = [
         Scenario::OtherThread,
         Scenario::OwnCallback,
         Scenario::OtherAgentFromCallback,
+        Scenario::WaiterOwnCallback,
+        Scenario::LoopDies,
     ];
 
     #[test]
@@ -1622,6 +1840,28 @@ mod model {
         let (_, v) = explore(Scenario::OwnCallback, mutation::INLINE_WAITS_FOR_REAP);
         assert!(
             v.as_deref().is_some_and(|v| v.contains("spins for ever")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_model_finds_a_waiter_whose_completion_a_callbacks_deregistration_takes() {
+        let (_, v) = explore(
+            Scenario::WaiterOwnCallback,
+            mutation::INLINE_IGNORES_WAITERS,
+        );
+        assert!(
+            v.as_deref()
+                .is_some_and(|v| v.contains("waits for ever in send_and_wait")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_model_finds_waiters_left_behind_by_a_dead_loop() {
+        let (_, v) = explore(Scenario::LoopDies, mutation::DEATH_UNNOTICED);
+        assert!(
+            v.as_deref().is_some_and(|v| v.contains("for ever")),
             "{v:?}"
         );
     }
