@@ -13,6 +13,7 @@
 //! | `ibtracert --ports-file` | [`MAX_PORTS_FILE_LEN`] (16 MiB) |
 //! | the ibdiag configuration file | [`MAX_CONFIG_FILE_LEN`] (1 MiB) |
 //! | the time-zone file (`ctime` in `ibnetdiscover` output) | [`MAX_ZONE_FILE_LEN`] (1 MiB) |
+//! | `mad sim --script FILE` and its console on standard input (read line by line, a session may be long) | [`mad_sim::console::MAX_COMMAND_LINE`] (4096 bytes) a line |
 //!
 //! [`Read::take`]: std::io::Read::take
 
