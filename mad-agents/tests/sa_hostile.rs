@@ -21,9 +21,19 @@ struct Answer {
     status: u16,
     attr_offset: u16,
     data: Vec<u8>,
-    /// Single-segment RMPP (First|Last|Active) with PayloadLength
-    /// 20 + data; otherwise a plain 256-byte MAD with RMPP inactive.
-    rmpp_single: bool,
+    rmpp: Rmpp,
+}
+
+/// The answer's RMPP header.
+#[derive(Clone, Copy)]
+enum Rmpp {
+    /// Inactive: a plain 256-byte MAD.
+    Off,
+    /// Single segment (First|Last|Active) with PayloadLength 20 + data.
+    Single,
+    /// Active only, in 256 bytes: one MAD of a longer answer, as an SA
+    /// behind a path without RMPP sends it.
+    ActiveOnly,
 }
 
 fn build(req: &[u8], a: &Answer) -> Vec<u8> {
@@ -31,11 +41,19 @@ fn build(req: &[u8], a: &Answer) -> Vec<u8> {
     m[3] = a.method;
     m[4..6].copy_from_slice(&a.status.to_be_bytes());
     m[24..36].fill(0);
-    if a.rmpp_single {
-        m[24] = 1; // RMPP version
-        m[25] = 1; // DATA
-        m[26] = 0x07; // First | Last | Active
-        m[32..36].copy_from_slice(&(20 + a.data.len() as u32).to_be_bytes());
+    match a.rmpp {
+        Rmpp::Off => {}
+        Rmpp::Single => {
+            m[24] = 1; // RMPP version
+            m[25] = 1; // DATA
+            m[26] = 0x07; // First | Last | Active
+            m[32..36].copy_from_slice(&(20 + a.data.len() as u32).to_be_bytes());
+        }
+        Rmpp::ActiveOnly => {
+            m[24] = 1;
+            m[25] = 1;
+            m[26] = 0x01;
+        }
     }
     m[44..46].copy_from_slice(&a.attr_offset.to_be_bytes());
     m.extend_from_slice(&a.data);
@@ -95,7 +113,7 @@ fn two_paths() -> Answer {
         status: 0,
         attr_offset: (PathRecord::LEN / 8) as u16,
         data,
-        rmpp_single: true,
+        rmpp: Rmpp::Single,
     }
 }
 
@@ -162,7 +180,7 @@ fn a_get_answered_with_get_table_resp_is_refused_naming_the_method() {
         status: 0,
         attr_offset: 0,
         data,
-        rmpp_single: false,
+        rmpp: Rmpp::Off,
     });
     let e = c.node_record(3).unwrap_err();
     assert_eq!(field_of(&e), Some("Method"), "{e}");
@@ -181,7 +199,7 @@ fn attribute_offset_zero_with_records_present_is_refused_not_read_as_empty() {
 fn attribute_offset_zero_with_data_in_a_plain_mad_is_refused() {
     let mut a = Answer {
         attr_offset: 0,
-        rmpp_single: false,
+        rmpp: Rmpp::Off,
         ..two_paths()
     };
     a.data.resize(200, 0);
@@ -212,7 +230,7 @@ fn a_plain_mad_with_a_partial_record_after_the_last_is_refused() {
     // RMPP inactive: the 200 data bytes hold 3 PathRecords (192 bytes);
     // the 8 bytes after them must be padding, not the start of a record.
     let mut a = two_paths();
-    a.rmpp_single = false;
+    a.rmpp = Rmpp::Off;
     a.data.extend(path(3));
     a.data.resize(200, 0);
     a.data[195] = 0xAA;
@@ -223,7 +241,7 @@ fn a_plain_mad_with_a_partial_record_after_the_last_is_refused() {
 #[test]
 fn a_plain_mad_with_zero_padding_after_the_records_is_a_table() {
     let mut a = two_paths();
-    a.rmpp_single = false;
+    a.rmpp = Rmpp::Off;
     a.data.resize(200, 0);
     let (_rt, c) = client_of(a);
     let t = c.all::<PathRecord>().unwrap();
@@ -231,4 +249,16 @@ fn a_plain_mad_with_zero_padding_after_the_records_is_a_table() {
     // what an SA leaves in an unused slot; taken as a record it would be
     // a PathRecord to LID 0, so it must not be there.
     assert_eq!(t.records.iter().map(|p| p.dlid).collect::<Vec<_>>(), [1, 2]);
+}
+
+#[test]
+fn zero_slots_after_the_records_of_a_cut_answer_are_not_records() {
+    let mut a = two_paths();
+    a.rmpp = Rmpp::ActiveOnly;
+    a.data.truncate(PathRecord::LEN);
+    a.data.resize(200, 0);
+    let (_rt, c) = client_of(a);
+    let t = c.all::<PathRecord>().unwrap();
+    assert!(t.truncated);
+    assert_eq!(t.records.iter().map(|p| p.dlid).collect::<Vec<_>>(), [1]);
 }

@@ -917,11 +917,17 @@ fn whole_records(
         }
         return Ok(&[]);
     }
-    if truncated {
-        // One MAD of a longer answer: a record may go on in the next one.
-        return Ok(data);
-    }
     let rest = data.len() % stride;
+    let mut end = data.len() - rest;
+    if truncated {
+        // One MAD of a longer answer: a record may go on in the next one,
+        // and an SA that sent fewer records than fit left the slots after
+        // them zero.
+        while end >= stride && data[end - stride..end].iter().all(|&b| b == 0) {
+            end -= stride;
+        }
+        return Ok(&data[..end]);
+    }
     if exact && rest != 0 {
         return Err(inconsistent(format!(
             "{attr_offset} ({stride}-byte records), but the answer has {} data bytes: \
@@ -930,7 +936,6 @@ fn whole_records(
             data.len() / stride
         )));
     }
-    let mut end = data.len() - rest;
     if !exact {
         if data[end..].iter().any(|&b| b != 0) {
             return Err(inconsistent(format!(
@@ -955,7 +960,8 @@ fn whole_records(
 /// answer its length is a multiple of the stride (AttributeOffset × 8);
 /// in a plain 256-byte MAD (RMPP inactive) what follows the last whole
 /// record is zero padding, and trailing all-zero strides are padding too
-/// (an unused slot, not a record). AttributeOffset 0 means no records, so
+/// (an unused slot, not a record), as they are in one MAD of a longer
+/// answer. AttributeOffset 0 means no records, so
 /// the data must then be empty (or zero padding).
 ///
 /// # Errors
