@@ -78,6 +78,11 @@
 //!   deregistration returned). The agent stays registered; the event it
 //!   panicked on counts as delivered (a completion is not delivered
 //!   twice).
+//! - A callback may own an [`Agent`] — its own (a reference cycle) or
+//!   another's: when its agent goes, the callback is dropped only after
+//!   the runtime's lock is released, so the owned agent's deregistration
+//!   (on drop) runs like any other, from the loop thread or the
+//!   deregistering one, instead of deadlocking on that lock.
 //! - If the loop thread ends anyway (a panic outside any callback, such as
 //!   in the transport), the runtime stops as if shut down: every thread in
 //!   [`AgentRef::send_and_wait`] gets [`SendError::Stopped`], deregistering
@@ -94,7 +99,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{JoinHandle, ThreadId};
@@ -222,6 +227,10 @@ struct Core {
     stopped: bool,
     /// Times `cond` was notified (a model test waits on it).
     notifies: u64,
+    /// Sinks of agents that have gone, to be dropped once the lock is
+    /// released ([`Shared::bury`]): a callback may own an [`Agent`] (its
+    /// own or another's), whose drop deregisters it and takes this lock.
+    graveyard: Vec<Arc<Mutex<Sink>>>,
 }
 
 struct Shared {
@@ -236,6 +245,8 @@ struct Shared {
     /// Callbacks that panicked (counted without the core lock: a callback
     /// runs unlocked).
     panics: AtomicU64,
+    /// `Core::graveyard` is not empty (read without the lock).
+    has_dead: AtomicBool,
     /// A deliberate bug, for the model test to prove it finds bugs.
     #[cfg(test)]
     mutation: std::sync::atomic::AtomicU8,
@@ -286,6 +297,7 @@ impl Shared {
                 stopping: false,
                 stopped: false,
                 notifies: 0,
+                graveyard: Vec::new(),
             }),
             cond: Condvar::new(),
             waker,
@@ -293,6 +305,7 @@ impl Shared {
             recv_bound,
             wakeup,
             panics: AtomicU64::new(0),
+            has_dead: AtomicBool::new(false),
             #[cfg(test)]
             mutation: std::sync::atomic::AtomicU8::new(mutation::NONE),
         }
@@ -328,7 +341,7 @@ impl Shared {
         let gone = core.engine.take_reaped();
         if !gone.is_empty() {
             for a in gone {
-                core.sinks.remove(&a);
+                self.forget_sink(core, a);
             }
             self.notify(core);
         }
@@ -445,8 +458,26 @@ impl Shared {
         if core.engine.agent_state(id).is_some() && !core.stopped && !early {
             return false;
         }
-        core.sinks.remove(&id);
+        self.forget_sink(core, id);
         true
+    }
+
+    /// (Locked) Forgets `id`'s sink; it is dropped later, unlocked.
+    fn forget_sink(&self, core: &mut Core, id: AgentId) {
+        if let Some(sink) = core.sinks.remove(&id) {
+            core.graveyard.push(sink);
+            self.has_dead.store(true, Ordering::Release);
+        }
+    }
+
+    /// (Unlocked) Drops the sinks of agents that have gone. A callback
+    /// that owns an [`Agent`] deregisters it here, so this must never run
+    /// under the core lock.
+    fn bury(&self) {
+        if self.has_dead.swap(false, Ordering::AcqRel) {
+            let dead = std::mem::take(&mut self.core().graveyard);
+            drop(dead);
+        }
     }
 
     /// On the loop thread (locked): starts deregistering `id` and returns
@@ -494,6 +525,7 @@ impl Shared {
             }
             (evs, done)
         };
+        self.bury();
         let guard = if own {
             None
         } else {
@@ -827,6 +859,7 @@ struct LoopEnd<'a>(&'a Shared);
 impl Drop for LoopEnd<'_> {
     fn drop(&mut self) {
         self.0.loop_ended(&mut self.0.core());
+        self.0.bury();
     }
 }
 
@@ -839,12 +872,14 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
         // Deliver queued events one at a time, each under its own lock
         // cycle, so that a deregistration in between is seen at once.
         let next = shared.next_delivery(&mut shared.core(), pending.take());
+        shared.bury();
         if let Some((agent, ev, route)) = next {
             pending = Some(shared.hand_over(agent, ev, route));
             continue;
         }
         // Nothing to deliver: drive the engine, then wait.
         let step = shared.drive(&mut shared.core(), Instant::now());
+        shared.bury();
         match step {
             Step::Again => {}
             Step::Stop => return,
@@ -1024,6 +1059,8 @@ impl Agent {
         while !sh.deregistered(&mut core, id) {
             core = sh.cond.wait(core).unwrap_or_else(PoisonError::into_inner);
         }
+        drop(core);
+        sh.bury();
         Vec::new()
     }
 }

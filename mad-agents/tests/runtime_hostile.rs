@@ -67,6 +67,19 @@ fn req(timeout_ms: u64) -> SendRequest {
         .expect_response(Duration::from_millis(timeout_ms), 0)
 }
 
+/// Waits (bounded) until the waiting thread's send is outstanding on
+/// `agent`.
+fn until_waiting(agent: &mad_agents::AgentRef) {
+    let deadline = std::time::Instant::now() + BOUND;
+    while agent.outstanding() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the waiter never sent"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn unanswered() -> SendRequest {
     SendRequest::new(perf_get(), Address::gsi(7))
 }
@@ -135,8 +148,9 @@ fn a_callback_panicking_after_deregistering_itself_is_not_called_again() {
             }
         })
         .unwrap();
-    agent.send(unanswered()).unwrap();
+    let h = agent.handle();
     *slot.lock().unwrap() = Some(agent);
+    h.send(unanswered()).unwrap();
     let deadline = std::time::Instant::now() + BOUND;
     while rt.stats().callback_panics == 0 {
         assert!(std::time::Instant::now() < deadline, "the panic was lost");
@@ -156,15 +170,10 @@ fn send_and_wait_returns_when_another_agents_callback_deregisters_its_agent() {
         .register_channel(AgentSpec::send_only("victim", Qp::Qp1))
         .unwrap();
     let h = victim.handle();
+    let probe = victim.handle();
     let slot: Arc<Mutex<Option<Agent>>> = Arc::new(Mutex::new(Some(victim)));
-    let (started_tx, started) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        started_tx.send(()).unwrap();
-        h.send_and_wait(req(3_600_000)).map(|c| c.status)
-    });
-    started.recv_timeout(BOUND).unwrap();
-    // Let the waiter post its send.
-    std::thread::sleep(Duration::from_millis(50));
+    let waiter = std::thread::spawn(move || h.send_and_wait(req(3_600_000)).map(|c| c.status));
+    until_waiting(&probe);
     let s2 = slot.clone();
     let killer = rt
         .register(AgentSpec::send_only("killer", Qp::Qp1), move |_ev| {
@@ -200,14 +209,9 @@ fn send_and_wait_returns_when_its_agent_deregisters_itself_in_its_callback() {
         .unwrap();
     let h = agent.handle();
     *slot.lock().unwrap() = Some(agent);
-    let (posted_tx, posted) = mpsc::channel();
     let h2 = h.clone();
-    let waiter = std::thread::spawn(move || {
-        posted_tx.send(()).unwrap();
-        h2.send_and_wait(req(3_600_000)).map(|c| c.status)
-    });
-    posted.recv_timeout(BOUND).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    let waiter = std::thread::spawn(move || h2.send_and_wait(req(3_600_000)).map(|c| c.status));
+    until_waiting(&h);
     h.send(unanswered()).unwrap();
     let left = left.recv_timeout(BOUND).unwrap();
     let r = within(move || waiter.join().unwrap());
@@ -281,13 +285,8 @@ fn when_the_loop_thread_dies_waiters_get_an_error_and_drops_return() {
         .register(AgentSpec::send_only("b", Qp::Qp1), |_| {})
         .unwrap();
     let h = agent.handle();
-    let (posted_tx, posted) = mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        posted_tx.send(()).unwrap();
-        h.send_and_wait(req(3_600_000))
-    });
-    posted.recv_timeout(BOUND).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    let waiter = std::thread::spawn(move || h.send_and_wait(req(3_600_000)));
+    until_waiting(&agent);
     armed.store(true, Ordering::SeqCst);
     let r = within(move || waiter.join().unwrap().map(|c| c.status));
     assert!(
@@ -307,4 +306,144 @@ fn when_the_loop_thread_dies_waiters_get_an_error_and_drops_return() {
         within(move || drop(rt)).is_some(),
         "dropping the runtime hung"
     );
+}
+
+#[test]
+fn a_callback_that_always_panics_gets_each_completion_once_and_its_agent_still_deregisters() {
+    let rt = Runtime::start(answering(false), EngineConfig::default()).unwrap();
+    let (tx, events) = mpsc::channel();
+    let agent = rt
+        .register(AgentSpec::send_only("hopeless", Qp::Qp1), move |ev| {
+            let report = matches!(ev, AgentEvent::CallbackPanicked { .. });
+            tx.send(ev).unwrap();
+            panic!("{}", if report { "again" } else { "always" });
+        })
+        .unwrap();
+    let ids: Vec<_> = (0..5)
+        .map(|_| agent.send(req(1000)).unwrap().id())
+        .collect();
+    let mut done = Vec::new();
+    let mut reports = 0;
+    while done.len() < 5 || reports < 5 {
+        match events.recv_timeout(BOUND).expect("an event went missing") {
+            AgentEvent::SendDone(c) => {
+                assert_eq!(c.status, SendStatus::Success);
+                done.push(c.send);
+            }
+            AgentEvent::CallbackPanicked { message } => {
+                assert_eq!(message, "always");
+                reports += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    done.sort();
+    let mut want = ids;
+    want.sort();
+    assert_eq!(done, want, "each completion exactly once");
+    // Each event panicked, and so did each report of it (not reported
+    // again: one report an event). The last panic comes just after the
+    // last event was sent here.
+    let deadline = std::time::Instant::now() + BOUND;
+    while rt.stats().callback_panics < 10 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(rt.stats().callback_panics, 10);
+    assert!(within(move || drop(agent)).is_some(), "drop blocked");
+    assert!(events.recv_timeout(Duration::from_millis(50)).is_err());
+}
+
+#[test]
+fn a_panic_in_a_callback_run_inside_another_agents_deregistration_is_caught_there() {
+    let rt = Runtime::start(answering(true), EngineConfig::default()).unwrap();
+    let (btx, bevents) = mpsc::channel();
+    let b = rt
+        .register(AgentSpec::send_only("b", Qp::Qp1), move |ev| {
+            let _ = btx.send(ev);
+            panic!("b gives up");
+        })
+        .unwrap();
+    for _ in 0..2 {
+        b.send(req(3_600_000)).unwrap();
+    }
+    let slot = Arc::new(Mutex::new(Some(b)));
+    let (done_tx, done) = mpsc::channel();
+    let s2 = slot.clone();
+    let a = rt
+        .register(AgentSpec::send_only("a", Qp::Qp1), move |_ev| {
+            if let Some(b) = s2.lock().unwrap().take() {
+                // b's callback runs (and panics) nested in here, for each
+                // of its flushed sends.
+                let left = b.deregister();
+                done_tx.send(left.len()).unwrap();
+            }
+        })
+        .unwrap();
+    a.send(unanswered()).unwrap();
+    assert_eq!(done.recv_timeout(BOUND).unwrap(), 0);
+    let got: Vec<_> = bevents.try_iter().collect();
+    let flushed = got
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::SendDone(c) if c.status == SendStatus::Flushed))
+        .count();
+    assert_eq!(flushed, 2, "{got:?}");
+    assert!(
+        !got.iter()
+            .any(|e| matches!(e, AgentEvent::CallbackPanicked { .. })),
+        "b was being deregistered: no report may reach it: {got:?}"
+    );
+    assert_eq!(rt.stats().callback_panics, 2);
+    // The loop thread is alive.
+    let h = a.handle();
+    let r = within(move || h.send_and_wait(req(10)).map(|c| c.status));
+    assert!(matches!(r, Some(Ok(SendStatus::Timeout))), "{r:?}");
+}
+
+#[test]
+fn a_callback_that_owns_its_own_agent_does_not_deadlock_shutdown() {
+    let rt = Runtime::start(answering(false), EngineConfig::default()).unwrap();
+    let slot: Arc<Mutex<Option<Agent>>> = Arc::default();
+    let s2 = slot.clone();
+    let agent = rt
+        .register(AgentSpec::send_only("cyclic", Qp::Qp1), move |_ev| {
+            // Holds its own Agent, never lets go of it.
+            let _ = s2.lock().unwrap().is_some();
+        })
+        .unwrap();
+    agent.send(unanswered()).unwrap();
+    *slot.lock().unwrap() = Some(agent);
+    drop(slot);
+    // Shutdown deregisters the agent and drops its callback, which drops
+    // the Agent inside it, which deregisters (again) on the loop thread.
+    assert!(
+        within(move || drop(rt)).is_some(),
+        "shutdown deadlocked dropping a callback that owns an Agent"
+    );
+}
+
+#[test]
+fn a_callback_that_owns_another_agent_releases_it_when_its_own_agent_is_deregistered() {
+    let rt = Runtime::start(answering(false), EngineConfig::default()).unwrap();
+    let (b, _brx) = rt
+        .register_channel(AgentSpec::send_only("b", Qp::Qp1))
+        .unwrap();
+    let b_ref = b.handle();
+    let owned = Some(b);
+    let a = rt
+        .register(AgentSpec::send_only("a", Qp::Qp1), move |_ev| {
+            let _ = owned.as_ref().map(|b| b.id());
+        })
+        .unwrap();
+    // Deregistering "a" from this thread drops its callback, and with it
+    // "b"'s Agent: "b" is deregistered too.
+    assert!(
+        within(move || drop(a)).is_some(),
+        "deregistration deadlocked"
+    );
+    let deadline = std::time::Instant::now() + BOUND;
+    while b_ref.state().is_some() {
+        assert!(std::time::Instant::now() < deadline, "b stayed registered");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(within(move || drop(rt)).is_some(), "shutdown deadlocked");
 }
