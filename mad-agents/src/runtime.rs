@@ -87,7 +87,9 @@
 //!   in the transport), the runtime stops as if shut down: every thread in
 //!   [`AgentRef::send_and_wait`] gets [`SendError::Stopped`], deregistering
 //!   threads and drops of [`Agent`]s return (their sends are abandoned
-//!   with the loop), and later registrations and sends are refused.
+//!   with the loop), channels close ([`AgentReceiver::recv`] returns
+//!   `None` once the events already in it are taken), and later
+//!   registrations and sends are refused.
 //!
 //! The protocol is written as locked steps (the loop's `next_delivery`,
 //! `hand_over`, `drive`; deregistration's `begin_deregister`,
@@ -595,6 +597,13 @@ impl Shared {
         core.stopping = true;
         core.stopped = true;
         core.waiters.clear();
+        // Channels close, so that their receivers see the end. (Callbacks
+        // stay: dropping one runs the caller's code, which may be what
+        // just panicked.)
+        core.sinks.retain(|_, s| {
+            s.try_lock()
+                .map_or(true, |g| matches!(*g, Sink::Callback(_)))
+        });
         self.notify(core);
     }
 
@@ -1045,6 +1054,12 @@ impl Agent {
         let sh = &self.agent.shared;
         let id = self.agent.id;
         if sh.on_loop_thread() {
+            if sh.core().stopped {
+                // The loop is ending (a callback dropped with its agent
+                // owned this one): nothing of this runtime runs any more.
+                let _ = sh.core().engine.deregister(id);
+                return Vec::new();
+            }
             let own = sh.current_callback() == Some(id);
             let sink = sh.inline_begin(id);
             let mut kept = Vec::new();

@@ -278,7 +278,7 @@ fn when_the_loop_thread_dies_waiters_get_an_error_and_drops_return() {
         EngineConfig::default(),
     )
     .unwrap();
-    let (agent, _rx) = rt
+    let (agent, rx) = rt
         .register_channel(AgentSpec::send_only("a", Qp::Qp1))
         .unwrap();
     let cb = rt
@@ -292,6 +292,10 @@ fn when_the_loop_thread_dies_waiters_get_an_error_and_drops_return() {
     assert!(
         matches!(r, Some(Err(SendError::Stopped))),
         "the waiter hung or succeeded: {r:?}"
+    );
+    assert!(
+        within(move || rx.recv()).is_some_and(|e| e.is_none()),
+        "a channel's receiver waits for ever on a dead loop"
     );
     let h = agent.handle();
     assert!(
