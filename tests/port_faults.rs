@@ -395,6 +395,7 @@ fn at(events: &[PortEvent], e: &PortEvent) -> usize {
 fn soft_reset_two_phases_with_slow_and_silent_clients() {
     let cfg = PortConfig {
         reset_ack_timeout: Duration::from_millis(500),
+        ..PortConfig::default()
     };
     let lo = Loopback::new(Loopback::attrs("lo", 1, 5), 32);
     let mut p = Port::new(FaultInjector::new(lo, 6), cfg);

@@ -62,6 +62,35 @@
 //! [`AgentRef::send_and_wait`] on the loop thread likewise drives the
 //! engine itself until its send completes.
 //!
+//! A thread waiting in [`AgentRef::send_and_wait`] gets its completion
+//! however the agent goes: deregistered from another thread, from another
+//! agent's callback, or from its own (the completion then goes to the
+//! waiting thread, not into the events [`Agent::deregister`] returns).
+//!
+//! # Callers that misbehave
+//!
+//! - A callback that **panics** does not take the loop thread down: the
+//!   panic is caught on the loop thread, counted in
+//!   [`RuntimeStats::callback_panics`], and reported to the agent by
+//!   calling its callback once more, right away, with
+//!   [`AgentEvent::CallbackPanicked`] — unless the callback deregistered
+//!   its own agent before panicking (nothing of an agent runs after its
+//!   deregistration returned). The agent stays registered; the event it
+//!   panicked on counts as delivered (a completion is not delivered
+//!   twice).
+//! - A callback may own an [`Agent`] — its own (a reference cycle) or
+//!   another's: when its agent goes, the callback is dropped only after
+//!   the runtime's lock is released, so the owned agent's deregistration
+//!   (on drop) runs like any other, from the loop thread or the
+//!   deregistering one, instead of deadlocking on that lock.
+//! - If the loop thread ends anyway (a panic outside any callback, such as
+//!   in the transport), the runtime stops as if shut down: every thread in
+//!   [`AgentRef::send_and_wait`] gets [`SendError::Stopped`], deregistering
+//!   threads and drops of [`Agent`]s return (their sends are abandoned
+//!   with the loop), channels close ([`AgentReceiver::recv`] returns
+//!   `None` once the events already in it are taken), and later
+//!   registrations and sends are refused.
+//!
 //! The protocol is written as locked steps (the loop's `next_delivery`,
 //! `hand_over`, `drive`; deregistration's `begin_deregister`,
 //! `deregistered`, `inline_begin`, `inline_step`) so that a model test
@@ -72,7 +101,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{JoinHandle, ThreadId};
@@ -135,6 +164,9 @@ pub struct RuntimeStats {
     /// Events left undelivered because an agent dropped its own handle in
     /// its own callback.
     pub discarded: u64,
+    /// Callbacks that panicked; each panic was caught on the loop thread
+    /// and reported to its agent as [`AgentEvent::CallbackPanicked`].
+    pub callback_panics: u64,
 }
 
 /// How the loop learns that the transport has something (see [Waking
@@ -197,6 +229,10 @@ struct Core {
     stopped: bool,
     /// Times `cond` was notified (a model test waits on it).
     notifies: u64,
+    /// Sinks of agents that have gone, to be dropped once the lock is
+    /// released ([`Shared::bury`]): a callback may own an [`Agent`] (its
+    /// own or another's), whose drop deregisters it and takes this lock.
+    graveyard: Vec<Arc<Mutex<Sink>>>,
 }
 
 struct Shared {
@@ -208,6 +244,11 @@ struct Shared {
     loop_thread: Mutex<Option<ThreadId>>,
     recv_bound: usize,
     wakeup: Wakeup,
+    /// Callbacks that panicked (counted without the core lock: a callback
+    /// runs unlocked).
+    panics: AtomicU64,
+    /// `Core::graveyard` is not empty (read without the lock).
+    has_dead: AtomicBool,
     /// A deliberate bug, for the model test to prove it finds bugs.
     #[cfg(test)]
     mutation: std::sync::atomic::AtomicU8,
@@ -224,6 +265,11 @@ mod mutation {
     /// A deregistration on the loop thread waits until the agent is gone,
     /// which needs its own running callback to return.
     pub const INLINE_WAITS_FOR_REAP: u8 = 3;
+    /// A deregistration on the loop thread hands a `send_and_wait`
+    /// completion to the agent instead of the waiting thread.
+    pub const INLINE_IGNORES_WAITERS: u8 = 4;
+    /// A loop thread that dies leaves its waiters waiting.
+    pub const DEATH_UNNOTICED: u8 = 5;
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -253,12 +299,15 @@ impl Shared {
                 stopping: false,
                 stopped: false,
                 notifies: 0,
+                graveyard: Vec::new(),
             }),
             cond: Condvar::new(),
             waker,
             loop_thread: Mutex::new(None),
             recv_bound,
             wakeup,
+            panics: AtomicU64::new(0),
+            has_dead: AtomicBool::new(false),
             #[cfg(test)]
             mutation: std::sync::atomic::AtomicU8::new(mutation::NONE),
         }
@@ -294,7 +343,7 @@ impl Shared {
         let gone = core.engine.take_reaped();
         if !gone.is_empty() {
             for a in gone {
-                core.sinks.remove(&a);
+                self.forget_sink(core, a);
             }
             self.notify(core);
         }
@@ -360,9 +409,7 @@ impl Shared {
         let progress = core.engine.poll(now);
         self.reap(core);
         if core.stopping && core.engine.agent_count() == 0 && !core.engine.has_events() {
-            core.stopped = true;
-            core.waiters.clear();
-            self.notify(core);
+            self.loop_ended(core);
             return Step::Stop;
         }
         if progress || core.engine.has_events() {
@@ -408,11 +455,31 @@ impl Shared {
         let early = self.mutated(mutation::EARLY_RETURN);
         #[cfg(not(test))]
         let early = false;
-        if core.engine.agent_state(id).is_some() && !early {
+        // A stopped loop (or a dead one) delivers nothing more: waiting on
+        // would be for ever.
+        if core.engine.agent_state(id).is_some() && !core.stopped && !early {
             return false;
         }
-        core.sinks.remove(&id);
+        self.forget_sink(core, id);
         true
+    }
+
+    /// (Locked) Forgets `id`'s sink; it is dropped later, unlocked.
+    fn forget_sink(&self, core: &mut Core, id: AgentId) {
+        if let Some(sink) = core.sinks.remove(&id) {
+            core.graveyard.push(sink);
+            self.has_dead.store(true, Ordering::Release);
+        }
+    }
+
+    /// (Unlocked) Drops the sinks of agents that have gone. A callback
+    /// that owns an [`Agent`] deregisters it here, so this must never run
+    /// under the core lock.
+    fn bury(&self) {
+        if self.has_dead.swap(false, Ordering::AcqRel) {
+            let dead = std::mem::take(&mut self.core().graveyard);
+            drop(dead);
+        }
     }
 
     /// On the loop thread (locked): starts deregistering `id` and returns
@@ -439,7 +506,14 @@ impl Shared {
         let (evs, done) = {
             let mut core = self.core();
             core.engine.poll(now);
-            let evs = core.engine.take_events(id);
+            let mut evs = core.engine.take_events(id);
+            #[cfg(test)]
+            let to_waiters = !self.mutated(mutation::INLINE_IGNORES_WAITERS);
+            #[cfg(not(test))]
+            let to_waiters = true;
+            if to_waiters {
+                self.complete_waiters(&mut core, &mut evs);
+            }
             #[cfg(test)]
             let done = if self.mutated(mutation::INLINE_WAITS_FOR_REAP) {
                 core.engine.agent_state(id).is_none()
@@ -453,6 +527,7 @@ impl Shared {
             }
             (evs, done)
         };
+        self.bury();
         let guard = if own {
             None
         } else {
@@ -467,6 +542,69 @@ impl Shared {
             None => kept.extend(evs),
         }
         done
+    }
+
+    /// (Locked) Hands the completions in `evs` that a thread waits for in
+    /// [`AgentRef::send_and_wait`] to that thread, leaving the rest.
+    fn complete_waiters(&self, core: &mut Core, evs: &mut Vec<AgentEvent>) {
+        if core.waiters.is_empty() {
+            return;
+        }
+        evs.retain(|ev| {
+            let AgentEvent::SendDone(c) = ev else {
+                return true;
+            };
+            match core.waiters.remove(&c.send) {
+                Some(tx) => {
+                    let _ = tx.send(c.clone());
+                    core.stats.waiter_completions += 1;
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+
+    /// (Locked) `id` starts a [`AgentRef::send_and_wait`] from a thread
+    /// other than the loop's: the send, and the channel its completion
+    /// will come through.
+    fn begin_wait(
+        &self,
+        core: &mut Core,
+        id: AgentId,
+        req: SendRequest,
+        now: Instant,
+    ) -> Result<mpsc::Receiver<Completion>, SendError> {
+        if core.stopped {
+            return Err(SendError::Stopped);
+        }
+        let send = core.engine.send(id, req, now)?;
+        let (tx, rx) = mpsc::channel();
+        core.waiters.insert(send, tx);
+        Ok(rx)
+    }
+
+    /// (Locked) The loop thread has ended — stopped, or died of a panic
+    /// outside any callback: nothing will be delivered any more, so no
+    /// caller may wait. Waiting `send_and_wait` callers get
+    /// [`SendError::Stopped`] (their channels close), deregistering
+    /// threads return, and later registrations and sends are refused.
+    fn loop_ended(&self, core: &mut Core) {
+        #[cfg(test)]
+        if self.mutated(mutation::DEATH_UNNOTICED) {
+            return;
+        }
+        core.stopping = true;
+        core.stopped = true;
+        core.waiters.clear();
+        // Channels close, so that their receivers see the end. (Callbacks
+        // stay: dropping one runs the caller's code, which may be what
+        // just panicked.)
+        core.sinks.retain(|_, s| {
+            s.try_lock()
+                .map_or(true, |g| matches!(*g, Sink::Callback(_)))
+        });
+        self.notify(core);
     }
 
     fn on_loop_thread(&self) -> bool {
@@ -490,7 +628,22 @@ impl Shared {
         match sink {
             Sink::Callback(f) => {
                 let prev = IN_CALLBACK.with(|c| c.replace(Some((self.id, agent))));
-                f(ev);
+                let call = |f: &mut Callback, ev| {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ev)))
+                };
+                if let Err(payload) = call(f, ev) {
+                    self.panics.fetch_add(1, Ordering::Relaxed);
+                    let message = panic_message(payload.as_ref());
+                    // The callback may have deregistered its agent before it
+                    // panicked: then nothing of it may run any more.
+                    let active = self.core().engine.agent_state(agent) == Some(AgentState::Active);
+                    if active {
+                        let report = AgentEvent::CallbackPanicked { message };
+                        if call(f, report).is_err() {
+                            self.panics.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
                 IN_CALLBACK.with(|c| c.set(prev));
                 (false, true)
             }
@@ -519,6 +672,17 @@ impl Shared {
             }
             std::thread::sleep(Duration::from_micros(50));
         }
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a message)".to_owned()
     }
 }
 
@@ -647,7 +811,9 @@ impl Runtime {
     /// The runtime's counters.
     #[must_use]
     pub fn stats(&self) -> RuntimeStats {
-        self.shared.core().stats
+        let mut s = self.shared.core().stats;
+        s.callback_panics = self.shared.panics.load(Ordering::Relaxed);
+        s
     }
 
     /// The port's attributes.
@@ -695,7 +861,19 @@ enum Route {
     Nowhere,
 }
 
+/// Ends the loop's life, however the loop thread ends (its `Drop` runs on
+/// a panic's unwinding too).
+struct LoopEnd<'a>(&'a Shared);
+
+impl Drop for LoopEnd<'_> {
+    fn drop(&mut self) {
+        self.0.loop_ended(&mut self.0.core());
+        self.0.bury();
+    }
+}
+
 fn run(shared: &Arc<Shared>, mut poll: Poll) {
+    let _end = LoopEnd(shared);
     let mut events = Events::with_capacity(16);
     // The event delivered last, to finish under the next lock.
     let mut pending: Option<Pending> = None;
@@ -703,12 +881,14 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
         // Deliver queued events one at a time, each under its own lock
         // cycle, so that a deregistration in between is seen at once.
         let next = shared.next_delivery(&mut shared.core(), pending.take());
+        shared.bury();
         if let Some((agent, ev, route)) = next {
             pending = Some(shared.hand_over(agent, ev, route));
             continue;
         }
         // Nothing to deliver: drive the engine, then wait.
         let step = shared.drive(&mut shared.core(), Instant::now());
+        shared.bury();
         match step {
             Step::Again => {}
             Step::Stop => return,
@@ -787,16 +967,9 @@ impl AgentRef {
                 .shared
                 .drive_inline(|core| core.engine.take_completion(agent, send)));
         }
-        let rx = {
-            let mut core = self.shared.core();
-            if core.stopped {
-                return Err(SendError::Stopped);
-            }
-            let send = core.engine.send(self.id, req, Instant::now())?;
-            let (tx, rx) = mpsc::channel();
-            core.waiters.insert(send, tx);
-            rx
-        };
+        let rx = self
+            .shared
+            .begin_wait(&mut self.shared.core(), self.id, req, Instant::now())?;
         self.shared.wake();
         rx.recv().map_err(|_| SendError::Stopped)
     }
@@ -881,6 +1054,12 @@ impl Agent {
         let sh = &self.agent.shared;
         let id = self.agent.id;
         if sh.on_loop_thread() {
+            if sh.core().stopped {
+                // The loop is ending (a callback dropped with its agent
+                // owned this one): nothing of this runtime runs any more.
+                let _ = sh.core().engine.deregister(id);
+                return Vec::new();
+            }
             let own = sh.current_callback() == Some(id);
             let sink = sh.inline_begin(id);
             let mut kept = Vec::new();
@@ -895,6 +1074,8 @@ impl Agent {
         while !sh.deregistered(&mut core, id) {
             core = sh.cond.wait(core).unwrap_or_else(PoisonError::into_inner);
         }
+        drop(core);
+        sh.bury();
         Vec::new()
     }
 }
@@ -1001,7 +1182,9 @@ impl AgentReceiver {
 /// to its return). Actors: the loop thread, a thread deregistering from
 /// outside (blocked on the condition variable until notified), the device
 /// (completes the posted work requests; a request arrives), and a thread
-/// sending through an `AgentRef`. Every interleaving of their steps is
+/// sending through an `AgentRef`, a thread blocked in `send_and_wait`
+/// (`begin_wait`, then its channel), and the loop thread's death (a panic
+/// outside any callback: `loop_ended`). Every interleaving of their steps is
 /// run (depth-first, each schedule replayed from scratch on a real engine
 /// over a Loopback), and after each: deregistration returned only when
 /// every send of the agent had completed — its work requests out of the
@@ -1009,7 +1192,8 @@ impl AgentReceiver {
 /// it was running (but the one that called it); no callback of the agent
 /// started after it returned; and no schedule ended with a thread waiting
 /// for ever (lost wake-up, or a deregistration from the agent's own
-/// callback waiting for that callback). Each property is shown to be
+/// callback waiting for that callback, or a `send_and_wait` whose
+/// completion went elsewhere or whose loop died). Each property is shown to be
 /// checked by injecting a bug that breaks it: the model must then fail.
 #[cfg(test)]
 mod model {
@@ -1089,6 +1273,13 @@ mod model {
         /// "a"'s callback deregisters "b" while another thread deregisters
         /// "b" too.
         OtherAgentFromCallback,
+        /// "a" deregisters itself from its callback while another thread
+        /// waits in `send_and_wait` on it.
+        WaiterOwnCallback,
+        /// Another thread deregisters "a" while a third waits in
+        /// `send_and_wait` on it, and the loop thread may die at any point
+        /// between two of its steps.
+        LoopDies,
     }
 
     enum L {
@@ -1131,7 +1322,8 @@ mod model {
     const L_ACTOR: usize = 0;
     const D_ACTOR: usize = 1;
     const T_ACTOR: usize = 2;
-    const W_ACTOR: usize = 3;
+    const X_ACTOR: usize = 3;
+    const W_ACTOR: usize = 4;
 
     struct World {
         sc: Scenario,
@@ -1153,6 +1345,14 @@ mod model {
         pending: Option<Pending>,
         kept: Vec<AgentEvent>,
         triggered: bool,
+        /// The channel of the thread blocked in `send_and_wait`.
+        waiter: Option<mpsc::Receiver<Completion>>,
+        /// What that thread got.
+        waited: Vec<SendId>,
+        /// The loop thread may still die.
+        may_die: bool,
+        /// It died.
+        dead: bool,
     }
 
     fn perf(method: Method) -> Vec<u8> {
@@ -1198,6 +1398,10 @@ mod model {
                 pending: None,
                 kept: Vec::new(),
                 triggered: false,
+                waiter: None,
+                waited: Vec::new(),
+                may_die: false,
+                dead: false,
             };
             let owner = AgentSpec::requests("a", MgmtClass::PERF_MGT, 1, &[Method::SET]);
             match sc {
@@ -1225,8 +1429,50 @@ mod model {
                     w.step_device(W::Request);
                     w.w = vec![Some(W::Unstall)];
                 }
+                Scenario::WaiterOwnCallback => {
+                    let a = w.agent("a", owner);
+                    w.wait(a);
+                    w.w = vec![Some(W::Request), Some(W::Unstall)];
+                }
+                Scenario::LoopDies => {
+                    let a = w.agent("a", AgentSpec::send_only("a", Qp::Qp1));
+                    w.wait(a);
+                    w.send(a, false);
+                    w.d = D::Begin(a);
+                    w.w = vec![Some(W::Unstall)];
+                    w.may_die = true;
+                }
             }
             w
+        }
+
+        /// Another thread sends on `agent` (awaiting a response) and blocks
+        /// in `send_and_wait`.
+        fn wait(&mut self, agent: AgentId) {
+            let req = SendRequest::new(perf(Method::GET), Address::gsi(7))
+                .expect_response(Duration::from_secs(3600), 0);
+            let rx = self
+                .sh
+                .begin_wait(&mut self.sh.core(), agent, req, self.now)
+                .unwrap();
+            let send = *self.sh.core().waiters.keys().next().unwrap();
+            self.sends.get_mut(self.names[&agent]).unwrap().push(send);
+            self.waiter = Some(rx);
+        }
+
+        /// Takes what the waiting thread has been given; false if it still
+        /// waits.
+        fn waiter_woken(&mut self) -> bool {
+            let Some(rx) = &self.waiter else {
+                return true;
+            };
+            loop {
+                match rx.try_recv() {
+                    Ok(c) => self.waited.push(c.send),
+                    Err(mpsc::TryRecvError::Empty) => return !self.waited.is_empty(),
+                    Err(mpsc::TryRecvError::Disconnected) => return true,
+                }
+            }
         }
 
         fn agent(&mut self, name: &'static str, spec: AgentSpec) -> AgentId {
@@ -1282,6 +1528,9 @@ mod model {
             if self.t {
                 v.push(T_ACTOR);
             }
+            if self.may_die && matches!(self.l, L::Take | L::Drive | L::Idle) {
+                v.push(X_ACTOR);
+            }
             for (i, w) in self.w.iter().enumerate() {
                 if w.is_some() {
                     v.push(W_ACTOR + i);
@@ -1298,8 +1547,8 @@ mod model {
                 return None;
             }
             match self.sc {
-                Scenario::OtherThread => None,
-                Scenario::OwnCallback => Some((agent, true)),
+                Scenario::OtherThread | Scenario::LoopDies => None,
+                Scenario::OwnCallback | Scenario::WaiterOwnCallback => Some((agent, true)),
                 Scenario::OtherAgentFromCallback => Some((self.ids["b"], false)),
             }
         }
@@ -1328,6 +1577,14 @@ mod model {
                         Err(e) => self.violation(format!("send failed: {e}")),
                     }
                     self.woken = true;
+                }
+                X_ACTOR => {
+                    // The loop thread panics between two steps: `run`'s
+                    // guard ends the loop on the way out.
+                    self.may_die = false;
+                    self.dead = true;
+                    self.l = L::Done;
+                    self.sh.loop_ended(&mut self.sh.core());
                 }
                 _ => {
                     if let Some(w) = self.w[actor - W_ACTOR].take() {
@@ -1485,6 +1742,12 @@ mod model {
                     "{name}'s deregistration returned while its callback ran"
                 ));
             }
+            if self.dead {
+                // Its sends are abandoned with the loop; returning at all
+                // is what counts (checked at the end).
+                lock(&self.log).returned.insert(name);
+                return;
+            }
             {
                 let core = self.sh.core();
                 if core.engine.agent_outstanding(x) != 0 {
@@ -1508,7 +1771,8 @@ mod model {
 
         /// Every send of `name` completed exactly once (through its
         /// callback, or — deregistering itself — in the returned events).
-        fn check_completions(&self, name: &'static str, with_kept: bool) {
+        fn check_completions(&mut self, name: &'static str, with_kept: bool) {
+            self.waiter_woken();
             let log = lock(&self.log);
             let mut done: Vec<SendId> = log
                 .events
@@ -1520,6 +1784,7 @@ mod model {
                     AgentEvent::SendDone(c) => Some(c.send),
                     _ => None,
                 })
+                .chain(self.waited.iter().copied())
                 .collect();
             drop(log);
             done.sort();
@@ -1531,7 +1796,10 @@ mod model {
         }
 
         /// At the end of a schedule (no step enabled).
-        fn finish(&self) {
+        fn finish(&mut self) {
+            if !self.waiter_woken() {
+                self.violation("a thread waits for ever in send_and_wait".into());
+            }
             if !matches!(self.d, D::Idle | D::Returned) {
                 self.violation("a deregistering thread waits for ever".into());
             }
@@ -1582,10 +1850,12 @@ mod model {
         (schedules, None)
     }
 
-    const SCENARIOS: [Scenario; 3] = [
+    const SCENARIOS: [Scenario; 5] = [
         Scenario::OtherThread,
         Scenario::OwnCallback,
         Scenario::OtherAgentFromCallback,
+        Scenario::WaiterOwnCallback,
+        Scenario::LoopDies,
     ];
 
     #[test]
@@ -1622,6 +1892,28 @@ mod model {
         let (_, v) = explore(Scenario::OwnCallback, mutation::INLINE_WAITS_FOR_REAP);
         assert!(
             v.as_deref().is_some_and(|v| v.contains("spins for ever")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_model_finds_a_waiter_whose_completion_a_callbacks_deregistration_takes() {
+        let (_, v) = explore(
+            Scenario::WaiterOwnCallback,
+            mutation::INLINE_IGNORES_WAITERS,
+        );
+        assert!(
+            v.as_deref()
+                .is_some_and(|v| v.contains("waits for ever in send_and_wait")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn the_model_finds_waiters_left_behind_by_a_dead_loop() {
+        let (_, v) = explore(Scenario::LoopDies, mutation::DEATH_UNNOTICED);
+        assert!(
+            v.as_deref().is_some_and(|v| v.contains("for ever")),
             "{v:?}"
         );
     }

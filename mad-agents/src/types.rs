@@ -219,6 +219,15 @@ pub enum AgentEvent {
     DeviceFatal,
     /// The port got a new transport.
     Reopened,
+    /// The agent's callback panicked on the event before this one (only
+    /// for [`crate::Runtime::register`] callbacks): the runtime caught the
+    /// panic, counted it in [`crate::RuntimeStats::callback_panics`] and
+    /// carries on; the agent stays registered.
+    CallbackPanicked {
+        /// The panic's message (its `&str` or `String` payload, or a
+        /// placeholder for any other payload).
+        message: String,
+    },
 }
 
 /// Where the low 32 bits of a request's TID come from.

@@ -26,6 +26,7 @@
 
 pub mod buf;
 pub mod hash;
+pub mod limits;
 pub mod pcap;
 pub mod port;
 pub mod transport;

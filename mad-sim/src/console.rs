@@ -27,7 +27,9 @@
 //! ```
 //!
 //! Answers start with `ok`, a table, or `error: ` (the command is
-//! ignored); blank lines and `#` comments do nothing.
+//! ignored); blank lines and `#` comments do nothing. A line longer than
+//! [`MAX_COMMAND_LINE`] bytes ends the session with an error (an input
+//! such as `/dev/zero`, one endless line, is not read into memory).
 
 use std::io::{self, BufRead, Write};
 use std::time::Duration;
@@ -140,17 +142,40 @@ pub struct Console<'a> {
 /// documentation](self).
 ///
 /// # Errors
-/// Reading `input` or writing `output` failed.
+/// Reading `input` or writing `output` failed; a line longer than
+/// [`MAX_COMMAND_LINE`] or not UTF-8 ([`io::ErrorKind::InvalidData`]).
 pub fn run(
     fabric: &Fabric,
     subnet: Option<&Subnet>,
-    input: impl BufRead,
+    mut input: impl BufRead,
     mut output: impl Write,
 ) -> io::Result<End> {
     let c = Console::new(fabric, subnet);
-    for line in input.lines() {
-        let line = line?;
-        let (text, flow) = c.execute(&line);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let limit = MAX_COMMAND_LINE as u64 + 1;
+        if io::Read::take(&mut input, limit).read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+        } else if buf.len() > MAX_COMMAND_LINE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a console line longer than {MAX_COMMAND_LINE} bytes"),
+            ));
+        }
+        let line = std::str::from_utf8(&buf).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            )
+        })?;
+        let (text, flow) = c.execute(line);
         output.write_all(text.as_bytes())?;
         output.flush()?;
         if flow == Flow::Quit {
@@ -159,6 +184,9 @@ pub fn run(
     }
     Ok(End::Eof)
 }
+
+/// The longest console line [`run`] reads.
+pub const MAX_COMMAND_LINE: usize = 4096;
 
 type Answer = Result<String, String>;
 

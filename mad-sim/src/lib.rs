@@ -44,7 +44,7 @@ pub use endpoint::SimPort;
 pub use fabric::{Fabric, FabricConfig, LinkFaults, NodeSel, SimError};
 pub use faulty::{EndpointFault, FaultyPort};
 pub use subnet::{Subnet, SubnetOptions, Summary, UpError};
-pub use topology::{Topology, TopologyError};
+pub use topology::{Topology, TopologyError, TopologyLimits};
 
 /// The text of the built-in default topology (ibnetdiscover / ibsim
 /// format): a two-level fat tree of two spine and two leaf switches

@@ -130,3 +130,28 @@ fn endpoint_faults_from_the_console_reach_the_endpoint() {
         .post_send(Qp::Qp1, &vendor_mad(1), &Address::gsi(1))
         .is_err());
 }
+
+#[test]
+fn an_endless_line_ends_the_session_with_an_error_instead_of_filling_memory() {
+    let s = Subnet::builtin().unwrap();
+    let mut out = Vec::new();
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let e = console::run(
+        s.fabric(),
+        Some(&s),
+        std::io::BufReader::new(zero),
+        &mut out,
+    )
+    .unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    assert!(
+        e.to_string()
+            .contains(&console::MAX_COMMAND_LINE.to_string()),
+        "{e}"
+    );
+    // A line of exactly the limit is still a (bad) command, answered.
+    let long = "x".repeat(console::MAX_COMMAND_LINE) + "\nquit\n";
+    let (out, end) = run(&s, &long);
+    assert_eq!(end, End::Quit);
+    assert!(out.starts_with("error: "), "{out}");
+}

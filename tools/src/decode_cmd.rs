@@ -3,6 +3,7 @@
 use crate::cli::{CliError, Io};
 use crate::hex::parse_hex_mads;
 use crate::json::Json;
+use crate::limits::MAX_DECODE_INPUT_LEN;
 use crate::print::{mad_json, write_mad_text};
 use mad_core::pcap::PcapReader;
 use mad_core::wire::decode::decode_mad;
@@ -47,6 +48,8 @@ JSON output (stable shape), one document on one line:
   a lowercase hex string (no 0x) for byte runs (GIDs, descriptions);
   an array of numbers for tables; a FIELDS object for embedded structures.
   SOURCE is \"stdin line L\", \"FILE line L\" or \"FILE packet P\".
+
+Input is read up to 64 MiB; longer input is an error.
 
 Exit status: 0 when every MAD decoded; 1 when the input is unreadable or any
 MAD failed to decode (the others are still printed); 2 on a usage error.
@@ -200,8 +203,11 @@ fn parse_args(args: &[String]) -> Result<Option<(bool, Input)>, CliError> {
     Ok(Some((json, input.unwrap_or(Input::Stdin))))
 }
 
+/// Reads `mad decode`'s input file, at most
+/// [`MAX_DECODE_INPUT_LEN`](crate::limits::MAX_DECODE_INPUT_LEN) bytes.
 fn read_file(name: &str) -> Result<Vec<u8>, CliError> {
-    std::fs::read(name).map_err(|e| CliError::Input(format!("{name}: {e}")))
+    crate::limits::read_file(name, MAX_DECODE_INPUT_LEN, "mad decode input")
+        .map_err(|e| CliError::Input(format!("{name}: {e}")))
 }
 
 /// Runs `mad decode` with `args` (after the subcommand name).
@@ -217,8 +223,13 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
     let (mads, mut errors) = match input {
         Input::Stdin => {
             let mut buf = Vec::new();
-            io.read_stdin(&mut buf)
-                .map_err(|e| CliError::Input(format!("stdin: {e}")))?;
+            mad_core::limits::read_to_end_limited(
+                &mut *io.stdin,
+                MAX_DECODE_INPUT_LEN,
+                "mad decode input",
+                &mut buf,
+            )
+            .map_err(|e| CliError::Input(format!("stdin: {e}")))?;
             hex_mads("stdin", &buf)?
         }
         Input::Pcap(name) => pcap_mads(&name, &read_file(&name)?)?,

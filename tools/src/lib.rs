@@ -6,8 +6,9 @@
 //! infiniband-diags-compatible commands ([`cmd`]) and their output
 //! formatters ([`diags`]), the `mad decode` subcommand ([`decode_cmd`])
 //! with its hex input parser ([`hex`], also used by the fuzz targets), the
-//! text and JSON printers of decoded MADs ([`print`]) and a small JSON
-//! writer ([`json`]).
+//! text and JSON printers of decoded MADs ([`print`]), a small JSON
+//! writer ([`json`]) and the size limits on the files it reads
+//! ([`limits`]).
 #![deny(unsafe_code)]
 
 pub mod child;
@@ -18,5 +19,6 @@ pub mod diags;
 pub mod discover;
 pub mod hex;
 pub mod json;
+pub mod limits;
 pub mod print;
 pub mod session;

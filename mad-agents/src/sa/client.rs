@@ -51,7 +51,7 @@ use std::time::Duration;
 
 use mad_core::transport::{Address, AsyncEvent, Qp, GSI_QKEY};
 use mad_core::wire::attr::{ClassPortInfo, Notice};
-use mad_core::wire::rmpp::{RmppView, RMPP_FLAG_FIRST, RMPP_FLAG_LAST};
+use mad_core::wire::rmpp::{RmppView, RMPP_FLAG_ACTIVE, RMPP_FLAG_FIRST, RMPP_FLAG_LAST};
 use mad_core::wire::sa::{SaMad, SA_CLASS_VERSION};
 use mad_core::wire::sa_records::{
     InformInfo, InformInfoRecord, NodeRecord, PathRecord, PortInfoRecord, SaRecord,
@@ -374,6 +374,7 @@ impl SaClient {
             .to_vec()
             .map_err(|e| SaError::Malformed(format!("template: {e}")))?;
         let resp = self.request(Method::GET, R::ATTR_ID, 0, comp_mask, &rec)?;
+        check_method(&resp, Method::GET)?;
         check_status(&resp)?;
         check_attr(&resp, R::ATTR_ID)?;
         parse_record::<R>(resp.bytes())
@@ -381,12 +382,14 @@ impl SaClient {
 
     /// SubnAdmGetTable of every record matching `template` on `comp_mask`.
     /// An SA that answers an empty table with status NO_RECORDS instead of
-    /// an empty success gets an empty table too.
+    /// an empty success gets an empty table too — if no record is attached.
     ///
     /// # Errors
     /// Status errors other than NO_RECORDS; transport errors as
-    /// [`SaClient::request`]; [`SaError::Malformed`] for a record stride
-    /// smaller than the record.
+    /// [`SaClient::request`]; [`SaError::Inconsistent`] for an answer whose
+    /// method is not GetTableResp (0x93), a NO_RECORDS answer with data,
+    /// and the inconsistencies [`parse_table`] finds;
+    /// [`SaError::Malformed`] for a record stride smaller than the record.
     pub fn get_table<R: SaRecord>(
         &self,
         template: &R,
@@ -396,7 +399,9 @@ impl SaClient {
             .to_vec()
             .map_err(|e| SaError::Malformed(format!("template: {e}")))?;
         let resp = self.request(Method::GET_TABLE, R::ATTR_ID, 0, comp_mask, &rec)?;
+        check_method(&resp, Method::GET_TABLE)?;
         if resp.mad().status() == MadStatus::SA_NO_RECORDS {
+            check_no_records_empty(&resp)?;
             return Ok(Table {
                 records: Vec::new(),
                 truncated: false,
@@ -421,6 +426,7 @@ impl SaClient {
             .to_vec()
             .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
         let resp = self.request(Method::SET, R::ATTR_ID, 0, comp_mask, &rec)?;
+        check_method(&resp, Method::SET)?;
         check_status(&resp)?;
         check_attr(&resp, R::ATTR_ID)?;
         parse_record::<R>(resp.bytes())
@@ -435,6 +441,7 @@ impl SaClient {
             .to_vec()
             .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
         let resp = self.request(Method::DELETE, R::ATTR_ID, 0, comp_mask, &rec)?;
+        check_method(&resp, Method::DELETE)?;
         check_status(&resp)?;
         check_attr(&resp, R::ATTR_ID)?;
         parse_record::<R>(resp.bytes())
@@ -454,6 +461,7 @@ impl SaClient {
     /// As [`SaClient::get`].
     pub fn class_port_info(&self) -> Result<ClassPortInfo, SaError> {
         let resp = self.request(Method::GET, AttributeId::CLASS_PORT_INFO, 0, 0, &[])?;
+        check_method(&resp, Method::GET)?;
         check_status(&resp)?;
         check_attr(&resp, AttributeId::CLASS_PORT_INFO)?;
         let data = resp.bytes().get(SA_DATA_OFFSET..).unwrap_or(&[]);
@@ -572,6 +580,7 @@ impl SaClient {
         loop {
             let (resp, retries) =
                 self.request_counting_retries(Method::SET, InformInfo::ATTR_ID, 0, 0, &rec)?;
+            check_method(&resp, Method::SET)?;
             match check_status(&resp) {
                 // Unsubscribing is not idempotent at the SA: when an earlier
                 // copy of this request was answered too late and we sent it
@@ -795,6 +804,57 @@ fn completion_response(c: &Completion, lid: u16) -> Result<Message, SaError> {
     }
 }
 
+/// The method byte (with the response bit) that answers `asked`: Get and
+/// Set are answered with GetResp (0x81), GetTable with GetTableResp
+/// (0x92 | 0x80), Delete with DeleteResp (0x95).
+#[must_use]
+pub fn answer_method(asked: Method) -> u8 {
+    let m = if asked == Method::SET {
+        Method::GET
+    } else {
+        asked
+    };
+    m.0 | mad_core::wire::METHOD_RESPONSE_BIT
+}
+
+/// The answer must carry the method that answers `asked`.
+fn check_method(resp: &Message, asked: Method) -> Result<(), SaError> {
+    let got = resp.mad().raw_method();
+    let want = answer_method(asked);
+    if got == want {
+        Ok(())
+    } else {
+        Err(SaError::Inconsistent {
+            field: "Method",
+            detail: format!(
+                "a {} request is answered with method {want:#04x}, this answer has {got:#04x}",
+                asked.name().unwrap_or("?")
+            ),
+        })
+    }
+}
+
+/// A NO_RECORDS answer to GetTable may carry no records: any non-zero
+/// byte in its data is a record the status denies.
+fn check_no_records_empty(resp: &Message) -> Result<(), SaError> {
+    let v = SaMad::new_checked(resp.bytes()).map_err(|e| SaError::Malformed(e.to_string()))?;
+    let data = v
+        .used_data()
+        .map_err(|e| SaError::Malformed(e.to_string()))?;
+    match data.iter().position(|&b| b != 0) {
+        None => Ok(()),
+        Some(at) => Err(SaError::Inconsistent {
+            field: "Status",
+            detail: format!(
+                "status 0x0300 ERR_NO_RECORDS, yet the answer carries {} data bytes \
+                 (AttributeOffset {}), the first non-zero at offset {at}",
+                data.len(),
+                v.attr_offset()
+            ),
+        }),
+    }
+}
+
 /// The SA status of an answer as an error.
 fn check_status(resp: &Message) -> Result<(), SaError> {
     if resp.bytes().len() < SA_DATA_OFFSET {
@@ -831,15 +891,84 @@ pub fn parse_record<R: SaRecord>(mad: &[u8]) -> Result<R, SaError> {
     R::parse(data).map_err(|e| SaError::Malformed(format!("{}: {e}", R::NAME)))
 }
 
+/// The part of `data` that is records (see [`parse_table`]).
+fn whole_records(
+    data: &[u8],
+    attr_offset: u16,
+    stride: usize,
+    exact: bool,
+    truncated: bool,
+) -> Result<&[u8], SaError> {
+    let inconsistent = |detail: String| SaError::Inconsistent {
+        field: "AttributeOffset",
+        detail,
+    };
+    if stride == 0 {
+        let present = if exact {
+            !data.is_empty()
+        } else {
+            data.iter().any(|&b| b != 0)
+        };
+        if present {
+            return Err(inconsistent(format!(
+                "0 (no records), yet {} data bytes are present",
+                data.len()
+            )));
+        }
+        return Ok(&[]);
+    }
+    let rest = data.len() % stride;
+    let mut end = data.len() - rest;
+    if truncated {
+        // One MAD of a longer answer: a record may go on in the next one,
+        // and an SA that sent fewer records than fit left the slots after
+        // them zero.
+        while end >= stride && data[end - stride..end].iter().all(|&b| b == 0) {
+            end -= stride;
+        }
+        return Ok(&data[..end]);
+    }
+    if exact && rest != 0 {
+        return Err(inconsistent(format!(
+            "{attr_offset} ({stride}-byte records), but the answer has {} data bytes: \
+             {} records and {rest} bytes over",
+            data.len(),
+            data.len() / stride
+        )));
+    }
+    if !exact {
+        if data[end..].iter().any(|&b| b != 0) {
+            return Err(inconsistent(format!(
+                "{attr_offset} ({stride}-byte records): the {rest} bytes after the last \
+                 whole record are not zero padding"
+            )));
+        }
+        while end >= stride && data[end - stride..end].iter().all(|&b| b == 0) {
+            end -= stride;
+        }
+    }
+    Ok(&data[..end])
+}
+
 /// The records of a GetTableResp: a reassembled message, a
 /// single-segment RMPP answer trimmed by its PayloadLength, or one MAD of
 /// a longer answer (then [`Table::truncated`] is set: a 256-byte MAD whose
-/// RMPP header is Active without both First and Last). The status is not
-/// checked.
+/// RMPP header is Active without both First and Last). The status and
+/// method are not checked.
+///
+/// The data must be whole records: in a reassembled or PayloadLength-trimmed
+/// answer its length is a multiple of the stride (AttributeOffset × 8);
+/// in a plain 256-byte MAD (RMPP inactive) what follows the last whole
+/// record is zero padding, and trailing all-zero strides are padding too
+/// (an unused slot, not a record), as they are in one MAD of a longer
+/// answer. AttributeOffset 0 means no records, so
+/// the data must then be empty (or zero padding).
 ///
 /// # Errors
 /// [`SaError::Malformed`] for a buffer shorter than the SA header, a
-/// record stride shorter than the record, or a bad PayloadLength.
+/// record stride shorter than the record, or a bad PayloadLength;
+/// [`SaError::Inconsistent`] naming AttributeOffset for data present with
+/// AttributeOffset 0 or data that is not a whole number of records.
 pub fn parse_table<R: SaRecord>(mad: &[u8]) -> Result<Table<R>, SaError> {
     let v = SaMad::new_checked(mad).map_err(|e| SaError::Malformed(e.to_string()))?;
     let r = v.rmpp();
@@ -862,6 +991,11 @@ pub fn parse_table<R: SaRecord>(mad: &[u8]) -> Result<Table<R>, SaError> {
         v.used_data()
             .map_err(|e| SaError::Malformed(e.to_string()))?
     };
+    let single = RMPP_FLAG_ACTIVE | whole;
+    // The data's length is the SA's own count (reassembled, or trimmed by
+    // PayloadLength), not a MAD padded to 256 bytes.
+    let exact = mad.len() != MAD_LEN || (r.is_active() && flags == single);
+    let data = whole_records(data, attr_offset, stride, exact, truncated)?;
     let recs = mad_core::wire::sa::split_records(data, attr_offset)
         .map_err(|e| SaError::Malformed(e.to_string()))?;
     let records = recs

@@ -141,6 +141,18 @@ pub enum SaError {
     /// The response is not a usable SA answer.
     #[error("malformed SA response: {0}")]
     Malformed(String),
+    /// The answer's header fields do not fit together or do not fit the
+    /// request: a method other than the one that answers the request, a
+    /// NO_RECORDS status with records attached, an AttributeOffset of 0
+    /// with data present, data that is not a whole number of records.
+    #[error("inconsistent SA answer: {field}: {detail}")]
+    Inconsistent {
+        /// The header field at fault: `"Method"`, `"Status"`,
+        /// `"AttributeOffset"` or `"PayloadLength"`.
+        field: &'static str,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// The request could not be sent.
     #[error(transparent)]
     Send(#[from] SendError),

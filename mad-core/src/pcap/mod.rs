@@ -29,7 +29,10 @@
 //! magic, an unknown link type, a truncated record, an ERF record of
 //! another type or an LRH/BTH that does not describe a UD datagram is a
 //! [`PcapError`], never a panic. Records are bounded by
-//! [`MAX_RECORD_LEN`], so a corrupt length cannot make it allocate much.
+//! [`MAX_RECORD_LEN`], so a corrupt length cannot make it allocate much,
+//! and a file by [`MAX_PCAP_LEN`] (or the limit given to
+//! [`PcapReader::with_limit`]): an endless input (`/dev/zero`, a FIFO)
+//! ends with [`PcapError::TooLarge`] instead of being read for ever.
 //!
 //! ```
 //! use mad_core::pcap::{Direction, PacketMeta, PcapReader, PcapWriter, Timestamp};
@@ -73,6 +76,9 @@ pub const ERF_HEADER_LEN: usize = 16;
 pub const SNAPLEN: u32 = 65_535;
 /// Largest record the reader accepts (captured length).
 pub const MAX_RECORD_LEN: usize = 65_535;
+/// The most bytes [`PcapReader::new`] reads from one input (1 GiB, about
+/// three million MAD records); [`PcapReader::with_limit`] sets another.
+pub const MAX_PCAP_LEN: u64 = 1 << 30;
 
 /// Link types of the files this module reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -212,7 +218,15 @@ pub enum PcapError {
         /// Bytes available.
         got: usize,
     },
-    /// A record's captured length is implausibly large.
+    /// The input goes on past the reader's limit ([`MAX_PCAP_LEN`]): it
+    /// ends the stream.
+    #[error("the pcap input is longer than its limit of {}", crate::limits::describe_size(*limit))]
+    TooLarge {
+        /// The limit ([`MAX_PCAP_LEN`] or the one given to
+        /// [`PcapReader::with_limit`]).
+        limit: u64,
+    },
+    /// A record claims more captured bytes than [`MAX_RECORD_LEN`].
     #[error("pcap record claims {len} captured bytes, more than the limit {max}")]
     RecordTooLarge {
         /// Captured length from the record header.
@@ -431,6 +445,9 @@ pub struct PcapReader<R: Read> {
     done: bool,
     records: u64,
     buf: Vec<u8>,
+    /// Bytes read so far (file header included).
+    consumed: u64,
+    limit: u64,
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -454,7 +471,17 @@ impl<R: Read> PcapReader<R> {
     /// [`PcapError::BadMagic`], [`PcapError::UnsupportedVersion`],
     /// [`PcapError::UnsupportedLinkType`], [`PcapError::Truncated`] for a
     /// file shorter than its header, or an I/O error.
-    pub fn new(mut input: R) -> Result<Self, PcapError> {
+    pub fn new(input: R) -> Result<Self, PcapError> {
+        Self::with_limit(input, MAX_PCAP_LEN)
+    }
+
+    /// As [`PcapReader::new`], reading at most `limit` bytes of `input`:
+    /// a record that would end past it is [`PcapError::TooLarge`], and
+    /// ends the stream.
+    ///
+    /// # Errors
+    /// As [`PcapReader::new`].
+    pub fn with_limit(mut input: R, limit: u64) -> Result<Self, PcapError> {
         let mut h = [0u8; 24];
         let got = read_full(&mut input, &mut h)?;
         if got < 4 {
@@ -512,6 +539,8 @@ impl<R: Read> PcapReader<R> {
             done: false,
             records: 0,
             buf: Vec::new(),
+            consumed: 24,
+            limit,
         })
     }
 
@@ -583,6 +612,10 @@ impl<R: Read> PcapReader<R> {
                 len: incl,
                 max: MAX_RECORD_LEN,
             });
+        }
+        self.consumed += 16 + incl as u64;
+        if self.consumed > self.limit {
+            return Err(PcapError::TooLarge { limit: self.limit });
         }
         self.buf.clear();
         self.buf.resize(incl, 0);
@@ -922,6 +955,57 @@ mod tests {
             r.next_record(),
             Err(PcapError::RecordTooLarge { .. })
         ));
+    }
+
+    /// A capture that never ends: the file header, then the same record
+    /// for ever (as a FIFO fed by an endless writer gives).
+    struct Endless {
+        bytes: Vec<u8>,
+        head: usize,
+        pos: usize,
+    }
+
+    impl Read for Endless {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            if self.pos == self.bytes.len() {
+                self.pos = self.head;
+            }
+            let n = out.len().min(self.bytes.len() - self.pos);
+            out[..n].copy_from_slice(&self.bytes[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn an_endless_capture_ends_at_the_readers_limit() {
+        let file = write_all(LinkType::Erf);
+        let incl = u32::from_le_bytes(file[32..36].try_into().unwrap()) as usize;
+        let rec = 16 + incl;
+        let input = Endless {
+            bytes: file[..24 + rec].to_vec(),
+            head: 24,
+            pos: 0,
+        };
+        let limit = (24 + 10 * rec) as u64;
+        let mut r = PcapReader::with_limit(input, limit).unwrap();
+        for _ in 0..10 {
+            assert!(r.next_record().unwrap().is_some());
+        }
+        let e = r.next_record().unwrap_err();
+        assert!(matches!(e, PcapError::TooLarge { limit: l } if l == limit));
+        assert!(e.to_string().contains(&limit.to_string()), "{e}");
+        assert!(
+            r.next_record().unwrap().is_none(),
+            "the error ends the stream"
+        );
+    }
+
+    #[test]
+    fn the_default_pcap_limit_is_max_pcap_len() {
+        let file = write_all(LinkType::Erf);
+        let r = PcapReader::new(&file[..]).unwrap();
+        assert_eq!(r.limit, MAX_PCAP_LEN);
     }
 
     #[test]

@@ -30,11 +30,36 @@
 //! turn comes (not for lack of room), it completes with
 //! `IBV_WC_LOC_QP_OP_ERR`, as the kernel does.
 //!
+//! The overflow queue is bounded: at most [`PortConfig::overflow_limit`]
+//! sends wait on each QP (default [`DEFAULT_OVERFLOW_LIMIT`]); a post
+//! that would queue one more is refused with [`PortError::OverflowFull`]
+//! (nothing queued, no token, counted in [`PortStats::overflow_refused`]),
+//! so a caller that keeps posting while the device is stalled gets an
+//! error instead of growing the queue without end.
+//!
 //! **Every accepted send completes to its owner exactly once.** A request
 //! lives in exactly one place (send list or overflow queue) and completing
 //! it consumes it; debug builds also keep the set of live tokens and assert.
 //! Completions for work requests not on the send list (e.g. after the port
 //! flushed them itself) are ignored and counted as stale.
+//!
+//! # Memory
+//!
+//! What a port holds for sends is bounded by its configuration, whatever
+//! its callers post while the device does not move:
+//!
+//! - each QP's send list: at most [`Transport::send_queue_depth`] entries
+//!   of bookkeeping (the MADs themselves are in the transport);
+//! - each QP's overflow queue: at most [`PortConfig::overflow_limit`]
+//!   sends, each a copy of its MAD in a 256-byte pooled buffer plus a
+//!   queue slot of under 100 bytes (destination address, owner, token,
+//!   cookie) — about 350 bytes a send, allocator overhead aside.
+//!
+//! So the worst case for queued sends is about `2 × overflow_limit × 350`
+//! bytes a port: about 2.8 MiB with the default limit of 4096, 28 MiB
+//! with 40 960. (A queue's slots, once grown, stay allocated until the
+//! port is dropped; the buffers go back to the thread's pool.) Received MADs are not queued here beyond each client's
+//! event queue, which its owner drains.
 //!
 //! # Recovery
 //!
@@ -90,7 +115,7 @@ mod types;
 
 pub use clients::ClientId;
 pub use registry::{PortHandle, PortRegistry, TransportFactory};
-pub use types::{PortConfig, PortError, PortEvent, PortStats, SendToken};
+pub use types::{PortConfig, PortError, PortEvent, PortStats, SendToken, DEFAULT_OVERFLOW_LIMIT};
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -397,8 +422,9 @@ impl<T: Transport> Port<T> {
     /// # Errors
     /// Unknown client; a dead port (at once, nothing is queued); a MAD
     /// shorter than its header or longer than 256 bytes; a transport that
-    /// refuses the MAD itself. On error no token exists and nothing will
-    /// complete.
+    /// refuses the MAD itself; [`PortError::OverflowFull`] when it would
+    /// have to wait and [`PortConfig::overflow_limit`] sends already wait
+    /// on the QP. On error no token exists and nothing will complete.
     pub fn post(
         &mut self,
         client: ClientId,
@@ -475,6 +501,11 @@ impl<T: Transport> Port<T> {
             }
         }
         if queue {
+            let limit = self.cfg.overflow_limit;
+            if self.qps[qp.index()].overflow.len() >= limit {
+                self.stats.overflow_refused += 1;
+                return Err(PortError::OverflowFull { qp, limit });
+            }
             self.qps[qp.index()].overflow.push_back(Queued {
                 meta,
                 mad: crate::MadBuf::from_slice(mad),
@@ -706,5 +737,18 @@ impl<T: Transport> Port<T> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod memory_doc {
+    /// The [Memory](super#memory) section's per-send figure: a queued send
+    /// is its slot in the overflow queue plus one 256-byte buffer.
+    #[test]
+    fn a_queued_send_costs_what_the_memory_docs_say() {
+        let slot = std::mem::size_of::<super::Queued>();
+        eprintln!("overflow slot: {slot} bytes");
+        assert!(slot < 100, "the docs say under 100 bytes, a slot is {slot}");
+        assert!(slot + crate::wire::MAD_LEN <= 360, "the docs say about 350");
     }
 }

@@ -56,18 +56,32 @@ pub enum PortEvent {
     Reopened,
 }
 
+/// The default [`PortConfig::overflow_limit`]: sends that may wait on one
+/// QP's overflow queue. With the 256-byte buffer and the queue slot of
+/// each (about 350 bytes a send), a full queue holds about 1.4 MiB, both
+/// QPs of a port about 2.8 MiB (see [Memory](super#memory)).
+pub const DEFAULT_OVERFLOW_LIMIT: usize = 4096;
+
 /// Port layer settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortConfig {
     /// How long clients have to acknowledge a soft reset before the port
     /// resets anyway.
     pub reset_ack_timeout: Duration,
+    /// The most sends that may wait on one QP's overflow queue (while its
+    /// send queue is full, stalled, not in RTS, or a reset or recreate is
+    /// in progress); a [`Port::post`](super::Port::post) that would queue
+    /// one more is refused with [`PortError::OverflowFull`] and counted in
+    /// [`PortStats::overflow_refused`]. 0 refuses every send that cannot be
+    /// posted at once. Default [`DEFAULT_OVERFLOW_LIMIT`].
+    pub overflow_limit: usize,
 }
 
 impl Default for PortConfig {
     fn default() -> Self {
         Self {
             reset_ack_timeout: Duration::from_secs(2),
+            overflow_limit: DEFAULT_OVERFLOW_LIMIT,
         }
     }
 }
@@ -93,6 +107,16 @@ pub enum PortError {
     /// `ack_reset` without a soft reset in progress.
     #[error("no soft reset is pending")]
     NoResetPending,
+    /// The send would wait, and the QP's overflow queue already holds
+    /// [`PortConfig::overflow_limit`] sends: it is refused (nothing is
+    /// queued, no token exists). Retry once sends have completed.
+    #[error("the overflow queue of QP{} is full ({limit} sends wait for the send queue; PortConfig::overflow_limit); send refused", qp.qpn())]
+    OverflowFull {
+        /// The QP.
+        qp: Qp,
+        /// The limit in force.
+        limit: usize,
+    },
     /// The transport refused the send for a reason of its own.
     #[error(transparent)]
     Transport(#[from] TransportError),
@@ -111,6 +135,9 @@ pub struct PortStats {
     pub posted: u64,
     /// Sends that had to wait on the overflow queue.
     pub queued: u64,
+    /// Sends refused because the overflow queue was full
+    /// ([`PortError::OverflowFull`]).
+    pub overflow_refused: u64,
     /// Completions with success.
     pub succeeded: u64,
     /// Completions with an error other than a flush (work-request errors).

@@ -45,6 +45,19 @@
 //! separator (ibsim reads 2 ports), a port line outside a record, a port
 //! listed twice, duplicate port GUIDs, and ids longer than 64 characters.
 //! Port aliases (`@`) and console commands (`do`) are not supported.
+//!
+//! # Size limits
+//! A topology is read within [`TopologyLimits`]: at most
+//! [`MAX_TOPOLOGY_BYTES`] (64 MiB) and [`MAX_TOPOLOGY_LINES`] (4 Mi lines)
+//! for the file and everything it includes together, at most
+//! [`MAX_INCLUDE_DEPTH`] nested files and [`MAX_LINE_LEN`] characters a
+//! line. Files are read with [`std::io::Read::take`], so an `include` of
+//! an endless file (`/dev/zero`, a FIFO whose writer never stops) ends at
+//! the limit with [`ErrorKind::TooLarge`] naming the file and the limit
+//! instead of exhausting memory. The parser keeps one 16-byte index entry
+//! a line beside the text, so the worst case is about
+//! `MAX_TOPOLOGY_BYTES + 16 × MAX_TOPOLOGY_LINES` = 128 MiB. (Opening a
+//! FIFO that no one writes to blocks, as it does for every reader.)
 
 mod cnum;
 
@@ -65,6 +78,31 @@ pub const MAX_DESC_LEN: usize = 63;
 pub const MAX_PREFIX_LEN: usize = 20;
 /// Deepest `include` nesting ibsim handles (`MAX_INCLUDE`).
 pub const MAX_INCLUDE_DEPTH: usize = 9;
+/// The default [`TopologyLimits::max_bytes`]: 64 MiB, for a topology and
+/// its includes together (ibnetdiscover's output for a fabric of 50 000
+/// nodes is under 20 MiB).
+pub const MAX_TOPOLOGY_BYTES: u64 = 64 << 20;
+/// The default [`TopologyLimits::max_lines`]: 4 Mi lines, for a topology
+/// and its includes together.
+pub const MAX_TOPOLOGY_LINES: usize = 4 << 20;
+
+/// How much a topology may be (see [Size limits](self#size-limits)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopologyLimits {
+    /// Bytes of the file and every file it includes, together.
+    pub max_bytes: u64,
+    /// Lines of the file and every file it includes, together.
+    pub max_lines: usize,
+}
+
+impl Default for TopologyLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: MAX_TOPOLOGY_BYTES,
+            max_lines: MAX_TOPOLOGY_LINES,
+        }
+    }
+}
 
 /// First GUID of the CA, switch and router counters.
 pub const GUID_BASE_CA: u64 = 0x10_0000;
@@ -316,28 +354,42 @@ impl Topology {
     /// # Errors
     /// As [`Topology::parse_str`].
     pub fn parse_bytes(bytes: &[u8]) -> Result<Self, TopologyError> {
-        let mut p = Parser::new();
+        let mut p = Parser::new(TopologyLimits::default());
+        p.take_bytes(bytes.len() as u64, "<string>")?;
         p.parse_file_bytes(bytes, "<string>", None)?;
         p.finish()
     }
 
-    /// Reads and parses the file at `path`; `include "name"` lines are
-    /// resolved relative to the including file's directory.
+    /// Reads and parses the file at `path` within the default
+    /// [`TopologyLimits`]; `include "name"` lines are resolved relative to
+    /// the including file's directory.
     ///
     /// # Errors
-    /// A [`TopologyError`] (also for I/O errors, with line 0).
+    /// A [`TopologyError`] (also for I/O errors, with line 0;
+    /// [`ErrorKind::TooLarge`] past a limit).
     pub fn load(path: impl AsRef<Path>) -> Result<Self, TopologyError> {
+        Self::load_with_limits(path, TopologyLimits::default())
+    }
+
+    /// [`Topology::load`] within `limits`.
+    ///
+    /// # Errors
+    /// As [`Topology::load`].
+    pub fn load_with_limits(
+        path: impl AsRef<Path>,
+        limits: TopologyLimits,
+    ) -> Result<Self, TopologyError> {
         let path = path.as_ref();
         let label = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|e| TopologyError {
+        let mut p = Parser::new(limits);
+        let bytes = p.read_file(path, &label).map_err(|kind| TopologyError {
             location: Box::new(Location {
                 file: label.clone(),
                 line: 0,
                 included_from: Vec::new(),
             }),
-            kind: ErrorKind::Io(e.to_string()),
+            kind,
         })?;
-        let mut p = Parser::new();
         p.parse_file_bytes(&bytes, &label, Some(path.to_path_buf()))?;
         p.finish()
     }
@@ -602,6 +654,18 @@ pub enum ErrorKind {
     /// An `include` line that names no file, nests too deep, or fails.
     #[error("bad include: {0}")]
     Include(String),
+    /// The topology, with what it includes, goes past one of its
+    /// [`TopologyLimits`]; `file` is where it did (the location is the
+    /// `include` line that named that file, or line 0 of the top file).
+    #[error("{file} takes the topology past its limit of {limit} {what} (all files together; see TopologyLimits)")]
+    TooLarge {
+        /// The file being read when the limit was reached.
+        file: String,
+        /// `"bytes"` or `"lines"`.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
     /// Syntax ibsim has that this parser does not support.
     #[error("{0} is not supported")]
     Unsupported(&'static str),
@@ -635,6 +699,10 @@ struct Parser {
     /// `(file, line)` of the includes being parsed, outermost first.
     stack: Vec<(String, usize)>,
     includes: HashSet<PathBuf>,
+    limits: TopologyLimits,
+    /// Bytes and lines of every file read so far.
+    bytes_read: u64,
+    lines_read: usize,
 }
 
 /// Line keywords ibsim acts on at the top level (a line starting with one
@@ -663,8 +731,11 @@ const DIRECTIVES: &[&str] = &[
 type PResult<T> = Result<T, TopologyError>;
 
 impl Parser {
-    fn new() -> Self {
+    fn new(limits: TopologyLimits) -> Self {
         Self {
+            limits,
+            bytes_read: 0,
+            lines_read: 0,
             nodes: Vec::new(),
             pending: Vec::new(),
             by_id: HashMap::new(),
@@ -698,15 +769,65 @@ impl Parser {
         }
     }
 
-    /// Splits `bytes` into lines (a final newline does not start another
-    /// line; one trailing `\r` per line is dropped), checking each.
-    fn split_lines<'a>(&self, bytes: &'a [u8], file: &str) -> PResult<Vec<&'a str>> {
-        let mut out = Vec::new();
-        let mut pieces: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-        if pieces.last().is_some_and(|l| l.is_empty()) {
-            pieces.pop();
+    /// Counts `n` more bytes against [`TopologyLimits::max_bytes`].
+    fn take_bytes(&mut self, n: u64, file: &str) -> PResult<()> {
+        self.bytes_read = self.bytes_read.saturating_add(n);
+        if self.bytes_read > self.limits.max_bytes {
+            return Err(self.err(
+                file,
+                0,
+                ErrorKind::TooLarge {
+                    file: file.to_owned(),
+                    what: "bytes",
+                    limit: self.limits.max_bytes,
+                },
+            ));
         }
-        for (i, raw) in pieces.into_iter().enumerate() {
+        Ok(())
+    }
+
+    /// Reads `path` with what is left of the byte limit, and counts it.
+    fn read_file(&mut self, path: &Path, label: &str) -> Result<Vec<u8>, ErrorKind> {
+        let left = self.limits.max_bytes.saturating_sub(self.bytes_read);
+        let mut bytes = Vec::new();
+        let file = std::fs::File::open(path).map_err(|e| ErrorKind::Io(e.to_string()))?;
+        match mad_core::limits::read_to_end_limited(file, left, "a topology", &mut bytes) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(ErrorKind::TooLarge {
+                    file: label.to_owned(),
+                    what: "bytes",
+                    limit: self.limits.max_bytes,
+                })
+            }
+            Err(e) => return Err(ErrorKind::Io(e.to_string())),
+        }
+        self.bytes_read += bytes.len() as u64;
+        Ok(bytes)
+    }
+
+    /// Splits `bytes` into lines (a final newline does not start another
+    /// line; one trailing `\r` per line is dropped), checking each and
+    /// counting them against [`TopologyLimits::max_lines`].
+    fn split_lines<'a>(&mut self, bytes: &'a [u8], file: &str) -> PResult<Vec<&'a str>> {
+        let mut out = Vec::new();
+        if bytes.is_empty() {
+            return Ok(out);
+        }
+        let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        for (i, raw) in body.split(|b| *b == b'\n').enumerate() {
+            self.lines_read += 1;
+            if self.lines_read > self.limits.max_lines {
+                return Err(self.err(
+                    file,
+                    i + 1,
+                    ErrorKind::TooLarge {
+                        file: file.to_owned(),
+                        what: "lines",
+                        limit: self.limits.max_lines as u64,
+                    },
+                ));
+            }
             let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
             let line =
                 std::str::from_utf8(raw).map_err(|_| self.err(file, i + 1, ErrorKind::NotUtf8))?;
@@ -996,15 +1117,23 @@ impl Parser {
                 ErrorKind::Include(format!("{} includes itself", path.display())),
             ));
         }
-        let bytes = std::fs::read(&path).map_err(|e| {
-            self.err(
-                file,
-                n,
-                ErrorKind::Include(format!("cannot read {}: {e}", path.display())),
-            )
-        })?;
-        self.stack.push((file.to_owned(), n));
         let label = path.display().to_string();
+        let bytes = match self.read_file(&path, &label) {
+            Ok(b) => b,
+            Err(ErrorKind::Io(e)) => {
+                self.includes.remove(&key);
+                return Err(self.err(
+                    file,
+                    n,
+                    ErrorKind::Include(format!("cannot read {}: {e}", path.display())),
+                ));
+            }
+            Err(kind) => {
+                self.includes.remove(&key);
+                return Err(self.err(file, n, kind));
+            }
+        };
+        self.stack.push((file.to_owned(), n));
         let r = self.parse_file_bytes(&bytes, &label, Some(path));
         self.stack.pop();
         self.includes.remove(&key);

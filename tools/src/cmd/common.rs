@@ -401,7 +401,9 @@ fn find_long<'a>(opts: &[&'a Opt], name: &str) -> Result<&'a Opt, (bool, Vec<&'a
 /// Reads a config file (`read_ibdiag_config`): `CA=`, `Port=`,
 /// `timeout=`, `m_key=`; a missing file is ignored.
 fn read_config(path: &str, c: &mut Common) {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(text) =
+        crate::limits::read_text(path, crate::limits::MAX_CONFIG_FILE_LEN, "a config file")
+    else {
         return;
     };
     for line in text.lines() {

@@ -72,10 +72,12 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
     let map = open_name_map(inv, None);
     let (text, fabric) = match &topofile {
         Some(path) => {
-            let t = std::fs::read(path).map_err(|e| {
-                inv.io.err(&format!("cat: {path}: {e}\n"));
-                CliError::Exit(1)
-            })?;
+            let t =
+                crate::limits::read_file(path, mad_sim::topology::MAX_TOPOLOGY_BYTES, "a topology")
+                    .map_err(|e| {
+                        inv.io.err(&format!("cat: {path}: {e}\n"));
+                        CliError::Exit(1)
+                    })?;
             (String::from_utf8_lossy(&t).into_owned(), None)
         }
         None => {

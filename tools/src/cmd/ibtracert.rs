@@ -676,7 +676,7 @@ fn trace_lids(t: &mut Tracer<'_>, s: u16, d: u16, dumplevel: u8, multicast: bool
 
 /// The pairs of a `--ports-file`: (src, dst, line number).
 fn read_pairs(path: &str) -> Result<Vec<(String, String, usize)>, CliError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::limits::read_text(path, crate::limits::MAX_PORTS_FILE_LEN, "a ports file")
         .map_err(|_| CliError::IbExit(format!("cannot open ports-file {path}")))?;
     let mut v = Vec::new();
     for (i, line) in text.lines().enumerate() {

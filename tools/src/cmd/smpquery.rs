@@ -137,14 +137,19 @@ fn match_op(name: &str) -> Option<Op> {
 pub struct NodeNameMap(HashMap<u64, String>);
 
 impl NodeNameMap {
-    /// Reads a map file; a missing or unreadable file is an empty map
-    /// with a warning (as `open_node_name_map` does).
+    /// Reads a map file; a missing or unreadable file (or one longer than
+    /// [`MAX_NODE_NAME_MAP_LEN`](crate::limits::MAX_NODE_NAME_MAP_LEN)) is
+    /// an empty map with a warning (as `open_node_name_map` does).
     #[must_use]
     pub fn load(path: Option<&str>) -> (Self, Option<String>) {
         let Some(path) = path else {
             return (Self::default(), None);
         };
-        match std::fs::read_to_string(path) {
+        match crate::limits::read_text(
+            path,
+            crate::limits::MAX_NODE_NAME_MAP_LEN,
+            "a node name map",
+        ) {
             Ok(text) => (Self::parse(&text), None),
             Err(e) => (
                 Self::default(),

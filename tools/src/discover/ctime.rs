@@ -132,7 +132,9 @@ pub fn ctime_now() -> String {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
     let off = zone_file()
-        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|p| {
+            crate::limits::read_file(p, crate::limits::MAX_ZONE_FILE_LEN, "a time-zone file").ok()
+        })
         .and_then(|d| tzif_offset(&d, now))
         .unwrap_or(0);
     format_ctime(now + off)

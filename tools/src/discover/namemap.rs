@@ -78,10 +78,17 @@ impl NameMap {
     /// Reads `path`.
     ///
     /// # Errors
-    /// The file cannot be read, or a line is malformed (the warning
-    /// infiniband-diags prints, which then goes on without a map).
+    /// The file cannot be read or is longer than
+    /// [`MAX_NODE_NAME_MAP_LEN`](crate::limits::MAX_NODE_NAME_MAP_LEN), or
+    /// a line is malformed (the warning infiniband-diags prints, which
+    /// then goes on without a map).
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read(path).map_err(|e| {
+        let text = crate::limits::read_file(
+            path,
+            crate::limits::MAX_NODE_NAME_MAP_LEN,
+            "a node name map",
+        )
+        .map_err(|e| {
             format!(
                 "WARNING failed to open node name map \"{}\" ({e})",
                 path.display()

@@ -1,0 +1,49 @@
+//! The port's overflow bound reaches agents (issue 13): a send the port
+//! refuses for a full overflow queue is an error at once, naming the
+//! limit, and nothing of it stays behind.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Instant;
+
+use mad_agents::{AgentSpec, Engine, EngineConfig, SendError, SendRequest};
+use mad_core::port::{Port, PortConfig, PortError};
+use mad_core::transport::loopback::Loopback;
+use mad_core::transport::{Address, Qp, Transport};
+
+#[test]
+fn a_send_past_the_overflow_limit_fails_with_overflow_full_and_leaves_nothing_outstanding() {
+    let mut lb = Loopback::new(Loopback::attrs("lb0", 1, 5), 2);
+    lb.set_stalled(true);
+    let port = Port::new(
+        Box::new(lb) as Box<dyn Transport>,
+        PortConfig {
+            overflow_limit: 3,
+            ..PortConfig::default()
+        },
+    );
+    let mut e = Engine::with_port(port, EngineConfig::default());
+    let a = e.register(AgentSpec::send_only("a", Qp::Qp1)).unwrap();
+    let mut mad = vec![0u8; 256];
+    mad[..4].copy_from_slice(&[1, 4, 1, 1]);
+    let now = Instant::now();
+    for _ in 0..5 {
+        e.send(a, SendRequest::new(mad.clone(), Address::gsi(7)), now)
+            .unwrap();
+    }
+    let err = e
+        .send(a, SendRequest::new(mad, Address::gsi(7)), now)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SendError::Port(PortError::OverflowFull {
+                qp: Qp::Qp1,
+                limit: 3
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("overflow queue"), "{err}");
+    assert_eq!(e.agent_outstanding(a), 5);
+    assert_eq!(e.port().stats().overflow_refused, 1);
+}

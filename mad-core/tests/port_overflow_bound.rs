@@ -1,0 +1,115 @@
+//! The port's overflow queue is bounded (issue 13): while the send queue
+//! is stalled a caller that keeps posting is refused past
+//! [`PortConfig::overflow_limit`] instead of growing the queue for ever.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Instant;
+
+use mad_core::port::{Port, PortConfig, PortError, PortEvent, DEFAULT_OVERFLOW_LIMIT};
+use mad_core::transport::loopback::Loopback;
+use mad_core::transport::{Address, Qp, WcStatus};
+
+fn mad(tid: u64) -> Vec<u8> {
+    let mut m = vec![0u8; 256];
+    m[..4].copy_from_slice(&[1, 4, 1, 1]); // PerfMgt Get
+    m[8..16].copy_from_slice(&tid.to_be_bytes());
+    m
+}
+
+/// A port over a stalled loopback with a send queue of 4 and room for
+/// `limit` sends on each overflow queue.
+fn stalled(limit: usize) -> Port<Loopback> {
+    let mut lb = Loopback::new(Loopback::attrs("lb0", 1, 5), 4);
+    lb.set_stalled(true);
+    Port::new(
+        lb,
+        PortConfig {
+            overflow_limit: limit,
+            ..PortConfig::default()
+        },
+    )
+}
+
+#[test]
+fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
+    let mut p = stalled(8);
+    let c = p.register();
+    let dest = Address::gsi(7);
+    // 4 posted, 8 queued: all accepted.
+    for tid in 0..12 {
+        p.post(c, Qp::Qp1, &mad(tid), &dest, tid).unwrap();
+    }
+    assert_eq!((p.posted(Qp::Qp1), p.queued(Qp::Qp1)), (4, 8));
+    let e = p.post(c, Qp::Qp1, &mad(12), &dest, 12).unwrap_err();
+    match &e {
+        PortError::OverflowFull { qp, limit } => assert_eq!((*qp, *limit), (Qp::Qp1, 8)),
+        other => panic!("expected OverflowFull, got {other:?}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains("QP1") && msg.contains('8'), "{msg}");
+    assert_eq!(p.queued(Qp::Qp1), 8, "the refused send was not queued");
+    assert_eq!(p.stats().overflow_refused, 1);
+    assert_eq!(p.stats().accepted, 12);
+
+    // The other QP has its own bound.
+    p.post(c, Qp::Qp0, &mad(100), &dest, 100).unwrap();
+
+    // Once the device moves, every accepted send completes exactly once
+    // and the queue takes sends again.
+    p.transport_mut().set_stalled(false);
+    let mut done = Vec::new();
+    for _ in 0..100 {
+        p.poll(Instant::now());
+        while let Some(ev) = p.poll_client(c) {
+            if let PortEvent::SendComplete { cookie, status, .. } = ev {
+                assert_eq!(status, WcStatus::Success);
+                done.push(cookie);
+            }
+        }
+        if done.len() == 13 {
+            break;
+        }
+    }
+    done.sort_unstable();
+    let mut want: Vec<u64> = (0..12).collect();
+    want.push(100);
+    assert_eq!(done, want);
+    p.post(c, Qp::Qp1, &mad(13), &dest, 13).unwrap();
+}
+
+#[test]
+fn an_overflow_limit_of_zero_refuses_every_send_that_cannot_go_out_at_once() {
+    let mut p = stalled(0);
+    let c = p.register();
+    for tid in 0..4 {
+        p.post(c, Qp::Qp1, &mad(tid), &Address::gsi(7), tid)
+            .unwrap();
+    }
+    assert!(matches!(
+        p.post(c, Qp::Qp1, &mad(4), &Address::gsi(7), 4),
+        Err(PortError::OverflowFull { limit: 0, .. })
+    ));
+}
+
+#[test]
+fn the_default_overflow_limit_bounds_a_caller_that_posts_for_ever() {
+    assert_eq!(PortConfig::default().overflow_limit, DEFAULT_OVERFLOW_LIMIT);
+    let mut p = Port::new(
+        {
+            let mut lb = Loopback::new(Loopback::attrs("lb0", 1, 5), 4);
+            lb.set_stalled(true);
+            lb
+        },
+        PortConfig::default(),
+    );
+    let c = p.register();
+    let m = mad(1);
+    let mut accepted = 0usize;
+    for tid in 0..(DEFAULT_OVERFLOW_LIMIT as u64 + 100) {
+        if p.post(c, Qp::Qp1, &m, &Address::gsi(7), tid).is_ok() {
+            accepted += 1;
+        }
+    }
+    assert_eq!(accepted, 4 + DEFAULT_OVERFLOW_LIMIT);
+    assert_eq!(p.stats().overflow_refused, 96);
+}

@@ -1,0 +1,75 @@
+//! Every file `mad` reads has a size limit (issue 13): an endless input
+//! (`/dev/zero`, an endless standard input) stops at the limit with an
+//! error naming the input and the limit.
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use mad_tools::discover::namemap::NameMap;
+use mad_tools::limits::{MAX_DECODE_INPUT_LEN, MAX_NODE_NAME_MAP_LEN};
+
+const MAD: &str = env!("CARGO_BIN_EXE_mad");
+
+#[test]
+fn mad_decode_of_dev_zero_stops_at_its_limit_and_names_the_file_and_limit() {
+    let out = Command::new(MAD)
+        .args(["decode", "/dev/zero"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("/dev/zero"), "{err}");
+    assert!(
+        err.contains(&MAX_DECODE_INPUT_LEN.to_string()) && err.contains("64 MiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn mad_decode_of_an_endless_standard_input_stops_at_its_limit() {
+    let mut child = Command::new(MAD)
+        .arg("decode")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let chunk = "00 ".repeat(4096);
+        // Until mad stops reading and its end of the pipe closes.
+        while input.write_all(chunk.as_bytes()).is_ok() {}
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("stdin") && err.contains("64 MiB"), "{err}");
+}
+
+#[test]
+fn a_node_name_map_of_dev_zero_is_refused_naming_the_file_and_limit() {
+    let e = NameMap::load(Path::new("/dev/zero")).unwrap_err();
+    assert!(e.contains("/dev/zero"), "{e}");
+    assert!(
+        e.contains(&MAX_NODE_NAME_MAP_LEN.to_string()) && e.contains("16 MiB"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_diags_node_name_map_of_dev_zero_is_an_empty_map_with_a_warning_naming_the_limit() {
+    let (map, warn) = mad_tools::cmd::smpquery::NodeNameMap::load(Some("/dev/zero"));
+    let warn = warn.unwrap();
+    assert!(
+        warn.contains("/dev/zero") && warn.contains("16 MiB"),
+        "{warn}"
+    );
+    assert_eq!(
+        format!("{map:?}"),
+        format!("{:?}", mad_tools::cmd::smpquery::NodeNameMap::default())
+    );
+}
