@@ -58,8 +58,8 @@ pub enum PortEvent {
 
 /// The default [`PortConfig::overflow_limit`]: sends that may wait on one
 /// QP's overflow queue. With the 256-byte buffer and the queue slot of
-/// each (about 350 bytes a send), a full queue holds about 1.4 MiB, both
-/// QPs of a port about 2.8 MiB (see [Memory](super#memory)).
+/// each (about 380 bytes a send), a full queue holds about 1.5 MiB, both
+/// QPs of a port about 3 MiB (see [Memory](super#memory)).
 pub const DEFAULT_OVERFLOW_LIMIT: usize = 4096;
 
 /// Port layer settings.
