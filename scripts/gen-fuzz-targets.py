@@ -64,8 +64,8 @@ OTHERS = [
     ("hex_parser", "hex"),
     # Stateful: operation sequences (fuzz/src/rmpp_sender.rs, rmpp_receiver.rs, engine.rs).
     ("rmpp_sender_ops", "rmpp_sender_ops"),
-#RX
-#EN
+    ("rmpp_receiver_ops", "rmpp_receiver_ops"),
+    ("engine_ops", "engine_ops"),
 ]
 
 # Hand-written target files (owned by the crates they fuzz), kept as they are

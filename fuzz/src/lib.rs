@@ -22,11 +22,23 @@
 use mad_core::wire::{FieldValue, Fields, Repr};
 
 pub mod clock;
+pub mod engine;
+pub mod rmpp_receiver;
 pub mod rmpp_sender;
 
 /// Operation sequences on an RMPP `Sender`; see [`rmpp_sender`].
 pub fn rmpp_sender_ops(data: &[u8]) {
     rmpp_sender::run(data);
+}
+
+/// Operation sequences on an RMPP `ReceiverTable`; see [`rmpp_receiver`].
+pub fn rmpp_receiver_ops(data: &[u8]) {
+    rmpp_receiver::run(data);
+}
+
+/// Operation sequences on the agent `Engine`; see [`engine`].
+pub fn engine_ops(data: &[u8]) {
+    engine::run(data);
 }
 
 /// Reads every field of `f` (recursively), as printers do.

@@ -171,9 +171,21 @@ impl Model {
         assert!(self.finished.is_none(), "DATA after the end: {h:?}");
         assert!(!self.all_acked, "DATA after every segment was acknowledged");
         let n = h.data1;
-        assert!(n >= 1 && n <= self.count, "segment {n} outside 1..={}", self.count);
-        assert!(n <= self.max_window, "segment {n} beyond the window {}", self.max_window);
-        assert!(n > self.last_ack, "segment {n} was acknowledged ({})", self.last_ack);
+        assert!(
+            n >= 1 && n <= self.count,
+            "segment {n} outside 1..={}",
+            self.count
+        );
+        assert!(
+            n <= self.max_window,
+            "segment {n} beyond the window {}",
+            self.max_window
+        );
+        assert!(
+            n > self.last_ack,
+            "segment {n} was acknowledged ({})",
+            self.last_ack
+        );
         assert_eq!(h.is_first(), n == 1);
         assert_eq!(h.is_last(), n == self.count);
         // The segment carries exactly its slice of the message.
@@ -183,7 +195,10 @@ impl Model {
         let start = self.hdr_len + (n as usize - 1) * seg_size;
         let end = (start + seg_size).min(self.message.len());
         let len = end - start;
-        assert_eq!(&m[self.hdr_len..self.hdr_len + len], &self.message[start..end]);
+        assert_eq!(
+            &m[self.hdr_len..self.hdr_len + len],
+            &self.message[start..end]
+        );
         assert!(m[self.hdr_len + len..].iter().all(|b| *b == 0), "padding");
         if !self.sent.contains(&n) {
             self.sent.push(n);
@@ -198,7 +213,10 @@ impl Model {
             assert!(self.finished.is_none(), "event {ev:?} after the end");
             match ev {
                 SendEvent::AllAcked => {
-                    assert!(self.expects_response, "AllAcked without a response expected");
+                    assert!(
+                        self.expects_response,
+                        "AllAcked without a response expected"
+                    );
                     assert!(!self.all_acked, "AllAcked twice");
                     self.all_acked = true;
                 }
@@ -216,7 +234,11 @@ impl Model {
             assert_eq!(s.poll_timeout(), None, "a timer after the transfer ended");
         }
         let la = s.last_ack();
-        assert!(la >= self.last_ack, "last_ack went back: {} -> {la}", self.last_ack);
+        assert!(
+            la >= self.last_ack,
+            "last_ack went back: {} -> {la}",
+            self.last_ack
+        );
         // (An ACK may name a segment inside the window not sent yet, as
         // the kernel allows; it may not name one past the message.)
         assert!(la <= self.count, "last_ack {la} past the message");
@@ -278,7 +300,10 @@ pub fn run(data: &[u8]) {
     };
     assert_eq!(s.poll_timeout(), None, "a timer before anything was sent");
     let mut steps = 0;
-    while let Ok(op) = Op::arbitrary(&mut u) {
+    while !u.is_empty() {
+        let Ok(op) = Op::arbitrary(&mut u) else {
+            break;
+        };
         steps += 1;
         if steps > 400 {
             break;
