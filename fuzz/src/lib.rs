@@ -10,10 +10,36 @@
 //! - [`decode`]: the generic decoder and both printers never panic;
 //! - [`pcap`]: the pcap reader never panics and ends;
 //! - [`hex`]: the `mad decode` hex parser never panics and reads back what
-//!   its own formatting of the bytes says.
+//!   its own formatting of the bytes says;
+//! - stateful targets, driving a state machine with a sequence of
+//!   operations decoded from the input ([`arbitrary`]) on a virtual
+//!   [`clock::Clock`], with its invariants checked after every step:
+//!   [`rmpp_sender_ops`] (one RMPP `Sender` against a hostile receiver),
+//!   [`rmpp_receiver_ops`] (a `ReceiverTable` fed by several peers) and
+//!   [`engine_ops`] (the agent `Engine` over an in-memory transport).
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a fuzz finding")]
 
 use mad_core::wire::{FieldValue, Fields, Repr};
+
+pub mod clock;
+pub mod engine;
+pub mod rmpp_receiver;
+pub mod rmpp_sender;
+
+/// Operation sequences on an RMPP `Sender`; see [`rmpp_sender`].
+pub fn rmpp_sender_ops(data: &[u8]) {
+    rmpp_sender::run(data);
+}
+
+/// Operation sequences on an RMPP `ReceiverTable`; see [`rmpp_receiver`].
+pub fn rmpp_receiver_ops(data: &[u8]) {
+    rmpp_receiver::run(data);
+}
+
+/// Operation sequences on the agent `Engine`; see [`engine`].
+pub fn engine_ops(data: &[u8]) {
+    engine::run(data);
+}
 
 /// Reads every field of `f` (recursively), as printers do.
 pub fn walk(f: &dyn Fields) {

@@ -105,7 +105,9 @@ pub mod segment;
 pub mod sender;
 
 pub use peer::{reply_address, Peer, PeerAddr};
-pub use receiver::{Output, ReceiverConfig, ReceiverStats, ReceiverTable, TransferKey};
+pub use receiver::{
+    Output, ReceiverConfig, ReceiverStats, ReceiverTable, SourceUsage, TransferKey,
+};
 pub use sender::{SendEvent, Sender, SenderConfig};
 
 pub use mad_core::wire::rmpp::{RmppStatus, RmppType};

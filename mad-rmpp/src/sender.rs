@@ -18,7 +18,10 @@
 //! an ACK advances. An ACK that acknowledges nothing new (a repeated or
 //! stale one) never moves the ACK timer, so a peer that keeps talking
 //! without making progress cannot keep a transfer alive: the retries run
-//! out all the same. When they run out the transfer ends `TimedOut` and,
+//! out all the same. Nor can a receiver that acknowledges without opening
+//! the window (an ACK whose window ends at the acknowledged segment): the
+//! ACK timer keeps running while nothing may be sent, and each expiry
+//! spends a retry. When they run out the transfer ends `TimedOut` and,
 //! unlike the kernel, an ABORT(TMR) tells the receiver so it can free its
 //! state at once instead of after its 40 s total timer.
 
@@ -401,8 +404,12 @@ impl Sender {
             } else {
                 self.finish(Outcome::Success);
             }
-        } else if self.seg_sent > self.last_ack {
-            // Segments still unacknowledged: wait for them.
+        } else if self.seg_sent > self.last_ack || self.newwin <= self.last_ack {
+            // Segments still unacknowledged: wait for them. Or the
+            // receiver granted no new segment (a closed window): nothing
+            // will go out to arm the timer, so it runs now, and a
+            // receiver that never opens the window cannot hold the
+            // transfer for ever (the retries run down).
             self.deadline = Some(now + self.cfg.ack_timeout);
         } else {
             self.deadline = None;
@@ -428,6 +435,11 @@ impl Sender {
         self.retries_left -= 1;
         self.retransmissions += 1;
         self.seg_sent = self.last_ack;
+        if self.newwin <= self.last_ack {
+            // A closed window: nothing is resent to re-arm the timer, so
+            // the next wait starts here and spends the next retry.
+            self.deadline = Some(now + self.cfg.ack_timeout);
+        }
     }
 
     /// Flips the response bit of a control MAD built here; used by callers
@@ -634,6 +646,46 @@ mod tests {
             after <= Duration::from_secs(6) + Duration::from_millis(100),
             "{after:?}"
         );
+    }
+
+    #[test]
+    fn a_receiver_holding_the_window_closed_cannot_stall_the_send() {
+        // Found by the rmpp_sender_ops fuzz target: an ACK whose window
+        // ends at the acknowledged segment (here 1 of 10) released nothing
+        // and left no timer, so the sender waited for ever.
+        let t0 = Instant::now();
+        let cfg = SenderConfig {
+            retries: 2,
+            ..SenderConfig::default()
+        };
+        let mut s = Sender::new(&sa_header(), &[1u8; 2000], cfg, t0).unwrap();
+        drain(&mut s, t0);
+        s.handle_reply(&ack(1, 1), t0);
+        assert!(drain(&mut s, t0).is_empty(), "the window is closed");
+        assert_eq!(s.poll_timeout(), Some(t0 + Duration::from_secs(2)));
+        let mut t = t0;
+        for _ in 0..3 {
+            t = s.poll_timeout().expect("the ACK timer keeps running");
+            s.handle_timeout(t);
+            assert!(
+                drain(&mut s, t)
+                    .iter()
+                    .all(|m| read_header(m).unwrap().rmpp_type == RmppType::ABORT),
+                "nothing beyond the closed window"
+            );
+        }
+        assert_eq!(s.poll_event(), Some(SendEvent::Finished(Outcome::TimedOut)));
+        assert_eq!(t - t0, Duration::from_secs(6));
+
+        // A receiver that opens the window later is served at once.
+        let mut s = Sender::new(&sa_header(), &[1u8; 2000], cfg, t0).unwrap();
+        drain(&mut s, t0);
+        s.handle_reply(&ack(1, 1), t0);
+        let t1 = t0 + Duration::from_secs(1);
+        s.handle_reply(&ack(1, 10), t1);
+        assert_eq!(drain(&mut s, t1).len(), 9);
+        s.handle_reply(&ack(10, 10), t1);
+        assert_eq!(s.poll_event(), Some(SendEvent::Finished(Outcome::Success)));
     }
 
     fn control(rtype: RmppType, status: RmppStatus) -> Vec<u8> {

@@ -34,7 +34,7 @@ mod pool;
 use crate::peer::{reply_address, Peer};
 use crate::segment::{
     flip_response_bit, header, message_len, read_header, write_header, Header, RmppStatus,
-    RmppType, FLAG_ACTIVE, MAD_LEN, RMPP_DATA,
+    RmppType, FLAG_ACTIVE, MAD_LEN, RMPP_DATA, RMPP_HDR_END,
 };
 use crate::Outcome;
 use budget::{forget, Usage};
@@ -163,6 +163,20 @@ impl Default for ReceiverConfig {
             pool_min_len: 4096,
         }
     }
+}
+
+/// What one source holds in a [`ReceiverTable`]
+/// ([`ReceiverTable::source_usage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SourceUsage {
+    /// Active reassemblies: at most [`ReceiverConfig::max_per_source`].
+    pub active: usize,
+    /// Buffer capacity of its active reassemblies: at most
+    /// [`ReceiverConfig::max_bytes_per_source`].
+    pub bytes: usize,
+    /// Its finished transfers still remembered: at most
+    /// [`ReceiverConfig::max_lingering_per_source`].
+    pub lingering: usize,
 }
 
 /// What a [`ReceiverTable`] refused or dropped.
@@ -368,6 +382,28 @@ impl ReceiverTable {
         self.active
     }
 
+    /// What `src` holds in the table now: each field within its
+    /// per-source bound of [`ReceiverConfig`] (all zero for a source the
+    /// table holds nothing of).
+    #[must_use]
+    pub fn source_usage(&self, src: &Peer) -> SourceUsage {
+        self.usage
+            .sources
+            .get(src)
+            .map_or_else(SourceUsage::default, |s| SourceUsage {
+                active: s.active,
+                bytes: s.bytes,
+                lingering: s.lingering.len(),
+            })
+    }
+
+    /// Sources the table holds something of (an active or lingering
+    /// transfer, or buffer bytes); 0 when the table is empty.
+    #[must_use]
+    pub fn sources(&self) -> usize {
+        self.usage.sources.len()
+    }
+
     /// Next thing to send or report.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
@@ -413,8 +449,9 @@ impl ReceiverTable {
         let rt = read_header(&m).map(|h| h.resp_time).unwrap_or(0x1F);
         write_header(&header(rtype, rt, FLAG_ACTIVE, st, seg, data2), &mut m);
         if rtype != RmppType::ACK {
-            // ABORT/STOP carry no class data.
-            let h = hdr_len_of(m[1]).min(MAD_LEN);
+            // ABORT/STOP carry no class data. The RMPP header stays, also
+            // for a class with no class header (data at byte 24).
+            let h = hdr_len_of(m[1]).clamp(RMPP_HDR_END, MAD_LEN);
             m[h..].iter_mut().for_each(|b| *b = 0);
         }
         m

@@ -124,6 +124,31 @@ fn data_with_a_status_is_bad_status() {
 }
 
 #[test]
+fn an_abort_for_a_class_without_a_class_header_keeps_its_rmpp_header() {
+    // Found by the rmpp_receiver_ops fuzz target: the ABORT / STOP answer
+    // clears the class data after the class header, and for a class whose
+    // data starts at byte 24 (no class header) that wiped the RMPP header
+    // just written, so the answer was no RMPP MAD at all.
+    let mut m = seg(1, FLAG_FIRST, 440);
+    m[1] = 0x20; // no class header: data at byte 24
+    m[24] = 2; // unsupported RMPP version
+    let now = Instant::now();
+    let mut t = ReceiverTable::new(ReceiverConfig::default());
+    assert!(t.handle(&m, &Address::gsi(SRC.0), now));
+    let out = outputs(&mut t);
+    assert_eq!(
+        sent(&out),
+        vec![(RmppType::ABORT, RmppStatus::UNV, 0, 0)],
+        "{out:?}"
+    );
+    let Output::Send { mad, .. } = &out[0] else {
+        unreachable!()
+    };
+    assert!(read_header(mad).unwrap().is_active());
+    assert!(mad[36..].iter().all(|b| *b == 0), "no data in an ABORT");
+}
+
+#[test]
 fn a_segment_beyond_the_last_is_s2b() {
     // Segment 3 says Last while 2 is missing; segment 4 then lies beyond it.
     nack_case(
