@@ -258,6 +258,11 @@ pub const COMMANDS: &[Command] = &[
         "list the fabric's switches (infiniband-diags ibswitches)",
         crate::cmd::ibhosts::run_ibswitches,
     ),
+    Command::tool(
+        "iblinkinfo",
+        "show every link of the fabric (infiniband-diags iblinkinfo)",
+        crate::cmd::iblinkinfo::run,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

@@ -12,6 +12,7 @@ pub mod bench;
 pub mod common;
 pub mod ibaddr;
 pub mod ibhosts;
+pub mod iblinkinfo;
 pub mod ibnetdiscover;
 pub mod ibportstate;
 pub mod ibroute;

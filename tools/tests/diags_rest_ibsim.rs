@@ -1,0 +1,297 @@
+//! The rest of infiniband-diags (`iblinkinfo`, ...) against the real
+//! tools: ours with `--ibsim` and infiniband-diags 44 under libumad2sim,
+//! against the same ibsim fabric, before any SM (every LID 0) and after
+//! OpenSM. Compared: stdout byte for byte, the exit status, and the first
+//! line of stderr (libumad2sim's own `sim_connect` line left out, the
+//! PID in `ibwarn: [PID]` ignored).
+//!
+//! The fabrics are kept in `tests/fixtures/topologies` (one of ibsim's
+//! examples, and one whose node descriptions have spaces, punctuation,
+//! UTF-8 and more than 30 bytes). Outside CI a missing ibsim /
+//! infiniband-diags / libumad2sim / OpenSM makes these tests print "NOT
+//! RUN" and return; with `CI=true` it fails them.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use support::opensm::{require_sbin, sbin, OpenSm};
+use support::{IbSim, NEEDS_DIAGS};
+
+/// The fixture fabrics every command is compared on.
+const FABRICS: &[&str] = &["net.2sw2path4hca2port", "net.odd-names"];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/topologies")
+        .join(name)
+}
+
+fn needs(tools: &[&str]) -> bool {
+    let mut n: Vec<(&str, &str)> = tools.iter().map(|t| (*t, "infiniband-diags")).collect();
+    n.push(("opensm", "opensm"));
+    support::require(NEEDS_DIAGS) && require_sbin(&n)
+}
+
+/// What a run printed and returned.
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    stdout: String,
+    stderr_first: String,
+    code: Option<i32>,
+}
+
+fn first_stderr_line(stderr: &[u8]) -> String {
+    let t = String::from_utf8_lossy(stderr);
+    let line = t
+        .lines()
+        .find(|l| !l.contains("sim_connect: attached as client"))
+        .unwrap_or("");
+    // `ibwarn: [12345] f: ...` -> `ibwarn: [PID] f: ...`
+    for tag in ["ibwarn: [", "ibpanic: ["] {
+        if let Some(rest) = line.strip_prefix(tag) {
+            if let Some((_, tail)) = rest.split_once(']') {
+                return format!("{tag}PID]{tail}");
+            }
+        }
+    }
+    line.to_owned()
+}
+
+fn summarize(o: &Output) -> Run {
+    Run {
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr_first: first_stderr_line(&o.stderr),
+        code: o.status.code(),
+    }
+}
+
+/// Our `mad --ibsim TOOL ARGS` against `sim`.
+fn ours(sim: &IbSim, tool: &str, args: &[&str]) -> Run {
+    let o = Command::new(env!("CARGO_BIN_EXE_mad"))
+        .current_dir(std::env::temp_dir())
+        .arg("--ibsim")
+        .arg(tool)
+        .args(args)
+        .env("IBSIM_SOCKNAME", sim.sockname())
+        .env_remove("SIM_HOST")
+        .env_remove("IBSIM_SERVER_NAME")
+        .env_remove("IBSIM_SERVER_PORT")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let r = summarize(&o);
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("panicked"),
+        "{tool} {args:?} panicked: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    r
+}
+
+/// infiniband-diags' `tool args` under libumad2sim against `sim`, by
+/// its bare name (found in PATH, so that argv[0] is the bare name as
+/// ours is).
+fn theirs(sim: &IbSim, tool: &str, args: &[&str]) -> Run {
+    let dir = sbin(tool).parent().unwrap().to_path_buf();
+    let o = sim
+        .umad2sim_command(tool)
+        .env(
+            "PATH",
+            format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", dir.display()),
+        )
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    summarize(&o)
+}
+
+/// Compares one case; a difference is collected in `fails`.
+fn compare(sim: &IbSim, what: &str, tool: &str, args: &[&str], fails: &mut Vec<String>) {
+    let t = theirs(sim, tool, args);
+    let o = ours(sim, tool, args);
+    if t != o {
+        fails.push(format!(
+            "{what}: {tool} {args:?}\n--- infiniband-diags ({:?}, stderr {:?}):\n{}--- ours ({:?}, stderr {:?}):\n{}",
+            t.code, t.stderr_first, t.stdout, o.code, o.stderr_first, o.stdout
+        ));
+    }
+}
+
+/// The port GUIDs of a fabric (from the real ibnetdiscover's `-p`
+/// report): a switch's and a CA's.
+fn some_guids(sim: &IbSim) -> (String, String) {
+    let o = sim
+        .umad2sim_command(sbin("ibnetdiscover").to_str().unwrap())
+        .arg("-p")
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout).into_owned();
+    let guid = |kind: &str| {
+        t.lines()
+            .find(|l| l.starts_with(kind))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .unwrap()
+            .to_owned()
+    };
+    (guid("SW"), guid("CA"))
+}
+
+/// iblinkinfo's cases on one fabric.
+fn iblinkinfo_cases(sim: &IbSim, what: &str, fails: &mut Vec<String>) {
+    let (sw, _ca) = some_guids(sim);
+    let dir = std::env::temp_dir().join(format!(
+        "madstack-iblinkinfo-{}-{}",
+        std::process::id(),
+        what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let map = dir.join("map");
+    std::fs::write(&map, format!("{sw} \"mapped switch name\"\n")).unwrap();
+    let m = map.to_str().unwrap();
+    for args in [
+        &[][..],
+        &["-l"],
+        &["-d"],
+        &["-p"],
+        &["--line", "--additional"],
+        &["--switches-only"],
+        &["--cas-only"],
+        &["-l", "-d", "--cas-only"],
+        &["-D", "0"],
+        &["-D", "0,3"],
+        &["-D", "0,3", "-l"],
+        &["-D", "0,3", "--cas-only"],
+        &["-D", "0,9"],
+        &["-S", "0x1234"],
+        &["--node-name-map", m],
+        &["--node-name-map", m, "-l"],
+        &["-o", "1"],
+        &["-t", "0"],
+        &["-x"],
+        &["--line=1"],
+        &["-D"],
+    ] {
+        compare(sim, what, "iblinkinfo", args, fails);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// iblinkinfo prints what infiniband-diags' prints, with every option
+/// this implementation has, on both fixture fabrics, before an SM and
+/// after OpenSM.
+#[test]
+fn iblinkinfo_matches_infiniband_diags() {
+    if !needs(&["iblinkinfo"]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    for name in FABRICS {
+        let sim = IbSim::start(fixture(name));
+        iblinkinfo_cases(&sim, &format!("{name} (no SM)"), &mut fails);
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        iblinkinfo_cases(&sim, &format!("{name} (OpenSM)"), &mut fails);
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}
+
+/// A symlink named iblinkinfo runs it, the transport flag and options
+/// among its arguments, and reports usage errors under that name.
+#[test]
+fn iblinkinfo_runs_under_its_own_name() {
+    if !needs(&["iblinkinfo"]) {
+        return;
+    }
+    let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
+    let dir = std::env::temp_dir().join(format!("madstack-rest-link-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("iblinkinfo");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mad"), &link).unwrap();
+    for args in [&["-l", "--ibsim"][..], &["--ibsim", "-y"][..]] {
+        let o = Command::new(&link)
+            .args(args)
+            .env("IBSIM_SOCKNAME", sim.sockname())
+            .env_remove("SIM_HOST")
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let real: Vec<&str> = args.iter().copied().filter(|a| *a != "--ibsim").collect();
+        let t = theirs(&sim, "iblinkinfo", &real);
+        let o = summarize(&o);
+        // The real one was started by its full path: compare the name-less
+        // part of the complaint.
+        assert_eq!(o.stdout, t.stdout, "{args:?}");
+        assert_eq!(o.code, t.code, "{args:?}");
+        assert_eq!(
+            o.stderr_first.rsplit(": ").next(),
+            t.stderr_first.rsplit(": ").next(),
+            "{args:?}"
+        );
+        if t.code == Some(2) {
+            assert!(o.stderr_first.starts_with(link.to_str().unwrap()), "{o:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `mad --sim ARGS` (the built-in fabric): stdout, after checking that it
+/// exited 0 without a panic.
+fn on_sim(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_mad"))
+        .arg("--sim")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success() && !err.contains("panicked"),
+        "{args:?}: {err}"
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// On the built-in fabric iblinkinfo shows every node once and every
+/// link from both ends (as many connected port lines as twice
+/// ibnetdiscover's links), `-l` one line per port, and `--json` the same
+/// nodes and connected ports.
+#[test]
+fn iblinkinfo_on_the_built_in_fabric_shows_every_link_from_both_ends() {
+    let topo: serde_json::Value =
+        serde_json::from_str(&on_sim(&["--json", "ibnetdiscover"])).unwrap();
+    let nodes = topo["summary"]["nodes"].as_u64().unwrap() as usize;
+    let links = topo["summary"]["links"].as_u64().unwrap() as usize;
+    let text = on_sim(&["iblinkinfo"]);
+    let headers = text
+        .lines()
+        .filter(|l| l.starts_with("Switch: ") || l.starts_with("CA: "))
+        .count();
+    assert_eq!(headers, nodes, "{text}");
+    let ports: Vec<&str> = text.lines().filter(|l| l.contains("==(")).collect();
+    let connected = ports.iter().filter(|l| !l.ends_with("\"\" ( )")).count();
+    assert_eq!(connected, 2 * links, "{text}");
+    assert!(!text.contains("Port not available"), "{text}");
+    let line_mode = on_sim(&["iblinkinfo", "-l"]);
+    assert_eq!(line_mode.lines().count(), ports.len(), "{line_mode}");
+    let down = on_sim(&["iblinkinfo", "-d", "-l"]);
+    assert_eq!(down.lines().count(), ports.len() - connected, "{down}");
+    let j: serde_json::Value = serde_json::from_str(&on_sim(&["iblinkinfo", "--json"])).unwrap();
+    let jn = j["nodes"].as_array().unwrap();
+    assert_eq!(jn.len(), nodes);
+    let jconnected = jn
+        .iter()
+        .flat_map(|n| n["ports"].as_array().unwrap())
+        .filter(|p| !p["remote"].is_null())
+        .count();
+    assert_eq!(jconnected, 2 * links);
+}
