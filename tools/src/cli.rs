@@ -263,6 +263,11 @@ pub const COMMANDS: &[Command] = &[
         "show every link of the fabric (infiniband-diags iblinkinfo)",
         crate::cmd::iblinkinfo::run,
     ),
+    Command::tool(
+        "ibqueryerrors",
+        "report ports whose error counters exceed thresholds (infiniband-diags ibqueryerrors)",
+        crate::cmd::ibqueryerrors::run,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

@@ -244,6 +244,173 @@ fn iblinkinfo_runs_under_its_own_name() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// True when `ours` lies between `before` and `after` (two runs of the
+/// real tool around ours): lines and words equal where those two agree,
+/// and where they differ (counters moved) a number of ours between
+/// theirs (human-readable forms of such numbers are not checked).
+fn bracketed(before: &str, ours: &str, after: &str) -> bool {
+    let (b, o, a): (Vec<&str>, Vec<&str>, Vec<&str>) = (
+        before.lines().collect(),
+        ours.lines().collect(),
+        after.lines().collect(),
+    );
+    if b.len() != o.len() || a.len() != o.len() {
+        return false;
+    }
+    b.iter().zip(&o).zip(&a).all(|((lb, lo), la)| {
+        if lb == la {
+            return lb == lo;
+        }
+        let (wb, wo, wa): (Vec<&str>, Vec<&str>, Vec<&str>) = (
+            lb.split(' ').collect(),
+            lo.split(' ').collect(),
+            la.split(' ').collect(),
+        );
+        wb.len() == wo.len()
+            && wa.len() == wo.len()
+            && wb.iter().zip(&wo).zip(&wa).all(|((xb, xo), xa)| {
+                if xb == xa {
+                    return xb == xo;
+                }
+                let num = |w: &str| w.trim_end_matches(']').parse::<u64>().ok();
+                match (num(xb), num(xo), num(xa)) {
+                    (Some(nb), Some(no), Some(na)) => nb <= no && no <= na,
+                    _ => xb.starts_with('(') && xo.starts_with('('),
+                }
+            })
+    })
+}
+
+/// Compares one case whose output holds counters that move: the real
+/// tool before and after ours.
+fn compare_bracketed(sim: &IbSim, what: &str, tool: &str, args: &[&str], fails: &mut Vec<String>) {
+    let t = theirs(sim, tool, args);
+    let o = ours(sim, tool, args);
+    let a = theirs(sim, tool, args);
+    if t.code != o.code
+        || t.stderr_first != o.stderr_first
+        || !bracketed(&t.stdout, &o.stdout, &a.stdout)
+    {
+        fails.push(format!(
+            "{what}: {tool} {args:?}\n--- infiniband-diags ({:?}, stderr {:?}):\n{}--- ours ({:?}, stderr {:?}):\n{}--- infiniband-diags again:\n{}",
+            t.code, t.stderr_first, t.stdout, o.code, o.stderr_first, o.stdout, a.stdout
+        ));
+    }
+}
+
+/// ibqueryerrors' cases on one fabric.
+fn ibqueryerrors_cases(sim: &IbSim, what: &str, fails: &mut Vec<String>) {
+    let (sw, _) = some_guids(sim);
+    let dir = std::env::temp_dir().join(format!(
+        "madstack-ibqueryerrors-{}-{}",
+        std::process::id(),
+        what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let map = dir.join("map");
+    std::fs::write(&map, format!("{sw} \"mapped switch name\"\n")).unwrap();
+    let thres = dir.join("thresholds");
+    std::fs::write(
+        &thres,
+        "# test\nPortRcvSwitchRelayErrors=1000\nSymbolErrorCounter=3\nNotACounter=1\n",
+    )
+    .unwrap();
+    let (m, th) = (map.to_str().unwrap(), thres.to_str().unwrap());
+    for args in [
+        &[][..],
+        &["-r"],
+        &["--switch"],
+        &["--ca"],
+        &["--router"],
+        &["--switch", "--ca"],
+        &["-c"],
+        &["-s", "PortXmitWait,SymbolErrorCounter,Bogus"],
+        &["-D", "0"],
+        &["-D", "0,3"],
+        &["-D", "0,9"],
+        &["-G", "0x1234"],
+        &["--skip-sl"],
+        &["--skip-sl", "-r", "--ca"],
+        &["--node-name-map", m],
+        &["--threshold-file", th],
+        &["--threshold-file", "/nonexistent"],
+        &["-R", "-o", "2"],
+        &["-x"],
+        &["--data=1"],
+    ] {
+        compare(sim, what, "ibqueryerrors", args, fails);
+    }
+    for args in [
+        &["--data"][..],
+        &["--counters"],
+        &["--counters", "-r", "--switch"],
+    ] {
+        compare_bracketed(sim, what, "ibqueryerrors", args, fails);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// ibqueryerrors prints what infiniband-diags' prints (stdout, first
+/// stderr line, exit status), with every option this implementation
+/// has, on both fixture fabrics, before an SM and after OpenSM (the
+/// real tool's MADs to LID 0 without an SM leave relay errors on a
+/// switch: the error lines are compared too); then `-k` and `-K` clear.
+#[test]
+fn ibqueryerrors_matches_infiniband_diags() {
+    if !needs(&["ibqueryerrors"]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    let mut saw_errors = false;
+    for name in FABRICS {
+        let sim = IbSim::start(fixture(name));
+        ibqueryerrors_cases(&sim, &format!("{name} (no SM)"), &mut fails);
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        ibqueryerrors_cases(&sim, &format!("{name} (OpenSM)"), &mut fails);
+        saw_errors |= clear_checks(&sim, &format!("{name} (OpenSM)"), &mut fails);
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+    assert!(
+        saw_errors,
+        "no fabric had errors to report: the error lines and -k went untested"
+    );
+}
+
+/// `-k` clears the error counters after reading them (its report is the
+/// one before clearing, the next finds nothing); `-K` the data counters.
+/// Returns false when there were no errors to clear.
+fn clear_checks(sim: &IbSim, what: &str, fails: &mut Vec<String>) -> bool {
+    let data = |r: &Run| -> u64 {
+        r.stdout
+            .split(" [PortXmitData == ")
+            .skip(1)
+            .map(|t| t.split(' ').next().unwrap().parse::<u64>().unwrap())
+            .sum()
+    };
+    let c1 = theirs(sim, "ibqueryerrors", &["--counters"]);
+    let _ = ours(sim, "ibqueryerrors", &["-K"]);
+    let c2 = theirs(sim, "ibqueryerrors", &["--counters"]);
+    if data(&c2) >= data(&c1) / 2 {
+        fails.push(format!(
+            "{what}: -K did not clear\n{}\n{}",
+            c1.stdout, c2.stdout
+        ));
+    }
+    let before = theirs(sim, "ibqueryerrors", &[]);
+    if !before.stdout.contains("Errors for") {
+        return false;
+    }
+    let o = ours(sim, "ibqueryerrors", &["-k"]);
+    if o != before {
+        fails.push(format!("{what}: -k report\n{:?}\n{:?}", before, o));
+    }
+    let after = theirs(sim, "ibqueryerrors", &[]);
+    if after.stdout.contains("Errors for") || after.code != Some(0) {
+        fails.push(format!("{what}: -k did not clear\n{}", after.stdout));
+    }
+    true
+}
+
 /// `mad --sim ARGS` (the built-in fabric): stdout, after checking that it
 /// exited 0 without a panic.
 fn on_sim(args: &[&str]) -> String {
@@ -294,4 +461,39 @@ fn iblinkinfo_on_the_built_in_fabric_shows_every_link_from_both_ends() {
         .filter(|p| !p["remote"].is_null())
         .count();
     assert_eq!(jconnected, 2 * links);
+}
+
+/// On the built-in fabric ibqueryerrors reads every node and port
+/// (ibnetdiscover's), finds no errors and no failed query (exit 0), and
+/// `--counters` prints one line per port.
+#[test]
+fn ibqueryerrors_on_the_built_in_fabric_checks_every_port() {
+    let topo: serde_json::Value =
+        serde_json::from_str(&on_sim(&["--json", "ibnetdiscover"])).unwrap();
+    let nodes = topo["nodes"].as_array().unwrap();
+    let ports: usize = nodes
+        .iter()
+        .map(|n| n["ports"].as_array().unwrap().len())
+        .sum();
+    let text = on_sim(&["ibqueryerrors"]);
+    assert!(
+        text.contains(&format!(
+            "## Summary: {} nodes checked, 0 bad nodes found\n",
+            nodes.len()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("##          {ports} ports checked, 0 ports have")),
+        "{text}"
+    );
+    assert!(!text.contains("PMA query failures"), "{text}");
+    let j: serde_json::Value = serde_json::from_str(&on_sim(&["ibqueryerrors", "--json"])).unwrap();
+    assert_eq!(j["summary"]["ports_checked"].as_u64(), Some(ports as u64));
+    let counters = on_sim(&["ibqueryerrors", "--counters"]);
+    let lines = counters
+        .lines()
+        .filter(|l| l.starts_with("   GUID "))
+        .count();
+    assert_eq!(lines, ports, "{counters}");
 }

@@ -122,7 +122,7 @@ pub struct LinkInfoOptions<'a> {
 /// The name infiniband-diags shows for a node (`remap_node_name`): the
 /// map's name, else the description as libibnetdisc keeps it (every
 /// byte that is not printable ASCII a space).
-fn remap(node: &Node, map: Option<&NameMap>) -> String {
+pub(crate) fn remap(node: &Node, map: Option<&NameMap>) -> String {
     map.and_then(|m| m.get(node.guid()))
         .map_or_else(|| node.clean_desc(), str::to_owned)
 }
@@ -179,7 +179,13 @@ fn max_bit(v: u8) -> u8 {
 /// `get_max_msg`: "Could be ..." for a link below what both ends
 /// support (width, speed). FDR10 support (Mellanox ExtendedPortInfo
 /// LinkSpeedSupported) is not read by discovery and counts as absent.
-fn max_msg(f: &Fabric, node: &Node, port: &Port, remote: &Port, rnode: &Node) -> (String, String) {
+pub(crate) fn max_msg(
+    f: &Fabric,
+    node: &Node,
+    port: &Port,
+    remote: &Port,
+    rnode: &Node,
+) -> (String, String) {
     let zero = PortInfo::default();
     let l = port.info.as_ref().unwrap_or(&zero);
     let r = remote.info.as_ref().unwrap_or(&zero);
@@ -215,7 +221,11 @@ fn max_msg(f: &Fabric, node: &Node, port: &Port, remote: &Port, rnode: &Node) ->
 
 /// The `(width speed state/phys)` part of a port line, as `print_port`
 /// builds it; also the width and speed texts (`None` when Down).
-fn link_str(node: &Node, port: &Port, additional: bool) -> (String, Option<(String, String)>) {
+pub(crate) fn link_str(
+    node: &Node,
+    port: &Port,
+    additional: bool,
+) -> (String, Option<(String, String)>) {
     let zero = PortInfo::default();
     let pi = port.info.as_ref().unwrap_or(&zero);
     let state = pi.port_state;

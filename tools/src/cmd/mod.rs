@@ -15,6 +15,7 @@ pub mod ibhosts;
 pub mod iblinkinfo;
 pub mod ibnetdiscover;
 pub mod ibportstate;
+pub mod ibqueryerrors;
 pub mod ibroute;
 pub mod ibstat;
 pub mod ibtracert;
