@@ -268,6 +268,16 @@ pub const COMMANDS: &[Command] = &[
         "report ports whose error counters exceed thresholds (infiniband-diags ibqueryerrors)",
         crate::cmd::ibqueryerrors::run,
     ),
+    Command::tool(
+        "ibrouters",
+        "list the fabric's routers (infiniband-diags ibrouters)",
+        crate::cmd::ibhosts::run_ibrouters,
+    ),
+    Command::tool(
+        "ibnodes",
+        "list the fabric's CAs and switches (infiniband-diags ibnodes)",
+        crate::cmd::ibhosts::run_ibnodes,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

@@ -204,38 +204,53 @@ fn iblinkinfo_matches_infiniband_diags() {
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
 }
 
-/// A symlink named iblinkinfo runs it, the transport flag and options
-/// among its arguments, and reports usage errors under that name.
+/// Symlinks named like the tools run them, the transport flag and
+/// options among their arguments, and report usage errors under that
+/// name, as the real ones do.
 #[test]
-fn iblinkinfo_runs_under_its_own_name() {
-    if !needs(&["iblinkinfo"]) {
+fn tools_run_under_their_own_names() {
+    let tools = ["iblinkinfo", "ibqueryerrors", "ibnodes", "ibrouters"];
+    if !needs(&tools) {
         return;
     }
     let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
+    let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
     let dir = std::env::temp_dir().join(format!("madstack-rest-link-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let link = dir.join("iblinkinfo");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mad"), &link).unwrap();
-    for args in [&["-l", "--ibsim"][..], &["--ibsim", "-y"][..]] {
+    let cases: &[(&str, &[&str])] = &[
+        ("iblinkinfo", &["-l", "--ibsim"]),
+        ("iblinkinfo", &["--ibsim", "-y"]),
+        ("ibqueryerrors", &["--ibsim", "-c", "--switch"]),
+        ("ibqueryerrors", &["--ibsim", "--bogus"]),
+        ("ibnodes", &["--ibsim"]),
+        ("ibnodes", &["--ibsim", "-x"]),
+        ("ibrouters", &["--ibsim", "-t", "200"]),
+        ("ibrouters", &["--ibsim", "-h"]),
+    ];
+    for (tool, args) in cases {
+        let link = dir.join(tool);
+        if !link.exists() {
+            std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mad"), &link).unwrap();
+        }
         let o = Command::new(&link)
-            .args(args)
+            .args(*args)
             .env("IBSIM_SOCKNAME", sim.sockname())
             .env_remove("SIM_HOST")
             .current_dir(&dir)
             .output()
             .unwrap();
         let real: Vec<&str> = args.iter().copied().filter(|a| *a != "--ibsim").collect();
-        let t = theirs(&sim, "iblinkinfo", &real);
+        let t = theirs(&sim, tool, &real);
         let o = summarize(&o);
-        // The real one was started by its full path: compare the name-less
-        // part of the complaint.
-        assert_eq!(o.stdout, t.stdout, "{args:?}");
-        assert_eq!(o.code, t.code, "{args:?}");
+        assert_eq!(o.stdout, t.stdout, "{tool} {args:?}");
+        assert_eq!(o.code, t.code, "{tool} {args:?}");
+        // Ours was started by its full path, the real one by its bare
+        // name: compare the complaint after the name.
         assert_eq!(
             o.stderr_first.rsplit(": ").next(),
             t.stderr_first.rsplit(": ").next(),
-            "{args:?}"
+            "{tool} {args:?}"
         );
         if t.code == Some(2) {
             assert!(o.stderr_first.starts_with(link.to_str().unwrap()), "{o:?}");
@@ -411,6 +426,47 @@ fn clear_checks(sim: &IbSim, what: &str, fails: &mut Vec<String>) -> bool {
     true
 }
 
+/// The scripts' cases (ibnodes, ibrouters) on one fabric.
+fn script_cases(sim: &IbSim, what: &str, fails: &mut Vec<String>) {
+    let file = fixture("with-router.topo");
+    let f = file.to_str().unwrap();
+    for tool in ["ibnodes", "ibrouters"] {
+        for args in [
+            &[][..],
+            &["-t", "500"],
+            &["-y", "0", "-P", "1"],
+            &[f],
+            &["-h"],
+            &["-x"],
+            &["-y"],
+            &["-t", "-1"],
+            &[f, f],
+            &["/nonexistent.topo"],
+        ] {
+            compare(sim, what, tool, args, fails);
+        }
+    }
+}
+
+/// ibnodes and ibrouters (shell scripts over ibnetdiscover in
+/// infiniband-diags 44) print what the real ones print, from the fabric
+/// and from a topology file with routers (ibsim has none), with their
+/// usage errors, on both fixture fabrics before an SM and after OpenSM.
+#[test]
+fn ibnodes_and_ibrouters_match_infiniband_diags() {
+    if !needs(&["ibnodes", "ibrouters", "ibhosts", "ibswitches"]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    for name in FABRICS {
+        let sim = IbSim::start(fixture(name));
+        script_cases(&sim, &format!("{name} (no SM)"), &mut fails);
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        script_cases(&sim, &format!("{name} (OpenSM)"), &mut fails);
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}
+
 /// `mad --sim ARGS` (the built-in fabric): stdout, after checking that it
 /// exited 0 without a panic.
 fn on_sim(args: &[&str]) -> String {
@@ -496,4 +552,22 @@ fn ibqueryerrors_on_the_built_in_fabric_checks_every_port() {
         .filter(|l| l.starts_with("   GUID "))
         .count();
     assert_eq!(lines, ports, "{counters}");
+}
+
+/// On the built-in fabric ibnodes prints ibhosts' lines then
+/// ibswitches', and ibrouters nothing (it has no routers), both exit 0;
+/// from a topology file ibrouters lists its routers.
+#[test]
+fn ibnodes_and_ibrouters_on_the_built_in_fabric() {
+    let hosts = on_sim(&["ibhosts"]);
+    let switches = on_sim(&["ibswitches"]);
+    assert!(hosts.starts_with("Ca\t: 0x") && switches.starts_with("Switch\t: 0x"));
+    assert_eq!(on_sim(&["ibnodes"]), format!("{hosts}{switches}"));
+    assert_eq!(on_sim(&["ibrouters"]), "");
+    let f = fixture("with-router.topo");
+    let routers = on_sim(&["ibrouters", f.to_str().unwrap()]);
+    assert_eq!(
+        routers,
+        "Rt\t: 0x0000000000300000 ports 2 \"Router one\"\nRt\t: 0x0000000000300010 ports 4 \"rt #2 (odd)\"\n"
+    );
 }
