@@ -278,6 +278,11 @@ pub const COMMANDS: &[Command] = &[
         "list the fabric's CAs and switches (infiniband-diags ibnodes)",
         crate::cmd::ibhosts::run_ibnodes,
     ),
+    Command::tool(
+        "smpdump",
+        "dump the data of one raw SMP Get as hex (infiniband-diags smpdump)",
+        crate::cmd::smpdump::run,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

@@ -23,5 +23,6 @@ pub mod perfquery;
 pub mod saquery;
 pub mod sim;
 pub mod sminfo;
+pub mod smpdump;
 pub mod smpquery;
 pub mod sweep;
