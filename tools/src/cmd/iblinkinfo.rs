@@ -179,17 +179,10 @@ fn max_bit(v: u8) -> u8 {
 /// `get_max_msg`: "Could be ..." for a link below what both ends
 /// support (width, speed). FDR10 support (Mellanox ExtendedPortInfo
 /// LinkSpeedSupported) is not read by discovery and counts as absent.
-pub(crate) fn max_msg(
-    f: &Fabric,
-    node: &Node,
-    port: &Port,
-    remote: &Port,
-    rnode: &Node,
-) -> (String, String) {
+pub(crate) fn max_msg(node: &Node, port: &Port, remote: &Port, rnode: &Node) -> (String, String) {
     let zero = PortInfo::default();
     let l = port.info.as_ref().unwrap_or(&zero);
     let r = remote.info.as_ref().unwrap_or(&zero);
-    let _ = f;
     let mut width_msg = String::new();
     let mw = max_width(l.link_width_supported & r.link_width_supported);
     if mw & l.link_width_active == 0 {
@@ -274,7 +267,7 @@ fn port_line(f: &Fabric, node: &Node, port: &Port, o: &LinkInfoOptions<'_>) -> S
     let remote_str = match port.remote.and_then(|r| Some((r, f.port(r)?))) {
         Some((r, rp)) => {
             let rnode = &f.nodes[r.node];
-            let (wm, sm) = max_msg(f, node, port, rp, rnode);
+            let (wm, sm) = max_msg(node, port, rp, rnode);
             let guid = if o.line {
                 format!("0x{:016x} ", rp.guid)
             } else {

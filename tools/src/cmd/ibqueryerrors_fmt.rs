@@ -366,7 +366,7 @@ impl Walk<'_> {
         let remote = match port.remote.and_then(|r| Some((r, self.f.port(r)?))) {
             Some((r, rp)) => {
                 let rnode = &self.f.nodes[r.node];
-                let (wm, sm) = max_msg(self.f, node, port, rp, rnode);
+                let (wm, sm) = max_msg(node, port, rp, rnode);
                 let lid = if rp.base_lid != 0 {
                     rp.base_lid
                 } else {
