@@ -258,6 +258,31 @@ pub const COMMANDS: &[Command] = &[
         "list the fabric's switches (infiniband-diags ibswitches)",
         crate::cmd::ibhosts::run_ibswitches,
     ),
+    Command::tool(
+        "iblinkinfo",
+        "show every link of the fabric (infiniband-diags iblinkinfo)",
+        crate::cmd::iblinkinfo::run,
+    ),
+    Command::tool(
+        "ibqueryerrors",
+        "report ports whose error counters exceed thresholds (infiniband-diags ibqueryerrors)",
+        crate::cmd::ibqueryerrors::run,
+    ),
+    Command::tool(
+        "ibrouters",
+        "list the fabric's routers (infiniband-diags ibrouters)",
+        crate::cmd::ibhosts::run_ibrouters,
+    ),
+    Command::tool(
+        "ibnodes",
+        "list the fabric's CAs and switches (infiniband-diags ibnodes)",
+        crate::cmd::ibhosts::run_ibnodes,
+    ),
+    Command::tool(
+        "smpdump",
+        "dump the data of one raw SMP Get as hex (infiniband-diags smpdump)",
+        crate::cmd::smpdump::run,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

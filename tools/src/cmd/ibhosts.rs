@@ -1,6 +1,8 @@
-//! `ibhosts` and `ibswitches`: infiniband-diags' shell scripts, which run
-//! `ibnetdiscover` (or read a topology file) and reshape its `Ca` /
-//! `Switch` lines with awk. Same options (`-h`, `-y MKEY`, `-C CA`,
+//! `ibhosts`, `ibswitches` and `ibrouters`: infiniband-diags' shell
+//! scripts, which run `ibnetdiscover` (or read a topology file) and
+//! reshape its `Ca` / `Switch` / `Rt` lines with awk; and `ibnodes`,
+//! which runs ibhosts then ibswitches with the same arguments (with
+//! `--json`: their two arrays, one per line). Same options (`-h`, `-y MKEY`, `-C CA`,
 //! `-P PORT`, `-t MS`, a topology file), same output, same usage line
 //! (on stdout, exit status 255).
 //!
@@ -24,10 +26,16 @@ use crate::json::Json;
 enum Which {
     Hosts,
     Switches,
+    Routers,
 }
 
-fn usage(inv: &mut Invocation<'_, '_>) -> CliError {
-    let base = inv.prog.rsplit('/').next().unwrap_or(&inv.prog).to_owned();
+fn usage(inv: &mut Invocation<'_, '_>, which: Which) -> CliError {
+    let base = match (which, inv.prog.rsplit('/').next().unwrap_or(&inv.prog)) {
+        // ibnodes runs the other two scripts, which complain by their name.
+        (Which::Hosts, "ibnodes") => "ibhosts".to_owned(),
+        (Which::Switches, "ibnodes") => "ibswitches".to_owned(),
+        (_, b) => b.to_owned(),
+    };
     inv.io.out(&format!(
         "Usage: {base} [-h] [<topology-file> | -y mkey -C ca_name -P ca_port -t timeout_ms]\n"
     ));
@@ -42,11 +50,11 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "-h" | "--help" => return Err(usage(inv)),
+            "-h" | "--help" => return Err(usage(inv, which)),
             "--json" => json = true,
             "-y" | "--m_key" | "-P" | "--Port" | "-C" | "--Ca" | "-t" | "--timeout" => {
                 let Some(v) = it.next().filter(|v| !v.starts_with('-') && !v.is_empty()) else {
-                    return Err(usage(inv));
+                    return Err(usage(inv, which));
                 };
                 match a.as_str() {
                     "-y" | "--m_key" => c.m_key = common::c_strtoul(v),
@@ -58,10 +66,10 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                     }
                 }
             }
-            s if s.starts_with('-') => return Err(usage(inv)),
+            s if s.starts_with('-') => return Err(usage(inv, which)),
             s => {
                 if topofile.is_some() {
-                    return Err(usage(inv));
+                    return Err(usage(inv, which));
                 }
                 topofile = Some(s.to_owned());
             }
@@ -75,7 +83,10 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
             let t =
                 crate::limits::read_file(path, mad_sim::topology::MAX_TOPOLOGY_BYTES, "a topology")
                     .map_err(|e| {
-                        inv.io.err(&format!("cat: {path}: {e}\n"));
+                        // cat's message: strerror, without Rust's "(os error N)".
+                        let msg = e.to_string();
+                        let msg = msg.split(" (os error").next().unwrap_or(&msg);
+                        inv.io.err(&format!("cat: {path}: {msg}\n"));
                         CliError::Exit(1)
                     })?;
             (String::from_utf8_lossy(&t).into_owned(), None)
@@ -117,17 +128,17 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
         let mut arr = Vec::new();
         match &fabric {
             Some(f) => {
-                let t = if which == Which::Hosts {
-                    NodeType::CA
-                } else {
-                    NodeType::SWITCH
+                let t = match which {
+                    Which::Hosts => NodeType::CA,
+                    Which::Switches => NodeType::SWITCH,
+                    Which::Routers => NodeType::ROUTER,
                 };
                 for i in f.listed_of(t) {
                     let n = &f.nodes[i];
                     let desc = match which {
                         // ibhosts shows the description, ibswitches the
                         // mapped name (as the topology lines do).
-                        Which::Hosts => n.clean_desc(),
+                        Which::Hosts | Which::Routers => n.clean_desc(),
                         Which::Switches => map
                             .as_ref()
                             .and_then(|m| m.get(n.guid()))
@@ -138,10 +149,10 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                         .with(
                             "type",
                             Json::Str(
-                                if which == Which::Hosts {
-                                    "Ca"
-                                } else {
-                                    "Switch"
+                                match which {
+                                    Which::Hosts => "Ca",
+                                    Which::Switches => "Switch",
+                                    Which::Routers => "Rt",
                                 }
                                 .into(),
                             ),
@@ -161,6 +172,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                 let lines = match which {
                     Which::Hosts => format::ibhosts(&text),
                     Which::Switches => format::ibswitches(&text),
+                    Which::Routers => format::ibrouters(&text),
                 };
                 for l in lines.lines() {
                     let Some((kind, rest)) = l.split_once("\t: 0x") else {
@@ -194,6 +206,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
     let out = match which {
         Which::Hosts => format::ibhosts(&text),
         Which::Switches => format::ibswitches(&text),
+        Which::Routers => format::ibrouters(&text),
     };
     inv.io.out(&out);
     Ok(())
@@ -213,5 +226,27 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
 /// # Errors
 /// As [`run`].
 pub fn run_ibswitches(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    run_which(inv, Which::Switches)
+}
+
+/// Runs `ibrouters`.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_ibrouters(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    run_which(inv, Which::Routers)
+}
+
+/// Runs `ibnodes`: ibhosts, then ibswitches with the same arguments;
+/// the exit status is ibswitches'.
+///
+/// # Errors
+/// As [`run`] (ibswitches' error; ibhosts' has been reported).
+pub fn run_ibnodes(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    match run_which(inv, Which::Hosts) {
+        Ok(()) | Err(CliError::Exit(_)) => {}
+        Err(CliError::Stderr(t, _)) => inv.io.err(&t),
+        Err(e) => return Err(e),
+    }
     run_which(inv, Which::Switches)
 }

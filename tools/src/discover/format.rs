@@ -666,9 +666,21 @@ fn passthrough(line: &str, o: &mut String) -> bool {
 /// The `ibhosts` script's output for a topology text.
 #[must_use]
 pub fn ibhosts(topology: &str) -> String {
+    node_lines(topology, "Ca")
+}
+
+/// The `ibrouters` script's output for a topology text.
+#[must_use]
+pub fn ibrouters(topology: &str) -> String {
+    node_lines(topology, "Rt")
+}
+
+/// The awk program of ibhosts / ibrouters: the lines starting with
+/// `prefix` reshaped, and libibmad's messages passed through.
+fn node_lines(topology: &str, prefix: &str) -> String {
     let mut o = String::new();
     for line in topology.lines() {
-        if line.starts_with("Ca") {
+        if line.starts_with(prefix) {
             let (m, l) = awk_match_hash(line);
             let _ = writeln!(
                 o,

@@ -30,6 +30,7 @@ pub mod gather;
 pub mod model;
 pub mod namemap;
 pub mod pipeline;
+pub mod pma;
 pub mod progress;
 
 use std::time::{Duration, Instant};

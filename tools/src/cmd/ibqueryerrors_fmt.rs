@@ -1,0 +1,703 @@
+//! What `ibqueryerrors` prints from what was read: the per-node walk of
+//! `print_node` (errors above thresholds, data counters, link info), the
+//! summary, the `ibwarn` lines of failed queries.
+
+use std::collections::HashMap;
+
+use mad_core::wire::attr::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
+use mad_core::wire::Repr;
+
+use super::PortRead;
+use crate::cmd::common::{hex, rpc_failed_warning};
+use crate::cmd::iblinkinfo::{link_str, max_msg, remap};
+use crate::diags::PortIdText;
+use crate::discover::model::Fabric;
+use crate::discover::namemap::NameMap;
+use crate::discover::pma::PmaResult;
+use crate::json::Json;
+
+/// The error counters `print_results` checks, in its order (PortCounters
+/// fields from SymbolErrorCounter to VL15Dropped, CounterSelect2 left
+/// out), then PortXmitWait.
+const ERROR_FIELDS: [&str; 13] = [
+    "SymbolErrorCounter",
+    "LinkErrorRecoveryCounter",
+    "LinkDownedCounter",
+    "PortRcvErrors",
+    "PortRcvRemotePhysicalErrors",
+    "PortRcvSwitchRelayErrors",
+    "PortXmitDiscards",
+    "PortXmitConstraintErrors",
+    "PortRcvConstraintErrors",
+    "LocalLinkIntegrityErrors",
+    "ExcessiveBufferOverrunErrors",
+    "VL15Dropped",
+    "PortXmitWait",
+];
+
+/// Every PortCounters field name `-s` may name (`IB_PC_FIRST_F` to
+/// `IB_PC_LAST_F`).
+const SUPPRESSIBLE: [&str; 20] = [
+    "PortSelect",
+    "CounterSelect",
+    "SymbolErrorCounter",
+    "LinkErrorRecoveryCounter",
+    "LinkDownedCounter",
+    "PortRcvErrors",
+    "PortRcvRemotePhysicalErrors",
+    "PortRcvSwitchRelayErrors",
+    "PortXmitDiscards",
+    "PortXmitConstraintErrors",
+    "PortRcvConstraintErrors",
+    "CounterSelect2",
+    "LocalLinkIntegrityErrors",
+    "ExcessiveBufferOverrunErrors",
+    "VL15Dropped",
+    "PortXmitData",
+    "PortRcvData",
+    "PortXmitPkts",
+    "PortRcvPkts",
+    "PortXmitWait",
+];
+
+/// `SUP_MAX`.
+const SUP_MAX: usize = 64;
+
+/// The options that shape the report.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    /// Suppressed field names, in the order given.
+    pub suppressed: Vec<&'static str>,
+    /// Thresholds by field name, and the `Thresholds: ...` text (`None`
+    /// without a threshold file: the C tool prints `(null)`).
+    pub thresholds: (HashMap<String, u64>, Option<String>),
+    /// `--data`.
+    pub data: bool,
+    /// `--counters`.
+    pub counters_only: bool,
+    /// `-r`.
+    pub port_config: bool,
+    /// `-k`.
+    pub clear_errors: bool,
+    /// `-K`.
+    pub clear_counts: bool,
+}
+
+impl Settings {
+    /// Suppresses `name` if it is a PortCounters field name.
+    pub fn suppress(&mut self, name: &str) {
+        if let Some(n) = SUPPRESSIBLE.iter().find(|n| **n == name) {
+            if self.suppressed.len() < SUP_MAX {
+                self.suppressed.push(n);
+            }
+        }
+    }
+
+    /// `-s a,b,c`.
+    pub fn suppress_list(&mut self, list: &str) {
+        for v in list.split(',').filter(|v| !v.is_empty()) {
+            self.suppress(v);
+        }
+    }
+
+    fn is_suppressed(&self, name: &str) -> bool {
+        self.suppressed.contains(&name)
+    }
+
+    fn threshold(&self, name: &str) -> u64 {
+        self.thresholds.0.get(name).copied().unwrap_or(0)
+    }
+}
+
+/// Reads a threshold file (`NAME=VALUE` lines, `#` comments); a missing
+/// file gives no thresholds and no `Thresholds:` text.
+#[must_use]
+pub fn read_thresholds(path: &str) -> (HashMap<String, u64>, Option<String>) {
+    let mut m = HashMap::new();
+    let Ok(text) = std::fs::read(path) else {
+        return (m, None);
+    };
+    let text = String::from_utf8_lossy(&text);
+    let mut s = String::from("Thresholds: ");
+    for line in text.split('\n') {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.trim_start_matches('=');
+        let (name, val) = match line.split_once('=') {
+            Some((n, v)) => (n, v.trim_start_matches('=')),
+            None => (line, ""),
+        };
+        let val = crate::cmd::common::c_strtoul(val);
+        if ERROR_FIELDS.contains(&name) {
+            m.insert(name.to_owned(), val);
+            s.push_str(&format!("[{name} = {val}]"));
+        }
+    }
+    (m, Some(s))
+}
+
+/// `conv_cnt_human_readable`: the value scaled to its unit, in `float`
+/// as the C tool computes it, and the unit (data counters count 4-byte
+/// words).
+fn human(v: u64, data: bool) -> (f32, &'static str) {
+    let mut tmp = v / 1024;
+    let mut ui = 0usize;
+    let mut div: u64 = 1;
+    while tmp != 0 {
+        ui += 1;
+        tmp /= 1024;
+        div = div.wrapping_mul(1024);
+    }
+    let mut val = v as f32;
+    if data {
+        val *= 4.0;
+        if val / div as f32 > 1024.0 {
+            ui += 1;
+            div = div.wrapping_mul(1024);
+        }
+    }
+    val /= div as f32;
+    let units: [&str; 7] = if data {
+        ["B", "KB", "MB", "GB", "TB", "PB", "EB"]
+    } else {
+        ["", "K", "M", "G", "T", "P", "E"]
+    };
+    (val, units.get(ui).copied().unwrap_or(""))
+}
+
+fn counter_with_human(name: &str, v: u64, data: bool) -> String {
+    let (val, unit) = human(v, data);
+    format!(" [{name} == {v} ({:5.3}{unit})]", f64::from(val))
+}
+
+fn pc_value(pc: &PortCounters, name: &str) -> u64 {
+    field_value(pc, name)
+}
+
+fn field_value(r: &dyn mad_core::wire::Fields, name: &str) -> u64 {
+    r.field_descs()
+        .iter()
+        .position(|d| d.label == Some(name))
+        .and_then(|i| r.field_value(i))
+        .and_then(|v| match v {
+            mad_core::wire::FieldValue::Uint(u) => Some(u),
+            _ => None,
+        })
+        .unwrap_or(0)
+}
+
+/// The errors above threshold, as `print_results` lists them: (name,
+/// value, text).
+#[must_use]
+pub fn error_fields(
+    pc: &PortCounters,
+    pce: Option<&PortCountersExt>,
+    cap_mask2: u32,
+    st: &Settings,
+) -> Vec<(&'static str, u64, String)> {
+    let mut v = Vec::new();
+    let zero = PortCountersExt::default();
+    let pce = pce.unwrap_or(&zero);
+    for name in ERROR_FIELDS {
+        if st.is_suppressed(name) {
+            continue;
+        }
+        let thres = st.threshold(name);
+        if cap_mask2 & pm_cap2::ADDL_PORT_CTRS_EXT_SUP != 0 {
+            let val = field_value(pce, name);
+            if val > thres {
+                v.push((name, val, counter_with_human(name, val, false)));
+            }
+        } else {
+            let val = pc_value(pc, name);
+            if val > thres {
+                v.push((name, val, format!(" [{name} == {val}]")));
+            }
+        }
+    }
+    v
+}
+
+/// The data counters `--data` and `--counters` show: (name, value).
+fn data_fields(
+    pc: &PortCounters,
+    pce: Option<&PortCountersExt>,
+    cap_mask: u16,
+) -> Vec<(&'static str, u64)> {
+    const BASE: [&str; 4] = ["PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts"];
+    const EXT: [&str; 4] = [
+        "PortUnicastXmitPkts",
+        "PortUnicastRcvPkts",
+        "PortMulticastXmitPkts",
+        "PortMulticastRcvPkts",
+    ];
+    match pce {
+        Some(e) => {
+            let mut v: Vec<(&str, u64)> = BASE.iter().map(|n| (*n, field_value(e, n))).collect();
+            if cap_mask & pm_cap::EXT_WIDTH_SUPPORTED != 0 {
+                v.extend(EXT.iter().map(|n| (*n, field_value(e, n))));
+            }
+            v
+        }
+        None => BASE.iter().map(|n| (*n, pc_value(pc, n))).collect(),
+    }
+}
+
+fn is_data(name: &str) -> bool {
+    name == "PortXmitData" || name == "PortRcvData"
+}
+
+/// One read as the report sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadView<'a> {
+    /// PortCounters.
+    pub pc: Option<&'a PmaResult>,
+    /// PortCountersExtended.
+    pub pce: Option<&'a PmaResult>,
+}
+
+impl<'a> ReadView<'a> {
+    /// The view of a read.
+    pub(super) fn of(r: &'a PortRead) -> Self {
+        Self {
+            pc: r.pc.as_ref(),
+            pce: r.pce.as_ref(),
+        }
+    }
+}
+
+/// One node as the report sees it.
+#[derive(Debug, Clone)]
+pub struct NodeView<'a> {
+    /// Index in the fabric.
+    pub node: usize,
+    /// Its name (mapped or description).
+    pub name: &'a str,
+    /// The LID of its PMA (ClassPortInfo, AllPortSelect).
+    pub lid: u16,
+    /// The port number of the ClassPortInfo warning.
+    pub cpi_port: u8,
+    /// ClassPortInfo was not answered.
+    pub cpi_failed: bool,
+    /// What the ClassPortInfo query got.
+    pub cpi: Option<&'a PmaResult>,
+    /// The PMA has AllPortSelect.
+    pub all_port_sup: bool,
+    /// The PMA has PortCountersExtended.
+    pub ext: bool,
+    /// ClassPortInfo CapabilityMask.
+    pub cap_mask: u16,
+    /// ClassPortInfo CapabilityMask2.
+    pub cap_mask2: u32,
+    /// The AllPortSelect read.
+    pub all: ReadView<'a>,
+    /// The per-port reads: (port, LID, read).
+    pub ports: Vec<(u8, u16, ReadView<'a>)>,
+}
+
+/// What the report produced.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Standard output.
+    pub stdout: String,
+    /// Warnings for standard error.
+    pub stderr: String,
+    /// The `--json` object (without `command`).
+    pub json: Json,
+    /// Ports with errors (the exit status is 1 when not 0).
+    pub bad_ports: usize,
+}
+
+#[derive(Default)]
+struct Summary {
+    nodes_checked: usize,
+    bad_nodes: usize,
+    ports_checked: usize,
+    bad_ports: usize,
+    pma_failures: usize,
+}
+
+struct Walk<'a> {
+    f: &'a Fabric,
+    st: &'a Settings,
+    map: Option<&'a NameMap>,
+    pid: u32,
+    out: String,
+    err: String,
+    sum: Summary,
+    json_nodes: Vec<Json>,
+}
+
+fn parsed<R: Repr>(r: Option<&PmaResult>) -> Option<R> {
+    match r {
+        Some(Ok(d)) => R::parse(d).ok(),
+        _ => None,
+    }
+}
+
+impl Walk<'_> {
+    fn warn_failed(
+        &mut self,
+        func: &str,
+        what: &str,
+        name: &str,
+        lid: u16,
+        port: u8,
+        r: Option<&PmaResult>,
+    ) {
+        let dest = PortIdText::lid(lid);
+        if matches!(r, Some(Err(e)) if !e.starts_with("MAD status")) {
+            self.err.push_str(&rpc_failed_warning(&dest));
+        }
+        self.err.push_str(&format!(
+            "ibwarn: [{}] {func}: {what} query failed on {name}, {dest} port {port}\n",
+            self.pid
+        ));
+        self.sum.pma_failures += 1;
+    }
+
+    fn port_config(&mut self, idx: usize, portnum: u8) {
+        let node = &self.f.nodes[idx];
+        let Some(port) = node.port(portnum) else {
+            return;
+        };
+        let (link, _) = link_str(node, port, false);
+        let remote = match port.remote.and_then(|r| Some((r, self.f.port(r)?))) {
+            Some((r, rp)) => {
+                let rnode = &self.f.nodes[r.node];
+                let (wm, sm) = max_msg(node, port, rp, rnode);
+                let lid = if rp.base_lid != 0 {
+                    rp.base_lid
+                } else {
+                    rnode.smalid
+                };
+                format!(
+                    "0x{:016x} {lid:6} {:4}[  ] \"{}\" ({wm} {sm})\n",
+                    rp.guid,
+                    rp.num,
+                    remap(rnode, self.map)
+                )
+            }
+            None => "           [  ] \"\" ( )\n".to_owned(),
+        };
+        let lid = if node.is_switch() {
+            node.smalid
+        } else {
+            port.base_lid
+        };
+        self.out.push_str(&format!(
+            "       Link info: {lid:6}{:4}[  ] =={link}==>  {remote}",
+            port.num
+        ));
+    }
+
+    /// `print_errors` + `print_results`; returns n (0: nothing printed
+    /// or the query failed).
+    fn errors(
+        &mut self,
+        nv: &NodeView<'_>,
+        r: &ReadView<'_>,
+        lid: u16,
+        portnum: u8,
+        header: &mut bool,
+        jports: &mut Vec<Json>,
+    ) -> usize {
+        let Some(mut pc) = parsed::<PortCounters>(r.pc) else {
+            self.warn_failed(
+                "print_errors",
+                "IB_GSI_PORT_COUNTERS",
+                nv.name,
+                lid,
+                portnum,
+                r.pc,
+            );
+            return 0;
+        };
+        let pce = if nv.ext {
+            match parsed::<PortCountersExt>(r.pce) {
+                Some(e) => Some(e),
+                None => {
+                    self.warn_failed(
+                        "print_errors",
+                        "IB_GSI_PORT_COUNTERS_EXT",
+                        nv.name,
+                        lid,
+                        portnum,
+                        r.pce,
+                    );
+                    return 0;
+                }
+            }
+        } else {
+            None
+        };
+        if nv.cap_mask & pm_cap::PC_XMIT_WAIT_SUP == 0 {
+            pc.port_xmit_wait = 0;
+        }
+        let errs = error_fields(&pc, pce.as_ref(), nv.cap_mask2, self.st);
+        if errs.is_empty() {
+            return 0;
+        }
+        let mut s: String = errs.iter().map(|e| e.2.as_str()).collect();
+        if self.st.data {
+            for (name, v) in data_fields(&pc, pce.as_ref(), nv.cap_mask) {
+                if v != 0 {
+                    s.push_str(&counter_with_human(name, v, is_data(name)));
+                }
+            }
+        }
+        let node = &self.f.nodes[nv.node];
+        let p0 = node.port(0).map_or(node.info.port_guid, |p| p.guid);
+        if !*header {
+            if node.is_switch() {
+                self.out
+                    .push_str(&format!("Errors for 0x{p0:x} \"{}\"\n", nv.name));
+            } else {
+                self.out.push_str(&format!("Errors for \"{}\"\n", nv.name));
+            }
+            *header = true;
+            self.sum.bad_nodes += 1;
+        }
+        let mut errors = Json::obj();
+        for (name, v, _) in &errs {
+            errors.push(name, Json::UInt(*v));
+        }
+        if portnum == 0xFF {
+            if node.is_switch() {
+                self.out
+                    .push_str(&format!("   GUID 0x{p0:x} port ALL:{s}\n"));
+                jports.push(
+                    Json::obj()
+                        .with("port", Json::Str("ALL".into()))
+                        .with("guid", hex(p0, 16))
+                        .with("errors", errors),
+                );
+            }
+        } else {
+            let g = node.port(portnum).map_or(0, |p| p.guid);
+            self.out
+                .push_str(&format!("   GUID 0x{g:x} port {portnum}:{s}\n"));
+            jports.push(
+                Json::obj()
+                    .with("port", Json::UInt(u64::from(portnum)))
+                    .with("guid", hex(g, 16))
+                    .with("errors", errors),
+            );
+            if self.st.port_config {
+                self.port_config(nv.node, portnum);
+            }
+            self.sum.bad_ports += 1;
+        }
+        s.len()
+    }
+
+    /// `print_data_cnts`.
+    fn data_counts(
+        &mut self,
+        nv: &NodeView<'_>,
+        r: &ReadView<'_>,
+        lid: u16,
+        portnum: u8,
+        header: &mut bool,
+    ) {
+        let (pc, pce) = if nv.ext {
+            let Some(e) = parsed::<PortCountersExt>(r.pce) else {
+                self.warn_failed(
+                    "print_data_cnts",
+                    "IB_GSI_PORT_COUNTERS_EXT",
+                    nv.name,
+                    lid,
+                    portnum,
+                    r.pce,
+                );
+                return;
+            };
+            (PortCounters::default(), Some(e))
+        } else {
+            let Some(c) = parsed::<PortCounters>(r.pc) else {
+                self.warn_failed(
+                    "print_data_cnts",
+                    "IB_GSI_PORT_COUNTERS",
+                    nv.name,
+                    lid,
+                    portnum,
+                    r.pc,
+                );
+                return;
+            };
+            (c, None)
+        };
+        let node = &self.f.nodes[nv.node];
+        let g = node.guid();
+        if !*header {
+            self.out
+                .push_str(&format!("Data Counters for 0x{g:x} \"{}\"\n", nv.name));
+            *header = true;
+        }
+        self.out
+            .push_str(&format!("   GUID 0x{g:x} port {portnum}:"));
+        for (name, v) in data_fields(&pc, pce.as_ref(), nv.cap_mask) {
+            self.out
+                .push_str(&counter_with_human(name, v, is_data(name)));
+        }
+        self.out.push('\n');
+        if self.st.port_config {
+            self.port_config(nv.node, portnum);
+        }
+    }
+
+    /// `print_node`.
+    fn node(&mut self, nv: &NodeView<'_>) {
+        let mut header = false;
+        let mut jports = Vec::new();
+        if nv.cpi_failed {
+            self.warn_failed(
+                "query_cap_mask",
+                "classportinfo",
+                nv.name,
+                nv.lid,
+                nv.cpi_port,
+                nv.cpi,
+            );
+        }
+        let numports = usize::from(self.f.nodes[nv.node].num_ports());
+        if self.st.counters_only {
+            for (p, lid, r) in &nv.ports {
+                self.data_counts(nv, r, *lid, *p, &mut header);
+                self.sum.ports_checked += 1;
+            }
+        } else {
+            let mut done = false;
+            if nv.all_port_sup {
+                let all = nv.all;
+                if self.errors(nv, &all, nv.lid, 0xFF, &mut header, &mut jports) == 0 {
+                    self.sum.ports_checked += numports;
+                    done = true;
+                }
+            }
+            if !done {
+                for (p, lid, r) in &nv.ports {
+                    self.errors(nv, r, *lid, *p, &mut header, &mut jports);
+                    self.sum.ports_checked += 1;
+                }
+            }
+        }
+        self.sum.nodes_checked += 1;
+        if !jports.is_empty() {
+            let node = &self.f.nodes[nv.node];
+            self.json_nodes.push(
+                Json::obj()
+                    .with("guid", hex(node.guid(), 16))
+                    .with("description", Json::Str(nv.name.to_owned()))
+                    .with("ports", Json::Arr(jports)),
+            );
+        }
+    }
+}
+
+/// The whole report: every node in order, then the summary.
+#[must_use]
+pub fn report(
+    f: &Fabric,
+    nodes: &[NodeView<'_>],
+    st: &Settings,
+    map: Option<&NameMap>,
+    pid: u32,
+) -> Report {
+    let mut w = Walk {
+        f,
+        st,
+        map,
+        pid,
+        out: String::new(),
+        err: String::new(),
+        sum: Summary::default(),
+        json_nodes: Vec::new(),
+    };
+    for nv in nodes {
+        w.node(nv);
+    }
+    let s = &w.sum;
+    let mut out = std::mem::take(&mut w.out);
+    out.push_str(&format!(
+        "\n## Summary: {} nodes checked, {} bad nodes found\n",
+        s.nodes_checked, s.bad_nodes
+    ));
+    out.push_str(&format!(
+        "##          {} ports checked, {} ports have errors beyond threshold\n",
+        s.ports_checked, s.bad_ports
+    ));
+    out.push_str(&format!(
+        "## {}\n",
+        st.thresholds.1.as_deref().unwrap_or("(null)")
+    ));
+    if s.pma_failures > 0 {
+        out.push_str(&format!(
+            "##          {} PMA query failures\n",
+            s.pma_failures
+        ));
+    }
+    out.push_str("## Suppressed:");
+    for n in &st.suppressed {
+        out.push(' ');
+        out.push_str(n);
+    }
+    out.push('\n');
+    let json = Json::obj()
+        .with("nodes", Json::Arr(std::mem::take(&mut w.json_nodes)))
+        .with(
+            "summary",
+            Json::obj()
+                .with("nodes_checked", Json::UInt(s.nodes_checked as u64))
+                .with("bad_nodes", Json::UInt(s.bad_nodes as u64))
+                .with("ports_checked", Json::UInt(s.ports_checked as u64))
+                .with("bad_ports", Json::UInt(s.bad_ports as u64))
+                .with("pma_query_failures", Json::UInt(s.pma_failures as u64)),
+        );
+    Report {
+        stdout: out,
+        stderr: w.err,
+        json,
+        bad_ports: s.bad_ports,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_readable_counts_match_the_c_rounding() {
+        assert_eq!(
+            counter_with_human("PortXmitData", 13680, true),
+            " [PortXmitData == 13680 (53.438KB)]"
+        );
+        assert_eq!(
+            counter_with_human("PortXmitPkts", 1709, false),
+            " [PortXmitPkts == 1709 (1.669K)]"
+        );
+        assert_eq!(
+            counter_with_human("PortXmitPkts", 190, false),
+            " [PortXmitPkts == 190 (190.000)]"
+        );
+        assert_eq!(
+            counter_with_human("PortXmitData", 0, true),
+            " [PortXmitData == 0 (0.000B)]"
+        );
+        assert_eq!(
+            counter_with_human("PortRcvData", 123048, true),
+            " [PortRcvData == 123048 (480.656KB)]"
+        );
+    }
+
+    #[test]
+    fn suppression_takes_only_port_counters_names_in_order() {
+        let mut s = Settings::default();
+        s.suppress_list("PortXmitWait,Bogus,,SymbolErrorCounter,PortXmitWait");
+        assert_eq!(
+            s.suppressed,
+            ["PortXmitWait", "SymbolErrorCounter", "PortXmitWait"]
+        );
+    }
+}
