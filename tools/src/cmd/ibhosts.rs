@@ -6,10 +6,12 @@
 //!
 //! # `--json` (stable shape)
 //! ```json
-//! [{"guid": "0x0000000000100000", "type": "Ca", "num_ports": 2,
-//!   "description": "Hca1"}]
+//! {"command": "ibhosts", "version": "0.1.0", "complete": true,
+//!  "hosts": [{"guid": "0x0000000000100000", "type": "Ca", "num_ports": 2,
+//!             "description": "Hca1"}]}
 //! ```
-//! ibswitches adds `"lid"`, `"lmc"` and `"enhanced_port0"` to each entry.
+//! ibswitches has `"switches"` instead of `"hosts"` and adds `"lid"`,
+//! `"lmc"` and `"enhanced_port0"` to each entry.
 //! Entries come in the order of the text output.
 
 use mad_core::wire::attr::NodeType;
@@ -18,7 +20,7 @@ use super::common::{self, Common};
 use super::ibnetdiscover::{limits, open_name_map, run_discovery};
 use crate::cli::{CliError, Invocation};
 use crate::discover::format::{self, TopologyOptions};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Which {
@@ -135,7 +137,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                         .with("guid", common::hex(n.guid(), 16))
                         .with(
                             "type",
-                            Json::Str(
+                            Json::String(
                                 if which == Which::Hosts {
                                     "Ca"
                                 } else {
@@ -144,11 +146,11 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                                 .into(),
                             ),
                         )
-                        .with("num_ports", Json::UInt(u64::from(n.num_ports())))
-                        .with("description", Json::Str(desc));
+                        .with("num_ports", Json::from(u64::from(n.num_ports())))
+                        .with("description", Json::String(desc));
                     if which == Which::Switches {
-                        j.push("lid", Json::UInt(u64::from(n.smalid)));
-                        j.push("lmc", Json::UInt(u64::from(n.smalmc)));
+                        j.push("lid", Json::from(u64::from(n.smalid)));
+                        j.push("lmc", Json::from(u64::from(n.smalmc)));
                         j.push("enhanced_port0", Json::Bool(n.enhanced_port0));
                     }
                     arr.push(j);
@@ -177,16 +179,18 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                     arr.push(
                         Json::obj()
                             .with("guid", guid.map_or(Json::Null, |g| common::hex(g, 16)))
-                            .with("type", Json::Str(kind.to_owned()))
-                            .with("num_ports", nports.map_or(Json::Null, Json::UInt))
+                            .with("type", Json::String(kind.to_owned()))
+                            .with("num_ports", nports.map_or(Json::Null, Json::from))
                             .with("description", Json::opt_str(desc.as_deref())),
                     );
                 }
             }
         }
-        let mut s = Json::Arr(arr).to_text();
-        s.push('\n');
-        inv.io.out(&s);
+        let key = match which {
+            Which::Hosts => "hosts",
+            Which::Switches => "switches",
+        };
+        common::print_json(inv, &Json::obj().with(key, Json::Array(arr)));
         return Ok(());
     }
     let out = match which {

@@ -9,6 +9,8 @@
 //! and `--diffcheck` are not supported (an error says so).
 //!
 //! # `--json` (stable shape)
+//! In the envelope of [`crate::json`] (`command`, `version`, `complete`,
+//! and `missing` / `error` when discovery did not reach everything):
 //! ```json
 //! {"from": {"node_guid": "0x0000000000200000", "port_guid": "0x...", "port": 0},
 //!  "nodes": [{"guid": "0x...", "type": "Switch" | "Ca" | "Router",
@@ -45,7 +47,7 @@ use crate::discover::model::{dr_path_str, Fabric};
 use crate::discover::namemap::NameMap;
 use crate::discover::progress::Progress;
 use crate::discover::{self, Discovery, Limits};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::Session;
 
 const OPT_NODE_NAME_MAP: i32 = 1;
@@ -266,28 +268,28 @@ pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
                 let rn = &f.nodes[r.node];
                 Json::obj()
                     .with("guid", g(rn.guid()))
-                    .with("port", Json::UInt(u64::from(r.port)))
-                    .with("type", Json::Str(type_word(rn.node_type()).into()))
-                    .with("description", Json::Str(name(r.node)))
+                    .with("port", Json::from(u64::from(r.port)))
+                    .with("type", Json::String(type_word(rn.node_type()).into()))
+                    .with("description", Json::String(name(r.node)))
             });
             ports.push(
                 Json::obj()
-                    .with("port", Json::UInt(u64::from(p.num)))
+                    .with("port", Json::from(u64::from(p.num)))
                     .with("guid", g(p.guid))
-                    .with("lid", Json::UInt(u64::from(n.lid_of(p.num))))
+                    .with("lid", Json::from(u64::from(n.lid_of(p.num))))
                     .with(
                         "lmc",
-                        Json::UInt(u64::from(if n.is_switch() { n.smalmc } else { p.lmc })),
+                        Json::from(u64::from(if n.is_switch() { n.smalmc } else { p.lmc })),
                     )
-                    .with("width", Json::Str(w))
-                    .with("speed", Json::Str(s))
+                    .with("width", Json::String(w))
+                    .with("speed", Json::String(s))
                     .with(
                         "state",
-                        Json::UInt(p.info.as_ref().map_or(0, |pi| u64::from(pi.port_state.0))),
+                        Json::from(p.info.as_ref().map_or(0, |pi| u64::from(pi.port_state.0))),
                     )
                     .with(
                         "phys_state",
-                        Json::UInt(
+                        Json::from(
                             p.info
                                 .as_ref()
                                 .map_or(0, |pi| u64::from(pi.port_phys_state.0)),
@@ -299,17 +301,17 @@ pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
         nodes.push(
             Json::obj()
                 .with("guid", g(n.guid()))
-                .with("type", Json::Str(type_word(n.node_type()).into()))
-                .with("description", Json::Str(name(i)))
-                .with("num_ports", Json::UInt(u64::from(n.num_ports())))
+                .with("type", Json::String(type_word(n.node_type()).into()))
+                .with("description", Json::String(name(i)))
+                .with("num_ports", Json::from(u64::from(n.num_ports())))
                 .with("vendor_id", common::hex(u64::from(n.info.vendor_id), 6))
                 .with("device_id", common::hex(u64::from(n.info.device_id), 4))
                 .with("system_image_guid", g(n.info.system_image_guid))
                 .with("port_guid", g(n.info.port_guid))
-                .with("lid", Json::UInt(u64::from(n.smalid)))
-                .with("lmc", Json::UInt(u64::from(n.smalmc)))
+                .with("lid", Json::from(u64::from(n.smalid)))
+                .with("lmc", Json::from(u64::from(n.smalmc)))
                 .with("enhanced_port0", Json::Bool(n.enhanced_port0))
-                .with("ports", Json::Arr(ports)),
+                .with("ports", Json::Array(ports)),
         );
     }
     let count = |t: NodeType| f.listed_of(t).count() as u64;
@@ -320,21 +322,21 @@ pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
             Json::obj()
                 .with("node_guid", g(from.guid()))
                 .with("port_guid", g(from.info.port_guid))
-                .with("port", Json::UInt(u64::from(f.from_port))),
+                .with("port", Json::from(u64::from(f.from_port))),
         )
-        .with("nodes", Json::Arr(nodes))
+        .with("nodes", Json::Array(nodes))
         .with(
             "summary",
             Json::obj()
-                .with("nodes", Json::UInt(f.nodes.len() as u64))
-                .with("switches", Json::UInt(count(NodeType::SWITCH)))
-                .with("cas", Json::UInt(count(NodeType::CA)))
-                .with("routers", Json::UInt(count(NodeType::ROUTER)))
-                .with("links", Json::UInt(f.links().len() as u64))
-                .with("smps", Json::UInt(d.stats.sent))
+                .with("nodes", Json::from(f.nodes.len() as u64))
+                .with("switches", Json::from(count(NodeType::SWITCH)))
+                .with("cas", Json::from(count(NodeType::CA)))
+                .with("routers", Json::from(count(NodeType::ROUTER)))
+                .with("links", Json::from(f.links().len() as u64))
+                .with("smps", Json::from(d.stats.sent))
                 .with(
                     "elapsed_us",
-                    Json::UInt(u64::try_from(d.elapsed.as_micros()).unwrap_or(u64::MAX)),
+                    Json::from(u64::try_from(d.elapsed.as_micros()).unwrap_or(u64::MAX)),
                 ),
         )
 }

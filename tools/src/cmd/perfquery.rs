@@ -23,7 +23,7 @@ use super::common::{self, Dest, Opt, ToolSpec};
 use super::smpquery::RawSmpData;
 use crate::cli::{CliError, Invocation};
 use crate::diags::perf;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::Session;
 
 const ALL_PORTS: u32 = 0xFF;
@@ -280,7 +280,7 @@ impl Run<'_> {
 
 fn port_json(port: u32, counters: Json) -> Json {
     Json::obj()
-        .with("port", Json::UInt(port.into()))
+        .with("port", Json::from(u64::from(port)))
         .with("counters", counters)
 }
 
@@ -409,16 +409,16 @@ fn query(
         }
         if json {
             let mut j = Json::obj()
-                .with("command", Json::Str("perfquery".into()))
+                .with("command", Json::String("perfquery".into()))
                 .with("dest", common::dest_json(&r.dest))
-                .with("cap_mask", Json::UInt(r.cap.into()))
-                .with("cap_mask2", Json::UInt(r.cap2.into()))
-                .with("ports", Json::Arr(r.ports_json.clone()));
+                .with("cap_mask", Json::from(u64::from(r.cap)))
+                .with("cap_mask2", Json::from(u64::from(r.cap2)))
+                .with("ports", Json::Array(r.ports_json.clone()));
             for (k, v) in extra {
                 j.push(k, v);
             }
             if let Some(e) = &err {
-                j.push("error", Json::Str(e.clone()));
+                j.push("error", Json::String(e.clone()));
             }
             common::print_json(inv, &j);
             return match err {
@@ -462,7 +462,7 @@ fn query(
             info.port,
             hex_dump(&d.0)
         ));
-        return finish(inv, &r, vec![("raw", Json::Str(hex_str(&d.0)))], None);
+        return finish(inv, &r, vec![("raw", Json::String(hex_str(&d.0)))], None);
     }
     let looping = all_ports_loop || (info.loop_ports && (info.all_ports || info.port == ALL_PORTS));
     let mut start_port = 1u32;
@@ -573,9 +573,9 @@ fn query(
             return finish(inv, &r, vec![("aggregate", aggregate_json)], Some(e));
         }
     }
-    let reset = Json::obj().with("mask", Json::UInt(mask.into())).with(
+    let reset = Json::obj().with("mask", Json::from(u64::from(mask))).with(
         "ports",
-        Json::Arr(ports.iter().map(|p| Json::UInt((*p).into())).collect()),
+        Json::Array(ports.iter().map(|p| Json::from(u64::from(*p))).collect()),
     );
     finish(
         inv,
@@ -613,7 +613,7 @@ where
             r.dest.text,
             hex_dump(&d.0)
         ));
-        extra.push(("raw", Json::Str(hex_str(&d.0))));
+        extra.push(("raw", Json::String(hex_str(&d.0))));
     }
     if info.reset_only || info.reset {
         let mut data = [0u8; 64];

@@ -35,7 +35,7 @@ use super::common::{self, Opt, ToolSpec};
 use super::smpquery::NodeNameMap;
 use crate::cli::{CliError, Invocation};
 use crate::diags::{dump, sa};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::{Backend, Session};
 
 /// `DEFAULT_SA_TIMEOUT_MS`.
@@ -1481,12 +1481,12 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let close = session.close();
     if common_opts.json {
         let mut j = Json::obj()
-            .with("command", Json::Str("saquery".into()))
-            .with("attribute", Json::Str(attribute.into()))
-            .with("records", Json::Arr(json_records))
+            .with("command", Json::String("saquery".into()))
+            .with("attribute", Json::String(attribute.into()))
+            .with("records", Json::Array(json_records))
             .with("truncated", Json::Bool(truncated));
         if let Err(f) = &result {
-            j.push("error", Json::Str(f.stderr.trim_end().to_owned()));
+            j.push("error", Json::String(f.stderr.trim_end().to_owned()));
         }
         common::print_json(inv, &j);
     } else {
