@@ -49,7 +49,17 @@ pub enum CliError {
     Exit(i32),
     /// Print this text on stderr and exit with this status.
     Stderr(String, i32),
+    /// The command printed its result, but the result is incomplete
+    /// (nodes not discovered, ports not read, a table cut short): this
+    /// message on stderr, exit status [`EXIT_INCOMPLETE`].
+    Incomplete(String),
 }
+
+/// The exit status of a command whose output is valid but incomplete
+/// (see [`CliError::Incomplete`]); infiniband-diags has no status for
+/// this (its tools exit 0 or 255), so it is one of ours: distinct from
+/// 1 (mad's own failures), 2 (usage) and 255 (`IBEXIT`).
+pub const EXIT_INCOMPLETE: i32 = 3;
 
 impl CliError {
     /// The process exit status for this error.
@@ -59,6 +69,7 @@ impl CliError {
             Self::Usage(_) | Self::ToolUsage(_) => 2,
             Self::Input(_) | Self::Failed(_) => 1,
             Self::IbExit(_) => 255,
+            Self::Incomplete(_) => EXIT_INCOMPLETE,
             Self::Exit(c) | Self::Stderr(_, c) => *c,
         }
     }
@@ -453,6 +464,10 @@ fn call(c: &Command, inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             inv.io.out(&crate::diags::format_iberror(&inv.prog, &m));
             Err(CliError::Exit(255))
         }
+        Err(CliError::Incomplete(m)) => {
+            inv.io.err(&format!("{}: {m}\n", inv.prog));
+            Err(CliError::Exit(EXIT_INCOMPLETE))
+        }
         r => r,
     }
 }
@@ -460,9 +475,11 @@ fn call(c: &Command, inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
 /// The message of an error as a person reads it (one text, no usage).
 fn error_message(e: &CliError) -> Option<String> {
     match e {
-        CliError::Usage(m) | CliError::Input(m) | CliError::Failed(m) | CliError::IbExit(m) => {
-            Some(m.clone())
-        }
+        CliError::Usage(m)
+        | CliError::Input(m)
+        | CliError::Failed(m)
+        | CliError::IbExit(m)
+        | CliError::Incomplete(m) => Some(m.clone()),
         CliError::ToolUsage(t) => Some(
             t.lines()
                 .find(|l| !l.trim().is_empty())
@@ -675,6 +692,14 @@ pub fn run(argv: &[String], io: &mut Io<'_>) -> i32 {
                     io.out(&crate::diags::format_iberror(&argv0, &m));
                 }
                 CliError::Stderr(text, _) => io.err(&text),
+                CliError::Incomplete(m) => {
+                    let name = if prog_is_tool {
+                        program_name(&argv0)
+                    } else {
+                        "mad"
+                    };
+                    io.err(&format!("{name}: {m}\n"));
+                }
                 CliError::Exit(_) => {}
             }
             code

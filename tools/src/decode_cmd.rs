@@ -33,8 +33,8 @@ Text output: per MAD a '## MAD from SOURCE: N bytes' line, then per layer a
 '# NAME [INDEX] (byte OFFSET)' line and its fields as 'Label:....value'.
 Reserved fields are shown only when non-zero; undecoded bytes as hex rows.
 
-JSON output (stable shape; schema tools/schemas/decode.schema.json), one
-document on one line:
+JSON output (stable shape), one document on one line (its JSON Schema:
+tools/schemas/decode.schema.json):
   {\"command\": \"decode\", \"version\": V, \"complete\": B,
    \"mads\": [MAD...], \"errors\": [{\"source\": S, \"error\": S}...],
    \"error\": {\"message\": S, \"status\": N}}   (error: when complete is false)
@@ -56,6 +56,18 @@ document on one line:
 Exit status: 0 when every MAD decoded; 1 when the input is unreadable or any
 MAD failed to decode (the others are still printed); 2 on a usage error.
 ";
+
+/// A CRC verdict in words.
+fn crc_text(c: mad_core::pcap::packet::CrcCheck) -> String {
+    use mad_core::pcap::packet::CrcCheck;
+    match c {
+        CrcCheck::Valid => "valid".into(),
+        CrcCheck::Invalid { found, computed } => {
+            format!("wrong (0x{found:08x}, computed 0x{computed:08x})")
+        }
+        CrcCheck::Absent => "not captured".into(),
+    }
+}
 
 /// Where the input comes from.
 enum Input {
@@ -114,7 +126,11 @@ fn pcap_mads(name: &str, bytes: &[u8]) -> Result<Inputs, CliError> {
                 let mut notes = vec![format!(
                     "packet: {:?}, SLID {:#06x} DLID {:#06x} SL {} VL {}, QP {} -> {}, \
                      Q_Key {:#010x}, P_Key {:#06x}, PSN {}{}",
-                    m.direction,
+                    match m.direction {
+                        mad_core::pcap::packet::Direction::Sent => "sent",
+                        mad_core::pcap::packet::Direction::Received => "received",
+                        mad_core::pcap::packet::Direction::Unknown => "direction unknown",
+                    },
                     m.slid,
                     m.dlid,
                     m.sl,
@@ -128,8 +144,9 @@ fn pcap_mads(name: &str, bytes: &[u8]) -> Result<Inputs, CliError> {
                 )];
                 if !rec.crc.all_valid() {
                     notes.push(format!(
-                        "CRC check: ICRC {:?}, VCRC {:?}",
-                        rec.crc.icrc, rec.crc.vcrc
+                        "CRC check: ICRC {}, VCRC {}",
+                        crc_text(rec.crc.icrc),
+                        crc_text(rec.crc.vcrc)
                     ));
                 }
                 mads.push(InputMad {

@@ -103,9 +103,10 @@ pub struct Envelope<'a> {
     /// The command's own keys.
     #[serde(flatten)]
     pub body: serde_json::Map<String, Json>,
-    /// What was not obtained, when `complete` is false and it is known.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<Missing>,
+    /// What was not obtained (a list of [`Missing`]), when `complete`
+    /// is false and it is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Json>,
     /// Why the command failed, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,
@@ -137,6 +138,7 @@ impl<'a> Envelope<'a> {
         };
         map.shift_remove("command");
         map.shift_remove("version");
+        let missing = map.shift_remove("missing");
         let complete = map
             .shift_remove("complete")
             .and_then(|c| c.as_bool())
@@ -156,9 +158,9 @@ impl<'a> Envelope<'a> {
         Self {
             command,
             version: VERSION,
-            complete: complete && error.is_none(),
+            complete: complete && error.is_none() && missing.is_none(),
             body: map,
-            missing: Vec::new(),
+            missing,
             error,
         }
     }

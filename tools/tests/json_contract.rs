@@ -4,6 +4,11 @@
 //! GUID in it is a string `0x` + 16 hex digits (so that jq and other
 //! double-based parsers keep all 64 bits).
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -227,5 +232,28 @@ fn failures_are_json_with_the_error_and_the_exit_status() {
             !String::from_utf8_lossy(&out.stdout).contains("iberror"),
             "{argv:?}: no text on stdout under --json"
         );
+    }
+}
+
+/// sweep used libibmad's CamelCase counter names, perfquery snake case:
+/// one naming style now, the same key for the same counter.
+#[test]
+fn sweep_and_perfquery_name_counters_alike() {
+    let sweep = mad(&["--sim", "--json", "sweep"], "");
+    let sweep = validated("sweep", &["sweep"], &sweep);
+    let pq = mad(&["--sim", "--json", "perfquery", "2", "1"], "");
+    let pq = validated("perfquery", &["perfquery"], &pq);
+    let theirs = pq["ports"][0]["counters"].as_object().unwrap();
+    let ours = sweep["nodes"][0]["ports"][0]["counters"]
+        .as_object()
+        .unwrap();
+    assert!(ours.len() >= 16, "{ours:?}");
+    for k in ours.keys() {
+        assert!(
+            k.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+            "{k} is not snake case"
+        );
+        assert!(theirs.contains_key(k), "perfquery has no {k}");
     }
 }

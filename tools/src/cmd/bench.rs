@@ -618,13 +618,14 @@ fn run_anchor(anchor: &Path, tmp: &Path, o: &Opts) -> Result<SmpResult, String> 
         .map_err(|e| format!("{}: {e}", anchor.display()))?;
     let (Some(line), Some(_)) = (run.last_json_line(), run.status) else {
         return Err(format!(
-            "the libibmad anchor {} ({:?}):\n{}{}",
+            "the libibmad anchor {} ({}):\n{}{}",
             if run.status.is_none() {
                 "hung"
             } else {
                 "printed no result"
             },
-            run.status,
+            run.status
+                .map_or_else(|| "no exit status".to_owned(), |s| s.to_string()),
             run.stdout,
             run.stderr
         ));
@@ -988,8 +989,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         crate::cmd::common::print_json(inv, &json);
     } else {
         inv.io.out(&format!(
-            "# SMP Get NodeInfo, routes {:?}; {place}\n",
-            o.targets
+            "# SMP Get NodeInfo, routes {}; {place}\n",
+            o.targets.join(" ")
         ));
         inv.io.out(&format_table(&smp, &rm));
     }

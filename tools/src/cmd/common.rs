@@ -961,6 +961,43 @@ pub fn print_json(inv: &mut Invocation<'_, '_>, json: &Json) {
     inv.json_body = Some(json.clone());
 }
 
+/// Marks the command's JSON result incomplete (`complete: false`, and
+/// `missing: [{"what", "count", "items"}]`) and returns the error that
+/// says so on stderr and exits with [`crate::cli::EXIT_INCOMPLETE`].
+/// Call after [`print_json`] (without `--json` only the error matters).
+pub fn incomplete(
+    inv: &mut Invocation<'_, '_>,
+    what: &str,
+    count: Option<u64>,
+    items: Vec<String>,
+    message: String,
+) -> CliError {
+    if let Some(Json::Object(body)) = &mut inv.json_body {
+        let m = crate::json::Missing {
+            what: what.to_owned(),
+            count,
+            items,
+        };
+        body.insert("complete".into(), Json::Bool(false));
+        body.insert(
+            "missing".into(),
+            Json::Array(vec![serde_json::to_value(m).unwrap_or(Json::Null)]),
+        );
+    }
+    CliError::Incomplete(message)
+}
+
+/// A duration as a person reads it: `0.479 ms`, `15.204 s`.
+#[must_use]
+pub fn human_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{:.3} ms", s * 1000.0)
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
 /// A hex string `0x...` of `v` with `digits` digits (the JSON form of
 /// GUIDs and masks).
 #[must_use]

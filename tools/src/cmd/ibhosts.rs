@@ -17,7 +17,7 @@
 use mad_core::wire::attr::NodeType;
 
 use super::common::{self, Common};
-use super::ibnetdiscover::{limits, open_name_map, run_discovery};
+use super::ibnetdiscover::{check_complete, limits, open_name_map, run_discovery};
 use crate::cli::{CliError, Invocation};
 use crate::discover::format::{self, TopologyOptions};
 use crate::json::{Json, JsonExt};
@@ -72,6 +72,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
     // The scripts feed ibnetdiscover's default topology (or the file)
     // through awk.
     let map = open_name_map(inv, None);
+    let mut discovery = None;
     let (text, fabric) = match &topofile {
         Some(path) => {
             let t = std::fs::read(path).map_err(|e| {
@@ -102,6 +103,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                 Err(e) => return Err(e),
             };
             let _ = session.close();
+            discovery = Some(d.failures.clone());
             let text = format::topology(
                 &d.fabric,
                 &TopologyOptions {
@@ -191,14 +193,14 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
             Which::Switches => "switches",
         };
         common::print_json(inv, &Json::obj().with(key, Json::Array(arr)));
-        return Ok(());
+        return check_complete(inv, discovery.as_deref().unwrap_or(&[]));
     }
     let out = match which {
         Which::Hosts => format::ibhosts(&text),
         Which::Switches => format::ibswitches(&text),
     };
     inv.io.out(&out);
-    Ok(())
+    check_complete(inv, discovery.as_deref().unwrap_or(&[]))
 }
 
 /// Runs `ibhosts`.

@@ -42,7 +42,7 @@ use super::common::{self, Opt, ToolSpec};
 use crate::cli::{CliError, Invocation};
 use crate::discover::agent::AgentExchange;
 use crate::discover::format::{self, ListMask, TopologyOptions};
-use crate::discover::gather::{GatherOptions, GatherProgress};
+use crate::discover::gather::{GatherOptions, GatherProgress, QueryFailure};
 use crate::discover::model::{dr_path_str, Fabric};
 use crate::discover::namemap::NameMap;
 use crate::discover::progress::Progress;
@@ -197,6 +197,51 @@ pub fn run_discovery(
             Err(CliError::IbExit("discover failed".into()))
         }
     }
+}
+
+/// `Ok` when discovery got an answer to every query it sent; otherwise
+/// the result (already printed) is marked incomplete: which queries went
+/// unanswered (`missing`, in JSON), a line on stderr, and exit status
+/// [`crate::cli::EXIT_INCOMPLETE`] (ibnetdiscover exits 0 there, its
+/// output silently short of what lies behind those routes).
+///
+/// # Errors
+/// [`CliError::Incomplete`] when some query failed.
+pub fn check_complete(
+    inv: &mut Invocation<'_, '_>,
+    failures: &[QueryFailure],
+) -> Result<(), CliError> {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let items: Vec<String> = failures
+        .iter()
+        .map(|f| {
+            let mut path = String::from("0");
+            for h in &f.path {
+                path.push_str(&format!(",{h}"));
+            }
+            format!(
+                "DR path {path} Attr 0x{:x}:{}: {}",
+                f.attr.0, f.attr_mod, f.reason
+            )
+        })
+        .collect();
+    let n = items.len();
+    let message = format!(
+        "discovery incomplete: {n} {} went unanswered (the warnings above name them); \
+         the nodes and links behind {} are missing from the output. Try a longer \
+         timeout (-t MS), or check those links",
+        if n == 1 { "query" } else { "queries" },
+        if n == 1 { "it" } else { "them" }
+    );
+    Err(common::incomplete(
+        inv,
+        "queries",
+        Some(n as u64),
+        items,
+        message,
+    ))
 }
 
 /// The limits of a discovery: `-o` (window), `-t` (timeout).
@@ -417,18 +462,18 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let f = &d.fabric;
     if p.common.verbose > 0 {
         inv.io.err(&format!(
-            "# discovered {} nodes with {} SMPs ({} answered, {} retried, at most {} in flight) in {:.3?}\n",
+            "# discovered {} nodes with {} SMPs ({} answered, {} retried, at most {} in flight) in {}\n",
             f.nodes.len(),
             d.stats.sent,
             d.stats.answered,
             d.stats.retries,
             d.stats.max_in_flight,
-            d.elapsed
+            common::human_duration(d.elapsed)
         ));
     }
     if p.common.json {
         common::print_json(inv, &fabric_json(f, map.as_ref(), &d));
-        return Ok(());
+        return check_complete(inv, &d.failures);
     }
     // --show lines go out while discovering, before everything else.
     let mut out = String::new();
@@ -438,7 +483,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if ports {
         out.push_str(&format::ports_report(f, map.as_ref()));
         inv.io.out(&out);
-        return Ok(());
+        return check_complete(inv, &d.failures);
     }
     let body = if list.is_empty() {
         format::topology(
@@ -465,5 +510,5 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 .map_err(|_| CliError::IbExit(format!("can't open file {path} for writing")))?;
         }
     }
-    Ok(())
+    check_complete(inv, &d.failures)
 }

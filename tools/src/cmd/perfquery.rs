@@ -346,7 +346,21 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut mask: u32 = 0xffff;
     let mut mask_given = false;
     if let Some(a) = args.get(2) {
-        mask = common::c_strtoul(a) as u32;
+        // perfquery takes whatever strtoul makes of it ("0xzzz" is 0:
+        // every counter); a mask that is not a number is refused here,
+        // since a typo would reset counters nobody meant to reset.
+        mask = match common::c_strtoul_full(a)
+            .filter(|_| !a.trim_start().starts_with('-'))
+            .and_then(|m| u32::try_from(m).ok())
+        {
+            Some(m) => m,
+            None => {
+                return Err(CliError::IbExit(format!(
+                    "bad reset mask \"{a}\": give the counters to reset as a number \
+                     (e.g. 0x1000 for PortXmitData, 0xffff for all)"
+                )))
+            }
+        };
         mask_given = true;
     }
     let mut session = common::open_session(inv, &p.common)?;
