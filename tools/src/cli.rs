@@ -314,7 +314,15 @@ among the command's arguments):
   -C CA -P PORT      a real port through libibumad (the default when
                      libibumad lists a device)
   --pcap FILE        record every MAD sent and received (ERF pcap for tshark)
-  --json             JSON output (see tools/README.md for the shapes)
+  --json             JSON output: one object on stdout, errors included
+                     (schemas in tools/schemas/; see tools/README.md)
+  --version          madstack's version and the infiniband-diags release
+                     the commands match
+
+Exit status: 0 done; 1 a command of mad's own failed; 2 bad command line;
+3 incomplete result (printed, with what is missing on stderr); 255 an
+infiniband-diags failure (IBEXIT). A progress display is drawn on stderr
+during long work when it is a terminal (never in a pipe, never with --json).
 ";
 
 fn usage() -> String {
@@ -455,6 +463,16 @@ fn global_opts(args: &[String], opts: &mut SessionOpts) -> Result<usize, CliErro
 /// Runs `c`; an `IBEXIT` is printed under the command's own name. Under
 /// `--json` the result goes out in its envelope instead ([`finish_json`]).
 fn call(c: &Command, inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    if inv.session.json
+        || inv
+            .args
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == "--json")
+    {
+        // No progress display with JSON output, even on a terminal.
+        crate::discover::progress::set_enabled(false);
+    }
     let r = (c.run)(inv);
     if inv.session.json || inv.json_body.is_some() {
         return finish_json(inv, r);

@@ -194,7 +194,8 @@ fn saquery_path_records_capped_by_the_built_in_sa_are_marked_incomplete() {
     let file = tmp("big.topo");
     std::fs::write(&file, t).unwrap();
     let sim = format!("--sim={}", file.display());
-    let o = mad(&[&sim, "--json", "saquery", "PR"], &[]);
+    // A generous timeout: 4 MB of records over RMPP on a loaded machine.
+    let o = mad(&[&sim, "--json", "saquery", "-t", "30000", "PR"], &[]);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(INCOMPLETE), "{err}");
     assert!(err.contains("at most 65536 PathRecords"), "{err}");
@@ -205,7 +206,7 @@ fn saquery_path_records_capped_by_the_built_in_sa_are_marked_incomplete() {
         (&true.into(), &false.into())
     );
     // Naming one end is not capped: complete, exit 0.
-    let o = mad(&[&sim, "saquery", "PR", "--slid", "1"], &[]);
+    let o = mad(&[&sim, "saquery", "-t", "30000", "PR", "--slid", "1"], &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
 

@@ -979,7 +979,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     } else {
         None
     };
+    let spinner = crate::discover::progress::Spinner::start("bench: measuring");
     let r = measure(inv, &o, &reqs, anchor.as_deref(), &tmp);
+    drop(spinner);
     if anchor.is_some() {
         let _ = std::fs::remove_dir_all(&tmp);
     }

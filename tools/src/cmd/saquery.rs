@@ -1416,6 +1416,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         truncated_why: None,
         built_in_sa: matches!(session.backend(), Backend::Sim(_)),
     };
+    let spinner = crate::discover::progress::Spinner::start("saquery: reading the SA's records");
     let result = (|| -> Result<(), Fail> {
         if let Some((s, d)) = &src_dst {
             if !s.is_empty() {
@@ -1520,6 +1521,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             Cmd::Query => handler(&mut c, query_type, &params, &args, cpi.as_ref()),
         }
     })();
+    drop(spinner);
     let Ctx {
         out,
         json_records,

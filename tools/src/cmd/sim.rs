@@ -120,7 +120,16 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             inv.io.err(&format!("mad sim: warning: {w}\n"));
         }
     }
-    let subnet = Subnet::load(topology.as_deref(), opts).map_err(|e| match e {
+    let spinner = crate::discover::progress::Spinner::start(&format!(
+        "SM-lite: bringing up {}",
+        topology.as_ref().map_or_else(
+            || mad_sim::DEFAULT_TOPOLOGY_NAME.to_owned(),
+            |p| p.display().to_string()
+        )
+    ));
+    let subnet = Subnet::load(topology.as_deref(), opts);
+    drop(spinner);
+    let subnet = subnet.map_err(|e| match e {
         UpError::Topology(t) => CliError::Input(format!("sim: {t}")),
         other => CliError::Failed(format!(
             "sim: {}: {other}",

@@ -54,6 +54,10 @@ pub fn bring_up(topology: Option<&str>) -> Result<SimFabric, String> {
             eprintln!("mad: warning: {w}");
         }
     }
+    let _spinner = crate::discover::progress::Spinner::start(&format!(
+        "SM-lite: bringing up {}",
+        topology.unwrap_or(DEFAULT_TOPOLOGY_NAME)
+    ));
     let subnet = Subnet::load(topology.map(std::path::Path::new), SubnetOptions::default())
         .map_err(|e| match topology {
             Some(t) => format!("topology {t}: {e}"),
