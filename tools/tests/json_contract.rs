@@ -211,6 +211,12 @@ fn failures_are_json_with_the_error_and_the_exit_status() {
             2,
             "unrecognized option '--bogus'",
         ),
+        (
+            "ibroute",
+            &["--sim", "--json", "ibroute", "1"],
+            255,
+            "not a switch",
+        ),
         ("mad", &["--json", "frobnicate"], 2, "unknown command"),
         ("decode", &["--json", "decode"], 1, "'x' is not a hex digit"),
         (
@@ -256,4 +262,36 @@ fn sweep_and_perfquery_name_counters_alike() {
         );
         assert!(theirs.contains_key(k), "perfquery has no {k}");
     }
+}
+
+/// The schemas are strict where the contract is: a GUID as a number, a
+/// missing `command`, an unknown `complete` value or an error without a
+/// status is refused.
+#[test]
+fn the_schemas_refuse_what_the_contract_forbids() {
+    let out = mad(&["--sim", "--json", "smpquery", "nodeinfo", "1"], "");
+    let good = validated("smpquery", &["smpquery"], &out);
+    let validator = jsonschema::validator_for(&schema("smpquery")).unwrap();
+    let mut bad = good.clone();
+    bad["node_info"]["node_guid"] = serde_json::json!(1_048_576u64);
+    assert!(!validator.is_valid(&bad), "a numeric GUID passed");
+    let mut bad = good.clone();
+    bad["node_info"]["node_guid"] = serde_json::json!("0x100000");
+    assert!(!validator.is_valid(&bad), "a short GUID passed");
+    let mut bad = good.clone();
+    bad.as_object_mut().unwrap().remove("command");
+    assert!(!validator.is_valid(&bad), "no command passed");
+    let mut bad = good.clone();
+    bad["complete"] = serde_json::json!(false);
+    assert!(!validator.is_valid(&bad), "incomplete without error passed");
+    let mut bad = good;
+    bad["error"] = serde_json::json!({"message": "x"});
+    bad["complete"] = serde_json::json!(false);
+    assert!(!validator.is_valid(&bad), "an error without status passed");
+    // A GUID deep inside a sweep, too.
+    let out = mad(&["--sim", "--json", "sweep"], "");
+    let mut v = validated("sweep", &["sweep"], &out);
+    v["nodes"][0]["ports"][0]["remote"]["guid"] = serde_json::json!(2_097_152u64);
+    let validator = jsonschema::validator_for(&schema("sweep")).unwrap();
+    assert!(!validator.is_valid(&v), "a numeric remote GUID passed");
 }
