@@ -268,7 +268,7 @@ pub fn decode(data: &[u8]) {
     }
     let mut text = String::new();
     mad_tools::print::write_mad_text(&mut text, "fuzz", &d);
-    let json = mad_tools::print::mad_json("fuzz", &d).to_text();
+    let json = mad_tools::json::JsonExt::to_text(&mad_tools::print::mad_json("fuzz", &d));
     assert!(json.starts_with('{') && json.ends_with('}'));
 }
 

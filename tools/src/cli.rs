@@ -49,7 +49,17 @@ pub enum CliError {
     Exit(i32),
     /// Print this text on stderr and exit with this status.
     Stderr(String, i32),
+    /// The command printed its result, but the result is incomplete
+    /// (nodes not discovered, ports not read, a table cut short): this
+    /// message on stderr, exit status [`EXIT_INCOMPLETE`].
+    Incomplete(String),
 }
+
+/// The exit status of a command whose output is valid but incomplete
+/// (see [`CliError::Incomplete`]); infiniband-diags has no status for
+/// this (its tools exit 0 or 255), so it is one of ours: distinct from
+/// 1 (mad's own failures), 2 (usage) and 255 (`IBEXIT`).
+pub const EXIT_INCOMPLETE: i32 = 3;
 
 impl CliError {
     /// The process exit status for this error.
@@ -59,6 +69,7 @@ impl CliError {
             Self::Usage(_) | Self::ToolUsage(_) => 2,
             Self::Input(_) | Self::Failed(_) => 1,
             Self::IbExit(_) => 255,
+            Self::Incomplete(_) => EXIT_INCOMPLETE,
             Self::Exit(c) | Self::Stderr(_, c) => *c,
         }
     }
@@ -108,6 +119,13 @@ pub struct Invocation<'a, 'b> {
     pub session: SessionOpts,
     /// The standard streams.
     pub io: &'a mut Io<'b>,
+    /// The command's name as `mad` knows it (never a path): the
+    /// `command` of its JSON output.
+    pub command: &'static str,
+    /// The command's JSON result, set by [`crate::cmd::common::print_json`]
+    /// and printed by the dispatcher in its envelope when the command
+    /// returns (see [`crate::json`]).
+    pub json_body: Option<crate::json::Json>,
 }
 
 /// A command's entry point.
@@ -183,7 +201,11 @@ fn decode(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if inv.session.json && !args.iter().any(|a| a == "--json") {
         args.insert(0, "--json".to_owned());
     }
-    crate::decode_cmd::run(&args, inv.io)
+    inv.session.json = args.iter().any(|a| a == "--json");
+    let mut doc = None;
+    let r = crate::decode_cmd::run_doc(&args, inv.io, &mut doc);
+    inv.json_body = doc;
+    r
 }
 
 /// Every command, one line each.
@@ -317,7 +339,15 @@ among the command's arguments):
   -C CA -P PORT      a real port through libibumad (the default when
                      libibumad lists a device)
   --pcap FILE        record every MAD sent and received (ERF pcap for tshark)
-  --json             JSON output (see tools/README.md for the shapes)
+  --json             JSON output: one object on stdout, errors included
+                     (schemas in tools/schemas/; see tools/README.md)
+  --version          madstack's version and the infiniband-diags release
+                     the commands match
+
+Exit status: 0 done; 1 a command of mad's own failed; 2 bad command line;
+3 incomplete result (printed, with what is missing on stderr); 255 an
+infiniband-diags failure (IBEXIT). A progress display is drawn on stderr
+during long work when it is a terminal (never in a pipe, never with --json).
 ";
 
 fn usage() -> String {
@@ -455,14 +485,107 @@ fn global_opts(args: &[String], opts: &mut SessionOpts) -> Result<usize, CliErro
     Ok(i)
 }
 
-/// Runs `c`; an `IBEXIT` is printed under the command's own name.
+/// Runs `c`; an `IBEXIT` is printed under the command's own name. Under
+/// `--json` the result goes out in its envelope instead ([`finish_json`]).
 fn call(c: &Command, inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    match (c.run)(inv) {
+    if inv.session.json
+        || inv
+            .args
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == "--json")
+    {
+        // No progress display with JSON output, even on a terminal.
+        crate::discover::progress::set_enabled(false);
+    }
+    let r = (c.run)(inv);
+    if inv.session.json || inv.json_body.is_some() {
+        return finish_json(inv, r);
+    }
+    match r {
         Err(CliError::IbExit(m)) => {
             inv.io.out(&crate::diags::format_iberror(&inv.prog, &m));
             Err(CliError::Exit(255))
         }
+        Err(CliError::Incomplete(m)) => {
+            inv.io.err(&format!("{}: {m}\n", inv.prog));
+            Err(CliError::Exit(EXIT_INCOMPLETE))
+        }
         r => r,
+    }
+}
+
+/// The message of an error as a person reads it (one text, no usage).
+fn error_message(e: &CliError) -> Option<String> {
+    match e {
+        CliError::Usage(m)
+        | CliError::Input(m)
+        | CliError::Failed(m)
+        | CliError::IbExit(m)
+        | CliError::Incomplete(m) => Some(m.clone()),
+        CliError::ToolUsage(t) => Some(
+            t.lines()
+                .find(|l| !l.trim().is_empty())
+                .filter(|l| !l.starts_with("Usage:"))
+                .map_or_else(|| "usage requested (-h)".to_owned(), str::to_owned),
+        ),
+        CliError::Stderr(t, _) => Some(t.trim_end().to_owned()),
+        CliError::Exit(_) => None,
+    }
+}
+
+/// Under `--json`: prints the command's result on stdout as one JSON
+/// object ([`crate::json::Envelope`]), a failure included (its message
+/// also on stderr, where the text goes without `--json`). Returns the
+/// exit status as an already-reported error.
+fn finish_json(inv: &mut Invocation<'_, '_>, r: Result<(), CliError>) -> Result<(), CliError> {
+    use crate::json::{Envelope, ErrorInfo, Json};
+    if let Err(CliError::Stderr(text, 0)) = &r {
+        // -V: not a failure.
+        inv.io.err(text);
+        return Ok(());
+    }
+    let body = inv.json_body.take().unwrap_or(Json::Null);
+    let mut env = Envelope::new(inv.command, body);
+    let status = match &r {
+        Ok(()) => 0,
+        Err(e) => e.exit_code(),
+    };
+    if let Err(e) = &r {
+        env.complete = false;
+        let message = error_message(e);
+        match (&mut env.error, message) {
+            (Some(err), _) => err.status = status,
+            (None, Some(m)) => {
+                env.error = Some(ErrorInfo { message: m, status });
+            }
+            (None, None) => {
+                env.error = Some(ErrorInfo {
+                    message: format!(
+                        "{} failed (exit status {status}); the messages on standard error say why",
+                        inv.command
+                    ),
+                    status,
+                });
+            }
+        }
+        match e {
+            CliError::ToolUsage(text) | CliError::Stderr(text, _) => inv.io.err(text),
+            CliError::Exit(_) => {}
+            _ => {
+                if let Some(err) = &env.error {
+                    inv.io.err(&format!("{}: {}\n", inv.prog, err.message));
+                }
+            }
+        }
+    }
+    let mut text = env.to_text();
+    text.push('\n');
+    inv.io.out(&text);
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(CliError::Exit(status))
     }
 }
 
@@ -478,6 +601,8 @@ fn dispatch(argv: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
             args,
             session,
             io,
+            command: c.name,
+            json_body: None,
         };
         return call(c, &mut inv);
     }
@@ -495,6 +620,28 @@ fn dispatch(argv: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
             io.out(&usage());
             Ok(())
         }
+        "-V" | "--version" | "version" => {
+            if session.json {
+                let body = crate::json::Json::Object(
+                    [(
+                        "infiniband_diags".to_owned(),
+                        crate::json::Json::String(crate::cmd::common::DIAGS_VERSION.into()),
+                    )]
+                    .into_iter()
+                    .collect(),
+                );
+                let mut t = crate::json::Envelope::new("mad", body).to_text();
+                t.push('\n');
+                io.out(&t);
+            } else {
+                io.out(&format!(
+                    "mad (madstack) {}; its infiniband-diags commands match infiniband-diags {}\n",
+                    crate::json::VERSION,
+                    crate::cmd::common::DIAGS_VERSION
+                ));
+            }
+            Ok(())
+        }
         name => match COMMANDS.iter().find(|c| c.name == name) {
             Some(c) => {
                 let tail = rest.get(at + 1..).unwrap_or(&[]);
@@ -508,13 +655,35 @@ fn dispatch(argv: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
                     args,
                     session,
                     io,
+                    command: c.name,
+                    json_body: None,
                 };
                 call(c, &mut inv)
             }
-            None if name.starts_with('-') => {
-                Err(CliError::Usage(format!("unknown global option {name:?}")))
+            None if name.starts_with('-') => Err(CliError::Usage(format!(
+                "unknown global option {name:?}; run `mad --help` for the global options"
+            ))),
+            None => {
+                let after_sim = at > 0 && rest.get(at - 1).is_some_and(|p| p == "--sim");
+                let next_is_command = rest
+                    .get(at + 1)
+                    .is_some_and(|n| COMMANDS.iter().any(|c| c.name == n));
+                if after_sim && (next_is_command || std::path::Path::new(name).exists()) {
+                    return Err(CliError::Usage(format!(
+                        "unknown command {name:?}; did you mean --sim={name}? (--sim takes a \
+                         topology file only after '=': `mad --sim={name} {}`)",
+                        rest.get(at + 1).map_or("COMMAND", String::as_str)
+                    )));
+                }
+                Err(CliError::Usage(format!(
+                    "unknown command {name:?}; the commands are: {}",
+                    COMMANDS
+                        .iter()
+                        .map(|c| c.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
             }
-            None => Err(CliError::Usage(format!("unknown command {name:?}"))),
         },
     }
 }
@@ -529,9 +698,35 @@ pub fn run(argv: &[String], io: &mut Io<'_>) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             let code = e.exit_code();
+            let json = argv
+                .iter()
+                .skip(1)
+                .take_while(|a| *a != "--")
+                .any(|a| a == "--json");
+            if json && !matches!(e, CliError::Exit(_)) {
+                // Failed before a command ran (`mad --json frobnicate`):
+                // still one JSON object on stdout.
+                let name = if prog_is_tool {
+                    program_name(&argv0)
+                } else {
+                    "mad"
+                };
+                if let Some(m) = error_message(&e) {
+                    let mut t = crate::json::Envelope::error(name, &m, code).to_text();
+                    t.push('\n');
+                    io.out(&t);
+                    io.err(&format!("{name}: {m}\n"));
+                    return code;
+                }
+            }
             match e {
                 CliError::Usage(m) if prog_is_tool => io.err(&format!("{argv0}: {m}\n")),
-                CliError::Usage(m) => io.err(&format!("mad: {m}\n\n{}", usage())),
+                CliError::Usage(m) if m == "no command given" => {
+                    io.err(&format!("mad: {m}\n\n{}", usage()));
+                }
+                CliError::Usage(m) => io.err(&format!(
+                    "mad: {m}\nRun `mad --help` for the commands and global options.\n"
+                )),
                 CliError::Input(m) | CliError::Failed(m) => io.err(&format!("mad: {m}\n")),
                 CliError::ToolUsage(text) => io.err(&text),
                 CliError::IbExit(m) => {
@@ -540,6 +735,14 @@ pub fn run(argv: &[String], io: &mut Io<'_>) -> i32 {
                     io.out(&crate::diags::format_iberror(&argv0, &m));
                 }
                 CliError::Stderr(text, _) => io.err(&text),
+                CliError::Incomplete(m) => {
+                    let name = if prog_is_tool {
+                        program_name(&argv0)
+                    } else {
+                        "mad"
+                    };
+                    io.err(&format!("{name}: {m}\n"));
+                }
                 CliError::Exit(_) => {}
             }
             code
@@ -579,6 +782,10 @@ mod tests {
         let (code, _, err) = run_with(&["/usr/bin/mad", "frobnicate"], "");
         assert_eq!(code, 2);
         assert!(err.contains("unknown command \"frobnicate\""), "{err}");
+        assert!(
+            err.lines().count() <= 3,
+            "a short hint, not the usage: {err}"
+        );
         let (code, _, err) = run_with(&["mad", "--frob", "smpquery"], "");
         assert_eq!(code, 2);
         assert!(err.contains("unknown global option \"--frob\""), "{err}");

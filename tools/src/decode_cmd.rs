@@ -2,7 +2,7 @@
 
 use crate::cli::{CliError, Io};
 use crate::hex::parse_hex_mads;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::limits::MAX_DECODE_INPUT_LEN;
 use crate::print::{mad_json, write_mad_text};
 use mad_core::pcap::PcapReader;
@@ -34,8 +34,11 @@ Text output: per MAD a '## MAD from SOURCE: N bytes' line, then per layer a
 '# NAME [INDEX] (byte OFFSET)' line and its fields as 'Label:....value'.
 Reserved fields are shown only when non-zero; undecoded bytes as hex rows.
 
-JSON output (stable shape), one document on one line:
-  {\"mads\": [MAD...], \"errors\": [{\"source\": S, \"error\": S}...]}
+JSON output (stable shape), one document on one line (its JSON Schema:
+tools/schemas/decode.schema.json):
+  {\"command\": \"decode\", \"version\": V, \"complete\": B,
+   \"mads\": [MAD...], \"errors\": [{\"source\": S, \"error\": S}...],
+   \"error\": {\"message\": S, \"status\": N}}   (error: when complete is false)
   MAD   = {\"source\": S, \"length\": N, \"header\": FIELDS,
            \"layers\": [LAYER...], \"notes\": [S...]}
   LAYER = {\"name\": S, \"offset\": N, \"index\": N|null, \"note\": S|null,
@@ -44,7 +47,9 @@ JSON output (stable shape), one document on one line:
            \"raw\": HEX}                           for undecoded bytes
   FIELDS = {FIELD_NAME: VALUE, ...} in wire order, reserved fields included;
   FIELD_NAME is the snake_case field name (e.g. \"node_guid\"). VALUE is a
-  number for integers; {\"value\": N, \"name\": S|null} for enumerated fields;
+  number for integers up to 32 bits and a \"0x\" + hex string for wider ones
+  (GUIDs, keys, TIDs: 16 digits for 64 bits, which JSON numbers cannot hold
+  exactly); {\"value\": N, \"name\": S|null} for enumerated fields;
   a lowercase hex string (no 0x) for byte runs (GIDs, descriptions);
   an array of numbers for tables; a FIELDS object for embedded structures.
   SOURCE is \"stdin line L\", \"FILE line L\" or \"FILE packet P\".
@@ -54,6 +59,18 @@ Input is read up to 64 MiB; longer input is an error.
 Exit status: 0 when every MAD decoded; 1 when the input is unreadable or any
 MAD failed to decode (the others are still printed); 2 on a usage error.
 ";
+
+/// A CRC verdict in words.
+fn crc_text(c: mad_core::pcap::packet::CrcCheck) -> String {
+    use mad_core::pcap::packet::CrcCheck;
+    match c {
+        CrcCheck::Valid => "valid".into(),
+        CrcCheck::Invalid { found, computed } => {
+            format!("wrong (0x{found:08x}, computed 0x{computed:08x})")
+        }
+        CrcCheck::Absent => "not captured".into(),
+    }
+}
 
 /// Where the input comes from.
 enum Input {
@@ -112,7 +129,11 @@ fn pcap_mads(name: &str, bytes: &[u8]) -> Result<Inputs, CliError> {
                 let mut notes = vec![format!(
                     "packet: {:?}, SLID {:#06x} DLID {:#06x} SL {} VL {}, QP {} -> {}, \
                      Q_Key {:#010x}, P_Key {:#06x}, PSN {}{}",
-                    m.direction,
+                    match m.direction {
+                        mad_core::pcap::packet::Direction::Sent => "sent",
+                        mad_core::pcap::packet::Direction::Received => "received",
+                        mad_core::pcap::packet::Direction::Unknown => "direction unknown",
+                    },
                     m.slid,
                     m.dlid,
                     m.sl,
@@ -126,8 +147,9 @@ fn pcap_mads(name: &str, bytes: &[u8]) -> Result<Inputs, CliError> {
                 )];
                 if !rec.crc.all_valid() {
                     notes.push(format!(
-                        "CRC check: ICRC {:?}, VCRC {:?}",
-                        rec.crc.icrc, rec.crc.vcrc
+                        "CRC check: ICRC {}, VCRC {}",
+                        crc_text(rec.crc.icrc),
+                        crc_text(rec.crc.vcrc)
                     ));
                 }
                 mads.push(InputMad {
@@ -216,6 +238,22 @@ fn read_file(name: &str) -> Result<Vec<u8>, CliError> {
 /// [`CliError::Usage`] for bad options, [`CliError::Input`] for unreadable
 /// input, [`CliError::Failed`] when some MAD did not decode.
 pub fn run(args: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
+    let mut doc = None;
+    let r = run_doc(args, io, &mut doc);
+    if let Some(doc) = doc {
+        let mut text = crate::json::Envelope::new("decode", doc).to_text();
+        text.push('\n');
+        io.out(&text);
+    }
+    r
+}
+
+/// [`run`], the JSON document (with `--json`) left in `doc` for the
+/// caller to print in its envelope instead of printed.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_doc(args: &[String], io: &mut Io<'_>, doc: &mut Option<Json>) -> Result<(), CliError> {
     let Some((json, input)) = parse_args(args)? else {
         io.out(HELP);
         return Ok(());
@@ -265,15 +303,16 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
             .iter()
             .map(|(s, e)| {
                 Json::obj()
-                    .with("source", Json::Str(s.clone()))
-                    .with("error", Json::Str(e.clone()))
+                    .with("source", Json::String(s.clone()))
+                    .with("error", Json::String(e.clone()))
             })
             .collect();
-        let doc = Json::obj()
-            .with("mads", Json::Arr(out_mads))
-            .with("errors", Json::Arr(errs));
-        text = doc.to_text();
-        text.push('\n');
+        *doc = Some(
+            Json::obj()
+                .with("mads", Json::Array(out_mads))
+                .with("errors", Json::Array(errs)),
+        );
+        text.clear();
     }
     io.out(&text);
     if errors.is_empty() {

@@ -13,13 +13,15 @@ fn main() {
     }
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
+    // stderr is not held locked: the progress display's thread writes
+    // there too (std's lock per write keeps lines whole).
+    let mut stderr = std::io::stderr();
     let code = mad_tools::cli::run(
         &argv,
         &mut mad_tools::cli::Io {
             stdin: &mut stdin.lock(),
             stdout: &mut stdout.lock(),
-            stderr: &mut stderr.lock(),
+            stderr: &mut stderr,
         },
     );
     std::process::exit(code);

@@ -13,7 +13,7 @@
 //! - reserved fields print only when non-zero.
 
 use crate::hex::to_hex;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use core::fmt::Write as _;
 use mad_core::wire::decode::{DecodedMad, Layer, LayerData};
 use mad_core::wire::{AttributeId, FieldDesc, FieldKind, FieldValue, Fields, MgmtClass};
@@ -227,12 +227,22 @@ pub fn fields_json(f: &dyn Fields, class: Option<MgmtClass>) -> Json {
         let j = match value {
             FieldValue::Uint(v) if desc.value_name.is_some() || desc.name == "attr_id" => {
                 Json::obj()
-                    .with("value", Json::UInt(v))
+                    .with("value", crate::json::uint_field(desc.bit_len, v))
                     .with("name", Json::opt_str(value_name(desc, v, class)))
             }
-            FieldValue::Uint(v) => Json::UInt(v),
-            FieldValue::Bytes(b) => Json::Str(to_hex(b)),
-            FieldValue::Array(a) => Json::Arr(a.into_iter().map(Json::UInt).collect()),
+            FieldValue::Uint(v) => crate::json::uint_field(desc.bit_len, v),
+            FieldValue::Bytes(b) => Json::String(to_hex(b)),
+            FieldValue::Array(a) => {
+                let bits = match desc.kind {
+                    FieldKind::Array { elem_bits, .. } => elem_bits,
+                    _ => 64,
+                };
+                Json::Array(
+                    a.into_iter()
+                        .map(|x| crate::json::uint_field(bits, x))
+                        .collect(),
+                )
+            }
             FieldValue::Nested(n) => fields_json(n, class),
         };
         o.push(desc.name, j);
@@ -249,31 +259,31 @@ pub fn mad_json(source: &str, d: &DecodedMad) -> Json {
         .iter()
         .map(|l| {
             let mut j = Json::obj()
-                .with("name", Json::Str(l.name.to_owned()))
-                .with("offset", Json::UInt(l.offset as u64))
+                .with("name", Json::String(l.name.to_owned()))
+                .with("offset", Json::from(l.offset as u64))
                 .with(
                     "index",
-                    l.index.map_or(Json::Null, |i| Json::UInt(i as u64)),
+                    l.index.map_or(Json::Null, |i| Json::from(i as u64)),
                 )
                 .with("note", Json::opt_str(l.note.as_deref()));
             match &l.data {
                 LayerData::Fields(f) => {
-                    j.push("struct", Json::Str(f.struct_name().to_owned()));
+                    j.push("struct", Json::String(f.struct_name().to_owned()));
                     j.push("fields", fields_json(f.as_ref(), class));
                 }
-                LayerData::Raw(b) => j.push("raw", Json::Str(to_hex(b))),
+                LayerData::Raw(b) => j.push("raw", Json::String(to_hex(b))),
             }
             j
         })
         .collect();
     Json::obj()
-        .with("source", Json::Str(source.to_owned()))
-        .with("length", Json::UInt(d.len as u64))
+        .with("source", Json::String(source.to_owned()))
+        .with("length", Json::from(d.len as u64))
         .with("header", fields_json(&d.header, class))
-        .with("layers", Json::Arr(layers))
+        .with("layers", Json::Array(layers))
         .with(
             "notes",
-            Json::Arr(d.notes.iter().map(|n| Json::Str(n.clone())).collect()),
+            Json::Array(d.notes.iter().map(|n| Json::String(n.clone())).collect()),
         )
 }
 
@@ -376,7 +386,7 @@ mod tests {
     fn json_has_header_fields_by_name_and_raw_layers_as_hex() {
         let d = decode_mad(&sample()).unwrap();
         let v: serde_json::Value = serde_json::from_str(&mad_json("s", &d).to_text()).unwrap();
-        assert_eq!(v["header"]["tid"].as_u64(), Some(0x0102_0304_0506_0708));
+        assert_eq!(v["header"]["tid"], "0x0102030405060708");
         assert_eq!(v["header"]["method"]["name"], "Get");
         assert_eq!(v["header"]["method"]["value"], 1);
         assert_eq!(v["header"]["mgmt_class"]["name"], "ComMgt");

@@ -177,6 +177,10 @@ fn json_output_parses_and_holds_the_field_values() {
     let out = run(&["decode", "--json", SAMPLE], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(
+        (&v["command"], &v["complete"]),
+        (&"decode".into(), &true.into())
+    );
     assert_eq!(v["errors"].as_array().map(Vec::len), Some(0));
     let mads = v["mads"].as_array().unwrap();
     assert_eq!(mads.len(), 3);
@@ -185,7 +189,7 @@ fn json_output_parses_and_holds_the_field_values() {
     assert_eq!(dr["length"], 256);
     assert_eq!(dr["header"]["mgmt_class"]["name"], "SubnMgmtDR");
     assert_eq!(dr["header"]["attr_id"]["name"], "NodeInfo");
-    assert_eq!(dr["header"]["tid"].as_u64(), Some(0x1234_5678));
+    assert_eq!(dr["header"]["tid"], "0x0000000012345678");
     assert_eq!(dr["layers"][0]["name"], "DrSMP");
     assert_eq!(dr["layers"][0]["fields"]["hop_cnt"], 1);
     assert!(dr["layers"][0]["fields"].get("data").is_none());
@@ -195,10 +199,7 @@ fn json_output_parses_and_holds_the_field_values() {
         (Some("NodeInfo"), Some(64))
     );
     assert_eq!(ni["struct"], "NodeInfo");
-    assert_eq!(
-        ni["fields"]["node_guid"].as_u64(),
-        Some(0x0002_c903_00a1_b2c3)
-    );
+    assert_eq!(ni["fields"]["node_guid"], "0x0002c90300a1b2c3");
     assert_eq!(ni["fields"]["node_type"]["name"], "Channel Adapter");
     assert_eq!(ni["index"], serde_json::Value::Null);
 

@@ -215,7 +215,15 @@ impl Checker<'_> {
                 "{what} ({how}) panicked: {}",
                 ours.stderr
             );
-            if ours.code != before.code {
+            // A documented difference: a table that arrived cut to its
+            // first MAD (no RMPP under libumad2sim) is printed the same,
+            // but ours says so and exits 3 (EXIT_INCOMPLETE) where
+            // saquery exits 0.
+            let cut_table = tool == "saquery"
+                && before.code == 0
+                && ours.code == 3
+                && ours.stderr.contains("arrived cut to its first MAD");
+            if ours.code != before.code && !cut_table {
                 self.failures.push(format!(
                     "{what} ({how}): exit {} vs {}\nours:\n{}{}\ntheirs:\n{}",
                     ours.code, before.code, ours.stdout, ours.stderr, before.stdout

@@ -29,7 +29,11 @@
 //! Each W runs `--seconds S` (default 1) after a short warm-up, or
 //! `--queries N` timed queries.
 //!
-//! # `--json FILE`
+//! # `--json`
+//! The global `--json` (`mad --json bench ...`) prints this object on
+//! stdout instead of the table; `--json FILE` writes it to FILE (the
+//! table still printed). Both in the envelope of [`crate::json`]
+//! (`command`, `version`, `complete` first):
 //! ```text
 //! { "transport": "sim" | "ibsim" | "umad", "where": "<session description>",
 //!   "targets": ["0", "0,1"], "attribute": "NodeInfo",
@@ -56,6 +60,7 @@ use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Method};
 
 use crate::cli::{CliError, Invocation};
+use crate::json::Json;
 use crate::session::{Backend, Session, TransportChoice};
 
 /// Where libumad2sim (Debian `libumad2sim0`) is installed.
@@ -68,7 +73,8 @@ Usage: mad [--sim[=TOPO] | --ibsim | -C CA -P PORT] bench [OPTIONS]
   --queries N       timed queries per measurement instead of --seconds
   --targets R;R     directed routes queried round-robin (default \"0;0,1\")
   --rmpp            also SA GetTable time and throughput per table
-  --json FILE       write the numbers as JSON
+  --json [FILE]     the numbers as JSON: on stdout instead of the table, or
+                    written to FILE
   --plot FILE.svg   draw rate against W (and against table size)
   --vs-libibmad     also run the libibmad anchor over the same ibsim
                     (with --ibsim, or the umad transport under libumad2sim)
@@ -96,6 +102,8 @@ pub struct Opts {
     pub rmpp: bool,
     /// JSON output file.
     pub json: Option<PathBuf>,
+    /// `--json` without a file: the JSON on stdout instead of the table.
+    pub json_stdout: bool,
     /// SVG plot file.
     pub plot: Option<PathBuf>,
     /// Run the libibmad anchor too.
@@ -117,17 +125,20 @@ pub fn parse_opts(args: &[String]) -> Result<Option<Opts>, CliError> {
         targets: vec!["0".into(), "0,1".into()],
         rmpp: false,
         json: None,
+        json_stdout: false,
         plot: None,
         vs_libibmad: false,
     };
-    let mut it = args.iter();
+    let mut it = args.iter().peekable();
     while let Some(a) = it.next() {
         let (name, inline) = match a.split_once('=') {
             Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
             _ => (a.as_str(), None),
         };
+        let bare_flag = inline.is_none() && it.peek().is_none_or(|n| n.starts_with('-'));
         let mut value = || -> Result<String, CliError> {
             match inline.clone() {
+                Some(v) if v.is_empty() => Err(usage_err(format!("option {name} needs a value"))),
                 Some(v) => Ok(v),
                 None => it
                     .next()
@@ -173,6 +184,9 @@ pub fn parse_opts(args: &[String]) -> Result<Option<Opts>, CliError> {
             }
             "--rmpp" => o.rmpp = true,
             "--vs-libibmad" => o.vs_libibmad = true,
+            "--json" if bare_flag => {
+                o.json_stdout = true;
+            }
             "--json" => o.json = Some(PathBuf::from(value()?)),
             "--plot" => o.plot = Some(PathBuf::from(value()?)),
             other => return Err(usage_err(format!("unknown option {other:?}"))),
@@ -565,15 +579,19 @@ fn build_anchor(tmp: &Path) -> Result<PathBuf, String> {
     Ok(out)
 }
 
-/// The number after `"key":` in a JSON line.
+/// The number under `key` in the JSON object `line` (at any depth).
 fn json_num(line: &str, key: &str) -> Option<f64> {
-    let pat = format!("\"{key}\":");
-    let at = line.find(&pat)? + pat.len();
-    let rest = &line[at..];
-    let end = rest
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
-        .unwrap_or(rest.len());
-    rest[..end].parse().ok()
+    fn find(v: &Json, key: &str) -> Option<f64> {
+        match v {
+            Json::Object(m) => m
+                .get(key)
+                .and_then(Json::as_f64)
+                .or_else(|| m.values().find_map(|x| find(x, key))),
+            Json::Array(a) => a.iter().find_map(|x| find(x, key)),
+            _ => None,
+        }
+    }
+    find(&serde_json::from_str(line).ok()?, key)
 }
 
 /// Runs the anchor under libumad2sim against the ibsim of our environment.
@@ -600,13 +618,14 @@ fn run_anchor(anchor: &Path, tmp: &Path, o: &Opts) -> Result<SmpResult, String> 
         .map_err(|e| format!("{}: {e}", anchor.display()))?;
     let (Some(line), Some(_)) = (run.last_json_line(), run.status) else {
         return Err(format!(
-            "the libibmad anchor {} ({:?}):\n{}{}",
+            "the libibmad anchor {} ({}):\n{}{}",
             if run.status.is_none() {
                 "hung"
             } else {
                 "printed no result"
             },
-            run.status,
+            run.status
+                .map_or_else(|| "no exit status".to_owned(), |s| s.to_string()),
             run.stdout,
             run.stderr
         ));
@@ -628,62 +647,60 @@ fn run_anchor(anchor: &Path, tmp: &Path, o: &Opts) -> Result<SmpResult, String> 
     })
 }
 
-fn fnum(x: f64) -> String {
+/// `x` rounded to 3 decimals (JSON `null` when not finite).
+fn fnum(x: f64) -> Json {
     if x.is_finite() {
-        format!("{x:.3}")
+        Json::from((x * 1000.0).round() / 1000.0)
     } else {
-        "null".into()
+        Json::Null
     }
 }
 
-fn to_json(transport: &str, place: &str, o: &Opts, smp: &[SmpResult], rm: &[RmppResult]) -> String {
+/// The numbers as JSON (the shape in the module documentation), without
+/// the envelope.
+fn to_json(transport: &str, place: &str, o: &Opts, smp: &[SmpResult], rm: &[RmppResult]) -> Json {
     let base = smp.iter().find(|r| r.imp == "libibmad").map(|r| r.qps);
-    let esc = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
-    let mut j = String::new();
-    let _ = write!(
-        j,
-        "{{\"transport\":\"{transport}\",\"where\":\"{}\",\"targets\":[{}],\"attribute\":\"NodeInfo\",\"smp\":[",
-        esc(place),
-        o.targets
-            .iter()
-            .map(|t| format!("\"{}\"", esc(t)))
-            .collect::<Vec<_>>()
-            .join(",")
-    );
-    for (i, r) in smp.iter().enumerate() {
-        let _ = write!(
-            j,
-            "{}{{\"impl\":\"{}\",\"outstanding\":{},\"queries\":{},\"errors\":{},\"seconds\":{},\"qps\":{},\"lat_us\":{{\"p50\":{},\"p99\":{},\"p99.9\":{},\"max\":{}}},\"ratio_vs_libibmad\":{}}}",
-            if i > 0 { "," } else { "" },
-            r.imp,
-            r.w,
-            r.answered,
-            r.errors,
-            fnum(r.seconds),
-            fnum(r.qps),
-            fnum(r.lat_us[0]),
-            fnum(r.lat_us[1]),
-            fnum(r.lat_us[2]),
-            fnum(r.lat_us[3]),
-            base.map_or_else(|| "null".into(), |b| fnum(r.qps / b)),
-        );
-    }
-    j.push_str("],\"rmpp\":[");
-    for (i, r) in rm.iter().enumerate() {
-        let _ = write!(
-            j,
-            "{}{{\"table\":\"{}\",\"records\":{},\"bytes\":{},\"repeats\":{},\"seconds_per_table\":{:.9},\"bytes_per_sec\":{}}}",
-            if i > 0 { "," } else { "" },
-            r.table,
-            r.records,
-            r.bytes,
-            r.repeats,
-            r.seconds_per_table,
-            fnum(r.bytes as f64 / r.seconds_per_table),
-        );
-    }
-    j.push_str("]}\n");
-    j
+    let smp: Vec<Json> = smp
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "impl": r.imp,
+                "outstanding": r.w,
+                "queries": r.answered,
+                "errors": r.errors,
+                "seconds": fnum(r.seconds),
+                "qps": fnum(r.qps),
+                "lat_us": {
+                    "p50": fnum(r.lat_us[0]),
+                    "p99": fnum(r.lat_us[1]),
+                    "p99.9": fnum(r.lat_us[2]),
+                    "max": fnum(r.lat_us[3]),
+                },
+                "ratio_vs_libibmad": base.map_or(Json::Null, |b| fnum(r.qps / b)),
+            })
+        })
+        .collect();
+    let rmpp: Vec<Json> = rm
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "table": r.table,
+                "records": r.records,
+                "bytes": r.bytes,
+                "repeats": r.repeats,
+                "seconds_per_table": r.seconds_per_table,
+                "bytes_per_sec": fnum(r.bytes as f64 / r.seconds_per_table),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "transport": transport,
+        "where": place,
+        "targets": o.targets,
+        "attribute": "NodeInfo",
+        "smp": smp,
+        "rmpp": rmpp,
+    })
 }
 
 fn format_table(smp: &[SmpResult], rm: &[RmppResult]) -> String {
@@ -925,9 +942,15 @@ pub fn plot_svg(smp: &[SmpResult], rm: &[RmppResult]) -> String {
 /// that cannot be built or run, an output file that cannot be written.
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let Some(o) = parse_opts(&inv.args)? else {
+        if inv.session.json {
+            inv.session.json = false;
+        }
         inv.io.out(USAGE);
         return Ok(());
     };
+    if o.json_stdout {
+        inv.session.json = true;
+    }
     let reqs = requests(&o.targets).map_err(CliError::Failed)?;
     let under_umad2sim = std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("umad2sim"));
     let transport = match &inv.session.transport {
@@ -956,18 +979,27 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     } else {
         None
     };
+    let spinner = crate::discover::progress::Spinner::start("bench: measuring");
     let r = measure(inv, &o, &reqs, anchor.as_deref(), &tmp);
+    drop(spinner);
     if anchor.is_some() {
         let _ = std::fs::remove_dir_all(&tmp);
     }
     let (place, smp, rm) = r?;
-    inv.io.out(&format!(
-        "# SMP Get NodeInfo, routes {:?}; {place}\n",
-        o.targets
-    ));
-    inv.io.out(&format_table(&smp, &rm));
+    let json = to_json(transport, &place, &o, &smp, &rm);
+    if inv.session.json {
+        crate::cmd::common::print_json(inv, &json);
+    } else {
+        inv.io.out(&format!(
+            "# SMP Get NodeInfo, routes {}; {place}\n",
+            o.targets.join(" ")
+        ));
+        inv.io.out(&format_table(&smp, &rm));
+    }
     if let Some(path) = &o.json {
-        std::fs::write(path, to_json(transport, &place, &o, &smp, &rm))
+        let mut text = crate::json::Envelope::new(inv.command, json).to_text();
+        text.push('\n');
+        std::fs::write(path, text)
             .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
     }
     if let Some(path) = &o.plot {
@@ -1055,11 +1087,21 @@ mod tests {
             &["--w", "0"][..],
             &["--seconds", "-1"],
             &["--frob"],
-            &["--json"],
+            &["--json="],
         ] {
             let e = parse_opts(&args(bad)).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn json_without_a_file_means_stdout() {
+        let o = parse_opts(&args(&["--json"])).unwrap().unwrap();
+        assert!(o.json_stdout && o.json.is_none());
+        let o = parse_opts(&args(&["--json", "--rmpp"])).unwrap().unwrap();
+        assert!(o.json_stdout && o.rmpp);
+        let o = parse_opts(&args(&["--json", "f.json"])).unwrap().unwrap();
+        assert!(!o.json_stdout && o.json == Some(PathBuf::from("f.json")));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use mad_core::wire::{FieldValue, Fields};
 use crate::cli::{CliError, Invocation};
 use crate::diags::dump::c_strtol;
 use crate::diags::PortIdText;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::{Session, SessionOpts};
 
 /// Where an option's value goes: a letter, or a small number for
@@ -117,6 +117,10 @@ pub const COMMON_OPTS: &[Opt] = &[
     Opt::new("help", 'h', false, None, "help message"),
     Opt::new("version", 'V', false, None, "show version"),
 ];
+
+/// The infiniband-diags release whose tools' options, output and exit
+/// statuses the commands reproduce.
+pub const DIAGS_VERSION: &str = "44.0";
 
 /// The default config file infiniband-diags reads.
 pub const DEFAULT_CONFIG: &str = "/etc/infiniband-diags/ibdiag.conf";
@@ -434,6 +438,16 @@ fn read_config(path: &str, c: &mut Common) {
 /// (`IBEXIT`).
 pub fn parse(inv: &mut Invocation<'_, '_>, spec: &ToolSpec<'_>) -> Result<Parsed, CliError> {
     let prog = inv.prog.clone();
+    if inv
+        .args
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json")
+    {
+        // Known before any complaint about the other options, so that
+        // a usage error is reported as JSON too.
+        inv.session.json = true;
+    }
     let mut opts = long_opts(spec);
     let json_opt = Opt::long("json", JSON_KEY, false, None, "");
     opts.push(&json_opt);
@@ -557,6 +571,7 @@ pub fn parse(inv: &mut Invocation<'_, '_>, spec: &ToolSpec<'_>) -> Result<Parsed
         common_opt(&prog, spec, &mut p.common, key, val.as_deref())?;
     }
     p.common.json |= inv.session.json;
+    inv.session.json = p.common.json;
     Ok(p)
 }
 
@@ -571,7 +586,15 @@ fn common_opt(
     match u8::try_from(key).map(char::from).unwrap_or('\0') {
         'z' => read_config(v, c),
         'h' => return Err(usage_error(prog, spec, "")),
-        'V' => return Err(CliError::Stderr(format!("{prog} BUILD VERSION: 44.0\n"), 0)),
+        'V' => {
+            return Err(CliError::Stderr(
+                format!(
+                "{prog} BUILD VERSION: madstack {} (matches infiniband-diags {DIAGS_VERSION})\n",
+                crate::json::VERSION
+            ),
+                0,
+            ))
+        }
         'e' => c.errors = true,
         'v' => c.verbose += 1,
         'd' => c.debug += 1,
@@ -639,7 +662,10 @@ pub fn open_session(inv: &mut Invocation<'_, '_>, common: &Common) -> Result<Ses
             }
             Ok(s)
         }
-        Err(e) => {
+        // A real port the user named: libibmad's words (after ours on
+        // stderr saying why). Otherwise the reason itself is the error:
+        // no "(null)" CA that nobody named.
+        Err(e) if opts.ca.is_some() => {
             inv.io.err(&format!("{}: {}\n", inv.prog, e.message));
             Err(CliError::IbExit(format!(
                 "Failed to open '{}' port '{}'",
@@ -647,6 +673,10 @@ pub fn open_session(inv: &mut Invocation<'_, '_>, common: &Common) -> Result<Ses
                 opts.port.unwrap_or(0)
             )))
         }
+        Err(e) => Err(CliError::IbExit(format!(
+            "Failed to open a port: {}",
+            e.message
+        ))),
     }
 }
 
@@ -870,8 +900,10 @@ pub fn warn_failed(inv: &mut Invocation<'_, '_>, dest: &PortIdText, e: &QueryErr
 }
 
 /// The JSON object of an attribute: its fields by their snake-case
-/// names, in wire order, reserved fields left out; integers as numbers
-/// (64-bit ones too), byte strings as hex text, arrays as arrays.
+/// names, in wire order, reserved fields left out; integers up to 32 bits
+/// as numbers, wider ones (GUIDs, keys, 64-bit counters) as `"0x…"`
+/// strings ([`crate::json::uint_field`]), text fields (descriptions,
+/// names) as text, other byte strings as hex text, arrays as arrays.
 #[must_use]
 pub fn attr_json(f: &dyn Fields) -> Json {
     let mut o = Json::obj();
@@ -883,9 +915,25 @@ pub fn attr_json(f: &dyn Fields) -> Json {
             continue;
         };
         let j = match value {
-            FieldValue::Uint(v) => Json::UInt(v),
-            FieldValue::Bytes(b) => Json::Str(b.iter().map(|x| format!("{x:02x}")).collect()),
-            FieldValue::Array(a) => Json::Arr(a.into_iter().map(Json::UInt).collect()),
+            FieldValue::Uint(v) => crate::json::uint_field(desc.bit_len, v),
+            FieldValue::Bytes(b) if desc.name.contains("desc") || desc.name.ends_with("name") => {
+                // Text (a node description, a service name): up to the
+                // first NUL, other bytes as the replacement character.
+                let end = b.iter().position(|c| *c == 0).unwrap_or(b.len());
+                Json::String(String::from_utf8_lossy(&b[..end]).into_owned())
+            }
+            FieldValue::Bytes(b) => Json::String(b.iter().map(|x| format!("{x:02x}")).collect()),
+            FieldValue::Array(a) => {
+                let bits = match desc.kind {
+                    mad_core::wire::FieldKind::Array { elem_bits, .. } => elem_bits,
+                    _ => 64,
+                };
+                Json::Array(
+                    a.into_iter()
+                        .map(|x| crate::json::uint_field(bits, x))
+                        .collect(),
+                )
+            }
             FieldValue::Nested(n) => attr_json(n),
         };
         o.push(desc.name, j);
@@ -899,25 +947,64 @@ pub fn attr_json(f: &dyn Fields) -> Json {
 pub fn portinfo_json(pi: &mad_core::wire::attr::PortInfo, show_keys: bool) -> Json {
     let j = attr_json(pi);
     match j {
-        Json::Obj(v) if !show_keys => {
-            Json::Obj(v.into_iter().filter(|(k, _)| k != "m_key").collect())
+        Json::Object(mut v) if !show_keys => {
+            v.shift_remove("m_key");
+            Json::Object(v)
         }
         other => other,
     }
 }
 
-/// Prints `json` (one line) on stdout.
+/// Sets the command's JSON result: the dispatcher prints it in the
+/// envelope of [`crate::json::Envelope`] (`command`, `version`,
+/// `complete`, the error if the command fails) once the command returns.
 pub fn print_json(inv: &mut Invocation<'_, '_>, json: &Json) {
-    let mut s = json.to_text();
-    s.push('\n');
-    inv.io.out(&s);
+    inv.session.json = true;
+    inv.json_body = Some(json.clone());
+}
+
+/// Marks the command's JSON result incomplete (`complete: false`, and
+/// `missing: [{"what", "count", "items"}]`) and returns the error that
+/// says so on stderr and exits with [`crate::cli::EXIT_INCOMPLETE`].
+/// Call after [`print_json`] (without `--json` only the error matters).
+pub fn incomplete(
+    inv: &mut Invocation<'_, '_>,
+    what: &str,
+    count: Option<u64>,
+    items: Vec<String>,
+    message: String,
+) -> CliError {
+    if let Some(Json::Object(body)) = &mut inv.json_body {
+        let m = crate::json::Missing {
+            what: what.to_owned(),
+            count,
+            items,
+        };
+        body.insert("complete".into(), Json::Bool(false));
+        body.insert(
+            "missing".into(),
+            Json::Array(vec![serde_json::to_value(m).unwrap_or(Json::Null)]),
+        );
+    }
+    CliError::Incomplete(message)
+}
+
+/// A duration as a person reads it: `0.479 ms`, `15.204 s`.
+#[must_use]
+pub fn human_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{:.3} ms", s * 1000.0)
+    } else {
+        format!("{s:.3} s")
+    }
 }
 
 /// A hex string `0x...` of `v` with `digits` digits (the JSON form of
 /// GUIDs and masks).
 #[must_use]
 pub fn hex(v: u64, digits: usize) -> Json {
-    Json::Str(format!("0x{v:0digits$x}"))
+    Json::String(format!("0x{v:0digits$x}"))
 }
 
 /// The JSON form of a destination: `{"lid":N}` or `{"dr_path":[...]}`.
@@ -925,21 +1012,21 @@ pub fn hex(v: u64, digits: usize) -> Json {
 pub fn dest_json(d: &Dest) -> Json {
     let mut j = Json::obj();
     if d.text.lid != 0 {
-        j.push("lid", Json::UInt(d.text.lid.into()));
+        j.push("lid", Json::from(u64::from(d.text.lid)));
     }
     if !d.text.path.is_empty() {
         j.push(
             "dr_path",
-            Json::Arr(
+            Json::Array(
                 d.text
                     .path
                     .iter()
-                    .map(|p| Json::UInt((*p).into()))
+                    .map(|p| Json::from(u64::from(*p)))
                     .collect(),
             ),
         );
     }
-    j.push("text", Json::Str(d.text.to_string()));
+    j.push("text", Json::String(d.text.to_string()));
     j
 }
 

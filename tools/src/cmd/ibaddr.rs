@@ -10,7 +10,7 @@ use mad_core::wire::AttributeId;
 use super::common::{self, Dest, Opt, ToolSpec};
 use crate::cli::{CliError, Invocation};
 use crate::diags::dump;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 
 const OPTS: &[Opt] = &[
     Opt::new("gid_show", 'g', false, None, "show gid address only"),
@@ -99,12 +99,12 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let end = lid + (1u32 << pi.lmc) - 1;
     if p.common.json {
         let j = Json::obj()
-            .with("command", Json::Str("ibaddr".into()))
-            .with("gid", Json::Str(dump::inet_ntop6(&gid)))
+            .with("command", Json::String("ibaddr".into()))
+            .with("gid", Json::String(dump::inet_ntop6(&gid)))
             .with("port_guid", common::hex(ni.port_guid, 16))
-            .with("lid_start", Json::UInt(lid.into()))
-            .with("lid_end", Json::UInt(end.into()))
-            .with("lmc", Json::UInt(pi.lmc.into()));
+            .with("lid_start", Json::from(u64::from(lid)))
+            .with("lid_end", Json::from(u64::from(end)))
+            .with("lmc", Json::from(u64::from(pi.lmc)));
         common::print_json(inv, &j);
     } else {
         let mut s = String::new();

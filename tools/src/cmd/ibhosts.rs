@@ -8,19 +8,21 @@
 //!
 //! # `--json` (stable shape)
 //! ```json
-//! [{"guid": "0x0000000000100000", "type": "Ca", "num_ports": 2,
-//!   "description": "Hca1"}]
+//! {"command": "ibhosts", "version": "0.1.0", "complete": true,
+//!  "hosts": [{"guid": "0x0000000000100000", "type": "Ca", "num_ports": 2,
+//!             "description": "Hca1"}]}
 //! ```
-//! ibswitches adds `"lid"`, `"lmc"` and `"enhanced_port0"` to each entry.
+//! ibswitches has `"switches"` instead of `"hosts"` and adds `"lid"`,
+//! `"lmc"` and `"enhanced_port0"` to each entry.
 //! Entries come in the order of the text output.
 
 use mad_core::wire::attr::NodeType;
 
 use super::common::{self, Common};
-use super::ibnetdiscover::{limits, open_name_map, run_discovery};
+use super::ibnetdiscover::{check_complete, limits, open_name_map, run_discovery};
 use crate::cli::{CliError, Invocation};
 use crate::discover::format::{self, TopologyOptions};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Which {
@@ -78,6 +80,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
     // The scripts feed ibnetdiscover's default topology (or the file)
     // through awk.
     let map = open_name_map(inv, None);
+    let mut discovery = None;
     let (text, fabric) = match &topofile {
         Some(path) => {
             let t =
@@ -113,6 +116,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                 Err(e) => return Err(e),
             };
             let _ = session.close();
+            discovery = Some(d.failures.clone());
             let text = format::topology(
                 &d.fabric,
                 &TopologyOptions {
@@ -148,7 +152,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                         .with("guid", common::hex(n.guid(), 16))
                         .with(
                             "type",
-                            Json::Str(
+                            Json::String(
                                 match which {
                                     Which::Hosts => "Ca",
                                     Which::Switches => "Switch",
@@ -157,11 +161,11 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                                 .into(),
                             ),
                         )
-                        .with("num_ports", Json::UInt(u64::from(n.num_ports())))
-                        .with("description", Json::Str(desc));
+                        .with("num_ports", Json::from(u64::from(n.num_ports())))
+                        .with("description", Json::String(desc));
                     if which == Which::Switches {
-                        j.push("lid", Json::UInt(u64::from(n.smalid)));
-                        j.push("lmc", Json::UInt(u64::from(n.smalmc)));
+                        j.push("lid", Json::from(u64::from(n.smalid)));
+                        j.push("lmc", Json::from(u64::from(n.smalmc)));
                         j.push("enhanced_port0", Json::Bool(n.enhanced_port0));
                     }
                     arr.push(j);
@@ -191,17 +195,20 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                     arr.push(
                         Json::obj()
                             .with("guid", guid.map_or(Json::Null, |g| common::hex(g, 16)))
-                            .with("type", Json::Str(kind.to_owned()))
-                            .with("num_ports", nports.map_or(Json::Null, Json::UInt))
+                            .with("type", Json::String(kind.to_owned()))
+                            .with("num_ports", nports.map_or(Json::Null, Json::from))
                             .with("description", Json::opt_str(desc.as_deref())),
                     );
                 }
             }
         }
-        let mut s = Json::Arr(arr).to_text();
-        s.push('\n');
-        inv.io.out(&s);
-        return Ok(());
+        let key = match which {
+            Which::Hosts => "hosts",
+            Which::Switches => "switches",
+            Which::Routers => "routers",
+        };
+        common::print_json(inv, &Json::obj().with(key, Json::Array(arr)));
+        return check_complete(inv, discovery.as_deref().unwrap_or(&[]));
     }
     let out = match which {
         Which::Hosts => format::ibhosts(&text),
@@ -209,7 +216,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
         Which::Routers => format::ibrouters(&text),
     };
     inv.io.out(&out);
-    Ok(())
+    check_complete(inv, discovery.as_deref().unwrap_or(&[]))
 }
 
 /// Runs `ibhosts`.
@@ -248,5 +255,12 @@ pub fn run_ibnodes(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         Err(CliError::Stderr(t, _)) => inv.io.err(&t),
         Err(e) => return Err(e),
     }
-    run_which(inv, Which::Switches)
+    // Under --json each half sets the whole body: keep the hosts' list in
+    // the one object ibnodes prints.
+    let hosts = inv.json_body.as_ref().and_then(|b| b.get("hosts")).cloned();
+    let r = run_which(inv, Which::Switches);
+    if let (Some(hosts), Some(Json::Object(body))) = (hosts, inv.json_body.as_mut()) {
+        body.insert("hosts".into(), hosts);
+    }
+    r
 }

@@ -35,7 +35,7 @@ use crate::cli::{CliError, Invocation};
 use crate::diags::dump;
 use crate::discover::model::{Fabric, Node, Port};
 use crate::discover::namemap::NameMap;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 
 const OPT_NODE_NAME_MAP: i32 = 1;
 const OPT_SWITCHES_ONLY: i32 = 6;
@@ -363,41 +363,41 @@ fn node_json(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>) -> Json {
                 let rn = &f.nodes[r.node];
                 Json::obj()
                     .with("guid", g(rp.guid))
-                    .with("port", Json::UInt(u64::from(rp.num)))
+                    .with("port", Json::from(u64::from(rp.num)))
                     .with(
                         "lid",
-                        Json::UInt(u64::from(if rp.base_lid != 0 {
+                        Json::from(u64::from(if rp.base_lid != 0 {
                             rp.base_lid
                         } else {
                             rn.smalid
                         })),
                     )
-                    .with("description", Json::Str(remap(rn, o.name_map)))
+                    .with("description", Json::from(remap(rn, o.name_map)))
             });
         let (w, s) = ws.map_or((Json::Null, Json::Null), |(w, s)| {
-            (Json::Str(w), Json::Str(s))
+            (Json::from(w), Json::from(s))
         });
         ports.push(
             Json::obj()
-                .with("port", Json::UInt(u64::from(p.num)))
+                .with("port", Json::from(u64::from(p.num)))
                 .with("guid", g(p.guid))
-                .with("lid", Json::UInt(u64::from(node.lid_of(p.num))))
+                .with("lid", Json::from(u64::from(node.lid_of(p.num))))
                 .with("width", w)
                 .with("speed", s)
-                .with("state", Json::Str(dump::port_state(pi.port_state.0)))
+                .with("state", Json::from(dump::port_state(pi.port_state.0)))
                 .with(
                     "phys_state",
-                    Json::Str(dump::phys_port_state(pi.port_phys_state.0)),
+                    Json::from(dump::phys_port_state(pi.port_phys_state.0)),
                 )
                 .with("remote", remote),
         );
     }
     Json::obj()
         .with("guid", g(node.guid()))
-        .with("type", Json::Str(type_str(node.node_type()).into()))
-        .with("description", Json::Str(remap(node, o.name_map)))
-        .with("lid", Json::UInt(u64::from(node.smalid)))
-        .with("ports", Json::Arr(ports))
+        .with("type", Json::from(type_str(node.node_type())))
+        .with("description", Json::from(remap(node, o.name_map)))
+        .with("lid", Json::from(u64::from(node.smalid)))
+        .with("ports", Json::Array(ports))
 }
 
 /// Which nodes to print.
@@ -527,12 +527,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             .filter(|&&i| shown_ports(&f.nodes[i], &o).next().is_some())
             .map(|&i| node_json(f, i, &o))
             .collect();
-        common::print_json(
-            inv,
-            &Json::obj()
-                .with("command", Json::Str("iblinkinfo".into()))
-                .with("nodes", Json::Arr(arr)),
-        );
+        common::print_json(inv, &Json::obj().with("nodes", Json::Array(arr)));
         return Ok(());
     }
     let mut out = String::new();

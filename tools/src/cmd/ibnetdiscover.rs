@@ -9,6 +9,8 @@
 //! and `--diffcheck` are not supported (an error says so).
 //!
 //! # `--json` (stable shape)
+//! In the envelope of [`crate::json`] (`command`, `version`, `complete`,
+//! and `missing` / `error` when discovery did not reach everything):
 //! ```json
 //! {"from": {"node_guid": "0x0000000000200000", "port_guid": "0x...", "port": 0},
 //!  "nodes": [{"guid": "0x...", "type": "Switch" | "Ca" | "Router",
@@ -40,12 +42,12 @@ use super::common::{self, Opt, ToolSpec};
 use crate::cli::{CliError, Invocation};
 use crate::discover::agent::AgentExchange;
 use crate::discover::format::{self, ListMask, TopologyOptions};
-use crate::discover::gather::{GatherOptions, GatherProgress};
+use crate::discover::gather::{GatherOptions, GatherProgress, QueryFailure};
 use crate::discover::model::{dr_path_str, Fabric};
 use crate::discover::namemap::NameMap;
 use crate::discover::progress::Progress;
 use crate::discover::{self, Discovery, Limits};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::Session;
 
 const OPT_NODE_NAME_MAP: i32 = 1;
@@ -197,6 +199,51 @@ pub fn run_discovery(
     }
 }
 
+/// `Ok` when discovery got an answer to every query it sent; otherwise
+/// the result (already printed) is marked incomplete: which queries went
+/// unanswered (`missing`, in JSON), a line on stderr, and exit status
+/// [`crate::cli::EXIT_INCOMPLETE`] (ibnetdiscover exits 0 there, its
+/// output silently short of what lies behind those routes).
+///
+/// # Errors
+/// [`CliError::Incomplete`] when some query failed.
+pub fn check_complete(
+    inv: &mut Invocation<'_, '_>,
+    failures: &[QueryFailure],
+) -> Result<(), CliError> {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let items: Vec<String> = failures
+        .iter()
+        .map(|f| {
+            let mut path = String::from("0");
+            for h in &f.path {
+                path.push_str(&format!(",{h}"));
+            }
+            format!(
+                "DR path {path} Attr 0x{:x}:{}: {}",
+                f.attr.0, f.attr_mod, f.reason
+            )
+        })
+        .collect();
+    let n = items.len();
+    let message = format!(
+        "discovery incomplete: {n} {} went unanswered (the warnings above name them); \
+         the nodes and links behind {} are missing from the output. Try a longer \
+         timeout (-t MS), or check those links",
+        if n == 1 { "query" } else { "queries" },
+        if n == 1 { "it" } else { "them" }
+    );
+    Err(common::incomplete(
+        inv,
+        "queries",
+        Some(n as u64),
+        items,
+        message,
+    ))
+}
+
 /// The limits of a discovery: `-o` (window), `-t` (timeout).
 #[must_use]
 pub fn limits(window: Option<usize>, timeout_ms: Option<u32>) -> Limits {
@@ -266,28 +313,28 @@ pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
                 let rn = &f.nodes[r.node];
                 Json::obj()
                     .with("guid", g(rn.guid()))
-                    .with("port", Json::UInt(u64::from(r.port)))
-                    .with("type", Json::Str(type_word(rn.node_type()).into()))
-                    .with("description", Json::Str(name(r.node)))
+                    .with("port", Json::from(u64::from(r.port)))
+                    .with("type", Json::String(type_word(rn.node_type()).into()))
+                    .with("description", Json::String(name(r.node)))
             });
             ports.push(
                 Json::obj()
-                    .with("port", Json::UInt(u64::from(p.num)))
+                    .with("port", Json::from(u64::from(p.num)))
                     .with("guid", g(p.guid))
-                    .with("lid", Json::UInt(u64::from(n.lid_of(p.num))))
+                    .with("lid", Json::from(u64::from(n.lid_of(p.num))))
                     .with(
                         "lmc",
-                        Json::UInt(u64::from(if n.is_switch() { n.smalmc } else { p.lmc })),
+                        Json::from(u64::from(if n.is_switch() { n.smalmc } else { p.lmc })),
                     )
-                    .with("width", Json::Str(w))
-                    .with("speed", Json::Str(s))
+                    .with("width", Json::String(w))
+                    .with("speed", Json::String(s))
                     .with(
                         "state",
-                        Json::UInt(p.info.as_ref().map_or(0, |pi| u64::from(pi.port_state.0))),
+                        Json::from(p.info.as_ref().map_or(0, |pi| u64::from(pi.port_state.0))),
                     )
                     .with(
                         "phys_state",
-                        Json::UInt(
+                        Json::from(
                             p.info
                                 .as_ref()
                                 .map_or(0, |pi| u64::from(pi.port_phys_state.0)),
@@ -299,17 +346,17 @@ pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
         nodes.push(
             Json::obj()
                 .with("guid", g(n.guid()))
-                .with("type", Json::Str(type_word(n.node_type()).into()))
-                .with("description", Json::Str(name(i)))
-                .with("num_ports", Json::UInt(u64::from(n.num_ports())))
+                .with("type", Json::String(type_word(n.node_type()).into()))
+                .with("description", Json::String(name(i)))
+                .with("num_ports", Json::from(u64::from(n.num_ports())))
                 .with("vendor_id", common::hex(u64::from(n.info.vendor_id), 6))
                 .with("device_id", common::hex(u64::from(n.info.device_id), 4))
                 .with("system_image_guid", g(n.info.system_image_guid))
                 .with("port_guid", g(n.info.port_guid))
-                .with("lid", Json::UInt(u64::from(n.smalid)))
-                .with("lmc", Json::UInt(u64::from(n.smalmc)))
+                .with("lid", Json::from(u64::from(n.smalid)))
+                .with("lmc", Json::from(u64::from(n.smalmc)))
                 .with("enhanced_port0", Json::Bool(n.enhanced_port0))
-                .with("ports", Json::Arr(ports)),
+                .with("ports", Json::Array(ports)),
         );
     }
     let count = |t: NodeType| f.listed_of(t).count() as u64;
@@ -320,21 +367,21 @@ pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
             Json::obj()
                 .with("node_guid", g(from.guid()))
                 .with("port_guid", g(from.info.port_guid))
-                .with("port", Json::UInt(u64::from(f.from_port))),
+                .with("port", Json::from(u64::from(f.from_port))),
         )
-        .with("nodes", Json::Arr(nodes))
+        .with("nodes", Json::Array(nodes))
         .with(
             "summary",
             Json::obj()
-                .with("nodes", Json::UInt(f.nodes.len() as u64))
-                .with("switches", Json::UInt(count(NodeType::SWITCH)))
-                .with("cas", Json::UInt(count(NodeType::CA)))
-                .with("routers", Json::UInt(count(NodeType::ROUTER)))
-                .with("links", Json::UInt(f.links().len() as u64))
-                .with("smps", Json::UInt(d.stats.sent))
+                .with("nodes", Json::from(f.nodes.len() as u64))
+                .with("switches", Json::from(count(NodeType::SWITCH)))
+                .with("cas", Json::from(count(NodeType::CA)))
+                .with("routers", Json::from(count(NodeType::ROUTER)))
+                .with("links", Json::from(f.links().len() as u64))
+                .with("smps", Json::from(d.stats.sent))
                 .with(
                     "elapsed_us",
-                    Json::UInt(u64::try_from(d.elapsed.as_micros()).unwrap_or(u64::MAX)),
+                    Json::from(u64::try_from(d.elapsed.as_micros()).unwrap_or(u64::MAX)),
                 ),
         )
 }
@@ -415,18 +462,18 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let f = &d.fabric;
     if p.common.verbose > 0 {
         inv.io.err(&format!(
-            "# discovered {} nodes with {} SMPs ({} answered, {} retried, at most {} in flight) in {:.3?}\n",
+            "# discovered {} nodes with {} SMPs ({} answered, {} retried, at most {} in flight) in {}\n",
             f.nodes.len(),
             d.stats.sent,
             d.stats.answered,
             d.stats.retries,
             d.stats.max_in_flight,
-            d.elapsed
+            common::human_duration(d.elapsed)
         ));
     }
     if p.common.json {
         common::print_json(inv, &fabric_json(f, map.as_ref(), &d));
-        return Ok(());
+        return check_complete(inv, &d.failures);
     }
     // --show lines go out while discovering, before everything else.
     let mut out = String::new();
@@ -436,7 +483,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if ports {
         out.push_str(&format::ports_report(f, map.as_ref()));
         inv.io.out(&out);
-        return Ok(());
+        return check_complete(inv, &d.failures);
     }
     let body = if list.is_empty() {
         format::topology(
@@ -463,5 +510,5 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 .map_err(|_| CliError::IbExit(format!("can't open file {path} for writing")))?;
         }
     }
-    Ok(())
+    check_complete(inv, &d.failures)
 }

@@ -24,7 +24,7 @@ use crate::cli::{CliError, Invocation};
 use crate::diags::dump::{self, field};
 use crate::diags::smp::NOT_DISPLAYED;
 use crate::diags::PortIdText;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::{Backend, Session};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -484,7 +484,7 @@ fn work(
             "peer",
             Json::obj()
                 .with("dest", common::dest_json(&peer))
-                .with("port", Json::UInt(u64::from(pni.local_port_num)))
+                .with("port", Json::from(u64::from(pni.local_port_num)))
                 .with("port_info", common::portinfo_json(&ppi, show_keys)),
         );
         validate(&mut o, &pi, &ppi, espeed_cap && peer_espeed);
@@ -591,10 +591,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     }
     if p.common.json {
         let mut j = Json::obj()
-            .with("command", Json::Str("ibportstate".into()))
+            .with("command", Json::String("ibportstate".into()))
             .with("dest", common::dest_json(&dest))
-            .with("port", Json::UInt(u64::from(portnum.max(0) as u32)));
-        if let Json::Obj(v) = o.json {
+            .with("port", Json::from(u64::from(portnum.max(0) as u32)));
+        if let Json::Object(v) = o.json {
             for (k, x) in v {
                 j.push(&k, x);
             }
@@ -605,11 +605,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             .filter(|l| {
                 *l == "Port is already in enable state" || *l == "Disable may be irreversible"
             })
-            .map(|l| Json::Str(l.to_owned()))
+            .map(|l| Json::String(l.to_owned()))
             .collect();
-        j.push("messages", Json::Arr(messages));
+        j.push("messages", Json::Array(messages));
         if let Some(e) = &err {
-            j.push("error", Json::Str(e.clone()));
+            j.push("error", Json::String(e.clone()));
         }
         common::print_json(inv, &j);
         if err.is_some() {

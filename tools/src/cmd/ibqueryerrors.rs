@@ -42,7 +42,6 @@ use crate::discover::model::{Fabric, Node};
 use crate::discover::namemap::NameMap;
 use crate::discover::pma::{self, PmaQuery, PmaResult};
 use crate::discover::Limits;
-use crate::json::Json;
 
 #[path = "ibqueryerrors_fmt.rs"]
 mod fmt;
@@ -471,10 +470,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     drop(ex);
     let _ = session.close();
     if p.common.json {
-        common::print_json(
-            inv,
-            &out.json.with("command", Json::Str("ibqueryerrors".into())),
-        );
+        common::print_json(inv, &out.json);
     } else {
         inv.io.out(&out.stdout);
     }

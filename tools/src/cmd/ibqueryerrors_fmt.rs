@@ -14,7 +14,7 @@ use crate::diags::PortIdText;
 use crate::discover::model::Fabric;
 use crate::discover::namemap::NameMap;
 use crate::discover::pma::PmaResult;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 
 /// The error counters `print_results` checks, in its order (PortCounters
 /// fields from SymbolErrorCounter to VL15Dropped, CounterSelect2 left
@@ -461,7 +461,7 @@ impl Walk<'_> {
         }
         let mut errors = Json::obj();
         for (name, v, _) in &errs {
-            errors.push(name, Json::UInt(*v));
+            errors.push(name, crate::json::u64_hex(*v));
         }
         if portnum == 0xFF {
             if node.is_switch() {
@@ -469,7 +469,7 @@ impl Walk<'_> {
                     .push_str(&format!("   GUID 0x{p0:x} port ALL:{s}\n"));
                 jports.push(
                     Json::obj()
-                        .with("port", Json::Str("ALL".into()))
+                        .with("port", Json::from("ALL"))
                         .with("guid", hex(p0, 16))
                         .with("errors", errors),
                 );
@@ -480,7 +480,7 @@ impl Walk<'_> {
                 .push_str(&format!("   GUID 0x{g:x} port {portnum}:{s}\n"));
             jports.push(
                 Json::obj()
-                    .with("port", Json::UInt(u64::from(portnum)))
+                    .with("port", Json::from(u64::from(portnum)))
                     .with("guid", hex(g, 16))
                     .with("errors", errors),
             );
@@ -589,8 +589,8 @@ impl Walk<'_> {
             self.json_nodes.push(
                 Json::obj()
                     .with("guid", hex(node.guid(), 16))
-                    .with("description", Json::Str(nv.name.to_owned()))
-                    .with("ports", Json::Arr(jports)),
+                    .with("description", Json::from(nv.name.to_owned()))
+                    .with("ports", Json::Array(jports)),
             );
         }
     }
@@ -645,15 +645,15 @@ pub fn report(
     }
     out.push('\n');
     let json = Json::obj()
-        .with("nodes", Json::Arr(std::mem::take(&mut w.json_nodes)))
+        .with("nodes", Json::Array(std::mem::take(&mut w.json_nodes)))
         .with(
             "summary",
             Json::obj()
-                .with("nodes_checked", Json::UInt(s.nodes_checked as u64))
-                .with("bad_nodes", Json::UInt(s.bad_nodes as u64))
-                .with("ports_checked", Json::UInt(s.ports_checked as u64))
-                .with("bad_ports", Json::UInt(s.bad_ports as u64))
-                .with("pma_query_failures", Json::UInt(s.pma_failures as u64)),
+                .with("nodes_checked", Json::from(s.nodes_checked as u64))
+                .with("bad_nodes", Json::from(s.bad_nodes as u64))
+                .with("ports_checked", Json::from(s.ports_checked as u64))
+                .with("bad_ports", Json::from(s.bad_ports as u64))
+                .with("pma_query_failures", Json::from(s.pma_failures as u64)),
         );
     Report {
         stdout: out,

@@ -19,7 +19,7 @@ use super::common::{self, Opt, ToolSpec};
 use super::smpquery::{NodeNameMap, RawSmpData};
 use crate::cli::{CliError, Invocation};
 use crate::diags::dump;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::Session;
 
 const KEY_NODE_NAME_MAP: i32 = 1;
@@ -179,9 +179,9 @@ fn dump_lid(
     }
     let name = o.names.remap(ni.node_guid, &nd);
     let j = Json::obj()
-        .with("type", Json::Str(dump::node_type(ni.node_type.0)))
+        .with("type", Json::String(dump::node_type(ni.node_type.0)))
         .with("port_guid", common::hex(ni.port_guid, 16))
-        .with("node_description", Json::Str(name.clone()));
+        .with("node_description", Json::String(name.clone()));
     (
         format!(
             ": ({} portguid {}: '{}')",
@@ -225,7 +225,7 @@ fn unicast(
     out.sw = Json::obj()
         .with("dest", common::dest_json(dest))
         .with("node_guid", common::hex(ni.node_guid, 16))
-        .with("node_description", Json::Str(name));
+        .with("node_description", Json::String(name));
     let startblock = startlid / 64;
     let endblock = endlid.div_ceil(64);
     let mut st = LidState::default();
@@ -256,8 +256,8 @@ fn unicast(
                     .push_str(&format!("0x{i:04x} {:03} {text}\n", outport & 0xff));
                 out.rows.push(
                     Json::obj()
-                        .with("lid", Json::UInt(i.into()))
-                        .with("port", Json::UInt(outport.into()))
+                        .with("lid", Json::from(u64::from(i)))
+                        .with("port", Json::from(u64::from(outport)))
                         .with("valid", Json::Bool(valid))
                         .with("dest", j),
                 );
@@ -320,7 +320,7 @@ fn multicast(
     out.sw = Json::obj()
         .with("dest", common::dest_json(dest))
         .with("node_guid", common::hex(ni.node_guid, 16))
-        .with("node_description", Json::Str(name));
+        .with("node_description", Json::String(name));
     if o.brief {
         out.text.push_str(" MLid       Port Mask\n");
     } else {
@@ -395,12 +395,12 @@ fn multicast(
                 out.text.push_str(&format!("0x{i:04x}      {s}\n"));
                 let ports: Vec<Json> = (0..=nports)
                     .filter(|p| mft[(p / 16) as usize][idx] & (1 << (p % 16)) != 0)
-                    .map(|p| Json::UInt(p.into()))
+                    .map(|p| Json::from(u64::from(p)))
                     .collect();
                 out.rows.push(
                     Json::obj()
-                        .with("mlid", Json::UInt(i.into()))
-                        .with("ports", Json::Arr(ports)),
+                        .with("mlid", Json::from(u64::from(i)))
+                        .with("ports", Json::Array(ports)),
                 );
                 n += 1;
             }
@@ -486,14 +486,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     inv.io.err(&out.err);
     if p.common.json {
         let mut j = Json::obj()
-            .with("command", Json::Str("ibroute".into()))
+            .with("command", Json::String("ibroute".into()))
             .with("switch", out.sw)
             .with(
                 if mc { "multicast" } else { "unicast" },
-                Json::Arr(out.rows),
+                Json::Array(out.rows),
             );
         if let Err((m, _)) = &r {
-            j.push("error", Json::Str(format!("dump tables: {m}")));
+            j.push("error", Json::String(format!("dump tables: {m}")));
             common::print_json(inv, &j);
             return Err(CliError::Exit(255));
         }

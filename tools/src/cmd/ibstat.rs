@@ -25,7 +25,7 @@ use mad_core::wire::attr::{port_cap, NodeInfo, PortInfo};
 
 use super::common::{self, Opt, ToolSpec};
 use crate::cli::{CliError, Invocation};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::{Backend, Session, TransportChoice};
 
 /// One local port.
@@ -318,10 +318,11 @@ fn local_cas(inv: &mut Invocation<'_, '_>) -> Result<Vec<LocalCa>, CliError> {
             })
         }
         _ => {
-            if !umad::is_available() {
-                inv.io
-                    .err(&format!("{}: {}\n", inv.prog, crate::session::NO_DEVICE));
-                return Err(CliError::Exit(255));
+            if !umad::is_available() || umad::list_cas().map_or(true, |c| c.is_empty()) {
+                return Err(CliError::Stderr(
+                    format!("{}: {}\n", inv.prog, crate::session::NO_DEVICE),
+                    255,
+                ));
             }
             umad_cas().map_err(|e| {
                 inv.io.err(&format!(
@@ -383,29 +384,29 @@ fn ca_json(c: &LocalCa) -> Json {
             gid[..8].copy_from_slice(&p.gid_prefix.to_be_bytes());
             gid[8..].copy_from_slice(&p.port_guid.to_be_bytes());
             Json::obj()
-                .with("port", Json::UInt(p.num.into()))
-                .with("state", Json::UInt(p.state.into()))
-                .with("phys_state", Json::UInt(p.phys_state.into()))
-                .with("rate", Json::UInt(p.rate.into()))
-                .with("base_lid", Json::UInt(p.base_lid.into()))
-                .with("lmc", Json::UInt(p.lmc.into()))
-                .with("sm_lid", Json::UInt(p.sm_lid.into()))
-                .with("capability_mask", Json::UInt(p.cap_mask.into()))
+                .with("port", Json::from(u64::from(p.num)))
+                .with("state", Json::from(u64::from(p.state)))
+                .with("phys_state", Json::from(u64::from(p.phys_state)))
+                .with("rate", Json::from(u64::from(p.rate)))
+                .with("base_lid", Json::from(u64::from(p.base_lid)))
+                .with("lmc", Json::from(u64::from(p.lmc)))
+                .with("sm_lid", Json::from(u64::from(p.sm_lid)))
+                .with("capability_mask", Json::from(u64::from(p.cap_mask)))
                 .with("port_guid", common::hex(p.port_guid, 16))
-                .with("gid", Json::Str(crate::diags::dump::inet_ntop6(&gid)))
-                .with("link_layer", Json::Str(p.link_layer.clone()))
+                .with("gid", Json::String(crate::diags::dump::inet_ntop6(&gid)))
+                .with("link_layer", Json::String(p.link_layer.clone()))
         })
         .collect();
     Json::obj()
-        .with("name", Json::Str(c.name.clone()))
-        .with("node_type", Json::UInt(c.node_type.into()))
-        .with("ca_type", Json::Str(c.ca_type.clone()))
-        .with("num_ports", Json::UInt(c.num_ports.into()))
-        .with("firmware_version", Json::Str(c.fw_ver.clone()))
-        .with("hardware_version", Json::Str(c.hw_ver.clone()))
+        .with("name", Json::String(c.name.clone()))
+        .with("node_type", Json::from(u64::from(c.node_type)))
+        .with("ca_type", Json::String(c.ca_type.clone()))
+        .with("num_ports", Json::from(u64::from(c.num_ports)))
+        .with("firmware_version", Json::String(c.fw_ver.clone()))
+        .with("hardware_version", Json::String(c.hw_ver.clone()))
         .with("node_guid", common::hex(c.node_guid, 16))
         .with("system_image_guid", common::hex(c.system_guid, 16))
-        .with("ports", Json::Arr(ports))
+        .with("ports", Json::Array(ports))
 }
 
 fn ibpanic(inv: &mut Invocation<'_, '_>, msg: &str) -> CliError {
@@ -453,10 +454,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     if p.common.json {
         let j = Json::obj()
-            .with("command", Json::Str("ibstat".into()))
+            .with("command", Json::String("ibstat".into()))
             .with(
                 "cas",
-                Json::Arr(selected.iter().map(|c| ca_json(c)).collect()),
+                Json::Array(selected.iter().map(|c| ca_json(c)).collect()),
             );
         common::print_json(inv, &j);
         return Ok(());
@@ -628,8 +629,8 @@ pub fn run_ibstatus(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     }
     if json {
         let j = Json::obj()
-            .with("command", Json::Str("ibstatus".into()))
-            .with("cas", Json::Arr(chosen));
+            .with("command", Json::String("ibstatus".into()))
+            .with("cas", Json::Array(chosen));
         common::print_json(inv, &j);
     } else {
         inv.io.out(&out);

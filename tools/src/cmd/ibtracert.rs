@@ -19,7 +19,7 @@ use super::common::{self, Dest, DestType, Opt, ToolSpec};
 use super::smpquery::{NodeNameMap, RawSmpData};
 use crate::cli::{CliError, Invocation};
 use crate::diags::dump;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::Session;
 
 const MAXHOPS: i32 = 63;
@@ -242,11 +242,11 @@ impl Tracer<'_> {
         self.ends.push((
             if prompt == "From" { "from" } else { "to" },
             Json::obj()
-                .with("type", Json::Str(type_str(n.ntype).into()))
+                .with("type", Json::String(type_str(n.ntype).into()))
                 .with("node_guid", common::hex(n.guid, 16))
-                .with("port", Json::UInt(portnum.into()))
-                .with("lid", Json::UInt(p.lid.into()))
-                .with("node_description", Json::Str(self.name(n))),
+                .with("port", Json::from(u64::from(portnum)))
+                .with("lid", Json::from(u64::from(p.lid)))
+                .with("node_description", Json::String(self.name(n))),
         ));
     }
 
@@ -272,13 +272,13 @@ impl Tracer<'_> {
         }
         self.hops.push(
             Json::obj()
-                .with("out_port", Json::UInt(u64::from(outport.max(0) as u32)))
-                .with("type", Json::Str(type_str(n.ntype).into()))
+                .with("out_port", Json::from(u64::from(outport.max(0) as u32)))
+                .with("type", Json::String(type_str(n.ntype).into()))
                 .with("port_guid", common::hex(p.guid, 16))
-                .with("port", Json::UInt(p.portnum.into()))
-                .with("lid", Json::UInt(p.lid.into()))
-                .with("lid_end", Json::UInt(lid_end.into()))
-                .with("node_description", Json::Str(self.name(n))),
+                .with("port", Json::from(u64::from(p.portnum)))
+                .with("lid", Json::from(u64::from(p.lid)))
+                .with("lid_end", Json::from(u64::from(lid_end)))
+                .with("node_description", Json::String(self.name(n))),
         );
     }
 
@@ -595,7 +595,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         for (k, v) in t.ends.iter().filter(|(k, _)| *k == "from").take(1) {
             r.push(k, v.clone());
         }
-        r.push("hops", Json::Arr(t.hops.clone()));
+        r.push("hops", Json::Array(t.hops.clone()));
         for (k, v) in t.ends.iter().filter(|(k, _)| *k == "to").take(1) {
             r.push(k, v.clone());
         }
@@ -621,10 +621,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     inv.io.err(&warn_text);
     if c.json {
         let mut j = Json::obj()
-            .with("command", Json::Str("ibtracert".into()))
-            .with("routes", Json::Arr(routes));
+            .with("command", Json::String("ibtracert".into()))
+            .with("routes", Json::Array(routes));
         if let Err(CliError::IbExit(m)) = &result {
-            j.push("error", Json::Str(m.clone()));
+            j.push("error", Json::String(m.clone()));
             common::print_json(inv, &j);
             return Err(CliError::Exit(255));
         }

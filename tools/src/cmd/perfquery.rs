@@ -23,7 +23,7 @@ use super::common::{self, Dest, Opt, ToolSpec};
 use super::smpquery::RawSmpData;
 use crate::cli::{CliError, Invocation};
 use crate::diags::perf;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::Session;
 
 const ALL_PORTS: u32 = 0xFF;
@@ -280,7 +280,7 @@ impl Run<'_> {
 
 fn port_json(port: u32, counters: Json) -> Json {
     Json::obj()
-        .with("port", Json::UInt(port.into()))
+        .with("port", Json::from(u64::from(port)))
         .with("counters", counters)
 }
 
@@ -346,7 +346,21 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut mask: u32 = 0xffff;
     let mut mask_given = false;
     if let Some(a) = args.get(2) {
-        mask = common::c_strtoul(a) as u32;
+        // perfquery takes whatever strtoul makes of it ("0xzzz" is 0:
+        // every counter); a mask that is not a number is refused here,
+        // since a typo would reset counters nobody meant to reset.
+        mask = match common::c_strtoul_full(a)
+            .filter(|_| !a.trim_start().starts_with('-'))
+            .and_then(|m| u32::try_from(m).ok())
+        {
+            Some(m) => m,
+            None => {
+                return Err(CliError::IbExit(format!(
+                    "bad reset mask \"{a}\": give the counters to reset as a number \
+                     (e.g. 0x1000 for PortXmitData, 0xffff for all)"
+                )))
+            }
+        };
         mask_given = true;
     }
     let mut session = common::open_session(inv, &p.common)?;
@@ -409,16 +423,16 @@ fn query(
         }
         if json {
             let mut j = Json::obj()
-                .with("command", Json::Str("perfquery".into()))
+                .with("command", Json::String("perfquery".into()))
                 .with("dest", common::dest_json(&r.dest))
-                .with("cap_mask", Json::UInt(r.cap.into()))
-                .with("cap_mask2", Json::UInt(r.cap2.into()))
-                .with("ports", Json::Arr(r.ports_json.clone()));
+                .with("cap_mask", Json::from(u64::from(r.cap)))
+                .with("cap_mask2", Json::from(u64::from(r.cap2)))
+                .with("ports", Json::Array(r.ports_json.clone()));
             for (k, v) in extra {
                 j.push(k, v);
             }
             if let Some(e) = &err {
-                j.push("error", Json::Str(e.clone()));
+                j.push("error", Json::String(e.clone()));
             }
             common::print_json(inv, &j);
             return match err {
@@ -462,7 +476,7 @@ fn query(
             info.port,
             hex_dump(&d.0)
         ));
-        return finish(inv, &r, vec![("raw", Json::Str(hex_str(&d.0)))], None);
+        return finish(inv, &r, vec![("raw", Json::String(hex_str(&d.0)))], None);
     }
     let looping = all_ports_loop || (info.loop_ports && (info.all_ports || info.port == ALL_PORTS));
     let mut start_port = 1u32;
@@ -573,9 +587,9 @@ fn query(
             return finish(inv, &r, vec![("aggregate", aggregate_json)], Some(e));
         }
     }
-    let reset = Json::obj().with("mask", Json::UInt(mask.into())).with(
+    let reset = Json::obj().with("mask", Json::from(u64::from(mask))).with(
         "ports",
-        Json::Arr(ports.iter().map(|p| Json::UInt((*p).into())).collect()),
+        Json::Array(ports.iter().map(|p| Json::from(u64::from(*p))).collect()),
     );
     finish(
         inv,
@@ -613,7 +627,7 @@ where
             r.dest.text,
             hex_dump(&d.0)
         ));
-        extra.push(("raw", Json::Str(hex_str(&d.0))));
+        extra.push(("raw", Json::String(hex_str(&d.0))));
     }
     if info.reset_only || info.reset {
         let mut data = [0u8; 64];

@@ -15,11 +15,17 @@
 //!
 //! Exit status as saquery's: 0, 5 (EIO) for an SA error status (with
 //! `ERROR: Query result returned ...` on stderr), 110 for a timeout,
-//! 22 / 64 for a bad or unknown LID or name, 255 without an SM.
+//! 22 / 64 for a bad or unknown LID or name, 255 without an SM. And one
+//! saquery does not have: 3 ([`crate::cli::EXIT_INCOMPLETE`]) when the
+//! table printed is incomplete — cut to its first MAD (ibsim,
+//! libumad2sim), or an all-pairs PathRecord table the built-in SA capped
+//! — with a line on stderr saying so (saquery prints the cut table and
+//! exits 0).
 //!
 //! `--json` prints `{"command":"saquery","attribute":"NodeRecord",
 //! "records":[{...}],"truncated":B}` (records as their fields), or the
-//! ClassPortInfo fields for `-c` / `CPI`.
+//! ClassPortInfo fields for `-c` / `CPI`; a truncated table has
+//! `complete: false` and `missing`.
 
 use mad_agents::sa::SaError;
 use mad_agents::sa::{SaClient, SaClientConfig, TableMode};
@@ -35,7 +41,7 @@ use super::common::{self, Opt, ToolSpec};
 use super::smpquery::NodeNameMap;
 use crate::cli::{CliError, Invocation};
 use crate::diags::{dump, sa};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::{Backend, Session};
 
 /// `DEFAULT_SA_TIMEOUT_MS`.
@@ -305,6 +311,14 @@ fn usage_args() -> String {
     s
 }
 
+/// The record name of SA attribute `attr` (`NodeRecord`, ...).
+fn attr_name(attr: u16) -> String {
+    QUERIES.iter().find(|(_, _, t, _)| *t == attr).map_or_else(
+        || format!("attribute 0x{attr:04x}"),
+        |(n, _, _, _)| (*n).to_owned(),
+    )
+}
+
 fn find_query(name: &str) -> Option<u16> {
     QUERIES
         .iter()
@@ -445,6 +459,11 @@ struct Ctx<'a> {
     json_records: Vec<Json>,
     attribute: &'static str,
     truncated: bool,
+    /// Why the answer is short (for the message), when it is.
+    truncated_why: Option<String>,
+    /// The answers come from the built-in SA (which caps all-pairs
+    /// PathRecord tables).
+    built_in_sa: bool,
 }
 
 fn pid() -> u32 {
@@ -477,7 +496,36 @@ impl Ctx<'_> {
                 if get_table && a.bytes.len() == 256 {
                     // An RMPP answer cut to one MAD (libumad2sim).
                     let flags = a.bytes.get(25).copied().unwrap_or(0);
-                    self.truncated |= flags & 1 != 0 && flags & 6 != 6;
+                    if flags & 1 != 0 && flags & 6 != 6 {
+                        self.truncated = true;
+                        self.truncated_why = Some(format!(
+                            "the SA's answer to the {} query arrived cut to its first MAD ({} \
+                             records; the transport does no RMPP here: ibsim, or libumad2sim), \
+                             so the table above is incomplete. Query the built-in fabric \
+                             (--sim) or a real port for the whole table",
+                            attr_name(attr),
+                            a.count()
+                        ));
+                    }
+                }
+                if get_table
+                    && attr == 0x0035
+                    && self.built_in_sa
+                    && mask
+                        & (PathRecord::COMP_SLID
+                            | PathRecord::COMP_DLID
+                            | PathRecord::COMP_SGID
+                            | PathRecord::COMP_DGID)
+                        == 0
+                    && a.count() >= mad_sim::sa::MAX_ALL_PAIRS_PATHS
+                {
+                    self.truncated = true;
+                    self.truncated_why = Some(format!(
+                        "the built-in SA answers at most {} PathRecords to a query that names \
+                         neither end, so the table above is cut short; query per source \
+                         (saquery PR --slid LID, or -p --slid LID) for the rest",
+                        mad_sim::sa::MAX_ALL_PAIRS_PATHS
+                    ));
                 }
                 Ok(a)
             }
@@ -1365,7 +1413,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         json_records: Vec::new(),
         attribute: "NodeRecord",
         truncated: false,
+        truncated_why: None,
+        built_in_sa: matches!(session.backend(), Backend::Sim(_)),
     };
+    let spinner = crate::discover::progress::Spinner::start("saquery: reading the SA's records");
     let result = (|| -> Result<(), Fail> {
         if let Some((s, d)) = &src_dst {
             if !s.is_empty() {
@@ -1470,23 +1521,25 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             Cmd::Query => handler(&mut c, query_type, &params, &args, cpi.as_ref()),
         }
     })();
+    drop(spinner);
     let Ctx {
         out,
         json_records,
         attribute,
         truncated,
+        truncated_why,
         ..
     } = c;
     drop(sa_client);
     let close = session.close();
     if common_opts.json {
         let mut j = Json::obj()
-            .with("command", Json::Str("saquery".into()))
-            .with("attribute", Json::Str(attribute.into()))
-            .with("records", Json::Arr(json_records))
+            .with("command", Json::String("saquery".into()))
+            .with("attribute", Json::String(attribute.into()))
+            .with("records", Json::Array(json_records))
             .with("truncated", Json::Bool(truncated));
         if let Err(f) = &result {
-            j.push("error", Json::Str(f.stderr.trim_end().to_owned()));
+            j.push("error", Json::String(f.stderr.trim_end().to_owned()));
         }
         common::print_json(inv, &j);
     } else {
@@ -1498,7 +1551,18 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         }
         return Err(CliError::Exit(f.code));
     }
-    close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
+    close.map_err(|e| CliError::Failed(format!("pcap: {e}")))?;
+    if truncated {
+        let why = truncated_why.unwrap_or_else(|| "the SA's answer was cut short".into());
+        return Err(common::incomplete(
+            inv,
+            "records",
+            None,
+            Vec::new(),
+            format!("incomplete {attribute} table: {why}"),
+        ));
+    }
+    Ok(())
 }
 
 /// RMPP tables, except where the SA's answers come cut to one MAD: under

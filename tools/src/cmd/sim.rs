@@ -6,7 +6,7 @@
 //! at an endpoint, stats, quit).
 //!
 //! ```text
-//! mad sim [TOPOLOGY] [--seed N] [--no-sa] [--serve NAME] [--script FILE] [-q]
+//! mad sim [TOPOLOGY] [--seed N] [--no-sa] [--serve NAME] [--script FILE] [-q] [--json]
 //! ```
 //! `TOPOLOGY` may also come as the global `--sim=TOPOLOGY`. `--seed`
 //! seeds the link-fault RNGs (default 0); `--serve NAME` also serves the
@@ -14,7 +14,9 @@
 //! (`mad_sim::serve`), so `mad --ibsim`, libumad2sim tools and other
 //! stacks in other processes attach to it while the console runs;
 //! `--script FILE` reads the commands from a file instead of standard
-//! input; `-q` prints no summary.
+//! input; `-q` prints no summary. With `--json` the summary is one JSON
+//! object on stdout (the envelope of [`crate::json`]; `sm_smps` counts
+//! SM-lite's bring-up SMPs) and the console's replies go to stderr.
 
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -27,13 +29,14 @@ use crate::cli::{CliError, Invocation};
 use crate::session::TransportChoice;
 
 const USAGE: &str = "\
-usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--serve NAME] [--script FILE] [-q]
+usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--serve NAME] [--script FILE] [-q] [--json]
   TOPOLOGY       topology file (ibnetdiscover / ibsim format); default: the built-in fat tree
   --seed N       seed of the link-fault RNGs (default 0)
   --no-sa        do not run the SA at the SM's port
   --serve NAME   serve the fabric as ibsim does, under IBSIM_SOCKNAME=NAME
   --script FILE  read console commands from FILE instead of standard input
   -q, --quiet    no summary
+  --json         the summary as one JSON object (console replies on stderr)
 Then commands on standard input (type help).
 ";
 
@@ -46,6 +49,7 @@ struct Args {
     serve: Option<String>,
     quiet: bool,
     help: bool,
+    json: bool,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
@@ -66,6 +70,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "-h" | "--help" => a.help = true,
             "-q" | "--quiet" => a.quiet = true,
             "--no-sa" => a.no_sa = true,
+            "--json" => a.json = true,
             "--seed" => {
                 let v = value("--seed")?;
                 let parsed = match v.strip_prefix("0x") {
@@ -108,7 +113,23 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         sa: !a.no_sa,
         ..SubnetOptions::default()
     };
-    let subnet = Subnet::load(topology.as_deref(), opts).map_err(|e| match e {
+    if let Some(t) = &topology {
+        let warnings = crate::session::sim::check_topology_file(t)
+            .map_err(|e| CliError::Input(format!("sim: {e}")))?;
+        for w in warnings {
+            inv.io.err(&format!("mad sim: warning: {w}\n"));
+        }
+    }
+    let spinner = crate::discover::progress::Spinner::start(&format!(
+        "SM-lite: bringing up {}",
+        topology.as_ref().map_or_else(
+            || mad_sim::DEFAULT_TOPOLOGY_NAME.to_owned(),
+            |p| p.display().to_string()
+        )
+    ));
+    let subnet = Subnet::load(topology.as_deref(), opts);
+    drop(spinner);
+    let subnet = subnet.map_err(|e| match e {
         UpError::Topology(t) => CliError::Input(format!("sim: {t}")),
         other => CliError::Failed(format!(
             "sim: {}: {other}",
@@ -132,7 +153,36 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         }
         None => None,
     };
-    if !a.quiet {
+    let json = inv.session.json || a.json;
+    if json {
+        // One JSON object on stdout, printed before the console starts
+        // (its replies then go to stderr).
+        let sum = subnet.summary();
+        let st = subnet.sm_status();
+        let mut body = serde_json::json!({
+            "fabric": sum.name,
+            "nodes": sum.nodes,
+            "switches": sum.switches,
+            "cas": sum.cas,
+            "routers": sum.routers,
+            "links": sum.links,
+            "links_up": sum.links_up,
+            "lids": sum.lids,
+            "max_lid": sum.max_lid,
+            "sm_lid": sum.sm_lid,
+            "sm_smps": st.smps_sent,
+            "sa": !a.no_sa,
+        });
+        if let Some(name) = &a.serve {
+            body["serving_as"] = serde_json::Value::String(name.clone());
+        }
+        let mut t = crate::json::Envelope::new(inv.command, body).to_text();
+        t.push('\n');
+        inv.io.out(&t);
+        // Printed: failures from here on are text on stderr.
+        inv.session.json = false;
+    }
+    if !a.quiet && !json {
         let mut s = subnet.summary().to_string();
         let st = subnet.sm_status();
         s.push_str(&format!(
@@ -157,21 +207,28 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         Some(f) => {
             let file = std::fs::File::open(f)
                 .map_err(|e| CliError::Input(format!("sim: {}: {e}", f.display())))?;
+            let out: &mut dyn std::io::Write = if json {
+                &mut *inv.io.stderr
+            } else {
+                &mut *inv.io.stdout
+            };
+            console::run(subnet.fabric(), Some(&subnet), BufReader::new(file), out)
+                .map_err(io_err)?
+        }
+        None => {
+            let out: &mut dyn std::io::Write = if json {
+                &mut *inv.io.stderr
+            } else {
+                &mut *inv.io.stdout
+            };
             console::run(
                 subnet.fabric(),
                 Some(&subnet),
-                BufReader::new(file),
-                &mut *inv.io.stdout,
+                BufReader::new(&mut *inv.io.stdin),
+                out,
             )
             .map_err(io_err)?
         }
-        None => console::run(
-            subnet.fabric(),
-            Some(&subnet),
-            BufReader::new(&mut *inv.io.stdin),
-            &mut *inv.io.stdout,
-        )
-        .map_err(io_err)?,
     };
     Ok(())
 }

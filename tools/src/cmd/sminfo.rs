@@ -12,7 +12,7 @@ use mad_core::wire::AttributeId;
 use super::common::{self, Dest, Opt, ToolSpec};
 use crate::cli::{CliError, Invocation};
 use crate::diags::smp;
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 
 const OPTS: &[Opt] = &[
     Opt::new("state", 's', true, Some("<0-3>"), "set SM state"),
@@ -89,12 +89,12 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let sm = r.map_err(|_| CliError::IbExit("query".into()))?;
     if p.common.json {
         let j = Json::obj()
-            .with("command", Json::Str("sminfo".into()))
-            .with("sm_lid", Json::UInt(dest.lid.into()))
+            .with("command", Json::String("sminfo".into()))
+            .with("sm_lid", Json::from(u64::from(dest.lid)))
             .with("sm_info", common::attr_json(&sm))
             .with(
                 "state_name",
-                Json::Str(smp::sminfo_state_str(sm.sm_state.0).into()),
+                Json::String(smp::sminfo_state_str(sm.sm_state.0).into()),
             );
         common::print_json(inv, &j);
     } else {

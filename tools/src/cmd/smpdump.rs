@@ -23,7 +23,7 @@ use mad_core::wire::{AttributeId, Method};
 
 use super::common::{self, Dest, DestType, Opt, ToolSpec};
 use crate::cli::{CliError, Invocation};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 
 /// smpdump's own option.
 pub const OPTS: &[Opt] = &[Opt::new("string", 's', false, None, "")];
@@ -147,15 +147,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         common::print_json(
             inv,
             &Json::obj()
-                .with("command", Json::Str("smpdump".into()))
                 .with("dest", common::dest_json(&dest))
-                .with("attr", Json::UInt(u64::from(attr)))
-                .with("attr_mod", Json::UInt(u64::from(attr_mod)))
+                .with("attr", Json::from(u64::from(attr)))
+                .with("attr_mod", Json::from(u64::from(attr_mod)))
                 .with("answered", Json::Bool(answer.is_some()))
-                .with("status", Json::UInt(u64::from(status)))
+                .with("status", Json::from(u64::from(status)))
                 .with(
                     "data",
-                    Json::Str(data.iter().map(|b| format!("{b:02x}")).collect()),
+                    Json::from(data.iter().map(|b| format!("{b:02x}")).collect::<String>()),
                 ),
         );
         return Ok(());

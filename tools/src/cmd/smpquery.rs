@@ -22,7 +22,7 @@ use mad_core::wire::{AttributeId, Repr};
 use super::common::{self, Dest, DestType, Opt, ToolSpec};
 use crate::cli::{CliError, Invocation};
 use crate::diags::{dump, smp};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 use crate::session::Session;
 
 /// The 64 data bytes of an SMP, unparsed (vendor attributes).
@@ -247,7 +247,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
             let name = c.names.remap(ni.node_guid, &nd);
             c.out.push_str(&smp::format_nodedesc_name(&name));
             c.put("node_guid", common::hex(ni.node_guid, 16));
-            c.put("node_description", Json::Str(name));
+            c.put("node_description", Json::String(name));
         }
         Op::PortInfo => {
             let m = if c.extended { pu32 | (1 << 31) } else { pu32 };
@@ -299,8 +299,8 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                 .take(usize::from(cap))
                 .map(|k| common::hex(u64::from(*k), 4))
                 .collect();
-            c.put("capacity", Json::UInt(cap.into()));
-            c.put("pkeys", Json::Arr(keys));
+            c.put("capacity", Json::from(u64::from(cap)));
+            c.put("pkeys", Json::Array(keys));
             result?;
         }
         Op::Sl2Vl => {
@@ -325,12 +325,12 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                         c.out.push_str(&smp::sl2vl_row(i, o, &t));
                         jrows.push(
                             Json::obj()
-                                .with("in_port", Json::UInt(i.into()))
-                                .with("out_port", Json::UInt(o.into()))
+                                .with("in_port", Json::from(u64::from(i)))
+                                .with("out_port", Json::from(u64::from(o)))
                                 .with(
                                     "vl",
-                                    Json::Arr(
-                                        t.vl.iter().map(|v| Json::UInt((*v).into())).collect(),
+                                    Json::Array(
+                                        t.vl.iter().map(|v| Json::from(u64::from(*v))).collect(),
                                     ),
                                 ),
                         );
@@ -341,7 +341,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                     }
                 }
             }
-            c.put("rows", Json::Arr(jrows));
+            c.put("rows", Json::Array(jrows));
             result?;
         }
         Op::VlArb => vlarb(c)?,
@@ -366,8 +366,8 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                 .take(usize::from(n))
                 .map(|g| common::hex(*g, 16))
                 .collect();
-            c.put("capacity", Json::UInt(n.into()));
-            c.put("guids", Json::Arr(guids));
+            c.put("capacity", Json::from(u64::from(n)));
+            c.put("guids", Json::Array(guids));
             result?;
         }
         Op::MlnxExtPortInfo => {
@@ -379,10 +379,10 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
             c.put(
                 "mlnx_ext_port_info",
                 Json::obj()
-                    .with("state_change_enable", Json::UInt(d.0[3].into()))
-                    .with("link_speed_supported", Json::UInt(d.0[7].into()))
-                    .with("link_speed_enabled", Json::UInt(d.0[11].into()))
-                    .with("link_speed_active", Json::UInt(d.0[15].into())),
+                    .with("state_change_enable", Json::from(u64::from(d.0[3])))
+                    .with("link_speed_supported", Json::from(u64::from(d.0[7])))
+                    .with("link_speed_enabled", Json::from(u64::from(d.0[11])))
+                    .with("link_speed_active", Json::from(u64::from(d.0[15]))),
             );
         }
     }
@@ -435,21 +435,21 @@ fn vlarb(c: &mut Ctx<'_>) -> Result<(), &'static str> {
     c.out
         .push_str(&smp::format_vlarb(&c.dest.text, port, lc, hc, &low, &high));
     let entries = |blocks: &[VlArbTable], cap: u8| -> Json {
-        Json::Arr(
+        Json::Array(
             blocks
                 .iter()
                 .flat_map(|b| b.entries.iter())
                 .take(usize::from(cap))
                 .map(|e| {
                     Json::obj()
-                        .with("vl", Json::UInt(u64::from((e >> 8) & 0xF)))
-                        .with("weight", Json::UInt(u64::from(e & 0xFF)))
+                        .with("vl", Json::from(u64::from((e >> 8) & 0xF)))
+                        .with("weight", Json::from(u64::from(e & 0xFF)))
                 })
                 .collect(),
         )
     };
-    c.put("low_cap", Json::UInt(lc.into()));
-    c.put("high_cap", Json::UInt(hc.into()));
+    c.put("low_cap", Json::from(u64::from(lc)));
+    c.put("high_cap", Json::from(u64::from(hc)));
     c.put("low", entries(&low, lc));
     c.put("high", entries(&high, hc));
     if low_ok && high_ok {
@@ -509,8 +509,8 @@ fn port_info_ext(c: &mut Ctx<'_>) -> Result<(), &'static str> {
         s.push_str(&dump::field(name, v));
         s.push('\n');
     }
-    j.push("capability_mask", Json::UInt(cap));
-    j.push("fec_mode_active", Json::UInt(w16(4)));
+    j.push("capability_mask", Json::from(cap));
+    j.push("fec_mode_active", Json::from(w16(4)));
     c.out.push_str(&s);
     c.put("port_info_extended", j);
     Ok(())
@@ -604,17 +604,17 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let close = session.close();
     if json {
         let mut j = Json::obj()
-            .with("command", Json::Str("smpquery".into()))
-            .with("op", Json::Str(op_name.to_ascii_lowercase()))
+            .with("command", Json::String("smpquery".into()))
+            .with("op", Json::String(op_name.to_ascii_lowercase()))
             .with("dest", common::dest_json(&dest))
-            .with("port", Json::UInt(u64::from(port.max(0) as u32)));
-        if let Json::Obj(fields) = data {
+            .with("port", Json::from(u64::from(port.max(0) as u32)));
+        if let Json::Object(fields) = data {
             for (k, v) in fields {
                 j.push(&k, v);
             }
         }
         if let Err(m) = r {
-            j.push("error", Json::Str(format!("operation {op_name}: {m}")));
+            j.push("error", Json::String(format!("operation {op_name}: {m}")));
             common::print_json(inv, &j);
             return Err(CliError::Exit(255));
         }

@@ -10,6 +10,12 @@
 //! `-o N`: MADs in flight on the port (default 256); `--per-node N`: in
 //! flight per destination (a node for SMPs, a LID for PerfMgt; default
 //! 4); `-t MS`: response timeout. `-v` adds a summary on stderr.
+//!
+//! Exit status: 0 when every port discovered was read; 3
+//! ([`crate::cli::EXIT_INCOMPLETE`]) when some port's counters or some
+//! discovery query went unanswered (the output shows what was read;
+//! stderr, and `missing` in JSON, say what was not); 1 or 255 when the
+//! sweep could not run at all.
 
 use super::common::{self, Opt, ToolSpec};
 use super::ibnetdiscover::{limits, run_discovery};
@@ -56,12 +62,25 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut window = None;
     let mut per_node = None;
     for (key, val) in &p.custom {
-        let n = common::c_strtoul(val.as_deref().unwrap_or("0"));
-        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        let v = val.as_deref().unwrap_or("");
+        let flag = if *key == OPT_PER_NODE {
+            "--per-node"
+        } else {
+            "-o"
+        };
+        let n = common::c_strtoul_full(v)
+            .filter(|n| *n > 0 && !v.trim_start().starts_with('-'))
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| {
+                CliError::Usage(format!(
+                    "sweep: {flag} takes a positive number of MADs in flight, not {v:?} \
+                     (e.g. {flag} 64)"
+                ))
+            })?;
         if *key == i32::from(b'o') {
-            window = (n != 0).then_some(n);
+            window = Some(n);
         } else if *key == OPT_PER_NODE {
-            per_node = (n != 0).then_some(n);
+            per_node = Some(n);
         }
     }
     if let Some(extra) = p.args.first() {
@@ -96,14 +115,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     if p.common.verbose > 0 {
         inv.io.err(&format!(
-            "# {} nodes discovered with {} SMPs in {:.3?}; {} ports read ({} failed) with {} PerfMgt MADs in {:.3?}\n",
+            "# {} nodes discovered with {} SMPs in {}; {} ports read ({} failed) with {} PerfMgt MADs in {}\n",
             d.fabric.nodes.len(),
             d.stats.sent,
-            d.elapsed,
+            common::human_duration(d.elapsed),
             s.ports_read(),
             s.ports_failed(),
             s.stats.sent,
-            s.elapsed
+            common::human_duration(s.elapsed)
         ));
     }
     if p.common.json {
@@ -112,7 +131,37 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         inv.io.out(&counters::format_text(&d.fabric, &s));
     }
     if s.ports_failed() > 0 {
-        return Err(CliError::Exit(1));
+        let items: Vec<String> = s
+            .nodes
+            .iter()
+            .flat_map(|n| &n.ports)
+            .filter_map(|p| {
+                p.error
+                    .as_ref()
+                    .map(|e| format!("lid {} port {}: {e}", p.lid, p.port))
+            })
+            .collect();
+        let nports: usize = s.nodes.iter().map(|n| n.ports.len()).sum();
+        let message = format!(
+            "sweep incomplete: the counters of {} of {nports} ports could not be read \
+             (their lines say why){}",
+            s.ports_failed(),
+            if d.failures.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; discovery also went without {} answers, so ports may be missing",
+                    d.failures.len()
+                )
+            }
+        );
+        return Err(common::incomplete(
+            inv,
+            "ports",
+            Some(s.ports_failed() as u64),
+            items,
+            message,
+        ));
     }
-    Ok(())
+    super::ibnetdiscover::check_complete(inv, &d.failures)
 }

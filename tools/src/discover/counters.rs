@@ -31,15 +31,18 @@
 //!             "ports": [{"port": 1, "lid": 1,
 //!                        "remote": {"guid": "0x...", "port": 3,
 //!                                   "description": "Switch2"} | null,
-//!                        "counters": {"SymbolErrorCounter": 0, ...} | null,
-//!                        "extended": {"PortXmitData": 0, ...} | null,
+//!                        "counters": {"symbol_error_counter": 0, ...} | null,
+//!                        "extended": {"port_xmit_data": "0x…", ...} | null,
 //!                        "error": null | "timeout"}]}],
 //!  "summary": {"nodes": 4, "ports": 12, "ports_read": 12,
 //!              "ports_failed": 0, "mads_sent": 28, "elapsed_us": 1234}}
 //! ```
 //! GUIDs are `0x` + 16 hex digits (strings: JSON numbers lose 64-bit
-//! precision); counters are JSON integers, named as libibmad names them
-//! (reserved, PortSelect and CounterSelect fields are left out).
+//! precision); counters are named as mad-core names the fields (snake
+//! case, as `perfquery --json`), 32-bit and narrower ones JSON integers,
+//! 64-bit ones `"0x…"` strings (reserved, PortSelect and CounterSelect
+//! fields are left out). The envelope (`command`, `version`, `complete`,
+//! `missing`, `error`) is [`crate::json::Envelope`]'s.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -52,7 +55,7 @@ use mad_core::wire::{AttributeId, FieldValue, Fields, Mad, Method, MgmtClass, Re
 
 use super::model::Fabric;
 use super::pipeline::{Exchange, Limits, Outcome, Pipeline, PipelineError, Request, Stats};
-use crate::json::Json;
+use crate::json::{Json, JsonExt};
 
 /// What was read of one port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,6 +363,24 @@ pub fn counter_fields(s: &dyn Fields) -> Vec<(&'static str, u64)> {
     v
 }
 
+/// The counters of `s` for JSON: the fields [`counter_fields`] lists,
+/// by their snake-case names (as `perfquery --json` names them), 64-bit
+/// values as `"0x…"` strings.
+#[must_use]
+pub fn counter_fields_json(s: &dyn Fields) -> Vec<(&'static str, Json)> {
+    let mut v = Vec::new();
+    for (i, d) in s.field_descs().iter().enumerate() {
+        let Some(label) = d.label else { continue };
+        if matches!(label, "PortSelect" | "CounterSelect" | "CounterSelect2") {
+            continue;
+        }
+        if let Some(FieldValue::Uint(x)) = s.field_value(i) {
+            v.push((d.name, crate::json::uint_field(d.bit_len, x)));
+        }
+    }
+    v
+}
+
 /// The merged counters of a port line (see the module documentation).
 #[must_use]
 pub fn merged_counters(s: &PortSample) -> Vec<(&'static str, u64)> {
@@ -424,16 +445,16 @@ pub fn format_text(f: &Fabric, s: &Sweep) -> String {
 }
 
 fn guid_str(g: u64) -> Json {
-    Json::Str(format!("0x{g:016x}"))
+    crate::json::u64_hex(g)
 }
 
 fn counters_json(s: Option<&dyn Fields>) -> Json {
     match s {
         None => Json::Null,
-        Some(s) => Json::Obj(
-            counter_fields(s)
+        Some(s) => Json::Object(
+            counter_fields_json(s)
                 .into_iter()
-                .map(|(l, v)| (l.to_owned(), Json::UInt(v)))
+                .map(|(n, v)| (n.to_owned(), v))
                 .collect(),
         ),
     }
@@ -462,13 +483,13 @@ pub fn to_json(f: &Fabric, s: &Sweep) -> Json {
                 .map_or(Json::Null, |(rn, rp)| {
                     Json::obj()
                         .with("guid", guid_str(rn.guid()))
-                        .with("port", Json::UInt(u64::from(rp)))
-                        .with("description", Json::Str(rn.clean_desc()))
+                        .with("port", Json::from(u64::from(rp)))
+                        .with("description", Json::String(rn.clean_desc()))
                 });
             ports.push(
                 Json::obj()
-                    .with("port", Json::UInt(u64::from(p.port)))
-                    .with("lid", Json::UInt(u64::from(p.lid)))
+                    .with("port", Json::from(u64::from(p.port)))
+                    .with("lid", Json::from(u64::from(p.lid)))
                     .with("remote", remote)
                     .with(
                         "counters",
@@ -484,24 +505,24 @@ pub fn to_json(f: &Fabric, s: &Sweep) -> Json {
         nodes.push(
             Json::obj()
                 .with("guid", guid_str(n.guid()))
-                .with("type", Json::Str(type_word(n.node_type()).to_owned()))
-                .with("description", Json::Str(n.clean_desc()))
-                .with("lid", Json::UInt(u64::from(lid)))
-                .with("ports", Json::Arr(ports)),
+                .with("type", Json::String(type_word(n.node_type()).to_owned()))
+                .with("description", Json::String(n.clean_desc()))
+                .with("lid", Json::from(u64::from(lid)))
+                .with("ports", Json::Array(ports)),
         );
     }
     let nports: usize = s.nodes.iter().map(|n| n.ports.len()).sum();
-    Json::obj().with("nodes", Json::Arr(nodes)).with(
+    Json::obj().with("nodes", Json::Array(nodes)).with(
         "summary",
         Json::obj()
-            .with("nodes", Json::UInt(s.nodes.len() as u64))
-            .with("ports", Json::UInt(nports as u64))
-            .with("ports_read", Json::UInt(s.ports_read() as u64))
-            .with("ports_failed", Json::UInt(s.ports_failed() as u64))
-            .with("mads_sent", Json::UInt(s.stats.sent))
+            .with("nodes", Json::from(s.nodes.len() as u64))
+            .with("ports", Json::from(nports as u64))
+            .with("ports_read", Json::from(s.ports_read() as u64))
+            .with("ports_failed", Json::from(s.ports_failed() as u64))
+            .with("mads_sent", Json::from(s.stats.sent))
             .with(
                 "elapsed_us",
-                Json::UInt(u64::try_from(s.elapsed.as_micros()).unwrap_or(u64::MAX)),
+                Json::from(u64::try_from(s.elapsed.as_micros()).unwrap_or(u64::MAX)),
             ),
     )
 }

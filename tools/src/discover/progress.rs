@@ -1,121 +1,159 @@
-//! A one-line progress display on standard error for long operations,
-//! drawn only when standard error is a terminal and only once the
-//! operation has run for a moment (short runs print nothing).
+//! The progress display of long operations (discovery, sweeps, SM-lite
+//! bring-up, large SA tables, benchmarks), drawn with `indicatif` on
+//! standard error — only when standard error is a terminal, never under
+//! `--json` ([`set_enabled`]), and only once the operation has run for
+//! a moment (short runs print nothing). The line is erased when the
+//! operation ends, so the output that follows is the same as without
+//! it.
+//!
+//! Two forms: [`Progress`], updated by the operation (a bar when the
+//! total is known, a count otherwise), and [`Spinner`], for a call that
+//! blocks (a spinner and the elapsed time, ticking on its own thread).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// How long an operation runs before the bar appears.
-const SHOW_AFTER: Duration = Duration::from_millis(300);
-/// Least time between two redraws.
-const REDRAW: Duration = Duration::from_millis(80);
-/// Width of the bar itself.
-const BAR: usize = 30;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// A progress line; see the module documentation. Dropping it erases
-/// the line.
+/// How long an operation runs before the display appears.
+const SHOW_AFTER: Duration = Duration::from_millis(300);
+/// How often a spinner redraws.
+const TICK: Duration = Duration::from_millis(100);
+
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Turns the display off for the rest of the process (under `--json`),
+/// or on again.
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// True when a display would be drawn: enabled, and standard error is
+/// a terminal.
+#[must_use]
+pub fn drawable() -> bool {
+    ENABLED.load(Ordering::Relaxed) && std::io::stderr().is_terminal()
+}
+
+/// How long an operation runs before its display appears:
+/// `MADSTACK_PROGRESS_AFTER_MS` if set (tests), else 300 ms.
+fn show_after() -> Duration {
+    std::env::var("MADSTACK_PROGRESS_AFTER_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(SHOW_AFTER, Duration::from_millis)
+}
+
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{prefix} [{bar:30}] {percent:>3}% {pos}/{len} {msg} {elapsed}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("#>-")
+}
+
+fn count_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {prefix} {pos} {msg} {elapsed}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {prefix} {msg} {elapsed}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+/// A progress display updated by the operation; see the module
+/// documentation. Dropping it erases the line.
 pub struct Progress {
-    out: Option<Box<dyn Write + Send>>,
+    bar: Option<ProgressBar>,
     label: String,
     start: Instant,
-    last: Option<Instant>,
-    drawn: bool,
     show_after: Duration,
+    shown: bool,
 }
 
 impl std::fmt::Debug for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Progress")
-            .field("enabled", &self.out.is_some())
+            .field("enabled", &self.bar.is_some())
             .field("label", &self.label)
             .finish_non_exhaustive()
     }
 }
 
 impl Progress {
-    /// A progress line on standard error if it is a terminal, otherwise
-    /// one that draws nothing. `MADSTACK_PROGRESS_AFTER_MS` overrides how
-    /// long an operation runs before the line appears (300 ms).
+    /// A display on standard error if it is a terminal (and the display
+    /// is enabled), otherwise one that draws nothing.
     #[must_use]
     pub fn stderr(label: &str) -> Self {
-        let out: Option<Box<dyn Write + Send>> = if std::io::stderr().is_terminal() {
-            Some(Box::new(std::io::stderr()))
-        } else {
-            None
-        };
-        let after = std::env::var("MADSTACK_PROGRESS_AFTER_MS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(SHOW_AFTER, Duration::from_millis);
-        Self::with_output(label, out, after)
-    }
-
-    /// A progress line that draws nothing.
-    #[must_use]
-    pub fn disabled() -> Self {
-        Self::with_output("", None, SHOW_AFTER)
-    }
-
-    /// A progress line drawn on `out` (tests), appearing after
-    /// `show_after`.
-    #[must_use]
-    pub fn with_output(
-        label: &str,
-        out: Option<Box<dyn Write + Send>>,
-        show_after: Duration,
-    ) -> Self {
+        let bar =
+            drawable().then(|| ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden()));
         Self {
-            out,
+            bar,
             label: label.to_owned(),
             start: Instant::now(),
-            last: None,
-            drawn: false,
-            show_after,
+            show_after: show_after(),
+            shown: false,
+        }
+    }
+
+    /// A display that draws nothing.
+    #[must_use]
+    pub fn disabled() -> Self {
+        Self {
+            bar: None,
+            label: String::new(),
+            start: Instant::now(),
+            show_after: SHOW_AFTER,
+            shown: false,
         }
     }
 
     /// True when it draws at all.
     #[must_use]
     pub fn enabled(&self) -> bool {
-        self.out.is_some()
+        self.bar.is_some()
     }
 
-    /// Updates the line: `done` of `total` (a bar when the total is
+    /// Updates the display: `done` of `total` (a bar when the total is
     /// known, a count otherwise) and a short free text.
     pub fn update(&mut self, done: u64, total: Option<u64>, detail: &str) {
-        if self.out.is_none() {
+        let Some(bar) = &self.bar else {
             return;
+        };
+        if !self.shown {
+            if self.start.elapsed() < self.show_after {
+                return;
+            }
+            bar.set_prefix(self.label.clone());
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.shown = true;
         }
-        let now = Instant::now();
-        if now.duration_since(self.start) < self.show_after {
-            return;
+        match total {
+            Some(t) if t > 0 => {
+                if bar.length() != Some(t) {
+                    bar.set_style(bar_style());
+                    bar.set_length(t);
+                }
+            }
+            _ => {
+                if bar.length().is_some() {
+                    bar.unset_length();
+                }
+                bar.set_style(count_style());
+            }
         }
-        if self.last.is_some_and(|l| now.duration_since(l) < REDRAW) {
-            return;
-        }
-        self.last = Some(now);
-        let line = render(
-            &self.label,
-            done,
-            total,
-            detail,
-            now.duration_since(self.start),
-        );
-        if let Some(o) = self.out.as_mut() {
-            let _ = write!(o, "\r{line}\x1b[K");
-            let _ = o.flush();
-            self.drawn = true;
-        }
+        bar.set_message(detail.to_owned());
+        bar.set_position(done);
     }
 
     /// Erases the line (if it was drawn).
     pub fn finish(&mut self) {
-        if self.drawn {
-            if let Some(o) = self.out.as_mut() {
-                let _ = write!(o, "\r\x1b[K");
-                let _ = o.flush();
+        if let Some(bar) = &self.bar {
+            if self.shown {
+                bar.finish_and_clear();
+                self.shown = false;
             }
-            self.drawn = false;
         }
     }
 }
@@ -126,90 +164,82 @@ impl Drop for Progress {
     }
 }
 
-/// The text of one progress line.
-#[must_use]
-pub fn render(
-    label: &str,
-    done: u64,
-    total: Option<u64>,
-    detail: &str,
-    elapsed: Duration,
-) -> String {
-    let secs = elapsed.as_secs_f64();
-    match total {
-        Some(t) if t > 0 => {
-            let frac = (done.min(t) as f64) / (t as f64);
-            let fill = ((frac * BAR as f64).round() as usize).min(BAR);
-            format!(
-                "{label} [{}{}] {:>3}% {done}/{t} {detail} {secs:.1}s",
-                "#".repeat(fill),
-                "-".repeat(BAR - fill),
-                (frac * 100.0).floor() as u64
-            )
+/// A spinner for a call that blocks (SM-lite bringing a fabric up, a
+/// large SA table, a benchmark run): it appears after a moment, ticks
+/// on its own thread, and is erased when dropped.
+pub struct Spinner {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Spinner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spinner")
+            .field("enabled", &self.thread.is_some())
+            .finish()
+    }
+}
+
+impl Spinner {
+    /// Starts a spinner labelled `label` (drawn only as [`Progress`] is).
+    #[must_use]
+    pub fn start(label: &str) -> Self {
+        if !drawable() {
+            return Self {
+                stop: None,
+                thread: None,
+            };
         }
-        _ => format!("{label} {done} {detail} {secs:.1}s"),
+        let (tx, rx) = mpsc::channel::<()>();
+        let label = label.to_owned();
+        let after = show_after();
+        let thread = std::thread::Builder::new()
+            .name("mad-progress".into())
+            .spawn(move || {
+                if rx.recv_timeout(after) != Err(mpsc::RecvTimeoutError::Timeout) {
+                    return;
+                }
+                let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+                bar.set_style(spinner_style());
+                bar.set_prefix(label);
+                bar.tick();
+                while rx.recv_timeout(TICK) == Err(mpsc::RecvTimeoutError::Timeout) {
+                    bar.tick();
+                }
+                bar.finish_and_clear();
+            })
+            .ok();
+        Self {
+            stop: Some(tx),
+            thread,
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
-
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-    impl Write for Shared {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0
-                .lock()
-                .map_err(|_| std::io::ErrorKind::Other)?
-                .extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     #[test]
-    fn render_bar_and_count() {
-        let s = render("sweep", 5, Some(10), "ports", Duration::from_millis(1500));
-        assert_eq!(
-            s,
-            format!(
-                "sweep [{}{}]  50% 5/10 ports 1.5s",
-                "#".repeat(15),
-                "-".repeat(15)
-            )
-        );
-        assert_eq!(
-            render("discover", 7, None, "nodes", Duration::ZERO),
-            "discover 7 nodes 0.0s"
-        );
-    }
-
-    #[test]
-    fn draws_after_delay_and_erases_on_finish() {
-        let buf = Shared::default();
-        let mut p = Progress::with_output("x", Some(Box::new(buf.clone())), Duration::ZERO);
-        p.update(1, Some(2), "");
-        p.finish();
-        let text = String::from_utf8(buf.0.lock().map(|v| v.clone()).unwrap_or_default())
-            .unwrap_or_default();
-        assert!(text.starts_with("\rx ["), "{text:?}");
-        assert!(text.ends_with("\r\x1b[K"), "{text:?}");
-    }
-
-    #[test]
-    fn silent_before_delay_and_when_disabled() {
-        let buf = Shared::default();
-        let mut p =
-            Progress::with_output("x", Some(Box::new(buf.clone())), Duration::from_secs(3600));
-        p.update(1, Some(2), "");
-        drop(p);
-        assert!(buf.0.lock().map(|v| v.is_empty()).unwrap_or(false));
+    fn nothing_is_drawn_when_disabled_or_not_on_a_terminal() {
+        // cargo test's stderr is captured (not a terminal) here; the
+        // terminal case is tests/progress_pty.rs.
         let mut d = Progress::disabled();
         assert!(!d.enabled());
         d.update(1, None, "");
+        let s = Spinner::start("x");
+        if !std::io::stderr().is_terminal() {
+            assert!(s.thread.is_none());
+            assert!(!Progress::stderr("x").enabled());
+        }
     }
 }

@@ -49,6 +49,15 @@ pub fn load_topology(topology: Option<&str>) -> Result<(Topology, String), Strin
 /// # Errors
 /// An unreadable topology, or a fabric that does not come up.
 pub fn bring_up(topology: Option<&str>) -> Result<SimFabric, String> {
+    if let Some(path) = topology {
+        for w in check_topology_file(std::path::Path::new(path))? {
+            eprintln!("mad: warning: {w}");
+        }
+    }
+    let _spinner = crate::discover::progress::Spinner::start(&format!(
+        "SM-lite: bringing up {}",
+        topology.unwrap_or(DEFAULT_TOPOLOGY_NAME)
+    ));
     let subnet = Subnet::load(topology.map(std::path::Path::new), SubnetOptions::default())
         .map_err(|e| match topology {
             Some(t) => format!("topology {t}: {e}"),
@@ -56,6 +65,89 @@ pub fn bring_up(topology: Option<&str>) -> Result<SimFabric, String> {
         })?;
     let fabric = subnet.fabric().clone();
     Ok(SimFabric { subnet, fabric })
+}
+
+/// Top-level directives of the topology format (see
+/// [`mad_sim::topology`]).
+const DIRECTIVES: &[&str] = &[
+    "switchguid",
+    "hcaguids",
+    "caguid",
+    "rtguid",
+    "vendid",
+    "devid",
+    "sysimgguid",
+    "width",
+    "speed",
+    "extspeed",
+    "module",
+    "include",
+    "pdebug",
+];
+
+/// Checks a topology file before the loader reads it, for what the
+/// loader (following ibsim) does not say: a file that cannot be read
+/// (named as such, not as "line 0"), a file with no node at all, and
+/// lines that are neither a node, a port of a node, a directive, a
+/// comment nor blank — which ibsim, and so the loader, skip. Returns
+/// those lines as warnings (`FILE:LINE: ...`).
+///
+/// # Errors
+/// An unreadable file, or one without a node line, with what to do.
+pub fn check_topology_file(path: &std::path::Path) -> Result<Vec<String>, String> {
+    let name = path.display();
+    let bytes = std::fs::read(path).map_err(|e| {
+        format!(
+            "cannot read the topology file {name}: {e}; --sim=FILE takes an ibnetdiscover / ibsim \
+             topology file (--sim alone uses the built-in fabric)"
+        )
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut warnings = Vec::new();
+    let mut in_record = false;
+    let mut nodes = 0usize;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_end_matches('\r');
+        if t.trim().is_empty() {
+            in_record = false;
+            continue;
+        }
+        if t.starts_with('#') {
+            continue;
+        }
+        if ["Switch", "Hca", "Ca", "Rt"]
+            .iter()
+            .any(|k| t.starts_with(k))
+        {
+            in_record = true;
+            nodes += 1;
+            continue;
+        }
+        if in_record && (t.starts_with('[') || t.starts_with('@')) {
+            continue;
+        }
+        in_record = false;
+        if DIRECTIVES.iter().any(|d| t.starts_with(d)) {
+            continue;
+        }
+        let shown: String = t.chars().take(60).collect();
+        warnings.push(format!(
+            "{name}:{}: line ignored (not a node, a port line, a directive or a comment): {shown:?}",
+            i + 1
+        ));
+    }
+    if nodes == 0 && !text.lines().any(|l| l.starts_with("include")) {
+        return Err(format!(
+            "the topology file {name} has no nodes (no Switch / Ca / Rt line{}); \
+             --sim=FILE takes an ibnetdiscover / ibsim topology file",
+            if text.trim().is_empty() {
+                ": it is empty"
+            } else {
+                ""
+            }
+        ));
+    }
+    Ok(warnings)
 }
 
 impl SimFabric {
