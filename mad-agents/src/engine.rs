@@ -99,8 +99,8 @@
 //! (and OUI for vendor range 2) to the owning agent; nobody: a Get or Set
 //! is answered with GetResp status 0x000C (D bit set for directed route),
 //! anything else is dropped, both counted. Received requests wait in a
-//! per-agent queue of at most [`EngineConfig::recv_queue_bound`] MADs;
-//! more are dropped and counted.
+//! per-agent queue of at most [`EngineConfig::recv_queue_bound`] MADs and
+//! [`EngineConfig::recv_queue_bytes`] bytes; more are dropped and counted.
 //!
 //! # RMPP (issue 5, RMPP.md)
 //!
@@ -151,6 +151,25 @@
 //! ABORT then goes to the response's reassembly and never fails the
 //! request. Each agent's receiver enforces the memory bounds of
 //! [`mad_rmpp::ReceiverConfig`] ([`Engine::rmpp_receiver_stats`]).
+//!
+//! # Memory of a port under a hostile fabric
+//!
+//! What peers can make one port's stack hold, whatever they send, with
+//! the default settings (each bound configurable, each refusal counted):
+//!
+//! | what | bound | where |
+//! |---|---|---|
+//! | inbound RMPP reassembly, per RMPP agent | about 275 MiB (256 MiB of buffers, 16 MiB pool, records) | [`mad_rmpp::ReceiverConfig`], the `mad_rmpp` crate docs |
+//! | received messages its owner has not taken, per agent | [`EngineConfig::recv_queue_bytes`] (64 MiB) plus one message, and [`EngineConfig::recv_queue_bound`] (1024) messages | this engine's queue, and a channel agent's channel |
+//! | sends waiting for room on the QPs | about 3 MiB | [`mad_core::port::PortConfig::overflow_limit`] |
+//!
+//! So a port with one RMPP agent (an SA client, say) holds at most about
+//! 340 MiB because of its peers; outbound state (sends, RMPP senders) is
+//! what the owner asked for and is not counted. The tests
+//! `a_hostile_flood_stays_within_the_documented_worst_case` (mad-rmpp),
+//! `messages_an_agent_does_not_take_are_bounded_in_bytes_not_just_in_count`
+//! (tests/rmpp.rs) and the port's overflow-bound tests drive floods
+//! against each row.
 //!
 //! # Deregistration
 //!
@@ -213,6 +232,8 @@ struct AgentSlot {
     timeouts: Deadlines,
     events: VecDeque<AgentEvent>,
     queued_recv: usize,
+    /// Bytes of the received messages in `events`.
+    queued_recv_bytes: usize,
     in_ready: bool,
     delivering: usize,
     rmpp_rx: Option<ReceiverTable>,
@@ -649,6 +670,7 @@ impl<T: Transport> Engine<T> {
             timeouts: Deadlines::default(),
             events: VecDeque::new(),
             queued_recv: 0,
+            queued_recv_bytes: 0,
             in_ready: false,
             delivering: 0,
             rmpp_rx,
@@ -684,6 +706,7 @@ impl<T: Transport> Engine<T> {
         a.events.retain(|e| !matches!(e, AgentEvent::Received(_)));
         a.stats.recv_dropped += (before - a.events.len()) as u64;
         a.queued_recv = 0;
+        a.queued_recv_bytes = 0;
         if let Some(rx) = &mut a.rmpp_rx {
             rx.clear();
             while rx.poll_output().is_some() {}
@@ -1374,13 +1397,17 @@ impl<T: Transport> Engine<T> {
 
     fn deliver_recv(&mut self, aidx: usize, msg: Message) {
         let bound = self.cfg.recv_queue_bound;
+        let len = msg.bytes().len();
         let a = &mut self.agents[aidx];
-        if a.queued_recv >= bound {
+        let over_bytes = a.queued_recv > 0
+            && a.queued_recv_bytes.saturating_add(len) > self.cfg.recv_queue_bytes;
+        if a.queued_recv >= bound || over_bytes {
             a.stats.recv_dropped += 1;
             self.stats.recv_dropped += 1;
             return;
         }
         a.queued_recv += 1;
+        a.queued_recv_bytes += len;
         a.stats.received += 1;
         self.push_event(aidx, AgentEvent::Received(msg));
     }
@@ -1406,8 +1433,9 @@ impl<T: Transport> Engine<T> {
             let Some(ev) = a.events.pop_front() else {
                 continue;
             };
-            if matches!(ev, AgentEvent::Received(_)) {
+            if let AgentEvent::Received(m) = &ev {
                 a.queued_recv = a.queued_recv.saturating_sub(1);
+                a.queued_recv_bytes = a.queued_recv_bytes.saturating_sub(m.bytes().len());
             }
             if !a.events.is_empty() {
                 a.in_ready = true;
@@ -1465,6 +1493,7 @@ impl<T: Transport> Engine<T> {
         };
         let a = &mut self.agents[idx];
         a.queued_recv = 0;
+        a.queued_recv_bytes = 0;
         let v: Vec<AgentEvent> = a.events.drain(..).collect();
         self.stats.events += v.len() as u64;
         self.try_reap(idx);

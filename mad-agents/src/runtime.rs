@@ -146,8 +146,17 @@ enum Sink {
     Callback(Callback),
     Channel {
         tx: mpsc::Sender<AgentEvent>,
-        queued: Arc<AtomicUsize>,
+        queued: Arc<ChannelLoad>,
     },
+}
+
+/// Received messages sitting in a channel agent's channel: how many, and
+/// their bytes ([`EngineConfig::recv_queue_bound`] /
+/// [`EngineConfig::recv_queue_bytes`] bound both).
+#[derive(Debug, Default)]
+struct ChannelLoad {
+    count: AtomicUsize,
+    bytes: AtomicUsize,
 }
 
 /// Counters of the runtime itself.
@@ -243,6 +252,8 @@ struct Shared {
     waker: Option<Waker>,
     loop_thread: Mutex<Option<ThreadId>>,
     recv_bound: usize,
+    /// [`EngineConfig::recv_queue_bytes`], for channel sinks.
+    recv_bytes: usize,
     wakeup: Wakeup,
     /// Callbacks that panicked (counted without the core lock: a callback
     /// runs unlocked).
@@ -289,6 +300,7 @@ impl Shared {
 
     fn new(port: Port, cfg: EngineConfig, waker: Option<Waker>, wakeup: Wakeup) -> Self {
         let recv_bound = cfg.recv_queue_bound;
+        let recv_bytes = cfg.recv_queue_bytes;
         Self {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             core: Mutex::new(Core {
@@ -305,6 +317,7 @@ impl Shared {
             waker,
             loop_thread: Mutex::new(None),
             recv_bound,
+            recv_bytes,
             wakeup,
             panics: AtomicU64::new(0),
             has_dead: AtomicBool::new(false),
@@ -648,11 +661,17 @@ impl Shared {
                 (false, true)
             }
             Sink::Channel { tx, queued } => {
-                if matches!(ev, AgentEvent::Received(_)) {
-                    if queued.load(Ordering::Acquire) >= self.recv_bound {
+                if let AgentEvent::Received(m) = &ev {
+                    let len = m.bytes().len();
+                    let count = queued.count.load(Ordering::Acquire);
+                    let bytes = queued.bytes.load(Ordering::Acquire);
+                    if count >= self.recv_bound
+                        || (count > 0 && bytes.saturating_add(len) > self.recv_bytes)
+                    {
                         return (true, false);
                     }
-                    queued.fetch_add(1, Ordering::AcqRel);
+                    queued.count.fetch_add(1, Ordering::AcqRel);
+                    queued.bytes.fetch_add(len, Ordering::AcqRel);
                 }
                 let _ = tx.send(ev);
                 (false, false)
@@ -784,7 +803,7 @@ impl Runtime {
         spec: AgentSpec,
     ) -> Result<(Agent, AgentReceiver), RegisterError> {
         let (tx, rx) = mpsc::channel();
-        let queued = Arc::new(AtomicUsize::new(0));
+        let queued = Arc::new(ChannelLoad::default());
         let agent = self.register_sink(
             spec,
             Sink::Channel {
@@ -1140,13 +1159,16 @@ impl SendHandle {
 #[derive(Debug)]
 pub struct AgentReceiver {
     rx: mpsc::Receiver<AgentEvent>,
-    queued: Arc<AtomicUsize>,
+    queued: Arc<ChannelLoad>,
 }
 
 impl AgentReceiver {
     fn took(&self, ev: AgentEvent) -> AgentEvent {
-        if matches!(ev, AgentEvent::Received(_)) {
-            self.queued.fetch_sub(1, Ordering::AcqRel);
+        if let AgentEvent::Received(m) = &ev {
+            self.queued.count.fetch_sub(1, Ordering::AcqRel);
+            self.queued
+                .bytes
+                .fetch_sub(m.bytes().len(), Ordering::AcqRel);
         }
         ev
     }

@@ -360,6 +360,13 @@ pub struct EngineConfig {
     /// Received MADs waiting for delivery per agent; past this they are
     /// dropped and counted.
     pub recv_queue_bound: usize,
+    /// Bytes of received MADs and reassembled RMPP messages waiting for
+    /// delivery per agent (the engine's queue, and a channel agent's
+    /// channel); past this they are dropped and counted, except that one
+    /// message is always taken into an empty queue. With the reassembly
+    /// budgets this bounds what a hostile peer can make an agent hold
+    /// when its owner does not keep up.
+    pub recv_queue_bytes: usize,
     /// Timeouts that repeat the request's own timeout before the interval
     /// starts doubling.
     pub linear_retries: u32,
@@ -390,6 +397,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             recv_queue_bound: 1024,
+            recv_queue_bytes: 64 << 20,
             linear_retries: 3,
             max_backoff: Duration::from_secs(60),
             answer_unmatched: true,

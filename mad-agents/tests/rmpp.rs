@@ -724,3 +724,48 @@ fn a_recycled_message_buffer_receives_the_next_rmpp_transfer() {
         buf.capacity()
     );
 }
+
+#[test]
+fn messages_an_agent_does_not_take_are_bounded_in_bytes_not_just_in_count() {
+    // A peer keeps sending 100 KB messages to an agent whose owner does not
+    // keep up: the agent's queue holds at most `recv_queue_bytes` (plus one
+    // message into an empty queue), however many the count bound allows.
+    let budget = 1 << 20;
+    let (mut a, mut b) = pair(EngineConfig {
+        recv_queue_bytes: budget,
+        ..EngineConfig::default()
+    });
+    let tx = vendor_agent(&mut a, "flooder", &[]);
+    let rx = vendor_agent(&mut b, "slow", &[Method::SEND]);
+    let data = payload(100_000);
+    let t0 = Instant::now();
+    let mut now = t0;
+    for _ in 0..30 {
+        a.send(
+            tx,
+            SendRequest::new(vendor_msg(Method::SEND, &data), Address::gsi(2)),
+            now,
+        )
+        .unwrap();
+        // Move the transfer along without taking b's events.
+        for _ in 0..200 {
+            now += MS;
+            a.poll(now);
+            b.poll(now);
+            while a.poll_event().is_some() {}
+        }
+    }
+    let queued = b.queued_events(rx);
+    let held = queued * (VENDOR_DATA_OFFSET + data.len());
+    assert!(queued >= 1, "nothing was delivered");
+    assert!(
+        held <= budget + VENDOR_DATA_OFFSET + data.len(),
+        "{queued} messages ({held} bytes) queued for an agent with a {budget}-byte budget"
+    );
+    let dropped = b.agent_stats(rx).unwrap().recv_dropped;
+    assert_eq!(
+        dropped as usize + queued,
+        30,
+        "every message is either queued or counted as dropped"
+    );
+}
