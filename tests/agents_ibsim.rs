@@ -1,7 +1,7 @@
 //! mad-agents' SMP and PerfMgt clients against a real ibsim, through both
 //! the ibsim transport and the umad transport under libumad2sim, compared
 //! field by field with what infiniband-diags' `smpquery` and `perfquery`
-//! print for the same node, on every topology in ../shared/topologies.
+//! print for the same node, on every topology in tests/fixtures/topologies.
 //!
 //! Per topology: ibsim starts, OpenSM (under libumad2sim) assigns LIDs, a
 //! directed-route sweep finds every node and its route. Then for every

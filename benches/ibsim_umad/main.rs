@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo bench --bench ibsim_umad                       # defaults
-//! cargo bench --bench ibsim_umad -- --net ../shared/topologies/net.medium \
+//! cargo bench --bench ibsim_umad -- --net tests/fixtures/topologies/net.medium \
 //!     --w 1,16,256 --queries 100000 --seconds 5 --rounds 5 --json out.json
 //! ```
 //!
@@ -58,7 +58,7 @@ fn repo() -> PathBuf {
 }
 
 fn parse_args() -> Result<Opts, String> {
-    let topo = repo().join("../shared/topologies");
+    let topo = repo().join("tests/fixtures/topologies");
     let mut o = Opts {
         nets: Vec::new(),
         windows: vec![1, 16, 256],

@@ -1,4 +1,4 @@
-//! Every topology file in ../shared/topologies parses, with the node,
+//! Every topology file in tests/fixtures/topologies parses, with the node,
 //! switch and link counts the file says (generated files) or that ibsim's
 //! examples have, and a consistent link table.
 
@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use mad_sim::topology::{NodeKind, Topology};
 
 fn topo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/topologies")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/topologies")
 }
 
 /// The files (every file in the directory but the README).
 fn files() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(topo_dir())
-        .expect("../shared/topologies must exist")
+        .expect("tests/fixtures/topologies must exist")
         .map(|e| e.unwrap().path())
         .filter(|p| {
             p.file_name()

@@ -22,7 +22,7 @@ use mad_core::transport::ibsim::IbSimConfig;
 /// Where libumad2sim (Debian `libumad2sim0`) is installed.
 pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
-/// The shared topology directory (`../shared/topologies` beside the
+/// The topology fixtures (`tests/fixtures/topologies` in the
 /// checkout), found from whichever workspace crate includes this module:
 /// the workspace root is the nearest ancestor holding `Cargo.lock`.
 #[must_use]
@@ -32,7 +32,7 @@ pub fn topologies_dir() -> PathBuf {
         .ancestors()
         .find(|d| d.join("Cargo.lock").is_file())
         .unwrap_or(manifest);
-    root.join("../shared/topologies")
+    root.join("tests/fixtures/topologies")
 }
 
 /// Every topology file in [`topologies_dir`] (all but README.md),

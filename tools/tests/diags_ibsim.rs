@@ -1,5 +1,5 @@
 //! Our commands against infiniband-diags on the same ibsim fabric, byte
-//! for byte: for every topology in ../shared/topologies/, ibsim and
+//! for byte: for every topology in tests/fixtures/topologies/, ibsim and
 //! OpenSM (under libumad2sim) bring the fabric up, and each case runs
 //!
 //! 1. the real tool under libumad2sim,
@@ -72,10 +72,10 @@ fn ready() -> bool {
     support::opensm::require_sbin(&needs)
 }
 
-/// ../shared/topologies beside the checkout (support's own helper
+/// tests/fixtures/topologies beside the checkout (support's own helper
 /// assumes the facade's manifest directory).
 fn topologies_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/topologies")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/topologies")
 }
 
 /// A directory of symlinks named like the tools, pointing at `mad`.

@@ -28,7 +28,7 @@ use support::{IbSim, NEEDS_DIAGS};
 const RUNS: usize = 5;
 
 fn topologies_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/topologies")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/topologies")
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

@@ -1,7 +1,7 @@
 //! `mad ibnetdiscover`, `ibhosts`, `ibswitches` and `mad sweep` against a
 //! real ibsim, compared byte for byte with infiniband-diags 44 run under
 //! libumad2sim against the same ibsim: on every topology of
-//! `../shared/topologies`, unconfigured (every LID 0) and after an SM
+//! `tests/fixtures/topologies`, unconfigured (every LID 0) and after an SM
 //! (SM-lite over the ibsim transport; OpenSM on two of them).
 //!
 //! The only line allowed to differ is the topology file's "generated on"
@@ -52,11 +52,11 @@ const OPTION_SETS: &[&[&str]] = &[
 /// LIDs).
 const OPTION_SETS_SM: &[&[&str]] = &[&[], &["-p"], &["-s"], &["-f", "-m"]];
 
-/// `../shared/topologies` beside the checkout (the support module's
+/// `tests/fixtures/topologies` beside the checkout (the support module's
 /// `topologies_dir` is relative to the facade crate, two levels up from
 /// here it is one more `..`).
 fn topologies_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/topologies")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/topologies")
 }
 
 fn needs() -> bool {

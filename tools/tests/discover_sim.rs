@@ -23,7 +23,7 @@ use mad_tools::session::sim::{bring_up, SimFabric};
 
 fn topo_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/topologies")
+        .join("../tests/fixtures/topologies")
         .join(name)
 }
 

@@ -66,7 +66,7 @@ fn field<'a>(out: &'a str, name: &str) -> &'a str {
 
 fn topology(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/topologies")
+        .join("../tests/fixtures/topologies")
         .join(name)
 }
 

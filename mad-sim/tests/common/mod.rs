@@ -16,15 +16,15 @@ use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
 use mad_core::wire::smp::{DrPath, Smp};
 use mad_core::wire::{AttributeId, Method};
 
-/// ../shared/topologies, from this crate.
+/// tests/fixtures/topologies, from this crate.
 pub fn topo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/topologies")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/topologies")
 }
 
 /// Every topology file (all but the README), sorted.
 pub fn topo_files() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(topo_dir())
-        .expect("../shared/topologies")
+        .expect("tests/fixtures/topologies")
         .map(|e| e.unwrap().path())
         .filter(|p| {
             p.file_name()

@@ -20,7 +20,7 @@ use crate::fabric::Fabric;
 
 fn topology(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/topologies")
+        .join("../tests/fixtures/topologies")
         .join(name)
 }
 
