@@ -353,3 +353,60 @@ fn a_full_channel_drops_requests_and_counts_them() {
     assert_eq!(got.len(), 3);
     assert!(got.iter().all(|e| matches!(e, AgentEvent::Received(_))));
 }
+
+#[test]
+fn a_channel_agent_that_does_not_keep_up_holds_at_most_its_byte_budget() {
+    // The far side turns every Trap this port sends into a PerfMgt Set
+    // for the port's own channel agent, which nobody reads: its channel
+    // holds what `recv_queue_bytes` allows (one message always fits), the
+    // rest is dropped and counted, whatever the count bound would allow.
+    let lb = Loopback::new(Loopback::attrs("lb0", 1, 5), 64).with_responder(Box::new(
+        |qp, mad: &[u8], _dest: &Address| {
+            let mut r = mad.to_vec();
+            r[3] = Method::SET.0;
+            vec![Received {
+                qp,
+                src: Address::gsi(9),
+                mad: r.into(),
+            }]
+        },
+    ));
+    let rt = Runtime::start(
+        lb,
+        EngineConfig {
+            recv_queue_bytes: 1000,
+            ..EngineConfig::default()
+        },
+    )
+    .unwrap();
+    let (_slow, rx) = rt
+        .register_channel(AgentSpec::requests(
+            "slow",
+            MgmtClass::PERF_MGT,
+            1,
+            &[Method::SET],
+        ))
+        .unwrap();
+    let (sender, _) = rt
+        .register_channel(AgentSpec::send_only("trapper", Qp::Qp1))
+        .unwrap();
+    let mut trap = perf_get();
+    trap[3] = Method::TRAP.0;
+    for _ in 0..20 {
+        sender
+            .handle()
+            .send_and_wait(SendRequest::new(trap.clone(), Address::gsi(9)))
+            .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.engine_stats().recv_dropped + 3 < 20 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut held = 0;
+    while rx.try_recv().is_some() {
+        held += 1;
+    }
+    // 256-byte MADs: three fit in 1,000 bytes.
+    assert_eq!(held, 3, "{:?}", rt.engine_stats());
+    assert_eq!(rt.engine_stats().recv_dropped + held, 20);
+}
