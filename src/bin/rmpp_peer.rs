@@ -17,7 +17,7 @@
 //!                                                  each answer (a verdict MAD, or REPLY_LEN
 //!                                                  pattern bytes)
 //! rmpp-peer sa-serve CA RECORDS SECS              an SA responder serving RECORDS NodeRecords
-//! rmpp-peer sa-get  CA DGID RECORDS               an SA GetTable of NodeRecords from DGID
+//! rmpp-peer sa-get  CA DGID RECORDS               madstack's SA client: every NodeRecord of the SA at DGID
 //! rmpp-peer events  CA AGENTS STOPFILE            AGENTS agents print every port event until
 //!                                                  STOPFILE exists, then the port's GID
 //! rmpp-peer claim   CA                           try to own class 0x30 / Set
@@ -31,13 +31,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mad_agents::sa::client::parse_table;
-use mad_agents::sa::{build_request, SaResponder, SaResponderConfig, StaticRecords};
+use mad_agents::sa::{SaClient, SaClientConfig, SaResponder, SaResponderConfig, StaticRecords};
 use mad_agents::{AgentEvent, AgentSpec, EngineConfig, Runtime, SendRequest, SendStatus};
 use mad_core::transport::umad::UmadTransport;
 use mad_core::transport::{Address, Grh, Qp, GSI_QKEY};
 use mad_core::wire::sa_records::NodeRecord;
-use mad_core::wire::{AttributeId, Method, MgmtClass, VENDOR_DATA_OFFSET};
+use mad_core::wire::{Method, MgmtClass, VENDOR_DATA_OFFSET};
 
 const CLASS: MgmtClass = MgmtClass(0x30);
 const OUI: u32 = 0x00_1405;
@@ -272,40 +271,46 @@ fn sa_serve(args: &[String]) -> Result<bool, String> {
     while Instant::now() < deadline && sa.stats().requests == 0 {
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Let the transfer finish (its ACKs) before the port closes.
-    while Instant::now() < deadline && sa.agent().outstanding() > 0 {
+    // Let the answer's transfer finish (its ACKs) before the port closes:
+    // the request is counted before its answer is sent.
+    let answered = || sa.agent().stats().is_some_and(|a| a.completed >= 1);
+    while Instant::now() < deadline && !(answered() && sa.agent().outstanding() == 0) {
         std::thread::sleep(Duration::from_millis(20));
     }
     println!("PEER served {:?}; {}", sa.stats(), stats(&rt));
-    Ok(sa.stats().requests > 0)
+    Ok(answered())
 }
 
 fn sa_get(args: &[String]) -> Result<bool, String> {
     let rt = open(arg(args, 0, "CA")?)?;
     let dest = gid_address(arg(args, 1, "DGID")?)?;
     let n: usize = num(args, 2, "RECORDS")?;
-    let spec = AgentSpec::send_only("kernel-peer-sa", Qp::Qp1).with_rmpp();
-    let (agent, _rx) = rt.register_channel(spec).map_err(|e| e.to_string())?;
-    let req = build_request(Method::GET_TABLE, AttributeId::SA_NODE_RECORD, 0, 0, &[]);
+    // madstack's SA client, told where the SA is: on RoCE there is no SM
+    // LID. The attempt timeout covers a 1 MB table on an emulated CPU.
+    let sa = SaClient::new(
+        &rt,
+        SaClientConfig {
+            sa_address: Some(dest),
+            timeout: Duration::from_secs(15),
+            retries: 2,
+            receive_reports: false,
+            ..SaClientConfig::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
     let started = Instant::now();
-    let done = agent
-        .handle()
-        .send_and_wait(
-            SendRequest::new(req, dest)
-                .expect_response(Duration::from_secs(4), 2)
-                .total_timeout(Duration::from_secs(90)),
-        )
-        .map_err(|e| e.to_string())?;
-    let took = started.elapsed().as_millis();
-    let Some(resp) = done.response else {
-        println!(
-            "PEER bad GetTable: {} after {took} ms; {}",
-            done.status,
-            stats(&rt)
-        );
-        return Ok(false);
+    let table = match sa.all::<NodeRecord>() {
+        Ok(t) => t,
+        Err(e) => {
+            println!(
+                "PEER bad GetTable: {e} after {} ms; {}",
+                started.elapsed().as_millis(),
+                stats(&rt)
+            );
+            return Ok(false);
+        }
     };
-    let table = parse_table::<NodeRecord>(resp.bytes()).map_err(|e| e.to_string())?;
+    let took = started.elapsed().as_millis();
     let wrong = table
         .records
         .iter()
@@ -317,7 +322,7 @@ fn sa_get(args: &[String]) -> Result<bool, String> {
         "PEER {} GetTable: {} records (want {n}), {} bytes, first wrong record {wrong:?}, {took} ms",
         if ok { "ok" } else { "bad" },
         table.records.len(),
-        resp.bytes().len(),
+        table.records.len() * usize::from(table.attr_offset) * 8,
     );
     Ok(ok)
 }

@@ -97,6 +97,10 @@ pub struct SaClientConfig {
     pub report_qpn: u32,
     /// SM_Key put in requests (0 for ordinary clients).
     pub sm_key: u64,
+    /// Where requests go, when set: an SA reached by its GID (on RoCE
+    /// there is no SM LID to send to). By default QP1 at the master SM's
+    /// LID as the port reports it.
+    pub sa_address: Option<Address>,
 }
 
 impl Default for SaClientConfig {
@@ -110,6 +114,7 @@ impl Default for SaClientConfig {
             report_queue: 1024,
             report_qpn: 1,
             sm_key: 0,
+            sa_address: None,
         }
     }
 }
@@ -300,7 +305,8 @@ impl SaClient {
         self.agent.handle()
     }
 
-    /// Where requests go now: QP1 at the master SM's LID, with its SL.
+    /// Where requests go now: [`SaClientConfig::sa_address`] when set, else
+    /// QP1 at the master SM's LID, with its SL.
     #[must_use]
     pub fn sm_address(&self) -> Address {
         self.shared.sm_address()
@@ -350,7 +356,7 @@ impl SaClient {
         record: &[u8],
     ) -> Result<(Message, u32), SaError> {
         let dest = self.sm_address();
-        if dest.lid == 0 {
+        if dest.lid == 0 && dest.grh.is_none() {
             return Err(SaError::NoSm);
         }
         let mut mad = build_request(method, attr, attr_mod, comp_mask, record);
@@ -632,6 +638,9 @@ impl SaClient {
 
 impl Shared {
     fn sm_address(&self) -> Address {
+        if let Some(a) = self.cfg.sa_address {
+            return a;
+        }
         let sm = lock(&self.state).sm;
         Address {
             sl: sm.sl,
@@ -693,13 +702,14 @@ impl Shared {
                 .cookie(RESUB_TAG | (s.id & 0xFFFF_FFFF_FFFF));
             let mut st = lock(&self.state);
             st.stats.resubscribes += 1;
-            match (dest.lid, agent.send(req)) {
-                (0, _) => {
+            let reachable = dest.lid != 0 || dest.grh.is_some();
+            match (reachable, agent.send(req)) {
+                (false, _) => {
                     st.stats.resubscribes_failed += 1;
                     set_sub_error(&mut st, s.id, SaError::NoSm.to_string());
                 }
-                (_, Ok(_)) => sent += 1,
-                (_, Err(e)) => {
+                (true, Ok(_)) => sent += 1,
+                (true, Err(e)) => {
                     st.stats.resubscribes_failed += 1;
                     set_sub_error(&mut st, s.id, e.to_string());
                 }
