@@ -1136,19 +1136,22 @@ impl<T: Transport> Engine<T> {
 
     /// A refused post is counted ([`EngineStats::post_failures`]).
     fn post(&mut self, idx: usize) -> Result<(), PortError> {
-        let wait = self.answer_wait(idx, &self.sends[idx].mad);
+        self.post_wr(idx, false)
+    }
+
+    /// Posts send `idx`'s MAD, or the RMPP segment in `self.seg` when
+    /// `segment`, with its answer wait ([`Engine::answer_wait`]); a refused
+    /// post is counted.
+    pub(super) fn post_wr(&mut self, idx: usize, segment: bool) -> Result<(), PortError> {
         let s = &self.sends[idx];
-        let res = match wait {
-            Some(w) => self
-                .port
-                .post_request(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64(), w),
-            None => self
-                .port
-                .post(self.client, s.qp, &s.mad, &s.dest, s.id.as_u64()),
-        };
-        if let Err(e) = res {
-            let aidx = s.agent;
-            self.count_post_failure(Some(aidx));
+        let mad: &[u8] = if segment { &self.seg } else { &s.mad };
+        let wait = self.answer_wait(idx, mad);
+        let agent = s.agent;
+        if let Err(e) = self
+            .port
+            .post_waiting(self.client, s.qp, mad, &s.dest, s.id.as_u64(), wait)
+        {
+            self.count_post_failure(Some(agent));
             return Err(e);
         }
         self.sends[idx].wr += 1;

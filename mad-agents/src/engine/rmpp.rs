@@ -126,25 +126,7 @@ impl<T: Transport> Engine<T> {
         if tx.sender.poll_transmit_into(now, &mut self.seg).is_none() {
             return Ok(false);
         }
-        let wait = self.answer_wait(idx, &self.seg);
-        let s = &self.sends[idx];
-        let res = match wait {
-            Some(w) => {
-                self.port
-                    .post_request(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64(), w)
-            }
-            None => self
-                .port
-                .post(self.client, s.qp, &self.seg, &s.dest, s.id.as_u64()),
-        };
-        if let Err(e) = res {
-            let aidx = s.agent;
-            self.count_post_failure(Some(aidx));
-            return Err(e);
-        }
-        let s = &mut self.sends[idx];
-        s.wr += 1;
-        self.stats.posted += 1;
+        self.post_wr(idx, true)?;
         Ok(true)
     }
 

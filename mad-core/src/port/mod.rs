@@ -437,25 +437,13 @@ impl<T: Transport> Port<T> {
         self.post_waiting(client, qp, mad, dest, cookie, None)
     }
 
-    /// As [`Port::post`], for a request whose answer the caller waits
-    /// `wait` for: the transport hears it ([`Transport::post_request`]),
-    /// also when the send waits on the overflow queue first.
+    /// As [`Port::post`], with the wait for the answer of a request
+    /// (`Some`: [`Transport::post_request`], also when the send waits on
+    /// the overflow queue first; `None`: [`Transport::post_send`]).
     ///
     /// # Errors
     /// As [`Port::post`].
-    pub fn post_request(
-        &mut self,
-        client: ClientId,
-        qp: Qp,
-        mad: &[u8],
-        dest: &Address,
-        cookie: u64,
-        wait: std::time::Duration,
-    ) -> Result<SendToken, PortError> {
-        self.post_waiting(client, qp, mad, dest, cookie, Some(wait))
-    }
-
-    fn post_waiting(
+    pub fn post_waiting(
         &mut self,
         client: ClientId,
         qp: Qp,
