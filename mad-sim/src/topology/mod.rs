@@ -706,8 +706,8 @@ struct Parser {
 }
 
 /// Line keywords ibsim acts on at the top level (a line starting with one
-/// of these is not ignored).
-const DIRECTIVES: &[&str] = &[
+/// of these is not ignored): the node keywords, then the directives.
+pub const DIRECTIVES: &[&str] = &[
     "Switch",
     "Hca",
     "Ca",

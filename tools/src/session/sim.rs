@@ -67,24 +67,6 @@ pub fn bring_up(topology: Option<&str>) -> Result<SimFabric, String> {
     Ok(SimFabric { subnet, fabric })
 }
 
-/// Top-level directives of the topology format (see
-/// [`mad_sim::topology`]).
-const DIRECTIVES: &[&str] = &[
-    "switchguid",
-    "hcaguids",
-    "caguid",
-    "rtguid",
-    "vendid",
-    "devid",
-    "sysimgguid",
-    "width",
-    "speed",
-    "extspeed",
-    "module",
-    "include",
-    "pdebug",
-];
-
 /// Checks a topology file before the loader reads it, for what the
 /// loader (following ibsim) does not say: a file that cannot be read
 /// (named as such, not as "line 0"), a file with no node at all, and
@@ -96,12 +78,13 @@ const DIRECTIVES: &[&str] = &[
 /// An unreadable file, or one without a node line, with what to do.
 pub fn check_topology_file(path: &std::path::Path) -> Result<Vec<String>, String> {
     let name = path.display();
-    let bytes = std::fs::read(path).map_err(|e| {
-        format!(
+    let bytes = crate::limits::read_file(path, mad_sim::topology::MAX_TOPOLOGY_BYTES, "a topology")
+        .map_err(|e| {
+            format!(
             "cannot read the topology file {name}: {e}; --sim=FILE takes an ibnetdiscover / ibsim \
              topology file (--sim alone uses the built-in fabric)"
         )
-    })?;
+        })?;
     let text = String::from_utf8_lossy(&bytes);
     let mut warnings = Vec::new();
     let mut in_record = false;
@@ -127,7 +110,10 @@ pub fn check_topology_file(path: &std::path::Path) -> Result<Vec<String>, String
             continue;
         }
         in_record = false;
-        if DIRECTIVES.iter().any(|d| t.starts_with(d)) {
+        if mad_sim::topology::DIRECTIVES
+            .iter()
+            .any(|d| t.starts_with(d))
+        {
             continue;
         }
         let shown: String = t.chars().take(60).collect();
