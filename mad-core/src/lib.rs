@@ -1,11 +1,11 @@
 //! # mad-core
 //!
-//! The bottom of madstack, a user-space InfiniBand MAD stack: wire formats
-//! for every MAD the stack speaks ([`wire`]), a pcap writer that
-//! Wireshark / tshark decode ([`pcap`]), the transports ([`transport`]:
+//! The bottom of madstack, a user-space InfiniBand MAD stack: the
+//! transports ([`transport`]:
 //! umad, ibsim, loopback, fault injection), the per-port QP0/QP1 layer
 //! ([`port`]), and [`MadBuf`], the pooled fixed-size buffer a MAD travels
-//! in.
+//! in. The wire formats ([`wire`]) and the pcap reader and writer
+//! ([`pcap`]) live in the `mad-wire` crate and are re-exported here.
 //!
 //! Parsing never panics and never performs I/O; all structures are
 //! lossless (`emit(parse(bytes)) == bytes`).
@@ -26,10 +26,12 @@
 
 pub mod buf;
 pub mod hash;
-pub mod limits;
-pub mod pcap;
 pub mod port;
 pub mod transport;
-pub mod wire;
+
+// The wire formats, pcap and the bounded file readers live in the pure
+// `mad-wire` crate; they stay reachable at their old paths.
+pub use mad_wire::{limits, pcap, wire};
+pub use mad_wire::{wire_enum, wire_struct};
 
 pub use buf::MadBuf;

@@ -309,8 +309,8 @@ pub fn check_coverage(descs: &[FieldDesc], len_bytes: usize) -> Result<(), Strin
 /// A label of `_` marks a reserved field.
 ///
 /// ```
-/// use mad_core::wire::{Repr, field::Fields};
-/// mad_core::wire_struct! {
+/// use mad_wire::wire::{Repr, field::Fields};
+/// mad_wire::wire_struct! {
 ///     /// Example.
 ///     pub struct Pair ("Pair", 2) {
 ///         /// High nibble.

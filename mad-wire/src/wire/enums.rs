@@ -7,7 +7,7 @@
 /// [`FieldInt`](crate::wire::field::FieldInt) so it can be a `wire_struct!` field.
 ///
 /// ```
-/// mad_core::wire_enum! {
+/// mad_wire::wire_enum! {
 ///     /// Colours.
 ///     pub struct Colour(u8) {
 ///         /// Red.

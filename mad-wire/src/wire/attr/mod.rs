@@ -26,8 +26,8 @@
 //! | [`PortCountersExt`] | PerfMgt 0x001D | 184 (of 192) |
 //!
 //! ```
-//! use mad_core::wire::attr::{PortInfo, PortState};
-//! use mad_core::wire::Repr;
+//! use mad_wire::wire::attr::{PortInfo, PortState};
+//! use mad_wire::wire::Repr;
 //! let mut b = [0u8; 64];
 //! b[32] = 0x24;
 //! let p = PortInfo::parse(&b).unwrap();

@@ -18,7 +18,7 @@
 //! buffer yields an [`Error`] naming the structure, the field and why.
 //!
 //! ```
-//! use mad_core::wire::{MadHeader, MgmtClass, Method, AttributeId, Repr};
+//! use mad_wire::wire::{MadHeader, MgmtClass, Method, AttributeId, Repr};
 //! let hdr = MadHeader {
 //!     base_version: 1,
 //!     mgmt_class: MgmtClass::SUBN_LID_ROUTED,

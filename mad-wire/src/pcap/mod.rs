@@ -35,7 +35,7 @@
 //! ends with [`PcapError::TooLarge`] instead of being read for ever.
 //!
 //! ```
-//! use mad_core::pcap::{Direction, PacketMeta, PcapReader, PcapWriter, Timestamp};
+//! use mad_wire::pcap::{Direction, PacketMeta, PcapReader, PcapWriter, Timestamp};
 //! let mut mad = [0u8; 256];
 //! mad[0] = 1;
 //! mad[1] = 0x01; // LID-routed SMP

@@ -19,8 +19,8 @@
 //! and the IBA tables (python-rdma `IBA_struct.py`, generated from them).
 //!
 //! ```
-//! use mad_core::wire::Repr;
-//! use mad_core::wire::sa_records::{PathRecord, SaRecord};
+//! use mad_wire::wire::Repr;
+//! use mad_wire::wire::sa_records::{PathRecord, SaRecord};
 //! let pr = PathRecord { dlid: 7, slid: 1, sl: 3, numb_path: 1, ..PathRecord::default() };
 //! let bytes = pr.to_vec().unwrap();
 //! assert_eq!(bytes[53] & 0x0F, 3);
