@@ -40,6 +40,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod addr;
 pub mod limits;
 pub mod pcap;
 pub mod wire;
