@@ -1,23 +1,22 @@
-//! A fast hasher for the stack's internal maps.
+//! The hash maps of the stack's internal tables, built on [`foldhash`].
 //!
 //! The hot-path tables of madstack (send lists keyed by work-request or
 //! send ids, TID → request maps, RMPP transfers keyed by (peer, TID), the
 //! simulator's endpoint tables) are keyed by small integers or small
 //! tuples of them. The standard library's default hasher (SipHash-1-3) was
 //! about a fifth of all instructions of an in-process SMP round trip;
-//! [`FastHasher`] is a multiply–xor hasher of one multiplication per word.
+//! [`FastMap`] and [`FastSet`] use foldhash's fast hasher instead.
 //!
 //! # Why this is acceptable for keys that come from the network
 //!
 //! Some keys come from the network (TIDs, LIDs, QPNs), so a peer could
 //! try to pick keys that collide. Two things keep that harmless:
 //!
-//! - The hasher is seeded: every [`FastState`] starts from a random
-//!   per-process seed and [`Hasher::finish`] ends with a full avalanche
-//!   step, so which keys share a bucket cannot be computed offline (plain
-//!   FxHash-style hashers let a peer vary a key's high bits and keep its
-//!   bucket). It is not a keyed PRF like SipHash: treat it as a hurdle,
-//!   not a proof.
+//! - The hasher is seeded: [`FastState`] is
+//!   [`foldhash::fast::RandomState`], not `FixedState`. Every map draws
+//!   its own seed from a random per-process one, so which keys share a
+//!   bucket cannot be computed offline. It is not a keyed PRF like
+//!   SipHash: treat it as a hurdle, not a proof.
 //! - Every map that such keys *insert* into is bounded: outstanding sends
 //!   by the send queue and the agents' flow-control limits (with TIDs we
 //!   chose), RMPP receive transfers by `ReceiverConfig`'s per-source and
@@ -36,123 +35,29 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, Hasher};
-use std::sync::OnceLock;
 
-/// A `HashMap` with [`FastHasher`]; create it with `FastMap::default()`.
+/// The seeded hasher builder of [`FastMap`] and [`FastSet`] (see the
+/// [module docs](self)).
+pub type FastState = foldhash::fast::RandomState;
+
+/// A `HashMap` with foldhash's seeded fast hasher; create it with
+/// `FastMap::default()`.
 pub type FastMap<K, V> = HashMap<K, V, FastState>;
 
-/// A `HashSet` with [`FastHasher`]; create it with `FastSet::default()`.
+/// A `HashSet` with foldhash's seeded fast hasher; create it with
+/// `FastSet::default()`.
 pub type FastSet<K> = HashSet<K, FastState>;
-
-/// Builds [`FastHasher`]s starting from the per-process random seed (see
-/// the [module docs](self)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastState {
-    seed: u64,
-}
-
-impl Default for FastState {
-    #[inline]
-    fn default() -> Self {
-        static SEED: OnceLock<u64> = OnceLock::new();
-        let seed = *SEED.get_or_init(|| {
-            // std's RandomState draws its keys from the OS.
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u64(0x6d61_6473_7461_636b);
-            h.finish()
-        });
-        Self { seed }
-    }
-}
-
-impl BuildHasher for FastState {
-    type Hasher = FastHasher;
-
-    #[inline]
-    fn build_hasher(&self) -> FastHasher {
-        FastHasher { h: self.seed }
-    }
-}
-
-/// Odd 64-bit multiplier with well-spread bits (from the golden ratio).
-const K: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// Multiply–xor hasher: each word is mixed in with one xor and one
-/// multiplication; [`Hasher::finish`] avalanches the state so that every
-/// bit of the result depends on every bit of the key and the seed.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FastHasher {
-    h: u64,
-}
-
-impl FastHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.h = (self.h.rotate_left(5) ^ word).wrapping_mul(K);
-    }
-}
-
-impl Hasher for FastHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.add(u64::from_le_bytes(w));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            // The length keeps "ab" and "ab\0" apart.
-            self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_u16(&mut self, i: u16) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        // A murmur3-style finaliser.
-        let mut h = self.h;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-        h ^= h >> 33;
-        h
-    }
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::hash::BuildHasher;
+    use std::sync::OnceLock;
 
+    /// One hasher builder for the whole test, so equal keys hash equal.
     fn hash<T: std::hash::Hash>(t: &T) -> u64 {
-        FastState::default().hash_one(t)
+        static STATE: OnceLock<FastState> = OnceLock::new();
+        STATE.get_or_init(FastState::default).hash_one(t)
     }
 
     #[test]
@@ -200,6 +105,15 @@ mod tests {
             max <= 24,
             "worst bucket {max} of 4096 keys in 1024 (mean 4)"
         );
+    }
+
+    #[test]
+    fn each_map_is_seeded_apart_so_collisions_cannot_be_precomputed() {
+        // RandomState, not FixedState: two maps hash the same key apart.
+        let seen: FastSet<u64> = (0..8)
+            .map(|_| FastState::default().hash_one(0x1234u64))
+            .collect();
+        assert!(seen.len() > 1, "every FastState hashed alike: {seen:?}");
     }
 
     #[test]

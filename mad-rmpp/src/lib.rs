@@ -68,7 +68,7 @@
 //!
 //! ```
 //! use mad_rmpp::{Sender, SenderConfig, ReceiverTable, ReceiverConfig, Output};
-//! use mad_core::transport::Address;
+//! use mad_wire::addr::Address;
 //! use std::time::{Duration, Instant};
 //!
 //! // A 1,000-byte SA payload behind a 56-byte SA header.
@@ -110,10 +110,14 @@ pub use receiver::{
 };
 pub use sender::{SendEvent, Sender, SenderConfig};
 
-pub use mad_core::wire::rmpp::{RmppStatus, RmppType};
+/// `RMPP_VERSION` is the RMPP version this crate speaks.
+pub use mad_wire::wire::rmpp::{RmppStatus, RmppType, RMPP_VERSION};
 
-/// The RMPP version this crate speaks.
-pub const RMPP_VERSION: u8 = 1;
+/// The maps of the receiver's transfer and per-source tables: foldhash's
+/// seeded `RandomState` (not `FixedState`), so a peer cannot compute
+/// colliding (source, TID) keys offline; both tables are capped by
+/// [`ReceiverConfig`] as well.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Why a transfer could not be set up.
 #[non_exhaustive]

@@ -7,7 +7,7 @@
 //! LID 0 with different GIDs are different peers, and their transfers
 //! never share state.
 
-use mad_core::transport::{Address, GSI_QKEY};
+use mad_wire::addr::{Address, GSI_QKEY};
 
 /// How a peer is addressed: by GID when a GRH is present, else by LID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,7 +73,7 @@ pub fn reply_address(src: &Address) -> Address {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mad_core::transport::Grh;
+    use mad_wire::addr::Grh;
 
     #[test]
     fn a_grh_makes_the_gid_the_identity_and_the_lid_irrelevant() {

@@ -7,18 +7,16 @@
 
 use crate::Error;
 
-/// Bytes in one MAD.
-pub const MAD_LEN: usize = 256;
-/// Bytes from the start of the MAD to the end of the RMPP header.
-pub const RMPP_HDR_END: usize = 36;
-/// Bytes after the RMPP header in one segment (`IB_MGMT_RMPP_DATA`).
-pub const RMPP_DATA: u32 = (MAD_LEN - RMPP_HDR_END) as u32;
+pub(crate) use mad_wire::wire::{MAD_LEN, RMPP_HEADER_END};
 
-pub use mad_core::wire::rmpp::{
+/// Bytes after the RMPP header in one segment (`IB_MGMT_RMPP_DATA`).
+pub const RMPP_DATA: u32 = (MAD_LEN - RMPP_HEADER_END) as u32;
+
+pub use mad_wire::wire::rmpp::{
     RmppHeader as Header, RmppStatus, RmppType, RMPP_FLAG_ACTIVE as FLAG_ACTIVE,
     RMPP_FLAG_FIRST as FLAG_FIRST, RMPP_FLAG_LAST as FLAG_LAST,
 };
-use mad_core::wire::Repr;
+use mad_wire::wire::Repr;
 
 /// Reads the RMPP header (bytes 24..36) of `mad`.
 ///
@@ -87,7 +85,7 @@ impl Geometry {
     /// A header that leaves no room for data, or more than `u32::MAX`
     /// segments.
     pub fn new(hdr_len: usize, data_len: usize) -> Result<Self, Error> {
-        if !(RMPP_HDR_END..MAD_LEN).contains(&hdr_len) {
+        if !(RMPP_HEADER_END..MAD_LEN).contains(&hdr_len) {
             return Err(Error::Malformed {
                 reason: "class header length must be 36..255",
                 value: hdr_len as u64,
@@ -131,7 +129,7 @@ impl Geometry {
 pub fn message_len(hdr_len: usize, count: u32, last_payload_len: u32) -> Option<usize> {
     let seg_size = MAD_LEN.checked_sub(hdr_len)?;
     // Bytes after the RMPP header that belong to the class header.
-    let class_hdr = hdr_len.checked_sub(RMPP_HDR_END)?;
+    let class_hdr = hdr_len.checked_sub(RMPP_HEADER_END)?;
     let last = last_payload_len as usize;
     if last > RMPP_DATA as usize || last < class_hdr {
         return None;

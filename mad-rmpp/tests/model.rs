@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use mad_core::transport::Address;
 use mad_rmpp::{Outcome, Output, ReceiverConfig, ReceiverTable, SendEvent, Sender, SenderConfig};
+use mad_wire::addr::Address;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 mod support;

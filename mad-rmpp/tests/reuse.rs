@@ -4,8 +4,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use mad_core::transport::Address;
 use mad_rmpp::{Outcome, Output, ReceiverConfig, ReceiverTable, Sender, SenderConfig};
+use mad_wire::addr::Address;
 mod support;
 use support::sa_header;
 

@@ -4,7 +4,7 @@
 use super::{ReceiverConfig, TransferKey};
 use crate::peer::Peer;
 use crate::segment::MAD_LEN;
-use mad_core::hash::FastMap;
+use crate::FastMap;
 use std::collections::VecDeque;
 
 /// What one source holds in the table.

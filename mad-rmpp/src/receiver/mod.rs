@@ -34,13 +34,13 @@ mod pool;
 use crate::peer::{reply_address, Peer};
 use crate::segment::{
     flip_response_bit, header, message_len, read_header, write_header, Header, RmppStatus,
-    RmppType, FLAG_ACTIVE, MAD_LEN, RMPP_DATA, RMPP_HDR_END,
+    RmppType, FLAG_ACTIVE, MAD_LEN, RMPP_DATA, RMPP_HEADER_END,
 };
+use crate::FastMap;
 use crate::Outcome;
 use budget::{forget, Usage};
-use mad_core::hash::FastMap;
-use mad_core::transport::Address;
-use mad_core::wire::MgmtClass;
+use mad_wire::addr::Address;
+use mad_wire::wire::MgmtClass;
 use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -451,7 +451,7 @@ impl ReceiverTable {
         if rtype != RmppType::ACK {
             // ABORT/STOP carry no class data. The RMPP header stays, also
             // for a class with no class header (data at byte 24).
-            let h = hdr_len_of(m[1]).clamp(RMPP_HDR_END, MAD_LEN);
+            let h = hdr_len_of(m[1]).clamp(RMPP_HEADER_END, MAD_LEN);
             m[h..].iter_mut().for_each(|b| *b = 0);
         }
         m

@@ -3,7 +3,7 @@
 use super::*;
 use crate::segment::{FLAG_FIRST, FLAG_LAST};
 use crate::{Peer, SendEvent, Sender, SenderConfig};
-use mad_core::transport::Address;
+use mad_wire::addr::Address;
 
 const SRC: (u16, u32) = (9, 1);
 
@@ -351,7 +351,7 @@ fn roce(last: u8) -> Address {
     gid[..2].copy_from_slice(&[0xfe, 0x80]);
     gid[15] = last;
     a.qkey = 0;
-    a.grh = Some(mad_core::transport::Grh {
+    a.grh = Some(mad_wire::addr::Grh {
         gid,
         hop_limit: 1,
         ..Default::default()
@@ -394,7 +394,7 @@ fn two_peers_at_lid_0_with_different_gids_and_the_same_tid_get_separate_transfer
                         y.grh
                     }
                 );
-                assert_eq!(to.qkey, mad_core::transport::GSI_QKEY);
+                assert_eq!(to.qkey, mad_wire::addr::GSI_QKEY);
             }
             Output::Delivered { key, src, message } => {
                 assert_eq!(Peer::of(src), key.src);
