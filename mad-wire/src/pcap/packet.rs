@@ -37,8 +37,7 @@ pub const OPCODE_UD_SEND_ONLY: u8 = 0x64;
 pub const LNH_IBA_LOCAL: u8 = 2;
 /// LRH Link Next Header: GRH follows.
 pub const LNH_IBA_GLOBAL: u8 = 3;
-/// The GSI (QP1) well-known Q_Key.
-pub const GSI_QKEY: u32 = 0x8001_0000;
+pub use crate::addr::GSI_QKEY;
 /// The default (full-member) partition key.
 pub const DEFAULT_PKEY: u16 = 0xFFFF;
 /// Largest payload (MAD) the writer accepts: the largest IB MTU.

@@ -1,0 +1,327 @@
+//! The directed-route hop-pointer rules (IBA vol. 1 §14.2.2, kernel
+//! `smi.c`) and the responder's turn-around.
+
+use super::repr::{DR_MAX_HOPS, PERMISSIVE_LID};
+use super::view::Smp;
+use crate::wire::{Error, Method, MAD_LEN};
+
+/// Outcome of [`dr_handle_send`] / [`dr_handle_recv`] (`enum smi_action`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrVerdict {
+    /// Keep the SMP: send it, forward it or process it.
+    Handle,
+    /// Drop it.
+    Discard,
+}
+
+impl DrVerdict {
+    fn from_bool(keep: bool) -> Self {
+        if keep {
+            Self::Handle
+        } else {
+            Self::Discard
+        }
+    }
+}
+
+/// Outcome of [`dr_check_forward`] (`enum smi_forward_action`), for an SMP
+/// that passed [`dr_handle_recv`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrForward {
+    /// `IB_SMI_LOCAL`: complete it up the local stack as it is (the
+    /// returning SMP has reached the SM side, or the outbound SMP continues
+    /// LID-routed from here).
+    Local,
+    /// `IB_SMI_SEND`: not forwarded; run [`dr_handle_send`] on the arrival
+    /// port, then (if [`is_local_smp`]) hand it to the local SMA. Also
+    /// returned for a returning SMP at hp = 1 with a real DrSLID, which
+    /// then continues LID-routed.
+    Send,
+    /// `IB_SMI_FORWARD`: a switch sends it out of [`dr_fwd_port`].
+    Forward,
+}
+
+fn path_entry(path: &[u8], i: usize) -> Option<u8> {
+    path.get(i).copied()
+}
+
+/// The send rules (`smi_handle_dr_smp_send`): adjusts HopPointer for an SMP
+/// about to leave through `port` of a node (`is_switch` says which kind)
+/// and says whether it may go.
+///
+/// Outbound (D = 0): C14-9:1 requester start (hc ≠ 0, hp = 0): hp += 1,
+/// keep iff `InitialPath[hp] == port`; C14-9:2 intermediate (0 < hp < hc):
+/// switches only, hp += 1, same check; C14-9:3 end of the DR part
+/// (hp = hc): hp += 1, keep iff switch or DrDLID permissive; C14-9:4
+/// hp = hc + 1 keep; C14-9:5 anything else discard.
+/// Returning (D = 1): C14-13:1 responder (hc ≠ 0, hp = hc + 1): hp −= 1,
+/// keep iff `ReturnPath[hp] == port`; C14-13:2 (2 ≤ hp ≤ hc): switches
+/// only, hp −= 1, same check; C14-13:3 hp = 1: hp −= 1, keep iff switch or
+/// DrSLID permissive; C14-13:4 hp = 0 keep; C14-13:5 discard.
+/// HopCount ≥ 64 is always discarded (C14-6), as is a view without paths.
+pub fn dr_handle_send<T: AsRef<[u8]> + AsMut<[u8]>>(
+    smp: &mut Smp<T>,
+    is_switch: bool,
+    port: u8,
+) -> DrVerdict {
+    let hc = smp.hop_cnt();
+    let hp = smp.hop_ptr();
+    if hc > DR_MAX_HOPS || !smp.has_paths() {
+        return DrVerdict::Discard;
+    }
+    let dlid_perm = smp.dr_dlid() == PERMISSIVE_LID;
+    let slid_perm = smp.dr_slid() == PERMISSIVE_LID;
+    if !smp.direction() {
+        // C14-9:1 and C14-9:2
+        if (hc != 0 && hp == 0) || (hp != 0 && hp < hc) {
+            if hp != 0 && !is_switch {
+                return DrVerdict::Discard;
+            }
+            let hp = hp + 1;
+            smp.set_hop_ptr(hp);
+            return DrVerdict::from_bool(
+                path_entry(smp.initial_path(), usize::from(hp)) == Some(port),
+            );
+        }
+        // C14-9:3
+        if hp == hc {
+            smp.set_hop_ptr(hp + 1);
+            return DrVerdict::from_bool(is_switch || dlid_perm);
+        }
+        // C14-9:4 / C14-9:5
+        DrVerdict::from_bool(u16::from(hp) == u16::from(hc) + 1)
+    } else {
+        // C14-13:1 and C14-13:2
+        let c1 = hc != 0 && u16::from(hp) == u16::from(hc) + 1;
+        if c1 || (2..=hc).contains(&hp) {
+            if !c1 && !is_switch {
+                return DrVerdict::Discard;
+            }
+            let hp = hp - 1;
+            smp.set_hop_ptr(hp);
+            return DrVerdict::from_bool(
+                path_entry(smp.return_path(), usize::from(hp)) == Some(port),
+            );
+        }
+        // C14-13:3
+        if hp == 1 {
+            smp.set_hop_ptr(0);
+            return DrVerdict::from_bool(is_switch || slid_perm);
+        }
+        // C14-13:4 / C14-13:5
+        DrVerdict::from_bool(hp == 0)
+    }
+}
+
+/// The receive rules (`smi_handle_dr_smp_recv`) for an SMP that arrived on
+/// `port` of a node with `phys_port_cnt` physical ports.
+///
+/// Outbound (D = 0): C14-9:1 (hc ≠ 0, hp = 0) discard; C14-9:2
+/// (0 < hp < hc): switches only, `ReturnPath[hp] = port`, keep iff
+/// `InitialPath[hp + 1] ≤ phys_port_cnt`; C14-9:3 (hp = hc): if hc ≠ 0,
+/// `ReturnPath[hp] = port`; keep iff switch or DrDLID permissive;
+/// C14-9:4/5 keep iff hp = hc + 1. HopPointer is not changed on the
+/// outbound leg (the send rules advance it).
+/// Returning (D = 1): C14-13:1 (hc ≠ 0, hp = hc + 1): hp −= 1, keep iff
+/// `ReturnPath[hp] == port`; C14-13:2 (2 ≤ hp ≤ hc): switches only, keep
+/// iff `ReturnPath[hp − 1] ≤ phys_port_cnt`; C14-13:3 (hp = 1): DrSLID
+/// permissive → hp = 0 and keep (for the SM), else keep iff switch;
+/// C14-13:4/5 keep iff hp = 0.
+/// HopCount ≥ 64 is always discarded (C14-6), as is a view without paths.
+pub fn dr_handle_recv<T: AsRef<[u8]> + AsMut<[u8]>>(
+    smp: &mut Smp<T>,
+    is_switch: bool,
+    port: u8,
+    phys_port_cnt: u8,
+) -> DrVerdict {
+    let hc = smp.hop_cnt();
+    let hp = smp.hop_ptr();
+    if hc > DR_MAX_HOPS || !smp.has_paths() {
+        return DrVerdict::Discard;
+    }
+    let dlid_perm = smp.dr_dlid() == PERMISSIVE_LID;
+    let slid_perm = smp.dr_slid() == PERMISSIVE_LID;
+    let hpi = usize::from(hp);
+    if !smp.direction() {
+        // C14-9:1
+        if hc != 0 && hp == 0 {
+            return DrVerdict::Discard;
+        }
+        // C14-9:2
+        if hp != 0 && hp < hc {
+            if !is_switch {
+                return DrVerdict::Discard;
+            }
+            if let Some(e) = smp.return_path_mut().get_mut(hpi) {
+                *e = port;
+            }
+            return DrVerdict::from_bool(
+                path_entry(smp.initial_path(), hpi + 1).is_some_and(|p| p <= phys_port_cnt),
+            );
+        }
+        // C14-9:3
+        if hp == hc {
+            if hc != 0 {
+                if let Some(e) = smp.return_path_mut().get_mut(hpi) {
+                    *e = port;
+                }
+            }
+            return DrVerdict::from_bool(is_switch || dlid_perm);
+        }
+        // C14-9:4 / C14-9:5
+        DrVerdict::from_bool(u16::from(hp) == u16::from(hc) + 1)
+    } else {
+        // C14-13:1
+        if hc != 0 && u16::from(hp) == u16::from(hc) + 1 {
+            let hp = hp - 1;
+            smp.set_hop_ptr(hp);
+            return DrVerdict::from_bool(
+                path_entry(smp.return_path(), usize::from(hp)) == Some(port),
+            );
+        }
+        // C14-13:2
+        if (2..=hc).contains(&hp) {
+            if !is_switch {
+                return DrVerdict::Discard;
+            }
+            return DrVerdict::from_bool(
+                path_entry(smp.return_path(), hpi - 1).is_some_and(|p| p <= phys_port_cnt),
+            );
+        }
+        // C14-13:3
+        if hp == 1 {
+            if slid_perm {
+                smp.set_hop_ptr(0);
+                return DrVerdict::Handle;
+            }
+            return DrVerdict::from_bool(is_switch);
+        }
+        // C14-13:4 / C14-13:5
+        DrVerdict::from_bool(hp == 0)
+    }
+}
+
+/// Where a received DR SMP goes next (`smi_check_forward_dr_smp`).
+///
+/// D = 0: 0 < hp < hc → [`DrForward::Forward`]; hp = hc → `Send` if
+/// DrDLID is permissive, else `Local`; hp = hc + 1 → `Send`.
+/// D = 1: 2 ≤ hp ≤ hc → `Forward`; hp = 1 → `Send` if DrSLID is *not*
+/// permissive, else `Local`. Everything else → `Local`.
+pub fn dr_check_forward<T: AsRef<[u8]>>(smp: &Smp<T>) -> DrForward {
+    let hc = smp.hop_cnt();
+    let hp = smp.hop_ptr();
+    if !smp.direction() {
+        if hp != 0 && hp < hc {
+            return DrForward::Forward;
+        }
+        if hp == hc {
+            return if smp.dr_dlid() == PERMISSIVE_LID {
+                DrForward::Send
+            } else {
+                DrForward::Local
+            };
+        }
+        if u16::from(hp) == u16::from(hc) + 1 {
+            return DrForward::Send;
+        }
+    } else {
+        if (2..=hc).contains(&hp) {
+            return DrForward::Forward;
+        }
+        if hp == 1 {
+            return if smp.dr_slid() != PERMISSIVE_LID {
+                DrForward::Send
+            } else {
+                DrForward::Local
+            };
+        }
+    }
+    DrForward::Local
+}
+
+/// The port a switch forwards a DR SMP out of (`smi_get_fwd_port`):
+/// `InitialPath[hp + 1]` outbound, `ReturnPath[hp − 1]` returning. Returns
+/// 0 when that entry does not exist (hp = 0 returning, hp ≥ 63 outbound,
+/// or a view without paths).
+pub fn dr_fwd_port<T: AsRef<[u8]>>(smp: &Smp<T>) -> u8 {
+    let hp = usize::from(smp.hop_ptr());
+    let entry = if !smp.direction() {
+        path_entry(smp.initial_path(), hp + 1)
+    } else {
+        hp.checked_sub(1)
+            .and_then(|i| path_entry(smp.return_path(), i))
+    };
+    entry.unwrap_or(0)
+}
+
+/// An outbound SMP for the local SMA: D = 0 and hp = hc + 1
+/// (`smi_check_local_smp`).
+pub fn is_local_smp<T: AsRef<[u8]>>(smp: &Smp<T>) -> bool {
+    !smp.direction() && u16::from(smp.hop_ptr()) == u16::from(smp.hop_cnt()) + 1
+}
+
+/// A returning SMP for the local SM: D = 1 and hp = 0
+/// (`smi_check_local_returning_smp`).
+pub fn is_local_returning_smp<T: AsRef<[u8]>>(smp: &Smp<T>) -> bool {
+    smp.direction() && smp.hop_ptr() == 0
+}
+
+/// Turns a received directed-route request into its response, in place:
+/// method GetResp (a Get or a Set is answered with GetResp), D = 1, and
+/// HopPointer = HopCount + 1 as libibmad's `mad_encode` writes it for a
+/// response (it is already hc + 1 after the kernel's send step at the
+/// responder). Paths, TID, attribute, status and data are kept; set the
+/// status with [`Smp::set_dr_status`] and the data with [`Smp::data_mut`].
+///
+/// # Errors
+/// [`Error::Invalid`] if the SMP is not of class 0x81, is already a
+/// response or returning, has HopCount > 63, or its method is not Get or
+/// Set; [`Error::Truncated`] if the buffer lacks the paths.
+pub fn dr_make_response<T: AsRef<[u8]> + AsMut<[u8]>>(smp: &mut Smp<T>) -> Result<(), Error> {
+    let invalid = |field, value: u64, reason| Error::Invalid {
+        what: "DrSMP",
+        field,
+        value,
+        reason,
+    };
+    if !smp.has_paths() {
+        return Err(Error::Truncated {
+            what: "DrSMP",
+            need: MAD_LEN,
+            got: smp.as_bytes().len(),
+        });
+    }
+    if !smp.is_directed_route() {
+        return Err(invalid(
+            "mgmt_class",
+            u64::from(smp.mgmt_class().0),
+            "not a directed-route SMP",
+        ));
+    }
+    if smp.response_bit() {
+        return Err(invalid(
+            "method",
+            u64::from(smp.mad().raw_method()),
+            "already a response",
+        ));
+    }
+    if smp.direction() {
+        return Err(invalid("direction", 1, "already a returning SMP"));
+    }
+    let hc = smp.hop_cnt();
+    if hc > DR_MAX_HOPS {
+        return Err(invalid("hop_cnt", u64::from(hc), "more than 63 hops"));
+    }
+    let m = smp.method();
+    if m != Method::GET && m != Method::SET {
+        return Err(invalid(
+            "method",
+            u64::from(m.0),
+            "only Get and Set have a GetResp",
+        ));
+    }
+    smp.mad_mut().set_method(Method::GET, true);
+    smp.set_direction(true);
+    smp.set_hop_ptr(hc + 1);
+    Ok(())
+}
