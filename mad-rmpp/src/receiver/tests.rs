@@ -1,7 +1,7 @@
 //! Unit tests of the receiver table.
 
 use super::*;
-use crate::segment::{FLAG_FIRST, FLAG_LAST};
+use crate::segment::{header, write_header, FLAG_ACTIVE, FLAG_FIRST, FLAG_LAST, MAD_LEN};
 use crate::{Peer, SendEvent, Sender, SenderConfig};
 use mad_wire::addr::Address;
 
