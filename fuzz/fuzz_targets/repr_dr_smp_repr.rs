@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `DrSmpRepr`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::smp::DrSmpRepr,
+    mad_wire::wire::smp::DrSmpRepr,
 >(data));

@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `MadHeader`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(
-    |data: &[u8]| madstack_fuzz::repr_roundtrip::<mad_core::wire::MadHeader>(data)
+    |data: &[u8]| madstack_fuzz::repr_roundtrip::<mad_wire::wire::MadHeader>(data)
 );

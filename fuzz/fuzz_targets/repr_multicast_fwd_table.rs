@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `MulticastFwdTable`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::attr::MulticastFwdTable,
+    mad_wire::wire::attr::MulticastFwdTable,
 >(data));

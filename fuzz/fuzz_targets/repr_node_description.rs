@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `NodeDescription`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::attr::NodeDescription,
+    mad_wire::wire::attr::NodeDescription,
 >(data));

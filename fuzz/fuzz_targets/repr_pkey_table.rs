@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `PKeyTable`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::attr::PKeyTable,
+    mad_wire::wire::attr::PKeyTable,
 >(data));

@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `RmppHeader`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::rmpp::RmppHeader,
+    mad_wire::wire::rmpp::RmppHeader,
 >(data));

@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `SaHeader`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::sa::SaHeader,
+    mad_wire::wire::sa::SaHeader,
 >(data));

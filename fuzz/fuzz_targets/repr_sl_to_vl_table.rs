@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `SlToVlTable`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::attr::SlToVlTable,
+    mad_wire::wire::attr::SlToVlTable,
 >(data));

@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `VendorHeader`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::vendor::VendorHeader,
+    mad_wire::wire::vendor::VendorHeader,
 >(data));

@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `VlArbRecord`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::sa_records::VlArbRecord,
+    mad_wire::wire::sa_records::VlArbRecord,
 >(data));

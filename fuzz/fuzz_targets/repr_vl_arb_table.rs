@@ -1,5 +1,5 @@
 //! parse -> emit -> compare for `VlArbTable`.
 #![no_main]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| madstack_fuzz::repr_roundtrip::<
-    mad_core::wire::attr::VlArbTable,
+    mad_wire::wire::attr::VlArbTable,
 >(data));

@@ -19,7 +19,7 @@
 //!   [`engine_ops`] (the agent `Engine` over an in-memory transport).
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a fuzz finding")]
 
-use mad_core::wire::{FieldValue, Fields, Repr};
+use mad_wire::wire::{FieldValue, Fields, Repr};
 
 pub mod clock;
 pub mod engine;
@@ -69,9 +69,9 @@ pub fn repr_roundtrip<R: Repr + Fields + PartialEq + core::fmt::Debug>(data: &[u
     }
 }
 
-/// The common-header view against [`mad_core::wire::MadHeader`].
+/// The common-header view against [`mad_wire::wire::MadHeader`].
 pub fn mad_view(data: &[u8]) {
-    use mad_core::wire::{Mad, MadHeader};
+    use mad_wire::wire::{Mad, MadHeader};
     let Ok(m) = Mad::new_checked(data) else {
         assert!(data.len() < 24);
         return;
@@ -105,7 +105,7 @@ pub fn mad_view(data: &[u8]) {
 /// The SMP view: accessors against the `Repr`s, and the directed-route
 /// hop-pointer rules on arbitrary input.
 pub fn smp_view(data: &[u8]) {
-    use mad_core::wire::smp::{
+    use mad_wire::wire::smp::{
         dr_check_forward, dr_fwd_port, dr_handle_recv, dr_handle_send, dr_make_response,
         is_local_returning_smp, is_local_smp, Smp,
     };
@@ -157,10 +157,10 @@ pub fn smp_view(data: &[u8]) {
     assert_eq!((w.hop_ptr(), w.m_key()), (7, 0x1234));
 }
 
-/// The SA view: header against [`mad_core::wire::sa::SaHeader`], records
+/// The SA view: header against [`mad_wire::wire::sa::SaHeader`], records
 /// iterate to the end and stay inside the data.
 pub fn sa_view(data: &[u8]) {
-    use mad_core::wire::sa::{split_records, SaHeader, SaMad};
+    use mad_wire::wire::sa::{split_records, SaHeader, SaMad};
     let Ok(sa) = SaMad::new_checked(data) else {
         assert!(data.len() < 56);
         return;
@@ -191,9 +191,9 @@ pub fn sa_view(data: &[u8]) {
     }
 }
 
-/// The RMPP view against [`mad_core::wire::rmpp::RmppHeader`].
+/// The RMPP view against [`mad_wire::wire::rmpp::RmppHeader`].
 pub fn rmpp_view(data: &[u8]) {
-    use mad_core::wire::rmpp::{RmppHeader, RmppView};
+    use mad_wire::wire::rmpp::{RmppHeader, RmppView};
     let Ok(v) = RmppView::new_checked(data) else {
         assert!(data.len() < 36);
         return;
@@ -232,8 +232,8 @@ pub fn rmpp_view(data: &[u8]) {
 
 /// The PerfMgt and vendor views.
 pub fn perf_vendor_view(data: &[u8]) {
-    use mad_core::wire::perf::PerfMad;
-    use mad_core::wire::vendor::{VendorHeader, VendorMad};
+    use mad_wire::wire::perf::PerfMad;
+    use mad_wire::wire::vendor::{VendorHeader, VendorMad};
     if let Ok(p) = PerfMad::new_checked(data) {
         assert_eq!(p.reserved(), &data[24..64]);
         assert_eq!(p.data(), &data[64..256]);
@@ -256,7 +256,7 @@ pub fn perf_vendor_view(data: &[u8]) {
 
 /// The generic decoder and both `mad decode` printers.
 pub fn decode(data: &[u8]) {
-    let Ok(d) = mad_core::wire::decode::decode_mad(data) else {
+    let Ok(d) = mad_wire::wire::decode::decode_mad(data) else {
         return;
     };
     walk(&d.header);
@@ -274,7 +274,7 @@ pub fn decode(data: &[u8]) {
 
 /// The pcap reader: never panics, always ends.
 pub fn pcap(data: &[u8]) {
-    let Ok(mut r) = mad_core::pcap::PcapReader::new(data) else {
+    let Ok(mut r) = mad_wire::pcap::PcapReader::new(data) else {
         return;
     };
     // Each record consumes at least its 16-byte header.

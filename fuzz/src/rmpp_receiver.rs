@@ -10,8 +10,9 @@
 
 use crate::clock::Clock;
 use arbitrary::{Arbitrary, Unstructured};
-use mad_core::transport::{Address, Grh};
-use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE, MAD_LEN};
+use mad_wire::addr::{Address, Grh};
+use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE};
+use mad_wire::wire::MAD_LEN;
 use mad_rmpp::{
     reply_address, Output, Peer, ReceiverConfig, ReceiverTable, RmppStatus, RmppType, Sender,
     SenderConfig, TransferKey,

@@ -6,7 +6,8 @@
 
 use crate::clock::Clock;
 use arbitrary::{Arbitrary, Unstructured};
-use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE, MAD_LEN};
+use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE};
+use mad_wire::wire::MAD_LEN;
 use mad_rmpp::{Outcome, RmppStatus, RmppType, SendEvent, Sender, SenderConfig};
 use std::time::Duration;
 
