@@ -1,52 +1,58 @@
 //! What the zero-copy views ([`Mad`](super::Mad), `RmppView`, `SaMad`,
-//! `Smp`, `PerfMad`, `VendorMad`) share: panic-free big-endian readers and
-//! writers over a byte slice, and [`view_methods!`] for their constructors.
+//! `Smp`, `PerfMad`, `VendorMad`) share: panic-free readers and writers of
+//! a field's bit range over a byte slice (the accessors
+//! [`wire_struct!`](crate::wire_struct)'s `view` clause generates call
+//! them), and [`view_methods!`] for the views' constructors.
 //!
 //! A view built with `new_unchecked` may wrap a buffer that ends before
-//! some of its fields. These helpers keep every accessor total: a read past
-//! the end gives zero and a write past the end is dropped.
+//! some of its fields. These helpers keep every accessor total: a field
+//! not wholly in the buffer reads as zero and a write to it is dropped.
 
 use core::slice::SliceIndex;
 
+use super::field::{get_bits, set_bits};
 use super::Error;
 
-/// Byte `i` of `b`, or 0 past the end.
+/// The bytes `[first, end)` that hold the bit range `off..off + len`, or
+/// `None` if the range overflows.
 #[inline(always)]
-pub(crate) fn byte(b: &[u8], i: usize) -> u8 {
-    b.get(i).copied().unwrap_or(0)
+fn span(off: usize, len: usize) -> Option<core::ops::Range<usize>> {
+    Some(off / 8..off.checked_add(len)?.div_ceil(8))
 }
 
-/// The big-endian `u16` at `i`; each of its bytes past the end reads as 0.
+/// A view's field: `len` (1..=64) bits at bit `off` of `b` (MSB first,
+/// as [`get_bits`] counts them), or 0 unless every byte of the field is
+/// in `b`.
 #[inline(always)]
-pub(crate) fn be16(b: &[u8], i: usize) -> u16 {
-    u16::from_be_bytes([byte(b, i), byte(b, i.saturating_add(1))])
+pub(crate) fn get(b: &[u8], off: usize, len: usize) -> u64 {
+    span(off, len)
+        .and_then(|r| b.get(r))
+        .map_or(0, |f| get_bits(f, off % 8, len))
 }
 
-/// The `N` bytes at `i`, or `None` unless all of them are in `b`.
+/// Writes the low `len` bits of `v` into a view's field at bit `off`,
+/// leaving the other bits of its bytes alone; does nothing unless every
+/// byte of the field is in `b`.
 #[inline(always)]
-pub(crate) fn array<const N: usize>(b: &[u8], i: usize) -> Option<[u8; N]> {
-    b.get(i..i.checked_add(N)?)?.try_into().ok()
-}
-
-/// The big-endian `u32` at `i`, or 0 unless all four bytes are in `b`.
-#[inline(always)]
-pub(crate) fn be32(b: &[u8], i: usize) -> u32 {
-    array(b, i).map_or(0, u32::from_be_bytes)
-}
-
-/// The big-endian `u64` at `i`, or 0 unless all eight bytes are in `b`.
-#[inline(always)]
-pub(crate) fn be64(b: &[u8], i: usize) -> u64 {
-    array(b, i).map_or(0, u64::from_be_bytes)
-}
-
-/// Copies `bytes` into `b` at `i`; does nothing unless all of them fit.
-#[inline(always)]
-pub(crate) fn put(b: &mut [u8], i: usize, bytes: &[u8]) {
-    let dst = i.checked_add(bytes.len()).and_then(|end| b.get_mut(i..end));
-    if let Some(d) = dst {
-        d.copy_from_slice(bytes);
+pub(crate) fn set(b: &mut [u8], off: usize, len: usize, v: u64) {
+    if let Some(f) = span(off, len).and_then(|r| b.get_mut(r)) {
+        set_bits(f, off % 8, len, v);
     }
+}
+
+/// The `n` bytes at byte `i`, or an empty slice unless all are in `b`.
+#[inline(always)]
+pub(crate) fn run(b: &[u8], i: usize, n: usize) -> &[u8] {
+    i.checked_add(n).and_then(|e| b.get(i..e)).unwrap_or(&[])
+}
+
+/// The `n` bytes at byte `i`, mutable, or an empty slice unless all are
+/// in `b`.
+#[inline(always)]
+pub(crate) fn run_mut(b: &mut [u8], i: usize, n: usize) -> &mut [u8] {
+    i.checked_add(n)
+        .and_then(|e| b.get_mut(i..e))
+        .unwrap_or(&mut [])
 }
 
 /// `&b[r]`, or an empty slice when `r` is not inside `b`.
@@ -146,47 +152,53 @@ mod tests {
     #[test]
     fn reads_inside_the_buffer_are_big_endian() {
         let b = [1u8, 2, 3, 4, 5, 6, 7, 8, 9];
-        assert_eq!(byte(&b, 8), 9);
-        assert_eq!(be16(&b, 1), 0x0203);
-        assert_eq!(be32(&b, 2), 0x0304_0506);
-        assert_eq!(be64(&b, 1), 0x0203_0405_0607_0809);
-        assert_eq!(array::<3>(&b, 6), Some([7, 8, 9]));
+        assert_eq!(get(&b, 64, 8), 9);
+        assert_eq!(get(&b, 8, 16), 0x0203);
+        assert_eq!(get(&b, 16, 32), 0x0304_0506);
+        assert_eq!(get(&b, 8, 64), 0x0203_0405_0607_0809);
+        assert_eq!(get(&b, 4, 8), 0x10, "unaligned: low nibble of 1, high of 2");
+        assert_eq!(run(&b, 6, 3), &[7, 8, 9]);
     }
 
     #[test]
-    fn be16_reads_each_missing_byte_as_zero() {
-        assert_eq!(be16(&[0xAB], 0), 0xAB00);
-        assert_eq!(be16(&[0xAB], 1), 0);
-        assert_eq!(byte(&[0xAB], 1), 0);
-    }
-
-    #[test]
-    fn wider_reads_are_zero_unless_the_whole_field_is_there() {
+    fn a_field_not_wholly_in_the_buffer_reads_zero() {
+        assert_eq!(get(&[0xAB], 0, 16), 0);
+        assert_eq!(get(&[0xAB], 8, 8), 0);
         let b = [0xFFu8; 7];
-        assert_eq!(be32(&b, 4), 0);
-        assert_eq!(be32(&b, 3), 0xFFFF_FFFF);
-        assert_eq!(be64(&b, 0), 0);
-        assert_eq!(array::<2>(&b, 6), None);
+        assert_eq!(get(&b, 32, 32), 0);
+        assert_eq!(get(&b, 24, 32), 0xFFFF_FFFF);
+        assert_eq!(get(&b, 0, 64), 0);
+        assert_eq!(get(&b, 52, 5), 0, "bits 52..57 end in byte 7");
+        assert_eq!(get(&b, 51, 5), 0x1F);
+        assert!(run(&b, 6, 2).is_empty());
     }
 
     #[test]
     fn offsets_near_usize_max_read_zero_and_write_nothing() {
         let mut b = [0xFFu8; 8];
-        assert_eq!(byte(&b, usize::MAX), 0);
-        assert_eq!(be16(&b, usize::MAX), 0);
-        assert_eq!(be32(&b, usize::MAX - 1), 0);
-        assert_eq!(be64(&b, usize::MAX), 0);
-        put(&mut b, usize::MAX, &[0, 0]);
+        assert_eq!(get(&b, usize::MAX, 1), 0);
+        assert_eq!(get(&b, usize::MAX - 8, 16), 0);
+        assert_eq!(get(&b, usize::MAX - 63, 64), 0);
+        set(&mut b, usize::MAX - 15, 16, 0);
+        assert!(run(&b, usize::MAX, 2).is_empty());
+        assert!(run_mut(&mut b, usize::MAX, 2).is_empty());
         assert_eq!(b, [0xFF; 8]);
     }
 
     #[test]
-    fn put_writes_only_a_whole_field() {
+    fn set_writes_only_a_whole_field_and_only_its_bits() {
         let mut b = [0u8; 4];
-        put(&mut b, 2, &[1, 2, 3]);
+        set(&mut b, 16, 24, 0x01_0203);
         assert_eq!(b, [0; 4], "a field running past the end is dropped");
-        put(&mut b, 1, &[1, 2, 3]);
+        set(&mut b, 8, 24, 0x01_0203);
         assert_eq!(b, [0, 1, 2, 3]);
+        let mut b = [0xFFu8; 2];
+        set(&mut b, 5, 3, 0);
+        assert_eq!(b, [0xF8, 0xFF], "the other bits of the byte are kept");
+        set(&mut b, 0, 5, 0x3F);
+        assert_eq!(b, [0xF8, 0xFF], "only the low 5 bits of the value");
+        run_mut(&mut b, 1, 1)[0] = 7;
+        assert_eq!(b, [0xF8, 7]);
     }
 
     #[test]

@@ -308,6 +308,17 @@ pub fn check_coverage(descs: &[FieldDesc], len_bytes: usize) -> Result<(), Strin
 ///
 /// A label of `_` marks a reserved field.
 ///
+/// **Views.** Inside this crate, `pub struct Name ("Name", LEN) view View
+/// at BASE { ... }` also gives the zero-copy view `View<T>` (a struct with
+/// a `buf: T` field, defined in the same module, whose buffer holds this
+/// structure at byte `BASE`) accessors for the fields that end in
+/// `view [vis] getter [/ [vis] setter]`: a `uint` field's getter returns
+/// its type and its setter writes the low bits of a value that fit; a
+/// `bytes` field's getter returns the slice and its "setter" the mutable
+/// slice. A field not wholly in the buffer reads as zero (an empty slice)
+/// and a write to it is dropped. So each field's bit range is written
+/// once, for the `Repr` and the view alike.
+///
 /// ```
 /// use mad_wire::wire::{Repr, field::Fields};
 /// mad_wire::wire_struct! {
@@ -326,6 +337,27 @@ pub fn check_coverage(descs: &[FieldDesc], len_bytes: usize) -> Result<(), Strin
 /// ```
 #[macro_export]
 macro_rules! wire_struct {
+    (
+        $(#[$sm:meta])*
+        pub struct $name:ident ($sname:literal, $len:expr) view $view:ident at $base:tt {
+            $(
+                $(#[$fm:meta])*
+                $fname:ident : $kind:ident $fty:ty [ $($arg:expr),* ] => $label:tt
+                $( view $gvis:vis $vget:ident $( / $svis:vis $vset:ident )? )?
+            ),* $(,)?
+        }
+    ) => {
+        $crate::wire_struct! {
+            $(#[$sm])*
+            pub struct $name ($sname, $len) {
+                $( $(#[$fm])* $fname : $kind $fty [ $($arg),* ] => $label, )*
+            }
+        }
+        $(
+            $crate::wire_struct!(@view $view $base [$(#[$fm])*] $kind $fty [$($arg),*]
+                $( $gvis $vget $( / $svis $vset )? )?);
+        )*
+    };
     (
         $(#[$sm:meta])*
         pub struct $name:ident ($sname:literal, $len:expr) {
@@ -534,6 +566,55 @@ macro_rules! wire_struct {
     };
     (@value $self:ident $fname:ident nested $fty:ty) => {
         $crate::wire::field::FieldValue::Nested(&$self.$fname)
+    };
+
+    // ---- view accessors: the field's bit range, read in place
+    (@view $view:ident $base:tt [$(#[$fm:meta])*] $kind:ident $fty:ty [$($arg:expr),*]) => {};
+    (@view $view:ident $base:tt [$(#[$fm:meta])*] uint $fty:ty [$off:expr, $bits:expr]
+        $gvis:vis $vget:ident $( / $svis:vis $vset:ident )?) => {
+        impl<T: AsRef<[u8]>> $view<T> {
+            $(#[$fm])*
+            #[inline]
+            $gvis fn $vget(&self) -> $fty {
+                <$fty as $crate::wire::field::FieldInt>::from_u64(
+                    $crate::wire::bytes::get(self.buf.as_ref(), ($base) * 8 + ($off), $bits))
+            }
+        }
+        $(
+            impl<T: AsRef<[u8]> + AsMut<[u8]>> $view<T> {
+                #[doc = concat!("Writes the field [`", stringify!($vget), "`](Self::",
+                    stringify!($vget), ") reads: the low bits of `v` that fit.")]
+                #[inline]
+                $svis fn $vset(&mut self, v: $fty) {
+                    $crate::wire::bytes::set(self.buf.as_mut(), ($base) * 8 + ($off), $bits,
+                        $crate::wire::field::FieldInt::to_u64(v));
+                }
+            }
+        )?
+    };
+    (@view $view:ident $base:tt [$(#[$fm:meta])*] bytes $fty:ty [$off:expr]
+        $gvis:vis $vget:ident $( / $svis:vis $vset:ident )?) => {
+        impl<T: AsRef<[u8]>> $view<T> {
+            $(#[$fm])*
+            #[doc = ""]
+            #[doc = "Empty when the buffer ends before the field's end."]
+            #[inline]
+            $gvis fn $vget(&self) -> &[u8] {
+                $crate::wire::bytes::run(self.buf.as_ref(), ($base) + ($off),
+                    ::core::mem::size_of::<$fty>())
+            }
+        }
+        $(
+            impl<T: AsRef<[u8]> + AsMut<[u8]>> $view<T> {
+                #[doc = concat!("The bytes [`", stringify!($vget), "`](Self::",
+                    stringify!($vget), ") reads, mutable.")]
+                #[inline]
+                $svis fn $vset(&mut self) -> &mut [u8] {
+                    $crate::wire::bytes::run_mut(self.buf.as_mut(), ($base) + ($off),
+                        ::core::mem::size_of::<$fty>())
+                }
+            }
+        )?
     };
 }
 

@@ -6,29 +6,31 @@ use super::{AttributeId, Error, MadStatus, Method, MgmtClass, MAD_HEADER_LEN};
 
 crate::wire_struct! {
     /// Common MAD header (MAD.md §2). Field labels are libibmad's.
-    pub struct MadHeader ("MadHeader", 24) {
+    pub struct MadHeader ("MadHeader", 24) view Mad at 0 {
         /// Base version (1 for IB).
-        base_version: uint u8 [0, 8] => "BaseVers",
+        base_version: uint u8 [0, 8] => "BaseVers" view pub base_version / pub set_base_version,
         /// Management class.
-        mgmt_class: uint MgmtClass [8, 8] => "MgmtClass",
+        mgmt_class: uint MgmtClass [8, 8] => "MgmtClass" view pub mgmt_class / pub set_mgmt_class,
         /// Class version.
-        class_version: uint u8 [16, 8] => "ClassVers",
+        class_version: uint u8 [16, 8] => "ClassVers"
+            view pub class_version / pub set_class_version,
         /// Response bit (0x80 of byte 3).
-        response: uint bool [24, 1] => "IsResponse",
+        response: uint bool [24, 1] => "IsResponse" view pub response_bit / set_response_bit,
         /// Method, without the response bit.
-        method: uint Method [25, 7] => "Method",
+        method: uint Method [25, 7] => "Method" view pub method / set_method_bits,
         /// Status. For DR SMPs bit 15 is the D bit.
-        status: uint MadStatus [32, 16] => "Status",
+        status: uint MadStatus [32, 16] => "Status" view pub status / pub set_status,
         /// Class-specific word (DR SMP: hop pointer and hop count).
-        class_specific: uint u16 [48, 16] => "ClassSpecific",
+        class_specific: uint u16 [48, 16] => "ClassSpecific"
+            view pub class_specific / pub set_class_specific,
         /// Transaction ID.
-        tid: uint u64 [64, 64] => "TID",
+        tid: uint u64 [64, 64] => "TID" view pub tid / pub set_tid,
         /// Attribute ID.
-        attr_id: uint AttributeId [128, 16] => "AttrId",
+        attr_id: uint AttributeId [128, 16] => "AttrId" view pub attr_id / pub set_attr_id,
         /// Reserved.
         reserved: uint u16 [144, 16] => _,
         /// Attribute modifier.
-        attr_mod: uint u32 [160, 32] => "AttrMod",
+        attr_mod: uint u32 [160, 32] => "AttrMod" view pub attr_mod / pub set_attr_mod,
     }
 }
 
@@ -51,18 +53,6 @@ pub struct Mad<T> {
     buf: T,
 }
 
-mod field {
-    pub const BASE_VERSION: usize = 0;
-    pub const MGMT_CLASS: usize = 1;
-    pub const CLASS_VERSION: usize = 2;
-    pub const METHOD: usize = 3;
-    pub const STATUS: usize = 4;
-    pub const CLASS_SPECIFIC: usize = 6;
-    pub const TID: usize = 8;
-    pub const ATTR_ID: usize = 16;
-    pub const ATTR_MOD: usize = 20;
-}
-
 impl<T: AsRef<[u8]>> Mad<T> {
     view_methods! {
         /// Wraps `buf` without checking its length. Accessors then read
@@ -77,35 +67,10 @@ impl<T: AsRef<[u8]>> Mad<T> {
         as_bytes;
     }
 
-    /// Base version.
-    #[inline]
-    pub fn base_version(&self) -> u8 {
-        bytes::byte(self.as_bytes(), field::BASE_VERSION)
-    }
-    /// Management class.
-    #[inline]
-    pub fn mgmt_class(&self) -> MgmtClass {
-        MgmtClass(bytes::byte(self.as_bytes(), field::MGMT_CLASS))
-    }
-    /// Class version.
-    #[inline]
-    pub fn class_version(&self) -> u8 {
-        bytes::byte(self.as_bytes(), field::CLASS_VERSION)
-    }
-    /// Method without the response bit.
-    #[inline]
-    pub fn method(&self) -> Method {
-        Method(bytes::byte(self.as_bytes(), field::METHOD) & 0x7F)
-    }
     /// Byte 3 as sent: method with the response bit.
     #[inline]
     pub fn raw_method(&self) -> u8 {
-        bytes::byte(self.as_bytes(), field::METHOD)
-    }
-    /// The response bit.
-    #[inline]
-    pub fn response_bit(&self) -> bool {
-        bytes::byte(self.as_bytes(), field::METHOD) & 0x80 != 0
+        (u8::from(self.response_bit()) << 7) | self.method().0
     }
     /// Routed as a response (see [`MadHeader::is_response`]).
     #[inline]
@@ -113,31 +78,6 @@ impl<T: AsRef<[u8]>> Mad<T> {
         self.response_bit()
             || self.method() == Method::TRAP_REPRESS
             || (self.mgmt_class() == MgmtClass::BM && self.attr_mod() & 1 != 0)
-    }
-    /// Status word.
-    #[inline]
-    pub fn status(&self) -> MadStatus {
-        MadStatus(bytes::be16(self.as_bytes(), field::STATUS))
-    }
-    /// Class-specific word.
-    #[inline]
-    pub fn class_specific(&self) -> u16 {
-        bytes::be16(self.as_bytes(), field::CLASS_SPECIFIC)
-    }
-    /// Transaction ID.
-    #[inline]
-    pub fn tid(&self) -> u64 {
-        bytes::be64(self.as_bytes(), field::TID)
-    }
-    /// Attribute ID.
-    #[inline]
-    pub fn attr_id(&self) -> AttributeId {
-        AttributeId(bytes::be16(self.as_bytes(), field::ATTR_ID))
-    }
-    /// Attribute modifier.
-    #[inline]
-    pub fn attr_mod(&self) -> u32 {
-        bytes::be32(self.as_bytes(), field::ATTR_MOD)
     }
     /// Everything after the common header.
     pub fn payload(&self) -> &[u8] {
@@ -153,45 +93,10 @@ impl<T: AsRef<[u8]>> Mad<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Mad<T> {
-    /// Sets the base version.
-    pub fn set_base_version(&mut self, v: u8) {
-        bytes::put(self.buf.as_mut(), field::BASE_VERSION, &[v]);
-    }
-    /// Sets the management class.
-    pub fn set_mgmt_class(&mut self, v: MgmtClass) {
-        bytes::put(self.buf.as_mut(), field::MGMT_CLASS, &[v.0]);
-    }
-    /// Sets the class version.
-    pub fn set_class_version(&mut self, v: u8) {
-        bytes::put(self.buf.as_mut(), field::CLASS_VERSION, &[v]);
-    }
     /// Sets method and response bit.
     pub fn set_method(&mut self, m: Method, response: bool) {
-        bytes::put(
-            self.buf.as_mut(),
-            field::METHOD,
-            &[(m.0 & 0x7F) | if response { 0x80 } else { 0 }],
-        );
-    }
-    /// Sets the status word.
-    pub fn set_status(&mut self, s: MadStatus) {
-        bytes::put(self.buf.as_mut(), field::STATUS, &s.0.to_be_bytes());
-    }
-    /// Sets the class-specific word.
-    pub fn set_class_specific(&mut self, v: u16) {
-        bytes::put(self.buf.as_mut(), field::CLASS_SPECIFIC, &v.to_be_bytes());
-    }
-    /// Sets the TID.
-    pub fn set_tid(&mut self, v: u64) {
-        bytes::put(self.buf.as_mut(), field::TID, &v.to_be_bytes());
-    }
-    /// Sets the attribute ID.
-    pub fn set_attr_id(&mut self, v: AttributeId) {
-        bytes::put(self.buf.as_mut(), field::ATTR_ID, &v.0.to_be_bytes());
-    }
-    /// Sets the attribute modifier.
-    pub fn set_attr_mod(&mut self, v: u32) {
-        bytes::put(self.buf.as_mut(), field::ATTR_MOD, &v.to_be_bytes());
+        self.set_method_bits(m);
+        self.set_response_bit(response);
     }
     /// Everything after the common header, mutable.
     pub fn payload_mut(&mut self) -> &mut [u8] {

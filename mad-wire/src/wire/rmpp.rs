@@ -129,21 +129,21 @@ pub fn resp_time_from_duration(d: Duration) -> Option<u8> {
 crate::wire_struct! {
     /// The RMPP header, MAD bytes 24–35 (bit offsets here are relative to
     /// byte 24). Labels are libibmad's.
-    pub struct RmppHeader ("RmppHeader", 12) {
+    pub struct RmppHeader ("RmppHeader", 12) view RmppView at MAD_HEADER_LEN {
         /// RMPPVersion (1).
-        version: uint u8 [0, 8] => "RmppVers",
+        version: uint u8 [0, 8] => "RmppVers" view pub version / pub set_version,
         /// RMPPType.
-        rmpp_type: uint RmppType [8, 8] => "RmppType",
+        rmpp_type: uint RmppType [8, 8] => "RmppType" view pub rmpp_type / pub set_rmpp_type,
         /// RRespTime: 5-bit time exponent, 0x1F = none given.
-        resp_time: uint u8 [16, 5] => "RmppResp",
+        resp_time: uint u8 [16, 5] => "RmppResp" view pub resp_time / pub set_resp_time,
         /// RMPPFlags: `RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST | RMPP_FLAG_LAST`.
-        flags: uint u8 [21, 3] => "RmppFlags",
+        flags: uint u8 [21, 3] => "RmppFlags" view pub flags / pub set_flags,
         /// RMPPStatus.
-        status: uint RmppStatus [24, 8] => "RmppStatus",
+        status: uint RmppStatus [24, 8] => "RmppStatus" view pub status / pub set_status,
         /// Data1: SegmentNumber for DATA and ACK, 0 otherwise.
-        data1: uint u32 [32, 32] => "RmppSegNum",
+        data1: uint u32 [32, 32] => "RmppSegNum" view pub data1 / pub set_data1,
         /// Data2: PayloadLength for DATA, NewWindowLast for ACK, 0 otherwise.
-        data2: uint u32 [64, 32] => "RmppPayload",
+        data2: uint u32 [64, 32] => "RmppPayload" view pub data2 / pub set_data2,
     }
 }
 
@@ -195,15 +195,6 @@ impl RmppHeader {
     }
 }
 
-mod field {
-    pub const VERSION: usize = 24;
-    pub const TYPE: usize = 25;
-    pub const RESP_FLAGS: usize = 26;
-    pub const STATUS: usize = 27;
-    pub const DATA1: usize = 28;
-    pub const DATA2: usize = 32;
-}
-
 /// A zero-copy view of the RMPP header of a MAD buffer (at least 36 bytes).
 ///
 /// The buffer is the whole MAD (or a reassembled RMPP message); offsets are
@@ -228,26 +219,6 @@ impl<T: AsRef<[u8]>> RmppView<T> {
         mad;
     }
 
-    /// RMPPVersion.
-    #[inline]
-    pub fn version(&self) -> u8 {
-        bytes::byte(self.as_bytes(), field::VERSION)
-    }
-    /// RMPPType.
-    #[inline]
-    pub fn rmpp_type(&self) -> RmppType {
-        RmppType(bytes::byte(self.as_bytes(), field::TYPE))
-    }
-    /// RRespTime (5 bits).
-    #[inline]
-    pub fn resp_time(&self) -> u8 {
-        bytes::byte(self.as_bytes(), field::RESP_FLAGS) >> 3
-    }
-    /// RMPPFlags (3 bits).
-    #[inline]
-    pub fn flags(&self) -> u8 {
-        bytes::byte(self.as_bytes(), field::RESP_FLAGS) & 0x07
-    }
     /// Active flag.
     #[inline]
     pub fn is_active(&self) -> bool {
@@ -262,21 +233,6 @@ impl<T: AsRef<[u8]>> RmppView<T> {
     #[inline]
     pub fn is_last(&self) -> bool {
         self.flags() & RMPP_FLAG_LAST != 0
-    }
-    /// RMPPStatus.
-    #[inline]
-    pub fn status(&self) -> RmppStatus {
-        RmppStatus(bytes::byte(self.as_bytes(), field::STATUS))
-    }
-    /// Data1 as sent.
-    #[inline]
-    pub fn data1(&self) -> u32 {
-        bytes::be32(self.as_bytes(), field::DATA1)
-    }
-    /// Data2 as sent.
-    #[inline]
-    pub fn data2(&self) -> u32 {
-        bytes::be32(self.as_bytes(), field::DATA2)
     }
     /// SegmentNumber (Data1 of DATA and ACK).
     #[inline]
@@ -307,24 +263,6 @@ impl<T: AsRef<[u8]>> RmppView<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> RmppView<T> {
-    /// Sets RMPPVersion.
-    pub fn set_version(&mut self, v: u8) {
-        bytes::put(self.buf.as_mut(), field::VERSION, &[v]);
-    }
-    /// Sets RMPPType.
-    pub fn set_rmpp_type(&mut self, t: RmppType) {
-        bytes::put(self.buf.as_mut(), field::TYPE, &[t.0]);
-    }
-    /// Sets RRespTime; only the low 5 bits are used.
-    pub fn set_resp_time(&mut self, v: u8) {
-        let b = (bytes::byte(self.as_bytes(), field::RESP_FLAGS) & 0x07) | ((v & 0x1F) << 3);
-        bytes::put(self.buf.as_mut(), field::RESP_FLAGS, &[b]);
-    }
-    /// Sets all three flags; only the low 3 bits are used.
-    pub fn set_flags(&mut self, f: u8) {
-        let b = (bytes::byte(self.as_bytes(), field::RESP_FLAGS) & 0xF8) | (f & 0x07);
-        bytes::put(self.buf.as_mut(), field::RESP_FLAGS, &[b]);
-    }
     /// Sets or clears the Active flag.
     pub fn set_active(&mut self, on: bool) {
         self.set_flag(RMPP_FLAG_ACTIVE, on);
@@ -344,18 +282,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> RmppView<T> {
             self.flags() & !bit
         };
         self.set_flags(f);
-    }
-    /// Sets RMPPStatus.
-    pub fn set_status(&mut self, s: RmppStatus) {
-        bytes::put(self.buf.as_mut(), field::STATUS, &[s.0]);
-    }
-    /// Sets Data1.
-    pub fn set_data1(&mut self, v: u32) {
-        bytes::put(self.buf.as_mut(), field::DATA1, &v.to_be_bytes());
-    }
-    /// Sets Data2.
-    pub fn set_data2(&mut self, v: u32) {
-        bytes::put(self.buf.as_mut(), field::DATA2, &v.to_be_bytes());
     }
     /// Sets SegmentNumber (Data1).
     pub fn set_seg_num(&mut self, v: u32) {

@@ -40,15 +40,15 @@ pub const SA_CLASS_VERSION: u8 = 2;
 crate::wire_struct! {
     /// The SA header, MAD bytes 36–55 (bit offsets relative to byte 36).
     /// Labels are libibmad's.
-    pub struct SaHeader ("SaHeader", 20) {
+    pub struct SaHeader ("SaHeader", 20) view SaMad at SA_HEADER_OFFSET {
         /// SM_Key (0 for ordinary clients and in every response).
-        sm_key: uint u64 [0, 64] => "SaSMkey",
+        sm_key: uint u64 [0, 64] => "SaSMkey" view pub sm_key / pub set_sm_key,
         /// AttributeOffset, in units of 8 bytes.
-        attr_offset: uint u16 [64, 16] => "SaAttrOffs",
+        attr_offset: uint u16 [64, 16] => "SaAttrOffs" view pub attr_offset / pub set_attr_offset,
         /// Reserved.
         reserved: uint u16 [80, 16] => _,
         /// ComponentMask: bit n = component n of the record is significant.
-        comp_mask: uint u64 [96, 64] => "SaCompMask",
+        comp_mask: uint u64 [96, 64] => "SaCompMask" view pub comp_mask / pub set_comp_mask,
     }
 }
 
@@ -140,12 +140,6 @@ fn stride_error(attr_offset: u16) -> Error {
     }
 }
 
-mod field {
-    pub const SM_KEY: usize = 36;
-    pub const ATTR_OFFSET: usize = 44;
-    pub const COMP_MASK: usize = 48;
-}
-
 /// A zero-copy view of an SA MAD (at least 56 bytes: common header, RMPP
 /// header and SA header). The buffer may be longer than 256 bytes (a
 /// reassembled RMPP message). After [`SaMad::new_checked`] no accessor can
@@ -171,22 +165,6 @@ impl<T: AsRef<[u8]>> SaMad<T> {
         rmpp;
     }
 
-    /// SM_Key.
-    #[inline]
-    pub fn sm_key(&self) -> u64 {
-        bytes::be64(self.as_bytes(), field::SM_KEY)
-    }
-    /// AttributeOffset (units of 8 bytes).
-    #[inline]
-    pub fn attr_offset(&self) -> u16 {
-        // Zero unless both bytes are there (`bytes::be16` reads each alone).
-        bytes::array(self.as_bytes(), field::ATTR_OFFSET).map_or(0, u16::from_be_bytes)
-    }
-    /// ComponentMask.
-    #[inline]
-    pub fn comp_mask(&self) -> u64 {
-        bytes::be64(self.as_bytes(), field::COMP_MASK)
-    }
     /// The SA header as a `Repr`.
     ///
     /// # Errors
@@ -267,18 +245,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> SaMad<T> {
     view_methods! {
         mad_mut;
         rmpp_mut;
-    }
-    /// Sets SM_Key.
-    pub fn set_sm_key(&mut self, v: u64) {
-        bytes::put(self.buf.as_mut(), field::SM_KEY, &v.to_be_bytes());
-    }
-    /// Sets AttributeOffset (units of 8 bytes).
-    pub fn set_attr_offset(&mut self, v: u16) {
-        bytes::put(self.buf.as_mut(), field::ATTR_OFFSET, &v.to_be_bytes());
-    }
-    /// Sets ComponentMask.
-    pub fn set_comp_mask(&mut self, v: u64) {
-        bytes::put(self.buf.as_mut(), field::COMP_MASK, &v.to_be_bytes());
     }
     /// Writes a whole SA header.
     ///

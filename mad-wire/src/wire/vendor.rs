@@ -3,7 +3,7 @@
 
 use super::bytes::{self, view_methods};
 use super::rmpp::{RmppHeader, RmppView};
-use super::{Error, Mad, MgmtClass, MAD_HEADER_LEN, RMPP_HEADER_END, VENDOR_DATA_OFFSET};
+use super::{Error, Mad, MgmtClass, MAD_HEADER_LEN, VENDOR_DATA_OFFSET};
 
 /// The OpenIB OUI (`IB_OPENIB_OUI`), used by ibping (class 0x32) and
 /// ibsysstat (class 0x33).
@@ -20,13 +20,13 @@ pub const OUI_MAX: u32 = 0xFF_FFFF;
 crate::wire_struct! {
     /// The vendor range-2 class header, MAD bytes 24–39 (byte offsets
     /// relative to byte 24).
-    pub struct VendorHeader ("VendorHeader", 16) {
+    pub struct VendorHeader ("VendorHeader", 16) view VendorMad at MAD_HEADER_LEN {
         /// The RMPP header (bytes 24–35).
         rmpp: nested RmppHeader [0] => "RmppHeader",
         /// Reserved (byte 36).
-        reserved: uint u8 [96, 8] => _,
-        /// IEEE OUI (bytes 37–39).
-        oui: uint u32 [104, 24] => "OUI",
+        reserved: uint u8 [96, 8] => _ view pub reserved / set_reserved,
+        /// The 24-bit IEEE OUI (bytes 37–39).
+        oui: uint u32 [104, 24] => "OUI" view pub oui / set_oui_bits,
     }
 }
 
@@ -58,12 +58,6 @@ impl<T: AsRef<[u8]>> VendorMad<T> {
         self.mad().mgmt_class().is_vendor_range2()
     }
 
-    /// The 24-bit OUI.
-    pub fn oui(&self) -> u32 {
-        bytes::array(self.buf.as_ref(), VENDOR_OUI_OFFSET)
-            .map_or(0, |[a, b, c]| u32::from_be_bytes([0, a, b, c]))
-    }
-
     /// The vendor header as a `Repr`.
     ///
     /// # Errors
@@ -90,15 +84,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> VendorMad<T> {
     /// [`Error::FieldOverflow`] if `oui` is wider than 24 bits.
     pub fn set_oui(&mut self, oui: u32) -> Result<(), Error> {
         super::field::check_fits("VendorHeader", "oui", u64::from(oui), 24)?;
-        let [_, b @ ..] = oui.to_be_bytes();
-        bytes::put(self.buf.as_mut(), VENDOR_OUI_OFFSET, &b);
+        self.set_oui_bits(oui);
         Ok(())
     }
 
     /// Clears the reserved byte 36 ([`VendorMad::set_oui`] leaves it
     /// alone).
     pub fn clear_reserved(&mut self) {
-        bytes::put(self.buf.as_mut(), RMPP_HEADER_END, &[0]);
+        self.set_reserved(0);
     }
 
     /// The class data, mutable.
@@ -136,7 +129,9 @@ mod tests {
         let mut v = VendorMad::new_checked([0xAAu8; 256]).unwrap();
         v.set_oui(IB_OPENIB_OUI).unwrap();
         assert_eq!(v.oui(), 0x001405);
+        assert_eq!(v.reserved(), 0xAA, "set_oui leaves byte 36 alone");
         v.clear_reserved();
+        assert_eq!(v.reserved(), 0);
         v.mad_mut().set_mgmt_class(IB_VENDOR_OPENIB_PING_CLASS);
         assert!(v.is_vendor_range2());
         v.rmpp_mut().set_rmpp_type(RmppType::DATA);

@@ -1,8 +1,8 @@
 //! The directed-route hop-pointer rules (IBA vol. 1 §14.2.2, kernel
 //! `smi.c`) and the responder's turn-around.
 
-use super::repr::{DR_MAX_HOPS, PERMISSIVE_LID};
-use super::view::Smp;
+use super::layout::Smp;
+use super::layout::{DR_MAX_HOPS, PERMISSIVE_LID};
 use crate::wire::{Error, Method, MAD_LEN};
 
 /// Outcome of [`dr_handle_send`] / [`dr_handle_recv`] (`enum smi_action`).

@@ -20,20 +20,18 @@
 //! leaves through `ReturnPath[hp]`, until hp = 0 at the requester.
 
 mod dr;
+mod layout;
 mod path;
-mod repr;
-mod view;
 
 pub use dr::{
     dr_check_forward, dr_fwd_port, dr_handle_recv, dr_handle_send, dr_make_response,
     is_local_returning_smp, is_local_smp, DrForward, DrVerdict,
 };
-pub use path::DrPath;
-pub use repr::{
-    DrSmpRepr, SmpRepr, DR_DIRECTION_BIT, DR_INITIAL_PATH_OFFSET, DR_MAX_HOPS, DR_PATH_LEN,
+pub use layout::{
+    DrSmpRepr, Smp, SmpRepr, DR_DIRECTION_BIT, DR_INITIAL_PATH_OFFSET, DR_MAX_HOPS, DR_PATH_LEN,
     DR_RETURN_PATH_OFFSET, DR_STATUS_MASK, PERMISSIVE_LID, SMP_MIN_LEN,
 };
-pub use view::Smp;
+pub use path::DrPath;
 
 #[cfg(test)]
 mod tests;

@@ -3,8 +3,8 @@
 use core::fmt;
 use core::str::FromStr;
 
-use super::repr::{DR_MAX_HOPS, DR_PATH_LEN, PERMISSIVE_LID};
-use super::view::Smp;
+use super::layout::Smp;
+use super::layout::{DR_MAX_HOPS, DR_PATH_LEN, PERMISSIVE_LID};
 use crate::wire::{AttributeId, Error, Method, MgmtClass, MAD_LEN};
 
 /// A directed route: the egress port at each hop, plus DrSLID / DrDLID.
