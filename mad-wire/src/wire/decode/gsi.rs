@@ -34,13 +34,7 @@ fn sa_attribute(attr: AttributeId) -> Option<Known> {
 fn push_rmpp(d: &mut DecodedMad, buf: &[u8]) -> Result<RmppHeader, Error> {
     let body = buf.get(MAD_HEADER_LEN..).unwrap_or(&[]);
     let h = RmppHeader::parse(body)?;
-    d.layers.push(Layer {
-        name: "RMPP",
-        index: None,
-        offset: MAD_HEADER_LEN,
-        data: LayerData::Fields(Box::new(h.clone())),
-        note: None,
-    });
+    d.push_struct("RMPP", MAD_HEADER_LEN, Box::new(h.clone()));
     Ok(h)
 }
 
@@ -245,16 +239,12 @@ pub(super) fn decode_vendor(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error>
     let vm = VendorMad::new_checked(buf)?;
     let inner = vm.header()?;
     push_rmpp(d, buf)?;
-    d.layers.push(Layer {
-        name: "Vendor",
-        index: None,
-        offset: MAD_HEADER_LEN,
-        data: LayerData::Fields(Box::new(Without {
-            inner,
-            hidden: VENDOR_SHOWN_ELSEWHERE,
-        })),
-        note: None,
-    });
+    let hidden = VENDOR_SHOWN_ELSEWHERE;
+    d.push_struct(
+        "Vendor",
+        MAD_HEADER_LEN,
+        Box::new(Without { inner, hidden }),
+    );
     push_raw(d, buf, VENDOR_DATA_OFFSET, None);
     Ok(())
 }

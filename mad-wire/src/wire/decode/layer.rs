@@ -68,6 +68,18 @@ impl DecodedMad {
         self.layers.iter().find(|l| l.name == name)
     }
 
+    /// Appends the structure `f` (found at `offset`) as a layer called
+    /// `name`.
+    pub(super) fn push_struct(&mut self, name: &'static str, offset: usize, f: Box<dyn Fields>) {
+        self.layers.push(Layer {
+            name,
+            index: None,
+            offset,
+            data: LayerData::Fields(f),
+            note: None,
+        });
+    }
+
     /// Every layer called `name` (SA table records), in order.
     pub fn layers_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Layer> + 'a {
         self.layers.iter().filter(move |l| l.name == name)
@@ -133,13 +145,7 @@ pub(super) fn push_fields(
     offset: usize,
 ) -> Result<(), Error> {
     let f = parse(buf.get(offset..).unwrap_or(&[]))?;
-    d.layers.push(Layer {
-        name,
-        index: None,
-        offset,
-        data: LayerData::Fields(f),
-        note: None,
-    });
+    d.push_struct(name, offset, f);
     Ok(())
 }
 

@@ -1,8 +1,6 @@
 //! Subnet management packets: the SMP header, then the attribute.
 
-use super::layer::{
-    boxed, push_attribute, push_fields, slice_at, DecodedMad, Known, Layer, LayerData, Without,
-};
+use super::layer::{boxed, push_attribute, push_fields, slice_at, DecodedMad, Known, Without};
 use crate::wire::smp::{DrSmpRepr, SmpRepr};
 use crate::wire::{AttributeId, Error, Fields, MgmtClass, Repr, SMP_DATA_LEN, SMP_DATA_OFFSET};
 
@@ -70,13 +68,7 @@ fn push_smp_header(d: &mut DecodedMad, buf: &[u8]) -> Result<(), Error> {
                 }),
             )
         };
-    d.layers.push(Layer {
-        name,
-        index: None,
-        offset: 0,
-        data: LayerData::Fields(f),
-        note: None,
-    });
+    d.push_struct(name, 0, f);
     Ok(())
 }
 

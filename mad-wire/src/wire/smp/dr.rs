@@ -41,6 +41,19 @@ pub enum DrForward {
     Forward,
 }
 
+/// What both rule sets read first: HopCount, HopPointer and whether
+/// DrDLID and DrSLID are permissive; `None` (discard) when HopCount is
+/// above 63 (C14-6) or the view has no paths.
+fn dr_route<T: AsRef<[u8]>>(smp: &Smp<T>) -> Option<(u8, u8, bool, bool)> {
+    let hc = smp.hop_cnt();
+    if hc > DR_MAX_HOPS || !smp.has_paths() {
+        return None;
+    }
+    let dlid_perm = smp.dr_dlid() == PERMISSIVE_LID;
+    let slid_perm = smp.dr_slid() == PERMISSIVE_LID;
+    Some((hc, smp.hop_ptr(), dlid_perm, slid_perm))
+}
+
 fn path_entry(path: &[u8], i: usize) -> Option<u8> {
     path.get(i).copied()
 }
@@ -64,13 +77,9 @@ pub fn dr_handle_send<T: AsRef<[u8]> + AsMut<[u8]>>(
     is_switch: bool,
     port: u8,
 ) -> DrVerdict {
-    let hc = smp.hop_cnt();
-    let hp = smp.hop_ptr();
-    if hc > DR_MAX_HOPS || !smp.has_paths() {
+    let Some((hc, hp, dlid_perm, slid_perm)) = dr_route(smp) else {
         return DrVerdict::Discard;
-    }
-    let dlid_perm = smp.dr_dlid() == PERMISSIVE_LID;
-    let slid_perm = smp.dr_slid() == PERMISSIVE_LID;
+    };
     if !smp.direction() {
         // C14-9:1 and C14-9:2
         if (hc != 0 && hp == 0) || (hp != 0 && hp < hc) {
@@ -134,13 +143,9 @@ pub fn dr_handle_recv<T: AsRef<[u8]> + AsMut<[u8]>>(
     port: u8,
     phys_port_cnt: u8,
 ) -> DrVerdict {
-    let hc = smp.hop_cnt();
-    let hp = smp.hop_ptr();
-    if hc > DR_MAX_HOPS || !smp.has_paths() {
+    let Some((hc, hp, dlid_perm, slid_perm)) = dr_route(smp) else {
         return DrVerdict::Discard;
-    }
-    let dlid_perm = smp.dr_dlid() == PERMISSIVE_LID;
-    let slid_perm = smp.dr_slid() == PERMISSIVE_LID;
+    };
     let hpi = usize::from(hp);
     if !smp.direction() {
         // C14-9:1
