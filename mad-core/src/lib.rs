@@ -22,6 +22,23 @@
 //! assert!(mad.is_response());
 //! assert_eq!(mad.method(), Method::GET);
 //! ```
+//!
+//! The wire macros work through this crate's paths too:
+//!
+//! ```
+//! use mad_core::wire::Repr;
+//! mad_core::wire_struct! {
+//!     /// A 16-bit example.
+//!     pub struct Pair ("Pair", 2) {
+//!         /// High nibble.
+//!         hi: uint u8 [0, 4] => "Hi",
+//!         /// Low 12 bits.
+//!         lo: uint u16 [4, 12] => "Lo",
+//!     }
+//! }
+//! let p = Pair::parse(&[0xAB, 0xCD]).unwrap();
+//! assert_eq!((p.hi, p.lo), (0xA, 0xBCD));
+//! ```
 #![deny(unsafe_code)]
 
 pub mod buf;
