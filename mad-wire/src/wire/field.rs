@@ -13,80 +13,8 @@
 //! `reserved*` with no print label), so `emit(parse(bytes)) == bytes` holds
 //! for any input, and a unit test per struct checks the coverage.
 
+pub use super::bytes::{get_bits, set_bits};
 use super::Error;
-
-/// Reads `len` (1..=64) bits starting `off` bits from the MSB of `buf[0]`.
-///
-/// Bits beyond the end of `buf` read as zero, so this never panics; the
-/// `Repr` parsers check the buffer length before reading.
-#[inline(always)]
-#[must_use]
-pub fn get_bits(buf: &[u8], off: usize, len: usize) -> u64 {
-    if len == 0 {
-        return 0;
-    }
-    if off.is_multiple_of(8) && len.is_multiple_of(8) {
-        // Byte-aligned: the common case, and the fast one.
-        let start = off / 8;
-        let n = len / 8;
-        let mut acc = 0u64;
-        for i in 0..n {
-            acc = (acc << 8) | u64::from(buf.get(start + i).copied().unwrap_or(0));
-        }
-        return acc;
-    }
-    let first = off / 8;
-    let last = (off + len - 1) / 8;
-    let mut acc = 0u128;
-    for i in first..=last {
-        acc = (acc << 8) | u128::from(buf.get(i).copied().unwrap_or(0));
-    }
-    let shift = (last + 1) * 8 - (off + len);
-    ((acc >> shift) & mask128(len)) as u64
-}
-
-/// Writes the low `len` bits of `value` at bit offset `off` (MSB-first),
-/// leaving every other bit of `buf` untouched. Bits beyond the end of `buf`
-/// are dropped; callers check the length first.
-#[inline(always)]
-pub fn set_bits(buf: &mut [u8], off: usize, len: usize, value: u64) {
-    if len == 0 {
-        return;
-    }
-    if off.is_multiple_of(8) && len.is_multiple_of(8) {
-        let start = off / 8;
-        let n = len / 8;
-        for i in 0..n {
-            if let Some(b) = buf.get_mut(start + i) {
-                *b = (value >> (8 * (n - 1 - i))) as u8;
-            }
-        }
-        return;
-    }
-    let first = off / 8;
-    let last = (off + len - 1) / 8;
-    let shift = (last + 1) * 8 - (off + len);
-    let m = mask128(len) << shift;
-    let v = (u128::from(value) << shift) & m;
-    let nbytes = last - first + 1;
-    for i in 0..nbytes {
-        let byte_shift = 8 * (nbytes - 1 - i);
-        let bm = (m >> byte_shift) as u8;
-        let bv = (v >> byte_shift) as u8;
-        if let Some(b) = buf.get_mut(first + i) {
-            *b = (*b & !bm) | bv;
-        }
-    }
-}
-
-#[inline(always)]
-fn mask128(len: usize) -> u128 {
-    if len >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << len) - 1
-    }
-}
 
 /// How a field of a `wire_struct` is laid out, for generic walkers (the
 /// `mad decode` printer, the interop tests).
@@ -689,40 +617,6 @@ macro_rules! repr_roundtrip_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn get_and_set_bits_agree_on_every_offset_and_width() {
-        let mut seed = 0x1234_5678_9abc_def0u64;
-        for off in 0..40 {
-            for len in 1..=64 {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let v = if len == 64 {
-                    seed
-                } else {
-                    seed & ((1 << len) - 1)
-                };
-                let mut buf = [0xA5u8; 16];
-                let before = buf;
-                set_bits(&mut buf, off, len, v);
-                assert_eq!(get_bits(&buf, off, len), v, "off {off} len {len}");
-                // Bits outside the range are untouched.
-                for bit in (0..128).filter(|b| *b < off || *b >= off + len) {
-                    assert_eq!(get_bits(&buf, bit, 1), get_bits(&before, bit, 1));
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn get_bits_past_the_end_reads_zero_instead_of_panicking() {
-        assert_eq!(get_bits(&[0xFF], 4, 12), 0xF00);
-        assert_eq!(get_bits(&[], 0, 64), 0);
-        let mut b = [0u8; 1];
-        set_bits(&mut b, 4, 12, 0xFFF);
-        assert_eq!(b, [0x0F]);
-    }
 
     #[test]
     fn check_fits_rejects_values_wider_than_the_field() {

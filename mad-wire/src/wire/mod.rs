@@ -10,6 +10,11 @@
 //!   and a reflective field table with the labels infiniband-diags prints.
 //!   Reserved bit ranges are kept as `reserved*` fields, so parsing and
 //!   emitting is lossless: `emit(parse(b)) == b` for any `b`.
+//! - A header's view accessors come from the same declaration: the
+//!   `wire_struct!` of [`MadHeader`] also writes [`Mad`]'s getters and
+//!   setters (likewise `RmppHeader` / `RmppView`, `SaHeader` / `SaMad`,
+//!   `DrSmpRepr` / `Smp`, `VendorHeader` / `VendorMad`), so each field's
+//!   bit range is written once.
 //! - Wire enums ([`MgmtClass`], [`Method`], [`AttributeId`], ...) are
 //!   newtypes over the integer, so unknown values survive.
 //!

@@ -1,5 +1,5 @@
 //! A generic MAD decoder: from raw bytes to an ordered list of layers that
-//! printers walk with the [`Fields`] reflection.
+//! printers walk with the [`Fields`](super::Fields) reflection.
 //!
 //! [`decode_mad`] parses the common header and then, by management class,
 //! method and attribute:
