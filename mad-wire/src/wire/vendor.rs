@@ -26,7 +26,8 @@ crate::wire_struct! {
         /// Reserved (byte 36).
         reserved: uint u8 [96, 8] => _ view pub reserved / set_reserved,
         /// The 24-bit IEEE OUI (bytes 37–39).
-        oui: uint u32 [104, 24] => "OUI" view pub oui / set_oui_bits,
+        oui: uint u32 [(VENDOR_OUI_OFFSET - MAD_HEADER_LEN) * 8, 24] => "OUI"
+            view pub oui / set_oui_bits,
     }
 }
 

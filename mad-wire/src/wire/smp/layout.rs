@@ -37,7 +37,7 @@ crate::wire_struct! {
         /// Reserved (bytes 32–63).
         reserved: bytes [u8; 32] [32] => _,
         /// SMP data: the attribute.
-        data: bytes [u8; 64] [64] => "SmpData",
+        data: bytes [u8; SMP_DATA_LEN] [SMP_DATA_OFFSET] => "SmpData",
         /// Reserved (bytes 128–255).
         reserved1: bytes [u8; 128] [128] => _,
     }
@@ -82,11 +82,13 @@ crate::wire_struct! {
         /// Reserved (bytes 36–63).
         reserved1: bytes [u8; 28] [36] => _,
         /// SMP data: the attribute.
-        data: bytes [u8; 64] [64] => "SmpData" view pub data / pub data_mut,
+        data: bytes [u8; SMP_DATA_LEN] [SMP_DATA_OFFSET] => "SmpData" view pub data / pub data_mut,
         /// InitialPath (entry 0 unused).
-        initial_path: bytes [u8; 64] [128] => "DrSmpPath" view pub initial_path / pub initial_path_mut,
+        initial_path: bytes [u8; DR_PATH_LEN] [DR_INITIAL_PATH_OFFSET] => "DrSmpPath"
+            view pub initial_path / pub initial_path_mut,
         /// ReturnPath (entry 0 unused).
-        return_path: bytes [u8; 64] [192] => "DrSmpRetPath" view pub return_path / pub return_path_mut,
+        return_path: bytes [u8; DR_PATH_LEN] [DR_RETURN_PATH_OFFSET] => "DrSmpRetPath"
+            view pub return_path / pub return_path_mut,
     }
 }
 
