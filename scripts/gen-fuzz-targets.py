@@ -49,6 +49,18 @@ REPRS = [
     ("sm_info_record", "mad_core::wire::sa_records::SmInfoRecord"),
     ("sl2vl_record", "mad_core::wire::sa_records::Sl2VlRecord"),
     ("vl_arb_record", "mad_core::wire::sa_records::VlArbRecord"),
+    ("cm_req", "mad_core::wire::cm::CmReq"),
+    ("cm_mra", "mad_core::wire::cm::CmMra"),
+    ("cm_rej", "mad_core::wire::cm::CmRej"),
+    ("cm_rep", "mad_core::wire::cm::CmRep"),
+    ("cm_rtu", "mad_core::wire::cm::CmRtu"),
+    ("cm_dreq", "mad_core::wire::cm::CmDreq"),
+    ("cm_drep", "mad_core::wire::cm::CmDrep"),
+    ("cm_lap", "mad_core::wire::cm::CmLap"),
+    ("cm_apr", "mad_core::wire::cm::CmApr"),
+    ("cm_sidr_req", "mad_core::wire::cm::CmSidrReq"),
+    ("cm_sidr_rep", "mad_core::wire::cm::CmSidrRep"),
+    ("cma_header", "mad_core::wire::cm::cma::CmaHeader"),
 ]
 
 # (target name, function in fuzz/src/lib.rs) for views, whole parsers and

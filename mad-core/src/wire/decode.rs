@@ -8,6 +8,7 @@
 //!   response is split into records by `AttributeOffset`;
 //! - PerfMgt: the PerfMgt header, then the attribute (PortCounters,
 //!   PortCountersExtended, ClassPortInfo);
+//! - CM: the message (REQ, REP, ..., ClassPortInfo) at byte 24;
 //! - vendor range 2: RMPP header and OUI header, then raw data;
 //! - other RMPP classes: RMPP header, then raw data;
 //! - anything else, or an attribute not known here: raw data bytes.
@@ -99,12 +100,12 @@ impl DecodedMad {
 }
 
 /// Parses `R` from the start of `buf` and boxes it as a [`Fields`] object.
-fn boxed<R: Repr + Fields + 'static>(buf: &[u8]) -> Result<Box<dyn Fields>, Error> {
+pub(crate) fn boxed<R: Repr + Fields + 'static>(buf: &[u8]) -> Result<Box<dyn Fields>, Error> {
     Ok(Box::new(R::parse(buf)?))
 }
 
 /// A parser of one structure into a reflective box.
-type ParseFn = fn(&[u8]) -> Result<Box<dyn Fields>, Error>;
+pub(crate) type ParseFn = fn(&[u8]) -> Result<Box<dyn Fields>, Error>;
 
 /// A known attribute or record: its display name, parser and length.
 #[derive(Clone, Copy)]
@@ -144,6 +145,27 @@ pub fn decode_mad(buf: &[u8]) -> Result<DecodedMad, Error> {
         decode_sa(buf, &mut d)?;
     } else if class == MgmtClass::PERF_MGT {
         decode_perf(buf, &mut d)?;
+    } else if class == MgmtClass::COM_MGT {
+        let known = super::cm::decode_known(d.header.attr_id).map(|(n, p, l)| Known {
+            name: n,
+            parse: p,
+            len: l,
+        });
+        push_attribute(
+            &mut d,
+            known,
+            buf.get(MAD_HEADER_LEN..).unwrap_or(&[]),
+            MAD_HEADER_LEN,
+        )?;
+        if let Some((offset, cma)) = super::cm::cma_header_in(d.header.attr_id, buf) {
+            d.layers.push(Layer {
+                name: "CmaHeader",
+                index: None,
+                offset,
+                data: LayerData::Fields(Box::new(cma)),
+                note: Some("rdma_cm header at the start of the private data".to_owned()),
+            });
+        }
     } else if class.is_vendor_range2() {
         decode_vendor(buf, &mut d)?;
     } else if class.is_rmpp_class() {
@@ -1082,10 +1104,10 @@ mod tests {
     fn unknown_class_gives_header_and_raw_data() {
         let mut buf = [0u8; 256];
         buf[0] = 1;
-        buf[1] = 0x07; // CM
+        buf[1] = 0x08; // SNMP
         buf[255] = 0xAB;
         let d = decode_mad(&buf).unwrap();
-        assert_eq!(d.header.mgmt_class, MgmtClass::COM_MGT);
+        assert_eq!(d.header.mgmt_class, MgmtClass::SNMP);
         assert_eq!(d.layers.len(), 1);
         assert_eq!(d.layers[0].offset, 24);
         assert_eq!(d.layers[0].raw().map(<[u8]>::len), Some(232));

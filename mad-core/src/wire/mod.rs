@@ -35,6 +35,7 @@
 
 pub mod attr;
 mod bytes;
+pub mod cm;
 pub mod decode;
 pub mod enums;
 pub mod field;
