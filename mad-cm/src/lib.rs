@@ -9,6 +9,11 @@
 //! MADs to send ([`Cm::poll_transmit`]) and rdma_cm-style events
 //! ([`Cm::poll_event`]). It never performs I/O and never reads a clock.
 //!
+//! [`service::CmService`] runs it on a live port in the shape of librdmacm:
+//! an agent for the CM class on QP1, a driver thread, and events read
+//! with [`service::CmService::next_event`]; [`service::resolve_route`]
+//! gets the path from the SA.
+//!
 //! ```
 //! use mad_cm::{AcceptParams, Cm, CmConfig, CmEvent, CmPath, ConnectParams};
 //! use mad_core::transport::Address;
@@ -48,6 +53,7 @@
 
 mod cm;
 mod conn;
+pub mod service;
 mod types;
 
 pub use cm::{Cm, CmStats};
