@@ -78,6 +78,8 @@ OTHERS = [
     ("rmpp_sender_ops", "rmpp_sender_ops"),
     ("rmpp_receiver_ops", "rmpp_receiver_ops"),
     ("engine_ops", "engine_ops"),
+    # fuzz/src/cm.rs: two connection managers over a lossy wire.
+    ("cm_ops", "cm::run"),
 ]
 
 # Hand-written target files (owned by the crates they fuzz), kept as they are
@@ -108,6 +110,7 @@ mad-rmpp = { path = "../mad-rmpp" }
 mad-agents = { path = "../mad-agents" }
 mad-tools = { path = "../tools" }
 mad-sim = { path = "../mad-sim" }
+mad-cm = { path = "../mad-cm" }
 
 # Not part of the main workspace (the root Cargo.toml excludes fuzz/).
 [workspace]

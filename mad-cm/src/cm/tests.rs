@@ -61,6 +61,32 @@ fn accept(qpn: u32) -> AcceptParams {
     }
 }
 
+/// Delivers every MAD `from` (at LID `lids.0`) has for `to` (at `lids.1`),
+/// dropping those `lost` picks; true if there were any.
+fn carry(
+    from: &mut Cm,
+    to: &mut Cm,
+    lids: (u16, u16),
+    lost: &mut dyn FnMut(&CmMessage) -> bool,
+    tag: &str,
+    now: Instant,
+    log: &mut Vec<String>,
+) -> bool {
+    let mut moved = false;
+    while let Some(t) = from.poll_transmit() {
+        moved = true;
+        let m = CmMessage::parse(&t.mad).unwrap();
+        assert_eq!(t.to.lid, lids.1);
+        if lost(&m) {
+            log.push(format!("{tag} {} (lost)", m.short_name()));
+            continue;
+        }
+        log.push(format!("{tag} {}", m.short_name()));
+        to.handle_recv(now, &Address::gsi(lids.0), &t.mad).unwrap();
+    }
+    moved
+}
+
 impl Net {
     fn new() -> Self {
         let cfg = |guid, first| CmConfig {
@@ -86,33 +112,25 @@ impl Net {
     /// Carries MADs both ways until neither side has any.
     fn pump(&mut self) {
         loop {
-            let mut moved = false;
-            while let Some(t) = self.a.poll_transmit() {
-                moved = true;
-                let m = CmMessage::parse(&t.mad).unwrap();
-                assert_eq!(t.to.lid, 2);
-                if (self.drop_ab)(&m) {
-                    self.log.push(format!("a>b {} (lost)", m.short_name()));
-                    continue;
-                }
-                self.log.push(format!("a>b {}", m.short_name()));
-                self.b
-                    .handle_recv(self.now, &Address::gsi(1), &t.mad)
-                    .unwrap();
-            }
-            while let Some(t) = self.b.poll_transmit() {
-                moved = true;
-                let m = CmMessage::parse(&t.mad).unwrap();
-                assert_eq!(t.to.lid, 1);
-                if (self.drop_ba)(&m) {
-                    self.log.push(format!("b>a {} (lost)", m.short_name()));
-                    continue;
-                }
-                self.log.push(format!("b>a {}", m.short_name()));
-                self.a
-                    .handle_recv(self.now, &Address::gsi(2), &t.mad)
-                    .unwrap();
-            }
+            let ab = carry(
+                &mut self.a,
+                &mut self.b,
+                (1, 2),
+                &mut self.drop_ab,
+                "a>b",
+                self.now,
+                &mut self.log,
+            );
+            let ba = carry(
+                &mut self.b,
+                &mut self.a,
+                (2, 1),
+                &mut self.drop_ba,
+                "b>a",
+                self.now,
+                &mut self.log,
+            );
+            let moved = ab || ba;
             self.ev_a.extend(std::iter::from_fn(|| self.a.poll_event()));
             self.ev_b.extend(std::iter::from_fn(|| self.b.poll_event()));
             if !moved {
