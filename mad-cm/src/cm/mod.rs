@@ -185,6 +185,14 @@ impl Cm {
             let c = self.conn_mut(id)?;
             c.state = State::RejSent;
             c.last_reply = Some(mad);
+            // The peer's QP never got connected: a new REQ from it is a
+            // new request, not a stale one (only a repeat of this REQ is
+            // answered with this REJ).
+            if let Some(k) = c.qpn_key() {
+                if self.by_qpn.get(&k) == Some(&id) {
+                    self.by_qpn.remove(&k);
+                }
+            }
             self.arm(id, Some(deadline));
         } else {
             self.enter_timewait(now, id);

@@ -304,8 +304,17 @@ fn reject_carries_its_reason_and_private_data_to_the_client() {
     assert_eq!(&private_data[..7], b"go away");
     assert_eq!(n.a.state(ca), None, "a rejected REQ leaves nothing behind");
     assert_eq!(n.b.state(cb), Some(State::RejSent));
+    // The same QP asking again is a new request, not a stale one.
+    n.ev_a.clear();
+    n.a.connect(n.now, params(0x40)).unwrap();
+    n.pump();
+    assert_eq!(n.take(), (vec![], vec!["CONNECT_REQUEST"]));
     n.settle();
-    assert!(n.b.is_empty());
+    // The REJ's record is gone after timewait; the new request still waits
+    // for the server's user, and the client, unanswered, gave up.
+    assert_eq!(n.b.state(cb), None);
+    assert_eq!(n.b.len(), 1);
+    assert_eq!(n.take().0, ["UNREACHABLE"]);
 }
 
 #[test]
