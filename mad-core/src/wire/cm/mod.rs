@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use mad_core::wire::cm::{CmMessage, CmRtu};
-//! let rtu = CmMessage::Rtu(CmRtu { local_comm_id: 7, remote_comm_id: 9, ..CmRtu::default() });
+//! let rtu = CmMessage::Rtu(Box::new(CmRtu { local_comm_id: 7, remote_comm_id: 9, ..CmRtu::default() }));
 //! let mad = rtu.to_mad(0x42).unwrap();
 //! assert_eq!((mad[1], mad[2], mad[3]), (0x07, 2, 0x03)); // CM, version 2, Send
 //! assert_eq!(CmMessage::parse(&mad).unwrap(), rtu);
