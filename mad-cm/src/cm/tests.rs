@@ -202,6 +202,21 @@ impl Net {
         (ca, cb)
     }
 
+    /// Connects QP 0x40 without `auto_rtu` and lets the server accept:
+    /// (client, server) IDs.
+    fn accepted_without_rtu(&mut self) -> (ConnId, ConnId) {
+        let p = ConnectParams {
+            auto_rtu: false,
+            ..params(0x40)
+        };
+        let ca = self.a.connect(self.now, p).unwrap();
+        self.pump();
+        let cb = self.server_request();
+        self.b.accept(self.now, cb, accept(0x140)).unwrap();
+        self.pump();
+        (ca, cb)
+    }
+
     /// The ID of the last CONNECT_REQUEST on the server (consumed).
     fn server_request(&mut self) -> ConnId {
         let (id, e) = self.ev_b.pop().expect("an event on the server");
@@ -258,19 +273,7 @@ fn connect_hands_each_side_what_its_qp_needs() {
 #[test]
 fn without_auto_rtu_the_rep_is_a_connect_response_and_establish_sends_the_rtu() {
     let mut n = Net::new();
-    let ca =
-        n.a.connect(
-            n.now,
-            ConnectParams {
-                auto_rtu: false,
-                ..params(0x40)
-            },
-        )
-        .unwrap();
-    n.pump();
-    let cb = n.server_request();
-    n.b.accept(n.now, cb, accept(0x140)).unwrap();
-    n.pump();
+    let (ca, _) = n.accepted_without_rtu();
     assert_eq!(n.take(), (vec!["CONNECT_RESPONSE"], vec![]));
     assert_eq!(n.a.state(ca), Some(State::RepRcvd));
     n.a.establish(n.now, ca).unwrap();
@@ -429,18 +432,7 @@ fn lost_rep_and_lost_rtu_are_recovered_by_resends() {
 fn a_rep_never_answered_is_a_connect_error_and_a_rej_timeout() {
     let mut n = Net::new();
     n.drop_ab = Box::new(|m| !matches!(m, CmMessage::Req(_)));
-    n.a.connect(
-        n.now,
-        ConnectParams {
-            auto_rtu: false,
-            ..params(0x40)
-        },
-    )
-    .unwrap();
-    n.pump();
-    let cb = n.server_request();
-    n.b.accept(n.now, cb, accept(0x140)).unwrap();
-    n.pump();
+    n.accepted_without_rtu();
     n.settle();
     let (a, b) = n.take();
     assert_eq!(a, ["CONNECT_RESPONSE", "REJECTED", "TIMEWAIT_EXIT"]);
