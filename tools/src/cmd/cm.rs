@@ -112,6 +112,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             _ => wait = n,
         }
     }
+    if p.common.json {
+        return Err(CliError::Usage(
+            "cm: prints events as text lines; --json is not supported".into(),
+        ));
+    }
     let deadline = Instant::now() + Duration::from_secs(wait);
     let mut session = common::open_session(inv, &p.common)?;
     let cm = CmService::start(session.runtime(), CmConfig::default())
