@@ -49,6 +49,18 @@ REPRS = [
     ("sm_info_record", "mad_wire::wire::sa_records::SmInfoRecord"),
     ("sl2vl_record", "mad_wire::wire::sa_records::Sl2VlRecord"),
     ("vl_arb_record", "mad_wire::wire::sa_records::VlArbRecord"),
+    ("cm_req", "mad_wire::wire::cm::CmReq"),
+    ("cm_mra", "mad_wire::wire::cm::CmMra"),
+    ("cm_rej", "mad_wire::wire::cm::CmRej"),
+    ("cm_rep", "mad_wire::wire::cm::CmRep"),
+    ("cm_rtu", "mad_wire::wire::cm::CmRtu"),
+    ("cm_dreq", "mad_wire::wire::cm::CmDreq"),
+    ("cm_drep", "mad_wire::wire::cm::CmDrep"),
+    ("cm_lap", "mad_wire::wire::cm::CmLap"),
+    ("cm_apr", "mad_wire::wire::cm::CmApr"),
+    ("cm_sidr_req", "mad_wire::wire::cm::CmSidrReq"),
+    ("cm_sidr_rep", "mad_wire::wire::cm::CmSidrRep"),
+    ("cma_header", "mad_wire::wire::cm::cma::CmaHeader"),
 ]
 
 # (target name, function in fuzz/src/lib.rs) for views, whole parsers and
@@ -66,6 +78,8 @@ OTHERS = [
     ("rmpp_sender_ops", "rmpp_sender_ops"),
     ("rmpp_receiver_ops", "rmpp_receiver_ops"),
     ("engine_ops", "engine_ops"),
+    # fuzz/src/cm.rs: two connection managers over a lossy wire.
+    ("cm_ops", "cm::run"),
 ]
 
 # Hand-written target files (owned by the crates they fuzz), kept as they are
@@ -97,6 +111,7 @@ mad-rmpp = { path = "../mad-rmpp" }
 mad-agents = { path = "../mad-agents" }
 mad-tools = { path = "../tools" }
 mad-sim = { path = "../mad-sim" }
+mad-cm = { path = "../mad-cm" }
 
 # Not part of the main workspace (the root Cargo.toml excludes fuzz/).
 [workspace]

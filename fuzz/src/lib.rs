@@ -22,6 +22,7 @@
 use mad_wire::wire::{FieldValue, Fields, Repr};
 
 pub mod clock;
+pub mod cm;
 pub mod engine;
 pub mod rmpp_receiver;
 pub mod rmpp_sender;

@@ -316,6 +316,11 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::bench::run,
     ),
     Command::sub(
+        "cm",
+        "make or take a connection with madstack's CM, printing its events",
+        crate::cmd::cm::run,
+    ),
+    Command::sub(
         "sim",
         "run the simulated fabric, take fault commands",
         crate::cmd::sim::run,

@@ -9,6 +9,7 @@
 //! formatters, or JSON with `--json`.
 
 pub mod bench;
+pub mod cm;
 pub mod common;
 pub mod ibaddr;
 pub mod ibhosts;

@@ -87,12 +87,12 @@ impl DecodedMad {
 }
 
 /// Parses `R` from the start of `buf` and boxes it as a [`Fields`] object.
-pub(super) fn boxed<R: Repr + Fields + 'static>(buf: &[u8]) -> Result<Box<dyn Fields>, Error> {
+pub(crate) fn boxed<R: Repr + Fields + 'static>(buf: &[u8]) -> Result<Box<dyn Fields>, Error> {
     Ok(Box::new(R::parse(buf)?))
 }
 
 /// A parser of one structure into a reflective box.
-pub(super) type ParseFn = fn(&[u8]) -> Result<Box<dyn Fields>, Error>;
+pub(crate) type ParseFn = fn(&[u8]) -> Result<Box<dyn Fields>, Error>;
 
 /// A known attribute or record: its display name, parser and length.
 #[derive(Clone, Copy)]

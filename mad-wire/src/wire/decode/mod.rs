@@ -17,9 +17,11 @@
 //! cannot interpret further becomes a [`LayerData::Raw`] layer with a note
 //! saying why.
 
+mod cm;
 mod gsi;
 mod layer;
 mod smp;
+pub(crate) use layer::{boxed, ParseFn};
 #[cfg(test)]
 mod tests;
 
@@ -47,6 +49,8 @@ pub fn decode_mad(buf: &[u8]) -> Result<DecodedMad, Error> {
         gsi::decode_sa(buf, &mut d)?;
     } else if class == MgmtClass::PERF_MGT {
         gsi::decode_perf(buf, &mut d)?;
+    } else if class == MgmtClass::COM_MGT {
+        cm::decode_cm(buf, &mut d)?;
     } else if class.is_vendor_range2() {
         gsi::decode_vendor(buf, &mut d)?;
     } else if class.is_rmpp_class() {

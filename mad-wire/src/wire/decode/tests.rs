@@ -464,10 +464,10 @@ fn other_rmpp_classes_show_the_rmpp_header() {
 fn unknown_class_gives_header_and_raw_data() {
     let mut buf = [0u8; 256];
     buf[0] = 1;
-    buf[1] = 0x07; // CM
+    buf[1] = 0x08; // SNMP
     buf[255] = 0xAB;
     let d = decode_mad(&buf).unwrap();
-    assert_eq!(d.header.mgmt_class, MgmtClass::COM_MGT);
+    assert_eq!(d.header.mgmt_class, MgmtClass::SNMP);
     assert_eq!(d.layers.len(), 1);
     assert_eq!(d.layers[0].offset, 24);
     assert_eq!(d.layers[0].raw().map(<[u8]>::len), Some(232));

@@ -1,0 +1,376 @@
+//! [`Cm`]: every connection of one port. The state owner is split by
+//! concern into sibling modules: the user's calls here, received MADs in
+//! `recv`, deadlines and the helpers every transition uses in `timers`,
+//! message building in `msgs`.
+
+mod msgs;
+mod recv;
+mod timers;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::Instant;
+
+use mad_core::wire::cm::{timeout_duration, CmMessage, MsgRef, RejectReason};
+
+use crate::conn::{Conn, Side, State};
+use crate::types::{
+    AcceptParams, CmConfig, CmError, CmEvent, ConnId, ConnInfo, ConnectParams, ListenId, Transmit,
+};
+
+/// Counters of what the CM has seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CmStats {
+    /// CM MADs that could not be parsed (or were of another class).
+    pub malformed: u64,
+    /// Repeated REQ / REP / DREQ answered from state.
+    pub duplicates: u64,
+    /// REQs or REPs refused as stale connections.
+    pub stale: u64,
+    /// Messages for no known connection.
+    pub unknown: u64,
+}
+
+/// The connection manager of one port (sans-IO).
+#[derive(Debug)]
+pub struct Cm {
+    cfg: CmConfig,
+    conns: HashMap<ConnId, Conn>,
+    /// (remote CA GUID, remote Communication ID) → connection.
+    by_remote: HashMap<(u64, u32), ConnId>,
+    /// (remote CA GUID, remote QPN) → connection, while it holds the QPN
+    /// (until timewait ends): how stale connections are found.
+    by_qpn: HashMap<(u64, u32), ConnId>,
+    listeners: HashMap<u64, ListenId>,
+    timers: BTreeSet<(Instant, ConnId)>,
+    transmits: VecDeque<Transmit>,
+    events: VecDeque<(ConnId, CmEvent)>,
+    next_comm_id: u32,
+    next_tid: u32,
+    stats: CmStats,
+}
+
+impl Cm {
+    /// A CM with no connections.
+    #[must_use]
+    pub fn new(cfg: CmConfig) -> Self {
+        Self {
+            next_comm_id: cfg.first_comm_id.max(1),
+            cfg,
+            conns: HashMap::new(),
+            by_remote: HashMap::new(),
+            by_qpn: HashMap::new(),
+            listeners: HashMap::new(),
+            timers: BTreeSet::new(),
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            next_tid: 1,
+            stats: CmStats::default(),
+        }
+    }
+
+    /// The settings.
+    #[must_use]
+    pub fn config(&self) -> &CmConfig {
+        &self.cfg
+    }
+
+    /// What the CM has counted.
+    #[must_use]
+    pub fn stats(&self) -> CmStats {
+        self.stats
+    }
+
+    /// Listens for REQs to `service_id`.
+    ///
+    /// # Errors
+    /// [`CmError::AlreadyListening`].
+    pub fn listen(&mut self, service_id: u64) -> Result<ListenId, CmError> {
+        if self.listeners.contains_key(&service_id) {
+            return Err(CmError::AlreadyListening(service_id));
+        }
+        let l = ListenId(service_id);
+        self.listeners.insert(service_id, l);
+        Ok(l)
+    }
+
+    /// Stops listening (connections already made stay).
+    pub fn unlisten(&mut self, l: ListenId) {
+        self.listeners.remove(&l.0);
+    }
+
+    /// Starts a connection: sends a REQ along `params.path`.
+    ///
+    /// # Errors
+    /// Private data over 92 bytes, a value too wide for its field, or too
+    /// many connections.
+    pub fn connect(&mut self, now: Instant, params: ConnectParams) -> Result<ConnId, CmError> {
+        self.check_room()?;
+        let id = self.alloc_id();
+        let req = msgs::req(&self.cfg, id, &params)?;
+        let path = params.path;
+        let conn = Conn {
+            id,
+            side: Side::Active,
+            state: State::ReqSent,
+            peer: path.gsi_address(),
+            info: ConnInfo {
+                service_id: params.service_id,
+                local_qpn: params.qpn,
+                local_psn: params.starting_psn,
+                retry_count: params.retry_count,
+                rnr_retry_count: params.rnr_retry_count,
+                path,
+                ack_timeout: path.ack_timeout(),
+                ..ConnInfo::default()
+            },
+            retry: None,
+            last_reply: None,
+            deadline: None,
+            answer_wait: path.packet_life() * 2
+                + timeout_duration(params.remote_cm_response_timeout),
+            max_retries: params.max_cm_retries.min(15),
+            timewait: timeout_duration(path.ack_timeout()),
+            auto_rtu: params.auto_rtu,
+        };
+        self.conns.insert(id, conn);
+        self.send_retried(now, id, &req)?;
+        Ok(id)
+    }
+
+    /// Passive side: accepts a connection request with a REP.
+    ///
+    /// # Errors
+    /// Unknown connection, a state other than REQ received, private data
+    /// over 196 bytes or a value too wide for its field.
+    pub fn accept(&mut self, now: Instant, id: ConnId, p: AcceptParams) -> Result<(), CmError> {
+        let c = self.conn_in(id, &[State::ReqRcvd, State::MraReqSent], "accept")?;
+        let rep = msgs::rep(&self.cfg, c, &p)?;
+        let c = self.conn_mut(id)?;
+        c.info.local_qpn = p.qpn;
+        c.info.local_psn = p.starting_psn;
+        c.state = State::RepSent;
+        self.send_retried(now, id, &rep)
+    }
+
+    /// Rejects a REQ (passive side) or a REP (active side, without
+    /// `auto_rtu`) with `reason`.
+    ///
+    /// # Errors
+    /// Unknown connection, a state with nothing to reject, private data over
+    /// 148 bytes.
+    pub fn reject(
+        &mut self,
+        now: Instant,
+        id: ConnId,
+        reason: RejectReason,
+        private_data: &[u8],
+    ) -> Result<(), CmError> {
+        let states = [
+            State::ReqRcvd,
+            State::MraReqSent,
+            State::RepRcvd,
+            State::MraRepSent,
+        ];
+        let c = self.conn_in(id, &states, "reject")?;
+        let of = if matches!(c.state, State::ReqRcvd | State::MraReqSent) {
+            MsgRef::REQ
+        } else {
+            MsgRef::REP
+        };
+        let rej = msgs::rej(id.0, c.info.remote_comm_id, of, reason, &[], private_data)?;
+        let to = c.peer;
+        let mad = self.send(to, &rej)?;
+        if of == MsgRef::REQ {
+            let deadline = now + self.conn_mut(id)?.timewait;
+            let c = self.conn_mut(id)?;
+            c.state = State::RejSent;
+            c.last_reply = Some(mad);
+            // The peer's QP never got connected: a new REQ from it is a
+            // new request, not a stale one (only a repeat of this REQ is
+            // answered with this REJ).
+            if let Some(k) = c.qpn_key() {
+                if self.by_qpn.get(&k) == Some(&id) {
+                    self.by_qpn.remove(&k);
+                }
+            }
+            self.arm(id, Some(deadline));
+        } else {
+            self.enter_timewait(now, id);
+        }
+        Ok(())
+    }
+
+    /// Sends an MRA for the REQ (passive) or REP (active) being considered:
+    /// the peer waits `4.096 µs × 2^service_timeout` longer.
+    ///
+    /// # Errors
+    /// Unknown connection, or no REQ / REP to acknowledge.
+    pub fn delay(&mut self, _now: Instant, id: ConnId, service_timeout: u8) -> Result<(), CmError> {
+        let c = self.conn_in(id, &[State::ReqRcvd, State::RepRcvd], "send an MRA")?;
+        let (of, next) = if c.state == State::ReqRcvd {
+            (MsgRef::REQ, State::MraReqSent)
+        } else {
+            (MsgRef::REP, State::MraRepSent)
+        };
+        let mra = msgs::mra(id.0, c.info.remote_comm_id, of, service_timeout)?;
+        let to = c.peer;
+        let mad = self.send(to, &mra)?;
+        let c = self.conn_mut(id)?;
+        c.state = next;
+        c.last_reply = Some(mad);
+        Ok(())
+    }
+
+    /// Active side (without `auto_rtu`): the QP is ready, send the RTU.
+    /// Passive side: the QP saw its first packet before the RTU (the
+    /// verbs COMM_EST event): the connection is established.
+    ///
+    /// # Errors
+    /// Unknown connection, or nothing to establish.
+    pub fn establish(&mut self, _now: Instant, id: ConnId) -> Result<(), CmError> {
+        let states = [
+            State::RepRcvd,
+            State::MraRepSent,
+            State::RepSent,
+            State::MraRepRcvd,
+        ];
+        let c = self.conn_in(id, &states, "establish")?;
+        if c.side == Side::Active {
+            let rtu = msgs::rtu(id.0, c.info.remote_comm_id, &[])?;
+            let to = c.peer;
+            let mad = self.send(to, &rtu)?;
+            self.conn_mut(id)?.last_reply = Some(mad);
+        }
+        self.established(id);
+        Ok(())
+    }
+
+    /// Disconnects an established connection with a DREQ.
+    ///
+    /// # Errors
+    /// Unknown connection, not established, private data over 220 bytes.
+    pub fn disconnect(
+        &mut self,
+        now: Instant,
+        id: ConnId,
+        private_data: &[u8],
+    ) -> Result<(), CmError> {
+        let c = self.conn_in(id, &[State::Established], "disconnect")?;
+        let dreq = msgs::dreq(id.0, c.info.remote_comm_id, c.info.remote_qpn, private_data)?;
+        self.conn_mut(id)?.state = State::DreqSent;
+        self.send_retried(now, id, &dreq)
+    }
+
+    /// The port went away: every connection gets `DeviceRemoval` and is
+    /// forgotten; listeners stay.
+    pub fn device_removed(&mut self) {
+        let mut ids: Vec<ConnId> = self.conns.keys().copied().collect();
+        ids.sort();
+        for id in ids {
+            self.events.push_back((id, CmEvent::DeviceRemoval));
+        }
+        self.conns.clear();
+        self.by_remote.clear();
+        self.by_qpn.clear();
+        self.timers.clear();
+        self.transmits.clear();
+    }
+
+    /// The state of connection `id`, if it exists.
+    #[must_use]
+    pub fn state(&self, id: ConnId) -> Option<State> {
+        self.conns.get(&id).map(|c| c.state)
+    }
+
+    /// What connection `id` is known to be.
+    #[must_use]
+    pub fn info(&self, id: ConnId) -> Option<&ConnInfo> {
+        self.conns.get(&id).map(|c| &c.info)
+    }
+
+    /// Number of connections held (timewait included).
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// True when no connection is held.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.conns.is_empty()
+    }
+
+    /// The next MAD to send.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<(ConnId, CmEvent)> {
+        self.events.pop_front()
+    }
+
+    /// When [`Cm::handle_timeout`] is next due.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.first().map(|(t, _)| *t)
+    }
+
+    // ---------------------------------------------------------- helpers
+
+    fn check_room(&self) -> Result<(), CmError> {
+        if self.conns.len() >= self.cfg.max_connections {
+            return Err(CmError::TooManyConnections(self.conns.len()));
+        }
+        Ok(())
+    }
+
+    fn alloc_id(&mut self) -> ConnId {
+        loop {
+            let id = ConnId(self.next_comm_id);
+            self.next_comm_id = self.next_comm_id.wrapping_add(1).max(1);
+            if !self.conns.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    fn conn_mut(&mut self, id: ConnId) -> Result<&mut Conn, CmError> {
+        self.conns
+            .get_mut(&id)
+            .ok_or(CmError::UnknownConnection(id))
+    }
+
+    /// Connection `id`, if it is in one of `states`.
+    fn conn_in(&self, id: ConnId, states: &[State], what: &'static str) -> Result<&Conn, CmError> {
+        let c = self.conns.get(&id).ok_or(CmError::UnknownConnection(id))?;
+        if !states.contains(&c.state) {
+            return Err(CmError::InvalidState {
+                id,
+                state: c.state.name(),
+                what,
+            });
+        }
+        Ok(c)
+    }
+
+    fn message_tid(&mut self) -> u64 {
+        self.next_tid = self.next_tid.wrapping_add(1);
+        u64::from(self.next_tid)
+    }
+
+    /// Queues `msg` to `to` and returns the MAD.
+    fn send(
+        &mut self,
+        to: mad_core::transport::Address,
+        msg: &CmMessage,
+    ) -> Result<[u8; 256], CmError> {
+        let tid = self.message_tid();
+        let mad = msg.to_mad(tid)?;
+        self.transmits.push_back(Transmit { to, mad });
+        Ok(mad)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,181 @@
+//! madstack ↔ madstack on the built-in fabric (mad-sim): two ports with a
+//! [`CmService`] each, the route from the SA's PathRecord, and every event
+//! where rdma_cm delivers it: connect, reject, an unanswered REQ,
+//! disconnect from either side, timewait.
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use std::time::Duration;
+
+use mad_agents::sa::{SaClient, SaClientConfig};
+use mad_agents::{EngineConfig, Runtime};
+use mad_cm::service::{resolve_route, CmService};
+use mad_cm::{AcceptParams, CmConfig, CmEvent, CmPath, ConnId, ConnectParams};
+use mad_core::wire::cm::cma::{self, CmaHeader, PortSpace};
+use mad_core::wire::cm::RejectReason;
+use mad_core::wire::Repr;
+use mad_sim::Subnet;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Host {
+    cm: CmService,
+    lid: u16,
+    rt: Runtime,
+}
+
+fn host(s: &Subnet, name: &str) -> Host {
+    let ep = s.fabric().attach(name, 1).unwrap();
+    let rt = Runtime::start(ep, EngineConfig::default()).unwrap();
+    let lid = rt.port_attrs().lid;
+    let cm = CmService::start(&rt, CmConfig::default()).unwrap();
+    Host { cm, lid, rt }
+}
+
+/// The next event of `h`, which must be `what`.
+fn expect(h: &Host, what: &str) -> (ConnId, CmEvent) {
+    let (id, e) =
+        h.cm.next_event(WAIT)
+            .unwrap_or_else(|| panic!("no {what} event"));
+    let name = format!("{e:?}");
+    assert!(name.starts_with(what), "wanted {what}, got {name}");
+    (id, e)
+}
+
+fn route(client: &Host, server: &Host) -> CmPath {
+    let sa = SaClient::new(&client.rt, SaClientConfig::default()).unwrap();
+    let mut p = resolve_route(&sa, client.lid, server.lid).unwrap();
+    assert_eq!((p.local_lid, p.remote_lid), (client.lid, server.lid));
+    assert!(p.mtu >= 1, "the SA gives an MTU");
+    p.packet_life_time = p.packet_life_time.min(12); // keep timewait short
+    p
+}
+
+fn rdma_cm_req(path: CmPath, qpn: u32) -> ConnectParams {
+    let mut hdr = vec![0u8; CmaHeader::LEN];
+    CmaHeader::ipv4([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 50000)
+        .emit(&mut hdr)
+        .unwrap();
+    ConnectParams {
+        private_data: hdr,
+        remote_cm_response_timeout: 14,
+        ..ConnectParams::new(cma::service_id(PortSpace::Tcp, 7471), qpn, 0x0A0B0C, path)
+    }
+}
+
+#[test]
+fn connect_then_disconnect_from_either_side_on_the_built_in_fabric() {
+    let s = Subnet::builtin().unwrap();
+    let (client, server) = (host(&s, "host-6"), host(&s, "host-7"));
+    let path = route(&client, &server);
+    server
+        .cm
+        .listen(cma::service_id(PortSpace::Tcp, 7471))
+        .unwrap();
+
+    for round in 0..2 {
+        let qpn = 0x40 + round;
+        let ca = client.cm.connect(rdma_cm_req(path, qpn)).unwrap();
+        let (sb, req) = expect(&server, "ConnectRequest");
+        let CmEvent::ConnectRequest { info, .. } = req else {
+            unreachable!()
+        };
+        assert_eq!(
+            (info.remote_qpn, info.remote_psn, info.path.remote_lid),
+            (qpn, 0x0A0B0C, client.lid)
+        );
+        let h = CmaHeader::parse(&info.private_data).unwrap();
+        assert_eq!(h.addrs().unwrap().1, std::net::IpAddr::from([10, 0, 0, 2]));
+        server
+            .cm
+            .accept(
+                sb,
+                AcceptParams {
+                    qpn: 0x80 + round,
+                    starting_psn: 9,
+                    ..AcceptParams::default()
+                },
+            )
+            .unwrap();
+        let (id, est) = expect(&client, "Established");
+        assert_eq!(id, ca);
+        let CmEvent::Established { info } = est else {
+            unreachable!()
+        };
+        assert_eq!((info.remote_qpn, info.remote_psn), (0x80 + round, 9));
+        expect(&server, "Established");
+
+        // Round 0: the client disconnects; round 1: the server does.
+        if round == 0 {
+            client.cm.disconnect(ca, b"bye").unwrap();
+        } else {
+            server.cm.disconnect(sb, &[]).unwrap();
+        }
+        expect(&client, "Disconnected");
+        expect(&server, "Disconnected");
+        expect(&client, "TimewaitExit");
+        expect(&server, "TimewaitExit");
+    }
+    assert_eq!(client.cm.send_errors() + server.cm.send_errors(), 0);
+}
+
+#[test]
+fn reject_and_unreachable_on_the_built_in_fabric() {
+    let s = Subnet::builtin().unwrap();
+    let (client, server) = (host(&s, "host-3"), host(&s, "host-4"));
+    let path = route(&client, &server);
+    server.cm.listen(0x1000).unwrap();
+
+    // Nobody listens on the service: REJ InvalidServiceID.
+    client
+        .cm
+        .connect(ConnectParams::new(0x2000, 5, 1, path))
+        .unwrap();
+    let (_, e) = expect(&client, "Rejected");
+    assert!(matches!(
+        e,
+        CmEvent::Rejected {
+            reason: RejectReason::INVALID_SERVICE_ID,
+            ..
+        }
+    ));
+
+    // The server's user rejects, with its reason and private data.
+    client
+        .cm
+        .connect(ConnectParams::new(0x1000, 6, 1, path))
+        .unwrap();
+    let (sb, _) = expect(&server, "ConnectRequest");
+    server
+        .cm
+        .reject(sb, RejectReason::CONSUMER_DEFINED, b"full")
+        .unwrap();
+    let (_, e) = expect(&client, "Rejected");
+    let CmEvent::Rejected {
+        reason,
+        private_data,
+        ..
+    } = e
+    else {
+        unreachable!()
+    };
+    assert_eq!(reason, RejectReason::CONSUMER_DEFINED);
+    assert!(private_data.starts_with(b"full"));
+
+    // A port with no CM at all: the REQ goes unanswered.
+    let silent = s.fabric().attach("host-5", 1).unwrap();
+    let silent_rt = Runtime::start(silent, EngineConfig::default()).unwrap();
+    let to_silent = CmPath {
+        remote_lid: silent_rt.port_attrs().lid,
+        ..path
+    };
+    let p = ConnectParams {
+        max_cm_retries: 1,
+        remote_cm_response_timeout: 14,
+        ..ConnectParams::new(0x1000, 7, 1, to_silent)
+    };
+    client.cm.connect(p).unwrap();
+    expect(&client, "Unreachable");
+}
