@@ -5,7 +5,7 @@
 //! one by attribute ID, and [`cma`] holds the rdma_cm private-data header.
 //!
 //! ```
-//! use mad_core::wire::cm::{CmMessage, CmRtu};
+//! use mad_wire::wire::cm::{CmMessage, CmRtu};
 //! let rtu = CmMessage::Rtu(Box::new(CmRtu { local_comm_id: 7, remote_comm_id: 9, ..CmRtu::default() }));
 //! let mad = rtu.to_mad(0x42).unwrap();
 //! assert_eq!((mad[1], mad[2], mad[3]), (0x07, 2, 0x03)); // CM, version 2, Send
