@@ -1,6 +1,6 @@
 //! `mad decode`: print every field of MADs given as hex text or a pcap file.
 
-use crate::cli::{CliError, Io};
+use crate::command::{CliError, Io};
 use crate::hex::parse_hex_mads;
 use crate::json::{Json, JsonExt};
 use crate::limits::MAX_DECODE_INPUT_LEN;

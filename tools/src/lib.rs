@@ -14,11 +14,15 @@
 pub mod child;
 pub mod cli;
 pub mod cmd;
+pub mod cnum;
+pub mod command;
 pub mod decode_cmd;
 pub mod diags;
 pub mod discover;
 pub mod hex;
+pub mod ibdiag;
 pub mod json;
 pub mod limits;
+pub mod namemap;
 pub mod print;
 pub mod session;

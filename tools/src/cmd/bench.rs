@@ -59,7 +59,7 @@ use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Method};
 
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::json::Json;
 use crate::session::{Backend, Session, TransportChoice};
 
@@ -988,7 +988,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let (place, smp, rm) = r?;
     let json = to_json(transport, &place, &o, &smp, &rm);
     if inv.session.json {
-        crate::cmd::common::print_json(inv, &json);
+        crate::ibdiag::print_json(inv, &json);
     } else {
         inv.io.out(&format!(
             "# SMP Get NodeInfo, routes {}; {place}\n",

@@ -37,11 +37,11 @@ use mad_core::wire::sa_records::{
 };
 use mad_core::wire::{AttributeId, Fields, Method, Repr, SA_DATA_OFFSET};
 
-use super::common::{self, Opt, ToolSpec};
-use super::smpquery::NodeNameMap;
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::diags::{dump, sa};
+use crate::ibdiag::{self, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
+use crate::namemap::NameMap;
 use crate::session::{Backend, Session};
 
 /// `DEFAULT_SA_TIMEOUT_MS`.
@@ -453,7 +453,7 @@ struct Fail {
 
 struct Ctx<'a> {
     sa: &'a SaClient,
-    names: &'a NodeNameMap,
+    names: &'a NameMap,
     show_keys: bool,
     out: String,
     json_records: Vec<Json>,
@@ -563,7 +563,7 @@ impl Ctx<'_> {
     fn dump<R: SaRecord + Fields>(&mut self, a: &Answer, f: impl Fn(&R) -> String) {
         for r in a.records::<R>() {
             self.out.push_str(&f(&r));
-            self.json_records.push(common::attr_json(&r));
+            self.json_records.push(ibdiag::attr_json(&r));
         }
     }
 
@@ -608,7 +608,7 @@ fn get_lid(c: &mut Ctx<'_>, name: &str) -> Result<u16, Fail> {
             code: 64,
         });
     }
-    let v = dump::c_strtol(name);
+    let v = crate::cnum::c_strtol(name);
     if v <= 0 || v > i64::from(u16::MAX) {
         return Err(Fail {
             stderr: format!("Invalid lid specified: \"{name}\"\n"),
@@ -651,7 +651,7 @@ fn parse_lid_and_ports(c: &mut Ctx<'_>, s: &str) -> Result<(u16, i64, i64), Fail
         let Some(t) = p else { return -1 };
         let body = t.trim_start().trim_start_matches(['+', '-']);
         if body.starts_with(|ch: char| ch.is_ascii_digit()) {
-            i64::from(common::c_strtoul(t) as u32 as i32)
+            i64::from(crate::cnum::c_strtoul(t) as u32 as i32)
         } else {
             -1
         }
@@ -684,7 +684,7 @@ fn handler(
             c.attribute = "ClassPortInfo";
             if let Some(cpi) = cpi {
                 c.out.push_str(&sa::format_class_port_info(cpi));
-                c.json_records.push(common::attr_json(cpi));
+                c.json_records.push(ibdiag::attr_json(cpi));
             }
             Ok(())
         }
@@ -705,7 +705,7 @@ fn handler(
             for r in a.records::<NodeRecord>() {
                 let r = c.remap(&r);
                 c.out.push_str(&sa::format_node_record(&r));
-                c.json_records.push(common::attr_json(&r));
+                c.json_records.push(ibdiag::attr_json(&r));
             }
             Ok(())
         }
@@ -1155,7 +1155,7 @@ fn print_node_records(
         let remapped: Vec<NodeRecord> = records.iter().map(|r| c.remap(r)).collect();
         c.out.push_str(&sa::format_node_list(&remapped));
         for r in remapped.iter().filter(|r| r.node_info.node_type.0 == 1) {
-            c.json_records.push(common::attr_json(r));
+            c.json_records.push(ibdiag::attr_json(r));
         }
         return Ok(false);
     }
@@ -1169,7 +1169,7 @@ fn print_node_records(
                 _ => sa::format_node_record(&shown),
             };
             c.out.push_str(&s);
-            c.json_records.push(common::attr_json(&shown));
+            c.json_records.push(ibdiag::attr_json(&shown));
         };
         match how {
             NodePrint::NameOfLid => {
@@ -1217,9 +1217,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         examples: &[],
     };
     let usage = |inv: &Invocation<'_, '_>, pre: &str| {
-        CliError::ToolUsage(format!("{pre}{}", common::usage_text(&inv.prog, &spec)))
+        CliError::ToolUsage(format!("{pre}{}", ibdiag::usage_text(&inv.prog, &spec)))
     };
-    let p = common::parse(inv, &spec)?;
+    let p = ibdiag::parse(inv, &spec)?;
     let mut params = Params::default();
     let mut cmd = Cmd::Query;
     let mut how = NodePrint::All;
@@ -1229,7 +1229,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut sm_key = 0u64;
     for (k, v) in &p.custom {
         let v = v.clone().unwrap_or_default();
-        let u = || common::c_strtoul(&v);
+        let u = || crate::cnum::c_strtoul(&v);
         let ch = u8::try_from(*k).map(char::from).unwrap_or('\0');
         match (*k, ch) {
             (K_SRC_TO_DST, _) => {
@@ -1348,8 +1348,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let (mut requested_name, mut requested_lid, mut requested_guid) = (None, None, None);
     if let Some(a) = args.first() {
         match how {
-            NodePrint::NameOfLid => requested_lid = Some(common::c_strtoul(a) as u16),
-            NodePrint::NameOfGuid => requested_guid = Some(common::c_strtoul(a)),
+            NodePrint::NameOfLid => requested_lid = Some(crate::cnum::c_strtoul(a) as u16),
+            NodePrint::NameOfGuid => requested_guid = Some(crate::cnum::c_strtoul(a)),
             _ => requested_name = Some(a.clone()),
         }
     }
@@ -1373,11 +1373,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if common_opts.timeout_ms.is_none() {
         common_opts.timeout_ms = Some(SA_TIMEOUT_MS);
     }
-    let session = common::open_session(inv, &common_opts)?;
-    let (names, warn) = NodeNameMap::load(map_file.as_deref());
-    if let Some(w) = warn {
-        inv.io.err(&w);
-    }
+    let session = ibdiag::open_session(inv, &common_opts)?;
+    let names = ibdiag::open_name_map(inv, map_file.as_deref()).unwrap_or_default();
     let attrs = session.port_attrs();
     if attrs.sm_lid == 0 {
         let _ = session.close();
@@ -1462,7 +1459,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 c.attribute = "ClassPortInfo";
                 if let Some(cpi) = &cpi {
                     c.out.push_str(&sa::format_class_port_info(cpi));
-                    c.json_records.push(common::attr_json(cpi));
+                    c.json_records.push(ibdiag::attr_json(cpi));
                 }
                 Ok(())
             }
@@ -1488,7 +1485,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 c.out
                     .push_str(&sa::format_all(&dis, sa::format_portinfo_record_brief));
                 for r in sm.iter().chain(&dis) {
-                    c.json_records.push(common::attr_json(r));
+                    c.json_records.push(ibdiag::attr_json(r));
                 }
                 Ok(())
             }
@@ -1514,7 +1511,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                     args.first().map(String::as_str),
                 ));
                 for r in &groups {
-                    c.json_records.push(common::attr_json(r));
+                    c.json_records.push(ibdiag::attr_json(r));
                 }
                 Ok(())
             }
@@ -1541,7 +1538,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         if let Err(f) = &result {
             j.push("error", Json::String(f.stderr.trim_end().to_owned()));
         }
-        common::print_json(inv, &j);
+        ibdiag::print_json(inv, &j);
     } else {
         inv.io.out(&out);
     }
@@ -1554,7 +1551,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     close.map_err(|e| CliError::Failed(format!("pcap: {e}")))?;
     if truncated {
         let why = truncated_why.unwrap_or_else(|| "the SA's answer was cut short".into());
-        return Err(common::incomplete(
+        return Err(ibdiag::incomplete(
             inv,
             "records",
             None,

@@ -25,7 +25,7 @@ use mad_sim::console::{self, End};
 use mad_sim::serve::{IbSimServer, ServeConfig};
 use mad_sim::{Subnet, SubnetOptions, UpError};
 
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::session::TransportChoice;
 
 const USAGE: &str = "\

@@ -424,7 +424,7 @@ pub fn format_mcmember_members(
             .map_or_else(|| "<unknown>".to_owned(), node_name);
         match requested {
             Some(r) => {
-                if dump::c_strtol(r) == i64::from(mr.mlid) {
+                if crate::cnum::c_strtol(r) == i64::from(mr.mlid) {
                     s.push_str(&format!(
                         "\t\tPortGid.................{} ({name})\n",
                         inet_ntop6(&mr.port_gid)
