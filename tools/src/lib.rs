@@ -19,6 +19,7 @@ pub mod command;
 pub mod decode_cmd;
 pub mod diags;
 pub mod discover;
+pub mod getopt;
 pub mod hex;
 pub mod ibdiag;
 pub mod json;

@@ -8,6 +8,7 @@
 
 use crate::cnum::{c_strtol, c_strtoul, c_strtoul_full, parse_port_arg};
 use crate::command::{CliError, Invocation};
+use crate::getopt::{getopt_long, HasArg, LongOpt};
 
 /// Where an option's value goes: a letter, or a small number for
 /// long-only options (as `struct ibdiag_opt.letter`).
@@ -284,30 +285,6 @@ fn usage_error(prog: &str, spec: &ToolSpec<'_>, complaint: &str) -> CliError {
     CliError::ToolUsage(format!("{complaint}{}", usage_text(prog, spec)))
 }
 
-fn find_long<'a>(opts: &[&'a Opt], name: &str) -> Result<&'a Opt, (bool, Vec<&'a Opt>)> {
-    if let Some(o) = opts.iter().find(|o| o.name == name) {
-        return Ok(o);
-    }
-    let cands: Vec<&Opt> = opts
-        .iter()
-        .filter(|o| o.name.starts_with(name))
-        .copied()
-        .collect();
-    // Candidates that are the same option (same key) count once.
-    let first = cands.first().copied();
-    match first {
-        Some(f)
-            if cands
-                .iter()
-                .all(|c| c.key == f.key && c.has_arg == f.has_arg) =>
-        {
-            Ok(f)
-        }
-        Some(_) => Err((true, cands)),
-        None => Err((false, Vec::new())),
-    }
-}
-
 /// Reads a config file (`read_ibdiag_config`): `CA=`, `Port=`,
 /// `timeout=`, `m_key=`; a missing file is ignored.
 fn read_config(path: &str, c: &mut Common) {
@@ -359,115 +336,33 @@ pub fn parse(inv: &mut Invocation<'_, '_>, spec: &ToolSpec<'_>) -> Result<Parsed
     opts.push(&json_opt);
     let mut p = Parsed::default();
     read_config(DEFAULT_CONFIG, &mut p.common);
-    let mut items: Vec<(OptKey, Option<String>)> = Vec::new();
-    let args = inv.args.clone();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        i += 1;
-        if a == "--" {
-            p.args.extend(args[i..].iter().cloned());
-            break;
+    // The option string and table ibdiag_common.c builds for getopt_long.
+    let mut short = String::new();
+    for c in opts
+        .iter()
+        .filter_map(|o| o.letter().map(|c| (c, o.has_arg)))
+    {
+        short.push(c.0);
+        if c.1 {
+            short.push(':');
         }
-        if let Some(body) = a.strip_prefix("--") {
-            let (name, val) = match body.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_owned())),
-                None => (body, None),
-            };
-            let o = match find_long(&opts, name) {
-                Ok(o) => o,
-                Err((true, cands)) => {
-                    let list: Vec<String> =
-                        cands.iter().map(|c| format!("'--{}'", c.name)).collect();
-                    return Err(usage_error(
-                        &prog,
-                        spec,
-                        &format!(
-                            "{prog}: option '--{name}' is ambiguous; possibilities: {}\n",
-                            list.join(" ")
-                        ),
-                    ));
-                }
-                Err((false, _)) => {
-                    return Err(usage_error(
-                        &prog,
-                        spec,
-                        &format!("{prog}: unrecognized option '--{name}'\n"),
-                    ))
-                }
-            };
-            if o.has_arg {
-                let v = match val {
-                    Some(v) => v,
-                    None => match args.get(i) {
-                        Some(v) => {
-                            i += 1;
-                            v.clone()
-                        }
-                        None => {
-                            return Err(usage_error(
-                                &prog,
-                                spec,
-                                &format!("{prog}: option '--{}' requires an argument\n", o.name),
-                            ))
-                        }
-                    },
-                };
-                items.push((o.key, Some(v)));
-            } else {
-                if val.is_some() {
-                    return Err(usage_error(
-                        &prog,
-                        spec,
-                        &format!("{prog}: option '--{}' doesn't allow an argument\n", o.name),
-                    ));
-                }
-                items.push((o.key, None));
-            }
-            continue;
-        }
-        if a.len() > 1 && a.starts_with('-') {
-            let chars: Vec<char> = a[1..].chars().collect();
-            let mut k = 0;
-            while k < chars.len() {
-                let c = chars[k];
-                k += 1;
-                let Some(o) = opts.iter().find(|o| o.letter() == Some(c)) else {
-                    return Err(usage_error(
-                        &prog,
-                        spec,
-                        &format!("{prog}: invalid option -- '{c}'\n"),
-                    ));
-                };
-                if o.has_arg {
-                    let v: String = if k < chars.len() {
-                        let v = chars[k..].iter().collect();
-                        k = chars.len();
-                        v
-                    } else {
-                        match args.get(i) {
-                            Some(v) => {
-                                i += 1;
-                                v.clone()
-                            }
-                            None => {
-                                return Err(usage_error(
-                                    &prog,
-                                    spec,
-                                    &format!("{prog}: option requires an argument -- '{c}'\n"),
-                                ))
-                            }
-                        }
-                    };
-                    items.push((o.key, Some(v)));
-                } else {
-                    items.push((o.key, None));
-                }
-            }
-            continue;
-        }
-        p.args.push(a.clone());
     }
+    let long: Vec<LongOpt<'_>> = opts
+        .iter()
+        .map(|o| LongOpt {
+            name: o.name,
+            has_arg: if o.has_arg {
+                HasArg::Required
+            } else {
+                HasArg::No
+            },
+            key: o.key,
+        })
+        .collect();
+    let m = getopt_long(&prog, &inv.args, &short, &long)
+        .map_err(|complaint| usage_error(&prog, spec, &complaint))?;
+    p.args = m.operands;
+    let items = m.opts;
     let own: Vec<OptKey> = spec.opts.iter().map(|o| o.key).collect();
     for (key, val) in items {
         if own.contains(&key) {
