@@ -62,21 +62,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         show_lid = 1;
         show_gid = true;
     }
-    let mut session = ibdiag::open_session(inv, &p.common)?;
-    let dest = if let Some(a) = p.args.first() {
-        match ibdiag::resolve_dest(&mut session, &p.common, a, p.common.dest_type) {
-            Some(d) => d,
-            None => {
-                let _ = session.close();
-                return Err(CliError::IbExit(format!(
-                    "can't resolve destination port {a}"
-                )));
-            }
-        }
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = if let Some(a) = p.args.first() {
+        ibdiag::dest_arg(session, &p.common, a)?
     } else {
         let a = session.port_attrs();
         port = u32::from(a.port_num);
-        Dest::lid(a.lid)
+        let d = Dest::lid(a.lid);
+        (session, d)
     };
     let ni = session
         .smp()

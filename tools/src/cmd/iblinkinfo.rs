@@ -44,13 +44,7 @@ const OPT_CAS_ONLY: i32 = 7;
 /// iblinkinfo's own options (the ones this implementation has), in its
 /// order.
 pub const OPTS: &[Opt] = &[
-    Opt::long(
-        "node-name-map",
-        OPT_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(OPT_NODE_NAME_MAP),
     Opt::new(
         "switch",
         'S',

@@ -70,13 +70,7 @@ pub const OPTS: &[Opt] = &[
         "list of connected switches",
     ),
     Opt::new("Router_list", 'R', false, None, "list of connected routers"),
-    Opt::long(
-        "node-name-map",
-        OPT_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(OPT_NODE_NAME_MAP),
     Opt::long(
         "cache",
         OPT_CACHE,

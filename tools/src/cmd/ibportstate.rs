@@ -566,15 +566,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if p.args.len() < 2 {
         return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &spec)));
     }
-    let mut session = ibdiag::open_session(inv, &p.common)?;
-    let Some(dest) = ibdiag::resolve_dest(&mut session, &p.common, &p.args[0], p.common.dest_type)
-    else {
-        let _ = session.close();
-        return Err(CliError::IbExit(format!(
-            "can't resolve destination port {}",
-            p.args[0]
-        )));
-    };
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = ibdiag::dest_arg(session, &p.common, &p.args[0])?;
     let portnum = crate::cnum::c_strtol(&p.args[1]) as i32;
     let args = match parse_ops(&p.args[2..]) {
         Ok(a) => a,

@@ -74,13 +74,7 @@ pub const OPTS: &[Opt] = &[
         None,
         "suppress some of the common counters",
     ),
-    Opt::long(
-        "node-name-map",
-        OPT_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(OPT_NODE_NAME_MAP),
     Opt::new(
         "port-guid",
         'G',

@@ -47,13 +47,7 @@ const OPTS: &[Opt] = &[
         None,
         "show multicast forwarding tables",
     ),
-    Opt::long(
-        "node-name-map",
-        KEY_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(KEY_NODE_NAME_MAP),
 ];
 
 const EXAMPLES: &[&str] = &[
@@ -451,15 +445,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         names,
     };
     let mc = p.has('M' as i32);
-    let mut session = ibdiag::open_session(inv, &p.common)?;
-    let Some(dest) = ibdiag::resolve_dest(&mut session, &p.common, &p.args[0], p.common.dest_type)
-    else {
-        let _ = session.close();
-        return Err(CliError::IbExit(format!(
-            "can't resolve destination port {}",
-            p.args[0]
-        )));
-    };
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = ibdiag::dest_arg(session, &p.common, &p.args[0])?;
     // dump_lid asks with a 100 ms timeout.
     let mut fast = match SmpClient::new(session.runtime()) {
         Ok(c) => c,

@@ -29,13 +29,7 @@ const OPTS: &[Opt] = &[
         Some("<mlid>"),
         "multicast trace of the mlid",
     ),
-    Opt::long(
-        "node-name-map",
-        KEY_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(KEY_NODE_NAME_MAP),
     Opt::long(
         "ports-file",
         KEY_PORTS_FILE,

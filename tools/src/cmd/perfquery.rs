@@ -366,21 +366,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         };
         mask_given = true;
     }
-    let mut session = ibdiag::open_session(inv, &p.common)?;
-    let dest = if let Some(a) = args.first() {
-        match ibdiag::resolve_dest(&mut session, &p.common, a, p.common.dest_type) {
-            Some(d) => d,
-            None => {
-                let _ = session.close();
-                return Err(CliError::IbExit(format!(
-                    "can't resolve destination port {a}"
-                )));
-            }
-        }
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = if let Some(a) = args.first() {
+        ibdiag::dest_arg(session, &p.common, a)?
     } else {
         let a = session.port_attrs();
         info.port = u32::from(a.port_num);
-        Dest::lid(a.lid)
+        let d = Dest::lid(a.lid);
+        (session, d)
     };
     let json = p.common.json;
     let r = query(inv, &session, &dest, &mut info, mask, mask_given, json);

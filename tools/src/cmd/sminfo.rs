@@ -43,28 +43,21 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         }
     }
     let modifier = p.args.get(1).map_or(0, |a| crate::cnum::c_atoi(a));
-    let mut session = ibdiag::open_session(inv, &p.common)?;
-    let dest = if let Some(a) = p.args.first() {
-        match ibdiag::resolve_dest(&mut session, &p.common, a, p.common.dest_type) {
-            Some(d) => d,
-            None => {
-                let _ = session.close();
-                return Err(CliError::IbExit(format!(
-                    "can't resolve destination port {a}"
-                )));
-            }
-        }
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = if let Some(a) = p.args.first() {
+        ibdiag::dest_arg(session, &p.common, a)?
     } else {
         // resolve_sm_portid: the port's SM LID; LID 0 means the local
         // port (a directed route of no hops), printed as LID 0.
         let lid = session.port_attrs().sm_lid;
-        if lid == 0 {
+        let d = if lid == 0 {
             let mut d = Dest::dr(&[0]).unwrap_or_else(|| Dest::lid(0));
             d.text = crate::diags::PortIdText::lid(0);
             d
         } else {
             Dest::lid(lid)
-        }
+        };
+        (session, d)
     };
     let r = if modifier != 0 {
         let v = SmInfo {

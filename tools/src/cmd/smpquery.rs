@@ -65,13 +65,7 @@ const OPTS: &[Opt] = &[
         None,
         "use Combined route address argument",
     ),
-    Opt::long(
-        "node-name-map",
-        KEY_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(KEY_NODE_NAME_MAP),
     Opt::new("extended", 'x', false, None, "use extended speeds"),
 ];
 
@@ -456,7 +450,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             "operation '{op_name}' not supported"
         )));
     };
-    let mut session = ibdiag::open_session(inv, &common_opts)?;
+    let session = ibdiag::open_session(inv, &common_opts)?;
     let names = ibdiag::open_name_map(inv, map_file.as_deref()).unwrap_or_default();
     let (addr, rest) = if common_opts.dest_type == DestType::DrSlid {
         let second = p.args.get(2).cloned().unwrap_or_else(|| "(null)".into());
@@ -467,13 +461,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     } else {
         (p.args[1].clone(), p.args.get(2..).unwrap_or(&[]))
     };
-    let Some(dest) = ibdiag::resolve_dest(&mut session, &common_opts, &addr, common_opts.dest_type)
-    else {
-        let _ = session.close();
-        return Err(CliError::IbExit(format!(
-            "can't resolve destination port {addr}"
-        )));
-    };
+    let (session, dest) = ibdiag::dest_arg(session, &common_opts, &addr)?;
     let port = rest.first().map_or(0, |a| crate::cnum::c_strtol(a) as i32);
     let json = common_opts.json;
     let mut c = Ctx {

@@ -141,6 +141,28 @@ impl Dest {
     }
 }
 
+/// `resolve_portid_str` of the destination argument `addr` (read as the
+/// common options' address type), or, the session closed,
+/// `IBEXIT("can't resolve destination port ADDR")`.
+///
+/// # Errors
+/// The `IBEXIT` when `addr` does not resolve.
+pub fn dest_arg(
+    mut session: Session,
+    common: &Common,
+    addr: &str,
+) -> Result<(Session, Dest), CliError> {
+    match resolve_dest(&mut session, common, addr, common.dest_type) {
+        Some(d) => Ok((session, d)),
+        None => {
+            let _ = session.close();
+            Err(CliError::IbExit(format!(
+                "can't resolve destination port {addr}"
+            )))
+        }
+    }
+}
+
 /// libibmad's `str2drpath`: comma-separated `atoi` values; `None` for an
 /// empty string (count -1) or a path too long for an SMP.
 #[must_use]

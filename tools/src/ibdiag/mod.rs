@@ -20,11 +20,13 @@ pub mod options;
 pub mod report;
 pub mod trace;
 
-pub use dest::{open_session, resolve_dest, resolve_guid, smp_get, str2drpath, Dest, RawSmpData};
+pub use dest::{
+    dest_arg, open_session, resolve_dest, resolve_guid, smp_get, str2drpath, Dest, RawSmpData,
+};
 pub use fabric::{check_complete, limits, link_str, max_msg, open_name_map, remap, run_discovery};
 pub use options::{
-    parse, usage_text, Common, DestType, Opt, OptKey, Parsed, ToolSpec, COMMON_OPTS,
-    DEFAULT_CONFIG, DIAGS_VERSION, JSON_KEY,
+    node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey, Parsed, ToolSpec,
+    COMMON_OPTS, DEFAULT_CONFIG, DIAGS_VERSION, JSON_KEY,
 };
 pub use report::{
     attr_json, dest_json, hex, human_duration, incomplete, portinfo_json, print_json,

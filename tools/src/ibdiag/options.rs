@@ -77,6 +77,19 @@ impl Opt {
     }
 }
 
+/// `--node-name-map <file>` under `key`: the option of the tools that
+/// print node names.
+#[must_use]
+pub const fn node_name_map_opt(key: OptKey) -> Opt {
+    Opt::long(
+        "node-name-map",
+        key,
+        true,
+        Some("<file>"),
+        "node name map file",
+    )
+}
+
 /// The options every tool has (`common_opts`).
 pub const COMMON_OPTS: &[Opt] = &[
     Opt::new(
