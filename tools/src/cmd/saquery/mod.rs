@@ -290,12 +290,13 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         examples: &[],
     };
     let p = ibdiag::parse(inv, &spec)?;
-    let mut req = options::read(&p).map_err(|complaint| {
-        CliError::ToolUsage(format!(
-            "{complaint}{}",
-            ibdiag::usage_text(&inv.prog, &spec)
-        ))
-    })?;
+    let mut req =
+        options::read(&p, |name| records::find(name).map(|t| t.attr)).map_err(|complaint| {
+            CliError::ToolUsage(format!(
+                "{complaint}{}",
+                ibdiag::usage_text(&inv.prog, &spec)
+            ))
+        })?;
     let mut common_opts = p.common.clone();
     if common_opts.timeout_ms.is_none() {
         common_opts.timeout_ms = Some(SA_TIMEOUT_MS);
@@ -318,6 +319,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         attribute: "NodeRecord",
         truncated: false,
         truncated_why: None,
+        attr_name: records::attr_name,
         built_in_sa: matches!(session.backend(), Backend::Sim(_)),
     };
     let spinner = crate::discover::progress::Spinner::start("saquery: reading the SA's records");

@@ -2,7 +2,6 @@
 //! what it makes of its arguments: the [`Request`] a run carries out.
 
 use super::query::pton6;
-use super::records;
 use super::{
     K_DGID, K_DLID, K_GID, K_MGID, K_MLID, K_NODE_NAME_MAP, K_PKEY, K_PKT_LIFE, K_SCOPE,
     K_SERVICE_ID, K_SGID, K_SGID_TO_DGID, K_SL, K_SLID, K_SMKEY, K_SRC_TO_DST,
@@ -108,12 +107,15 @@ pub(super) struct Request {
 }
 
 /// Reads saquery's options and arguments as its `process_opt` and
-/// `main` do.
+/// `main` do; `find_query` is the attribute of a query name (or alias).
 ///
 /// # Errors
 /// The complaint printed before the usage (may be empty).
 #[allow(clippy::too_many_lines)]
-pub(super) fn read(p: &Parsed) -> Result<Request, &'static str> {
+pub(super) fn read(
+    p: &Parsed,
+    find_query: fn(&str) -> Option<u16>,
+) -> Result<Request, &'static str> {
     let mut params = Params::default();
     let mut cmd = Cmd::Query;
     let mut how = NodePrint::All;
@@ -231,7 +233,7 @@ pub(super) fn read(p: &Parsed) -> Result<Request, &'static str> {
     }
     let mut args: Vec<String> = p.args.clone();
     if query_type == 0 && cmd == Cmd::Query {
-        match args.first().and_then(|a| records::find(a).map(|t| t.attr)) {
+        match args.first().and_then(|a| find_query(a)) {
             Some(t) => {
                 query_type = t;
                 args.remove(0);

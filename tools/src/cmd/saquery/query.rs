@@ -65,6 +65,9 @@ pub(super) struct Ctx<'a> {
     pub(super) truncated: bool,
     /// Why the answer is short (for the message), when it is.
     pub(super) truncated_why: Option<String>,
+    /// The record name of an SA attribute, for the messages (the
+    /// record-type table's).
+    pub(super) attr_name: fn(u16) -> String,
     /// The answers come from the built-in SA (which caps all-pairs
     /// PathRecord tables).
     pub(super) built_in_sa: bool,
@@ -107,7 +110,7 @@ impl Ctx<'_> {
                              records; the transport does no RMPP here: ibsim, or libumad2sim), \
                              so the table above is incomplete. Query the built-in fabric \
                              (--sim) or a real port for the whole table",
-                            super::records::attr_name(attr),
+                            (self.attr_name)(attr),
                             a.count()
                         ));
                     }
