@@ -12,7 +12,7 @@
 //! 4); `-t MS`: response timeout. `-v` adds a summary on stderr.
 //!
 //! Exit status: 0 when every port discovered was read; 3
-//! ([`crate::cli::EXIT_INCOMPLETE`]) when some port's counters or some
+//! ([`crate::command::EXIT_INCOMPLETE`]) when some port's counters or some
 //! discovery query went unanswered (the output shows what was read;
 //! stderr, and `missing` in JSON, say what was not); 1 or 255 when the
 //! sweep could not run at all.

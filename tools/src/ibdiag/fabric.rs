@@ -83,7 +83,7 @@ pub fn run_discovery(
 /// `Ok` when discovery got an answer to every query it sent; otherwise
 /// the result (already printed) is marked incomplete: which queries went
 /// unanswered (`missing`, in JSON), a line on stderr, and exit status
-/// [`crate::cli::EXIT_INCOMPLETE`] (ibnetdiscover exits 0 there, its
+/// [`crate::command::EXIT_INCOMPLETE`] (ibnetdiscover exits 0 there, its
 /// output silently short of what lies behind those routes).
 ///
 /// # Errors

@@ -97,7 +97,7 @@ pub fn print_json(inv: &mut Invocation<'_, '_>, json: &Json) {
 
 /// Marks the command's JSON result incomplete (`complete: false`, and
 /// `missing: [{"what", "count", "items"}]`) and returns the error that
-/// says so on stderr and exits with [`crate::cli::EXIT_INCOMPLETE`].
+/// says so on stderr and exits with [`crate::command::EXIT_INCOMPLETE`].
 /// Call after [`print_json`] (without `--json` only the error matters).
 pub fn incomplete(
     inv: &mut Invocation<'_, '_>,

@@ -16,7 +16,7 @@
 //! Exit status as saquery's: 0, 5 (EIO) for an SA error status (with
 //! `ERROR: Query result returned ...` on stderr), 110 for a timeout,
 //! 22 / 64 for a bad or unknown LID or name, 255 without an SM. And one
-//! saquery does not have: 3 ([`crate::cli::EXIT_INCOMPLETE`]) when the
+//! saquery does not have: 3 ([`crate::command::EXIT_INCOMPLETE`]) when the
 //! table printed is incomplete — cut to its first MAD (ibsim,
 //! libumad2sim), or an all-pairs PathRecord table the built-in SA capped
 //! — with a line on stderr saying so (saquery prints the cut table and
