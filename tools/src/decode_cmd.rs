@@ -192,21 +192,9 @@ fn hex_mads(source: &str, bytes: &[u8]) -> Result<Inputs, CliError> {
 
 /// `mad decode`'s options, for [`crate::getopt`].
 const LONG: &[LongOpt<'static>] = &[
-    LongOpt {
-        name: "help",
-        has_arg: HasArg::No,
-        key: 'h' as i32,
-    },
-    LongOpt {
-        name: "json",
-        has_arg: HasArg::No,
-        key: 1,
-    },
-    LongOpt {
-        name: "pcap",
-        has_arg: HasArg::Required,
-        key: 2,
-    },
+    LongOpt::new("help", HasArg::No, 'h' as i32),
+    LongOpt::new("json", HasArg::No, 1),
+    LongOpt::new("pcap", HasArg::Required, 2),
 ];
 
 /// Parses `mad decode`'s arguments (getopt_long rules): `None` for

@@ -25,7 +25,7 @@
 //!
 //! ```
 //! use mad_tools::getopt::{getopt_long, HasArg, LongOpt};
-//! let long = [LongOpt { name: "timeout", has_arg: HasArg::Required, key: 't' as i32 }];
+//! let long = [LongOpt::new("timeout", HasArg::Required, 't' as i32)];
 //! let args: Vec<String> = ["5", "--time=10", "-v"].map(String::from).to_vec();
 //! let m = getopt_long("prog", &args, "t:v", &long).unwrap();
 //! assert_eq!(m.opts, vec![('t' as i32, Some("10".into())), ('v' as i32, None)]);
@@ -53,6 +53,14 @@ pub struct LongOpt<'a> {
     pub has_arg: HasArg,
     /// What `getopt_long` returns for it (`val`).
     pub key: i32,
+}
+
+impl<'a> LongOpt<'a> {
+    /// `{ name, has_arg, NULL, key }`.
+    #[must_use]
+    pub const fn new(name: &'a str, has_arg: HasArg, key: i32) -> Self {
+        Self { name, has_arg, key }
+    }
 }
 
 /// The key a non-option gets when the option string starts with `-`.
@@ -257,21 +265,9 @@ mod tests {
     use super::*;
 
     const LONG: &[LongOpt<'static>] = &[
-        LongOpt {
-            name: "verbose",
-            has_arg: HasArg::No,
-            key: 'v' as i32,
-        },
-        LongOpt {
-            name: "verify",
-            has_arg: HasArg::Required,
-            key: 'f' as i32,
-        },
-        LongOpt {
-            name: "color",
-            has_arg: HasArg::Optional,
-            key: 2,
-        },
+        LongOpt::new("verbose", HasArg::No, 'v' as i32),
+        LongOpt::new("verify", HasArg::Required, 'f' as i32),
+        LongOpt::new("color", HasArg::Optional, 2),
     ];
 
     fn run(args: &[&str], short: &str) -> Result<Matches, String> {

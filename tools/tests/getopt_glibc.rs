@@ -54,56 +54,16 @@ int main(int argc, char **argv) {
 "#;
 
 const LONG: &[LongOpt<'static>] = &[
-    LongOpt {
-        name: "Ca",
-        has_arg: HasArg::Required,
-        key: 'C' as i32,
-    },
-    LongOpt {
-        name: "Port",
-        has_arg: HasArg::Required,
-        key: 'P' as i32,
-    },
-    LongOpt {
-        name: "Direct",
-        has_arg: HasArg::No,
-        key: 'D' as i32,
-    },
-    LongOpt {
-        name: "timeout",
-        has_arg: HasArg::Required,
-        key: 't' as i32,
-    },
-    LongOpt {
-        name: "verbose",
-        has_arg: HasArg::No,
-        key: 'v' as i32,
-    },
-    LongOpt {
-        name: "version",
-        has_arg: HasArg::No,
-        key: 'V' as i32,
-    },
-    LongOpt {
-        name: "node-name-map",
-        has_arg: HasArg::Required,
-        key: 1,
-    },
-    LongOpt {
-        name: "node-name",
-        has_arg: HasArg::Required,
-        key: 1,
-    },
-    LongOpt {
-        name: "color",
-        has_arg: HasArg::Optional,
-        key: 2,
-    },
-    LongOpt {
-        name: "json",
-        has_arg: HasArg::No,
-        key: 1000,
-    },
+    LongOpt::new("Ca", HasArg::Required, 'C' as i32),
+    LongOpt::new("Port", HasArg::Required, 'P' as i32),
+    LongOpt::new("Direct", HasArg::No, 'D' as i32),
+    LongOpt::new("timeout", HasArg::Required, 't' as i32),
+    LongOpt::new("verbose", HasArg::No, 'v' as i32),
+    LongOpt::new("version", HasArg::No, 'V' as i32),
+    LongOpt::new("node-name-map", HasArg::Required, 1),
+    LongOpt::new("node-name", HasArg::Required, 1),
+    LongOpt::new("color", HasArg::Optional, 2),
+    LongOpt::new("json", HasArg::No, 1000),
 ];
 
 const SHORT: &str = "C:P:Dt:vVc::";

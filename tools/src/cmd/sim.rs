@@ -61,41 +61,13 @@ const K_JSON: i32 = 5;
 
 /// `mad sim`'s options, for [`crate::getopt`].
 const LONG: &[LongOpt<'static>] = &[
-    LongOpt {
-        name: "help",
-        has_arg: HasArg::No,
-        key: 'h' as i32,
-    },
-    LongOpt {
-        name: "quiet",
-        has_arg: HasArg::No,
-        key: 'q' as i32,
-    },
-    LongOpt {
-        name: "no-sa",
-        has_arg: HasArg::No,
-        key: K_NO_SA,
-    },
-    LongOpt {
-        name: "json",
-        has_arg: HasArg::No,
-        key: K_JSON,
-    },
-    LongOpt {
-        name: "seed",
-        has_arg: HasArg::Required,
-        key: K_SEED,
-    },
-    LongOpt {
-        name: "script",
-        has_arg: HasArg::Required,
-        key: K_SCRIPT,
-    },
-    LongOpt {
-        name: "serve",
-        has_arg: HasArg::Required,
-        key: K_SERVE,
-    },
+    LongOpt::new("help", HasArg::No, 'h' as i32),
+    LongOpt::new("quiet", HasArg::No, 'q' as i32),
+    LongOpt::new("no-sa", HasArg::No, K_NO_SA),
+    LongOpt::new("json", HasArg::No, K_JSON),
+    LongOpt::new("seed", HasArg::Required, K_SEED),
+    LongOpt::new("script", HasArg::Required, K_SCRIPT),
+    LongOpt::new("serve", HasArg::Required, K_SERVE),
 ];
 
 /// Parses `mad sim`'s arguments (getopt_long rules).
