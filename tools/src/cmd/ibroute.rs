@@ -432,12 +432,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         .args
         .get(2)
         .map_or(0, |a| crate::cnum::c_strtoul(a) as u32);
-    let map_file = p
-        .custom
-        .iter()
-        .rev()
-        .find(|(k, _)| *k == KEY_NODE_NAME_MAP)
-        .and_then(|(_, v)| v.clone());
+    let map_file = p.value(KEY_NODE_NAME_MAP).map(str::to_owned);
     let names = ibdiag::open_name_map(inv, map_file.as_deref()).unwrap_or_default();
     let o = Opts {
         brief: p.has('n' as i32),

@@ -67,13 +67,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         examples: EXAMPLES,
     };
     let p = ibdiag::parse(inv, &spec)?;
-    let val = |k: i32| {
-        p.custom
-            .iter()
-            .rev()
-            .find(|(key, _)| *key == k)
-            .and_then(|(_, v)| v.clone())
-    };
+    let val = |k: i32| p.value(k).map(str::to_owned);
     let ports_file = val(KEY_PORTS_FILE);
     if p.args.len() < 2 && ports_file.is_none() {
         return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &spec)));

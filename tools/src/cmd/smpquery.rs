@@ -435,12 +435,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         common_opts.dest_type = DestType::DrSlid;
     }
     let extended = p.has(KEY_EXTENDED);
-    let map_file = p
-        .custom
-        .iter()
-        .rev()
-        .find(|(k, _)| *k == KEY_NODE_NAME_MAP)
-        .and_then(|(_, v)| v.clone());
+    let map_file = p.value(KEY_NODE_NAME_MAP).map(str::to_owned);
     if p.args.len() < 2 {
         return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &spec)));
     }

@@ -200,6 +200,17 @@ impl Parsed {
     pub fn has(&self, key: OptKey) -> bool {
         self.custom.iter().any(|(k, _)| *k == key)
     }
+
+    /// The value of the tool's option `key` given last (as a getopt loop
+    /// that assigns `optarg` keeps it), if given.
+    #[must_use]
+    pub fn value(&self, key: OptKey) -> Option<&str> {
+        self.custom
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.as_deref())
+    }
 }
 
 /// `pretty_print`: word-wraps `s` from column `start` to `width`.
