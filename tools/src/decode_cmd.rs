@@ -1,6 +1,7 @@
 //! `mad decode`: print every field of MADs given as hex text or a pcap file.
 
-use crate::cli::{CliError, Io};
+use crate::command::{CliError, Io};
+use crate::getopt::{getopt_long, HasArg, LongOpt};
 use crate::hex::parse_hex_mads;
 use crate::json::{Json, JsonExt};
 use crate::limits::MAX_DECODE_INPUT_LEN;
@@ -189,40 +190,40 @@ fn hex_mads(source: &str, bytes: &[u8]) -> Result<Inputs, CliError> {
     Ok((mads, Vec::new()))
 }
 
+/// `mad decode`'s options, for [`crate::getopt`].
+const LONG: &[LongOpt<'static>] = &[
+    LongOpt::new("help", HasArg::No, 'h' as i32),
+    LongOpt::new("json", HasArg::No, 1),
+    LongOpt::new("pcap", HasArg::Required, 2),
+];
+
+/// Parses `mad decode`'s arguments (getopt_long rules): `None` for
+/// `--help`.
 fn parse_args(args: &[String]) -> Result<Option<(bool, Input)>, CliError> {
+    let m = getopt_long("decode", args, "h", LONG)
+        .map_err(|e| CliError::Usage(e.trim_end().to_owned()))?;
     let mut json = false;
-    let mut input: Option<Input> = None;
-    let set = |input: &mut Option<Input>, i: Input| -> Result<(), CliError> {
-        if input.is_some() {
-            return Err(CliError::Usage(
-                "decode takes one input: --pcap FILE, FILE or -".into(),
-            ));
-        }
-        *input = Some(i);
-        Ok(())
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--json" => json = true,
-            "--pcap" => {
-                let f = it
-                    .next()
-                    .ok_or_else(|| CliError::Usage("--pcap needs a FILE".into()))?;
-                set(&mut input, Input::Pcap(f.clone()))?;
-            }
-            "-" => set(&mut input, Input::Stdin)?,
-            s if s.starts_with("--pcap=") => {
-                set(&mut input, Input::Pcap(s["--pcap=".len()..].to_owned()))?;
-            }
-            s if s.starts_with('-') => {
-                return Err(CliError::Usage(format!("decode: unknown option {s:?}")));
-            }
-            s => set(&mut input, Input::File(s.to_owned()))?,
+    let mut inputs = Vec::new();
+    for (key, v) in m.opts {
+        match (key, v) {
+            (1, _) => json = true,
+            (2, Some(f)) => inputs.push(Input::Pcap(f)),
+            _ => return Ok(None),
         }
     }
-    Ok(Some((json, input.unwrap_or(Input::Stdin))))
+    inputs.extend(m.operands.into_iter().map(|a| {
+        if a == "-" {
+            Input::Stdin
+        } else {
+            Input::File(a)
+        }
+    }));
+    if inputs.len() > 1 {
+        return Err(CliError::Usage(
+            "decode takes one input: --pcap FILE, FILE or -".into(),
+        ));
+    }
+    Ok(Some((json, inputs.pop().unwrap_or(Input::Stdin))))
 }
 
 /// Reads `mad decode`'s input file, at most

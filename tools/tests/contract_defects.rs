@@ -8,6 +8,9 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod mad_cli;
+use mad_cli::text;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
@@ -17,16 +20,7 @@ use serde_json::Value;
 const INCOMPLETE: i32 = 3;
 
 fn mad(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mad"))
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run mad")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    mad_cli::mad_with(args, b"", env)
 }
 
 fn tmp(name: &str) -> PathBuf {

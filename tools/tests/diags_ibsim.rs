@@ -31,22 +31,20 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod sm_lite;
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mad_agents::smp::{SmpClient, SmpTarget};
 use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::IbSimTransport;
-use mad_core::transport::Transport;
 use mad_core::wire::attr::NodeType;
-use mad_sim::sm::{SmConfig, SmDriver, SmEvent, SubnetManager};
+use mad_sim::sm::SmConfig;
+use sm_lite::RunningSm;
 use support::opensm::{sbin, OpenSm};
 use support::{IbSim, UMAD2SIM};
 
@@ -600,66 +598,6 @@ fn every_shared_topology_is_covered() {
 
 // ------------------------------------------------------------- SM-lite
 
-/// SM-lite on its own thread over madstack's ibsim transport, at the
-/// first node (as tests/sm_ibsim.rs runs it).
-struct RunningSm {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl RunningSm {
-    fn start(sim: &IbSim, node: &str) -> RunningSm {
-        let mut tc = sim.config().node(node);
-        tc.issm = true;
-        let mut t = IbSimTransport::attach(tc).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::channel();
-        let stop2 = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut sm = SubnetManager::new(SmConfig::default(), t.port_attrs());
-            let mut drv = SmDriver::new();
-            sm.start(Instant::now());
-            while !stop2.load(Ordering::Relaxed) {
-                let now = Instant::now();
-                let busy = drv.pump(&mut sm, &mut t, now).unwrap();
-                while let Some(e) = sm.poll_event() {
-                    let _ = tx.send(e);
-                }
-                if !busy {
-                    let wait = sm
-                        .poll_timeout()
-                        .map_or(Duration::from_millis(10), |d| {
-                            d.saturating_duration_since(Instant::now())
-                        })
-                        .min(Duration::from_millis(10));
-                    t.wait_readable(wait).unwrap();
-                }
-            }
-        });
-        let end = Instant::now() + Duration::from_secs(60);
-        loop {
-            match rx.recv_timeout(end.saturating_duration_since(Instant::now())) {
-                Ok(SmEvent::SubnetUp) => break,
-                Ok(_) => {}
-                Err(_) => panic!("SM-lite: no SubnetUp in 60 s"),
-            }
-        }
-        RunningSm {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for RunningSm {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 #[test]
 fn with_sm_lite_as_the_sm_outputs_are_byte_identical() {
     if !ready() {
@@ -668,7 +606,13 @@ fn with_sm_lite_as_the_sm_outputs_are_byte_identical() {
     for (file, first) in [("net", "Switch1"), ("net.2sw2path4hca", "Switch1")] {
         let bins = Bins::new(&format!("smlite-{file}"));
         let sim = IbSim::start(topologies_dir().join(file));
-        let _sm = RunningSm::start(&sim, first);
+        let _sm = RunningSm::start(
+            &sim,
+            first,
+            SmConfig::default(),
+            Duration::from_secs(60),
+            false,
+        );
         let l = layout(&sim);
         let mut c = Checker {
             sim: &sim,

@@ -16,20 +16,17 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod sm_lite;
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use mad_core::transport::ibsim::IbSimTransport;
-use mad_core::transport::Transport;
-use mad_sim::sm::{SmConfig, SmDriver, SmEvent, SubnetManager};
+use mad_sim::sm::SmConfig;
+use sm_lite::RunningSm;
 use support::opensm::{require_sbin, sbin, OpenSm};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS};
 
@@ -208,68 +205,20 @@ fn first_node(netfile: &Path) -> String {
         .unwrap()
 }
 
-/// SM-lite over the ibsim transport in a thread, until SubnetUp.
-struct RunningSm {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl RunningSm {
-    fn bring_up(sim: &IbSim) -> Self {
-        let mut tc = sim.config().node(first_node(sim.netfile()));
-        tc.issm = true;
-        let mut t = IbSimTransport::attach(tc).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::channel();
-        let stop2 = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let cfg = SmConfig {
-                timeout: Duration::from_secs(1),
-                ..SmConfig::default()
-            };
-            let mut sm = SubnetManager::new(cfg, t.port_attrs());
-            let mut drv = SmDriver::new();
-            sm.start(Instant::now());
-            while !stop2.load(Ordering::Relaxed) {
-                let busy = drv.pump(&mut sm, &mut t, Instant::now()).unwrap();
-                while let Some(e) = sm.poll_event() {
-                    let _ = tx.send(e);
-                }
-                if !busy {
-                    let wait = sm
-                        .poll_timeout()
-                        .map_or(Duration::from_millis(10), |d| {
-                            d.saturating_duration_since(Instant::now())
-                        })
-                        .min(Duration::from_millis(10));
-                    t.wait_readable(wait).unwrap();
-                }
-            }
-        });
-        let end = Instant::now() + Duration::from_secs(180);
-        let mut seen = Vec::new();
-        loop {
-            match rx.recv_timeout(end.saturating_duration_since(Instant::now())) {
-                Ok(SmEvent::SubnetUp) => break,
-                Ok(SmEvent::Error(e)) => panic!("SM-lite error: {e:?}"),
-                Ok(e) => seen.push(e),
-                Err(_) => panic!("SM-lite: no SubnetUp; events {seen:?}\n{}", sim.output()),
-            }
-        }
-        Self {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for RunningSm {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// SM-lite at the first node, as SM-lite brings a fabric up for these
+/// comparisons (1 s SMP timeout, 180 s to come up, an error fails).
+fn bring_up_sm(sim: &IbSim) -> RunningSm {
+    let cfg = SmConfig {
+        timeout: Duration::from_secs(1),
+        ..SmConfig::default()
+    };
+    RunningSm::start(
+        sim,
+        &first_node(sim.netfile()),
+        cfg,
+        Duration::from_secs(180),
+        true,
+    )
 }
 
 /// Every comparison on one topology: unconfigured, then after SM-lite.
@@ -293,7 +242,7 @@ fn identical_on(name: &str) {
         String::from_utf8_lossy(&o.stderr)
     );
 
-    let sm = RunningSm::bring_up(&sim);
+    let sm = bring_up_sm(&sim);
     // Stop SM-lite once the subnet is up: its state stays in ibsim.
     drop(sm);
     for args in OPTION_SETS_SM {
@@ -468,7 +417,7 @@ fn json_agrees_with_the_text() {
         return;
     }
     let sim = IbSim::start(topologies_dir().join("net.2sw2path4hca2port"));
-    drop(RunningSm::bring_up(&sim));
+    drop(bring_up_sm(&sim));
     let t = text(&ours(&sim, &["ibnetdiscover"]));
     let parsed = ibnetdiscover::parse(&t).unwrap();
     let lids = ibnetdiscover_lids(&t);
@@ -591,7 +540,7 @@ fn sweep_counters_equal_perfquery() {
         return;
     }
     let sim = IbSim::start(topologies_dir().join("net.2sw2path4hca2port"));
-    drop(RunningSm::bring_up(&sim));
+    drop(bring_up_sm(&sim));
     // (lid, port) of every port the sweep reads, from its JSON.
     let read = || -> serde_json::Value {
         let o = ours(&sim, &["sweep", "--json"]);

@@ -9,22 +9,15 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod mad_cli;
+
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
 fn mad(args: &[&str], stdin: &str) -> Output {
-    use std::io::Write as _;
-    let mut c = Command::new(env!("CARGO_BIN_EXE_mad"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run mad");
-    let _ = c.stdin.take().expect("stdin").write_all(stdin.as_bytes());
-    c.wait_with_output().expect("wait for mad")
+    mad_cli::mad_with(args, stdin.as_bytes(), &[])
 }
 
 fn schema(command: &str) -> Value {

@@ -11,26 +11,13 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod mad_cli;
+use mad_cli::{mad as run, text, MAD};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
 use mad_core::pcap::{Direction, PcapReader};
-
-fn mad_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_mad")
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(mad_bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// `mad --sim ARGS`: (stdout, stderr, exit status).
 fn sim(args: &[&str]) -> (String, String, i32) {
@@ -418,7 +405,7 @@ fn bad_input_gives_the_diags_errors_and_never_a_panic() {
 fn tool_named_symlinks_run_their_command_with_the_transport_options_anywhere() {
     let dir = temp_dir("symlinks");
     for name in ["smpquery", "sminfo", "perfquery"] {
-        std::os::unix::fs::symlink(mad_bin(), dir.join(name)).unwrap();
+        std::os::unix::fs::symlink(MAD, dir.join(name)).unwrap();
     }
     let via_mad = ok(&["smpquery", "nodeinfo", "4"]);
     let o = Command::new(dir.join("smpquery"))

@@ -29,8 +29,9 @@ use mad_cm::{AcceptParams, CmConfig, CmEvent, CmPath, ConnId, ConnInfo, ConnectP
 use mad_core::wire::cm::cma::{self, PortSpace};
 use mad_core::wire::cm::RejectReason;
 
-use super::common::{self, Opt, ToolSpec};
-use crate::cli::{CliError, Invocation};
+use crate::cnum::c_strtoul_full;
+use crate::command::{CliError, Invocation};
+use crate::ibdiag::{self, Opt, ToolSpec};
 use crate::session::sim::SimFabric;
 use crate::session::Backend;
 
@@ -96,12 +97,12 @@ const SPEC: ToolSpec<'static> = ToolSpec {
 /// Usage errors, no port, and a connection that was not made and ended
 /// cleanly.
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let p = common::parse(inv, &SPEC)?;
+    let p = ibdiag::parse(inv, &SPEC)?;
     let mut sid = cma::service_id(PortSpace::Tcp, 7471);
     let (mut reject, mut qpn, mut hold, mut count, mut wait) = (None, 1u32, 0u64, 1u64, 30u64);
     for (k, v) in &p.custom {
         let text = v.as_deref().unwrap_or("");
-        let n = common::c_strtoul_full(text)
+        let n = c_strtoul_full(text)
             .ok_or_else(|| CliError::Usage(format!("cm: {text:?} is not a number")))?;
         match *k {
             k if k == i32::from(b'S') => sid = n,
@@ -118,7 +119,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         ));
     }
     let deadline = Instant::now() + Duration::from_secs(wait);
-    let mut session = common::open_session(inv, &p.common)?;
+    let mut session = ibdiag::open_session(inv, &p.common)?;
     let cm = CmService::start(session.runtime(), CmConfig::default())
         .map_err(|e| CliError::Failed(format!("cm: {e}")))?;
     let r = match (p.args.first().map(String::as_str), p.args.get(1)) {
@@ -142,7 +143,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             };
             let dlid = match (d, &peer) {
                 (_, Some(p)) => p.lid,
-                (Some(d), None) => common::c_strtoul_full(d)
+                (Some(d), None) => c_strtoul_full(d)
                     .and_then(|v| u16::try_from(v).ok())
                     .ok_or_else(|| CliError::Usage(format!("cm: bad destination LID {d:?}")))?,
                 (None, None) => 0,

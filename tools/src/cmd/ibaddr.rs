@@ -7,9 +7,9 @@
 use mad_core::wire::attr::{NodeInfo, PortInfo};
 use mad_core::wire::AttributeId;
 
-use super::common::{self, Dest, Opt, ToolSpec};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::diags::dump;
+use crate::ibdiag::{self, Dest, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
 
 const OPTS: &[Opt] = &[
@@ -44,7 +44,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         usage_args: "[<lid|dr_path|guid>]",
         examples: EXAMPLES,
     };
-    let p = common::parse(inv, &spec)?;
+    let p = ibdiag::parse(inv, &spec)?;
     let (mut show_lid, mut show_gid) = (0i32, false);
     for (k, _) in &p.custom {
         match u8::try_from(*k).map(char::from).unwrap_or('\0') {
@@ -54,26 +54,22 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             _ => {}
         }
     }
-    let mut port = p.args.get(1).map_or(0, |a| common::c_strtoul(a) as u32);
+    let mut port = p
+        .args
+        .get(1)
+        .map_or(0, |a| crate::cnum::c_strtoul(a) as u32);
     if show_lid == 0 && !show_gid {
         show_lid = 1;
         show_gid = true;
     }
-    let mut session = common::open_session(inv, &p.common)?;
-    let dest = if let Some(a) = p.args.first() {
-        match common::resolve_dest(&mut session, &p.common, a, p.common.dest_type) {
-            Some(d) => d,
-            None => {
-                let _ = session.close();
-                return Err(CliError::IbExit(format!(
-                    "can't resolve destination port {a}"
-                )));
-            }
-        }
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = if let Some(a) = p.args.first() {
+        ibdiag::dest_arg(session, &p.common, a)?
     } else {
         let a = session.port_attrs();
         port = u32::from(a.port_num);
-        Dest::lid(a.lid)
+        let d = Dest::lid(a.lid);
+        (session, d)
     };
     let ni = session
         .smp()
@@ -87,7 +83,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let (ni, pi) = match (ni, pi) {
         (Ok(ni), Some(Ok(pi))) => (ni, pi),
         (Err(e), _) | (Ok(_), Some(Err(e))) => {
-            common::warn_failed(inv, &dest.text, &e);
+            ibdiag::warn_failed(inv, &dest.text, &e);
             return Err(CliError::IbExit("can't resolve requested address".into()));
         }
         (Ok(_), None) => return Err(CliError::IbExit("can't resolve requested address".into())),
@@ -101,11 +97,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         let j = Json::obj()
             .with("command", Json::String("ibaddr".into()))
             .with("gid", Json::String(dump::inet_ntop6(&gid)))
-            .with("port_guid", common::hex(ni.port_guid, 16))
+            .with("port_guid", ibdiag::hex(ni.port_guid, 16))
             .with("lid_start", Json::from(u64::from(lid)))
             .with("lid_end", Json::from(u64::from(end)))
             .with("lmc", Json::from(u64::from(pi.lmc)));
-        common::print_json(inv, &j);
+        ibdiag::print_json(inv, &j);
     } else {
         let mut s = String::new();
         if show_gid {

@@ -18,10 +18,10 @@
 
 use mad_core::wire::attr::NodeType;
 
-use super::common::{self, Common};
-use super::ibnetdiscover::{check_complete, limits, open_name_map, run_discovery};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::discover::format::{self, TopologyOptions};
+use crate::ibdiag::{self, Common};
+use crate::ibdiag::{check_complete, limits, open_name_map, run_discovery};
 use crate::json::{Json, JsonExt};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -59,11 +59,11 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                     return Err(usage(inv, which));
                 };
                 match a.as_str() {
-                    "-y" | "--m_key" => c.m_key = common::c_strtoul(v),
-                    "-P" | "--Port" => c.port = Some(common::parse_port_arg(v)),
+                    "-y" | "--m_key" => c.m_key = crate::cnum::c_strtoul(v),
+                    "-P" | "--Port" => c.port = Some(crate::cnum::parse_port_arg(v)),
                     "-C" | "--Ca" => c.ca = Some(v.clone()),
                     _ => {
-                        let ms = common::c_strtoul(v);
+                        let ms = crate::cnum::c_strtoul(v);
                         c.timeout_ms = u32::try_from(ms).ok().filter(|&m| m > 0);
                     }
                 }
@@ -95,7 +95,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
             (String::from_utf8_lossy(&t).into_owned(), None)
         }
         None => {
-            let session = match common::open_session(inv, &c) {
+            let session = match ibdiag::open_session(inv, &c) {
                 Ok(s) => s,
                 Err(CliError::IbExit(m)) => {
                     // ibnetdiscover's IBEXIT line is on its stdout, which
@@ -149,7 +149,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                             .map_or_else(|| n.clean_desc(), str::to_owned),
                     };
                     let mut j = Json::obj()
-                        .with("guid", common::hex(n.guid(), 16))
+                        .with("guid", ibdiag::hex(n.guid(), 16))
                         .with(
                             "type",
                             Json::String(
@@ -194,7 +194,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
                         .map(|(d, _)| d.to_owned());
                     arr.push(
                         Json::obj()
-                            .with("guid", guid.map_or(Json::Null, |g| common::hex(g, 16)))
+                            .with("guid", guid.map_or(Json::Null, |g| ibdiag::hex(g, 16)))
                             .with("type", Json::String(kind.to_owned()))
                             .with("num_ports", nports.map_or(Json::Null, Json::from))
                             .with("description", Json::opt_str(desc.as_deref())),
@@ -207,7 +207,7 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
             Which::Switches => "switches",
             Which::Routers => "routers",
         };
-        common::print_json(inv, &Json::obj().with(key, Json::Array(arr)));
+        ibdiag::print_json(inv, &Json::obj().with(key, Json::Array(arr)));
         return check_complete(inv, discovery.as_deref().unwrap_or(&[]));
     }
     let out = match which {

@@ -26,16 +26,16 @@
 //! Nodes and ports are those the text shows, in its order; `width` and
 //! `speed` are `null` on a port that is Down.
 
-use mad_core::wire::attr::{port_cap, NodeInfo, NodeType, PortInfo, PortState};
+use mad_core::wire::attr::{NodeInfo, NodeType, PortInfo, PortState};
 use mad_core::wire::AttributeId;
 
-use super::common::{self, Opt, ToolSpec};
-use super::ibnetdiscover::{limits, open_name_map, run_discovery};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::diags::dump;
 use crate::discover::model::{Fabric, Node, Port};
-use crate::discover::namemap::NameMap;
+use crate::ibdiag::{self, Opt, ToolSpec};
+use crate::ibdiag::{limits, link_str, max_msg, open_name_map, remap, run_discovery};
 use crate::json::{Json, JsonExt};
+use crate::namemap::NameMap;
 
 const OPT_NODE_NAME_MAP: i32 = 1;
 const OPT_SWITCHES_ONLY: i32 = 6;
@@ -44,13 +44,7 @@ const OPT_CAS_ONLY: i32 = 7;
 /// iblinkinfo's own options (the ones this implementation has), in its
 /// order.
 pub const OPTS: &[Opt] = &[
-    Opt::long(
-        "node-name-map",
-        OPT_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(OPT_NODE_NAME_MAP),
     Opt::new(
         "switch",
         'S',
@@ -119,14 +113,6 @@ pub struct LinkInfoOptions<'a> {
     pub name_map: Option<&'a NameMap>,
 }
 
-/// The name infiniband-diags shows for a node (`remap_node_name`): the
-/// map's name, else the description as libibnetdisc keeps it (every
-/// byte that is not printable ASCII a space).
-pub(crate) fn remap(node: &Node, map: Option<&NameMap>) -> String {
-    map.and_then(|m| m.get(node.guid()))
-        .map_or_else(|| node.clean_desc(), str::to_owned)
-}
-
 /// `%Ns`: right-aligned to `width` bytes (C pads by bytes, not chars).
 fn pad_left(s: &str, width: usize) -> String {
     format!("{}{s}", " ".repeat(width.saturating_sub(s.len())))
@@ -139,122 +125,6 @@ fn type_str(t: NodeType) -> &'static str {
         3 => "Router",
         _ => "??",
     }
-}
-
-/// The PortInfo whose CapabilityMask speaks for `node`'s ports: a
-/// switch's port 0's, a CA's or router's own.
-fn cap_info<'n>(node: &'n Node, port: &'n Port) -> Option<&'n PortInfo> {
-    if node.is_switch() {
-        node.port(0).and_then(|p| p.info.as_ref())
-    } else {
-        port.info.as_ref()
-    }
-}
-
-/// `get_max_width`: the widest width of a LinkWidthSupported set.
-fn max_width(w: u8) -> u8 {
-    let r = if w & 8 != 0 {
-        3
-    } else if w & 4 != 0 {
-        2
-    } else if w & 2 != 0 {
-        1
-    } else if w & 0x10 != 0 {
-        4
-    } else {
-        0
-    };
-    1 << r
-}
-
-/// `get_max`: the highest bit of `v` (1 for 0).
-fn max_bit(v: u8) -> u8 {
-    if v == 0 {
-        1
-    } else {
-        1 << (7 - v.leading_zeros())
-    }
-}
-
-/// `get_max_msg`: "Could be ..." for a link below what both ends
-/// support (width, speed). FDR10 support (Mellanox ExtendedPortInfo
-/// LinkSpeedSupported) is not read by discovery and counts as absent.
-pub(crate) fn max_msg(node: &Node, port: &Port, remote: &Port, rnode: &Node) -> (String, String) {
-    let zero = PortInfo::default();
-    let l = port.info.as_ref().unwrap_or(&zero);
-    let r = remote.info.as_ref().unwrap_or(&zero);
-    let mut width_msg = String::new();
-    let mw = max_width(l.link_width_supported & r.link_width_supported);
-    if mw & l.link_width_active == 0 {
-        width_msg = format!("Could be {}", dump::link_width(mw));
-    }
-    let cap = cap_info(node, port).map_or(0, |i| i.capability_mask);
-    let rcap = cap_info(rnode, remote).map_or(0, |i| i.capability_mask);
-    if cap & port_cap::HAS_EXT_SPEEDS != 0
-        && rcap & port_cap::HAS_EXT_SPEEDS != 0
-        && l.link_speed_ext_supported != 0
-        && r.link_speed_ext_supported != 0
-    {
-        let m = max_bit(l.link_speed_ext_supported & r.link_speed_ext_supported);
-        let speed_msg = if m & l.link_speed_ext_active == 0 {
-            format!("Could be {}", dump::link_speed_ext(m))
-        } else {
-            String::new()
-        };
-        return (width_msg, speed_msg);
-    }
-    let m = max_bit(l.link_speed_supported & r.link_speed_supported);
-    let speed_msg = if m & l.link_speed_active == 0 {
-        format!("Could be {}", dump::link_speed(m))
-    } else {
-        String::new()
-    };
-    (width_msg, speed_msg)
-}
-
-/// The `(width speed state/phys)` part of a port line, as `print_port`
-/// builds it; also the width and speed texts (`None` when Down).
-pub(crate) fn link_str(
-    node: &Node,
-    port: &Port,
-    additional: bool,
-) -> (String, Option<(String, String)>) {
-    let zero = PortInfo::default();
-    let pi = port.info.as_ref().unwrap_or(&zero);
-    let state = pi.port_state;
-    let st = dump::port_state(state.0);
-    let phys = dump::phys_port_state(pi.port_phys_state.0);
-    if state == PortState::DOWN {
-        return (format!("(              {st:>6}/{phys:>8})"), None);
-    }
-    let (mut width, mut speed, mut espeed) = (pi.link_width_active, pi.link_speed_active, 0);
-    match cap_info(node, port) {
-        Some(ci) => {
-            if ci.capability_mask & port_cap::HAS_EXT_SPEEDS != 0 {
-                espeed = pi.link_speed_ext_active;
-            }
-        }
-        None => {
-            width = 0;
-            speed = 0;
-        }
-    }
-    let speed_text = if espeed != 0 {
-        dump::link_speed_ext(espeed)
-    } else if port.ext_speed_active & 1 != 0 {
-        "10.0 Gbps (FDR10)".to_owned()
-    } else {
-        dump::link_speed(speed)
-    };
-    let width_text = dump::link_width(width);
-    let mut s = format!("({:>3} {:>18} {st:>6}/{phys:>8})", width_text, speed_text);
-    if additional {
-        s.push_str(&format!(
-            " (HOQ:{} VL_Stall:{})",
-            pi.hoq_life, pi.vl_stall_count
-        ));
-    }
-    (s, Some((width_text, speed_text)))
 }
 
 /// One port as `print_port` prints it.
@@ -350,7 +220,7 @@ pub fn node_text(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>) -> String {
 
 fn node_json(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>) -> Json {
     let node = &f.nodes[idx];
-    let g = |v: u64| common::hex(v, 16);
+    let g = |v: u64| ibdiag::hex(v, 16);
     let mut ports = Vec::new();
     for p in shown_ports(node, o) {
         let zero = PortInfo::default();
@@ -415,7 +285,7 @@ enum Select {
 /// Bad options (usage, exit 2), no port (exit 1), a directed route that
 /// does not answer (exit 1), discovery failure (exit 1).
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let p = common::parse(inv, &SPEC)?;
+    let p = ibdiag::parse(inv, &SPEC)?;
     let mut o = LinkInfoOptions::default();
     let mut map_file: Option<String> = None;
     let mut guid_arg: Option<String> = None;
@@ -430,7 +300,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             ('l', _) => o.line = true,
             ('p', _) => o.additional = true,
             ('o', _) => {
-                let n = common::c_strtoul(val.as_deref().unwrap_or("0"));
+                let n = crate::cnum::c_strtoul(val.as_deref().unwrap_or("0"));
                 window = (n != 0).then(|| usize::try_from(n).unwrap_or(usize::MAX));
             }
             (_, OPT_NODE_NAME_MAP) => map_file.clone_from(val),
@@ -439,7 +309,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             _ => {}
         }
     }
-    let mut session = match common::open_session(inv, &p.common) {
+    let mut session = match ibdiag::open_session(inv, &p.common) {
         Ok(s) => s,
         Err(CliError::IbExit(_)) => {
             return Err(CliError::Stderr(
@@ -458,13 +328,13 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let pid = std::process::id();
     let select = if let Some(path) = &dr_arg {
         // The node at the end of the route must answer NodeInfo.
-        let ni = common::str2drpath(path)
-            .and_then(|v| common::Dest::dr(&v))
+        let ni = ibdiag::str2drpath(path)
+            .and_then(|v| ibdiag::Dest::dr(&v))
             .and_then(|d| {
-                match common::smp_get::<NodeInfo>(&session, &d, AttributeId::NODE_INFO, 0) {
+                match ibdiag::smp_get::<NodeInfo>(&session, &d, AttributeId::NODE_INFO, 0) {
                     Ok(ni) => Some(ni),
                     Err(e) => {
-                        common::warn_failed(inv, &d.text, &e);
+                        ibdiag::warn_failed(inv, &d.text, &e);
                         None
                     }
                 }
@@ -478,8 +348,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         };
         Select::Port(ni.port_guid, path.clone(), only)
     } else if let Some(g) = &guid_arg {
-        let guid = common::c_strtoul(g);
-        if guid == 0 || common::resolve_guid(&mut session, &p.common, guid).is_none() {
+        let guid = crate::cnum::c_strtoul(g);
+        if guid == 0 || ibdiag::resolve_guid(&mut session, &p.common, guid).is_none() {
             if session.port_attrs().sm_lid == 0 {
                 inv.io.err(&format!(
                     "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
@@ -527,7 +397,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             .filter(|&&i| shown_ports(&f.nodes[i], &o).next().is_some())
             .map(|&i| node_json(f, i, &o))
             .collect();
-        common::print_json(inv, &Json::obj().with("nodes", Json::Array(arr)));
+        ibdiag::print_json(inv, &Json::obj().with("nodes", Json::Array(arr)));
         return Ok(());
     }
     let mut out = String::new();
@@ -541,17 +411,6 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn max_width_and_max_bit_pick_the_widest_and_fastest() {
-        assert_eq!(max_width(0b1011), 8);
-        assert_eq!(max_width(0b0011), 2);
-        assert_eq!(max_width(0x11), 16);
-        assert_eq!(max_width(0), 1);
-        assert_eq!(max_bit(7), 4);
-        assert_eq!(max_bit(0), 1);
-        assert_eq!(max_bit(1), 1);
-    }
 
     #[test]
     fn pad_left_counts_bytes_as_c_does() {

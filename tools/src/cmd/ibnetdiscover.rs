@@ -33,22 +33,15 @@
 //! their `lid` as the topology output shows it (a switch port: the
 //! switch's LID), `width` / `speed` as ibnetdiscover prints them.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use mad_core::wire::attr::NodeType;
 
-use super::common::{self, Opt, ToolSpec};
-use crate::cli::{CliError, Invocation};
-use crate::discover::agent::AgentExchange;
+use crate::command::{CliError, Invocation};
 use crate::discover::format::{self, ListMask, TopologyOptions};
-use crate::discover::gather::{GatherOptions, GatherProgress, QueryFailure};
-use crate::discover::model::{dr_path_str, Fabric};
-use crate::discover::namemap::NameMap;
-use crate::discover::progress::Progress;
-use crate::discover::{self, Discovery, Limits};
+use crate::discover::model::Fabric;
+use crate::discover::Discovery;
+use crate::ibdiag::{self, check_complete, limits, open_name_map, run_discovery, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
-use crate::session::Session;
+use crate::namemap::NameMap;
 
 const OPT_NODE_NAME_MAP: i32 = 1;
 const OPT_CACHE: i32 = 2;
@@ -77,13 +70,7 @@ pub const OPTS: &[Opt] = &[
         "list of connected switches",
     ),
     Opt::new("Router_list", 'R', false, None, "list of connected routers"),
-    Opt::long(
-        "node-name-map",
-        OPT_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(OPT_NODE_NAME_MAP),
     Opt::long(
         "cache",
         OPT_CACHE,
@@ -137,124 +124,6 @@ pub const SPEC: ToolSpec<'static> = ToolSpec {
     examples: &[],
 };
 
-/// SMPs in flight on the port unless `-o` says otherwise.
-pub const DEFAULT_WINDOW: usize = 256;
-/// SMPs in flight to one node.
-pub const PER_NODE: usize = 4;
-/// libibnetdisc's retries (`DEFAULT_RETRIES`).
-pub const RETRIES: u32 = 3;
-
-/// Discovers the fabric through `session`'s stack, with a progress line
-/// on a terminal's stderr. Failed queries are reported on stderr.
-///
-/// # Errors
-/// `IBEXIT("discover failed")` after saying why on stderr.
-pub fn run_discovery(
-    inv: &mut Invocation<'_, '_>,
-    session: &Session,
-    limits: Limits,
-    m_key: u64,
-    show: bool,
-) -> Result<Discovery, CliError> {
-    let mut ex = AgentExchange::new(session.runtime()).map_err(|e| {
-        inv.io.err(&format!("{}: {e}\n", inv.prog));
-        CliError::IbExit("discover failed".into())
-    })?;
-    let opts = GatherOptions {
-        limits,
-        m_key,
-        mlx_epi: true,
-    };
-    let mut bar = Progress::stderr("discovering");
-    let mut on_progress = |p: &GatherProgress| {
-        bar.update(
-            p.nodes as u64,
-            None,
-            &format!(
-                "nodes ({} switches), {} SMPs answered, {} pending",
-                p.switches, p.answered, p.pending
-            ),
-        );
-    };
-    let r = discover::discover(&mut ex, &opts, show, &mut on_progress);
-    bar.finish();
-    match r {
-        Ok(d) => {
-            for f in &d.failures {
-                inv.io.err(&format!(
-                    "{}: warning: {} Attr 0x{:x}:{}: {}\n",
-                    inv.prog,
-                    dr_path_str(&f.path),
-                    f.attr.0,
-                    f.attr_mod,
-                    f.reason
-                ));
-            }
-            Ok(d)
-        }
-        Err(e) => {
-            inv.io.err(&format!("{}: {e}\n", inv.prog));
-            Err(CliError::IbExit("discover failed".into()))
-        }
-    }
-}
-
-/// `Ok` when discovery got an answer to every query it sent; otherwise
-/// the result (already printed) is marked incomplete: which queries went
-/// unanswered (`missing`, in JSON), a line on stderr, and exit status
-/// [`crate::cli::EXIT_INCOMPLETE`] (ibnetdiscover exits 0 there, its
-/// output silently short of what lies behind those routes).
-///
-/// # Errors
-/// [`CliError::Incomplete`] when some query failed.
-pub fn check_complete(
-    inv: &mut Invocation<'_, '_>,
-    failures: &[QueryFailure],
-) -> Result<(), CliError> {
-    if failures.is_empty() {
-        return Ok(());
-    }
-    let items: Vec<String> = failures
-        .iter()
-        .map(|f| {
-            let mut path = String::from("0");
-            for h in &f.path {
-                path.push_str(&format!(",{h}"));
-            }
-            format!(
-                "DR path {path} Attr 0x{:x}:{}: {}",
-                f.attr.0, f.attr_mod, f.reason
-            )
-        })
-        .collect();
-    let n = items.len();
-    let message = format!(
-        "discovery incomplete: {n} {} went unanswered (the warnings above name them); \
-         the nodes and links behind {} are missing from the output. Try a longer \
-         timeout (-t MS), or check those links",
-        if n == 1 { "query" } else { "queries" },
-        if n == 1 { "it" } else { "them" }
-    );
-    Err(common::incomplete(
-        inv,
-        "queries",
-        Some(n as u64),
-        items,
-        message,
-    ))
-}
-
-/// The limits of a discovery: `-o` (window), `-t` (timeout).
-#[must_use]
-pub fn limits(window: Option<usize>, timeout_ms: Option<u32>) -> Limits {
-    Limits {
-        window: window.unwrap_or(DEFAULT_WINDOW).max(1),
-        per_dest: PER_NODE,
-        timeout: Duration::from_millis(u64::from(timeout_ms.unwrap_or(1000))),
-        retries: RETRIES,
-    }
-}
-
 fn type_word(t: NodeType) -> &'static str {
     match t.0 {
         1 => "Ca",
@@ -280,7 +149,7 @@ fn width_speed(
 /// The `--json` form of a discovered fabric (see the module docs).
 #[must_use]
 pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
-    let g = |v: u64| common::hex(v, 16);
+    let g = |v: u64| ibdiag::hex(v, 16);
     let name = |i: usize| {
         let n = &f.nodes[i];
         map.and_then(|m| m.get(n.guid()))
@@ -349,8 +218,8 @@ pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
                 .with("type", Json::String(type_word(n.node_type()).into()))
                 .with("description", Json::String(name(i)))
                 .with("num_ports", Json::from(u64::from(n.num_ports())))
-                .with("vendor_id", common::hex(u64::from(n.info.vendor_id), 6))
-                .with("device_id", common::hex(u64::from(n.info.device_id), 4))
+                .with("vendor_id", ibdiag::hex(u64::from(n.info.vendor_id), 6))
+                .with("device_id", ibdiag::hex(u64::from(n.info.device_id), 4))
                 .with("system_image_guid", g(n.info.system_image_guid))
                 .with("port_guid", g(n.info.port_guid))
                 .with("lid", Json::from(u64::from(n.smalid)))
@@ -386,24 +255,13 @@ pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
         )
 }
 
-/// Opens the node name map as infiniband-diags does (warnings on
-/// stderr, then no map).
-pub fn open_name_map(inv: &mut Invocation<'_, '_>, path: Option<&str>) -> Option<NameMap> {
-    let p = path.map(PathBuf::from);
-    let (map, warning) = NameMap::open(p.as_deref());
-    if let Some(w) = warning {
-        inv.io.err(&format!("{w}\n"));
-    }
-    map
-}
-
 /// Runs `ibnetdiscover`.
 ///
 /// # Errors
 /// Bad options (usage), no port, discovery failure (`IBEXIT`), an
 /// unwritable output file.
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let p = common::parse(inv, &SPEC)?;
+    let p = ibdiag::parse(inv, &SPEC)?;
     let mut full = false;
     let mut show = false;
     let mut group = false;
@@ -439,7 +297,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             ('p', _) => ports = true,
             ('m', _) => max_hops = true,
             ('o', _) => {
-                let n = common::c_strtoul(val.as_deref().unwrap_or("0"));
+                let n = crate::cnum::c_strtoul(val.as_deref().unwrap_or("0"));
                 // 0 means libibnetdisc's default; ours is the window.
                 window = (n != 0).then(|| usize::try_from(n).unwrap_or(usize::MAX));
             }
@@ -455,7 +313,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     }
     let outfile = p.args.first().cloned();
     let map = open_name_map(inv, map_file.as_deref());
-    let session = common::open_session(inv, &p.common)?;
+    let session = ibdiag::open_session(inv, &p.common)?;
     let lim = limits(window, p.common.timeout_ms);
     let d = run_discovery(inv, &session, lim, p.common.m_key, show)?;
     let _ = session.close();
@@ -468,11 +326,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             d.stats.answered,
             d.stats.retries,
             d.stats.max_in_flight,
-            common::human_duration(d.elapsed)
+            ibdiag::human_duration(d.elapsed)
         ));
     }
     if p.common.json {
-        common::print_json(inv, &fabric_json(f, map.as_ref(), &d));
+        ibdiag::print_json(inv, &fabric_json(f, map.as_ref(), &d));
         return check_complete(inv, &d.failures);
     }
     // --show lines go out while discovering, before everything else.

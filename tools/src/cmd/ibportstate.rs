@@ -19,11 +19,11 @@ use mad_core::wire::attr::{NodeInfo, NodeType, PortInfo};
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::AttributeId;
 
-use super::common::{self, Dest, ToolSpec};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::diags::dump::{self, field};
 use crate::diags::smp::NOT_DISPLAYED;
 use crate::diags::PortIdText;
+use crate::ibdiag::{self, Dest, ToolSpec};
 use crate::json::{Json, JsonExt};
 use crate::session::{Backend, Session};
 
@@ -133,7 +133,7 @@ fn parse_ops(words: &[String]) -> Result<Args, CliError> {
                 "{name} requires an additional parameter"
             )));
         };
-        let val = common::c_strtoul(vs);
+        let val = crate::cnum::c_strtoul(vs);
         let bad = |what: &str| Err(CliError::IbExit(format!("invalid {what} value {val}")));
         match op {
             PortOp::Speed if val > 15 => return bad("speed"),
@@ -149,7 +149,7 @@ fn parse_ops(words: &[String]) -> Result<Args, CliError> {
                 return Err(CliError::IbExit(format!("invalid smlid value 0x{val:x}")))
             }
             PortOp::Lmc if val > 7 => return bad("lmc"),
-            PortOp::MKey if common::c_strtoul_full(vs).is_none() => {
+            PortOp::MKey if crate::cnum::c_strtoul_full(vs).is_none() => {
                 return Err(CliError::IbExit("Bad new M_Key\n".into()))
             }
             PortOp::MKeyLease if val > 0xFFFF => {
@@ -272,13 +272,13 @@ fn get_port_info(
 ) -> Result<(PortInfo, bool), &'static str> {
     let cap_from = if is_switch {
         Some(
-            common::smp_get::<PortInfo>(s, d, AttributeId::PORT_INFO, 0)
+            ibdiag::smp_get::<PortInfo>(s, d, AttributeId::PORT_INFO, 0)
                 .map_err(|_| "smp query port 0 portinfo failed")?,
         )
     } else {
         None
     };
-    let pi = common::smp_get::<PortInfo>(s, d, AttributeId::PORT_INFO, port as u32)
+    let pi = ibdiag::smp_get::<PortInfo>(s, d, AttributeId::PORT_INFO, port as u32)
         .map_err(|_| "smp query portinfo failed")?;
     let cap = cap_from.as_ref().unwrap_or(&pi).capability_mask;
     Ok((
@@ -327,9 +327,9 @@ fn work(
         &dest.text, &pi, portnum, espeed_cap, is_switch, show_keys,
     ));
     o.json
-        .push("port_info", common::portinfo_json(&pi, show_keys));
+        .push("port_info", ibdiag::portinfo_json(&pi, show_keys));
     if mlnx_epi(ni.vendor_id, ni.device_id) {
-        let r = s.smp().get::<super::smpquery::RawSmpData>(
+        let r = s.smp().get::<crate::ibdiag::RawSmpData>(
             &dest.target,
             AttributeId(0xFF90),
             portnum as u32,
@@ -407,7 +407,7 @@ fn work(
                     &dest.text, &after, portnum, espeed_cap, is_switch, show_keys,
                 ));
                 o.json
-                    .push("after_set", common::portinfo_json(&after, show_keys));
+                    .push("after_set", ibdiag::portinfo_json(&after, show_keys));
             }
             Err(e) => {
                 if std::env::var_os("MAD_DEBUG").is_some() {
@@ -442,12 +442,12 @@ fn work(
             }
         };
         let mut peer_q = peer.clone();
-        let mut pni = common::smp_get::<NodeInfo>(s, &peer_q, AttributeId::NODE_INFO, 0);
+        let mut pni = ibdiag::smp_get::<NodeInfo>(s, &peer_q, AttributeId::NODE_INFO, 0);
         if pni.is_err() && dest.lid != 0 && matches!(s.backend(), Backend::Sim(_)) {
             // The built-in fabric refuses combined routes (ibsim does
             // too); hardware takes them. Reach the same port by a pure
             // directed route found through the forwarding tables.
-            if let Some(mut path) = super::ibtracert::dr_route_to(s, dest.lid) {
+            if let Some(mut path) = crate::ibdiag::dr_route_to(s, dest.lid) {
                 path.push(portnum as u8);
                 if let Some(d) = Dest::dr(&path) {
                     peer_q = Dest {
@@ -483,9 +483,9 @@ fn work(
         o.json.push(
             "peer",
             Json::obj()
-                .with("dest", common::dest_json(&peer))
+                .with("dest", ibdiag::dest_json(&peer))
                 .with("port", Json::from(u64::from(pni.local_port_num)))
-                .with("port_info", common::portinfo_json(&ppi, show_keys)),
+                .with("port_info", ibdiag::portinfo_json(&ppi, show_keys)),
         );
         validate(&mut o, &pi, &ppi, espeed_cap && peer_espeed);
     }
@@ -562,20 +562,13 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         usage_args: USAGE_ARGS,
         examples: EXAMPLES,
     };
-    let p = common::parse(inv, &spec)?;
+    let p = ibdiag::parse(inv, &spec)?;
     if p.args.len() < 2 {
-        return Err(CliError::ToolUsage(common::usage_text(&inv.prog, &spec)));
+        return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &spec)));
     }
-    let mut session = common::open_session(inv, &p.common)?;
-    let Some(dest) = common::resolve_dest(&mut session, &p.common, &p.args[0], p.common.dest_type)
-    else {
-        let _ = session.close();
-        return Err(CliError::IbExit(format!(
-            "can't resolve destination port {}",
-            p.args[0]
-        )));
-    };
-    let portnum = crate::diags::dump::c_strtol(&p.args[1]) as i32;
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = ibdiag::dest_arg(session, &p.common, &p.args[0])?;
+    let portnum = crate::cnum::c_strtol(&p.args[1]) as i32;
     let args = match parse_ops(&p.args[2..]) {
         Ok(a) => a,
         Err(e) => {
@@ -592,7 +585,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if p.common.json {
         let mut j = Json::obj()
             .with("command", Json::String("ibportstate".into()))
-            .with("dest", common::dest_json(&dest))
+            .with("dest", ibdiag::dest_json(&dest))
             .with("port", Json::from(u64::from(portnum.max(0) as u32)));
         if let Json::Object(v) = o.json {
             for (k, x) in v {
@@ -611,7 +604,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         if let Some(e) = &err {
             j.push("error", Json::String(e.clone()));
         }
-        common::print_json(inv, &j);
+        ibdiag::print_json(inv, &j);
         if err.is_some() {
             return Err(CliError::Exit(255));
         }

@@ -33,15 +33,15 @@ use mad_core::wire::attr::{
 };
 use mad_core::wire::{AttributeId, Repr};
 
-use super::common::{self, Opt, ToolSpec};
-use super::ibnetdiscover::{limits, open_name_map, run_discovery};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::diags::PortIdText;
 use crate::discover::agent::AgentExchange;
 use crate::discover::model::{Fabric, Node};
-use crate::discover::namemap::NameMap;
 use crate::discover::pma::{self, PmaQuery, PmaResult};
 use crate::discover::Limits;
+use crate::ibdiag::{self, Opt, ToolSpec};
+use crate::ibdiag::{limits, open_name_map, run_discovery};
+use crate::namemap::NameMap;
 
 #[path = "ibqueryerrors_fmt.rs"]
 mod fmt;
@@ -74,13 +74,7 @@ pub const OPTS: &[Opt] = &[
         None,
         "suppress some of the common counters",
     ),
-    Opt::long(
-        "node-name-map",
-        OPT_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(OPT_NODE_NAME_MAP),
     Opt::new(
         "port-guid",
         'G',
@@ -310,7 +304,7 @@ fn parse_ok<R: Repr>(r: Option<&PmaResult>) -> Option<R> {
 /// Bad options (usage), no port (`IBEXIT`), discovery failure (exit
 /// 255 after "discover failed"); exit status 1 when a port has errors.
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let p = common::parse(inv, &SPEC)?;
+    let p = ibdiag::parse(inv, &SPEC)?;
     let mut st = Settings::default();
     let mut map_file: Option<String> = None;
     let mut threshold_file = DEFAULT_THRESHOLD_FILE.to_owned();
@@ -330,7 +324,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             ('k', _) => st.clear_errors = true,
             ('K', _) => st.clear_counts = true,
             ('o', _) => {
-                let n = common::c_strtoul(v);
+                let n = crate::cnum::c_strtoul(v);
                 window = (n != 0).then(|| usize::try_from(n).unwrap_or(usize::MAX));
             }
             (_, OPT_NODE_NAME_MAP) => map_file = Some(v.to_owned()),
@@ -347,7 +341,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if types == 0 {
         types = 0xFF;
     }
-    let mut session = match common::open_session(inv, &p.common) {
+    let mut session = match ibdiag::open_session(inv, &p.common) {
         Ok(s) => s,
         Err(CliError::IbExit(_)) => {
             return Err(CliError::IbExit(format!(
@@ -363,8 +357,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     // -D: the node at the end of the route, by its NodeInfo.
     let mut select_guid: Option<(u64, String)> = None;
     if let Some(g) = &guid_arg {
-        let guid = common::c_strtoul(g);
-        if guid == 0 || common::resolve_guid(&mut session, &p.common, guid).is_none() {
+        let guid = crate::cnum::c_strtoul(g);
+        if guid == 0 || ibdiag::resolve_guid(&mut session, &p.common, guid).is_none() {
             if session.port_attrs().sm_lid == 0 {
                 inv.io.err(&format!(
                     "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
@@ -389,10 +383,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let f = &d.fabric;
     let selected: Vec<usize> = if let Some(path) = &dr_arg {
         use mad_core::wire::attr::NodeInfo;
-        let ni = common::str2drpath(path)
-            .and_then(|v| common::Dest::dr(&v))
+        let ni = ibdiag::str2drpath(path)
+            .and_then(|v| ibdiag::Dest::dr(&v))
             .and_then(|dd| {
-                match common::smp_get::<NodeInfo>(&session, &dd, AttributeId::NODE_INFO, 0) {
+                match ibdiag::smp_get::<NodeInfo>(&session, &dd, AttributeId::NODE_INFO, 0) {
                     Ok(ni) => Some(ni),
                     Err(e) => {
                         // The C tool's partial scan from there failed
@@ -404,7 +398,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                                 dd.text
                             ));
                         }
-                        common::warn_failed(inv, &dd.text, &e);
+                        ibdiag::warn_failed(inv, &dd.text, &e);
                         None
                     }
                 }
@@ -470,7 +464,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     drop(ex);
     let _ = session.close();
     if p.common.json {
-        common::print_json(inv, &out.json);
+        ibdiag::print_json(inv, &out.json);
     } else {
         inv.io.out(&out.stdout);
     }
@@ -486,7 +480,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
 fn sa_reachable(
     inv: &mut Invocation<'_, '_>,
     session: &crate::session::Session,
-    c: &common::Common,
+    c: &ibdiag::Common,
 ) -> bool {
     if session.port_attrs().sm_lid != 0 {
         return true;

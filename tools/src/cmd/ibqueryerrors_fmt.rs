@@ -8,13 +8,13 @@ use mad_core::wire::attr::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
 use mad_core::wire::Repr;
 
 use super::PortRead;
-use crate::cmd::common::{hex, rpc_failed_warning};
-use crate::cmd::iblinkinfo::{link_str, max_msg, remap};
 use crate::diags::PortIdText;
 use crate::discover::model::Fabric;
-use crate::discover::namemap::NameMap;
 use crate::discover::pma::PmaResult;
+use crate::ibdiag::{hex, rpc_failed_warning};
+use crate::ibdiag::{link_str, max_msg, remap};
 use crate::json::{Json, JsonExt};
+use crate::namemap::NameMap;
 
 /// The error counters `print_results` checks, in its order (PortCounters
 /// fields from SymbolErrorCounter to VL15Dropped, CounterSelect2 left
@@ -128,7 +128,7 @@ pub fn read_thresholds(path: &str) -> (HashMap<String, u64>, Option<String>) {
             Some((n, v)) => (n, v.trim_start_matches('=')),
             None => (line, ""),
         };
-        let val = crate::cmd::common::c_strtoul(val);
+        let val = crate::cnum::c_strtoul(val);
         if ERROR_FIELDS.contains(&name) {
             m.insert(name.to_owned(), val);
             s.push_str(&format!("[{name} = {val}]"));

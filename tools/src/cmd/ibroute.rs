@@ -15,11 +15,12 @@ use mad_agents::QueryError;
 use mad_core::wire::attr::{NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo};
 use mad_core::wire::AttributeId;
 
-use super::common::{self, Opt, ToolSpec};
-use super::smpquery::{NodeNameMap, RawSmpData};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::diags::dump;
+use crate::ibdiag::RawSmpData;
+use crate::ibdiag::{self, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
+use crate::namemap::NameMap;
 use crate::session::Session;
 
 const KEY_NODE_NAME_MAP: i32 = 1;
@@ -46,13 +47,7 @@ const OPTS: &[Opt] = &[
         None,
         "show multicast forwarding tables",
     ),
-    Opt::long(
-        "node-name-map",
-        KEY_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(KEY_NODE_NAME_MAP),
 ];
 
 const EXAMPLES: &[&str] = &[
@@ -77,7 +72,7 @@ const MAX_UCAST_LID: u32 = 0xBFFF;
 struct Opts {
     brief: bool,
     dump_all: bool,
-    names: NodeNameMap,
+    names: NameMap,
 }
 
 /// `dump_lid`'s static state.
@@ -180,7 +175,7 @@ fn dump_lid(
     let name = o.names.remap(ni.node_guid, &nd);
     let j = Json::obj()
         .with("type", Json::String(dump::node_type(ni.node_type.0)))
-        .with("port_guid", common::hex(ni.port_guid, 16))
+        .with("port_guid", ibdiag::hex(ni.port_guid, 16))
         .with("node_description", Json::String(name.clone()));
     (
         format!(
@@ -196,7 +191,7 @@ fn dump_lid(
 fn unicast(
     s: &Session,
     fast: &SmpClient,
-    dest: &common::Dest,
+    dest: &ibdiag::Dest,
     o: &Opts,
     startlid: u32,
     mut endlid: u32,
@@ -223,8 +218,8 @@ fn unicast(
     out.text
         .push_str("  Lid  Out   Destination\n       Port     Info \n");
     out.sw = Json::obj()
-        .with("dest", common::dest_json(dest))
-        .with("node_guid", common::hex(ni.node_guid, 16))
+        .with("dest", ibdiag::dest_json(dest))
+        .with("node_guid", ibdiag::hex(ni.node_guid, 16))
         .with("node_description", Json::String(name));
     let startblock = startlid / 64;
     let endblock = endlid.div_ceil(64);
@@ -275,7 +270,7 @@ fn unicast(
 
 fn multicast(
     s: &Session,
-    dest: &common::Dest,
+    dest: &ibdiag::Dest,
     o: &Opts,
     mut startlid: u32,
     mut endlid: u32,
@@ -318,8 +313,8 @@ fn multicast(
         dest.text, ni.node_guid
     ));
     out.sw = Json::obj()
-        .with("dest", common::dest_json(dest))
-        .with("node_guid", common::hex(ni.node_guid, 16))
+        .with("dest", ibdiag::dest_json(dest))
+        .with("node_guid", ibdiag::hex(ni.node_guid, 16))
         .with("node_description", Json::String(name));
     if o.brief {
         out.text.push_str(" MLid       Port Mask\n");
@@ -425,37 +420,28 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         usage_args: "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]",
         examples: EXAMPLES,
     };
-    let p = common::parse(inv, &spec)?;
+    let p = ibdiag::parse(inv, &spec)?;
     if p.args.is_empty() {
-        return Err(CliError::ToolUsage(common::usage_text(&inv.prog, &spec)));
+        return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &spec)));
     }
-    let startlid = p.args.get(1).map_or(0, |a| common::c_strtoul(a) as u32);
-    let endlid = p.args.get(2).map_or(0, |a| common::c_strtoul(a) as u32);
-    let map_file = p
-        .custom
-        .iter()
-        .rev()
-        .find(|(k, _)| *k == KEY_NODE_NAME_MAP)
-        .and_then(|(_, v)| v.clone());
-    let (names, warn) = NodeNameMap::load(map_file.as_deref());
-    if let Some(w) = warn {
-        inv.io.err(&w);
-    }
+    let startlid = p
+        .args
+        .get(1)
+        .map_or(0, |a| crate::cnum::c_strtoul(a) as u32);
+    let endlid = p
+        .args
+        .get(2)
+        .map_or(0, |a| crate::cnum::c_strtoul(a) as u32);
+    let map_file = p.value(KEY_NODE_NAME_MAP).map(str::to_owned);
+    let names = ibdiag::open_name_map(inv, map_file.as_deref()).unwrap_or_default();
     let o = Opts {
         brief: p.has('n' as i32),
         dump_all: p.has('a' as i32),
         names,
     };
     let mc = p.has('M' as i32);
-    let mut session = common::open_session(inv, &p.common)?;
-    let Some(dest) = common::resolve_dest(&mut session, &p.common, &p.args[0], p.common.dest_type)
-    else {
-        let _ = session.close();
-        return Err(CliError::IbExit(format!(
-            "can't resolve destination port {}",
-            p.args[0]
-        )));
-    };
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = ibdiag::dest_arg(session, &p.common, &p.args[0])?;
     // dump_lid asks with a 100 ms timeout.
     let mut fast = match SmpClient::new(session.runtime()) {
         Ok(c) => c,
@@ -481,7 +467,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     drop(fast);
     let close = session.close();
     if let Err((_, Some(e))) = &r {
-        common::warn_failed(inv, &dest.text, e);
+        ibdiag::warn_failed(inv, &dest.text, e);
     }
     inv.io.err(&out.err);
     if p.common.json {
@@ -494,10 +480,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             );
         if let Err((m, _)) = &r {
             j.push("error", Json::String(format!("dump tables: {m}")));
-            common::print_json(inv, &j);
+            ibdiag::print_json(inv, &j);
             return Err(CliError::Exit(255));
         }
-        common::print_json(inv, &j);
+        ibdiag::print_json(inv, &j);
     } else {
         inv.io.out(&out.text);
         if let Err((m, _)) = r {

@@ -23,8 +23,8 @@ use mad_agents::smp::SmpTarget;
 use mad_core::transport::umad;
 use mad_core::wire::attr::{port_cap, NodeInfo, PortInfo};
 
-use super::common::{self, Opt, ToolSpec};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
+use crate::ibdiag::{self, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
 use crate::session::{Backend, Session, TransportChoice};
 
@@ -308,8 +308,8 @@ fn session_ca(s: &Session) -> Result<LocalCa, String> {
 fn local_cas(inv: &mut Invocation<'_, '_>) -> Result<Vec<LocalCa>, CliError> {
     match inv.session.transport {
         TransportChoice::Sim(_) | TransportChoice::IbSim => {
-            let c = common::Common::default();
-            let s = common::open_session(inv, &c)?;
+            let c = ibdiag::Common::default();
+            let s = ibdiag::open_session(inv, &c)?;
             let r = session_ca(&s);
             let _ = s.close();
             r.map(|c| vec![c]).map_err(|e| {
@@ -392,7 +392,7 @@ fn ca_json(c: &LocalCa) -> Json {
                 .with("lmc", Json::from(u64::from(p.lmc)))
                 .with("sm_lid", Json::from(u64::from(p.sm_lid)))
                 .with("capability_mask", Json::from(u64::from(p.cap_mask)))
-                .with("port_guid", common::hex(p.port_guid, 16))
+                .with("port_guid", ibdiag::hex(p.port_guid, 16))
                 .with("gid", Json::String(crate::diags::dump::inet_ntop6(&gid)))
                 .with("link_layer", Json::String(p.link_layer.clone()))
         })
@@ -404,8 +404,8 @@ fn ca_json(c: &LocalCa) -> Json {
         .with("num_ports", Json::from(u64::from(c.num_ports)))
         .with("firmware_version", Json::String(c.fw_ver.clone()))
         .with("hardware_version", Json::String(c.hw_ver.clone()))
-        .with("node_guid", common::hex(c.node_guid, 16))
-        .with("system_image_guid", common::hex(c.system_guid, 16))
+        .with("node_guid", ibdiag::hex(c.node_guid, 16))
+        .with("system_image_guid", ibdiag::hex(c.system_guid, 16))
         .with("ports", Json::Array(ports))
 }
 
@@ -433,12 +433,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             "mthca0 2 # stat port 2 of 'mthca0'",
         ],
     };
-    let p = common::parse(inv, &spec)?;
+    let p = ibdiag::parse(inv, &spec)?;
     let (list_only, short, list_ports) = (p.has('l' as i32), p.has('s' as i32), p.has('p' as i32));
-    let dev_port: i64 = p
-        .args
-        .get(1)
-        .map_or(-1, |a| crate::diags::dump::c_strtol(a));
+    let dev_port: i64 = p.args.get(1).map_or(-1, |a| crate::cnum::c_strtol(a));
     let cas = local_cas(inv)?;
     let selected: Vec<&LocalCa> = match p.args.first() {
         Some(name) => match cas.iter().find(|c| &c.name == name) {
@@ -459,7 +456,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 "cas",
                 Json::Array(selected.iter().map(|c| ca_json(c)).collect()),
             );
-        common::print_json(inv, &j);
+        ibdiag::print_json(inv, &j);
         return Ok(());
     }
     let mut out = String::new();
@@ -631,7 +628,7 @@ pub fn run_ibstatus(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         let j = Json::obj()
             .with("command", Json::String("ibstatus".into()))
             .with("cas", Json::Array(chosen));
-        common::print_json(inv, &j);
+        ibdiag::print_json(inv, &j);
     } else {
         inv.io.out(&out);
     }

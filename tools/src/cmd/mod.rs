@@ -1,16 +1,17 @@
-//! The infiniband-diags-compatible commands, one module each, and what
-//! they share ([`common`]: options, usage, destinations, `IBEXIT`).
+//! The commands, one module each. What they share lives outside this
+//! module: [`crate::command`] (the invocation and errors) and
+//! [`crate::ibdiag`] (options, usage, destinations, `IBEXIT`, output);
+//! a command imports neither the dispatcher nor another command.
 //!
 //! A command is a function `fn(&mut Invocation) -> Result<(), CliError>`
 //! listed in [`crate::cli::COMMANDS`]. Each parses its options with
-//! [`common::parse`] (infiniband-diags' common options plus its own, the
+//! [`crate::ibdiag::parse`] (infiniband-diags' common options plus its own, the
 //! same usage text), opens a [`crate::session::Session`] with
-//! [`common::open_session`], and prints with the [`crate::diags`]
+//! [`crate::ibdiag::open_session`], and prints with the [`crate::diags`]
 //! formatters, or JSON with `--json`.
 
 pub mod bench;
 pub mod cm;
-pub mod common;
 pub mod ibaddr;
 pub mod ibhosts;
 pub mod iblinkinfo;

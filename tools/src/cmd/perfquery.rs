@@ -19,10 +19,10 @@ use mad_core::wire::attr::{
 };
 use mad_core::wire::{AttributeId, Method, Repr};
 
-use super::common::{self, Dest, Opt, ToolSpec};
-use super::smpquery::RawSmpData;
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::diags::perf;
+use crate::ibdiag::RawSmpData;
+use crate::ibdiag::{self, Dest, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
 use crate::session::Session;
 
@@ -226,7 +226,7 @@ impl Run<'_> {
                     &pc,
                 ));
                 self.ports_json
-                    .push(port_json(port, common::attr_json(&pc)));
+                    .push(port_json(port, ibdiag::attr_json(&pc)));
             }
         } else {
             let mut pc: PortCounters = self.pma(Method::GET, 0x0012, &sel).ok_or("perfquery")?;
@@ -243,7 +243,7 @@ impl Run<'_> {
                     &pc,
                 ));
                 self.ports_json
-                    .push(port_json(port, common::attr_json(&pc)));
+                    .push(port_json(port, ibdiag::attr_json(&pc)));
             }
         }
         Ok(())
@@ -289,11 +289,14 @@ fn port_json(port: u32, counters: Json) -> Json {
 fn parse_ports(arg: &str, info: &mut Info) -> Result<(), CliError> {
     if arg.contains(',') {
         for t in arg.split(',').filter(|t| !t.is_empty()) {
-            info.ports.push(common::c_strtoul(t) as u32);
+            info.ports.push(crate::cnum::c_strtoul(t) as u32);
         }
         info.port = info.ports.first().copied().unwrap_or(0);
     } else if let Some((a, b)) = arg.split_once('-') {
-        let (pmin, pmax) = (common::c_strtoul(a) as u32, common::c_strtoul(b) as u32);
+        let (pmin, pmax) = (
+            crate::cnum::c_strtoul(a) as u32,
+            crate::cnum::c_strtoul(b) as u32,
+        );
         if pmin >= pmax {
             return Err(CliError::IbExit(
                 "max port must be greater than min port in range".into(),
@@ -302,7 +305,7 @@ fn parse_ports(arg: &str, info: &mut Info) -> Result<(), CliError> {
         info.ports = (pmin..=pmax).take(256).collect();
         info.port = pmin;
     } else {
-        info.port = common::c_strtoul(arg) as u32;
+        info.port = crate::cnum::c_strtoul(arg) as u32;
     }
     Ok(())
 }
@@ -319,7 +322,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         usage_args: " [<lid|guid> [[port(s)] [reset_mask]]]",
         examples: EXAMPLES,
     };
-    let p = common::parse(inv, &spec)?;
+    let p = ibdiag::parse(inv, &spec)?;
     let mut info = Info::default();
     for (k, _) in &p.custom {
         match u8::try_from(*k).map(char::from).unwrap_or('\0') {
@@ -349,7 +352,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         // perfquery takes whatever strtoul makes of it ("0xzzz" is 0:
         // every counter); a mask that is not a number is refused here,
         // since a typo would reset counters nobody meant to reset.
-        mask = match common::c_strtoul_full(a)
+        mask = match crate::cnum::c_strtoul_full(a)
             .filter(|_| !a.trim_start().starts_with('-'))
             .and_then(|m| u32::try_from(m).ok())
         {
@@ -363,21 +366,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         };
         mask_given = true;
     }
-    let mut session = common::open_session(inv, &p.common)?;
-    let dest = if let Some(a) = args.first() {
-        match common::resolve_dest(&mut session, &p.common, a, p.common.dest_type) {
-            Some(d) => d,
-            None => {
-                let _ = session.close();
-                return Err(CliError::IbExit(format!(
-                    "can't resolve destination port {a}"
-                )));
-            }
-        }
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = if let Some(a) = args.first() {
+        ibdiag::dest_arg(session, &p.common, a)?
     } else {
         let a = session.port_attrs();
         info.port = u32::from(a.port_num);
-        Dest::lid(a.lid)
+        let d = Dest::lid(a.lid);
+        (session, d)
     };
     let json = p.common.json;
     let r = query(inv, &session, &dest, &mut info, mask, mask_given, json);
@@ -419,12 +415,12 @@ fn query(
             ));
         }
         if let Some(e) = &r.failed {
-            common::warn_failed(inv, &r.dest.text, e);
+            ibdiag::warn_failed(inv, &r.dest.text, e);
         }
         if json {
             let mut j = Json::obj()
                 .with("command", Json::String("perfquery".into()))
-                .with("dest", common::dest_json(&r.dest))
+                .with("dest", ibdiag::dest_json(&r.dest))
                 .with("cap_mask", Json::from(u64::from(r.cap)))
                 .with("cap_mask2", Json::from(u64::from(r.cap2)))
                 .with("ports", Json::Array(r.ports_json.clone()));
@@ -434,7 +430,7 @@ fn query(
             if let Some(e) = &err {
                 j.push("error", Json::String(e.clone()));
             }
-            common::print_json(inv, &j);
+            ibdiag::print_json(inv, &j);
             return match err {
                 Some(_) => Err(CliError::Exit(255)),
                 None => Ok(()),
@@ -520,14 +516,14 @@ fn query(
                     r.cap2,
                     &agg.1,
                 ));
-                common::attr_json(&perf::aggregate_perfcounters_ext(&agg.1))
+                ibdiag::attr_json(&perf::aggregate_perfcounters_ext(&agg.1))
             } else {
                 r.out.push_str(&perf::format_perfcounters_aggregate(
                     &r.dest.text,
                     r.cap,
                     &agg.0,
                 ));
-                common::attr_json(&perf::aggregate_perfcounters(&agg.0, r.cap))
+                ibdiag::attr_json(&perf::aggregate_perfcounters(&agg.0, r.cap))
             }
         };
         if looping {

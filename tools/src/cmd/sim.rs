@@ -25,7 +25,8 @@ use mad_sim::console::{self, End};
 use mad_sim::serve::{IbSimServer, ServeConfig};
 use mad_sim::{Subnet, SubnetOptions, UpError};
 
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
+use crate::getopt::{getopt_long, HasArg, LongOpt};
 use crate::session::TransportChoice;
 
 const USAGE: &str = "\
@@ -52,43 +53,49 @@ struct Args {
     json: bool,
 }
 
+const K_NO_SA: i32 = 1;
+const K_SEED: i32 = 2;
+const K_SCRIPT: i32 = 3;
+const K_SERVE: i32 = 4;
+const K_JSON: i32 = 5;
+
+/// `mad sim`'s options, for [`crate::getopt`].
+const LONG: &[LongOpt<'static>] = &[
+    LongOpt::new("help", HasArg::No, 'h' as i32),
+    LongOpt::new("quiet", HasArg::No, 'q' as i32),
+    LongOpt::new("no-sa", HasArg::No, K_NO_SA),
+    LongOpt::new("json", HasArg::No, K_JSON),
+    LongOpt::new("seed", HasArg::Required, K_SEED),
+    LongOpt::new("script", HasArg::Required, K_SCRIPT),
+    LongOpt::new("serve", HasArg::Required, K_SERVE),
+];
+
+/// Parses `mad sim`'s arguments (getopt_long rules).
 fn parse(args: &[String]) -> Result<Args, String> {
+    let m = getopt_long("sim", args, "hq", LONG)?;
     let mut a = Args::default();
-    let mut it = args.iter();
-    while let Some(w) = it.next() {
-        let (key, inline) = match w.split_once('=') {
-            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_owned())),
-            _ => (w.as_str(), None),
-        };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
+    for (key, v) in m.opts {
+        let v = v.unwrap_or_default();
         match key {
-            "-h" | "--help" => a.help = true,
-            "-q" | "--quiet" => a.quiet = true,
-            "--no-sa" => a.no_sa = true,
-            "--json" => a.json = true,
-            "--seed" => {
-                let v = value("--seed")?;
+            K_SEED => {
                 let parsed = match v.strip_prefix("0x") {
                     Some(h) => u64::from_str_radix(h, 16),
                     None => v.parse(),
                 };
-                a.seed = parsed.map_err(|_| format!("bad seed {v:?}"))?;
+                a.seed = parsed.map_err(|_| format!("sim: bad seed {v:?}\n"))?;
             }
-            "--script" => a.script = Some(PathBuf::from(value("--script")?)),
-            "--serve" => a.serve = Some(value("--serve")?),
-            k if k.starts_with('-') && k.len() > 1 => return Err(format!("unknown option {k}")),
-            _ => {
-                if a.topology.is_some() {
-                    return Err(format!("more than one topology ({w:?})"));
-                }
-                a.topology = Some(PathBuf::from(w));
-            }
+            K_SCRIPT => a.script = Some(PathBuf::from(v)),
+            K_SERVE => a.serve = Some(v),
+            K_NO_SA => a.no_sa = true,
+            K_JSON => a.json = true,
+            k if k == 'q' as i32 => a.quiet = true,
+            _ => a.help = true,
         }
+    }
+    let mut operands = m.operands.into_iter();
+    a.topology = operands.next().map(PathBuf::from);
+    if let Some(extra) = operands.next() {
+        return Err(format!("sim: more than one topology ({extra:?})\n"));
     }
     Ok(a)
 }
@@ -99,7 +106,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
 /// Bad arguments (usage), an unreadable or malformed topology (input), a
 /// fabric SM-lite cannot bring up, or failed I/O on the console streams.
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let a = parse(&inv.args).map_err(|e| CliError::Usage(format!("sim: {e}\n{USAGE}")))?;
+    let a = parse(&inv.args).map_err(|e| CliError::Usage(format!("{e}{USAGE}")))?;
     if a.help {
         inv.io.out(USAGE);
         return Ok(());
@@ -262,11 +269,14 @@ mod tests {
         assert!(parse(&args(&["a", "b"]))
             .unwrap_err()
             .contains("more than one"));
-        assert!(parse(&args(&["--seed"]))
-            .unwrap_err()
-            .contains("needs a value"));
-        assert!(parse(&args(&["--bogus"]))
-            .unwrap_err()
-            .contains("unknown option"));
+        assert_eq!(
+            parse(&args(&["--seed"])).unwrap_err(),
+            "sim: option '--seed' requires an argument\n"
+        );
+        assert_eq!(
+            parse(&args(&["--bogus"])).unwrap_err(),
+            "sim: unrecognized option '--bogus'\n"
+        );
+        assert!(parse(&args(&["--sc=f", "--no", "-qh"])).is_ok_and(|a| a.no_sa && a.help));
     }
 }

@@ -9,9 +9,9 @@
 use mad_core::wire::attr::{SmInfo, SmState};
 use mad_core::wire::AttributeId;
 
-use super::common::{self, Dest, Opt, ToolSpec};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::diags::smp;
+use crate::ibdiag::{self, Dest, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
 
 const OPTS: &[Opt] = &[
@@ -31,10 +31,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         usage_args: "<sm_lid|sm_dr_path> [modifier]",
         examples: &[],
     };
-    let p = common::parse(inv, &spec)?;
+    let p = ibdiag::parse(inv, &spec)?;
     let (mut act, mut prio, mut state) = (0u32, 0u32, 2u32);
     for (k, v) in &p.custom {
-        let v = common::c_strtoul(v.as_deref().unwrap_or("")) as u32;
+        let v = crate::cnum::c_strtoul(v.as_deref().unwrap_or("")) as u32;
         match u8::try_from(*k).map(char::from).unwrap_or('\0') {
             'a' => act = v,
             's' => state = v,
@@ -42,29 +42,22 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             _ => {}
         }
     }
-    let modifier = p.args.get(1).map_or(0, |a| common::c_atoi(a));
-    let mut session = common::open_session(inv, &p.common)?;
-    let dest = if let Some(a) = p.args.first() {
-        match common::resolve_dest(&mut session, &p.common, a, p.common.dest_type) {
-            Some(d) => d,
-            None => {
-                let _ = session.close();
-                return Err(CliError::IbExit(format!(
-                    "can't resolve destination port {a}"
-                )));
-            }
-        }
+    let modifier = p.args.get(1).map_or(0, |a| crate::cnum::c_atoi(a));
+    let session = ibdiag::open_session(inv, &p.common)?;
+    let (session, dest) = if let Some(a) = p.args.first() {
+        ibdiag::dest_arg(session, &p.common, a)?
     } else {
         // resolve_sm_portid: the port's SM LID; LID 0 means the local
         // port (a directed route of no hops), printed as LID 0.
         let lid = session.port_attrs().sm_lid;
-        if lid == 0 {
+        let d = if lid == 0 {
             let mut d = Dest::dr(&[0]).unwrap_or_else(|| Dest::lid(0));
             d.text = crate::diags::PortIdText::lid(0);
             d
         } else {
             Dest::lid(lid)
-        }
+        };
+        (session, d)
     };
     let r = if modifier != 0 {
         let v = SmInfo {
@@ -83,7 +76,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             .get::<SmInfo>(&dest.target, AttributeId::SM_INFO, 0)
     };
     if let Err(e) = &r {
-        common::warn_failed(inv, &dest.text, e);
+        ibdiag::warn_failed(inv, &dest.text, e);
     }
     let close = session.close();
     let sm = r.map_err(|_| CliError::IbExit("query".into()))?;
@@ -91,12 +84,12 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         let j = Json::obj()
             .with("command", Json::String("sminfo".into()))
             .with("sm_lid", Json::from(u64::from(dest.lid)))
-            .with("sm_info", common::attr_json(&sm))
+            .with("sm_info", ibdiag::attr_json(&sm))
             .with(
                 "state_name",
                 Json::String(smp::sminfo_state_str(sm.sm_state.0).into()),
             );
-        common::print_json(inv, &j);
+        ibdiag::print_json(inv, &j);
     } else {
         inv.io.out(&smp::format_sminfo(dest.lid, &sm));
     }

@@ -21,8 +21,8 @@
 use mad_agents::smp::SmpTarget;
 use mad_core::wire::{AttributeId, Method};
 
-use super::common::{self, Dest, DestType, Opt, ToolSpec};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
+use crate::ibdiag::{self, Dest, DestType, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
 
 /// smpdump's own option.
@@ -76,15 +76,15 @@ pub fn xdump(bytes: &[u8]) -> String {
 /// Bad options or fewer than two arguments (usage, exit 2), an empty
 /// directed route (`ibpanic`, exit 255), no port.
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let p = common::parse(inv, &SPEC)?;
+    let p = ibdiag::parse(inv, &SPEC)?;
     let as_string = p.has(i32::from(b's'));
     if p.args.len() < 2 {
-        return Err(CliError::ToolUsage(common::usage_text(&inv.prog, &SPEC)));
+        return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &SPEC)));
     }
     let pid = std::process::id();
     let dr = p.common.dest_type == DestType::DrPath;
     let dest = if dr {
-        let path = common::str2drpath(&p.args[0]);
+        let path = ibdiag::str2drpath(&p.args[0]);
         match path.and_then(|v| Dest::dr(&v)) {
             Some(d) => d,
             None => {
@@ -98,11 +98,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             }
         }
     } else {
-        Dest::lid(common::c_strtoul(&p.args[0]) as u16)
+        Dest::lid(crate::cnum::c_strtoul(&p.args[0]) as u16)
     };
-    let attr = common::c_strtoul(&p.args[1]) as u16;
-    let attr_mod = p.args.get(2).map_or(0, |m| common::c_strtoul(m) as u32);
-    let session = match common::open_session(inv, &p.common) {
+    let attr = crate::cnum::c_strtoul(&p.args[1]) as u16;
+    let attr_mod = p
+        .args
+        .get(2)
+        .map_or(0, |m| crate::cnum::c_strtoul(m) as u32);
+    let session = match ibdiag::open_session(inv, &p.common) {
         Ok(s) => s,
         Err(CliError::IbExit(_)) => {
             return Err(CliError::Stderr(
@@ -144,10 +147,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         .get(4..6)
         .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
     if p.common.json {
-        common::print_json(
+        ibdiag::print_json(
             inv,
             &Json::obj()
-                .with("dest", common::dest_json(&dest))
+                .with("dest", ibdiag::dest_json(&dest))
                 .with("attr", Json::from(u64::from(attr)))
                 .with("attr_mod", Json::from(u64::from(attr_mod)))
                 .with("answered", Json::Bool(answer.is_some()))

@@ -10,8 +10,6 @@
 //! `--json` prints one object: `{"command":"smpquery","op":NAME,
 //! "dest":{...},"port":N, ...}` with the op's data (see tools/README.md).
 
-use std::collections::HashMap;
-
 use mad_agents::QueryError;
 use mad_core::wire::attr::{
     GuidInfo, NodeDescription, NodeInfo, NodeType, PKeyTable, PortInfo, SlToVlTable, SwitchInfo,
@@ -19,42 +17,13 @@ use mad_core::wire::attr::{
 };
 use mad_core::wire::{AttributeId, Repr};
 
-use super::common::{self, Dest, DestType, Opt, ToolSpec};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::diags::{dump, smp};
+use crate::ibdiag::RawSmpData;
+use crate::ibdiag::{self, Dest, DestType, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
+use crate::namemap::NameMap;
 use crate::session::Session;
-
-/// The 64 data bytes of an SMP, unparsed (vendor attributes).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawSmpData(pub [u8; 64]);
-
-impl Repr for RawSmpData {
-    const NAME: &'static str = "SmpData";
-    const LEN: usize = 64;
-
-    fn parse(buf: &[u8]) -> Result<Self, mad_core::wire::Error> {
-        let b = buf.get(..64).ok_or(mad_core::wire::Error::Truncated {
-            what: "SmpData",
-            need: 64,
-            got: buf.len(),
-        })?;
-        let mut a = [0u8; 64];
-        a.copy_from_slice(b);
-        Ok(Self(a))
-    }
-
-    fn emit(&self, buf: &mut [u8]) -> Result<(), mad_core::wire::Error> {
-        let got = buf.len();
-        let b = buf.get_mut(..64).ok_or(mad_core::wire::Error::Truncated {
-            what: "SmpData",
-            need: 64,
-            got,
-        })?;
-        b.copy_from_slice(&self.0);
-        Ok(())
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -96,13 +65,7 @@ const OPTS: &[Opt] = &[
         None,
         "use Combined route address argument",
     ),
-    Opt::long(
-        "node-name-map",
-        KEY_NODE_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(KEY_NODE_NAME_MAP),
     Opt::new("extended", 'x', false, None, "use extended speeds"),
 ];
 
@@ -132,74 +95,12 @@ fn match_op(name: &str) -> Option<Op> {
         .map(|(_, _, op, _)| *op)
 }
 
-/// A node name map (`--node-name-map`): `GUID "name"` lines.
-#[derive(Debug, Clone, Default)]
-pub struct NodeNameMap(HashMap<u64, String>);
-
-impl NodeNameMap {
-    /// Reads a map file; a missing or unreadable file (or one longer than
-    /// [`MAX_NODE_NAME_MAP_LEN`](crate::limits::MAX_NODE_NAME_MAP_LEN)) is
-    /// an empty map with a warning (as `open_node_name_map` does).
-    #[must_use]
-    pub fn load(path: Option<&str>) -> (Self, Option<String>) {
-        let Some(path) = path else {
-            return (Self::default(), None);
-        };
-        match crate::limits::read_text(
-            path,
-            crate::limits::MAX_NODE_NAME_MAP_LEN,
-            "a node name map",
-        ) {
-            Ok(text) => (Self::parse(&text), None),
-            Err(e) => (
-                Self::default(),
-                Some(format!(
-                    "WARNING failed to open node name map \"{path}\" ({e})\n"
-                )),
-            ),
-        }
-    }
-
-    /// Parses the map text: `0xGUID "name"` (or an unquoted name); `#`
-    /// starts a comment line.
-    #[must_use]
-    pub fn parse(text: &str) -> Self {
-        let mut m = HashMap::new();
-        for line in text.lines() {
-            let line = line.trim_start();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let (g, rest) = line.split_once([' ', '\t']).unwrap_or((line, ""));
-            let guid = common::c_strtoul(g);
-            let rest = rest.trim();
-            let name = match rest.strip_prefix('"') {
-                Some(r) => r.split('"').next().unwrap_or(""),
-                None => rest,
-            };
-            if guid != 0 && !name.is_empty() {
-                m.insert(guid, name.to_owned());
-            }
-        }
-        Self(m)
-    }
-
-    /// The name for `guid`, else the cleaned node description.
-    #[must_use]
-    pub fn remap(&self, guid: u64, desc: &NodeDescription) -> String {
-        self.0
-            .get(&guid)
-            .cloned()
-            .unwrap_or_else(|| dump::clean_nodedesc(desc))
-    }
-}
-
 struct Ctx<'s> {
     s: &'s Session,
     dest: Dest,
     port: i32,
     extended: bool,
-    names: NodeNameMap,
+    names: NameMap,
     show_keys: bool,
     /// Text printed so far (before a failure, smpquery has printed it).
     out: String,
@@ -212,7 +113,7 @@ struct Ctx<'s> {
 
 impl Ctx<'_> {
     fn get<R: Repr>(&mut self, attr: AttributeId, attr_mod: u32) -> Option<R> {
-        match common::smp_get(self.s, &self.dest, attr, attr_mod) {
+        match ibdiag::smp_get(self.s, &self.dest, attr, attr_mod) {
             Ok(r) => Some(r),
             Err(e) => {
                 self.failed.get_or_insert(e);
@@ -235,7 +136,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                 .get(AttributeId::NODE_INFO, 0)
                 .ok_or("node info query failed")?;
             c.out.push_str(&smp::format_nodeinfo(&c.dest.text, &ni));
-            c.put("node_info", common::attr_json(&ni));
+            c.put("node_info", ibdiag::attr_json(&ni));
         }
         Op::NodeDesc => {
             let ni: NodeInfo = c
@@ -246,7 +147,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                 .ok_or("node desc query failed")?;
             let name = c.names.remap(ni.node_guid, &nd);
             c.out.push_str(&smp::format_nodedesc_name(&name));
-            c.put("node_guid", common::hex(ni.node_guid, 16));
+            c.put("node_guid", ibdiag::hex(ni.node_guid, 16));
             c.put("node_description", Json::String(name));
         }
         Op::PortInfo => {
@@ -256,7 +157,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                 .ok_or("port info query failed")?;
             c.out
                 .push_str(&smp::format_portinfo(&c.dest.text, port, &pi, c.show_keys));
-            c.put("port_info", common::portinfo_json(&pi, c.show_keys));
+            c.put("port_info", ibdiag::portinfo_json(&pi, c.show_keys));
         }
         Op::PortInfoExt => port_info_ext(c)?,
         Op::SwitchInfo => {
@@ -264,7 +165,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                 .get(AttributeId::SWITCH_INFO, 0)
                 .ok_or("switch info query failed")?;
             c.out.push_str(&smp::format_switchinfo(&c.dest.text, &si));
-            c.put("switch_info", common::attr_json(&si));
+            c.put("switch_info", ibdiag::attr_json(&si));
         }
         Op::PKeys => {
             let ni: NodeInfo = c
@@ -297,7 +198,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                 .iter()
                 .flat_map(|b| b.pkeys.iter())
                 .take(usize::from(cap))
-                .map(|k| common::hex(u64::from(*k), 4))
+                .map(|k| ibdiag::hex(u64::from(*k), 4))
                 .collect();
             c.put("capacity", Json::from(u64::from(cap)));
             c.put("pkeys", Json::Array(keys));
@@ -364,7 +265,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
                 .iter()
                 .flat_map(|b| b.guids.iter())
                 .take(usize::from(n))
-                .map(|g| common::hex(*g, 16))
+                .map(|g| ibdiag::hex(*g, 16))
                 .collect();
             c.put("capacity", Json::from(u64::from(n)));
             c.put("guids", Json::Array(guids));
@@ -528,20 +429,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         usage_args: &usage_args,
         examples: EXAMPLES,
     };
-    let p = common::parse(inv, &spec)?;
+    let p = ibdiag::parse(inv, &spec)?;
     let mut common_opts = p.common.clone();
     if p.has(KEY_COMBINED) {
         common_opts.dest_type = DestType::DrSlid;
     }
     let extended = p.has(KEY_EXTENDED);
-    let map_file = p
-        .custom
-        .iter()
-        .rev()
-        .find(|(k, _)| *k == KEY_NODE_NAME_MAP)
-        .and_then(|(_, v)| v.clone());
+    let map_file = p.value(KEY_NODE_NAME_MAP).map(str::to_owned);
     if p.args.len() < 2 {
-        return Err(CliError::ToolUsage(common::usage_text(&inv.prog, &spec)));
+        return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &spec)));
     }
     let op_name = p.args[0].clone();
     let Some(op) = match_op(&op_name) else {
@@ -549,11 +445,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             "operation '{op_name}' not supported"
         )));
     };
-    let mut session = common::open_session(inv, &common_opts)?;
-    let (names, warn) = NodeNameMap::load(map_file.as_deref());
-    if let Some(w) = warn {
-        inv.io.err(&w);
-    }
+    let session = ibdiag::open_session(inv, &common_opts)?;
+    let names = ibdiag::open_name_map(inv, map_file.as_deref()).unwrap_or_default();
     let (addr, rest) = if common_opts.dest_type == DestType::DrSlid {
         let second = p.args.get(2).cloned().unwrap_or_else(|| "(null)".into());
         (
@@ -563,16 +456,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     } else {
         (p.args[1].clone(), p.args.get(2..).unwrap_or(&[]))
     };
-    let Some(dest) = common::resolve_dest(&mut session, &common_opts, &addr, common_opts.dest_type)
-    else {
-        let _ = session.close();
-        return Err(CliError::IbExit(format!(
-            "can't resolve destination port {addr}"
-        )));
-    };
-    let port = rest
-        .first()
-        .map_or(0, |a| crate::diags::dump::c_strtol(a) as i32);
+    let (session, dest) = ibdiag::dest_arg(session, &common_opts, &addr)?;
+    let port = rest.first().map_or(0, |a| crate::cnum::c_strtol(a) as i32);
     let json = common_opts.json;
     let mut c = Ctx {
         s: &session,
@@ -599,14 +484,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             .err(&format!("ibwarn: [{}] smpquery: {w}\n", std::process::id()));
     }
     if let Some(e) = &failed {
-        common::warn_failed(inv, &dest.text, e);
+        ibdiag::warn_failed(inv, &dest.text, e);
     }
     let close = session.close();
     if json {
         let mut j = Json::obj()
             .with("command", Json::String("smpquery".into()))
             .with("op", Json::String(op_name.to_ascii_lowercase()))
-            .with("dest", common::dest_json(&dest))
+            .with("dest", ibdiag::dest_json(&dest))
             .with("port", Json::from(u64::from(port.max(0) as u32)));
         if let Json::Object(fields) = data {
             for (k, v) in fields {
@@ -615,10 +500,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         }
         if let Err(m) = r {
             j.push("error", Json::String(format!("operation {op_name}: {m}")));
-            common::print_json(inv, &j);
+            ibdiag::print_json(inv, &j);
             return Err(CliError::Exit(255));
         }
-        common::print_json(inv, &j);
+        ibdiag::print_json(inv, &j);
     } else {
         inv.io.out(&out);
         if let Err(m) = r {
@@ -648,14 +533,5 @@ mod tests {
         let u = usage_args();
         assert!(u.contains("  PortInfo (PI) <addr> [<portnum>]\n"));
         assert!(u.contains("  NodeInfo (NI) <addr>\n"));
-    }
-
-    #[test]
-    fn node_name_map_parses_quoted_and_bare_names() {
-        let m = NodeNameMap::parse("# c\n0x10 \"sw one\"\n0x20 host2\n");
-        let nd = NodeDescription::from_text("orig");
-        assert_eq!(m.remap(0x10, &nd), "sw one");
-        assert_eq!(m.remap(0x20, &nd), "host2");
-        assert_eq!(m.remap(0x30, &nd), "orig");
     }
 }

@@ -12,17 +12,17 @@
 //! 4); `-t MS`: response timeout. `-v` adds a summary on stderr.
 //!
 //! Exit status: 0 when every port discovered was read; 3
-//! ([`crate::cli::EXIT_INCOMPLETE`]) when some port's counters or some
+//! ([`crate::command::EXIT_INCOMPLETE`]) when some port's counters or some
 //! discovery query went unanswered (the output shows what was read;
 //! stderr, and `missing` in JSON, say what was not); 1 or 255 when the
 //! sweep could not run at all.
 
-use super::common::{self, Opt, ToolSpec};
-use super::ibnetdiscover::{limits, run_discovery};
-use crate::cli::{CliError, Invocation};
+use crate::command::{CliError, Invocation};
 use crate::discover::agent::AgentExchange;
 use crate::discover::counters::{self, SweepError};
 use crate::discover::progress::Progress;
+use crate::ibdiag::{self, Opt, ToolSpec};
+use crate::ibdiag::{limits, run_discovery};
 
 const OPT_PER_NODE: i32 = 1;
 
@@ -58,7 +58,7 @@ pub const SPEC: ToolSpec<'static> = ToolSpec {
 /// Bad options, no port, discovery failure, an unconfigured fabric (no
 /// LIDs), a transport failure.
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let p = common::parse(inv, &SPEC)?;
+    let p = ibdiag::parse(inv, &SPEC)?;
     let mut window = None;
     let mut per_node = None;
     for (key, val) in &p.custom {
@@ -68,7 +68,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         } else {
             "-o"
         };
-        let n = common::c_strtoul_full(v)
+        let n = crate::cnum::c_strtoul_full(v)
             .filter(|n| *n > 0 && !v.trim_start().starts_with('-'))
             .and_then(|n| usize::try_from(n).ok())
             .ok_or_else(|| {
@@ -92,7 +92,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if let Some(n) = per_node {
         lim.per_dest = n;
     }
-    let session = common::open_session(inv, &p.common)?;
+    let session = ibdiag::open_session(inv, &p.common)?;
     let d = run_discovery(inv, &session, lim, p.common.m_key, false)?;
     let mut ex = AgentExchange::new(session.runtime()).map_err(CliError::Failed)?;
     let mut bar = Progress::stderr("reading counters");
@@ -118,15 +118,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             "# {} nodes discovered with {} SMPs in {}; {} ports read ({} failed) with {} PerfMgt MADs in {}\n",
             d.fabric.nodes.len(),
             d.stats.sent,
-            common::human_duration(d.elapsed),
+            ibdiag::human_duration(d.elapsed),
             s.ports_read(),
             s.ports_failed(),
             s.stats.sent,
-            common::human_duration(s.elapsed)
+            ibdiag::human_duration(s.elapsed)
         ));
     }
     if p.common.json {
-        common::print_json(inv, &counters::to_json(&d.fabric, &s));
+        ibdiag::print_json(inv, &counters::to_json(&d.fabric, &s));
     } else {
         inv.io.out(&counters::format_text(&d.fabric, &s));
     }
@@ -155,7 +155,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 )
             }
         );
-        return Err(common::incomplete(
+        return Err(ibdiag::incomplete(
             inv,
             "ports",
             Some(s.ports_failed() as u64),
@@ -163,5 +163,5 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             message,
         ));
     }
-    super::ibnetdiscover::check_complete(inv, &d.failures)
+    crate::ibdiag::check_complete(inv, &d.failures)
 }

@@ -477,41 +477,6 @@ pub fn inet_ntop6(gid: &[u8; 16]) -> String {
     s
 }
 
-/// C `strtol(s, NULL, 0)` as infiniband-diags uses it on arguments:
-/// leading blanks, an optional sign, `0x`/`0X` hex, leading-`0` octal or
-/// decimal, stopping at the first invalid digit; 0 when nothing parses;
-/// saturating on overflow.
-#[must_use]
-pub fn c_strtol(s: &str) -> i64 {
-    let s = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (neg, s) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let (radix, digits) = if (s.starts_with("0x") || s.starts_with("0X"))
-        && s[2..].starts_with(|c: char| c.is_ascii_hexdigit())
-    {
-        (16, &s[2..])
-    } else if s.starts_with('0') {
-        (8, s)
-    } else {
-        (10, s)
-    };
-    let mut v: i64 = 0;
-    for c in digits.chars() {
-        let Some(d) = c.to_digit(radix) else { break };
-        v = v
-            .saturating_mul(i64::from(radix))
-            .saturating_add(i64::from(d));
-    }
-    if neg {
-        -v
-    } else {
-        v
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -688,16 +653,5 @@ mod tests {
         assert_eq!(inet_ntop6(&s1), "1:0:2:3:4:5:6:7");
         let tail = [0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
         assert_eq!(inet_ntop6(&tail), "1:2::");
-    }
-
-    #[test]
-    fn strtol_follows_c_prefix_rules() {
-        assert_eq!(c_strtol("0xC000"), 0xC000);
-        assert_eq!(c_strtol("49152"), 49152);
-        assert_eq!(c_strtol("010"), 8);
-        assert_eq!(c_strtol("12abc"), 12);
-        assert_eq!(c_strtol("abc"), 0);
-        assert_eq!(c_strtol("-3"), -3);
-        assert_eq!(c_strtol("0x"), 0);
     }
 }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use mad_core::wire::attr::{port_cap, NodeType, PortInfo};
 
 use super::model::{Fabric, Node, Port};
-use super::namemap::NameMap;
+use crate::namemap::NameMap;
 
 /// ibnetdiscover's link speed names (its own table, not libibmad's).
 fn speed_compat(speed: u8) -> &'static str {

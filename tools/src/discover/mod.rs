@@ -28,7 +28,6 @@ pub mod ctime;
 pub mod format;
 pub mod gather;
 pub mod model;
-pub mod namemap;
 pub mod pipeline;
 pub mod pma;
 pub mod progress;

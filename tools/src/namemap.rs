@@ -6,6 +6,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use mad_core::wire::attr::NodeDescription;
+
 /// The default map file infiniband-diags reads when none is given.
 pub const DEFAULT_NODE_NAME_MAP: &str = "/etc/infiniband-diags/ib-node-name-map";
 
@@ -13,32 +15,6 @@ pub const DEFAULT_NODE_NAME_MAP: &str = "/etc/infiniband-diags/ib-node-name-map"
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NameMap {
     names: HashMap<u64, String>,
-}
-
-/// `strtoull(s, &end, 0)`: the value and the rest after the number, or
-/// `None` when no digit was read.
-fn strtoull0(s: &str) -> Option<(u64, &str)> {
-    let (radix, digits) = if let Some(r) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        if r.starts_with(|c: char| c.is_ascii_hexdigit()) {
-            (16, r)
-        } else {
-            // "0x" without hex digits: strtoull reads the "0".
-            return Some((0, &s[1..]));
-        }
-    } else if s.starts_with('0') {
-        (8, s)
-    } else {
-        (10, s)
-    };
-    let end = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
-    if end == 0 {
-        return None;
-    }
-    // Overflow saturates, as strtoull does (ERANGE, ULLONG_MAX).
-    let v = u64::from_str_radix(&digits[..end], radix).unwrap_or(u64::MAX);
-    Some((v, &digits[end..]))
 }
 
 impl NameMap {
@@ -56,7 +32,7 @@ impl NameMap {
                 continue;
             }
             let bad = || line.trim_end_matches('\n').to_owned();
-            let Some((guid, rest)) = strtoull0(p) else {
+            let Some((guid, rest)) = crate::cnum::c_strtoull_rest(p) else {
                 return Err(bad());
             };
             if !(rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_whitespace() || c == '#'))
@@ -123,6 +99,14 @@ impl NameMap {
         }
     }
 
+    /// `remap_node_name`: the map's name of `guid`, else the node
+    /// description cleaned as infiniband-diags prints it.
+    #[must_use]
+    pub fn remap(&self, guid: u64, desc: &NodeDescription) -> String {
+        self.get(guid)
+            .map_or_else(|| crate::diags::dump::clean_nodedesc(desc), str::to_owned)
+    }
+
     /// The name of `guid`, if mapped.
     #[must_use]
     pub fn get(&self, guid: u64) -> Option<&str> {
@@ -175,5 +159,14 @@ mod tests {
     fn guid_without_name_is_skipped() {
         let m = NameMap::parse("0x5\n0x6 \"\"\n").unwrap_or_default();
         assert!(m.is_empty());
+    }
+
+    #[test]
+    fn remap_takes_quoted_and_bare_names_else_the_description() {
+        let m = NameMap::parse("# c\n0x10 \"sw one\"\n0x20 host2\n").unwrap();
+        let nd = NodeDescription::from_text("orig");
+        assert_eq!(m.remap(0x10, &nd), "sw one");
+        assert_eq!(m.remap(0x20, &nd), "host2");
+        assert_eq!(m.remap(0x30, &nd), "orig");
     }
 }
