@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod common;
+pub mod exporter;
 pub mod ibaddr;
 pub mod ibhosts;
 pub mod iblinkinfo;
