@@ -52,7 +52,7 @@ use crate::discover::counters::{self, Sweep, SweepError};
 use crate::discover::model::Fabric;
 use crate::discover::namemap::NameMap;
 use crate::discover::pma::{run_batch, PmaQuery};
-use crate::discover::{self, GatherOptions, Limits, Stats};
+use crate::discover::{self, Exchange, GatherOptions, Limits, Stats};
 
 use encode::Shared;
 use state::State;
@@ -258,6 +258,19 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// Runs `f` on the exchange; its result and the MADs it sent and
+    /// resent (the exchange counts over its whole life).
+    fn counted<T>(&mut self, f: impl FnOnce(&mut AgentExchange<'_>) -> T) -> (T, Stats) {
+        let (sent, resent) = (self.ex.sent(), self.ex.resent());
+        let r = f(&mut self.ex);
+        let mads = Stats {
+            sent: self.ex.sent() - sent,
+            retries: self.ex.resent() - resent,
+            ..Stats::default()
+        };
+        (r, mads)
+    }
+
     /// Discovers the fabric when it is time; false when there is no
     /// model to sweep.
     fn maybe_discover(&mut self, inv: &mut Invocation<'_, '_>) -> Result<bool, CliError> {
@@ -271,16 +284,18 @@ impl Run<'_> {
         }
         self.last_discovery = Some(Instant::now());
         self.rediscover_now = false;
-        match discover::discover(&mut self.ex, &self.gather, false, &mut |_| {}) {
+        let gather = self.gather;
+        let (r, mads) = self.counted(|ex| discover::discover(ex, &gather, false, &mut |_| {}));
+        match r {
             Ok(d) => {
                 let before = self.state.totals.fabric_changes;
-                self.state.discovered(&d);
+                self.state.discovered(&d, &mads);
                 if self.verbose || self.state.totals.fabric_changes > before {
                     inv.io.err(&format!(
                         "{}: discovered {} nodes with {} SMPs in {} ({} unanswered; {} ports changed)\n",
                         inv.prog,
                         d.fabric.nodes.len(),
-                        d.stats.sent,
+                        mads.sent,
                         common::human_duration(d.elapsed),
                         d.failures.len(),
                         self.state.totals.fabric_changes - before
@@ -351,12 +366,9 @@ impl Run<'_> {
         if batch.is_empty() {
             return Ok(());
         }
-        let results = run_batch(&mut self.ex, self.limits, &batch)
-            .map_err(|e| CliError::Failed(format!("exporter: {e}")))?;
-        let sent = Stats {
-            sent: batch.len() as u64,
-            ..Stats::default()
-        };
+        let limits = self.limits;
+        let (results, sent) = self.counted(|ex| run_batch(ex, limits, &batch));
+        let results = results.map_err(|e| CliError::Failed(format!("exporter: {e}")))?;
         for (k, r) in keys.iter().zip(&results) {
             if r.is_ok() {
                 self.state.forget(*k);
@@ -378,10 +390,11 @@ impl Run<'_> {
         let Some(f) = self.fabric.take() else {
             return Ok(None);
         };
-        let r = counters::sweep(&mut self.ex, &f, self.limits, &mut |_, _| {});
+        let limits = self.limits;
+        let (r, mads) = self.counted(|ex| counters::sweep(ex, &f, limits, &mut |_, _| {}));
         let out = match r {
             Ok(s) => {
-                let snap = Arc::new(self.state.swept(&f, &s, self.map.as_ref()));
+                let snap = Arc::new(self.state.swept(&f, &s, &mads, self.map.as_ref()));
                 if s.ports_failed() > 0 {
                     self.rediscover_now = true;
                 }
@@ -394,7 +407,7 @@ impl Run<'_> {
                         inv.prog,
                         s.ports_read() + s.ports_failed(),
                         s.ports_failed(),
-                        s.stats.sent,
+                        mads.sent,
                         common::human_duration(s.elapsed)
                     ));
                 }

@@ -110,14 +110,14 @@ fn links_of(f: &Fabric) -> HashMap<(u64, u8), Option<Link>> {
 }
 
 impl State {
-    /// Takes a discovery in: its MADs, its failures, and the ports whose
-    /// link changed since the last one (state, physical state, width,
-    /// speed; ports that appeared or went away). The first discovery
-    /// changes nothing.
-    pub fn discovered(&mut self, d: &Discovery) {
+    /// Takes a discovery in: the MADs it sent (`mads`), its failures, and
+    /// the ports whose link changed since the last one (state, physical
+    /// state, width, speed; ports that appeared or went away). The first
+    /// discovery changes nothing.
+    pub fn discovered(&mut self, d: &Discovery, mads: &Stats) {
         let t = &mut self.totals;
         t.discoveries += 1;
-        add_stats(&mut t.smps_sent, &mut t.smp_retries, &d.stats);
+        add_stats(&mut t.smps_sent, &mut t.smp_retries, mads);
         t.discovery_failures += d.failures.len() as u64;
         self.discovery_failed = !d.failures.is_empty();
         self.discovery_time = d.elapsed;
@@ -144,12 +144,19 @@ impl State {
         self.totals.counter_resets += counters;
     }
 
-    /// Takes a sweep in and returns the snapshot to serve.
+    /// Takes a sweep in (`mads`: the MADs it sent) and returns the
+    /// snapshot to serve.
     #[must_use]
-    pub fn swept(&mut self, f: &Fabric, s: &Sweep, map: Option<&NameMap>) -> Snapshot {
+    pub fn swept(
+        &mut self,
+        f: &Fabric,
+        s: &Sweep,
+        mads: &Stats,
+        map: Option<&NameMap>,
+    ) -> Snapshot {
         let t = &mut self.totals;
         t.sweeps += 1;
-        add_stats(&mut t.perf_sent, &mut t.perf_retries, &s.stats);
+        add_stats(&mut t.perf_sent, &mut t.perf_retries, mads);
         for ns in &s.nodes {
             let Some(n) = f.nodes.get(ns.node) else {
                 continue;
