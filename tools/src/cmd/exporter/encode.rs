@@ -250,22 +250,27 @@ fn encode_snapshot(enc: &mut DescriptorEncoder<'_>, s: &Snapshot) -> Result<(), 
         ("smp", t.smps_sent, t.smp_retries),
         ("perfmgt", t.perf_sent, t.perf_retries),
     ];
-    family(
-        enc,
-        "infiniband_exporter_mads_sent",
-        "MADs sent, resends included, by management class.",
-        classes.iter(),
-        |c| Some(ConstCounter::new(c.1)),
-        |c| vec![("class", c.0.to_owned())],
-    )?;
-    family(
-        enc,
-        "infiniband_exporter_mad_retries",
-        "MADs resent after a timeout, by management class.",
-        classes.iter(),
-        |c| Some(ConstCounter::new(c.2)),
-        |c| vec![("class", c.0.to_owned())],
-    )?;
+    for (name, help, retries) in [
+        (
+            "infiniband_exporter_mads_sent",
+            "MADs sent, resends included, by management class.",
+            false,
+        ),
+        (
+            "infiniband_exporter_mad_retries",
+            "MADs resent after a timeout, by management class.",
+            true,
+        ),
+    ] {
+        family(
+            enc,
+            name,
+            help,
+            classes.iter(),
+            |c| Some(ConstCounter::new(if retries { c.2 } else { c.1 })),
+            |c| vec![("class", c.0.to_owned())],
+        )?;
+    }
     scalar(
         enc,
         "infiniband_exporter_discovery_query_failures",

@@ -57,14 +57,15 @@ use crate::discover::{self, Exchange, GatherOptions, Limits, Stats};
 use encode::Shared;
 use state::State;
 
-const OPT_LISTEN: i32 = 1;
-const OPT_INTERVAL: i32 = 2;
-const OPT_REDISCOVER: i32 = 3;
-const OPT_NAME_MAP: i32 = 4;
-const OPT_CAN_RESET: i32 = 5;
-const OPT_ONCE: i32 = 6;
-const OPT_SWEEPS: i32 = 7;
-const OPT_PER_NODE: i32 = 8;
+const OPT_LISTEN: i32 = 11;
+const OPT_INTERVAL: i32 = 12;
+const OPT_REDISCOVER: i32 = 13;
+const OPT_NAME_MAP: i32 = 14;
+const OPT_CAN_RESET: i32 = 15;
+const OPT_ONCE: i32 = 16;
+const OPT_SWEEPS: i32 = 17;
+/// `--per-node`: `mad sweep`'s key.
+const OPT_PER_NODE: i32 = super::sweep::OPTS[1].key;
 
 /// The default listen address (guilbaults/infiniband-exporter's port).
 pub const DEFAULT_LISTEN: &str = "0.0.0.0:9683";
@@ -120,20 +121,9 @@ pub const OPTS: &[Opt] = &[
         Some("<n>"),
         "stop after n sweeps (default: never)",
     ),
-    Opt::new(
-        "outstanding",
-        'o',
-        true,
-        Some("<n>"),
-        "MADs in flight on the port (default 256)",
-    ),
-    Opt::long(
-        "per-node",
-        OPT_PER_NODE,
-        true,
-        Some("<n>"),
-        "MADs in flight per node or LID (default 4)",
-    ),
+    // `-o` and `--per-node`, as `mad sweep` has them.
+    super::sweep::OPTS[0],
+    super::sweep::OPTS[1],
 ];
 
 /// The command line of `mad exporter`.
