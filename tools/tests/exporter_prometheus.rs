@@ -505,3 +505,54 @@ fn the_exporter_keeps_serving_through_packet_loss_and_a_pulled_cable() {
     );
     drop(exporter);
 }
+
+/// `--once`: the exposition on stdout, exit 0 on a clean fabric; with a
+/// link dropping every packet, still the exposition (the ports read, the
+/// failures counted) and exit status 3, incomplete, with stderr saying
+/// what is missing.
+#[test]
+fn once_prints_the_metrics_and_exits_3_when_ports_went_unanswered() {
+    let mut fabric = Served::start("o");
+    let o = fabric
+        .mad(&["exporter", "--once", "-t", "100"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(sample(&out, "infiniband_scrape_ok", &[]), Some(1.0));
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("infiniband_portxmitdata_total{"))
+            .count(),
+        40
+    );
+    fabric.console("drop spine-1 1 1");
+    let o = fabric
+        .mad(&["exporter", "--once", "-t", "100"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("incomplete sweep"), "{err}");
+    assert_eq!(sample(&out, "infiniband_scrape_ok", &[]), Some(0.0));
+    let spine1 = [("local_guid", "0x0000000000200002")];
+    assert!(
+        sample(
+            &out,
+            "infiniband_exporter_node_query_timeouts_total",
+            &spine1
+        )
+        .is_some_and(|v| v > 0.0),
+        "{out}"
+    );
+    assert!(
+        sample(&out, "infiniband_exporter_ports_failed", &[]).is_some_and(|v| v > 0.0),
+        "{out}"
+    );
+}
