@@ -36,12 +36,13 @@ mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::served::Served;
 
 const NEEDS_PROMETHEUS: &[(&str, &str)] =
     &[("prometheus", "prometheus"), ("promtool", "prometheus")];
@@ -87,75 +88,28 @@ fn drain(r: impl Read + Send + 'static, log: Arc<Mutex<String>>) {
     });
 }
 
-/// `mad sim --serve NAME`: the built-in fabric, its console on a pipe.
-struct Served {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    name: String,
-}
+/// The served fabric (`support::served`), with what these tests do on it.
+struct Fabric(Served);
 
-impl Served {
+impl Fabric {
     fn start(tag: &str) -> Self {
-        let name = format!("madexp{}{tag}", std::process::id());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mad"))
-            .args(["sim", "--serve", &name])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("mad sim --serve");
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(stdout.read_line(&mut line).unwrap() > 0, "mad sim ended");
-            if line.starts_with("type help") {
-                break;
-            }
-        }
-        Self {
-            child,
-            stdin,
-            stdout,
-            name,
-        }
+        Self(Served::start(Path::new(env!("CARGO_BIN_EXE_mad")), tag))
     }
 
-    /// A console command; its answer (all its lines: an unknown command
-    /// sent after it marks the end).
+    /// A console command that must succeed; its answer.
     fn console(&mut self, cmd: &str) -> String {
-        writeln!(self.stdin, "{cmd}\nend-of-answer").unwrap();
-        self.stdin.flush().unwrap();
-        let mut answer = String::new();
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "mad sim ended"
-            );
-            if line.contains("\"end-of-answer\"") {
-                break;
-            }
-            answer.push_str(&line);
-        }
+        let answer = self.0.console(cmd);
         assert!(answer.starts_with("ok"), "{cmd}: {answer}");
         answer
     }
 
     fn mad(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_mad"));
-        c.arg("--ibsim")
-            .args(args)
-            .env("IBSIM_SOCKNAME", &self.name)
-            .stdin(Stdio::null());
-        c
+        self.0.command(args)
     }
 
     /// `mad perfquery -x LID PORT`'s PortXmitData.
     fn perfquery_xmit_data(&self, lid: &str, port: &str) -> u64 {
-        let o = self.mad(&["perfquery", "-x", lid, port]).output().unwrap();
+        let o = self.0.mad(&["perfquery", "-x", lid, port]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "perfquery: {out}");
         out.lines()
@@ -189,15 +143,6 @@ impl Served {
         };
         drain(err, Arc::clone(&log));
         (Proc { child, log }, addr)
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.stdin.flush();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -277,7 +222,7 @@ fn prometheus_scrapes_the_exporter_and_stores_every_cable() {
     if !support::require(NEEDS_PROMETHEUS) {
         return;
     }
-    let fabric = Served::start("p");
+    let fabric = Fabric::start("p");
     let before = fabric.perfquery_xmit_data(LEAF2_LID, LEAF2_PORT);
     // One sweep (the interval outlasts the test): the counters stand
     // still after it but for perfquery's own MADs.
@@ -414,7 +359,7 @@ fn prometheus_scrapes_the_exporter_and_stores_every_cable() {
 
 #[test]
 fn the_exporter_keeps_serving_through_packet_loss_and_a_pulled_cable() {
-    let mut fabric = Served::start("f");
+    let mut fabric = Fabric::start("f");
     let (exporter, addr) =
         fabric.exporter(&["--interval", "0.3", "--rediscover", "1", "-t", "100"]);
     let metrics = || {
@@ -512,7 +457,7 @@ fn the_exporter_keeps_serving_through_packet_loss_and_a_pulled_cable() {
 /// what is missing.
 #[test]
 fn once_prints_the_metrics_and_exits_3_when_ports_went_unanswered() {
-    let mut fabric = Served::start("o");
+    let mut fabric = Fabric::start("o");
     let o = fabric
         .mad(&["exporter", "--once", "-t", "100"])
         .output()
