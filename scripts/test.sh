@@ -32,6 +32,7 @@ fail() { FAILED+=("$1"); printf '!! FAILED: %s\n' "$1"; }
 # ---------------------------------------------------------------- packages
 DEB_PACKAGES=(tshark libibmad-dev ibsim-utils libumad2sim0 opensm infiniband-diags
               libibumad3 libopensm-dev gcc
+              prometheus  # mad exporter's test: a real Prometheus scrapes it, promtool checks /metrics
               # the kernel VM (tests/kvm): qemu under TCG, a busybox initramfs,
               # the C peer's libibumad.a, verbs for device events; the kernel
               # image itself is downloaded (not installed) by tests/kvm/build.sh

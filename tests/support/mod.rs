@@ -9,6 +9,7 @@
 
 pub mod ibnetdiscover;
 pub mod opensm;
+pub mod served;
 pub mod sweep;
 
 use std::fs;

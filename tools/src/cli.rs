@@ -209,6 +209,11 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::sweep::run,
     ),
     Command::sub(
+        "exporter",
+        "serve every port's counters to Prometheus (/metrics), swept in parallel",
+        crate::cmd::exporter::run,
+    ),
+    Command::sub(
         "bench",
         "SMP round trips/s, latency and SA GetTable throughput",
         crate::cmd::bench::run,

@@ -11,11 +11,14 @@
 mod mad_cli;
 use mad_cli::text;
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
+use support::served::Served;
 
 const INCOMPLETE: i32 = 3;
 
@@ -29,65 +32,9 @@ fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
-/// `mad sim --serve NAME`: the built-in fabric served in ibsim's
-/// protocol, its fault console on a pipe.
-struct Served {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    name: String,
-}
-
-impl Served {
-    fn start(tag: &str) -> Self {
-        let name = format!("madct{}{tag}", std::process::id());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mad"))
-            .args(["sim", "--serve", &name])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("mad sim --serve");
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(stdout.read_line(&mut line).unwrap() > 0, "mad sim ended");
-            if line.starts_with("type help") {
-                break;
-            }
-        }
-        Self {
-            child,
-            stdin,
-            stdout,
-            name,
-        }
-    }
-
-    /// A console command; its one-line answer.
-    fn console(&mut self, cmd: &str) -> String {
-        writeln!(self.stdin, "{cmd}").unwrap();
-        self.stdin.flush().unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        line
-    }
-
-    fn mad(&self, args: &[&str]) -> Output {
-        let mut a = vec!["--ibsim"];
-        a.extend_from_slice(args);
-        mad(&a, &[("IBSIM_SOCKNAME", &self.name)])
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, "quit");
-        let _ = self.stdin.flush();
-        let _ = self.child.wait();
-    }
+/// `mad sim --serve NAME` (`support::served`).
+fn served(tag: &str) -> Served {
+    Served::start(std::path::Path::new(env!("CARGO_BIN_EXE_mad")), tag)
 }
 
 /// Discovery under injected packet loss (every packet out of spine-1's
@@ -96,7 +43,7 @@ impl Drop for Served {
 /// Without the loss the same command exits 0.
 #[test]
 fn discovery_under_packet_loss_reports_what_it_missed_and_exits_non_zero() {
-    let mut sim = Served::start("d");
+    let mut sim = served("d");
     let clean = sim.mad(&["ibnetdiscover", "-t", "100"]);
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stderr));
     let answer = sim.console("drop spine-1 1 1");
@@ -137,7 +84,7 @@ fn discovery_under_packet_loss_reports_what_it_missed_and_exits_non_zero() {
 /// says the table is cut, how to get all of it, and exits 3.
 #[test]
 fn saquery_over_ibsim_says_the_table_is_cut_and_exits_non_zero() {
-    let sim = Served::start("s");
+    let sim = served("s");
     let o = sim.mad(&["saquery"]);
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(INCOMPLETE), "{err}");
@@ -151,7 +98,7 @@ fn saquery_over_ibsim_says_the_table_is_cut_and_exits_non_zero() {
     drop(sim);
     // A fresh fabric: the served SA is still resending the cut transfer
     // to the first client for a while.
-    let sim = Served::start("j");
+    let sim = served("j");
     let o = sim.mad(&["--json", "saquery"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(

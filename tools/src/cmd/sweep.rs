@@ -24,25 +24,10 @@ use crate::discover::progress::Progress;
 use crate::ibdiag::{self, Opt, ToolSpec};
 use crate::ibdiag::{limits, run_discovery};
 
-const OPT_PER_NODE: i32 = 1;
+use crate::ibdiag::OPT_PER_NODE;
 
-/// `mad sweep`'s own options.
-pub const OPTS: &[Opt] = &[
-    Opt::new(
-        "outstanding",
-        'o',
-        true,
-        Some("<n>"),
-        "MADs in flight on the port (default 256)",
-    ),
-    Opt::long(
-        "per-node",
-        OPT_PER_NODE,
-        true,
-        Some("<n>"),
-        "MADs in flight per node or LID (default 4)",
-    ),
-];
+/// The options of `mad sweep`: its sweep window.
+pub const OPTS: &[Opt] = &ibdiag::SWEEP_WINDOW_OPTS;
 
 /// The command line of `mad sweep`.
 pub const SPEC: ToolSpec<'static> = ToolSpec {

@@ -26,7 +26,7 @@ pub use dest::{
 pub use fabric::{check_complete, limits, link_str, max_msg, open_name_map, remap, run_discovery};
 pub use options::{
     node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey, Parsed, ToolSpec,
-    COMMON_OPTS, DEFAULT_CONFIG, DIAGS_VERSION, JSON_KEY,
+    COMMON_OPTS, DEFAULT_CONFIG, DIAGS_VERSION, JSON_KEY, OPT_PER_NODE, SWEEP_WINDOW_OPTS,
 };
 pub use report::{
     attr_json, dest_json, hex, human_duration, incomplete, portinfo_json, print_json,

@@ -462,6 +462,29 @@ fn common_opt(
     Ok(())
 }
 
+/// Key of `--per-node` (MADs in flight per node or LID), the option
+/// `mad sweep` and `mad exporter` share.
+pub const OPT_PER_NODE: i32 = 1;
+
+/// The sweep window of `mad sweep` and `mad exporter`: `-o/--outstanding`
+/// (MADs in flight on the port) and `--per-node` (per node or LID).
+pub const SWEEP_WINDOW_OPTS: [Opt; 2] = [
+    Opt::new(
+        "outstanding",
+        'o',
+        true,
+        Some("<n>"),
+        "MADs in flight on the port (default 256)",
+    ),
+    Opt::long(
+        "per-node",
+        OPT_PER_NODE,
+        true,
+        Some("<n>"),
+        "MADs in flight per node or LID (default 4)",
+    ),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
