@@ -130,8 +130,8 @@
 //! a port, one per QP ([`Fabric::attach_qp`]), as an SM and an SA do.
 
 mod control;
+pub mod endpoint;
 mod engine;
-mod faults;
 mod node;
 mod pma;
 mod sma;
@@ -145,11 +145,11 @@ use std::time::Duration;
 
 use mad_core::wire::attr::{port_cap, PortCounters, PortCountersExt, PortInfo, SmInfo};
 
-use crate::endpoint::SimPort;
 use crate::topology::{NodeKind, Topology, TopologyError};
+use endpoint::SimPort;
 
+pub use engine::faults::{LinkFaultStats, LinkFaults};
 pub(crate) use engine::{check_dr_post, Core, Endpoint, Origin, Packet};
-pub use faults::{LinkFaultStats, LinkFaults};
 pub(crate) use node::default_vlarb;
 pub use node::{
     CA_GUID_CAP, CA_PARTITION_CAP, DEFAULT_SL2VL, REVISION, SWITCH_PARTITION_CAP,
@@ -434,9 +434,9 @@ impl Fabric {
             .map(|(i, n)| (n.info.node_guid, i as u32))
             .collect();
         let stats = FabricStats::new(cfg.drop_log);
-        let faults = faults::FaultState {
+        let faults = engine::faults::FaultState {
             seed: cfg.fault_seed,
-            ..faults::FaultState::default()
+            ..engine::faults::FaultState::default()
         };
         Self {
             services: Arc::new(Services::default()),
@@ -545,7 +545,7 @@ impl Fabric {
                 slot[q] = Some(idx);
             }
         }
-        let attrs = crate::endpoint::port_attrs(&c, n, port);
+        let attrs = endpoint::port_attrs(&c, n, port);
         drop(c);
         Ok(SimPort::new(
             self.clone(),

@@ -116,7 +116,7 @@ impl Core {
                 return None;
             }
         }
-        if let crate::fabric::faults::Verdict::Gone = self.link_fault(node, port, rn, rp, pkt) {
+        if let super::faults::Verdict::Gone = self.link_fault(node, port, rn, rp, pkt) {
             return None;
         }
         self.enter(rn, rp, pkt)

@@ -27,6 +27,7 @@ use mad_core::wire::smp::{
 };
 use mad_core::wire::{Mad, Method, MgmtClass, MAD_LEN};
 
+pub(super) mod faults;
 mod forward;
 mod local;
 
@@ -208,8 +209,8 @@ pub(crate) struct Core {
     pub sm_handlers: FastMap<u32, SmHandler>,
     pub stats: FabricStats,
     /// Held packets going back on the wire: they enter (node, port).
-    pub resume: super::faults::Resume,
-    pub faults: super::faults::FaultState,
+    pub resume: faults::Resume,
+    pub faults: faults::FaultState,
     /// MAD buffers of finished packets, reused by the next packets (saves
     /// an allocation and a free per packet).
     #[allow(clippy::vec_box)] // the boxes themselves are what is reused
