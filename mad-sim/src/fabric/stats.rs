@@ -51,7 +51,7 @@ pub enum DropReason {
     LinkFilter,
     /// It went around more than 256 links (a forwarding loop).
     HopLimit,
-    /// A link fault ([`Fabric::set_link_faults`]) lost it on the wire.
+    /// A link fault ([`Fabric::set_link_faults`](super::Fabric::set_link_faults)) lost it on the wire.
     LinkFault,
 }
 

@@ -209,7 +209,7 @@ pub enum ErrorKind {
     #[error("bad include: {0}")]
     Include(String),
     /// The topology, with what it includes, goes past one of its
-    /// [`TopologyLimits`]; `file` is where it did (the location is the
+    /// [`TopologyLimits`](super::TopologyLimits); `file` is where it did (the location is the
     /// `include` line that named that file, or line 0 of the top file).
     #[error("{file} takes the topology past its limit of {limit} {what} (all files together; see TopologyLimits)")]
     TooLarge {
