@@ -455,13 +455,18 @@ impl<'a> Console<'a> {
             .map(|x| x.0)
             .unwrap_or_default();
         f.drop = rate;
+        self.set_faults(n, p, &f)
+    }
+
+    /// Sets the faults of the link direction leaving `n`/`p` and says so.
+    fn set_faults(&self, n: usize, p: u8, f: &LinkFaults) -> Answer {
         self.fabric
-            .set_link_faults(n, p, f)
+            .set_link_faults(n, p, *f)
             .map_err(|e| e.to_string())?;
         Ok(format!(
             "ok: link at {}[{p}]: {}\n",
             self.name(n),
-            fmt_faults(&f)
+            fmt_faults(f)
         ))
     }
 
@@ -487,14 +492,7 @@ impl<'a> Console<'a> {
                 _ => return Err(format!("unknown fault {k:?} ({usage})")),
             }
         }
-        self.fabric
-            .set_link_faults(n, p, f)
-            .map_err(|e| e.to_string())?;
-        Ok(format!(
-            "ok: link at {}[{p}]: {}\n",
-            self.name(n),
-            fmt_faults(&f)
-        ))
+        self.set_faults(n, p, &f)
     }
 
     fn seed(&self, args: &[&str]) -> Answer {

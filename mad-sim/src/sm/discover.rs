@@ -22,6 +22,17 @@ impl SubnetManager {
         });
     }
 
+    /// Asks for PortInfo of port `port` of node `node` (port GUID `guid`)
+    /// along `path`.
+    fn get_port_info(&mut self, path: &DrPath, node: NodeIdx, port: u8, guid: u64) {
+        self.get(
+            AttributeId::PORT_INFO,
+            u32::from(port),
+            path.clone(),
+            Kind::PortInfo { node, port, guid },
+        );
+    }
+
     pub(super) fn get(&mut self, attr: AttributeId, attr_mod: u32, path: DrPath, kind: Kind) {
         self.ready.push_back(Request {
             method: Method::GET,
@@ -153,16 +164,7 @@ impl SubnetManager {
             let known = sub.nodes()[i].port(entry).is_some();
             if !is_switch && !known {
                 // Another port of a CA we know: read it through this port.
-                self.get(
-                    AttributeId::PORT_INFO,
-                    u32::from(entry),
-                    path.clone(),
-                    Kind::PortInfo {
-                        node: i,
-                        port: entry,
-                        guid: port_guid,
-                    },
-                );
+                self.get_port_info(path, i, entry, port_guid);
             }
             return;
         }
@@ -189,28 +191,10 @@ impl SubnetManager {
                 Kind::SwitchInfo { node: i },
             );
             for port in 0..=num_ports {
-                self.get(
-                    AttributeId::PORT_INFO,
-                    u32::from(port),
-                    path.clone(),
-                    Kind::PortInfo {
-                        node: i,
-                        port,
-                        guid: port_guid,
-                    },
-                );
+                self.get_port_info(path, i, port, port_guid);
             }
         } else {
-            self.get(
-                AttributeId::PORT_INFO,
-                u32::from(entry),
-                path.clone(),
-                Kind::PortInfo {
-                    node: i,
-                    port: entry,
-                    guid: port_guid,
-                },
-            );
+            self.get_port_info(path, i, entry, port_guid);
         }
     }
 
