@@ -149,6 +149,40 @@ impl MadBuilder {
         Self::new(class, 1, method, attr).repr_at(VENDOR_HEADER_OFFSET, &vh)
     }
 
+    /// A builder holding `mad` (its header parsed, the rest kept), to
+    /// derive a variant of a MAD (its response, another class, ...).
+    ///
+    /// # Errors
+    /// `mad` is shorter than the 24-byte header.
+    pub fn parse(mad: &[u8]) -> Result<Self, mad_core::wire::Error> {
+        let header = MadHeader::parse(mad)?;
+        let mut bytes = [0; MAD_LEN];
+        let n = mad.len().min(MAD_LEN);
+        bytes[..n].copy_from_slice(&mad[..n]);
+        Ok(Self { header, bytes })
+    }
+
+    /// Sets the management class.
+    #[must_use]
+    pub fn class(mut self, class: MgmtClass) -> Self {
+        self.header.mgmt_class = class;
+        self
+    }
+
+    /// Sets the ClassSpecific word (a DR SMP's hop pointer, high byte, and
+    /// hop count, low byte).
+    #[must_use]
+    pub fn class_specific(mut self, v: u16) -> Self {
+        self.header.class_specific = v;
+        self
+    }
+
+    /// Sets an SMP's M_Key (bytes 24–31).
+    #[must_use]
+    pub fn m_key(self, key: u64) -> Self {
+        self.bytes_at(MAD_HEADER_LEN, &key.to_be_bytes())
+    }
+
     /// Sets the TID.
     #[must_use]
     pub fn tid(mut self, tid: u64) -> Self {

@@ -36,6 +36,11 @@ impl Rng {
         (self.next_u64() >> 32) as u32
     }
 
+    /// The next random byte.
+    pub fn byte(&mut self) -> u8 {
+        self.next_u64().to_le_bytes()[0]
+    }
+
     /// A number in `0..n` (0 when `n` is 0).
     pub fn below(&mut self, n: u64) -> u64 {
         if n == 0 {
