@@ -7,6 +7,7 @@ use std::time::Duration;
 
 /// The test kit's seeded generator; the seeds are fixed per bench so
 /// inputs are identical from run to run and machine to machine.
+#[allow(unused_imports, reason = "not every bench draws random inputs")]
 pub use mad_testkit::Rng;
 
 /// The criterion configuration every bench uses: 1 s warm-up, 3 s of

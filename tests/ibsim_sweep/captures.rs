@@ -9,7 +9,6 @@ use mad_core::wire::attr::{NodeDescription, NodeInfo, PortInfo};
 use mad_core::wire::smp::Smp;
 use mad_core::wire::{AttributeId, Repr};
 
-/// SMPs kept in flight by the sweep.
 use super::*;
 
 // ---------------------------------------------------------------------

@@ -33,8 +33,6 @@ use support::sweep::{compare_with_ibnetdiscover, dr_sweep, Fabric};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS, NEEDS_IBSIM};
 
 /// SMPs kept in flight by the sweep.
-
-/// SMPs kept in flight by the sweep.
 const WINDOW: usize = 64;
 
 fn topology(name: &str) -> PathBuf {

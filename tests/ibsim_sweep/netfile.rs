@@ -12,7 +12,6 @@ use mad_core::wire::attr::{
 use mad_core::wire::smp::Smp;
 use mad_core::wire::Repr;
 
-/// SMPs kept in flight by the sweep.
 use super::*;
 use crate::captures::{fixture, CAPTURES};
 
