@@ -28,7 +28,8 @@ use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport, IBSIM_MAX_IN_FLIGH
 use mad_core::transport::{Address, AsyncEvent, Qp, Transport, TransportError, PERMISSIVE_LID};
 use mad_core::wire::attr::{NodeInfo, NodeType};
 use mad_core::wire::smp::{DrPath, Smp};
-use mad_core::wire::{AttributeId, Method, Repr, SMP_DATA_OFFSET};
+use mad_core::wire::{AttributeId, Method, MgmtClass, Repr, SMP_DATA_OFFSET};
+use mad_testkit::MadBuilder;
 use support::sweep::{compare_with_ibnetdiscover, dr_sweep, Fabric};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS, NEEDS_IBSIM};
 
@@ -517,8 +518,10 @@ fn sends_on_the_wrong_qp_or_with_a_grh_are_refused() {
     let smp = dr_get(&[], AttributeId::NODE_INFO, 0, 1);
     let err = t.post_send(Qp::Qp1, &smp, &Address::gsi(1)).unwrap_err();
     assert!(err.to_string().contains("0x81"), "{err}");
-    let mut gmp = smp;
-    gmp[1] = 0x04;
+    let gmp = MadBuilder::parse(&smp)
+        .unwrap()
+        .class(MgmtClass::PERF_MGT)
+        .build();
     assert!(t.post_send(Qp::Qp0, &gmp, &Address::smi(1)).is_err());
     let grh = Address {
         grh: Some(mad_core::transport::Grh::default()),
