@@ -22,9 +22,7 @@
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
 use criterion::measurement::WallTime;
-use criterion::{
-    black_box, criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
-};
+use criterion::{black_box, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
@@ -201,9 +199,4 @@ fn send_table(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = send_table
-}
-criterion_main!(benches);
+support::bench_main!(send_table);

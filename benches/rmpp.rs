@@ -26,7 +26,7 @@
 //!   included.
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{black_box, BenchmarkId, Criterion, Throughput};
 use mad_core::transport::Address;
 use mad_core::wire::sa::SaHeader;
 use mad_core::wire::{AttributeId, MadStatus, Method, MgmtClass, RMPP_HEADER_END};
@@ -260,9 +260,4 @@ fn rmpp(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = rmpp
-}
-criterion_main!(benches);
+support::bench_main!(rmpp);

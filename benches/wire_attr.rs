@@ -5,9 +5,7 @@
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
 use criterion::measurement::WallTime;
-use criterion::{
-    black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput,
-};
+use criterion::{black_box, BenchmarkGroup, Criterion, Throughput};
 use mad_core::wire::attr::{
     ClassPortInfo, GuidInfo, LinearFwdTable, MulticastFwdTable, NodeDescription, NodeInfo, Notice,
     PKeyTable, PortCounters, PortCountersExt, PortInfo, SlToVlTable, SmInfo, SwitchInfo,
@@ -52,9 +50,4 @@ fn attrs(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = attrs
-}
-criterion_main!(benches);
+support::bench_main!(attrs);

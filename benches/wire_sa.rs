@@ -5,9 +5,7 @@
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
 use criterion::measurement::WallTime;
-use criterion::{
-    black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput,
-};
+use criterion::{black_box, BenchmarkGroup, Criterion, Throughput};
 use mad_core::wire::sa::{split_records, SaHeader, SaMad};
 use mad_core::wire::sa_records::{
     GuidInfoRecord, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, NodeRecord,
@@ -84,9 +82,4 @@ fn table(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = records, table
-}
-criterion_main!(benches);
+support::bench_main!(records, table);

@@ -21,3 +21,17 @@ pub fn criterion() -> Criterion {
         .sample_size(50)
         .configure_from_args()
 }
+
+/// `criterion_group!` named `benches` with [`criterion`]'s configuration,
+/// and `criterion_main!` for it: the end of every bench file.
+macro_rules! bench_main {
+    ($($target:path),+ $(,)?) => {
+        criterion::criterion_group! {
+            name = benches;
+            config = support::criterion();
+            targets = $($target),+
+        }
+        criterion::criterion_main!(benches);
+    };
+}
+pub(crate) use bench_main;

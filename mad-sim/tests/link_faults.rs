@@ -14,6 +14,7 @@ use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr, MAD_LEN};
 use mad_sim::fabric::DropReason;
 use mad_sim::sm::SmEvent;
 use mad_sim::{default_topology, Fabric, LinkFaults, SimPort, Subnet, SubnetOptions};
+use mad_testkit::MadBuilder;
 
 fn subnet() -> Subnet {
     Subnet::up_with(
@@ -33,14 +34,9 @@ fn lid_of(f: &Fabric, node: &str) -> u16 {
 
 /// A vendor-class (0x09) GSI Send with this TID.
 fn vendor_mad(tid: u64) -> Vec<u8> {
-    let mut m = vec![0u8; MAD_LEN];
-    let mut mad = Mad::new_unchecked(&mut m[..]);
-    mad.set_base_version(1);
-    mad.set_mgmt_class(MgmtClass(0x09));
-    mad.set_class_version(1);
-    mad.set_method(Method::SEND, false);
-    mad.set_tid(tid);
-    m
+    MadBuilder::new(MgmtClass(0x09), 1, Method::SEND, AttributeId(0))
+        .tid(tid)
+        .to_vec()
 }
 
 fn drain_tids(ep: &mut SimPort) -> Vec<u64> {
