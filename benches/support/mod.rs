@@ -2,7 +2,9 @@
 //! (so every run measures the same inputs) and one criterion configuration.
 #![allow(dead_code)]
 
-use criterion::Criterion;
+use criterion::measurement::WallTime;
+use criterion::{black_box, BenchmarkGroup, Criterion};
+use mad_core::wire::Repr;
 use std::time::Duration;
 
 /// The test kit's seeded generator; the seeds are fixed per bench so
@@ -35,3 +37,17 @@ macro_rules! bench_main {
     };
 }
 pub(crate) use bench_main;
+
+/// Benches `T::parse` and `T::emit` on `T::LEN` random bytes (from
+/// `seed`) in group `g`, as `name/parse` and `name/emit`.
+pub fn repr<T: Repr>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, seed: u64) {
+    let buf = Rng::new(seed).bytes(T::LEN);
+    let value = T::parse(&buf).expect("every bit pattern parses");
+    let mut out = vec![0u8; T::LEN];
+    g.bench_function(format!("{name}/parse"), |b| {
+        b.iter(|| T::parse(black_box(&buf)))
+    });
+    g.bench_function(format!("{name}/emit"), |b| {
+        b.iter(|| black_box(&value).emit(black_box(&mut out)))
+    });
+}

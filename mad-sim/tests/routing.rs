@@ -135,16 +135,7 @@ fn lid_routed_smps_follow_the_lfts_and_vl15_crosses_ports_in_init() {
     )
     .unwrap();
     let lid_get = |t: &mut mad_sim::SimPort, dlid: u16, tid: u64| {
-        let mut m = [0u8; 256];
-        {
-            let mut v = Mad::new_unchecked(&mut m[..]);
-            v.set_base_version(1);
-            v.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
-            v.set_class_version(1);
-            v.set_method(Method::GET, false);
-            v.set_tid(tid);
-            v.set_attr_id(AttributeId::NODE_INFO);
-        }
+        let m = MadBuilder::smp_get(AttributeId::NODE_INFO).tid(tid).build();
         t.post_send(Qp::Qp0, &m, &Address::smi(dlid)).unwrap();
         drain(t)
             .into_iter()

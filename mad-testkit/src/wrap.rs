@@ -44,14 +44,8 @@ pub trait Hooks: Send {
     ///
     /// # Errors
     /// When the hook refuses the registration.
-    fn register(
-        &mut self,
-        class: MgmtClass,
-        class_version: u8,
-        methods: u128,
-        oui: Option<[u8; 3]>,
-    ) -> Result<(), TransportError> {
-        let _ = (class, class_version, methods, oui);
+    fn register(&mut self, r: Registration) -> Result<(), TransportError> {
+        let _ = r;
         Ok(())
     }
 
@@ -154,7 +148,12 @@ impl<T: Transport, H: Hooks> Transport for Wrapped<T, H> {
         methods: u128,
         oui: Option<[u8; 3]>,
     ) -> Result<(), TransportError> {
-        self.hooks.register(class, class_version, methods, oui)?;
+        self.hooks.register(Registration {
+            class,
+            class_version,
+            methods,
+            oui,
+        })?;
         self.inner
             .register_requests(class, class_version, methods, oui)
     }
@@ -210,20 +209,9 @@ impl Hooks for Recording {
         lock(&self.0).sent.push((qp, mad.to_vec(), *dest));
         None
     }
-    fn register(
-        &mut self,
-        class: MgmtClass,
-        class_version: u8,
-        methods: u128,
-        oui: Option<[u8; 3]>,
-    ) -> Result<(), TransportError> {
+    fn register(&mut self, reg: Registration) -> Result<(), TransportError> {
         let mut r = lock(&self.0);
-        r.registrations.push(Registration {
-            class,
-            class_version,
-            methods,
-            oui,
-        });
+        r.registrations.push(reg);
         match &r.refuse_register {
             Some(msg) => Err(TransportError::Open(msg.clone())),
             None => Ok(()),
@@ -341,17 +329,68 @@ impl<A: Hooks, B: Hooks> Hooks for Both<A, B> {
     fn received(&mut self, r: Received) -> Option<Received> {
         self.0.received(r).and_then(|r| self.1.received(r))
     }
-    fn register(
-        &mut self,
-        class: MgmtClass,
-        class_version: u8,
-        methods: u128,
-        oui: Option<[u8; 3]>,
-    ) -> Result<(), TransportError> {
-        self.0.register(class, class_version, methods, oui)?;
-        self.1.register(class, class_version, methods, oui)
+    fn register(&mut self, r: Registration) -> Result<(), TransportError> {
+        self.0.register(r)?;
+        self.1.register(r)
     }
     fn raw_fd(&self) -> Option<Option<RawFd>> {
         self.0.raw_fd().or_else(|| self.1.raw_fd())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mad_core::transport::loopback::Loopback;
+    use mad_core::wire::AttributeId;
+
+    use crate::MadBuilder;
+
+    fn port() -> Loopback {
+        Loopback::new(Loopback::attrs("kit", 1, 1), 4)
+    }
+
+    #[test]
+    fn recording_sees_sends_and_refuses_registrations() -> Result<(), TransportError> {
+        let rec = Recording::new();
+        rec.record().refuse_register = Some("method 1 taken".into());
+        let mut w = Wrapped::new(port(), rec.clone());
+        let mad = MadBuilder::perf_get(1, AttributeId::PM_PORT_COUNTERS)
+            .tid(3)
+            .build();
+        w.post_send(Qp::Qp1, &mad, &Address::gsi(2))?;
+        let refused = w.register_requests(MgmtClass::PERF_MGT, 1, 1 << 1, None);
+        assert!(matches!(refused, Err(TransportError::Open(m)) if m == "method 1 taken"));
+        let r = rec.record();
+        assert_eq!(r.sent.len(), 1);
+        assert_eq!(r.sent[0].1, mad.to_vec());
+        assert_eq!(r.registrations[0].class, MgmtClass::PERF_MGT);
+        Ok(())
+    }
+
+    #[test]
+    fn with_fd_delivers_its_inbox_and_a_tap_sees_it() -> Result<(), Box<dyn std::error::Error>> {
+        let (fd, mut bell) = WithFd::doorbell()?;
+        let inbox = Arc::clone(&fd.inbox);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        let tap = Tap(Box::new(move |way, mad: &[u8]| {
+            lock(&s).push((way, mad[1]))
+        }));
+        let mut w = Wrapped::new(port(), Both(fd, tap));
+        assert!(w.raw_fd().is_some());
+        assert!(w.bounded_far_side());
+        let mad = MadBuilder::smp_get(AttributeId::NODE_INFO).build();
+        lock(&inbox).push_back(Received {
+            qp: Qp::Qp0,
+            src: Address::smi(2),
+            mad: MadBuilder::smp_get(AttributeId::NODE_INFO).to_buf(),
+        });
+        std::io::Write::write_all(&mut bell, &[1])?;
+        let got = w.poll_recv()?.ok_or("the inbox MAD")?;
+        assert_eq!(got.mad.as_slice(), &mad[..]);
+        assert!(w.poll_recv()?.is_none());
+        assert_eq!(*lock(&seen), [(Way::Received, 0x01)]);
+        Ok(())
     }
 }

@@ -48,15 +48,7 @@ fn attach(cfg: IbSimConfig) -> IbSimTransport {
 /// idle and fails on any MAD ibsim could not deliver.
 fn sweep(t: &mut IbSimTransport) -> (Fabric, support::sweep::SweepStats) {
     dr_sweep(t, WINDOW, |t: &mut IbSimTransport| {
-        t.wait_readable(Duration::from_millis(5))
-            .map_err(|e| e.to_string())?;
-        match t.poll_undeliverable() {
-            Some(u) => Err(format!(
-                "ibsim returned an SMP undelivered: {:02x?}",
-                &u.mad[..24]
-            )),
-            None => Ok(()),
-        }
+        support::sweep::ibsim_idle(t, Duration::from_millis(5))
     })
     .unwrap_or_else(|e| panic!("sweep: {e}"))
 }

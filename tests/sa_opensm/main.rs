@@ -294,19 +294,7 @@ fn sa_client_over_the_umad_transport_under_libumad2sim_equals_saquery() {
     }
     let sim = IbSim::start(support::topologies_dir().join("net.2sw2path4hca"));
     let _sm = OpenSm::start(&sim, "", Duration::from_secs(60));
-    let exe = std::env::current_exe().expect("own test binary");
-    let out = sim
-        .umad2sim_command(exe.to_str().expect("utf-8 path"))
-        .args(["--exact", UMAD_TEST, "--nocapture", "--test-threads=1"])
-        .env(UMAD_CHILD, "1")
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = sim.run_child_test(UMAD_TEST, UMAD_CHILD);
     let mut failures = Vec::new();
     let mut fields = 0;
     let mut queries = 0;
