@@ -256,6 +256,14 @@ impl Core {
         self.stats.to_endpoints += 1;
     }
 
+    /// A copy of `req`'s MAD turned into a GetResp (in a recycled buffer).
+    fn get_resp_of(&mut self, req: &Packet) -> Box<[u8; MAD_LEN]> {
+        let mut mad = self.mad_buf();
+        *mad = *req.mad;
+        Mad::new_unchecked(&mut mad[..]).set_method(Method::GET, true);
+        mad
+    }
+
     /// Queues the answer to an SMP received on `port` of `node`: GetResp
     /// with `status` and `data`, directed-route or LID-routed like the
     /// request.
@@ -270,13 +278,8 @@ impl Core {
         let Some(n) = self.node(node) else { return };
         let mgmt = n.mgmt_port(port);
         let lid = n.port(mgmt).map_or(0, |p| p.info.lid);
-        let mut mad = self.mad_buf();
-        *mad = *req.mad;
+        let mut mad = self.get_resp_of(req);
         let dr = req.is_dr();
-        {
-            let mut m = Mad::new_unchecked(&mut mad[..]);
-            m.set_method(Method::GET, true);
-        }
         if dr {
             let mut s = Smp::new_unchecked(&mut mad[..]);
             let hc = s.hop_cnt();
@@ -319,13 +322,8 @@ impl Core {
         let Some(p) = n.port(mgmt) else { return };
         let lid = p.info.lid;
         let gid = gid_of(p);
-        let mut mad = self.mad_buf();
-        *mad = *req.mad;
-        {
-            let mut m = Mad::new_unchecked(&mut mad[..]);
-            m.set_method(Method::GET, true);
-            m.set_status(mad_core::wire::MadStatus(status));
-        }
+        let mut mad = self.get_resp_of(req);
+        Mad::new_unchecked(&mut mad[..]).set_status(mad_core::wire::MadStatus(status));
         let end = (data_offset + data.len()).min(MAD_LEN);
         if data_offset < end {
             mad[data_offset..end].copy_from_slice(&data[..end - data_offset]);
