@@ -37,7 +37,7 @@ use std::time::Duration;
 use mad_core::transport::{AsyncEvent, Qp, WcStatus};
 use mad_core::wire::attr::PhysPortState;
 
-use crate::fabric::{DropReason, Fabric, LinkFaults, NodeSel};
+use crate::fabric::{DropReason, Fabric, LinkFaultStats, LinkFaults, NodeSel};
 use crate::faulty::EndpointFault;
 use crate::subnet::{Subnet, Summary};
 use crate::topology::NodeKind;
@@ -382,13 +382,10 @@ impl<'a> Console<'a> {
         }
         if let Some((f, s)) = self.fabric.link_faults(n, p) {
             out.push_str(&format!(
-                "  faults out of this port: {} ({} packets: {} dropped, {} duplicated, {} reordered, {} delayed)\n",
+                "  faults out of this port: {} ({} packets: {})\n",
                 fmt_faults(&f),
                 s.packets,
-                s.dropped,
-                s.duplicated,
-                s.reordered,
-                s.delayed
+                fmt_fault_stats(&s)
             ));
         }
         Ok(out)
@@ -565,15 +562,12 @@ impl<'a> Console<'a> {
         }
         for (at, f, s) in self.fabric.all_link_faults() {
             out.push_str(&format!(
-                "  link out of {}[{}]: {}; {} packets, {} dropped, {} duplicated, {} reordered, {} delayed\n",
+                "  link out of {}[{}]: {}; {} packets, {}\n",
                 self.name(at.node),
                 at.port,
                 fmt_faults(&f),
                 s.packets,
-                s.dropped,
-                s.duplicated,
-                s.reordered,
-                s.delayed
+                fmt_fault_stats(&s)
             ));
         }
         if let Some(s) = self.subnet {
@@ -616,6 +610,15 @@ impl<'a> Console<'a> {
         out.push_str(&format!("ports physically up: {up}\n"));
         out
     }
+}
+
+/// What the faults of a link direction did: `D dropped, U duplicated,
+/// R reordered, L delayed`.
+fn fmt_fault_stats(s: &LinkFaultStats) -> String {
+    format!(
+        "{} dropped, {} duplicated, {} reordered, {} delayed",
+        s.dropped, s.duplicated, s.reordered, s.delayed
+    )
 }
 
 fn fmt_faults(f: &LinkFaults) -> String {
