@@ -10,7 +10,7 @@
 //! asks Switch1 itself (route "0") and Hca1 (route "0,1") in turn.
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{black_box, BenchmarkId, Criterion, Throughput};
 use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
 use mad_core::transport::{Address, Qp, PERMISSIVE_LID};
 use mad_core::wire::smp::DrPath;
@@ -110,9 +110,4 @@ fn agent_round_trip(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = agent_round_trip
-}
-criterion_main!(benches);
+support::bench_main!(agent_round_trip);

@@ -22,13 +22,12 @@
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
 use criterion::measurement::WallTime;
-use criterion::{
-    black_box, criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
-};
+use criterion::{black_box, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
-use mad_core::wire::{Mad, Method, MgmtClass};
+use mad_core::wire::{AttributeId, Mad};
+use mad_testkit::MadBuilder;
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
@@ -40,14 +39,9 @@ const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A PerfMgt Get(PortCounters); `answered` marks it for the far side.
 fn perf_get(answered: bool) -> [u8; 256] {
-    let mut m = [0u8; 256];
-    m[0] = 1;
-    m[1] = MgmtClass::PERF_MGT.0;
-    m[2] = 1;
-    m[3] = Method::GET.0;
-    m[16..18].copy_from_slice(&0x0012u16.to_be_bytes());
-    m[20..24].copy_from_slice(&u32::from(answered).to_be_bytes());
-    m
+    MadBuilder::perf_get(0, AttributeId::PM_PORT_COUNTERS)
+        .attr_mod(u32::from(answered))
+        .build()
 }
 
 fn responder_port() -> Loopback {
@@ -205,9 +199,4 @@ fn send_table(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = send_table
-}
-criterion_main!(benches);
+support::bench_main!(send_table);

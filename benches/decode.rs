@@ -3,7 +3,7 @@
 //! common kind. One element = one MAD decoded.
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{black_box, Criterion, Throughput};
 use mad_core::wire::decode::decode_mad;
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass};
@@ -69,9 +69,4 @@ fn decode(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = decode
-}
-criterion_main!(benches);
+support::bench_main!(decode);

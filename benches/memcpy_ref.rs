@@ -8,7 +8,7 @@
 //!   which also pays for cache misses, like a stream of received MADs.
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{black_box, Criterion, Throughput};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -43,9 +43,4 @@ fn memcpy(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = memcpy
-}
-criterion_main!(benches);
+support::bench_main!(memcpy);

@@ -26,9 +26,12 @@
 //!   included.
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{black_box, BenchmarkId, Criterion, Throughput};
 use mad_core::transport::Address;
+use mad_core::wire::sa::SaHeader;
+use mad_core::wire::{AttributeId, MadStatus, Method, MgmtClass, RMPP_HEADER_END};
 use mad_rmpp::{Output, ReceiverConfig, ReceiverTable, Sender, SenderConfig};
+use mad_testkit::MadBuilder;
 use std::time::{Duration, Instant};
 
 #[path = "support/mod.rs"]
@@ -44,14 +47,22 @@ const SIZES: &[(usize, &str)] = &[
 
 /// SA GetTableResp header (common MAD header + RMPP + SA header).
 fn sa_header() -> [u8; 56] {
+    let sa = SaHeader {
+        attr_offset: 14,
+        ..SaHeader::default()
+    };
+    let m = MadBuilder::new(
+        MgmtClass::SUBN_ADM,
+        2,
+        Method::GET_TABLE,
+        AttributeId(0x0011),
+    )
+    .response(MadStatus::SUCCESS)
+    .tid(0x0000_0001_0000_0007)
+    .repr_at(RMPP_HEADER_END, &sa)
+    .build();
     let mut h = [0u8; 56];
-    h[0] = 1;
-    h[1] = 0x03;
-    h[2] = 2;
-    h[3] = 0x92;
-    h[8..16].copy_from_slice(&0x0000_0001_0000_0007u64.to_be_bytes());
-    h[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
-    h[44..46].copy_from_slice(&14u16.to_be_bytes());
+    h.copy_from_slice(&m[..56]);
     h
 }
 
@@ -249,9 +260,4 @@ fn rmpp(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = rmpp
-}
-criterion_main!(benches);
+support::bench_main!(rmpp);

@@ -3,7 +3,7 @@
 //! directed-route request. One element = one MAD.
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{black_box, Criterion, Throughput};
 use mad_core::wire::smp::{dr_make_response, DrPath, DrSmpRepr, Smp, SmpRepr};
 use mad_core::wire::{AttributeId, Mad, MadHeader, Method, MgmtClass, Repr};
 
@@ -132,9 +132,4 @@ fn smp(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = header, smp
-}
-criterion_main!(benches);
+support::bench_main!(header, smp);

@@ -4,10 +4,7 @@
 //! record parsed. One element = one record.
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
-use criterion::measurement::WallTime;
-use criterion::{
-    black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput,
-};
+use criterion::{black_box, Criterion, Throughput};
 use mad_core::wire::sa::{split_records, SaHeader, SaMad};
 use mad_core::wire::sa_records::{
     GuidInfoRecord, InformInfoRecord, LftRecord, LinkRecord, McMemberRecord, NodeRecord,
@@ -19,35 +16,22 @@ use mad_core::wire::Repr;
 #[path = "support/mod.rs"]
 mod support;
 
-/// Benches `T::parse` and `T::emit` on `T::LEN` random bytes.
-fn repr<T: Repr>(g: &mut BenchmarkGroup<'_, WallTime>, name: &str, seed: u64) {
-    let buf = support::Rng::new(seed).bytes(T::LEN);
-    let value = T::parse(&buf).expect("every bit pattern parses");
-    let mut out = vec![0u8; T::LEN];
-    g.bench_function(format!("{name}/parse"), |b| {
-        b.iter(|| T::parse(black_box(&buf)))
-    });
-    g.bench_function(format!("{name}/emit"), |b| {
-        b.iter(|| black_box(&value).emit(black_box(&mut out)))
-    });
-}
-
 fn records(c: &mut Criterion) {
     let mut g = c.benchmark_group("sa_record");
     g.throughput(Throughput::Elements(1));
-    repr::<SaHeader>(&mut g, "SaHeader", 31);
-    repr::<NodeRecord>(&mut g, "NodeRecord", 32);
-    repr::<PortInfoRecord>(&mut g, "PortInfoRecord", 33);
-    repr::<PathRecord>(&mut g, "PathRecord", 34);
-    repr::<McMemberRecord>(&mut g, "MCMemberRecord", 35);
-    repr::<ServiceRecord>(&mut g, "ServiceRecord", 36);
-    repr::<LinkRecord>(&mut g, "LinkRecord", 37);
-    repr::<SwitchInfoRecord>(&mut g, "SwitchInfoRecord", 38);
-    repr::<GuidInfoRecord>(&mut g, "GUIDInfoRecord", 39);
-    repr::<PKeyTableRecord>(&mut g, "P_KeyTableRecord", 40);
-    repr::<LftRecord>(&mut g, "LinearForwardingTableRecord", 41);
-    repr::<SmInfoRecord>(&mut g, "SMInfoRecord", 42);
-    repr::<InformInfoRecord>(&mut g, "InformInfoRecord", 43);
+    support::repr::<SaHeader>(&mut g, "SaHeader", 31);
+    support::repr::<NodeRecord>(&mut g, "NodeRecord", 32);
+    support::repr::<PortInfoRecord>(&mut g, "PortInfoRecord", 33);
+    support::repr::<PathRecord>(&mut g, "PathRecord", 34);
+    support::repr::<McMemberRecord>(&mut g, "MCMemberRecord", 35);
+    support::repr::<ServiceRecord>(&mut g, "ServiceRecord", 36);
+    support::repr::<LinkRecord>(&mut g, "LinkRecord", 37);
+    support::repr::<SwitchInfoRecord>(&mut g, "SwitchInfoRecord", 38);
+    support::repr::<GuidInfoRecord>(&mut g, "GUIDInfoRecord", 39);
+    support::repr::<PKeyTableRecord>(&mut g, "P_KeyTableRecord", 40);
+    support::repr::<LftRecord>(&mut g, "LinearForwardingTableRecord", 41);
+    support::repr::<SmInfoRecord>(&mut g, "SMInfoRecord", 42);
+    support::repr::<InformInfoRecord>(&mut g, "InformInfoRecord", 43);
     g.finish();
 }
 
@@ -84,9 +68,4 @@ fn table(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = benches;
-    config = support::criterion();
-    targets = records, table
-}
-criterion_main!(benches);
+support::bench_main!(records, table);

@@ -24,10 +24,6 @@
 
 mod support;
 
-#[allow(dead_code, unused_imports)]
-#[path = "../tools/src/diags/mod.rs"]
-mod diags;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -37,7 +33,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use support::opensm::OpenSm;
 
-use diags::{perf as dperf, smp as dsmp, PortIdText};
+use mad_tools::diags::{perf as dperf, smp as dsmp, PortIdText};
 use mad_agents::perf::PerfClient;
 use mad_agents::smp::{SmpClient, SmpTarget};
 use mad_agents::{EngineConfig, QueryError, Runtime};

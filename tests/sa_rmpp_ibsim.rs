@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 use mad_agents::{Agent, AgentEvent, AgentSpec, EngineConfig, Runtime, SendRequest, SendStatus};
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::{Address, Transport, GSI_QKEY};
-use mad_core::wire::{Method, MgmtClass};
+use mad_core::wire::rmpp::{RmppHeader, RmppType, RMPP_FLAG_ACTIVE};
+use mad_core::wire::{AttributeId, MadStatus, Method, MgmtClass};
+use mad_testkit::{MadBuilder, Rng};
 use support::opensm::{require_sbin, OpenSm, NEEDS_OPENSM};
 use support::IbSim;
 
@@ -39,25 +41,20 @@ fn digest(b: &[u8]) -> u64 {
 }
 
 fn payload(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    Rng::new(seed).bytes(len)
 }
 
 fn vendor_set(data: &[u8]) -> Vec<u8> {
-    let mut m = vec![0u8; HDR];
-    m[..4].copy_from_slice(&[1, CLASS.0, 1, Method::SET.0]);
-    m[16..18].copy_from_slice(&0xFF10u16.to_be_bytes());
-    m[24] = 1; // RMPP version
-    m[25] = 1; // DATA
-    m[26] = 0x01; // Active
-    m[37..40].copy_from_slice(&OUI.to_be_bytes()[1..]);
+    let rmpp = RmppHeader {
+        version: 1,
+        rmpp_type: RmppType::DATA,
+        flags: RMPP_FLAG_ACTIVE,
+        ..RmppHeader::default()
+    };
+    let head = MadBuilder::vendor(CLASS, OUI, Method::SET, AttributeId(0xFF10))
+        .rmpp(&rmpp)
+        .build();
+    let mut m = head[..HDR].to_vec();
     m.extend_from_slice(data);
     m
 }
@@ -93,9 +90,13 @@ fn peer(sim: &IbSim, node: &str, qpn: u32) -> Peer {
                 let len = b.len() as u64;
                 store.lock().expect("lock").push(b.to_vec());
                 // GetResp: the request's header, then (length, digest).
-                let mut resp = b[..HDR].to_vec();
-                resp[3] = 0x80 | Method::GET.0;
-                resp[24..36].fill(0);
+                let head = MadBuilder::parse(&b[..HDR])
+                    .expect("a vendor header")
+                    .method(Method::GET)
+                    .response(MadStatus::SUCCESS)
+                    .rmpp(&RmppHeader::default())
+                    .build();
+                let mut resp = head[..HDR].to_vec();
                 resp.extend_from_slice(&len.to_be_bytes());
                 resp.extend_from_slice(&d.to_be_bytes());
                 resp.resize(256, 0);

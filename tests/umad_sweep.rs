@@ -99,19 +99,7 @@ fn umad_open_of_a_port_that_does_not_exist_names_it() {
         return;
     }
     let sim = IbSim::start(support::topologies_dir().join("net"));
-    let exe = std::env::current_exe().expect("own test binary");
-    let out = sim
-        .umad2sim_command(exe.to_str().expect("utf-8 path"))
-        .args(["--exact", BAD_PORT_TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, "1")
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = sim.run_child_test(BAD_PORT_TEST, CHILD_ENV);
     // The harness prints "test NAME ... " without a newline before the
     // child's first line, so look for the marker anywhere in a line.
     let errors: Vec<&str> = stdout

@@ -37,7 +37,7 @@ use std::time::Duration;
 use mad_core::transport::{AsyncEvent, Qp, WcStatus};
 use mad_core::wire::attr::PhysPortState;
 
-use crate::fabric::{DropReason, Fabric, LinkFaults, NodeSel};
+use crate::fabric::{DropReason, Fabric, LinkFaultStats, LinkFaults, NodeSel};
 use crate::faulty::EndpointFault;
 use crate::subnet::{Subnet, Summary};
 use crate::topology::NodeKind;
@@ -382,13 +382,10 @@ impl<'a> Console<'a> {
         }
         if let Some((f, s)) = self.fabric.link_faults(n, p) {
             out.push_str(&format!(
-                "  faults out of this port: {} ({} packets: {} dropped, {} duplicated, {} reordered, {} delayed)\n",
+                "  faults out of this port: {} ({} packets: {})\n",
                 fmt_faults(&f),
                 s.packets,
-                s.dropped,
-                s.duplicated,
-                s.reordered,
-                s.delayed
+                fmt_fault_stats(&s)
             ));
         }
         Ok(out)
@@ -455,13 +452,18 @@ impl<'a> Console<'a> {
             .map(|x| x.0)
             .unwrap_or_default();
         f.drop = rate;
+        self.set_faults(n, p, &f)
+    }
+
+    /// Sets the faults of the link direction leaving `n`/`p` and says so.
+    fn set_faults(&self, n: usize, p: u8, f: &LinkFaults) -> Answer {
         self.fabric
-            .set_link_faults(n, p, f)
+            .set_link_faults(n, p, *f)
             .map_err(|e| e.to_string())?;
         Ok(format!(
             "ok: link at {}[{p}]: {}\n",
             self.name(n),
-            fmt_faults(&f)
+            fmt_faults(f)
         ))
     }
 
@@ -487,14 +489,7 @@ impl<'a> Console<'a> {
                 _ => return Err(format!("unknown fault {k:?} ({usage})")),
             }
         }
-        self.fabric
-            .set_link_faults(n, p, f)
-            .map_err(|e| e.to_string())?;
-        Ok(format!(
-            "ok: link at {}[{p}]: {}\n",
-            self.name(n),
-            fmt_faults(&f)
-        ))
+        self.set_faults(n, p, &f)
     }
 
     fn seed(&self, args: &[&str]) -> Answer {
@@ -567,15 +562,12 @@ impl<'a> Console<'a> {
         }
         for (at, f, s) in self.fabric.all_link_faults() {
             out.push_str(&format!(
-                "  link out of {}[{}]: {}; {} packets, {} dropped, {} duplicated, {} reordered, {} delayed\n",
+                "  link out of {}[{}]: {}; {} packets, {}\n",
                 self.name(at.node),
                 at.port,
                 fmt_faults(&f),
                 s.packets,
-                s.dropped,
-                s.duplicated,
-                s.reordered,
-                s.delayed
+                fmt_fault_stats(&s)
             ));
         }
         if let Some(s) = self.subnet {
@@ -618,6 +610,15 @@ impl<'a> Console<'a> {
         out.push_str(&format!("ports physically up: {up}\n"));
         out
     }
+}
+
+/// What the faults of a link direction did: `D dropped, U duplicated,
+/// R reordered, L delayed`.
+fn fmt_fault_stats(s: &LinkFaultStats) -> String {
+    format!(
+        "{} dropped, {} duplicated, {} reordered, {} delayed",
+        s.dropped, s.duplicated, s.reordered, s.delayed
+    )
 }
 
 fn fmt_faults(f: &LinkFaults) -> String {

@@ -25,7 +25,7 @@ use mad_core::transport::{
     TransportError, WcStatus, WrId,
 };
 
-use crate::endpoint::SimPort;
+use crate::fabric::endpoint::SimPort;
 
 /// A fault for an endpoint ([`crate::Fabric::inject`],
 /// [`FaultyPort::apply`]).

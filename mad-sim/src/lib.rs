@@ -31,7 +31,6 @@
 #![deny(unsafe_code)]
 
 pub mod console;
-pub mod endpoint;
 pub mod fabric;
 pub mod faulty;
 pub mod sa;
@@ -41,6 +40,9 @@ pub mod subnet;
 pub mod topology;
 
 pub use endpoint::SimPort;
+/// Endpoints at fabric ports (the module lives in [`fabric`], beside the
+/// fabric core it shares state with).
+pub use fabric::endpoint;
 pub use fabric::{Fabric, FabricConfig, LinkFaults, NodeSel, SimError};
 pub use faulty::{EndpointFault, FaultyPort};
 pub use subnet::{Subnet, SubnetOptions, Summary, UpError};

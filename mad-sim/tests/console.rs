@@ -5,9 +5,10 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 use mad_core::transport::{Address, AsyncEvent, Qp, Transport};
-use mad_core::wire::{Mad, Method, MgmtClass, MAD_LEN};
+use mad_core::wire::{AttributeId, Method, MgmtClass};
 use mad_sim::console::{self, End};
 use mad_sim::{FaultyPort, Subnet};
+use mad_testkit::MadBuilder;
 
 fn run(s: &Subnet, script: &str) -> (String, End) {
     let mut out = Vec::new();
@@ -66,14 +67,9 @@ fn a_pulled_cable_traps_resweeps_and_comes_back_active() {
 }
 
 fn vendor_mad(tid: u64) -> Vec<u8> {
-    let mut m = vec![0u8; MAD_LEN];
-    let mut v = Mad::new_unchecked(&mut m[..]);
-    v.set_base_version(1);
-    v.set_mgmt_class(MgmtClass(0x09));
-    v.set_class_version(1);
-    v.set_method(Method::SEND, false);
-    v.set_tid(tid);
-    m
+    MadBuilder::new(MgmtClass(0x09), 1, Method::SEND, AttributeId(0))
+        .tid(tid)
+        .to_vec()
 }
 
 #[test]

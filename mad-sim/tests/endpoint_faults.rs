@@ -11,19 +11,15 @@ use std::time::{Duration, Instant};
 
 use mad_core::port::{Port, PortConfig, PortError, PortEvent};
 use mad_core::transport::{Address, AsyncEvent, Qp, QpState, Transport, WcStatus};
-use mad_core::wire::{Mad, Method, MgmtClass, MAD_LEN};
+use mad_core::wire::{AttributeId, Mad, Method, MgmtClass};
 use mad_sim::{EndpointFault, FaultyPort, SimError, Subnet};
+use mad_testkit::MadBuilder;
 
 /// A vendor-class Send.
 fn mad(tid: u64) -> Vec<u8> {
-    let mut m = vec![0u8; MAD_LEN];
-    let mut v = Mad::new_unchecked(&mut m[..]);
-    v.set_base_version(1);
-    v.set_mgmt_class(MgmtClass(0x09));
-    v.set_class_version(1);
-    v.set_method(Method::SEND, false);
-    v.set_tid(tid);
-    m
+    MadBuilder::new(MgmtClass(0x09), 1, Method::SEND, AttributeId(0))
+        .tid(tid)
+        .to_vec()
 }
 
 struct Rig {

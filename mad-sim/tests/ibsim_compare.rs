@@ -46,15 +46,7 @@ fn field_diff(a: &dyn Fields, b: &dyn Fields) -> Vec<String> {
 }
 
 fn ibsim_idle(t: &mut IbSimTransport) -> Result<(), String> {
-    t.wait_readable(Duration::from_millis(200))
-        .map_err(|e| e.to_string())?;
-    match t.poll_undeliverable() {
-        Some(u) => Err(format!(
-            "ibsim returned an SMP undelivered: {:02x?}",
-            &u.mad[..24]
-        )),
-        None => Ok(()),
-    }
+    support::sweep::ibsim_idle(t, Duration::from_millis(200))
 }
 
 fn compare_sweeps(name: &str, sim: &Swept, ib: &Swept) -> Vec<String> {

@@ -10,10 +10,11 @@ use std::time::Duration;
 use mad_core::transport::{Address, AsyncEvent, Qp, Transport};
 use mad_core::wire::attr::{trap, NodeInfo, PhysPortState, PortState};
 use mad_core::wire::smp::Smp;
-use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr, MAD_LEN};
+use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr};
 use mad_sim::fabric::DropReason;
 use mad_sim::sm::SmEvent;
 use mad_sim::{default_topology, Fabric, LinkFaults, SimPort, Subnet, SubnetOptions};
+use mad_testkit::MadBuilder;
 
 fn subnet() -> Subnet {
     Subnet::up_with(
@@ -33,14 +34,9 @@ fn lid_of(f: &Fabric, node: &str) -> u16 {
 
 /// A vendor-class (0x09) GSI Send with this TID.
 fn vendor_mad(tid: u64) -> Vec<u8> {
-    let mut m = vec![0u8; MAD_LEN];
-    let mut mad = Mad::new_unchecked(&mut m[..]);
-    mad.set_base_version(1);
-    mad.set_mgmt_class(MgmtClass(0x09));
-    mad.set_class_version(1);
-    mad.set_method(Method::SEND, false);
-    mad.set_tid(tid);
-    m
+    MadBuilder::new(MgmtClass(0x09), 1, Method::SEND, AttributeId(0))
+        .tid(tid)
+        .to_vec()
 }
 
 fn drain_tids(ep: &mut SimPort) -> Vec<u64> {
@@ -304,14 +300,7 @@ fn pulling_and_replugging_a_host_cable_traps_and_sm_lite_resweeps_the_port_back_
 
 /// NodeInfo of `lid` by a LID-routed SMP from `ep`.
 fn node_info_by_lid(ep: &mut SimPort, lid: u16, tid: u64) -> Option<NodeInfo> {
-    let mut m = vec![0u8; MAD_LEN];
-    let mut mad = Mad::new_unchecked(&mut m[..]);
-    mad.set_base_version(1);
-    mad.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
-    mad.set_class_version(1);
-    mad.set_method(Method::GET, false);
-    mad.set_tid(tid);
-    mad.set_attr_id(AttributeId::NODE_INFO);
+    let m = MadBuilder::smp_get(AttributeId::NODE_INFO).tid(tid).build();
     ep.post_send(Qp::Qp0, &m, &Address::smi(lid)).unwrap();
     while let Some(r) = ep.poll_recv().unwrap() {
         let smp = Smp::new_checked(&r.mad[..]).unwrap();
@@ -357,18 +346,10 @@ fn a_switch_port_disabled_by_set_port_info_traps_and_the_sm_leaves_it_disabled()
     let mut pi = f.port_info(leaf, 3).unwrap();
     pi.port_state = PortState::NO_CHANGE;
     pi.port_phys_state = PhysPortState::DISABLED;
-    let mut m = vec![0u8; MAD_LEN];
-    {
-        let mut mad = Mad::new_unchecked(&mut m[..]);
-        mad.set_base_version(1);
-        mad.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
-        mad.set_class_version(1);
-        mad.set_method(Method::SET, false);
-        mad.set_tid(77);
-        mad.set_attr_id(AttributeId::PORT_INFO);
-        mad.set_attr_mod(3);
-    }
-    pi.emit(&mut m[64..128]).unwrap();
+    let m = MadBuilder::smp_set(AttributeId::PORT_INFO, &pi)
+        .tid(77)
+        .attr_mod(3)
+        .build();
     ep.post_send(Qp::Qp0, &m, &Address::smi(leaf_lid)).unwrap();
     let r = ep.poll_recv().unwrap().unwrap();
     assert_eq!(Smp::new_checked(&r.mad[..]).unwrap().mad().status().0, 0);

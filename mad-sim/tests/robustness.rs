@@ -13,24 +13,7 @@ use common::*;
 use mad_core::transport::{Address, Grh, Qp, Transport};
 use mad_core::wire::AttributeId;
 use mad_sim::{Fabric, SimPort};
-
-/// xorshift64*, seeded: the same run every time.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn byte(&mut self) -> u8 {
-        self.next() as u8
-    }
-}
+use mad_testkit::Rng;
 
 fn random_mad(r: &mut Rng) -> ([u8; 256], Qp, Address) {
     let mut m = [0u8; 256];
@@ -46,7 +29,7 @@ fn random_mad(r: &mut Rng) -> ([u8; 256], Qp, Address) {
         0x10u16, 0x11, 0x12, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1B, 0x20, 0x01, 0x1D,
     ];
     let a = if r.below(8) == 0 {
-        r.next() as u16
+        r.next_u64() as u16
     } else {
         attrs[r.below(attrs.len() as u64) as usize]
     };
@@ -80,11 +63,11 @@ fn random_mad(r: &mut Rng) -> ([u8; 256], Qp, Address) {
         qp
     };
     let mut dest = Address {
-        lid: [0xFFFF, 0, 1, 2, 3, 4, 9, r.next() as u16][r.below(8) as usize],
-        qpn: [0u32, 1, 2, r.next() as u32][r.below(4) as usize],
-        qkey: r.next() as u32,
+        lid: [0xFFFF, 0, 1, 2, 3, 4, 9, r.next_u64() as u16][r.below(8) as usize],
+        qpn: [0u32, 1, 2, r.next_u64() as u32][r.below(4) as usize],
+        qkey: r.next_u64() as u32,
         sl: r.byte() & 0xF,
-        pkey_index: [0u16, 1, r.next() as u16][r.below(3) as usize],
+        pkey_index: [0u16, 1, r.next_u64() as u16][r.below(3) as usize],
         path_bits: r.byte() & 0x7F,
         grh: None,
     };
@@ -95,7 +78,7 @@ fn random_mad(r: &mut Rng) -> ([u8; 256], Qp, Address) {
 }
 
 fn hammer(fabric: &Fabric, ports: &mut [SimPort], seed: u64, rounds: usize) {
-    let mut r = Rng(seed);
+    let mut r = Rng::new(seed);
     let mut accepted = 0usize;
     for _ in 0..rounds {
         let i = r.below(ports.len() as u64) as usize;

@@ -11,7 +11,7 @@ use common::*;
 use mad_core::transport::{Address, Qp, Transport, TransportError, PERMISSIVE_LID};
 use mad_core::wire::attr::{NodeInfo, PKeyTable};
 use mad_core::wire::smp::{DrPath, Smp};
-use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr};
+use mad_core::wire::{AttributeId, Mad, MadStatus, Method, MgmtClass, Repr};
 use mad_sim::fabric::DropReason;
 use mad_sim::{Fabric, NodeSel, SimError, Topology};
 
@@ -55,8 +55,11 @@ fn posts_the_kernel_would_refuse_are_refused() {
         Err(TransportError::BadSend(_))
     ));
     // A request must start with HopPointer 0.
-    let mut m = Req::get(&[1, 3], AttributeId::NODE_INFO, 0).build(1);
-    m[6] = 1;
+    let m = Req::get(&[1, 3], AttributeId::NODE_INFO, 0)
+        .builder()
+        .tid(1)
+        .class_specific(0x0102) // HopPointer 1, HopCount 2
+        .build();
     assert!(matches!(
         t.post_send(Qp::Qp0, &m, &smi),
         Err(TransportError::BadSend(_))
@@ -132,16 +135,7 @@ fn lid_routed_smps_follow_the_lfts_and_vl15_crosses_ports_in_init() {
     )
     .unwrap();
     let lid_get = |t: &mut mad_sim::SimPort, dlid: u16, tid: u64| {
-        let mut m = [0u8; 256];
-        {
-            let mut v = Mad::new_unchecked(&mut m[..]);
-            v.set_base_version(1);
-            v.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
-            v.set_class_version(1);
-            v.set_method(Method::GET, false);
-            v.set_tid(tid);
-            v.set_attr_id(AttributeId::NODE_INFO);
-        }
+        let m = MadBuilder::smp_get(AttributeId::NODE_INFO).tid(tid).build();
         t.post_send(Qp::Qp0, &m, &Address::smi(dlid)).unwrap();
         drain(t)
             .into_iter()
@@ -195,8 +189,10 @@ fn configured_fabric_carries_gsi_between_endpoints_with_source_address() {
     let mut b = fabric.attach("Hca2", 2).unwrap();
     let _ = drain(&mut a);
     completions_ok(&mut a);
-    let mut m = gsi_mad(0x09, 1, Method::SEND, 0x0010, 0x5151);
-    m[100] = 0xAB;
+    let m = MadBuilder::new(MgmtClass(0x09), 1, Method::SEND, AttributeId(0x0010))
+        .tid(0x5151)
+        .bytes_at(100, &[0xAB])
+        .build();
     let mut dest = Address::gsi(2);
     dest.sl = 3;
     a.post_send(Qp::Qp1, &m, &dest).unwrap();
@@ -212,8 +208,10 @@ fn configured_fabric_carries_gsi_between_endpoints_with_source_address() {
     assert_eq!(r.src.qkey, mad_core::transport::GSI_QKEY);
     assert_eq!(&r.mad[..], &m[..]);
     // And back, to the LID the receive names.
-    let mut reply = m;
-    reply[3] = 0x83;
+    let reply = MadBuilder::parse(&m)
+        .unwrap()
+        .response(MadStatus::SUCCESS)
+        .build();
     b.post_send(Qp::Qp1, &reply, &Address::gsi(r.src.lid))
         .unwrap();
     let back = drain(&mut a);
@@ -253,9 +251,11 @@ fn qp0_takes_only_vl15_and_vl15_only_goes_to_qp0() {
     // An SMP (VL15) to QP1 is dropped and counted as VL15Dropped.
     let mut dest = Address::smi(2);
     dest.qpn = 1;
-    let m = Req::get(&[], AttributeId::NODE_INFO, 0).build(2);
-    let mut lr = m;
-    lr[1] = MgmtClass::SUBN_LID_ROUTED.0;
+    let lr = Req::get(&[], AttributeId::NODE_INFO, 0)
+        .builder()
+        .tid(2)
+        .class(MgmtClass::SUBN_LID_ROUTED)
+        .build();
     a.post_send(Qp::Qp0, &lr, &dest).unwrap();
     assert!(drain(&mut b).is_empty());
     assert_eq!(dropped(&fabric, DropReason::Vl15NotQp0), 1);

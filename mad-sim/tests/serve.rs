@@ -14,9 +14,10 @@ use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
 use mad_core::wire::attr::NodeInfo;
 use mad_core::wire::sa_records::NodeRecord;
 use mad_core::wire::smp::{DrPath, Smp};
-use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr, MAD_LEN};
+use mad_core::wire::{AttributeId, Mad, Method, Repr};
 use mad_sim::serve::{IbSimServer, ServeConfig};
 use mad_sim::Subnet;
+use mad_testkit::MadBuilder;
 
 const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
 
@@ -47,15 +48,7 @@ fn ask(t: &mut IbSimTransport, qp: Qp, mad: &[u8], to: Address) -> Vec<u8> {
 }
 
 fn lid_get(attr: AttributeId, tid: u64) -> Vec<u8> {
-    let mut m = vec![0u8; MAD_LEN];
-    let mut mad = Mad::new_unchecked(&mut m[..]);
-    mad.set_base_version(1);
-    mad.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
-    mad.set_class_version(1);
-    mad.set_method(Method::GET, false);
-    mad.set_tid(tid);
-    mad.set_attr_id(attr);
-    m
+    MadBuilder::smp_get(attr).tid(tid).to_vec()
 }
 
 #[test]

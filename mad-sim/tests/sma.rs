@@ -453,8 +453,11 @@ fn unsupported_requests_get_the_status_hardware_gives() {
     let mut r = Req::get(TO_S1, AttributeId::NODE_INFO, 0);
     r.method = Method::SEND;
     assert_eq!(sim_rpc(&mut t, &r).unwrap().0, 0x08);
-    let mut m = Req::get(TO_S1, AttributeId::NODE_INFO, 0).build(0x77);
-    m[2] = 2;
+    let m = Req::get(TO_S1, AttributeId::NODE_INFO, 0)
+        .builder()
+        .tid(0x77)
+        .class_version(2)
+        .build();
     t.post_send(
         Qp::Qp0,
         &m,

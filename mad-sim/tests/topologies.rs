@@ -5,27 +5,11 @@
 #![allow(clippy::unwrap_used, reason = "test helpers")]
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 
+mod common;
+
+use common::{topo_dir, topo_files as files};
 use mad_sim::topology::{NodeKind, Topology};
-
-fn topo_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/topologies")
-}
-
-/// The files (every file in the directory but the README).
-fn files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(topo_dir())
-        .expect("tests/fixtures/topologies must exist")
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("net"))
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 /// `# HCAs=324 switches=27 links=648` from a generated file's header.
 fn header_counts(text: &str) -> Option<(usize, usize, usize)> {

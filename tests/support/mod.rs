@@ -347,6 +347,28 @@ impl IbSim {
         c
     }
 
+    /// Runs test `test` of the running test binary again, alone, under
+    /// libumad2sim against this ibsim, with `marker`=1 in its environment
+    /// (how the child knows it is the child); returns what it printed on
+    /// standard output. Fails the calling test when the child fails.
+    #[must_use]
+    pub fn run_child_test(&self, test: &str, marker: &str) -> String {
+        let exe = std::env::current_exe().expect("own test binary");
+        let out = self
+            .umad2sim_command(exe.to_str().expect("utf-8 path"))
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .env(marker, "1")
+            .output()
+            .expect("run the child");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "child {test} failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
     /// Everything ibsim printed so far.
     #[must_use]
     pub fn output(&self) -> String {

@@ -503,3 +503,23 @@ impl Fabric {
         Ok(f)
     }
 }
+
+/// What a sweep over ibsim does when it has nothing to read: waits up to
+/// `wait` for the data socket, and fails on any MAD ibsim could not
+/// deliver.
+///
+/// # Errors
+/// The wait failed, or ibsim returned an SMP undelivered.
+pub fn ibsim_idle(
+    t: &mut mad_core::transport::ibsim::IbSimTransport,
+    wait: Duration,
+) -> Result<(), String> {
+    t.wait_readable(wait).map_err(|e| e.to_string())?;
+    match t.poll_undeliverable() {
+        Some(u) => Err(format!(
+            "ibsim returned an SMP undelivered: {:02x?}",
+            &u.mad[..24]
+        )),
+        None => Ok(()),
+    }
+}

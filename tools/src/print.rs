@@ -295,7 +295,7 @@ mod tests {
     fn sample() -> Vec<u8> {
         let mut b = vec![0u8; 256];
         b[0] = 1;
-        b[1] = 0x07; // CM: header + raw data
+        b[1] = 0x08; // SNMP: header + raw data (CM has its own layers now)
         b[2] = 2;
         b[3] = 0x81;
         b[8..16].copy_from_slice(&0x0102_0304_0506_0708u64.to_be_bytes());
@@ -389,7 +389,7 @@ mod tests {
         assert_eq!(v["header"]["tid"], "0x0102030405060708");
         assert_eq!(v["header"]["method"]["name"], "Get");
         assert_eq!(v["header"]["method"]["value"], 1);
-        assert_eq!(v["header"]["mgmt_class"]["name"], "ComMgt");
+        assert_eq!(v["header"]["mgmt_class"]["name"], "SNMP");
         assert_eq!(v["layers"][0]["name"], "Data");
         assert_eq!(v["layers"][0]["offset"], 24);
         assert_eq!(v["layers"][0]["raw"].as_str().map(str::len), Some(232 * 2));

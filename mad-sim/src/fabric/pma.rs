@@ -272,31 +272,34 @@ fn sat4(a: u8, b: u8) -> u8 {
     a.saturating_add(b).min(15)
 }
 
-/// `sum += c`, each counter saturating at its width.
+/// `sum += c` for every field named, each saturating at its width.
+macro_rules! saturating_sum {
+    ($sum:ident, $c:ident; $($f:ident),* $(,)?) => {
+        $( $sum.$f = $sum.$f.saturating_add($c.$f); )*
+    };
+}
+
+/// `sum += c`, each counter saturating at its width (the two 4-bit
+/// counters at 15).
 fn add(sum: &mut PortCounters, c: &PortCounters) {
-    sum.symbol_error_counter = sum
-        .symbol_error_counter
-        .saturating_add(c.symbol_error_counter);
-    sum.link_error_recovery_counter = sum
-        .link_error_recovery_counter
-        .saturating_add(c.link_error_recovery_counter);
-    sum.link_downed_counter = sum
-        .link_downed_counter
-        .saturating_add(c.link_downed_counter);
-    sum.port_rcv_errors = sum.port_rcv_errors.saturating_add(c.port_rcv_errors);
-    sum.port_rcv_remote_physical_errors = sum
-        .port_rcv_remote_physical_errors
-        .saturating_add(c.port_rcv_remote_physical_errors);
-    sum.port_rcv_switch_relay_errors = sum
-        .port_rcv_switch_relay_errors
-        .saturating_add(c.port_rcv_switch_relay_errors);
-    sum.port_xmit_discards = sum.port_xmit_discards.saturating_add(c.port_xmit_discards);
-    sum.port_xmit_constraint_errors = sum
-        .port_xmit_constraint_errors
-        .saturating_add(c.port_xmit_constraint_errors);
-    sum.port_rcv_constraint_errors = sum
-        .port_rcv_constraint_errors
-        .saturating_add(c.port_rcv_constraint_errors);
+    saturating_sum!(sum, c;
+        symbol_error_counter,
+        link_error_recovery_counter,
+        link_downed_counter,
+        port_rcv_errors,
+        port_rcv_remote_physical_errors,
+        port_rcv_switch_relay_errors,
+        port_xmit_discards,
+        port_xmit_constraint_errors,
+        port_rcv_constraint_errors,
+        qp1_dropped,
+        vl15_dropped,
+        port_xmit_data,
+        port_rcv_data,
+        port_xmit_pkts,
+        port_rcv_pkts,
+        port_xmit_wait,
+    );
     sum.local_link_integrity_errors = sat4(
         sum.local_link_integrity_errors,
         c.local_link_integrity_errors,
@@ -305,20 +308,11 @@ fn add(sum: &mut PortCounters, c: &PortCounters) {
         sum.excessive_buffer_overrun_errors,
         c.excessive_buffer_overrun_errors,
     );
-    sum.qp1_dropped = sum.qp1_dropped.saturating_add(c.qp1_dropped);
-    sum.vl15_dropped = sum.vl15_dropped.saturating_add(c.vl15_dropped);
-    sum.port_xmit_data = sum.port_xmit_data.saturating_add(c.port_xmit_data);
-    sum.port_rcv_data = sum.port_rcv_data.saturating_add(c.port_rcv_data);
-    sum.port_xmit_pkts = sum.port_xmit_pkts.saturating_add(c.port_xmit_pkts);
-    sum.port_rcv_pkts = sum.port_rcv_pkts.saturating_add(c.port_rcv_pkts);
-    sum.port_xmit_wait = sum.port_xmit_wait.saturating_add(c.port_xmit_wait);
 }
 
+/// `sum += c` for the 64-bit counters, each saturating.
 fn add_ext(sum: &mut PortCountersExt, c: &PortCountersExt) {
-    macro_rules! acc {
-        ($($f:ident),*) => { $( sum.$f = sum.$f.saturating_add(c.$f); )* };
-    }
-    acc!(
+    saturating_sum!(sum, c;
         port_xmit_data,
         port_rcv_data,
         port_xmit_pkts,

@@ -1,3 +1,4 @@
+use super::parse::scan::scan_lid_width_speed;
 use super::*;
 
 fn parse(s: &str) -> Topology {

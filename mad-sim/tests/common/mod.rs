@@ -13,8 +13,10 @@ pub mod support;
 use std::path::PathBuf;
 
 use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
-use mad_core::wire::smp::{DrPath, Smp};
-use mad_core::wire::{AttributeId, Method};
+use mad_core::wire::smp::Smp;
+use mad_core::wire::{AttributeId, Method, MgmtClass, SMP_DATA_OFFSET};
+use mad_testkit::fabric as kit;
+pub use mad_testkit::MadBuilder;
 
 /// tests/fixtures/topologies, from this crate.
 pub fn topo_dir() -> PathBuf {
@@ -87,15 +89,14 @@ impl<'a> Req<'a> {
     }
     /// The SMP bytes with this TID.
     pub fn build(&self, tid: u64) -> [u8; 256] {
-        let mut m = DrPath::from_hops(self.hops).unwrap().build_request(
-            self.method,
-            self.attr,
-            self.amod,
-            tid,
-            self.m_key,
-        );
-        m[64..64 + self.data.len()].copy_from_slice(self.data);
-        m
+        self.builder().tid(tid).build()
+    }
+    /// The SMP under construction (to vary it before building).
+    pub fn builder(&self) -> MadBuilder {
+        MadBuilder::dr(self.hops, self.method, self.attr)
+            .attr_mod(self.amod)
+            .m_key(self.m_key)
+            .bytes_at(SMP_DATA_OFFSET, self.data)
     }
 }
 
@@ -141,7 +142,7 @@ pub fn sim_rpc<T: Transport + ?Sized>(t: &mut T, req: &Req<'_>) -> Option<(u16, 
 // Switch1 ports 1 - Hca1.1, 2 - Hca2.2, 3 - Switch2.3, 4 - Switch2.4.
 // ---------------------------------------------------------------------
 
-use mad_core::transport::{Received, WcStatus};
+use mad_core::transport::Received;
 use mad_core::wire::attr::{PortInfo, PortState, SwitchInfo};
 use mad_core::wire::Repr;
 use mad_sim::{Fabric, SimPort, Topology};
@@ -268,29 +269,17 @@ pub fn configure_net(t: &mut SimPort) {
 
 /// Drains everything the endpoint received.
 pub fn drain(t: &mut SimPort) -> Vec<Received> {
-    let mut v = Vec::new();
-    while let Some(r) = t.poll_recv().unwrap() {
-        v.push(r);
-    }
-    v
+    kit::drain(t).unwrap()
 }
 
 /// Drains the send completions and checks they are all successes.
 pub fn completions_ok(t: &mut SimPort) -> usize {
-    let mut v = Vec::new();
-    t.poll_send_completions(&mut v).unwrap();
-    assert!(v.iter().all(|c| c.status == WcStatus::Success), "{v:?}");
-    v.len()
+    kit::completions_ok(t).unwrap()
 }
 
 /// A GSI MAD: class, method, attribute, TID; data zero.
 pub fn gsi_mad(class: u8, class_version: u8, method: Method, attr: u16, tid: u64) -> [u8; 256] {
-    let mut m = [0u8; 256];
-    m[0] = 1;
-    m[1] = class;
-    m[2] = class_version;
-    m[3] = method.0;
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
-    m[16..18].copy_from_slice(&attr.to_be_bytes());
-    m
+    MadBuilder::new(MgmtClass(class), class_version, method, AttributeId(attr))
+        .tid(tid)
+        .build()
 }

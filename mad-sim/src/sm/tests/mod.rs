@@ -24,7 +24,7 @@ struct Harness {
     sm: SubnetManager,
     now: Instant,
     inflight: Vec<(Instant, Vec<u8>)>,
-    rng: u64,
+    rng: mad_core::transport::fault::Rng,
     drop_pct: u64,
     dup_pct: u64,
     max_latency_us: u64,
@@ -54,7 +54,7 @@ impl Harness {
             fab,
             now,
             inflight: Vec::new(),
-            rng: 0x9E37_79B9_7F4A_7C15,
+            rng: mad_core::transport::fault::Rng::new(0x9E37_79B9_7F4A_7C15),
             drop_pct: 0,
             dup_pct: 0,
             max_latency_us: 50,
@@ -66,11 +66,7 @@ impl Harness {
     }
 
     fn rand(&mut self) -> u64 {
-        // xorshift64*
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.rng.next_u64()
     }
 
     /// Runs until an event satisfies `done` (true) or nothing can happen

@@ -15,7 +15,7 @@ use mad_core::wire::smp::Smp;
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr, MAD_LEN};
 
 use super::super::*;
-use crate::endpoint::SimPort;
+use crate::fabric::endpoint::SimPort;
 use crate::fabric::Fabric;
 
 fn topology(name: &str) -> PathBuf {

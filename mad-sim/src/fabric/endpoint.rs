@@ -41,7 +41,7 @@ use mad_core::wire::{MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::fabric::{Core, Fabric, Origin, Packet};
+use super::{Core, Fabric, Origin, Packet};
 
 /// An endpoint at one port of a [`Fabric`]. Dropping it detaches it.
 pub struct SimPort {
@@ -162,7 +162,7 @@ impl SimPort {
         }
     }
 
-    fn with_ep<R>(&self, f: impl FnOnce(&mut crate::fabric::Endpoint) -> R) -> Option<R> {
+    fn with_ep<R>(&self, f: impl FnOnce(&mut super::Endpoint) -> R) -> Option<R> {
         let mut c = self.fabric.lock();
         c.endpoints.get_mut(self.ep).and_then(Option::as_mut).map(f)
     }
@@ -300,8 +300,7 @@ impl Transport for SimPort {
             first_pkey.unwrap_or(0xFFFF)
         };
         if class == MgmtClass::SUBN_DIRECTED_ROUTE {
-            crate::fabric::check_dr_post(mad, is_switch, self.port)
-                .map_err(TransportError::BadSend)?;
+            super::check_dr_post(mad, is_switch, self.port).map_err(TransportError::BadSend)?;
         }
         buf[..mad.len()].copy_from_slice(mad);
         buf[mad.len()..].fill(0);
@@ -446,7 +445,7 @@ impl Transport for SimPort {
     /// here. The pair is made on the first call: a port only polled never
     /// pays for it.
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.with_ep(crate::fabric::Endpoint::notify_fd).flatten()
+        self.with_ep(super::Endpoint::notify_fd).flatten()
     }
 
     /// Yes: the fabric's queues are finite. Asking makes no descriptor.

@@ -4,7 +4,7 @@
 //!
 //! # Repeatability
 //! Every direction of every link draws from its own xorshift64* stream,
-//! seeded from the fabric's fault seed ([`super::Fabric::set_fault_seed`])
+//! seeded from the fabric's fault seed ([`crate::fabric::Fabric::set_fault_seed`])
 //! and the port the packets leave. The draws for one packet are made in a
 //! fixed order (drop, duplicate, delay, reorder), and only for the
 //! probabilities strictly between 0 and 1. So the same seed and the same
@@ -13,11 +13,11 @@
 //!
 //! # What each fault does to a packet crossing a link
 //! - **drop**: lost on the wire: counted as sent by the port it leaves,
-//!   not as received, and in [`super::DropReason::LinkFault`].
+//!   not as received, and in [`crate::fabric::DropReason::LinkFault`].
 //! - **duplicate**: arrives twice; the copy enters the far port right
 //!   after the original has finished its journey.
 //! - **delay**: held on the wire until virtual time has moved on by
-//!   [`LinkFaults::delay`] ([`super::Fabric::advance`]); packets behind
+//!   [`LinkFaults::delay`] ([`crate::fabric::Fabric::advance`]); packets behind
 //!   it overtake it.
 //! - **reorder**: held on the wire until the next packet crosses the link
 //!   in the same direction, and then arrives right after that one (or
@@ -32,9 +32,9 @@ use std::time::Duration;
 use mad_core::wire::attr::{trap, Notice, PhysPortState, PortState};
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr, MAD_LEN};
 
-use super::engine::{Core, Packet};
+use super::{Core, Packet};
 
-/// Faults of one link direction ([`super::Fabric::set_link_faults`]).
+/// Faults of one link direction ([`crate::fabric::Fabric::set_link_faults`]).
 /// Probabilities are per packet, 0.0 ..= 1.0. `Default` injects nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LinkFaults {
@@ -190,7 +190,7 @@ impl Core {
         d.stats.packets += 1;
         if d.rng.chance(f.drop) {
             d.stats.dropped += 1;
-            self.drop_pkt(super::DropReason::LinkFault, node, port);
+            self.drop_pkt(crate::fabric::DropReason::LinkFault, node, port);
             return Verdict::Gone;
         }
         let dup = d.rng.chance(f.duplicate);

@@ -1,0 +1,257 @@
+//! Forwarding: a packet leaves its port, crosses the link, enters the
+//! far port and is routed through switches (LID or directed route), with
+//! the port checks, partition enforcement and counters on the way.
+
+use super::*;
+
+impl Core {
+    pub(super) fn run(&mut self, mut hop: Hop, pkt: &mut Packet) {
+        for _ in 0..MAX_HOPS {
+            let next = match hop {
+                Hop::Transmit { node, port } => self.transmit(node, port, pkt),
+                Hop::Arrive { node, port } => self.arrive(node, port, pkt),
+                Hop::SwitchRoute { node, in_port } => self.switch_route(node, in_port, pkt),
+                Hop::Local { node, port } => self.local(node, port, pkt),
+            };
+            match next {
+                Some(h) => hop = h,
+                None => return,
+            }
+        }
+        let (n, p) = match hop {
+            Hop::Transmit { node, port }
+            | Hop::Arrive { node, port }
+            | Hop::Local { node, port }
+            | Hop::SwitchRoute {
+                node,
+                in_port: port,
+            } => (node, port),
+        };
+        self.drop_pkt(DropReason::HopLimit, n, p);
+    }
+
+    /// The agent at `node`/`port` sends `pkt` (the kernel's send path:
+    /// directed-route send rules, local loopback, or out of the port).
+    pub(super) fn leave_local(&mut self, node: u32, port: u8, pkt: &mut Packet) -> Option<Hop> {
+        let is_switch = self.node(node)?.is_switch();
+        if pkt.is_dr() {
+            let mut smp = Smp::new_unchecked(&mut pkt.mad[..]);
+            if smp.dr_slid() != PERMISSIVE_LID || smp.dr_dlid() != PERMISSIVE_LID {
+                self.drop_pkt(DropReason::DrLidRouted, node, port);
+                return None;
+            }
+            let cand = dr_send_port(&smp, is_switch, port);
+            if dr_handle_send(&mut smp, is_switch, cand) == DrVerdict::Discard {
+                self.drop_pkt(DropReason::DrPath, node, port);
+                return None;
+            }
+            if is_local_smp(&smp) {
+                self.smp_for_node(node, port, pkt);
+                return None;
+            }
+            if is_local_returning_smp(&smp) {
+                self.deliver(node, port, Qp::Qp0, 0, pkt);
+                return None;
+            }
+            return Some(Hop::Transmit { node, port: cand });
+        }
+        if is_switch {
+            return Some(Hop::SwitchRoute { node, in_port: 0 });
+        }
+        let own = self.node(node)?.port(port)?;
+        if lid_match(&own.info, pkt.dlid) {
+            // HCA loopback: to its own LID, never on the wire.
+            return Some(Hop::Local { node, port });
+        }
+        Some(Hop::Transmit { node, port })
+    }
+
+    pub(super) fn transmit(&mut self, node: u32, port: u8, pkt: &Packet) -> Option<Hop> {
+        let n = self.node(node)?;
+        let is_switch = n.is_switch();
+        let Some(p) = n.port(port) else {
+            self.drop_pkt(DropReason::NoSuchPort, node, port);
+            return None;
+        };
+        let up = p.info.port_phys_state == PhysPortState::LINK_UP;
+        let Some((rn, rp)) = p.remote.filter(|_| up) else {
+            self.count_xmit_discard(node, port);
+            self.drop_pkt(DropReason::LinkDown, node, port);
+            return None;
+        };
+        let state_ok = if pkt.vl15 {
+            p.info.port_state != PortState::DOWN
+        } else {
+            p.info.port_state == PortState::ACTIVE
+        };
+        if !state_ok {
+            self.count_xmit_discard(node, port);
+            self.drop_pkt(DropReason::PortNotActive, node, port);
+            return None;
+        }
+        if is_switch && self.partition_refuses(node, port, pkt, Direction::Outbound) {
+            return None;
+        }
+        let words = pkt.words();
+        let unicast = pkt.unicast();
+        if let Some(p) = self.port_mut(node, port) {
+            count_packet(p, Direction::Outbound, words, unicast);
+        }
+        if let Some(f) = self.link_filter.as_mut() {
+            let c = LinkCrossing {
+                from: PortAddr {
+                    node: node as usize,
+                    port,
+                },
+                to: PortAddr {
+                    node: rn as usize,
+                    port: rp,
+                },
+                mad: &pkt.mad[..],
+                vl15: pkt.vl15,
+                now: self.now,
+            };
+            if f(&c) == LinkVerdict::Drop {
+                self.drop_pkt(DropReason::LinkFilter, node, port);
+                return None;
+            }
+        }
+        if let super::faults::Verdict::Gone = self.link_fault(node, port, rn, rp, pkt) {
+            return None;
+        }
+        self.enter(rn, rp, pkt)
+    }
+
+    /// A packet comes off the wire into `rn`/`rp`: lost if that port is
+    /// not physically up, else counted as received there.
+    pub(super) fn enter(&mut self, rn: u32, rp: u8, pkt: &Packet) -> Option<Hop> {
+        let words = pkt.words();
+        let unicast = pkt.unicast();
+        if let Some(p) = self.port_mut(rn, rp) {
+            if p.info.port_phys_state != PhysPortState::LINK_UP {
+                p.counters.port_rcv_errors = p.counters.port_rcv_errors.saturating_add(1);
+                p.counters_ext.port_rcv_errors += 1;
+                self.drop_pkt(DropReason::LinkDown, rn, rp);
+                return None;
+            }
+            count_packet(p, Direction::Inbound, words, unicast);
+        }
+        Some(Hop::Arrive { node: rn, port: rp })
+    }
+
+    pub(super) fn arrive(&mut self, node: u32, port: u8, pkt: &Packet) -> Option<Hop> {
+        let n = self.node(node)?;
+        let p = n.port(port)?;
+        if !pkt.vl15 && p.info.port_state.0 < PortState::ARMED.0 {
+            self.drop_pkt(DropReason::PortNotActive, node, port);
+            return None;
+        }
+        if n.is_switch() {
+            if self.partition_refuses(node, port, pkt, Direction::Inbound) {
+                return None;
+            }
+            return Some(Hop::SwitchRoute {
+                node,
+                in_port: port,
+            });
+        }
+        let accept = if pkt.dlid == PERMISSIVE_LID {
+            pkt.vl15
+        } else {
+            lid_match(&p.info, pkt.dlid)
+        };
+        if !accept {
+            if let Some(p) = self.port_mut(node, port) {
+                p.counters.port_rcv_errors = p.counters.port_rcv_errors.saturating_add(1);
+                p.counters_ext.port_rcv_errors += 1;
+            }
+            self.drop_pkt(DropReason::NotForThisPort, node, port);
+            return None;
+        }
+        Some(Hop::Local { node, port })
+    }
+
+    /// A switch routes a LID-addressed packet: to itself (its LID or the
+    /// permissive LID), or out of the port its LFT names.
+    pub(super) fn switch_route(&mut self, node: u32, in_port: u8, pkt: &Packet) -> Option<Hop> {
+        let n = self.node(node)?;
+        let p0 = n.port(0)?;
+        if pkt.dlid == PERMISSIVE_LID || lid_match(&p0.info, pkt.dlid) {
+            return Some(Hop::Local {
+                node,
+                port: in_port,
+            });
+        }
+        let reason = if pkt.dlid == 0 {
+            DropReason::InvalidLid
+        } else if pkt.dlid >= 0xC000 {
+            DropReason::Multicast
+        } else {
+            let sw = n.sw.as_ref()?;
+            let out = if pkt.dlid > sw.info.linear_fdb_top {
+                0xFF
+            } else {
+                sw.lft.get(usize::from(pkt.dlid)).copied().unwrap_or(0xFF)
+            };
+            if out != 0 && out != 0xFF && out <= n.num_ports() {
+                return Some(Hop::Transmit { node, port: out });
+            }
+            DropReason::NoRoute
+        };
+        if in_port != 0 && reason == DropReason::NoRoute {
+            if let Some(p) = self.port_mut(node, in_port) {
+                p.counters.port_rcv_switch_relay_errors =
+                    p.counters.port_rcv_switch_relay_errors.saturating_add(1);
+                p.counters_ext.port_rcv_switch_relay_errors += 1;
+            }
+        }
+        self.drop_pkt(reason, node, in_port);
+        None
+    }
+
+    /// Partition enforcement on switch port `port` for a packet crossing
+    /// it in direction `dir`: when the port enforces partitions that way
+    /// and its P_Key table lacks the packet's P_Key, the packet counts a
+    /// constraint error and is dropped (`true`). Port 0 and VL15 are exempt.
+    pub(super) fn partition_refuses(
+        &mut self,
+        node: u32,
+        port: u8,
+        pkt: &Packet,
+        dir: Direction,
+    ) -> bool {
+        let Some(p) = self.node(node).and_then(|n| n.port(port)) else {
+            return false;
+        };
+        let enforced = match dir {
+            Direction::Inbound => p.info.partition_enforcement_inbound,
+            Direction::Outbound => p.info.partition_enforcement_outbound,
+        };
+        if port == 0 || pkt.vl15 || !enforced || pkey_index(&p.pkeys, pkt.pkey).is_some() {
+            return false;
+        }
+        if let Some(p) = self.port_mut(node, port) {
+            let (c, e) = match dir {
+                Direction::Inbound => (
+                    &mut p.counters.port_rcv_constraint_errors,
+                    &mut p.counters_ext.port_rcv_constraint_errors,
+                ),
+                Direction::Outbound => (
+                    &mut p.counters.port_xmit_constraint_errors,
+                    &mut p.counters_ext.port_xmit_constraint_errors,
+                ),
+            };
+            *c = c.saturating_add(1);
+            *e = e.saturating_add(1);
+        }
+        self.drop_pkt(DropReason::PKeyEnforcement, node, port);
+        true
+    }
+
+    pub(super) fn count_xmit_discard(&mut self, node: u32, port: u8) {
+        if let Some(p) = self.port_mut(node, port) {
+            p.counters.port_xmit_discards = p.counters.port_xmit_discards.saturating_add(1);
+            p.counters_ext.port_xmit_discards += 1;
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! The records each SA attribute lists, built from the subnet view.
+
+use super::*;
+
+impl SubnetView {
+    pub(super) fn node_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for i in self.nodes_for(lid) {
+            let n = &self.subnet.nodes()[i];
+            let desc = NodeDescription::from_text(&n.desc);
+            let ports: Vec<u8> = if n.is_switch() {
+                vec![0]
+            } else {
+                n.ports
+                    .iter()
+                    .flatten()
+                    .filter(|p| p.lid != 0)
+                    .map(|p| p.num)
+                    .collect()
+            };
+            for port in ports {
+                let l = self.record_lid(i, port);
+                if l == 0 || lid.is_some_and(|x| x != l) {
+                    continue;
+                }
+                let mut ni = n.info.clone();
+                if !n.is_switch() {
+                    ni.local_port_num = port;
+                    ni.port_guid = n.port(port).map_or(ni.port_guid, |p| p.guid);
+                }
+                push(
+                    &mut out,
+                    &NodeRecord {
+                        lid: l,
+                        node_info: ni,
+                        node_desc: desc.clone(),
+                        ..NodeRecord::default()
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    pub(super) fn port_info_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for i in self.nodes_for(lid) {
+            let n = &self.subnet.nodes()[i];
+            for p in n.ports.iter().flatten() {
+                let l = self.record_lid(i, p.num);
+                if lid.is_some_and(|x| x != l) || (n.is_switch() && l == 0) {
+                    continue;
+                }
+                let Some(pi) = self.port_info(i, p.num) else {
+                    continue;
+                };
+                push(
+                    &mut out,
+                    &PortInfoRecord {
+                        lid: l,
+                        port_num: p.num,
+                        options: 0,
+                        port_info: pi,
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    pub(super) fn switch_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for i in self.nodes_for(lid) {
+            let n = &self.subnet.nodes()[i];
+            let Some(si) = &n.switch_info else { continue };
+            let mut si = si.clone();
+            si.linear_fdb_top = self.lft_top(i);
+            si.port_state_change = false;
+            push(
+                &mut out,
+                &SwitchInfoRecord {
+                    lid: n.switch_lid(),
+                    switch_info: si,
+                    ..SwitchInfoRecord::default()
+                },
+            );
+        }
+        out
+    }
+
+    /// LinearFDBTop SM-lite programs into switch `i`.
+    pub(super) fn lft_top(&self, i: usize) -> u16 {
+        let cap = self.subnet.nodes()[i]
+            .switch_info
+            .as_ref()
+            .map_or(0, |s| s.linear_fdb_cap);
+        let max = self.subnet.max_lid();
+        if cap == 0 {
+            max
+        } else {
+            max.min(cap - 1)
+        }
+    }
+
+    pub(super) fn lft_records(&self, lid: Option<u16>, block: Option<u16>) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for i in self.nodes_for(lid) {
+            let n = &self.subnet.nodes()[i];
+            if !n.is_switch() || n.lft.is_empty() {
+                continue;
+            }
+            let blocks = usize::from(self.lft_top(i)) / LinearFwdTable::ENTRIES + 1;
+            for b in 0..blocks {
+                if block.is_some_and(|x| usize::from(x) != b) {
+                    continue;
+                }
+                let mut t = LinearFwdTable::default();
+                for (k, e) in t.ports.iter_mut().enumerate() {
+                    *e = n
+                        .lft
+                        .get(b * LinearFwdTable::ENTRIES + k)
+                        .copied()
+                        .unwrap_or(NO_ROUTE);
+                }
+                push(
+                    &mut out,
+                    &LftRecord {
+                        lid: n.switch_lid(),
+                        block_num: b as u16,
+                        lft: t,
+                        ..LftRecord::default()
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    pub(super) fn link_records(&self, from_lid: Option<u16>) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for (a, b) in self.subnet.links() {
+            for (x, y) in [(a, b), (b, a)] {
+                let fl = self.record_lid(x.0, x.1);
+                if from_lid.is_some_and(|l| l != fl) {
+                    continue;
+                }
+                push(
+                    &mut out,
+                    &LinkRecord {
+                        from_lid: fl,
+                        from_port: x.1,
+                        to_port: y.1,
+                        to_lid: self.record_lid(y.0, y.1),
+                        ..LinkRecord::default()
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    pub(super) fn guid_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for &(l, r) in &self.lids {
+            if lid.is_some_and(|x| x != l) {
+                continue;
+            }
+            let Some(p) = self.subnet.nodes().get(r.0).and_then(|n| n.port(r.1)) else {
+                continue;
+            };
+            let mut g = GuidInfo::default();
+            g.guids[0] = p.guid;
+            push(
+                &mut out,
+                &GuidInfoRecord {
+                    lid: l,
+                    block_num: 0,
+                    guid_info: g,
+                    ..GuidInfoRecord::default()
+                },
+            );
+        }
+        out
+    }
+
+    pub(super) fn pkey_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for i in self.nodes_for(lid) {
+            let n = &self.subnet.nodes()[i];
+            for p in n.ports.iter().flatten() {
+                let l = self.record_lid(i, p.num);
+                let listed = if n.is_switch() {
+                    p.num == 0 || p.link_up()
+                } else {
+                    p.lid != 0
+                };
+                if !listed || l == 0 || lid.is_some_and(|x| x != l) {
+                    continue;
+                }
+                let mut t = PKeyTable::default();
+                t.pkeys[0] = 0xFFFF;
+                push(
+                    &mut out,
+                    &PKeyTableRecord {
+                        lid: l,
+                        block_num: 0,
+                        port_num: p.num,
+                        pkey_table: t,
+                        ..PKeyTableRecord::default()
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    pub(super) fn sl2vl_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+        let mut t = SlToVlTable::default();
+        for (sl, vl) in t.vl.iter_mut().enumerate() {
+            let b = DEFAULT_SL2VL[sl / 2];
+            *vl = if sl % 2 == 0 { b >> 4 } else { b & 0x0F };
+        }
+        self.ca_ports(lid)
+            .map(|(l, _)| {
+                Sl2VlRecord {
+                    lid: l,
+                    sl2vl: t.clone(),
+                    ..Sl2VlRecord::default()
+                }
+                .to_vec()
+                .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    pub(super) fn vlarb_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+        let table = crate::fabric::default_vlarb();
+        let mut out = Vec::new();
+        for (l, r) in self.ca_ports(lid) {
+            for block in 1u8..=4 {
+                let first = match block {
+                    1 => 0,
+                    2 => 32,
+                    3 => 64,
+                    _ => 96,
+                };
+                let mut t = VlArbTable::default();
+                t.entries.copy_from_slice(&table[first..first + 32]);
+                push(
+                    &mut out,
+                    &VlArbRecord {
+                        lid: l,
+                        output_port: r.1,
+                        block_num: block,
+                        vl_arb: t,
+                        ..VlArbRecord::default()
+                    },
+                );
+            }
+        }
+        out
+    }
+
+    pub(super) fn ca_ports(&self, lid: Option<u16>) -> impl Iterator<Item = (u16, PortRef)> + '_ {
+        self.lids.iter().copied().filter(move |&(l, r)| {
+            lid.is_none_or(|x| x == l)
+                && self.subnet.nodes().get(r.0).is_some_and(|n| !n.is_switch())
+        })
+    }
+
+    pub(super) fn sm_info_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+        if self.sm_lid == 0 || lid.is_some_and(|l| l != self.sm_lid) {
+            return Vec::new();
+        }
+        let mut info = self.sm_info.clone();
+        info.sm_key = 0;
+        if !self.up && info.sm_state == SmState::MASTER {
+            info.sm_state = SmState::DISCOVERING;
+        }
+        let mut out = Vec::new();
+        push(
+            &mut out,
+            &SmInfoRecord {
+                lid: self.sm_lid,
+                sm_info: info,
+                ..SmInfoRecord::default()
+            },
+        );
+        out
+    }
+
+    /// The route from LID-bearing port `s` to `d` by the switches' LFTs:
+    /// (switch hops, MTU, rate).
+    pub(super) fn route(&self, s: PortRef, d: PortRef) -> Option<(u32, u8, u8)> {
+        let nodes = self.subnet.nodes();
+        let dlid = self.record_lid(d.0, d.1);
+        let mut mtu = u8::MAX;
+        let mut gbps = u32::MAX;
+        let mut take = |a: PortRef| {
+            if let Some(p) = nodes.get(a.0).and_then(|n| n.port(a.1)) {
+                mtu = mtu.min(p.info.mtu_cap);
+                if a.1 != 0 || !nodes[a.0].is_switch() {
+                    gbps = gbps.min(link_gbps_tenths(&p.info));
+                }
+            }
+        };
+        if s == d {
+            take(s);
+            return Some((0, mtu, rate_code(gbps)));
+        }
+        let mut cur = if nodes.get(s.0)?.is_switch() {
+            s.0
+        } else {
+            take(s);
+            let r = self.subnet.remote(s)?;
+            take(r);
+            if r == d {
+                return Some((1, mtu, rate_code(gbps)));
+            }
+            if !nodes.get(r.0)?.is_switch() {
+                return None;
+            }
+            r.0
+        };
+        let mut hops = 1u32;
+        for _ in 0..=nodes.len() {
+            if d == (cur, 0) {
+                take(d);
+                return Some((hops, mtu, rate_code(gbps)));
+            }
+            let out = *nodes[cur].lft.get(usize::from(dlid))?;
+            if out == NO_ROUTE || out == 0 {
+                return None;
+            }
+            take((cur, out));
+            let next = self.subnet.remote((cur, out))?;
+            take(next);
+            hops += 1;
+            if next == d {
+                return Some((hops, mtu, rate_code(gbps)));
+            }
+            if !nodes.get(next.0)?.is_switch() {
+                return None;
+            }
+            cur = next.0;
+        }
+        None
+    }
+
+    pub(super) fn path_records(&self, q: &RecordQuery<'_>) -> Vec<Vec<u8>> {
+        let t = q.template;
+        let m = q.comp_mask;
+        let lid_at = |off: usize| u16::from_be_bytes([byte(t, off), byte(t, off + 1)]);
+        let guid_at = |off: usize| {
+            let mut b = [0u8; 8];
+            for (k, x) in b.iter_mut().enumerate() {
+                *x = byte(t, off + 8 + k);
+            }
+            u64::from_be_bytes(b)
+        };
+        // PathRecord: DGID at 8, SGID at 24, DLID at 40, SLID at 42.
+        let end = |lid_bit: u64, lid_off: usize, gid_bit: u64, gid_off: usize| {
+            if m & lid_bit != 0 {
+                Some(
+                    self.by_lid
+                        .get(&lid_at(lid_off))
+                        .copied()
+                        .into_iter()
+                        .collect(),
+                )
+            } else if m & gid_bit != 0 {
+                Some(
+                    self.by_guid
+                        .get(&guid_at(gid_off))
+                        .copied()
+                        .into_iter()
+                        .collect(),
+                )
+            } else {
+                None
+            }
+        };
+        let all: Vec<PortRef> = self.lids.iter().map(|&(_, r)| r).collect();
+        let src: Option<Vec<PortRef>> = end(PathRecord::COMP_SLID, 42, PathRecord::COMP_SGID, 24);
+        let dst: Option<Vec<PortRef>> = end(PathRecord::COMP_DLID, 40, PathRecord::COMP_DGID, 8);
+        let capped = src.is_none() && dst.is_none();
+        let src = src.unwrap_or_else(|| all.clone());
+        let dst = dst.unwrap_or(all);
+        let service_id = if m & PathRecord::COMP_SERVICE_ID != 0 {
+            let mut b = [0u8; 8];
+            for (k, x) in b.iter_mut().enumerate() {
+                *x = byte(t, k);
+            }
+            u64::from_be_bytes(b)
+        } else {
+            0
+        };
+        let mut out = Vec::new();
+        'outer: for &s in &src {
+            for &d in &dst {
+                if capped && out.len() >= MAX_ALL_PAIRS_PATHS {
+                    break 'outer;
+                }
+                let Some((_, mtu, rate)) = self.route(s, d) else {
+                    continue;
+                };
+                push(
+                    &mut out,
+                    &PathRecord {
+                        service_id,
+                        dgid: self.gid(d),
+                        sgid: self.gid(s),
+                        dlid: self.record_lid(d.0, d.1),
+                        slid: self.record_lid(s.0, s.1),
+                        reversible: true,
+                        numb_path: 0,
+                        pkey: 0xFFFF,
+                        mtu_selector: Selector::EXACTLY,
+                        mtu,
+                        rate_selector: Selector::EXACTLY,
+                        rate,
+                        packet_life_time_selector: Selector::EXACTLY,
+                        packet_life_time: PACKET_LIFE_TIME,
+                        ..PathRecord::default()
+                    },
+                );
+            }
+        }
+        out
+    }
+}
+
+pub(super) fn push<R: Repr>(out: &mut Vec<Vec<u8>>, r: &R) {
+    if let Ok(v) = r.to_vec() {
+        out.push(v);
+    }
+}
+
+/// A link's data rate in tenths of Gb/s from its active width and speed.
+pub(super) fn link_gbps_tenths(pi: &PortInfo) -> u32 {
+    let lanes = match pi.link_width_active {
+        1 => 1,
+        2 => 4,
+        4 => 8,
+        8 => 12,
+        16 => 2,
+        _ => 1,
+    };
+    let lane = match pi.link_speed_ext_active {
+        1 => 140,
+        2 => 250,
+        4 => 500,
+        _ => match pi.link_speed_active {
+            2 => 50,
+            4 => 100,
+            _ => 25,
+        },
+    };
+    lanes * lane
+}
+
+/// The IBA rate code of the fastest standard rate at most `tenths`/10
+/// Gb/s (3 = 10 Gb/s when nothing was seen).
+pub(super) fn rate_code(tenths: u32) -> u8 {
+    const RATES: [(u32, u8); 21] = [
+        (25, 2),
+        (50, 5),
+        (100, 3),
+        (140, 11),
+        (200, 6),
+        (250, 15),
+        (280, 19),
+        (300, 4),
+        (400, 7),
+        (500, 20),
+        (560, 12),
+        (600, 8),
+        (800, 9),
+        (1000, 16),
+        (1120, 13),
+        (1200, 10),
+        (1680, 14),
+        (2000, 17),
+        (3000, 18),
+        (4000, 21),
+        (6000, 22),
+    ];
+    if tenths == u32::MAX {
+        return 3;
+    }
+    RATES
+        .iter()
+        .rev()
+        .find(|(r, _)| *r <= tenths)
+        .map_or(2, |(_, c)| *c)
+}

@@ -1,0 +1,266 @@
+//! The programming phases of a sweep: routing, PortInfo configuration,
+//! activation and the end of the sweep.
+
+use super::*;
+
+impl SubnetManager {
+    /// Moves to the next phase whenever the current one has nothing left
+    /// to send or wait for.
+    pub(super) fn advance(&mut self, now: Instant) {
+        loop {
+            if self.phase == Phase::Idle || !self.ready.is_empty() || !self.outstanding.is_empty() {
+                return;
+            }
+            match self.phase {
+                Phase::Idle => return,
+                Phase::Discover => {
+                    if self.sweep.subnet.local().is_none() {
+                        self.finish(now);
+                        continue;
+                    }
+                    self.route();
+                    self.configure();
+                    self.phase = Phase::Configure;
+                }
+                Phase::Configure => {
+                    self.activate();
+                    self.phase = Phase::Activate;
+                }
+                Phase::Activate => self.finish(now),
+            }
+        }
+    }
+
+    pub(super) fn route(&mut self) {
+        let sub = &mut self.sweep.subnet;
+        if let Err(ports) = routing::assign_lids(
+            sub,
+            &mut self.book,
+            self.cfg.first_lid,
+            self.cfg.honor_existing_lids,
+        ) {
+            self.error(SmError::LidsExhausted { ports });
+        }
+        let sub = &mut self.sweep.subnet;
+        routing::compute_lfts(sub);
+        self.sm_lid = sub
+            .local()
+            .and_then(|(i, p)| sub.nodes()[i].port(p))
+            .map_or(0, |p| p.lid);
+    }
+
+    /// The PortInfo SM-lite wants `port` of `node` to hold, with `state`.
+    pub(super) fn desired(&self, node: &SmNode, port: &SmPort, state: PortState) -> PortInfo {
+        let mut pi = port.info.clone();
+        if !node.is_switch() || port.num == 0 {
+            pi.lid = port.lid;
+            pi.master_sm_lid = self.sm_lid;
+            pi.gid_prefix = self.cfg.subnet_prefix;
+            pi.subnet_timeout = self.cfg.subnet_timeout & 0x1F;
+            pi.lmc = 0;
+            pi.m_key = self.cfg.m_key;
+            pi.m_key_protect_bits = 0;
+            pi.m_key_lease_period = 0;
+        }
+        pi.port_state = state;
+        pi.port_phys_state = PhysPortState::NO_CHANGE;
+        // 0 = "no change" for the enable fields: leave link speed and
+        // width to the hardware.
+        pi.link_width_enabled = 0;
+        pi.link_speed_enabled = 0;
+        pi.link_speed_ext_enabled = 0;
+        pi.link_speed_ext_enabled2 = 0;
+        pi.client_reregister = false;
+        pi
+    }
+
+    pub(super) fn needs_config(&self, node: &SmNode, port: &SmPort) -> bool {
+        if node.is_switch() && port.num != 0 {
+            return false;
+        }
+        let pi = &port.info;
+        pi.lid != port.lid
+            || pi.master_sm_lid != self.sm_lid
+            || pi.gid_prefix != self.cfg.subnet_prefix
+            || pi.subnet_timeout != self.cfg.subnet_timeout & 0x1F
+            || pi.lmc != 0
+            || pi.m_key != self.cfg.m_key
+    }
+
+    pub(super) fn configure(&mut self) {
+        let sub = std::mem::take(&mut self.sweep.subnet);
+        let max_lid = sub.max_lid();
+        for (i, n) in sub.nodes().iter().enumerate() {
+            for p in n.ports.iter().flatten() {
+                let port0 = n.is_switch() && p.num == 0;
+                if !port0 && !p.link_up() {
+                    continue;
+                }
+                let state = if port0 {
+                    PortState::NO_CHANGE
+                } else {
+                    match p.info.port_state {
+                        PortState::INIT => PortState::ARMED,
+                        PortState::ARMED => {
+                            self.sweep.to_activate.push((i, p.num));
+                            PortState::NO_CHANGE
+                        }
+                        _ => PortState::NO_CHANGE,
+                    }
+                };
+                if state == PortState::NO_CHANGE && !self.needs_config(n, p) {
+                    continue;
+                }
+                let want = self.desired(n, p, state);
+                match want.to_vec() {
+                    Ok(b) => self.set(
+                        AttributeId::PORT_INFO,
+                        u32::from(p.num),
+                        p.path.clone(),
+                        &b,
+                        Kind::SetPortInfo {
+                            node: i,
+                            port: p.num,
+                            want,
+                        },
+                    ),
+                    Err(e) => self.events.push_back(SmEvent::Error(SmError::Malformed {
+                        attr: AttributeId::PORT_INFO,
+                        path: p.path.clone(),
+                        reason: e.to_string(),
+                    })),
+                }
+            }
+            if !n.is_switch() {
+                continue;
+            }
+            let Some(si) = n.switch_info.clone() else {
+                continue;
+            };
+            let guid = n.guid();
+            let cap = si.linear_fdb_cap;
+            if cap != 0 && max_lid >= cap {
+                self.error(SmError::FdbCap {
+                    switch_guid: guid,
+                    cap,
+                    max_lid,
+                });
+            }
+            let top = if cap == 0 {
+                max_lid
+            } else {
+                max_lid.min(cap - 1)
+            };
+            // A switch that forgot what SM-lite wrote (reset, or new) is
+            // programmed in full.
+            let known = self
+                .programmed
+                .get(&guid)
+                .is_some_and(|p| p.top == si.linear_fdb_top);
+            if !known {
+                self.programmed.remove(&guid);
+            }
+            if si.linear_fdb_top != top || si.port_state_change {
+                let mut want = si.clone();
+                want.linear_fdb_top = top;
+                want.port_state_change = true; // write 1 to clear
+                if let Ok(b) = want.to_vec() {
+                    self.set(
+                        AttributeId::SWITCH_INFO,
+                        0,
+                        n.path.clone(),
+                        &b,
+                        Kind::SetSwitchInfo { node: i, want },
+                    );
+                }
+            } else if let Some(p) = self.programmed.get_mut(&guid) {
+                p.top = top;
+            }
+            let blocks = usize::from(top) / LinearFwdTable::ENTRIES + 1;
+            for b in 0..blocks {
+                let start = b * LinearFwdTable::ENTRIES;
+                let mut want = [NO_ROUTE; 64];
+                for (k, w) in want.iter_mut().enumerate() {
+                    if let Some(e) = n.lft.get(start + k) {
+                        *w = *e;
+                    }
+                }
+                let same = self
+                    .programmed
+                    .get(&guid)
+                    .and_then(|p| p.lft.get(start..start + LinearFwdTable::ENTRIES))
+                    .is_some_and(|old| old == want);
+                if same {
+                    continue;
+                }
+                self.set(
+                    AttributeId::LINEAR_FWD_TABLE,
+                    b as u32,
+                    n.path.clone(),
+                    &want,
+                    Kind::SetLft {
+                        node: i,
+                        block: b as u32,
+                        want,
+                    },
+                );
+            }
+        }
+        self.sweep.subnet = sub;
+    }
+
+    pub(super) fn activate(&mut self) {
+        let list = std::mem::take(&mut self.sweep.to_activate);
+        let sub = std::mem::take(&mut self.sweep.subnet);
+        for (i, port) in list {
+            let Some(n) = sub.nodes().get(i) else {
+                continue;
+            };
+            let Some(p) = n.port(port) else { continue };
+            let want = self.desired(n, p, PortState::ACTIVE);
+            if let Ok(b) = want.to_vec() {
+                self.set(
+                    AttributeId::PORT_INFO,
+                    u32::from(port),
+                    p.path.clone(),
+                    &b,
+                    Kind::SetPortInfo {
+                        node: i,
+                        port,
+                        want,
+                    },
+                );
+            }
+        }
+        self.sweep.subnet = sub;
+    }
+
+    pub(super) fn finish(&mut self, now: Instant) {
+        let sweep = std::mem::take(&mut self.sweep);
+        let swept = sweep.subnet.local().is_some();
+        self.phase = Phase::Idle;
+        self.events.push_back(SmEvent::SweepDone {
+            nodes: sweep.subnet.nodes().len(),
+            switches: sweep.subnet.switch_count(),
+            lids: sweep.subnet.lids().len(),
+            sets: sweep.sets,
+            smps: sweep.smps,
+            retries: sweep.retries,
+            errors: sweep.errors,
+        });
+        if swept {
+            self.subnet = sweep.subnet;
+        }
+        if swept && sweep.errors == 0 {
+            self.sm_state = SmState::MASTER;
+            self.subnet_up = true;
+            self.events.push_back(SmEvent::SubnetUp);
+        } else if let Some(d) = self.cfg.error_resweep_delay {
+            self.resweep_at = Some(now + d);
+        }
+        if self.resweep_pending {
+            self.resweep_at = None;
+            self.begin_sweep();
+        }
+    }
+}

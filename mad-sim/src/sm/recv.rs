@@ -1,0 +1,107 @@
+//! What SM-lite receives: answers to its own requests, traps, and the
+//! SMInfo requests other managers send it.
+
+use super::*;
+
+impl SubnetManager {
+    // ------------------------------------------------------------------
+    // Receiving
+    // ------------------------------------------------------------------
+
+    pub(super) fn on_answer(&mut self, smp: &Smp<&[u8]>) {
+        let tid = smp.tid() & TID_MASK;
+        let matches = self
+            .outstanding
+            .get(&tid)
+            .is_some_and(|o| o.req.attr == smp.attr_id());
+        if !matches {
+            return; // late duplicate, or not ours
+        }
+        let Some(o) = self.outstanding.remove(&tid) else {
+            return;
+        };
+        let status = if smp.is_directed_route() {
+            smp.dr_status()
+        } else {
+            smp.mad().status().0
+        };
+        if status != 0 {
+            let err = SmError::Status {
+                method: o.req.method,
+                attr: o.req.attr,
+                attr_mod: o.req.attr_mod,
+                path: o.req.path.clone(),
+                status,
+            };
+            self.fail(o.req, err);
+            return;
+        }
+        self.succeed(o.req, smp.data());
+    }
+
+    pub(super) fn on_trap(&mut self, now: Instant, smp: &Smp<&[u8]>, src: &Address) {
+        let mut rep = smp.as_bytes().to_vec();
+        rep.resize(MAD_LEN, 0);
+        rep[3] = Method::TRAP_REPRESS.0;
+        self.responses.push_back((rep, reply_address(smp, src)));
+        if smp.attr_id() != AttributeId::NOTICE {
+            return;
+        }
+        // In an SMP the Notice is cut to the 64 data bytes (no IssuerGID).
+        let mut b = [0u8; 80];
+        let d = smp.data();
+        b[..d.len().min(80)].copy_from_slice(&d[..d.len().min(80)]);
+        let Ok(n) = Notice::parse(&b) else {
+            return;
+        };
+        self.events.push_back(SmEvent::Trap {
+            number: n.trap_number(),
+            issuer_lid: n.issuer_lid,
+        });
+        // A link state change means a re-sweep, once the SM runs.
+        if self.started && n.trap_number() == Some(mad_core::wire::attr::trap::LINK_STATE_CHANGE) {
+            self.resweep(now);
+        }
+    }
+
+    pub(super) fn on_request(&mut self, smp: &Smp<&[u8]>, src: &Address) {
+        let mut rep = smp.as_bytes().to_vec();
+        rep.resize(MAD_LEN, 0);
+        let status = if smp.attr_id() == AttributeId::SM_INFO {
+            let asked_key = SmInfo::parse(smp.data()).map_or(0, |s| s.sm_key);
+            let mut info = self.sm_info();
+            if smp.method() == Method::GET && asked_key != self.cfg.sm_key {
+                info.sm_key = 0;
+            }
+            if let Ok(b) = info.to_vec() {
+                let d = &mut rep[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN];
+                d.fill(0);
+                d[..b.len()].copy_from_slice(&b);
+            }
+            0
+        } else {
+            MadStatus::METHOD_ATTR_UNSUPPORTED.0
+        };
+        rep[3] = Method::GET.0 | mad_core::wire::METHOD_RESPONSE_BIT;
+        let word = if smp.is_directed_route() {
+            DR_DIRECTION_BIT | (status & 0x7FFF)
+        } else {
+            status
+        };
+        rep[4..6].copy_from_slice(&word.to_be_bytes());
+        self.responses.push_back((rep, reply_address(smp, src)));
+    }
+}
+
+/// Where an answer to `smp` from `src` goes: back along the directed
+/// route (permissive DLID) for a DR SMP, to the sender's LID and QP for
+/// a LID-routed one.
+fn reply_address(smp: &Smp<&[u8]>, src: &Address) -> Address {
+    let mut a = Address::smi(if smp.is_directed_route() {
+        PERMISSIVE_LID
+    } else {
+        src.lid
+    });
+    a.qpn = src.qpn;
+    a
+}

@@ -1,0 +1,51 @@
+//! The madstack test kit: what a test of the stack needs, written once.
+//!
+//! - [`build`]: MADs from the wire crate's `Repr`s ([`MadBuilder`]:
+//!   `MadBuilder::perf_get(1, AttributeId::PM_PORT_COUNTERS).tid(7).build()`),
+//!   so that no test pokes header bytes.
+//! - [`rng`]: the one seeded RNG of the tests and benches ([`Rng`], the
+//!   project's xorshift64* from the fault injector, with a fixed default
+//!   seed and helpers for ranges and bytes).
+//! - [`fabric`]: a far side that answers like the simulated fabric
+//!   because it *is* the simulated fabric ([`fabric::builtin`],
+//!   [`fabric::pair`], [`fabric::drain`]).
+//! - [`pair`]: a quinn-`Pair`-style harness, two [`mad_agents::Engine`]s
+//!   over a connected loopback pair on a virtual clock ([`Pair`]), with
+//!   loss and duplication on each side's receive path.
+//! - [`wrap`]: one way to wrap a [`Transport`](mad_core::transport::Transport)
+//!   ([`Wrapped`] forwards every method to the inner transport and lets a
+//!   [`Hooks`] value see or change sends, receives and registrations);
+//!   [`Recording`], [`Tap`] and [`WithFd`] are the hooks tests use.
+//!
+//! Used only as a dev-dependency (`publish = false`).
+//!
+//! # Example
+//! A directed-route Get of NodeInfo to the port's own node of the
+//! built-in fabric, and the same MAD built by hand from its `Repr`s:
+//! ```
+//! use mad_core::wire::attr::NodeInfo;
+//! use mad_core::wire::{AttributeId, Method, Repr};
+//! use mad_testkit::{fabric, MadBuilder};
+//!
+//! let (fab, mut port) = fabric::builtin();
+//! let (status, data) = fabric::dr_get(&fab, &mut port, &[], AttributeId::NODE_INFO, 0, 7)
+//!     .expect("the local SMA answers");
+//! assert_eq!(status, 0);
+//! let info = NodeInfo::parse(&data).expect("a NodeInfo");
+//! assert_ne!(info.node_guid, 0);
+//!
+//! let mad = MadBuilder::dr(&[], Method::GET, AttributeId::NODE_INFO).tid(7).build();
+//! assert_eq!(mad[1], 0x81, "directed-route SMP class");
+//! ```
+#![deny(unsafe_code)]
+
+pub mod build;
+pub mod fabric;
+pub mod pair;
+pub mod rng;
+pub mod wrap;
+
+pub use build::MadBuilder;
+pub use pair::{Pair, Side};
+pub use rng::Rng;
+pub use wrap::{Hooks, Recording, Tap, WithFd, Wrapped};
