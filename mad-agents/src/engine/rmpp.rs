@@ -10,7 +10,7 @@ use mad_core::port::PortError;
 use mad_core::transport::{Address, Qp, Received, Transport};
 use mad_core::wire::rmpp::RmppType;
 use mad_core::wire::{Method, MgmtClass, METHOD_RESPONSE_BIT};
-use mad_rmpp::{Outcome, Output, Peer, ReceiverTable, SendEvent, Sender, TransferKey};
+use mad_rmpp::{Output, Peer, ReceiverTable, SendEvent, Sender, TransferKey};
 
 use super::{port_failure, rmpp_type, Engine, INTERNAL};
 use crate::tid;
@@ -153,13 +153,11 @@ impl<T: Transport> Engine<T> {
         }
         for ev in events {
             match ev {
-                SendEvent::AllAcked | SendEvent::Finished(Outcome::Success | Outcome::Canceled) => {
-                    self.end_rmpp(idx)
-                }
-                SendEvent::Finished(Outcome::Aborted(st)) => {
-                    self.fail(idx, SendStatus::RmppAbort(st));
-                }
-                SendEvent::Finished(Outcome::TimedOut) => self.fail(idx, SendStatus::Timeout),
+                SendEvent::AllAcked => self.end_rmpp(idx),
+                SendEvent::Finished(outcome) => match SendStatus::from(outcome) {
+                    st if st.is_failure() => self.fail(idx, st),
+                    _ => self.end_rmpp(idx),
+                },
             }
         }
         // A finished (or fully acknowledged) sender may still have an
@@ -313,11 +311,10 @@ impl<T: Transport> Engine<T> {
                     let Some(&idx) = self.waiting.get(&tid::match_key(key.tid, key.class)) else {
                         continue;
                     };
-                    let st = match outcome {
-                        Outcome::Aborted(st) => SendStatus::RmppAbort(st),
-                        Outcome::TimedOut => SendStatus::Timeout,
-                        Outcome::Success | Outcome::Canceled => continue,
-                    };
+                    let st = SendStatus::from(outcome);
+                    if !st.is_failure() {
+                        continue;
+                    }
                     self.fail(idx, st);
                     self.settle(idx, Some(now));
                 }

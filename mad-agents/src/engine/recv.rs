@@ -1,0 +1,220 @@
+//! Driving the engine and the receive path: port events, dispatch of
+//! received MADs to waiting sends and owning agents, the
+//! unsupported-method answer.
+
+use super::*;
+
+impl<T: Transport> Engine<T> {
+    // ----- driving -----
+
+    /// Does everything due at `now`: polls the port (completions,
+    /// receives, async events, recovery), dispatches what it reports,
+    /// handles expired response, RMPP and reassembly timers, and posts
+    /// backlogged requests that flow control now lets go. Returns true if
+    /// anything happened.
+    pub fn poll(&mut self, now: Instant) -> bool {
+        // Timers first, so that the port posts what they resend in the
+        // same call; then whatever the port reports; then the timers its
+        // reports made due (a wait whose absolute deadline has passed).
+        let mut progress = self.handle_timeouts(now);
+        self.port.poll(now);
+        while let Some(ev) = self.port.poll_client(self.client) {
+            progress = true;
+            self.on_port_event(ev, now);
+        }
+        progress |= self.handle_timeouts(now);
+        let unanswered = self.flow.unanswered;
+        self.pump_backlog(now);
+        progress |= self.flow.unanswered != unanswered;
+        progress
+    }
+
+    pub(super) fn on_port_event(&mut self, ev: PortEvent, now: Instant) {
+        match ev {
+            PortEvent::SendComplete { cookie, status, .. } => {
+                if cookie == INTERNAL {
+                    self.stats.internal_completions += 1;
+                    if status != WcStatus::Success {
+                        self.stats.internal_errors += 1;
+                    }
+                } else {
+                    self.on_wc(SendId::from_u64(cookie), status, now);
+                }
+            }
+            PortEvent::Received(r) => self.on_recv(r, now),
+            PortEvent::Async(e) => self.broadcast(&AgentEvent::Async(e)),
+            PortEvent::ResetPending => {
+                self.broadcast(&AgentEvent::ResetPending);
+                let hold: FastSet<usize> = self
+                    .agents
+                    .iter()
+                    .filter(|(_, a)| a.spec.hold_reset && !a.closing)
+                    .map(|(i, _)| i)
+                    .collect();
+                if hold.is_empty() {
+                    let _ = self.port.ack_reset(self.client);
+                } else {
+                    self.reset_hold = Some(hold);
+                }
+            }
+            PortEvent::ResetEnd => {
+                self.reset_hold = None;
+                self.broadcast(&AgentEvent::ResetEnd);
+            }
+            PortEvent::DeviceFatal => self.broadcast(&AgentEvent::DeviceFatal),
+            PortEvent::Reopened => self.broadcast(&AgentEvent::Reopened),
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_recv(&mut self, r: Arc<Received>, now: Instant) {
+        let mad = &r.mad[..];
+        if mad.len() < MAD_HEADER_LEN || mad[0] != 1 {
+            self.stats.malformed += 1;
+            return;
+        }
+        let class = MgmtClass(mad[1]);
+        if class.is_smp() != (r.qp == Qp::Qp0) {
+            self.stats.malformed += 1;
+            return;
+        }
+        let view = Mad::new_unchecked(mad);
+        let key = tid::match_key(view.tid(), class.0);
+        // ACK / STOP / ABORT for one of our outbound transfers.
+        if class.is_rmpp_class()
+            && is_rmpp_active(mad)
+            && rmpp_type(mad) != RmppType::DATA
+            && self.on_rmpp_control(key, &r, now)
+        {
+            return;
+        }
+        if view.is_response() {
+            let Some(&idx) = self.waiting.get(&key) else {
+                self.stats.unmatched_responses += 1;
+                return;
+            };
+            if self.sends[idx].queued.is_some() {
+                // Still in the backlog: not sent, so not answered (a stale
+                // answer to an earlier send with the same TID).
+                self.stats.unmatched_responses += 1;
+                return;
+            }
+            if !self.answers_from_destination(idx, &r.src) {
+                self.stats.wrong_source += 1;
+                return;
+            }
+            let aidx = self.sends[idx].agent;
+            if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
+                if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
+                    rx.handle(mad, &r.src, now);
+                }
+                self.drain_rx(aidx, now);
+                return;
+            }
+            self.stats.responses_matched += 1;
+            self.on_response(idx, Message::new(r), now);
+            return;
+        }
+        let oui = if class.is_vendor_range2() && mad.len() >= 40 {
+            u32::from_be_bytes([0, mad[37], mad[38], mad[39]])
+        } else {
+            0
+        };
+        let owner = self
+            .table
+            .lookup(r.qp, class.0, mad[2], mad[3], oui)
+            .and_then(|a| self.agent_idx(a))
+            .filter(|&i| !self.agents[i].closing);
+        match owner {
+            Some(aidx) => {
+                if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
+                    if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
+                        // A DS ACK (the requester's copy of our final ACK,
+                        // carrying the request's method) records the
+                        // window for our response there.
+                        rx.handle(mad, &r.src, now);
+                    }
+                    self.drain_rx(aidx, now);
+                } else {
+                    self.deliver_recv(aidx, Message::new(r));
+                }
+            }
+            None => {
+                self.stats.unclaimed_requests += 1;
+                let m = view.method();
+                if self.cfg.answer_unmatched && (m == Method::GET || m == Method::SET) {
+                    self.answer_unsupported(&r);
+                }
+            }
+        }
+    }
+
+    /// True if a MAD from `src` may answer send `idx` (the kernel's
+    /// `rcv_has_same_gid` as AGENTS.md §2 step 8 / MAD.md §5 restate it for
+    /// this layer; see the [module documentation](self#response-matching)).
+    pub(super) fn answers_from_destination(&self, idx: usize, src: &Address) -> bool {
+        if !self.cfg.check_response_source {
+            return true;
+        }
+        let s = &self.sends[idx];
+        if s.key.1 == MgmtClass::SUBN_DIRECTED_ROUTE.0 {
+            return true;
+        }
+        match (&s.dest.grh, &src.grh) {
+            (Some(d), Some(g)) => d.gid == g.gid,
+            (None, None) => s.dest.lid == PERMISSIVE_LID || s.dest.lid == src.lid,
+            _ => false,
+        }
+    }
+
+    /// The kernel's `generate_unmatched_resp`: GetResp with status 0x000C
+    /// (method/attribute unsupported), the D bit set for directed route.
+    pub(super) fn answer_unsupported(&mut self, r: &Received) {
+        let mut resp = r.mad.clone();
+        resp.truncate(MAD_LEN);
+        let class = MgmtClass(resp[1]);
+        {
+            let mut m = Mad::new_unchecked(&mut resp[..]);
+            m.set_method(Method::GET, true);
+            let mut status = MadStatus::METHOD_ATTR_UNSUPPORTED.0;
+            if class == MgmtClass::SUBN_DIRECTED_ROUTE {
+                status = (status & DR_STATUS_MASK) | DR_DIRECTION_BIT;
+            }
+            m.set_status(MadStatus(status));
+        }
+        let mut dest = r.src;
+        if r.qp == Qp::Qp1 {
+            dest.qkey = GSI_QKEY;
+        } else {
+            dest.qkey = 0;
+        }
+        if class == MgmtClass::SUBN_DIRECTED_ROUTE {
+            dest.lid = PERMISSIVE_LID;
+        }
+        if self.post_internal(None, r.qp, &resp, &dest) {
+            self.stats.unsupported_answered += 1;
+        }
+    }
+
+    pub(super) fn on_response(&mut self, idx: usize, msg: Message, now: Instant) {
+        self.release_flow_slot(idx);
+        let s = &mut self.sends[idx];
+        s.response = Some(msg);
+        s.awaiting = false;
+        if self.waiting.get(&s.key) == Some(&idx) {
+            self.waiting.remove(&s.key);
+        }
+        if s.deadline.take().is_some() {
+            self.agents[s.agent].timeouts.remove(idx);
+        }
+        if let Some(tx) = s.rmpp.as_mut() {
+            // Answered: the request's transfer (active, or fully
+            // acknowledged and still routed for repeated final ACKs) ends.
+            tx.sender.cancel();
+            while tx.sender.poll_event().is_some() {}
+            self.end_rmpp(idx);
+            self.rearm_rmpp(idx);
+        }
+        self.settle(idx, Some(now));
+    }
+}
