@@ -770,11 +770,7 @@ fn receives_go_to_the_subscribers_of_their_qp_and_class() {
     let recv = |p: &mut Port<Fi>, c| {
         std::iter::from_fn(|| p.poll_client(c))
             .filter_map(|e| match e {
-                PortEvent::Received(r) => Some((
-                    r.qp,
-                    r.mad[1],
-                    u64::from_be_bytes(r.mad[8..16].try_into().unwrap()),
-                )),
+                PortEvent::Received(r) => Some((r.qp(), r.class().0, r.tid())),
                 _ => None,
             })
             .collect::<Vec<_>>()

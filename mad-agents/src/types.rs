@@ -581,7 +581,9 @@ pub struct EngineStats {
     /// Requests dropped because an agent's queue was full.
     pub recv_dropped: u64,
     /// MADs dropped as malformed (short, bad base version, class on the
-    /// wrong QP).
+    /// wrong QP): those the port refused to parse
+    /// ([`mad_core::port::PortStats::recv_malformed`]) and those handed to
+    /// [`crate::Engine::handle_recv`] that did not parse.
     pub malformed: u64,
     /// Completions of the engine's own sends (answers, RMPP ACKs).
     pub internal_completions: u64,

@@ -282,11 +282,15 @@ fn a_response_after_the_timeout_is_counted_and_dropped() {
     e.poll(t0 + 10 * MS);
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Timeout);
     let req = far.sent.lock().unwrap()[0].1.clone();
-    e.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src: Address::gsi(7),
-        mad: response_to(&req).into(),
-    });
+    e.handle_recv(
+        t0 + 11 * MS,
+        Received {
+            qp: Qp::Qp1,
+            src: Address::gsi(7),
+            mad: response_to(&req).into(),
+        },
+    )
+    .unwrap();
     e.poll(t0 + 11 * MS);
     assert!(
         drain(&mut e).is_empty(),
@@ -313,11 +317,15 @@ fn a_response_that_beats_the_send_completion_completes_on_the_completion() {
     e.poll(t0);
     let mut req = perf_get();
     req[8..16].copy_from_slice(&e.send_tid(s).unwrap().to_be_bytes());
-    e.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src: Address::gsi(7),
-        mad: response_to(&req).into(),
-    });
+    e.handle_recv(
+        t0 + MS,
+        Received {
+            qp: Qp::Qp1,
+            src: Address::gsi(7),
+            mad: response_to(&req).into(),
+        },
+    )
+    .unwrap();
     e.poll(t0 + MS);
     assert!(
         drain(&mut e).is_empty(),
@@ -393,11 +401,15 @@ fn cancel_while_waiting_for_the_response_completes_at_once_and_a_later_answer_is
     assert_eq!((c.len(), c[0].status), (1, SendStatus::Canceled));
     assert_eq!(e.poll_timeout(), None, "its timer is gone");
     let req = far.sent.lock().unwrap()[0].1.clone();
-    e.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src: Address::gsi(7),
-        mad: response_to(&req).into(),
-    });
+    e.handle_recv(
+        t0 + MS,
+        Received {
+            qp: Qp::Qp1,
+            src: Address::gsi(7),
+            mad: response_to(&req).into(),
+        },
+    )
+    .unwrap();
     e.poll(t0 + MS);
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.stats().unmatched_responses, 1);
@@ -531,18 +543,26 @@ fn an_unclaimed_get_is_answered_with_status_0x000c_and_other_methods_are_dropped
         pkey_index: 0,
         ..Address::default()
     };
-    e.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src,
-        mad: req.clone().into(),
-    });
+    e.handle_recv(
+        t0,
+        Received {
+            qp: Qp::Qp1,
+            src,
+            mad: req.clone().into(),
+        },
+    )
+    .unwrap();
     let mut trap = req.clone();
     trap[3] = Method::TRAP.0;
-    e.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src,
-        mad: trap.into(),
-    });
+    e.handle_recv(
+        t0,
+        Received {
+            qp: Qp::Qp1,
+            src,
+            mad: trap.into(),
+        },
+    )
+    .unwrap();
     // A directed-route SMP Get to nobody.
     let mut dr = mad_core::wire::smp::DrPath::from_hops(&[1, 2])
         .unwrap()
@@ -555,11 +575,15 @@ fn an_unclaimed_get_is_answered_with_status_0x000c_and_other_methods_are_dropped
         )
         .to_vec();
     dr[6] = 3; // as received at the far end
-    e.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp0,
-        src: Address::smi(0xFFFF),
-        mad: dr.into(),
-    });
+    e.handle_recv(
+        t0,
+        Received {
+            qp: Qp::Qp0,
+            src: Address::smi(0xFFFF),
+            mad: dr.into(),
+        },
+    )
+    .unwrap();
     e.poll(t0);
     e.poll(t0 + MS);
     let sent = far.sent.lock().unwrap();
@@ -709,11 +733,15 @@ fn requests_dispatch_by_class_version_method_and_oui() {
         .unwrap();
     let t0 = Instant::now();
     let push = |e: &mut Engine<Loopback>, m: Vec<u8>| {
-        e.port_mut().transport_mut().push_recv(Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(3),
-            mad: m.into(),
-        });
+        e.handle_recv(
+            t0,
+            Received {
+                qp: Qp::Qp1,
+                src: Address::gsi(3),
+                mad: m.into(),
+            },
+        )
+        .unwrap();
     };
     let mut set_req = perf_get();
     set_req[3] = Method::SET.0;
@@ -759,11 +787,15 @@ fn the_receive_queue_is_bounded_and_drops_are_counted() {
         ))
         .unwrap();
     for _ in 0..10 {
-        e.port_mut().transport_mut().push_recv(Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(3),
-            mad: perf_get().into(),
-        });
+        e.handle_recv(
+            Instant::now(),
+            Received {
+                qp: Qp::Qp1,
+                src: Address::gsi(3),
+                mad: perf_get().into(),
+            },
+        )
+        .unwrap();
     }
     e.poll(Instant::now());
     assert_eq!(drain(&mut e).len(), 4);
@@ -771,11 +803,15 @@ fn the_receive_queue_is_bounded_and_drops_are_counted() {
     assert_eq!((st.received, st.recv_dropped), (4, 6));
     assert_eq!(e.stats().recv_dropped, 6);
     // Once drained, there is room again.
-    e.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src: Address::gsi(3),
-        mad: perf_get().into(),
-    });
+    e.handle_recv(
+        Instant::now(),
+        Received {
+            qp: Qp::Qp1,
+            src: Address::gsi(3),
+            mad: perf_get().into(),
+        },
+    )
+    .unwrap();
     e.poll(Instant::now());
     assert_eq!(drain(&mut e).len(), 1);
 }

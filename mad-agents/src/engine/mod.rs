@@ -188,14 +188,13 @@ use mad_core::MadBuf;
 
 use crate::timers::Deadlines;
 use std::collections::{BTreeSet, VecDeque};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent};
+use mad_core::port::{ClientId, Inbound, InboundError, Port, PortConfig, PortError, PortEvent};
 use mad_core::transport::{Address, Qp, Received, Transport, WcStatus, GSI_QKEY, PERMISSIVE_LID};
-use mad_core::wire::rmpp::{RmppType, RMPP_FLAG_ACTIVE};
+use mad_core::wire::rmpp::{RmppType, RmppView};
 use mad_core::wire::smp::{DR_DIRECTION_BIT, DR_STATUS_MASK};
-use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN, RMPP_HEADER_END};
+use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 use mad_rmpp::{ReceiverTable, Sender, SenderConfig};
 use slab::Slab;
 
@@ -373,12 +372,9 @@ impl<T: Transport> std::fmt::Debug for Engine<T> {
     }
 }
 
-fn is_rmpp_active(mad: &[u8]) -> bool {
-    mad.len() >= RMPP_HEADER_END && mad[26] & RMPP_FLAG_ACTIVE != 0
-}
-
-fn rmpp_type(mad: &[u8]) -> RmppType {
-    RmppType(mad.get(25).copied().unwrap_or(0))
+/// The RMPP header of an outbound MAD whose Active flag is set.
+fn active_rmpp(mad: &[u8]) -> Option<RmppView<&[u8]>> {
+    RmppView::new_checked(mad).ok().filter(RmppView::is_active)
 }
 
 impl<T: Transport> Engine<T> {
@@ -389,18 +385,14 @@ impl<T: Transport> Engine<T> {
     }
 
     /// An engine over an existing port layer. The engine registers itself
-    /// as a client of the port and subscribes to every class (SMP classes
-    /// on QP0, the others on QP1): it is the port's MAD dispatcher.
+    /// as a client of the port that takes every received MAD
+    /// ([`Port::subscribe_all`]): it is the port's MAD dispatcher.
     #[must_use]
     pub fn with_port(mut port: Port<T>, cfg: EngineConfig) -> Self {
         let client = port.register();
         let bounded = port.transport().bounded_far_side();
-        for class in 0..=u8::MAX {
-            let c = MgmtClass(class);
-            let qp = if c.is_smp() { Qp::Qp0 } else { Qp::Qp1 };
-            // Cannot fail: the client was registered just above.
-            let _ = port.subscribe(client, qp, c);
-        }
+        // Cannot fail: the client was registered just above.
+        let _ = port.subscribe_all(client);
         Self {
             port,
             client,
@@ -452,7 +444,10 @@ impl<T: Transport> Engine<T> {
     /// Counters.
     #[must_use]
     pub fn stats(&self) -> EngineStats {
-        self.stats
+        EngineStats {
+            malformed: self.stats.malformed + self.port.stats().recv_malformed,
+            ..self.stats
+        }
     }
 
     /// Sends not yet completed, over all agents (the send table's size).

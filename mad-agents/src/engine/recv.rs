@@ -67,28 +67,42 @@ impl<T: Transport> Engine<T> {
         }
     }
 
-    pub(super) fn on_recv(&mut self, r: Arc<Received>, now: Instant) {
-        let mad = &r.mad[..];
-        if mad.len() < MAD_HEADER_LEN || mad[0] != 1 {
-            self.stats.malformed += 1;
-            return;
+    /// Injects a received MAD as if the port had received it at `now`:
+    /// it is parsed as the port parses what its transport delivers
+    /// ([`Inbound::parse`]) and dispatched at once, without reaching
+    /// through the port into the transport. (A fuzzer, a test or a layer
+    /// that receives MADs some other way drives the engine with this,
+    /// [`Engine::poll`] and [`Engine::poll_timeout`].)
+    ///
+    /// # Errors
+    /// [`InboundError`] for bytes that are not a MAD of their QP; they
+    /// count in [`EngineStats::malformed`].
+    pub fn handle_recv(&mut self, now: Instant, received: Received) -> Result<(), InboundError> {
+        match Inbound::parse(received) {
+            Ok(m) => {
+                self.on_recv(m, now);
+                Ok(())
+            }
+            Err(e) => {
+                self.stats.malformed += 1;
+                Err(e)
+            }
         }
-        let class = MgmtClass(mad[1]);
-        if class.is_smp() != (r.qp == Qp::Qp0) {
-            self.stats.malformed += 1;
-            return;
-        }
-        let view = Mad::new_unchecked(mad);
-        let key = tid::match_key(view.tid(), class.0);
+    }
+
+    /// Dispatches a parsed MAD: an RMPP ACK / STOP / ABORT to its
+    /// outbound transfer, a response to the send waiting for its TID, a
+    /// request to the agent that owns its method (see the [engine
+    /// documentation](super#dispatch-agentsmd-2)).
+    pub(super) fn on_recv(&mut self, m: Inbound, now: Instant) {
+        let class = m.class();
+        let key = tid::match_key(m.tid(), class.0);
+        let rmpp = m.rmpp_active();
         // ACK / STOP / ABORT for one of our outbound transfers.
-        if class.is_rmpp_class()
-            && is_rmpp_active(mad)
-            && rmpp_type(mad) != RmppType::DATA
-            && self.on_rmpp_control(key, &r, now)
-        {
+        if rmpp.is_some_and(|t| t != RmppType::DATA) && self.on_rmpp_control(key, &m, now) {
             return;
         }
-        if view.is_response() {
+        if m.is_response() {
             let Some(&idx) = self.waiting.get(&key) else {
                 self.stats.unmatched_responses += 1;
                 return;
@@ -99,54 +113,55 @@ impl<T: Transport> Engine<T> {
                 self.stats.unmatched_responses += 1;
                 return;
             }
-            if !self.answers_from_destination(idx, &r.src) {
+            if !self.answers_from_destination(idx, m.src()) {
                 self.stats.wrong_source += 1;
                 return;
             }
             let aidx = self.sends[idx].agent;
-            if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
-                if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
-                    rx.handle(mad, &r.src, now);
-                }
-                self.drain_rx(aidx, now);
+            if self.agents[aidx].spec.rmpp && rmpp.is_some() {
+                self.to_reassembly(aidx, &m, now);
                 return;
             }
             self.stats.responses_matched += 1;
-            self.on_response(idx, Message::new(r), now);
+            self.on_response(idx, Message::new(m.received().clone()), now);
             return;
         }
-        let oui = if class.is_vendor_range2() && mad.len() >= 40 {
-            u32::from_be_bytes([0, mad[37], mad[38], mad[39]])
-        } else {
-            0
-        };
+        let h = m.header();
         let owner = self
             .table
-            .lookup(r.qp, class.0, mad[2], mad[3], oui)
+            .lookup(
+                m.qp(),
+                class.0,
+                h.class_version,
+                m.method_byte(),
+                m.oui().unwrap_or(0),
+            )
             .and_then(|a| self.agent_idx(a))
             .filter(|&i| !self.agents[i].closing);
         match owner {
-            Some(aidx) => {
-                if self.agents[aidx].spec.rmpp && class.is_rmpp_class() && is_rmpp_active(mad) {
-                    if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
-                        // A DS ACK (the requester's copy of our final ACK,
-                        // carrying the request's method) records the
-                        // window for our response there.
-                        rx.handle(mad, &r.src, now);
-                    }
-                    self.drain_rx(aidx, now);
-                } else {
-                    self.deliver_recv(aidx, Message::new(r));
-                }
+            // A DS ACK (the requester's copy of our final ACK, carrying
+            // the request's method) records the window for our response
+            // in the reassembly.
+            Some(aidx) if self.agents[aidx].spec.rmpp && rmpp.is_some() => {
+                self.to_reassembly(aidx, &m, now);
             }
+            Some(aidx) => self.deliver_recv(aidx, Message::new(m.received().clone())),
             None => {
                 self.stats.unclaimed_requests += 1;
-                let m = view.method();
-                if self.cfg.answer_unmatched && (m == Method::GET || m == Method::SET) {
-                    self.answer_unsupported(&r);
+                let method = h.method;
+                if self.cfg.answer_unmatched && (method == Method::GET || method == Method::SET) {
+                    self.answer_unsupported(&m);
                 }
             }
         }
+    }
+
+    /// Hands an RMPP segment (or DS ACK) to agent `aidx`'s reassembly.
+    fn to_reassembly(&mut self, aidx: usize, m: &Inbound, now: Instant) {
+        if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
+            rx.handle(m.bytes(), m.src(), now);
+        }
+        self.drain_rx(aidx, now);
     }
 
     /// True if a MAD from `src` may answer send `idx` (the kernel's
@@ -169,10 +184,10 @@ impl<T: Transport> Engine<T> {
 
     /// The kernel's `generate_unmatched_resp`: GetResp with status 0x000C
     /// (method/attribute unsupported), the D bit set for directed route.
-    pub(super) fn answer_unsupported(&mut self, r: &Received) {
-        let mut resp = r.mad.clone();
+    pub(super) fn answer_unsupported(&mut self, r: &Inbound) {
+        let mut resp = r.received().mad.clone();
         resp.truncate(MAD_LEN);
-        let class = MgmtClass(resp[1]);
+        let class = r.class();
         {
             let mut m = Mad::new_unchecked(&mut resp[..]);
             m.set_method(Method::GET, true);
@@ -182,8 +197,8 @@ impl<T: Transport> Engine<T> {
             }
             m.set_status(MadStatus(status));
         }
-        let mut dest = r.src;
-        if r.qp == Qp::Qp1 {
+        let mut dest = *r.src();
+        if r.qp() == Qp::Qp1 {
             dest.qkey = GSI_QKEY;
         } else {
             dest.qkey = 0;
@@ -191,7 +206,7 @@ impl<T: Transport> Engine<T> {
         if class == MgmtClass::SUBN_DIRECTED_ROUTE {
             dest.lid = PERMISSIVE_LID;
         }
-        if self.post_internal(None, r.qp, &resp, &dest) {
+        if self.post_internal(None, r.qp(), &resp, &dest) {
             self.stats.unsupported_answered += 1;
         }
     }

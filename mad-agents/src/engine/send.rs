@@ -47,7 +47,7 @@ impl<T: Transport> Engine<T> {
             let a = &self.agents[aidx];
             (a.spec.qp, a.hi, a.spec.rmpp)
         };
-        let class = MgmtClass(mad[1]);
+        let class = Mad::new_unchecked(&mad[..]).mgmt_class();
         if class.is_smp() != (qp == Qp::Qp0) {
             return Err(SendError::BadSend(format!(
                 "class {:#04x} does not belong on {qp:?}",
@@ -60,7 +60,7 @@ impl<T: Transport> Engine<T> {
                 class.0
             )));
         }
-        let rmpp_transfer = rmpp_agent && (mad.len() > MAD_LEN || is_rmpp_active(&mad));
+        let rmpp_transfer = rmpp_agent && (mad.len() > MAD_LEN || active_rmpp(&mad).is_some());
         if !rmpp_transfer && mad.len() > MAD_LEN {
             return Err(SendError::BadSend(format!(
                 "{} bytes do not fit one MAD; register the agent with RMPP",
@@ -229,16 +229,13 @@ impl<T: Transport> Engine<T> {
     /// transfer's GetResp arrived after every segment's wait had ended).
     pub(super) fn answer_wait(&self, idx: usize, mad: &[u8]) -> Option<Duration> {
         let s = &self.sends[idx];
-        let request = mad.get(3).is_some_and(|m| m & 0x80 == 0);
+        let request = Mad::new_checked(mad).is_ok_and(|m| !m.is_response());
         if !request || s.timeout.is_zero() {
             return None;
         }
         let wait = self.interval(s);
-        let last_segment = is_rmpp_active(mad)
-            && rmpp_type(mad) == RmppType::DATA
-            && mad
-                .get(26)
-                .is_some_and(|f| f & mad_core::wire::rmpp::RMPP_FLAG_LAST != 0);
+        let last_segment =
+            active_rmpp(mad).is_some_and(|h| h.rmpp_type() == RmppType::DATA && h.is_last());
         Some(if last_segment {
             wait.saturating_mul(2) + Duration::from_secs(5)
         } else {
