@@ -119,7 +119,7 @@ impl<T: Transport> Engine<T> {
             }
             let aidx = self.sends[idx].agent;
             if self.agents[aidx].spec.rmpp && rmpp.is_some() {
-                self.to_reassembly(aidx, &m, now);
+                self.reassemble(aidx, &m, now);
                 return;
             }
             self.stats.responses_matched += 1;
@@ -143,7 +143,7 @@ impl<T: Transport> Engine<T> {
             // the request's method) records the window for our response
             // in the reassembly.
             Some(aidx) if self.agents[aidx].spec.rmpp && rmpp.is_some() => {
-                self.to_reassembly(aidx, &m, now);
+                self.reassemble(aidx, &m, now);
             }
             Some(aidx) => self.deliver_recv(aidx, Message::new(m.received().clone())),
             None => {
@@ -157,7 +157,7 @@ impl<T: Transport> Engine<T> {
     }
 
     /// Hands an RMPP segment (or DS ACK) to agent `aidx`'s reassembly.
-    fn to_reassembly(&mut self, aidx: usize, m: &Inbound, now: Instant) {
+    fn reassemble(&mut self, aidx: usize, m: &Inbound, now: Instant) {
         if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
             rx.handle(m.bytes(), m.src(), now);
         }

@@ -85,8 +85,7 @@ pub(super) enum Deviation {
     DeathUnnoticed,
 }
 
-/// Deliberate bugs the model test injects (see `model`).
-
+/// Locks `m`, whatever a panicking holder left behind.
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }

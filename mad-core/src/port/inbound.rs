@@ -228,7 +228,7 @@ mod tests {
         head[..4].copy_from_slice(&[1, 0x30, 1, 0x01]);
         head[37..40].copy_from_slice(&[0x00, 0x14, 0x05]);
         let m = Inbound::parse(received(Qp::Qp1, &head, 256)).unwrap();
-        assert_eq!(m.oui(), Some(0x0014_05));
+        assert_eq!(m.oui(), Some(0x0000_1405));
         assert!(m.rmpp().is_some() && m.rmpp_active().is_none());
         // Too short for the OUI: none.
         let m = Inbound::parse(received(Qp::Qp1, &head[..24], 24)).unwrap();
