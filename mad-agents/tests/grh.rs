@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{
-    Address, AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WcStatus, WrId, GSI_QKEY,
+    Address, Grh, Qp, Received, Transport, TransportError, TransportLayer, WcStatus, WrId, GSI_QKEY,
 };
 use mad_core::wire::rmpp::{RmppStatus, RmppType};
 use mad_core::wire::{Method, MgmtClass, SA_DATA_OFFSET, VENDOR_DATA_OFFSET};
@@ -35,16 +34,17 @@ struct RoceLike {
     refuse_all: Arc<AtomicBool>,
 }
 
+impl TransportLayer for RoceLike {
+    type Inner = Loopback;
+    fn inner(&self) -> &Loopback {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut Loopback {
+        &mut self.inner
+    }
+}
+
 impl Transport for RoceLike {
-    fn port_attrs(&self) -> &PortAttrs {
-        self.inner.port_attrs()
-    }
-    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
-        self.inner.refresh_port_attrs()
-    }
-    fn send_queue_depth(&self) -> usize {
-        self.inner.send_queue_depth()
-    }
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
         if dest.grh.is_none() {
             return Err(TransportError::BadSend(
@@ -56,30 +56,20 @@ impl Transport for RoceLike {
         }
         self.inner.post_send(qp, mad, dest)
     }
-    fn poll_send_completions(
-        &mut self,
-        out: &mut Vec<SendCompletion>,
-    ) -> Result<usize, TransportError> {
-        self.inner.poll_send_completions(out)
-    }
-    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        self.inner.poll_recv()
-    }
-    fn poll_event(&mut self) -> Option<AsyncEvent> {
-        self.inner.poll_event()
-    }
-    fn qp_state(&self, qp: Qp) -> QpState {
-        self.inner.qp_state(qp)
-    }
-    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        self.inner.modify_qp(qp, to)
-    }
-    fn recreate_queues(&mut self) -> Result<(), TransportError> {
-        self.inner.recreate_queues()
-    }
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         None
     }
+    mad_core::forward_transport!(
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        poll_send_completions,
+        poll_recv,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues
+    );
 }
 
 /// The engine under test on a RoCE-like port at LID 0, what it sent, and

@@ -4,9 +4,12 @@
 
 use std::time::{Duration, Instant};
 
+mod support;
+
+use support::completions;
+
 use mad_agents::{
-    AgentEvent, AgentId, AgentSpec, Completion, Engine, EngineConfig, Message, SendRequest,
-    SendStatus,
+    AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, Message, SendRequest, SendStatus,
 };
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
@@ -101,15 +104,6 @@ fn run_until_a_send_completes(
         |_, _, _| {},
         |ea, _| !completions(ea).is_empty(),
     )
-}
-
-fn completions(evs: &Evs) -> Vec<Completion> {
-    evs.iter()
-        .filter_map(|(_, e)| match e {
-            AgentEvent::SendDone(c) => Some(c.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn received(evs: &Evs) -> Vec<Message> {
