@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{
-    Address, Grh, Qp, Received, Transport, TransportError, TransportLayer, WcStatus, WrId, GSI_QKEY,
+    Address, Grh, Qp, Received, Transport, TransportError, WcStatus, WrId, GSI_QKEY,
 };
 use mad_core::wire::rmpp::{RmppStatus, RmppType};
 use mad_core::wire::{Method, MgmtClass, SA_DATA_OFFSET, VENDOR_DATA_OFFSET};
@@ -34,15 +34,7 @@ struct RoceLike {
     refuse_all: Arc<AtomicBool>,
 }
 
-impl TransportLayer for RoceLike {
-    type Inner = Loopback;
-    fn inner(&self) -> &Loopback {
-        &self.inner
-    }
-    fn inner_mut(&mut self) -> &mut Loopback {
-        &mut self.inner
-    }
-}
+mad_core::transport_layer!(RoceLike, inner: Loopback);
 
 impl Transport for RoceLike {
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {

@@ -19,7 +19,7 @@ use mad_agents::{
     Agent, AgentEvent, AgentSpec, EngineConfig, Runtime, SendError, SendRequest, SendStatus,
 };
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, Received, Transport, TransportError, TransportLayer};
+use mad_core::transport::{Address, Qp, Received, Transport, TransportError};
 
 /// How long a call that must return in bounded time may take here.
 const BOUND: Duration = Duration::from_secs(10);
@@ -210,15 +210,7 @@ struct Booby {
     armed: Arc<AtomicBool>,
 }
 
-impl TransportLayer for Booby {
-    type Inner = Loopback;
-    fn inner(&self) -> &Loopback {
-        &self.inner
-    }
-    fn inner_mut(&mut self) -> &mut Loopback {
-        &mut self.inner
-    }
-}
+mad_core::transport_layer!(Booby, inner: Loopback);
 
 impl Transport for Booby {
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use mad_agents::{AgentSpec, Engine, EngineConfig, RegisterError};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Qp, Transport, TransportError, TransportLayer};
+use mad_core::transport::{Qp, Transport, TransportError};
 use mad_core::wire::{Method, MgmtClass};
 
 type Calls = Arc<Mutex<Vec<(MgmtClass, u8, u128, Option<[u8; 3]>)>>>;
@@ -19,15 +19,7 @@ struct Recording {
     refuse: bool,
 }
 
-impl TransportLayer for Recording {
-    type Inner = Loopback;
-    fn inner(&self) -> &Loopback {
-        &self.inner
-    }
-    fn inner_mut(&mut self) -> &mut Loopback {
-        &mut self.inner
-    }
-}
+mad_core::transport_layer!(Recording, inner: Loopback);
 
 impl Transport for Recording {
     fn register_requests(

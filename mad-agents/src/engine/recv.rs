@@ -211,25 +211,11 @@ impl<T: Transport> Engine<T> {
         }
     }
 
+    /// Send `idx` is answered by `msg`: it stops waiting (its slot, timer
+    /// and RMPP transfer end) and completes once its work requests have.
     pub(super) fn on_response(&mut self, idx: usize, msg: Message, now: Instant) {
-        self.release_flow_slot(idx);
-        let s = &mut self.sends[idx];
-        s.response = Some(msg);
-        s.awaiting = false;
-        if self.waiting.get(&s.key) == Some(&idx) {
-            self.waiting.remove(&s.key);
-        }
-        if s.deadline.take().is_some() {
-            self.agents[s.agent].timeouts.remove(idx);
-        }
-        if let Some(tx) = s.rmpp.as_mut() {
-            // Answered: the request's transfer (active, or fully
-            // acknowledged and still routed for repeated final ACKs) ends.
-            tx.sender.cancel();
-            while tx.sender.poll_event().is_some() {}
-            self.end_rmpp(idx);
-            self.rearm_rmpp(idx);
-        }
+        self.sends[idx].response = Some(msg);
+        self.stop_waiting(idx);
         self.settle(idx, Some(now));
     }
 }

@@ -271,11 +271,20 @@ impl<T: Transport> Engine<T> {
     /// Records the send's final failure (the first one wins) and drops
     /// its response and RMPP references.
     pub(super) fn fail(&mut self, idx: usize, status: SendStatus) {
-        self.release_flow_slot(idx);
         let s = &mut self.sends[idx];
         if s.failed.is_none() && s.response.is_none() {
             s.failed = Some(status);
         }
+        self.stop_waiting(idx);
+    }
+
+    /// Send `idx` has failed or been answered: it gives back its
+    /// flow-control slot, leaves the table of sends waiting for an answer
+    /// and its timeout list, and its RMPP transfer (active, or fully
+    /// acknowledged and still routed for repeated final ACKs) ends.
+    pub(super) fn stop_waiting(&mut self, idx: usize) {
+        self.release_flow_slot(idx);
+        let s = &mut self.sends[idx];
         if s.awaiting {
             s.awaiting = false;
             if self.waiting.get(&s.key) == Some(&idx) {
@@ -288,9 +297,9 @@ impl<T: Transport> Engine<T> {
         if let Some(tx) = s.rmpp.as_mut() {
             tx.sender.cancel();
             while tx.sender.poll_event().is_some() {}
+            self.end_rmpp(idx);
+            self.rearm_rmpp(idx);
         }
-        self.end_rmpp(idx);
-        self.rearm_rmpp(idx);
     }
 
     /// Completes the send if no reference is left; otherwise starts its

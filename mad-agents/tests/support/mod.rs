@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use mad_agents::{AgentEvent, AgentId, Completion, Engine};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, Received, Transport, TransportError, TransportLayer};
+use mad_core::transport::{Address, Qp, Received, Transport, TransportError};
 use mad_core::wire::{Mad, Method, MgmtClass};
 
 /// What the far side saw: (QP, MAD, destination).
@@ -144,15 +144,7 @@ impl WithFd {
     }
 }
 
-impl TransportLayer for WithFd {
-    type Inner = Loopback;
-    fn inner(&self) -> &Loopback {
-        &self.inner
-    }
-    fn inner_mut(&mut self) -> &mut Loopback {
-        &mut self.inner
-    }
-}
+mad_core::transport_layer!(WithFd, inner: Loopback);
 
 impl Transport for WithFd {
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {

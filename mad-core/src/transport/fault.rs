@@ -58,7 +58,7 @@ use std::collections::{HashMap, VecDeque};
 use super::loopback::qp_transition_allowed;
 use super::{
     Address, AsyncEvent, Qp, QpState, Received, SendCompletion, Transport, TransportError,
-    TransportLayer, WcStatus, WrId,
+    WcStatus, WrId,
 };
 
 /// When a fault fires, counted in accepted sends.
@@ -506,15 +506,7 @@ impl<T: Transport> FaultInjector<T> {
     }
 }
 
-impl<T: Transport> TransportLayer for FaultInjector<T> {
-    type Inner = T;
-    fn inner(&self) -> &T {
-        &self.inner
-    }
-    fn inner_mut(&mut self) -> &mut T {
-        &mut self.inner
-    }
-}
+crate::transport_layer!([T: Transport] FaultInjector<T>, inner: T);
 
 impl<T: Transport> Transport for FaultInjector<T> {
     crate::forward_transport!(port_attrs, raw_fd, bounded_far_side, register_requests);

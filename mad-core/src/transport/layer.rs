@@ -4,9 +4,9 @@
 //! out only what it changes.
 //!
 //! ```
-//! use mad_core::forward_transport;
+//! use mad_core::{forward_transport, transport_layer};
 //! use mad_core::transport::loopback::Loopback;
-//! use mad_core::transport::{Received, Transport, TransportError, TransportLayer};
+//! use mad_core::transport::{Received, Transport, TransportError};
 //!
 //! /// Counts what it receives; everything else goes to the inner transport.
 //! struct Counting<T> {
@@ -14,15 +14,7 @@
 //!     received: usize,
 //! }
 //!
-//! impl<T: Transport> TransportLayer for Counting<T> {
-//!     type Inner = T;
-//!     fn inner(&self) -> &T {
-//!         &self.inner
-//!     }
-//!     fn inner_mut(&mut self) -> &mut T {
-//!         &mut self.inner
-//!     }
-//! }
+//! transport_layer!([T: Transport] Counting<T>, inner: T);
 //!
 //! impl<T: Transport> Transport for Counting<T> {
 //!     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
@@ -55,6 +47,28 @@ pub trait TransportLayer {
     fn inner(&self) -> &Self::Inner;
     /// The wrapped transport, mutably.
     fn inner_mut(&mut self) -> &mut Self::Inner;
+}
+
+/// Implements [`TransportLayer`](crate::transport::TransportLayer) for a
+/// wrapper that holds its inner transport in a field:
+/// `transport_layer!(Wrapper, inner: Loopback);`, or for a generic one
+/// `transport_layer!([T: Transport] Wrapper<T>, inner: T);`.
+#[macro_export]
+macro_rules! transport_layer {
+    ([$($g:tt)*] $ty:ty, $field:ident: $inner:ty) => {
+        impl<$($g)*> $crate::transport::TransportLayer for $ty {
+            type Inner = $inner;
+            fn inner(&self) -> &$inner {
+                &self.$field
+            }
+            fn inner_mut(&mut self) -> &mut $inner {
+                &mut self.$field
+            }
+        }
+    };
+    ($ty:ty, $field:ident: $inner:ty) => {
+        $crate::transport_layer!([] $ty, $field: $inner);
+    };
 }
 
 /// Inside `impl Transport for W` where `W:`

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use mad_core::pcap::{Direction, PcapWriter, Timestamp};
-use mad_core::transport::{Address, Qp, Received, Transport, TransportError, TransportLayer, WrId};
+use mad_core::transport::{Address, Qp, Received, Transport, TransportError, WrId};
 
 type Writer = PcapWriter<BufWriter<File>>;
 
@@ -94,15 +94,7 @@ impl<T: Transport> PcapTap<T> {
     }
 }
 
-impl<T: Transport> TransportLayer for PcapTap<T> {
-    type Inner = T;
-    fn inner(&self) -> &T {
-        &self.inner
-    }
-    fn inner_mut(&mut self) -> &mut T {
-        &mut self.inner
-    }
-}
+mad_core::transport_layer!([T: Transport] PcapTap<T>, inner: T);
 
 impl<T: Transport> Transport for PcapTap<T> {
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
