@@ -85,18 +85,17 @@
 
 mod conn;
 pub mod proto;
+mod sock;
 #[cfg(test)]
 mod tests;
 
-use conn::{io_err, is_gone, CtlFail, Sock};
+use sock::{io_err, is_gone, CtlFail, Sock};
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::linux::net::SocketAddrExt;
-use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::os::fd::RawFd;
+use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
 
 use self::proto::{CtlType, SimClientInfo, SimCtl, SimRequest, CTL_DATA_LEN, SIM_MAGIC};

@@ -2,7 +2,19 @@
 //! `umad_get_ca`, `umad_get_port`).
 #![allow(unsafe_code)]
 
-use super::*;
+use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CString};
+use std::sync::OnceLock;
+
+use crate::transport::TransportError;
+
+/// The shared object this transport loads.
+pub const LIBIBUMAD: &str = "libibumad.so.3";
+/// The Debian package that provides [`LIBIBUMAD`].
+pub const LIBIBUMAD_PACKAGE: &str = "libibumad3";
+
+pub(super) const UMAD_CA_NAME_LEN: usize = 20;
+pub(super) const UMAD_CA_MAX_PORTS: usize = 10;
+pub(super) const UMAD_MAX_CAS: usize = 32;
 
 #[repr(C)]
 pub(super) struct UmadPortRaw {

@@ -77,24 +77,15 @@ use super::{
 };
 use crate::wire::{Mad, MgmtClass};
 use std::collections::{HashMap, VecDeque};
-use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CString};
-use std::sync::OnceLock;
+use std::ffi::{c_int, c_long};
 
 mod ca;
 #[cfg(test)]
 mod tests;
 
 use ca::{c_name, get_port, lib, method_list, open_error, Lib};
-pub use ca::{get_ca, is_available, list_cas, UmadCa, UmadPort};
+pub use ca::{get_ca, is_available, list_cas, UmadCa, UmadPort, LIBIBUMAD, LIBIBUMAD_PACKAGE};
 
-/// The shared object this transport loads.
-pub const LIBIBUMAD: &str = "libibumad.so.3";
-/// The Debian package that provides [`LIBIBUMAD`].
-pub const LIBIBUMAD_PACKAGE: &str = "libibumad3";
-
-const UMAD_CA_NAME_LEN: usize = 20;
-const UMAD_CA_MAX_PORTS: usize = 10;
-const UMAD_MAX_CAS: usize = 32;
 const USER_MAD_HDR: usize = 64;
 const MAD_LEN: usize = 256;
 /// How often a write refused as a duplicate of one still in the kernel (a
