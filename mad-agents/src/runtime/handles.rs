@@ -1,7 +1,15 @@
 //! The handles callers hold: [`AgentRef`], [`Agent`], [`SendHandle`],
 //! [`AgentReceiver`].
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use mad_core::transport::PortAttrs;
+
+use super::shared::{ChannelLoad, Shared};
+use crate::engine::AgentState;
+use crate::types::{AgentEvent, AgentId, AgentStats, Completion, SendError, SendId, SendRequest};
 
 /// A cloneable reference to a registered agent: sends, cancels, waits. It
 /// does not keep the agent registered; use it inside callbacks.

@@ -98,21 +98,18 @@
 //! them between the loop thread, a deregistering thread, a sending thread
 //! and the device, and check the guarantees above in each.
 
-use std::cell::Cell;
-use std::collections::HashMap;
-use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
-use std::thread::{JoinHandle, ThreadId};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
 
 use mad_core::port::Port;
 use mad_core::transport::{PortAttrs, Transport};
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Poll, Waker};
 
-use crate::engine::{AgentState, Engine};
+use crate::engine::Engine;
 use crate::spec::AgentSpec;
 mod handles;
 #[cfg(test)]
@@ -120,103 +117,12 @@ mod model;
 mod shared;
 
 pub use handles::{Agent, AgentReceiver, AgentRef, SendHandle};
-use shared::{lock, Deviation, Pending, Shared, Step};
-
-use crate::types::{
-    AgentEvent, AgentId, AgentStats, Completion, EngineConfig, EngineStats, RegisterError,
-    SendError, SendId, SendRequest,
+use shared::{
+    lock, ChannelLoad, Deviation, Pending, Shared, Sink, Step, MIN_TICK, TRANSPORT, WAKER,
 };
+pub use shared::{Callback, RuntimeStats, Wakeup, TICK};
 
-/// How often the loop polls a transport without a usable fd while work is
-/// outstanding (also the longest a transport with an fd sleeps while work
-/// requests are posted).
-pub const TICK: Duration = Duration::from_micros(200);
-/// The longest the loop sleeps with nothing outstanding when it waits on
-/// the transport's fd (a safety net for a missed edge).
-const IDLE: Duration = Duration::from_millis(100);
-/// The shortest idle poll interval [`EngineConfig::fallback_tick`] may set.
-const MIN_TICK: Duration = Duration::from_micros(50);
-
-const WAKER: Token = Token(0);
-const TRANSPORT: Token = Token(1);
-
-static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    /// (runtime id, agent) whose callback runs on this thread.
-    static IN_CALLBACK: Cell<Option<(u64, AgentId)>> = const { Cell::new(None) };
-}
-
-/// An agent's callback.
-pub type Callback = Box<dyn FnMut(AgentEvent) + Send + 'static>;
-
-enum Sink {
-    Callback(Callback),
-    Channel {
-        tx: mpsc::Sender<AgentEvent>,
-        queued: Arc<ChannelLoad>,
-    },
-}
-
-/// Received messages sitting in a channel agent's channel: how many, and
-/// their bytes ([`EngineConfig::recv_queue_bound`] /
-/// [`EngineConfig::recv_queue_bytes`] bound both).
-#[derive(Debug, Default)]
-struct ChannelLoad {
-    count: AtomicUsize,
-    bytes: AtomicUsize,
-}
-
-/// Counters of the runtime itself.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RuntimeStats {
-    /// Loop iterations that waited in `mio::Poll::poll`.
-    pub waits: u64,
-    /// Events delivered to callbacks.
-    pub callbacks: u64,
-    /// Events put into channels.
-    pub channel_events: u64,
-    /// Completions handed to `send_and_wait` callers.
-    pub waiter_completions: u64,
-    /// Events left undelivered because an agent dropped its own handle in
-    /// its own callback.
-    pub discarded: u64,
-    /// Callbacks that panicked; each panic was caught on the loop thread
-    /// and reported to its agent as [`AgentEvent::CallbackPanicked`].
-    pub callback_panics: u64,
-}
-
-/// How the loop learns that the transport has something (see [Waking
-/// up](self#waking-up)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wakeup {
-    /// Event-driven: epoll waits on this descriptor.
-    Fd(RawFd),
-    /// The transport has no descriptor: the loop polls every `tick` while
-    /// idle.
-    NoFd {
-        /// The idle poll interval.
-        tick: Duration,
-    },
-    /// epoll refused the transport's descriptor: the loop polls every
-    /// `tick` while idle.
-    Refused {
-        /// The descriptor.
-        fd: RawFd,
-        /// The errno epoll gave (EBADF for libumad2sim's).
-        errno: Option<i32>,
-        /// The idle poll interval.
-        tick: Duration,
-    },
-}
-
-impl Wakeup {
-    /// True if the loop waits on the descriptor.
-    #[must_use]
-    pub fn is_event_driven(&self) -> bool {
-        matches!(self, Self::Fd(_))
-    }
-}
+use crate::types::{AgentEvent, EngineConfig, EngineStats, RegisterError};
 
 /// A port's engine running on its own thread; see the [module
 /// documentation](self).
@@ -384,13 +290,6 @@ impl Drop for Runtime {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-/// Where a popped event goes.
-enum Route {
-    Sink(Arc<Mutex<Sink>>),
-    Waiter(mpsc::Sender<Completion>),
-    Nowhere,
 }
 
 /// Ends the loop's life, however the loop thread ends (its `Drop` runs on

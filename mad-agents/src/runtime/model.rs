@@ -24,8 +24,19 @@
 //! checked by injecting a bug that breaks it: the model must then fail.
 #![allow(clippy::unwrap_used, clippy::too_many_lines)]
 
-use super::shared::{Deviation, Shared};
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mad_core::port::Port;
+use mad_core::transport::{PortAttrs, Transport};
+
+use super::shared::{lock, Deviation, Route, Shared, Sink, Step, TICK};
 use super::*;
+use crate::engine::AgentState;
+use crate::spec::AgentSpec;
+use crate::types::{AgentEvent, AgentId, Completion, EngineConfig, SendError, SendId, SendRequest};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{
     Address, AsyncEvent, Qp, QpState, Received, SendCompletion, TransportError, WrId,

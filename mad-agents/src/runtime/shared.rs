@@ -2,7 +2,121 @@
 //! threads ([`Shared`], its [`Core`] under one lock), and the protocol's
 //! locked steps (see the [runtime documentation](super)).
 
-use super::*;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+use mad_core::port::Port;
+use mio::{Token, Waker};
+
+use crate::engine::{AgentState, Engine};
+use crate::spec::AgentSpec;
+use crate::types::{
+    AgentEvent, AgentId, Completion, EngineConfig, RegisterError, SendError, SendId, SendRequest,
+};
+
+/// How often the loop polls a transport without a usable fd while work is
+/// outstanding (also the longest a transport with an fd sleeps while work
+/// requests are posted).
+pub const TICK: Duration = Duration::from_micros(200);
+/// The longest the loop sleeps with nothing outstanding when it waits on
+/// the transport's fd (a safety net for a missed edge).
+pub(super) const IDLE: Duration = Duration::from_millis(100);
+/// The shortest idle poll interval [`EngineConfig::fallback_tick`] may set.
+pub(super) const MIN_TICK: Duration = Duration::from_micros(50);
+
+pub(super) const WAKER: Token = Token(0);
+pub(super) const TRANSPORT: Token = Token(1);
+
+pub(super) static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// (runtime id, agent) whose callback runs on this thread.
+    pub(super) static IN_CALLBACK: Cell<Option<(u64, AgentId)>> = const { Cell::new(None) };
+}
+
+/// An agent's callback.
+pub type Callback = Box<dyn FnMut(AgentEvent) + Send + 'static>;
+
+pub(super) enum Sink {
+    Callback(Callback),
+    Channel {
+        tx: mpsc::Sender<AgentEvent>,
+        queued: Arc<ChannelLoad>,
+    },
+}
+
+/// Received messages sitting in a channel agent's channel: how many, and
+/// their bytes ([`EngineConfig::recv_queue_bound`] /
+/// [`EngineConfig::recv_queue_bytes`] bound both).
+#[derive(Debug, Default)]
+pub(super) struct ChannelLoad {
+    pub(super) count: AtomicUsize,
+    pub(super) bytes: AtomicUsize,
+}
+
+/// Counters of the runtime itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RuntimeStats {
+    /// Loop iterations that waited in `mio::Poll::poll`.
+    pub waits: u64,
+    /// Events delivered to callbacks.
+    pub callbacks: u64,
+    /// Events put into channels.
+    pub channel_events: u64,
+    /// Completions handed to `send_and_wait` callers.
+    pub waiter_completions: u64,
+    /// Events left undelivered because an agent dropped its own handle in
+    /// its own callback.
+    pub discarded: u64,
+    /// Callbacks that panicked; each panic was caught on the loop thread
+    /// and reported to its agent as [`AgentEvent::CallbackPanicked`].
+    pub callback_panics: u64,
+}
+
+/// How the loop learns that the transport has something (see [Waking
+/// up](super#waking-up)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakeup {
+    /// Event-driven: epoll waits on this descriptor.
+    Fd(RawFd),
+    /// The transport has no descriptor: the loop polls every `tick` while
+    /// idle.
+    NoFd {
+        /// The idle poll interval.
+        tick: Duration,
+    },
+    /// epoll refused the transport's descriptor: the loop polls every
+    /// `tick` while idle.
+    Refused {
+        /// The descriptor.
+        fd: RawFd,
+        /// The errno epoll gave (EBADF for libumad2sim's).
+        errno: Option<i32>,
+        /// The idle poll interval.
+        tick: Duration,
+    },
+}
+
+impl Wakeup {
+    /// True if the loop waits on the descriptor.
+    #[must_use]
+    pub fn is_event_driven(&self) -> bool {
+        matches!(self, Self::Fd(_))
+    }
+}
+
+/// Where a popped event goes.
+pub(super) enum Route {
+    Sink(Arc<Mutex<Sink>>),
+    Waiter(mpsc::Sender<Completion>),
+    Nowhere,
+}
 
 /// What the loop does after a turn of driving the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

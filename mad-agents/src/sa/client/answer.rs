@@ -1,7 +1,26 @@
 //! Checking an SA answer (completion status, method, MAD status,
 //! attribute) and parsing its records.
 
-use super::*;
+use mad_core::wire::rmpp::{RMPP_FLAG_ACTIVE, RMPP_FLAG_FIRST, RMPP_FLAG_LAST};
+use mad_core::wire::sa::SaMad;
+use mad_core::wire::sa_records::SaRecord;
+use mad_core::wire::{AttributeId, Method, MAD_LEN, SA_DATA_OFFSET};
+
+use crate::sa::SaError;
+use crate::types::{Completion, Message, SendStatus};
+
+/// Records of a GetTable answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table<R> {
+    /// The records, in the SA's order.
+    pub records: Vec<R>,
+    /// The answer was cut to one MAD ([`TableMode::SingleMad`]): the SA
+    /// sent, or may have sent, more records than these.
+    pub truncated: bool,
+    /// The AttributeOffset of the answer (record stride / 8; 0 when
+    /// empty).
+    pub attr_offset: u16,
+}
 
 /// The response of a completed send, or the error its status means.
 pub(super) fn completion_response(c: &Completion, lid: u16) -> Result<Message, SaError> {

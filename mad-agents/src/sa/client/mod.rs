@@ -51,7 +51,7 @@ use std::time::Duration;
 
 use mad_core::transport::{Address, AsyncEvent, Qp, GSI_QKEY};
 use mad_core::wire::attr::{ClassPortInfo, Notice};
-use mad_core::wire::rmpp::{RmppView, RMPP_FLAG_ACTIVE, RMPP_FLAG_FIRST, RMPP_FLAG_LAST};
+use mad_core::wire::rmpp::RmppView;
 use mad_core::wire::sa::{SaMad, SA_CLASS_VERSION};
 use mad_core::wire::sa_records::{
     InformInfo, InformInfoRecord, NodeRecord, PathRecord, PortInfoRecord, SaRecord,
@@ -66,8 +66,8 @@ mod informs;
 use super::{build_request, SaError};
 use crate::runtime::{Agent, AgentRef, Runtime};
 use crate::spec::AgentSpec;
-use crate::types::{AgentEvent, Completion, Message, SendRequest, SendStatus};
-pub use answer::{answer_method, parse_record, parse_table};
+use crate::types::{AgentEvent, Completion, Message, SendRequest};
+pub use answer::{answer_method, parse_record, parse_table, Table};
 use answer::{check_attr, check_method, check_no_records_empty, check_status, completion_response};
 
 /// How GetTable answers travel (see the [module documentation](self)).
@@ -122,19 +122,6 @@ impl Default for SaClientConfig {
             sa_address: None,
         }
     }
-}
-
-/// Records of a GetTable answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Table<R> {
-    /// The records, in the SA's order.
-    pub records: Vec<R>,
-    /// The answer was cut to one MAD ([`TableMode::SingleMad`]): the SA
-    /// sent, or may have sent, more records than these.
-    pub truncated: bool,
-    /// The AttributeOffset of the answer (record stride / 8; 0 when
-    /// empty).
-    pub attr_offset: u16,
 }
 
 /// A Report (Notice) the SA sent, already acknowledged.
