@@ -178,6 +178,36 @@ impl fmt::Display for SendStatus {
     }
 }
 
+/// How an RMPP transfer's outcome ends the send it carries: every
+/// segment acknowledged is [`SendStatus::Success`], an abort or stop is
+/// [`SendStatus::RmppAbort`] with its RMPP status, no ACK in time is
+/// [`SendStatus::Timeout`], and a transfer the engine canceled (because
+/// the send had already failed or been answered) is
+/// [`SendStatus::Canceled`]. The engine's two consumers of RMPP outcomes
+/// (an outbound transfer's sender, an inbound response's reassembly)
+/// both go through this one mapping; [`SendStatus::is_failure`] tells
+/// which of them end the send.
+impl From<mad_rmpp::Outcome> for SendStatus {
+    fn from(outcome: mad_rmpp::Outcome) -> Self {
+        match outcome {
+            mad_rmpp::Outcome::Success => Self::Success,
+            mad_rmpp::Outcome::Aborted(st) => Self::RmppAbort(st),
+            mad_rmpp::Outcome::TimedOut => Self::Timeout,
+            mad_rmpp::Outcome::Canceled => Self::Canceled,
+        }
+    }
+}
+
+impl SendStatus {
+    /// True for a status that fails a send still open: everything except
+    /// [`SendStatus::Success`] and [`SendStatus::Canceled`] (a cancel is
+    /// recorded by [`crate::Engine::cancel`] itself, never by a transfer).
+    #[must_use]
+    pub fn is_failure(self) -> bool {
+        !matches!(self, Self::Success | Self::Canceled)
+    }
+}
+
 /// The single completion of a send.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
@@ -551,7 +581,9 @@ pub struct EngineStats {
     /// Requests dropped because an agent's queue was full.
     pub recv_dropped: u64,
     /// MADs dropped as malformed (short, bad base version, class on the
-    /// wrong QP).
+    /// wrong QP): those the port refused to parse
+    /// ([`mad_core::port::PortStats::recv_malformed`]) and those handed to
+    /// [`crate::Engine::handle_recv`] that did not parse.
     pub malformed: u64,
     /// Completions of the engine's own sends (answers, RMPP ACKs).
     pub internal_completions: u64,
@@ -567,4 +599,26 @@ pub struct EngineStats {
     pub rmpp_deadline_expired: u64,
     /// Events delivered.
     pub events: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SendStatus;
+    use mad_rmpp::{Outcome, RmppStatus};
+
+    #[test]
+    fn rmpp_outcomes_map_to_one_send_status_each() {
+        let abort = RmppStatus(118);
+        let cases = [
+            (Outcome::Success, SendStatus::Success, false),
+            (Outcome::Canceled, SendStatus::Canceled, false),
+            (Outcome::TimedOut, SendStatus::Timeout, true),
+            (Outcome::Aborted(abort), SendStatus::RmppAbort(abort), true),
+        ];
+        for (outcome, status, fails) in cases {
+            assert_eq!(SendStatus::from(outcome), status, "{outcome}");
+            assert_eq!(status.is_failure(), fails, "{outcome}");
+        }
+        assert!(SendStatus::Flushed.is_failure());
+    }
 }

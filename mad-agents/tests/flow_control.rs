@@ -63,9 +63,8 @@ fn reply(e: &mut Engine<Loopback>, sent: &Sent, tid: u64) {
         .find(|(_, m, _)| tid_of(m) == tid)
         .map(|(_, m, _)| m.clone())
         .unwrap();
-    e.port_mut()
-        .transport_mut()
-        .push_recv(answer(Qp::Qp1, &mad, Address::gsi(FAR)));
+    e.handle_recv(Instant::now(), answer(Qp::Qp1, &mad, Address::gsi(FAR)))
+        .unwrap();
 }
 
 #[test]
@@ -269,9 +268,8 @@ fn a_response_naming_a_backlogged_tid_does_not_answer_it() {
     run(&mut e, t0);
     let mut stray = perf_get();
     stray[8..16].copy_from_slice(&e.send_tid(s2).unwrap().to_be_bytes());
-    e.port_mut()
-        .transport_mut()
-        .push_recv(answer(Qp::Qp1, &stray, Address::gsi(FAR)));
+    e.handle_recv(Instant::now(), answer(Qp::Qp1, &stray, Address::gsi(FAR)))
+        .unwrap();
     run(&mut e, t0);
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.stats().unmatched_responses, 1);

@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{
-    Address, AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WcStatus, WrId, GSI_QKEY,
+    Address, Grh, Qp, Received, Transport, TransportError, WcStatus, WrId, GSI_QKEY,
 };
 use mad_core::wire::rmpp::{RmppStatus, RmppType};
 use mad_core::wire::{Method, MgmtClass, SA_DATA_OFFSET, VENDOR_DATA_OFFSET};
@@ -35,16 +34,9 @@ struct RoceLike {
     refuse_all: Arc<AtomicBool>,
 }
 
+mad_core::transport_layer!(RoceLike, inner: Loopback);
+
 impl Transport for RoceLike {
-    fn port_attrs(&self) -> &PortAttrs {
-        self.inner.port_attrs()
-    }
-    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
-        self.inner.refresh_port_attrs()
-    }
-    fn send_queue_depth(&self) -> usize {
-        self.inner.send_queue_depth()
-    }
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
         if dest.grh.is_none() {
             return Err(TransportError::BadSend(
@@ -56,30 +48,20 @@ impl Transport for RoceLike {
         }
         self.inner.post_send(qp, mad, dest)
     }
-    fn poll_send_completions(
-        &mut self,
-        out: &mut Vec<SendCompletion>,
-    ) -> Result<usize, TransportError> {
-        self.inner.poll_send_completions(out)
-    }
-    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        self.inner.poll_recv()
-    }
-    fn poll_event(&mut self) -> Option<AsyncEvent> {
-        self.inner.poll_event()
-    }
-    fn qp_state(&self, qp: Qp) -> QpState {
-        self.inner.qp_state(qp)
-    }
-    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        self.inner.modify_qp(qp, to)
-    }
-    fn recreate_queues(&mut self) -> Result<(), TransportError> {
-        self.inner.recreate_queues()
-    }
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         None
     }
+    mad_core::forward_transport!(
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        poll_send_completions,
+        poll_recv,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues
+    );
 }
 
 /// The engine under test on a RoCE-like port at LID 0, what it sent, and
@@ -150,12 +132,16 @@ fn take_sent(sent: &Sent) -> Vec<(Qp, Vec<u8>, Address)> {
     std::mem::take(&mut *sent.lock().unwrap())
 }
 
-fn push(e: &mut Engine<RoceLike>, src: Address, mad: &[u8]) {
-    e.port_mut().transport_mut().inner.push_recv(Received {
-        qp: Qp::Qp1,
-        src,
-        mad: mad.into(),
-    });
+fn push(e: &mut Engine<RoceLike>, now: Instant, src: Address, mad: &[u8]) {
+    e.handle_recv(
+        now,
+        Received {
+            qp: Qp::Qp1,
+            src,
+            mad: mad.into(),
+        },
+    )
+    .unwrap();
 }
 
 fn rmpp_header(mad: &[u8]) -> (RmppType, RmppStatus, u32, u32) {
@@ -205,7 +191,7 @@ fn two_kernel_senders_at_lid_0_with_different_gids_and_the_same_tid_are_delivere
         for i in 0..segs.iter().map(Vec::len).max().unwrap_or(0) {
             for (p, s) in segs.iter().enumerate() {
                 if let Some(m) = s.get(i) {
-                    push(&mut e, peers[p], m);
+                    push(&mut e, now, peers[p], m);
                 }
             }
         }
@@ -260,11 +246,11 @@ fn an_rmpp_abort_and_an_unsupported_answer_go_back_with_the_request_grh() {
         &header(RmppType::DATA, 0x1F, FLAG_ACTIVE, RmppStatus::SUCCESS, 1, 0),
         &mut bad,
     );
-    push(&mut e, roce(4), &bad);
+    push(&mut e, t0, roce(4), &bad);
     // A Get nobody owns: GetResp(0x000C) to its sender.
     let mut get = vec![0u8; 256];
     get[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, Method::GET.0]);
-    push(&mut e, roce(9), &get);
+    push(&mut e, t0, roce(9), &get);
     e.poll(t0);
     // What a poll posts goes out at the next one.
     e.poll(t0 + MS);
@@ -299,6 +285,7 @@ fn a_refused_segment_post_fails_the_send_once_and_every_refusal_is_counted() {
     refuse_all.store(true, Ordering::SeqCst);
     push(
         &mut e,
+        t0 + MS,
         roce(5),
         &control(&first[0].1, RmppType::ACK, RmppStatus::SUCCESS, 1, 65),
     );
@@ -322,7 +309,12 @@ fn a_refused_segment_post_fails_the_send_once_and_every_refusal_is_counted() {
         t0,
     )
     .unwrap();
-    push(&mut e, Address::gsi(0), &tx.poll_transmit(t0).unwrap());
+    push(
+        &mut e,
+        t0 + 60 * MS,
+        Address::gsi(0),
+        &tx.poll_transmit(t0).unwrap(),
+    );
     e.poll(t0 + 60 * MS);
     assert!(take_sent(&sent).is_empty());
     assert_eq!(e.stats().post_failures, 2);
@@ -348,7 +340,7 @@ fn rmpp_responses_to_two_requesters_using_the_same_tid_both_complete() {
     let t0 = Instant::now();
     let peers = [roce(1), roce(2)];
     for p in &peers {
-        push(&mut e, *p, &get_table(0x4242));
+        push(&mut e, t0, *p, &get_table(0x4242));
     }
     e.poll(t0);
     let mut sends = Vec::new();
@@ -380,7 +372,7 @@ fn rmpp_responses_to_two_requesters_using_the_same_tid_both_complete() {
             rx[p].handle(&mad, &roce(100), now);
             while let Some(o) = rx[p].poll_output() {
                 match o {
-                    Output::Send { mad, .. } => push(&mut e, peers[p], &mad),
+                    Output::Send { mad, .. } => push(&mut e, now, peers[p], &mad),
                     Output::Delivered { message, .. } => delivered[p] = Some(message),
                     Output::Ended { .. } => {}
                 }
@@ -451,6 +443,7 @@ fn an_rmpp_send_does_not_outlive_its_absolute_deadline_while_the_peer_trickles_a
                 acked += 1;
                 push(
                     &mut e,
+                    now + MS,
                     roce(6),
                     &control(t, RmppType::ACK, RmppStatus::SUCCESS, acked, acked + 1),
                 );
@@ -489,6 +482,7 @@ fn a_peer_repeating_a_stale_ack_cannot_keep_an_rmpp_send_alive() {
             let t = template.as_ref().unwrap();
             push(
                 &mut e,
+                now + MS,
                 roce(6),
                 &control(t, RmppType::ACK, RmppStatus::SUCCESS, 1, 2),
             );
@@ -522,7 +516,7 @@ fn a_repeated_final_ack_gets_the_ds_ack_again_and_a_late_abort_does_not_fail_the
     let mut ack = control(&seg, RmppType::ACK, RmppStatus::SUCCESS, 1, 1);
     ack[3] |= 0x80;
     for round in 0..3u32 {
-        push(&mut e, roce(6), &ack);
+        push(&mut e, t0 + (round + 1) * MS, roce(6), &ack);
         e.poll(t0 + (round + 1) * MS);
         e.poll(t0 + (round + 1) * MS);
         let out = take_sent(&sent);
@@ -538,14 +532,14 @@ fn a_repeated_final_ack_gets_the_ds_ack_again_and_a_late_abort_does_not_fail_the
     // end the request: it still waits for its response.
     let mut abort = control(&seg, RmppType::ABORT, RmppStatus::T2L, 0, 0);
     abort[3] |= 0x80;
-    push(&mut e, roce(6), &abort);
+    push(&mut e, t0 + 10 * MS, roce(6), &abort);
     e.poll(t0 + 10 * MS);
     assert!(completions(&drain(&mut e)).is_empty());
     assert!(e.is_outstanding(s));
     // The single-MAD response completes it.
     let mut resp = vendor_header(Method(Method::SEND.0 | 0x80), e.send_tid(s).unwrap());
     resp.resize(256, 0);
-    push(&mut e, roce(6), &resp);
+    push(&mut e, t0 + 11 * MS, roce(6), &resp);
     e.poll(t0 + 11 * MS);
     let c = completions(&drain(&mut e));
     assert_eq!(c.len(), 1);
@@ -572,7 +566,7 @@ fn a_peer_finishing_endless_small_transfers_cannot_grow_an_agent_s_reassembly_ta
             t0,
         )
         .unwrap();
-        push(&mut e, roce(7), &tx.poll_transmit(t0).unwrap());
+        push(&mut e, t0, roce(7), &tx.poll_transmit(t0).unwrap());
         e.poll(t0);
     }
     assert_eq!(e.agent_stats(agent).unwrap().rmpp_reassembled, 100);
@@ -593,13 +587,14 @@ fn a_malformed_abort_for_a_transfer_being_received_is_answered_with_abort_bad_st
     )
     .unwrap();
     let first = tx.poll_transmit(t0).unwrap();
-    push(&mut e, roce(8), &first);
+    push(&mut e, t0, roce(8), &first);
     e.poll(t0);
     e.poll(t0 + MS);
     assert_eq!(rmpp_header(&take_sent(&sent)[0].1).0, RmppType::ACK);
     // The sender "aborts" with a status outside the ABORT range.
     push(
         &mut e,
+        t0 + 2 * MS,
         roce(8),
         &control(&first, RmppType::ABORT, RmppStatus(3), 0, 0),
     );

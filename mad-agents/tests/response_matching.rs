@@ -67,17 +67,15 @@ fn a_response_from_another_lid_is_counted_and_dropped_and_the_send_keeps_waiting
     e.poll(t0);
     let req = last_sent(&sent);
     // Same TID and class, from LID 9 instead of 7.
-    e.port_mut()
-        .transport_mut()
-        .push_recv(answer(Qp::Qp1, &req, from(9, Qp::Qp1)));
+    e.handle_recv(t0 + MS, answer(Qp::Qp1, &req, from(9, Qp::Qp1)))
+        .unwrap();
     e.poll(t0 + MS);
     assert!(drain(&mut e).is_empty(), "a stranger's answer completed it");
     assert_eq!(e.stats().wrong_source, 1);
     assert_eq!(e.stats().responses_matched, 0);
     assert!(e.is_outstanding(s));
-    e.port_mut()
-        .transport_mut()
-        .push_recv(answer(Qp::Qp1, &req, from(7, Qp::Qp1)));
+    e.handle_recv(t0 + 2 * MS, answer(Qp::Qp1, &req, from(7, Qp::Qp1)))
+        .unwrap();
     e.poll(t0 + 2 * MS);
     let c = completions(&drain(&mut e));
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
@@ -99,9 +97,8 @@ fn a_response_from_another_lid_is_counted_and_dropped_and_the_send_keeps_waiting
     .unwrap();
     e.poll(t0);
     let req = last_sent(&sent);
-    e.port_mut()
-        .transport_mut()
-        .push_recv(answer(Qp::Qp1, &req, from(9, Qp::Qp1)));
+    e.handle_recv(t0 + MS, answer(Qp::Qp1, &req, from(9, Qp::Qp1)))
+        .unwrap();
     e.poll(t0 + MS);
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Success);
 }
@@ -125,9 +122,8 @@ fn directed_route_smps_match_any_source_and_lid_routed_smps_only_their_destinati
         .unwrap();
     e.poll(t0);
     let req = last_sent(&sent);
-    e.port_mut()
-        .transport_mut()
-        .push_recv(answer(Qp::Qp0, &req, from(3, Qp::Qp0)));
+    e.handle_recv(t0, answer(Qp::Qp0, &req, from(3, Qp::Qp0)))
+        .unwrap();
     e.poll(t0);
     let c = completions(&drain(&mut e));
     assert_eq!((c[0].send, c[0].status), (dr, SendStatus::Success));
@@ -143,9 +139,8 @@ fn directed_route_smps_match_any_source_and_lid_routed_smps_only_their_destinati
     e.poll(t0);
     let req = last_sent(&sent);
     for lid in [3, 4] {
-        e.port_mut()
-            .transport_mut()
-            .push_recv(answer(Qp::Qp0, &req, from(lid, Qp::Qp0)));
+        e.handle_recv(t0, answer(Qp::Qp0, &req, from(lid, Qp::Qp0)))
+            .unwrap();
     }
     e.poll(t0);
     let c = completions(&drain(&mut e));
@@ -174,17 +169,14 @@ fn with_a_grh_the_source_gid_must_be_the_destination_gid() {
         with_gid(from(7, Qp::Qp1), 0x22), // another GID, same LID
         from(7, Qp::Qp1),                 // no GRH on the answer
     ] {
-        e.port_mut()
-            .transport_mut()
-            .push_recv(answer(Qp::Qp1, &req, bad));
+        e.handle_recv(t0, answer(Qp::Qp1, &req, bad)).unwrap();
     }
     e.poll(t0);
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.stats().wrong_source, 2);
     // The GID decides, not the LID (a router rewrites it).
-    e.port_mut()
-        .transport_mut()
-        .push_recv(answer(Qp::Qp1, &req, with_gid(from(1, Qp::Qp1), 0x21)));
+    e.handle_recv(t0, answer(Qp::Qp1, &req, with_gid(from(1, Qp::Qp1), 0x21)))
+        .unwrap();
     e.poll(t0);
     let c = completions(&drain(&mut e));
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
@@ -199,9 +191,8 @@ fn with_a_grh_the_source_gid_must_be_the_destination_gid() {
         .unwrap();
     e.poll(t0);
     let req = last_sent(&sent);
-    e.port_mut()
-        .transport_mut()
-        .push_recv(answer(Qp::Qp1, &req, with_gid(from(7, Qp::Qp1), 0x21)));
+    e.handle_recv(t0, answer(Qp::Qp1, &req, with_gid(from(7, Qp::Qp1), 0x21)))
+        .unwrap();
     e.poll(t0);
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.stats().wrong_source, 3);
@@ -252,14 +243,14 @@ fn an_rmpp_ack_from_another_lid_does_not_move_the_transfer() {
     e.poll(t0);
     let seg = last_sent(&sent);
     assert_eq!(tid_of(&seg), e.send_tid(s).unwrap());
-    e.port_mut().transport_mut().push_recv(ack(&seg, 1, 1, 9));
+    e.handle_recv(t0 + MS, ack(&seg, 1, 1, 9)).unwrap();
     e.poll(t0 + MS);
     assert!(
         drain(&mut e).is_empty(),
         "a stranger's ACK ended the transfer"
     );
     assert_eq!(e.stats().wrong_source, 1);
-    e.port_mut().transport_mut().push_recv(ack(&seg, 1, 1, 2));
+    e.handle_recv(t0 + 2 * MS, ack(&seg, 1, 1, 2)).unwrap();
     e.poll(t0 + 2 * MS);
     let c = completions(&drain(&mut e));
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));

@@ -4,9 +4,12 @@
 
 use std::time::{Duration, Instant};
 
+mod support;
+
+use support::completions;
+
 use mad_agents::{
-    AgentEvent, AgentId, AgentSpec, Completion, Engine, EngineConfig, Message, SendRequest,
-    SendStatus,
+    AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, Message, SendRequest, SendStatus,
 };
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
@@ -101,15 +104,6 @@ fn run_until_a_send_completes(
         |_, _, _| {},
         |ea, _| !completions(ea).is_empty(),
     )
-}
-
-fn completions(evs: &Evs) -> Vec<Completion> {
-    evs.iter()
-        .filter_map(|(_, e)| match e {
-            AgentEvent::SendDone(c) => Some(c.clone()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn received(evs: &Evs) -> Vec<Message> {
@@ -382,11 +376,15 @@ fn a_response_segment_nobody_waits_for_allocates_nothing() {
     seg[26] = 0x03; // Active | First
     seg[28..32].copy_from_slice(&1u32.to_be_bytes());
     seg[32..36].copy_from_slice(&100_000_000u32.to_be_bytes());
-    a.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src: Address::gsi(2),
-        mad: seg.into(),
-    });
+    a.handle_recv(
+        Instant::now(),
+        Received {
+            qp: Qp::Qp1,
+            src: Address::gsi(2),
+            mad: seg.into(),
+        },
+    )
+    .unwrap();
     a.poll(Instant::now());
     assert_eq!(a.rmpp_reassemblies(client), 0);
     assert_eq!(a.stats().unmatched_responses, 1);
@@ -418,11 +416,15 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
     resp[24] = 1; // RMPP version
     resp[25] = 1; // DATA
     resp[26] = 0x01; // Active only
-    a.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src: Address::gsi(2),
-        mad: resp.into(),
-    });
+    a.handle_recv(
+        t0 + MS,
+        Received {
+            qp: Qp::Qp1,
+            src: Address::gsi(2),
+            mad: resp.into(),
+        },
+    )
+    .unwrap();
     let mut evs = Vec::new();
     for i in 1..10u32 {
         a.poll(t0 + i * MS);
@@ -582,12 +584,16 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     req[26] = 0x07;
     req[28..32].copy_from_slice(&1u32.to_be_bytes());
     req[32..36].copy_from_slice(&100u32.to_be_bytes());
-    b.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src: requester,
-        mad: req.clone().into(),
-    });
     let t0 = Instant::now();
+    b.handle_recv(
+        t0,
+        Received {
+            qp: Qp::Qp1,
+            src: requester,
+            mad: req.clone().into(),
+        },
+    )
+    .unwrap();
     b.poll(t0);
     let got: Vec<Message> = std::iter::from_fn(|| b.poll_event())
         .filter_map(|(_, e)| match e {
@@ -602,11 +608,15 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     ds[26] = 0x01;
     ds[28..32].copy_from_slice(&0u32.to_be_bytes());
     ds[32..36].copy_from_slice(&8u32.to_be_bytes());
-    b.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src: requester,
-        mad: ds.into(),
-    });
+    b.handle_recv(
+        t0,
+        Received {
+            qp: Qp::Qp1,
+            src: requester,
+            mad: ds.into(),
+        },
+    )
+    .unwrap();
     b.poll(t0);
     sent.lock().unwrap().clear();
     // The response: GetResp of 20 segments.
@@ -635,11 +645,15 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     sent.lock().unwrap().clear();
     let mut req2 = req.clone();
     req2[8..16].copy_from_slice(&0x0001_0000_0043u64.to_be_bytes());
-    b.port_mut().transport_mut().push_recv(Received {
-        qp: Qp::Qp1,
-        src: requester,
-        mad: req2.into(),
-    });
+    b.handle_recv(
+        t0,
+        Received {
+            qp: Qp::Qp1,
+            src: requester,
+            mad: req2.into(),
+        },
+    )
+    .unwrap();
     b.poll(t0);
     let got: Vec<Message> = std::iter::from_fn(|| b.poll_event())
         .filter_map(|(_, e)| match e {

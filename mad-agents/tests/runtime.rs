@@ -7,41 +7,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod support;
+
+use support::{answering, perf_get};
+
 use mad_agents::{
     AgentEvent, AgentSpec, EngineConfig, Runtime, SendError, SendRequest, SendStatus,
 };
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
-use mad_core::wire::{Mad, Method, MgmtClass};
-
-fn perf_get() -> Vec<u8> {
-    let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, Method::GET.0]);
-    m
-}
-
-/// A loopback whose far side answers every request; `silent` makes it
-/// stop answering.
-fn answering(silent: Arc<AtomicBool>) -> Loopback {
-    Loopback::new(Loopback::attrs("lb0", 1, 5), 64).with_responder(Box::new(
-        move |qp, mad: &[u8], dest: &Address| {
-            if silent.load(Ordering::SeqCst) || Mad::new_unchecked(mad).is_response() {
-                return Vec::new();
-            }
-            let mut r = mad.to_vec();
-            r[3] = 0x81;
-            vec![Received {
-                qp,
-                src: Address {
-                    lid: dest.lid,
-                    qpn: 1,
-                    ..Address::default()
-                },
-                mad: r.into(),
-            }]
-        },
-    ))
-}
+use mad_core::wire::{Method, MgmtClass};
 
 fn runtime(silent: bool) -> (Runtime, Arc<AtomicBool>) {
     let s = Arc::new(AtomicBool::new(silent));

@@ -11,15 +11,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
+mod support;
+
+use support::perf_get;
+
 use mad_agents::{
     Agent, AgentEvent, AgentSpec, EngineConfig, Runtime, SendError, SendRequest, SendStatus,
 };
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WrId,
-};
-use mad_core::wire::{Mad, Method, MgmtClass};
+use mad_core::transport::{Address, Qp, Received, Transport, TransportError};
 
 /// How long a call that must return in bounded time may take here.
 const BOUND: Duration = Duration::from_secs(10);
@@ -34,32 +34,9 @@ fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Option<R
     rx.recv_timeout(BOUND).ok()
 }
 
-fn perf_get() -> Vec<u8> {
-    let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, Method::GET.0]);
-    m
-}
-
 /// A loopback that answers every request unless `silent`.
 fn answering(silent: bool) -> Loopback {
-    Loopback::new(Loopback::attrs("lb0", 1, 5), 64).with_responder(Box::new(
-        move |qp, mad: &[u8], dest: &Address| {
-            if silent || Mad::new_unchecked(mad).is_response() {
-                return Vec::new();
-            }
-            let mut r = mad.to_vec();
-            r[3] = 0x81;
-            vec![Received {
-                qp,
-                src: Address {
-                    lid: dest.lid,
-                    qpn: 1,
-                    ..Address::default()
-                },
-                mad: r.into(),
-            }]
-        },
-    ))
+    support::answering(Arc::new(AtomicBool::new(silent)))
 }
 
 fn req(timeout_ms: u64) -> SendRequest {
@@ -228,53 +205,42 @@ fn send_and_wait_returns_when_its_agent_deregisters_itself_in_its_callback() {
 
 /// A loopback whose `poll_recv` panics once `armed`: a transport bug that
 /// kills the loop thread outside any callback.
-struct Booby(Loopback, Arc<AtomicBool>);
+struct Booby {
+    inner: Loopback,
+    armed: Arc<AtomicBool>,
+}
+
+mad_core::transport_layer!(Booby, inner: Loopback);
 
 impl Transport for Booby {
-    fn port_attrs(&self) -> &PortAttrs {
-        self.0.port_attrs()
-    }
-    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
-        self.0.refresh_port_attrs()
-    }
-    fn send_queue_depth(&self) -> usize {
-        self.0.send_queue_depth()
-    }
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.0.post_send(qp, mad, dest)
-    }
-    fn poll_send_completions(
-        &mut self,
-        out: &mut Vec<SendCompletion>,
-    ) -> Result<usize, TransportError> {
-        self.0.poll_send_completions(out)
-    }
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        assert!(!self.1.load(Ordering::SeqCst), "the transport blew up");
-        self.0.poll_recv()
-    }
-    fn poll_event(&mut self) -> Option<AsyncEvent> {
-        self.0.poll_event()
-    }
-    fn qp_state(&self, qp: Qp) -> QpState {
-        self.0.qp_state(qp)
-    }
-    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        self.0.modify_qp(qp, to)
-    }
-    fn recreate_queues(&mut self) -> Result<(), TransportError> {
-        self.0.recreate_queues()
+        assert!(!self.armed.load(Ordering::SeqCst), "the transport blew up");
+        self.inner.poll_recv()
     }
     fn raw_fd(&self) -> Option<RawFd> {
         None
     }
+    mad_core::forward_transport!(
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        post_send,
+        poll_send_completions,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues
+    );
 }
 
 #[test]
 fn when_the_loop_thread_dies_waiters_get_an_error_and_drops_return() {
     let armed = Arc::new(AtomicBool::new(false));
     let rt = Runtime::start(
-        Booby(answering(true), armed.clone()),
+        Booby {
+            inner: answering(true),
+            armed: armed.clone(),
+        },
         EngineConfig::default(),
     )
     .unwrap();

@@ -7,10 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use mad_agents::{AgentSpec, Engine, EngineConfig, RegisterError};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WrId,
-};
+use mad_core::transport::{Qp, Transport, TransportError};
 use mad_core::wire::{Method, MgmtClass};
 
 type Calls = Arc<Mutex<Vec<(MgmtClass, u8, u128, Option<[u8; 3]>)>>>;
@@ -22,43 +19,9 @@ struct Recording {
     refuse: bool,
 }
 
+mad_core::transport_layer!(Recording, inner: Loopback);
+
 impl Transport for Recording {
-    fn port_attrs(&self) -> &PortAttrs {
-        self.inner.port_attrs()
-    }
-    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
-        self.inner.refresh_port_attrs()
-    }
-    fn send_queue_depth(&self) -> usize {
-        self.inner.send_queue_depth()
-    }
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.inner.post_send(qp, mad, dest)
-    }
-    fn poll_send_completions(
-        &mut self,
-        out: &mut Vec<SendCompletion>,
-    ) -> Result<usize, TransportError> {
-        self.inner.poll_send_completions(out)
-    }
-    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        self.inner.poll_recv()
-    }
-    fn poll_event(&mut self) -> Option<AsyncEvent> {
-        self.inner.poll_event()
-    }
-    fn qp_state(&self, qp: Qp) -> QpState {
-        self.inner.qp_state(qp)
-    }
-    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        self.inner.modify_qp(qp, to)
-    }
-    fn recreate_queues(&mut self) -> Result<(), TransportError> {
-        self.inner.recreate_queues()
-    }
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.inner.raw_fd()
-    }
     fn register_requests(
         &mut self,
         class: MgmtClass,
@@ -75,6 +38,19 @@ impl Transport for Recording {
             .push((class, class_version, methods, oui));
         Ok(())
     }
+    mad_core::forward_transport!(
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        post_send,
+        poll_send_completions,
+        poll_recv,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues,
+        raw_fd
+    );
 }
 
 fn engine(refuse: bool) -> (Engine<Recording>, Calls) {

@@ -6,13 +6,14 @@
 
 use std::time::Instant;
 
+use mad_core::port::Inbound;
 use mad_core::port::PortError;
-use mad_core::transport::{Address, Qp, Received, Transport};
+use mad_core::transport::{Address, Qp, Transport};
 use mad_core::wire::rmpp::RmppType;
 use mad_core::wire::{Method, MgmtClass, METHOD_RESPONSE_BIT};
-use mad_rmpp::{Outcome, Output, Peer, ReceiverTable, SendEvent, Sender, TransferKey};
+use mad_rmpp::{Output, Peer, ReceiverTable, SendEvent, Sender, TransferKey};
 
-use super::{port_failure, rmpp_type, Engine, INTERNAL};
+use super::{port_failure, Engine, INTERNAL};
 use crate::tid;
 use crate::types::{Message, SendStatus};
 
@@ -86,26 +87,25 @@ impl<T: Transport> Engine<T> {
     /// ACK again (RMPP.md §4 step 5); a STOP or ABORT then concerns the
     /// response's reassembly (the requester's sender ignores it), so it
     /// goes on to the receive path.
-    pub(super) fn on_rmpp_control(&mut self, key: (u64, u8), r: &Received, now: Instant) -> bool {
+    pub(super) fn on_rmpp_control(&mut self, key: (u64, u8), m: &Inbound, now: Instant) -> bool {
         let Some(list) = self.rmpp_out.get(&key) else {
             return false;
         };
         let Some(idx) = list
             .iter()
             .copied()
-            .find(|&i| self.answers_from_destination(i, &r.src))
+            .find(|&i| self.answers_from_destination(i, m.src()))
         else {
             self.stats.wrong_source += 1;
             return true;
         };
-        let mad = &r.mad[..];
         let Some(tx) = self.sends[idx].rmpp.as_mut() else {
             return false;
         };
-        if tx.sender.is_all_acked() && rmpp_type(mad) != RmppType::ACK {
+        if tx.sender.is_all_acked() && m.rmpp_active() != Some(RmppType::ACK) {
             return false;
         }
-        tx.sender.handle_reply(mad, now);
+        tx.sender.handle_reply(m.bytes(), now);
         self.pump_rmpp(idx, now);
         true
     }
@@ -153,13 +153,11 @@ impl<T: Transport> Engine<T> {
         }
         for ev in events {
             match ev {
-                SendEvent::AllAcked | SendEvent::Finished(Outcome::Success | Outcome::Canceled) => {
-                    self.end_rmpp(idx)
-                }
-                SendEvent::Finished(Outcome::Aborted(st)) => {
-                    self.fail(idx, SendStatus::RmppAbort(st));
-                }
-                SendEvent::Finished(Outcome::TimedOut) => self.fail(idx, SendStatus::Timeout),
+                SendEvent::AllAcked => self.end_rmpp(idx),
+                SendEvent::Finished(outcome) => match SendStatus::from(outcome) {
+                    st if st.is_failure() => self.fail(idx, st),
+                    _ => self.end_rmpp(idx),
+                },
             }
         }
         // A finished (or fully acknowledged) sender may still have an
@@ -313,11 +311,10 @@ impl<T: Transport> Engine<T> {
                     let Some(&idx) = self.waiting.get(&tid::match_key(key.tid, key.class)) else {
                         continue;
                     };
-                    let st = match outcome {
-                        Outcome::Aborted(st) => SendStatus::RmppAbort(st),
-                        Outcome::TimedOut => SendStatus::Timeout,
-                        Outcome::Success | Outcome::Canceled => continue,
-                    };
+                    let st = SendStatus::from(outcome);
+                    if !st.is_failure() {
+                        continue;
+                    }
                     self.fail(idx, st);
                     self.settle(idx, Some(now));
                 }

@@ -6,14 +6,12 @@
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mad_agents::{AgentEvent, AgentId, Completion, Engine};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WrId,
-};
+use mad_core::transport::{Address, Qp, Received, Transport, TransportError};
 use mad_core::wire::{Mad, Method, MgmtClass};
 
 /// What the far side saw: (QP, MAD, destination).
@@ -31,6 +29,29 @@ pub fn recording(lid: u16, depth: usize) -> (Loopback, Sent) {
         },
     ));
     (lb, sent)
+}
+
+/// A Loopback (LID 5) whose far side answers every request with a
+/// GetResp (same TID) from the LID it was sent to, until `silent` is set.
+pub fn answering(silent: Arc<AtomicBool>) -> Loopback {
+    Loopback::new(Loopback::attrs("lb0", 1, 5), 64).with_responder(Box::new(
+        move |qp, mad: &[u8], dest: &Address| {
+            if silent.load(Ordering::SeqCst) || Mad::new_unchecked(mad).is_response() {
+                return Vec::new();
+            }
+            let mut r = mad.to_vec();
+            r[3] = 0x81;
+            vec![Received {
+                qp,
+                src: Address {
+                    lid: dest.lid,
+                    qpn: 1,
+                    ..Address::default()
+                },
+                mad: r.into(),
+            }]
+        },
+    ))
 }
 
 /// A PerfMgt Get(PortCounters).
@@ -123,25 +144,9 @@ impl WithFd {
     }
 }
 
+mad_core::transport_layer!(WithFd, inner: Loopback);
+
 impl Transport for WithFd {
-    fn port_attrs(&self) -> &PortAttrs {
-        self.inner.port_attrs()
-    }
-    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
-        self.inner.refresh_port_attrs()
-    }
-    fn send_queue_depth(&self) -> usize {
-        self.inner.send_queue_depth()
-    }
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.inner.post_send(qp, mad, dest)
-    }
-    fn poll_send_completions(
-        &mut self,
-        out: &mut Vec<SendCompletion>,
-    ) -> Result<usize, TransportError> {
-        self.inner.poll_send_completions(out)
-    }
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
         if let Fd::Real(s) = &mut self.fd {
             let mut b = [0u8; 64];
@@ -155,18 +160,6 @@ impl Transport for WithFd {
         }
         self.inner.poll_recv()
     }
-    fn poll_event(&mut self) -> Option<AsyncEvent> {
-        self.inner.poll_event()
-    }
-    fn qp_state(&self, qp: Qp) -> QpState {
-        self.inner.qp_state(qp)
-    }
-    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        self.inner.modify_qp(qp, to)
-    }
-    fn recreate_queues(&mut self) -> Result<(), TransportError> {
-        self.inner.recreate_queues()
-    }
     fn raw_fd(&self) -> Option<RawFd> {
         match &self.fd {
             Fd::None => None,
@@ -174,4 +167,15 @@ impl Transport for WithFd {
             Fd::Bogus(n) => Some(*n),
         }
     }
+    mad_core::forward_transport!(
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        post_send,
+        poll_send_completions,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues
+    );
 }

@@ -1,68 +1,34 @@
 //! `Box<dyn Transport>` is a transport: the default transport of a port.
 
-use crate::transport::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WrId,
-};
+use crate::transport::{Transport, TransportLayer};
+
+/// A box is a layer over the transport it holds.
+impl<T: Transport + ?Sized> TransportLayer for Box<T> {
+    type Inner = T;
+    fn inner(&self) -> &T {
+        self
+    }
+    fn inner_mut(&mut self) -> &mut T {
+        self
+    }
+}
 
 /// A boxed transport is a transport (the default of [`Port`](super::Port)).
 impl<T: Transport + ?Sized> Transport for Box<T> {
-    fn port_attrs(&self) -> &PortAttrs {
-        (**self).port_attrs()
-    }
-    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
-        (**self).refresh_port_attrs()
-    }
-    fn send_queue_depth(&self) -> usize {
-        (**self).send_queue_depth()
-    }
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        (**self).post_send(qp, mad, dest)
-    }
-    fn post_request(
-        &mut self,
-        qp: Qp,
-        mad: &[u8],
-        dest: &Address,
-        wait: std::time::Duration,
-    ) -> Result<WrId, TransportError> {
-        (**self).post_request(qp, mad, dest, wait)
-    }
-    fn poll_send_completions(
-        &mut self,
-        out: &mut Vec<SendCompletion>,
-    ) -> Result<usize, TransportError> {
-        (**self).poll_send_completions(out)
-    }
-    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        (**self).poll_recv()
-    }
-    fn poll_event(&mut self) -> Option<AsyncEvent> {
-        (**self).poll_event()
-    }
-    fn qp_state(&self, qp: Qp) -> QpState {
-        (**self).qp_state(qp)
-    }
-    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        (**self).modify_qp(qp, to)
-    }
-    fn recreate_queues(&mut self) -> Result<(), TransportError> {
-        (**self).recreate_queues()
-    }
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        (**self).raw_fd()
-    }
-
-    fn bounded_far_side(&self) -> bool {
-        (**self).bounded_far_side()
-    }
-    fn register_requests(
-        &mut self,
-        class: crate::wire::MgmtClass,
-        class_version: u8,
-        methods: u128,
-        oui: Option<[u8; 3]>,
-    ) -> Result<(), TransportError> {
-        (**self).register_requests(class, class_version, methods, oui)
-    }
+    crate::forward_transport!(
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        post_send,
+        post_request,
+        poll_send_completions,
+        poll_recv,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues,
+        raw_fd,
+        bounded_far_side,
+        register_requests,
+    );
 }

@@ -95,11 +95,18 @@
 //!
 //! # Receives
 //!
-//! A received MAD goes, as [`PortEvent::Received`], to every client that
-//! subscribed to its QP and management class ([`Port::subscribe`]); finer
-//! dispatch (method, TID, class version) is the agent layer's. A MAD nobody
-//! subscribed to, or shorter than a MAD header, is dropped and counted.
-//! Clients are served in the order they subscribed.
+//! A received MAD is parsed once, here, into an [`Inbound`] (common
+//! header, RMPP header for the classes that carry one, vendor OUI, source
+//! address, the shared bytes); one that is shorter than a MAD header, has
+//! a base version other than 1 or a class that does not belong on its QP
+//! is dropped and counted ([`PortStats::recv_malformed`]). The
+//! [`Inbound`] goes, as [`PortEvent::Received`], to every client that
+//! subscribed to its QP and management class ([`Port::subscribe`]), in the
+//! order they subscribed, then to every client that takes everything
+//! ([`Port::subscribe_all`]). Class routing is for several clients sharing
+//! one port (a [`PortRegistry`]); the agent engine takes everything and
+//! does the finer dispatch (TID, method, class version, OUI) on the
+//! parsed value. A MAD nobody takes is dropped and counted.
 //!
 //! # Sharing a port
 //!
@@ -110,16 +117,17 @@
 
 mod boxed;
 mod clients;
+mod inbound;
 mod recovery;
 mod registry;
 mod types;
 
 pub use clients::ClientId;
+pub use inbound::{Inbound, InboundError};
 pub use registry::{PortHandle, PortRegistry, TransportFactory};
 pub use types::{PortConfig, PortError, PortEvent, PortStats, SendToken, DEFAULT_OVERFLOW_LIMIT};
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Instant;
 
 use crate::hash::FastMap;
@@ -175,6 +183,8 @@ pub struct Port<T: Transport = Box<dyn Transport>> {
     cfg: PortConfig,
     clients: Clients,
     subs: FastMap<(Qp, u8), Vec<ClientId>>,
+    /// Clients that take every received MAD ([`Port::subscribe_all`]).
+    catch_all: Vec<ClientId>,
     qps: [QpQueues; 2],
     next_token: u64,
     dead: bool,
@@ -209,6 +219,7 @@ impl<T: Transport> Port<T> {
             cfg,
             clients: Clients::default(),
             subs: FastMap::default(),
+            catch_all: Vec::new(),
             qps: [QpQueues::default(), QpQueues::default()],
             next_token: 1,
             dead: false,
@@ -355,6 +366,7 @@ impl<T: Transport> Port<T> {
             subs.retain(|c| *c != client);
         }
         self.subs.retain(|_, v| !v.is_empty());
+        self.catch_all.retain(|c| *c != client);
         let mut dropped = Vec::new();
         for q in &mut self.qps {
             q.overflow.retain(|r| {
@@ -397,6 +409,23 @@ impl<T: Transport> Port<T> {
         let subs = self.subs.entry((qp, class.0)).or_default();
         if !subs.contains(&client) {
             subs.push(client);
+        }
+        Ok(())
+    }
+
+    /// Delivers every received MAD, whatever its QP and class, to
+    /// `client` (idempotent): the subscription of a client that
+    /// dispatches everything itself, such as the agent engine, which must
+    /// see (and answer) MADs of classes no agent registered.
+    ///
+    /// # Errors
+    /// [`PortError::UnknownClient`].
+    pub fn subscribe_all(&mut self, client: ClientId) -> Result<(), PortError> {
+        if !self.clients.contains(client) {
+            return Err(PortError::UnknownClient(client));
+        }
+        if !self.catch_all.contains(&client) {
+            self.catch_all.push(client);
         }
         Ok(())
     }
@@ -663,20 +692,25 @@ impl<T: Transport> Port<T> {
         }
     }
 
+    /// Parses a received MAD once ([`Inbound::parse`]) and hands it to
+    /// the clients subscribed to its QP and class, then to those that
+    /// take everything.
     fn dispatch(&mut self, r: Received) {
-        if r.mad.len() < MAD_HEADER_LEN {
+        let Ok(inbound) = Inbound::parse(r) else {
             self.stats.recv_malformed += 1;
             return;
-        }
-        let class = r.mad[1];
-        let Some(subs) = self.subs.get(&(r.qp, class)).filter(|s| !s.is_empty()) else {
+        };
+        let subs = self
+            .subs
+            .get(&(inbound.qp(), inbound.class().0))
+            .map_or(&[][..], Vec::as_slice);
+        if subs.is_empty() && self.catch_all.is_empty() {
             self.stats.recv_unclaimed += 1;
             return;
-        };
-        let shared = Arc::new(r);
-        for id in subs {
+        }
+        for id in subs.iter().chain(&self.catch_all) {
             if let Some(c) = self.clients.get_mut(*id) {
-                c.events.push_back(PortEvent::Received(shared.clone()));
+                c.events.push_back(PortEvent::Received(inbound.clone()));
                 self.stats.recv_delivered += 1;
             }
         }

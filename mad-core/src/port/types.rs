@@ -1,10 +1,9 @@
 //! The port layer's public value types: tokens, events, configuration,
 //! errors and counters.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::transport::{AsyncEvent, Qp, Received, TransportError, WcStatus};
+use crate::transport::{AsyncEvent, Qp, TransportError, WcStatus};
 
 use super::ClientId;
 
@@ -34,9 +33,9 @@ pub enum PortEvent {
         /// Vendor syndrome from the transport (0 if none).
         vendor_err: u32,
     },
-    /// A MAD arrived on a QP and class this client subscribed to. Every
-    /// subscriber gets the same shared buffer.
-    Received(Arc<Received>),
+    /// A MAD arrived on a QP and class this client subscribed to, parsed
+    /// at the port boundary. Every subscriber gets the same shared buffer.
+    Received(super::Inbound),
     /// An asynchronous port event (port active / error, LID, P_Key, GID or
     /// SM change, client reregister). The port's cached attributes have
     /// already been refreshed where the event says they changed.
@@ -178,7 +177,8 @@ pub struct PortStats {
     pub recv_delivered: u64,
     /// Received MADs no client subscribed to.
     pub recv_unclaimed: u64,
-    /// Received MADs too short to have a class.
+    /// Received MADs that are not MADs of their QP (too short for a
+    /// header, base version other than 1, class on the wrong QP).
     pub recv_malformed: u64,
     /// Transport calls that failed with something other than device death.
     pub transport_errors: u64,

@@ -57,8 +57,8 @@ use std::collections::{HashMap, VecDeque};
 
 use super::loopback::qp_transition_allowed;
 use super::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WcStatus, WrId,
+    Address, AsyncEvent, Qp, QpState, Received, SendCompletion, Transport, TransportError,
+    WcStatus, WrId,
 };
 
 /// When a fault fires, counted in accepted sends.
@@ -506,10 +506,10 @@ impl<T: Transport> FaultInjector<T> {
     }
 }
 
+crate::transport_layer!([T: Transport] FaultInjector<T>, inner: T);
+
 impl<T: Transport> Transport for FaultInjector<T> {
-    fn port_attrs(&self) -> &PortAttrs {
-        self.inner.port_attrs()
-    }
+    crate::forward_transport!(port_attrs, raw_fd, bounded_far_side, register_requests);
 
     fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
         if self.dead {
@@ -785,25 +785,6 @@ impl<T: Transport> Transport for FaultInjector<T> {
         }
         self.cq_broken = false;
         Ok(())
-    }
-
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.inner.raw_fd()
-    }
-
-    fn bounded_far_side(&self) -> bool {
-        self.inner.bounded_far_side()
-    }
-
-    fn register_requests(
-        &mut self,
-        class: crate::wire::MgmtClass,
-        class_version: u8,
-        methods: u128,
-        oui: Option<[u8; 3]>,
-    ) -> Result<(), TransportError> {
-        self.inner
-            .register_requests(class, class_version, methods, oui)
     }
 }
 

@@ -431,6 +431,9 @@ pub trait Transport: Send {
 
 pub mod fault;
 pub mod ibsim;
+mod layer;
 pub mod loopback;
 pub mod umad;
 pub mod verbs;
+
+pub use layer::TransportLayer;

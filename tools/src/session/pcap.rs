@@ -9,10 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use mad_core::pcap::{Direction, PcapWriter, Timestamp};
-use mad_core::transport::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WrId,
-};
+use mad_core::transport::{Address, Qp, Received, Transport, TransportError, WrId};
 
 type Writer = PcapWriter<BufWriter<File>>;
 
@@ -97,19 +94,9 @@ impl<T: Transport> PcapTap<T> {
     }
 }
 
+mad_core::transport_layer!([T: Transport] PcapTap<T>, inner: T);
+
 impl<T: Transport> Transport for PcapTap<T> {
-    fn port_attrs(&self) -> &PortAttrs {
-        self.inner.port_attrs()
-    }
-
-    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
-        self.inner.refresh_port_attrs()
-    }
-
-    fn send_queue_depth(&self) -> usize {
-        self.inner.send_queue_depth()
-    }
-
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
         let r = self.inner.post_send(qp, mad, dest);
         if r.is_ok() {
@@ -134,13 +121,6 @@ impl<T: Transport> Transport for PcapTap<T> {
         r
     }
 
-    fn poll_send_completions(
-        &mut self,
-        out: &mut Vec<SendCompletion>,
-    ) -> Result<usize, TransportError> {
-        self.inner.poll_send_completions(out)
-    }
-
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
         let r = self.inner.poll_recv()?;
         if let Some(rx) = &r {
@@ -151,29 +131,18 @@ impl<T: Transport> Transport for PcapTap<T> {
         Ok(r)
     }
 
-    fn poll_event(&mut self) -> Option<AsyncEvent> {
-        self.inner.poll_event()
-    }
-
-    fn qp_state(&self, qp: Qp) -> QpState {
-        self.inner.qp_state(qp)
-    }
-
-    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        self.inner.modify_qp(qp, to)
-    }
-
-    fn recreate_queues(&mut self) -> Result<(), TransportError> {
-        self.inner.recreate_queues()
-    }
-
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.inner.raw_fd()
-    }
-
-    fn bounded_far_side(&self) -> bool {
-        self.inner.bounded_far_side()
-    }
+    mad_core::forward_transport!(
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        poll_send_completions,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues,
+        raw_fd,
+        bounded_far_side,
+    );
 }
 
 #[cfg(test)]
@@ -181,6 +150,7 @@ mod tests {
     use super::*;
     use mad_core::pcap::PcapReader;
     use mad_core::transport::loopback::Loopback;
+    use mad_core::transport::PortAttrs;
 
     #[test]
     fn every_posted_and_received_mad_is_written_in_order() {

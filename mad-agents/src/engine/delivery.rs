@@ -1,0 +1,66 @@
+//! The runtime's delivery hooks: taking events while keeping the agent
+//! registered until its callback returns, and taking a completion a
+//! caller waits for. Crate-private: only [`crate::Runtime`] delivers this way.
+
+use super::*;
+
+impl<T: Transport> Engine<T> {
+    /// As [`Engine::poll_event`], but the agent stays registered (closing
+    /// or not) until [`Engine::end_delivery`] says the event has been
+    /// handled: a runtime uses this so that deregistration waits for a
+    /// callback in progress.
+    pub(crate) fn begin_delivery(&mut self) -> Option<(AgentId, AgentEvent)> {
+        self.pop_event(true)
+    }
+
+    /// The event taken by [`Engine::begin_delivery`] for `agent` has been
+    /// handled.
+    pub(crate) fn end_delivery(&mut self, agent: AgentId) {
+        if let Some(idx) = self.agent_idx(agent) {
+            let a = &mut self.agents[idx];
+            a.delivering = a.delivering.saturating_sub(1);
+            self.try_reap(idx);
+        }
+    }
+
+    /// Counts a received MAD that a runtime dropped because `agent`'s
+    /// delivery channel was full.
+    pub(crate) fn count_recv_drop(&mut self, agent: AgentId) {
+        self.stats.recv_dropped += 1;
+        if let Some(idx) = self.agent_idx(agent) {
+            self.agents[idx].stats.recv_dropped += 1;
+        }
+    }
+
+    /// Takes every queued event of `agent` out of the queue (in order).
+    pub(crate) fn take_events(&mut self, agent: AgentId) -> Vec<AgentEvent> {
+        let Some(idx) = self.agent_idx(agent) else {
+            return Vec::new();
+        };
+        let a = &mut self.agents[idx];
+        a.queued_recv = 0;
+        a.queued_recv_bytes = 0;
+        let v: Vec<AgentEvent> = a.events.drain(..).collect();
+        self.stats.events += v.len() as u64;
+        self.try_reap(idx);
+        v
+    }
+
+    /// Takes the completion of `send` out of `agent`'s queue, if it is
+    /// there.
+    pub(crate) fn take_completion(&mut self, agent: AgentId, send: SendId) -> Option<Completion> {
+        let idx = self.agent_idx(agent)?;
+        let a = &mut self.agents[idx];
+        let pos = a
+            .events
+            .iter()
+            .position(|e| matches!(e, AgentEvent::SendDone(c) if c.send == send))?;
+        let ev = a.events.remove(pos);
+        self.stats.events += 1;
+        self.try_reap(idx);
+        match ev {
+            Some(AgentEvent::SendDone(c)) => Some(c),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,520 @@
+//! Sends: accepting a request, posting it, its references, failure,
+//! completion, cancel and modify (see the [engine documentation](super#the-life-of-a-send-seed-003-agentsmd-3)).
+
+use super::*;
+
+impl<T: Transport> Engine<T> {
+    /// Sends `req` for `agent` (see [`SendRequest`]). A request gets its
+    /// TID here: bits 47..32 the agent's id, bits 31..0 allocated or the
+    /// caller's ([`crate::tid`]). The send completes later, exactly once,
+    /// as [`AgentEvent::SendDone`]. A request awaiting a response that the
+    /// flow-control limits hold back waits in the agent's backlog (see
+    /// [Flow control](self#flow-control)).
+    ///
+    /// # Errors
+    /// Unknown or deregistering agent; a MAD that is too short, longer
+    /// than one MAD without RMPP, of a class that does not belong on the
+    /// agent's QP, or of a non-RMPP class on an RMPP agent; a TID already
+    /// outstanding (for an RMPP transfer: to the same peer); the port
+    /// refusing the first work request (then nothing will complete; the
+    /// refusal counts in [`EngineStats::post_failures`]).
+    pub fn send(
+        &mut self,
+        agent: AgentId,
+        req: SendRequest,
+        now: Instant,
+    ) -> Result<SendId, SendError> {
+        let aidx = self
+            .agent_idx(agent)
+            .filter(|&i| !self.agents[i].closing)
+            .ok_or(SendError::UnknownAgent(agent))?;
+        let SendRequest {
+            mut mad,
+            dest,
+            timeout,
+            retries,
+            total_timeout,
+            tid: tid_choice,
+            cookie,
+        } = req;
+        if mad.len() < MAD_HEADER_LEN {
+            return Err(SendError::BadSend(format!(
+                "a MAD has at least {MAD_HEADER_LEN} bytes, not {}",
+                mad.len()
+            )));
+        }
+        let (qp, hi, rmpp_agent) = {
+            let a = &self.agents[aidx];
+            (a.spec.qp, a.hi, a.spec.rmpp)
+        };
+        let class = Mad::new_unchecked(&mad[..]).mgmt_class();
+        if class.is_smp() != (qp == Qp::Qp0) {
+            return Err(SendError::BadSend(format!(
+                "class {:#04x} does not belong on {qp:?}",
+                class.0
+            )));
+        }
+        if rmpp_agent && !class.is_rmpp_class() {
+            return Err(SendError::BadSend(format!(
+                "an RMPP agent cannot send class {:#04x}, which does not use RMPP",
+                class.0
+            )));
+        }
+        let rmpp_transfer = rmpp_agent && (mad.len() > MAD_LEN || active_rmpp(&mad).is_some());
+        if !rmpp_transfer && mad.len() > MAD_LEN {
+            return Err(SendError::BadSend(format!(
+                "{} bytes do not fit one MAD; register the agent with RMPP",
+                mad.len()
+            )));
+        }
+        let is_response = Mad::new_unchecked(&mad[..]).is_response();
+        let tid = if is_response {
+            Mad::new_unchecked(&mad[..]).tid()
+        } else {
+            let low = match tid_choice {
+                TidChoice::Low(l) => l,
+                TidChoice::Allocate => {
+                    let mut l = self.next_low;
+                    while self
+                        .waiting
+                        .contains_key(&tid::match_key(tid::compose(hi, l), class.0))
+                    {
+                        l = l.wrapping_add(1);
+                    }
+                    self.next_low = l.wrapping_add(1);
+                    l
+                }
+            };
+            let t = tid::compose(hi, low);
+            Mad::new_unchecked(&mut mad[..]).set_tid(t);
+            t
+        };
+        let key = tid::match_key(tid, class.0);
+        if (!timeout.is_zero() && self.waiting.contains_key(&key))
+            || (rmpp_transfer && self.rmpp_out_conflict(key, &dest))
+        {
+            return Err(SendError::DuplicateTid { tid, class });
+        }
+        let rmpp = if rmpp_transfer {
+            let initial_window = if is_response {
+                self.response_window(aidx, &mad, &dest)
+            } else {
+                1
+            };
+            let cfg = SenderConfig {
+                ack_timeout: SenderConfig::kernel_ack_timeout(timeout),
+                retries: retries.max(SenderConfig::default().retries),
+                initial_window,
+                expects_response: !timeout.is_zero(),
+                resp_time: mad_core::wire::rmpp::RMPP_NO_RESP_TIME,
+            };
+            // The sender owns the message (no copy: a long message is
+            // already a Vec); a retry starts again from its bytes.
+            let message = std::mem::take(&mut mad).into_vec();
+            let sender = Sender::from_message(message, class.data_offset(), cfg, now)
+                .map_err(|e| SendError::BadSend(e.to_string()))?;
+            Some(Box::new(RmppTx {
+                sender,
+                deadline: None,
+                cfg,
+            }))
+        } else {
+            None
+        };
+        // Solicited flow control: a request awaiting a response waits in
+        // the backlog while its agent or the port is at its limit, or
+        // while earlier requests wait there.
+        let solicited = !timeout.is_zero() && !is_response && !rmpp_transfer;
+        let queue = solicited && !self.has_flow_room(aidx);
+        self.generation = self.generation.wrapping_add(1);
+        let entry = self.sends.vacant_entry();
+        let idx = entry.key();
+        let id = SendId {
+            index: u32::try_from(idx).unwrap_or(u32::MAX),
+            generation: self.generation,
+        };
+        let total =
+            total_timeout.unwrap_or_else(|| timeout.saturating_mul(retries.saturating_add(1)));
+        // An RMPP transfer with no response expected still honours a
+        // total timeout the caller gave.
+        let bounded = !timeout.is_zero() || (rmpp_transfer && total_timeout.is_some());
+        let abs_deadline = (bounded && !queue).then(|| now + total);
+        entry.insert(SendSlot {
+            id,
+            agent: aidx,
+            key,
+            tid,
+            qp,
+            // Empty for an RMPP transfer: its sender holds the message.
+            mad,
+            dest,
+            timeout,
+            retries_left: retries,
+            retries_used: 0,
+            attempt: 0,
+            abs_deadline,
+            wr: 0,
+            awaiting: false,
+            rmpp_active: rmpp_transfer,
+            deadline: None,
+            failed: None,
+            response: None,
+            flush_reposted: false,
+            extend_abs: false,
+            rmpp,
+            cookie,
+            queued: None,
+            counted: false,
+            total,
+            prev: NIL,
+            next: NIL,
+        });
+        if queue {
+            self.flow.seq += 1;
+            let seq = self.flow.seq;
+            let s = &mut self.sends[idx];
+            s.queued = Some(seq);
+            s.awaiting = true;
+            self.waiting.insert(key, idx);
+            let a = &mut self.agents[aidx];
+            a.backlog.insert((seq, idx));
+            a.stats.sends += 1;
+            a.stats.backlogged += 1;
+            self.link_send(aidx, idx);
+            self.stats.sends += 1;
+            self.stats.backlogged += 1;
+            self.mark_flow_ready(aidx);
+            self.pump_backlog(now);
+            return Ok(id);
+        }
+        // The first work request: its failure is the caller's error and
+        // nothing completes.
+        let first = if rmpp_transfer {
+            self.post_next_segment(idx, now).map(|_| ())
+        } else {
+            self.post(idx)
+        };
+        if let Err(e) = first {
+            self.sends.remove(idx);
+            return Err(SendError::Port(e));
+        }
+        if rmpp_transfer {
+            self.route_rmpp(idx);
+        }
+        if !timeout.is_zero() {
+            self.sends[idx].awaiting = true;
+            self.waiting.insert(key, idx);
+        }
+        if solicited {
+            self.take_flow_slot(idx);
+        }
+        self.agents[aidx].stats.sends += 1;
+        self.link_send(aidx, idx);
+        self.stats.sends += 1;
+        if rmpp_transfer {
+            self.pump_rmpp(idx, now);
+        }
+        Ok(id)
+    }
+
+    /// How long the layer below should hold request `idx` for its answer
+    /// ([`mad_core::transport::Transport::post_request`]): this attempt's
+    /// timeout, for a request that expects a response; `None` otherwise.
+    ///
+    /// An RMPP request's last DATA segment is held longer (twice the
+    /// timeout and 5 s more): the answer comes only after the final ACK,
+    /// the receiver's ACKs each take one of the transfer's waiting
+    /// segments below umad (the earliest-expiring first), and the answer
+    /// must find one still waiting (seen against the real kernel: a 1 MiB
+    /// transfer's GetResp arrived after every segment's wait had ended).
+    pub(super) fn answer_wait(&self, idx: usize, mad: &[u8]) -> Option<Duration> {
+        let s = &self.sends[idx];
+        let request = Mad::new_checked(mad).is_ok_and(|m| !m.is_response());
+        if !request || s.timeout.is_zero() {
+            return None;
+        }
+        let wait = self.interval(s);
+        let last_segment =
+            active_rmpp(mad).is_some_and(|h| h.rmpp_type() == RmppType::DATA && h.is_last());
+        Some(if last_segment {
+            wait.saturating_mul(2) + Duration::from_secs(5)
+        } else {
+            wait
+        })
+    }
+
+    /// A refused post is counted ([`EngineStats::post_failures`]).
+    pub(super) fn post(&mut self, idx: usize) -> Result<(), PortError> {
+        self.post_wr(idx, false)
+    }
+
+    /// Posts send `idx`'s MAD, or the RMPP segment in `self.seg` when
+    /// `segment`, with its answer wait ([`Engine::answer_wait`]); a refused
+    /// post is counted.
+    pub(super) fn post_wr(&mut self, idx: usize, segment: bool) -> Result<(), PortError> {
+        let s = &self.sends[idx];
+        let mad: &[u8] = if segment { &self.seg } else { &s.mad };
+        let wait = self.answer_wait(idx, mad);
+        let agent = s.agent;
+        if let Err(e) = self
+            .port
+            .post_waiting(self.client, s.qp, mad, &s.dest, s.id.as_u64(), wait)
+        {
+            self.count_post_failure(Some(agent));
+            return Err(e);
+        }
+        self.sends[idx].wr += 1;
+        self.stats.posted += 1;
+        Ok(())
+    }
+
+    /// Records the send's final failure (the first one wins) and drops
+    /// its response and RMPP references.
+    pub(super) fn fail(&mut self, idx: usize, status: SendStatus) {
+        let s = &mut self.sends[idx];
+        if s.failed.is_none() && s.response.is_none() {
+            s.failed = Some(status);
+        }
+        self.stop_waiting(idx);
+    }
+
+    /// Send `idx` has failed or been answered: it gives back its
+    /// flow-control slot, leaves the table of sends waiting for an answer
+    /// and its timeout list, and its RMPP transfer (active, or fully
+    /// acknowledged and still routed for repeated final ACKs) ends.
+    pub(super) fn stop_waiting(&mut self, idx: usize) {
+        self.release_flow_slot(idx);
+        let s = &mut self.sends[idx];
+        if s.awaiting {
+            s.awaiting = false;
+            if self.waiting.get(&s.key) == Some(&idx) {
+                self.waiting.remove(&s.key);
+            }
+        }
+        if s.deadline.take().is_some() {
+            self.agents[s.agent].timeouts.remove(idx);
+        }
+        if let Some(tx) = s.rmpp.as_mut() {
+            tx.sender.cancel();
+            while tx.sender.poll_event().is_some() {}
+            self.end_rmpp(idx);
+            self.rearm_rmpp(idx);
+        }
+    }
+
+    /// Completes the send if no reference is left; otherwise starts its
+    /// response timer when only the response reference is left.
+    pub(super) fn settle(&mut self, idx: usize, now: Option<Instant>) {
+        let Some(s) = self.sends.get(idx) else {
+            return;
+        };
+        if s.refs() == 0 {
+            self.finish(idx);
+            return;
+        }
+        if let Some(now) = now {
+            if s.wr == 0
+                && s.queued.is_none()
+                && s.awaiting
+                && !s.rmpp_active
+                && s.deadline.is_none()
+                && s.failed.is_none()
+            {
+                self.start_wait(idx, now);
+            }
+        }
+    }
+    /// Puts send `idx` at the head of agent `aidx`'s list.
+    pub(super) fn link_send(&mut self, aidx: usize, idx: usize) {
+        let a = &mut self.agents[aidx];
+        let old = a.sends.head;
+        a.sends.head = idx;
+        a.sends.len += 1;
+        let s = &mut self.sends[idx];
+        s.prev = NIL;
+        s.next = old;
+        if old != NIL {
+            self.sends[old].prev = idx;
+        }
+    }
+
+    /// Takes a send whose slot is already gone (its neighbours were
+    /// `prev` and `next`) out of agent `aidx`'s list.
+    pub(super) fn unlink_send(&mut self, aidx: usize, prev: usize, next: usize) {
+        let a = &mut self.agents[aidx];
+        a.sends.len = a.sends.len.saturating_sub(1);
+        if prev == NIL {
+            a.sends.head = next;
+        } else {
+            self.sends[prev].next = next;
+        }
+        if next != NIL {
+            self.sends[next].prev = prev;
+        }
+    }
+
+    /// The send indexes of agent `aidx`, newest first.
+    pub(super) fn agent_sends(&self, aidx: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.agents[aidx].sends.len);
+        let mut i = self.agents[aidx].sends.head;
+        while i != NIL {
+            out.push(i);
+            i = self.sends[i].next;
+        }
+        out
+    }
+
+    pub(super) fn finish(&mut self, idx: usize) {
+        self.release_flow_slot(idx);
+        let s = self.sends.remove(idx);
+        if let Some(seq) = s.queued {
+            self.agents[s.agent].backlog.remove(&(seq, idx));
+        }
+        if s.awaiting && self.waiting.get(&s.key) == Some(&idx) {
+            self.waiting.remove(&s.key);
+        }
+        if let Some(list) = self.rmpp_out.get_mut(&s.key) {
+            list.retain(|&i| i != idx);
+            if list.is_empty() {
+                self.rmpp_out.remove(&s.key);
+            }
+        }
+        if let Some(tx) = &s.rmpp {
+            if tx.deadline.is_some() {
+                self.rmpp_timers.remove(idx);
+            }
+        }
+        let status = s.failed.unwrap_or(SendStatus::Success);
+        let aidx = s.agent;
+        let a = &mut self.agents[aidx];
+        if s.deadline.is_some() {
+            a.timeouts.remove(idx);
+        }
+        self.unlink_send(aidx, s.prev, s.next);
+        let a = &mut self.agents[aidx];
+        a.stats.completed += 1;
+        match status {
+            SendStatus::Success => a.stats.succeeded += 1,
+            SendStatus::Timeout => a.stats.timed_out += 1,
+            SendStatus::Canceled | SendStatus::Flushed => a.stats.canceled += 1,
+            _ => a.stats.failed += 1,
+        }
+        self.stats.completions += 1;
+        let c = Completion {
+            send: s.id,
+            tid: s.tid,
+            status,
+            // Also kept when a work-request error came after it.
+            response: s.response,
+            retries: s.retries_used,
+            cookie: s.cookie,
+        };
+        self.push_event(aidx, AgentEvent::SendDone(c));
+    }
+
+    /// Cancels `send`: it completes (asynchronously, through its agent's
+    /// events) with [`SendStatus::Canceled`], at once if it was only
+    /// waiting for a response, else when its work requests complete. A
+    /// response arriving later no longer matches.
+    ///
+    /// # Errors
+    /// [`SendError::UnknownSend`] if it completed already;
+    /// [`SendError::NotActive`] if it already failed, was canceled or was
+    /// answered.
+    pub fn cancel(&mut self, send: SendId) -> Result<(), SendError> {
+        let idx = self.send_idx(send).ok_or(SendError::UnknownSend(send))?;
+        let s = &self.sends[idx];
+        if s.failed.is_some() || s.response.is_some() {
+            return Err(SendError::NotActive(send));
+        }
+        self.fail(idx, SendStatus::Canceled);
+        self.settle(idx, None);
+        Ok(())
+    }
+
+    /// Changes the response timeout of `send` (the kernel's
+    /// `ib_modify_mad`); zero cancels. If the send is waiting for its
+    /// response the new deadline is `now + timeout`; if its work request
+    /// is still in flight the new timeout applies when it completes. The
+    /// absolute deadline grows to cover the new timeout for the retries
+    /// left.
+    ///
+    /// # Errors
+    /// As [`Engine::cancel`], and [`SendError::NotWaiting`] for a send
+    /// that expects no response.
+    pub fn modify(
+        &mut self,
+        send: SendId,
+        timeout: Duration,
+        now: Instant,
+    ) -> Result<(), SendError> {
+        if timeout.is_zero() {
+            return self.cancel(send);
+        }
+        let idx = self.send_idx(send).ok_or(SendError::UnknownSend(send))?;
+        let s = &mut self.sends[idx];
+        if s.failed.is_some() || s.response.is_some() {
+            return Err(SendError::NotActive(send));
+        }
+        if !s.awaiting {
+            return Err(SendError::NotWaiting(send));
+        }
+        s.timeout = timeout;
+        if s.deadline.is_none() {
+            // Still in flight: the new timeout counts from the completion.
+            s.extend_abs = true;
+            return Ok(());
+        }
+        let cover = now + timeout.saturating_mul(s.retries_left.saturating_add(1));
+        s.abs_deadline = Some(s.abs_deadline.map_or(cover, |a| a.max(cover)));
+        if s.deadline.take().is_some() {
+            let a = s.agent;
+            self.agents[a].timeouts.remove(idx);
+            let nd = now + timeout;
+            self.sends[idx].deadline = Some(nd);
+            self.agents[a].timeouts.insert(nd, idx);
+        }
+        Ok(())
+    }
+
+    pub(super) fn on_wc(&mut self, send: SendId, status: WcStatus, now: Instant) {
+        let Some(idx) = self.send_idx(send) else {
+            return;
+        };
+        let s = &mut self.sends[idx];
+        s.wr = s.wr.saturating_sub(1);
+        if status != WcStatus::Success && s.failed.is_none() && s.response.is_some() {
+            // The response beat this completion. The kernel records the
+            // error and reports it to the send handler after the receive
+            // handler has had the response; so does this: the completion
+            // carries the error status and the response. A flush the
+            // kernel would repost once (and then normally report success)
+            // is not reposted: the answer is in.
+            let repostable =
+                status == WcStatus::WrFlushErr && !s.flush_reposted && s.rmpp.is_none();
+            if !repostable {
+                s.failed = Some(if status == WcStatus::WrFlushErr {
+                    SendStatus::Flushed
+                } else {
+                    SendStatus::WcError(status)
+                });
+                self.stats.late_wc_errors += 1;
+            }
+        } else if status != WcStatus::Success && s.failed.is_none() {
+            let closing = self.agents[s.agent].closing;
+            if status == WcStatus::WrFlushErr && !s.flush_reposted && !closing && s.rmpp.is_none() {
+                s.flush_reposted = true;
+                self.stats.flush_reposts += 1;
+                if self.post(idx).is_ok() {
+                    return;
+                }
+                self.fail(idx, SendStatus::Flushed);
+            } else if status == WcStatus::WrFlushErr {
+                self.fail(idx, SendStatus::Flushed);
+            } else {
+                self.fail(idx, SendStatus::WcError(status));
+            }
+        }
+        self.settle(idx, Some(now));
+    }
+}

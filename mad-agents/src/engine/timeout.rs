@@ -1,0 +1,134 @@
+//! Response timers: the wait after the work requests complete, retries
+//! with backoff, and the timers of RMPP transfers and reassemblies.
+
+use super::*;
+
+impl<T: Transport> Engine<T> {
+    pub(super) fn interval(&self, s: &SendSlot) -> Duration {
+        let linear = self.cfg.linear_retries;
+        if s.attempt < linear {
+            s.timeout
+        } else {
+            let shift = (s.attempt - linear + 1).min(20);
+            s.timeout
+                .saturating_mul(1u32 << shift)
+                .min(self.cfg.max_backoff.max(s.timeout))
+        }
+    }
+
+    pub(super) fn start_wait(&mut self, idx: usize, now: Instant) {
+        let interval = self.interval(&self.sends[idx]);
+        let s = &mut self.sends[idx];
+        if std::mem::take(&mut s.extend_abs) {
+            let cover = now + s.timeout.saturating_mul(s.retries_left.saturating_add(1));
+            s.abs_deadline = Some(s.abs_deadline.map_or(cover, |a| a.max(cover)));
+        }
+        let mut d = now + interval;
+        if let Some(a) = s.abs_deadline {
+            d = d.min(a);
+        }
+        s.deadline = Some(d);
+        self.agents[s.agent].timeouts.insert(d, idx);
+    }
+
+    pub(super) fn handle_timeouts(&mut self, now: Instant) -> bool {
+        let mut progress = false;
+        let due: Vec<usize> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| a.timeouts.first().is_some_and(|(d, _)| d <= now))
+            .map(|(i, _)| i)
+            .collect();
+        for aidx in due {
+            while let Some((d, sidx)) = self.agents[aidx].timeouts.first() {
+                if d > now {
+                    break;
+                }
+                self.agents[aidx].timeouts.remove(sidx);
+                self.sends[sidx].deadline = None;
+                self.on_response_timeout(sidx, now);
+                progress = true;
+            }
+        }
+        while let Some((d, sidx)) = self.rmpp_timers.first() {
+            if d > now {
+                break;
+            }
+            self.rmpp_timers.remove(sidx);
+            self.on_rmpp_timer(sidx, now);
+            progress = true;
+        }
+        let rx_due: Vec<usize> = self
+            .agents
+            .iter()
+            .filter(|(_, a)| {
+                a.rmpp_rx
+                    .as_ref()
+                    .and_then(ReceiverTable::poll_timeout)
+                    .is_some_and(|d| d <= now)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        for aidx in rx_due {
+            if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
+                rx.handle_timeout(now);
+            }
+            self.drain_rx(aidx, now);
+            progress = true;
+        }
+        progress
+    }
+
+    /// True while the answer to send `idx` is being reassembled by its
+    /// agent's RMPP receiver.
+    pub(super) fn answer_arriving(&self, idx: usize) -> bool {
+        let s = &self.sends[idx];
+        self.agents[s.agent].rmpp_rx.as_ref().is_some_and(|rx| {
+            rx.is_receiving(
+                s.key.0,
+                tid::TID_MATCH_MASK,
+                s.key.1,
+                &mad_rmpp::Peer::of(&s.dest),
+            )
+        })
+    }
+
+    pub(super) fn on_response_timeout(&mut self, idx: usize, now: Instant) {
+        let s = &self.sends[idx];
+        if !s.awaiting || s.failed.is_some() {
+            self.settle(idx, Some(now));
+            return;
+        }
+        let within = s.abs_deadline.is_none_or(|a| now < a);
+        if within && !self.agents[s.agent].closing && self.answer_arriving(idx) {
+            // The answer is arriving as an RMPP transfer: no retry (it would
+            // restart the responder's transfer); wait on, up to the absolute
+            // deadline, while the transfer's own timers govern it.
+            self.start_wait(idx, now);
+            return;
+        }
+        let s = &self.sends[idx];
+        let retry = s.retries_left > 0 && within && !self.agents[s.agent].closing;
+        if retry {
+            let s = &mut self.sends[idx];
+            s.retries_left -= 1;
+            s.retries_used += 1;
+            s.attempt += 1;
+            s.flush_reposted = false;
+            let aidx = s.agent;
+            self.agents[aidx].stats.retries += 1;
+            self.stats.retries += 1;
+            if self.sends[idx].rmpp.is_some() {
+                // An RMPP request: the same message with the same TID as a
+                // new transfer.
+                self.restart_rmpp(idx, now);
+            } else if let Err(e) = self.post(idx) {
+                let st = port_failure(&e);
+                self.fail(idx, st);
+            }
+        } else {
+            self.fail(idx, SendStatus::Timeout);
+        }
+        self.settle(idx, Some(now));
+    }
+}

@@ -1,0 +1,283 @@
+//! The handles callers hold: [`AgentRef`], [`Agent`], [`SendHandle`],
+//! [`AgentReceiver`].
+
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use mad_core::transport::PortAttrs;
+
+use super::shared::{ChannelLoad, Shared};
+use crate::engine::AgentState;
+use crate::types::{AgentEvent, AgentId, AgentStats, Completion, SendError, SendId, SendRequest};
+
+/// A cloneable reference to a registered agent: sends, cancels, waits. It
+/// does not keep the agent registered; use it inside callbacks.
+#[derive(Clone)]
+pub struct AgentRef {
+    pub(super) shared: Arc<Shared>,
+    pub(super) id: AgentId,
+}
+
+impl std::fmt::Debug for AgentRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRef").field("id", &self.id).finish()
+    }
+}
+
+impl AgentRef {
+    /// The agent's id.
+    #[must_use]
+    pub fn id(&self) -> AgentId {
+        self.id
+    }
+
+    /// Sends `req` (see [`Engine::send`]); the completion is delivered
+    /// to the agent's callback or channel.
+    ///
+    /// # Errors
+    /// As [`Engine::send`], or [`SendError::Stopped`].
+    pub fn send(&self, req: SendRequest) -> Result<SendHandle, SendError> {
+        let id = {
+            let mut core = self.shared.core();
+            if core.stopped {
+                return Err(SendError::Stopped);
+            }
+            core.engine.send(self.id, req, Instant::now())?
+        };
+        self.shared.wake();
+        Ok(SendHandle {
+            shared: self.shared.clone(),
+            id,
+        })
+    }
+
+    /// Hands back a message this agent got, once its bytes are no longer
+    /// needed, for its buffer to be reused ([`Engine::recycle`]).
+    pub fn recycle(&self, message: crate::Message) {
+        self.shared.core().engine.recycle(self.id, message);
+    }
+
+    /// Sends `req` and blocks until it completes; the completion comes
+    /// back here instead of to the callback or channel.
+    ///
+    /// # Errors
+    /// As [`AgentRef::send`]; [`SendError::Stopped`] if the runtime stops
+    /// first.
+    pub fn send_and_wait(&self, req: SendRequest) -> Result<Completion, SendError> {
+        if self.shared.on_loop_thread() {
+            let send = {
+                let mut core = self.shared.core();
+                core.engine.send(self.id, req, Instant::now())?
+            };
+            let agent = self.id;
+            return Ok(self
+                .shared
+                .drive_inline(|core| core.engine.take_completion(agent, send)));
+        }
+        let rx = self
+            .shared
+            .begin_wait(&mut self.shared.core(), self.id, req, Instant::now())?;
+        self.shared.wake();
+        rx.recv().map_err(|_| SendError::Stopped)
+    }
+
+    /// Acknowledges a pending soft reset (for agents registered with
+    /// `hold_reset`).
+    ///
+    /// # Errors
+    /// [`SendError::UnknownAgent`] if the agent is gone.
+    pub fn ack_reset(&self) -> Result<(), SendError> {
+        let r = self.shared.core().engine.ack_reset(self.id);
+        self.shared.wake();
+        r
+    }
+
+    /// The agent's counters (`None` once it is gone).
+    #[must_use]
+    pub fn stats(&self) -> Option<AgentStats> {
+        self.shared.core().engine.agent_stats(self.id)
+    }
+
+    /// Sends of the agent not yet completed.
+    #[must_use]
+    pub fn outstanding(&self) -> usize {
+        self.shared.core().engine.agent_outstanding(self.id)
+    }
+
+    /// Where the agent is in its life (`None` once it is gone).
+    #[must_use]
+    pub fn state(&self) -> Option<AgentState> {
+        self.shared.core().engine.agent_state(self.id)
+    }
+
+    /// The port's attributes.
+    #[must_use]
+    pub fn port_attrs(&self) -> PortAttrs {
+        self.shared.core().engine.port().attrs().clone()
+    }
+}
+
+/// A registered agent. Dropping it deregisters it (synchronously; see the
+/// [module documentation](self#deregistration)). Dereferences to
+/// [`AgentRef`].
+pub struct Agent {
+    pub(super) agent: AgentRef,
+    pub(super) done: bool,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").field("id", &self.agent.id).finish()
+    }
+}
+
+impl std::ops::Deref for Agent {
+    type Target = AgentRef;
+    fn deref(&self) -> &AgentRef {
+        &self.agent
+    }
+}
+
+impl Agent {
+    /// A cloneable reference for use in callbacks.
+    #[must_use]
+    pub fn handle(&self) -> AgentRef {
+        self.agent.clone()
+    }
+
+    /// Deregisters the agent and returns once its sends have all completed
+    /// and no callback of it runs; see the [module
+    /// documentation](self#deregistration). The returned events are empty
+    /// except when called from the agent's own callback: then they are the
+    /// agent's remaining events (completions), which can no longer go to
+    /// its callback.
+    #[must_use = "events returned from inside the agent's own callback are its last completions"]
+    pub fn deregister(mut self) -> Vec<AgentEvent> {
+        self.done = true;
+        self.deregister_inner()
+    }
+
+    fn deregister_inner(&self) -> Vec<AgentEvent> {
+        let sh = &self.agent.shared;
+        let id = self.agent.id;
+        if sh.on_loop_thread() {
+            if sh.core().stopped {
+                // The loop is ending (a callback dropped with its agent
+                // owned this one): nothing of this runtime runs any more.
+                let _ = sh.core().engine.deregister(id);
+                return Vec::new();
+            }
+            let own = sh.current_callback() == Some(id);
+            let sink = sh.inline_begin(id);
+            let mut kept = Vec::new();
+            while !sh.inline_step(id, own, sink.as_ref(), &mut kept, Instant::now()) {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            return kept;
+        }
+        let mut core = sh.core();
+        sh.begin_deregister(&mut core, id);
+        sh.wake();
+        while !sh.deregistered(&mut core, id) {
+            core = sh.cond.wait(core).unwrap_or_else(PoisonError::into_inner);
+        }
+        drop(core);
+        sh.bury();
+        Vec::new()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if !self.done {
+            let left = self.deregister_inner();
+            if !left.is_empty() {
+                self.agent.shared.core().stats.discarded += left.len() as u64;
+            }
+        }
+    }
+}
+
+/// An outstanding send of a runtime agent.
+pub struct SendHandle {
+    pub(super) shared: Arc<Shared>,
+    pub(super) id: SendId,
+}
+
+impl std::fmt::Debug for SendHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendHandle").field("id", &self.id).finish()
+    }
+}
+
+impl SendHandle {
+    /// The send's id (as in its completion).
+    #[must_use]
+    pub fn id(&self) -> SendId {
+        self.id
+    }
+
+    /// Cancels it ([`Engine::cancel`]).
+    ///
+    /// # Errors
+    /// As [`Engine::cancel`].
+    pub fn cancel(&self) -> Result<(), SendError> {
+        let r = self.shared.core().engine.cancel(self.id);
+        self.shared.wake();
+        r
+    }
+
+    /// Changes its response timeout ([`Engine::modify`]).
+    ///
+    /// # Errors
+    /// As [`Engine::modify`].
+    pub fn modify(&self, timeout: Duration) -> Result<(), SendError> {
+        let r = self
+            .shared
+            .core()
+            .engine
+            .modify(self.id, timeout, Instant::now());
+        self.shared.wake();
+        r
+    }
+}
+
+/// The receiving end of an agent registered with
+/// [`Runtime::register_channel`].
+#[derive(Debug)]
+pub struct AgentReceiver {
+    pub(super) rx: mpsc::Receiver<AgentEvent>,
+    pub(super) queued: Arc<ChannelLoad>,
+}
+
+impl AgentReceiver {
+    fn took(&self, ev: AgentEvent) -> AgentEvent {
+        if let AgentEvent::Received(m) = &ev {
+            self.queued.count.fetch_sub(1, Ordering::AcqRel);
+            self.queued
+                .bytes
+                .fetch_sub(m.bytes().len(), Ordering::AcqRel);
+        }
+        ev
+    }
+
+    /// The next event, blocking; `None` once the agent is gone and every
+    /// event has been taken.
+    #[must_use]
+    pub fn recv(&self) -> Option<AgentEvent> {
+        self.rx.recv().ok().map(|e| self.took(e))
+    }
+
+    /// The next event within `timeout`.
+    #[must_use]
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<AgentEvent> {
+        self.rx.recv_timeout(timeout).ok().map(|e| self.took(e))
+    }
+
+    /// The next event if one is waiting.
+    #[must_use]
+    pub fn try_recv(&self) -> Option<AgentEvent> {
+        self.rx.try_recv().ok().map(|e| self.took(e))
+    }
+}

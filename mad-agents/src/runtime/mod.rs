@@ -1,0 +1,335 @@
+//! The runtime: an [`Engine`] driven by a mio event loop on its own thread.
+//!
+//! # Threads
+//!
+//! [`Runtime::start`] moves the transport into an engine behind a mutex
+//! and starts one thread per port running a mio loop: it waits on the
+//! transport's fd (a [`mio::unix::SourceFd`]), on a [`mio::Waker`] that
+//! commands from other threads ring, and on the engine's next deadline.
+//! Registrations, sends, cancels, modifies and deregistrations may come
+//! from any thread: they lock the engine, act, and wake the loop.
+//!
+//! # Waking up
+//!
+//! How the loop learns that the transport has something is fixed at start
+//! and reported by [`Runtime::wakeup`]:
+//! - [`Wakeup::Fd`]: the transport's descriptor is registered with epoll
+//!   and the loop sleeps until it is readable (or a command or deadline
+//!   comes); while work requests are posted it also polls every [`TICK`],
+//!   because ibsim and umad complete sends inside the transport without
+//!   the descriptor becoming readable.
+//! - [`Wakeup::NoFd`]: the transport has no descriptor (the in-memory
+//!   Loopback): the loop polls every [`TICK`] while anything is
+//!   outstanding and every [`EngineConfig::fallback_tick`] otherwise, so
+//!   an unsolicited request is noticed within that bound.
+//! - [`Wakeup::Refused`]: the transport has a descriptor but epoll refuses
+//!   it — libumad2sim hands out fake umad descriptors that only its own
+//!   `read`/`poll` wrappers understand (epoll_ctl: EBADF) — and the loop
+//!   ticks as for [`Wakeup::NoFd`].
+//!
+//! # Delivery
+//!
+//! Every event of an agent is delivered on the loop thread, one at a time
+//! and in order, either to the agent's callback ([`Runtime::register`]) or
+//! into its channel ([`Runtime::register_channel`]); a completion of a
+//! [`AgentRef::send_and_wait`] goes to the waiting thread instead. A
+//! channel holds at most [`EngineConfig::recv_queue_bound`] received MADs
+//! not yet taken; past that new ones are dropped and counted (completions
+//! are never dropped).
+//!
+//! # Deregistration
+//!
+//! [`Agent::deregister`] (or dropping the [`Agent`]) is synchronous: it
+//! cancels the agent's awaited responses, then waits until every send of
+//! the agent has completed — its completion delivered — and no callback
+//! of the agent is running. After it returns no callback of the agent runs
+//! again and nothing more enters its channel.
+//!
+//! Called on the loop thread — from inside a callback, its own or another
+//! agent's — it cannot wait for the loop, which is the caller's own stack.
+//! It then drives the engine itself until the agent's work requests have
+//! completed, so it neither deadlocks nor returns early:
+//! - deregistering **another** agent delivers that agent's remaining events
+//!   to it right there (its callback runs nested, or its channel fills);
+//! - deregistering the agent **whose callback is running** (or one whose
+//!   callback is running further up the same stack) cannot call that
+//!   callback again: the remaining events (the last completions of its
+//!   sends, exactly once each) are **returned** by [`Agent::deregister`]
+//!   instead. The callback in progress finishes, and
+//!   nothing of the agent runs after it. (Dropping the handle there
+//!   discards them; they are counted in [`RuntimeStats::discarded`].)
+//!
+//! [`AgentRef::send_and_wait`] on the loop thread likewise drives the
+//! engine itself until its send completes.
+//!
+//! A thread waiting in [`AgentRef::send_and_wait`] gets its completion
+//! however the agent goes: deregistered from another thread, from another
+//! agent's callback, or from its own (the completion then goes to the
+//! waiting thread, not into the events [`Agent::deregister`] returns).
+//!
+//! # Callers that misbehave
+//!
+//! - A callback that **panics** does not take the loop thread down: the
+//!   panic is caught on the loop thread, counted in
+//!   [`RuntimeStats::callback_panics`], and reported to the agent by
+//!   calling its callback once more, right away, with
+//!   [`AgentEvent::CallbackPanicked`] — unless the callback deregistered
+//!   its own agent before panicking (nothing of an agent runs after its
+//!   deregistration returned). The agent stays registered; the event it
+//!   panicked on counts as delivered (a completion is not delivered
+//!   twice).
+//! - A callback may own an [`Agent`] — its own (a reference cycle) or
+//!   another's: when its agent goes, the callback is dropped only after
+//!   the runtime's lock is released, so the owned agent's deregistration
+//!   (on drop) runs like any other, from the loop thread or the
+//!   deregistering one, instead of deadlocking on that lock.
+//! - If the loop thread ends anyway (a panic outside any callback, such as
+//!   in the transport), the runtime stops as if shut down: every thread in
+//!   [`AgentRef::send_and_wait`] gets [`SendError::Stopped`], deregistering
+//!   threads and drops of [`Agent`]s return (their sends are abandoned
+//!   with the loop), channels close ([`AgentReceiver::recv`] returns
+//!   `None` once the events already in it are taken), and later
+//!   registrations and sends are refused.
+//!
+//! The protocol is written as locked steps (the loop's `next_delivery`,
+//! `hand_over`, `drive`; deregistration's `begin_deregister`,
+//! `deregistered`, `inline_begin`, `inline_step`) so that a model test
+//! (`runtime::model`, under `cargo test`) can run every interleaving of
+//! them between the loop thread, a deregistering thread, a sending thread
+//! and the device, and check the guarantees above in each.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use mad_core::port::Port;
+use mad_core::transport::{PortAttrs, Transport};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Waker};
+
+use crate::engine::Engine;
+use crate::spec::AgentSpec;
+mod handles;
+#[cfg(test)]
+mod model;
+mod shared;
+
+pub use handles::{Agent, AgentReceiver, AgentRef, SendHandle};
+use shared::{
+    lock, ChannelLoad, Deviation, Pending, Shared, Sink, Step, MIN_TICK, TRANSPORT, WAKER,
+};
+pub use shared::{Callback, RuntimeStats, Wakeup, TICK};
+
+use crate::types::{AgentEvent, EngineConfig, EngineStats, RegisterError};
+
+/// A port's engine running on its own thread; see the [module
+/// documentation](self).
+pub struct Runtime {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("id", &self.shared.id)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Starts a runtime over `transport`.
+    ///
+    /// # Errors
+    /// When mio cannot create its poll instance or waker. (A transport fd
+    /// that epoll refuses makes the loop tick instead.)
+    pub fn start(transport: impl Transport + 'static, cfg: EngineConfig) -> std::io::Result<Self> {
+        let t: Box<dyn Transport> = Box::new(transport);
+        Self::start_with_port(Port::new(t, mad_core::port::PortConfig::default()), cfg)
+    }
+
+    /// Starts a runtime over an existing port layer.
+    ///
+    /// # Errors
+    /// As [`Runtime::start`].
+    pub fn start_with_port(port: Port, cfg: EngineConfig) -> std::io::Result<Self> {
+        let poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        let tick = cfg.fallback_tick.max(MIN_TICK);
+        // A descriptor epoll refuses (libumad2sim hands out fake ones)
+        // means ticking instead.
+        let wakeup = match port.transport().raw_fd() {
+            None => Wakeup::NoFd { tick },
+            Some(fd) => {
+                match poll
+                    .registry()
+                    .register(&mut SourceFd(&fd), TRANSPORT, Interest::READABLE)
+                {
+                    Ok(()) => Wakeup::Fd(fd),
+                    Err(e) => Wakeup::Refused {
+                        fd,
+                        errno: e.raw_os_error(),
+                        tick,
+                    },
+                }
+            }
+        };
+        let shared = Arc::new(Shared::new(port, cfg, Some(waker), wakeup, Deviation::None));
+        let s2 = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("mad-agents-{}", shared.id))
+            .spawn(move || run(&s2, poll))?;
+        *lock(&shared.loop_thread) = Some(thread.thread().id());
+        Ok(Self {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    fn register_sink(&self, spec: AgentSpec, sink: Sink) -> Result<Agent, RegisterError> {
+        let id = self.shared.register_sink(spec, sink)?;
+        Ok(Agent {
+            agent: AgentRef {
+                shared: self.shared.clone(),
+                id,
+            },
+            done: false,
+        })
+    }
+
+    /// Registers an agent whose events go to `callback`, called on the
+    /// loop thread, one event at a time.
+    ///
+    /// # Errors
+    /// As [`Engine::register`], or [`RegisterError::Stopped`].
+    pub fn register(
+        &self,
+        spec: AgentSpec,
+        callback: impl FnMut(AgentEvent) + Send + 'static,
+    ) -> Result<Agent, RegisterError> {
+        self.register_sink(spec, Sink::Callback(Box::new(callback)))
+    }
+
+    /// Registers an agent whose events go into a channel.
+    ///
+    /// # Errors
+    /// As [`Engine::register`], or [`RegisterError::Stopped`].
+    pub fn register_channel(
+        &self,
+        spec: AgentSpec,
+    ) -> Result<(Agent, AgentReceiver), RegisterError> {
+        let (tx, rx) = mpsc::channel();
+        let queued = Arc::new(ChannelLoad::default());
+        let agent = self.register_sink(
+            spec,
+            Sink::Channel {
+                tx,
+                queued: queued.clone(),
+            },
+        )?;
+        Ok((agent, AgentReceiver { rx, queued }))
+    }
+
+    /// Runs `f` on the engine (locked).
+    pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        let r = f(&mut self.shared.core().engine);
+        self.shared.wake();
+        r
+    }
+
+    /// The engine's counters.
+    #[must_use]
+    pub fn engine_stats(&self) -> EngineStats {
+        self.shared.core().engine.stats()
+    }
+
+    /// The runtime's counters.
+    #[must_use]
+    pub fn stats(&self) -> RuntimeStats {
+        let mut s = self.shared.core().stats;
+        s.callback_panics = self.shared.panics.load(Ordering::Relaxed);
+        s
+    }
+
+    /// The port's attributes.
+    #[must_use]
+    pub fn port_attrs(&self) -> PortAttrs {
+        self.shared.core().engine.port().attrs().clone()
+    }
+
+    /// How the loop learns that the transport has something (see [Waking
+    /// up](self#waking-up)).
+    #[must_use]
+    pub fn wakeup(&self) -> Wakeup {
+        self.shared.wakeup
+    }
+
+    /// Stops the loop: every agent still registered is deregistered (its
+    /// sends complete as flushed and are delivered), then the thread ends.
+    /// Called on the loop thread itself it only asks the loop to stop.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.shared.core().stopping = true;
+        self.shared.wake();
+        if let Some(t) = self.thread.take() {
+            if self.shared.on_loop_thread() {
+                return;
+            }
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Ends the loop's life, however the loop thread ends (its `Drop` runs on
+/// a panic's unwinding too).
+struct LoopEnd<'a>(&'a Shared);
+
+impl Drop for LoopEnd<'_> {
+    fn drop(&mut self) {
+        self.0.loop_ended(&mut self.0.core());
+        self.0.bury();
+    }
+}
+
+fn run(shared: &Arc<Shared>, mut poll: Poll) {
+    let _end = LoopEnd(shared);
+    let mut events = Events::with_capacity(16);
+    // The event delivered last, to finish under the next lock.
+    let mut pending: Option<Pending> = None;
+    loop {
+        // Deliver queued events one at a time, each under its own lock
+        // cycle, so that a deregistration in between is seen at once.
+        let next = shared.next_delivery(&mut shared.core(), pending.take());
+        shared.bury();
+        if let Some((agent, ev, route)) = next {
+            pending = Some(shared.hand_over(agent, ev, route));
+            continue;
+        }
+        // Nothing to deliver: drive the engine, then wait.
+        let step = shared.drive(&mut shared.core(), Instant::now());
+        shared.bury();
+        match step {
+            Step::Again => {}
+            Step::Stop => return,
+            Step::Wait(timeout) => {
+                if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+                    if e.kind() != std::io::ErrorKind::Interrupted {
+                        std::thread::sleep(TICK);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,747 @@
+//! An exhaustive interleaving test of the runtime's deregistration
+//! protocol (issue 4: "use loom or a model test for the deregistration
+//! wait").
+//!
+//! The runtime's threads only meet under the core lock, so each step below
+//! is one locked section of the real code (`next_delivery`, `drive`,
+//! `begin_deregister`, `deregistered`, `inline_begin`, `inline_step`,
+//! `AgentRef::send`) or one unlocked section (a callback, from its start
+//! to its return). Actors: the loop thread, a thread deregistering from
+//! outside (blocked on the condition variable until notified), the device
+//! (completes the posted work requests; a request arrives), and a thread
+//! sending through an `AgentRef`, a thread blocked in `send_and_wait`
+//! (`begin_wait`, then its channel), and the loop thread's death (a panic
+//! outside any callback: `loop_ended`). Every interleaving of their steps is
+//! run (depth-first, each schedule replayed from scratch on a real engine
+//! over a Loopback), and after each: deregistration returned only when
+//! every send of the agent had completed — its work requests out of the
+//! device, each completion delivered exactly once — and no callback of
+//! it was running (but the one that called it); no callback of the agent
+//! started after it returned; and no schedule ended with a thread waiting
+//! for ever (lost wake-up, or a deregistration from the agent's own
+//! callback waiting for that callback, or a `send_and_wait` whose
+//! completion went elsewhere or whose loop died). Each property is shown to be
+//! checked by injecting a bug that breaks it: the model must then fail.
+#![allow(clippy::unwrap_used, clippy::too_many_lines)]
+
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mad_core::port::Port;
+use mad_core::transport::{PortAttrs, Transport};
+
+use super::shared::{lock, Deviation, Route, Shared, Sink, Step, TICK};
+use super::*;
+use crate::engine::AgentState;
+use crate::spec::AgentSpec;
+use crate::types::{AgentEvent, AgentId, Completion, EngineConfig, SendError, SendId, SendRequest};
+use mad_core::transport::loopback::Loopback;
+use mad_core::transport::{
+    Address, AsyncEvent, Qp, QpState, Received, SendCompletion, TransportError, WrId,
+};
+use mad_core::wire::{Method, MgmtClass};
+use std::collections::HashSet;
+
+/// The device, reachable from outside the engine.
+struct Dev(Arc<Mutex<Loopback>>, PortAttrs);
+
+impl Transport for Dev {
+    fn port_attrs(&self) -> &PortAttrs {
+        &self.1
+    }
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+    fn send_queue_depth(&self) -> usize {
+        lock(&self.0).send_queue_depth()
+    }
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        lock(&self.0).post_send(qp, mad, dest)
+    }
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError> {
+        lock(&self.0).poll_send_completions(out)
+    }
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        lock(&self.0).poll_recv()
+    }
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        lock(&self.0).poll_event()
+    }
+    fn qp_state(&self, qp: Qp) -> QpState {
+        lock(&self.0).qp_state(qp)
+    }
+    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
+        lock(&self.0).modify_qp(qp, to)
+    }
+    fn recreate_queues(&mut self) -> Result<(), TransportError> {
+        lock(&self.0).recreate_queues()
+    }
+    fn raw_fd(&self) -> Option<RawFd> {
+        None
+    }
+}
+
+#[derive(Default)]
+struct Log {
+    /// What each agent's callback was given, by name.
+    events: HashMap<&'static str, Vec<AgentEvent>>,
+    /// Agents whose deregistration has returned.
+    returned: HashSet<&'static str>,
+    violations: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scenario {
+    /// "a" (two sends in the device) is deregistered by another thread.
+    OtherThread,
+    /// "a" deregisters itself from its callback while another thread
+    /// sends on it.
+    OwnCallback,
+    /// "a"'s callback deregisters "b" while another thread deregisters
+    /// "b" too.
+    OtherAgentFromCallback,
+    /// "a" deregisters itself from its callback while another thread
+    /// waits in `send_and_wait` on it.
+    WaiterOwnCallback,
+    /// Another thread deregisters "a" while a third waits in
+    /// `send_and_wait` on it, and the loop thread may die at any point
+    /// between two of its steps.
+    LoopDies,
+}
+
+enum L {
+    Take,
+    Call(AgentId, AgentEvent, Route),
+    Ret(AgentId),
+    Drive,
+    Idle,
+    /// A callback of `caller` deregistering `target` on the loop
+    /// thread, one `inline_step` at a time.
+    Inline {
+        caller: AgentId,
+        target: AgentId,
+        own: bool,
+        sink: Option<Arc<Mutex<Sink>>>,
+        begun: bool,
+        /// The last step changed nothing, at this version of the
+        /// others' state: spinning again is pointless until they act.
+        idle_at: Option<u64>,
+    },
+    Done,
+}
+
+enum D {
+    Idle,
+    Begin(AgentId),
+    Check(AgentId),
+    Wait(AgentId, u64),
+    Returned,
+}
+
+#[derive(Clone, Copy)]
+enum W {
+    /// The device completes the posted work requests.
+    Unstall,
+    /// A Set request for "a" arrives.
+    Request,
+}
+
+const L_ACTOR: usize = 0;
+const D_ACTOR: usize = 1;
+const T_ACTOR: usize = 2;
+const X_ACTOR: usize = 3;
+const W_ACTOR: usize = 4;
+
+struct World {
+    sc: Scenario,
+    sh: Arc<Shared>,
+    dev: Arc<Mutex<Loopback>>,
+    log: Arc<Mutex<Log>>,
+    names: HashMap<AgentId, &'static str>,
+    ids: HashMap<&'static str, AgentId>,
+    /// Sends each agent made; each must complete exactly once.
+    sends: HashMap<&'static str, Vec<SendId>>,
+    now: Instant,
+    woken: bool,
+    version: u64,
+    l: L,
+    d: D,
+    t: bool,
+    w: Vec<Option<W>>,
+    running: HashSet<AgentId>,
+    pending: Option<Pending>,
+    kept: Vec<AgentEvent>,
+    triggered: bool,
+    /// The channel of the thread blocked in `send_and_wait`.
+    waiter: Option<mpsc::Receiver<Completion>>,
+    /// What that thread got.
+    waited: Vec<SendId>,
+    /// The loop thread may still die.
+    may_die: bool,
+    /// It died.
+    dead: bool,
+}
+
+fn perf(method: Method) -> Vec<u8> {
+    let mut m = vec![0u8; 256];
+    m[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, method.0]);
+    m
+}
+
+impl World {
+    fn new(sc: Scenario, deviation: Deviation) -> Self {
+        let mut lb = Loopback::new(Loopback::attrs("model", 1, 5), 64);
+        lb.set_stalled(true);
+        let attrs = lb.port_attrs().clone();
+        let dev = Arc::new(Mutex::new(lb));
+        let port = Port::new(
+            Box::new(Dev(dev.clone(), attrs)) as Box<dyn Transport>,
+            mad_core::port::PortConfig::default(),
+        );
+        let sh = Arc::new(Shared::new(
+            port,
+            EngineConfig::default(),
+            None,
+            Wakeup::NoFd { tick: TICK },
+            deviation,
+        ));
+        let log: Arc<Mutex<Log>> = Arc::default();
+        let mut w = World {
+            sc,
+            sh,
+            dev,
+            log,
+            names: HashMap::new(),
+            ids: HashMap::new(),
+            sends: HashMap::new(),
+            now: Instant::now(),
+            woken: false,
+            version: 0,
+            l: L::Take,
+            d: D::Idle,
+            t: false,
+            w: Vec::new(),
+            running: HashSet::new(),
+            pending: None,
+            kept: Vec::new(),
+            triggered: false,
+            waiter: None,
+            waited: Vec::new(),
+            may_die: false,
+            dead: false,
+        };
+        let owner = AgentSpec::requests("a", MgmtClass::PERF_MGT, 1, &[Method::SET]);
+        match sc {
+            Scenario::OtherThread => {
+                let a = w.agent("a", AgentSpec::send_only("a", Qp::Qp1));
+                w.send(a, true);
+                w.send(a, false);
+                w.d = D::Begin(a);
+                w.w = vec![Some(W::Unstall)];
+            }
+            Scenario::OwnCallback => {
+                let a = w.agent("a", owner);
+                w.send(a, true);
+                w.t = true;
+                w.w = vec![Some(W::Request), Some(W::Unstall)];
+            }
+            Scenario::OtherAgentFromCallback => {
+                w.agent("a", owner);
+                let b = w.agent("b", AgentSpec::send_only("b", Qp::Qp1));
+                w.send(b, true);
+                w.send(b, false);
+                w.d = D::Begin(b);
+                // The request that makes "a"'s callback deregister "b"
+                // is there from the start.
+                w.step_device(W::Request);
+                w.w = vec![Some(W::Unstall)];
+            }
+            Scenario::WaiterOwnCallback => {
+                let a = w.agent("a", owner);
+                w.wait(a);
+                w.w = vec![Some(W::Request), Some(W::Unstall)];
+            }
+            Scenario::LoopDies => {
+                let a = w.agent("a", AgentSpec::send_only("a", Qp::Qp1));
+                w.wait(a);
+                w.send(a, false);
+                w.d = D::Begin(a);
+                w.w = vec![Some(W::Unstall)];
+                w.may_die = true;
+            }
+        }
+        w
+    }
+
+    /// Another thread sends on `agent` (awaiting a response) and blocks
+    /// in `send_and_wait`.
+    fn wait(&mut self, agent: AgentId) {
+        let req = SendRequest::new(perf(Method::GET), Address::gsi(7))
+            .expect_response(Duration::from_secs(3600), 0);
+        let rx = self
+            .sh
+            .begin_wait(&mut self.sh.core(), agent, req, self.now)
+            .unwrap();
+        let send = *self.sh.core().waiters.keys().next().unwrap();
+        self.sends.get_mut(self.names[&agent]).unwrap().push(send);
+        self.waiter = Some(rx);
+    }
+
+    /// Takes what the waiting thread has been given; false if it still
+    /// waits.
+    fn waiter_woken(&mut self) -> bool {
+        let Some(rx) = &self.waiter else {
+            return true;
+        };
+        loop {
+            match rx.try_recv() {
+                Ok(c) => self.waited.push(c.send),
+                Err(mpsc::TryRecvError::Empty) => return !self.waited.is_empty(),
+                Err(mpsc::TryRecvError::Disconnected) => return true,
+            }
+        }
+    }
+
+    fn agent(&mut self, name: &'static str, spec: AgentSpec) -> AgentId {
+        let log = self.log.clone();
+        let cb: Callback = Box::new(move |ev| {
+            let mut l = lock(&log);
+            if l.returned.contains(name) {
+                l.violations.push(format!(
+                    "{name}'s callback ran after its deregistration returned: {ev:?}"
+                ));
+            }
+            l.events.entry(name).or_default().push(ev);
+        });
+        let id = self.sh.register_sink(spec, Sink::Callback(cb)).unwrap();
+        self.names.insert(id, name);
+        self.ids.insert(name, id);
+        self.sends.insert(name, Vec::new());
+        id
+    }
+
+    fn send(&mut self, agent: AgentId, response: bool) {
+        let mut req = SendRequest::new(perf(Method::GET), Address::gsi(7));
+        if response {
+            req = req.expect_response(Duration::from_secs(3600), 0);
+        }
+        let id = self.sh.core().engine.send(agent, req, self.now).unwrap();
+        self.sends.get_mut(self.names[&agent]).unwrap().push(id);
+    }
+
+    fn violation(&self, what: String) {
+        lock(&self.log).violations.push(what);
+    }
+
+    fn enabled(&self) -> Vec<usize> {
+        let mut v = Vec::new();
+        let l = match &self.l {
+            L::Idle => self.woken,
+            L::Done => false,
+            L::Inline { begun, idle_at, .. } => !*begun || *idle_at != Some(self.version),
+            _ => true,
+        };
+        if l {
+            v.push(L_ACTOR);
+        }
+        let d = match self.d {
+            D::Begin(_) | D::Check(_) => true,
+            D::Wait(_, seen) => self.sh.core().notifies > seen,
+            D::Idle | D::Returned => false,
+        };
+        if d {
+            v.push(D_ACTOR);
+        }
+        if self.t {
+            v.push(T_ACTOR);
+        }
+        if self.may_die && matches!(self.l, L::Take | L::Drive | L::Idle) {
+            v.push(X_ACTOR);
+        }
+        for (i, w) in self.w.iter().enumerate() {
+            if w.is_some() {
+                v.push(W_ACTOR + i);
+            }
+        }
+        v
+    }
+
+    /// What the callback does with this event: deregister someone
+    /// (target, own) or just record it.
+    fn trigger(&self, agent: AgentId, ev: &AgentEvent) -> Option<(AgentId, bool)> {
+        if self.triggered || self.names[&agent] != "a" || !matches!(ev, AgentEvent::Received(_)) {
+            return None;
+        }
+        match self.sc {
+            Scenario::OtherThread | Scenario::LoopDies => None,
+            Scenario::OwnCallback | Scenario::WaiterOwnCallback => Some((agent, true)),
+            Scenario::OtherAgentFromCallback => Some((self.ids["b"], false)),
+        }
+    }
+
+    fn step(&mut self, actor: usize) {
+        if actor != L_ACTOR {
+            self.version += 1;
+        }
+        match actor {
+            L_ACTOR => self.step_loop(),
+            D_ACTOR => self.step_deregistering_thread(),
+            T_ACTOR => {
+                self.t = false;
+                let a = self.ids["a"];
+                let r = AgentRef {
+                    shared: self.sh.clone(),
+                    id: a,
+                };
+                match r.send(SendRequest::new(perf(Method::GET), Address::gsi(7))) {
+                    Ok(h) => self.sends.get_mut("a").unwrap().push(h.id()),
+                    Err(SendError::UnknownAgent(_)) => {
+                        if self.sh.core().engine.agent_state(a) == Some(AgentState::Active) {
+                            self.violation("a send to an active agent was refused".into());
+                        }
+                    }
+                    Err(e) => self.violation(format!("send failed: {e}")),
+                }
+                self.woken = true;
+            }
+            X_ACTOR => {
+                // The loop thread panics between two steps: `run`'s
+                // guard ends the loop on the way out.
+                self.may_die = false;
+                self.dead = true;
+                self.l = L::Done;
+                self.sh.loop_ended(&mut self.sh.core());
+            }
+            _ => {
+                if let Some(w) = self.w[actor - W_ACTOR].take() {
+                    self.step_device(w);
+                }
+            }
+        }
+    }
+
+    fn step_device(&mut self, w: W) {
+        match w {
+            W::Unstall => lock(&self.dev).set_stalled(false),
+            W::Request => lock(&self.dev).push_recv(Received {
+                qp: Qp::Qp1,
+                src: Address::gsi(9),
+                mad: perf(Method::SET).into(),
+            }),
+        }
+        self.woken = true;
+    }
+
+    fn step_loop(&mut self) {
+        let l = std::mem::replace(&mut self.l, L::Done);
+        self.l = match l {
+            L::Take => {
+                let next = self
+                    .sh
+                    .next_delivery(&mut self.sh.core(), self.pending.take());
+                match next {
+                    Some((agent, ev, route)) => L::Call(agent, ev, route),
+                    None => L::Drive,
+                }
+            }
+            L::Call(agent, ev, route) => {
+                self.running.insert(agent);
+                match self.trigger(agent, &ev) {
+                    Some((target, own)) => {
+                        // The callback gets the event and deregisters.
+                        self.triggered = true;
+                        let name = self.names[&agent];
+                        {
+                            let mut log = lock(&self.log);
+                            if log.returned.contains(name) {
+                                log.violations.push(format!("{name} called after return"));
+                            }
+                            log.events.entry(name).or_default().push(ev);
+                        }
+                        self.pending = Some(Pending {
+                            agent,
+                            dropped: false,
+                            callback: true,
+                        });
+                        L::Inline {
+                            caller: agent,
+                            target,
+                            own,
+                            sink: None,
+                            begun: false,
+                            idle_at: None,
+                        }
+                    }
+                    None => {
+                        self.pending = Some(self.sh.hand_over(agent, ev, route));
+                        L::Ret(agent)
+                    }
+                }
+            }
+            L::Ret(agent) => {
+                self.running.remove(&agent);
+                L::Take
+            }
+            L::Drive => match self.sh.drive(&mut self.sh.core(), self.now) {
+                Step::Again => L::Take,
+                Step::Wait(_) => L::Idle,
+                Step::Stop => L::Done,
+            },
+            L::Idle => {
+                self.woken = false;
+                L::Take
+            }
+            L::Inline {
+                caller,
+                target,
+                own,
+                begun: false,
+                ..
+            } => L::Inline {
+                caller,
+                target,
+                own,
+                sink: self.sh.inline_begin(target),
+                begun: true,
+                idle_at: None,
+            },
+            L::Inline {
+                caller,
+                target,
+                own,
+                sink,
+                ..
+            } => {
+                let before = (self.sh.core().engine.stats(), self.kept.len());
+                let mut kept = std::mem::take(&mut self.kept);
+                let done = self
+                    .sh
+                    .inline_step(target, own, sink.as_ref(), &mut kept, self.now);
+                self.kept = kept;
+                let after = (self.sh.core().engine.stats(), self.kept.len());
+                if done {
+                    self.returned(target, own.then_some(caller));
+                    L::Ret(caller)
+                } else {
+                    L::Inline {
+                        caller,
+                        target,
+                        own,
+                        sink,
+                        begun: true,
+                        idle_at: (before == after).then_some(self.version),
+                    }
+                }
+            }
+            L::Done => L::Done,
+        };
+    }
+
+    fn step_deregistering_thread(&mut self) {
+        self.d = match self.d {
+            D::Begin(x) => {
+                self.sh.begin_deregister(&mut self.sh.core(), x);
+                self.woken = true;
+                D::Check(x)
+            }
+            D::Check(x) | D::Wait(x, _) => {
+                let mut core = self.sh.core();
+                if self.sh.deregistered(&mut core, x) {
+                    drop(core);
+                    self.returned(x, None);
+                    D::Returned
+                } else {
+                    D::Wait(x, core.notifies)
+                }
+            }
+            D::Idle => D::Idle,
+            D::Returned => D::Returned,
+        };
+    }
+
+    /// Deregistration of `x` returned (from its own callback when
+    /// `caller` is given).
+    fn returned(&mut self, x: AgentId, caller: Option<AgentId>) {
+        let name = self.names[&x];
+        if self.running.contains(&x) && caller != Some(x) {
+            self.violation(format!(
+                "{name}'s deregistration returned while its callback ran"
+            ));
+        }
+        if self.dead {
+            // Its sends are abandoned with the loop; returning at all
+            // is what counts (checked at the end).
+            lock(&self.log).returned.insert(name);
+            return;
+        }
+        {
+            let core = self.sh.core();
+            if core.engine.agent_outstanding(x) != 0 {
+                self.violation(format!(
+                    "{name}'s deregistration returned with sends outstanding"
+                ));
+            }
+        }
+        let queued = {
+            let d = lock(&self.dev);
+            d.queued(Qp::Qp0) + d.queued(Qp::Qp1)
+        };
+        if queued != 0 {
+            self.violation(format!(
+                "{name}'s deregistration returned with {queued} work requests in the device"
+            ));
+        }
+        self.check_completions(name, caller == Some(x));
+        lock(&self.log).returned.insert(name);
+    }
+
+    /// Every send of `name` completed exactly once (through its
+    /// callback, or — deregistering itself — in the returned events).
+    fn check_completions(&mut self, name: &'static str, with_kept: bool) {
+        self.waiter_woken();
+        let log = lock(&self.log);
+        let mut done: Vec<SendId> = log
+            .events
+            .get(name)
+            .into_iter()
+            .flatten()
+            .chain(self.kept.iter().filter(|_| with_kept))
+            .filter_map(|e| match e {
+                AgentEvent::SendDone(c) => Some(c.send),
+                _ => None,
+            })
+            .chain(self.waited.iter().copied())
+            .collect();
+        drop(log);
+        done.sort();
+        let mut want = self.sends[name].clone();
+        want.sort();
+        if done != want {
+            self.violation(format!("{name}: completions {done:?}, sends {want:?}"));
+        }
+    }
+
+    /// At the end of a schedule (no step enabled).
+    fn finish(&mut self) {
+        if !self.waiter_woken() {
+            self.violation("a thread waits for ever in send_and_wait".into());
+        }
+        if !matches!(self.d, D::Idle | D::Returned) {
+            self.violation("a deregistering thread waits for ever".into());
+        }
+        if matches!(self.l, L::Inline { .. }) {
+            self.violation("a deregistration from a callback spins for ever".into());
+        }
+        if self.t || self.w.iter().any(Option::is_some) {
+            self.violation("stopped with steps left".into());
+        }
+    }
+}
+
+/// Runs every schedule of `sc`; returns how many and the first
+/// violation.
+fn explore(sc: Scenario, deviation: Deviation) -> (usize, Option<String>) {
+    let mut stack: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut schedules = 0;
+    while let Some(prefix) = stack.pop() {
+        let mut w = World::new(sc, deviation);
+        for &c in &prefix {
+            w.step(c);
+        }
+        let mut path = prefix;
+        loop {
+            let en = w.enabled();
+            let Some((&first, rest)) = en.split_first() else {
+                w.finish();
+                break;
+            };
+            for &alt in rest {
+                let mut p = path.clone();
+                p.push(alt);
+                stack.push(p);
+            }
+            w.step(first);
+            path.push(first);
+            if path.len() > 300 {
+                w.violation("a schedule does not end (livelock)".into());
+                break;
+            }
+        }
+        schedules += 1;
+        let v = lock(&w.log).violations.first().cloned();
+        if let Some(v) = v {
+            return (schedules, Some(format!("{v}; schedule {path:?}")));
+        }
+    }
+    (schedules, None)
+}
+
+const SCENARIOS: [Scenario; 5] = [
+    Scenario::OtherThread,
+    Scenario::OwnCallback,
+    Scenario::OtherAgentFromCallback,
+    Scenario::WaiterOwnCallback,
+    Scenario::LoopDies,
+];
+
+#[test]
+fn in_every_interleaving_deregistration_waits_for_sends_and_callbacks_and_never_deadlocks() {
+    for sc in SCENARIOS {
+        let t = Instant::now();
+        let (n, v) = explore(sc, Deviation::None);
+        eprintln!("{sc:?}: {n} schedules in {:?}", t.elapsed());
+        assert_eq!(v, None, "{sc:?} after {n} schedules");
+        assert!(n > 20, "{sc:?}: only {n} schedules explored");
+    }
+}
+
+#[test]
+fn the_model_finds_a_lost_wakeup() {
+    let (_, v) = explore(Scenario::OtherThread, Deviation::NoNotify);
+    assert!(
+        v.as_deref().is_some_and(|v| v.contains("waits for ever")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn the_model_finds_a_deregistration_that_returns_early() {
+    let (_, v) = explore(Scenario::OtherThread, Deviation::EarlyReturn);
+    assert!(
+        v.as_deref().is_some_and(|v| v.contains("returned")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn the_model_finds_a_deregistration_from_its_own_callback_that_waits_for_itself() {
+    let (_, v) = explore(Scenario::OwnCallback, Deviation::InlineWaitsForReap);
+    assert!(
+        v.as_deref().is_some_and(|v| v.contains("spins for ever")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn the_model_finds_a_waiter_whose_completion_a_callbacks_deregistration_takes() {
+    let (_, v) = explore(Scenario::WaiterOwnCallback, Deviation::InlineIgnoresWaiters);
+    assert!(
+        v.as_deref()
+            .is_some_and(|v| v.contains("waits for ever in send_and_wait")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn the_model_finds_waiters_left_behind_by_a_dead_loop() {
+    let (_, v) = explore(Scenario::LoopDies, Deviation::DeathUnnoticed);
+    assert!(
+        v.as_deref().is_some_and(|v| v.contains("for ever")),
+        "{v:?}"
+    );
+}

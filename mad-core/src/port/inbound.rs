@@ -1,0 +1,237 @@
+//! A received MAD parsed once, at the port boundary: [`Inbound`].
+//!
+//! The transport delivers bytes ([`Received`]); the port parses their
+//! common header (and, for a class that carries one, the RMPP header and
+//! the vendor OUI) with the wire crate's `Repr`s, refuses what is not a
+//! MAD of the QP it arrived on, and routes the typed value. Nothing above
+//! the port reads raw header offsets again.
+
+use std::sync::Arc;
+
+use crate::transport::{Address, Qp, Received};
+use crate::wire::rmpp::{RmppHeader, RmppType, RmppView};
+use crate::wire::vendor::VendorMad;
+use crate::wire::{Mad, MadHeader, MgmtClass, RMPP_HEADER_END, VENDOR_DATA_OFFSET};
+
+/// Why a received buffer is not an [`Inbound`] MAD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InboundError {
+    /// Shorter than the 24-byte common header.
+    #[error("{0} bytes are shorter than a MAD header")]
+    Truncated(usize),
+    /// Base version other than 1.
+    #[error("base version {0} is not 1")]
+    BaseVersion(u8),
+    /// An SMP class on QP1 or a GSI class on QP0.
+    #[error("class {class:#04x} does not belong on {qp:?}")]
+    WrongQp {
+        /// The management class.
+        class: u8,
+        /// The QP it arrived on.
+        qp: Qp,
+    },
+}
+
+/// A received MAD, parsed: its common header, its RMPP header when its
+/// class carries one, its vendor OUI for vendor range 2 (classes
+/// 0x30-0x4F), where it came from, and the bytes (shared, not copied).
+///
+/// ```
+/// use mad_core::port::Inbound;
+/// use mad_core::transport::{Address, Qp, Received};
+/// use mad_core::wire::{Method, MgmtClass};
+///
+/// let mut mad = [0u8; 256];
+/// mad[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, Method::GET.0]);
+/// let r = Received { qp: Qp::Qp1, src: Address::gsi(3), mad: mad.as_slice().into() };
+/// let m = Inbound::parse(r).unwrap();
+/// assert_eq!(m.class(), MgmtClass::PERF_MGT);
+/// assert!(!m.is_response() && m.rmpp().is_none() && m.oui().is_none());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbound {
+    header: MadHeader,
+    rmpp: Option<RmppHeader>,
+    oui: Option<u32>,
+    received: Arc<Received>,
+}
+
+impl Inbound {
+    /// Parses what a transport delivered.
+    ///
+    /// # Errors
+    /// [`InboundError`]: too short for a header, a base version other
+    /// than 1, or a class that does not belong on its QP.
+    pub fn parse(received: Received) -> Result<Self, InboundError> {
+        let bytes = &received.mad[..];
+        let header = Mad::new_checked(bytes)
+            .and_then(|m| m.header())
+            .map_err(|_| InboundError::Truncated(bytes.len()))?;
+        if header.base_version != 1 {
+            return Err(InboundError::BaseVersion(header.base_version));
+        }
+        let class = header.mgmt_class;
+        if class.is_smp() != (received.qp == Qp::Qp0) {
+            return Err(InboundError::WrongQp {
+                class: class.0,
+                qp: received.qp,
+            });
+        }
+        let rmpp = (class.is_rmpp_class() && bytes.len() >= RMPP_HEADER_END)
+            .then(|| RmppView::new_unchecked(bytes).header().ok())
+            .flatten();
+        let oui = (class.is_vendor_range2() && bytes.len() >= VENDOR_DATA_OFFSET)
+            .then(|| VendorMad::new_unchecked(bytes).oui());
+        Ok(Self {
+            header,
+            rmpp,
+            oui,
+            received: Arc::new(received),
+        })
+    }
+
+    /// The common header.
+    #[must_use]
+    pub fn header(&self) -> &MadHeader {
+        &self.header
+    }
+
+    /// The management class.
+    #[must_use]
+    pub fn class(&self) -> MgmtClass {
+        self.header.mgmt_class
+    }
+
+    /// The transaction ID as received.
+    #[must_use]
+    pub fn tid(&self) -> u64 {
+        self.header.tid
+    }
+
+    /// The method byte as on the wire (response bit included).
+    #[must_use]
+    pub fn method_byte(&self) -> u8 {
+        self.header.method.0 | if self.header.response { 0x80 } else { 0 }
+    }
+
+    /// True when it is routed as a response, by TID
+    /// ([`MadHeader::is_response`]).
+    #[must_use]
+    pub fn is_response(&self) -> bool {
+        self.header.is_response()
+    }
+
+    /// The RMPP header, for a class that carries one (whether or not its
+    /// Active flag is set).
+    #[must_use]
+    pub fn rmpp(&self) -> Option<&RmppHeader> {
+        self.rmpp.as_ref()
+    }
+
+    /// The RMPP type of a MAD whose RMPP header has the Active flag set:
+    /// it belongs to an RMPP transfer.
+    #[must_use]
+    pub fn rmpp_active(&self) -> Option<RmppType> {
+        self.rmpp
+            .as_ref()
+            .filter(|h| h.is_active())
+            .map(|h| h.rmpp_type)
+    }
+
+    /// The IEEE OUI of a vendor range-2 MAD.
+    #[must_use]
+    pub fn oui(&self) -> Option<u32> {
+        self.oui
+    }
+
+    /// The QP it arrived on.
+    #[must_use]
+    pub fn qp(&self) -> Qp {
+        self.received.qp
+    }
+
+    /// Where it came from.
+    #[must_use]
+    pub fn src(&self) -> &Address {
+        &self.received.src
+    }
+
+    /// The bytes.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        &self.received.mad
+    }
+
+    /// The received MAD itself (shared with every other holder).
+    #[must_use]
+    pub fn received(&self) -> &Arc<Received> {
+        &self.received
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn received(qp: Qp, head: &[u8], len: usize) -> Received {
+        let mut mad = vec![0u8; len];
+        mad[..head.len()].copy_from_slice(head);
+        Received {
+            qp,
+            src: Address::gsi(7),
+            mad: mad.as_slice().into(),
+        }
+    }
+
+    #[test]
+    fn what_is_not_a_mad_of_its_qp_is_refused_with_the_reason() {
+        assert_eq!(
+            Inbound::parse(received(Qp::Qp1, &[1, 4], 23)),
+            Err(InboundError::Truncated(23))
+        );
+        assert_eq!(
+            Inbound::parse(received(Qp::Qp1, &[2, 4], 256)),
+            Err(InboundError::BaseVersion(2))
+        );
+        assert_eq!(
+            Inbound::parse(received(Qp::Qp1, &[1, 0x81], 256)),
+            Err(InboundError::WrongQp {
+                class: 0x81,
+                qp: Qp::Qp1
+            })
+        );
+        assert!(Inbound::parse(received(Qp::Qp0, &[1, 4], 256)).is_err());
+    }
+
+    #[test]
+    fn rmpp_header_and_oui_come_with_the_classes_that_carry_them() {
+        // SA GetTableResp, RMPP DATA with Active | First.
+        let mut head = [0u8; 28];
+        head[..4].copy_from_slice(&[1, 0x03, 2, 0x92]);
+        head[8..16].copy_from_slice(&0x1234_u64.to_be_bytes());
+        head[24..28].copy_from_slice(&[1, 1, 0x03, 0]);
+        let m = Inbound::parse(received(Qp::Qp1, &head, 256)).unwrap();
+        assert!(m.is_response());
+        assert_eq!(m.tid(), 0x1234);
+        assert_eq!(m.method_byte(), 0x92);
+        assert_eq!(m.rmpp_active(), Some(RmppType::DATA));
+        assert_eq!(m.oui(), None);
+        // The same bytes as PerfMgt: no RMPP header.
+        head[1] = 0x04;
+        let m = Inbound::parse(received(Qp::Qp1, &head, 256)).unwrap();
+        assert!(m.rmpp().is_none());
+        // Vendor range 2: OUI from bytes 37..40, RMPP header too.
+        let mut head = [0u8; 40];
+        head[..4].copy_from_slice(&[1, 0x30, 1, 0x01]);
+        head[37..40].copy_from_slice(&[0x00, 0x14, 0x05]);
+        let m = Inbound::parse(received(Qp::Qp1, &head, 256)).unwrap();
+        assert_eq!(m.oui(), Some(0x0000_1405));
+        assert!(m.rmpp().is_some() && m.rmpp_active().is_none());
+        // Too short for the OUI: none.
+        let m = Inbound::parse(received(Qp::Qp1, &head[..24], 24)).unwrap();
+        assert_eq!(m.oui(), None);
+    }
+}
