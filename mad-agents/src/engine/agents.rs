@@ -114,7 +114,7 @@ impl<T: Transport> Engine<T> {
         }
         let sends = self.agent_sends(idx);
         for s in sends {
-            if self.sends[s].failed.is_none() && self.sends[s].response.is_none() {
+            if self.sends[s].state.is_active() {
                 self.fail(s, SendStatus::Flushed);
             }
             self.settle(s, None);

@@ -13,10 +13,10 @@ impl<T: Transport> Engine<T> {
             && self.flow.ready.is_empty()
     }
 
+    /// Request `idx`, open and awaiting its response, takes a slot.
     pub(super) fn take_flow_slot(&mut self, idx: usize) {
         let s = &mut self.sends[idx];
-        if !s.counted {
-            s.counted = true;
+        if s.state.take_slot().is_ok() {
             self.agents[s.agent].unanswered += 1;
             self.flow.unanswered += 1;
         }
@@ -25,15 +25,17 @@ impl<T: Transport> Engine<T> {
     /// The send no longer awaits a response on the wire: its slot goes to
     /// the backlog (posted by the next [`Engine::pump_backlog`]).
     pub(super) fn release_flow_slot(&mut self, idx: usize) {
-        let s = &mut self.sends[idx];
-        if s.counted {
-            s.counted = false;
-            let aidx = s.agent;
-            let a = &mut self.agents[aidx];
-            a.unanswered = a.unanswered.saturating_sub(1);
-            self.flow.unanswered = self.flow.unanswered.saturating_sub(1);
-            self.mark_flow_ready(aidx);
+        if self.sends[idx].state.release_slot() {
+            self.free_flow_slot(self.sends[idx].agent);
         }
+    }
+
+    /// A slot of agent `aidx` came free.
+    pub(super) fn free_flow_slot(&mut self, aidx: usize) {
+        let a = &mut self.agents[aidx];
+        a.unanswered = a.unanswered.saturating_sub(1);
+        self.flow.unanswered = self.flow.unanswered.saturating_sub(1);
+        self.mark_flow_ready(aidx);
     }
 
     /// Queues agent `aidx` for a port slot if it has a backlog and room
@@ -78,10 +80,9 @@ impl<T: Transport> Engine<T> {
     /// First post of a request that waited in the backlog.
     pub(super) fn post_queued(&mut self, idx: usize, now: Instant) {
         let s = &mut self.sends[idx];
-        s.queued = None;
-        if s.extend_abs {
+        // Cannot be refused: it came out of the backlog.
+        if s.state.dequeue().unwrap_or(false) {
             // A modify while queued: the total follows the new timeout.
-            s.extend_abs = false;
             s.total = s
                 .total
                 .max(s.timeout.saturating_mul(s.retries_left.saturating_add(1)));

@@ -205,7 +205,10 @@ mod flow;
 mod recv;
 mod rmpp;
 mod send;
+mod state;
 mod timeout;
+
+use state::SendState;
 
 use crate::spec::{AgentSpec, RegTable};
 use crate::tid;
@@ -287,26 +290,12 @@ struct SendSlot {
     retries_used: u32,
     attempt: u32,
     abs_deadline: Option<Instant>,
-    /// Work requests posted and not yet completed.
-    wr: u32,
-    /// Holds the response reference.
-    awaiting: bool,
-    /// Holds the RMPP transfer reference.
-    rmpp_active: bool,
+    /// Its lifecycle: phase, references, outcome ([`state`]).
+    state: SendState<Message>,
     /// In the agent's timeout list.
     deadline: Option<Instant>,
-    failed: Option<SendStatus>,
-    response: Option<Message>,
-    flush_reposted: bool,
-    /// A modify made while the work request was in flight: the absolute
-    /// deadline is extended when the wait starts.
-    extend_abs: bool,
     rmpp: Option<Box<RmppTx>>,
     cookie: u64,
-    /// Waiting in the agent's backlog (its sequence number there).
-    queued: Option<u64>,
-    /// Holds a flow-control slot.
-    counted: bool,
     /// The total timeout (from the first post), for a send still queued.
     total: Duration,
     /// Neighbours in the agent's [`SendList`] ([`NIL`] at an end).
@@ -327,12 +316,6 @@ struct SendList {
 impl Default for SendList {
     fn default() -> Self {
         Self { head: NIL, len: 0 }
-    }
-}
-
-impl SendSlot {
-    fn refs(&self) -> u32 {
-        self.wr + u32::from(self.awaiting) + u32::from(self.rmpp_active)
     }
 }
 

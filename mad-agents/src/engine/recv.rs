@@ -107,7 +107,7 @@ impl<T: Transport> Engine<T> {
                 self.stats.unmatched_responses += 1;
                 return;
             };
-            if self.sends[idx].queued.is_some() {
+            if self.sends[idx].state.is_queued() {
                 // Still in the backlog: not sent, so not answered (a stale
                 // answer to an earlier send with the same TID).
                 self.stats.unmatched_responses += 1;
@@ -214,8 +214,12 @@ impl<T: Transport> Engine<T> {
     /// Send `idx` is answered by `msg`: it stops waiting (its slot, timer
     /// and RMPP transfer end) and completes once its work requests have.
     pub(super) fn on_response(&mut self, idx: usize, msg: Message, now: Instant) {
-        self.sends[idx].response = Some(msg);
-        self.stop_waiting(idx);
+        // Refused for a send that is not open and awaiting (it is then not
+        // in the table of sends waiting for an answer).
+        let Ok(released) = self.sends[idx].state.answer(msg) else {
+            return;
+        };
+        self.stop_waiting(idx, released);
         self.settle(idx, Some(now));
     }
 }

@@ -180,7 +180,8 @@ impl<T: Transport> Engine<T> {
         match Sender::from_message(tx.sender.message().to_vec(), hdr_len, tx.cfg, now) {
             Ok(sender) => {
                 tx.sender = sender;
-                s.rmpp_active = true;
+                // Cannot be refused: only an open send is retried.
+                let _ = s.state.restart_transfer();
                 self.route_rmpp(idx);
                 self.pump_rmpp(idx, now);
             }
@@ -199,7 +200,7 @@ impl<T: Transport> Engine<T> {
             if tx.deadline.take().is_some() {
                 self.rmpp_timers.remove(idx);
             }
-            if s.rmpp_active {
+            if s.state.rmpp_active() {
                 tx.deadline = match (tx.sender.poll_timeout(), s.abs_deadline) {
                     (Some(d), Some(a)) => Some(d.min(a)),
                     (d, a) => d.or(a),
@@ -218,7 +219,7 @@ impl<T: Transport> Engine<T> {
         let Some(s) = self.sends.get_mut(idx) else {
             return;
         };
-        let past_deadline = s.rmpp_active && s.abs_deadline.is_some_and(|a| a <= now);
+        let past_deadline = s.state.rmpp_active() && s.abs_deadline.is_some_and(|a| a <= now);
         let Some(tx) = s.rmpp.as_mut() else {
             return;
         };
@@ -237,9 +238,9 @@ impl<T: Transport> Engine<T> {
     /// its sender waits for a response (repeated final ACKs).
     pub(super) fn end_rmpp(&mut self, idx: usize) {
         let s = &mut self.sends[idx];
-        s.rmpp_active = false;
-        let waits =
-            s.failed.is_none() && s.rmpp.as_ref().is_some_and(|tx| !tx.sender.is_finished());
+        s.state.end_transfer();
+        let waits = s.state.failure().is_none()
+            && s.rmpp.as_ref().is_some_and(|tx| !tx.sender.is_finished());
         if !waits {
             self.unroute_rmpp(idx);
         }
@@ -294,7 +295,11 @@ impl<T: Transport> Engine<T> {
                     let msg = Message::from_parts(qp, src, message);
                     if key.method & METHOD_RESPONSE_BIT != 0 {
                         match self.waiting.get(&tid::match_key(key.tid, key.class)) {
-                            Some(&idx) if self.sends[idx].agent == aidx => {
+                            // A backlogged request was not sent: not answered.
+                            Some(&idx)
+                                if self.sends[idx].agent == aidx
+                                    && !self.sends[idx].state.is_queued() =>
+                            {
                                 self.stats.responses_matched += 1;
                                 self.on_response(idx, msg, now);
                             }

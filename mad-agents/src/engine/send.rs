@@ -153,18 +153,14 @@ impl<T: Transport> Engine<T> {
             retries_used: 0,
             attempt: 0,
             abs_deadline,
-            wr: 0,
-            awaiting: false,
-            rmpp_active: rmpp_transfer,
+            state: if queue {
+                SendState::queued(self.flow.seq + 1)
+            } else {
+                SendState::open(!timeout.is_zero(), rmpp_transfer)
+            },
             deadline: None,
-            failed: None,
-            response: None,
-            flush_reposted: false,
-            extend_abs: false,
             rmpp,
             cookie,
-            queued: None,
-            counted: false,
             total,
             prev: NIL,
             next: NIL,
@@ -172,9 +168,6 @@ impl<T: Transport> Engine<T> {
         if queue {
             self.flow.seq += 1;
             let seq = self.flow.seq;
-            let s = &mut self.sends[idx];
-            s.queued = Some(seq);
-            s.awaiting = true;
             self.waiting.insert(key, idx);
             let a = &mut self.agents[aidx];
             a.backlog.insert((seq, idx));
@@ -202,7 +195,6 @@ impl<T: Transport> Engine<T> {
             self.route_rmpp(idx);
         }
         if !timeout.is_zero() {
-            self.sends[idx].awaiting = true;
             self.waiting.insert(key, idx);
         }
         if solicited {
@@ -263,7 +255,8 @@ impl<T: Transport> Engine<T> {
             self.count_post_failure(Some(agent));
             return Err(e);
         }
-        self.sends[idx].wr += 1;
+        // Cannot be refused: a queued send is dequeued before its post.
+        let _ = self.sends[idx].state.wr_posted();
         self.stats.posted += 1;
         Ok(())
     }
@@ -271,25 +264,28 @@ impl<T: Transport> Engine<T> {
     /// Records the send's final failure (the first one wins) and drops
     /// its response and RMPP references.
     pub(super) fn fail(&mut self, idx: usize, status: SendStatus) {
-        let s = &mut self.sends[idx];
-        if s.failed.is_none() && s.response.is_none() {
-            s.failed = Some(status);
-        }
-        self.stop_waiting(idx);
+        // Refused once the send has its outcome: the first one stands,
+        // and it has given up its slot and backlog place already.
+        let released = self.sends[idx].state.fail(status).unwrap_or_default();
+        self.stop_waiting(idx, released);
     }
 
     /// Send `idx` has failed or been answered: it gives back its
     /// flow-control slot, leaves the table of sends waiting for an answer
     /// and its timeout list, and its RMPP transfer (active, or fully
     /// acknowledged and still routed for repeated final ACKs) ends.
-    pub(super) fn stop_waiting(&mut self, idx: usize) {
-        self.release_flow_slot(idx);
+    pub(super) fn stop_waiting(&mut self, idx: usize, released: state::Released) {
+        let aidx = self.sends[idx].agent;
+        if let Some(seq) = released.queued {
+            self.agents[aidx].backlog.remove(&(seq, idx));
+        }
+        if released.slot {
+            self.free_flow_slot(aidx);
+        }
         let s = &mut self.sends[idx];
-        if s.awaiting {
-            s.awaiting = false;
-            if self.waiting.get(&s.key) == Some(&idx) {
-                self.waiting.remove(&s.key);
-            }
+        // Only a send holding the response reference is in the table.
+        if self.waiting.get(&s.key) == Some(&idx) {
+            self.waiting.remove(&s.key);
         }
         if s.deadline.take().is_some() {
             self.agents[s.agent].timeouts.remove(idx);
@@ -308,18 +304,12 @@ impl<T: Transport> Engine<T> {
         let Some(s) = self.sends.get(idx) else {
             return;
         };
-        if s.refs() == 0 {
+        if s.state.is_released() {
             self.finish(idx);
             return;
         }
         if let Some(now) = now {
-            if s.wr == 0
-                && s.queued.is_none()
-                && s.awaiting
-                && !s.rmpp_active
-                && s.deadline.is_none()
-                && s.failed.is_none()
-            {
+            if s.state.ready_to_wait() && s.deadline.is_none() {
                 self.start_wait(idx, now);
             }
         }
@@ -367,10 +357,7 @@ impl<T: Transport> Engine<T> {
     pub(super) fn finish(&mut self, idx: usize) {
         self.release_flow_slot(idx);
         let s = self.sends.remove(idx);
-        if let Some(seq) = s.queued {
-            self.agents[s.agent].backlog.remove(&(seq, idx));
-        }
-        if s.awaiting && self.waiting.get(&s.key) == Some(&idx) {
+        if self.waiting.get(&s.key) == Some(&idx) {
             self.waiting.remove(&s.key);
         }
         if let Some(list) = self.rmpp_out.get_mut(&s.key) {
@@ -384,7 +371,7 @@ impl<T: Transport> Engine<T> {
                 self.rmpp_timers.remove(idx);
             }
         }
-        let status = s.failed.unwrap_or(SendStatus::Success);
+        let (status, response) = s.state.into_outcome();
         let aidx = s.agent;
         let a = &mut self.agents[aidx];
         if s.deadline.is_some() {
@@ -405,7 +392,7 @@ impl<T: Transport> Engine<T> {
             tid: s.tid,
             status,
             // Also kept when a work-request error came after it.
-            response: s.response,
+            response,
             retries: s.retries_used,
             cookie: s.cookie,
         };
@@ -423,8 +410,7 @@ impl<T: Transport> Engine<T> {
     /// answered.
     pub fn cancel(&mut self, send: SendId) -> Result<(), SendError> {
         let idx = self.send_idx(send).ok_or(SendError::UnknownSend(send))?;
-        let s = &self.sends[idx];
-        if s.failed.is_some() || s.response.is_some() {
+        if !self.sends[idx].state.is_active() {
             return Err(SendError::NotActive(send));
         }
         self.fail(idx, SendStatus::Canceled);
@@ -453,16 +439,18 @@ impl<T: Transport> Engine<T> {
         }
         let idx = self.send_idx(send).ok_or(SendError::UnknownSend(send))?;
         let s = &mut self.sends[idx];
-        if s.failed.is_some() || s.response.is_some() {
+        if !s.state.is_active() {
             return Err(SendError::NotActive(send));
         }
-        if !s.awaiting {
+        if !s.state.awaits_response() {
             return Err(SendError::NotWaiting(send));
         }
         s.timeout = timeout;
         if s.deadline.is_none() {
-            // Still in flight: the new timeout counts from the completion.
-            s.extend_abs = true;
+            // Queued or still in flight: the new timeout counts from the
+            // first post or the completion. (Cannot be refused: the send
+            // is active.)
+            let _ = s.state.mark_extend();
             return Ok(());
         }
         let cover = now + timeout.saturating_mul(s.retries_left.saturating_add(1));
@@ -482,8 +470,13 @@ impl<T: Transport> Engine<T> {
             return;
         };
         let s = &mut self.sends[idx];
-        s.wr = s.wr.saturating_sub(1);
-        if status != WcStatus::Success && s.failed.is_none() && s.response.is_some() {
+        // A completion with none in flight (never from a sane port) is
+        // still judged by its status, as before.
+        let _ = s.state.wr_completed();
+        if status != WcStatus::Success
+            && s.state.failure().is_none()
+            && s.state.response().is_some()
+        {
             // The response beat this completion. The kernel records the
             // error and reports it to the send handler after the receive
             // handler has had the response; so does this: the completion
@@ -491,19 +484,24 @@ impl<T: Transport> Engine<T> {
             // kernel would repost once (and then normally report success)
             // is not reposted: the answer is in.
             let repostable =
-                status == WcStatus::WrFlushErr && !s.flush_reposted && s.rmpp.is_none();
+                status == WcStatus::WrFlushErr && !s.state.flush_reposted() && s.rmpp.is_none();
             if !repostable {
-                s.failed = Some(if status == WcStatus::WrFlushErr {
+                let late = if status == WcStatus::WrFlushErr {
                     SendStatus::Flushed
                 } else {
                     SendStatus::WcError(status)
-                });
-                self.stats.late_wc_errors += 1;
+                };
+                if s.state.late_error(late).is_ok() {
+                    self.stats.late_wc_errors += 1;
+                }
             }
-        } else if status != WcStatus::Success && s.failed.is_none() {
+        } else if status != WcStatus::Success && s.state.failure().is_none() {
             let closing = self.agents[s.agent].closing;
-            if status == WcStatus::WrFlushErr && !s.flush_reposted && !closing && s.rmpp.is_none() {
-                s.flush_reposted = true;
+            if status == WcStatus::WrFlushErr
+                && !closing
+                && s.rmpp.is_none()
+                && s.state.flush_repost().is_ok()
+            {
                 self.stats.flush_reposts += 1;
                 if self.post(idx).is_ok() {
                     return;

@@ -19,7 +19,7 @@ impl<T: Transport> Engine<T> {
     pub(super) fn start_wait(&mut self, idx: usize, now: Instant) {
         let interval = self.interval(&self.sends[idx]);
         let s = &mut self.sends[idx];
-        if std::mem::take(&mut s.extend_abs) {
+        if s.state.take_extend() {
             let cover = now + s.timeout.saturating_mul(s.retries_left.saturating_add(1));
             s.abs_deadline = Some(s.abs_deadline.map_or(cover, |a| a.max(cover)));
         }
@@ -95,7 +95,7 @@ impl<T: Transport> Engine<T> {
 
     pub(super) fn on_response_timeout(&mut self, idx: usize, now: Instant) {
         let s = &self.sends[idx];
-        if !s.awaiting || s.failed.is_some() {
+        if !s.state.awaits_response() {
             self.settle(idx, Some(now));
             return;
         }
@@ -114,7 +114,8 @@ impl<T: Transport> Engine<T> {
             s.retries_left -= 1;
             s.retries_used += 1;
             s.attempt += 1;
-            s.flush_reposted = false;
+            // Cannot be refused: the send is open.
+            let _ = s.state.new_attempt();
             let aidx = s.agent;
             self.agents[aidx].stats.retries += 1;
             self.stats.retries += 1;
