@@ -37,6 +37,7 @@ pub mod decode_cmd;
 pub mod diags;
 pub mod discover;
 pub mod getopt;
+pub mod global_opts;
 pub mod hex;
 pub mod ibdiag;
 pub mod json;
