@@ -26,8 +26,7 @@
 //! Nodes and ports are those the text shows, in its order; `width` and
 //! `speed` are `null` on a port that is Down.
 
-use mad_core::wire::attr::{NodeInfo, NodeType, PortInfo, PortState};
-use mad_core::wire::AttributeId;
+use mad_core::wire::attr::{NodeType, PortInfo, PortState};
 
 use crate::command::{CliError, Invocation};
 use crate::diags::dump;
@@ -75,13 +74,7 @@ pub const OPTS: &[Opt] = &[
         None,
         "print additional port settings (PktLifeTime, HoqLife, VLStallCount)",
     ),
-    Opt::new(
-        "outstanding_smps",
-        'o',
-        true,
-        None,
-        "specify the number of outstanding SMP's which should be issued during the scan",
-    ),
+    ibdiag::OUTSTANDING_SMPS_OPT,
     Opt::long(
         "switches-only",
         OPT_SWITCHES_ONLY,
@@ -328,17 +321,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let pid = std::process::id();
     let select = if let Some(path) = &dr_arg {
         // The node at the end of the route must answer NodeInfo.
-        let ni = ibdiag::str2drpath(path)
-            .and_then(|v| ibdiag::Dest::dr(&v))
-            .and_then(|d| {
-                match ibdiag::smp_get::<NodeInfo>(&session, &d, AttributeId::NODE_INFO, 0) {
-                    Ok(ni) => Some(ni),
-                    Err(e) => {
-                        ibdiag::warn_failed(inv, &d.text, &e);
-                        None
-                    }
-                }
-            });
+        let ni = ibdiag::dr_node_info(inv, &session, path, |_, _, _| {});
         let Some(ni) = ni else {
             let _ = session.close();
             return Err(CliError::Stderr(

@@ -167,13 +167,7 @@ pub const OPTS: &[Opt] = &[
         None,
         "Clear data counters after read",
     ),
-    Opt::new(
-        "outstanding_smps",
-        'o',
-        true,
-        None,
-        "specify the number of outstanding SMP's which should be issued during the scan",
-    ),
+    ibdiag::OUTSTANDING_SMPS_OPT,
 ];
 
 /// The command line of ibqueryerrors.
@@ -382,27 +376,17 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     st.thresholds = fmt::read_thresholds(&threshold_file);
     let f = &d.fabric;
     let selected: Vec<usize> = if let Some(path) = &dr_arg {
-        use mad_core::wire::attr::NodeInfo;
-        let ni = ibdiag::str2drpath(path)
-            .and_then(|v| ibdiag::Dest::dr(&v))
-            .and_then(|dd| {
-                match ibdiag::smp_get::<NodeInfo>(&session, &dd, AttributeId::NODE_INFO, 0) {
-                    Ok(ni) => Some(ni),
-                    Err(e) => {
-                        // The C tool's partial scan from there failed
-                        // first (libibnetdisc's complaint), then its query.
-                        if !matches!(e, mad_agents::QueryError::Status { .. }) {
-                            inv.io.err(&format!(
-                                "./libibnetdisc/query_smp.c:186; umad ({} Attr 0x11:0) bad status 110; Connection timed out\n\
-                                 ibwarn: [{pid}] main: Single node discover failed; attempting full scan\n",
-                                dd.text
-                            ));
-                        }
-                        ibdiag::warn_failed(inv, &dd.text, &e);
-                        None
-                    }
-                }
-            });
+        let ni = ibdiag::dr_node_info(inv, &session, path, |inv, dd, e| {
+            // The C tool's partial scan from there failed first
+            // (libibnetdisc's complaint), then its query.
+            if !matches!(e, mad_agents::QueryError::Status { .. }) {
+                inv.io.err(&format!(
+                    "./libibnetdisc/query_smp.c:186; umad ({} Attr 0x11:0) bad status 110; Connection timed out\n\
+                     ibwarn: [{pid}] main: Single node discover failed; attempting full scan\n",
+                    dd.text
+                ));
+            }
+        });
         let Some(ni) = ni else {
             let _ = session.close();
             return Err(CliError::Stderr(

@@ -216,6 +216,18 @@ pub fn node_type_name(t: NodeType) -> String {
     }
 }
 
+/// The one-word node type of the JSON and text forms (`Ca`, `Switch`,
+/// `Router`, `?` for any other).
+#[must_use]
+pub fn type_word(t: NodeType) -> &'static str {
+    match t.0 {
+        1 => "Ca",
+        2 => "Switch",
+        3 => "Router",
+        _ => "?",
+    }
+}
+
 /// libibmad's `portid2str` of a directed route from the local port
 /// (DrSLID and DrDLID 0).
 #[must_use]

@@ -310,6 +310,27 @@ pub fn smp_get<R: mad_core::wire::Repr>(
     }
 }
 
+/// NodeInfo of the node at the end of the directed route `path` (text
+/// form, as `str2drpath` reads it); `None` for a path that does not parse
+/// or a query that fails, the failure told: `on_error` first, then
+/// [`super::warn_failed`].
+pub fn dr_node_info(
+    inv: &mut Invocation<'_, '_>,
+    session: &Session,
+    path: &str,
+    on_error: impl FnOnce(&mut Invocation<'_, '_>, &Dest, &QueryError),
+) -> Option<mad_core::wire::attr::NodeInfo> {
+    let d = str2drpath(path).and_then(|v| Dest::dr(&v))?;
+    match smp_get(session, &d, mad_core::wire::AttributeId::NODE_INFO, 0) {
+        Ok(ni) => Some(ni),
+        Err(e) => {
+            on_error(inv, &d, &e);
+            super::warn_failed(inv, &d.text, &e);
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

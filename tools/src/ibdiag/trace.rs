@@ -423,18 +423,14 @@ impl Tracer<'_> {
                 self.dump_endnode(dump, "To", &n, &p);
                 true
             }
-            End::BadPort => {
+            End::BadPort | End::BadOutPort => {
+                let (what, label, num) = if matches!(end, End::BadPort) {
+                    ("port", "port", i32::from(portnum))
+                } else {
+                    ("out port", "outport", outport)
+                };
                 let m = format!(
-                    "Bad port state found: node \"{}\" port {portnum} state {}",
-                    self.clean(node!()),
-                    port!().state
-                );
-                self.warn(F, &m);
-                false
-            }
-            End::BadOutPort => {
-                let m = format!(
-                    "Bad out port state found: node \"{}\" outport {outport} state {}",
+                    "Bad {what} state found: node \"{}\" {label} {num} state {}",
                     self.clean(node!()),
                     port!().state
                 );
