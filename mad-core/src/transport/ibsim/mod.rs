@@ -89,7 +89,7 @@ mod sock;
 #[cfg(test)]
 mod tests;
 
-use sock::{io_err, is_gone, CtlFail, Sock};
+use sock::{io_err, is_gone, is_transient, CtlFail, Sock};
 
 use std::collections::VecDeque;
 use std::io;
@@ -376,13 +376,7 @@ impl IbSimTransport {
         set(&self.data, false)?;
         match got {
             Ok(n) => self.accept(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if is_transient(&e) => {}
             Err(e) if is_gone(&e) => self.mark_dead(),
             Err(e) => return Err(io_err("ibsim data socket receive", e)),
         }
