@@ -136,11 +136,7 @@ fn port_line(f: &Fabric, node: &Node, port: &Port, o: &LinkInfoOptions<'_>) -> S
             } else {
                 String::new()
             };
-            let lid = if rp.base_lid != 0 {
-                rp.base_lid
-            } else {
-                rnode.smalid
-            };
+            let lid = rnode.far_lid(rp);
             format!(
                 "{guid}{lid:6} {:4}[  ] \"{}\" ({wm} {sm})\n",
                 rp.num,
@@ -227,14 +223,7 @@ fn node_json(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>) -> Json {
                 Json::obj()
                     .with("guid", g(rp.guid))
                     .with("port", Json::from(u64::from(rp.num)))
-                    .with(
-                        "lid",
-                        Json::from(u64::from(if rp.base_lid != 0 {
-                            rp.base_lid
-                        } else {
-                            rn.smalid
-                        })),
-                    )
+                    .with("lid", Json::from(u64::from(rn.far_lid(rp))))
                     .with("description", Json::from(remap(rn, o.name_map)))
             });
         let (w, s) = ws.map_or((Json::Null, Json::Null), |(w, s)| {

@@ -367,11 +367,7 @@ impl Walk<'_> {
             Some((r, rp)) => {
                 let rnode = &self.f.nodes[r.node];
                 let (wm, sm) = max_msg(node, port, rp, rnode);
-                let lid = if rp.base_lid != 0 {
-                    rp.base_lid
-                } else {
-                    rnode.smalid
-                };
+                let lid = rnode.far_lid(rp);
                 format!(
                     "0x{:016x} {lid:6} {:4}[  ] \"{}\" ({wm} {sm})\n",
                     rp.guid,

@@ -128,6 +128,18 @@ impl Node {
             .collect()
     }
 
+    /// The LID shown for `port`, a port of this node seen from the far
+    /// end of a link: its base LID, or the node's port-0 LID where it has
+    /// none (a switch port).
+    #[must_use]
+    pub fn far_lid(&self, port: &Port) -> u16 {
+        if port.base_lid != 0 {
+            port.base_lid
+        } else {
+            self.smalid
+        }
+    }
+
     /// The LID ibnetdiscover shows for this node's port `port` (a switch:
     /// its port-0 LID).
     #[must_use]

@@ -100,8 +100,8 @@ use std::time::{Duration, Instant};
 
 use self::proto::{CtlType, SimClientInfo, SimCtl, SimRequest, CTL_DATA_LEN, SIM_MAGIC};
 use super::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WcStatus, WrId, GSI_QKEY, PERMISSIVE_LID,
+    drain_completions, Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError, WcStatus, WrId, GSI_QKEY, PERMISSIVE_LID,
 };
 
 /// Most requests one client should leave unanswered at ibsim (see "Flow
@@ -622,9 +622,7 @@ impl Transport for IbSimTransport {
         &mut self,
         out: &mut Vec<SendCompletion>,
     ) -> Result<usize, TransportError> {
-        let n = self.completions.len();
-        out.extend(self.completions.drain(..));
-        Ok(n)
+        Ok(drain_completions(&mut self.completions, out))
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
