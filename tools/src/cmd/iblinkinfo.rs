@@ -307,7 +307,6 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     let map = open_name_map(inv, map_file.as_deref());
     o.name_map = map.as_ref();
-    let pid = std::process::id();
     let select = if let Some(path) = &dr_arg {
         // The node at the end of the route must answer NodeInfo.
         let ni = ibdiag::dr_node_info(inv, &session, path, |_, _, _| {});
@@ -320,18 +319,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         };
         Select::Port(ni.port_guid, path.clone(), only)
     } else if let Some(g) = &guid_arg {
-        let guid = crate::cnum::c_strtoul(g);
-        if guid == 0 || ibdiag::resolve_guid(&mut session, &p.common, guid).is_none() {
-            if session.port_attrs().sm_lid == 0 {
-                inv.io.err(&format!(
-                    "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
-                ));
-            }
-            inv.io.err(&format!(
-                "ibwarn: [{pid}] ib_path_query_via: sa call path_query failed\n\
-                 ibwarn: [{pid}] main: Failed to resolve {g}; attempting full scan\n\n"
-            ));
-        }
+        let guid = ibdiag::resolve_guid_or_warn(inv, &mut session, &p.common, g, "\n\n");
         Select::Port(guid, g.clone(), only)
     } else {
         Select::All(only)

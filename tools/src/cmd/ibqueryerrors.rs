@@ -351,18 +351,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     // -D: the node at the end of the route, by its NodeInfo.
     let mut select_guid: Option<(u64, String)> = None;
     if let Some(g) = &guid_arg {
-        let guid = crate::cnum::c_strtoul(g);
-        if guid == 0 || ibdiag::resolve_guid(&mut session, &p.common, guid).is_none() {
-            if session.port_attrs().sm_lid == 0 {
-                inv.io.err(&format!(
-                    "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
-                ));
-            }
-            inv.io.err(&format!(
-                "ibwarn: [{pid}] ib_path_query_via: sa call path_query failed\n\
-                 ibwarn: [{pid}] main: Failed to resolve {g}; attempting full scan\n"
-            ));
-        }
+        let guid = ibdiag::resolve_guid_or_warn(inv, &mut session, &p.common, g, "\n");
         select_guid = Some((guid, g.clone()));
     }
     let lim = limits(window, p.common.timeout_ms);

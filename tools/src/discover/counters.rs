@@ -51,7 +51,9 @@ use std::time::{Duration, Instant};
 use mad_core::transport::{Address, Qp};
 use mad_core::wire::attr::{pm_cap, ClassPortInfo, PortCounters, PortCountersExt};
 use mad_core::wire::perf::{PERF_CLASS_VERSION, PERF_DATA_OFFSET};
-use mad_core::wire::{AttributeId, FieldValue, Fields, Mad, Method, MgmtClass, Repr, MAD_LEN};
+use mad_core::wire::{
+    AttributeId, FieldDesc, FieldValue, Fields, Mad, Method, MgmtClass, Repr, MAD_LEN,
+};
 
 use super::model::{type_word, Fabric, Node};
 use super::pipeline::{Exchange, Limits, Outcome, Pipeline, PipelineError, Request, Stats};
@@ -351,17 +353,24 @@ pub fn sweep(
 /// without reserved, PortSelect and CounterSelect fields.
 #[must_use]
 pub fn counter_fields(s: &dyn Fields) -> Vec<(&'static str, u64)> {
-    let mut v = Vec::new();
-    for (i, d) in s.field_descs().iter().enumerate() {
-        let Some(label) = d.label else { continue };
+    counter_values(s)
+        .map(|(d, x)| (d.label.unwrap_or(d.name), x))
+        .collect()
+}
+
+/// The labelled unsigned fields of `s` but PortSelect and CounterSelect*,
+/// with their values, in field order.
+fn counter_values(s: &dyn Fields) -> impl Iterator<Item = (&'static FieldDesc, u64)> + '_ {
+    s.field_descs().iter().enumerate().filter_map(|(i, d)| {
+        let label = d.label?;
         if matches!(label, "PortSelect" | "CounterSelect" | "CounterSelect2") {
-            continue;
+            return None;
         }
-        if let Some(FieldValue::Uint(x)) = s.field_value(i) {
-            v.push((label, x));
+        match s.field_value(i) {
+            Some(FieldValue::Uint(x)) => Some((d, x)),
+            _ => None,
         }
-    }
-    v
+    })
 }
 
 /// The counters of `s` for JSON: the fields [`counter_fields`] lists,
@@ -369,17 +378,9 @@ pub fn counter_fields(s: &dyn Fields) -> Vec<(&'static str, u64)> {
 /// values as `"0x…"` strings.
 #[must_use]
 pub fn counter_fields_json(s: &dyn Fields) -> Vec<(&'static str, Json)> {
-    let mut v = Vec::new();
-    for (i, d) in s.field_descs().iter().enumerate() {
-        let Some(label) = d.label else { continue };
-        if matches!(label, "PortSelect" | "CounterSelect" | "CounterSelect2") {
-            continue;
-        }
-        if let Some(FieldValue::Uint(x)) = s.field_value(i) {
-            v.push((d.name, crate::json::uint_field(d.bit_len, x)));
-        }
-    }
-    v
+    counter_values(s)
+        .map(|(d, x)| (d.name, crate::json::uint_field(d.bit_len, x)))
+        .collect()
 }
 
 /// The merged counters of a port line (see the module documentation).

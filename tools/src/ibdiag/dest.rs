@@ -310,6 +310,33 @@ pub fn smp_get<R: mad_core::wire::Repr>(
     }
 }
 
+/// The `-G` GUID argument `g` of the discovering tools (`c_strtoul`);
+/// when it is 0 or the SA does not resolve it, warned as libibmad and the
+/// C tools' `main` warn (`… attempting full scan`, then `tail`), and
+/// returned all the same (the tool scans the whole fabric for it).
+pub fn resolve_guid_or_warn(
+    inv: &mut Invocation<'_, '_>,
+    session: &mut Session,
+    common: &Common,
+    g: &str,
+    tail: &str,
+) -> u64 {
+    let guid = c_strtoul(g);
+    if guid == 0 || resolve_guid(session, common, guid).is_none() {
+        let pid = std::process::id();
+        if session.port_attrs().sm_lid == 0 {
+            inv.io.err(&format!(
+                "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
+            ));
+        }
+        inv.io.err(&format!(
+            "ibwarn: [{pid}] ib_path_query_via: sa call path_query failed\n\
+             ibwarn: [{pid}] main: Failed to resolve {g}; attempting full scan{tail}"
+        ));
+    }
+    guid
+}
+
 /// NodeInfo of the node at the end of the directed route `path` (text
 /// form, as `str2drpath` reads it); `None` for a path that does not parse
 /// or a query that fails, the failure told: `on_error` first, then

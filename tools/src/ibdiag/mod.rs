@@ -21,8 +21,8 @@ pub mod report;
 pub mod trace;
 
 pub use dest::{
-    dest_arg, dr_node_info, open_session, resolve_dest, resolve_guid, smp_get, str2drpath, Dest,
-    RawSmpData,
+    dest_arg, dr_node_info, open_session, resolve_dest, resolve_guid, resolve_guid_or_warn,
+    smp_get, str2drpath, Dest, RawSmpData,
 };
 pub use fabric::{check_complete, limits, link_str, max_msg, open_name_map, remap, run_discovery};
 pub use options::{
