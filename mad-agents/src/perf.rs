@@ -38,12 +38,13 @@ pub fn request(
     let mut mad = [0u8; MAD_LEN];
     {
         let mut m = Mad::new_unchecked(&mut mad[..]);
-        m.set_base_version(1);
-        m.set_mgmt_class(MgmtClass::PERF_MGT);
-        m.set_class_version(PERF_CLASS_VERSION);
-        m.set_method(method, false);
-        m.set_attr_id(attr);
-        m.set_attr_mod(attr_mod);
+        m.set_request(
+            MgmtClass::PERF_MGT,
+            PERF_CLASS_VERSION,
+            method,
+            attr,
+            attr_mod,
+        );
     }
     let n = data.len().min(PERF_DATA_LEN);
     mad[PERF_DATA_OFFSET..PERF_DATA_OFFSET + n].copy_from_slice(&data[..n]);
@@ -68,6 +69,26 @@ pub fn port_counters_request(lid: u16, port: u8) -> SendRequest {
 /// Timeout, another failure, a non-zero status, or a malformed answer.
 pub fn parse<R: Repr>(c: &Completion, attr: AttributeId) -> Result<R, QueryError> {
     parse_at(c, attr.0, PERF_DATA_OFFSET)
+}
+
+/// A blocking PerfMgt request through `agent`: `method` of `attr` with
+/// `data` as the attribute, to the PMA at `lid`, answered within
+/// `timeout` with `retries` resends; the attribute of the answer.
+///
+/// # Errors
+/// See [`QueryError`].
+pub fn rpc<R: Repr>(
+    agent: &Agent,
+    lid: u16,
+    method: Method,
+    attr: AttributeId,
+    data: &[u8],
+    timeout: Duration,
+    retries: u32,
+) -> Result<R, QueryError> {
+    let req = request(lid, method, attr, 0, data).expect_response(timeout, retries);
+    let c = agent.send_and_wait(req)?;
+    parse(&c, attr)
 }
 
 /// Blocking PerfMgt queries through a send-only QP1 agent.
@@ -107,9 +128,15 @@ impl PerfClient {
         attr: AttributeId,
         data: &[u8],
     ) -> Result<R, QueryError> {
-        let req = request(lid, method, attr, 0, data).expect_response(self.timeout, self.retries);
-        let c = self.agent.send_and_wait(req)?;
-        parse(&c, attr)
+        rpc(
+            &self.agent,
+            lid,
+            method,
+            attr,
+            data,
+            self.timeout,
+            self.retries,
+        )
     }
 
     /// The PMA's ClassPortInfo (its CapabilityMask says which counters it

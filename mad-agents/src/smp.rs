@@ -69,12 +69,7 @@ pub fn request(
             let mut mad = [0u8; MAD_LEN];
             {
                 let mut m = Mad::new_unchecked(&mut mad[..]);
-                m.set_base_version(1);
-                m.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
-                m.set_class_version(1);
-                m.set_method(method, false);
-                m.set_attr_id(attr);
-                m.set_attr_mod(attr_mod);
+                m.set_request(MgmtClass::SUBN_LID_ROUTED, 1, method, attr, attr_mod);
             }
             mad[24..32].copy_from_slice(&m_key.to_be_bytes());
             (mad, Address::smi(*lid))

@@ -214,12 +214,13 @@ pub fn build_request(
     let mut mad = vec![0u8; mad_core::wire::MAD_LEN];
     {
         let mut m = Mad::new_unchecked(&mut mad[..]);
-        m.set_base_version(1);
-        m.set_mgmt_class(MgmtClass::SUBN_ADM);
-        m.set_class_version(SA_CLASS_VERSION);
-        m.set_method(method, false);
-        m.set_attr_id(attr);
-        m.set_attr_mod(attr_mod);
+        m.set_request(
+            MgmtClass::SUBN_ADM,
+            SA_CLASS_VERSION,
+            method,
+            attr,
+            attr_mod,
+        );
     }
     let h = SaHeader {
         comp_mask,

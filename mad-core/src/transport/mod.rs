@@ -136,6 +136,17 @@ impl fmt::Display for WcStatus {
     }
 }
 
+/// [`Transport::poll_send_completions`] of a transport that queues its
+/// completions: moves all of `queue` into `out`; returns how many.
+pub(crate) fn drain_completions(
+    queue: &mut std::collections::VecDeque<SendCompletion>,
+    out: &mut Vec<SendCompletion>,
+) -> usize {
+    let n = queue.len();
+    out.extend(queue.drain(..));
+    n
+}
+
 /// One send work completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SendCompletion {

@@ -279,27 +279,36 @@ macro_rules! saturating_sum {
     };
 }
 
+/// `sum += c` for the counters PortCounters and PortCountersExtended
+/// both have, then for the fields named after them.
+macro_rules! saturating_sum_shared {
+    ($sum:ident, $c:ident; $($f:ident),* $(,)?) => {
+        saturating_sum!($sum, $c;
+            symbol_error_counter,
+            link_error_recovery_counter,
+            link_downed_counter,
+            port_rcv_errors,
+            port_rcv_remote_physical_errors,
+            port_rcv_switch_relay_errors,
+            port_xmit_discards,
+            port_xmit_constraint_errors,
+            port_rcv_constraint_errors,
+            qp1_dropped,
+            vl15_dropped,
+            port_xmit_data,
+            port_rcv_data,
+            port_xmit_pkts,
+            port_rcv_pkts,
+            port_xmit_wait,
+            $($f),*
+        );
+    };
+}
+
 /// `sum += c`, each counter saturating at its width (the two 4-bit
 /// counters at 15).
 fn add(sum: &mut PortCounters, c: &PortCounters) {
-    saturating_sum!(sum, c;
-        symbol_error_counter,
-        link_error_recovery_counter,
-        link_downed_counter,
-        port_rcv_errors,
-        port_rcv_remote_physical_errors,
-        port_rcv_switch_relay_errors,
-        port_xmit_discards,
-        port_xmit_constraint_errors,
-        port_rcv_constraint_errors,
-        qp1_dropped,
-        vl15_dropped,
-        port_xmit_data,
-        port_rcv_data,
-        port_xmit_pkts,
-        port_rcv_pkts,
-        port_xmit_wait,
-    );
+    saturating_sum_shared!(sum, c;);
     sum.local_link_integrity_errors = sat4(
         sum.local_link_integrity_errors,
         c.local_link_integrity_errors,
@@ -312,28 +321,12 @@ fn add(sum: &mut PortCounters, c: &PortCounters) {
 
 /// `sum += c` for the 64-bit counters, each saturating.
 fn add_ext(sum: &mut PortCountersExt, c: &PortCountersExt) {
-    saturating_sum!(sum, c;
-        port_xmit_data,
-        port_rcv_data,
-        port_xmit_pkts,
-        port_rcv_pkts,
+    saturating_sum_shared!(sum, c;
         port_unicast_xmit_pkts,
         port_unicast_rcv_pkts,
         port_multicast_xmit_pkts,
         port_multicast_rcv_pkts,
-        symbol_error_counter,
-        link_error_recovery_counter,
-        link_downed_counter,
-        port_rcv_errors,
-        port_rcv_remote_physical_errors,
-        port_rcv_switch_relay_errors,
-        port_xmit_discards,
-        port_xmit_constraint_errors,
-        port_rcv_constraint_errors,
         local_link_integrity_errors,
         excessive_buffer_overrun_errors,
-        vl15_dropped,
-        port_xmit_wait,
-        qp1_dropped
     );
 }

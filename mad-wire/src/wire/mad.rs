@@ -98,6 +98,24 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Mad<T> {
         self.set_method_bits(m);
         self.set_response_bit(response);
     }
+    /// Writes the header of a request: base version 1, `class` at
+    /// `class_version`, `method` without the response bit, `attr` and
+    /// `attr_mod` (status, class-specific word and TID are left alone).
+    pub fn set_request(
+        &mut self,
+        class: MgmtClass,
+        class_version: u8,
+        method: Method,
+        attr: AttributeId,
+        attr_mod: u32,
+    ) {
+        self.set_base_version(1);
+        self.set_mgmt_class(class);
+        self.set_class_version(class_version);
+        self.set_method(method, false);
+        self.set_attr_id(attr);
+        self.set_attr_mod(attr_mod);
+    }
     /// Everything after the common header, mutable.
     pub fn payload_mut(&mut self) -> &mut [u8] {
         bytes::sub_mut(self.buf.as_mut(), MAD_HEADER_LEN..)

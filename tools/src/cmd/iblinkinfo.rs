@@ -26,8 +26,7 @@
 //! Nodes and ports are those the text shows, in its order; `width` and
 //! `speed` are `null` on a port that is Down.
 
-use mad_core::wire::attr::{NodeInfo, NodeType, PortInfo, PortState};
-use mad_core::wire::AttributeId;
+use mad_core::wire::attr::{NodeType, PortInfo, PortState};
 
 use crate::command::{CliError, Invocation};
 use crate::diags::dump;
@@ -75,13 +74,7 @@ pub const OPTS: &[Opt] = &[
         None,
         "print additional port settings (PktLifeTime, HoqLife, VLStallCount)",
     ),
-    Opt::new(
-        "outstanding_smps",
-        'o',
-        true,
-        None,
-        "specify the number of outstanding SMP's which should be issued during the scan",
-    ),
+    ibdiag::OUTSTANDING_SMPS_OPT,
     Opt::long(
         "switches-only",
         OPT_SWITCHES_ONLY,
@@ -143,11 +136,7 @@ fn port_line(f: &Fabric, node: &Node, port: &Port, o: &LinkInfoOptions<'_>) -> S
             } else {
                 String::new()
             };
-            let lid = if rp.base_lid != 0 {
-                rp.base_lid
-            } else {
-                rnode.smalid
-            };
+            let lid = rnode.far_lid(rp);
             format!(
                 "{guid}{lid:6} {:4}[  ] \"{}\" ({wm} {sm})\n",
                 rp.num,
@@ -234,14 +223,7 @@ fn node_json(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>) -> Json {
                 Json::obj()
                     .with("guid", g(rp.guid))
                     .with("port", Json::from(u64::from(rp.num)))
-                    .with(
-                        "lid",
-                        Json::from(u64::from(if rp.base_lid != 0 {
-                            rp.base_lid
-                        } else {
-                            rn.smalid
-                        })),
-                    )
+                    .with("lid", Json::from(u64::from(rn.far_lid(rp))))
                     .with("description", Json::from(remap(rn, o.name_map)))
             });
         let (w, s) = ws.map_or((Json::Null, Json::Null), |(w, s)| {
@@ -325,20 +307,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     let map = open_name_map(inv, map_file.as_deref());
     o.name_map = map.as_ref();
-    let pid = std::process::id();
     let select = if let Some(path) = &dr_arg {
         // The node at the end of the route must answer NodeInfo.
-        let ni = ibdiag::str2drpath(path)
-            .and_then(|v| ibdiag::Dest::dr(&v))
-            .and_then(|d| {
-                match ibdiag::smp_get::<NodeInfo>(&session, &d, AttributeId::NODE_INFO, 0) {
-                    Ok(ni) => Some(ni),
-                    Err(e) => {
-                        ibdiag::warn_failed(inv, &d.text, &e);
-                        None
-                    }
-                }
-            });
+        let ni = ibdiag::dr_node_info(inv, &session, path, |_, _, _| {});
         let Some(ni) = ni else {
             let _ = session.close();
             return Err(CliError::Stderr(
@@ -348,18 +319,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         };
         Select::Port(ni.port_guid, path.clone(), only)
     } else if let Some(g) = &guid_arg {
-        let guid = crate::cnum::c_strtoul(g);
-        if guid == 0 || ibdiag::resolve_guid(&mut session, &p.common, guid).is_none() {
-            if session.port_attrs().sm_lid == 0 {
-                inv.io.err(&format!(
-                    "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
-                ));
-            }
-            inv.io.err(&format!(
-                "ibwarn: [{pid}] ib_path_query_via: sa call path_query failed\n\
-                 ibwarn: [{pid}] main: Failed to resolve {g}; attempting full scan\n\n"
-            ));
-        }
+        let guid = ibdiag::resolve_guid_or_warn(inv, &mut session, &p.common, g, "\n\n");
         Select::Port(guid, g.clone(), only)
     } else {
         Select::All(only)

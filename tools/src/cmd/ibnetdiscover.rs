@@ -37,7 +37,7 @@ use mad_core::wire::attr::NodeType;
 
 use crate::command::{CliError, Invocation};
 use crate::discover::format::{self, ListMask, TopologyOptions};
-use crate::discover::model::Fabric;
+use crate::discover::model::{type_word, Fabric};
 use crate::discover::Discovery;
 use crate::ibdiag::{self, check_complete, limits, open_name_map, run_discovery, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
@@ -107,13 +107,7 @@ pub const OPTS: &[Opt] = &[
         None,
         "report max hops discovered by the library",
     ),
-    Opt::new(
-        "outstanding_smps",
-        'o',
-        true,
-        None,
-        "specify the number of outstanding SMP's which should be issued during the scan",
-    ),
+    ibdiag::OUTSTANDING_SMPS_OPT,
 ];
 
 /// The command line of ibnetdiscover.
@@ -123,15 +117,6 @@ pub const SPEC: ToolSpec<'static> = ToolSpec {
     usage_args: "[topology-file]",
     examples: &[],
 };
-
-fn type_word(t: NodeType) -> &'static str {
-    match t.0 {
-        1 => "Ca",
-        2 => "Switch",
-        3 => "Router",
-        _ => "?",
-    }
-}
 
 fn width_speed(
     pi: Option<&mad_core::wire::attr::PortInfo>,

@@ -20,8 +20,8 @@ use mad_core::wire::smp::DrPath;
 use mad_core::wire::AttributeId;
 
 use crate::command::{CliError, Invocation};
-use crate::diags::dump::{self, field};
-use crate::diags::smp::NOT_DISPLAYED;
+use crate::diags::dump::field;
+use crate::diags::smp;
 use crate::diags::PortIdText;
 use crate::ibdiag::{self, Dest, ToolSpec};
 use crate::json::{Json, JsonExt};
@@ -178,58 +178,34 @@ fn show_port_info(
     show_keys: bool,
 ) -> String {
     let mut s = format!("# Port info: {dest} port {portnum}\n");
-    let mut l = |n: &str, v: String| {
-        s.push_str(&field(n, &v));
-        s.push('\n');
-    };
-    l("LinkState", dump::port_state(pi.port_state.0));
-    l("PhysLinkState", dump::phys_port_state(pi.port_phys_state.0));
-    l("Lid", dump::uint(pi.lid.into()));
-    l("SMLid", dump::uint(pi.master_sm_lid.into()));
-    l("LMC", dump::uint(pi.lmc.into()));
-    l(
+    let mut names = vec![
+        "LinkState",
+        "PhysLinkState",
+        "Lid",
+        "SMLid",
+        "LMC",
         "LinkWidthSupported",
-        dump::link_width_supported(pi.link_width_supported),
-    );
-    l(
         "LinkWidthEnabled",
-        dump::link_width_enabled(pi.link_width_enabled),
-    );
-    l("LinkWidthActive", dump::link_width(pi.link_width_active));
-    l(
+        "LinkWidthActive",
         "LinkSpeedSupported",
-        dump::link_speed_supported(pi.link_speed_supported),
-    );
-    l(
         "LinkSpeedEnabled",
-        dump::link_speed_enabled(pi.link_speed_enabled),
-    );
-    l("LinkSpeedActive", dump::link_speed(pi.link_speed_active));
+        "LinkSpeedActive",
+    ];
     if espeed_cap {
-        l(
+        names.extend([
             "LinkSpeedExtSupported",
-            dump::link_speed_ext_supported(pi.link_speed_ext_supported),
-        );
-        l(
             "LinkSpeedExtEnabled",
-            dump::link_speed_ext_enabled(pi.link_speed_ext_enabled),
-        );
-        l(
             "LinkSpeedExtActive",
-            dump::link_speed_ext(pi.link_speed_ext_active),
-        );
+        ]);
     }
     if !is_switch || portnum == 0 {
-        l(
-            "Mkey",
-            if show_keys {
-                dump::hex(pi.m_key, 8)
-            } else {
-                NOT_DISPLAYED.to_owned()
-            },
-        );
-        l("MkeyLeasePeriod", dump::uint(pi.m_key_lease_period.into()));
-        l("ProtectBits", dump::uint(pi.m_key_protect_bits.into()));
+        names.extend(["Mkey", "MkeyLeasePeriod", "ProtectBits"]);
+    }
+    for n in names {
+        if let Some(v) = smp::portinfo_value(pi, n, show_keys) {
+            s.push_str(&field(n, &v));
+            s.push('\n');
+        }
     }
     s
 }

@@ -167,13 +167,7 @@ pub const OPTS: &[Opt] = &[
         None,
         "Clear data counters after read",
     ),
-    Opt::new(
-        "outstanding_smps",
-        'o',
-        true,
-        None,
-        "specify the number of outstanding SMP's which should be issued during the scan",
-    ),
+    ibdiag::OUTSTANDING_SMPS_OPT,
 ];
 
 /// The command line of ibqueryerrors.
@@ -357,18 +351,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     // -D: the node at the end of the route, by its NodeInfo.
     let mut select_guid: Option<(u64, String)> = None;
     if let Some(g) = &guid_arg {
-        let guid = crate::cnum::c_strtoul(g);
-        if guid == 0 || ibdiag::resolve_guid(&mut session, &p.common, guid).is_none() {
-            if session.port_attrs().sm_lid == 0 {
-                inv.io.err(&format!(
-                    "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
-                ));
-            }
-            inv.io.err(&format!(
-                "ibwarn: [{pid}] ib_path_query_via: sa call path_query failed\n\
-                 ibwarn: [{pid}] main: Failed to resolve {g}; attempting full scan\n"
-            ));
-        }
+        let guid = ibdiag::resolve_guid_or_warn(inv, &mut session, &p.common, g, "\n");
         select_guid = Some((guid, g.clone()));
     }
     let lim = limits(window, p.common.timeout_ms);
@@ -382,27 +365,17 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     st.thresholds = fmt::read_thresholds(&threshold_file);
     let f = &d.fabric;
     let selected: Vec<usize> = if let Some(path) = &dr_arg {
-        use mad_core::wire::attr::NodeInfo;
-        let ni = ibdiag::str2drpath(path)
-            .and_then(|v| ibdiag::Dest::dr(&v))
-            .and_then(|dd| {
-                match ibdiag::smp_get::<NodeInfo>(&session, &dd, AttributeId::NODE_INFO, 0) {
-                    Ok(ni) => Some(ni),
-                    Err(e) => {
-                        // The C tool's partial scan from there failed
-                        // first (libibnetdisc's complaint), then its query.
-                        if !matches!(e, mad_agents::QueryError::Status { .. }) {
-                            inv.io.err(&format!(
-                                "./libibnetdisc/query_smp.c:186; umad ({} Attr 0x11:0) bad status 110; Connection timed out\n\
-                                 ibwarn: [{pid}] main: Single node discover failed; attempting full scan\n",
-                                dd.text
-                            ));
-                        }
-                        ibdiag::warn_failed(inv, &dd.text, &e);
-                        None
-                    }
-                }
-            });
+        let ni = ibdiag::dr_node_info(inv, &session, path, |inv, dd, e| {
+            // The C tool's partial scan from there failed first
+            // (libibnetdisc's complaint), then its query.
+            if !matches!(e, mad_agents::QueryError::Status { .. }) {
+                inv.io.err(&format!(
+                    "./libibnetdisc/query_smp.c:186; umad ({} Attr 0x11:0) bad status 110; Connection timed out\n\
+                     ibwarn: [{pid}] main: Single node discover failed; attempting full scan\n",
+                    dd.text
+                ));
+            }
+        });
         let Some(ni) = ni else {
             let _ = session.close();
             return Err(CliError::Stderr(

@@ -367,11 +367,7 @@ impl Walk<'_> {
             Some((r, rp)) => {
                 let rnode = &self.f.nodes[r.node];
                 let (wm, sm) = max_msg(node, port, rp, rnode);
-                let lid = if rp.base_lid != 0 {
-                    rp.base_lid
-                } else {
-                    rnode.smalid
-                };
+                let lid = rnode.far_lid(rp);
                 format!(
                     "0x{:016x} {lid:6} {:4}[  ] \"{}\" ({wm} {sm})\n",
                     rp.guid,
@@ -669,26 +665,35 @@ mod tests {
 
     #[test]
     fn human_readable_counts_match_the_c_rounding() {
-        assert_eq!(
-            counter_with_human("PortXmitData", 13680, true),
-            " [PortXmitData == 13680 (53.438KB)]"
-        );
-        assert_eq!(
-            counter_with_human("PortXmitPkts", 1709, false),
-            " [PortXmitPkts == 1709 (1.669K)]"
-        );
-        assert_eq!(
-            counter_with_human("PortXmitPkts", 190, false),
-            " [PortXmitPkts == 190 (190.000)]"
-        );
-        assert_eq!(
-            counter_with_human("PortXmitData", 0, true),
-            " [PortXmitData == 0 (0.000B)]"
-        );
-        assert_eq!(
-            counter_with_human("PortRcvData", 123048, true),
-            " [PortRcvData == 123048 (480.656KB)]"
-        );
+        for (name, value, bytes, want) in [
+            (
+                "PortXmitData",
+                13680,
+                true,
+                " [PortXmitData == 13680 (53.438KB)]",
+            ),
+            (
+                "PortXmitPkts",
+                1709,
+                false,
+                " [PortXmitPkts == 1709 (1.669K)]",
+            ),
+            (
+                "PortXmitPkts",
+                190,
+                false,
+                " [PortXmitPkts == 190 (190.000)]",
+            ),
+            ("PortXmitData", 0, true, " [PortXmitData == 0 (0.000B)]"),
+            (
+                "PortRcvData",
+                123048,
+                true,
+                " [PortRcvData == 123048 (480.656KB)]",
+            ),
+        ] {
+            assert_eq!(counter_with_human(name, value, bytes), want);
+        }
     }
 
     #[test]

@@ -53,99 +53,137 @@ pub fn format_nodeinfo(portid: &PortIdText, ni: &NodeInfo) -> String {
 #[must_use]
 pub fn portinfo_fields(pi: &PortInfo, tabs: usize, show_keys: bool) -> String {
     let mut s = String::new();
-    let mut l = |n: &str, v: String| push_line(&mut s, tabs, n, &v);
-    l(
-        "Mkey",
-        if show_keys {
-            dump::hex(pi.m_key, 8)
-        } else {
-            NOT_DISPLAYED.to_owned()
-        },
-    );
-    l("GidPrefix", dump::hex(pi.gid_prefix, 8));
-    l("Lid", dump::uint(pi.lid.into()));
-    l("SMLid", dump::uint(pi.master_sm_lid.into()));
-    l("CapMask", dump::port_cap_mask(pi.capability_mask));
-    l("DiagCode", dump::hex(pi.diag_code.into(), 2));
-    l("MkeyLeasePeriod", dump::uint(pi.m_key_lease_period.into()));
-    l("LocalPort", dump::uint(pi.local_port_num.into()));
-    l(
-        "LinkWidthEnabled",
-        dump::link_width_enabled(pi.link_width_enabled),
-    );
-    l(
-        "LinkWidthSupported",
-        dump::link_width_supported(pi.link_width_supported),
-    );
-    l("LinkWidthActive", dump::link_width(pi.link_width_active));
-    l(
-        "LinkSpeedSupported",
-        dump::link_speed_supported(pi.link_speed_supported),
-    );
-    l("LinkState", dump::port_state(pi.port_state.0));
-    l("PhysLinkState", dump::phys_port_state(pi.port_phys_state.0));
-    l(
-        "LinkDownDefState",
-        dump::link_down_def_state(pi.link_down_default_state),
-    );
-    l("ProtectBits", dump::uint(pi.m_key_protect_bits.into()));
-    l("LMC", dump::uint(pi.lmc.into()));
-    l("LinkSpeedActive", dump::link_speed(pi.link_speed_active));
-    l(
-        "LinkSpeedEnabled",
-        dump::link_speed_enabled(pi.link_speed_enabled),
-    );
-    l("NeighborMTU", dump::mtu(pi.neighbor_mtu));
-    l("SMSL", dump::uint(pi.master_sm_sl.into()));
-    l("VLCap", dump::vl_cap(pi.vl_cap));
-    l("InitType", dump::hex(pi.init_type.into(), 1));
-    l("VLHighLimit", dump::uint(pi.vl_high_limit.into()));
-    l("VLArbHighCap", dump::uint(pi.vl_arb_high_cap.into()));
-    l("VLArbLowCap", dump::uint(pi.vl_arb_low_cap.into()));
-    l("InitReply", dump::hex(pi.init_type_reply.into(), 1));
-    l("MtuCap", dump::mtu(pi.mtu_cap));
-    l("VLStallCount", dump::uint(pi.vl_stall_count.into()));
-    l("HoqLife", dump::uint(pi.hoq_life.into()));
-    l("OperVLs", dump::oper_vls(pi.operational_vls));
-    l(
-        "PartEnforceInb",
-        dump::uint(pi.partition_enforcement_inbound.into()),
-    );
-    l(
-        "PartEnforceOutb",
-        dump::uint(pi.partition_enforcement_outbound.into()),
-    );
-    l("FilterRawInb", dump::uint(pi.filter_raw_inbound.into()));
-    l("FilterRawOutb", dump::uint(pi.filter_raw_outbound.into()));
-    l("MkeyViolations", dump::uint(pi.m_key_violations.into()));
-    l("PkeyViolations", dump::uint(pi.p_key_violations.into()));
-    l("QkeyViolations", dump::uint(pi.q_key_violations.into()));
-    l("GuidCap", dump::uint(pi.guid_cap.into()));
-    l("ClientReregister", dump::uint(pi.client_reregister.into()));
-    l(
-        "McastPkeyTrapSuppressionEnabled",
-        dump::uint(pi.mcast_pkey_trap_suppression_enabled.into()),
-    );
-    l("SubnetTimeout", dump::uint(pi.subnet_timeout.into()));
-    l("RespTimeVal", dump::uint(pi.resp_time_value.into()));
-    l("LocalPhysErr", dump::uint(pi.local_phy_errors.into()));
-    l("OverrunErr", dump::uint(pi.overrun_errors.into()));
-    l("MaxCreditHint", dump::uint(pi.max_credit_hint.into()));
-    l("RoundTrip", dump::uint(pi.link_round_trip_latency.into()));
-    l("CapabilityMask2", dump::port_cap_mask2(pi.capability_mask2));
-    l(
-        "LinkSpeedExtActive",
-        dump::link_speed_ext(pi.link_speed_ext_active),
-    );
-    l(
-        "LinkSpeedExtSupported",
-        dump::link_speed_ext_supported(pi.link_speed_ext_supported),
-    );
-    l(
-        "LinkSpeedExtEnabled",
-        dump::link_speed_ext_enabled(pi.link_speed_ext_enabled),
-    );
+    for n in PORTINFO_FIELDS {
+        if let Some(v) = portinfo_value(pi, n, show_keys) {
+            push_line(&mut s, tabs, n, &v);
+        }
+    }
     s
+}
+
+/// The PortInfo field labels in `dump_portinfo`'s order (the lines of
+/// [`portinfo_fields`]).
+pub const PORTINFO_FIELDS: &[&str] = &[
+    "Mkey",
+    "GidPrefix",
+    "Lid",
+    "SMLid",
+    "CapMask",
+    "DiagCode",
+    "MkeyLeasePeriod",
+    "LocalPort",
+    "LinkWidthEnabled",
+    "LinkWidthSupported",
+    "LinkWidthActive",
+    "LinkSpeedSupported",
+    "LinkState",
+    "PhysLinkState",
+    "LinkDownDefState",
+    "ProtectBits",
+    "LMC",
+    "LinkSpeedActive",
+    "LinkSpeedEnabled",
+    "NeighborMTU",
+    "SMSL",
+    "VLCap",
+    "InitType",
+    "VLHighLimit",
+    "VLArbHighCap",
+    "VLArbLowCap",
+    "InitReply",
+    "MtuCap",
+    "VLStallCount",
+    "HoqLife",
+    "OperVLs",
+    "PartEnforceInb",
+    "PartEnforceOutb",
+    "FilterRawInb",
+    "FilterRawOutb",
+    "MkeyViolations",
+    "PkeyViolations",
+    "QkeyViolations",
+    "GuidCap",
+    "ClientReregister",
+    "McastPkeyTrapSuppressionEnabled",
+    "SubnetTimeout",
+    "RespTimeVal",
+    "LocalPhysErr",
+    "OverrunErr",
+    "MaxCreditHint",
+    "RoundTrip",
+    "CapabilityMask2",
+    "LinkSpeedExtActive",
+    "LinkSpeedExtSupported",
+    "LinkSpeedExtEnabled",
+];
+
+/// The value of the PortInfo field labelled `name` (one of
+/// [`PORTINFO_FIELDS`]) as libibmad prints it, the M_Key as
+/// `<not displayed>` unless `show_keys`; `None` for another name.
+#[must_use]
+pub fn portinfo_value(pi: &PortInfo, name: &str, show_keys: bool) -> Option<String> {
+    Some(match name {
+        "Mkey" => {
+            if show_keys {
+                dump::hex(pi.m_key, 8)
+            } else {
+                NOT_DISPLAYED.to_owned()
+            }
+        }
+        "GidPrefix" => dump::hex(pi.gid_prefix, 8),
+        "Lid" => dump::uint(pi.lid.into()),
+        "SMLid" => dump::uint(pi.master_sm_lid.into()),
+        "CapMask" => dump::port_cap_mask(pi.capability_mask),
+        "DiagCode" => dump::hex(pi.diag_code.into(), 2),
+        "MkeyLeasePeriod" => dump::uint(pi.m_key_lease_period.into()),
+        "LocalPort" => dump::uint(pi.local_port_num.into()),
+        "LinkWidthEnabled" => dump::link_width_enabled(pi.link_width_enabled),
+        "LinkWidthSupported" => dump::link_width_supported(pi.link_width_supported),
+        "LinkWidthActive" => dump::link_width(pi.link_width_active),
+        "LinkSpeedSupported" => dump::link_speed_supported(pi.link_speed_supported),
+        "LinkState" => dump::port_state(pi.port_state.0),
+        "PhysLinkState" => dump::phys_port_state(pi.port_phys_state.0),
+        "LinkDownDefState" => dump::link_down_def_state(pi.link_down_default_state),
+        "ProtectBits" => dump::uint(pi.m_key_protect_bits.into()),
+        "LMC" => dump::uint(pi.lmc.into()),
+        "LinkSpeedActive" => dump::link_speed(pi.link_speed_active),
+        "LinkSpeedEnabled" => dump::link_speed_enabled(pi.link_speed_enabled),
+        "NeighborMTU" => dump::mtu(pi.neighbor_mtu),
+        "SMSL" => dump::uint(pi.master_sm_sl.into()),
+        "VLCap" => dump::vl_cap(pi.vl_cap),
+        "InitType" => dump::hex(pi.init_type.into(), 1),
+        "VLHighLimit" => dump::uint(pi.vl_high_limit.into()),
+        "VLArbHighCap" => dump::uint(pi.vl_arb_high_cap.into()),
+        "VLArbLowCap" => dump::uint(pi.vl_arb_low_cap.into()),
+        "InitReply" => dump::hex(pi.init_type_reply.into(), 1),
+        "MtuCap" => dump::mtu(pi.mtu_cap),
+        "VLStallCount" => dump::uint(pi.vl_stall_count.into()),
+        "HoqLife" => dump::uint(pi.hoq_life.into()),
+        "OperVLs" => dump::oper_vls(pi.operational_vls),
+        "PartEnforceInb" => dump::uint(pi.partition_enforcement_inbound.into()),
+        "PartEnforceOutb" => dump::uint(pi.partition_enforcement_outbound.into()),
+        "FilterRawInb" => dump::uint(pi.filter_raw_inbound.into()),
+        "FilterRawOutb" => dump::uint(pi.filter_raw_outbound.into()),
+        "MkeyViolations" => dump::uint(pi.m_key_violations.into()),
+        "PkeyViolations" => dump::uint(pi.p_key_violations.into()),
+        "QkeyViolations" => dump::uint(pi.q_key_violations.into()),
+        "GuidCap" => dump::uint(pi.guid_cap.into()),
+        "ClientReregister" => dump::uint(pi.client_reregister.into()),
+        "McastPkeyTrapSuppressionEnabled" => {
+            dump::uint(pi.mcast_pkey_trap_suppression_enabled.into())
+        }
+        "SubnetTimeout" => dump::uint(pi.subnet_timeout.into()),
+        "RespTimeVal" => dump::uint(pi.resp_time_value.into()),
+        "LocalPhysErr" => dump::uint(pi.local_phy_errors.into()),
+        "OverrunErr" => dump::uint(pi.overrun_errors.into()),
+        "MaxCreditHint" => dump::uint(pi.max_credit_hint.into()),
+        "RoundTrip" => dump::uint(pi.link_round_trip_latency.into()),
+        "CapabilityMask2" => dump::port_cap_mask2(pi.capability_mask2),
+        "LinkSpeedExtActive" => dump::link_speed_ext(pi.link_speed_ext_active),
+        "LinkSpeedExtSupported" => dump::link_speed_ext_supported(pi.link_speed_ext_supported),
+        "LinkSpeedExtEnabled" => dump::link_speed_ext_enabled(pi.link_speed_ext_enabled),
+        _ => return None,
+    })
 }
 
 /// `smpquery portinfo`: `# Port info: PORTID port N` and the PortInfo

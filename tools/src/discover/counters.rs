@@ -49,11 +49,13 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use mad_core::transport::{Address, Qp};
-use mad_core::wire::attr::{pm_cap, ClassPortInfo, NodeType, PortCounters, PortCountersExt};
+use mad_core::wire::attr::{pm_cap, ClassPortInfo, PortCounters, PortCountersExt};
 use mad_core::wire::perf::{PERF_CLASS_VERSION, PERF_DATA_OFFSET};
-use mad_core::wire::{AttributeId, FieldValue, Fields, Mad, Method, MgmtClass, Repr, MAD_LEN};
+use mad_core::wire::{
+    AttributeId, FieldDesc, FieldValue, Fields, Mad, Method, MgmtClass, Repr, MAD_LEN,
+};
 
-use super::model::Fabric;
+use super::model::{type_word, Fabric, Node};
 use super::pipeline::{Exchange, Limits, Outcome, Pipeline, PipelineError, Request, Stats};
 use crate::json::{Json, JsonExt};
 
@@ -151,12 +153,13 @@ fn perf_get(lid: u16, attr: AttributeId, port: Option<u8>, dest_key: u64, ctx: Q
     let mut mad = [0u8; MAD_LEN];
     {
         let mut m = Mad::new_unchecked(&mut mad[..]);
-        m.set_base_version(1);
-        m.set_mgmt_class(MgmtClass::PERF_MGT);
-        m.set_class_version(PERF_CLASS_VERSION);
-        m.set_method(Method::GET, false);
-        m.set_attr_id(attr);
-        m.set_attr_mod(0);
+        m.set_request(
+            MgmtClass::PERF_MGT,
+            PERF_CLASS_VERSION,
+            Method::GET,
+            attr,
+            0,
+        );
     }
     if let Some(p) = port {
         // PortSelect: byte 1 of PortCounters / PortCountersExtended.
@@ -350,17 +353,24 @@ pub fn sweep(
 /// without reserved, PortSelect and CounterSelect fields.
 #[must_use]
 pub fn counter_fields(s: &dyn Fields) -> Vec<(&'static str, u64)> {
-    let mut v = Vec::new();
-    for (i, d) in s.field_descs().iter().enumerate() {
-        let Some(label) = d.label else { continue };
+    counter_values(s)
+        .map(|(d, x)| (d.label.unwrap_or(d.name), x))
+        .collect()
+}
+
+/// The labelled unsigned fields of `s` but PortSelect and CounterSelect*,
+/// with their values, in field order.
+fn counter_values(s: &dyn Fields) -> impl Iterator<Item = (&'static FieldDesc, u64)> + '_ {
+    s.field_descs().iter().enumerate().filter_map(|(i, d)| {
+        let label = d.label?;
         if matches!(label, "PortSelect" | "CounterSelect" | "CounterSelect2") {
-            continue;
+            return None;
         }
-        if let Some(FieldValue::Uint(x)) = s.field_value(i) {
-            v.push((label, x));
+        match s.field_value(i) {
+            Some(FieldValue::Uint(x)) => Some((d, x)),
+            _ => None,
         }
-    }
-    v
+    })
 }
 
 /// The counters of `s` for JSON: the fields [`counter_fields`] lists,
@@ -368,17 +378,9 @@ pub fn counter_fields(s: &dyn Fields) -> Vec<(&'static str, u64)> {
 /// values as `"0x…"` strings.
 #[must_use]
 pub fn counter_fields_json(s: &dyn Fields) -> Vec<(&'static str, Json)> {
-    let mut v = Vec::new();
-    for (i, d) in s.field_descs().iter().enumerate() {
-        let Some(label) = d.label else { continue };
-        if matches!(label, "PortSelect" | "CounterSelect" | "CounterSelect2") {
-            continue;
-        }
-        if let Some(FieldValue::Uint(x)) = s.field_value(i) {
-            v.push((d.name, crate::json::uint_field(d.bit_len, x)));
-        }
-    }
-    v
+    counter_values(s)
+        .map(|(d, x)| (d.name, crate::json::uint_field(d.bit_len, x)))
+        .collect()
 }
 
 /// The merged counters of a port line (see the module documentation).
@@ -400,13 +402,17 @@ pub fn merged_counters(s: &PortSample) -> Vec<(&'static str, u64)> {
     v
 }
 
-fn type_word(t: NodeType) -> &'static str {
-    match t.0 {
-        1 => "Ca",
-        2 => "Switch",
-        3 => "Router",
-        _ => "?",
-    }
+/// The fabric node a sweep entry is about and its first nonzero port LID
+/// (0 when none); `None` for an entry naming no node of `f`.
+fn node_and_lid<'f>(f: &'f Fabric, ns: &NodeSample) -> Option<(&'f Node, u16)> {
+    let n = f.nodes.get(ns.node)?;
+    let lid = ns
+        .ports
+        .iter()
+        .map(|p| p.lid)
+        .find(|&l| l != 0)
+        .unwrap_or(0);
+    Some((n, lid))
 }
 
 /// The text form (see the module documentation).
@@ -414,15 +420,9 @@ fn type_word(t: NodeType) -> &'static str {
 pub fn format_text(f: &Fabric, s: &Sweep) -> String {
     let mut o = String::new();
     for ns in &s.nodes {
-        let Some(n) = f.nodes.get(ns.node) else {
+        let Some((n, lid)) = node_and_lid(f, ns) else {
             continue;
         };
-        let lid = ns
-            .ports
-            .iter()
-            .map(|p| p.lid)
-            .find(|&l| l != 0)
-            .unwrap_or(0);
         let _ = writeln!(
             o,
             "{} 0x{:016x} \"{}\" lid {lid}",
@@ -465,15 +465,9 @@ fn counters_json(s: Option<&dyn Fields>) -> Json {
 pub fn to_json(f: &Fabric, s: &Sweep) -> Json {
     let mut nodes = Vec::new();
     for ns in &s.nodes {
-        let Some(n) = f.nodes.get(ns.node) else {
+        let Some((n, lid)) = node_and_lid(f, ns) else {
             continue;
         };
-        let lid = ns
-            .ports
-            .iter()
-            .map(|p| p.lid)
-            .find(|&l| l != 0)
-            .unwrap_or(0);
         let mut ports = Vec::new();
         for p in &ns.ports {
             let remote = n

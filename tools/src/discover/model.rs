@@ -128,6 +128,18 @@ impl Node {
             .collect()
     }
 
+    /// The LID shown for `port`, a port of this node seen from the far
+    /// end of a link: its base LID, or the node's port-0 LID where it has
+    /// none (a switch port).
+    #[must_use]
+    pub fn far_lid(&self, port: &Port) -> u16 {
+        if port.base_lid != 0 {
+            port.base_lid
+        } else {
+            self.smalid
+        }
+    }
+
     /// The LID ibnetdiscover shows for this node's port `port` (a switch:
     /// its port-0 LID).
     #[must_use]
@@ -213,6 +225,18 @@ pub fn node_type_name(t: NodeType) -> String {
         2 => "Switch".into(),
         3 => "Router".into(),
         n => format!("?({n})?"),
+    }
+}
+
+/// The one-word node type of the JSON and text forms (`Ca`, `Switch`,
+/// `Router`, `?` for any other).
+#[must_use]
+pub fn type_word(t: NodeType) -> &'static str {
+    match t.0 {
+        1 => "Ca",
+        2 => "Switch",
+        3 => "Router",
+        _ => "?",
     }
 }
 

@@ -40,19 +40,18 @@ impl PmaQuery {
         let mut mad = [0u8; MAD_LEN];
         {
             let mut m = Mad::new_unchecked(&mut mad[..]);
-            m.set_base_version(1);
-            m.set_mgmt_class(MgmtClass::PERF_MGT);
-            m.set_class_version(PERF_CLASS_VERSION);
-            m.set_method(
-                if self.set.is_some() {
-                    Method::SET
-                } else {
-                    Method::GET
-                },
-                false,
+            let method = if self.set.is_some() {
+                Method::SET
+            } else {
+                Method::GET
+            };
+            m.set_request(
+                MgmtClass::PERF_MGT,
+                PERF_CLASS_VERSION,
+                method,
+                self.attr,
+                0,
             );
-            m.set_attr_id(self.attr);
-            m.set_attr_mod(0);
         }
         if let Some(d) = &self.set {
             let end = (PERF_DATA_OFFSET + d.len()).min(MAD_LEN);

@@ -310,6 +310,54 @@ pub fn smp_get<R: mad_core::wire::Repr>(
     }
 }
 
+/// The `-G` GUID argument `g` of the discovering tools (`c_strtoul`);
+/// when it is 0 or the SA does not resolve it, warned as libibmad and the
+/// C tools' `main` warn (`… attempting full scan`, then `tail`), and
+/// returned all the same (the tool scans the whole fabric for it).
+pub fn resolve_guid_or_warn(
+    inv: &mut Invocation<'_, '_>,
+    session: &mut Session,
+    common: &Common,
+    g: &str,
+    tail: &str,
+) -> u64 {
+    let guid = c_strtoul(g);
+    if guid == 0 || resolve_guid(session, common, guid).is_none() {
+        let pid = std::process::id();
+        if session.port_attrs().sm_lid == 0 {
+            inv.io.err(&format!(
+                "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
+            ));
+        }
+        inv.io.err(&format!(
+            "ibwarn: [{pid}] ib_path_query_via: sa call path_query failed\n\
+             ibwarn: [{pid}] main: Failed to resolve {g}; attempting full scan{tail}"
+        ));
+    }
+    guid
+}
+
+/// NodeInfo of the node at the end of the directed route `path` (text
+/// form, as `str2drpath` reads it); `None` for a path that does not parse
+/// or a query that fails, the failure told: `on_error` first, then
+/// [`super::warn_failed`].
+pub fn dr_node_info(
+    inv: &mut Invocation<'_, '_>,
+    session: &Session,
+    path: &str,
+    on_error: impl FnOnce(&mut Invocation<'_, '_>, &Dest, &QueryError),
+) -> Option<mad_core::wire::attr::NodeInfo> {
+    let d = str2drpath(path).and_then(|v| Dest::dr(&v))?;
+    match smp_get(session, &d, mad_core::wire::AttributeId::NODE_INFO, 0) {
+        Ok(ni) => Some(ni),
+        Err(e) => {
+            on_error(inv, &d, &e);
+            super::warn_failed(inv, &d.text, &e);
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,13 +42,7 @@ impl Opt {
         arg_tmpl: Option<&'static str>,
         desc: &'static str,
     ) -> Self {
-        Self {
-            name,
-            key: letter as i32,
-            has_arg,
-            arg_tmpl,
-            desc,
-        }
+        Self::long(name, letter as i32, has_arg, arg_tmpl, desc)
     }
 
     /// A long-only option.
@@ -89,6 +83,16 @@ pub const fn node_name_map_opt(key: OptKey) -> Opt {
         "node name map file",
     )
 }
+
+/// `-o, --outstanding_smps`: the option of the tools that discover the
+/// fabric.
+pub const OUTSTANDING_SMPS_OPT: Opt = Opt::new(
+    "outstanding_smps",
+    'o',
+    true,
+    None,
+    "specify the number of outstanding SMP's which should be issued during the scan",
+);
 
 /// The options every tool has (`common_opts`).
 pub const COMMON_OPTS: &[Opt] = &[

@@ -129,6 +129,17 @@ impl Tracer<'_> {
         }
     }
 
+    /// [`Self::get_node`], warning `can't reach port at …` (as `func`)
+    /// when it fails.
+    fn reach(&mut self, func: &str, at: &PortId) -> Option<(Node, Port)> {
+        let r = self.get_node(at);
+        if r.is_none() {
+            let m = format!("can't reach port at {}", at.text());
+            self.warn(func, &m);
+        }
+        r
+    }
+
     /// `get_node`: NodeInfo, NodeDescription, PortInfo (port 0) at `at`.
     pub(crate) fn get_node(&self, at: &PortId) -> Option<(Node, Port)> {
         let t = at.target()?;
@@ -345,17 +356,11 @@ impl Tracer<'_> {
                 if !from.extend(outport as u8) {
                     break End::BadPath;
                 }
-                match self.get_node(from) {
-                    Some((n, p)) => {
-                        nextnode = n;
-                        nextport = p;
-                    }
-                    None => {
-                        let m = format!("can't reach port at {}", from.text());
-                        self.warn(F, &m);
-                        break End::Failed;
-                    }
-                }
+                let Some((n, p)) = self.reach(F, from) else {
+                    break End::Failed;
+                };
+                nextnode = n;
+                nextport = p;
                 if outport == 0 {
                     if self.sameport(&nextport, &toport) {
                         break End::Found;
@@ -382,17 +387,11 @@ impl Tracer<'_> {
                         break End::BadPath;
                     }
                 }
-                match self.get_node(from) {
-                    Some((n, p)) => {
-                        nextnode = n;
-                        nextport = p;
-                    }
-                    None => {
-                        let m = format!("can't reach port at {}", from.text());
-                        self.warn(F, &m);
-                        break End::Failed;
-                    }
-                }
+                let Some((n, p)) = self.reach(F, from) else {
+                    break End::Failed;
+                };
+                nextnode = n;
+                nextport = p;
                 if !ca_src {
                     nextport.portnum = from.p[from.cnt + 1];
                 }
@@ -423,18 +422,14 @@ impl Tracer<'_> {
                 self.dump_endnode(dump, "To", &n, &p);
                 true
             }
-            End::BadPort => {
+            End::BadPort | End::BadOutPort => {
+                let (what, label, num) = if matches!(end, End::BadPort) {
+                    ("port", "port", i32::from(portnum))
+                } else {
+                    ("out port", "outport", outport)
+                };
                 let m = format!(
-                    "Bad port state found: node \"{}\" port {portnum} state {}",
-                    self.clean(node!()),
-                    port!().state
-                );
-                self.warn(F, &m);
-                false
-            }
-            End::BadOutPort => {
-                let m = format!(
-                    "Bad out port state found: node \"{}\" outport {outport} state {}",
+                    "Bad {what} state found: node \"{}\" {label} {num} state {}",
                     self.clean(node!()),
                     port!().state
                 );

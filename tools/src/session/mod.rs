@@ -282,10 +282,15 @@ impl Session {
         attr: AttributeId,
         data: &[u8],
     ) -> Result<R, QueryError> {
-        let req = mad_agents::perf::request(lid, method, attr, 0, data)
-            .expect_response(self.timeout, self.retries);
-        let c = self.gsi.send_and_wait(req)?;
-        mad_agents::perf::parse(&c, attr)
+        mad_agents::perf::rpc(
+            &self.gsi,
+            lid,
+            method,
+            attr,
+            data,
+            self.timeout,
+            self.retries,
+        )
     }
 
     /// The SA client (created on first use).

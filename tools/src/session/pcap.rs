@@ -96,14 +96,26 @@ impl<T: Transport> PcapTap<T> {
 
 mad_core::transport_layer!([T: Transport] PcapTap<T>, inner: T);
 
-impl<T: Transport> Transport for PcapTap<T> {
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        let r = self.inner.post_send(qp, mad, dest);
+impl<T: Transport> PcapTap<T> {
+    /// Records `mad`, sent to `dest`, when its post `r` succeeded; `r`.
+    fn record_sent(
+        &mut self,
+        r: Result<WrId, TransportError>,
+        mad: &[u8],
+        dest: &Address,
+    ) -> Result<WrId, TransportError> {
         if r.is_ok() {
             let slid = self.inner.port_attrs().lid;
             self.capture.record(mad, slid, dest.lid, Direction::Sent);
         }
         r
+    }
+}
+
+impl<T: Transport> Transport for PcapTap<T> {
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        let r = self.inner.post_send(qp, mad, dest);
+        self.record_sent(r, mad, dest)
     }
 
     fn post_request(
@@ -114,11 +126,7 @@ impl<T: Transport> Transport for PcapTap<T> {
         wait: std::time::Duration,
     ) -> Result<WrId, TransportError> {
         let r = self.inner.post_request(qp, mad, dest, wait);
-        if r.is_ok() {
-            let slid = self.inner.port_attrs().lid;
-            self.capture.record(mad, slid, dest.lid, Direction::Sent);
-        }
-        r
+        self.record_sent(r, mad, dest)
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {

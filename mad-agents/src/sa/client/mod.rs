@@ -368,14 +368,7 @@ impl SaClient {
     /// status errors; transport errors as [`SaClient::request`];
     /// [`SaError::Malformed`] when the answer holds no record.
     pub fn get<R: SaRecord>(&self, template: &R, comp_mask: u64) -> Result<R, SaError> {
-        let rec = template
-            .to_vec()
-            .map_err(|e| SaError::Malformed(format!("template: {e}")))?;
-        let resp = self.request(Method::GET, R::ATTR_ID, 0, comp_mask, &rec)?;
-        check_method(&resp, Method::GET)?;
-        check_status(&resp)?;
-        check_attr(&resp, R::ATTR_ID)?;
-        parse_record::<R>(resp.bytes())
+        self.one_record(Method::GET, "template", template, comp_mask)
     }
 
     /// SubnAdmGetTable of every record matching `template` on `comp_mask`.
@@ -420,14 +413,7 @@ impl SaClient {
     /// # Errors
     /// As [`SaClient::get`].
     pub fn set<R: SaRecord>(&self, record: &R, comp_mask: u64) -> Result<R, SaError> {
-        let rec = record
-            .to_vec()
-            .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
-        let resp = self.request(Method::SET, R::ATTR_ID, 0, comp_mask, &rec)?;
-        check_method(&resp, Method::SET)?;
-        check_status(&resp)?;
-        check_attr(&resp, R::ATTR_ID)?;
-        parse_record::<R>(resp.bytes())
+        self.one_record(Method::SET, "record", record, comp_mask)
     }
 
     /// SubnAdmDelete of `record`; returns the record the SA answers with.
@@ -435,11 +421,25 @@ impl SaClient {
     /// # Errors
     /// As [`SaClient::get`].
     pub fn delete<R: SaRecord>(&self, record: &R, comp_mask: u64) -> Result<R, SaError> {
+        self.one_record(Method::DELETE, "record", record, comp_mask)
+    }
+
+    /// The one-record methods (Get, Set, Delete): `record` sent with
+    /// `method` on `comp_mask`, the answer checked (method, status,
+    /// attribute) and its record parsed; `what` names the record in the
+    /// error when it does not serialize.
+    fn one_record<R: SaRecord>(
+        &self,
+        method: Method,
+        what: &str,
+        record: &R,
+        comp_mask: u64,
+    ) -> Result<R, SaError> {
         let rec = record
             .to_vec()
-            .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
-        let resp = self.request(Method::DELETE, R::ATTR_ID, 0, comp_mask, &rec)?;
-        check_method(&resp, Method::DELETE)?;
+            .map_err(|e| SaError::Malformed(format!("{what}: {e}")))?;
+        let resp = self.request(method, R::ATTR_ID, 0, comp_mask, &rec)?;
+        check_method(&resp, method)?;
         check_status(&resp)?;
         check_attr(&resp, R::ATTR_ID)?;
         parse_record::<R>(resp.bytes())

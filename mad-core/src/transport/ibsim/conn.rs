@@ -141,14 +141,7 @@ impl IbSimTransport {
                         return Ok(reply.data);
                     }
                 }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock
-                            | io::ErrorKind::TimedOut
-                            | io::ErrorKind::Interrupted
-                    ) =>
-                {
+                Err(e) if is_transient(&e) => {
                     if self.attached && !self.dead {
                         self.drain_data().map_err(fail)?;
                     }

@@ -89,7 +89,7 @@ mod sock;
 #[cfg(test)]
 mod tests;
 
-use sock::{io_err, is_gone, CtlFail, Sock};
+use sock::{io_err, is_gone, is_transient, CtlFail, Sock};
 
 use std::collections::VecDeque;
 use std::io;
@@ -100,8 +100,8 @@ use std::time::{Duration, Instant};
 
 use self::proto::{CtlType, SimClientInfo, SimCtl, SimRequest, CTL_DATA_LEN, SIM_MAGIC};
 use super::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WcStatus, WrId, GSI_QKEY, PERMISSIVE_LID,
+    drain_completions, Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError, WcStatus, WrId, GSI_QKEY, PERMISSIVE_LID,
 };
 
 /// Most requests one client should leave unanswered at ibsim (see "Flow
@@ -376,13 +376,7 @@ impl IbSimTransport {
         set(&self.data, false)?;
         match got {
             Ok(n) => self.accept(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) => {}
+            Err(e) if is_transient(&e) => {}
             Err(e) if is_gone(&e) => self.mark_dead(),
             Err(e) => return Err(io_err("ibsim data socket receive", e)),
         }
@@ -628,9 +622,7 @@ impl Transport for IbSimTransport {
         &mut self,
         out: &mut Vec<SendCompletion>,
     ) -> Result<usize, TransportError> {
-        let n = self.completions.len();
-        out.extend(self.completions.drain(..));
-        Ok(n)
+        Ok(drain_completions(&mut self.completions, out))
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {

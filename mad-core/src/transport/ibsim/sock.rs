@@ -89,6 +89,15 @@ pub(super) fn io_err(context: impl Into<String>, source: io::Error) -> Transport
     }
 }
 
+/// A receive that only found nothing yet (would block, timed out,
+/// interrupted): try again.
+pub(super) fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
 pub(super) fn is_gone(e: &io::Error) -> bool {
     matches!(
         e.kind(),

@@ -72,8 +72,8 @@
 
 use super::verbs::{DeviceEvents, WakeSet};
 use super::{
-    Address, AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WcStatus, WrId,
+    drain_completions, Address, AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError, WcStatus, WrId,
 };
 use crate::wire::{Mad, MgmtClass};
 use std::collections::{HashMap, VecDeque};
@@ -598,9 +598,7 @@ impl Transport for UmadTransport {
         &mut self,
         out: &mut Vec<SendCompletion>,
     ) -> Result<usize, TransportError> {
-        let n = self.completions.len();
-        out.extend(self.completions.drain(..));
-        Ok(n)
+        Ok(drain_completions(&mut self.completions, out))
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {

@@ -369,13 +369,14 @@ impl Core {
         let mut mad = Box::new([0u8; MAD_LEN]);
         {
             let mut m = Mad::new_unchecked(&mut mad[..]);
-            m.set_base_version(1);
-            m.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
-            m.set_class_version(1);
-            m.set_method(Method::TRAP, false);
+            m.set_request(
+                MgmtClass::SUBN_LID_ROUTED,
+                1,
+                Method::TRAP,
+                AttributeId::NOTICE,
+                0,
+            );
             m.set_tid(tid);
-            m.set_attr_id(AttributeId::NOTICE);
-            m.set_attr_mod(0);
         }
         mad[24..32].copy_from_slice(&m_key.to_be_bytes());
         // An SMP carries the first 64 bytes of the Notice (no IssuerGID).

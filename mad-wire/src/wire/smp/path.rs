@@ -137,13 +137,8 @@ impl DrPath {
         let mut smp = Smp::new_unchecked([0u8; MAD_LEN]);
         {
             let mut m = smp.mad_mut();
-            m.set_base_version(1);
-            m.set_mgmt_class(MgmtClass::SUBN_DIRECTED_ROUTE);
-            m.set_class_version(1);
-            m.set_method(method, false);
+            m.set_request(MgmtClass::SUBN_DIRECTED_ROUTE, 1, method, attr_id, attr_mod);
             m.set_tid(tid);
-            m.set_attr_id(attr_id);
-            m.set_attr_mod(attr_mod);
         }
         smp.set_m_key(m_key);
         // Cannot fail: the buffer has 256 bytes.

@@ -93,13 +93,7 @@ pub const OPTS: &[Opt] = &[
         Some("<s>"),
         "seconds between discoveries (default 300)",
     ),
-    Opt::long(
-        "node-name-map",
-        OPT_NAME_MAP,
-        true,
-        Some("<file>"),
-        "node name map file",
-    ),
+    ibdiag::node_name_map_opt(OPT_NAME_MAP),
     Opt::long(
         "can-reset-counter",
         OPT_CAN_RESET,
