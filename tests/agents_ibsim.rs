@@ -33,7 +33,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use support::opensm::OpenSm;
 
-use mad_tools::diags::{perf as dperf, smp as dsmp, PortIdText};
 use mad_agents::perf::PerfClient;
 use mad_agents::smp::{SmpClient, SmpTarget};
 use mad_agents::{EngineConfig, QueryError, Runtime};
@@ -41,6 +40,7 @@ use mad_core::transport::ibsim::{IbSimTransport, IBSIM_MAX_IN_FLIGHT};
 use mad_core::transport::umad::UmadTransport;
 use mad_core::wire::attr::NodeType;
 use mad_core::wire::smp::DrPath;
+use mad_tools::diags::{perf as dperf, smp as dsmp, PortIdText};
 use support::IbSim;
 
 /// Set in the child: the query file to read (results go to `<file>.out`).

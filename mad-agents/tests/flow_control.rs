@@ -15,7 +15,7 @@ use mad_agents::{
 };
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp};
-use support::{answer, completions, drain, perf_get, recording, tid_of, Sent, WithFd};
+use support::{answer, completions, drain, perf_get, recording, tid_of, Sent};
 
 const MS: Duration = Duration::from_millis(1);
 const FAR: u16 = 7;
@@ -140,7 +140,7 @@ fn the_port_limit_is_shared_and_agents_with_a_backlog_take_turns() {
 fn the_default_keeps_a_port_with_a_descriptor_at_256_unanswered() {
     let (lb, sent) = recording(5, 4096);
     let (fd, _bell) = support::doorbell();
-    let mut e = Engine::new(WithFd::new(lb, fd), EngineConfig::default());
+    let mut e = Engine::new(support::with_fd(lb, fd), EngineConfig::default());
     assert_eq!(e.flow_limits(), (usize::MAX, DEFAULT_PORT_UNANSWERED));
     let a1 = e.register(AgentSpec::send_only("a1", Qp::Qp1)).unwrap();
     let a2 = e.register(AgentSpec::send_only("a2", Qp::Qp1)).unwrap();
