@@ -286,20 +286,6 @@ fn a_response_naming_a_backlogged_tid_does_not_answer_it() {
     );
 }
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Random sends, answers, cancels, deregistrations and clock steps over
 /// three agents: the far side never has more unanswered requests than the
 /// limits allow (counted from what it saw and what completed, not from
@@ -309,7 +295,7 @@ fn under_random_load_the_wire_never_exceeds_the_limits_and_every_send_completes_
     for seed in 1..=20u64 {
         let (agent_cap, port_cap) = (3usize, 5usize);
         let (mut e, sent) = capped(FlowLimit::Max(agent_cap), FlowLimit::Max(port_cap));
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ seed);
+        let mut rng = mad_testkit::Rng::new(0x9E37_79B9_7F4A_7C15 ^ seed);
         let mut agents: Vec<AgentId> = (0..3).map(|i| agent(&mut e, &format!("a{i}"))).collect();
         let mut owner: HashMap<u64, AgentId> = HashMap::new();
         let mut live: Vec<SendId> = Vec::new();
