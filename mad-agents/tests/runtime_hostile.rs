@@ -326,20 +326,7 @@ fn a_panic_in_a_callback_run_inside_another_agents_deregistration_is_caught_ther
     for _ in 0..2 {
         b.send(req(3_600_000)).unwrap();
     }
-    let slot = Arc::new(Mutex::new(Some(b)));
-    let (done_tx, done) = mpsc::channel();
-    let s2 = slot.clone();
-    let a = rt
-        .register(AgentSpec::send_only("a", Qp::Qp1), move |_ev| {
-            if let Some(b) = s2.lock().unwrap().take() {
-                // b's callback runs (and panics) nested in here, for each
-                // of its flushed sends.
-                let left = b.deregister();
-                done_tx.send(left.len()).unwrap();
-            }
-        })
-        .unwrap();
-    a.send(unanswered()).unwrap();
+    let (a, done) = support::deregister_in_a_callback(&rt, b, unanswered());
     assert_eq!(done.recv_timeout(BOUND).unwrap(), 0);
     let got: Vec<_> = bevents.try_iter().collect();
     let flushed = got

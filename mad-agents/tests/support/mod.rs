@@ -6,9 +6,10 @@
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 
-use mad_agents::{AgentEvent, AgentId, Completion, Engine};
+use mad_agents::runtime::Agent;
+use mad_agents::{AgentEvent, AgentId, AgentSpec, Completion, Engine, Runtime, SendRequest};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received, Transport};
 use mad_core::wire::{Mad, Method, MgmtClass};
@@ -104,4 +105,29 @@ pub type WithFd = Wrapped<Loopback, mad_testkit::WithFd>;
 /// `inner` with descriptor `fd`.
 pub fn with_fd(inner: Loopback, fd: Fd) -> WithFd {
     Wrapped::new(inner, mad_testkit::WithFd::new(fd))
+}
+
+/// Registers a send-only agent "a" on `rt` whose first event deregisters
+/// `b` from inside a's callback, and sends `first` from a to bring that
+/// event. Returns a (keep it alive) and where the number of completions
+/// `b.deregister()` returned arrives.
+pub fn deregister_in_a_callback(
+    rt: &Runtime,
+    b: Agent,
+    first: SendRequest,
+) -> (Agent, mpsc::Receiver<usize>) {
+    let slot = Mutex::new(Some(b));
+    let (done_tx, done) = mpsc::channel();
+    let a = rt
+        .register(AgentSpec::send_only("a", Qp::Qp1), move |_ev| {
+            if let Some(b) = slot.lock().unwrap().take() {
+                // b's callback runs nested in here, for each of its
+                // flushed sends.
+                let left = b.deregister();
+                done_tx.send(left.len()).unwrap();
+            }
+        })
+        .unwrap();
+    a.send(first).unwrap();
+    (a, done)
 }
