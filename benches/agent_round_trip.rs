@@ -21,27 +21,9 @@ use std::time::{Duration, Instant};
 #[path = "support/mod.rs"]
 mod support;
 
-/// ibsim's example topology (`net` of ibsim-utils, comments dropped).
-const NET: &str = "\
-Switch\t8 \"Switch1\"
-[1]\t\"Hca1\"[1]
-[2]\t\"Hca2\"[2]
-[3]\t\"Switch2\"[3]
-[4]\t\"Switch2\"[4]
-
-Switch 8 \"Switch2\"
-[3]\t\"Switch1\"[3]
-[4]\t\"Switch1\"[4]
-
-Hca\t2 \"Hca1\"
-[1]\t\"Switch1\"[1]
-
-Hca\t2 \"Hca2\"
-[2]\t\"Switch1\"[2]
-";
-
 fn setup() -> (Engine<SimPort>, AgentId, Vec<SendRequest>) {
-    let topo = Topology::parse_str(NET).expect("ibsim's example topology parses");
+    let topo = Topology::parse_str(mad_testkit::fabric::IBSIM_EXAMPLE_NET)
+        .expect("ibsim's example topology parses");
     let fabric = Fabric::new(&topo);
     let port = fabric.attach_default().expect("Switch1 port 0");
     let mut e = Engine::new(port, EngineConfig::default());

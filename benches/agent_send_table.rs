@@ -53,15 +53,7 @@ fn responder_port() -> Loopback {
             }
             let mut r = mad.to_vec();
             r[3] |= 0x80;
-            vec![Received {
-                qp,
-                src: Address {
-                    lid: dest.lid,
-                    qpn: qp.qpn(),
-                    ..Address::default()
-                },
-                mad: r.into(),
-            }]
+            vec![mad_testkit::far::from_dest(qp, dest, qp.qpn(), r)]
         },
     ))
 }

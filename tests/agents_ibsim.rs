@@ -406,12 +406,7 @@ fn run_tool(sim: &IbSim, prog: &str, args: &[String]) -> String {
         if attempt > 0 {
             std::thread::sleep(Duration::from_millis(20 * attempt));
         }
-        let out = sim
-            .umad2sim_command(prog)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
+        let out = sim.umad2sim_output(prog, args);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if out.status.success() && stdout.lines().count() > 2 {
             return stdout;

@@ -18,9 +18,8 @@ use mad_agents::{
 };
 use mad_core::port::PortError;
 use mad_core::transport::fault::{FaultConfig, FaultInjector, Trigger};
-use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, Received, WcStatus};
-use mad_core::wire::{Mad, Method, MgmtClass};
+use mad_core::transport::{Address, Qp, WcStatus};
+use mad_core::wire::{Method, MgmtClass};
 
 const THREADS: usize = 8;
 const ROUNDS: usize = 7;
@@ -62,24 +61,7 @@ fn record(ledger: &Mutex<Ledger>, ev: &AgentEvent) {
 
 #[test]
 fn every_send_completes_exactly_once_and_nothing_runs_after_deregistration() {
-    let responder = Loopback::new(Loopback::attrs("stress", 1, 5), 128).with_responder(Box::new(
-        |qp, mad: &[u8], dest: &Address| {
-            if Mad::new_unchecked(mad).is_response() {
-                return Vec::new();
-            }
-            let mut r = mad.to_vec();
-            r[3] = 0x81;
-            vec![Received {
-                qp,
-                src: Address {
-                    lid: dest.lid,
-                    qpn: 1,
-                    ..Address::default()
-                },
-                mad: r.into(),
-            }]
-        },
-    ));
+    let responder = mad_testkit::far::answering("stress", 5, 128, None);
     let faults = FaultConfig {
         wr_error: Trigger::Probability(0.002),
         wr_error_status: WcStatus::GeneralErr,

@@ -21,8 +21,11 @@
 //! tshark is required: a missing tshark fails the test, with or without
 //! `CI` set. Set `CM_TSHARK_DUMP=dir` to keep the pcap and the JSON.
 
+#[path = "support/tshark.rs"]
+mod tshark;
+use tshark::run_tshark;
+
 use std::collections::{BTreeMap, VecDeque};
-use std::process::Command;
 
 use mad_core::pcap::{Direction, PcapWriter, Timestamp};
 use mad_core::wire::cm::cma::{self, CmaHeader, PortSpace};
@@ -491,26 +494,6 @@ fn matches(want: &Want, got: &str) -> bool {
         Want::Uint(v) => parse_uint(got) == Some(*v),
         Want::Bytes(b) => parse_bytes(got).as_deref() == Some(&b[..]),
     }
-}
-
-/// Runs tshark, failing loudly when it is missing (CI or not).
-fn run_tshark(path: &std::path::Path) -> serde_json::Value {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(path)
-        .args(["-V", "-T", "json", "--no-duplicate-keys"])
-        .output()
-        .unwrap_or_else(|e| {
-            let ci = std::env::var_os("CI").is_some();
-            panic!("tshark is required by this test and could not be run: {e}; install it: apt-get install -y tshark (CI set: {ci})")
-        });
-    assert!(
-        out.status.success(),
-        "tshark failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("tshark JSON")
 }
 
 #[test]

@@ -31,6 +31,7 @@ use mad_core::wire::sa_records::{
 };
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr};
+use mad_testkit::MadBuilder;
 use mad_tools::diags::{format_iberror, perf, sa, smp, PortIdText};
 use support::{IbSim, NEEDS_DIAGS};
 
@@ -102,12 +103,7 @@ impl Out {
 }
 
 fn run_tool(sim: &IbSim, prog: &str, args: &[&str]) -> Out {
-    let out = sim
-        .umad2sim_command(prog)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
+    let out = sim.umad2sim_output(prog, args);
     Out {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         code: out.status.code().unwrap_or(-1),
@@ -364,16 +360,10 @@ impl Fetch {
                 p.build_request(Method::GET, attr, attr_mod, 0, 0),
                 Address::smi(PERMISSIVE_LID),
             ),
-            Route::Lid(lid) => {
-                let mut m = Mad::new_unchecked([0u8; 256]);
-                m.set_base_version(1);
-                m.set_mgmt_class(MgmtClass::SUBN_LID_ROUTED);
-                m.set_class_version(1);
-                m.set_method(Method::GET, false);
-                m.set_attr_id(attr);
-                m.set_attr_mod(attr_mod);
-                (m.into_inner(), Address::smi(*lid))
-            }
+            Route::Lid(lid) => (
+                MadBuilder::smp_get(attr).attr_mod(attr_mod).build(),
+                Address::smi(*lid),
+            ),
         };
         let r = self.rpc(Qp::Qp0, &dest, mad)?;
         let status = u16::from_be_bytes([r[4], r[5]]);

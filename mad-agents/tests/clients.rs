@@ -10,7 +10,7 @@ use mad_agents::perf::PerfClient;
 use mad_agents::smp::{SmpClient, SmpTarget};
 use mad_agents::{EngineConfig, QueryError, Runtime, SendStatus};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Received, PERMISSIVE_LID};
+use mad_core::transport::{Address, PERMISSIVE_LID};
 use mad_core::wire::attr::{NodeInfo, NodeType, PortCounters};
 use mad_core::wire::smp::{dr_make_response, Smp};
 use mad_core::wire::{AttributeId, Mad, MadStatus, Method, MgmtClass, Repr};
@@ -66,15 +66,7 @@ fn far(script: Arc<Mutex<Script>>, seen: Seen) -> Loopback {
                 Script::WrongAttribute => r[16..18].copy_from_slice(&0x0099u16.to_be_bytes()),
                 _ => {}
             }
-            vec![Received {
-                qp,
-                src: Address {
-                    lid: dest.lid,
-                    qpn: qp.qpn(),
-                    ..Address::default()
-                },
-                mad: r.into(),
-            }]
+            vec![mad_testkit::far::from_dest(qp, dest, qp.qpn(), r)]
         },
     ))
 }

@@ -15,7 +15,7 @@ use mad_agents::{
 };
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp};
-use support::{answer, completions, drain, perf_get, recording, tid_of, Sent, WithFd};
+use support::{answer, completions, drain, perf_get, recording, tid_of, Sent};
 
 const MS: Duration = Duration::from_millis(1);
 const FAR: u16 = 7;
@@ -140,7 +140,7 @@ fn the_port_limit_is_shared_and_agents_with_a_backlog_take_turns() {
 fn the_default_keeps_a_port_with_a_descriptor_at_256_unanswered() {
     let (lb, sent) = recording(5, 4096);
     let (fd, _bell) = support::doorbell();
-    let mut e = Engine::new(WithFd::new(lb, fd), EngineConfig::default());
+    let mut e = Engine::new(support::with_fd(lb, fd), EngineConfig::default());
     assert_eq!(e.flow_limits(), (usize::MAX, DEFAULT_PORT_UNANSWERED));
     let a1 = e.register(AgentSpec::send_only("a1", Qp::Qp1)).unwrap();
     let a2 = e.register(AgentSpec::send_only("a2", Qp::Qp1)).unwrap();
@@ -286,20 +286,6 @@ fn a_response_naming_a_backlogged_tid_does_not_answer_it() {
     );
 }
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Random sends, answers, cancels, deregistrations and clock steps over
 /// three agents: the far side never has more unanswered requests than the
 /// limits allow (counted from what it saw and what completed, not from
@@ -309,7 +295,7 @@ fn under_random_load_the_wire_never_exceeds_the_limits_and_every_send_completes_
     for seed in 1..=20u64 {
         let (agent_cap, port_cap) = (3usize, 5usize);
         let (mut e, sent) = capped(FlowLimit::Max(agent_cap), FlowLimit::Max(port_cap));
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ seed);
+        let mut rng = mad_testkit::Rng::new(0x9E37_79B9_7F4A_7C15 ^ seed);
         let mut agents: Vec<AgentId> = (0..3).map(|i| agent(&mut e, &format!("a{i}"))).collect();
         let mut owner: HashMap<u64, AgentId> = HashMap::new();
         let mut live: Vec<SendId> = Vec::new();

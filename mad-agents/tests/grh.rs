@@ -14,55 +14,43 @@ use std::time::{Duration, Instant};
 
 use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{
-    Address, Grh, Qp, Received, Transport, TransportError, WcStatus, WrId, GSI_QKEY,
-};
+use mad_core::transport::{Address, Grh, Qp, Received, TransportError, WcStatus, WrId, GSI_QKEY};
 use mad_core::wire::rmpp::{RmppStatus, RmppType};
 use mad_core::wire::{Method, MgmtClass, SA_DATA_OFFSET, VENDOR_DATA_OFFSET};
 use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE};
 use mad_rmpp::{Output, ReceiverConfig, ReceiverTable, SendEvent, Sender, SenderConfig};
+use mad_testkit::{Hooks, Wrapped};
 use support::{completions, drain, recording, Sent};
 
 const MS: Duration = Duration::from_millis(1);
 const VENDOR: MgmtClass = MgmtClass(0x32);
 const OUI: u32 = 0x00_1405;
 
-/// A Loopback that refuses posts the way a RoCE port does: without a GRH
-/// (always), or every post once `refuse_all` is set.
-struct RoceLike {
-    inner: Loopback,
+/// Refuses posts the way a RoCE port does: without a GRH (always), or
+/// every post once `refuse_all` is set. No descriptor.
+struct Roce {
     refuse_all: Arc<AtomicBool>,
 }
 
-mad_core::transport_layer!(RoceLike, inner: Loopback);
-
-impl Transport for RoceLike {
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+impl Hooks for Roce {
+    fn send(&mut self, _: Qp, _: &[u8], dest: &Address) -> Option<Result<WrId, TransportError>> {
         if dest.grh.is_none() {
-            return Err(TransportError::BadSend(
+            return Some(Err(TransportError::BadSend(
                 "EIO: a RoCE port needs a GRH".into(),
-            ));
+            )));
         }
         if self.refuse_all.load(Ordering::SeqCst) {
-            return Err(TransportError::BadSend("EIO: refused".into()));
+            return Some(Err(TransportError::BadSend("EIO: refused".into())));
         }
-        self.inner.post_send(qp, mad, dest)
-    }
-    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
         None
     }
-    mad_core::forward_transport!(
-        port_attrs,
-        refresh_port_attrs,
-        send_queue_depth,
-        poll_send_completions,
-        poll_recv,
-        poll_event,
-        qp_state,
-        modify_qp,
-        recreate_queues
-    );
+    fn raw_fd(&self) -> Option<Option<std::os::fd::RawFd>> {
+        Some(None)
+    }
 }
+
+/// A Loopback that refuses posts the way a RoCE port does ([`Roce`]).
+type RoceLike = Wrapped<Loopback, Roce>;
 
 /// The engine under test on a RoCE-like port at LID 0, what it sent, and
 /// the switch that makes the port refuse everything.
@@ -73,10 +61,12 @@ fn roce_engine() -> (Engine<RoceLike>, Sent, Arc<AtomicBool>) {
 fn roce_engine_with(cfg: EngineConfig) -> (Engine<RoceLike>, Sent, Arc<AtomicBool>) {
     let (lb, sent) = recording(0, 64);
     let refuse_all = Arc::new(AtomicBool::new(false));
-    let t = RoceLike {
-        inner: lb,
-        refuse_all: refuse_all.clone(),
-    };
+    let t = Wrapped::new(
+        lb,
+        Roce {
+            refuse_all: refuse_all.clone(),
+        },
+    );
     (Engine::new(t, cfg), sent, refuse_all)
 }
 

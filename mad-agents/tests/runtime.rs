@@ -226,18 +226,7 @@ fn deregistering_another_agent_from_a_callback_delivers_its_completions_first() 
     for _ in 0..3 {
         b.send(req(60_000)).unwrap();
     }
-    let slot = Arc::new(Mutex::new(Some(b)));
-    let (done_tx, done) = mpsc::channel();
-    let s2 = slot.clone();
-    let a = rt
-        .register(AgentSpec::send_only("a", Qp::Qp1), move |_ev| {
-            if let Some(b) = s2.lock().unwrap().take() {
-                let left = b.deregister();
-                done_tx.send(left.len()).unwrap();
-            }
-        })
-        .unwrap();
-    a.send(req(1)).unwrap();
+    let (_a, done) = support::deregister_in_a_callback(&rt, b, req(1));
     assert_eq!(done.recv_timeout(Duration::from_secs(5)).unwrap(), 0);
     let flushed: Vec<_> = bgot.try_iter().collect();
     assert_eq!(flushed.len(), 3, "{flushed:?}");

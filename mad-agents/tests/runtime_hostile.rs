@@ -19,7 +19,8 @@ use mad_agents::{
     Agent, AgentEvent, AgentSpec, EngineConfig, Runtime, SendError, SendRequest, SendStatus,
 };
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, Received, Transport, TransportError};
+use mad_core::transport::{Address, Qp, Received};
+use mad_testkit::{Hooks, Wrapped};
 
 /// How long a call that must return in bounded time may take here.
 const BOUND: Duration = Duration::from_secs(10);
@@ -203,44 +204,33 @@ fn send_and_wait_returns_when_its_agent_deregisters_itself_in_its_callback() {
     );
 }
 
-/// A loopback whose `poll_recv` panics once `armed`: a transport bug that
-/// kills the loop thread outside any callback.
+/// Hooks that panic in `poll_recv` once `armed`: a transport bug that
+/// kills the loop thread outside any callback. The wrapped loopback
+/// reports no descriptor.
 struct Booby {
-    inner: Loopback,
     armed: Arc<AtomicBool>,
 }
 
-mad_core::transport_layer!(Booby, inner: Loopback);
-
-impl Transport for Booby {
-    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+impl Hooks for Booby {
+    fn inject(&mut self) -> Option<Received> {
         assert!(!self.armed.load(Ordering::SeqCst), "the transport blew up");
-        self.inner.poll_recv()
-    }
-    fn raw_fd(&self) -> Option<RawFd> {
         None
     }
-    mad_core::forward_transport!(
-        port_attrs,
-        refresh_port_attrs,
-        send_queue_depth,
-        post_send,
-        poll_send_completions,
-        poll_event,
-        qp_state,
-        modify_qp,
-        recreate_queues
-    );
+    fn raw_fd(&self) -> Option<Option<RawFd>> {
+        Some(None)
+    }
 }
 
 #[test]
 fn when_the_loop_thread_dies_waiters_get_an_error_and_drops_return() {
     let armed = Arc::new(AtomicBool::new(false));
     let rt = Runtime::start(
-        Booby {
-            inner: answering(true),
-            armed: armed.clone(),
-        },
+        Wrapped::new(
+            answering(true),
+            Booby {
+                armed: armed.clone(),
+            },
+        ),
         EngineConfig::default(),
     )
     .unwrap();
@@ -336,20 +326,7 @@ fn a_panic_in_a_callback_run_inside_another_agents_deregistration_is_caught_ther
     for _ in 0..2 {
         b.send(req(3_600_000)).unwrap();
     }
-    let slot = Arc::new(Mutex::new(Some(b)));
-    let (done_tx, done) = mpsc::channel();
-    let s2 = slot.clone();
-    let a = rt
-        .register(AgentSpec::send_only("a", Qp::Qp1), move |_ev| {
-            if let Some(b) = s2.lock().unwrap().take() {
-                // b's callback runs (and panics) nested in here, for each
-                // of its flushed sends.
-                let left = b.deregister();
-                done_tx.send(left.len()).unwrap();
-            }
-        })
-        .unwrap();
-    a.send(unanswered()).unwrap();
+    let (a, done) = support::deregister_in_a_callback(&rt, b, unanswered());
     assert_eq!(done.recv_timeout(BOUND).unwrap(), 0);
     let got: Vec<_> = bevents.try_iter().collect();
     let flushed = got

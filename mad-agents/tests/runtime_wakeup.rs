@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,34 +14,20 @@ use mad_agents::runtime::Wakeup;
 use mad_agents::{AgentEvent, AgentSpec, EngineConfig, Runtime, SendRequest, SendStatus};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
-use mad_core::wire::{Mad, Method, MgmtClass};
-use support::{doorbell, perf_get, Doorbell, Fd, WithFd};
+use mad_core::wire::{Method, MgmtClass};
+use support::{doorbell, perf_get, with_fd, Doorbell, Fd};
 
 /// A Loopback whose far side answers every request.
 fn answering() -> Loopback {
-    Loopback::new(Loopback::attrs("lb0", 1, 5), 64).with_responder(Box::new(
-        |qp, mad: &[u8], dest: &Address| {
-            if Mad::new_unchecked(mad).is_response() {
-                return Vec::new();
-            }
-            let mut r = mad.to_vec();
-            r[3] = 0x81;
-            vec![Received {
-                qp,
-                src: Address {
-                    lid: dest.lid,
-                    qpn: 1,
-                    ..Address::default()
-                },
-                mad: r.into(),
-            }]
-        },
-    ))
+    mad_testkit::far::answering("lb0", 5, 64, None)
 }
 
-fn start(fd: Fd) -> (Runtime, Arc<Mutex<Vec<Received>>>) {
-    let t = WithFd::new(answering(), fd);
-    let inbox = t.inbox.clone();
+/// The MADs a [`WithFd`] delivers before its Loopback's.
+type Inbox = Arc<Mutex<VecDeque<Received>>>;
+
+fn start(fd: Fd) -> (Runtime, Inbox) {
+    let t = with_fd(answering(), fd);
+    let inbox = t.hooks.inbox.clone();
     let cfg = EngineConfig {
         fallback_tick: Duration::from_millis(1),
         ..EngineConfig::default()
@@ -56,11 +43,7 @@ fn perf_set() -> Vec<u8> {
 
 /// Mean time from an unsolicited request reaching the transport, with the
 /// loop idle, to its delivery; `bell` makes the descriptor readable.
-fn mean_request_latency(
-    rt: &Runtime,
-    inbox: &Arc<Mutex<Vec<Received>>>,
-    mut bell: Option<&mut Doorbell>,
-) -> Duration {
+fn mean_request_latency(rt: &Runtime, inbox: &Inbox, mut bell: Option<&mut Doorbell>) -> Duration {
     let (pma, rx) = rt
         .register_channel(AgentSpec::requests(
             "pma",
@@ -75,7 +58,7 @@ fn mean_request_latency(
         // Let the loop go idle.
         std::thread::sleep(Duration::from_millis(30));
         let t = Instant::now();
-        inbox.lock().unwrap().push(Received {
+        inbox.lock().unwrap().push_back(Received {
             qp: Qp::Qp1,
             src: Address::gsi(9),
             mad: perf_set().into(),

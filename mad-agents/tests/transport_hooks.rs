@@ -3,74 +3,39 @@
 //! registration when the layer below refuses.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::{Arc, Mutex};
-
 use mad_agents::{AgentSpec, Engine, EngineConfig, RegisterError};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Qp, Transport, TransportError};
+use mad_core::transport::Qp;
 use mad_core::wire::{Method, MgmtClass};
+use mad_testkit::{Recording, Wrapped};
 
-type Calls = Arc<Mutex<Vec<(MgmtClass, u8, u128, Option<[u8; 3]>)>>>;
+/// A Loopback that records `register_requests` and can refuse it (the
+/// kit's [`Recording`] hooks).
+type Recorded = Wrapped<Loopback, Recording>;
 
-/// A Loopback that records `register_requests` and can refuse it.
-struct Recording {
-    inner: Loopback,
-    calls: Calls,
-    refuse: bool,
-}
-
-mad_core::transport_layer!(Recording, inner: Loopback);
-
-impl Transport for Recording {
-    fn register_requests(
-        &mut self,
-        class: MgmtClass,
-        class_version: u8,
-        methods: u128,
-        oui: Option<[u8; 3]>,
-    ) -> Result<(), TransportError> {
-        if self.refuse {
-            return Err(TransportError::Open("method 1 already in use".into()));
-        }
-        self.calls
-            .lock()
-            .unwrap()
-            .push((class, class_version, methods, oui));
-        Ok(())
+fn engine(refuse: bool) -> (Engine<Recorded>, Recording) {
+    let rec = Recording::new();
+    if refuse {
+        rec.record().refuse_register = Some("method 1 already in use".into());
     }
-    mad_core::forward_transport!(
-        port_attrs,
-        refresh_port_attrs,
-        send_queue_depth,
-        post_send,
-        poll_send_completions,
-        poll_recv,
-        poll_event,
-        qp_state,
-        modify_qp,
-        recreate_queues,
-        raw_fd
-    );
+    let t = Wrapped::new(Loopback::new(Loopback::attrs("r", 1, 1), 64), rec.clone());
+    (Engine::new(t, EngineConfig::default()), rec)
 }
 
-fn engine(refuse: bool) -> (Engine<Recording>, Calls) {
-    let calls = Calls::default();
-    let t = Recording {
-        inner: Loopback::new(Loopback::attrs("r", 1, 1), 64),
-        calls: calls.clone(),
-        refuse,
-    };
-    (Engine::new(t, EngineConfig::default()), calls)
+/// The registrations asked for, as (class, version, methods, OUI).
+fn calls(rec: &Recording) -> Vec<(MgmtClass, u8, u128, Option<[u8; 3]>)> {
+    rec.record()
+        .registrations
+        .iter()
+        .map(|r| (r.class, r.class_version, r.methods, r.oui))
+        .collect()
 }
 
 #[test]
 fn registering_for_requests_asks_the_transport_for_them() {
-    let (mut e, calls) = engine(false);
+    let (mut e, rec) = engine(false);
     e.register(AgentSpec::send_only("client", Qp::Qp1)).unwrap();
-    assert!(
-        calls.lock().unwrap().is_empty(),
-        "send-only agents ask nothing"
-    );
+    assert!(calls(&rec).is_empty(), "send-only agents ask nothing");
     e.register(AgentSpec::requests(
         "pma",
         MgmtClass::PERF_MGT,
@@ -80,7 +45,7 @@ fn registering_for_requests_asks_the_transport_for_them() {
     .unwrap();
     e.register(AgentSpec::requests("ping", MgmtClass(0x32), 1, &[Method::GET]).with_oui(0x00_1405))
         .unwrap();
-    let got = calls.lock().unwrap().clone();
+    let got = calls(&rec);
     assert_eq!(
         got,
         vec![
@@ -92,7 +57,7 @@ fn registering_for_requests_asks_the_transport_for_them() {
 
 #[test]
 fn a_refusal_below_refuses_the_registration_and_frees_the_methods() {
-    let (mut e, _calls) = engine(true);
+    let (mut e, rec) = engine(true);
     let err = e
         .register(AgentSpec::requests(
             "pma",
@@ -104,7 +69,7 @@ fn a_refusal_below_refuses_the_registration_and_frees_the_methods() {
     assert!(matches!(err, RegisterError::Transport(_)), "{err:?}");
     assert!(err.to_string().contains("already in use"), "{err}");
     assert_eq!(e.agent_count(), 0);
-    e.port_mut().transport_mut().refuse = false;
+    rec.record().refuse_register = None;
     e.register(AgentSpec::requests(
         "pma",
         MgmtClass::PERF_MGT,

@@ -12,6 +12,10 @@ use mad_sim::{Fabric, SimError, SimPort, Topology, TopologyError};
 
 use crate::MadBuilder;
 
+/// ibsim's example topology (`net` of ibsim-utils): two 8-port switches
+/// joined by two links, an HCA on each of ports 1 and 2 of the first.
+pub const IBSIM_EXAMPLE_NET: &str = include_str!("../nets/ibsim_example.net");
+
 /// The TID bits a requester owns (the far side may rewrite bits 48–63).
 pub const TID_MASK: u64 = (1 << 48) - 1;
 

@@ -6,6 +6,7 @@
 //! - [`rng`]: the one seeded RNG of the tests and benches ([`Rng`], the
 //!   project's xorshift64* from the fault injector, with a fixed default
 //!   seed and helpers for ranges and bytes).
+//! - [`far`]: loopback far sides ([`far::answering`], [`far::get_resp`]).
 //! - [`fabric`]: a far side that answers like the simulated fabric
 //!   because it *is* the simulated fabric ([`fabric::builtin`],
 //!   [`fabric::pair`], [`fabric::drain`]).
@@ -41,6 +42,7 @@
 
 pub mod build;
 pub mod fabric;
+pub mod far;
 pub mod pair;
 pub mod rng;
 pub mod wrap;

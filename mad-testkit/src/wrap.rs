@@ -12,10 +12,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use mad_core::transport::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WrId,
-};
+use mad_core::transport::{Address, Qp, Received, Transport, TransportError, WrId};
 use mad_core::wire::MgmtClass;
 
 /// What a wrapper may see or change. Every method has a default that
@@ -72,16 +69,22 @@ impl<T, H> Wrapped<T, H> {
     }
 }
 
+mad_core::transport_layer!([T: Transport, H] Wrapped<T, H>, inner: T);
+
+/// Built on mad-core's [`TransportLayer`](mad_core::transport::TransportLayer):
+/// `forward_transport!` writes what passes through unchanged, and only the
+/// methods a hook can see or change are spelt out here.
 impl<T: Transport, H: Hooks> Transport for Wrapped<T, H> {
-    fn port_attrs(&self) -> &PortAttrs {
-        self.inner.port_attrs()
-    }
-    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
-        self.inner.refresh_port_attrs()
-    }
-    fn send_queue_depth(&self) -> usize {
-        self.inner.send_queue_depth()
-    }
+    mad_core::forward_transport!(
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        poll_send_completions,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues
+    );
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
         match self.hooks.send(qp, mad, dest) {
             Some(r) => r,
@@ -100,12 +103,6 @@ impl<T: Transport, H: Hooks> Transport for Wrapped<T, H> {
             None => self.inner.post_request(qp, mad, dest, wait),
         }
     }
-    fn poll_send_completions(
-        &mut self,
-        out: &mut Vec<SendCompletion>,
-    ) -> Result<usize, TransportError> {
-        self.inner.poll_send_completions(out)
-    }
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
         loop {
             let r = match self.hooks.inject() {
@@ -119,18 +116,6 @@ impl<T: Transport, H: Hooks> Transport for Wrapped<T, H> {
                 return Ok(Some(r));
             }
         }
-    }
-    fn poll_event(&mut self) -> Option<AsyncEvent> {
-        self.inner.poll_event()
-    }
-    fn qp_state(&self, qp: Qp) -> QpState {
-        self.inner.qp_state(qp)
-    }
-    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        self.inner.modify_qp(qp, to)
-    }
-    fn recreate_queues(&mut self) -> Result<(), TransportError> {
-        self.inner.recreate_queues()
     }
     fn raw_fd(&self) -> Option<RawFd> {
         self.hooks.raw_fd().unwrap_or_else(|| self.inner.raw_fd())

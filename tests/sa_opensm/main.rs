@@ -40,6 +40,21 @@ use mad_core::wire::{AttributeId, Method};
 use support::opensm::{require_sbin, OpenSm, NEEDS_OPENSM};
 use support::IbSim;
 
+/// The SA client every case here uses: one MAD per table, 2 s timeout,
+/// 2 retries, and `base`'s other settings.
+fn single_mad_client(rt: &Runtime, base: SaClientConfig) -> SaClient {
+    SaClient::new(
+        rt,
+        SaClientConfig {
+            table_mode: TableMode::SingleMad,
+            timeout: Duration::from_secs(2),
+            retries: 2,
+            ..base
+        },
+    )
+    .expect("SA client")
+}
+
 #[test]
 fn sa_client_answers_equal_saquery_against_opensm_on_ibsim() {
     if !require_sbin(NEEDS_OPENSM) {
@@ -52,16 +67,7 @@ fn sa_client_answers_equal_saquery_against_opensm_on_ibsim() {
         let t = IbSimTransport::attach(sim.config().node("Hca1")).expect("attach at Hca1");
         assert_ne!(t.port_attrs().lid, 0, "{topo}: OpenSM gave Hca1 a LID");
         let rt = Runtime::start(t, EngineConfig::default()).expect("runtime");
-        let client = SaClient::new(
-            &rt,
-            SaClientConfig {
-                table_mode: TableMode::SingleMad,
-                timeout: Duration::from_secs(2),
-                retries: 2,
-                ..SaClientConfig::default()
-            },
-        )
-        .expect("SA client");
+        let client = single_mad_client(&rt, SaClientConfig::default());
         let nodes = lids(&client);
         assert!(nodes.len() >= 4, "{topo}: {} LIDs found", nodes.len());
         let cases = cases(&nodes);
@@ -188,17 +194,13 @@ fn opensm_reports_a_departed_port_to_a_subscribed_client() {
     cfg.qpn = 0x31;
     let t = IbSimTransport::attach(cfg).expect("attach at Hca1");
     let rt = Runtime::start(t, EngineConfig::default()).expect("runtime");
-    let client = SaClient::new(
+    let client = single_mad_client(
         &rt,
         SaClientConfig {
-            table_mode: TableMode::SingleMad,
-            timeout: Duration::from_secs(2),
-            retries: 2,
             report_qpn: 0x31,
             ..SaClientConfig::default()
         },
-    )
-    .expect("SA client");
+    );
     let gone = client.node_record(4).expect("Hca2 at LID 4");
     assert_eq!(text(&gone.node_desc.desc), "Hca2");
     let sub = client
@@ -254,17 +256,13 @@ fn umad_child() {
     let t = mad_core::transport::umad::UmadTransport::open(None, 0)
         .unwrap_or_else(|e| panic!("umad open: {e}"));
     let rt = Runtime::start(t, EngineConfig::default()).expect("runtime");
-    let client = SaClient::new(
+    let client = single_mad_client(
         &rt,
         SaClientConfig {
-            table_mode: TableMode::SingleMad,
             receive_reports: false,
-            timeout: Duration::from_secs(2),
-            retries: 2,
             ..SaClientConfig::default()
         },
-    )
-    .expect("SA client");
+    );
     let nodes = lids(&client);
     for c in cases(&nodes) {
         let resp = client

@@ -347,6 +347,22 @@ impl IbSim {
         c
     }
 
+    /// Runs `program args` under libumad2sim against this ibsim, with no
+    /// standard input, and returns what it did. Fails the calling test
+    /// when the program cannot be run.
+    #[must_use]
+    pub fn umad2sim_output<S: AsRef<std::ffi::OsStr>>(
+        &self,
+        program: &str,
+        args: impl IntoIterator<Item = S>,
+    ) -> std::process::Output {
+        self.umad2sim_command(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {program}: {e}"))
+    }
+
     /// Runs test `test` of the running test binary again, alone, under
     /// libumad2sim against this ibsim, with `marker`=1 in its environment
     /// (how the child knows it is the child); returns what it printed on

@@ -30,9 +30,12 @@ mod gs;
 mod sa;
 mod smp;
 
+#[path = "../support/tshark.rs"]
+mod tshark;
+use tshark::run_tshark;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
-use std::process::Command;
 
 use mad_core::pcap::{crc, packet, PacketMeta, PcapReader, PcapWriter, Timestamp};
 
@@ -328,33 +331,6 @@ fn check_case(case: &mut Case, pkt_json: &serde_json::Value, pkt: &[u8], report:
             }
         }
     }
-}
-
-/// Runs tshark, failing loudly when it is missing (CI or not).
-fn run_tshark(path: &std::path::Path) -> serde_json::Value {
-    let out = match Command::new("tshark")
-        .arg("-r")
-        .arg(path)
-        .args(["-V", "-T", "json", "--no-duplicate-keys"])
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => {
-            let ci = std::env::var_os("CI").is_some();
-            eprintln!("==============================================================");
-            eprintln!("tshark is required by this test and could not be run: {e}");
-            eprintln!("install it: apt-get install -y tshark   (CI set: {ci})");
-            eprintln!("==============================================================");
-            panic!("tshark not available: {e}");
-        }
-    };
-    assert!(
-        out.status.success(),
-        "tshark failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("tshark JSON")
 }
 
 #[test]

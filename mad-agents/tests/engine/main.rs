@@ -49,15 +49,12 @@ fn port(lid: u16) -> (Loopback, Far) {
             if *m2.lock().unwrap() == Mode::Silent || m.is_response() {
                 return Vec::new();
             }
-            vec![Received {
+            vec![mad_testkit::far::from_dest(
                 qp,
-                src: Address {
-                    lid: dest.lid,
-                    qpn: qp.qpn(),
-                    ..Address::default()
-                },
-                mad: response_to(mad).into(),
-            }]
+                dest,
+                qp.qpn(),
+                response_to(mad),
+            )]
         },
     ));
     (lb, Far { sent, mode })

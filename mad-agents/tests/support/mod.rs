@@ -3,16 +3,17 @@
 //! chosen file descriptor.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::io::Write;
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::{mpsc, Arc, Mutex};
 
-use mad_agents::{AgentEvent, AgentId, Completion, Engine};
+use mad_agents::runtime::Agent;
+use mad_agents::{AgentEvent, AgentId, AgentSpec, Completion, Engine, Runtime, SendRequest};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, Received, Transport, TransportError};
+use mad_core::transport::{Address, Qp, Received, Transport};
 use mad_core::wire::{Mad, Method, MgmtClass};
+use mad_testkit::Wrapped;
 
 /// What the far side saw: (QP, MAD, destination).
 pub type Sent = Arc<Mutex<Vec<(Qp, Vec<u8>, Address)>>>;
@@ -34,24 +35,7 @@ pub fn recording(lid: u16, depth: usize) -> (Loopback, Sent) {
 /// A Loopback (LID 5) whose far side answers every request with a
 /// GetResp (same TID) from the LID it was sent to, until `silent` is set.
 pub fn answering(silent: Arc<AtomicBool>) -> Loopback {
-    Loopback::new(Loopback::attrs("lb0", 1, 5), 64).with_responder(Box::new(
-        move |qp, mad: &[u8], dest: &Address| {
-            if silent.load(Ordering::SeqCst) || Mad::new_unchecked(mad).is_response() {
-                return Vec::new();
-            }
-            let mut r = mad.to_vec();
-            r[3] = 0x81;
-            vec![Received {
-                qp,
-                src: Address {
-                    lid: dest.lid,
-                    qpn: 1,
-                    ..Address::default()
-                },
-                mad: r.into(),
-            }]
-        },
-    ))
+    mad_testkit::far::answering("lb0", 5, 64, Some(silent))
 }
 
 /// A PerfMgt Get(PortCounters).
@@ -69,12 +53,10 @@ pub fn tid_of(mad: &[u8]) -> u64 {
 
 /// The GetResp to `mad`, received on `qp` from `src`.
 pub fn answer(qp: Qp, mad: &[u8], src: Address) -> Received {
-    let mut r = mad.to_vec();
-    r[3] = 0x81;
     Received {
         qp,
         src,
-        mad: r.into(),
+        mad: mad_testkit::far::get_resp(mad).into(),
     }
 }
 
@@ -93,17 +75,11 @@ pub fn completions(evs: &[(AgentId, AgentEvent)]) -> Vec<Completion> {
         .collect()
 }
 
-/// Which file descriptor a [`WithFd`] hands out.
-pub enum Fd {
-    /// None: the runtime must tick.
-    None,
-    /// A socket that becomes readable when [`Doorbell::ring`] is called
-    /// (and is drained by `poll_recv`).
-    Real(UnixStream),
-    /// A number that is no open descriptor: epoll refuses it with EBADF,
-    /// as it refuses libumad2sim's fake umad descriptors.
-    Bogus(RawFd),
-}
+/// Which file descriptor a [`WithFd`] hands out: none (the runtime
+/// must tick), a socket a [`Doorbell`] makes readable (drained by
+/// `poll_recv`), or a number that is no open descriptor (epoll refuses it
+/// with EBADF, as it refuses libumad2sim's fake umad descriptors).
+pub use mad_testkit::wrap::Fd;
 
 /// The test's end of a [`Fd::Real`] descriptor.
 pub struct Doorbell(UnixStream);
@@ -122,60 +98,36 @@ pub fn doorbell() -> (Fd, Doorbell) {
     (Fd::Real(a), Doorbell(b))
 }
 
-/// A Loopback with a chosen file descriptor.
-pub struct WithFd {
-    /// The Loopback.
-    pub inner: Loopback,
-    /// Its descriptor.
-    pub fd: Fd,
-    /// Received MADs queued by the test from other threads (delivered by
-    /// `poll_recv`).
-    pub inbox: Arc<Mutex<Vec<Received>>>,
+/// A Loopback with a chosen file descriptor, and an inbox (`hooks.inbox`)
+/// other threads fill with MADs to receive: the kit's one wrapper.
+pub type WithFd = Wrapped<Loopback, mad_testkit::WithFd>;
+
+/// `inner` with descriptor `fd`.
+pub fn with_fd(inner: Loopback, fd: Fd) -> WithFd {
+    Wrapped::new(inner, mad_testkit::WithFd::new(fd))
 }
 
-impl WithFd {
-    /// `inner` with descriptor `fd`.
-    pub fn new(inner: Loopback, fd: Fd) -> Self {
-        Self {
-            inner,
-            fd,
-            inbox: Arc::default(),
-        }
-    }
-}
-
-mad_core::transport_layer!(WithFd, inner: Loopback);
-
-impl Transport for WithFd {
-    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        if let Fd::Real(s) = &mut self.fd {
-            let mut b = [0u8; 64];
-            while matches!(s.read(&mut b), Ok(n) if n > 0) {}
-        }
-        {
-            let mut q = self.inbox.lock().unwrap();
-            if !q.is_empty() {
-                return Ok(Some(q.remove(0)));
+/// Registers a send-only agent "a" on `rt` whose first event deregisters
+/// `b` from inside a's callback, and sends `first` from a to bring that
+/// event. Returns a (keep it alive) and where the number of completions
+/// `b.deregister()` returned arrives.
+pub fn deregister_in_a_callback(
+    rt: &Runtime,
+    b: Agent,
+    first: SendRequest,
+) -> (Agent, mpsc::Receiver<usize>) {
+    let slot = Mutex::new(Some(b));
+    let (done_tx, done) = mpsc::channel();
+    let a = rt
+        .register(AgentSpec::send_only("a", Qp::Qp1), move |_ev| {
+            if let Some(b) = slot.lock().unwrap().take() {
+                // b's callback runs nested in here, for each of its
+                // flushed sends.
+                let left = b.deregister();
+                done_tx.send(left.len()).unwrap();
             }
-        }
-        self.inner.poll_recv()
-    }
-    fn raw_fd(&self) -> Option<RawFd> {
-        match &self.fd {
-            Fd::None => None,
-            Fd::Real(s) => Some(s.as_raw_fd()),
-            Fd::Bogus(n) => Some(*n),
-        }
-    }
-    mad_core::forward_transport!(
-        port_attrs,
-        refresh_port_attrs,
-        send_queue_depth,
-        post_send,
-        poll_send_completions,
-        poll_event,
-        qp_state,
-        modify_qp,
-        recreate_queues
-    );
+        })
+        .unwrap();
+    a.send(first).unwrap();
+    (a, done)
 }

@@ -15,24 +15,8 @@ fn err(s: &str) -> TopologyError {
     }
 }
 
-const IBSIM_NET: &str = "\
-# ibsim's net example
-Switch\t8 \"Switch1\"
-[1]\t\"Hca1\"[1]
-[2]\t\"Hca2\"[2]
-[3]\t\"Switch2\"[3]
-[4]\t\"Switch2\"[4]
-
-Switch 8 \"Switch2\"
-[3]\t\"Switch1\"[3]
-[4]\t\"Switch1\"[4]
-
-Hca\t2 \"Hca1\"
-[1]\t\"Switch1\"[1]
-
-Hca\t2 \"Hca2\"
-[2]\t\"Switch1\"[2]
-";
+/// ibsim's example topology, the one copy in the test kit.
+const IBSIM_NET: &str = include_str!("../../../mad-testkit/nets/ibsim_example.net");
 
 #[test]
 fn guids_follow_ibsim_counters_per_node_kind() {
