@@ -36,7 +36,10 @@ use mad_agents::sa::{SaClient, SaClientConfig};
 use mad_core::wire::attr::ClassPortInfo;
 use mad_core::wire::{Method, Repr, SA_DATA_OFFSET};
 
-use self::options::{Cmd, Request};
+use self::options::{
+    Cmd, Request, K_DGID, K_DLID, K_GID, K_MGID, K_MLID, K_NODE_NAME_MAP, K_PKEY, K_PKT_LIFE,
+    K_SCOPE, K_SERVICE_ID, K_SGID, K_SGID_TO_DGID, K_SL, K_SLID, K_SMKEY, K_SRC_TO_DST,
+};
 use self::query::{pid, table_mode, Ctx, Fail};
 use self::records::{Query, RECORD_TYPES};
 use crate::command::{CliError, Invocation};
@@ -47,23 +50,6 @@ use crate::session::{Backend, Session};
 
 /// `DEFAULT_SA_TIMEOUT_MS`.
 const SA_TIMEOUT_MS: u32 = 1000;
-
-pub(super) const K_SRC_TO_DST: i32 = 1;
-pub(super) const K_SGID_TO_DGID: i32 = 2;
-pub(super) const K_NODE_NAME_MAP: i32 = 3;
-pub(super) const K_SMKEY: i32 = 4;
-pub(super) const K_SLID: i32 = 5;
-pub(super) const K_DLID: i32 = 6;
-pub(super) const K_MLID: i32 = 7;
-pub(super) const K_SGID: i32 = 14;
-pub(super) const K_DGID: i32 = 15;
-pub(super) const K_GID: i32 = 16;
-pub(super) const K_MGID: i32 = 17;
-pub(super) const K_PKEY: i32 = 18;
-pub(super) const K_SL: i32 = 19;
-pub(super) const K_PKT_LIFE: i32 = 20;
-pub(super) const K_SCOPE: i32 = 21;
-pub(super) const K_SERVICE_ID: i32 = 22;
 
 const OPTS: &[Opt] = &[
     Opt::new("p", 'p', false, None, "get PathRecord info"),

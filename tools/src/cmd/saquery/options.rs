@@ -2,11 +2,25 @@
 //! what it makes of its arguments: the [`Request`] a run carries out.
 
 use super::query::pton6;
-use super::{
-    K_DGID, K_DLID, K_GID, K_MGID, K_MLID, K_NODE_NAME_MAP, K_PKEY, K_PKT_LIFE, K_SCOPE,
-    K_SERVICE_ID, K_SGID, K_SGID_TO_DGID, K_SL, K_SLID, K_SMKEY, K_SRC_TO_DST,
-};
 use crate::ibdiag::Parsed;
+
+/// The option keys of saquery's long options without a short form.
+pub(super) const K_SRC_TO_DST: i32 = 1;
+pub(super) const K_SGID_TO_DGID: i32 = 2;
+pub(super) const K_NODE_NAME_MAP: i32 = 3;
+pub(super) const K_SMKEY: i32 = 4;
+pub(super) const K_SLID: i32 = 5;
+pub(super) const K_DLID: i32 = 6;
+pub(super) const K_MLID: i32 = 7;
+pub(super) const K_SGID: i32 = 14;
+pub(super) const K_DGID: i32 = 15;
+pub(super) const K_GID: i32 = 16;
+pub(super) const K_MGID: i32 = 17;
+pub(super) const K_PKEY: i32 = 18;
+pub(super) const K_SL: i32 = 19;
+pub(super) const K_PKT_LIFE: i32 = 20;
+pub(super) const K_SCOPE: i32 = 21;
+pub(super) const K_SERVICE_ID: i32 = 22;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 /// What saquery does (its mode options).
