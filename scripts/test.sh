@@ -89,6 +89,9 @@ cargo fmt --all -- --check || fail "cargo fmt --check"
 step "cargo clippy --workspace --all-targets -- -D warnings ($(elapsed))"
 cargo clippy --workspace --all-targets -- -D warnings || fail "cargo clippy"
 
+step "no import cycles between the modules of a crate ($(elapsed))"
+python3 scripts/module-cycles.py || fail "module import cycles (scripts/module-cycles.py)"
+
 step "cargo bench --workspace --no-run ($(elapsed))"
 cargo bench --workspace --no-run || fail "cargo bench --no-run"
 
