@@ -150,6 +150,7 @@ impl<T: Transport> Transport for PcapTap<T> {
         recreate_queues,
         raw_fd,
         bounded_far_side,
+        register_requests,
     );
 }
 
@@ -201,6 +202,27 @@ mod tests {
         assert_eq!(second.meta.direction, Direction::Received);
         assert_eq!(second.mad[3], 0x81);
         assert!(r.next_record().unwrap().is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    #[test]
+    fn request_registrations_reach_the_inner_transport() {
+        // With `--pcap` on a real port, an agent's methods must still be
+        // registered with the kernel below the tap.
+        let dir = std::env::temp_dir().join(format!("mad-tools-pcap-reg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let cap = Capture::create(&dir.join("r.pcap")).unwrap();
+        let rec = mad_testkit::Recording::new();
+        let inner = mad_testkit::Wrapped::new(Loopback::new(PortAttrs::default(), 16), rec.clone());
+        let mut t = PcapTap::new(inner, cap);
+        t.register_requests(mad_core::wire::MgmtClass::PERF_MGT, 1, 1 << 1, None)
+            .unwrap();
+        let r = rec.record();
+        assert_eq!(r.registrations.len(), 1);
+        assert_eq!(
+            r.registrations[0].class,
+            mad_core::wire::MgmtClass::PERF_MGT
+        );
+        drop(r);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
