@@ -158,8 +158,8 @@ impl<T: Transport> Engine<T> {
 
     /// Hands an RMPP segment (or DS ACK) to agent `aidx`'s reassembly.
     fn reassemble(&mut self, aidx: usize, m: &Inbound, now: Instant) {
-        if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
-            rx.handle(m.bytes(), m.src(), now);
+        if let (Some(rx), Some(h)) = (self.agents[aidx].rmpp_rx.as_mut(), m.rmpp()) {
+            rx.handle_parsed(m.bytes(), h, m.src(), now);
         }
         self.drain_rx(aidx, now);
     }

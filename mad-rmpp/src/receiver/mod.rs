@@ -35,7 +35,7 @@ mod replies;
 mod transfer;
 
 use crate::peer::{reply_address, Peer};
-use crate::segment::{read_header, RmppStatus, RmppType};
+use crate::segment::{read_header, Header, RmppStatus, RmppType};
 use crate::FastMap;
 use crate::Outcome;
 use budget::Usage;
@@ -384,9 +384,17 @@ impl ReceiverTable {
     /// LID, and the QP. Returns `false` if the MAD is not RMPP-active (the
     /// caller delivers it as an ordinary MAD).
     pub fn handle(&mut self, mad: &[u8], src: &Address, now: Instant) -> bool {
-        let Ok(h) = read_header(mad) else {
-            return false;
-        };
+        match read_header(mad) {
+            Ok(h) => self.handle_parsed(mad, &h, src, now),
+            Err(_) => false,
+        }
+    }
+
+    /// [`handle`](Self::handle) for a caller that has already parsed the
+    /// MAD's RMPP header (`h`, bytes 24..36 of `mad`), as the port layer
+    /// does for every inbound MAD of an RMPP class: the header is not read
+    /// a second time.
+    pub fn handle_parsed(&mut self, mad: &[u8], h: &Header, src: &Address, now: Instant) -> bool {
         if !h.is_active() {
             return false;
         }
@@ -398,7 +406,7 @@ impl ReceiverTable {
             return true;
         }
         match h.rmpp_type {
-            RmppType::DATA => self.handle_data(key, src, mad, &h, now),
+            RmppType::DATA => self.handle_data(key, src, mad, h, now),
             RmppType::ABORT | RmppType::STOP => {
                 if !h.status.is_valid_for(h.rmpp_type) {
                     // The kernel answers every malformed STOP / ABORT with
