@@ -220,12 +220,7 @@ impl Fabric {
 /// `libibmad`'s node type names (`mad_dump_node_type`).
 #[must_use]
 pub fn node_type_name(t: NodeType) -> String {
-    match t.0 {
-        1 => "Channel Adapter".into(),
-        2 => "Switch".into(),
-        3 => "Router".into(),
-        n => format!("?({n})?"),
-    }
+    crate::diags::dump::node_type(t.0)
 }
 
 /// The one-word node type of the JSON and text forms (`Ca`, `Switch`,
