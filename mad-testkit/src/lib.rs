@@ -17,6 +17,7 @@
 //!   ([`Wrapped`] forwards every method to the inner transport and lets a
 //!   [`Hooks`] value see or change sends, receives and registrations);
 //!   [`Recording`], [`Tap`] and [`WithFd`] are the hooks tests use.
+//! - [`text`]: assertions on text output ([`assert_contains_all`]).
 //!
 //! Used only as a dev-dependency (`publish = false`).
 //!
@@ -45,9 +46,11 @@ pub mod fabric;
 pub mod far;
 pub mod pair;
 pub mod rng;
+pub mod text;
 pub mod wrap;
 
 pub use build::MadBuilder;
 pub use pair::{Pair, Side};
 pub use rng::Rng;
+pub use text::assert_contains_all;
 pub use wrap::{Hooks, Recording, Tap, WithFd, Wrapped};
