@@ -9,14 +9,15 @@
 //! past every deadline it holds nothing.
 
 use crate::clock::Clock;
+use crate::ops::Ops;
 use arbitrary::{Arbitrary, Unstructured};
-use mad_wire::addr::{Address, Grh};
 use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE};
-use mad_wire::wire::MAD_LEN;
 use mad_rmpp::{
     reply_address, Output, Peer, ReceiverConfig, ReceiverTable, RmppStatus, RmppType, Sender,
     SenderConfig, TransferKey,
 };
+use mad_wire::addr::{Address, Grh};
+use mad_wire::wire::MAD_LEN;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -336,15 +337,7 @@ pub fn run(data: &[u8]) {
     };
     let nm = h.msgs.len();
     let np = h.peers.len();
-    let mut steps = 0;
-    while !u.is_empty() {
-        let Ok(op) = Op::arbitrary(&mut u) else {
-            break;
-        };
-        steps += 1;
-        if steps > 500 {
-            break;
-        }
+    for op in Ops::<Op>::new(&mut u, 500) {
         match op {
             Op::Seg { msg, seg } => {
                 let m = &h.msgs[usize::from(msg) % nm];

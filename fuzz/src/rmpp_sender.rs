@@ -5,10 +5,11 @@
 //! termination checked at the end.
 
 use crate::clock::Clock;
+use crate::ops::Ops;
 use arbitrary::{Arbitrary, Unstructured};
 use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE};
-use mad_wire::wire::MAD_LEN;
 use mad_rmpp::{Outcome, RmppStatus, RmppType, SendEvent, Sender, SenderConfig};
+use mad_wire::wire::MAD_LEN;
 use std::time::Duration;
 
 /// How the sender under test is set up.
@@ -300,15 +301,7 @@ pub fn run(data: &[u8]) {
         finished: None,
     };
     assert_eq!(s.poll_timeout(), None, "a timer before anything was sent");
-    let mut steps = 0;
-    while !u.is_empty() {
-        let Ok(op) = Op::arbitrary(&mut u) else {
-            break;
-        };
-        steps += 1;
-        if steps > 400 {
-            break;
-        }
+    for op in Ops::<Op>::new(&mut u, 400) {
         let now = clock.now();
         match op {
             Op::Transmit(n) => m.transmit(&mut s, &clock, usize::from(n)),
