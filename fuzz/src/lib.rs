@@ -25,6 +25,7 @@ pub mod clock;
 pub mod cm;
 pub mod engine;
 pub mod ops;
+pub mod raw_rmpp;
 pub mod rmpp_receiver;
 pub mod rmpp_sender;
 
