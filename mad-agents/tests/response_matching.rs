@@ -12,7 +12,7 @@ use mad_core::transport::fault::FaultInjector;
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Grh, Qp, Received, WcStatus, PERMISSIVE_LID};
 use mad_core::wire::{Method, MgmtClass};
-use support::{answer, completions, drain, perf_get, recording, tid_of, Sent};
+use support::{answer, completions, drain, perf_get, perf_request, recording, tid_of, Sent};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -57,13 +57,7 @@ fn a_response_from_another_lid_is_counted_and_dropped_and_the_send_keeps_waiting
     let (mut e, sent) = engine();
     let a = e.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap();
     let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     e.poll(t0);
     let req = last_sent(&sent);
     // Same TID and class, from LID 9 instead of 7.
@@ -89,12 +83,7 @@ fn a_response_from_another_lid_is_counted_and_dropped_and_the_send_keeps_waiting
     };
     let mut e = Engine::new(lb, cfg);
     let a = e.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap();
-    e.send(
-        a,
-        SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-        t0,
-    )
-    .unwrap();
+    e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     e.poll(t0);
     let req = last_sent(&sent);
     e.handle_recv(t0 + MS, answer(Qp::Qp1, &req, from(9, Qp::Qp1)))
@@ -182,13 +171,7 @@ fn with_a_grh_the_source_gid_must_be_the_destination_gid() {
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
 
     // Sent without a GRH: an answer with one is not its answer.
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     e.poll(t0);
     let req = last_sent(&sent);
     e.handle_recv(t0, answer(Qp::Qp1, &req, with_gid(from(7, Qp::Qp1), 0x21)))
@@ -272,13 +255,7 @@ fn a_work_request_error_after_the_response_is_reported_with_the_response() {
     e.port_mut()
         .transport_mut()
         .fail_next_send(WcStatus::LocProtErr);
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     e.poll(t0);
     assert!(sent.lock().unwrap().is_empty(), "still in the send queue");
     // The response beats the work completion.

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use support::completions;
+use support::{completions, gsi_from};
 
 use mad_agents::{
     AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, Message, SendRequest, SendStatus,
@@ -376,15 +376,7 @@ fn a_response_segment_nobody_waits_for_allocates_nothing() {
     seg[26] = 0x03; // Active | First
     seg[28..32].copy_from_slice(&1u32.to_be_bytes());
     seg[32..36].copy_from_slice(&100_000_000u32.to_be_bytes());
-    a.handle_recv(
-        Instant::now(),
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(2),
-            mad: seg.into(),
-        },
-    )
-    .unwrap();
+    a.handle_recv(Instant::now(), gsi_from(2, seg)).unwrap();
     a.poll(Instant::now());
     assert_eq!(a.rmpp_reassemblies(client), 0);
     assert_eq!(a.stats().unmatched_responses, 1);
@@ -416,15 +408,7 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
     resp[24] = 1; // RMPP version
     resp[25] = 1; // DATA
     resp[26] = 0x01; // Active only
-    a.handle_recv(
-        t0 + MS,
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(2),
-            mad: resp.into(),
-        },
-    )
-    .unwrap();
+    a.handle_recv(t0 + MS, gsi_from(2, resp)).unwrap();
     let mut evs = Vec::new();
     for i in 1..10u32 {
         a.poll(t0 + i * MS);

@@ -20,7 +20,7 @@ mod support;
 
 mod dispatch;
 
-use support::{completions, drain, perf_get, tid_of, Sent};
+use support::{completions, drain, gsi_from, perf_get, perf_request, perf_requests, tid_of, Sent};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -92,15 +92,7 @@ fn a_response_completes_the_send_with_success_and_the_response() {
     let mut e = engine(lb);
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7))
-                .expect_response(100 * MS, 2)
-                .cookie(42),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(100 * MS, 2).cookie(42), t0).unwrap();
     assert!(e.is_outstanding(s));
     e.poll(t0);
     let evs = drain(&mut e);
@@ -131,13 +123,7 @@ fn the_timeout_fires_exactly_at_its_deadline() {
     let mut e = engine(lb);
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     // The timer starts when the work request completes.
     assert_eq!(e.poll_timeout(), None);
     e.poll(t0);
@@ -159,12 +145,7 @@ fn retries_repost_the_same_mad_with_the_same_tid_and_stop_at_the_limit() {
     let mut e = engine(lb);
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
-    e.send(
-        a,
-        SendRequest::new(perf_get(), Address::gsi(7)).expect_response(50 * MS, 3),
-        t0,
-    )
-    .unwrap();
+    e.send(a, perf_request(50 * MS, 3), t0).unwrap();
     let mut t = t0;
     let mut done = Vec::new();
     for step in 0..=40 {
@@ -201,12 +182,7 @@ fn backoff_doubles_after_the_linear_retries_and_the_absolute_deadline_cuts_it() 
     let t0 = Instant::now();
     let tt = 100 * MS;
     // Without an explicit total: (3 + 1) x 100 ms = 400 ms.
-    e.send(
-        a,
-        SendRequest::new(perf_get(), Address::gsi(7)).expect_response(tt, 3),
-        t0,
-    )
-    .unwrap();
+    e.send(a, perf_request(tt, 3), t0).unwrap();
     e.poll(t0);
     assert_eq!(e.poll_timeout(), Some(t0 + tt));
     e.poll(t0 + tt); // retry 1, then waits 2T
@@ -228,9 +204,7 @@ fn backoff_doubles_after_the_linear_retries_and_the_absolute_deadline_cuts_it() 
     let t1 = t0 + Duration::from_secs(10);
     e.send(
         a,
-        SendRequest::new(perf_get(), Address::gsi(7))
-            .expect_response(tt, 3)
-            .total_timeout(Duration::from_secs(60)),
+        perf_request(tt, 3).total_timeout(Duration::from_secs(60)),
         t1,
     )
     .unwrap();
@@ -253,25 +227,13 @@ fn a_response_after_the_timeout_is_counted_and_dropped() {
     let mut e = engine(lb);
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
-    e.send(
-        a,
-        SendRequest::new(perf_get(), Address::gsi(7)).expect_response(10 * MS, 0),
-        t0,
-    )
-    .unwrap();
+    e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.poll(t0);
     e.poll(t0 + 10 * MS);
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Timeout);
     let req = far.sent.lock().unwrap()[0].1.clone();
-    e.handle_recv(
-        t0 + 11 * MS,
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(7),
-            mad: response_to(&req).into(),
-        },
-    )
-    .unwrap();
+    e.handle_recv(t0 + 11 * MS, gsi_from(7, response_to(&req)))
+        .unwrap();
     e.poll(t0 + 11 * MS);
     assert!(
         drain(&mut e).is_empty(),
@@ -288,25 +250,12 @@ fn a_response_that_beats_the_send_completion_completes_on_the_completion() {
     let mut e = engine(lb);
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(10 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.poll(t0);
     let mut req = perf_get();
     req[8..16].copy_from_slice(&e.send_tid(s).unwrap().to_be_bytes());
-    e.handle_recv(
-        t0 + MS,
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(7),
-            mad: response_to(&req).into(),
-        },
-    )
-    .unwrap();
+    e.handle_recv(t0 + MS, gsi_from(7, response_to(&req)))
+        .unwrap();
     e.poll(t0 + MS);
     assert!(
         drain(&mut e).is_empty(),
@@ -328,13 +277,7 @@ fn cancel_before_the_post_completes_completes_when_the_work_request_does() {
     let mut e = engine(lb);
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(10 * MS, 3),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(10 * MS, 3), t0).unwrap();
     e.cancel(s).unwrap();
     assert!(
         matches!(e.cancel(s), Err(SendError::NotActive(_))),
@@ -368,12 +311,7 @@ fn cancel_while_waiting_for_the_response_completes_at_once_and_a_later_answer_is
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
     let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7))
-                .expect_response(Duration::from_secs(5), 3),
-            t0,
-        )
+        .send(a, perf_request(Duration::from_secs(5), 3), t0)
         .unwrap();
     e.poll(t0);
     assert!(e.poll_timeout().is_some());
@@ -382,15 +320,8 @@ fn cancel_while_waiting_for_the_response_completes_at_once_and_a_later_answer_is
     assert_eq!((c.len(), c[0].status), (1, SendStatus::Canceled));
     assert_eq!(e.poll_timeout(), None, "its timer is gone");
     let req = far.sent.lock().unwrap()[0].1.clone();
-    e.handle_recv(
-        t0 + MS,
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(7),
-            mad: response_to(&req).into(),
-        },
-    )
-    .unwrap();
+    e.handle_recv(t0 + MS, gsi_from(7, response_to(&req)))
+        .unwrap();
     e.poll(t0 + MS);
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.stats().unmatched_responses, 1);
@@ -404,13 +335,7 @@ fn modify_before_the_post_completes_sets_the_timeout_that_starts_at_completion()
     let mut e = engine(lb);
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(10 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.modify(s, 300 * MS, t0).unwrap();
     e.port_mut().transport_mut().set_stalled(false);
     e.poll(t0 + 20 * MS);
@@ -428,13 +353,7 @@ fn modify_while_waiting_moves_the_deadline_and_modify_to_zero_cancels() {
     let mut e = engine(lb);
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     e.poll(t0);
     e.modify(s, 500 * MS, t0 + 50 * MS).unwrap();
     assert_eq!(e.poll_timeout(), Some(t0 + 550 * MS));
@@ -448,13 +367,7 @@ fn modify_while_waiting_moves_the_deadline_and_modify_to_zero_cancels() {
     e.poll(t0 + 320 * MS);
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Timeout);
 
-    let s2 = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0 + 400 * MS,
-        )
-        .unwrap();
+    let s2 = e.send(a, perf_request(100 * MS, 0), t0 + 400 * MS).unwrap();
     e.poll(t0 + 400 * MS);
     e.modify(s2, Duration::ZERO, t0 + 400 * MS).unwrap();
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Canceled);
@@ -482,14 +395,7 @@ fn a_work_request_error_completes_that_send_and_the_flushed_ones_behind_it_are_r
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
     let ids: Vec<_> = (0..4)
-        .map(|_| {
-            e.send(
-                a,
-                SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-                t0,
-            )
-            .unwrap()
-        })
+        .map(|_| e.send(a, perf_request(100 * MS, 0), t0).unwrap())
         .collect();
     e.port_mut().transport_mut().inner_mut().set_stalled(false);
     for i in 0..10 {
