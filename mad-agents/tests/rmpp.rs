@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use support::{completions, gsi_from};
+use support::{completions, gsi_from, recv_and_poll};
 
 use mad_agents::{
     AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, Message, SendRequest, SendStatus,
@@ -376,8 +376,7 @@ fn a_response_segment_nobody_waits_for_allocates_nothing() {
     seg[26] = 0x03; // Active | First
     seg[28..32].copy_from_slice(&1u32.to_be_bytes());
     seg[32..36].copy_from_slice(&100_000_000u32.to_be_bytes());
-    a.handle_recv(Instant::now(), gsi_from(2, seg)).unwrap();
-    a.poll(Instant::now());
+    recv_and_poll(&mut a, Instant::now(), gsi_from(2, seg));
     assert_eq!(a.rmpp_reassemblies(client), 0);
     assert_eq!(a.stats().unmatched_responses, 1);
 }
@@ -569,16 +568,15 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     req[28..32].copy_from_slice(&1u32.to_be_bytes());
     req[32..36].copy_from_slice(&100u32.to_be_bytes());
     let t0 = Instant::now();
-    b.handle_recv(
+    recv_and_poll(
+        &mut b,
         t0,
         Received {
             qp: Qp::Qp1,
             src: requester,
             mad: req.clone().into(),
         },
-    )
-    .unwrap();
-    b.poll(t0);
+    );
     let got: Vec<Message> = std::iter::from_fn(|| b.poll_event())
         .filter_map(|(_, e)| match e {
             AgentEvent::Received(m) => Some(m),
@@ -592,16 +590,15 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     ds[26] = 0x01;
     ds[28..32].copy_from_slice(&0u32.to_be_bytes());
     ds[32..36].copy_from_slice(&8u32.to_be_bytes());
-    b.handle_recv(
+    recv_and_poll(
+        &mut b,
         t0,
         Received {
             qp: Qp::Qp1,
             src: requester,
             mad: ds.into(),
         },
-    )
-    .unwrap();
-    b.poll(t0);
+    );
     sent.lock().unwrap().clear();
     // The response: GetResp of 20 segments.
     let mut resp = got[0].bytes()[..VENDOR_DATA_OFFSET].to_vec();
@@ -629,16 +626,15 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     sent.lock().unwrap().clear();
     let mut req2 = req.clone();
     req2[8..16].copy_from_slice(&0x0001_0000_0043u64.to_be_bytes());
-    b.handle_recv(
+    recv_and_poll(
+        &mut b,
         t0,
         Received {
             qp: Qp::Qp1,
             src: requester,
             mad: req2.into(),
         },
-    )
-    .unwrap();
-    b.poll(t0);
+    );
     let got: Vec<Message> = std::iter::from_fn(|| b.poll_event())
         .filter_map(|(_, e)| match e {
             AgentEvent::Received(m) => Some(m),

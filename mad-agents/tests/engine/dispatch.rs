@@ -48,16 +48,15 @@ fn an_unclaimed_get_is_answered_with_status_0x000c_and_other_methods_are_dropped
         )
         .to_vec();
     dr[6] = 3; // as received at the far end
-    e.handle_recv(
+    recv_and_poll(
+        &mut e,
         t0,
         Received {
             qp: Qp::Qp0,
             src: Address::smi(0xFFFF),
             mad: dr.into(),
         },
-    )
-    .unwrap();
-    e.poll(t0);
+    );
     e.poll(t0 + MS);
     let sent = far.sent.lock().unwrap();
     assert_eq!(
@@ -218,9 +217,7 @@ fn the_receive_queue_is_bounded_and_drops_are_counted() {
     assert_eq!((st.received, st.recv_dropped), (4, 6));
     assert_eq!(e.stats().recv_dropped, 6);
     // Once drained, there is room again.
-    e.handle_recv(Instant::now(), gsi_from(3, perf_get()))
-        .unwrap();
-    e.poll(Instant::now());
+    recv_and_poll(&mut e, Instant::now(), gsi_from(3, perf_get()));
     assert_eq!(drain(&mut e).len(), 1);
 }
 
@@ -241,19 +238,11 @@ fn responses_go_to_the_sending_agent_only() {
 
 #[test]
 fn deregistration_flushes_waiting_sends_and_waits_for_posted_ones() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let waiting = e
-        .send(a, perf_request(Duration::from_secs(9), 0), t0)
-        .unwrap();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, false);
+    let waiting = e.send(a, perf_request(9 * SEC, 0), t0).unwrap();
     e.poll(t0);
     e.port_mut().transport_mut().set_stalled(true);
-    let posted = e
-        .send(a, perf_request(Duration::from_secs(9), 0), t0)
-        .unwrap();
+    let posted = e.send(a, perf_request(9 * SEC, 0), t0).unwrap();
     let no_resp = e
         .send(a, SendRequest::new(perf_get(), Address::gsi(7)), t0)
         .unwrap();
@@ -289,21 +278,13 @@ fn deregistration_flushes_waiting_sends_and_waits_for_posted_ones() {
 
 #[test]
 fn one_hundred_thousand_outstanding_sends_on_one_agent_deregister_cleanly() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, false);
     let n = 100_000usize;
     let mut ids = std::collections::HashSet::new();
     let start = Instant::now();
     for i in 0..n {
         let s = e
-            .send(
-                a,
-                perf_request(Duration::from_secs(3600), 1).cookie(i as u64),
-                t0,
-            )
+            .send(a, perf_request(3600 * SEC, 1).cookie(i as u64), t0)
             .unwrap();
         ids.insert(s);
         if i % 64 == 63 {
@@ -332,6 +313,17 @@ fn one_hundred_thousand_outstanding_sends_on_one_agent_deregister_cleanly() {
     eprintln!("100k sends: {sends:?} to post, {dereg:?} to deregister");
 }
 
+/// The port reports `ev`; the events the engine then hands out.
+fn event_and_drain(
+    e: &mut Engine<Loopback>,
+    ev: AsyncEvent,
+    now: Instant,
+) -> Vec<(AgentId, AgentEvent)> {
+    e.port_mut().transport_mut().push_event(ev);
+    e.poll(now);
+    drain(e)
+}
+
 #[test]
 fn async_events_reach_every_agent_and_a_holding_agent_delays_the_soft_reset() {
     let (lb, _far) = port(5);
@@ -341,30 +333,20 @@ fn async_events_reach_every_agent_and_a_holding_agent_delays_the_soft_reset() {
         .unwrap();
     let other = perf_agent(&mut e);
     let t0 = Instant::now();
-    e.port_mut()
-        .transport_mut()
-        .push_event(AsyncEvent::SmChange);
-    e.poll(t0);
-    let evs = drain(&mut e);
+    let evs = event_and_drain(&mut e, AsyncEvent::SmChange, t0);
     for a in [holder, other] {
         assert!(
             evs.contains(&(a, AgentEvent::Async(AsyncEvent::SmChange))),
             "{evs:?}"
         );
     }
-    e.port_mut()
-        .transport_mut()
-        .push_event(AsyncEvent::SoftResetRequest);
-    e.poll(t0);
-    let evs = drain(&mut e);
+    let evs = event_and_drain(&mut e, AsyncEvent::SoftResetRequest, t0);
     for a in [holder, other] {
         assert!(evs.contains(&(a, AgentEvent::ResetPending)), "{evs:?}");
     }
     assert!(e.port().is_reset_pending());
     // A send made meanwhile waits, it is not lost.
-    let s = e
-        .send(other, perf_request(Duration::from_secs(1), 0), t0)
-        .unwrap();
+    let s = e.send(other, perf_request(1 * SEC, 0), t0).unwrap();
     e.poll(t0 + MS);
     assert!(
         e.port().is_reset_pending(),

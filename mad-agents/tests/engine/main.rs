@@ -20,9 +20,13 @@ mod support;
 
 mod dispatch;
 
-use support::{completions, drain, gsi_from, perf_get, perf_request, perf_requests, tid_of, Sent};
+use support::{
+    completions, drain, gsi_from, perf_get, perf_request, perf_requests, recv_and_poll, tid_of,
+    Sent,
+};
 
 const MS: Duration = Duration::from_millis(1);
+const SEC: Duration = Duration::from_secs(1);
 
 /// What the far side does with a request.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -60,6 +64,18 @@ fn port(lid: u16) -> (Loopback, Far) {
     (lb, Far { sent, mode })
 }
 
+/// An engine on [`port`]`(5)` with a send-only PerfMgt agent: the far
+/// side in `mode`, the loopback's completions held while `stalled`; and
+/// the start of virtual time.
+fn rig(mode: Mode, stalled: bool) -> (Engine<Loopback>, Far, AgentId, Instant) {
+    let (mut lb, far) = port(5);
+    *far.mode.lock().unwrap() = mode;
+    lb.set_stalled(stalled);
+    let mut e = engine(lb);
+    let a = perf_agent(&mut e);
+    (e, far, a, Instant::now())
+}
+
 fn response_to(mad: &[u8]) -> Vec<u8> {
     let mut r = mad.to_vec();
     r[3] |= 0x80;
@@ -88,10 +104,7 @@ fn perf_agent(e: &mut Engine<impl mad_core::transport::Transport>) -> AgentId {
 
 #[test]
 fn a_response_completes_the_send_with_success_and_the_response() {
-    let (lb, far) = port(5);
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, far, a, t0) = rig(Mode::Answer, false);
     let s = e.send(a, perf_request(100 * MS, 2).cookie(42), t0).unwrap();
     assert!(e.is_outstanding(s));
     e.poll(t0);
@@ -118,11 +131,7 @@ fn a_response_completes_the_send_with_success_and_the_response() {
 
 #[test]
 fn the_timeout_fires_exactly_at_its_deadline() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, false);
     let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     // The timer starts when the work request completes.
     assert_eq!(e.poll_timeout(), None);
@@ -140,11 +149,7 @@ fn the_timeout_fires_exactly_at_its_deadline() {
 
 #[test]
 fn retries_repost_the_same_mad_with_the_same_tid_and_stop_at_the_limit() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, far, a, t0) = rig(Mode::Silent, false);
     e.send(a, perf_request(50 * MS, 3), t0).unwrap();
     let mut t = t0;
     let mut done = Vec::new();
@@ -222,19 +227,13 @@ fn backoff_doubles_after_the_linear_retries_and_the_absolute_deadline_cuts_it() 
 
 #[test]
 fn a_response_after_the_timeout_is_counted_and_dropped() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, far, a, t0) = rig(Mode::Silent, false);
     e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.poll(t0);
     e.poll(t0 + 10 * MS);
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Timeout);
     let req = far.sent.lock().unwrap()[0].1.clone();
-    e.handle_recv(t0 + 11 * MS, gsi_from(7, response_to(&req)))
-        .unwrap();
-    e.poll(t0 + 11 * MS);
+    recv_and_poll(&mut e, t0 + 11 * MS, gsi_from(7, response_to(&req)));
     assert!(
         drain(&mut e).is_empty(),
         "the late response is not delivered"
@@ -244,19 +243,12 @@ fn a_response_after_the_timeout_is_counted_and_dropped() {
 
 #[test]
 fn a_response_that_beats_the_send_completion_completes_on_the_completion() {
-    let (mut lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    lb.set_stalled(true);
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, true);
     let s = e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.poll(t0);
     let mut req = perf_get();
     req[8..16].copy_from_slice(&e.send_tid(s).unwrap().to_be_bytes());
-    e.handle_recv(t0 + MS, gsi_from(7, response_to(&req)))
-        .unwrap();
-    e.poll(t0 + MS);
+    recv_and_poll(&mut e, t0 + MS, gsi_from(7, response_to(&req)));
     assert!(
         drain(&mut e).is_empty(),
         "the work request still holds a reference"
@@ -272,11 +264,7 @@ fn a_response_that_beats_the_send_completion_completes_on_the_completion() {
 
 #[test]
 fn cancel_before_the_post_completes_completes_when_the_work_request_does() {
-    let (mut lb, _far) = port(5);
-    lb.set_stalled(true);
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, _far, a, t0) = rig(Mode::Answer, true);
     let s = e.send(a, perf_request(10 * MS, 3), t0).unwrap();
     e.cancel(s).unwrap();
     assert!(
@@ -305,14 +293,8 @@ fn cancel_before_the_post_completes_completes_when_the_work_request_does() {
 
 #[test]
 fn cancel_while_waiting_for_the_response_completes_at_once_and_a_later_answer_is_dropped() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let s = e
-        .send(a, perf_request(Duration::from_secs(5), 3), t0)
-        .unwrap();
+    let (mut e, far, a, t0) = rig(Mode::Silent, false);
+    let s = e.send(a, perf_request(5 * SEC, 3), t0).unwrap();
     e.poll(t0);
     assert!(e.poll_timeout().is_some());
     e.cancel(s).unwrap();
@@ -320,21 +302,14 @@ fn cancel_while_waiting_for_the_response_completes_at_once_and_a_later_answer_is
     assert_eq!((c.len(), c[0].status), (1, SendStatus::Canceled));
     assert_eq!(e.poll_timeout(), None, "its timer is gone");
     let req = far.sent.lock().unwrap()[0].1.clone();
-    e.handle_recv(t0 + MS, gsi_from(7, response_to(&req)))
-        .unwrap();
-    e.poll(t0 + MS);
+    recv_and_poll(&mut e, t0 + MS, gsi_from(7, response_to(&req)));
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.stats().unmatched_responses, 1);
 }
 
 #[test]
 fn modify_before_the_post_completes_sets_the_timeout_that_starts_at_completion() {
-    let (mut lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    lb.set_stalled(true);
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, true);
     let s = e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.modify(s, 300 * MS, t0).unwrap();
     e.port_mut().transport_mut().set_stalled(false);
@@ -348,11 +323,7 @@ fn modify_before_the_post_completes_sets_the_timeout_that_starts_at_completion()
 
 #[test]
 fn modify_while_waiting_moves_the_deadline_and_modify_to_zero_cancels() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, false);
     let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     e.poll(t0);
     e.modify(s, 500 * MS, t0 + 50 * MS).unwrap();

@@ -80,6 +80,12 @@ pub fn answer(qp: Qp, mad: &[u8], src: Address) -> Received {
     }
 }
 
+/// Hands `r` to the engine at `now` and polls it then.
+pub fn recv_and_poll<T: Transport>(e: &mut Engine<T>, now: std::time::Instant, r: Received) {
+    e.handle_recv(now, r).unwrap();
+    e.poll(now);
+}
+
 /// Every event handed out so far.
 pub fn drain<T: Transport>(e: &mut Engine<T>) -> Vec<(AgentId, AgentEvent)> {
     std::iter::from_fn(|| e.poll_event()).collect()
