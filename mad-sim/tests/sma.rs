@@ -89,16 +89,22 @@ fn port_state_down_retrains_the_link_to_init_at_both_ends() {
     );
 }
 
+/// Sets Switch1 port 2's PortPhysicalState; the answer's status, port
+/// state and physical state.
+fn set_s1_port2_phys(
+    t: &mut mad_sim::SimPort,
+    phys: PhysPortState,
+) -> (u16, PortState, PhysPortState) {
+    let (s, pi) = pi_set(t, TO_S1, 2, 0, |p| p.port_phys_state = phys).unwrap();
+    (s, pi.port_state, pi.port_phys_state)
+}
+
 #[test]
 fn disabling_a_port_takes_the_link_down_until_polling_brings_it_back() {
     let (fabric, mut t) = net();
     assert!(sim_rpc(&mut t, &Req::get(TO_H2, AttributeId::NODE_INFO, 0)).is_some());
-    let (s, pi) = pi_set(&mut t, TO_S1, 2, 0, |p| {
-        p.port_phys_state = PhysPortState::DISABLED
-    })
-    .unwrap();
     assert_eq!(
-        (s, pi.port_state, pi.port_phys_state),
+        set_s1_port2_phys(&mut t, PhysPortState::DISABLED),
         (0, PortState::DOWN, PhysPortState::DISABLED)
     );
     let h2 = fabric.port_info(H2, 2).unwrap();
@@ -112,12 +118,8 @@ fn disabling_a_port_takes_the_link_down_until_polling_brings_it_back() {
     assert_eq!(fabric.stats().dropped(DropReason::LinkDown), before + 1);
     assert_eq!(fabric.counters(S1, 2).unwrap().port_xmit_discards, 1);
     // Polling re-enables it: both ends train to Init.
-    let (s, pi) = pi_set(&mut t, TO_S1, 2, 0, |p| {
-        p.port_phys_state = PhysPortState::POLLING
-    })
-    .unwrap();
     assert_eq!(
-        (s, pi.port_state, pi.port_phys_state),
+        set_s1_port2_phys(&mut t, PhysPortState::POLLING),
         (0, PortState::INIT, PhysPortState::LINK_UP)
     );
     assert_eq!(fabric.port_info(H2, 2).unwrap().port_state, PortState::INIT);

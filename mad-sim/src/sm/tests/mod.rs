@@ -129,11 +129,16 @@ impl Harness {
         }
     }
 
-    /// A harness on `fab` with the default configuration, brought up and
-    /// checked with [`check_configured`].
-    fn configured(fab: Fabric) -> Self {
+    /// A harness on `fab` with the default configuration, brought up.
+    fn up(fab: Fabric) -> Self {
         let mut h = Self::new(fab, SmConfig::default());
         h.bring_up();
+        h
+    }
+
+    /// [`Harness::up`], checked with [`check_configured`].
+    fn configured(fab: Fabric) -> Self {
+        let h = Self::up(fab);
         check_configured(&h);
         h
     }
@@ -363,8 +368,7 @@ fn a_ca_with_both_ports_cabled_gets_a_lid_per_port_reached_through_each() {
 
 #[test]
 fn a_resweep_of_an_unchanged_subnet_sends_no_set_and_keeps_every_lid() {
-    let mut h = Harness::new(Fabric::fat_tree(3, 2, 3), SmConfig::default());
-    h.bring_up();
+    let mut h = Harness::up(Fabric::fat_tree(3, 2, 3));
     let before = fabric_lids(&h.fab);
     let sets = h.fab.sets.len();
     h.sm.resweep(h.now);
@@ -380,8 +384,7 @@ fn a_resweep_of_an_unchanged_subnet_sends_no_set_and_keeps_every_lid() {
 
 #[test]
 fn trap_128_is_repressed_and_the_resweep_reprograms_only_what_changed() {
-    let mut h = Harness::new(Fabric::fat_tree(3, 2, 3), SmConfig::default());
-    h.bring_up();
+    let mut h = Harness::up(Fabric::fat_tree(3, 2, 3));
     let before = fabric_lids(&h.fab);
     let first_sets = h.fab.sets.len();
     // CA 4 (on leaf 1) loses its link.
@@ -565,8 +568,7 @@ fn ports_already_configured_keep_their_lids_and_are_not_rearmed() {
     f.nodes[0].ports[1].state = PortState::ACTIVE;
     // One end of the first inter-switch link is Armed already.
     f.nodes[0].ports[3].state = PortState::ARMED;
-    let mut h = Harness::new(f, SmConfig::default());
-    h.bring_up();
+    let h = Harness::up(f);
     assert_eq!(h.fab.nodes[2].ports[1].lid, 9);
     let lids: BTreeSet<u16> = fabric_lids(&h.fab).values().copied().collect();
     assert_eq!(lids, BTreeSet::from([1, 2, 3, 9]));
