@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use support::{completions, gsi_from, recv_and_poll};
+use support::{completions, gsi_from, recv_and_poll, with_receiver};
 
 use mad_agents::{
     AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, Message, SendRequest, SendStatus,
@@ -309,13 +309,10 @@ fn an_agent_without_rmpp_sees_the_raw_first_segment() {
 
 #[test]
 fn a_receiver_that_refuses_the_size_ends_the_send_with_its_rmpp_status() {
-    let small = EngineConfig {
-        rmpp_receiver: ReceiverConfig {
-            max_message_len: 1_000,
-            ..ReceiverConfig::default()
-        },
-        ..EngineConfig::default()
-    };
+    let small = with_receiver(ReceiverConfig {
+        max_message_len: 1_000,
+        ..ReceiverConfig::default()
+    });
     let (mut a, mut b) = pair(small);
     let tx = vendor_agent(&mut a, "tx", &[]);
     vendor_agent(&mut b, "rx", &[Method::SEND]);
@@ -422,13 +419,10 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
 
 /// B's agent owning vendor Set with RMPP; A's RMPP client.
 fn vendor_request_pair(b_linger: Duration) -> (Engine<Loopback>, Engine<Loopback>, AgentId) {
-    let b_cfg = EngineConfig {
-        rmpp_receiver: ReceiverConfig {
-            linger: b_linger,
-            ..ReceiverConfig::default()
-        },
-        ..EngineConfig::default()
-    };
+    let b_cfg = with_receiver(ReceiverConfig {
+        linger: b_linger,
+        ..ReceiverConfig::default()
+    });
     let (mut a, mut b) = pair(b_cfg);
     let tx = vendor_agent(&mut a, "tx", &[]);
     vendor_agent(&mut b, "rx", &[Method::SET]);

@@ -170,11 +170,18 @@ fn lid_routed_smps_follow_the_lfts_and_vl15_crosses_ports_in_init() {
     assert_eq!(fabric.counters(H1, 1).unwrap().port_xmit_discards, 1);
 }
 
-#[test]
-fn configured_fabric_carries_gsi_between_endpoints_with_source_address() {
+/// `net` configured from Hca1 port 1 (LIDs, routes, ports Active), and an
+/// endpoint on Hca2 port 2 too.
+fn configured_hca1_and_hca2() -> (mad_sim::Fabric, mad_sim::SimPort, mad_sim::SimPort) {
     let (fabric, mut a) = net();
     configure_net(&mut a);
-    let mut b = fabric.attach("Hca2", 2).unwrap();
+    let b = fabric.attach("Hca2", 2).unwrap();
+    (fabric, a, b)
+}
+
+#[test]
+fn configured_fabric_carries_gsi_between_endpoints_with_source_address() {
+    let (fabric, mut a, mut b) = configured_hca1_and_hca2();
     let _ = drain(&mut a);
     completions_ok(&mut a);
     let m = MadBuilder::new(MgmtClass(0x09), 1, Method::SEND, AttributeId(0x0010))
@@ -226,9 +233,7 @@ fn configured_fabric_carries_gsi_between_endpoints_with_source_address() {
 
 #[test]
 fn qp0_takes_only_vl15_and_vl15_only_goes_to_qp0() {
-    let (fabric, mut a) = net();
-    configure_net(&mut a);
-    let mut b = fabric.attach("Hca2", 2).unwrap();
+    let (fabric, mut a, mut b) = configured_hca1_and_hca2();
     // A GSI MAD from QP1 to QP0 travels on a data VL: QP0 refuses it.
     let mut dest = Address::gsi(2);
     dest.qpn = 0;
@@ -252,9 +257,7 @@ fn qp0_takes_only_vl15_and_vl15_only_goes_to_qp0() {
 
 #[test]
 fn qp1_admits_only_p_keys_in_the_port_table_with_one_full_member() {
-    let (fabric, mut a) = net();
-    configure_net(&mut a);
-    let mut b = fabric.attach("Hca2", 2).unwrap();
+    let (fabric, mut a, mut b) = configured_hca1_and_hca2();
     let set_pkeys = |t: &mut mad_sim::SimPort, hops: &[u8], keys: &[u16]| {
         let mut p = PKeyTable::default();
         p.pkeys[..keys.len()].copy_from_slice(keys);
@@ -307,18 +310,13 @@ fn endpoints_attach_at_end_ports_once_each() {
         fabric.attach("Hca1", 1),
         Err(SimError::PortInUse { .. })
     ));
-    assert!(matches!(
-        fabric.attach("Hca1", 0),
-        Err(SimError::NoSuchPort { .. })
-    ));
-    assert!(matches!(
-        fabric.attach("Hca1", 3),
-        Err(SimError::NoSuchPort { .. })
-    ));
-    assert!(matches!(
-        fabric.attach("Switch1", 1),
-        Err(SimError::NoSuchPort { .. })
-    ));
+    // Port 0 of a CA, past its last port, a switch's external port.
+    for (node, port) in [("Hca1", 0), ("Hca1", 3), ("Switch1", 1)] {
+        assert!(
+            matches!(fabric.attach(node, port), Err(SimError::NoSuchPort { .. })),
+            "{node} port {port}"
+        );
+    }
     assert!(matches!(
         fabric.attach("Nope", 1),
         Err(SimError::NoSuchNode(_))

@@ -522,7 +522,7 @@ fn saquery_returns_whole_tables_from_the_built_in_sa() {
     assert!(out.contains("\t\tEndPortLid..............3\n\t\tPortNum.................1\n"));
     let out = ok(&["saquery", "SWIR"]);
     assert_eq!(out.matches("SwitchInfoRecord dump:").count(), 4);
-    let out = ok_starting(&["saquery", "-c"], "SA ClassPortInfo:\n");
+    ok_starting(&["saquery", "-c"], "SA ClassPortInfo:\n");
     let out = ok(&["saquery", "SMIR"]);
     assert!(out.contains("SMInfoRecord dump:"), "{out}");
     // JSON: the records and their fields.

@@ -66,6 +66,15 @@ pub fn gsi_from(lid: u16, mad: impl Into<mad_core::MadBuf>) -> Received {
     }
 }
 
+/// The default engine configuration with `rmpp_receiver` as its RMPP
+/// receiver's.
+pub fn with_receiver(rmpp_receiver: mad_rmpp::ReceiverConfig) -> mad_agents::EngineConfig {
+    mad_agents::EngineConfig {
+        rmpp_receiver,
+        ..mad_agents::EngineConfig::default()
+    }
+}
+
 /// The TID of a MAD.
 pub fn tid_of(mad: &[u8]) -> u64 {
     Mad::new_unchecked(mad).tid()
