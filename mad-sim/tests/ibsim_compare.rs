@@ -221,12 +221,16 @@ fn assert_agree(diffs: &[String], compared: usize, at_least: usize) {
 
 /// Writes a topology file with `write` (given a fresh directory for this
 /// process's files of one test), compares both simulators on it and
-/// asserts they agree on at least `at_least` extra answers.
+/// asserts they agree on at least `at_least` extra answers. Does nothing
+/// (the test passes) when ibsim is missing outside CI.
 fn assert_agree_on_file(
     tag: &str,
     at_least: usize,
     write: impl FnOnce(&std::path::Path) -> std::path::PathBuf,
 ) {
+    if !support::require(NEEDS_IBSIM) {
+        return;
+    }
     let dir = std::env::temp_dir().join(format!("mad-sim-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = write(&dir);
@@ -258,9 +262,6 @@ const IBNETDISCOVER: &str = include_str!("../../tests/fixtures/topologies/ibnetd
 
 #[test]
 fn sim_and_ibsim_agree_on_ibnetdiscover_output_with_explicit_guids_and_speeds() {
-    if !support::require(NEEDS_IBSIM) {
-        return;
-    }
     assert_agree_on_file("ibnd", 30, |dir| {
         // The hosts come from an included file (absolute path: ibsim opens
         // it relative to its working directory, this parser relative to
@@ -293,9 +294,6 @@ fn sim_and_ibsim_agree_on_ibnetdiscover_output_with_explicit_guids_and_speeds() 
 /// GUIDs, descriptions and attribute answers.
 #[test]
 fn sim_and_ibsim_agree_on_the_built_in_default_topology() {
-    if !support::require(NEEDS_IBSIM) {
-        return;
-    }
     assert_agree_on_file("default", 12, |dir| {
         let path = dir.join("default.net");
         std::fs::write(&path, mad_sim::DEFAULT_TOPOLOGY).unwrap();
