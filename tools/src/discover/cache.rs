@@ -142,7 +142,16 @@ pub fn encode(f: &Fabric) -> Result<Vec<u8>, CacheError> {
             out.push(0);
             out.extend_from_slice(&p.base_lid.to_le_bytes());
             out.push(p.lmc);
-            out.extend_from_slice(&smp_data(p.info.as_ref())?);
+            // libibnetdisc reads a CA's or router's PortInfo through that
+            // very port, so its LocalPortNum is the port's number (phase
+            // 1 may have read it through the node's other port).
+            let mut info = p.info.clone();
+            if let Some(pi) = info.as_mut().filter(|_| !f.nodes[i].is_switch()) {
+                if pi.local_port_num != 0 {
+                    pi.local_port_num = p.num;
+                }
+            }
+            out.extend_from_slice(&smp_data(info.as_ref())?);
             out.extend_from_slice(&f.nodes[i].guid().to_le_bytes());
             match p.remote.and_then(|r| f.port(r).map(|rp| (rp.guid, r.port))) {
                 Some((guid, num)) => {

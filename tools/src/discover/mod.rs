@@ -26,6 +26,7 @@ pub mod agent;
 pub mod cache;
 pub mod counters;
 pub mod ctime;
+pub mod diff;
 pub mod format;
 pub mod gather;
 pub mod model;

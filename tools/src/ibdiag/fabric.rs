@@ -267,6 +267,33 @@ pub fn link_str(node: &Node, port: &Port, additional: bool) -> (String, Option<(
     (s, Some((width_text, speed_text)))
 }
 
+/// Loads an ibnetdiscover cache file (`ibnd_load_fabric`) as a finished
+/// discovery (no failures, no SMPs). A file that cannot be used fails as
+/// infiniband-diags does, `IBEXIT(failure)`, after naming the fault on
+/// stderr (infiniband-diags says nothing about it).
+///
+/// # Errors
+/// `IBEXIT(failure)`.
+pub fn load_cache(
+    inv: &mut Invocation<'_, '_>,
+    path: &str,
+    failure: &str,
+) -> Result<Discovery, CliError> {
+    let start = std::time::Instant::now();
+    match discover::cache::load(path) {
+        Ok(fabric) => Ok(Discovery {
+            fabric,
+            failures: Vec::new(),
+            stats: discover::Stats::default(),
+            elapsed: start.elapsed(),
+        }),
+        Err(e) => {
+            inv.io.err(&format!("{}: {e}\n", inv.prog));
+            Err(CliError::IbExit(failure.to_owned()))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

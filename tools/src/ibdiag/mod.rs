@@ -24,7 +24,9 @@ pub use dest::{
     dest_arg, dr_node_info, open_session, resolve_dest, resolve_guid, resolve_guid_or_warn,
     smp_get, str2drpath, Dest, RawSmpData,
 };
-pub use fabric::{check_complete, limits, link_str, max_msg, open_name_map, remap, run_discovery};
+pub use fabric::{
+    check_complete, limits, link_str, load_cache, max_msg, open_name_map, remap, run_discovery,
+};
 pub use options::{
     node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey, Parsed, ToolSpec,
     COMMON_OPTS, DEFAULT_CONFIG, DIAGS_VERSION, JSON_KEY, OPT_PER_NODE, OUTSTANDING_SMPS_OPT,

@@ -1,11 +1,6 @@
 //! The cache file: a discovered fabric survives a write and a read, and
 //! every kind of broken file is refused with a message naming the fault.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test code: a failed unwrap is a failed test"
-)]
-
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,8 +45,13 @@ fn cached_part(f: &Fabric) -> Fabric {
     f.from_port = f.nodes[f.from_node].info.local_port_num;
     for n in &mut f.nodes {
         n.path.clear();
+        let ca = !n.is_switch();
         for p in n.ports.iter_mut().flatten() {
             p.ext_speed_active = 0;
+            // A CA port's PortInfo as read through that port.
+            if let Some(pi) = p.info.as_mut().filter(|pi| ca && pi.local_port_num != 0) {
+                pi.local_port_num = p.num;
+            }
         }
     }
     f
