@@ -36,32 +36,47 @@ impl DiffCheck {
         self.0 & f.0 != 0
     }
 
-    /// Parses `--diffcheck`'s comma-separated keys (`sw`, `ca`, `router`,
-    /// `port`, `lid`, `nodedesc`, any case; empty items skipped as
-    /// `strtok` does).
+    /// Parses ibnetdiscover's `--diffcheck` keys (`sw`, `ca`, `router`,
+    /// `port`, `lid`, `nodedesc`): see [`parse_keys`].
     ///
     /// # Errors
     /// The first key that is none of these (ibnetdiscover's message:
     /// `invalid diff check key: KEY`).
     pub fn parse(keys: &str) -> Result<Self, String> {
-        let mut v = 0;
-        for k in keys.split(',').filter(|k| !k.is_empty()) {
-            v |= match k.to_ascii_lowercase().as_str() {
-                "sw" => Self::SWITCH.0,
-                "ca" => Self::CA.0,
-                "router" => Self::ROUTER.0,
-                "port" => Self::PORT.0,
-                "lid" => Self::LID.0,
-                "nodedesc" => Self::NODE_DESC.0,
-                _ => return Err(format!("invalid diff check key: {k}")),
-            };
-        }
-        Ok(Self(v))
+        parse_keys(
+            keys,
+            &[
+                ("sw", Self::SWITCH.0),
+                ("ca", Self::CA.0),
+                ("router", Self::ROUTER.0),
+                ("port", Self::PORT.0),
+                ("lid", Self::LID.0),
+                ("nodedesc", Self::NODE_DESC.0),
+            ],
+        )
+        .map(Self)
     }
 
     fn without(self, f: Self) -> Self {
         Self(self.0 & !f.0)
     }
+}
+
+/// A `--diffcheck` argument as the diags tools parse it: comma-separated
+/// keys of `table` (any case; empty items skipped as `strtok` does), their
+/// bits or'ed.
+///
+/// # Errors
+/// The first unknown key: `invalid diff check key: KEY`.
+pub fn parse_keys(keys: &str, table: &[(&str, u32)]) -> Result<u32, String> {
+    let mut v = 0;
+    for k in keys.split(',').filter(|k| !k.is_empty()) {
+        match table.iter().find(|(name, _)| name.eq_ignore_ascii_case(k)) {
+            Some((_, bit)) => v |= bit,
+            None => return Err(format!("invalid diff check key: {k}")),
+        }
+    }
+    Ok(v)
 }
 
 /// `text` with `prefix` before every line but a leading blank one.

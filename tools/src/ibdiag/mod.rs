@@ -25,7 +25,8 @@ pub use dest::{
     smp_get, str2drpath, Dest, RawSmpData,
 };
 pub use fabric::{
-    check_complete, limits, link_str, load_cache, max_msg, open_name_map, remap, run_discovery,
+    cached_discovery, check_complete, limits, link_str, load_cache, max_msg, open_name_map, remap,
+    run_discovery,
 };
 pub use options::{
     node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey, Parsed, ToolSpec,
