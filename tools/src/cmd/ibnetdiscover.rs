@@ -317,6 +317,45 @@ fn asked(inv: &Invocation<'_, '_>, p: &ibdiag::Parsed) -> Result<Asked, CliError
     Ok(a)
 }
 
+/// What ibnetdiscover printed before writing its cache.
+#[derive(Clone, Copy)]
+enum Printed {
+    Topology,
+    Ports,
+    List(ListMask),
+    Nothing,
+}
+
+/// The fabric as ibnetdiscover caches it after printing: printing a
+/// description (`clean_nodedesc`, also inside `remap_node_name` when the
+/// map has no name for the node) turns its unprintable bytes into spaces
+/// in place, so the cache holds them so.
+fn as_printed(f: &Fabric, printed: Printed, map: Option<&NameMap>) -> Fabric {
+    let mut out = f.clone();
+    for n in &mut out.nodes {
+        let mapped = map.is_some_and(|m| m.get(n.guid()).is_some());
+        let cleaned = match printed {
+            Printed::Nothing => false,
+            // A CA's or router's line prints the description itself.
+            Printed::Topology => !mapped || !n.is_switch(),
+            Printed::Ports => !mapped,
+            Printed::List(l) => {
+                !mapped
+                    && match n.node_type() {
+                        NodeType::SWITCH => l.switch,
+                        NodeType::CA => l.ca,
+                        NodeType::ROUTER => l.router,
+                        _ => false,
+                    }
+            }
+        };
+        if cleaned {
+            n.desc = n.clean_desc().into_bytes();
+        }
+    }
+    out
+}
+
 /// Runs `ibnetdiscover`.
 ///
 /// # Errors
@@ -405,7 +444,16 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         }
     }
     if let Some(path) = &a.cache {
-        if let Err(e) = cache::store(f, path) {
+        let printed = if p.common.json || old.is_some() {
+            Printed::Nothing
+        } else if a.ports {
+            Printed::Ports
+        } else if !a.list.is_empty() {
+            Printed::List(a.list)
+        } else {
+            Printed::Topology
+        };
+        if let Err(e) = cache::store(&as_printed(f, printed, map.as_ref()), path) {
             inv.io.err(&format!("{}: {e}\n", inv.prog));
             return Err(CliError::IbExit(
                 "caching ibnetdiscover data failed\n".into(),

@@ -1,0 +1,524 @@
+//! ibnetdiscover's cache file and the tools that read it, against
+//! infiniband-diags 44 on the same ibsim fabric (before any SM and after
+//! OpenSM): the real `ibnetdiscover --load-cache` reads the cache ours
+//! wrote and ours reads the real one's, both printing what the real tool
+//! prints (the two cache files are byte-identical too); `--diff`,
+//! iblinkinfo's `--load-cache` / `--diff` / `--filterdownports` and
+//! ibqueryerrors' `--load-cache` print what the real ones print; a
+//! broken cache file fails as the real tools fail (same stdout and exit
+//! status), with the fault named on stderr.
+//!
+//! Fabrics: ibsim's two-switch example with two-port HCAs, one with odd
+//! node descriptions, a 3x3 torus of switches, and one whose links have
+//! mixed widths and speeds (`tools/tests/fixtures/topologies`).
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+mod diags_compare;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use diags_compare::{fixture, needs, ours, theirs, Run};
+use support::opensm::OpenSm;
+use support::IbSim;
+
+/// The fabrics the cache is compared on.
+const FABRICS: &[&str] = &[
+    "net.2sw2path4hca2port",
+    "net.odd-names",
+    "net.torus3x3",
+    "net.mixed-rates",
+];
+
+/// The date line of the topology output, which differs between runs.
+fn undated(r: &Run) -> Run {
+    Run {
+        stdout: r
+            .stdout
+            .lines()
+            .map(|l| {
+                if l.starts_with("# Topology file: generated on ") {
+                    "# Topology file: generated on (date)"
+                } else {
+                    l
+                }
+            })
+            .fold(String::new(), |mut s, l| {
+                s.push_str(l);
+                s.push('\n');
+                s
+            }),
+        stderr_first: r.stderr_first.clone(),
+        code: r.code,
+    }
+}
+
+/// A scratch directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(what: &str) -> Self {
+        let d = std::env::temp_dir().join(format!(
+            "madstack-cache-{}-{}",
+            std::process::id(),
+            what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        Self(d)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn differ(what: &str, a_name: &str, a: &Run, b_name: &str, b: &Run) -> String {
+    format!(
+        "{what}\n--- {a_name} ({:?}, stderr {:?}):\n{}--- {b_name} ({:?}, stderr {:?}):\n{}",
+        a.code, a.stderr_first, a.stdout, b.code, b.stderr_first, b.stdout
+    )
+}
+
+/// Writes both caches of the fabric; returns (theirs, ours).
+fn write_caches(
+    sim: &IbSim,
+    dir: &Scratch,
+    tag: &str,
+    fails: &mut Vec<String>,
+) -> (String, String) {
+    let (t, o) = (
+        dir.path(&format!("{tag}.theirs")),
+        dir.path(&format!("{tag}.ours")),
+    );
+    let rt = theirs(sim, "ibnetdiscover", &["--cache", &t]);
+    let ro = ours(sim, "ibnetdiscover", &["--cache", &o]);
+    if undated(&rt) != undated(&ro) {
+        fails.push(differ(
+            &format!("{tag}: ibnetdiscover --cache"),
+            "theirs",
+            &rt,
+            "ours",
+            &ro,
+        ));
+    }
+    if std::fs::read(&t).unwrap() != std::fs::read(&o).unwrap() {
+        fails.push(format!("{tag}: the cache files differ ({t} vs {o})"));
+    }
+    (t, o)
+}
+
+/// Reading caches: the real tool reads ours as its own, ours reads the
+/// real one's as the real tool does, and from a fresh cache both print
+/// what the real tool prints from the fabric.
+/// `all`: every option; else the main forms only.
+fn load_cases(sim: &IbSim, dir: &Scratch, tag: &str, all: bool, fails: &mut Vec<String>) {
+    let (t, o) = write_caches(sim, dir, tag, fails);
+    let map = dir.path("map");
+    let first_switch = theirs(sim, "ibnetdiscover", &["-S"]).stdout;
+    let guid = first_switch
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or("0x0")
+        .to_owned();
+    std::fs::write(&map, format!("{guid} \"a mapped name\"\n")).unwrap();
+    for args in [
+        &[][..],
+        &["-p"],
+        &["-l"],
+        &["-H"],
+        &["-S"],
+        &["-R"],
+        &["-g"],
+        &["-f"],
+        &["-m"],
+        &["-s"],
+        &["--node-name-map", &map],
+        &["-p", "--node-name-map", &map],
+    ]
+    .into_iter()
+    .filter(|a| all || a.len() < 2 && !a.contains(&"-g") && !a.contains(&"-s"))
+    {
+        fn with<'a>(file: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+            let mut v = vec!["--load-cache", file];
+            v.extend_from_slice(args);
+            v
+        }
+        let real_on_theirs = undated(&theirs(sim, "ibnetdiscover", &with(&t, args)));
+        let real_on_ours = undated(&theirs(sim, "ibnetdiscover", &with(&o, args)));
+        let ours_on_theirs = undated(&ours(sim, "ibnetdiscover", &with(&t, args)));
+        let ours_on_ours = undated(&ours(sim, "ibnetdiscover", &with(&o, args)));
+        let what = format!("{tag}: ibnetdiscover --load-cache {args:?}");
+        if real_on_ours != real_on_theirs {
+            fails.push(differ(
+                &what,
+                "real on its cache",
+                &real_on_theirs,
+                "real on ours",
+                &real_on_ours,
+            ));
+        }
+        if ours_on_theirs != real_on_theirs {
+            fails.push(differ(
+                &what,
+                "real on its cache",
+                &real_on_theirs,
+                "ours on it",
+                &ours_on_theirs,
+            ));
+        }
+        if ours_on_ours != real_on_theirs {
+            fails.push(differ(
+                &what,
+                "real on its cache",
+                &real_on_theirs,
+                "ours on ours",
+                &ours_on_ours,
+            ));
+        }
+        // What only discovery has (-s lines, MADs used) aside, a cache
+        // prints what the fabric printed.
+        if !args.contains(&"-s") && !args.contains(&"-m") {
+            let fabric = undated(&theirs(sim, "ibnetdiscover", args));
+            if fabric != real_on_ours {
+                fails.push(differ(
+                    &what,
+                    "real from the fabric",
+                    &fabric,
+                    "real on ours",
+                    &real_on_ours,
+                ));
+            }
+        }
+    }
+}
+
+/// The real ibnetdiscover, ours, loading the cache and writing it again:
+/// the cache of a loaded fabric loads to the same output.
+fn recache_case(sim: &IbSim, dir: &Scratch, t: &str, fails: &mut Vec<String>) {
+    let again = dir.path("again");
+    let r = ours(
+        sim,
+        "ibnetdiscover",
+        &["--load-cache", t, "--cache", &again],
+    );
+    let back = theirs(sim, "ibnetdiscover", &["--load-cache", &again]);
+    if undated(&r) != undated(&back) || r.code != Some(0) {
+        fails.push(differ(
+            "re-cached",
+            "ours loading",
+            &r,
+            "real on the re-cache",
+            &back,
+        ));
+    }
+}
+
+/// The cache is read and written as infiniband-diags does, in both
+/// directions, on every fixture fabric, before an SM and after OpenSM.
+#[test]
+fn ibnetdiscover_cache_files_interoperate_both_ways() {
+    if !needs(&["ibnetdiscover"]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    for name in FABRICS {
+        let dir = Scratch::new(name);
+        let sim = IbSim::start(fixture(name));
+        load_cases(&sim, &dir, &format!("{name} (no SM)"), true, &mut fails);
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        load_cases(&sim, &dir, &format!("{name} (OpenSM)"), false, &mut fails);
+        let t = dir.path(&format!("{name} (OpenSM).theirs"));
+        recache_case(&sim, &dir, &t, &mut fails);
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}
+
+/// The caches the diff cases compare: each fabric before an SM and after
+/// OpenSM, by the real ibnetdiscover.
+fn diff_caches(dir: &Scratch) -> Vec<String> {
+    let mut v = Vec::new();
+    for name in ["net.2sw2path4hca2port", "net.torus3x3", "net.mixed-rates"] {
+        let sim = IbSim::start(fixture(name));
+        let before = dir.path(&format!("{name}.nosm"));
+        assert_eq!(
+            theirs(&sim, "ibnetdiscover", &["--cache", &before]).code,
+            Some(0)
+        );
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        let after = dir.path(&format!("{name}.sm"));
+        assert_eq!(
+            theirs(&sim, "ibnetdiscover", &["--cache", &after]).code,
+            Some(0)
+        );
+        v.push(before);
+        v.push(after);
+    }
+    v
+}
+
+/// An ibsim fabric that can be started again: a client killed by a
+/// signal never says goodbye, and ibsim has few client slots.
+struct Sim {
+    name: &'static str,
+    sim: IbSim,
+}
+
+impl Sim {
+    fn start(name: &'static str) -> Self {
+        Self {
+            name,
+            sim: IbSim::start(fixture(name)),
+        }
+    }
+}
+
+/// Compares a case; where the real tool dies of a signal (its `--diff`
+/// crashes on a switch port whose LID changed and that has no link:
+/// see tools/README.md) ours must still finish and print something, and
+/// ibsim is started again.
+fn compare_or_crash(s: &mut Sim, what: &str, tool: &str, args: &[&str], fails: &mut Vec<String>) {
+    let t = theirs(&s.sim, tool, args);
+    let o = ours(&s.sim, tool, args);
+    if t.code.is_none() {
+        if o.code != Some(0) || o.stdout.is_empty() {
+            fails.push(differ(
+                &format!("{what}: {tool} {args:?} (the real one crashed)"),
+                "theirs",
+                &t,
+                "ours",
+                &o,
+            ));
+        }
+        s.sim = IbSim::start(fixture(s.name));
+    } else if t != o {
+        fails.push(differ(
+            &format!("{what}: {tool} {args:?}"),
+            "theirs",
+            &t,
+            "ours",
+            &o,
+        ));
+    }
+}
+
+/// `ibnetdiscover --diff` and `iblinkinfo --diff` / `--filterdownports`
+/// with every `--diffcheck` key, between caches of the same fabric before
+/// and after the SM and of different fabrics, and `--load-cache` of
+/// iblinkinfo and ibqueryerrors, print what the real tools print.
+#[test]
+fn diff_and_load_cache_of_the_fabric_tools_match_infiniband_diags() {
+    if !needs(&["ibnetdiscover", "iblinkinfo", "ibqueryerrors"]) {
+        return;
+    }
+    let dir = Scratch::new("diff");
+    let caches = diff_caches(&dir);
+    let mut fails = Vec::new();
+    let mut sim = Sim::start("net.2sw2path4hca2port");
+    let pairs: Vec<(&str, &str)> = vec![
+        (&caches[0], &caches[1]),
+        (&caches[1], &caches[0]),
+        (&caches[1], &caches[3]),
+        (&caches[2], &caches[3]),
+        (&caches[5], &caches[1]),
+        (&caches[4], &caches[5]),
+    ];
+    for (old, new) in &pairs {
+        for check in [
+            None,
+            Some("sw"),
+            Some("ca,port"),
+            Some("CA,NodeDesc,port"),
+            Some("sw,port,nodedesc"),
+            Some("lid"),
+            Some("sw,lid,port"),
+            Some("router,port"),
+        ] {
+            let mut args = vec!["--load-cache", new, "--diff", old];
+            if let Some(c) = check {
+                args.extend(["--diffcheck", c]);
+            }
+            compare_or_crash(&mut sim, "diff", "ibnetdiscover", &args, &mut fails);
+        }
+        for check in [
+            None,
+            Some("port"),
+            Some("state"),
+            Some("lid,port"),
+            Some("nodedesc,port"),
+            Some("state,lid"),
+        ] {
+            for line in [false, true] {
+                let mut args = vec!["--load-cache", new, "--diff", old];
+                if let Some(c) = check {
+                    args.extend(["--diffcheck", c]);
+                }
+                if line {
+                    args.push("-l");
+                }
+                compare_or_crash(&mut sim, "diff", "iblinkinfo", &args, &mut fails);
+            }
+        }
+        for extra in [
+            &[][..],
+            &["--switches-only"],
+            &["--cas-only", "-l"],
+            &["-d"],
+        ] {
+            let mut args = vec!["--load-cache", new, "--filterdownports", old];
+            args.extend_from_slice(extra);
+            compare_or_crash(&mut sim, "filterdownports", "iblinkinfo", &args, &mut fails);
+        }
+    }
+    // Against the live fabric with an SM, and one node's diff.
+    let mut sim = Sim::start("net.2sw2path4hca2port");
+    let _sm = OpenSm::start(&sim.sim, "", Duration::from_secs(120));
+    for args in [
+        vec!["--diff", caches[1].as_str()],
+        vec!["--diff", caches[0].as_str(), "-l"],
+        vec!["--diff", caches[3].as_str(), "--switches-only"],
+        vec!["--load-cache", caches[1].as_str(), "-S", "0x200000"],
+        vec!["--load-cache", caches[1].as_str(), "-D", "0"],
+        vec!["--load-cache", caches[1].as_str(), "-l", "--cas-only"],
+        vec!["--diffcheck", "port,bogus"],
+    ] {
+        compare_or_crash(&mut sim, "live", "iblinkinfo", &args, &mut fails);
+    }
+    for args in [
+        vec!["--diff", caches[1].as_str()],
+        vec!["--diff", caches[0].as_str(), "--diffcheck", "ca,port"],
+        vec!["--diffcheck", "sw,nope"],
+    ] {
+        compare_or_crash(&mut sim, "live", "ibnetdiscover", &args, &mut fails);
+    }
+    for args in [
+        vec!["--load-cache", caches[1].as_str()],
+        vec!["--load-cache", caches[1].as_str(), "--data"],
+        vec!["--load-cache", caches[1].as_str(), "--switch", "-r"],
+        vec!["--load-cache", caches[1].as_str(), "-S", "0x200000"],
+        vec!["--load-cache", caches[0].as_str()],
+        vec!["--load-cache", caches[1].as_str(), "-D", "0"],
+    ] {
+        compare_or_crash(&mut sim, "live", "ibqueryerrors", &args, &mut fails);
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}
+
+/// Broken cache files: what the real tools print on stdout and their
+/// exit status, and ours names the fault on stderr (the real ones say
+/// nothing, or only "loading cached fabric failed").
+#[test]
+fn a_broken_cache_fails_as_infiniband_diags_and_says_why() {
+    if !needs(&["ibnetdiscover", "iblinkinfo", "ibqueryerrors"]) {
+        return;
+    }
+    let dir = Scratch::new("broken");
+    let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
+    let good = dir.path("good");
+    assert_eq!(
+        ours(&sim, "ibnetdiscover", &["--cache", &good]).code,
+        Some(0)
+    );
+    let bytes = std::fs::read(&good).unwrap();
+    let mut broken: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty", Vec::new(), "truncated"),
+        ("truncated", bytes[..bytes.len() / 2].to_vec(), "truncated"),
+        (
+            "garbage",
+            b"not a cache at all, just some text".to_vec(),
+            "not an ibnetdiscover cache",
+        ),
+    ];
+    let mut version = bytes.clone();
+    version[4] = 9;
+    broken.push(("version", version, "unsupported cache version 9"));
+    let mut counts = bytes.clone();
+    counts[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+    broken.push(("counts", counts, "promises"));
+    let mut from = bytes.clone();
+    from[16] ^= 0xff;
+    broken.push(("from", from, "discovery started from"));
+    let mut fails = Vec::new();
+    for (name, content, reason) in &broken {
+        let path = dir.path(name);
+        std::fs::write(&path, content).unwrap();
+        for (tool, args) in [
+            ("ibnetdiscover", vec!["--load-cache", path.as_str()]),
+            ("ibnetdiscover", vec!["--diff", path.as_str()]),
+            ("iblinkinfo", vec!["--load-cache", path.as_str()]),
+            ("iblinkinfo", vec!["--diff", path.as_str()]),
+            ("iblinkinfo", vec!["--filterdownports", path.as_str()]),
+            ("ibqueryerrors", vec!["--load-cache", path.as_str()]),
+        ] {
+            let t = theirs(&sim, tool, &args);
+            let o = ours(&sim, tool, &args);
+            if (t.stdout.as_str(), t.code) != (o.stdout.as_str(), o.code) {
+                fails.push(differ(
+                    &format!("{name}: {tool} {args:?}"),
+                    "theirs",
+                    &t,
+                    "ours",
+                    &o,
+                ));
+            }
+            let full = std::process::Command::new(env!("CARGO_BIN_EXE_mad"))
+                .arg("--ibsim")
+                .arg(tool)
+                .args(&args)
+                .env("IBSIM_SOCKNAME", sim.sockname())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&full.stderr);
+            if !err.contains(reason) {
+                fails.push(format!(
+                    "{name}: {tool} {args:?}: stderr does not say {reason:?}: {err}"
+                ));
+            }
+        }
+    }
+    // A missing file names the file.
+    let missing = dir.path("missing");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mad"))
+        .args(["ibnetdiscover", "--load-cache", &missing])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(255));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&missing));
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}
+
+/// `--cache` replaces an existing file, and a cache that cannot be
+/// written fails as the real tool does.
+#[test]
+fn ibnetdiscover_cache_replaces_a_file_and_reports_an_unwritable_one() {
+    if !needs(&["ibnetdiscover"]) {
+        return;
+    }
+    let dir = Scratch::new("write");
+    let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
+    let path = dir.path("old");
+    std::fs::write(&path, b"something else").unwrap();
+    let r = ours(&sim, "ibnetdiscover", &["--cache", &path]);
+    assert_eq!(r.code, Some(0));
+    assert_eq!(
+        &std::fs::read(&path).unwrap()[..4],
+        &0x8FE7_832Bu32.to_le_bytes()
+    );
+    let nowhere = Path::new(&dir.path("no-such-dir")).join("cache");
+    let nowhere = nowhere.to_str().unwrap();
+    let t = theirs(&sim, "ibnetdiscover", &["--cache", nowhere, "-l"]);
+    let o = ours(&sim, "ibnetdiscover", &["--cache", nowhere, "-l"]);
+    assert_eq!((t.stdout, t.code), (o.stdout, o.code));
+}
