@@ -522,3 +522,179 @@ fn ibnetdiscover_cache_replaces_a_file_and_reports_an_unwritable_one() {
     let o = ours(&sim, "ibnetdiscover", &["--cache", nowhere, "-l"]);
     assert_eq!((t.stdout, t.code), (o.stdout, o.code));
 }
+
+/// ibcacheedit edits a cache as the real one does: same stdout, first
+/// stderr line and exit status for every edit and every bad argument,
+/// and the file it writes loads (in the real ibnetdiscover) to what the
+/// real ibcacheedit's file loads to; unedited, the bytes are the same.
+#[test]
+fn ibcacheedit_matches_infiniband_diags() {
+    if !needs(&["ibcacheedit", "ibnetdiscover"]) {
+        return;
+    }
+    let dir = Scratch::new("cacheedit");
+    let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
+    let orig = dir.path("orig");
+    assert_eq!(
+        theirs(&sim, "ibnetdiscover", &["--cache", &orig]).code,
+        Some(0)
+    );
+    let (t, o) = (dir.path("t"), dir.path("o"));
+    let mut fails = Vec::new();
+    for edit in [
+        &[][..],
+        &["--switchguid", "0x200000:0x300000"],
+        &["--caguid", "0x100003:0x400003"],
+        &["--caguid", "0x200000:0x1"],
+        &["--sysimgguid", "0x200000:0x555"],
+        &["--sysimgguid", "0x9:0x555"],
+        &["--portguid", "0x100003:0x100004:0x999"],
+        &["--portguid", "0x200000:0x200000:0x777"],
+        &["--portguid", "0x123:0x1:0x2"],
+        &["--portguid", "0x100003:0x1:0x2"],
+        &["--switchguid", "0x200000"],
+        &["--caguid", "0x1:"],
+        &["--portguid", "1:2"],
+        &[
+            "--switchguid",
+            "0x200000:0x300000",
+            "--caguid",
+            "0x100003:0x400003",
+            "--sysimgguid",
+            "0x100000:0x42",
+        ],
+    ] {
+        let _ = std::fs::remove_file(&t);
+        let _ = std::fs::remove_file(&o);
+        let with = |out: &str| -> Vec<String> {
+            let mut v: Vec<String> = edit.iter().map(|s| (*s).to_owned()).collect();
+            v.push(orig.clone());
+            v.push(out.to_owned());
+            v
+        };
+        let (wt, wo) = (with(&t), with(&o));
+        let rt = theirs(
+            &sim,
+            "ibcacheedit",
+            &wt.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let ro = ours(
+            &sim,
+            "ibcacheedit",
+            &wo.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        if rt != ro {
+            fails.push(differ(
+                &format!("ibcacheedit {edit:?}"),
+                "theirs",
+                &rt,
+                "ours",
+                &ro,
+            ));
+        }
+        if Path::new(&t).exists() != Path::new(&o).exists() {
+            fails.push(format!(
+                "ibcacheedit {edit:?}: one wrote a file, the other not"
+            ));
+        } else if Path::new(&t).exists() {
+            let lt = undated(&theirs(&sim, "ibnetdiscover", &["--load-cache", &t]));
+            let lo = undated(&theirs(&sim, "ibnetdiscover", &["--load-cache", &o]));
+            if lt != lo {
+                fails.push(differ(
+                    &format!("ibcacheedit {edit:?}: loaded"),
+                    "theirs",
+                    &lt,
+                    "ours",
+                    &lo,
+                ));
+            }
+            if edit.is_empty() && std::fs::read(&t).unwrap() != std::fs::read(&o).unwrap() {
+                fails.push("ibcacheedit without edits: the files differ".into());
+            }
+        }
+    }
+    for args in [&[][..], &["only-one"], &["-x"], &["/nonexistent/cache", &o]] {
+        let rt = theirs(&sim, "ibcacheedit", args);
+        let ro = ours(&sim, "ibcacheedit", args);
+        if (rt.stdout.as_str(), rt.code) != (ro.stdout.as_str(), ro.code) {
+            fails.push(differ(
+                &format!("ibcacheedit {args:?}"),
+                "theirs",
+                &rt,
+                "ours",
+                &ro,
+            ));
+        }
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}
+
+/// ibcacheedit under its own name (a symlink to `mad`) reports as
+/// ibcacheedit, and `--json` gives the shape of its schema, on success
+/// and on failure.
+#[test]
+fn ibcacheedit_by_its_name_and_in_json() {
+    let dir = Scratch::new("cacheedit-name");
+    let link = dir.0.join("ibcacheedit");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mad"), &link).unwrap();
+    // Found in PATH, so that argv[0] is the bare name (as the C tool's).
+    let o = std::process::Command::new("ibcacheedit")
+        .env("PATH", &dir.0)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(255));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "ibcacheedit: iberror: failed: original cache file not specified\n"
+    );
+    // A cache of the built-in fabric, edited with --json.
+    let orig = dir.path("orig");
+    let new = dir.path("new");
+    let mad = env!("CARGO_BIN_EXE_mad");
+    let made = std::process::Command::new(mad)
+        .args(["--sim", "ibnetdiscover", "--cache", &orig])
+        .output()
+        .unwrap();
+    assert_eq!(made.status.code(), Some(0));
+    let sys = mad_tools::discover::cache::load(&orig).unwrap().nodes[0]
+        .info
+        .system_image_guid;
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/ibcacheedit.schema.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let edit = format!("{sys:#x}:0x1234");
+    for (args, ok) in [
+        (
+            vec!["--sysimgguid", edit.as_str(), orig.as_str(), new.as_str()],
+            true,
+        ),
+        (
+            vec!["--caguid", "0x1:0x2", orig.as_str(), new.as_str()],
+            false,
+        ),
+    ] {
+        let o = std::process::Command::new(mad)
+            .arg("--json")
+            .arg("ibcacheedit")
+            .args(&args)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(validator.is_valid(&v), "{args:?}: {v}");
+        assert_eq!(v["complete"], ok, "{args:?}: {v}");
+        assert_eq!(o.status.success(), ok);
+        if ok {
+            assert!(v["edits"].as_u64().unwrap() >= 1);
+            let back = mad_tools::discover::cache::load(&new).unwrap();
+            assert!(back
+                .nodes
+                .iter()
+                .any(|n| n.info.system_image_guid == 0x1234));
+        }
+    }
+}
