@@ -698,3 +698,33 @@ fn ibcacheedit_by_its_name_and_in_json() {
         }
     }
 }
+
+/// ibhosts, ibswitches, ibnodes and ibrouters (shell scripts over
+/// ibnetdiscover in infiniband-diags 44) print what the real ones print
+/// on the torus and on the fabric of mixed link rates, from the fabric
+/// and from a topology file the real ibnetdiscover wrote.
+#[test]
+fn node_list_scripts_match_infiniband_diags_on_the_torus_and_mixed_rates() {
+    if !needs(&[
+        "ibhosts",
+        "ibswitches",
+        "ibnodes",
+        "ibrouters",
+        "ibnetdiscover",
+    ]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    for name in ["net.torus3x3", "net.mixed-rates"] {
+        let dir = Scratch::new(&format!("scripts-{name}"));
+        let sim = IbSim::start(fixture(name));
+        let topo = dir.path("topo");
+        assert_eq!(theirs(&sim, "ibnetdiscover", &[&topo]).code, Some(0));
+        for tool in ["ibhosts", "ibswitches", "ibnodes", "ibrouters"] {
+            for args in [&[][..], &[topo.as_str()], &["-t", "500"]] {
+                diags_compare::compare(&sim, name, tool, args, &mut fails);
+            }
+        }
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}

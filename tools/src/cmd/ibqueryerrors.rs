@@ -170,13 +170,7 @@ pub const OPTS: &[Opt] = &[
         None,
         "Clear data counters after read",
     ),
-    Opt::long(
-        "load-cache",
-        OPT_LOAD_CACHE,
-        true,
-        Some("<file>"),
-        "filename of ibnetdiscover cache to load",
-    ),
+    ibdiag::load_cache_opt(OPT_LOAD_CACHE),
     ibdiag::OUTSTANDING_SMPS_OPT,
 ];
 

@@ -29,9 +29,9 @@ pub use fabric::{
     run_discovery,
 };
 pub use options::{
-    node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey, Parsed, ToolSpec,
-    COMMON_OPTS, DEFAULT_CONFIG, DIAGS_VERSION, JSON_KEY, OPT_PER_NODE, OUTSTANDING_SMPS_OPT,
-    SWEEP_WINDOW_OPTS,
+    diff_opts, load_cache_opt, node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey,
+    Parsed, ToolSpec, COMMON_OPTS, DEFAULT_CONFIG, DIAGS_VERSION, JSON_KEY, OPT_PER_NODE,
+    OUTSTANDING_SMPS_OPT, SWEEP_WINDOW_OPTS,
 };
 pub use report::{
     attr_json, dest_json, hex, human_duration, incomplete, portinfo_json, print_json,
