@@ -208,6 +208,11 @@ pub const COMMANDS: &[Command] = &[
         "edit GUIDs in an ibnetdiscover cache file (infiniband-diags ibcacheedit)",
         crate::cmd::ibcacheedit::run,
     ),
+    Command::tool(
+        "ibidsverify",
+        "check the fabric's LIDs and GUIDs for zeros and duplicates (infiniband-diags ibidsverify)",
+        crate::cmd::ibidsverify::run,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

@@ -728,3 +728,38 @@ fn node_list_scripts_match_infiniband_diags_on_the_torus_and_mixed_rates() {
     }
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
 }
+
+/// ibidsverify (a Perl script over `ibnetdiscover -g` in
+/// infiniband-diags 44) prints what the real one prints and exits as it
+/// does: regenerating the shared topology file (`-R`), reading the one
+/// the other wrote, before an SM (every LID 0) and after OpenSM, with
+/// its usage errors.
+#[test]
+fn ibidsverify_matches_infiniband_diags() {
+    if !needs(&["ibidsverify", "ibnetdiscover"]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    for name in FABRICS {
+        let sim = IbSim::start(fixture(name));
+        let what = format!("{name} (no SM)");
+        diags_compare::compare(&sim, &what, "ibidsverify", &["-R"], &mut fails);
+        // Each reads the file the other wrote.
+        let _ = theirs(&sim, "ibidsverify", &["-R"]);
+        diags_compare::compare(&sim, &what, "ibidsverify", &[], &mut fails);
+        let _ = ours(&sim, "ibidsverify", &["-R"]);
+        diags_compare::compare(&sim, &what, "ibidsverify", &[], &mut fails);
+        for args in [&["-x"][..], &["-h"], &["-Rx"]] {
+            diags_compare::compare(&sim, &what, "ibidsverify", args, &mut fails);
+        }
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        diags_compare::compare(
+            &sim,
+            &format!("{name} (OpenSM)"),
+            "ibidsverify",
+            &["-R"],
+            &mut fails,
+        );
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}

@@ -16,6 +16,7 @@ pub mod exporter;
 pub mod ibaddr;
 pub mod ibcacheedit;
 pub mod ibhosts;
+pub mod ibidsverify;
 pub mod iblinkinfo;
 pub mod ibnetdiscover;
 pub mod ibportstate;
