@@ -74,6 +74,7 @@ OTHERS = [
     ("decode_mad", "decode"),
     ("pcap_reader", "pcap"),
     ("hex_parser", "hex"),
+    ("ibnetdisc_cache", "ibnetdisc_cache"),
     # Stateful: operation sequences (fuzz/src/rmpp_sender.rs, rmpp_receiver.rs, engine.rs).
     ("rmpp_sender_ops", "rmpp_sender_ops"),
     ("rmpp_receiver_ops", "rmpp_receiver_ops"),

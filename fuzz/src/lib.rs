@@ -308,3 +308,16 @@ pub fn hex(data: &[u8]) {
         assert_eq!(again[0].bytes, m.bytes);
     }
 }
+
+/// libibnetdisc's fabric cache file (`ibnetdiscover --load-cache`): a
+/// file is refused or read; what was read writes and reads back, and
+/// from then on stays the same.
+pub fn ibnetdisc_cache(data: &[u8]) {
+    use mad_tools::discover::cache::{decode, encode};
+    let Ok(f) = decode(data) else {
+        return;
+    };
+    let once = decode(&encode(&f).expect("a read fabric encodes")).expect("and reads back");
+    let twice = decode(&encode(&once).expect("encodes")).expect("reads back");
+    assert_eq!(once, twice);
+}

@@ -203,6 +203,16 @@ pub const COMMANDS: &[Command] = &[
         "dump the data of one raw SMP Get as hex (infiniband-diags smpdump)",
         crate::cmd::smpdump::run,
     ),
+    Command::tool(
+        "ibcacheedit",
+        "edit GUIDs in an ibnetdiscover cache file (infiniband-diags ibcacheedit)",
+        crate::cmd::ibcacheedit::run,
+    ),
+    Command::tool(
+        "ibidsverify",
+        "check the fabric's LIDs and GUIDs for zeros and duplicates (infiniband-diags ibidsverify)",
+        crate::cmd::ibidsverify::run,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

@@ -6,11 +6,14 @@
 //! Options: `-S` / `-G GUID` and `-D PATH` (print the node of that port
 //! only), `-d` (down ports only), `-l` (one line per port), `-p` (HoQ
 //! life and VL stall count), `--switches-only`, `--cas-only`,
-//! `--node-name-map`, `-o` (SMPs in flight), and the common ones. The
-//! fabric is always discovered whole (in parallel): `-S` / `-G` / `-D`
-//! print the node's ports as a full scan sees them. Partial scans (`-a`,
-//! `-n`) and the cache options (`--load-cache`, `--diff`,
-//! `--diffcheck`, `--filterdownports`) are not offered.
+//! `--node-name-map`, `-o` (SMPs in flight), `--load-cache FILE` (the
+//! fabric from an ibnetdiscover cache instead of the port),
+//! `--diff FILE` (what differs from a cache, `< ` / `> ` lines, the
+//! checks picked by `--diffcheck port,state,lid,nodedesc`),
+//! `--filterdownports FILE` (leave out Down ports that are Down in a
+//! cache too), and the common ones. The fabric is always discovered
+//! whole (in parallel): `-S` / `-G` / `-D` print the node's ports as a
+//! full scan sees them. Partial scans (`-a`, `-n`) are not offered.
 //!
 //! # `--json` (stable shape)
 //! ```json
@@ -30,13 +33,20 @@ use mad_core::wire::attr::{NodeType, PortInfo, PortState};
 
 use crate::command::{CliError, Invocation};
 use crate::diags::dump;
+use crate::discover::diff::parse_keys;
 use crate::discover::model::{Fabric, Node, Port};
 use crate::ibdiag::{self, Opt, ToolSpec};
-use crate::ibdiag::{limits, link_str, max_msg, open_name_map, remap, run_discovery};
+use crate::ibdiag::{
+    cached_discovery, limits, link_str, load_cache, max_msg, open_name_map, remap, run_discovery,
+};
 use crate::json::{Json, JsonExt};
 use crate::namemap::NameMap;
 
 const OPT_NODE_NAME_MAP: i32 = 1;
+const OPT_LOAD_CACHE: i32 = 2;
+const OPT_DIFF: i32 = 3;
+const OPT_DIFFCHECK: i32 = 4;
+const OPT_FILTERDOWNPORTS: i32 = 5;
 const OPT_SWITCHES_ONLY: i32 = 6;
 const OPT_CAS_ONLY: i32 = 7;
 
@@ -74,6 +84,16 @@ pub const OPTS: &[Opt] = &[
         None,
         "print additional port settings (PktLifeTime, HoqLife, VLStallCount)",
     ),
+    ibdiag::load_cache_opt(OPT_LOAD_CACHE),
+    ibdiag::diff_opts(OPT_DIFF, OPT_DIFFCHECK)[0],
+    ibdiag::diff_opts(OPT_DIFF, OPT_DIFFCHECK)[1],
+    Opt::long(
+        "filterdownports",
+        OPT_FILTERDOWNPORTS,
+        true,
+        Some("<file>"),
+        "filename of ibnetdiscover cache to filter downports",
+    ),
     ibdiag::OUTSTANDING_SMPS_OPT,
     Opt::long(
         "switches-only",
@@ -104,6 +124,9 @@ pub struct LinkInfoOptions<'a> {
     pub additional: bool,
     /// `--node-name-map`.
     pub name_map: Option<&'a NameMap>,
+    /// `--filterdownports`: a Down port is left out where it is Down in
+    /// this fabric too.
+    pub filter: Option<&'a Fabric>,
 }
 
 /// `%Ns`: right-aligned to `width` bytes (C pads by bytes, not chars).
@@ -183,28 +206,215 @@ fn shown_ports<'n>(node: &'n Node, o: &LinkInfoOptions<'_>) -> impl Iterator<Ite
         })
 }
 
+/// `print_node_header`: the node's header line (nothing in line mode).
+fn header_line(node: &Node, o: &LinkInfoOptions<'_>, prefix: &str) -> String {
+    if o.line {
+        return String::new();
+    }
+    let name = remap(node, o.name_map);
+    let t = type_str(node.node_type());
+    if node.is_switch() {
+        let guid = node.port(0).map_or(node.info.port_guid, |p0| p0.guid);
+        format!("{prefix}{t}: 0x{guid:016x} {name}:\n")
+    } else {
+        format!("{prefix}{t}: {name}:\n")
+    }
+}
+
+fn is_down(p: &Port) -> bool {
+    p.info
+        .as_ref()
+        .is_none_or(|pi| pi.port_state == PortState::DOWN)
+}
+
+/// `print_port`: the port's line after `prefix`, or nothing for a Down
+/// port `--filterdownports` leaves out.
+fn print_port(
+    f: &Fabric,
+    node: &Node,
+    port: &Port,
+    o: &LinkInfoOptions<'_>,
+    prefix: &str,
+) -> String {
+    if let Some(filter) = o.filter {
+        let down_there = filter
+            .find(node.guid())
+            .and_then(|i| filter.nodes[i].port(port.num))
+            .is_some_and(is_down);
+        if is_down(port) && down_there {
+            return String::new();
+        }
+    }
+    format!("{prefix}{}", port_line(f, node, port, o))
+}
+
 /// `print_node`: the node's header (unless line mode) and its ports;
 /// nothing when no port is shown.
 #[must_use]
 pub fn node_text(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>) -> String {
+    node_text_with(f, idx, o, "")
+}
+
+fn node_text_with(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>, prefix: &str) -> String {
     let node = &f.nodes[idx];
     let mut s = String::new();
     for (k, p) in shown_ports(node, o).enumerate() {
-        if k == 0 && !o.line {
-            let name = remap(node, o.name_map);
-            if node.is_switch() {
-                let guid = node.port(0).map_or(node.info.port_guid, |p0| p0.guid);
-                s.push_str(&format!(
-                    "{}: 0x{guid:016x} {name}:\n",
-                    type_str(node.node_type())
-                ));
-            } else {
-                s.push_str(&format!("{}: {name}:\n", type_str(node.node_type())));
-            }
+        if k == 0 {
+            s.push_str(&header_line(node, o, prefix));
         }
-        s.push_str(&port_line(f, node, p, o));
+        s.push_str(&print_port(f, node, p, o, prefix));
     }
     s
+}
+
+/// iblinkinfo's `--diffcheck` bits.
+const DIFF_PORT: u32 = 0x01;
+const DIFF_STATE: u32 = 0x02;
+const DIFF_LID: u32 = 0x04;
+const DIFF_DESC: u32 = 0x08;
+
+/// One side of a comparison: its fabric and line prefix.
+#[derive(Clone, Copy)]
+struct Side<'a> {
+    f: &'a Fabric,
+    prefix: &'static str,
+}
+
+/// `diff_node_iter`: node `i1` of `one` against its namesake in `two`.
+fn diff_node_iter(
+    out: &mut String,
+    one: Side<'_>,
+    i1: usize,
+    two: Side<'_>,
+    flags: u32,
+    o: &LinkInfoOptions<'_>,
+) {
+    let n1 = &one.f.nodes[i1];
+    let Some(i2) = two.f.find(n1.guid()) else {
+        out.push_str(&node_text_with(one.f, i1, o, one.prefix));
+        return;
+    };
+    if flags & (DIFF_PORT | DIFF_STATE | DIFF_LID | DIFF_DESC) == 0 {
+        return;
+    }
+    let n2 = &two.f.nodes[i2];
+    let mut head = false;
+    if (n1.is_switch() && flags & DIFF_LID != 0 && n1.smalid != n2.smalid)
+        || (flags & DIFF_DESC != 0 && n1.desc != n2.desc)
+    {
+        out.push_str(&header_line(n1, o, one.prefix));
+        out.push_str(&header_line(n2, o, two.prefix));
+        head = true;
+    }
+    let mut header_once = |out: &mut String| {
+        if !head {
+            out.push_str(&header_line(n1, o, ""));
+            head = true;
+        }
+    };
+    if n1.num_ports() != n2.num_ports() {
+        header_once(out);
+        out.push_str(&format!("{}numports = {}\n", one.prefix, n1.num_ports()));
+        out.push_str(&format!("{}numports = {}\n", two.prefix, n2.num_ports()));
+        return;
+    }
+    let remote = |f: &'_ Fabric, p: &Port| -> Option<(u64, u16, Vec<u8>)> {
+        let r = p.remote?;
+        let rp = f.port(r)?;
+        Some((rp.guid, rp.base_lid, f.nodes[r.node].desc.clone()))
+    };
+    for i in 1..=n1.num_ports() {
+        let (p1, p2) = (n1.port(i), n2.port(i));
+        let (r1, r2) = (
+            p1.and_then(|p| remote(one.f, p)),
+            p2.and_then(|p| remote(two.f, p)),
+        );
+        let mut diff = false;
+        match (p1, p2) {
+            (None, None) => continue,
+            (Some(_), None) | (None, Some(_)) => diff |= flags & DIFF_PORT != 0,
+            (Some(a), Some(b)) => {
+                let state = |p: &Port| p.info.as_ref().map_or(0, |pi| pi.port_state.0);
+                diff |= flags & DIFF_PORT != 0
+                    && match (&r1, &r2) {
+                        (Some(x), Some(y)) => x.0 != y.0,
+                        (None, None) => false,
+                        _ => true,
+                    };
+                diff |= flags & DIFF_STATE != 0 && state(a) != state(b);
+                if let (Some(x), Some(y)) = (&r1, &r2) {
+                    diff |= flags & DIFF_PORT != 0 && flags & DIFF_LID != 0 && x.1 != y.1;
+                    diff |= flags & DIFF_PORT != 0 && flags & DIFF_DESC != 0 && x.2 != y.2;
+                }
+            }
+        }
+        if diff {
+            if let Some(p) = p1 {
+                header_once(out);
+                out.push_str(&print_port(one.f, n1, p, o, one.prefix));
+            }
+            if let Some(p) = p2 {
+                header_once(out);
+                out.push_str(&print_port(two.f, n2, p, o, two.prefix));
+            }
+        }
+    }
+}
+
+/// `diff_node`: the cache `old` against `new`, for one node of `new` or
+/// for every node (of one type).
+fn diff_text(
+    old: &Fabric,
+    new: &Fabric,
+    node: Option<usize>,
+    only: Option<NodeType>,
+    flags: u32,
+    o: &LinkInfoOptions<'_>,
+) -> String {
+    let mut out = String::new();
+    let (lt, gt) = (
+        Side {
+            f: old,
+            prefix: "< ",
+        },
+        Side {
+            f: new,
+            prefix: "> ",
+        },
+    );
+    let of = |f: &Fabric| -> Vec<usize> {
+        match only {
+            None => f.listed().collect(),
+            Some(t) => f.listed_of(t).collect(),
+        }
+    };
+    match node {
+        // iblinkinfo passes the node of the new fabric as the first
+        // fabric's: it finds itself there.
+        Some(i) => diff_node_iter(
+            &mut out,
+            Side {
+                f: new,
+                prefix: "< ",
+            },
+            i,
+            gt,
+            flags,
+            o,
+        ),
+        None => {
+            for i in of(old) {
+                diff_node_iter(&mut out, lt, i, gt, flags, o);
+            }
+        }
+    }
+    // The other way round only finds nodes the cache lacks.
+    let flags = flags & !(DIFF_PORT | DIFF_STATE | DIFF_LID | DIFF_DESC);
+    let list = node.map_or_else(|| of(new), |i| vec![i]);
+    for i in list {
+        diff_node_iter(&mut out, gt, i, lt, flags, o);
+    }
+    out
 }
 
 fn node_json(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>) -> Json {
@@ -274,6 +484,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut dr_arg: Option<String> = None;
     let mut only: Option<NodeType> = None;
     let mut window: Option<usize> = None;
+    let mut load: Option<String> = None;
+    let mut diff_file: Option<String> = None;
+    let mut filter_file: Option<String> = None;
+    let mut diffcheck = DIFF_PORT | DIFF_STATE;
     for (key, val) in &p.custom {
         match (u8::try_from(*key).map(char::from).unwrap_or('\0'), *key) {
             ('S' | 'G', _) => guid_arg.clone_from(val),
@@ -286,6 +500,23 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 window = (n != 0).then(|| usize::try_from(n).unwrap_or(usize::MAX));
             }
             (_, OPT_NODE_NAME_MAP) => map_file.clone_from(val),
+            (_, OPT_LOAD_CACHE) => load.clone_from(val),
+            (_, OPT_DIFF) => diff_file.clone_from(val),
+            (_, OPT_FILTERDOWNPORTS) => filter_file.clone_from(val),
+            (_, OPT_DIFFCHECK) => {
+                diffcheck = parse_keys(
+                    val.as_deref().unwrap_or(""),
+                    &[
+                        ("port", DIFF_PORT),
+                        ("state", DIFF_STATE),
+                        ("lid", DIFF_LID),
+                        ("nodedesc", DIFF_DESC),
+                    ],
+                )
+                .map_err(|m| {
+                    CliError::ToolUsage(format!("{m}\n{}", ibdiag::usage_text(&inv.prog, &SPEC)))
+                })?;
+            }
             (_, OPT_SWITCHES_ONLY) => only = Some(NodeType::SWITCH),
             (_, OPT_CAS_ONLY) => only = Some(NodeType::CA),
             _ => {}
@@ -307,6 +538,13 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     let map = open_name_map(inv, map_file.as_deref());
     o.name_map = map.as_ref();
+    if dr_arg.is_some() && load.is_some() {
+        let _ = session.close();
+        return Err(CliError::Stderr(
+            "Cannot specify cache and direct route path\n".into(),
+            1,
+        ));
+    }
     let select = if let Some(path) = &dr_arg {
         // The node at the end of the route must answer NodeInfo.
         let ni = ibdiag::dr_node_info(inv, &session, path, |_, _, _| {});
@@ -324,15 +562,44 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     } else {
         Select::All(only)
     };
-    let lim = limits(window, p.common.timeout_ms);
-    let d = match run_discovery(inv, &session, lim, p.common.m_key, false) {
-        Ok(d) => d,
-        Err(_) => {
-            let _ = session.close();
-            return Err(CliError::Stderr("discover failed\n".into(), 1));
+    let old = match &diff_file {
+        Some(path) => {
+            Some(load_cache(inv, path, "loading cached fabric for diff failed\n")?.fabric)
         }
+        None => None,
     };
-    let _ = session.close();
+    let filter = match &filter_file {
+        Some(path) => Some(
+            load_cache(
+                inv,
+                path,
+                "loading cached fabric for filterdownports failed\n",
+            )?
+            .fabric,
+        ),
+        None => None,
+    };
+    o.filter = filter.as_ref();
+    let d = if let Some(path) = &load {
+        let _ = session.close();
+        cached_discovery(path).map_err(|e| {
+            CliError::Stderr(
+                format!("loading cached fabric failed\n{}: {e}\n", inv.prog),
+                1,
+            )
+        })?
+    } else {
+        let lim = limits(window, p.common.timeout_ms);
+        let d = match run_discovery(inv, &session, lim, p.common.m_key, false) {
+            Ok(d) => d,
+            Err(_) => {
+                let _ = session.close();
+                return Err(CliError::Stderr("discover failed\n".into(), 1));
+            }
+        };
+        let _ = session.close();
+        d
+    };
     let f = &d.fabric;
     let nodes: Vec<usize> = match &select {
         Select::All(None) => f.listed().collect(),
@@ -351,6 +618,20 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             }
         }
     };
+    if let Some(old) = &old {
+        if p.common.json {
+            return Err(CliError::Failed("--diff has no --json form".into()));
+        }
+        let text = match select {
+            Select::All(only) => diff_text(old, f, None, only, diffcheck, &o),
+            Select::Port(..) => nodes
+                .iter()
+                .map(|&i| diff_text(old, f, Some(i), None, diffcheck, &o))
+                .collect(),
+        };
+        inv.io.out(&text);
+        return Ok(());
+    }
     if p.common.json {
         let arr = nodes
             .iter()

@@ -5,8 +5,11 @@
 //! Options as infiniband-diags 44: `-f` `-s` `-l` `-g` `-H` `-S` `-R`
 //! `--node-name-map` `-p` `-m` `-o`, the common ones, and an output file
 //! argument. `-o N` bounds the SMPs in flight on the port (default 256;
-//! at most 4 per destination node). `--cache`, `--load-cache`, `--diff`
-//! and `--diffcheck` are not supported (an error says so).
+//! at most 4 per destination node). `--cache FILE` writes libibnetdisc's
+//! cache file ([`crate::discover::cache`]) after the output,
+//! `--load-cache FILE` reads the fabric from one instead of the port, and
+//! `--diff FILE` prints what differs between a cache and the fabric
+//! ([`crate::discover::diff`]; `--diffcheck` picks the checks).
 //!
 //! # `--json` (stable shape)
 //! In the envelope of [`crate::json`] (`command`, `version`, `complete`,
@@ -36,10 +39,14 @@
 use mad_core::wire::attr::NodeType;
 
 use crate::command::{CliError, Invocation};
+use crate::discover::cache;
+use crate::discover::diff::{diff, DiffCheck};
 use crate::discover::format::{self, ListMask, TopologyOptions};
 use crate::discover::model::{type_word, Fabric};
 use crate::discover::Discovery;
-use crate::ibdiag::{self, check_complete, limits, open_name_map, run_discovery, Opt, ToolSpec};
+use crate::ibdiag::{
+    self, check_complete, limits, load_cache, open_name_map, run_discovery, Opt, ToolSpec,
+};
 use crate::json::{Json, JsonExt};
 use crate::namemap::NameMap;
 
@@ -78,27 +85,9 @@ pub const OPTS: &[Opt] = &[
         Some("<file>"),
         "filename to cache ibnetdiscover data to",
     ),
-    Opt::long(
-        "load-cache",
-        OPT_LOAD_CACHE,
-        true,
-        Some("<file>"),
-        "filename of ibnetdiscover cache to load",
-    ),
-    Opt::long(
-        "diff",
-        OPT_DIFF,
-        true,
-        Some("<file>"),
-        "filename of ibnetdiscover cache to diff",
-    ),
-    Opt::long(
-        "diffcheck",
-        OPT_DIFFCHECK,
-        true,
-        Some("<key(s)>"),
-        "specify checks to execute for --diff",
-    ),
+    ibdiag::load_cache_opt(OPT_LOAD_CACHE),
+    ibdiag::diff_opts(OPT_DIFF, OPT_DIFFCHECK)[0],
+    ibdiag::diff_opts(OPT_DIFF, OPT_DIFFCHECK)[1],
     Opt::new("ports", 'p', false, None, "obtain a ports report"),
     Opt::new(
         "max_hops",
@@ -240,70 +229,149 @@ pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
         )
 }
 
-/// Runs `ibnetdiscover`.
-///
-/// # Errors
-/// Bad options (usage), no port, discovery failure (`IBEXIT`), an
-/// unwritable output file.
-pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let p = ibdiag::parse(inv, &SPEC)?;
-    let mut full = false;
-    let mut show = false;
-    let mut group = false;
-    let mut ports = false;
-    let mut max_hops = false;
-    let mut list = ListMask::default();
-    let mut map_file: Option<String> = None;
-    let mut window: Option<usize> = None;
+/// What ibnetdiscover was asked to do, from its own options.
+#[derive(Default)]
+struct Asked {
+    full: bool,
+    show: bool,
+    group: bool,
+    ports: bool,
+    max_hops: bool,
+    list: ListMask,
+    map_file: Option<String>,
+    window: Option<usize>,
+    cache: Option<String>,
+    load_cache: Option<String>,
+    diff: Option<String>,
+    diffcheck: Option<DiffCheck>,
+}
+
+fn asked(inv: &Invocation<'_, '_>, p: &ibdiag::Parsed) -> Result<Asked, CliError> {
+    let mut a = Asked::default();
     for (key, val) in &p.custom {
+        let val = val.clone();
         match (u8::try_from(*key).map(char::from).unwrap_or('\0'), *key) {
-            ('f', _) => full = true,
-            ('s', _) => show = true,
-            ('l', _) => list = ListMask::ALL,
-            ('g', _) => group = true,
+            ('f', _) => a.full = true,
+            ('s', _) => a.show = true,
+            ('l', _) => a.list = ListMask::ALL,
+            ('g', _) => a.group = true,
             ('S', _) => {
-                list = ListMask {
+                a.list = ListMask {
                     switch: true,
                     ..ListMask::default()
                 }
             }
             ('H', _) => {
-                list = ListMask {
+                a.list = ListMask {
                     ca: true,
                     ..ListMask::default()
                 }
             }
             ('R', _) => {
-                list = ListMask {
+                a.list = ListMask {
                     router: true,
                     ..ListMask::default()
                 }
             }
-            ('p', _) => ports = true,
-            ('m', _) => max_hops = true,
+            ('p', _) => a.ports = true,
+            ('m', _) => a.max_hops = true,
             ('o', _) => {
                 let n = crate::cnum::c_strtoul(val.as_deref().unwrap_or("0"));
                 // 0 means libibnetdisc's default; ours is the window.
-                window = (n != 0).then(|| usize::try_from(n).unwrap_or(usize::MAX));
+                a.window = (n != 0).then(|| usize::try_from(n).unwrap_or(usize::MAX));
             }
-            (_, OPT_NODE_NAME_MAP) => map_file.clone_from(val),
-            (_, OPT_CACHE | OPT_LOAD_CACHE | OPT_DIFF | OPT_DIFFCHECK) => {
-                return Err(CliError::IbExit(
-                    "--cache, --load-cache, --diff and --diffcheck are not supported by this ibnetdiscover"
-                        .into(),
-                ));
+            (_, OPT_NODE_NAME_MAP) => a.map_file = val,
+            (_, OPT_CACHE) => a.cache = val,
+            (_, OPT_LOAD_CACHE) => a.load_cache = val,
+            (_, OPT_DIFF) => a.diff = val,
+            (_, OPT_DIFFCHECK) => {
+                a.diffcheck =
+                    Some(DiffCheck::parse(val.as_deref().unwrap_or("")).map_err(|m| {
+                        CliError::ToolUsage(format!(
+                            "{m}\n{}",
+                            ibdiag::usage_text(&inv.prog, &SPEC)
+                        ))
+                    })?);
             }
             _ => {}
         }
     }
-    let outfile = p.args.first().cloned();
-    let map = open_name_map(inv, map_file.as_deref());
-    let session = ibdiag::open_session(inv, &p.common)?;
-    let lim = limits(window, p.common.timeout_ms);
-    let d = run_discovery(inv, &session, lim, p.common.m_key, show)?;
-    let _ = session.close();
+    Ok(a)
+}
+
+/// What ibnetdiscover printed before writing its cache.
+#[derive(Clone, Copy)]
+enum Printed {
+    Topology,
+    Ports,
+    List(ListMask),
+    Nothing,
+}
+
+/// The fabric as ibnetdiscover caches it after printing: printing a
+/// description (`clean_nodedesc`, also inside `remap_node_name` when the
+/// map has no name for the node) turns its unprintable bytes into spaces
+/// in place, so the cache holds them so.
+fn as_printed(f: &Fabric, printed: Printed, map: Option<&NameMap>) -> Fabric {
+    let mut out = f.clone();
+    for n in &mut out.nodes {
+        let mapped = map.is_some_and(|m| m.get(n.guid()).is_some());
+        let cleaned = match printed {
+            Printed::Nothing => false,
+            // A CA's or router's line prints the description itself.
+            Printed::Topology => !mapped || !n.is_switch(),
+            Printed::Ports => !mapped,
+            Printed::List(l) => {
+                !mapped
+                    && match n.node_type() {
+                        NodeType::SWITCH => l.switch,
+                        NodeType::CA => l.ca,
+                        NodeType::ROUTER => l.router,
+                        _ => false,
+                    }
+            }
+        };
+        if cleaned {
+            n.desc = n.clean_desc().into_bytes();
+        }
+    }
+    out
+}
+
+/// Runs `ibnetdiscover`.
+///
+/// # Errors
+/// Bad options (usage), no port, discovery failure (`IBEXIT`), a cache
+/// file that cannot be read or written, an unwritable output file.
+pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    let p = ibdiag::parse(inv, &SPEC)?;
+    let a = asked(inv, &p)?;
+    // ibnetdiscover opens its output file first.
+    let mut outfile = match p.args.first() {
+        None => None,
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map_err(|_| CliError::IbExit(format!("can't open file {path} for writing")))?,
+        ),
+    };
+    let map = open_name_map(inv, a.map_file.as_deref());
+    let old = match &a.diff {
+        None => None,
+        Some(path) => {
+            Some(load_cache(inv, path, "loading cached fabric for diff failed\n")?.fabric)
+        }
+    };
+    let d = if let Some(path) = &a.load_cache {
+        load_cache(inv, path, "loading cached fabric failed\n")?
+    } else {
+        let session = ibdiag::open_session(inv, &p.common)?;
+        let lim = limits(a.window, p.common.timeout_ms);
+        let d = run_discovery(inv, &session, lim, p.common.m_key, a.show)?;
+        let _ = session.close();
+        d
+    };
     let f = &d.fabric;
-    if p.common.verbose > 0 {
+    if p.common.verbose > 0 && a.load_cache.is_none() {
         inv.io.err(&format!(
             "# discovered {} nodes with {} SMPs ({} answered, {} retried, at most {} in flight) in {}\n",
             f.nodes.len(),
@@ -316,41 +384,62 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     }
     if p.common.json {
         ibdiag::print_json(inv, &fabric_json(f, map.as_ref(), &d));
-        return check_complete(inv, &d.failures);
-    }
-    // --show lines go out while discovering, before everything else.
-    let mut out = String::new();
-    if show {
-        out.push_str(&format::show_lines(f));
-    }
-    if ports {
-        out.push_str(&format::ports_report(f, map.as_ref()));
-        inv.io.out(&out);
-        return check_complete(inv, &d.failures);
-    }
-    let body = if list.is_empty() {
-        format::topology(
-            f,
-            &TopologyOptions {
-                full,
-                group,
-                max_hops,
-                name_map: map.as_ref(),
-                ctime: crate::discover::ctime::ctime_now(),
-            },
-        )
     } else {
-        format::list(f, list, map.as_ref())
-    };
-    match outfile {
-        None => {
-            out.push_str(&body);
-            inv.io.out(&out);
+        // --show lines go out while discovering, before everything else.
+        let mut out = String::new();
+        if a.show {
+            out.push_str(&format::show_lines(f));
         }
-        Some(path) => {
-            inv.io.out(&out);
-            std::fs::write(&path, body)
-                .map_err(|_| CliError::IbExit(format!("can't open file {path} for writing")))?;
+        let opts = TopologyOptions {
+            full: a.full,
+            group: a.group,
+            max_hops: a.max_hops,
+            name_map: map.as_ref(),
+            ctime: crate::discover::ctime::ctime_now(),
+        };
+        let body = if a.ports {
+            // The ports report always goes to stdout.
+            out.push_str(&format::ports_report(f, map.as_ref()));
+            String::new()
+        } else if !a.list.is_empty() {
+            format::list(f, a.list, map.as_ref())
+        } else if let Some(old) = &old {
+            let plain = TopologyOptions {
+                group: false,
+                ..opts
+            };
+            diff(old, f, a.diffcheck.unwrap_or(DiffCheck::DEFAULT), &plain)
+        } else {
+            format::topology(f, &opts)
+        };
+        match outfile.as_mut() {
+            None => {
+                out.push_str(&body);
+                inv.io.out(&out);
+            }
+            Some(file) => {
+                inv.io.out(&out);
+                let path = p.args.first().map_or("", String::as_str);
+                std::io::Write::write_all(file, body.as_bytes())
+                    .map_err(|_| CliError::IbExit(format!("can't open file {path} for writing")))?;
+            }
+        }
+    }
+    if let Some(path) = &a.cache {
+        let printed = if p.common.json || old.is_some() {
+            Printed::Nothing
+        } else if a.ports {
+            Printed::Ports
+        } else if !a.list.is_empty() {
+            Printed::List(a.list)
+        } else {
+            Printed::Topology
+        };
+        if let Err(e) = cache::store(&as_printed(f, printed, map.as_ref()), path) {
+            inv.io.err(&format!("{}: {e}\n", inv.prog));
+            return Err(CliError::IbExit(
+                "caching ibnetdiscover data failed\n".into(),
+            ));
         }
     }
     check_complete(inv, &d.failures)

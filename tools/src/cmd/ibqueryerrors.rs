@@ -14,7 +14,9 @@
 //! Options: `-s`, `-c`, `-G`/`-S`, `-D`, `-r`, `--threshold-file`,
 //! `--data`, `--switch`, `--ca`, `--router`, `--counters`, `-k`, `-K`,
 //! `--node-name-map`, `--skip-sl` (always: SL 0 is used), `-R`, `-o` and
-//! the common ones. `--details` and `--load-cache` are not offered.
+//! the common ones, and `--load-cache FILE` (the fabric from an
+//! ibnetdiscover cache instead of a discovery; the counters are still
+//! read from the fabric). `--details` is not offered.
 //!
 //! # `--json` (stable shape)
 //! ```json
@@ -40,7 +42,7 @@ use crate::discover::model::{Fabric, Node};
 use crate::discover::pma::{self, PmaQuery, PmaResult};
 use crate::discover::Limits;
 use crate::ibdiag::{self, Opt, ToolSpec};
-use crate::ibdiag::{limits, open_name_map, run_discovery};
+use crate::ibdiag::{cached_discovery, limits, open_name_map, run_discovery};
 use crate::namemap::NameMap;
 
 #[path = "ibqueryerrors_fmt.rs"]
@@ -53,6 +55,7 @@ const OPT_DATA: i32 = 2;
 const OPT_SWITCH: i32 = 3;
 const OPT_CA: i32 = 4;
 const OPT_ROUTER: i32 = 5;
+const OPT_LOAD_CACHE: i32 = 7;
 const OPT_THRESHOLD_FILE: i32 = 8;
 const OPT_COUNTERS: i32 = 9;
 const OPT_SKIP_SL: i32 = 10;
@@ -167,6 +170,7 @@ pub const OPTS: &[Opt] = &[
         None,
         "Clear data counters after read",
     ),
+    ibdiag::load_cache_opt(OPT_LOAD_CACHE),
     ibdiag::OUTSTANDING_SMPS_OPT,
 ];
 
@@ -307,6 +311,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut types: u8 = 0;
     let mut window: Option<usize> = None;
     let mut skip_sl = false;
+    let mut load: Option<String> = None;
     for (key, val) in &p.custom {
         let v = val.as_deref().unwrap_or("");
         match (u8::try_from(*key).map(char::from).unwrap_or('\0'), *key) {
@@ -329,6 +334,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             (_, OPT_THRESHOLD_FILE) => threshold_file = v.to_owned(),
             (_, OPT_COUNTERS) => st.counters_only = true,
             (_, OPT_SKIP_SL) => skip_sl = true,
+            (_, OPT_LOAD_CACHE) => load = Some(v.to_owned()),
             _ => {}
         }
     }
@@ -346,6 +352,13 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         }
         Err(e) => return Err(e),
     };
+    if dr_arg.is_some() && load.is_some() {
+        let _ = session.close();
+        return Err(CliError::Stderr(
+            "Cannot specify cache and direct route path\n".into(),
+            255,
+        ));
+    }
     let map = open_name_map(inv, map_file.as_deref());
     let pid = std::process::id();
     // -D: the node at the end of the route, by its NodeInfo.
@@ -355,11 +368,24 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         select_guid = Some((guid, g.clone()));
     }
     let lim = limits(window, p.common.timeout_ms);
-    let d = match run_discovery(inv, &session, lim, p.common.m_key, false) {
-        Ok(d) => d,
-        Err(_) => {
-            let _ = session.close();
-            return Err(CliError::Stderr("discover failed\n".into(), 255));
+    let d = if let Some(path) = &load {
+        match cached_discovery(path) {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = session.close();
+                return Err(CliError::Stderr(
+                    format!("loading cached fabric failed\n{}: {e}\n", inv.prog),
+                    255,
+                ));
+            }
+        }
+    } else {
+        match run_discovery(inv, &session, lim, p.common.m_key, false) {
+            Ok(d) => d,
+            Err(_) => {
+                let _ = session.close();
+                return Err(CliError::Stderr("discover failed\n".into(), 255));
+            }
         }
     };
     st.thresholds = fmt::read_thresholds(&threshold_file);

@@ -255,6 +255,16 @@ fn out_ids(o: &mut String, n: &Node, chassis: u32) {
 }
 
 fn out_switch(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
+    out_switch_head(o, f, i, opts, chassis);
+    let n = &f.nodes[i];
+    for p in n.ports.iter().skip(1).flatten() {
+        if p.remote.is_some() {
+            out_switch_port(o, f, n, p, opts);
+        }
+    }
+}
+
+fn out_switch_head(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
     let n = &f.nodes[i];
     out_ids(o, n, chassis);
     let _ = write!(o, "switchguid=0x{:x}({:x})", n.guid(), n.info.port_guid);
@@ -274,11 +284,6 @@ fn out_switch(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, 
         n.smalid,
         n.smalmc
     );
-    for p in n.ports.iter().skip(1).flatten() {
-        if p.remote.is_some() {
-            out_switch_port(o, f, n, p, opts);
-        }
-    }
 }
 
 fn out_switch_port(o: &mut String, f: &Fabric, n: &Node, p: &Port, opts: &TopologyOptions<'_>) {
@@ -324,6 +329,16 @@ fn out_switch_port(o: &mut String, f: &Fabric, n: &Node, p: &Port, opts: &Topolo
 }
 
 fn out_ca(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
+    out_ca_head(o, f, i, opts, chassis);
+    let n = &f.nodes[i];
+    for p in n.ports.iter().skip(1).flatten() {
+        if p.remote.is_some() {
+            out_ca_port(o, f, n, p, opts);
+        }
+    }
+}
+
+fn out_ca_head(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
     let n = &f.nodes[i];
     out_ids(o, n, chassis);
     let (lower, upper) = match n.node_type().0 {
@@ -343,11 +358,6 @@ fn out_ca(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chas
         o.push_str(" (scp)");
     }
     o.push('\n');
-    for p in n.ports.iter().skip(1).flatten() {
-        if p.remote.is_some() {
-            out_ca_port(o, f, n, p, opts);
-        }
-    }
 }
 
 fn out_ca_port(o: &mut String, f: &Fabric, n: &Node, p: &Port, opts: &TopologyOptions<'_>) {
@@ -383,6 +393,36 @@ fn out_ca_port(o: &mut String, f: &Fabric, n: &Node, p: &Port, opts: &TopologyOp
         let _ = write!(o, " s={} w={} v={}", v.speed, v.width, v.vl_cap);
     }
     o.push('\n');
+}
+
+/// One node's lines of the topology output without its ports (what
+/// ibnetdiscover's `out_switch` / `out_ca` print, ungrouped): the blank
+/// line, the IDs, the GUID line and the detail line.
+#[must_use]
+pub fn node_head(f: &Fabric, i: usize, opts: &TopologyOptions<'_>) -> String {
+    let mut o = String::new();
+    if f.nodes[i].is_switch() {
+        out_switch_head(&mut o, f, i, opts, 0);
+    } else {
+        out_ca_head(&mut o, f, i, opts, 0);
+    }
+    o
+}
+
+/// The topology output's line of node `i`'s port `port` (nothing when it
+/// has no remote port).
+#[must_use]
+pub fn port_line(f: &Fabric, i: usize, port: u8, opts: &TopologyOptions<'_>) -> String {
+    let mut o = String::new();
+    let n = &f.nodes[i];
+    if let Some(p) = n.port(port) {
+        if n.is_switch() {
+            out_switch_port(&mut o, f, n, p, opts);
+        } else {
+            out_ca_port(&mut o, f, n, p, opts);
+        }
+    }
+    o
 }
 
 /// ibnetdiscover's default output: the topology file.

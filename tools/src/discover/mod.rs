@@ -23,8 +23,10 @@
 //! a `wait` function that blocks until the transport may have something.
 
 pub mod agent;
+pub mod cache;
 pub mod counters;
 pub mod ctime;
+pub mod diff;
 pub mod format;
 pub mod gather;
 pub mod model;

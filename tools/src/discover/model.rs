@@ -27,7 +27,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use mad_core::wire::attr::{NodeInfo, NodeType, PhysPortState, PortInfo};
+use mad_core::wire::attr::{NodeInfo, NodeType, PhysPortState, PortInfo, SwitchInfo};
 use mad_core::wire::Repr;
 
 use super::gather::{mlnx_ext_port_info_supported, Gathered};
@@ -79,6 +79,8 @@ pub struct Node {
     pub path: Vec<u8>,
     /// Ports by number (`ports[0]` is a switch's management port).
     pub ports: Vec<Option<Port>>,
+    /// SwitchInfo as answered (switches; kept for the cache file).
+    pub switch_info: Option<SwitchInfo>,
 }
 
 impl Node {
@@ -318,9 +320,10 @@ impl Replay<'_> {
                     let si = self
                         .gnode(node)
                         .and_then(|g| g.switch_info.as_ref())
-                        .map(|s| s.enhanced_port0);
-                    if let (Some(e), Some(n)) = (si, self.nodes.get_mut(node)) {
-                        n.enhanced_port0 = e;
+                        .cloned();
+                    if let (Some(s), Some(n)) = (si, self.nodes.get_mut(node)) {
+                        n.enhanced_port0 = s.enhanced_port0;
+                        n.switch_info = Some(s);
                     }
                 }
                 Vq::PortInfo { path, node, port } => {
@@ -369,6 +372,7 @@ impl Replay<'_> {
                     smalmc: 0,
                     path: path.clone(),
                     ports: vec![None; nports + 1],
+                    switch_info: None,
                 });
                 self.by_guid.insert(guid, i);
                 (i, true)

@@ -267,6 +267,38 @@ pub fn link_str(node: &Node, port: &Port, additional: bool) -> (String, Option<(
     (s, Some((width_text, speed_text)))
 }
 
+/// An ibnetdiscover cache file (`ibnd_load_fabric`) as a finished
+/// discovery (no failures, no SMPs).
+///
+/// # Errors
+/// The file cannot be read or is no usable cache (the message says why).
+pub fn cached_discovery(path: &str) -> Result<Discovery, discover::cache::CacheError> {
+    let start = std::time::Instant::now();
+    Ok(Discovery {
+        fabric: discover::cache::load(path)?,
+        failures: Vec::new(),
+        stats: discover::Stats::default(),
+        elapsed: start.elapsed(),
+    })
+}
+
+/// [`cached_discovery`], failing as infiniband-diags does,
+/// `IBEXIT(failure)`, after naming the fault on stderr (infiniband-diags
+/// says nothing about it).
+///
+/// # Errors
+/// `IBEXIT(failure)`.
+pub fn load_cache(
+    inv: &mut Invocation<'_, '_>,
+    path: &str,
+    failure: &str,
+) -> Result<Discovery, CliError> {
+    cached_discovery(path).map_err(|e| {
+        inv.io.err(&format!("{}: {e}\n", inv.prog));
+        CliError::IbExit(failure.to_owned())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

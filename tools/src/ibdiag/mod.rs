@@ -24,11 +24,14 @@ pub use dest::{
     dest_arg, dr_node_info, open_session, resolve_dest, resolve_guid, resolve_guid_or_warn,
     smp_get, str2drpath, Dest, RawSmpData,
 };
-pub use fabric::{check_complete, limits, link_str, max_msg, open_name_map, remap, run_discovery};
+pub use fabric::{
+    cached_discovery, check_complete, limits, link_str, load_cache, max_msg, open_name_map, remap,
+    run_discovery,
+};
 pub use options::{
-    node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey, Parsed, ToolSpec,
-    COMMON_OPTS, DEFAULT_CONFIG, DIAGS_VERSION, JSON_KEY, OPT_PER_NODE, OUTSTANDING_SMPS_OPT,
-    SWEEP_WINDOW_OPTS,
+    diff_opts, load_cache_opt, node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey,
+    Parsed, ToolSpec, COMMON_OPTS, DEFAULT_CONFIG, DIAGS_VERSION, JSON_KEY, OPT_PER_NODE,
+    OUTSTANDING_SMPS_OPT, SWEEP_WINDOW_OPTS,
 };
 pub use report::{
     attr_json, dest_json, hex, human_duration, incomplete, portinfo_json, print_json,

@@ -84,6 +84,41 @@ pub const fn node_name_map_opt(key: OptKey) -> Opt {
     )
 }
 
+/// `--load-cache <file>` under `key`: the tools that can read the
+/// fabric from an ibnetdiscover cache.
+#[must_use]
+pub const fn load_cache_opt(key: OptKey) -> Opt {
+    Opt::long(
+        "load-cache",
+        key,
+        true,
+        Some("<file>"),
+        "filename of ibnetdiscover cache to load",
+    )
+}
+
+/// `--diff <file>` and `--diffcheck <key(s)>` under `diff` and `check`:
+/// the tools that compare the fabric with an ibnetdiscover cache.
+#[must_use]
+pub const fn diff_opts(diff: OptKey, check: OptKey) -> [Opt; 2] {
+    [
+        Opt::long(
+            "diff",
+            diff,
+            true,
+            Some("<file>"),
+            "filename of ibnetdiscover cache to diff",
+        ),
+        Opt::long(
+            "diffcheck",
+            check,
+            true,
+            Some("<key(s)>"),
+            "specify checks to execute for --diff",
+        ),
+    ]
+}
+
 /// `-o, --outstanding_smps`: the option of the tools that discover the
 /// fabric.
 pub const OUTSTANDING_SMPS_OPT: Opt = Opt::new(
