@@ -208,8 +208,9 @@ fn pma_class_port_info_and_bad_requests() {
             .0,
         0x1C
     );
-    // PortSamplesControl is not supported; class version 2 is refused.
-    assert_eq!(pma(&mut t, 3, Method::GET, 0x0010, &[]).unwrap().0, 0x0C);
+    // PortSamplesResult is not supported (PortSamplesControl is: see
+    // pma_ext.rs); class version 2 is refused.
+    assert_eq!(pma(&mut t, 3, Method::GET, 0x0011, &[]).unwrap().0, 0x0C);
     assert_eq!(pma(&mut t, 3, Method::SET, 0x0001, &[]).unwrap().0, 0x0C);
     let tid = next_tid();
     let m = gsi_mad(0x04, 2, Method::GET, 0x0012, tid);

@@ -134,6 +134,7 @@ pub mod endpoint;
 mod engine;
 mod node;
 mod pma;
+mod pma_ext;
 mod sma;
 mod stats;
 
