@@ -99,6 +99,8 @@ const SUCCESSES: &[(&str, &[&str])] = &[
     ("perfquery", &["perfquery", "1", "1"]),
     ("perfquery", &["perfquery", "-x", "1", "1"]),
     ("perfquery", &["perfquery", "-r", "2", "1"]),
+    ("perfquery", &["perfquery", "-E", "2", "1"]),
+    ("perfquery", &["perfquery", "-c", "-r", "2", "1"]),
     ("saquery", &["saquery", "NR"]),
     ("saquery", &["saquery", "PR"]),
     ("saquery", &["saquery", "PIR"]),
