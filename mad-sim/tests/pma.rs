@@ -12,30 +12,6 @@ use mad_core::transport::{Address, Qp, Transport};
 use mad_core::wire::attr::{ClassPortInfo, PortCounters, PortCountersExt};
 use mad_core::wire::{AttributeId, Mad, Method, Repr};
 use mad_sim::fabric::{DropReason, LinkVerdict, PortAddr};
-use mad_sim::SimPort;
-
-/// A PerfMgt request to `dlid`; returns (status, attribute data).
-fn pma(
-    t: &mut SimPort,
-    dlid: u16,
-    method: Method,
-    attr: u16,
-    data: &[u8],
-) -> Option<(u16, Vec<u8>)> {
-    let tid = next_tid();
-    let mut m = gsi_mad(0x04, 1, method, attr, tid);
-    m[64..64 + data.len()].copy_from_slice(data);
-    t.post_send(Qp::Qp1, &m, &Address::gsi(dlid)).unwrap();
-    drain(t)
-        .into_iter()
-        .find(|r| Mad::new_unchecked(&r.mad[..]).tid() == tid)
-        .map(|r| {
-            (
-                Mad::new_unchecked(&r.mad[..]).status().0,
-                r.mad[64..].to_vec(),
-            )
-        })
-}
 
 fn pc_req(port: u8, select: u16) -> Vec<u8> {
     PortCounters {

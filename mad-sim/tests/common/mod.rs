@@ -283,3 +283,26 @@ pub fn gsi_mad(class: u8, class_version: u8, method: Method, attr: u16, tid: u64
         .tid(tid)
         .build()
 }
+
+/// A PerfMgt request to `dlid`; returns (status, attribute data).
+pub fn pma(
+    t: &mut SimPort,
+    dlid: u16,
+    method: Method,
+    attr: u16,
+    data: &[u8],
+) -> Option<(u16, Vec<u8>)> {
+    let tid = next_tid();
+    let mut m = gsi_mad(0x04, 1, method, attr, tid);
+    m[64..64 + data.len()].copy_from_slice(data);
+    t.post_send(Qp::Qp1, &m, &Address::gsi(dlid)).unwrap();
+    drain(t)
+        .into_iter()
+        .find(|r| mad_core::wire::Mad::new_unchecked(&r.mad[..]).tid() == tid)
+        .map(|r| {
+            (
+                mad_core::wire::Mad::new_unchecked(&r.mad[..]).status().0,
+                r.mad[64..].to_vec(),
+            )
+        })
+}
