@@ -129,6 +129,7 @@
 //! packets moved, until it has nothing left to do. Two endpoints may share
 //! a port, one per QP ([`Fabric::attach_qp`]), as an SM and an SA do.
 
+mod cc;
 mod control;
 pub mod endpoint;
 mod engine;

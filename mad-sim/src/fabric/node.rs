@@ -106,6 +106,8 @@ pub(crate) struct Node {
     /// Ports 0..=n on a switch, 1..=n otherwise (`port(n)` maps).
     pub ports: Vec<Port>,
     pub sw: Option<Box<SwitchState>>,
+    /// The Congestion Control agent's state.
+    pub(crate) cc: super::cc::CcState,
 }
 
 impl Node {
@@ -192,6 +194,7 @@ pub(crate) fn build_node(t: &TopoNode, cfg: &super::FabricConfig) -> Node {
         kind: t.kind,
         id: t.id.clone(),
         desc,
+        cc: super::cc::CcState::new(info.num_ports),
         info,
         ports,
         sw,
