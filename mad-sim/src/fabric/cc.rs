@@ -17,28 +17,22 @@ use mad_core::wire::cc::{
     cc_attr, CaCongestionEntry, CaCongestionSetting, CcTimestamp, CctEntry, CongestionControlTable,
     CongestionInfo, CongestionKeyInfo, CongestionLogCa, CongestionLogSwitch,
     SwitchCongestionSetting, SwitchPortCongestionElement, CCT_ENTRIES_PER_BLOCK, CC_CLASS_VERSION,
-    CC_DATA_OFFSET, CC_KEY_OFFSET, CC_LOG_DATA_OFFSET, LOG_TYPE_CA, LOG_TYPE_SWITCH,
-    PORTS_PER_BLOCK,
+    LOG_TYPE_CA, LOG_TYPE_SWITCH, PORTS_PER_BLOCK,
 };
-use mad_core::wire::{Mad, MadStatus, Method, Repr};
-
-use super::engine::{Core, Packet};
+use mad_core::wire::{MadStatus, Repr};
 
 /// 64-entry CongestionControlTable blocks a CA keeps.
 pub const CCT_BLOCKS: usize = 2;
 /// SLs of CACongestionSetting.
 const SLS: usize = 16;
 
-const OK: u16 = MadStatus::SUCCESS.0;
-const BAD_VERSION: u16 = MadStatus::BAD_VERSION.0;
-const UNSUP_METHOD: u16 = MadStatus::METHOD_UNSUPPORTED.0;
 const UNSUP_METH_ATTR: u16 = MadStatus::METHOD_ATTR_UNSUPPORTED.0;
 const INVALID: u16 = MadStatus::INVALID_FIELD.0;
 
 /// The Congestion Control state of one node.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CcState {
-    key: CongestionKeyInfo,
+    pub(crate) key: CongestionKeyInfo,
     switch: SwitchCongestionSetting,
     /// Per port (0..=n) of a switch.
     ports: Vec<SwitchPortCongestionElement>,
@@ -69,50 +63,10 @@ fn has(map: u32, bit: u32) -> bool {
     map & (1 << bit) != 0
 }
 
-impl Core {
-    /// Runs the Congestion Control agent of `node` on a request received
-    /// on `in_port`.
-    pub(crate) fn cca(&mut self, node: u32, in_port: u8, pkt: &Packet) {
-        let mad = Mad::new_unchecked(&pkt.mad[..]);
-        let (method, attr, amod) = (mad.method(), mad.attr_id().0, mad.attr_mod());
-        let mut key = [0u8; 8];
-        key.copy_from_slice(&pkt.mad[CC_KEY_OFFSET..CC_KEY_OFFSET + 8]);
-        let key = u64::from_be_bytes(key);
-        let now = self.now;
-        let version = mad.class_version();
-        let Some(n) = self.node_mut(node) else { return };
-        let is_switch = n.is_switch();
-        let cc = &mut n.cc;
-        if cc.key.cc_key != 0 && key != cc.key.cc_key {
-            cc.key.cc_key_violations = cc.key.cc_key_violations.saturating_add(1);
-            return;
-        }
-        let log = attr == cc_attr::CONGESTION_LOG;
-        let offset = if log {
-            CC_LOG_DATA_OFFSET
-        } else {
-            CC_DATA_OFFSET
-        };
-        let mut data = [0u8; 224];
-        let len = 256 - offset;
-        data[..len].copy_from_slice(&pkt.mad[offset..]);
-        let set = method == Method::SET;
-        let (status, out) = if version != CC_CLASS_VERSION {
-            (BAD_VERSION, data)
-        } else if method != Method::GET && !set {
-            (UNSUP_METHOD, data)
-        } else {
-            match answer(cc, is_switch, attr, amod, set, &data, now) {
-                Ok(out) => (OK, out),
-                Err(s) => (s, data),
-            }
-        };
-        self.respond_gsi(node, in_port, pkt, status, &out[..len], offset);
-    }
-}
-
-/// The answer's data, or the status refusing the request.
-fn answer(
+/// The answer's data, or the status refusing the request
+/// (`resp_time_value`: what ClassPortInfo reports).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn answer(
     cc: &mut CcState,
     is_switch: bool,
     attr: u16,
@@ -120,6 +74,7 @@ fn answer(
     set: bool,
     req: &[u8; 224],
     now: std::time::Duration,
+    resp_time_value: u8,
 ) -> Result<[u8; 224], u16> {
     let mut out = [0u8; 224];
     let get_only = |set: bool| if set { Err(UNSUP_METH_ATTR) } else { Ok(()) };
@@ -130,7 +85,7 @@ fn answer(
             let cpi = ClassPortInfo {
                 base_version: 1,
                 class_version: CC_CLASS_VERSION,
-                resp_time_value: super::pma::PMA_RESP_TIME_VALUE,
+                resp_time_value,
                 ..ClassPortInfo::default()
             };
             put(&cpi, &mut out[..])?;

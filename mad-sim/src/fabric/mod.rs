@@ -130,6 +130,7 @@
 //! a port, one per QP ([`Fabric::attach_qp`]), as an SM and an SA do.
 
 mod cc;
+mod cca;
 mod control;
 pub mod endpoint;
 mod engine;

@@ -410,8 +410,9 @@ pub fn format_perfcounters_ext_aggregate(
     )
 }
 
-/// Labels libibmad dumps with `mad_dump_hex` (the rest are `mad_dump_uint`).
-const HEX_LABELS: &[&str] = &[
+/// The PerfMgt labels libibmad dumps with `mad_dump_hex` (the rest are
+/// `mad_dump_uint`).
+pub const PERF_HEX_LABELS: &[&str] = &[
     "OpCode",
     "CounterSelect",
     "Tick",
@@ -425,19 +426,19 @@ const HEX_LABELS: &[&str] = &[
 ];
 
 /// libibmad's `_dump_fields` over a structure: one `Label:....value` line
-/// per labelled field (array elements as `Label0`, `Label1`, ...), hex as
-/// `mad_dump_hex` sizes it for the labels in [`HEX_LABELS`], decimal
-/// otherwise; labels in `skip` are left out.
+/// per labelled field (array elements as `Label0`, `Label1`, ...; byte
+/// runs as `mad_dump_array`), hex as `mad_dump_hex` sizes it for the
+/// labels in `hex`, decimal otherwise; labels in `skip` are left out.
 #[must_use]
-pub fn fields_text(f: &dyn Fields, skip: &[&str]) -> String {
+pub fn fields_text(f: &dyn Fields, skip: &[&str], hex: &[&str]) -> String {
     let mut s = String::new();
     for (i, desc) in f.field_descs().iter().enumerate() {
         let Some(label) = desc.label.filter(|l| !skip.contains(l)) else {
             continue;
         };
-        let hex = HEX_LABELS.contains(&label);
+        let is_hex = hex.contains(&label);
         let fmt = |v: u64, bits: u32| {
-            if hex {
+            if is_hex {
                 dump::hex(v, bits.div_ceil(8) as usize)
             } else {
                 dump::uint(v)
@@ -445,6 +446,7 @@ pub fn fields_text(f: &dyn Fields, skip: &[&str]) -> String {
         };
         match (f.field_value(i), desc.kind) {
             (Some(FieldValue::Uint(v)), _) => line(&mut s, label, fmt(v, desc.bit_len)),
+            (Some(FieldValue::Bytes(b)), _) => line(&mut s, label, dump::array(b)),
             (Some(FieldValue::Array(vs)), FieldKind::Array { elem_bits, .. }) => {
                 for (n, v) in vs.into_iter().enumerate() {
                     line(&mut s, &format!("{label}{n}"), fmt(v, elem_bits));
@@ -465,7 +467,7 @@ pub fn fields_text(f: &dyn Fields, skip: &[&str]) -> String {
 pub fn format_special(name: &str, portid: &PortIdText, port: i32, attr: &dyn Fields) -> String {
     format!(
         "# {name} counters: {portid} port {port}\n{}",
-        fields_text(attr, &["OpCode"])
+        fields_text(attr, &["OpCode"], PERF_HEX_LABELS)
     )
 }
 
@@ -475,7 +477,7 @@ pub fn format_special(name: &str, portid: &PortIdText, port: i32, attr: &dyn Fie
 pub fn format_samples_control(portid: &PortIdText, port: i32, attr: &dyn Fields) -> String {
     format!(
         "# PortSamplesControl: {portid} port {port}\n{}",
-        fields_text(attr, &[])
+        fields_text(attr, &[], PERF_HEX_LABELS)
     )
 }
 
