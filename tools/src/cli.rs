@@ -134,6 +134,11 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::ibccquery::run,
     ),
     Command::tool(
+        "ibccconfig",
+        "set Congestion Control attributes (infiniband-diags ibccconfig)",
+        crate::cmd::ibccconfig::run,
+    ),
+    Command::tool(
         "sminfo",
         "query the SM's SMInfo (infiniband-diags sminfo)",
         crate::cmd::sminfo::run,

@@ -33,11 +33,11 @@ const OPS: &[&str] = &[
     "TI",
 ];
 
-/// ibccquery fails as infiniband-diags' does on ibsim (no CC agent), and
-/// its usage and option errors are the C tool's.
+/// ibccquery and ibccconfig fail as infiniband-diags' do on ibsim (no CC
+/// agent), and their usage, argument and option errors are the C tools'.
 #[test]
-fn ibccquery_matches_infiniband_diags_on_ibsim() {
-    if !needs(&["ibccquery"]) {
+fn ibccquery_and_ibccconfig_match_infiniband_diags_on_ibsim() {
+    if !needs(&["ibccquery", "ibccconfig"]) {
         return;
     }
     let mut fails = Vec::new();
@@ -60,6 +60,25 @@ fn ibccquery_matches_infiniband_diags_on_ibsim() {
             &["-h"],
         ] {
             compare(&sim, name, "ibccquery", args, &mut fails);
+        }
+        for args in [
+            &["-t", "300", "CS", "1", "1", "0x3", "150", "1", "0", "0"][..],
+            &["-t", "300", "-c", "9", "CT", "1", "1", "0", "0:0", "0:1"],
+            &["CK", "1", "0x12", "2", "0", "0"],
+            &["CK", "1", "0x12", "0", "0x10000", "0"],
+            &["CT", "1", "5", "0", "0:0"],
+            &["CT", "1", "1", "0", "0:0", "junk"],
+            &["SS", "1", "1"],
+            &["SS", "1", "1", "0xzz", "0", "1", "1", "1", "0:0", "1"],
+            &["-t", "300", "SP", "1", "3", "1", "0", "5", "8", "100"],
+            &["-t", "300", "SP", "2", "3", "1", "0", "5", "8", "100"],
+            &["-t", "300", "SP", "2", "99", "1", "0", "5", "8", "100"],
+            &["CI", "1"],
+            &["bogus", "1"],
+            &[],
+            &["-h"],
+        ] {
+            compare(&sim, name, "ibccconfig", args, &mut fails);
         }
     }
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
@@ -146,4 +165,122 @@ fn ibccquery_works_on_the_built_in_fabric() {
             "{args:?}: {out}"
         );
     }
+}
+
+/// infiniband-diags' `tool args` under libumad2sim against the served
+/// built-in fabric: (exit status, stdout).
+fn real_on_served(
+    served: &support::served::Served,
+    tool: &str,
+    args: &[&str],
+) -> (Option<i32>, String) {
+    // By its bare name, as ours runs (its IBEXIT line starts with it).
+    let dir = support::opensm::sbin(tool).parent().unwrap().to_path_buf();
+    let o = std::process::Command::new(tool)
+        .env(
+            "PATH",
+            format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", dir.display()),
+        )
+        .args(args)
+        .env("LD_PRELOAD", support::UMAD2SIM)
+        .env("IBSIM_SOCKNAME", served.name())
+        .env_remove("SIM_HOST")
+        .env_remove("IBSIM_SERVER_NAME")
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
+/// The built-in fabric served in ibsim's protocol: infiniband-diags'
+/// ibccquery decodes its Congestion Control answers as ours does, and
+/// what one tool's ibccconfig sets the other's ibccquery reads back.
+#[test]
+fn ibccquery_and_ibccconfig_agree_with_infiniband_diags_on_the_served_fabric() {
+    if !needs(&["ibccquery", "ibccconfig"]) {
+        return;
+    }
+    let served =
+        support::served::Served::start(std::path::Path::new(env!("CARGO_BIN_EXE_mad")), "cc");
+    let ours = |args: &[&str]| {
+        let o = served.mad(&[&["--ibsim"][..], args].concat());
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let check = |args: &[&str], what: &str| {
+        let t = real_on_served(&served, "ibccquery", args);
+        let o = ours(&[&["ibccquery"][..], args].concat());
+        assert_eq!(o, t, "{what}: ibccquery {args:?}");
+    };
+    for (op, lid) in [
+        ("CP", "2"),
+        ("CI", "2"),
+        ("CI", "3"),
+        ("CK", "3"),
+        ("SS", "2"),
+        ("SP", "2"),
+        ("CS", "3"),
+        ("CT", "3"),
+        ("SS", "3"),
+        ("CS", "2"),
+        ("SP", "3"),
+    ] {
+        check(&[op, lid], "fresh");
+    }
+    check(&["SP", "2", "5"], "fresh");
+    // Theirs sets, both read; ours sets, both read.
+    let set = |real: bool, args: &[&str]| {
+        let r = if real {
+            real_on_served(&served, "ibccconfig", args)
+        } else {
+            ours(&[&["ibccconfig"][..], args].concat())
+        };
+        assert_eq!(
+            r,
+            (Some(0), String::new()),
+            "ibccconfig {args:?} (real: {real})"
+        );
+    };
+    set(true, &["CS", "3", "1", "0x3", "150", "1", "0", "0"]);
+    check(&["CS", "3"], "after the real CS");
+    set(false, &["CS", "3", "0", "0x10", "7", "2", "3", "4"]);
+    check(&["CS", "3"], "after our CS");
+    set(
+        true,
+        &[
+            "SS",
+            "2",
+            "0x1F",
+            "0x1FFFFFFFFF",
+            "0x0",
+            "0xF",
+            "8",
+            "0",
+            "1:5",
+            "1",
+        ],
+    );
+    check(&["SS", "2"], "after the real SS");
+    set(
+        false,
+        &[
+            "SS", "2", "0x10", "0xff", "0xff", "1", "2", "3", "2:7", "99",
+        ],
+    );
+    check(&["SS", "2"], "after our SS");
+    set(true, &["SP", "2", "3", "1", "0", "5", "8", "100"]);
+    set(false, &["SP", "2", "4", "1", "1", "6", "9", "200"]);
+    check(&["SP", "2"], "after SP");
+    set(true, &["CT", "3", "3", "0", "0:0", "0:1", "1:2", "3:16383"]);
+    check(&["CT", "3"], "after the real CT");
+    set(false, &["CT", "3", "65", "1", "2:3", "1:1"]);
+    check(&["CT", "3"], "after our CT");
+    // A CC_Key set by ours guards the node for both tools.
+    set(false, &["CK", "3", "0x77", "0", "60", "0"]);
+    check(&["-c", "0x77", "CK", "3"], "keyed");
+    check(&["-t", "300", "CK", "3"], "wrong key");
 }

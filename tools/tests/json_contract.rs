@@ -104,6 +104,14 @@ const SUCCESSES: &[(&str, &[&str])] = &[
     ("ibccquery", &["ibccquery", "CI", "3"]),
     ("ibccquery", &["ibccquery", "CS", "3"]),
     ("ibccquery", &["ibccquery", "SP", "2"]),
+    (
+        "ibccconfig",
+        &["ibccconfig", "CS", "3", "1", "0x3", "150", "1", "0", "0"],
+    ),
+    (
+        "ibccconfig",
+        &["ibccconfig", "SP", "2", "3", "1", "0", "5", "8", "100"],
+    ),
     ("saquery", &["saquery", "NR"]),
     ("saquery", &["saquery", "PR"]),
     ("saquery", &["saquery", "PIR"]),

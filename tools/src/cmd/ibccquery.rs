@@ -18,11 +18,10 @@ use mad_core::wire::cc::{
     cc_attr, CaCongestionEntry, CaCongestionSetting, CcTimestamp, CctEntry, CongestionControlTable,
     CongestionInfo, CongestionKeyInfo, CongestionLogCa, CongestionLogCommon, CongestionLogEventCa,
     CongestionLogEventSwitch, CongestionLogSwitch, SwitchCongestionSetting,
-    SwitchPortCongestionElement, CA_LOG_EVENTS, CCT_ENTRIES_PER_BLOCK, CC_CLASS, CC_CLASS_VERSION,
-    CC_DATA_OFFSET, CC_KEY_OFFSET, CC_LOG_DATA_OFFSET, LOG_TYPE_CA, LOG_TYPE_SWITCH,
-    PORTS_PER_BLOCK, SWITCH_LOG_EVENTS,
+    SwitchPortCongestionElement, CA_LOG_EVENTS, CCT_ENTRIES_PER_BLOCK, LOG_TYPE_CA,
+    LOG_TYPE_SWITCH, PORTS_PER_BLOCK, SWITCH_LOG_EVENTS,
 };
-use mad_core::wire::{AttributeId, Fields, Mad, Method, MgmtClass, Repr};
+use mad_core::wire::{Fields, Method, Repr};
 
 use crate::command::{CliError, Invocation};
 use crate::diags::cc;
@@ -116,22 +115,16 @@ impl Ctx<'_> {
     /// `cc_query_status_via`: a Get of `attr` / `amod` with the CC_Key;
     /// the answer's data (from byte 32 for CongestionLog, else 64).
     fn get(&mut self, attr: u16, amod: u32) -> Option<Vec<u8>> {
-        let mut mad = [0u8; 256];
-        Mad::new_unchecked(&mut mad[..]).set_request(
-            MgmtClass(CC_CLASS),
-            CC_CLASS_VERSION,
+        let r = cc::rpc(
+            self.s,
+            self.dest.lid,
             Method::GET,
-            AttributeId(attr),
-            amod,
+            (attr, amod),
+            self.cc_key,
+            &[],
         );
-        mad[CC_KEY_OFFSET..CC_KEY_OFFSET + 8].copy_from_slice(&self.cc_key.to_be_bytes());
-        let off = if attr == cc_attr::CONGESTION_LOG {
-            CC_LOG_DATA_OFFSET
-        } else {
-            CC_DATA_OFFSET
-        };
-        match self.s.gsi_rpc(self.dest.lid, mad) {
-            Ok(b) => Some(b.get(off..).unwrap_or_default().to_vec()),
+        match r {
+            Ok(d) => Some(d),
             Err(e) => {
                 self.failed.get_or_insert(e);
                 None

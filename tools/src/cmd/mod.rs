@@ -14,6 +14,7 @@ pub mod bench;
 pub mod cm;
 pub mod exporter;
 pub mod ibaddr;
+pub mod ibccconfig;
 pub mod ibccquery;
 pub mod ibhosts;
 pub mod iblinkinfo;

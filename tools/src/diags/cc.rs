@@ -4,7 +4,46 @@
 
 use super::dump::field;
 use super::perf::fields_text;
-use mad_core::wire::Fields;
+use crate::session::Session;
+use mad_agents::QueryError;
+use mad_core::wire::cc::{
+    cc_attr, CC_CLASS, CC_CLASS_VERSION, CC_DATA_OFFSET, CC_KEY_OFFSET, CC_LOG_DATA_OFFSET,
+};
+use mad_core::wire::{AttributeId, Fields, Mad, Method, MgmtClass};
+
+/// `cc_query_status_via` / `cc_config_status_via`: `method` of `attr` /
+/// `amod` with `cc_key` and `payload` as the attribute, to `lid`; the
+/// answer's data (from byte 32 for CongestionLog, else 64).
+///
+/// # Errors
+/// See [`QueryError`].
+pub fn rpc(
+    s: &Session,
+    lid: u16,
+    method: Method,
+    (attr, amod): (u16, u32),
+    cc_key: u64,
+    payload: &[u8],
+) -> Result<Vec<u8>, QueryError> {
+    let mut mad = [0u8; 256];
+    Mad::new_unchecked(&mut mad[..]).set_request(
+        MgmtClass(CC_CLASS),
+        CC_CLASS_VERSION,
+        method,
+        AttributeId(attr),
+        amod,
+    );
+    mad[CC_KEY_OFFSET..CC_KEY_OFFSET + 8].copy_from_slice(&cc_key.to_be_bytes());
+    let off = if attr == cc_attr::CONGESTION_LOG {
+        CC_LOG_DATA_OFFSET
+    } else {
+        CC_DATA_OFFSET
+    };
+    let n = payload.len().min(256 - off);
+    mad[off..off + n].copy_from_slice(&payload[..n]);
+    let b = s.gsi_rpc(lid, mad)?;
+    Ok(b.get(off..).unwrap_or_default().to_vec())
+}
 
 /// The Congestion Control (and ClassPortInfo) labels libibmad dumps with
 /// `mad_dump_hex`.
