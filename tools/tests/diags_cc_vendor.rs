@@ -16,7 +16,7 @@ mod diags_compare;
 
 use std::time::Duration;
 
-use diags_compare::{compare, fixture, needs, FABRICS};
+use diags_compare::{compare, fixture, needs, real_on_served, FABRICS};
 use support::opensm::OpenSm;
 use support::IbSim;
 
@@ -165,33 +165,6 @@ fn ibccquery_works_on_the_built_in_fabric() {
             "{args:?}: {out}"
         );
     }
-}
-
-/// infiniband-diags' `tool args` under libumad2sim against the served
-/// built-in fabric: (exit status, stdout).
-fn real_on_served(
-    served: &support::served::Served,
-    tool: &str,
-    args: &[&str],
-) -> (Option<i32>, String) {
-    // By its bare name, as ours runs (its IBEXIT line starts with it).
-    let dir = support::opensm::sbin(tool).parent().unwrap().to_path_buf();
-    let o = std::process::Command::new(tool)
-        .env(
-            "PATH",
-            format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", dir.display()),
-        )
-        .args(args)
-        .env("LD_PRELOAD", support::UMAD2SIM)
-        .env("IBSIM_SOCKNAME", served.name())
-        .env_remove("SIM_HOST")
-        .env_remove("IBSIM_SERVER_NAME")
-        .output()
-        .unwrap();
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-    )
 }
 
 /// The built-in fabric served in ibsim's protocol: infiniband-diags'

@@ -20,7 +20,7 @@ mod diags_compare;
 
 use std::time::Duration;
 
-use diags_compare::{compare, fixture, needs, FABRICS};
+use diags_compare::{compare, fixture, needs, real_on_served, FABRICS};
 use support::opensm::OpenSm;
 use support::IbSim;
 
@@ -186,4 +186,45 @@ fn perfquery_attribute_queries_work_on_the_built_in_fabric() {
         "{out}"
     );
     assert_eq!(out.lines().count(), 1 + 30);
+}
+
+/// The built-in fabric served in ibsim's protocol (`mad sim --serve`):
+/// infiniband-diags' perfquery decodes the attributes ibsim does not
+/// answer (`-T -c` and the congestion ones) and the details ones from our
+/// PMA as ours does. (The per-SL / per-VL / per-opcode counters move with
+/// the queries themselves, so they are compared on ibsim only.)
+#[test]
+fn perfquery_matches_infiniband_diags_on_the_served_fabric() {
+    if !needs(&["perfquery"]) {
+        return;
+    }
+    let served =
+        support::served::Served::start(std::path::Path::new(env!("CARGO_BIN_EXE_mad")), "perf");
+    for q in [
+        "-D",
+        "-E",
+        "-T",
+        "-c",
+        "--flowctlcounters",
+        "--vlxmitflowctlerrors",
+        "--vlxmitcounters",
+        "--swportvlcong",
+        "--rcvcc",
+        "--slrcvfecn",
+        "--slrcvbecn",
+        "--xmitcc",
+        "--vlxmittimecc",
+    ] {
+        // LID 2 is a switch, LID 3 a CA of the default fabric.
+        for dest in [["2", "1"], ["3", "1"]] {
+            let args = [&[q][..], &dest[..]].concat();
+            let t = real_on_served(&served, "perfquery", &args);
+            let o = served.mad(&[&["--ibsim", "perfquery"][..], &args].concat());
+            let o = (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+            );
+            assert_eq!(o, t, "perfquery {args:?}");
+        }
+    }
 }

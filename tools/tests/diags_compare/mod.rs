@@ -129,3 +129,30 @@ pub fn some_guids(sim: &IbSim) -> (String, String) {
     };
     (guid("SW"), guid("CA"))
 }
+
+/// infiniband-diags' `tool args` under libumad2sim against the served
+/// built-in fabric: (exit status, stdout).
+pub fn real_on_served(
+    served: &crate::support::served::Served,
+    tool: &str,
+    args: &[&str],
+) -> (Option<i32>, String) {
+    // By its bare name, as ours runs (its IBEXIT line starts with it).
+    let dir = sbin(tool).parent().unwrap().to_path_buf();
+    let o = std::process::Command::new(tool)
+        .env(
+            "PATH",
+            format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", dir.display()),
+        )
+        .args(args)
+        .env("LD_PRELOAD", crate::support::UMAD2SIM)
+        .env("IBSIM_SOCKNAME", served.name())
+        .env_remove("SIM_HOST")
+        .env_remove("IBSIM_SERVER_NAME")
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
