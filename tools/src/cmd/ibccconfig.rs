@@ -23,7 +23,7 @@ use mad_core::wire::{Fields, Method, Repr};
 use crate::command::{CliError, Invocation};
 use crate::diags::cc;
 use crate::ibdiag::{self, Dest, Opt, ToolSpec};
-use crate::json::{Json, JsonExt};
+use crate::json::Json;
 use crate::session::Session;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,10 +102,8 @@ fn usage_args() -> String {
     s
 }
 
-fn match_op(name: &str) -> Option<Op> {
-    OPS.iter()
-        .find(|(n, a, ..)| n.eq_ignore_ascii_case(name) || a.eq_ignore_ascii_case(name))
-        .map(|(_, _, op, ..)| *op)
+fn rows() -> impl Iterator<Item = (&'static str, &'static str, Op)> {
+    OPS.iter().map(|(n, a, op, ..)| (*n, *a, *op))
 }
 
 /// `parseint` / `parselonglongint`: the whole text as a number (`strtoul`
@@ -403,25 +401,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     let p = ibdiag::parse(inv, &spec)?;
     let cc_key = p.value(KEY_CCKEY).map_or(0, crate::cnum::c_strtoul);
-    if p.args.len() < 2 {
-        return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &spec)));
-    }
-    let op_name = p.args[0].clone();
-    let Some(op) = match_op(&op_name) else {
-        return Err(CliError::IbExit(format!(
-            "operation '{op_name}' not supported"
-        )));
-    };
-    let session = ibdiag::open_session(inv, &p.common)?;
-    let (session, dest) = ibdiag::dest_arg(session, &p.common, &p.args[1])?;
-    let rest = p.args.get(2..).unwrap_or_default();
+    let (op, run) = ibdiag::ops::start(inv, &spec, &p, rows())?;
     let mut c = Ctx {
-        s: &session,
-        dest: dest.clone(),
+        s: &run.session,
+        dest: run.dest.clone(),
         cc_key,
         answer: Json::Null,
         failed: None,
     };
+    let rest = &run.rest;
     let r = match op {
         Op::CongestionKeyInfo => congestion_key_info(&mut c, rest),
         Op::SwitchCongestionSetting => switch_congestion_setting(&mut c, rest),
@@ -430,26 +418,13 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         Op::CongestionControlTable => congestion_control_table(&mut c, rest),
     };
     let Ctx { answer, failed, .. } = c;
-    if let Some(e) = &failed {
-        ibdiag::warn_failed(inv, &dest.text, e);
-    }
-    let close = session.close();
-    if p.common.json {
-        let mut j = Json::obj()
-            .with("command", Json::String("ibccconfig".into()))
-            .with("op", Json::String(op_name.clone()))
-            .with("dest", ibdiag::dest_json(&dest))
-            .with("attribute", answer);
-        if let Err(m) = r {
-            j.push("error", Json::String(format!("operation {op_name}: {m}")));
-            ibdiag::print_json(inv, &j);
-            return Err(CliError::Exit(255));
-        }
-        ibdiag::print_json(inv, &j);
-    } else if let Err(m) = r {
-        return Err(CliError::IbExit(format!("operation {op_name}: {m}")));
-    }
-    close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
+    run.finish(
+        inv,
+        "ibccconfig",
+        failed.as_ref(),
+        ("", vec![("attribute", answer)]),
+        r,
+    )
 }
 
 #[cfg(test)]
@@ -482,7 +457,10 @@ mod tests {
         let u = usage_args();
         assert!(u.contains("\nWARNING -- You should understand what you are doing before using this tool.  Misuse of this tool could result in a broken fabric.\n"));
         assert!(u.contains("  SwitchPortCongestionSetting (SP) <lid|guid> <portnum> <valid> <control_type> <threshold> <packet_size> <cong_parm_marking_rate>\n"));
-        assert_eq!(match_op("ct"), Some(Op::CongestionControlTable));
-        assert_eq!(match_op("CI"), None);
+        assert_eq!(
+            ibdiag::ops::match_op(rows(), "ct"),
+            Some(Op::CongestionControlTable)
+        );
+        assert_eq!(ibdiag::ops::match_op(rows(), "CI"), None);
     }
 }

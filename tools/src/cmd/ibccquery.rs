@@ -26,7 +26,7 @@ use mad_core::wire::{Fields, Method, Repr};
 use crate::command::{CliError, Invocation};
 use crate::diags::cc;
 use crate::ibdiag::{self, Dest, Opt, ToolSpec};
-use crate::json::{Json, JsonExt};
+use crate::json::Json;
 use crate::session::Session;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,10 +93,8 @@ fn usage_args() -> String {
     s
 }
 
-fn match_op(name: &str) -> Option<Op> {
-    OPS.iter()
-        .find(|(n, a, _, _)| n.eq_ignore_ascii_case(name) || a.eq_ignore_ascii_case(name))
-        .map(|(_, _, op, _)| *op)
+fn rows() -> impl Iterator<Item = (&'static str, &'static str, Op)> {
+    OPS.iter().map(|(n, a, op, _)| (*n, *a, *op))
 }
 
 struct Ctx<'s> {
@@ -344,25 +342,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let p = ibdiag::parse(inv, &spec)?;
     // strtoull: whatever number the text starts with.
     let cc_key = p.value(KEY_CCKEY).map_or(0, crate::cnum::c_strtoul);
-    if p.args.len() < 2 {
-        return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &spec)));
-    }
-    let op_name = p.args[0].clone();
-    let Some(op) = match_op(&op_name) else {
-        return Err(CliError::IbExit(format!(
-            "operation '{op_name}' not supported"
-        )));
-    };
-    let session = ibdiag::open_session(inv, &p.common)?;
-    let (session, dest) = ibdiag::dest_arg(session, &p.common, &p.args[1])?;
+    let (op, run) = ibdiag::ops::start(inv, &spec, &p, rows())?;
     // strtol(argv[0], NULL, 0) of the port, as an int.
-    let port = p
-        .args
-        .get(2)
+    let port = run
+        .rest
+        .first()
         .map_or(0, |a| crate::cnum::c_strtol(a) as i32 as u32);
     let mut c = Ctx {
-        s: &session,
-        dest: dest.clone(),
+        s: &run.session,
+        dest: run.dest.clone(),
         cc_key,
         out: String::new(),
         attribute: Json::Null,
@@ -377,30 +365,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         failed,
         ..
     } = c;
-    if let Some(e) = &failed {
-        ibdiag::warn_failed(inv, &dest.text, e);
-    }
-    let close = session.close();
-    if p.common.json {
-        let mut j = Json::obj()
-            .with("command", Json::String("ibccquery".into()))
-            .with("op", Json::String(op_name.clone()))
-            .with("dest", ibdiag::dest_json(&dest))
-            .with("attribute", attribute)
-            .with("entries", Json::Array(entries));
-        if let Err(m) = r {
-            j.push("error", Json::String(format!("operation {op_name}: {m}")));
-            ibdiag::print_json(inv, &j);
-            return Err(CliError::Exit(255));
-        }
-        ibdiag::print_json(inv, &j);
-    } else {
-        inv.io.out(&out);
-        if let Err(m) = r {
-            return Err(CliError::IbExit(format!("operation {op_name}: {m}")));
-        }
-    }
-    close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
+    let fields = vec![("attribute", attribute), ("entries", Json::Array(entries))];
+    run.finish(inv, "ibccquery", failed.as_ref(), (&out, fields), r)
 }
 
 #[cfg(test)]
@@ -409,10 +375,11 @@ mod tests {
 
     #[test]
     fn ops_match_names_and_aliases_case_insensitively() {
-        assert_eq!(match_op("congestioninfo"), Some(Op::CongestionInfo));
-        assert_eq!(match_op("sp"), Some(Op::SwitchPortCongestionSetting));
-        assert_eq!(match_op("Ti"), Some(Op::Timestamp));
-        assert_eq!(match_op("cc"), None);
+        let m = |n: &str| ibdiag::ops::match_op(rows(), n);
+        assert_eq!(m("congestioninfo"), Some(Op::CongestionInfo));
+        assert_eq!(m("sp"), Some(Op::SwitchPortCongestionSetting));
+        assert_eq!(m("Ti"), Some(Op::Timestamp));
+        assert_eq!(m("cc"), None);
         let u = usage_args();
         assert!(u.starts_with("[-c key] <op> <lid|guid>\n\nSupported ops"));
         assert!(u.contains("  SwitchPortCongestionSetting (SP) <lid|guid> [<portnum>]\n"));
