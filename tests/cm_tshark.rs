@@ -32,18 +32,7 @@ use mad_core::wire::cm::cma::{self, CmaHeader, PortSpace};
 use mad_core::wire::cm::*;
 use mad_core::wire::field::{get_bits, set_bits, FieldValue, Fields};
 use mad_core::wire::{AttributeId, MadHeader, Repr};
-
-/// xorshift64: deterministic varied values.
-struct Rng(u64);
-
-impl Rng {
-    fn byte(&mut self) -> u8 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 24) as u8
-    }
-}
+use mad_testkit::Rng;
 
 /// What tshark should show for a leaf.
 #[derive(Debug, Clone, PartialEq)]
@@ -504,7 +493,7 @@ fn tshark_shows_every_cm_message_as_we_emit_it() {
     });
     std::fs::create_dir_all(&dir).expect("dump dir");
     let path = dir.join("cm.pcap");
-    let mut rng = Rng(0x0123_4567_89ab_cdef);
+    let mut rng = Rng::new(0x0123_4567_89ab_cdef);
     let mut cases: Vec<Case> = messages(&mut rng)
         .iter()
         .enumerate()

@@ -47,6 +47,17 @@ fn ready() -> bool {
     support::require(NEEDS_DIAGS) && support::require(NEEDS_TOOLS)
 }
 
+/// ibsim on `topology` with OpenSM brought up; `None` (the test
+/// returns) when the tools are missing.
+fn opensm_up(topology: PathBuf) -> Option<(IbSim, OpenSm)> {
+    if !ready() {
+        return None;
+    }
+    let sim = IbSim::start(topology);
+    let osm = OpenSm::start(&sim, "", Duration::from_secs(60));
+    Some((sim, osm))
+}
+
 fn net() -> PathBuf {
     support::topologies_dir().join("net")
 }
@@ -686,11 +697,9 @@ fn smpquery_directed_route_outputs_are_byte_identical() {
 
 #[test]
 fn smpquery_lid_outputs_are_byte_identical() {
-    if !ready() {
+    let Some((sim, _osm)) = opensm_up(net()) else {
         return;
-    }
-    let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
+    };
     let mut f = Fetch::new(&sim);
     for lid in 1..=4u16 {
         let l = lid.to_string();

@@ -16,121 +16,100 @@ use harness::{Case, VmRun};
 
 fn vm() -> Option<&'static VmRun> {
     static RUN: OnceLock<Result<VmRun, String>> = OnceLock::new();
-    if harness::skipped() {
-        return None;
-    }
-    let run = RUN.get_or_init(|| {
+    harness::shared_run(&RUN, || {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         harness::run(
             root,
             "cases.sh",
             &[PathBuf::from(env!("CARGO_BIN_EXE_rmpp-peer"))],
         )
-    });
-    match run {
-        Ok(r) => Some(r),
-        Err(e) => panic!("kernel VM: {e}"),
-    }
+    })
 }
 
-/// A transfer case passed: both programs exited 0 and said so.
-fn assert_transfer(c: &Case, receiver_ok: &str, sender_ok: &str) {
+/// Case `name` of the VM run; `None` when the VM tests are skipped.
+fn case(name: &str) -> Option<&'static Case> {
+    Some(vm()?.case(name))
+}
+
+/// Transfer case `name` of the VM run passed: both programs exited 0 and
+/// said so. `None` when the VM tests are skipped.
+fn passed_transfer(name: &str, receiver_ok: &str, sender_ok: &str) -> Option<&'static Case> {
+    let c = case(name)?;
     let t = c.text();
     assert_eq!(
         (c.first_rc, c.second_rc),
         (0, 0),
-        "receiver / sender exit codes:\n{t}"
+        "{name}: receiver / sender exit codes:\n{t}"
     );
-    assert!(t.contains(receiver_ok), "no {receiver_ok:?}:\n{t}");
-    assert!(t.contains(sender_ok), "no {sender_ok:?}:\n{t}");
+    assert!(t.contains(receiver_ok), "{name}: no {receiver_ok:?}:\n{t}");
+    assert!(t.contains(sender_ok), "{name}: no {sender_ok:?}:\n{t}");
+    Some(c)
 }
 
-fn kernel_to_madstack(len: usize, count: usize, name: &str) {
-    let Some(vm) = vm() else { return };
-    let c = vm.case(name);
-    assert_transfer(
-        c,
-        &format!("PEER done {count} of {count}"),
-        &format!("KPEER done {count} of {count}"),
-    );
+/// One side's RMPP sends `count` messages of `len` bytes to the other's
+/// receiver in VM case `name`: the kernel's (`kpeer`) to madstack's
+/// (`rmpp-peer`) when `to_madstack`, else the other way.
+fn transfer(to_madstack: bool, len: usize, count: usize, name: &str) {
+    let (receiver, sender, tail) = if to_madstack {
+        ("PEER", "KPEER", ", first mismatch None")
+    } else {
+        ("KPEER", "PEER", "")
+    };
+    let Some(c) = passed_transfer(
+        name,
+        &format!("{receiver} done {count} of {count}"),
+        &format!("{sender} done {count} of {count}"),
+    ) else {
+        return;
+    };
     for n in 0..count {
+        let intact = format!("{receiver} ok message {n}: {len} data bytes (want {len}){tail}");
         assert!(
-            c.text().contains(&format!(
-                "PEER ok message {n}: {len} data bytes (want {len}), first mismatch None"
-            )),
-            "message {n} of {len} bytes not intact:\n{}",
+            c.text().contains(&intact),
+            "{name}: message {n} of {len} bytes not received intact:\n{}",
             c.text()
         );
     }
-    // Every ACK went out: nothing the engine or the port tried to post failed.
-    let stats = c.with_prefix("recv: PEER done").pop().unwrap_or_default();
-    assert!(stats.contains("post_failures: 0"), "{stats}");
+    if to_madstack {
+        // Every ACK went out: nothing the engine or the port tried to
+        // post failed.
+        let stats = c.last("recv: PEER done").unwrap_or_default();
+        assert!(stats.contains("post_failures: 0"), "{name}: {stats}");
+    }
 }
 
-fn madstack_to_kernel(len: usize, count: usize, name: &str) {
-    let Some(vm) = vm() else { return };
-    let c = vm.case(name);
-    assert_transfer(
-        c,
-        &format!("KPEER done {count} of {count}"),
-        &format!("PEER done {count} of {count}"),
-    );
-    for n in 0..count {
-        assert!(
-            c.text().contains(&format!(
-                "KPEER ok message {n}: {len} data bytes (want {len})"
-            )),
-            "the kernel did not receive message {n} intact:\n{}",
-            c.text()
-        );
+/// (message length, messages, VM case) of the transfers in each direction:
+/// 4 KiB, 65,000 bytes (past one window), 1 MiB, and five back to back.
+const TRANSFERS: [(usize, usize, &str); 4] = [
+    (4096, 1, "4096"),
+    (65000, 1, "65000"),
+    (1 << 20, 1, "1048576"),
+    (4096, 5, "5x"),
+];
+
+#[test]
+fn kernel_rmpp_sender_to_madstack_receiver_4_kib_65000_bytes_1_mib_and_five_back_to_back() {
+    for (len, count, case) in TRANSFERS {
+        transfer(true, len, count, &format!("kernel_to_madstack_{case}"));
     }
 }
 
 #[test]
-fn kernel_rmpp_sender_to_madstack_receiver_4_kib() {
-    kernel_to_madstack(4096, 1, "kernel_to_madstack_4096");
-}
-
-#[test]
-fn kernel_rmpp_sender_to_madstack_receiver_65000_bytes_past_one_window() {
-    kernel_to_madstack(65000, 1, "kernel_to_madstack_65000");
-}
-
-#[test]
-fn kernel_rmpp_sender_to_madstack_receiver_1_mib() {
-    kernel_to_madstack(1 << 20, 1, "kernel_to_madstack_1048576");
-}
-
-#[test]
-fn madstack_rmpp_sender_to_kernel_receiver_4_kib() {
-    madstack_to_kernel(4096, 1, "madstack_to_kernel_4096");
-}
-
-#[test]
-fn madstack_rmpp_sender_to_kernel_receiver_65000_bytes_past_one_window() {
-    madstack_to_kernel(65000, 1, "madstack_to_kernel_65000");
-}
-
-#[test]
-fn madstack_rmpp_sender_to_kernel_receiver_1_mib() {
-    madstack_to_kernel(1 << 20, 1, "madstack_to_kernel_1048576");
-}
-
-#[test]
-fn five_back_to_back_kernel_transfers_reach_one_madstack_agent() {
-    kernel_to_madstack(4096, 5, "kernel_to_madstack_5x");
-}
-
-#[test]
-fn five_back_to_back_madstack_transfers_reach_the_kernel() {
-    madstack_to_kernel(4096, 5, "madstack_to_kernel_5x");
+fn madstack_rmpp_sender_to_kernel_receiver_4_kib_65000_bytes_1_mib_and_five_back_to_back() {
+    for (len, count, case) in TRANSFERS {
+        transfer(false, len, count, &format!("madstack_to_kernel_{case}"));
+    }
 }
 
 #[test]
 fn double_sided_rmpp_between_two_madstack_ports_through_the_kernel() {
-    let Some(vm) = vm() else { return };
-    let c = vm.case("madstack_double_sided");
-    assert_transfer(c, "PEER done 1 of 1", "PEER ok send 0: status success");
+    let Some(c) = passed_transfer(
+        "madstack_double_sided",
+        "PEER done 1 of 1",
+        "PEER ok send 0: status success",
+    ) else {
+        return;
+    };
     assert!(
         c.text().contains("answer 70000 data bytes"),
         "the 70,000-byte answer did not arrive whole:\n{}",
@@ -140,18 +119,15 @@ fn double_sided_rmpp_between_two_madstack_ports_through_the_kernel() {
 
 #[test]
 fn sa_get_table_of_more_than_a_mebibyte_between_two_madstack_ports() {
-    let Some(vm) = vm() else { return };
-    let c = vm.case("madstack_sa_get_table");
-    assert_transfer(
-        c,
+    let Some(c) = passed_transfer(
+        "madstack_sa_get_table",
         "PEER served",
         "PEER ok GetTable: 10000 records (want 10000)",
-    );
+    ) else {
+        return;
+    };
     // 10,000 NodeRecords padded to 112 bytes: 1,120,000 bytes of records.
-    let line = c
-        .with_prefix("send: PEER ok GetTable")
-        .pop()
-        .unwrap_or_default();
+    let line = c.last("send: PEER ok GetTable").unwrap_or_default();
     let bytes: usize = line
         .split(", ")
         .find_map(|f| f.strip_suffix(" bytes")?.parse().ok())
@@ -161,18 +137,16 @@ fn sa_get_table_of_more_than_a_mebibyte_between_two_madstack_ports() {
 
 #[test]
 fn registering_a_class_another_process_holds_is_refused_naming_it() {
-    let Some(vm) = vm() else { return };
-    let c = vm.case("claim_held_class");
+    let Some(c) = case("claim_held_class") else {
+        return;
+    };
     let t = c.text();
     assert_eq!(c.first_rc, 0, "the holder failed:\n{t}");
     assert_eq!(
         c.second_rc, 1,
         "madstack's registration was not refused:\n{t}"
     );
-    let refusal = c
-        .with_prefix("send: PEER refused: ")
-        .pop()
-        .unwrap_or_default();
+    let refusal = c.last("send: PEER refused: ").unwrap_or_default();
     assert!(
         refusal.contains("0x30") && refusal.contains("another process"),
         "the refusal does not name the class and its owner: {refusal:?}\n{t}"
@@ -181,16 +155,16 @@ fn registering_a_class_another_process_holds_is_refused_naming_it() {
 
 #[test]
 fn a_send_to_an_unreachable_gid_ends_with_the_kernels_error_within_its_deadline() {
-    let Some(vm) = vm() else { return };
-    let c = vm.case("unreachable_gid");
+    let Some(c) = case("unreachable_gid") else {
+        return;
+    };
     let t = c.text();
     assert_eq!(c.second_rc, 1, "the send did not fail:\n{t}");
     // The kernel cannot resolve the GID's address: the write itself fails
     // (ETIMEDOUT), the send never exists and nothing completes, as with
     // ib_post_send_mad; the refusal is counted.
     let line = c
-        .with_prefix("send: PEER bad send 0: refused after ")
-        .pop()
+        .last("send: PEER bad send 0: refused after ")
         .unwrap_or_else(|| panic!("no refusal:\n{t}"));
     let ms: u64 = line
         .split(' ')
@@ -211,8 +185,7 @@ fn agent_events(c: &Case, agent: usize) -> Vec<String> {
 
 #[test]
 fn link_down_and_up_give_every_agent_port_error_then_port_active_once() {
-    let Some(vm) = vm() else { return };
-    let c = vm.case("port_events");
+    let Some(c) = case("port_events") else { return };
     for agent in 0..2 {
         let evs: Vec<String> = agent_events(c, agent)
             .into_iter()
@@ -229,8 +202,7 @@ fn link_down_and_up_give_every_agent_port_error_then_port_active_once() {
 
 #[test]
 fn a_new_mac_gives_gid_change_and_the_ports_gid_equals_sysfs() {
-    let Some(vm) = vm() else { return };
-    let c = vm.case("port_events");
+    let Some(c) = case("port_events") else { return };
     for agent in 0..2 {
         assert!(
             agent_events(c, agent)
@@ -240,8 +212,8 @@ fn a_new_mac_gives_gid_change_and_the_ports_gid_equals_sysfs() {
             c.text()
         );
     }
-    let ours = c.with_prefix("events: PEER gid ").pop().unwrap_or_default();
-    let sysfs = c.with_prefix("sysfs gid ").pop().unwrap_or_default();
+    let ours = c.last("events: PEER gid ").unwrap_or_default();
+    let sysfs = c.last("sysfs gid ").unwrap_or_default();
     let parse = |s: &str| s.trim().parse::<std::net::Ipv6Addr>().ok();
     assert!(parse(&sysfs).is_some(), "sysfs gid {sysfs:?}");
     assert_eq!(parse(&ours), parse(&sysfs), "\n{}", c.text());

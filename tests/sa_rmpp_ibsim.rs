@@ -24,7 +24,7 @@ use mad_core::transport::{Address, Transport, GSI_QKEY};
 use mad_core::wire::rmpp::{RmppHeader, RmppType, RMPP_FLAG_ACTIVE};
 use mad_core::wire::{AttributeId, MadStatus, Method, MgmtClass};
 use mad_testkit::{MadBuilder, Rng};
-use support::opensm::{require_sbin, OpenSm, NEEDS_OPENSM};
+use support::opensm::console_fabric_with_sm;
 use support::IbSim;
 
 const CLASS: MgmtClass = MgmtClass(0x30);
@@ -158,11 +158,10 @@ fn exchange(from: &Peer, to: &Peer, data: &[u8], what: &str) -> Duration {
 
 #[test]
 fn two_stacks_exchange_a_mebibyte_over_rmpp_through_ibsim_with_and_without_drops() {
-    if !require_sbin(NEEDS_OPENSM) {
+    let Some((mut sim, _sm)) = console_fabric_with_sm("net.2sw2path4hca", "sweep_interval 0")
+    else {
         return;
-    }
-    let mut sim = IbSim::start_with_console(support::topologies_dir().join("net.2sw2path4hca"));
-    let _sm = OpenSm::start(&sim, "sweep_interval 0", Duration::from_secs(60));
+    };
     // Hca1 and Hca4 hang off different switches: the traffic crosses the
     // inter-switch links.
     let a = peer(&sim, "Hca1", 0x41);

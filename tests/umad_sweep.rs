@@ -47,30 +47,16 @@ fn umad_sweep_under_libumad2sim_equals_ibnetdiscover_on_every_topology() {
         "{} missing: install Debian package libumad2sim0",
         support::UMAD2SIM
     );
-    let exe = std::env::current_exe().expect("own test binary");
     for file in support::topology_files() {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let sim = IbSim::start(&file);
         let theirs = ibnetdiscover::run(&sim);
-        let out = sim
-            .umad2sim_command(exe.to_str().expect("utf-8 path"))
-            .args(["--exact", TEST_NAME, "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, "1")
-            .output()
-            .expect("run the child sweep");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success(),
-            "{name}: child failed: {stdout}\n{stderr}"
-        );
+        let stdout = sim.run_child_test(TEST_NAME, CHILD_ENV);
         let body = stdout
             .split(BEGIN)
             .nth(1)
             .and_then(|s| s.split(END).next())
-            .unwrap_or_else(|| {
-                panic!("{name}: no fabric in the child's output: {stdout}\n{stderr}")
-            });
+            .unwrap_or_else(|| panic!("{name}: no fabric in the child's output: {stdout}"));
         let ours = Fabric::from_text(body).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!ours.nodes.is_empty(), "{name}: empty sweep");
         compare_with_ibnetdiscover(&name, &ours, &theirs);

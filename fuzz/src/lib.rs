@@ -12,7 +12,7 @@
 //! - [`hex`]: the `mad decode` hex parser never panics and reads back what
 //!   its own formatting of the bytes says;
 //! - stateful targets, driving a state machine with a sequence of
-//!   operations decoded from the input ([`arbitrary`]) on a virtual
+//!   operations decoded from the input ([`arbitrary`], [`ops::Ops`]) on a virtual
 //!   [`clock::Clock`], with its invariants checked after every step:
 //!   [`rmpp_sender_ops`] (one RMPP `Sender` against a hostile receiver),
 //!   [`rmpp_receiver_ops`] (a `ReceiverTable` fed by several peers) and
@@ -24,6 +24,8 @@ use mad_wire::wire::{FieldValue, Fields, Repr};
 pub mod clock;
 pub mod cm;
 pub mod engine;
+pub mod ops;
+pub mod raw_rmpp;
 pub mod rmpp_receiver;
 pub mod rmpp_sender;
 

@@ -9,14 +9,16 @@
 //! past every deadline it holds nothing.
 
 use crate::clock::Clock;
+use crate::ops::Ops;
+use crate::raw_rmpp::RawRmppHeader;
 use arbitrary::{Arbitrary, Unstructured};
-use mad_wire::addr::{Address, Grh};
-use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE};
-use mad_wire::wire::MAD_LEN;
+use mad_rmpp::segment::read_header;
 use mad_rmpp::{
     reply_address, Output, Peer, ReceiverConfig, ReceiverTable, RmppStatus, RmppType, Sender,
     SenderConfig, TransferKey,
 };
+use mad_wire::addr::{Address, Grh};
+use mad_wire::wire::MAD_LEN;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -85,15 +87,7 @@ enum Op {
     Corrupt { msg: u8, seg: u8, at: u8, xor: u8 },
     /// An RMPP MAD on `msg`'s first segment with this header (STOP, ABORT,
     /// DS ACK, illegal types, bad versions, DATA with any numbers).
-    Control {
-        msg: u8,
-        version: u8,
-        rtype: u8,
-        flags: u8,
-        status: u8,
-        d1: u32,
-        d2: u32,
-    },
+    Control { msg: u8, raw: RawRmppHeader },
     /// Raw bytes from a peer.
     Raw { peer: u8, bytes: Vec<u8> },
     /// `handle_timeout` now.
@@ -336,15 +330,7 @@ pub fn run(data: &[u8]) {
     };
     let nm = h.msgs.len();
     let np = h.peers.len();
-    let mut steps = 0;
-    while !u.is_empty() {
-        let Ok(op) = Op::arbitrary(&mut u) else {
-            break;
-        };
-        steps += 1;
-        if steps > 500 {
-            break;
-        }
+    for op in Ops::<Op>::new(&mut u, 500) {
         match op {
             Op::Seg { msg, seg } => {
                 let m = &h.msgs[usize::from(msg) % nm];
@@ -381,27 +367,17 @@ pub fn run(data: &[u8]) {
                 let p = m.peer;
                 h.feed(&s, p, false, &clock);
             }
-            Op::Control {
-                msg,
-                version,
-                rtype,
-                flags,
-                status,
-                d1,
-                d2,
-            } => {
+            Op::Control { msg, raw } => {
                 let m = &h.msgs[usize::from(msg) % nm];
                 let mut s = m.segments[0].clone();
-                let mut hd = header(RmppType(rtype), 0x1F, flags, RmppStatus(status), d1, d2);
-                hd.version = version;
-                write_header(&hd, &mut s);
-                if flags & FLAG_ACTIVE != 0 && rtype == RmppType::ACK.0 {
+                raw.write(&mut s);
+                if raw.is_active_ack() {
                     // The requester's DS ACK: the request's method.
                     s[3] &= 0x7F;
                 }
                 let p = m.peer;
                 // A DATA header with other numbers places bytes elsewhere.
-                let genuine = rtype != RmppType::DATA.0;
+                let genuine = raw.rtype != RmppType::DATA.0;
                 h.feed(&s, p, genuine, &clock);
             }
             Op::Raw { peer, bytes } => h.feed(&bytes, usize::from(peer) % np, false, &clock),

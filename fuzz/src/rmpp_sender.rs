@@ -5,10 +5,12 @@
 //! termination checked at the end.
 
 use crate::clock::Clock;
+use crate::ops::Ops;
+use crate::raw_rmpp::RawRmppHeader;
 use arbitrary::{Arbitrary, Unstructured};
-use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE};
-use mad_wire::wire::MAD_LEN;
+use mad_rmpp::segment::read_header;
 use mad_rmpp::{Outcome, RmppStatus, RmppType, SendEvent, Sender, SenderConfig};
+use mad_wire::wire::MAD_LEN;
 use std::time::Duration;
 
 /// How the sender under test is set up.
@@ -77,20 +79,7 @@ enum Op {
     /// An ABORT with this status.
     Abort(u8),
     /// Any RMPP header on a sent segment.
-    Header {
-        /// Version.
-        version: u8,
-        /// Type.
-        rtype: u8,
-        /// Flags.
-        flags: u8,
-        /// Status.
-        status: u8,
-        /// Data1.
-        d1: u32,
-        /// Data2.
-        d2: u32,
-    },
+    Header(RawRmppHeader),
     /// Raw bytes as a reply.
     Raw(Vec<u8>),
     /// `handle_timeout` now.
@@ -134,12 +123,10 @@ impl Model {
         }
     }
 
-    fn reply(&self, version: u8, rtype: u8, flags: u8, status: u8, d1: u32, d2: u32) -> Vec<u8> {
+    fn reply(&self, h: &RawRmppHeader) -> Vec<u8> {
         let mut m = self.template.clone();
         m[3] ^= 0x80;
-        let mut h = header(RmppType(rtype), 0x1F, flags, RmppStatus(status), d1, d2);
-        h.version = version;
-        write_header(&h, &mut m);
+        h.write(&mut m);
         m
     }
 
@@ -300,15 +287,7 @@ pub fn run(data: &[u8]) {
         finished: None,
     };
     assert_eq!(s.poll_timeout(), None, "a timer before anything was sent");
-    let mut steps = 0;
-    while !u.is_empty() {
-        let Ok(op) = Op::arbitrary(&mut u) else {
-            break;
-        };
-        steps += 1;
-        if steps > 400 {
-            break;
-        }
+    for op in Ops::<Op>::new(&mut u, 400) {
         let now = clock.now();
         match op {
             Op::Transmit(n) => m.transmit(&mut s, &clock, usize::from(n)),
@@ -320,7 +299,7 @@ pub fn run(data: &[u8]) {
                     Win::Count => m.count,
                     Win::Raw(n) => n,
                 };
-                let reply = m.reply(1, RmppType::ACK.0, FLAG_ACTIVE, status, d1, d2);
+                let reply = m.reply(&RawRmppHeader::active(RmppType::ACK, status, d1, d2));
                 // A window the sender may use: only a valid ACK opens it.
                 if status == 0 && d2 >= d1 {
                     m.max_window = m.max_window.max(d2);
@@ -328,26 +307,19 @@ pub fn run(data: &[u8]) {
                 s.handle_reply(&reply, now);
             }
             Op::Stop(st) => {
-                let r = m.reply(1, RmppType::STOP.0, FLAG_ACTIVE, st, 0, 0);
+                let r = m.reply(&RawRmppHeader::active(RmppType::STOP, st, 0, 0));
                 s.handle_reply(&r, now);
             }
             Op::Abort(st) => {
-                let r = m.reply(1, RmppType::ABORT.0, FLAG_ACTIVE, st, 0, 0);
+                let r = m.reply(&RawRmppHeader::active(RmppType::ABORT, st, 0, 0));
                 s.handle_reply(&r, now);
             }
-            Op::Header {
-                version,
-                rtype,
-                flags,
-                status,
-                d1,
-                d2,
-            } => {
-                let r = m.reply(version, rtype, flags, status, d1, d2);
+            Op::Header(raw) => {
+                let r = m.reply(&raw);
                 let h = read_header(&r).unwrap();
                 if h.is_active() && h.rmpp_type == RmppType::ACK && h.version == 1 {
-                    if h.status == RmppStatus::SUCCESS && d2 >= d1 {
-                        m.max_window = m.max_window.max(d2);
+                    if h.status == RmppStatus::SUCCESS && raw.d2 >= raw.d1 {
+                        m.max_window = m.max_window.max(raw.d2);
                     }
                 }
                 s.handle_reply(&r, now);

@@ -18,6 +18,7 @@ use mad_core::transport::{Address, Qp};
 use support::{answer, completions, drain, perf_get, recording, tid_of, Sent};
 
 const MS: Duration = Duration::from_millis(1);
+const SEC: Duration = Duration::from_secs(1);
 const FAR: u16 = 7;
 
 fn capped(agent: FlowLimit, port: FlowLimit) -> (Engine<Loopback>, Sent) {
@@ -32,6 +33,14 @@ fn capped(agent: FlowLimit, port: FlowLimit) -> (Engine<Loopback>, Sent) {
 
 fn req(timeout: Duration, retries: u32) -> SendRequest {
     SendRequest::new(perf_get(), Address::gsi(FAR)).expect_response(timeout, retries)
+}
+
+/// An engine with at most one unanswered send per agent (none at the
+/// port level), its agent "a", and the start of virtual time.
+fn one_unanswered_per_agent() -> (Engine<Loopback>, Sent, AgentId, Instant) {
+    let (mut e, sent) = capped(FlowLimit::Max(1), FlowLimit::Unlimited);
+    let a = agent(&mut e, "a");
+    (e, sent, a, Instant::now())
 }
 
 fn agent(e: &mut Engine<Loopback>, name: &str) -> AgentId {
@@ -172,9 +181,7 @@ fn the_default_keeps_a_port_with_a_descriptor_at_256_unanswered() {
 
 #[test]
 fn a_backlogged_request_starts_its_timers_at_its_first_post_and_retries_keep_the_slot() {
-    let (mut e, sent) = capped(FlowLimit::Max(1), FlowLimit::Unlimited);
-    let a = agent(&mut e, "a");
-    let t0 = Instant::now();
+    let (mut e, sent, a, t0) = one_unanswered_per_agent();
     // The first: 100 ms, 2 retries, silent far side -> ends at 300 ms.
     let first = e.send(a, req(100 * MS, 2), t0).unwrap();
     // The second waits for the slot the whole time: retries keep it.
@@ -207,12 +214,8 @@ fn a_backlogged_request_starts_its_timers_at_its_first_post_and_retries_keep_the
 
 #[test]
 fn cancel_modify_and_deregistration_work_on_backlogged_requests() {
-    let (mut e, sent) = capped(FlowLimit::Max(1), FlowLimit::Unlimited);
-    let a = agent(&mut e, "a");
-    let t0 = Instant::now();
-    let s1 = e.send(a, req(Duration::from_secs(1), 0), t0).unwrap();
-    let s2 = e.send(a, req(Duration::from_secs(1), 0), t0).unwrap();
-    let s3 = e.send(a, req(Duration::from_secs(1), 0), t0).unwrap();
+    let (mut e, sent, a, t0) = one_unanswered_per_agent();
+    let [s1, s2, s3] = [(); 3].map(|()| e.send(a, req(SEC, 0), t0).unwrap());
     let (t1, t2, t3) = (
         e.send_tid(s1).unwrap(),
         e.send_tid(s2).unwrap(),
@@ -260,11 +263,8 @@ fn cancel_modify_and_deregistration_work_on_backlogged_requests() {
 
 #[test]
 fn a_response_naming_a_backlogged_tid_does_not_answer_it() {
-    let (mut e, sent) = capped(FlowLimit::Max(1), FlowLimit::Unlimited);
-    let a = agent(&mut e, "a");
-    let t0 = Instant::now();
-    let s1 = e.send(a, req(Duration::from_secs(1), 0), t0).unwrap();
-    let s2 = e.send(a, req(Duration::from_secs(1), 0), t0).unwrap();
+    let (mut e, sent, a, t0) = one_unanswered_per_agent();
+    let [s1, s2] = [(); 2].map(|()| e.send(a, req(SEC, 0), t0).unwrap());
     run(&mut e, t0);
     let mut stray = perf_get();
     stray[8..16].copy_from_slice(&e.send_tid(s2).unwrap().to_be_bytes());

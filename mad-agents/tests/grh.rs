@@ -20,7 +20,7 @@ use mad_core::wire::{Method, MgmtClass, SA_DATA_OFFSET, VENDOR_DATA_OFFSET};
 use mad_rmpp::segment::{header, read_header, write_header, FLAG_ACTIVE};
 use mad_rmpp::{Output, ReceiverConfig, ReceiverTable, SendEvent, Sender, SenderConfig};
 use mad_testkit::{Hooks, Wrapped};
-use support::{completions, drain, recording, Sent};
+use support::{completions, drain, recording, with_receiver, Sent};
 
 const MS: Duration = Duration::from_millis(1);
 const VENDOR: MgmtClass = MgmtClass(0x32);
@@ -386,64 +386,66 @@ fn rmpp_responses_to_two_requesters_using_the_same_tid_both_complete() {
 
 // ----- issue 13: hostile RMPP peers -----
 
-/// An RMPP request of the vendor agent to `dest` (it expects a response).
-fn rmpp_request(
-    e: &mut Engine<RoceLike>,
-    agent: AgentId,
-    len: usize,
-    req: impl FnOnce(SendRequest) -> SendRequest,
-    t0: Instant,
-) -> mad_agents::SendId {
+/// A RoCE-like engine with a send-only vendor agent (RMPP), what it sent,
+/// and the start of virtual time.
+fn vendor_sender() -> (Engine<RoceLike>, Sent, AgentId, Instant) {
+    let (mut e, sent, _) = roce_engine();
+    let agent = vendor_agent(&mut e, &[]);
+    (e, sent, agent, Instant::now())
+}
+
+/// An RMPP-active vendor Send of `len` bytes of data to `roce(6)` (even
+/// when it fits one segment).
+fn rmpp_request(len: usize) -> SendRequest {
     let mut msg = vendor_header(Method::SEND, 0);
-    // RMPP-active even when it fits one segment.
     msg[26] = FLAG_ACTIVE;
     msg.extend_from_slice(&payload(len, 9));
-    e.send(agent, req(SendRequest::new(msg, roce(6))), t0)
-        .unwrap()
+    SendRequest::new(msg, roce(6))
+}
+
+/// Polls `e` every millisecond from `t0` for at most `ms` ms while a peer
+/// at `roce(6)` may answer: `peer(step, first MAD sent)` gives the MAD it
+/// sends then, if any. Returns the first completion and when it came.
+fn run_acking(
+    e: &mut Engine<RoceLike>,
+    sent: &Sent,
+    t0: Instant,
+    ms: u32,
+    mut peer: impl FnMut(u32, &[u8]) -> Option<Vec<u8>>,
+) -> Option<(mad_agents::Completion, Duration)> {
+    let mut template: Option<Vec<u8>> = None;
+    for step in 0..ms {
+        let now = t0 + step * MS;
+        e.poll(now);
+        for (_, mad, _) in take_sent(sent) {
+            template.get_or_insert(mad);
+        }
+        if let Some(m) = template.as_deref().and_then(|t| peer(step, t)) {
+            push(e, now + MS, roce(6), &m);
+        }
+        if let Some(c) = completions(&drain(e)).pop() {
+            return Some((c, now - t0));
+        }
+    }
+    None
 }
 
 #[test]
 fn an_rmpp_send_does_not_outlive_its_absolute_deadline_while_the_peer_trickles_acks() {
-    let (mut e, sent, _) = roce_engine();
-    let agent = vendor_agent(&mut e, &[]);
-    let t0 = Instant::now();
+    let (mut e, sent, agent, t0) = vendor_sender();
     // 20 segments; the peer acknowledges one every 900 ms (just inside
     // the ACK timer, so the sender alone would keep going for 18 s).
-    let s = rmpp_request(
-        &mut e,
-        agent,
-        20 * 216 - 10,
-        |r| {
-            r.expect_response(Duration::from_secs(1), 0)
-                .total_timeout(Duration::from_secs(5))
-        },
-        t0,
-    );
+    let req = rmpp_request(20 * 216 - 10)
+        .expect_response(Duration::from_secs(1), 0)
+        .total_timeout(Duration::from_secs(5));
+    let s = e.send(agent, req, t0).unwrap();
     let mut acked = 0u32;
-    let mut template = None;
-    let mut ended = None;
-    for step in 0..30_000u32 {
-        let now = t0 + step * MS;
-        e.poll(now);
-        for (_, mad, _) in take_sent(&sent) {
-            template.get_or_insert(mad);
-        }
-        if step % 900 == 899 {
-            if let Some(t) = &template {
-                acked += 1;
-                push(
-                    &mut e,
-                    now + MS,
-                    roce(6),
-                    &control(t, RmppType::ACK, RmppStatus::SUCCESS, acked, acked + 1),
-                );
-            }
-        }
-        if let Some(c) = completions(&drain(&mut e)).pop() {
-            ended = Some((c, now - t0));
-            break;
-        }
-    }
+    let ended = run_acking(&mut e, &sent, t0, 30_000, |step, t| {
+        (step % 900 == 899).then(|| {
+            acked += 1;
+            control(t, RmppType::ACK, RmppStatus::SUCCESS, acked, acked + 1)
+        })
+    });
     let (c, at) = ended.expect("the send never completed");
     assert_eq!((c.send, c.status), (s, SendStatus::Timeout));
     assert!(at <= Duration::from_secs(5) + 2 * MS, "{at:?}");
@@ -452,36 +454,15 @@ fn an_rmpp_send_does_not_outlive_its_absolute_deadline_while_the_peer_trickles_a
 
 #[test]
 fn a_peer_repeating_a_stale_ack_cannot_keep_an_rmpp_send_alive() {
-    let (mut e, sent, _) = roce_engine();
-    let agent = vendor_agent(&mut e, &[]);
-    let t0 = Instant::now();
+    let (mut e, sent, agent, t0) = vendor_sender();
     // No response expected: no absolute deadline, only the ACK timer.
     let mut msg = vendor_header(Method::SEND, 0);
     msg.extend_from_slice(&payload(2000, 1));
     let s = e.send(agent, SendRequest::new(msg, roce(6)), t0).unwrap();
-    let mut template = None;
-    let mut ended = None;
-    for step in 0..60_000u32 {
-        let now = t0 + step * MS;
-        e.poll(now);
-        for (_, mad, _) in take_sent(&sent) {
-            template.get_or_insert(mad);
-        }
-        // Segment 1 acknowledged again and again, window 2, every 500 ms.
-        if step % 500 == 499 {
-            let t = template.as_ref().unwrap();
-            push(
-                &mut e,
-                now + MS,
-                roce(6),
-                &control(t, RmppType::ACK, RmppStatus::SUCCESS, 1, 2),
-            );
-        }
-        if let Some(c) = completions(&drain(&mut e)).pop() {
-            ended = Some((c, now - t0));
-            break;
-        }
-    }
+    // Segment 1 acknowledged again and again, window 2, every 500 ms.
+    let ended = run_acking(&mut e, &sent, t0, 60_000, |step, t| {
+        (step % 500 == 499).then(|| control(t, RmppType::ACK, RmppStatus::SUCCESS, 1, 2))
+    });
     let (c, at) = ended.expect("the peer kept the send alive for a minute");
     assert_eq!((c.send, c.status), (s, SendStatus::Timeout));
     // The first wait and 3 retries of 2 s each, after the first ACK.
@@ -490,16 +471,9 @@ fn a_peer_repeating_a_stale_ack_cannot_keep_an_rmpp_send_alive() {
 
 #[test]
 fn a_repeated_final_ack_gets_the_ds_ack_again_and_a_late_abort_does_not_fail_the_request() {
-    let (mut e, sent, _) = roce_engine();
-    let agent = vendor_agent(&mut e, &[]);
-    let t0 = Instant::now();
-    let s = rmpp_request(
-        &mut e,
-        agent,
-        100,
-        |r| r.expect_response(Duration::from_secs(2), 0),
-        t0,
-    );
+    let (mut e, sent, agent, t0) = vendor_sender();
+    let req = rmpp_request(100).expect_response(Duration::from_secs(2), 0);
+    let s = e.send(agent, req, t0).unwrap();
     e.poll(t0);
     let seg = take_sent(&sent).pop().unwrap().1;
     // The responder's final ACK carries the response method.
@@ -538,13 +512,10 @@ fn a_repeated_final_ack_gets_the_ds_ack_again_and_a_late_abort_does_not_fail_the
 
 #[test]
 fn a_peer_finishing_endless_small_transfers_cannot_grow_an_agent_s_reassembly_table() {
-    let cfg = EngineConfig {
-        rmpp_receiver: ReceiverConfig {
-            max_lingering_per_source: 8,
-            ..ReceiverConfig::default()
-        },
-        ..EngineConfig::default()
-    };
+    let cfg = with_receiver(ReceiverConfig {
+        max_lingering_per_source: 8,
+        ..ReceiverConfig::default()
+    });
     let (mut e, _sent, _) = roce_engine_with(cfg);
     let agent = vendor_agent(&mut e, &[Method::SEND]);
     let t0 = Instant::now();

@@ -7,12 +7,14 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use mad_agents::{AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
+use mad_agents::{AgentId, AgentSpec, Engine, EngineConfig, SendId, SendRequest, SendStatus};
 use mad_core::transport::fault::FaultInjector;
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Grh, Qp, Received, WcStatus, PERMISSIVE_LID};
 use mad_core::wire::{Method, MgmtClass};
-use support::{answer, completions, drain, perf_get, recording, tid_of, Sent};
+use support::{
+    answer, completions, drain, perf_get, perf_request, recording, recv_and_poll, tid_of, Sent,
+};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -23,6 +25,23 @@ fn engine() -> (Engine<Loopback>, Sent) {
 
 fn last_sent(sent: &Sent) -> Vec<u8> {
     sent.lock().unwrap().last().unwrap().1.clone()
+}
+
+/// Sends `mad` to `to` from agent `a` at `t0`, expecting a response
+/// within 100 ms, and polls so that it is posted; returns the send and the
+/// MAD that went out.
+fn send_and_post(
+    e: &mut Engine<Loopback>,
+    sent: &Sent,
+    a: AgentId,
+    mad: Vec<u8>,
+    to: Address,
+    t0: Instant,
+) -> (SendId, Vec<u8>) {
+    let req = SendRequest::new(mad, to).expect_response(100 * MS, 0);
+    let s = e.send(a, req, t0).unwrap();
+    e.poll(t0);
+    (s, last_sent(sent))
 }
 
 fn from(lid: u16, qp: Qp) -> Address {
@@ -57,26 +76,14 @@ fn a_response_from_another_lid_is_counted_and_dropped_and_the_send_keeps_waiting
     let (mut e, sent) = engine();
     let a = e.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap();
     let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
-    e.poll(t0);
-    let req = last_sent(&sent);
+    let (s, req) = send_and_post(&mut e, &sent, a, perf_get(), Address::gsi(7), t0);
     // Same TID and class, from LID 9 instead of 7.
-    e.handle_recv(t0 + MS, answer(Qp::Qp1, &req, from(9, Qp::Qp1)))
-        .unwrap();
-    e.poll(t0 + MS);
+    recv_and_poll(&mut e, t0 + MS, answer(Qp::Qp1, &req, from(9, Qp::Qp1)));
     assert!(drain(&mut e).is_empty(), "a stranger's answer completed it");
     assert_eq!(e.stats().wrong_source, 1);
     assert_eq!(e.stats().responses_matched, 0);
     assert!(e.is_outstanding(s));
-    e.handle_recv(t0 + 2 * MS, answer(Qp::Qp1, &req, from(7, Qp::Qp1)))
-        .unwrap();
-    e.poll(t0 + 2 * MS);
+    recv_and_poll(&mut e, t0 + 2 * MS, answer(Qp::Qp1, &req, from(7, Qp::Qp1)));
     let c = completions(&drain(&mut e));
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
     assert_eq!(c[0].response.as_ref().unwrap().src().lid, 7);
@@ -89,17 +96,8 @@ fn a_response_from_another_lid_is_counted_and_dropped_and_the_send_keeps_waiting
     };
     let mut e = Engine::new(lb, cfg);
     let a = e.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap();
-    e.send(
-        a,
-        SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-        t0,
-    )
-    .unwrap();
-    e.poll(t0);
-    let req = last_sent(&sent);
-    e.handle_recv(t0 + MS, answer(Qp::Qp1, &req, from(9, Qp::Qp1)))
-        .unwrap();
-    e.poll(t0 + MS);
+    let (_, req) = send_and_post(&mut e, &sent, a, perf_get(), Address::gsi(7), t0);
+    recv_and_poll(&mut e, t0 + MS, answer(Qp::Qp1, &req, from(9, Qp::Qp1)));
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Success);
 }
 
@@ -109,35 +107,26 @@ fn directed_route_smps_match_any_source_and_lid_routed_smps_only_their_destinati
     let a = e.register(AgentSpec::send_only("smp", Qp::Qp0)).unwrap();
     let t0 = Instant::now();
     // Directed route: the path is no address; any source answers.
-    let dr = e
-        .send(
-            a,
-            SendRequest::new(
-                smp(MgmtClass::SUBN_DIRECTED_ROUTE),
-                Address::smi(PERMISSIVE_LID),
-            )
-            .expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
-    e.poll(t0);
-    let req = last_sent(&sent);
-    e.handle_recv(t0, answer(Qp::Qp0, &req, from(3, Qp::Qp0)))
-        .unwrap();
-    e.poll(t0);
+    let (dr, req) = send_and_post(
+        &mut e,
+        &sent,
+        a,
+        smp(MgmtClass::SUBN_DIRECTED_ROUTE),
+        Address::smi(PERMISSIVE_LID),
+        t0,
+    );
+    recv_and_poll(&mut e, t0, answer(Qp::Qp0, &req, from(3, Qp::Qp0)));
     let c = completions(&drain(&mut e));
     assert_eq!((c[0].send, c[0].status), (dr, SendStatus::Success));
     // LID-routed to LID 4: an answer from LID 3 is not its answer.
-    let lr = e
-        .send(
-            a,
-            SendRequest::new(smp(MgmtClass::SUBN_LID_ROUTED), Address::smi(4))
-                .expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
-    e.poll(t0);
-    let req = last_sent(&sent);
+    let (lr, req) = send_and_post(
+        &mut e,
+        &sent,
+        a,
+        smp(MgmtClass::SUBN_LID_ROUTED),
+        Address::smi(4),
+        t0,
+    );
     for lid in [3, 4] {
         e.handle_recv(t0, answer(Qp::Qp0, &req, from(lid, Qp::Qp0)))
             .unwrap();
@@ -155,16 +144,14 @@ fn with_a_grh_the_source_gid_must_be_the_destination_gid() {
     let (mut e, sent) = engine();
     let a = e.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap();
     let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), with_gid(Address::gsi(7), 0x21))
-                .expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
-    e.poll(t0);
-    let req = last_sent(&sent);
+    let (s, req) = send_and_post(
+        &mut e,
+        &sent,
+        a,
+        perf_get(),
+        with_gid(Address::gsi(7), 0x21),
+        t0,
+    );
     for bad in [
         with_gid(from(7, Qp::Qp1), 0x22), // another GID, same LID
         from(7, Qp::Qp1),                 // no GRH on the answer
@@ -175,25 +162,21 @@ fn with_a_grh_the_source_gid_must_be_the_destination_gid() {
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.stats().wrong_source, 2);
     // The GID decides, not the LID (a router rewrites it).
-    e.handle_recv(t0, answer(Qp::Qp1, &req, with_gid(from(1, Qp::Qp1), 0x21)))
-        .unwrap();
-    e.poll(t0);
+    recv_and_poll(
+        &mut e,
+        t0,
+        answer(Qp::Qp1, &req, with_gid(from(1, Qp::Qp1), 0x21)),
+    );
     let c = completions(&drain(&mut e));
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
 
     // Sent without a GRH: an answer with one is not its answer.
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
-    e.poll(t0);
-    let req = last_sent(&sent);
-    e.handle_recv(t0, answer(Qp::Qp1, &req, with_gid(from(7, Qp::Qp1), 0x21)))
-        .unwrap();
-    e.poll(t0);
+    let (s, req) = send_and_post(&mut e, &sent, a, perf_get(), Address::gsi(7), t0);
+    recv_and_poll(
+        &mut e,
+        t0,
+        answer(Qp::Qp1, &req, with_gid(from(7, Qp::Qp1), 0x21)),
+    );
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.stats().wrong_source, 3);
     assert!(e.is_outstanding(s));
@@ -243,15 +226,13 @@ fn an_rmpp_ack_from_another_lid_does_not_move_the_transfer() {
     e.poll(t0);
     let seg = last_sent(&sent);
     assert_eq!(tid_of(&seg), e.send_tid(s).unwrap());
-    e.handle_recv(t0 + MS, ack(&seg, 1, 1, 9)).unwrap();
-    e.poll(t0 + MS);
+    recv_and_poll(&mut e, t0 + MS, ack(&seg, 1, 1, 9));
     assert!(
         drain(&mut e).is_empty(),
         "a stranger's ACK ended the transfer"
     );
     assert_eq!(e.stats().wrong_source, 1);
-    e.handle_recv(t0 + 2 * MS, ack(&seg, 1, 1, 2)).unwrap();
-    e.poll(t0 + 2 * MS);
+    recv_and_poll(&mut e, t0 + 2 * MS, ack(&seg, 1, 1, 2));
     let c = completions(&drain(&mut e));
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
 }
@@ -272,13 +253,7 @@ fn a_work_request_error_after_the_response_is_reported_with_the_response() {
     e.port_mut()
         .transport_mut()
         .fail_next_send(WcStatus::LocProtErr);
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     e.poll(t0);
     assert!(sent.lock().unwrap().is_empty(), "still in the send queue");
     // The response beats the work completion.

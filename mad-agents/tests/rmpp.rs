@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use support::completions;
+use support::{completions, gsi_from, recv_and_poll, with_receiver};
 
 use mad_agents::{
     AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, Message, SendRequest, SendStatus,
@@ -309,13 +309,10 @@ fn an_agent_without_rmpp_sees_the_raw_first_segment() {
 
 #[test]
 fn a_receiver_that_refuses_the_size_ends_the_send_with_its_rmpp_status() {
-    let small = EngineConfig {
-        rmpp_receiver: ReceiverConfig {
-            max_message_len: 1_000,
-            ..ReceiverConfig::default()
-        },
-        ..EngineConfig::default()
-    };
+    let small = with_receiver(ReceiverConfig {
+        max_message_len: 1_000,
+        ..ReceiverConfig::default()
+    });
     let (mut a, mut b) = pair(small);
     let tx = vendor_agent(&mut a, "tx", &[]);
     vendor_agent(&mut b, "rx", &[Method::SEND]);
@@ -376,16 +373,7 @@ fn a_response_segment_nobody_waits_for_allocates_nothing() {
     seg[26] = 0x03; // Active | First
     seg[28..32].copy_from_slice(&1u32.to_be_bytes());
     seg[32..36].copy_from_slice(&100_000_000u32.to_be_bytes());
-    a.handle_recv(
-        Instant::now(),
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(2),
-            mad: seg.into(),
-        },
-    )
-    .unwrap();
-    a.poll(Instant::now());
+    recv_and_poll(&mut a, Instant::now(), gsi_from(2, seg));
     assert_eq!(a.rmpp_reassemblies(client), 0);
     assert_eq!(a.stats().unmatched_responses, 1);
 }
@@ -416,15 +404,7 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
     resp[24] = 1; // RMPP version
     resp[25] = 1; // DATA
     resp[26] = 0x01; // Active only
-    a.handle_recv(
-        t0 + MS,
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(2),
-            mad: resp.into(),
-        },
-    )
-    .unwrap();
+    a.handle_recv(t0 + MS, gsi_from(2, resp)).unwrap();
     let mut evs = Vec::new();
     for i in 1..10u32 {
         a.poll(t0 + i * MS);
@@ -439,13 +419,10 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
 
 /// B's agent owning vendor Set with RMPP; A's RMPP client.
 fn vendor_request_pair(b_linger: Duration) -> (Engine<Loopback>, Engine<Loopback>, AgentId) {
-    let b_cfg = EngineConfig {
-        rmpp_receiver: ReceiverConfig {
-            linger: b_linger,
-            ..ReceiverConfig::default()
-        },
-        ..EngineConfig::default()
-    };
+    let b_cfg = with_receiver(ReceiverConfig {
+        linger: b_linger,
+        ..ReceiverConfig::default()
+    });
     let (mut a, mut b) = pair(b_cfg);
     let tx = vendor_agent(&mut a, "tx", &[]);
     vendor_agent(&mut b, "rx", &[Method::SET]);
@@ -585,16 +562,15 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     req[28..32].copy_from_slice(&1u32.to_be_bytes());
     req[32..36].copy_from_slice(&100u32.to_be_bytes());
     let t0 = Instant::now();
-    b.handle_recv(
+    recv_and_poll(
+        &mut b,
         t0,
         Received {
             qp: Qp::Qp1,
             src: requester,
             mad: req.clone().into(),
         },
-    )
-    .unwrap();
-    b.poll(t0);
+    );
     let got: Vec<Message> = std::iter::from_fn(|| b.poll_event())
         .filter_map(|(_, e)| match e {
             AgentEvent::Received(m) => Some(m),
@@ -608,16 +584,15 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     ds[26] = 0x01;
     ds[28..32].copy_from_slice(&0u32.to_be_bytes());
     ds[32..36].copy_from_slice(&8u32.to_be_bytes());
-    b.handle_recv(
+    recv_and_poll(
+        &mut b,
         t0,
         Received {
             qp: Qp::Qp1,
             src: requester,
             mad: ds.into(),
         },
-    )
-    .unwrap();
-    b.poll(t0);
+    );
     sent.lock().unwrap().clear();
     // The response: GetResp of 20 segments.
     let mut resp = got[0].bytes()[..VENDOR_DATA_OFFSET].to_vec();
@@ -645,16 +620,15 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     sent.lock().unwrap().clear();
     let mut req2 = req.clone();
     req2[8..16].copy_from_slice(&0x0001_0000_0043u64.to_be_bytes());
-    b.handle_recv(
+    recv_and_poll(
+        &mut b,
         t0,
         Received {
             qp: Qp::Qp1,
             src: requester,
             mad: req2.into(),
         },
-    )
-    .unwrap();
-    b.poll(t0);
+    );
     let got: Vec<Message> = std::iter::from_fn(|| b.poll_event())
         .filter_map(|(_, e)| match e {
             AgentEvent::Received(m) => Some(m),

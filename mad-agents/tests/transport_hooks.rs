@@ -3,11 +3,14 @@
 //! registration when the layer below refuses.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use mad_agents::{AgentSpec, Engine, EngineConfig, RegisterError};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::Qp;
 use mad_core::wire::{Method, MgmtClass};
 use mad_testkit::{Recording, Wrapped};
+use support::perf_requests;
 
 /// A Loopback that records `register_requests` and can refuse it (the
 /// kit's [`Recording`] hooks).
@@ -36,13 +39,8 @@ fn registering_for_requests_asks_the_transport_for_them() {
     let (mut e, rec) = engine(false);
     e.register(AgentSpec::send_only("client", Qp::Qp1)).unwrap();
     assert!(calls(&rec).is_empty(), "send-only agents ask nothing");
-    e.register(AgentSpec::requests(
-        "pma",
-        MgmtClass::PERF_MGT,
-        1,
-        &[Method::GET, Method::SET],
-    ))
-    .unwrap();
+    e.register(perf_requests("pma", &[Method::GET, Method::SET]))
+        .unwrap();
     e.register(AgentSpec::requests("ping", MgmtClass(0x32), 1, &[Method::GET]).with_oui(0x00_1405))
         .unwrap();
     let got = calls(&rec);
@@ -59,22 +57,12 @@ fn registering_for_requests_asks_the_transport_for_them() {
 fn a_refusal_below_refuses_the_registration_and_frees_the_methods() {
     let (mut e, rec) = engine(true);
     let err = e
-        .register(AgentSpec::requests(
-            "pma",
-            MgmtClass::PERF_MGT,
-            1,
-            &[Method::GET],
-        ))
+        .register(perf_requests("pma", &[Method::GET]))
         .unwrap_err();
     assert!(matches!(err, RegisterError::Transport(_)), "{err:?}");
     assert!(err.to_string().contains("already in use"), "{err}");
     assert_eq!(e.agent_count(), 0);
     rec.record().refuse_register = None;
-    e.register(AgentSpec::requests(
-        "pma",
-        MgmtClass::PERF_MGT,
-        1,
-        &[Method::GET],
-    ))
-    .expect("the methods were not left owned by the refused agent");
+    e.register(perf_requests("pma", &[Method::GET]))
+        .expect("the methods were not left owned by the refused agent");
 }

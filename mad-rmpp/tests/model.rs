@@ -191,6 +191,14 @@ fn check(data: &[u8], r: &Result_) {
     }
 }
 
+/// The default sender configuration with `retries` retries.
+fn retrying(retries: u32) -> SenderConfig {
+    SenderConfig {
+        retries,
+        ..SenderConfig::default()
+    }
+}
+
 #[test]
 fn transfers_of_every_interesting_size_complete_on_a_clean_channel() {
     // 0 and 1 records, exactly a window, a window plus one, 10,000 records.
@@ -205,10 +213,7 @@ fn transfers_of_every_interesting_size_complete_on_a_clean_channel() {
 
 #[test]
 fn transfers_complete_under_one_and_ten_percent_loss_with_duplicates_and_reordering() {
-    let cfg = SenderConfig {
-        retries: 20,
-        ..SenderConfig::default()
-    };
+    let cfg = retrying(20);
     for (loss, seeds) in [(0.01, 0..20u64), (0.10, 20..40)] {
         for seed in seeds {
             let len = 200 * (1 + (seed as usize * 37) % 300);
@@ -239,15 +244,7 @@ fn thirty_percent_loss_completes_or_ends_with_a_clear_status() {
             dup: 0.02,
             jitter_us: 500,
         };
-        let r = run(
-            &data,
-            f,
-            seed,
-            SenderConfig {
-                retries: 30,
-                ..SenderConfig::default()
-            },
-        );
+        let r = run(&data, f, seed, retrying(30));
         check(&data, &r);
         if r.sender == Outcome::Success {
             ok += 1;
@@ -267,15 +264,7 @@ fn loss_that_outlasts_the_retries_times_out_on_both_sides() {
         dup: 0.0,
         jitter_us: 0,
     };
-    let r = run(
-        &data,
-        f,
-        3,
-        SenderConfig {
-            retries: 2,
-            ..SenderConfig::default()
-        },
-    );
+    let r = run(&data, f, 3, retrying(2));
     assert_eq!(r.sender, Outcome::TimedOut);
     check(&data, &r);
 }

@@ -55,6 +55,20 @@ fn deliver(rx: &mut ReceiverTable, segs: &[Vec<u8>], order: &[usize], now: Insta
     delivered.expect("the message is delivered")
 }
 
+/// Message `tid` (`sa_header(tid)` and `data`) segmented and fed to `rx`
+/// in `order`: the delivered message and its header.
+fn receive(
+    rx: &mut ReceiverTable,
+    tid: u64,
+    data: &[u8],
+    order: fn(&[Vec<u8>]) -> Vec<usize>,
+    now: Instant,
+) -> (Vec<u8>, Vec<u8>) {
+    let header = sa_header(tid);
+    let segs = segments(&header, data, now);
+    (deliver(rx, &segs, &order(&segs), now), header)
+}
+
 fn in_order(segs: &[Vec<u8>]) -> Vec<usize> {
     (0..segs.len() - 1).collect()
 }
@@ -87,18 +101,16 @@ fn is_message(m: &[u8], header: &[u8], data: &[u8]) -> bool {
 fn a_recycled_buffer_receives_the_next_large_message() {
     let now = Instant::now();
     let mut rx = table(ReceiverConfig::default());
-    let (h1, d1) = (sa_header(1), data(100_000, 1));
-    let s1 = segments(&h1, &d1, now);
-    let a = deliver(&mut rx, &s1, &in_order(&s1), now);
+    let d1 = data(100_000, 1);
+    let (a, h1) = receive(&mut rx, 1, &d1, in_order, now);
     assert!(is_message(&a, &h1, &d1));
     let (ptr, cap) = (a.as_ptr(), a.capacity());
     rx.recycle(a);
     assert_eq!(rx.pooled_buffers(), 1);
     assert_eq!(rx.pooled_bytes(), cap);
 
-    let (h2, d2) = (sa_header(2), data(100_000, 2));
-    let s2 = segments(&h2, &d2, now);
-    let b = deliver(&mut rx, &s2, &in_order(&s2), now);
+    let d2 = data(100_000, 2);
+    let (b, h2) = receive(&mut rx, 2, &d2, in_order, now);
     assert!(is_message(&b, &h2, &d2));
     assert_eq!(b.as_ptr(), ptr, "the recycled allocation is reused");
     assert_eq!(b.capacity(), cap, "and not reallocated");
@@ -113,16 +125,13 @@ fn a_recycled_buffer_receives_the_next_large_message() {
 fn a_recycled_buffer_never_leaks_old_bytes_into_a_shorter_scrambled_message() {
     let now = Instant::now();
     let mut rx = table(ReceiverConfig::default());
-    let (ha, da) = (sa_header(1), vec![0xAA; 60_000]);
-    let sa = segments(&ha, &da, now);
-    let a = deliver(&mut rx, &sa, &in_order(&sa), now);
+    let (a, _) = receive(&mut rx, 1, &[0xAA; 60_000], in_order, now);
     let ptr = a.as_ptr();
     rx.recycle(a);
     // B is shorter, ends mid-segment, and arrives last segment first with
     // gaps: every byte of it must be B's own.
-    let (hb, db) = (sa_header(2), data(20_001, 7));
-    let sb = segments(&hb, &db, now);
-    let b = deliver(&mut rx, &sb, &scrambled(&sb), now);
+    let db = data(20_001, 7);
+    let (b, hb) = receive(&mut rx, 2, &db, scrambled, now);
     assert_eq!(b.as_ptr(), ptr, "B was reassembled in A's buffer");
     assert_eq!(b.len(), 56 + 20_001);
     assert!(is_message(&b, &hb, &db));
@@ -154,9 +163,8 @@ fn the_buffer_of_an_aborted_transfer_is_reused_without_its_bytes() {
     )));
     assert_eq!(rx.active(), 0);
     assert_eq!(rx.pooled_buffers(), 1, "the partial buffer is pooled");
-    let (hb, db) = (sa_header(2), data(30_000, 3));
-    let sb = segments(&hb, &db, now);
-    let b = deliver(&mut rx, &sb, &scrambled(&sb), now);
+    let db = data(30_000, 3);
+    let (b, hb) = receive(&mut rx, 2, &db, scrambled, now);
     assert!(is_message(&b, &hb, &db));
 }
 
@@ -219,15 +227,13 @@ fn a_transfer_takes_the_smallest_pooled_buffer_that_holds_its_claim() {
     let ps = small.as_ptr();
     rx.recycle(large);
     rx.recycle(small);
-    let (h, d) = (sa_header(1), data(40_000, 4));
-    let s = segments(&h, &d, now);
-    let m = deliver(&mut rx, &s, &in_order(&s), now);
+    let d = data(40_000, 4);
+    let (m, h) = receive(&mut rx, 1, &d, in_order, now);
     assert!(is_message(&m, &h, &d));
     assert_eq!(m.as_ptr(), ps, "the 64 KiB buffer fits 40 kB");
     // A claim beyond every buffer takes the largest, which grows.
-    let (h, d) = (sa_header(2), data(1_500_000, 5));
-    let s = segments(&h, &d, now);
-    let m = deliver(&mut rx, &s, &in_order(&s), now);
+    let d = data(1_500_000, 5);
+    let (m, h) = receive(&mut rx, 2, &d, in_order, now);
     assert!(is_message(&m, &h, &d));
     assert_eq!(rx.pooled_buffers(), 0, "the 1 MiB buffer was taken");
 }
@@ -238,9 +244,8 @@ fn a_small_message_leaves_the_pooled_buffers_alone() {
     let mut rx = table(ReceiverConfig::default());
     let large = Vec::<u8>::with_capacity(1 << 20);
     rx.recycle(large);
-    let (h, d) = (sa_header(1), data(1_000, 6));
-    let s = segments(&h, &d, now);
-    let m = deliver(&mut rx, &s, &in_order(&s), now);
+    let d = data(1_000, 6);
+    let (m, h) = receive(&mut rx, 1, &d, in_order, now);
     assert!(is_message(&m, &h, &d));
     assert_eq!(m.capacity(), m.len(), "a fresh buffer, shrunk to fit");
     assert_eq!(rx.pooled_buffers(), 1);

@@ -20,6 +20,14 @@ fn fabric_with(cfg: FabricConfig) -> (Fabric, SimPort) {
     (fabric, port)
 }
 
+/// Hca1 port 1 on a fabric that delivers only when stepped or run.
+fn stepped() -> (Fabric, SimPort) {
+    fabric_with(FabricConfig {
+        auto_deliver: false,
+        ..FabricConfig::default()
+    })
+}
+
 fn post(t: &mut SimPort, tid: u64) -> Result<mad_core::transport::WrId, TransportError> {
     let m = Req::get(TO_S2, AttributeId::NODE_INFO, 0).build(tid);
     t.post_send(Qp::Qp0, &m, &Address::smi(PERMISSIVE_LID))
@@ -33,10 +41,7 @@ fn completions(t: &mut SimPort) -> Vec<(u64, WcStatus)> {
 
 #[test]
 fn stepping_moves_one_packet_at_a_time_request_then_answer() {
-    let (fabric, mut t) = fabric_with(FabricConfig {
-        auto_deliver: false,
-        ..FabricConfig::default()
-    });
+    let (fabric, mut t) = stepped();
     let wr = post(&mut t, 1).unwrap();
     assert_eq!(fabric.pending(), 1);
     assert!(completions(&mut t).is_empty(), "not sent yet");
@@ -87,23 +92,9 @@ fn raw_fd_is_readable_exactly_while_something_waits() {
     // What a mio loop sees: a fresh registration reports the current
     // readiness at once.
     fn readable(fd: std::os::fd::RawFd) -> bool {
-        let mut poll = mio::Poll::new().unwrap();
-        poll.registry()
-            .register(
-                &mut mio::unix::SourceFd(&fd),
-                mio::Token(0),
-                mio::Interest::READABLE,
-            )
-            .unwrap();
-        let mut events = mio::Events::with_capacity(4);
-        poll.poll(&mut events, Some(std::time::Duration::ZERO))
-            .unwrap();
-        !events.is_empty()
+        FdWatch::new(fd).readable_within(std::time::Duration::ZERO)
     }
-    let (fabric, mut t) = fabric_with(FabricConfig {
-        auto_deliver: false,
-        ..FabricConfig::default()
-    });
+    let (fabric, mut t) = stepped();
     let fd = t.raw_fd().expect("a notification fd");
     assert!(!readable(fd));
     post(&mut t, 1).unwrap();
@@ -129,10 +120,7 @@ fn raw_fd_is_readable_exactly_while_something_waits() {
 
 #[test]
 fn qp_error_flushes_queued_requests_and_reset_discards_them() {
-    let (fabric, mut t) = fabric_with(FabricConfig {
-        auto_deliver: false,
-        ..FabricConfig::default()
-    });
+    let (fabric, mut t) = stepped();
     let a = post(&mut t, 1).unwrap();
     let b = post(&mut t, 2).unwrap();
     t.modify_qp(Qp::Qp0, QpState::Err).unwrap();
@@ -175,10 +163,7 @@ fn qp_error_flushes_queued_requests_and_reset_discards_them() {
 
 #[test]
 fn a_qp_that_cannot_receive_drops_what_arrives() {
-    let (fabric, mut t) = fabric_with(FabricConfig {
-        auto_deliver: false,
-        ..FabricConfig::default()
-    });
+    let (fabric, mut t) = stepped();
     post(&mut t, 1).unwrap();
     fabric.step();
     // The answer arrives while QP0 is in RESET.

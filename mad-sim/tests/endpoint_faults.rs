@@ -7,8 +7,11 @@
 //! its two phases, and any other event is passed on.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::FdWatch;
 use mad_core::port::{Port, PortConfig, PortError, PortEvent};
 use mad_core::transport::{Address, AsyncEvent, Qp, QpState, Transport, WcStatus};
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass};
@@ -56,6 +59,11 @@ impl Rig {
     fn inject(&self, f: EndpointFault) {
         self.subnet.fabric().inject(self.node, 1, f).unwrap();
     }
+    /// Injects `f` and returns the events the port then reports.
+    fn inject_and_poll(&mut self, f: EndpointFault) -> Vec<PortEvent> {
+        self.inject(f);
+        self.events()
+    }
     fn send(&mut self, tid: u64) {
         self.port
             .post(self.client, Qp::Qp1, &mad(tid), &self.to, tid)
@@ -97,8 +105,7 @@ fn an_injected_work_request_error_completes_that_send_in_error_and_the_qp_recove
 fn an_injected_cq_overflow_flushes_what_was_posted_and_recreates_the_queues() {
     let mut r = rig();
     r.send(1);
-    r.inject(EndpointFault::CqOverflow);
-    let evs = r.events();
+    let evs = r.inject_and_poll(EndpointFault::CqOverflow);
     assert_eq!(statuses(&evs), vec![(1, WcStatus::WrFlushErr)], "{evs:?}");
     let st = r.port.stats();
     assert_eq!((st.cq_errors, st.recreates), (1, 1));
@@ -110,8 +117,7 @@ fn an_injected_cq_overflow_flushes_what_was_posted_and_recreates_the_queues() {
 #[test]
 fn an_injected_device_fatal_kills_the_port_for_good() {
     let mut r = rig();
-    r.inject(EndpointFault::DeviceFatal);
-    let evs = r.events();
+    let evs = r.inject_and_poll(EndpointFault::DeviceFatal);
     assert!(evs.contains(&PortEvent::DeviceFatal), "{evs:?}");
     assert!(r.port.is_dead());
     assert!(matches!(
@@ -124,8 +130,7 @@ fn an_injected_device_fatal_kills_the_port_for_good() {
 fn an_injected_soft_reset_runs_both_phases_and_the_device_reports_its_end() {
     let mut r = rig();
     r.send(1);
-    r.inject(EndpointFault::SoftReset);
-    let evs = r.events();
+    let evs = r.inject_and_poll(EndpointFault::SoftReset);
     assert!(evs.contains(&PortEvent::ResetPending), "{evs:?}");
     // Sends posted during the reset wait.
     r.send(2);
@@ -164,21 +169,10 @@ fn any_injected_event_reaches_every_client() {
 fn an_injected_fault_makes_the_endpoint_fd_readable_for_a_sleeping_loop() {
     let r = rig();
     let fd = r.port.transport().raw_fd().unwrap();
-    let mut poll = mio::Poll::new().unwrap();
-    poll.registry()
-        .register(
-            &mut mio::unix::SourceFd(&fd),
-            mio::Token(0),
-            mio::Interest::READABLE,
-        )
-        .unwrap();
-    let mut events = mio::Events::with_capacity(4);
-    poll.poll(&mut events, Some(Duration::ZERO)).unwrap();
-    assert!(events.is_empty());
+    let mut watch = FdWatch::new(fd);
+    assert!(!watch.readable_within(Duration::ZERO));
     r.inject(EndpointFault::Event(AsyncEvent::GidChange));
-    poll.poll(&mut events, Some(Duration::from_secs(1)))
-        .unwrap();
-    assert!(!events.is_empty());
+    assert!(watch.readable_within(Duration::from_secs(1)));
 }
 
 #[test]

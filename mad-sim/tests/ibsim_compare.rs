@@ -204,6 +204,41 @@ fn compare_file(path: &std::path::Path) -> (Vec<String>, usize) {
     (diffs, compared)
 }
 
+/// Asserts that at least `at_least` extra answers were compared and that
+/// no difference was found.
+fn assert_agree(diffs: &[String], compared: usize, at_least: usize) {
+    assert!(
+        compared >= at_least,
+        "compared only {compared} extra answers"
+    );
+    assert!(
+        diffs.is_empty(),
+        "{} differences:\n{}",
+        diffs.len(),
+        diffs.join("\n")
+    );
+}
+
+/// Writes a topology file with `write` (given a fresh directory for this
+/// process's files of one test), compares both simulators on it and
+/// asserts they agree on at least `at_least` extra answers. Does nothing
+/// (the test passes) when ibsim is missing outside CI.
+fn assert_agree_on_file(
+    tag: &str,
+    at_least: usize,
+    write: impl FnOnce(&std::path::Path) -> std::path::PathBuf,
+) {
+    if !support::require(NEEDS_IBSIM) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mad-sim-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = write(&dir);
+    let (diffs, compared) = compare_file(&path);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_agree(&diffs, compared, at_least);
+}
+
 #[test]
 fn sim_and_ibsim_answer_a_sweep_identically_on_every_topology() {
     if !support::require(NEEDS_IBSIM) {
@@ -216,116 +251,52 @@ fn sim_and_ibsim_answer_a_sweep_identically_on_every_topology() {
         diffs.extend(d);
         compared += c;
     }
-    assert!(compared > 50, "compared only {compared} extra answers");
-    assert!(
-        diffs.is_empty(),
-        "{} differences:\n{}",
-        diffs.len(),
-        diffs.join("\n")
-    );
+    assert_agree(&diffs, compared, 51);
 }
 
 /// ibnetdiscover output with explicit GUIDs (absolute and relative),
 /// system image GUIDs, vendor and device ids, descriptions, enhanced port
 /// 0, LIDs, link widths and speeds (QDR, FDR, DDR), per-port options, a
 /// module prefix, a router and an include.
-const IBNETDISCOVER: &str = "\
-#
-# Topology file: generated on Tue Jan  1 00:00:00 2019
-#
-vendid=0x2c9
-devid=0xc738
-sysimgguid=0x2c90300a1b2c3
-switchguid=0x2c90300a1b2c3(2c90300a1b2c3)
-Switch\t12 \"S-0002c90300a1b2c3\"\t\t# \"MF0;sw-a:SX6036/U1\" enhanced port 0 lid 1 lmc 0
-[1]\t\"H-0002c90300c2d3e4\"[1](2c90300c2d3e5) \t\t# \"host1 mlx4_0\" lid 2 4xQDR
-[2]\t\"H-0002c90300c2d3f0\"[2](2c90300c2d3f2) \t\t# \"host2 mlx4_0\" lid 3 4xFDR
-[3]\t\"S-0002c90300a1b2d0\"[5]\t\t# \"sw-b\" lid 4 4xQDR
-[4]\t\"R-1\"[1]\tw=1 s=3
-
-switchguid+0x2d
-Switch\t8 \"S-0002c90300a1b2d0\"\t\t# \"sw-b\" base port 0 lid 4 lmc 0
-[5]\t\"S-0002c90300a1b2c3\"[3]\t\t# \"MF0;sw-a:SX6036/U1\" lid 1 4xQDR
-[6]\t\"H-3\"[1]\t\t# \"host3\" lid 5 1xDDR
-
-vendid=0x2c9
-devid=0x1003
-sysimgguid=0x2c90300c2d3e7
-caguid=0x2c90300c2d3e4
-Ca\t2 \"H-0002c90300c2d3e4\"\t\t# \"host1 mlx4_0\"
-[1](2c90300c2d3e5) \t\"S-0002c90300a1b2c3\"[1]\t\t# lid 2 lmc 0 \"MF0;sw-a:SX6036/U1\" lid 1 4xQDR
-
-caguid=0x2c90300c2d3f0
-Ca\t2 \"H-0002c90300c2d3f0\"\t\t# \"host2 mlx4_0\"
-[2](2c90300c2d3f2) \t\"S-0002c90300a1b2c3\"[2]\t\t# lid 3 lmc 1 \"MF0;sw-a:SX6036/U1\" lid 1 4xFDR
-
-Ca\t1 \"H-3\"
-[1]\t\"S-0002c90300a1b2d0\"[6]\t\t# lid 5 lmc 0 \"sw-b\" lid 4 1xDDR
-
-rtguid=0x77000
-Rt\t2 \"R-1\"
-[1]\t\"S-0002c90300a1b2c3\"[4]\tw=3 s=1
-";
+const IBNETDISCOVER: &str = include_str!("../../tests/fixtures/topologies/ibnetdiscover-guids.txt");
 
 #[test]
 fn sim_and_ibsim_agree_on_ibnetdiscover_output_with_explicit_guids_and_speeds() {
-    if !support::require(NEEDS_IBSIM) {
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("mad-sim-ibnd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // The hosts come from an included file (absolute path: ibsim opens it
-    // relative to its working directory, this parser relative to the
-    // including file).
-    let hosts = dir.join("hosts.net");
-    let split = IBNETDISCOVER.find("vendid=0x2c9\ndevid=0x1003").unwrap();
-    std::fs::write(&hosts, &IBNETDISCOVER[split..]).unwrap();
-    let main = dir.join("main.net");
-    std::fs::write(
-        &main,
-        format!(
-            "{}\ninclude \"{}\"\n",
-            &IBNETDISCOVER[..split],
-            hosts.display()
-        ),
-    )
-    .unwrap();
-    let topo = Topology::load(&main).unwrap();
-    assert_eq!(topo.nodes().len(), 6);
-    assert_eq!(
-        topo.find("S-0002c90300a1b2d0")
-            .map(|i| topo.nodes()[i].node_guid),
-        Some(0x0002_c903_00a1_b2f0)
-    );
-    let (diffs, compared) = compare_file(&main);
-    std::fs::remove_dir_all(&dir).unwrap();
-    assert!(compared >= 30, "compared {compared}");
-    assert!(
-        diffs.is_empty(),
-        "{} differences:\n{}",
-        diffs.len(),
-        diffs.join("\n")
-    );
+    assert_agree_on_file("ibnd", 30, |dir| {
+        // The hosts come from an included file (absolute path: ibsim opens
+        // it relative to its working directory, this parser relative to
+        // the including file).
+        let hosts = dir.join("hosts.net");
+        let split = IBNETDISCOVER.find("vendid=0x2c9\ndevid=0x1003").unwrap();
+        std::fs::write(&hosts, &IBNETDISCOVER[split..]).unwrap();
+        let main = dir.join("main.net");
+        std::fs::write(
+            &main,
+            format!(
+                "{}\ninclude \"{}\"\n",
+                &IBNETDISCOVER[..split],
+                hosts.display()
+            ),
+        )
+        .unwrap();
+        let topo = Topology::load(&main).unwrap();
+        assert_eq!(topo.nodes().len(), 6);
+        assert_eq!(
+            topo.find("S-0002c90300a1b2d0")
+                .map(|i| topo.nodes()[i].node_guid),
+            Some(0x0002_c903_00a1_b2f0)
+        );
+        main
+    });
 }
 
 /// The built-in default topology loads in ibsim with the same nodes,
 /// GUIDs, descriptions and attribute answers.
 #[test]
 fn sim_and_ibsim_agree_on_the_built_in_default_topology() {
-    if !support::require(NEEDS_IBSIM) {
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("mad-sim-default-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("default.net");
-    std::fs::write(&path, mad_sim::DEFAULT_TOPOLOGY).unwrap();
-    let (diffs, compared) = compare_file(&path);
-    std::fs::remove_dir_all(&dir).unwrap();
-    assert!(compared >= 12, "compared {compared}");
-    assert!(
-        diffs.is_empty(),
-        "{} differences:\n{}",
-        diffs.len(),
-        diffs.join("\n")
-    );
+    assert_agree_on_file("default", 12, |dir| {
+        let path = dir.join("default.net");
+        std::fs::write(&path, mad_sim::DEFAULT_TOPOLOGY).unwrap();
+        path
+    });
 }

@@ -39,6 +39,29 @@ fn vendor_mad(tid: u64) -> Vec<u8> {
         .to_vec()
 }
 
+/// host-2's and host-7's ports on `f` and host-7's GSI address.
+fn host2_to_host7(f: &Fabric) -> (SimPort, SimPort, Address) {
+    let a = f.attach("host-2", 1).unwrap();
+    let b = f.attach("host-7", 1).unwrap();
+    (a, b, Address::gsi(lid_of(f, "host-7")))
+}
+
+/// Puts `faults` on host-2's link.
+fn fault_host2(f: &Fabric, faults: LinkFaults) {
+    f.set_link_faults("host-2", 1, faults).unwrap();
+}
+
+/// host-2 sends TID 1 to host-7 with `faults` on host-2's link; asserts
+/// that it has not arrived (yet) and returns the two ports and host-7's
+/// address.
+fn first_packet_held(f: &Fabric, faults: LinkFaults) -> (SimPort, SimPort, Address) {
+    let (mut a, mut b, to) = host2_to_host7(f);
+    fault_host2(f, faults);
+    a.post_send(Qp::Qp1, &vendor_mad(1), &to).unwrap();
+    assert!(drain_tids(&mut b).is_empty(), "TID 1 is held");
+    (a, b, to)
+}
+
 fn drain_tids(ep: &mut SimPort) -> Vec<u64> {
     let mut v = Vec::new();
     while let Some(r) = ep.poll_recv().unwrap() {
@@ -63,9 +86,7 @@ fn faulty_run(seed: u64) -> (Vec<u64>, mad_sim::fabric::LinkFaultStats) {
     };
     f.set_link_faults("host-2", 1, faults).unwrap();
     f.set_link_faults("host-7", 1, faults).unwrap();
-    let mut a = f.attach("host-2", 1).unwrap();
-    let mut b = f.attach("host-7", 1).unwrap();
-    let to = Address::gsi(lid_of(f, "host-7"));
+    let (mut a, mut b, to) = host2_to_host7(f);
     let mut got = Vec::new();
     for tid in 1..=300u64 {
         a.post_send(Qp::Qp1, &vendor_mad(tid), &to).unwrap();
@@ -112,9 +133,7 @@ fn link_faults_are_repeatable_for_a_seed_and_differ_between_seeds() {
 fn drop_rate_one_loses_everything_and_counts_it_and_clearing_restores_the_link() {
     let s = subnet();
     let f = s.fabric();
-    let mut a = f.attach("host-2", 1).unwrap();
-    let mut b = f.attach("host-7", 1).unwrap();
-    let to = Address::gsi(lid_of(f, "host-7"));
+    let (mut a, mut b, to) = host2_to_host7(f);
     f.set_link_faults("host-7", 1, LinkFaults::drop_rate(1.0))
         .unwrap();
     let before = f.stats().dropped(DropReason::LinkFault);
@@ -149,21 +168,14 @@ fn drop_rate_one_loses_everything_and_counts_it_and_clearing_restores_the_link()
 fn a_delayed_packet_arrives_only_when_virtual_time_has_passed_its_delay() {
     let s = subnet();
     let f = s.fabric();
-    let mut a = f.attach("host-2", 1).unwrap();
-    let mut b = f.attach("host-7", 1).unwrap();
-    let to = Address::gsi(lid_of(f, "host-7"));
-    f.set_link_faults(
-        "host-2",
-        1,
+    let (_a, mut b, _) = first_packet_held(
+        f,
         LinkFaults {
             delay_probability: 1.0,
             delay: Duration::from_millis(5),
             ..LinkFaults::default()
         },
-    )
-    .unwrap();
-    a.post_send(Qp::Qp1, &vendor_mad(1), &to).unwrap();
-    assert!(drain_tids(&mut b).is_empty());
+    );
     assert_eq!(f.held(), 1);
     f.advance(Duration::from_millis(4));
     assert!(drain_tids(&mut b).is_empty(), "not yet due");
@@ -175,32 +187,23 @@ fn a_delayed_packet_arrives_only_when_virtual_time_has_passed_its_delay() {
 fn a_reordered_packet_crosses_right_after_the_next_one() {
     let s = subnet();
     let f = s.fabric();
-    let mut a = f.attach("host-2", 1).unwrap();
-    let mut b = f.attach("host-7", 1).unwrap();
-    let to = Address::gsi(lid_of(f, "host-7"));
-    f.set_link_faults(
-        "host-2",
-        1,
+    // With reorder 1.0 every packet waits for the next: 1 waits, 2 takes
+    // its place and releases... nothing (it is held itself).
+    let (mut a, mut b, to) = first_packet_held(
+        f,
         LinkFaults {
             reorder: 1.0,
             ..LinkFaults::default()
         },
-    )
-    .unwrap();
-    // With reorder 1.0 every packet waits for the next: 1 waits, 2 takes
-    // its place and releases... nothing (it is held itself).
-    a.post_send(Qp::Qp1, &vendor_mad(1), &to).unwrap();
-    assert!(drain_tids(&mut b).is_empty());
-    f.set_link_faults(
-        "host-2",
-        1,
+    );
+    fault_host2(
+        f,
         LinkFaults {
             reorder: 0.0,
             duplicate: 1.0,
             ..LinkFaults::default()
         },
-    )
-    .unwrap();
+    );
     a.post_send(Qp::Qp1, &vendor_mad(2), &to).unwrap();
     // 2 arrives, then its duplicate and the held 1 behind it.
     assert_eq!(drain_tids(&mut b), vec![2, 2, 1]);

@@ -40,7 +40,7 @@ fn directed_routes_a_switch_would_not_follow_are_dropped() {
     assert_eq!(dropped(&fabric, DropReason::LinkDown), 1);
     assert_eq!(fabric.counters(S1, 5).unwrap().port_xmit_discards, 1);
     // Good paths still work, and the sweep-like walk comes back.
-    let (s, d) = sim_rpc(&mut t, &Req::get(&[1, 3, 4, 3], AttributeId::NODE_INFO, 0)).unwrap();
+    let (s, d) = sim_get(&mut t, &[1, 3, 4, 3], AttributeId::NODE_INFO, 0);
     assert_eq!((s, NodeInfo::parse(&d).unwrap().node_guid), (0, 0x20_0001));
 }
 
@@ -122,18 +122,10 @@ fn lid_routed_smps_follow_the_lfts_and_vl15_crosses_ports_in_init() {
     }
     let mut lft = [0xFFu8; 64];
     lft[1..5].copy_from_slice(&[1, 2, 0, 3]);
-    sim_rpc(
-        &mut t,
-        &Req::set(TO_S1, AttributeId::LINEAR_FWD_TABLE, 0, &lft),
-    )
-    .unwrap();
+    sim_set(&mut t, TO_S1, AttributeId::LINEAR_FWD_TABLE, 0, &lft);
     let mut lft = [0xFFu8; 64];
     lft[1..5].copy_from_slice(&[3, 3, 3, 0]);
-    sim_rpc(
-        &mut t,
-        &Req::set(TO_S2, AttributeId::LINEAR_FWD_TABLE, 0, &lft),
-    )
-    .unwrap();
+    sim_set(&mut t, TO_S2, AttributeId::LINEAR_FWD_TABLE, 0, &lft);
     let lid_get = |t: &mut mad_sim::SimPort, dlid: u16, tid: u64| {
         let m = MadBuilder::smp_get(AttributeId::NODE_INFO).tid(tid).build();
         t.post_send(Qp::Qp0, &m, &Address::smi(dlid)).unwrap();
@@ -150,14 +142,10 @@ fn lid_routed_smps_follow_the_lfts_and_vl15_crosses_ports_in_init() {
         1
     );
     for hops in [TO_S1, TO_S2] {
-        let (_, d) = sim_rpc(&mut t, &Req::get(hops, AttributeId::SWITCH_INFO, 0)).unwrap();
+        let (_, d) = sim_get(&mut t, hops, AttributeId::SWITCH_INFO, 0);
         let mut si = mad_core::wire::attr::SwitchInfo::parse(&d).unwrap();
         si.linear_fdb_top = 4;
-        sim_rpc(
-            &mut t,
-            &Req::set(hops, AttributeId::SWITCH_INFO, 0, &si.to_vec().unwrap()),
-        )
-        .unwrap();
+        sim_set_repr(&mut t, hops, AttributeId::SWITCH_INFO, 0, &si);
     }
     assert_eq!(lid_get(&mut t, 4, 2), Some((4, 0x20_0001)));
     assert_eq!(lid_get(&mut t, 3, 3), Some((3, 0x20_0000)));
@@ -182,11 +170,18 @@ fn lid_routed_smps_follow_the_lfts_and_vl15_crosses_ports_in_init() {
     assert_eq!(fabric.counters(H1, 1).unwrap().port_xmit_discards, 1);
 }
 
-#[test]
-fn configured_fabric_carries_gsi_between_endpoints_with_source_address() {
+/// `net` configured from Hca1 port 1 (LIDs, routes, ports Active), and an
+/// endpoint on Hca2 port 2 too.
+fn configured_hca1_and_hca2() -> (mad_sim::Fabric, mad_sim::SimPort, mad_sim::SimPort) {
     let (fabric, mut a) = net();
     configure_net(&mut a);
-    let mut b = fabric.attach("Hca2", 2).unwrap();
+    let b = fabric.attach("Hca2", 2).unwrap();
+    (fabric, a, b)
+}
+
+#[test]
+fn configured_fabric_carries_gsi_between_endpoints_with_source_address() {
+    let (fabric, mut a, mut b) = configured_hca1_and_hca2();
     let _ = drain(&mut a);
     completions_ok(&mut a);
     let m = MadBuilder::new(MgmtClass(0x09), 1, Method::SEND, AttributeId(0x0010))
@@ -238,9 +233,7 @@ fn configured_fabric_carries_gsi_between_endpoints_with_source_address() {
 
 #[test]
 fn qp0_takes_only_vl15_and_vl15_only_goes_to_qp0() {
-    let (fabric, mut a) = net();
-    configure_net(&mut a);
-    let mut b = fabric.attach("Hca2", 2).unwrap();
+    let (fabric, mut a, mut b) = configured_hca1_and_hca2();
     // A GSI MAD from QP1 to QP0 travels on a data VL: QP0 refuses it.
     let mut dest = Address::gsi(2);
     dest.qpn = 0;
@@ -264,17 +257,11 @@ fn qp0_takes_only_vl15_and_vl15_only_goes_to_qp0() {
 
 #[test]
 fn qp1_admits_only_p_keys_in_the_port_table_with_one_full_member() {
-    let (fabric, mut a) = net();
-    configure_net(&mut a);
-    let mut b = fabric.attach("Hca2", 2).unwrap();
+    let (fabric, mut a, mut b) = configured_hca1_and_hca2();
     let set_pkeys = |t: &mut mad_sim::SimPort, hops: &[u8], keys: &[u16]| {
         let mut p = PKeyTable::default();
         p.pkeys[..keys.len()].copy_from_slice(keys);
-        let (s, _) = sim_rpc(
-            t,
-            &Req::set(hops, AttributeId::PKEY_TABLE, 0, &p.to_vec().unwrap()),
-        )
-        .unwrap();
+        let (s, _) = sim_set_repr(t, hops, AttributeId::PKEY_TABLE, 0, &p);
         assert_eq!(s, 0);
     };
     // Hca2 knows only 0x8001; Hca1 sends with index 0 = 0xFFFF: dropped.
@@ -323,18 +310,13 @@ fn endpoints_attach_at_end_ports_once_each() {
         fabric.attach("Hca1", 1),
         Err(SimError::PortInUse { .. })
     ));
-    assert!(matches!(
-        fabric.attach("Hca1", 0),
-        Err(SimError::NoSuchPort { .. })
-    ));
-    assert!(matches!(
-        fabric.attach("Hca1", 3),
-        Err(SimError::NoSuchPort { .. })
-    ));
-    assert!(matches!(
-        fabric.attach("Switch1", 1),
-        Err(SimError::NoSuchPort { .. })
-    ));
+    // Port 0 of a CA, past its last port, a switch's external port.
+    for (node, port) in [("Hca1", 0), ("Hca1", 3), ("Switch1", 1)] {
+        assert!(
+            matches!(fabric.attach(node, port), Err(SimError::NoSuchPort { .. })),
+            "{node} port {port}"
+        );
+    }
     assert!(matches!(
         fabric.attach("Nope", 1),
         Err(SimError::NoSuchNode(_))

@@ -66,10 +66,10 @@ fn port_state_down_retrains_the_link_to_init_at_both_ends() {
     activate(&mut t, (&[], 0), (TO_S1, 1));
     let _ = events(&mut t);
     // Clear Switch1's PortStateChange (write 1 to clear).
-    let (_, d) = sim_rpc(&mut t, &Req::get(TO_S1, AttributeId::SWITCH_INFO, 0)).unwrap();
+    let (_, d) = sim_get(&mut t, TO_S1, AttributeId::SWITCH_INFO, 0);
     let si = SwitchInfo::parse(&d).unwrap();
     assert!(si.port_state_change, "ibsim sets it when it links ports");
-    let (s, d) = sim_rpc(&mut t, &Req::set(TO_S1, AttributeId::SWITCH_INFO, 0, &d)).unwrap();
+    let (s, d) = sim_set(&mut t, TO_S1, AttributeId::SWITCH_INFO, 0, &d);
     assert_eq!(s, 0);
     assert!(!SwitchInfo::parse(&d).unwrap().port_state_change);
     // The CA takes its own port down: both ends come back in Init.
@@ -82,23 +82,29 @@ fn port_state_down_retrains_the_link_to_init_at_both_ends() {
     assert_eq!(events(&mut t), [AsyncEvent::PortError]);
     assert_eq!(fabric.counters(H1, 1).unwrap().link_downed_counter, 1);
     assert_eq!(fabric.counters(S1, 1).unwrap().link_downed_counter, 1);
-    let (_, d) = sim_rpc(&mut t, &Req::get(TO_S1, AttributeId::SWITCH_INFO, 0)).unwrap();
+    let (_, d) = sim_get(&mut t, TO_S1, AttributeId::SWITCH_INFO, 0);
     assert!(
         SwitchInfo::parse(&d).unwrap().port_state_change,
         "remote switch saw its port change"
     );
 }
 
+/// Sets Switch1 port 2's PortPhysicalState; the answer's status, port
+/// state and physical state.
+fn set_s1_port2_phys(
+    t: &mut mad_sim::SimPort,
+    phys: PhysPortState,
+) -> (u16, PortState, PhysPortState) {
+    let (s, pi) = pi_set(t, TO_S1, 2, 0, |p| p.port_phys_state = phys).unwrap();
+    (s, pi.port_state, pi.port_phys_state)
+}
+
 #[test]
 fn disabling_a_port_takes_the_link_down_until_polling_brings_it_back() {
     let (fabric, mut t) = net();
     assert!(sim_rpc(&mut t, &Req::get(TO_H2, AttributeId::NODE_INFO, 0)).is_some());
-    let (s, pi) = pi_set(&mut t, TO_S1, 2, 0, |p| {
-        p.port_phys_state = PhysPortState::DISABLED
-    })
-    .unwrap();
     assert_eq!(
-        (s, pi.port_state, pi.port_phys_state),
+        set_s1_port2_phys(&mut t, PhysPortState::DISABLED),
         (0, PortState::DOWN, PhysPortState::DISABLED)
     );
     let h2 = fabric.port_info(H2, 2).unwrap();
@@ -112,12 +118,8 @@ fn disabling_a_port_takes_the_link_down_until_polling_brings_it_back() {
     assert_eq!(fabric.stats().dropped(DropReason::LinkDown), before + 1);
     assert_eq!(fabric.counters(S1, 2).unwrap().port_xmit_discards, 1);
     // Polling re-enables it: both ends train to Init.
-    let (s, pi) = pi_set(&mut t, TO_S1, 2, 0, |p| {
-        p.port_phys_state = PhysPortState::POLLING
-    })
-    .unwrap();
     assert_eq!(
-        (s, pi.port_state, pi.port_phys_state),
+        set_s1_port2_phys(&mut t, PhysPortState::POLLING),
         (0, PortState::INIT, PhysPortState::LINK_UP)
     );
     assert_eq!(fabric.port_info(H2, 2).unwrap().port_state, PortState::INIT);
@@ -194,21 +196,17 @@ fn lid_and_client_reregister_changes_raise_port_events() {
 fn lft_set_then_get_and_its_bounds() {
     let (_fabric, mut t) = net();
     let block: Vec<u8> = (0..64).map(|i| (i % 9) as u8).collect();
-    let (s, d) = sim_rpc(
-        &mut t,
-        &Req::set(TO_S2, AttributeId::LINEAR_FWD_TABLE, 7, &block),
-    )
-    .unwrap();
+    let (s, d) = sim_set(&mut t, TO_S2, AttributeId::LINEAR_FWD_TABLE, 7, &block);
     assert_eq!((s, &d[..]), (0, &block[..]));
-    let (s, d) = sim_rpc(&mut t, &Req::get(TO_S2, AttributeId::LINEAR_FWD_TABLE, 7)).unwrap();
+    let (s, d) = sim_get(&mut t, TO_S2, AttributeId::LINEAR_FWD_TABLE, 7);
     assert_eq!((s, &d[..]), (0, &block[..]));
     // Untouched blocks read 0xFF (no route), as in ibsim.
-    let (s, d) = sim_rpc(&mut t, &Req::get(TO_S2, AttributeId::LINEAR_FWD_TABLE, 6)).unwrap();
+    let (s, d) = sim_get(&mut t, TO_S2, AttributeId::LINEAR_FWD_TABLE, 6);
     assert_eq!((s, d), (0, [0xFF; 64]));
     // Block 480 starts at LID 30720 = LinearFDBCap.
-    let (s, _) = sim_rpc(&mut t, &Req::get(TO_S2, AttributeId::LINEAR_FWD_TABLE, 480)).unwrap();
+    let (s, _) = sim_get(&mut t, TO_S2, AttributeId::LINEAR_FWD_TABLE, 480);
     assert_eq!(s, 0x1C);
-    let (s, _) = sim_rpc(&mut t, &Req::get(TO_S2, AttributeId::LINEAR_FWD_TABLE, 479)).unwrap();
+    let (s, _) = sim_get(&mut t, TO_S2, AttributeId::LINEAR_FWD_TABLE, 479);
     assert_eq!(s, 0);
     // A CA has no LFT, no SwitchInfo, no MFT.
     for attr in [
@@ -216,34 +214,26 @@ fn lft_set_then_get_and_its_bounds() {
         AttributeId::SWITCH_INFO,
         AttributeId::MCAST_FWD_TABLE,
     ] {
-        let (s, _) = sim_rpc(&mut t, &Req::get(TO_H2, attr, 0)).unwrap();
+        let (s, _) = sim_get(&mut t, TO_H2, attr, 0);
         assert_eq!(s, 0x0C, "{attr:?}");
     }
     // MFT: Set then Get, position beyond the ports and block beyond the cap.
     let mut masks = [0u8; 64];
     masks[0..2].copy_from_slice(&0x0006u16.to_be_bytes());
-    let (s, _) = sim_rpc(
-        &mut t,
-        &Req::set(TO_S2, AttributeId::MCAST_FWD_TABLE, 3, &masks),
-    )
-    .unwrap();
+    let (s, _) = sim_set(&mut t, TO_S2, AttributeId::MCAST_FWD_TABLE, 3, &masks);
     assert_eq!(s, 0);
-    let (_, d) = sim_rpc(&mut t, &Req::get(TO_S2, AttributeId::MCAST_FWD_TABLE, 3)).unwrap();
+    let (_, d) = sim_get(&mut t, TO_S2, AttributeId::MCAST_FWD_TABLE, 3);
     assert_eq!(&d[..2], &[0, 6]);
-    let (s, _) = sim_rpc(
-        &mut t,
-        &Req::get(TO_S2, AttributeId::MCAST_FWD_TABLE, 1 << 28),
-    )
-    .unwrap();
+    let (s, _) = sim_get(&mut t, TO_S2, AttributeId::MCAST_FWD_TABLE, 1 << 28);
     assert_eq!(s, 0x1C, "8-port switch: one position");
-    let (s, _) = sim_rpc(&mut t, &Req::get(TO_S2, AttributeId::MCAST_FWD_TABLE, 32)).unwrap();
+    let (s, _) = sim_get(&mut t, TO_S2, AttributeId::MCAST_FWD_TABLE, 32);
     assert_eq!(s, 0x1C, "1024 entries: blocks 0-31");
 }
 
 #[test]
 fn switch_info_set_writes_its_writable_fields_only() {
     let (_fabric, mut t) = net();
-    let (_, d) = sim_rpc(&mut t, &Req::get(TO_S1, AttributeId::SWITCH_INFO, 0)).unwrap();
+    let (_, d) = sim_get(&mut t, TO_S1, AttributeId::SWITCH_INFO, 0);
     let mut si = SwitchInfo::parse(&d).unwrap();
     assert_eq!(
         (
@@ -258,11 +248,7 @@ fn switch_info_set_writes_its_writable_fields_only() {
     si.life_time_value = 18;
     si.linear_fdb_cap = 5; // read-only
     si.port_state_change = false; // 0: leave it
-    let (s, d) = sim_rpc(
-        &mut t,
-        &Req::set(TO_S1, AttributeId::SWITCH_INFO, 0, &si.to_vec().unwrap()),
-    )
-    .unwrap();
+    let (s, d) = sim_set_repr(&mut t, TO_S1, AttributeId::SWITCH_INFO, 0, &si);
     let got = SwitchInfo::parse(&d).unwrap();
     assert_eq!(s, 0);
     assert_eq!(
@@ -272,11 +258,7 @@ fn switch_info_set_writes_its_writable_fields_only() {
     assert_eq!(got.linear_fdb_cap, 30720);
     assert!(got.port_state_change);
     si.linear_fdb_top = 30720;
-    let (s, _) = sim_rpc(
-        &mut t,
-        &Req::set(TO_S1, AttributeId::SWITCH_INFO, 0, &si.to_vec().unwrap()),
-    )
-    .unwrap();
+    let (s, _) = sim_set_repr(&mut t, TO_S1, AttributeId::SWITCH_INFO, 0, &si);
     assert_eq!(s, 0x1C);
 }
 
@@ -288,45 +270,19 @@ fn pkey_guid_sl2vl_and_vlarb_tables_get_set_and_bounds() {
     let mut pk = PKeyTable::default();
     pk.pkeys[0] = 0xFFFF;
     pk.pkeys[1] = 0x8001;
-    let (s, d) = sim_rpc(
-        &mut t,
-        &Req::set(TO_H2, AttributeId::PKEY_TABLE, 0, &pk.to_vec().unwrap()),
-    )
-    .unwrap();
+    let (s, d) = sim_set_repr(&mut t, TO_H2, AttributeId::PKEY_TABLE, 0, &pk);
     assert_eq!((s, PKeyTable::parse(&d).unwrap()), (0, pk.clone()));
-    assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_H2, AttributeId::PKEY_TABLE, 1))
-            .unwrap()
-            .0,
-        0
-    );
-    assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_H2, AttributeId::PKEY_TABLE, 2))
-            .unwrap()
-            .0,
-        0x1C
-    );
-    let (s, d) = sim_rpc(&mut t, &Req::get(TO_S1, AttributeId::PKEY_TABLE, 0)).unwrap();
+    assert_eq!(get_status(&mut t, TO_H2, AttributeId::PKEY_TABLE, 1), 0);
+    assert_eq!(get_status(&mut t, TO_H2, AttributeId::PKEY_TABLE, 2), 0x1C);
+    let (s, d) = sim_get(&mut t, TO_S1, AttributeId::PKEY_TABLE, 0);
     assert_eq!((s, &d[..4]), (0, &[0xFF, 0xFF, 0, 0][..]));
+    assert_eq!(get_status(&mut t, TO_S1, AttributeId::PKEY_TABLE, 1), 0x1C);
     assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_S1, AttributeId::PKEY_TABLE, 1))
-            .unwrap()
-            .0,
-        0x1C
-    );
-    assert_eq!(
-        sim_rpc(
-            &mut t,
-            &Req::get(TO_S1, AttributeId::PKEY_TABLE, (3 << 16) | 1)
-        )
-        .unwrap()
-        .0,
+        get_status(&mut t, TO_S1, AttributeId::PKEY_TABLE, (3 << 16) | 1),
         0
     );
     assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_S1, AttributeId::PKEY_TABLE, 9 << 16))
-            .unwrap()
-            .0,
+        get_status(&mut t, TO_S1, AttributeId::PKEY_TABLE, 9 << 16),
         0x1C
     );
 
@@ -334,69 +290,33 @@ fn pkey_guid_sl2vl_and_vlarb_tables_get_set_and_bounds() {
     let mut g = GuidInfo::default();
     g.guids[0] = 0xdead;
     g.guids[1] = 0x1234;
-    let (s, d) = sim_rpc(
-        &mut t,
-        &Req::set(TO_H2, AttributeId::GUID_INFO, 0, &g.to_vec().unwrap()),
-    )
-    .unwrap();
+    let (s, d) = sim_set_repr(&mut t, TO_H2, AttributeId::GUID_INFO, 0, &g);
     let got = GuidInfo::parse(&d).unwrap();
     assert_eq!((s, got.guids[0], got.guids[1]), (0, 0x10_0005, 0x1234));
-    assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_H2, AttributeId::GUID_INFO, 3))
-            .unwrap()
-            .0,
-        0
-    );
-    assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_H2, AttributeId::GUID_INFO, 4))
-            .unwrap()
-            .0,
-        0x1C
-    );
-    assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_S1, AttributeId::GUID_INFO, 1))
-            .unwrap()
-            .0,
-        0x1C
-    );
+    assert_eq!(get_status(&mut t, TO_H2, AttributeId::GUID_INFO, 3), 0);
+    assert_eq!(get_status(&mut t, TO_H2, AttributeId::GUID_INFO, 4), 0x1C);
+    assert_eq!(get_status(&mut t, TO_S1, AttributeId::GUID_INFO, 1), 0x1C);
 
     // SL2VL: per (in, out) port pair on a switch.
     let tbl = [0x10u8, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe];
-    let (s, _) = sim_rpc(
-        &mut t,
-        &Req::set(TO_S1, AttributeId::SL_TO_VL_TABLE, 0x0102, &tbl),
-    )
-    .unwrap();
+    let (s, _) = sim_set(&mut t, TO_S1, AttributeId::SL_TO_VL_TABLE, 0x0102, &tbl);
     assert_eq!(s, 0);
-    let (_, d) = sim_rpc(
-        &mut t,
-        &Req::get(TO_S1, AttributeId::SL_TO_VL_TABLE, 0x0102),
-    )
-    .unwrap();
+    let (_, d) = sim_get(&mut t, TO_S1, AttributeId::SL_TO_VL_TABLE, 0x0102);
     assert_eq!(SlToVlTable::parse(&d).unwrap().vl[0], 1);
-    let (_, d) = sim_rpc(
-        &mut t,
-        &Req::get(TO_S1, AttributeId::SL_TO_VL_TABLE, 0x0201),
-    )
-    .unwrap();
+    let (_, d) = sim_get(&mut t, TO_S1, AttributeId::SL_TO_VL_TABLE, 0x0201);
     assert_eq!(
         &d[..8],
         &mad_sim::fabric::DEFAULT_SL2VL[..],
         "other pairs untouched"
     );
     assert_eq!(
-        sim_rpc(
-            &mut t,
-            &Req::get(TO_S1, AttributeId::SL_TO_VL_TABLE, 0x0900)
-        )
-        .unwrap()
-        .0,
+        get_status(&mut t, TO_S1, AttributeId::SL_TO_VL_TABLE, 0x0900),
         0x1C
     );
 
     // VLArb: blocks 1 (low) and 3 (high) with 8 entries; 2 and 4 do not
     // exist with a capacity of 8.
-    let (s, d) = sim_rpc(&mut t, &Req::get(TO_H2, AttributeId::VL_ARB_TABLE, 1 << 16)).unwrap();
+    let (s, d) = sim_get(&mut t, TO_H2, AttributeId::VL_ARB_TABLE, 1 << 16);
     let v = VlArbTable::parse(&d).unwrap();
     assert_eq!(
         (s, v.vl(1), v.weight(1), v.entries[8]),
@@ -404,27 +324,14 @@ fn pkey_guid_sl2vl_and_vlarb_tables_get_set_and_bounds() {
     );
     let mut w = VlArbTable::default();
     w.entries[0] = VlArbTable::entry(2, 9);
-    let (s, d) = sim_rpc(
-        &mut t,
-        &Req::set(
-            TO_H2,
-            AttributeId::VL_ARB_TABLE,
-            3 << 16,
-            &w.to_vec().unwrap(),
-        ),
-    )
-    .unwrap();
+    let (s, d) = sim_set_repr(&mut t, TO_H2, AttributeId::VL_ARB_TABLE, 3 << 16, &w);
     assert_eq!((s, VlArbTable::parse(&d).unwrap().weight(0)), (0, Some(9)));
     assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_H2, AttributeId::VL_ARB_TABLE, 2 << 16))
-            .unwrap()
-            .0,
+        get_status(&mut t, TO_H2, AttributeId::VL_ARB_TABLE, 2 << 16),
         0x1C
     );
     assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_H2, AttributeId::VL_ARB_TABLE, 5 << 16))
-            .unwrap()
-            .0,
+        get_status(&mut t, TO_H2, AttributeId::VL_ARB_TABLE, 5 << 16),
         0x1C
     );
 }
@@ -434,20 +341,16 @@ fn unsupported_requests_get_the_status_hardware_gives() {
     let (_fabric, mut t) = net();
     // Unknown attribute (Mellanox ExtendedPortInfo), Set of read-only
     // attributes: 0x000C, "method/attribute combination not supported".
-    let (s, _) = sim_rpc(&mut t, &Req::get(TO_S1, AttributeId(0xFF90), 0)).unwrap();
+    let (s, _) = sim_get(&mut t, TO_S1, AttributeId(0xFF90), 0);
     assert_eq!(s, 0x0C);
-    let (s, d) = sim_rpc(
-        &mut t,
-        &Req::set(TO_S1, AttributeId::NODE_INFO, 0, &[0; 40]),
-    )
-    .unwrap();
+    let (s, d) = sim_set(&mut t, TO_S1, AttributeId::NODE_INFO, 0, &[0; 40]);
     assert_eq!(s, 0x0C);
     assert_eq!(
         NodeInfo::parse(&d).unwrap().node_guid,
         0x20_0000,
         "answered with the real value"
     );
-    let (s, _) = sim_rpc(&mut t, &Req::set(TO_S1, AttributeId::NODE_DESC, 0, b"x")).unwrap();
+    let (s, _) = sim_set(&mut t, TO_S1, AttributeId::NODE_DESC, 0, b"x");
     assert_eq!(s, 0x0C);
     // Method Send: "method not supported"; class version 2: "bad version".
     let mut r = Req::get(TO_S1, AttributeId::NODE_INFO, 0);
@@ -473,12 +376,7 @@ fn unsupported_requests_get_the_status_hardware_gives() {
 fn sminfo_goes_to_the_sm_handler_the_sm_endpoint_or_is_unsupported() {
     let (fabric, mut t) = net();
     // No SM anywhere: the SMA says "unsupported".
-    assert_eq!(
-        sim_rpc(&mut t, &Req::get(TO_S1, AttributeId::SM_INFO, 0))
-            .unwrap()
-            .0,
-        0x0C
-    );
+    assert_eq!(get_status(&mut t, TO_S1, AttributeId::SM_INFO, 0), 0x0C);
     // A configured SMInfo is answered by the SMA, and IsSM is set.
     let info = SmInfo {
         guid: 0x77,
@@ -487,7 +385,7 @@ fn sminfo_goes_to_the_sm_handler_the_sm_endpoint_or_is_unsupported() {
         ..SmInfo::default()
     };
     fabric.set_sm_info(S2, 0, Some(info.clone()));
-    let (s, d) = sim_rpc(&mut t, &Req::get(TO_S2, AttributeId::SM_INFO, 0)).unwrap();
+    let (s, d) = sim_get(&mut t, TO_S2, AttributeId::SM_INFO, 0);
     assert_eq!((s, SmInfo::parse(&d).unwrap()), (0, info));
     assert_ne!(fabric.port_info(S2, 0).unwrap().capability_mask & 2, 0);
     // A handler wins over the SMA.
@@ -499,7 +397,7 @@ fn sminfo_goes_to_the_sm_handler_the_sm_endpoint_or_is_unsupported() {
             SmReply::Respond { status: 0, data }
         })),
     );
-    let (s, d) = sim_rpc(&mut t, &Req::get(TO_S2, AttributeId::SM_INFO, 0)).unwrap();
+    let (s, d) = sim_get(&mut t, TO_S2, AttributeId::SM_INFO, 0);
     assert_eq!((s, d[0]), (0, 3), "the handler saw the arrival port");
     assert_eq!(fabric.stats().to_sm, 1);
     // An endpoint that declared itself SM receives the request itself.

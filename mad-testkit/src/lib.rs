@@ -17,6 +17,8 @@
 //!   ([`Wrapped`] forwards every method to the inner transport and lets a
 //!   [`Hooks`] value see or change sends, receives and registrations);
 //!   [`Recording`], [`Tap`] and [`WithFd`] are the hooks tests use.
+//! - [`text`]: assertions on text output ([`assert_contains_all`]);
+//!   [`hex`]: bytes as plain hex text and back.
 //!
 //! Used only as a dev-dependency (`publish = false`).
 //!
@@ -43,11 +45,14 @@
 pub mod build;
 pub mod fabric;
 pub mod far;
+pub mod hex;
 pub mod pair;
 pub mod rng;
+pub mod text;
 pub mod wrap;
 
 pub use build::MadBuilder;
 pub use pair::{Pair, Side};
 pub use rng::Rng;
+pub use text::assert_contains_all;
 pub use wrap::{Hooks, Recording, Tap, WithFd, Wrapped};

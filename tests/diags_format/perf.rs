@@ -17,11 +17,9 @@ fn pm_caps(f: &mut Fetch, lid: u16, port: u8) -> Option<(u16, u32)> {
 
 #[test]
 fn perfquery_outputs_on_idle_ports_are_byte_identical() {
-    if !ready() {
+    let Some((sim, _osm)) = opensm_up(net()) else {
         return;
-    }
-    let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
+    };
     let mut f = Fetch::new(&sim);
     // Ports no MAD of ours or the tool's crosses (unlinked ports, the
     // switch's port 0, the inter-switch link OpenSM does not route over),
@@ -34,35 +32,10 @@ fn perfquery_outputs_on_idle_ports_are_byte_identical() {
         for &port in *ports {
             let p = port.to_string();
             check(&sim, &mut f, "perfquery", &[&l, &p], |f| {
-                let Some((cap, _)) = pm_caps(f, *lid, port) else {
-                    return Out::iberror(String::new(), "perfquery", "classportinfo query");
-                };
-                let Some(d) = f.pma(*lid, PC_PORT_COUNTERS, port) else {
-                    return Out::iberror(String::new(), "perfquery", "perfquery");
-                };
-                let pc = PortCounters::parse(&d).expect("PortCounters");
-                Out::ok(perf::format_perfcounters(
-                    &PortIdText::lid(*lid),
-                    i32::from(port),
-                    cap,
-                    &pc,
-                ))
+                perfquery_port(f, *lid, port, false)
             });
             check(&sim, &mut f, "perfquery", &["-x", &l, &p], |f| {
-                let Some((cap, cap2)) = pm_caps(f, *lid, port) else {
-                    return Out::iberror(String::new(), "perfquery", "classportinfo query");
-                };
-                let Some(d) = f.pma(*lid, PC_PORT_COUNTERS_EXT, port) else {
-                    return Out::iberror(String::new(), "perfquery", "perfextquery");
-                };
-                let pc = PortCountersExt::parse(&d).expect("PortCountersExt");
-                Out::ok(perf::format_perfcounters_ext(
-                    &PortIdText::lid(*lid),
-                    i32::from(port),
-                    cap,
-                    cap2,
-                    &pc,
-                ))
+                perfquery_port(f, *lid, port, true)
             });
         }
         // -a on an HCA: its PMA lacks AllPortSelect, so perfquery reads
@@ -74,6 +47,31 @@ fn perfquery_outputs_on_idle_ports_are_byte_identical() {
             });
         }
     }
+}
+
+/// perfquery `LID PORT` (`-x LID PORT` when `ext`): ClassPortInfo, then
+/// PortCounters (PortCountersExtended); a failing query ends it with
+/// perfquery's line for that query.
+fn perfquery_port(f: &mut Fetch, lid: u16, port: u8, ext: bool) -> Out {
+    let Some((cap, cap2)) = pm_caps(f, lid, port) else {
+        return Out::iberror(String::new(), "perfquery", "classportinfo query");
+    };
+    let (attr, failed) = if ext {
+        (PC_PORT_COUNTERS_EXT, "perfextquery")
+    } else {
+        (PC_PORT_COUNTERS, "perfquery")
+    };
+    let Some(d) = f.pma(lid, attr, port) else {
+        return Out::iberror(String::new(), "perfquery", failed);
+    };
+    let (id, port) = (PortIdText::lid(lid), i32::from(port));
+    Out::ok(if ext {
+        let pc = PortCountersExt::parse(&d).expect("PortCountersExt");
+        perf::format_perfcounters_ext(&id, port, cap, cap2, &pc)
+    } else {
+        let pc = PortCounters::parse(&d).expect("PortCounters");
+        perf::format_perfcounters(&id, port, cap, &pc)
+    })
 }
 
 /// perfquery `-a LID`: one PortSelect-255 query when the PMA has
@@ -150,12 +148,11 @@ fn perfquery_from_its_mads(args: &[&str], lid: u16, port: i32, mads: &[Vec<u8>])
 
 #[test]
 fn perfquery_formats_the_counters_it_received_byte_identically() {
-    if !ready() {
-        return;
-    }
     // Two switches and two HCAs with both ports linked.
-    let sim = IbSim::start(support::topologies_dir().join("net.2sw2path4hca2port"));
-    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
+    let Some((sim, _osm)) = opensm_up(support::topologies_dir().join("net.2sw2path4hca2port"))
+    else {
+        return;
+    };
     let mut f = Fetch::new(&sim);
     let mut nonzero = false;
     for lid in 1..=6u16 {
@@ -202,11 +199,9 @@ fn perfquery_formats_the_counters_it_received_byte_identically() {
 
 #[test]
 fn sminfo_formats_the_sminfo_it_received_byte_identically() {
-    if !ready() {
+    let Some((sim, _osm)) = opensm_up(net()) else {
         return;
-    }
-    let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
+    };
     for (args, lid) in [(&["1"][..], 1u16), (&["-D", "0"][..], 0), (&[][..], 1)] {
         let (theirs, mads) = run_tool_seen(&sim, "sminfo", args);
         let sm = SmInfo::parse(&last_with_attr(&mads, 0x0020)[64..]).expect("SMInfo");

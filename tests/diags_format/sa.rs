@@ -26,22 +26,28 @@ fn bytes<R: Repr>(r: &R) -> Vec<u8> {
     r.to_vec().expect("emit query record")
 }
 
+/// A GetTable of `attr` from the SM's SA with `q` as the template and
+/// `comp_mask` naming its fields that count.
+fn get_table<R: Repr>(f: &mut Fetch, attr: AttributeId, comp_mask: u64, q: &R) -> SaAnswer {
+    f.sa(SM_LID, Method::GET_TABLE, attr, 0, comp_mask, &bytes(q))
+}
+
+/// saquery's dump of every record of `attr` (as [`dump`]).
+fn dump_all<R: SaRecord>(f: &mut Fetch, attr: AttributeId, fmt: impl Fn(&R) -> String) -> Out {
+    dump(&f.sa_all(attr), fmt)
+}
+
 #[test]
 fn saquery_outputs_are_byte_identical() {
-    if !ready() {
+    let Some((sim, _osm)) = opensm_up(net()) else {
         return;
-    }
-    let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
+    };
     let mut f = Fetch::new(&sim);
 
     // No arguments, NR, -N: every NodeRecord (cut to one MAD by umad2sim).
     for args in [&[][..], &["NR"][..], &["-N"][..]] {
         check(&sim, &mut f, "saquery", args, |f| {
-            dump(
-                &f.sa_all(AttributeId::SA_NODE_RECORD),
-                sa::format_node_record,
-            )
+            dump_all(f, AttributeId::SA_NODE_RECORD, sa::format_node_record)
         });
     }
     check(&sim, &mut f, "saquery", &["NR", "2"], |f| {
@@ -49,14 +55,7 @@ fn saquery_outputs_are_byte_identical() {
             lid: 2,
             ..NodeRecord::default()
         };
-        let a = f.sa(
-            SM_LID,
-            Method::GET_TABLE,
-            AttributeId::SA_NODE_RECORD,
-            0,
-            NodeRecord::COMP_LID,
-            &bytes(&q),
-        );
+        let a = get_table(f, AttributeId::SA_NODE_RECORD, NodeRecord::COMP_LID, &q);
         dump(&a, sa::format_node_record)
     });
     check(&sim, &mut f, "saquery", &["-D"], |f| {
@@ -75,13 +74,11 @@ fn saquery_outputs_are_byte_identical() {
                 port_num: port,
                 ..PortInfoRecord::default()
             };
-            let a = f.sa(
-                SM_LID,
-                Method::GET_TABLE,
+            let a = get_table(
+                f,
                 AttributeId::SA_PORTINFO_RECORD,
-                0,
                 PortInfoRecord::COMP_LID | PortInfoRecord::COMP_PORT_NUM,
-                &bytes(&q),
+                &q,
             );
             dump(&a, |r: &PortInfoRecord| {
                 sa::format_portinfo_record(r, false)
@@ -90,23 +87,17 @@ fn saquery_outputs_are_byte_identical() {
     }
     check(&sim, &mut f, "saquery", &["SWIR"], |f| {
         let cap2 = sa_cpi(f).capability_mask2;
-        dump(&f.sa_all(AttributeId::SA_SWITCHINFO_RECORD), |r| {
+        dump_all(f, AttributeId::SA_SWITCHINFO_RECORD, |r| {
             sa::format_switch_info_record(r, cap2)
         })
     });
     for args in [&["LR"][..], &["-x"][..]] {
         check(&sim, &mut f, "saquery", args, |f| {
-            dump(
-                &f.sa_all(AttributeId::SA_LINK_RECORD),
-                sa::format_link_record,
-            )
+            dump_all(f, AttributeId::SA_LINK_RECORD, sa::format_link_record)
         });
     }
     check(&sim, &mut f, "saquery", &["SMIR"], |f| {
-        dump(
-            &f.sa_all(AttributeId::SA_SMINFO_RECORD),
-            sa::format_sm_info_record,
-        )
+        dump_all(f, AttributeId::SA_SMINFO_RECORD, sa::format_sm_info_record)
     });
     check(&sim, &mut f, "saquery", &["-s"], |f| {
         let mut q = PortInfoRecord::default();
@@ -127,8 +118,9 @@ fn saquery_outputs_are_byte_identical() {
         Out::ok(sa::format_issm(&sm, &disabled))
     });
     check(&sim, &mut f, "saquery", &["-g"], |f| {
-        dump(
-            &f.sa_all(AttributeId::SA_MCMEMBER_RECORD),
+        dump_all(
+            f,
+            AttributeId::SA_MCMEMBER_RECORD,
             sa::format_mcgroup_record,
         )
     });
@@ -145,14 +137,16 @@ fn saquery_outputs_are_byte_identical() {
         });
     }
     check(&sim, &mut f, "saquery", &["MCMR"], |f| {
-        dump(
-            &f.sa_all(AttributeId::SA_MCMEMBER_RECORD),
+        dump_all(
+            f,
+            AttributeId::SA_MCMEMBER_RECORD,
             sa::format_mcmember_record,
         )
     });
     check(&sim, &mut f, "saquery", &["GIR"], |f| {
-        dump(
-            &f.sa_all(AttributeId::SA_GUIDINFO_RECORD),
+        dump_all(
+            f,
+            AttributeId::SA_GUIDINFO_RECORD,
             sa::format_guidinfo_record,
         )
     });
@@ -163,46 +157,31 @@ fn saquery_outputs_are_byte_identical() {
                 block_num: block,
                 ..LftRecord::default()
             };
-            let a = f.sa(
-                SM_LID,
-                Method::GET_TABLE,
+            let a = get_table(
+                f,
                 AttributeId::SA_LFT_RECORD,
-                0,
                 LftRecord::COMP_LID | LftRecord::COMP_BLOCK_NUM,
-                &bytes(&q),
+                &q,
             );
             dump(&a, sa::format_lft_record)
         });
     }
     check(&sim, &mut f, "saquery", &["MFTR"], |f| {
-        dump(&f.sa_all(AttributeId::SA_MFT_RECORD), sa::format_mft_record)
+        dump_all(f, AttributeId::SA_MFT_RECORD, sa::format_mft_record)
     });
     check(&sim, &mut f, "saquery", &["SL2VL"], |f| {
-        dump(
-            &f.sa_all(AttributeId::SA_SL2VL_RECORD),
-            sa::format_sl2vl_record,
-        )
+        dump_all(f, AttributeId::SA_SL2VL_RECORD, sa::format_sl2vl_record)
     });
     check(&sim, &mut f, "saquery", &["VLAR", "1"], |f| {
         let q = VlArbRecord {
             lid: 1,
             ..VlArbRecord::default()
         };
-        let a = f.sa(
-            SM_LID,
-            Method::GET_TABLE,
-            AttributeId::SA_VLARB_RECORD,
-            0,
-            VlArbRecord::COMP_LID,
-            &bytes(&q),
-        );
+        let a = get_table(f, AttributeId::SA_VLARB_RECORD, VlArbRecord::COMP_LID, &q);
         dump(&a, sa::format_vlarb_record)
     });
     check(&sim, &mut f, "saquery", &["PR"], |f| {
-        dump(
-            &f.sa_all(AttributeId::SA_PATH_RECORD),
-            sa::format_path_record,
-        )
+        dump_all(f, AttributeId::SA_PATH_RECORD, sa::format_path_record)
     });
     for (src, dst) in [(2u16, 4u16), (1, 3)] {
         let arg = format!("{src}:{dst}");
@@ -213,26 +192,24 @@ fn saquery_outputs_are_byte_identical() {
                 numb_path: 0x7F,
                 ..PathRecord::default()
             };
-            let a = f.sa(
-                SM_LID,
-                Method::GET_TABLE,
+            let a = get_table(
+                f,
                 AttributeId::SA_PATH_RECORD,
-                0,
                 PathRecord::COMP_SLID | PathRecord::COMP_DLID | PathRecord::COMP_NUMB_PATH,
-                &bytes(&q),
+                &q,
             );
             dump(&a, sa::format_path_record)
         });
     }
     check(&sim, &mut f, "saquery", &["SR"], |f| {
-        dump(
-            &f.sa_all(AttributeId::SA_SERVICE_RECORD),
-            |r: &ServiceRecord| sa::format_service_record(r, false),
-        )
+        dump_all(f, AttributeId::SA_SERVICE_RECORD, |r: &ServiceRecord| {
+            sa::format_service_record(r, false)
+        })
     });
     check(&sim, &mut f, "saquery", &["IIR"], |f| {
-        dump(
-            &f.sa_all(AttributeId::SA_INFORMINFO_RECORD),
+        dump_all(
+            f,
+            AttributeId::SA_INFORMINFO_RECORD,
             |r: &InformInfoRecord| sa::format_inform_info_record(r, false),
         )
     });
@@ -240,11 +217,9 @@ fn saquery_outputs_are_byte_identical() {
 
 #[test]
 fn saquery_error_status_goes_to_stderr_in_sa_report_err_form() {
-    if !ready() {
+    let Some((sim, _osm)) = opensm_up(net()) else {
         return;
-    }
-    let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
+    };
     let mut f = Fetch::new(&sim);
     // OpenSM cannot build P_KeyTableRecords on ibsim (no SMP P_KeyTable
     // for them): the SA answers with an error status.
@@ -276,11 +251,9 @@ fn gid(port_guid: u64) -> [u8; 16] {
 
 #[test]
 fn saquery_service_record_of_a_registered_service_is_byte_identical() {
-    if !ready() {
+    let Some((sim, _osm)) = opensm_up(net()) else {
         return;
-    }
-    let sim = IbSim::start(net());
-    let _osm = OpenSm::start(&sim, "", Duration::from_secs(60));
+    };
     let mut f = Fetch::new(&sim);
 
     // A service, registered through our own port.

@@ -178,27 +178,27 @@ pub(crate) fn fixtures_parse_to_what_the_topology_file_says() {
     // ibsim's default arbitration tables (`default_vlarb_low` / `_high`):
     // low VL 0 weight 0, VLs 1.. weight 4; high VL 0 weight 4, VLs 1..
     // weight 0; cut to the port's VLArbLowCap / VLArbHighCap entries.
-    let low = VlArbTable::parse(data(&fixture("vlarb_low_hca1.hex"))).unwrap();
-    let low_cap = usize::from(h1.vl_arb_low_cap);
-    assert!(low_cap > 1 && low_cap <= 32);
-    for i in 0..32 {
-        let want = if i < low_cap {
-            VlArbTable::entry(i as u8, if i == 0 { 0 } else { 4 })
-        } else {
-            0
-        };
-        assert_eq!(low.entries[i], want, "low entry {i}");
-    }
-    let high = VlArbTable::parse(data(&fixture("vlarb_high_switch1_p1.hex"))).unwrap();
-    let high_cap = usize::from(p1.vl_arb_high_cap);
-    assert!(high_cap > 1 && high_cap <= 32);
-    for i in 0..32 {
-        let want = if i < high_cap {
-            VlArbTable::entry(i as u8, if i == 0 { 4 } else { 0 })
-        } else {
-            0
-        };
-        assert_eq!(high.entries[i], want, "high entry {i}");
+    for (name, file, cap, weight0, weight_rest) in [
+        ("low", "vlarb_low_hca1.hex", h1.vl_arb_low_cap, 0, 4),
+        (
+            "high",
+            "vlarb_high_switch1_p1.hex",
+            p1.vl_arb_high_cap,
+            4,
+            0,
+        ),
+    ] {
+        let table = VlArbTable::parse(data(&fixture(file))).unwrap();
+        let cap = usize::from(cap);
+        assert!(cap > 1 && cap <= 32, "{name} cap {cap}");
+        for i in 0..32 {
+            let want = if i < cap {
+                VlArbTable::entry(i as u8, if i == 0 { weight0 } else { weight_rest })
+            } else {
+                0
+            };
+            assert_eq!(table.entries[i], want, "{name} entry {i}");
+        }
     }
     // No SM has programmed the switch: every LID unrouted, no groups.
     let lft = LinearFwdTable::parse(data(&fixture("lft_switch1_b0.hex"))).unwrap();

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// One case of a VM run: what its two programs printed and their exit codes.
 #[derive(Debug, Clone, Default)]
@@ -34,6 +35,12 @@ impl Case {
             .iter()
             .filter_map(|l| l.strip_prefix(prefix).map(str::to_owned))
             .collect()
+    }
+
+    /// The last line that starts with `prefix`, with it removed.
+    #[must_use]
+    pub fn last(&self, prefix: &str) -> Option<String> {
+        self.with_prefix(prefix).pop()
     }
 
     /// The case's output, for assertion messages.
@@ -108,6 +115,22 @@ pub fn parse(console: &str) -> BTreeMap<String, Case> {
         }
     }
     cases
+}
+
+/// The one VM run a test binary shares: booted by `boot` on first use and
+/// kept in `cell`; `None` when the VM tests are [`skipped`]. Panics (in
+/// every test that asks) when the run failed.
+pub fn shared_run(
+    cell: &'static OnceLock<Result<VmRun, String>>,
+    boot: impl FnOnce() -> Result<VmRun, String>,
+) -> Option<&'static VmRun> {
+    if skipped() {
+        return None;
+    }
+    match cell.get_or_init(boot) {
+        Ok(r) => Some(r),
+        Err(e) => panic!("kernel VM: {e}"),
+    }
 }
 
 /// Boots the VM with `body` (a script under tests/kvm) and `programs`

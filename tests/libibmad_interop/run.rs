@@ -120,15 +120,7 @@ pub(crate) fn build_and_run() -> Result<Run, RunError> {
     parse_output(&String::from_utf8_lossy(&out.stdout)).map_err(RunError::Other)
 }
 
-pub(crate) fn hex_bytes(s: &str) -> Result<Vec<u8>, String> {
-    if !s.len().is_multiple_of(2) {
-        return Err(format!("odd hex string {s:?}"));
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| format!("{s:?}: {e}")))
-        .collect()
-}
+pub(crate) use mad_testkit::hex::decode as hex_bytes;
 
 pub(crate) fn parse_output(text: &str) -> Result<Run, String> {
     let mut buffers = Vec::new();

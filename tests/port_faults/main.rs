@@ -153,6 +153,23 @@ fn settle(p: &mut Port<Fi>, l: &mut Ledger, clock: &mut Clock) {
     panic!("port did not settle: {p:?}");
 }
 
+/// [`port`]`(depth, seed, cfg)` with one client that has streamed `n`
+/// sends in bursts of `burst`: the port, the client, the ledger and the
+/// clock.
+fn streamed(
+    depth: usize,
+    seed: u64,
+    cfg: FaultConfig,
+    n: u64,
+    burst: u64,
+) -> (Port<Fi>, ClientId, Ledger, Clock) {
+    let mut p = port(depth, seed, cfg);
+    let c = p.register();
+    let (mut l, mut clock) = (Ledger::default(), Clock::new());
+    stream(&mut p, &mut l, &mut clock, c, n, burst);
+    (p, c, l, clock)
+}
+
 /// Streams `n` sends of `c` in bursts of `burst`, polling between bursts.
 fn stream(p: &mut Port<Fi>, l: &mut Ledger, clock: &mut Clock, c: ClientId, n: u64, burst: u64) {
     for i in 0..n {
@@ -185,10 +202,7 @@ fn wr_error_mid_stream_one_error_then_flushes_then_recovery() {
             wr_error_state: state,
             ..FaultConfig::default()
         };
-        let mut p = port(16, 1, cfg);
-        let c = p.register();
-        let (mut l, mut clock) = (Ledger::default(), Clock::new());
-        stream(&mut p, &mut l, &mut clock, c, 1200, 40);
+        let (p, _, l, _) = streamed(16, 1, cfg, 1200, 40);
         l.assert_exactly_once();
 
         let errors = l.with_status(status);
@@ -233,10 +247,7 @@ fn random_wr_errors_each_flush_exactly_what_was_behind() {
         wr_error: Trigger::Probability(0.01),
         ..FaultConfig::default()
     };
-    let mut p = port(16, 0xfeed, cfg);
-    let c = p.register();
-    let (mut l, mut clock) = (Ledger::default(), Clock::new());
-    stream(&mut p, &mut l, &mut clock, c, 3000, 37);
+    let (p, _, l, _) = streamed(16, 0xfeed, cfg, 3000, 37);
     l.assert_exactly_once();
     let fi = p.transport().stats();
     let errors = l.with_status(WcStatus::GeneralErr);
@@ -260,11 +271,8 @@ fn random_wr_errors_each_flush_exactly_what_was_behind() {
 
 #[test]
 fn cq_overflow_with_hundreds_posted_flushes_exactly_those() {
-    let mut p = port(512, 3, FaultConfig::default());
-    let c = p.register();
-    let (mut l, mut clock) = (Ledger::default(), Clock::new());
     // Warm up: a stream that completes normally.
-    stream(&mut p, &mut l, &mut clock, c, 1000, 100);
+    let (mut p, c, mut l, mut clock) = streamed(512, 3, FaultConfig::default(), 1000, 100);
     assert_eq!(l.with_status(WcStatus::Success).len(), 1000);
 
     // The device stops completing; 1,000 sends: 512 posted, 488 queued.
@@ -585,10 +593,7 @@ fn every_async_event_reaches_every_client_once_and_attrs_refresh() {
 
 #[test]
 fn qp_fatal_flushes_that_qp_and_brings_it_back() {
-    let mut p = port(16, 9, FaultConfig::default());
-    let c = p.register();
-    let (mut l, mut clock) = (Ledger::default(), Clock::new());
-    stream(&mut p, &mut l, &mut clock, c, 500, 20);
+    let (mut p, c, mut l, mut clock) = streamed(16, 9, FaultConfig::default(), 500, 20);
     p.transport_mut().inner_mut().set_stalled(true);
     let held: Vec<SendToken> = (0..10).map(|i| l.post(&mut p, c, i).unwrap()).collect();
     p.transport_mut().inject_event(AsyncEvent::QpFatal(Qp::Qp1));

@@ -162,10 +162,7 @@ fn receives_go_to_the_subscribers_of_their_qp_and_class() {
 
 #[test]
 fn queued_sends_keep_order_and_bad_input_is_refused() {
-    let mut p = port(4, 11, FaultConfig::default());
-    let c = p.register();
-    let (mut l, mut clock) = (Ledger::default(), Clock::new());
-    stream(&mut p, &mut l, &mut clock, c, 1000, 97);
+    let (mut p, c, l, _) = streamed(4, 11, FaultConfig::default(), 1000, 97);
     let order: Vec<u64> = l.order.iter().map(|(t, _)| t.0).collect();
     assert!(
         order.windows(2).all(|w| w[0] < w[1]),

@@ -37,7 +37,7 @@ use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::Transport;
 use mad_core::wire::sa_records::{InformInfo, InformInfoRecord};
 use mad_core::wire::{AttributeId, Method};
-use support::opensm::{require_sbin, OpenSm, NEEDS_OPENSM};
+use support::opensm::{console_fabric_with_sm, require_sbin, OpenSm, NEEDS_OPENSM};
 use support::IbSim;
 
 /// The SA client every case here uses: one MAD per table, 2 s timeout,
@@ -183,11 +183,9 @@ fn opensm_fixtures_parse_to_what_saquery_printed() {
 /// over with the departed port's GID.
 #[test]
 fn opensm_reports_a_departed_port_to_a_subscribed_client() {
-    if !require_sbin(NEEDS_OPENSM) {
+    let Some((mut sim, _sm)) = console_fabric_with_sm("net", "sweep_interval 1") else {
         return;
-    }
-    let mut sim = IbSim::start_with_console(support::topologies_dir().join("net"));
-    let _sm = OpenSm::start(&sim, "sweep_interval 1", Duration::from_secs(60));
+    };
     // Reports go to the QPN named in InformInfo: ibsim hands a request to
     // QPN 1 only to the port's SM client, so attach under our own QPN.
     let mut cfg = sim.config().node("Hca1");
@@ -268,7 +266,7 @@ fn umad_child() {
         let resp = client
             .request(c.method, c.attr, 0, c.comp_mask, &c.template)
             .unwrap_or_else(|e| panic!("{}: {e}", c.name));
-        let hex: String = resp.bytes().iter().map(|b| format!("{b:02x}")).collect();
+        let hex = mad_testkit::hex::encode(resp.bytes());
         println!(
             "CASE\t{}\t{:04x}\t{}\t{hex}",
             c.name,
@@ -310,9 +308,7 @@ fn sa_client_over_the_umad_transport_under_libumad2sim_equals_saquery() {
             .filter(|a| !a.is_empty())
             .map(str::to_owned)
             .collect();
-        let mad: Vec<u8> = (0..hex.len() / 2)
-            .map(|k| u8::from_str_radix(&hex[2 * k..2 * k + 2], 16).expect("hex"))
-            .collect();
+        let mad = mad_testkit::hex::decode(hex).expect("hex");
         let ours = decode(attr, &mad).unwrap_or_else(|e| panic!("{name}: {e}"));
         let theirs_text = run_saquery(&sim, &args);
         match compare(attr, &ours, &parse_saquery(&theirs_text), Order::OursFirst) {

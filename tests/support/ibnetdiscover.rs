@@ -77,31 +77,34 @@ fn node_id(s: &str) -> Result<u64, String> {
     hex(g)
 }
 
-/// Splits off a leading `"..."`, returning (inside, rest).
-fn quoted(s: &str) -> Result<(&str, &str), String> {
+/// Splits off a leading `OPEN...CLOSE` (after white space), returning
+/// (inside, rest); `what` names the expected item in the error.
+fn delimited<'a>(
+    s: &'a str,
+    open: char,
+    close: char,
+    what: &str,
+) -> Result<(&'a str, &'a str), String> {
     let s = s.trim_start();
     let body = s
-        .strip_prefix('"')
-        .ok_or_else(|| format!("expected a quoted string at {s:?}"))?;
+        .strip_prefix(open)
+        .ok_or_else(|| format!("expected {what} at {s:?}"))?;
     let end = body
-        .find('"')
-        .ok_or_else(|| format!("unterminated quote in {s:?}"))?;
+        .find(close)
+        .ok_or_else(|| format!("no closing {close:?} in {s:?}"))?;
     Ok((&body[..end], &body[end + 1..]))
+}
+
+/// Splits off a leading `"..."`, returning (inside, rest).
+fn quoted(s: &str) -> Result<(&str, &str), String> {
+    delimited(s, '"', '"', "a quoted string")
 }
 
 /// Splits off a leading `[N]`.
 fn bracket(s: &str) -> Result<(u8, &str), String> {
-    let s = s.trim_start();
-    let body = s
-        .strip_prefix('[')
-        .ok_or_else(|| format!("expected [port] at {s:?}"))?;
-    let end = body
-        .find(']')
-        .ok_or_else(|| format!("unterminated [ in {s:?}"))?;
-    let n = body[..end]
-        .parse()
-        .map_err(|e| format!("bad port {:?}: {e}", &body[..end]))?;
-    Ok((n, &body[end + 1..]))
+    let (n, rest) = delimited(s, '[', ']', "[port]")?;
+    let n = n.parse().map_err(|e| format!("bad port {n:?}: {e}"))?;
+    Ok((n, rest))
 }
 
 /// Splits off an optional leading `(hex)`.

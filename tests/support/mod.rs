@@ -379,7 +379,8 @@ impl IbSim {
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             out.status.success(),
-            "child {test} failed: {stdout}\n{}",
+            "child {test} on {} failed: {stdout}\n{}",
+            self.netfile.display(),
             String::from_utf8_lossy(&out.stderr)
         );
         stdout

@@ -52,6 +52,19 @@ pub fn require_sbin(needs: &[(&str, &str)]) -> bool {
     super::require(&found)
 }
 
+/// ibsim with its console on topology file `topology` (of
+/// [`super::topologies_dir`]) and OpenSM (with `extra_conf`) brought up
+/// on it; `None` (the test returns) when OpenSM or ibsim is missing.
+#[must_use]
+pub fn console_fabric_with_sm(topology: &str, extra_conf: &str) -> Option<(IbSim, OpenSm)> {
+    if !require_sbin(NEEDS_OPENSM) {
+        return None;
+    }
+    let sim = IbSim::start_with_console(super::topologies_dir().join(topology));
+    let sm = OpenSm::start(&sim, extra_conf, Duration::from_secs(60));
+    Some((sim, sm))
+}
+
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// A running OpenSM; see the [module documentation](self).

@@ -411,19 +411,7 @@ pub fn compare_with_ibnetdiscover(
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Result<Vec<u8>, String> {
-    if !s.len().is_multiple_of(2) {
-        return Err(format!("odd hex length in {s:?}"));
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| format!("{s:?}: {e}")))
-        .collect()
-}
+use mad_testkit::hex::{decode as unhex, encode as hex};
 
 impl Fabric {
     /// A line-oriented text form (NodeInfo / PortInfo as the wire bytes),

@@ -6,10 +6,12 @@
 
 mod mad_cli;
 use mad_cli::text;
+use mad_testkit::assert_contains_all;
 
 use mad_core::pcap::{Direction, PacketMeta, PcapWriter, Timestamp};
 use mad_core::wire::attr::NodeInfo;
-use mad_core::wire::Repr;
+use mad_core::wire::{AttributeId, MadStatus, Method, MgmtClass};
+use mad_testkit::MadBuilder;
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -41,24 +43,19 @@ impl Drop for TempFile {
 
 /// A LID-routed SMP GetResp(NodeInfo) with a known NodeGUID.
 fn node_info_mad() -> Vec<u8> {
-    let mut m = vec![0u8; 256];
-    m[0] = 1;
-    m[1] = 0x01;
-    m[2] = 1;
-    m[3] = 0x81;
-    m[8..16].copy_from_slice(&0x0000_0000_cafe_0001u64.to_be_bytes());
-    m[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
-    NodeInfo {
+    let info = NodeInfo {
         base_version: 1,
         class_version: 1,
         num_ports: 36,
         node_guid: 0x0008_f105_0020_1234,
         local_port_num: 7,
         ..NodeInfo::default()
-    }
-    .emit(&mut m[64..])
-    .unwrap();
-    m
+    };
+    MadBuilder::smp_get(AttributeId::NODE_INFO)
+        .response(MadStatus::SUCCESS)
+        .tid(0xcafe_0001)
+        .data(&info)
+        .to_vec()
 }
 
 fn hex(m: &[u8]) -> String {
@@ -70,26 +67,16 @@ fn decodes_a_hex_mad_from_stdin_with_libibmad_labels() {
     let out = run(&["decode"], hex(&node_info_mad()).as_bytes());
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        stdout.contains("## MAD from stdin line 1: 256 bytes"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("# NodeInfo (byte 64)"), "{stdout}");
-    assert!(
-        stdout.contains("Guid:............................0x0008f10500201234\n"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("NumPorts:........................36\n"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("LocalPort:.......................7\n"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("AttrId:..........................NodeInfo\n"),
-        "{stdout}"
+    assert_contains_all(
+        &stdout,
+        &[
+            "## MAD from stdin line 1: 256 bytes",
+            "# NodeInfo (byte 64)",
+            "Guid:............................0x0008f10500201234\n",
+            "NumPorts:........................36\n",
+            "LocalPort:.......................7\n",
+            "AttrId:..........................NodeInfo\n",
+        ],
     );
 }
 
@@ -99,19 +86,15 @@ fn decodes_the_shipped_sample_file() {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(stdout.matches("## MAD from").count(), 3, "{stdout}");
-    assert!(stdout.contains("# DrSMP (byte 0)"), "{stdout}");
-    assert!(
-        stdout.contains("DrSmpRetPath:....................0,3\n"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("# PathRecord [1] (byte 120)"), "{stdout}");
-    assert!(
-        stdout.contains("PathRecDLid:.....................6\n"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("PortXmitData:....................123456\n"),
-        "{stdout}"
+    assert_contains_all(
+        &stdout,
+        &[
+            "# DrSMP (byte 0)",
+            "DrSmpRetPath:....................0,3\n",
+            "# PathRecord [1] (byte 120)",
+            "PathRecDLid:.....................6\n",
+            "PortXmitData:....................123456\n",
+        ],
     );
 }
 
@@ -123,13 +106,15 @@ fn decodes_a_pcap_file_written_by_mad_core() {
     let meta = PacketMeta::for_mad(&m, 1, 0x22, Direction::Received);
     w.write_mad(Timestamp::new(1_700_000_000, 0), &m, &meta)
         .unwrap();
-    let mut sa = vec![0u8; 256];
-    sa[0] = 1;
-    sa[1] = 0x03;
-    sa[2] = 2;
-    sa[3] = 0x81;
-    sa[16..18].copy_from_slice(&0x0035u16.to_be_bytes());
-    sa[56 + 40..56 + 42].copy_from_slice(&0x0042u16.to_be_bytes()); // PathRecord DLID
+    let sa = MadBuilder::new(
+        MgmtClass::SUBN_ADM,
+        2,
+        Method::GET,
+        AttributeId::SA_PATH_RECORD,
+    )
+    .response(MadStatus::SUCCESS)
+    .bytes_at(56 + 40, &0x0042u16.to_be_bytes()) // PathRecord DLID
+    .build();
     w.write_mad_auto(Timestamp::new(1_700_000_001, 0), &sa, 2, 1, Direction::Sent)
         .unwrap();
     drop(w);
@@ -139,21 +124,22 @@ fn decodes_a_pcap_file_written_by_mad_core() {
         let out = run(&args, b"");
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{}", text(&out.stderr));
-        assert!(
-            stdout.contains(&format!("## MAD from {} packet 1", f.path())),
-            "{stdout}"
-        );
-        assert!(
-            stdout.contains(&format!("## MAD from {} packet 2", f.path())),
-            "{stdout}"
+        assert_contains_all(
+            &stdout,
+            &[
+                &format!("## MAD from {} packet 1", f.path()),
+                &format!("## MAD from {} packet 2", f.path()),
+            ],
         );
         assert!(stdout.contains("Guid:............................0x0008f10500201234\n"));
-        assert!(stdout.contains("DLID 0x0022"), "{stdout}");
-        assert!(stdout.contains("QP 0 -> 0"), "{stdout}");
-        assert!(stdout.contains("QP 1 -> 1"), "{stdout}");
-        assert!(
-            stdout.contains("PathRecDLid:.....................66\n"),
-            "{stdout}"
+        assert_contains_all(
+            &stdout,
+            &[
+                "DLID 0x0022",
+                "QP 0 -> 0",
+                "QP 1 -> 1",
+                "PathRecDLid:.....................66\n",
+            ],
         );
         assert!(!stdout.contains("CRC check"), "{stdout}");
     }

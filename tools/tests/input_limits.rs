@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use mad_testkit::assert_contains_all;
 use mad_tools::limits::{MAX_DECODE_INPUT_LEN, MAX_NODE_NAME_MAP_LEN};
 use mad_tools::namemap::NameMap;
 
@@ -21,10 +22,9 @@ fn mad_decode_of_dev_zero_stops_at_its_limit_and_names_the_file_and_limit() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("/dev/zero"), "{err}");
-    assert!(
-        err.contains(&MAX_DECODE_INPUT_LEN.to_string()) && err.contains("64 MiB"),
-        "{err}"
+    assert_contains_all(
+        &err,
+        &["/dev/zero", &MAX_DECODE_INPUT_LEN.to_string(), "64 MiB"],
     );
 }
 
@@ -53,10 +53,9 @@ fn mad_decode_of_an_endless_standard_input_stops_at_its_limit() {
 #[test]
 fn a_node_name_map_of_dev_zero_is_refused_naming_the_file_and_limit() {
     let e = NameMap::load(Path::new("/dev/zero")).unwrap_err();
-    assert!(e.contains("/dev/zero"), "{e}");
-    assert!(
-        e.contains(&MAX_NODE_NAME_MAP_LEN.to_string()) && e.contains("16 MiB"),
-        "{e}"
+    assert_contains_all(
+        &e,
+        &["/dev/zero", &MAX_NODE_NAME_MAP_LEN.to_string(), "16 MiB"],
     );
 }
 

@@ -13,10 +13,7 @@ use harness::VmRun;
 
 fn vm() -> Option<&'static VmRun> {
     static RUN: OnceLock<Result<VmRun, String>> = OnceLock::new();
-    if harness::skipped() {
-        return None;
-    }
-    let run = RUN.get_or_init(|| {
+    harness::shared_run(&RUN, || {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .expect("tools/ has a parent");
@@ -25,11 +22,7 @@ fn vm() -> Option<&'static VmRun> {
             "diags.sh",
             &[PathBuf::from(env!("CARGO_BIN_EXE_mad"))],
         )
-    });
-    match run {
-        Ok(r) => Some(r),
-        Err(e) => panic!("kernel VM: {e}"),
-    }
+    })
 }
 
 /// ibwarn / ibpanic lines name the process id (`ibpanic: [179] main: ...`):

@@ -9,8 +9,28 @@
 
 use std::process::Command;
 
+/// Whether script(1) is here to give `mad` a terminal; under CI its
+/// absence fails the test instead of skipping it.
 fn have_script() -> bool {
-    Command::new("script").arg("--version").output().is_ok()
+    let have = Command::new("script").arg("--version").output().is_ok();
+    if !have {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "script (bsdutils) missing"
+        );
+        eprintln!("NOT RUN: script missing");
+    }
+    have
+}
+
+/// What `mad ARGS` drew on a terminal holds each of `labels`, and every
+/// drawing is erased: the terminal ends on CR + erase-line.
+fn assert_drawn_and_erased(args: &str, labels: &[&str]) {
+    let tty = on_a_terminal(args);
+    for label in labels {
+        assert!(tty.contains(label), "{label:?} not drawn: {tty:?}");
+    }
+    assert!(tty.ends_with("\r\x1b[2K"), "{tty:?}");
 }
 
 /// Runs `mad ARGS` with a terminal on stdin/stdout/stderr (stdout sent
@@ -30,23 +50,16 @@ fn on_a_terminal(args: &str) -> String {
 #[test]
 fn bring_up_discovery_and_sweep_draw_and_erase_on_a_terminal() {
     if !have_script() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "script (bsdutils) missing"
-        );
-        eprintln!("NOT RUN: script missing");
         return;
     }
-    let tty = on_a_terminal("--sim sweep");
-    for label in [
-        "SM-lite: bringing up",
-        " discovering ",
-        "reading counters [",
-    ] {
-        assert!(tty.contains(label), "{label:?} not drawn: {tty:?}");
-    }
-    // Every drawing is erased: the terminal ends on CR + erase-line.
-    assert!(tty.ends_with("\r\x1b[2K"), "{tty:?}");
+    assert_drawn_and_erased(
+        "--sim sweep",
+        &[
+            "SM-lite: bringing up",
+            " discovering ",
+            "reading counters [",
+        ],
+    );
 }
 
 #[test]
@@ -54,9 +67,7 @@ fn large_sa_tables_and_benchmarks_draw_too() {
     if !have_script() {
         return;
     }
-    let tty = on_a_terminal("--sim saquery PR");
-    assert!(tty.contains("saquery: reading the SA's records"), "{tty:?}");
-    assert!(tty.ends_with("\r\x1b[2K"), "{tty:?}");
+    assert_drawn_and_erased("--sim saquery PR", &["saquery: reading the SA's records"]);
     let tty = on_a_terminal("--sim bench --w 1 --queries 200 --targets 0");
     assert!(tty.contains("bench: measuring"), "{tty:?}");
 }

@@ -35,6 +35,13 @@ fn ok(args: &[&str]) -> String {
     out
 }
 
+/// [`ok`], asserting that the output starts with `prefix`.
+fn ok_starting(args: &[&str], prefix: &str) -> String {
+    let out = ok(args);
+    assert!(out.starts_with(prefix), "mad --sim {args:?}: {out}");
+    out
+}
+
 fn json(args: &[&str]) -> serde_json::Value {
     let out = ok(args);
     serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"))
@@ -71,14 +78,15 @@ fn temp_dir(tag: &str) -> PathBuf {
 
 #[test]
 fn smpquery_reads_every_attribute_of_the_built_in_fabric() {
-    let out = ok(&["smpquery", "nodeinfo", "2"]);
-    assert!(out.starts_with("# Node info: Lid 2\n"), "{out}");
+    let out = ok_starting(&["smpquery", "nodeinfo", "2"], "# Node info: Lid 2\n");
     assert_eq!(field(&out, "NodeType"), "Switch");
     assert_eq!(field(&out, "NumPorts"), "8");
     let out = ok(&["smpquery", "-D", "nodedesc", "0,1"]);
     assert_eq!(out, "Node Description:.leaf-1 madsim 8-port leaf switch\n");
-    let out = ok(&["smpquery", "portinfo", "3", "1"]);
-    assert!(out.starts_with("# Port info: Lid 3 port 1\n"), "{out}");
+    let out = ok_starting(
+        &["smpquery", "portinfo", "3", "1"],
+        "# Port info: Lid 3 port 1\n",
+    );
     assert_eq!(field(&out, "LinkState"), "Active");
     assert_eq!(field(&out, "Lid"), "3");
     assert_eq!(field(&out, "SMLid"), "1");
@@ -99,23 +107,22 @@ fn smpquery_reads_every_attribute_of_the_built_in_fabric() {
     );
     let out = ok(&["smpquery", "GI", "3"]);
     assert!(out.ends_with("guids capacity for this port\n"), "{out}");
-    let out = ok(&["smpquery", "-x", "PI", "-D", "0"]);
-    assert!(out.starts_with("# Port info: DR path slid 65535; dlid 65535; 0 port 0"));
+    ok_starting(
+        &["smpquery", "-x", "PI", "-D", "0"],
+        "# Port info: DR path slid 65535; dlid 65535; 0 port 0",
+    );
 }
 
 #[test]
 fn perfquery_counts_the_commands_own_traffic() {
-    let out = ok(&["perfquery"]);
-    assert!(
-        out.starts_with("# Port counters: Lid 3 port 1 (CapMask: 0x"),
-        "{out}"
-    );
+    let out = ok_starting(&["perfquery"], "# Port counters: Lid 3 port 1 (CapMask: 0x");
     let pkts: u64 = field(&out, "PortXmitPkts").parse().unwrap();
     assert!(pkts > 0, "SM-lite's and our MADs crossed this port: {out}");
-    let out = ok(&["perfquery", "-x", "2", "1"]);
-    assert!(out.starts_with("# Port extended counters: Lid 2 port 1"));
-    let out = ok(&["perfquery", "-a", "2"]);
-    assert!(out.starts_with("# Port counters: Lid 2 port 255"), "{out}");
+    ok_starting(
+        &["perfquery", "-x", "2", "1"],
+        "# Port extended counters: Lid 2 port 1",
+    );
+    ok_starting(&["perfquery", "-a", "2"], "# Port counters: Lid 2 port 255");
     let out = ok(&["perfquery", "-l", "2", "1-3"]);
     assert_eq!(out.matches("# Port counters: Lid 2 port").count(), 3);
     let (out, _, code) = sim(&["perfquery", "-R", "2", "1"]);
@@ -127,10 +134,9 @@ fn perfquery_counts_the_commands_own_traffic() {
 
 #[test]
 fn sminfo_ibaddr_and_ibstat_show_the_sm_and_the_local_port() {
-    let out = ok(&["sminfo"]);
-    assert!(
-        out.starts_with("sminfo: sm lid 1 sm guid 0x100001, activity count "),
-        "{out}"
+    let out = ok_starting(
+        &["sminfo"],
+        "sminfo: sm lid 1 sm guid 0x100001, activity count ",
     );
     assert!(
         out.ends_with(" priority 0 state 3 SMINFO_MASTER\n"),
@@ -138,11 +144,7 @@ fn sminfo_ibaddr_and_ibstat_show_the_sm_and_the_local_port() {
     );
     assert_eq!(ok(&["ibaddr"]), "GID fe80::10:4 LID start 0x3 end 0x3\n");
     assert_eq!(ok(&["ibaddr", "-L", "8"]), "LID start 8 end 8\n");
-    let out = ok(&["ibstat"]);
-    assert!(
-        out.starts_with("CA 'host-2'\n\tCA type: simulator\n"),
-        "{out}"
-    );
+    let out = ok_starting(&["ibstat"], "CA 'host-2'\n\tCA type: simulator\n");
     assert!(out.contains("\t\tBase lid: 3\n\t\tLMC: 0\n\t\tSM lid: 1\n"));
     let out = ok(&["ibstatus"]);
     assert!(out.contains("\tbase lid:\t 0x3\n\tsm lid:\t\t 0x1\n\tstate:\t\t 4: ACTIVE\n"));
@@ -150,8 +152,10 @@ fn sminfo_ibaddr_and_ibstat_show_the_sm_and_the_local_port() {
 
 #[test]
 fn ibportstate_disables_and_enables_a_link_of_the_built_in_fabric() {
-    let out = ok(&["ibportstate", "8", "7"]);
-    assert!(out.starts_with("Switch PortInfo:\n# Port info: Lid 8 port 7\n"));
+    let out = ok_starting(
+        &["ibportstate", "8", "7"],
+        "Switch PortInfo:\n# Port info: Lid 8 port 7\n",
+    );
     assert_eq!(field(&out, "LinkState"), "Active");
     // The peer of an active switch port (spine-1 port 2), as hardware
     // shows it.
@@ -432,8 +436,10 @@ fn pcap_records_every_mad_the_command_sends_and_receives() {
     let dir = temp_dir("pcap");
     let file = dir.join("q.pcap");
     let f = file.to_str().unwrap();
-    let out = ok(&["--pcap", f, "smpquery", "nodeinfo", "4"]);
-    assert!(out.starts_with("# Node info: Lid 4"));
+    ok_starting(
+        &["--pcap", f, "smpquery", "nodeinfo", "4"],
+        "# Node info: Lid 4",
+    );
     let bytes = std::fs::read(&file).unwrap();
     let mut r = PcapReader::new(&bytes[..]).unwrap();
     let mut recs = Vec::new();
@@ -448,8 +454,7 @@ fn pcap_records_every_mad_the_command_sends_and_receives() {
     assert_eq!(recs[0].mad[8..16], recs[1].mad[8..16], "same TID");
     assert_eq!((recs[0].meta.slid, recs[0].meta.dlid), (3, 4));
     // perfquery: ClassPortInfo and PortCounters, both ways.
-    let out = ok(&["perfquery", "--pcap", f, "1", "1"]);
-    assert!(out.starts_with("# Port counters"));
+    ok_starting(&["perfquery", "--pcap", f, "1", "1"], "# Port counters");
     let bytes = std::fs::read(&file).unwrap();
     let mut r = PcapReader::new(&bytes[..]).unwrap();
     let mut n = 0;
@@ -490,8 +495,7 @@ fn saquery_returns_whole_tables_from_the_built_in_sa() {
     // Every node: 12 NodeRecords, far more than one MAD holds (RMPP).
     let out = ok(&["saquery"]);
     assert_eq!(out.matches("NodeRecord dump:").count(), 12, "{out}");
-    let out = ok(&["saquery", "-D"]);
-    assert!(out.starts_with("   LID \"name\"\n================\n"));
+    let out = ok_starting(&["saquery", "-D"], "   LID \"name\"\n================\n");
     assert_eq!(out.lines().count(), 2 + 8, "{out}");
     // Links: every cable, both ways (8 host cables, 4 leaf-spine ones).
     let out = ok(&["saquery", "LR"]);
@@ -518,8 +522,7 @@ fn saquery_returns_whole_tables_from_the_built_in_sa() {
     assert!(out.contains("\t\tEndPortLid..............3\n\t\tPortNum.................1\n"));
     let out = ok(&["saquery", "SWIR"]);
     assert_eq!(out.matches("SwitchInfoRecord dump:").count(), 4);
-    let out = ok(&["saquery", "-c"]);
-    assert!(out.starts_with("SA ClassPortInfo:\n"), "{out}");
+    ok_starting(&["saquery", "-c"], "SA ClassPortInfo:\n");
     let out = ok(&["saquery", "SMIR"]);
     assert!(out.contains("SMInfoRecord dump:"), "{out}");
     // JSON: the records and their fields.

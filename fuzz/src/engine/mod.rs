@@ -17,6 +17,7 @@
 mod check;
 
 use crate::clock::Clock;
+use crate::ops::Ops;
 use arbitrary::{Arbitrary, Unstructured};
 use mad_agents::{
     AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, FlowLimit, Message, SendId, SendRequest,
@@ -594,15 +595,8 @@ pub fn run(data: &[u8]) {
         held: Vec::new(),
         cookie: 0,
     };
-    let mut steps = 0;
-    while !u.is_empty() {
-        let Ok(op) = Op::arbitrary(&mut u) else {
-            break;
-        };
-        steps += 1;
-        if steps > 300 {
-            break;
-        }
+    let mut ops = Ops::<Op>::new(&mut u, 300);
+    for op in ops.by_ref() {
         let now = h.clock.now();
         match op {
             Op::Register(kind, hold) => h.register(kind, hold),
@@ -711,6 +705,11 @@ pub fn run(data: &[u8]) {
     assert_eq!(h.e.poll_timeout(), None, "a timer with nothing registered");
     if std::env::var_os("MADSTACK_FUZZ_VERBOSE").is_some() {
         // To see how deep an input (or a corpus) gets.
-        eprintln!("{steps} steps, {} sends, {:?}", h.sends.len(), h.e.stats());
+        eprintln!(
+            "{} steps, {} sends, {:?}",
+            ops.taken(),
+            h.sends.len(),
+            h.e.stats()
+        );
     }
 }

@@ -48,16 +48,15 @@ fn an_unclaimed_get_is_answered_with_status_0x000c_and_other_methods_are_dropped
         )
         .to_vec();
     dr[6] = 3; // as received at the far end
-    e.handle_recv(
+    recv_and_poll(
+        &mut e,
         t0,
         Received {
             qp: Qp::Qp0,
             src: Address::smi(0xFFFF),
             mad: dr.into(),
         },
-    )
-    .unwrap();
-    e.poll(t0);
+    );
     e.poll(t0 + MS);
     let sent = far.sent.lock().unwrap();
     assert_eq!(
@@ -92,20 +91,10 @@ fn a_conflicting_registration_is_refused_naming_the_owner() {
     let (lb, _far) = port(5);
     let mut e = engine(lb);
     let pma = e
-        .register(AgentSpec::requests(
-            "pma",
-            MgmtClass::PERF_MGT,
-            1,
-            &[Method::GET, Method::SET],
-        ))
+        .register(perf_requests("pma", &[Method::GET, Method::SET]))
         .unwrap();
     let err = e
-        .register(AgentSpec::requests(
-            "intruder",
-            MgmtClass::PERF_MGT,
-            1,
-            &[Method::SET],
-        ))
+        .register(perf_requests("intruder", &[Method::SET]))
         .unwrap_err();
     match &err {
         RegisterError::MethodInUse {
@@ -120,13 +109,7 @@ fn a_conflicting_registration_is_refused_naming_the_owner() {
     }
     assert!(err.to_string().contains("\"pma\""), "{err}");
     // Other methods, another class version, send-only agents: fine.
-    e.register(AgentSpec::requests(
-        "trap",
-        MgmtClass::PERF_MGT,
-        1,
-        &[Method::TRAP],
-    ))
-    .unwrap();
+    e.register(perf_requests("trap", &[Method::TRAP])).unwrap();
     e.register(AgentSpec::requests(
         "v2",
         MgmtClass::PERF_MGT,
@@ -164,35 +147,15 @@ fn a_conflicting_registration_is_refused_naming_the_owner() {
     // After deregistration the methods are free again.
     e.deregister(pma).unwrap();
     assert_eq!(e.agent_state(pma), None);
-    e.register(AgentSpec::requests(
-        "pma2",
-        MgmtClass::PERF_MGT,
-        1,
-        &[Method::SET],
-    ))
-    .unwrap();
+    e.register(perf_requests("pma2", &[Method::SET])).unwrap();
 }
 
 #[test]
 fn requests_dispatch_by_class_version_method_and_oui() {
     let (lb, _far) = port(5);
     let mut e = engine(lb);
-    let get = e
-        .register(AgentSpec::requests(
-            "get",
-            MgmtClass::PERF_MGT,
-            1,
-            &[Method::GET],
-        ))
-        .unwrap();
-    let set = e
-        .register(AgentSpec::requests(
-            "set",
-            MgmtClass::PERF_MGT,
-            1,
-            &[Method::SET],
-        ))
-        .unwrap();
+    let get = e.register(perf_requests("get", &[Method::GET])).unwrap();
+    let set = e.register(perf_requests("set", &[Method::SET])).unwrap();
     let v2 = e
         .register(AgentSpec::requests(
             "v2",
@@ -206,15 +169,7 @@ fn requests_dispatch_by_class_version_method_and_oui() {
         .unwrap();
     let t0 = Instant::now();
     let push = |e: &mut Engine<Loopback>, m: Vec<u8>| {
-        e.handle_recv(
-            t0,
-            Received {
-                qp: Qp::Qp1,
-                src: Address::gsi(3),
-                mad: m.into(),
-            },
-        )
-        .unwrap();
+        e.handle_recv(t0, gsi_from(3, m)).unwrap();
     };
     let mut set_req = perf_get();
     set_req[3] = Method::SET.0;
@@ -251,24 +206,10 @@ fn the_receive_queue_is_bounded_and_drops_are_counted() {
             ..EngineConfig::default()
         },
     );
-    let a = e
-        .register(AgentSpec::requests(
-            "pma",
-            MgmtClass::PERF_MGT,
-            1,
-            &[Method::GET],
-        ))
-        .unwrap();
+    let a = e.register(perf_requests("pma", &[Method::GET])).unwrap();
     for _ in 0..10 {
-        e.handle_recv(
-            Instant::now(),
-            Received {
-                qp: Qp::Qp1,
-                src: Address::gsi(3),
-                mad: perf_get().into(),
-            },
-        )
-        .unwrap();
+        e.handle_recv(Instant::now(), gsi_from(3, perf_get()))
+            .unwrap();
     }
     e.poll(Instant::now());
     assert_eq!(drain(&mut e).len(), 4);
@@ -276,16 +217,7 @@ fn the_receive_queue_is_bounded_and_drops_are_counted() {
     assert_eq!((st.received, st.recv_dropped), (4, 6));
     assert_eq!(e.stats().recv_dropped, 6);
     // Once drained, there is room again.
-    e.handle_recv(
-        Instant::now(),
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(3),
-            mad: perf_get().into(),
-        },
-    )
-    .unwrap();
-    e.poll(Instant::now());
+    recv_and_poll(&mut e, Instant::now(), gsi_from(3, perf_get()));
     assert_eq!(drain(&mut e).len(), 1);
 }
 
@@ -294,21 +226,9 @@ fn responses_go_to_the_sending_agent_only() {
     let (lb, _far) = port(5);
     let mut e = engine(lb);
     let a = perf_agent(&mut e);
-    let b = e
-        .register(AgentSpec::requests(
-            "pma",
-            MgmtClass::PERF_MGT,
-            1,
-            &[Method::GET],
-        ))
-        .unwrap();
+    let b = e.register(perf_requests("pma", &[Method::GET])).unwrap();
     let t0 = Instant::now();
-    e.send(
-        a,
-        SendRequest::new(perf_get(), Address::gsi(7)).expect_response(MS, 0),
-        t0,
-    )
-    .unwrap();
+    e.send(a, perf_request(MS, 0), t0).unwrap();
     e.poll(t0);
     let evs = drain(&mut e);
     assert_eq!(evs.len(), 1);
@@ -318,29 +238,11 @@ fn responses_go_to_the_sending_agent_only() {
 
 #[test]
 fn deregistration_flushes_waiting_sends_and_waits_for_posted_ones() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let waiting = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7))
-                .expect_response(Duration::from_secs(9), 0),
-            t0,
-        )
-        .unwrap();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, false);
+    let waiting = e.send(a, perf_request(9 * SEC, 0), t0).unwrap();
     e.poll(t0);
     e.port_mut().transport_mut().set_stalled(true);
-    let posted = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7))
-                .expect_response(Duration::from_secs(9), 0),
-            t0,
-        )
-        .unwrap();
+    let posted = e.send(a, perf_request(9 * SEC, 0), t0).unwrap();
     let no_resp = e
         .send(a, SendRequest::new(perf_get(), Address::gsi(7)), t0)
         .unwrap();
@@ -376,23 +278,13 @@ fn deregistration_flushes_waiting_sends_and_waits_for_posted_ones() {
 
 #[test]
 fn one_hundred_thousand_outstanding_sends_on_one_agent_deregister_cleanly() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, false);
     let n = 100_000usize;
     let mut ids = std::collections::HashSet::new();
     let start = Instant::now();
     for i in 0..n {
         let s = e
-            .send(
-                a,
-                SendRequest::new(perf_get(), Address::gsi(7))
-                    .expect_response(Duration::from_secs(3600), 1)
-                    .cookie(i as u64),
-                t0,
-            )
+            .send(a, perf_request(3600 * SEC, 1).cookie(i as u64), t0)
             .unwrap();
         ids.insert(s);
         if i % 64 == 63 {
@@ -421,6 +313,17 @@ fn one_hundred_thousand_outstanding_sends_on_one_agent_deregister_cleanly() {
     eprintln!("100k sends: {sends:?} to post, {dereg:?} to deregister");
 }
 
+/// The port reports `ev`; the events the engine then hands out.
+fn event_and_drain(
+    e: &mut Engine<Loopback>,
+    ev: AsyncEvent,
+    now: Instant,
+) -> Vec<(AgentId, AgentEvent)> {
+    e.port_mut().transport_mut().push_event(ev);
+    e.poll(now);
+    drain(e)
+}
+
 #[test]
 fn async_events_reach_every_agent_and_a_holding_agent_delays_the_soft_reset() {
     let (lb, _far) = port(5);
@@ -430,35 +333,20 @@ fn async_events_reach_every_agent_and_a_holding_agent_delays_the_soft_reset() {
         .unwrap();
     let other = perf_agent(&mut e);
     let t0 = Instant::now();
-    e.port_mut()
-        .transport_mut()
-        .push_event(AsyncEvent::SmChange);
-    e.poll(t0);
-    let evs = drain(&mut e);
+    let evs = event_and_drain(&mut e, AsyncEvent::SmChange, t0);
     for a in [holder, other] {
         assert!(
             evs.contains(&(a, AgentEvent::Async(AsyncEvent::SmChange))),
             "{evs:?}"
         );
     }
-    e.port_mut()
-        .transport_mut()
-        .push_event(AsyncEvent::SoftResetRequest);
-    e.poll(t0);
-    let evs = drain(&mut e);
+    let evs = event_and_drain(&mut e, AsyncEvent::SoftResetRequest, t0);
     for a in [holder, other] {
         assert!(evs.contains(&(a, AgentEvent::ResetPending)), "{evs:?}");
     }
     assert!(e.port().is_reset_pending());
     // A send made meanwhile waits, it is not lost.
-    let s = e
-        .send(
-            other,
-            SendRequest::new(perf_get(), Address::gsi(7))
-                .expect_response(Duration::from_secs(1), 0),
-            t0,
-        )
-        .unwrap();
+    let s = e.send(other, perf_request(1 * SEC, 0), t0).unwrap();
     e.poll(t0 + MS);
     assert!(
         e.port().is_reset_pending(),

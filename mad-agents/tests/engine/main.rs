@@ -20,9 +20,13 @@ mod support;
 
 mod dispatch;
 
-use support::{completions, drain, perf_get, tid_of, Sent};
+use support::{
+    completions, drain, gsi_from, perf_get, perf_request, perf_requests, recv_and_poll, tid_of,
+    Sent,
+};
 
 const MS: Duration = Duration::from_millis(1);
+const SEC: Duration = Duration::from_secs(1);
 
 /// What the far side does with a request.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -60,6 +64,18 @@ fn port(lid: u16) -> (Loopback, Far) {
     (lb, Far { sent, mode })
 }
 
+/// An engine on [`port`]`(5)` with a send-only PerfMgt agent: the far
+/// side in `mode`, the loopback's completions held while `stalled`; and
+/// the start of virtual time.
+fn rig(mode: Mode, stalled: bool) -> (Engine<Loopback>, Far, AgentId, Instant) {
+    let (mut lb, far) = port(5);
+    *far.mode.lock().unwrap() = mode;
+    lb.set_stalled(stalled);
+    let mut e = engine(lb);
+    let a = perf_agent(&mut e);
+    (e, far, a, Instant::now())
+}
+
 fn response_to(mad: &[u8]) -> Vec<u8> {
     let mut r = mad.to_vec();
     r[3] |= 0x80;
@@ -88,19 +104,8 @@ fn perf_agent(e: &mut Engine<impl mad_core::transport::Transport>) -> AgentId {
 
 #[test]
 fn a_response_completes_the_send_with_success_and_the_response() {
-    let (lb, far) = port(5);
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7))
-                .expect_response(100 * MS, 2)
-                .cookie(42),
-            t0,
-        )
-        .unwrap();
+    let (mut e, far, a, t0) = rig(Mode::Answer, false);
+    let s = e.send(a, perf_request(100 * MS, 2).cookie(42), t0).unwrap();
     assert!(e.is_outstanding(s));
     e.poll(t0);
     let evs = drain(&mut e);
@@ -126,18 +131,8 @@ fn a_response_completes_the_send_with_success_and_the_response() {
 
 #[test]
 fn the_timeout_fires_exactly_at_its_deadline() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, false);
+    let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     // The timer starts when the work request completes.
     assert_eq!(e.poll_timeout(), None);
     e.poll(t0);
@@ -154,17 +149,8 @@ fn the_timeout_fires_exactly_at_its_deadline() {
 
 #[test]
 fn retries_repost_the_same_mad_with_the_same_tid_and_stop_at_the_limit() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    e.send(
-        a,
-        SendRequest::new(perf_get(), Address::gsi(7)).expect_response(50 * MS, 3),
-        t0,
-    )
-    .unwrap();
+    let (mut e, far, a, t0) = rig(Mode::Silent, false);
+    e.send(a, perf_request(50 * MS, 3), t0).unwrap();
     let mut t = t0;
     let mut done = Vec::new();
     for step in 0..=40 {
@@ -201,12 +187,7 @@ fn backoff_doubles_after_the_linear_retries_and_the_absolute_deadline_cuts_it() 
     let t0 = Instant::now();
     let tt = 100 * MS;
     // Without an explicit total: (3 + 1) x 100 ms = 400 ms.
-    e.send(
-        a,
-        SendRequest::new(perf_get(), Address::gsi(7)).expect_response(tt, 3),
-        t0,
-    )
-    .unwrap();
+    e.send(a, perf_request(tt, 3), t0).unwrap();
     e.poll(t0);
     assert_eq!(e.poll_timeout(), Some(t0 + tt));
     e.poll(t0 + tt); // retry 1, then waits 2T
@@ -228,9 +209,7 @@ fn backoff_doubles_after_the_linear_retries_and_the_absolute_deadline_cuts_it() 
     let t1 = t0 + Duration::from_secs(10);
     e.send(
         a,
-        SendRequest::new(perf_get(), Address::gsi(7))
-            .expect_response(tt, 3)
-            .total_timeout(Duration::from_secs(60)),
+        perf_request(tt, 3).total_timeout(Duration::from_secs(60)),
         t1,
     )
     .unwrap();
@@ -248,31 +227,13 @@ fn backoff_doubles_after_the_linear_retries_and_the_absolute_deadline_cuts_it() 
 
 #[test]
 fn a_response_after_the_timeout_is_counted_and_dropped() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    e.send(
-        a,
-        SendRequest::new(perf_get(), Address::gsi(7)).expect_response(10 * MS, 0),
-        t0,
-    )
-    .unwrap();
+    let (mut e, far, a, t0) = rig(Mode::Silent, false);
+    e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.poll(t0);
     e.poll(t0 + 10 * MS);
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Timeout);
     let req = far.sent.lock().unwrap()[0].1.clone();
-    e.handle_recv(
-        t0 + 11 * MS,
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(7),
-            mad: response_to(&req).into(),
-        },
-    )
-    .unwrap();
-    e.poll(t0 + 11 * MS);
+    recv_and_poll(&mut e, t0 + 11 * MS, gsi_from(7, response_to(&req)));
     assert!(
         drain(&mut e).is_empty(),
         "the late response is not delivered"
@@ -282,32 +243,12 @@ fn a_response_after_the_timeout_is_counted_and_dropped() {
 
 #[test]
 fn a_response_that_beats_the_send_completion_completes_on_the_completion() {
-    let (mut lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    lb.set_stalled(true);
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(10 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, true);
+    let s = e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.poll(t0);
     let mut req = perf_get();
     req[8..16].copy_from_slice(&e.send_tid(s).unwrap().to_be_bytes());
-    e.handle_recv(
-        t0 + MS,
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(7),
-            mad: response_to(&req).into(),
-        },
-    )
-    .unwrap();
-    e.poll(t0 + MS);
+    recv_and_poll(&mut e, t0 + MS, gsi_from(7, response_to(&req)));
     assert!(
         drain(&mut e).is_empty(),
         "the work request still holds a reference"
@@ -323,18 +264,8 @@ fn a_response_that_beats_the_send_completion_completes_on_the_completion() {
 
 #[test]
 fn cancel_before_the_post_completes_completes_when_the_work_request_does() {
-    let (mut lb, _far) = port(5);
-    lb.set_stalled(true);
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(10 * MS, 3),
-            t0,
-        )
-        .unwrap();
+    let (mut e, _far, a, t0) = rig(Mode::Answer, true);
+    let s = e.send(a, perf_request(10 * MS, 3), t0).unwrap();
     e.cancel(s).unwrap();
     assert!(
         matches!(e.cancel(s), Err(SendError::NotActive(_))),
@@ -362,19 +293,8 @@ fn cancel_before_the_post_completes_completes_when_the_work_request_does() {
 
 #[test]
 fn cancel_while_waiting_for_the_response_completes_at_once_and_a_later_answer_is_dropped() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7))
-                .expect_response(Duration::from_secs(5), 3),
-            t0,
-        )
-        .unwrap();
+    let (mut e, far, a, t0) = rig(Mode::Silent, false);
+    let s = e.send(a, perf_request(5 * SEC, 3), t0).unwrap();
     e.poll(t0);
     assert!(e.poll_timeout().is_some());
     e.cancel(s).unwrap();
@@ -382,35 +302,15 @@ fn cancel_while_waiting_for_the_response_completes_at_once_and_a_later_answer_is
     assert_eq!((c.len(), c[0].status), (1, SendStatus::Canceled));
     assert_eq!(e.poll_timeout(), None, "its timer is gone");
     let req = far.sent.lock().unwrap()[0].1.clone();
-    e.handle_recv(
-        t0 + MS,
-        Received {
-            qp: Qp::Qp1,
-            src: Address::gsi(7),
-            mad: response_to(&req).into(),
-        },
-    )
-    .unwrap();
-    e.poll(t0 + MS);
+    recv_and_poll(&mut e, t0 + MS, gsi_from(7, response_to(&req)));
     assert!(drain(&mut e).is_empty());
     assert_eq!(e.stats().unmatched_responses, 1);
 }
 
 #[test]
 fn modify_before_the_post_completes_sets_the_timeout_that_starts_at_completion() {
-    let (mut lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    lb.set_stalled(true);
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(10 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, true);
+    let s = e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.modify(s, 300 * MS, t0).unwrap();
     e.port_mut().transport_mut().set_stalled(false);
     e.poll(t0 + 20 * MS);
@@ -423,18 +323,8 @@ fn modify_before_the_post_completes_sets_the_timeout_that_starts_at_completion()
 
 #[test]
 fn modify_while_waiting_moves_the_deadline_and_modify_to_zero_cancels() {
-    let (lb, far) = port(5);
-    *far.mode.lock().unwrap() = Mode::Silent;
-    let mut e = engine(lb);
-    let a = perf_agent(&mut e);
-    let t0 = Instant::now();
-    let s = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0,
-        )
-        .unwrap();
+    let (mut e, _far, a, t0) = rig(Mode::Silent, false);
+    let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     e.poll(t0);
     e.modify(s, 500 * MS, t0 + 50 * MS).unwrap();
     assert_eq!(e.poll_timeout(), Some(t0 + 550 * MS));
@@ -448,13 +338,7 @@ fn modify_while_waiting_moves_the_deadline_and_modify_to_zero_cancels() {
     e.poll(t0 + 320 * MS);
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Timeout);
 
-    let s2 = e
-        .send(
-            a,
-            SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-            t0 + 400 * MS,
-        )
-        .unwrap();
+    let s2 = e.send(a, perf_request(100 * MS, 0), t0 + 400 * MS).unwrap();
     e.poll(t0 + 400 * MS);
     e.modify(s2, Duration::ZERO, t0 + 400 * MS).unwrap();
     assert_eq!(completions(&drain(&mut e))[0].status, SendStatus::Canceled);
@@ -482,14 +366,7 @@ fn a_work_request_error_completes_that_send_and_the_flushed_ones_behind_it_are_r
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
     let ids: Vec<_> = (0..4)
-        .map(|_| {
-            e.send(
-                a,
-                SendRequest::new(perf_get(), Address::gsi(7)).expect_response(100 * MS, 0),
-                t0,
-            )
-            .unwrap()
-        })
+        .map(|_| e.send(a, perf_request(100 * MS, 0), t0).unwrap())
         .collect();
     e.port_mut().transport_mut().inner_mut().set_stalled(false);
     for i in 0..10 {

@@ -46,6 +46,35 @@ pub fn perf_get() -> Vec<u8> {
     m
 }
 
+/// A PerfMgt Get(PortCounters) to LID 7 that expects a response within
+/// `timeout`, retried `retries` times.
+pub fn perf_request(timeout: std::time::Duration, retries: u32) -> SendRequest {
+    SendRequest::new(perf_get(), Address::gsi(7)).expect_response(timeout, retries)
+}
+
+/// An agent spec that receives PerfMgt (version 1) requests of `methods`.
+pub fn perf_requests(name: &str, methods: &[Method]) -> AgentSpec {
+    AgentSpec::requests(name, MgmtClass::PERF_MGT, 1, methods)
+}
+
+/// `mad` received on QP1 from LID `lid`'s QP1.
+pub fn gsi_from(lid: u16, mad: impl Into<mad_core::MadBuf>) -> Received {
+    Received {
+        qp: Qp::Qp1,
+        src: Address::gsi(lid),
+        mad: mad.into(),
+    }
+}
+
+/// The default engine configuration with `rmpp_receiver` as its RMPP
+/// receiver's.
+pub fn with_receiver(rmpp_receiver: mad_rmpp::ReceiverConfig) -> mad_agents::EngineConfig {
+    mad_agents::EngineConfig {
+        rmpp_receiver,
+        ..mad_agents::EngineConfig::default()
+    }
+}
+
 /// The TID of a MAD.
 pub fn tid_of(mad: &[u8]) -> u64 {
     Mad::new_unchecked(mad).tid()
@@ -58,6 +87,12 @@ pub fn answer(qp: Qp, mad: &[u8], src: Address) -> Received {
         src,
         mad: mad_testkit::far::get_resp(mad).into(),
     }
+}
+
+/// Hands `r` to the engine at `now` and polls it then.
+pub fn recv_and_poll<T: Transport>(e: &mut Engine<T>, now: std::time::Instant, r: Received) {
+    e.handle_recv(now, r).unwrap();
+    e.poll(now);
 }
 
 /// Every event handed out so far.

@@ -555,6 +555,13 @@ fn a_req_reusing_a_connected_qpn_is_stale_and_the_old_connection_is_torn_down() 
     assert_eq!(n.b.state(cb), Some(State::Timewait));
 }
 
+/// Side B receives `m` (TID `tid`) from LID 1; what it answers.
+fn b_answers(n: &mut Net, m: &CmMessage, tid: u64) -> CmMessage {
+    n.b.handle_recv(n.now, &Address::gsi(1), &m.to_mad(tid).unwrap())
+        .unwrap();
+    CmMessage::parse(&n.b.poll_transmit().unwrap().mad).unwrap()
+}
+
 #[test]
 fn messages_for_unknown_connections_get_the_kernels_answers() {
     let mut n = Net::new();
@@ -564,10 +571,7 @@ fn messages_for_unknown_connections_get_the_kernels_answers() {
         remote_comm_id: 99,
         ..Default::default()
     }));
-    n.b.handle_recv(n.now, &src, &rep.to_mad(1).unwrap())
-        .unwrap();
-    let t = n.b.poll_transmit().unwrap();
-    let CmMessage::Rej(rej) = CmMessage::parse(&t.mad).unwrap() else {
+    let CmMessage::Rej(rej) = b_answers(&mut n, &rep, 1) else {
         panic!()
     };
     assert_eq!(
@@ -579,12 +583,7 @@ fn messages_for_unknown_connections_get_the_kernels_answers() {
         remote_comm_id: 98,
         ..Default::default()
     }));
-    n.b.handle_recv(n.now, &src, &dreq.to_mad(2).unwrap())
-        .unwrap();
-    let t = n.b.poll_transmit().unwrap();
-    assert!(
-        matches!(CmMessage::parse(&t.mad).unwrap(), CmMessage::Drep(d) if d.remote_comm_id == 8)
-    );
+    assert!(matches!(b_answers(&mut n, &dreq, 2), CmMessage::Drep(d) if d.remote_comm_id == 8));
     // RTU, DREP, MRA, REJ for nobody: dropped, counted.
     for m in [
         CmMessage::Rtu(Box::default()),
@@ -596,27 +595,20 @@ fn messages_for_unknown_connections_get_the_kernels_answers() {
     }
     assert!(n.b.poll_transmit().is_none());
     assert_eq!(n.b.stats().unknown, 6);
-    // LAP: alternate paths are not supported; SIDR: no service IDs.
-    n.b.handle_recv(
-        n.now,
-        &src,
-        &CmMessage::Lap(Box::default()).to_mad(4).unwrap(),
-    )
-    .unwrap();
-    assert!(matches!(
-        CmMessage::parse(&n.b.poll_transmit().unwrap().mad).unwrap(),
-        CmMessage::Apr(_)
-    ));
-    n.b.handle_recv(
-        n.now,
-        &src,
-        &CmMessage::SidrReq(Box::default()).to_mad(5).unwrap(),
-    )
-    .unwrap();
-    assert!(matches!(
-        CmMessage::parse(&n.b.poll_transmit().unwrap().mad).unwrap(),
-        CmMessage::SidrRep(_)
-    ));
+    // LAP: alternate paths are not supported (APR); SIDR: no service IDs
+    // (SIDR_REP).
+    for (tid, m, answer) in [
+        (4, CmMessage::Lap(Box::default()), "Apr"),
+        (5, CmMessage::SidrReq(Box::default()), "SidrRep"),
+    ] {
+        let got = b_answers(&mut n, &m, tid);
+        let name = match got {
+            CmMessage::Apr(_) => "Apr",
+            CmMessage::SidrRep(_) => "SidrRep",
+            _ => "another message",
+        };
+        assert_eq!(name, answer, "the answer to TID {tid}: {got:?}");
+    }
     let get = CmMessage::ClassPortInfo(Box::default())
         .to_mad(0x77)
         .unwrap();

@@ -54,6 +54,23 @@ fn ended(o: &[Output]) -> Option<Outcome> {
     })
 }
 
+/// A table with the default configuration changed by `set`.
+fn table_with(set: impl FnOnce(&mut ReceiverConfig)) -> ReceiverTable {
+    let mut cfg = ReceiverConfig::default();
+    set(&mut cfg);
+    ReceiverTable::new(cfg)
+}
+
+/// A default table that took the first segment of a transfer (answers
+/// drained), and when.
+fn first_segment_taken() -> (ReceiverTable, Instant) {
+    let now = Instant::now();
+    let mut t = ReceiverTable::new(ReceiverConfig::default());
+    t.handle(&seg(1, FLAG_FIRST, 660), &Address::gsi(SRC.0), now);
+    outputs(&mut t);
+    (t, now)
+}
+
 fn nack_case(mads: &[Vec<u8>], want: RmppStatus) {
     let now = Instant::now();
     let mut t = ReceiverTable::new(ReceiverConfig::default());
@@ -103,24 +120,17 @@ fn first_flag_on_a_later_segment_is_bad_seg() {
 }
 
 #[test]
-fn unsupported_version_is_unv() {
-    let mut m = seg(1, FLAG_FIRST, 440);
-    m[24] = 2;
-    nack_case(&[m], RmppStatus::UNV);
-}
-
-#[test]
-fn illegal_type_is_badt() {
-    let mut m = seg(1, FLAG_FIRST, 440);
-    m[25] = 9;
-    nack_case(&[m], RmppStatus::BADT);
-}
-
-#[test]
-fn data_with_a_status_is_bad_status() {
-    let mut m = seg(1, FLAG_FIRST, 440);
-    m[27] = 3;
-    nack_case(&[m], RmppStatus::BAD_STATUS);
+fn unsupported_version_is_unv_illegal_type_is_badt_and_data_with_a_status_is_bad_status() {
+    // (RMPP header byte, its value, the status of the ABORT).
+    for (byte, value, want) in [
+        (24, 2, RmppStatus::UNV),
+        (25, 9, RmppStatus::BADT),
+        (27, 3, RmppStatus::BAD_STATUS),
+    ] {
+        let mut m = seg(1, FLAG_FIRST, 440);
+        m[byte] = value;
+        nack_case(&[m], want);
+    }
 }
 
 #[test]
@@ -187,11 +197,7 @@ fn first_total_disagreeing_with_the_last_is_bad_len() {
 #[test]
 fn a_message_past_the_bound_is_stopped_with_resx_and_allocates_no_more() {
     let now = Instant::now();
-    let cfg = ReceiverConfig {
-        max_message_len: 1000,
-        ..ReceiverConfig::default()
-    };
-    let mut t = ReceiverTable::new(cfg);
+    let mut t = table_with(|c| c.max_message_len = 1000);
     // The first segment claims 4 GiB: nothing is allocated for that.
     t.handle(&seg(1, FLAG_FIRST, u32::MAX), &Address::gsi(SRC.0), now);
     let mut all = outputs(&mut t);
@@ -207,11 +213,7 @@ fn a_message_past_the_bound_is_stopped_with_resx_and_allocates_no_more() {
 #[test]
 fn too_many_concurrent_transfers_from_one_source_are_stopped() {
     let now = Instant::now();
-    let cfg = ReceiverConfig {
-        max_per_source: 2,
-        ..ReceiverConfig::default()
-    };
-    let mut t = ReceiverTable::new(cfg);
+    let mut t = table_with(|c| c.max_per_source = 2);
     for tid in 0..3u64 {
         let mut m = seg(1, FLAG_FIRST, 660);
         m[8..16].copy_from_slice(&tid.to_be_bytes());
@@ -230,10 +232,7 @@ fn too_many_concurrent_transfers_from_one_source_are_stopped() {
 
 #[test]
 fn an_idle_transfer_ends_after_the_total_time_with_abort_t2l() {
-    let now = Instant::now();
-    let mut t = ReceiverTable::new(ReceiverConfig::default());
-    t.handle(&seg(1, FLAG_FIRST, 660), &Address::gsi(SRC.0), now);
-    outputs(&mut t);
+    let (mut t, now) = first_segment_taken();
     t.handle_timeout(now + Duration::from_secs(39));
     assert_eq!(t.active(), 1, "an early timeout does nothing");
     t.handle_timeout(now + Duration::from_secs(40));
@@ -441,10 +440,7 @@ fn a_malformed_stop_or_abort_for_a_transfer_being_received_is_answered_with_abor
 
 #[test]
 fn a_valid_stop_ends_the_transfer_without_an_answer() {
-    let now = Instant::now();
-    let mut t = ReceiverTable::new(ReceiverConfig::default());
-    t.handle(&seg(1, FLAG_FIRST, 660), &Address::gsi(SRC.0), now);
-    outputs(&mut t);
+    let (mut t, now) = first_segment_taken();
     let mut stop = seg(0, 0, 0);
     write_header(
         &header(RmppType::STOP, 0x1F, FLAG_ACTIVE, RmppStatus::RESX, 0, 0),

@@ -74,29 +74,8 @@ fn links_are_listed_once_with_both_ends_connected() {
     assert_eq!(t.switch_count(), 2);
 }
 
-const IBNETDISCOVER: &str = "\
-#
-# Topology file: generated on Tue Jan  1 00:00:00 2019
-#
-vendid=0x2c9
-devid=0xc738
-sysimgguid=0x2c90300a1b2c3
-switchguid=0x2c90300a1b2c3(2c90300a1b2c3)
-Switch\t4 \"S-0002c90300a1b2c3\"\t\t# \"MF0;sw-a:SX6036/U1\" enhanced port 0 lid 1 lmc 0
-[1]\t\"H-0002c90300c2d3e4\"[1](2c90300c2d3e5) \t\t# \"host1 mlx4_0\" lid 2 4xQDR
-[2]\t\"H-0002c90300c2d3f0\"[1](2c90300c2d3f1) \t\t# \"host2 mlx4_0\" lid 3 4xFDR
-
-vendid=0x2c9
-devid=0x1003
-sysimgguid=0x2c90300c2d3e7
-caguid=0x2c90300c2d3e4
-Ca\t2 \"H-0002c90300c2d3e4\"\t\t# \"host1 mlx4_0\"
-[1](2c90300c2d3e5) \t\"S-0002c90300a1b2c3\"[1]\t\t# lid 2 lmc 0 \"MF0;sw-a:SX6036/U1\" lid 1 4xQDR
-
-caguid=0x2c90300c2d3f0
-Ca\t2 \"H-0002c90300c2d3f0\"\t\t# \"host2 mlx4_0\"
-[1](2c90300c2d3f1) \t\"S-0002c90300a1b2c3\"[2]\t\t# lid 3 lmc 1 \"MF0;sw-a:SX6036/U1\" lid 1 4xFDR
-";
+const IBNETDISCOVER: &str =
+    include_str!("../../../tests/fixtures/topologies/ibnetdiscover-one-switch.txt");
 
 #[test]
 fn ibnetdiscover_output_gives_its_guids_ids_descriptions_and_speeds() {

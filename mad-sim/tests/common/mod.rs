@@ -137,6 +137,50 @@ pub fn sim_rpc<T: Transport + ?Sized>(t: &mut T, req: &Req<'_>) -> Option<(u16, 
     dr_rpc(t, req, |_| false)
 }
 
+/// A directed-route Get on the simulated fabric: (status, data); panics
+/// if nothing answers.
+pub fn sim_get<T: Transport + ?Sized>(
+    t: &mut T,
+    path: &[u8],
+    attr: AttributeId,
+    amod: u32,
+) -> (u16, [u8; 64]) {
+    sim_rpc(t, &Req::get(path, attr, amod)).unwrap()
+}
+
+/// A directed-route Set of `data` on the simulated fabric: (status,
+/// data); panics if nothing answers.
+pub fn sim_set<T: Transport + ?Sized>(
+    t: &mut T,
+    path: &[u8],
+    attr: AttributeId,
+    amod: u32,
+    data: &[u8],
+) -> (u16, [u8; 64]) {
+    sim_rpc(t, &Req::set(path, attr, amod, data)).unwrap()
+}
+
+/// [`sim_set`] of `r`, encoded.
+pub fn sim_set_repr<T: Transport + ?Sized>(
+    t: &mut T,
+    path: &[u8],
+    attr: AttributeId,
+    amod: u32,
+    r: &impl Repr,
+) -> (u16, [u8; 64]) {
+    sim_set(t, path, attr, amod, &r.to_vec().unwrap())
+}
+
+/// The status of the answer to a directed-route Get (as [`sim_get`]).
+pub fn get_status<T: Transport + ?Sized>(
+    t: &mut T,
+    path: &[u8],
+    attr: AttributeId,
+    amod: u32,
+) -> u16 {
+    sim_get(t, path, attr, amod).0
+}
+
 // ---------------------------------------------------------------------
 // ibsim's `net` example: Switch1 (index 0), Switch2 (1), Hca1 (2), Hca2 (3).
 // Switch1 ports 1 - Hca1.1, 2 - Hca2.2, 3 - Switch2.3, 4 - Switch2.4.
@@ -305,4 +349,35 @@ pub fn pma(
                 r.mad[64..].to_vec(),
             )
         })
+}
+
+/// One mio registration of a file descriptor for readability, as an
+/// event loop holds it.
+pub struct FdWatch {
+    poll: mio::Poll,
+    events: mio::Events,
+}
+
+impl FdWatch {
+    /// Registers `fd` for readability.
+    pub fn new(fd: std::os::fd::RawFd) -> Self {
+        let poll = mio::Poll::new().unwrap();
+        poll.registry()
+            .register(
+                &mut mio::unix::SourceFd(&fd),
+                mio::Token(0),
+                mio::Interest::READABLE,
+            )
+            .unwrap();
+        Self {
+            poll,
+            events: mio::Events::with_capacity(4),
+        }
+    }
+
+    /// Whether the registration reports readiness within `timeout`.
+    pub fn readable_within(&mut self, timeout: std::time::Duration) -> bool {
+        self.poll.poll(&mut self.events, Some(timeout)).unwrap();
+        !self.events.is_empty()
+    }
 }

@@ -25,12 +25,16 @@ fn subscription(trap: u16) -> InformInfo {
     }
 }
 
+/// An SA and a client on [`env`], the client subscribed to trap 64.
+fn subscribed_to_trap_64() -> (Env, SaResponder, SaClient, InformSubscription) {
+    let (e, sa, c) = sa_and_client(SaClientConfig::default());
+    let sub = c.subscribe(&subscription(64)).unwrap();
+    (e, sa, c, sub)
+}
+
 #[test]
 fn subscribe_delivers_matching_reports_and_acknowledges_them() {
-    let e = env();
-    let sa = responder(&e);
-    let c = client(&e);
-    let sub = c.subscribe(&subscription(64)).unwrap();
+    let (_e, sa, c, sub) = subscribed_to_trap_64();
     assert_eq!(sa.subscribers().len(), 1);
     assert_eq!(sa.subscribers()[0].lid, CLIENT_LID);
     // InformInfoRecord lists it.
@@ -59,10 +63,7 @@ fn subscribe_delivers_matching_reports_and_acknowledges_them() {
 #[test]
 fn an_unsubscribe_refused_while_the_sa_still_lists_it_is_sent_again() {
     use std::sync::atomic::Ordering;
-    let e = env();
-    let sa = responder(&e);
-    let c = client(&e);
-    let sub = c.subscribe(&subscription(64)).unwrap();
+    let (e, sa, c, sub) = subscribed_to_trap_64();
     // Refused twice although held: the third request goes through.
     e.sa_refuses.store(2, Ordering::SeqCst);
     c.unsubscribe(&sub).unwrap();
@@ -121,9 +122,7 @@ fn a_repeated_report_is_acknowledged_again_but_delivered_once() {
 
 #[test]
 fn client_reregister_resends_subscriptions() {
-    let e = env();
-    let sa = responder(&e);
-    let c = client(&e);
+    let (e, sa, c) = sa_and_client(SaClientConfig::default());
     c.subscribe(&subscription(64)).unwrap();
     c.subscribe(&subscription(65)).unwrap();
     // The SA lost its state (a restart): the client is told to
@@ -154,9 +153,7 @@ fn client_reregister_resends_subscriptions() {
 
 #[test]
 fn sm_change_moves_the_sa_address_and_resubscribes_there() {
-    let e = env();
-    let sa = responder(&e);
-    let c = client(&e);
+    let (e, sa, c) = sa_and_client(SaClientConfig::default());
     assert_eq!(c.sm_address().lid, SA_LID);
     c.subscribe(&subscription(0xFFFF)).unwrap();
     // A new SM at LID 5 with SL 3 takes over; its SA knows nothing yet.
@@ -190,9 +187,7 @@ fn sm_change_moves_the_sa_address_and_resubscribes_there() {
 
 #[test]
 fn lid_change_refreshes_the_sm_address_without_resubscribing() {
-    let e = env();
-    let _sa = responder(&e);
-    let c = client(&e);
+    let (e, _sa, c) = sa_and_client(SaClientConfig::default());
     c.subscribe(&subscription(64)).unwrap();
     let mut attrs = Loopback::attrs("client", 1, 7);
     attrs.sm_sl = 2;
@@ -291,11 +286,7 @@ fn client_and_responder_can_be_shared_between_threads() {
 #[test]
 fn an_answer_for_another_attribute_is_refused() {
     // A peer that answers every SA request with a NodeRecord GetResp.
-    let (a, b) = Loopback::pair(
-        Loopback::attrs("client", 1, CLIENT_LID),
-        Loopback::attrs("sm", 1, SA_LID),
-        64,
-    );
+    let (a, b) = client_and_sa_ports(64);
     let sa_rt = Runtime::start(b, EngineConfig::default()).unwrap();
     let rt = Runtime::start(a, EngineConfig::default()).unwrap();
     let (liar, rx) = sa_rt
@@ -331,9 +322,7 @@ fn client_on(rt: &Runtime) -> SaClient {
 fn port_info_records_match_capability_masks_bitwise_when_attr_mod_bit_31_is_set() {
     // saquery -s asks for ports whose CapabilityMask has IsSM set, with
     // AttributeModifier bit 31: "every bit the template sets", as OpenSM.
-    let e = env();
-    let _sa = responder(&e);
-    let c = client(&e);
+    let (e, _sa, c) = sa_and_client(SaClientConfig::default());
     let rec = |lid: u16, cap: u32| {
         let mut r: PortInfoRecord = base(lid);
         r.lid = lid;

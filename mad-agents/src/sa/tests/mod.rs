@@ -132,11 +132,7 @@ struct Env {
 }
 
 fn env() -> Env {
-    let (a, b) = Loopback::pair(
-        Loopback::attrs("client", 1, CLIENT_LID),
-        Loopback::attrs("sm", 1, SA_LID),
-        256,
-    );
+    let (a, b) = client_and_sa_ports(256);
     let (ta, ha) = Tap::new(a);
     let (tb, hb) = Tap::new(b);
     let sa_refuses = tb.refuse_unsubscribes.clone();
@@ -150,8 +146,31 @@ fn env() -> Env {
     }
 }
 
+/// The client's and the SA's ports of a loopback pair holding `depth`
+/// MADs each way.
+fn client_and_sa_ports(depth: usize) -> (Loopback, Loopback) {
+    Loopback::pair(
+        Loopback::attrs("client", 1, CLIENT_LID),
+        Loopback::attrs("sm", 1, SA_LID),
+        depth,
+    )
+}
+
 fn client(e: &Env) -> SaClient {
-    SaClient::new(&e.client_rt, SaClientConfig::default()).unwrap()
+    client_with(e, SaClientConfig::default())
+}
+
+/// [`env`] with an SA ([`responder`]) and a client configured with `cfg`.
+fn sa_and_client(cfg: SaClientConfig) -> (Env, SaResponder, SaClient) {
+    let e = env();
+    let sa = responder(&e);
+    let c = client_with(&e, cfg);
+    (e, sa, c)
+}
+
+/// A client on `e`'s client runtime configured with `cfg`.
+fn client_with(e: &Env, cfg: SaClientConfig) -> SaClient {
+    SaClient::new(&e.client_rt, cfg).unwrap()
 }
 
 fn responder(e: &Env) -> SaResponder {
@@ -185,9 +204,7 @@ fn check_record_type<R>(many: u16, make: impl Fn(u16) -> R, key_mask: u64)
 where
     R: SaRecord + Clone + PartialEq + Debug,
 {
-    let e = env();
-    let _sa = responder(&e);
-    let c = client(&e);
+    let (e, _sa, c) = sa_and_client(SaClientConfig::default());
     let any = R::parse(&noise(7, R::LEN)).unwrap();
     // Empty: success, no records, AttributeOffset 0; Get: NO_RECORDS.
     let t = c.get_table(&any, 0).unwrap();
@@ -360,9 +377,7 @@ fn sm_info_records_by_lid() {
 
 #[test]
 fn path_records_between_two_lids_use_both_components() {
-    let e = env();
-    let _sa = responder(&e);
-    let c = client(&e);
+    let (e, _sa, c) = sa_and_client(SaClientConfig::default());
     let mut paths = Vec::new();
     for s in 1..=8u16 {
         for d in 1..=8u16 {
@@ -413,9 +428,7 @@ fn path_records_between_two_lids_use_both_components() {
 
 #[test]
 fn a_table_of_ten_thousand_path_records_arrives_whole_over_rmpp() {
-    let e = env();
-    let sa = responder(&e);
-    let c = client(&e);
+    let (e, sa, c) = sa_and_client(SaClientConfig::default());
     let paths: Vec<PathRecord> = (0..10_000u32)
         .map(|i| PathRecord {
             slid: (i / 100) as u16 + 1,
@@ -435,11 +448,7 @@ fn a_table_of_ten_thousand_path_records_arrives_whole_over_rmpp() {
 
 #[test]
 fn a_multi_segment_table_survives_duplicated_and_reordered_segments() {
-    let (a, b) = Loopback::pair(
-        Loopback::attrs("client", 1, CLIENT_LID),
-        Loopback::attrs("sm", 1, SA_LID),
-        256,
-    );
+    let (a, b) = client_and_sa_ports(256);
     let cfg = FaultConfig {
         recv_duplicate: 0.1,
         recv_delay: 0.1,
@@ -469,18 +478,12 @@ fn a_multi_segment_table_survives_duplicated_and_reordered_segments() {
 
 #[test]
 fn single_mad_mode_takes_what_fits_and_reports_truncation() {
-    let e = env();
-    let _sa = responder(&e);
-    let c = SaClient::new(
-        &e.client_rt,
-        SaClientConfig {
-            table_mode: TableMode::SingleMad,
-            timeout: Duration::from_millis(200),
-            retries: 0,
-            ..SaClientConfig::default()
-        },
-    )
-    .unwrap();
+    let (e, _sa, c) = sa_and_client(SaClientConfig {
+        table_mode: TableMode::SingleMad,
+        timeout: Duration::from_millis(200),
+        retries: 0,
+        ..SaClientConfig::default()
+    });
     // Fits in one segment: First|Last|Active, complete.
     let links: Vec<LinkRecord> = (1..=10u16)
         .map(|i| LinkRecord {
@@ -545,9 +548,7 @@ fn parse_table_reads_opensm_style_and_truncated_answers() {
 
 #[test]
 fn class_port_info_and_unsupported_attributes() {
-    let e = env();
-    let _sa = responder(&e);
-    let c = client(&e);
+    let (_e, _sa, c) = sa_and_client(SaClientConfig::default());
     let cpi = c.class_port_info().unwrap();
     assert_eq!(
         (cpi.base_version, cpi.class_version, cpi.resp_time_value),
@@ -566,16 +567,10 @@ fn class_port_info_and_unsupported_attributes() {
 
 #[test]
 fn responses_carry_sm_key_zero_and_the_request_tid_and_mask() {
-    let e = env();
-    let _sa = responder(&e);
-    let c = SaClient::new(
-        &e.client_rt,
-        SaClientConfig {
-            sm_key: 0x1122_3344_5566_7788,
-            ..SaClientConfig::default()
-        },
-    )
-    .unwrap();
+    let (e, _sa, c) = sa_and_client(SaClientConfig {
+        sm_key: 0x1122_3344_5566_7788,
+        ..SaClientConfig::default()
+    });
     e.source
         .set_records(&[NodeRecord { lid: 9, ..base(9) }])
         .unwrap();

@@ -28,14 +28,21 @@ fn post_n<T: Transport>(t: &mut T, n: u8) -> Vec<WrId> {
         .collect()
 }
 
-#[test]
-fn nth_send_fails_and_everything_behind_it_is_flushed_in_order() {
+/// A fault injector on a loopback of `depth` whose `n`th send completes
+/// with `status` and leaves the QP in `state`.
+fn failing_nth(depth: usize, n: u64, status: WcStatus, state: QpState) -> FaultInjector<Loopback> {
     let cfg = FaultConfig {
-        wr_error: Trigger::Nth(3),
-        wr_error_status: WcStatus::LocQpOpErr,
+        wr_error: Trigger::Nth(n),
+        wr_error_status: status,
+        wr_error_state: state,
         ..FaultConfig::default()
     };
-    let mut f = FaultInjector::with_config(lo(16), 1, cfg);
+    FaultInjector::with_config(lo(depth), 1, cfg)
+}
+
+#[test]
+fn nth_send_fails_and_everything_behind_it_is_flushed_in_order() {
+    let mut f = failing_nth(16, 3, WcStatus::LocQpOpErr, QpState::Err);
     let ids = post_n(&mut f, 6);
     assert_eq!(
         f.qp_state(Qp::Qp1),
@@ -84,12 +91,7 @@ fn nth_send_fails_and_everything_behind_it_is_flushed_in_order() {
 
 #[test]
 fn sqe_mode_recovers_with_sqe_to_rts() {
-    let cfg = FaultConfig {
-        wr_error: Trigger::Nth(1),
-        wr_error_state: QpState::Sqe,
-        ..FaultConfig::default()
-    };
-    let mut f = FaultInjector::with_config(lo(4), 1, cfg);
+    let mut f = failing_nth(4, 1, WcStatus::GeneralErr, QpState::Sqe);
     post_n(&mut f, 2);
     drain(&mut f);
     assert_eq!(f.qp_state(Qp::Qp1), QpState::Sqe);

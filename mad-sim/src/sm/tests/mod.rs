@@ -129,6 +129,20 @@ impl Harness {
         }
     }
 
+    /// A harness on `fab` with the default configuration, brought up.
+    fn up(fab: Fabric) -> Self {
+        let mut h = Self::new(fab, SmConfig::default());
+        h.bring_up();
+        h
+    }
+
+    /// [`Harness::up`], checked with [`check_configured`].
+    fn configured(fab: Fabric) -> Self {
+        let h = Self::up(fab);
+        check_configured(&h);
+        h
+    }
+
     fn bring_up(&mut self) {
         self.sm.start(self.now);
         let up = self.run_until(Duration::from_secs(60), |e| *e == SmEvent::SubnetUp);
@@ -241,9 +255,7 @@ fn check_configured(h: &Harness) {
 
 #[test]
 fn ibsim_net_comes_up_with_lids_one_to_four_and_every_port_active() {
-    let mut h = Harness::new(Fabric::ibsim_net(), SmConfig::default());
-    h.bring_up();
-    check_configured(&h);
+    let h = Harness::configured(Fabric::ibsim_net());
     // Switch1 (the SM's node) is found first and gets LID 1.
     assert_eq!(h.sm.sm_lid(), 1);
     assert_eq!(h.fab.nodes[0].ports[0].lid, 1);
@@ -287,9 +299,7 @@ fn parallel_links_between_two_switches_share_the_routes() {
     let h0 = f.ca("C-local", 1);
     f.link(s1, 3, h0, 1);
     f.sm_at = (s1, 0);
-    let mut h = Harness::new(f, SmConfig::default());
-    h.bring_up();
-    check_configured(&h);
+    let h = Harness::configured(f);
     let sw = &h.fab.nodes[s1];
     let mut per_port = BTreeMap::new();
     for c in cas {
@@ -301,9 +311,7 @@ fn parallel_links_between_two_switches_share_the_routes() {
 
 #[test]
 fn fat_tree_with_the_sm_on_a_ca_routes_min_hop_and_balances_uplinks() {
-    let mut h = Harness::new(Fabric::fat_tree(4, 3, 6), SmConfig::default());
-    h.bring_up();
-    check_configured(&h);
+    let h = Harness::configured(Fabric::fat_tree(4, 3, 6));
     // On each leaf, the 18 CAs of the other leaves are spread evenly over
     // the 3 spine uplinks (ports 7, 8, 9).
     for leaf in h.fab.nodes.iter().filter(|n| n.desc.starts_with('L')) {
@@ -326,9 +334,7 @@ fn fat_tree_with_the_sm_on_a_ca_routes_min_hop_and_balances_uplinks() {
 
 #[test]
 fn a_ring_of_switches_is_discovered_once_and_routed_both_ways() {
-    let mut h = Harness::new(Fabric::ring(7, 2), SmConfig::default());
-    h.bring_up();
-    check_configured(&h);
+    let h = Harness::configured(Fabric::ring(7, 2));
     match h.last_sweep() {
         SmEvent::SweepDone {
             nodes, switches, ..
@@ -350,9 +356,7 @@ fn a_ca_with_both_ports_cabled_gets_a_lid_per_port_reached_through_each() {
     f.link(s2, 2, dual, 2);
     f.link(s2, 3, other, 1);
     f.sm_at = (s1, 0);
-    let mut h = Harness::new(f, SmConfig::default());
-    h.bring_up();
-    check_configured(&h);
+    let h = Harness::configured(f);
     let d = &h.fab.nodes[dual];
     assert_ne!(d.ports[1].lid, d.ports[2].lid);
     assert_eq!(d.ports[2].state, PortState::ACTIVE);
@@ -364,8 +368,7 @@ fn a_ca_with_both_ports_cabled_gets_a_lid_per_port_reached_through_each() {
 
 #[test]
 fn a_resweep_of_an_unchanged_subnet_sends_no_set_and_keeps_every_lid() {
-    let mut h = Harness::new(Fabric::fat_tree(3, 2, 3), SmConfig::default());
-    h.bring_up();
+    let mut h = Harness::up(Fabric::fat_tree(3, 2, 3));
     let before = fabric_lids(&h.fab);
     let sets = h.fab.sets.len();
     h.sm.resweep(h.now);
@@ -381,8 +384,7 @@ fn a_resweep_of_an_unchanged_subnet_sends_no_set_and_keeps_every_lid() {
 
 #[test]
 fn trap_128_is_repressed_and_the_resweep_reprograms_only_what_changed() {
-    let mut h = Harness::new(Fabric::fat_tree(3, 2, 3), SmConfig::default());
-    h.bring_up();
+    let mut h = Harness::up(Fabric::fat_tree(3, 2, 3));
     let before = fabric_lids(&h.fab);
     let first_sets = h.fab.sets.len();
     // CA 4 (on leaf 1) loses its link.
@@ -566,8 +568,7 @@ fn ports_already_configured_keep_their_lids_and_are_not_rearmed() {
     f.nodes[0].ports[1].state = PortState::ACTIVE;
     // One end of the first inter-switch link is Armed already.
     f.nodes[0].ports[3].state = PortState::ARMED;
-    let mut h = Harness::new(f, SmConfig::default());
-    h.bring_up();
+    let h = Harness::up(f);
     assert_eq!(h.fab.nodes[2].ports[1].lid, 9);
     let lids: BTreeSet<u16> = fabric_lids(&h.fab).values().copied().collect();
     assert_eq!(lids, BTreeSet::from([1, 2, 3, 9]));
