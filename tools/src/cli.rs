@@ -129,6 +129,16 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::perfquery::run,
     ),
     Command::tool(
+        "ibccquery",
+        "query Congestion Control attributes (infiniband-diags ibccquery)",
+        crate::cmd::ibccquery::run,
+    ),
+    Command::tool(
+        "ibccconfig",
+        "set Congestion Control attributes (infiniband-diags ibccconfig)",
+        crate::cmd::ibccconfig::run,
+    ),
+    Command::tool(
         "sminfo",
         "query the SM's SMInfo (infiniband-diags sminfo)",
         crate::cmd::sminfo::run,

@@ -24,12 +24,9 @@ mod diags_compare;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use diags_compare::{compare, fixture, needs, ours, some_guids, summarize, theirs, Run};
+use diags_compare::*;
 use support::opensm::OpenSm;
 use support::IbSim;
-
-/// The fixture fabrics every command is compared on.
-const FABRICS: &[&str] = &["net.2sw2path4hca2port", "net.odd-names"];
 
 /// iblinkinfo's cases on one fabric.
 fn iblinkinfo_cases(sim: &IbSim, what: &str, fails: &mut Vec<String>) {

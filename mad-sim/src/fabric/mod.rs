@@ -129,11 +129,14 @@
 //! packets moved, until it has nothing left to do. Two endpoints may share
 //! a port, one per QP ([`Fabric::attach_qp`]), as an SM and an SA do.
 
+mod cc;
+mod cca;
 mod control;
 pub mod endpoint;
 mod engine;
 mod node;
 mod pma;
+mod pma_ext;
 mod sma;
 mod stats;
 

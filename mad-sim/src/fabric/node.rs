@@ -69,6 +69,8 @@ pub(crate) struct Port {
     pub sl2vl: [u8; 8],
     pub counters: PortCounters,
     pub counters_ext: PortCountersExt,
+    /// The PerfMgt counters beyond PortCounters (per SL / VL, details).
+    pub(crate) perf: super::pma_ext::PerfExtra,
     /// When a failed M_Key check started the lease timer, when it ends.
     pub mkey_lease_end: Option<std::time::Duration>,
     /// SMInfo this port answers with (an SM lives here).
@@ -104,6 +106,8 @@ pub(crate) struct Node {
     /// Ports 0..=n on a switch, 1..=n otherwise (`port(n)` maps).
     pub ports: Vec<Port>,
     pub sw: Option<Box<SwitchState>>,
+    /// The Congestion Control agent's state.
+    pub(crate) cc: super::cc::CcState,
 }
 
 impl Node {
@@ -190,6 +194,7 @@ pub(crate) fn build_node(t: &TopoNode, cfg: &super::FabricConfig) -> Node {
         kind: t.kind,
         id: t.id.clone(),
         desc,
+        cc: super::cc::CcState::new(info.num_ports),
         info,
         ports,
         sw,
@@ -276,6 +281,7 @@ fn build_port(kind: NodeKind, p: &TopoPort) -> Port {
         sl2vl: DEFAULT_SL2VL,
         counters: PortCounters::default(),
         counters_ext: PortCountersExt::default(),
+        perf: super::pma_ext::PerfExtra::default(),
         mkey_lease_end: None,
         sm_info: None,
         speed_ext_capable: speed::EXT_ALL,

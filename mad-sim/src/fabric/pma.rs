@@ -1,12 +1,15 @@
 //! The performance management agent (class 0x04) of every node:
-//! ClassPortInfo, PortCounters and PortCountersExtended. The counters are
-//! the ones the fabric keeps as packets cross links (see
-//! [`crate::fabric`]); a Set clears those CounterSelect names.
+//! ClassPortInfo, PortCounters and PortCountersExtended, and the
+//! attributes of [`super::pma_ext`] (per SL / VL, details, congestion,
+//! PortSamplesControl). The counters are the ones the fabric keeps as
+//! packets cross links (see [`crate::fabric`]); a Set clears those
+//! CounterSelect names.
 
 use mad_core::wire::attr::{pm_cap, ClassPortInfo, PortCounters, PortCountersExt};
 use mad_core::wire::{AttributeId, Mad, MadStatus, Method, Repr};
 
 use super::engine::{Core, Packet};
+use super::pma_ext;
 
 const OK: u16 = MadStatus::SUCCESS.0;
 const BAD_VERSION: u16 = MadStatus::BAD_VERSION.0;
@@ -43,10 +46,44 @@ impl Core {
                 AttributeId::PM_PORT_COUNTERS_EXT => {
                     self.counters::<PortCountersExt>(node, in_port, set, data)
                 }
-                _ => (UNSUP_METH_ATTR, data),
+                other => self.pma_ext(node, in_port, set, other.0, data),
             }
         };
         self.respond_gsi(node, in_port, pkt, status, &out, DATA);
+    }
+
+    /// The attributes of [`super::pma_ext`], or "unsupported".
+    fn pma_ext(
+        &mut self,
+        node: u32,
+        in_port: u8,
+        set: bool,
+        attr: u16,
+        data: [u8; DATA_LEN],
+    ) -> (u16, [u8; DATA_LEN]) {
+        let is_switch = self.node(node).is_some_and(super::node::Node::is_switch);
+        let select = pma_ext::port_select(&data);
+        match pma_ext::answers(attr, is_switch) {
+            None => (UNSUP_METH_ATTR, data),
+            Some(pma_ext::Answer::SamplesControl) if set => (UNSUP_METH_ATTR, data),
+            Some(pma_ext::Answer::SamplesControl) => (OK, pma_ext::samples_control(select)),
+            Some(pma_ext::Answer::Counters) => {
+                let Some(ports) = self.selected_ports(node, in_port, select) else {
+                    return (INVALID, data);
+                };
+                let Some(n) = self.node_mut(node) else {
+                    return (INVALID, data);
+                };
+                let first = usize::from(n.first_port());
+                let kept = n
+                    .ports
+                    .iter_mut()
+                    .enumerate()
+                    .filter(|(i, _)| ports.iter().any(|s| usize::from(*s) == first + i))
+                    .map(|(_, p)| &mut p.perf);
+                (OK, pma_ext::counters(attr, set, &data, kept))
+            }
+        }
     }
 
     fn pma_class_port_info(

@@ -328,6 +328,29 @@ pub fn gsi_mad(class: u8, class_version: u8, method: Method, attr: u16, tid: u64
         .build()
 }
 
+/// A PerfMgt request to `dlid`; returns (status, attribute data).
+pub fn pma(
+    t: &mut SimPort,
+    dlid: u16,
+    method: Method,
+    attr: u16,
+    data: &[u8],
+) -> Option<(u16, Vec<u8>)> {
+    let tid = next_tid();
+    let mut m = gsi_mad(0x04, 1, method, attr, tid);
+    m[64..64 + data.len()].copy_from_slice(data);
+    t.post_send(Qp::Qp1, &m, &Address::gsi(dlid)).unwrap();
+    drain(t)
+        .into_iter()
+        .find(|r| mad_core::wire::Mad::new_unchecked(&r.mad[..]).tid() == tid)
+        .map(|r| {
+            (
+                mad_core::wire::Mad::new_unchecked(&r.mad[..]).status().0,
+                r.mad[64..].to_vec(),
+            )
+        })
+}
+
 /// One mio registration of a file descriptor for readability, as an
 /// event loop holds it.
 pub struct FdWatch {

@@ -40,6 +40,7 @@
 
 pub mod attr;
 mod bytes;
+pub mod cc;
 pub mod cm;
 pub mod decode;
 pub mod enums;

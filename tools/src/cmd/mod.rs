@@ -15,6 +15,8 @@ pub mod cm;
 pub mod exporter;
 pub mod ibaddr;
 pub mod ibcacheedit;
+pub mod ibccconfig;
+pub mod ibccquery;
 pub mod ibhosts;
 pub mod ibidsverify;
 pub mod iblinkinfo;

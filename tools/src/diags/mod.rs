@@ -30,6 +30,7 @@
 
 use std::fmt;
 
+pub mod cc;
 pub mod dump;
 pub mod perf;
 pub mod sa;

@@ -1,6 +1,8 @@
 //! `perfquery` output (infiniband-diags 44 `perfquery.c`, libibmad
-//! `mad_dump_perfcounters`): PortCounters, PortCountersExtended and the
-//! `-a` aggregates over several ports.
+//! `mad_dump_perfcounters`): PortCounters, PortCountersExtended, the
+//! `-a` aggregates over several ports, and the per-SL / per-VL / details /
+//! congestion / samples-control attributes of the other options
+//! ([`format_special`], [`format_samples_control`]).
 //!
 //! `cap_mask` is the PerfMgt ClassPortInfo CapabilityMask (host order,
 //! [`ClassPortInfo::capability_mask`]); `cap_mask2` its 27-bit
@@ -11,6 +13,7 @@
 use super::dump::{self, field};
 use super::PortIdText;
 use mad_core::wire::attr::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
+use mad_core::wire::{FieldKind, FieldValue, Fields};
 
 /// The PortSelect perfquery uses for "all ports".
 pub const ALL_PORTS: u8 = 0xFF;
@@ -407,6 +410,77 @@ pub fn format_perfcounters_ext_aggregate(
     )
 }
 
+/// The PerfMgt labels libibmad dumps with `mad_dump_hex` (the rest are
+/// `mad_dump_uint`).
+pub const PERF_HEX_LABELS: &[&str] = &[
+    "OpCode",
+    "CounterSelect",
+    "Tick",
+    "CounterMask0",
+    "CounterMasks1to9",
+    "CounterMasks10to14",
+    "OptionMask",
+    "VendorMask",
+    "Tag",
+    "SamplesOnlyOptionMask",
+];
+
+/// libibmad's `_dump_fields` over a structure: one `Label:....value` line
+/// per labelled field (array elements as `Label0`, `Label1`, ...; byte
+/// runs as `mad_dump_array`), hex as `mad_dump_hex` sizes it for the
+/// labels in `hex`, decimal otherwise; labels in `skip` are left out.
+#[must_use]
+pub fn fields_text(f: &dyn Fields, skip: &[&str], hex: &[&str]) -> String {
+    let mut s = String::new();
+    for (i, desc) in f.field_descs().iter().enumerate() {
+        let Some(label) = desc.label.filter(|l| !skip.contains(l)) else {
+            continue;
+        };
+        let is_hex = hex.contains(&label);
+        let fmt = |v: u64, bits: u32| {
+            if is_hex {
+                dump::hex(v, bits.div_ceil(8) as usize)
+            } else {
+                dump::uint(v)
+            }
+        };
+        match (f.field_value(i), desc.kind) {
+            (Some(FieldValue::Uint(v)), _) => line(&mut s, label, fmt(v, desc.bit_len)),
+            (Some(FieldValue::Bytes(b)), _) => line(&mut s, label, dump::array(b)),
+            (Some(FieldValue::Array(vs)), FieldKind::Array { elem_bits, .. }) => {
+                for (n, v) in vs.into_iter().enumerate() {
+                    line(&mut s, &format!("{label}{n}"), fmt(v, elem_bits));
+                }
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+/// perfquery's `common_func` output for the attribute queries (`-X`,
+/// `-S`, `-D`, `-E`, `-T`, `--oprcvcounters` ...): `# NAME counters:
+/// PORTID port N`, then PortSelect, CounterSelect and the attribute's
+/// counters (the OpCode byte is not printed, as libibmad's
+/// `mad_dump_perfcounters_*` start at PortSelect).
+#[must_use]
+pub fn format_special(name: &str, portid: &PortIdText, port: i32, attr: &dyn Fields) -> String {
+    format!(
+        "# {name} counters: {portid} port {port}\n{}",
+        fields_text(attr, &["OpCode"], PERF_HEX_LABELS)
+    )
+}
+
+/// `perfquery -c`: `# PortSamplesControl: PORTID port N` and every field
+/// of PortSamplesControl (`mad_dump_portsamples_control`).
+#[must_use]
+pub fn format_samples_control(portid: &PortIdText, port: i32, attr: &dyn Fields) -> String {
+    format!(
+        "# PortSamplesControl: {portid} port {port}\n{}",
+        fields_text(attr, &[], PERF_HEX_LABELS)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,5 +571,39 @@ mod tests {
         assert_eq!(ea.port_rcv_data, u64::MAX);
         assert_eq!(ea.qp1_dropped, 2);
         assert_eq!(ea.port_select, 255);
+    }
+
+    #[test]
+    fn special_attributes_print_selects_then_counters_with_array_indexes() {
+        use mad_core::wire::attr::{
+            PortSamplesControl, PortVlXmitFlowCtlUpdateErrors, PortXmitDataSl,
+        };
+        let mut x = PortXmitDataSl {
+            port_select: 2,
+            counter_select: 0xffff,
+            ..PortXmitDataSl::default()
+        };
+        x.data[15] = 7;
+        let s = format_special("PortXmitDataSL", &PortIdText::lid(4), 2, &x);
+        assert!(s.starts_with(
+            "# PortXmitDataSL counters: Lid 4 port 2\nPortSelect:......................2\nCounterSelect:...................0xffff\nXmtDataSL0:......................0\n"
+        ));
+        assert!(s.ends_with("XmtDataSL15:.....................7\n"));
+        assert_eq!(s.lines().count(), 1 + 2 + 16);
+        let f = PortVlXmitFlowCtlUpdateErrors::default();
+        let s = format_special("PortVLXmitFlowCtlUpdateErrors", &PortIdText::lid(4), 1, &f);
+        assert!(s.contains("PortVLXmitFlowCtlUpdateErrors15:.0\n"), "{s}");
+        let c = PortSamplesControl {
+            tick: 5,
+            option_mask: 1,
+            ..PortSamplesControl::default()
+        };
+        let s = format_samples_control(&PortIdText::lid(4), 1, &c);
+        assert!(s.starts_with("# PortSamplesControl: Lid 4 port 1\nOpCode:..........................0x00\nPortSelect:......................0\nTick:............................0x05\n"));
+        assert!(s.contains("OptionMask:......................0x0000000000000001\n"));
+        assert!(s.contains("CounterSelect14:.................0x0000\n"));
+        assert!(s.ends_with("SamplesOnlyOptionMask:...........0x0000000000000000\n"));
+        // perfquery dumps into a 1280-byte buffer: the whole dump fits.
+        assert!(s.len() - s.lines().next().map_or(0, str::len) < 1280);
     }
 }

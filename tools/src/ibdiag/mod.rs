@@ -16,6 +16,7 @@
 
 pub mod dest;
 pub mod fabric;
+pub mod ops;
 pub mod options;
 pub mod report;
 pub mod trace;

@@ -293,6 +293,21 @@ impl Session {
         )
     }
 
+    /// A GSI request to `lid` over QP1: `mad` is the whole request (the
+    /// common header set by the caller), sent with the session's timeout
+    /// and retries; the answer's bytes once its status is 0 and its
+    /// attribute is `mad`'s.
+    ///
+    /// # Errors
+    /// See [`QueryError`].
+    pub fn gsi_rpc(&self, lid: u16, mad: [u8; 256]) -> Result<Vec<u8>, QueryError> {
+        let attr = mad_core::wire::Mad::new_unchecked(&mad[..]).attr_id().0;
+        let req = mad_agents::SendRequest::new(mad, mad_core::transport::Address::gsi(lid))
+            .expect_response(self.timeout, self.retries);
+        let c = self.gsi.send_and_wait(req)?;
+        mad_agents::query::response_bytes(&c, attr).map(<[u8]>::to_vec)
+    }
+
     /// The SA client (created on first use).
     ///
     /// # Errors

@@ -1,5 +1,5 @@
 //! What the comparisons with infiniband-diags over ibsim share (used by
-//! `diags_rest_ibsim.rs` and `diags_cache_ibsim.rs`): running ours and
+//! `diags_rest_ibsim.rs`, `diags_cache_ibsim.rs`, `diags_perf_ibsim.rs`, `diags_cc_vendor.rs`): running ours and
 //! the real tool against the same ibsim fabric, and comparing stdout, the
 //! first line of stderr and the exit status. Not every test uses every
 //! helper, hence the `dead_code` allowance.
@@ -10,6 +10,9 @@ use std::process::{Command, Output, Stdio};
 
 use crate::support::opensm::{require_sbin, sbin};
 use crate::support::{self, IbSim, NEEDS_DIAGS};
+
+/// The fixture fabrics every command is compared on.
+pub const FABRICS: &[&str] = &["net.2sw2path4hca2port", "net.odd-names"];
 
 /// A topology of `tools/tests/fixtures/topologies`.
 pub fn fixture(name: &str) -> PathBuf {
@@ -135,4 +138,31 @@ pub fn some_guids(sim: &IbSim) -> (String, String) {
             .to_owned()
     };
     (guid("SW"), guid("CA"))
+}
+
+/// infiniband-diags' `tool args` under libumad2sim against the served
+/// built-in fabric: (exit status, stdout).
+pub fn real_on_served(
+    served: &crate::support::served::Served,
+    tool: &str,
+    args: &[&str],
+) -> (Option<i32>, String) {
+    // By its bare name, as ours runs (its IBEXIT line starts with it).
+    let dir = sbin(tool).parent().unwrap().to_path_buf();
+    let o = std::process::Command::new(tool)
+        .env(
+            "PATH",
+            format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", dir.display()),
+        )
+        .args(args)
+        .env("LD_PRELOAD", crate::support::UMAD2SIM)
+        .env("IBSIM_SOCKNAME", served.name())
+        .env_remove("SIM_HOST")
+        .env_remove("IBSIM_SERVER_NAME")
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
 }

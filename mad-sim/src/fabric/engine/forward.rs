@@ -92,10 +92,8 @@ impl Core {
         if is_switch && self.partition_refuses(node, port, pkt, Direction::Outbound) {
             return None;
         }
-        let words = pkt.words();
-        let unicast = pkt.unicast();
         if let Some(p) = self.port_mut(node, port) {
-            count_packet(p, Direction::Outbound, words, unicast);
+            count_packet(p, Direction::Outbound, pkt);
         }
         if let Some(f) = self.link_filter.as_mut() {
             let c = LinkCrossing {
@@ -125,16 +123,16 @@ impl Core {
     /// A packet comes off the wire into `rn`/`rp`: lost if that port is
     /// not physically up, else counted as received there.
     pub(super) fn enter(&mut self, rn: u32, rp: u8, pkt: &Packet) -> Option<Hop> {
-        let words = pkt.words();
-        let unicast = pkt.unicast();
         if let Some(p) = self.port_mut(rn, rp) {
             if p.info.port_phys_state != PhysPortState::LINK_UP {
                 p.counters.port_rcv_errors = p.counters.port_rcv_errors.saturating_add(1);
                 p.counters_ext.port_rcv_errors += 1;
+                p.perf
+                    .discard(super::super::pma_ext::Discard::LocalPhysical);
                 self.drop_pkt(DropReason::LinkDown, rn, rp);
                 return None;
             }
-            count_packet(p, Direction::Inbound, words, unicast);
+            count_packet(p, Direction::Inbound, pkt);
         }
         Some(Hop::Arrive { node: rn, port: rp })
     }
@@ -164,6 +162,7 @@ impl Core {
             if let Some(p) = self.port_mut(node, port) {
                 p.counters.port_rcv_errors = p.counters.port_rcv_errors.saturating_add(1);
                 p.counters_ext.port_rcv_errors += 1;
+                p.perf.discard(super::super::pma_ext::Discard::DlidMapping);
             }
             self.drop_pkt(DropReason::NotForThisPort, node, port);
             return None;
@@ -252,6 +251,7 @@ impl Core {
         if let Some(p) = self.port_mut(node, port) {
             p.counters.port_xmit_discards = p.counters.port_xmit_discards.saturating_add(1);
             p.counters_ext.port_xmit_discards += 1;
+            p.perf.discard(super::super::pma_ext::Discard::Inactive);
         }
     }
 }

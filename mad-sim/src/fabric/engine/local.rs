@@ -195,6 +195,10 @@ impl Core {
             self.pma(node, port, pkt);
             return;
         }
+        if mad.mgmt_class().0 == mad_core::wire::cc::CC_CLASS {
+            self.cca(node, port, pkt);
+            return;
+        }
         if self.ep_for(node, mgmt, Qp::Qp1).is_some() {
             self.deliver(node, mgmt, Qp::Qp1, pkey_index, pkt);
             return;

@@ -430,9 +430,25 @@ pub(crate) enum Direction {
     Outbound,
 }
 
-/// Counts a packet of `words` crossing port `p` in direction `dir` in
-/// PortCounters and PortCountersExtended.
-fn count_packet(p: &mut super::node::Port, dir: Direction, words: u32, unicast: bool) {
+/// Counts a packet crossing port `p` in direction `dir` in PortCounters,
+/// PortCountersExtended and the per-SL / per-VL counters.
+fn count_packet(p: &mut super::node::Port, dir: Direction, pkt: &Packet) {
+    let (words, unicast) = (pkt.words(), pkt.unicast());
+    let vl = if pkt.vl15 {
+        15
+    } else {
+        let e = p.sl2vl[usize::from(pkt.sl & 0xF) / 2];
+        if pkt.sl.is_multiple_of(2) {
+            e >> 4
+        } else {
+            e & 0xF
+        }
+    };
+    let way = match dir {
+        Direction::Inbound => super::pma_ext::Way::Rcv,
+        Direction::Outbound => super::pma_ext::Way::Xmit,
+    };
+    p.perf.count(way, words, pkt.sl, vl);
     let (c, e) = (&mut p.counters, &mut p.counters_ext);
     let (data, pkts, ext_data, ext_pkts, ucast, mcast) = match dir {
         Direction::Outbound => (

@@ -24,6 +24,7 @@
 //! | [`Notice`] | 0x0002 (Trap, TrapRepress, SA Report) | 80 |
 //! | [`PortCounters`] | PerfMgt 0x0012 | 44 (of 192) |
 //! | [`PortCountersExt`] | PerfMgt 0x001D | 184 (of 192) |
+//! | `perf_ext` ([`PortRcvErrorDetails`], ...) | PerfMgt 0x0010, 0x0015–0x001F, 0x0030–0x0037 | 8–152 |
 //!
 //! ```
 //! use mad_wire::wire::attr::{PortInfo, PortState};
@@ -40,6 +41,7 @@ mod counters;
 mod enums;
 mod node;
 mod notice;
+mod perf_ext;
 mod port_info;
 mod sm_info;
 mod switch;
@@ -50,6 +52,13 @@ pub use counters::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
 pub use enums::{NodeType, PhysPortState, PortState, SmState};
 pub use node::{NodeDescription, NodeInfo};
 pub use notice::{trap, Notice};
+pub use perf_ext::{
+    pm_attr, PortExtSpeedsCounters, PortExtSpeedsCountersRsfec, PortFlowCtlCounters,
+    PortOpRcvCounters, PortRcvConCtrl, PortRcvDataSl, PortRcvErrorDetails, PortSamplesControl,
+    PortSlRcvBecn, PortSlRcvFecn, PortVlOpData, PortVlOpPackets, PortVlXmitFlowCtlUpdateErrors,
+    PortVlXmitTimeCong, PortVlXmitWaitCounters, PortXmitConCtrl, PortXmitDataSl,
+    PortXmitDiscardDetails, SwPortVlCongestion,
+};
 pub use port_info::{port_cap, port_cap2, PortInfo};
 pub use sm_info::SmInfo;
 pub use switch::{LinearFwdTable, MulticastFwdTable, SwitchInfo};

@@ -3,28 +3,35 @@
 //! (`-l`), port lists and ranges, reset after reading (`-r`) or reset
 //! only (`-R`) with an optional counter mask.
 //!
-//! The per-SL / per-VL / congestion / samples-control queries (`-X`,
-//! `-S`, `-D`, `-E`, `-T`, `-c` and the long-only ones) are sent, and
-//! fail as perfquery does when the PMA does not answer; an answer is
-//! printed as the attribute's 64-byte hex dump (not libibmad's field
-//! dump).
+//! The per-SL / per-VL / details / congestion / samples-control queries
+//! (`-X`, `-S`, `-D`, `-E`, `-T`, `-c` and the long-only ones) decode the
+//! attribute as libibmad's `mad_dump_perfcounters_*` do, reset it after
+//! reading (`-r`) or only reset it (`-R`, with the optional mask as
+//! CounterSelect), and fail as perfquery does when the PMA does not
+//! answer. When several are given, perfquery's fixed order picks the one
+//! that runs (`-X` before `-S` ... before `-c`).
 //!
 //! `--json` prints `{"command":"perfquery","dest":{...},"cap_mask":N,
 //! "cap_mask2":N,"extended":B,"ports":[{"port":N,"counters":{...}}],
-//! "aggregate":{...}|null,"reset":{"mask":N,"ports":[...]}|null}`.
+//! "aggregate":{...}|null,"reset":{"mask":N,"ports":[...]}|null}`; an
+//! attribute query adds `"attribute":"NAME","counters":{...}` (the
+//! decoded fields) instead of `ports`.
 
 use mad_agents::QueryError;
 use mad_core::wire::attr::{
-    pm_cap, ClassPortInfo, NodeInfo, NodeType, PortCounters, PortCountersExt, SwitchInfo,
+    pm_attr, pm_cap, ClassPortInfo, NodeInfo, NodeType, PortCounters, PortCountersExt,
+    PortSamplesControl, SwitchInfo,
 };
 use mad_core::wire::{AttributeId, Method, Repr};
 
 use crate::command::{CliError, Invocation};
 use crate::diags::perf;
-use crate::ibdiag::RawSmpData;
 use crate::ibdiag::{self, Dest, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
 use crate::session::Session;
+
+mod special;
+use special::{special, SPECIAL};
 
 const ALL_PORTS: u32 = 0xFF;
 
@@ -138,27 +145,6 @@ const EXAMPLES: &[&str] = &[
     "-l 32 1,4,8\t# read performance counters from lid 32, port 1, 4, and 8, output each port",
 ];
 
-/// The special queries: (option key, name perfquery prints, attribute).
-const SPECIAL: &[(i32, &str, u16)] = &[
-    ('X' as i32, "PortXmitDataSL", 0x0036),
-    ('S' as i32, "PortRcvDataSL", 0x0037),
-    ('D' as i32, "PortXmitDiscardDetails", 0x0016),
-    ('E' as i32, "PortRcvErrorDetails", 0x0015),
-    ('T' as i32, "PortExtendedSpeedsCounters", 0x001F),
-    (1, "PortOpRcvCounters", 0x0017),
-    (2, "PortFlowCtlCounters", 0x0018),
-    (3, "PortVLOpPackets", 0x0019),
-    (4, "PortVLOpData", 0x001A),
-    (5, "PortVLXmitFlowCtlUpdateErrors", 0x001B),
-    (6, "PortVLXmitWaitCounters", 0x001C),
-    (7, "SwPortVLCongestion", 0x0030),
-    (8, "PortRcvConCtrl", 0x0031),
-    (9, "PortSLRcvFECN", 0x0032),
-    (10, "PortSLRcvBECN", 0x0033),
-    (11, "PortXmitConCtrl", 0x0034),
-    (12, "PortVLXmitTimeCong", 0x0035),
-];
-
 #[derive(Debug, Default)]
 struct Info {
     reset: bool,
@@ -167,7 +153,8 @@ struct Info {
     loop_ports: bool,
     extended: bool,
     smpl_ctl: bool,
-    special: Option<(i32, &'static str, u16)>,
+    /// The attribute-query options given.
+    specials: Vec<i32>,
     port: u32,
     ports: Vec<u32>,
 }
@@ -335,11 +322,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             'l' => info.loop_ports = true,
             'r' => info.reset = true,
             'R' => info.reset_only = true,
-            _ => {
-                if let Some(sp) = SPECIAL.iter().find(|(key, _, _)| key == k) {
-                    info.special.get_or_insert(*sp);
-                }
-            }
+            _ => info.specials.push(*k),
         }
     }
     let args = p.args.clone();
@@ -347,16 +330,20 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         parse_ports(a, &mut info)?;
     }
     let mut mask: u32 = 0xffff;
+    let mut ext_mask: u64 = u64::MAX;
     let mut mask_given = false;
     if let Some(a) = args.get(2) {
         // perfquery takes whatever strtoul makes of it ("0xzzz" is 0:
         // every counter); a mask that is not a number is refused here,
         // since a typo would reset counters nobody meant to reset.
-        mask = match crate::cnum::c_strtoul_full(a)
+        // `-T` takes the whole 64-bit mask; the others its low 32 bits
+        // (perfquery's `int mask = ext_mask`), refused here when wider.
+        let wide = info.specials.contains(&('T' as i32));
+        (mask, ext_mask) = match crate::cnum::c_strtoul_full(a)
             .filter(|_| !a.trim_start().starts_with('-'))
-            .and_then(|m| u32::try_from(m).ok())
+            .filter(|m| wide || u32::try_from(*m).is_ok())
         {
-            Some(m) => m,
+            Some(m) => (m as u32, m),
             None => {
                 return Err(CliError::IbExit(format!(
                     "bad reset mask \"{a}\": give the counters to reset as a number \
@@ -376,7 +363,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         (session, d)
     };
     let json = p.common.json;
-    let r = query(inv, &session, &dest, &mut info, mask, mask_given, json);
+    let r = query(
+        inv,
+        &session,
+        &dest,
+        &mut info,
+        (mask, ext_mask),
+        mask_given,
+        json,
+    );
     let close = session.close();
     r?;
     close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
@@ -388,7 +383,7 @@ fn query(
     session: &Session,
     dest: &Dest,
     info: &mut Info,
-    mut mask: u32,
+    (mut mask, ext_mask): (u32, u64),
     mask_given: bool,
     json: bool,
 ) -> Result<(), CliError> {
@@ -458,21 +453,33 @@ fn query(
             all_ports_loop = true;
         }
     }
-    if let Some((_, name, attr)) = info.special {
-        return special(inv, &mut r, info, name, attr, finish);
+    if let Some(sp) = SPECIAL.iter().find(|sp| info.specials.contains(&sp.key)) {
+        let mask = if sp.key == 'T' as i32 {
+            ext_mask
+        } else {
+            u64::from(mask)
+        };
+        return special(inv, &mut r, info, *sp, mask, finish);
     }
     if info.smpl_ctl {
-        let d: Option<RawSmpData> = r.pma(Method::GET, 0x0010, &[0, info.port as u8]);
-        let Some(d) = d else {
+        let c: Option<PortSamplesControl> = r.pma(
+            Method::GET,
+            pm_attr::PORT_SAMPLES_CONTROL,
+            &[0, info.port as u8],
+        );
+        let Some(c) = c else {
             return finish(inv, &r, vec![], Some("sampctlquery".into()));
         };
-        r.out.push_str(&format!(
-            "# PortSamplesControl: {} port {}\n{}",
-            r.dest.text,
-            info.port,
-            hex_dump(&d.0)
+        r.out.push_str(&perf::format_samples_control(
+            &r.dest.text,
+            info.port as i32,
+            &c,
         ));
-        return finish(inv, &r, vec![("raw", Json::String(hex_str(&d.0)))], None);
+        let extra = vec![
+            ("attribute", Json::String("PortSamplesControl".into())),
+            ("counters", ibdiag::attr_json(&c)),
+        ];
+        return finish(inv, &r, extra, None);
     }
     let looping = all_ports_loop || (info.loop_ports && (info.all_ports || info.port == ALL_PORTS));
     let mut start_port = 1u32;
@@ -593,65 +600,6 @@ fn query(
         vec![("aggregate", aggregate_json), ("reset", reset)],
         None,
     )
-}
-
-fn special<F>(
-    inv: &mut Invocation<'_, '_>,
-    r: &mut Run<'_>,
-    info: &Info,
-    name: &str,
-    attr: u16,
-    finish: F,
-) -> Result<(), CliError>
-where
-    F: Fn(
-        &mut Invocation<'_, '_>,
-        &Run<'_>,
-        Vec<(&str, Json)>,
-        Option<String>,
-    ) -> Result<(), CliError>,
-{
-    let port = info.port;
-    let mut extra = Vec::new();
-    if !info.reset_only {
-        let d: Option<RawSmpData> = r.pma(Method::GET, attr, &[0, port as u8]);
-        let Some(d) = d else {
-            return finish(inv, r, vec![], Some(format!("cannot query {name}")));
-        };
-        r.out.push_str(&format!(
-            "# {name} counters: {} port {port}\n{}",
-            r.dest.text,
-            hex_dump(&d.0)
-        ));
-        extra.push(("raw", Json::String(hex_str(&d.0))));
-    }
-    if info.reset_only || info.reset {
-        let mut data = [0u8; 64];
-        data[1] = port as u8;
-        data[2] = 0xff;
-        data[3] = 0xff;
-        let d: Option<RawSmpData> = r.pma(Method::SET, attr, &data);
-        if d.is_none() {
-            return finish(inv, r, extra, Some(format!("cannot reset {name}")));
-        }
-    }
-    finish(inv, r, extra, None)
-}
-
-fn hex_str(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn hex_dump(b: &[u8]) -> String {
-    let mut s = String::new();
-    for (i, chunk) in b.chunks(16).enumerate() {
-        s.push_str(&format!("{:04x}:", i * 16));
-        for x in chunk {
-            s.push_str(&format!(" {x:02x}"));
-        }
-        s.push('\n');
-    }
-    s
 }
 
 #[cfg(test)]

@@ -1,0 +1,358 @@
+//! The PMA's attributes beyond PortCounters (perfquery's `-X -S -D -E -T
+//! -c` and long options): what a port of the built-in fabric counts and
+//! how the PMA answers, resets and sums them.
+//!
+//! Kept per port ([`PerfExtra`]), from the traffic the fabric carries:
+//! - PortXmitDataSL / PortRcvDataSL: words sent / received per SL;
+//! - PortOpRcvCounters, PortVLOpPackets, PortVLOpData: packets and words
+//!   received per VL with the opcode every MAD has on the wire (UD
+//!   SEND_ONLY, [`UD_SEND_ONLY`]); a request naming another opcode gets
+//!   zeros;
+//! - PortRcvErrorDetails: PortLocalPhysicalErrors (a packet reached a port
+//!   whose link is not up) and PortDLIDMappingErrors (a CA port got a
+//!   packet for a LID not its own); PortXmitDiscardDetails:
+//!   PortInactiveDiscards (a packet left through a port that is not up /
+//!   not active). These break down PortRcvErrors and PortXmitDiscards.
+//!
+//! The fabric has no link-level flow control, congestion or FEC: flow
+//! control, wait, congestion and extended-speeds counters are answered
+//! and stay 0. PortSamplesControl answers a sampling mechanism that is
+//! idle. SwPortVLCongestion exists on switches only.
+
+use mad_core::wire::attr::{
+    pm_attr, PortExtSpeedsCounters, PortFlowCtlCounters, PortOpRcvCounters, PortRcvConCtrl,
+    PortRcvDataSl, PortRcvErrorDetails, PortSamplesControl, PortSlRcvBecn, PortSlRcvFecn,
+    PortVlOpData, PortVlOpPackets, PortVlXmitFlowCtlUpdateErrors, PortVlXmitTimeCong,
+    PortVlXmitWaitCounters, PortXmitConCtrl, PortXmitDataSl, PortXmitDiscardDetails,
+    SwPortVlCongestion,
+};
+use mad_core::wire::field::{get_bits, set_bits, FieldDesc, FieldKind};
+use mad_core::wire::Repr;
+
+/// The IBA opcode of a UD SEND_ONLY packet, the only one MADs use.
+pub const UD_SEND_ONLY: u8 = 0x64;
+/// PerfMgt attribute data length.
+const DATA_LEN: usize = 192;
+
+/// A counter attribute: its ID, its field table and where its counters
+/// start (the bits before are OpCode / PortSelect / CounterSelect).
+struct Layout {
+    attr: u16,
+    fields: &'static [FieldDesc],
+    counters_from: u32,
+    switch_only: bool,
+}
+
+macro_rules! layouts {
+    ($($attr:ident => $t:ty, $from:expr, $sw:expr;)*) => {
+        &[$(Layout { attr: pm_attr::$attr, fields: <$t>::FIELDS, counters_from: $from, switch_only: $sw },)*]
+    };
+}
+
+/// Every counter attribute the PMA answers besides PortCounters(Ext).
+const LAYOUTS: &[Layout] = layouts! {
+    PORT_RCV_ERROR_DETAILS => PortRcvErrorDetails, 32, false;
+    PORT_XMIT_DISCARD_DETAILS => PortXmitDiscardDetails, 32, false;
+    PORT_OP_RCV_COUNTERS => PortOpRcvCounters, 32, false;
+    PORT_FLOW_CTL_COUNTERS => PortFlowCtlCounters, 32, false;
+    PORT_VL_OP_PACKETS => PortVlOpPackets, 32, false;
+    PORT_VL_OP_DATA => PortVlOpData, 32, false;
+    PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS => PortVlXmitFlowCtlUpdateErrors, 32, false;
+    PORT_VL_XMIT_WAIT_COUNTERS => PortVlXmitWaitCounters, 32, false;
+    PORT_EXTENDED_SPEEDS_COUNTERS => PortExtSpeedsCounters, 128, false;
+    SW_PORT_VL_CONGESTION => SwPortVlCongestion, 32, true;
+    PORT_RCV_CON_CTRL => PortRcvConCtrl, 32, false;
+    PORT_SL_RCV_FECN => PortSlRcvFecn, 32, false;
+    PORT_SL_RCV_BECN => PortSlRcvBecn, 32, false;
+    PORT_XMIT_CON_CTRL => PortXmitConCtrl, 32, false;
+    PORT_VL_XMIT_TIME_CONG => PortVlXmitTimeCong, 32, false;
+    PORT_XMIT_DATA_SL => PortXmitDataSl, 32, false;
+    PORT_RCV_DATA_SL => PortRcvDataSl, 32, false;
+};
+
+impl Layout {
+    /// The counters in wire order: (bit offset, bits) of each integer or
+    /// array element; CounterSelect bit `i` names counter `i`.
+    fn counters(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.fields
+            .iter()
+            .filter(|f| f.label.is_some() && f.bit_offset >= self.counters_from)
+            .flat_map(|f| {
+                let (n, w) = match f.kind {
+                    FieldKind::Array { elem_bits, count } => (count, elem_bits),
+                    _ => (1, f.bit_len),
+                };
+                (0..n).map(move |i| ((f.bit_offset + i * w) as usize, w as usize))
+            })
+    }
+}
+
+fn layout(attr: u16) -> Option<&'static Layout> {
+    LAYOUTS.iter().find(|l| l.attr == attr)
+}
+
+/// The counters of one port for every attribute of [`LAYOUTS`], as the
+/// attribute's bytes (header bytes unused).
+#[derive(Debug, Clone, Default)]
+pub struct PerfExtra {
+    blocks: Vec<(u16, Box<[u8; DATA_LEN]>)>,
+}
+
+/// Which way a packet crossed the port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// Received.
+    Rcv,
+    /// Sent.
+    Xmit,
+}
+
+/// Why a port discarded a packet, as the details attributes name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Discard {
+    /// Received while the link was not up (PortLocalPhysicalErrors).
+    LocalPhysical,
+    /// A CA port got a packet for another LID (PortDLIDMappingErrors).
+    DlidMapping,
+    /// Sent through a port not up / not active (PortInactiveDiscards).
+    Inactive,
+}
+
+impl PerfExtra {
+    fn block(&mut self, attr: u16) -> &mut [u8; DATA_LEN] {
+        let i = match self.blocks.iter().position(|(a, _)| *a == attr) {
+            Some(i) => i,
+            None => {
+                self.blocks.push((attr, Box::new([0; DATA_LEN])));
+                self.blocks.len() - 1
+            }
+        };
+        &mut self.blocks[i].1
+    }
+
+    fn bump(&mut self, attr: u16, counter: usize, by: u64) {
+        let Some(l) = layout(attr) else { return };
+        let Some((off, bits)) = l.counters().nth(counter) else {
+            return;
+        };
+        let b = self.block(attr);
+        let max = if bits >= 64 {
+            u64::MAX
+        } else {
+            (1 << bits) - 1
+        };
+        let v = get_bits(&b[..], off, bits).saturating_add(by).min(max);
+        set_bits(&mut b[..], off, bits, v);
+    }
+
+    /// Counts a packet of `words` on `sl` / `vl` crossing the port.
+    pub fn count(&mut self, way: Way, words: u32, sl: u8, vl: u8) {
+        let (sl, vl) = (usize::from(sl & 0xF), usize::from(vl & 0xF));
+        let w = u64::from(words);
+        match way {
+            Way::Xmit => self.bump(pm_attr::PORT_XMIT_DATA_SL, sl, w),
+            Way::Rcv => {
+                self.bump(pm_attr::PORT_RCV_DATA_SL, sl, w);
+                self.bump(pm_attr::PORT_OP_RCV_COUNTERS, 0, 1);
+                self.bump(pm_attr::PORT_OP_RCV_COUNTERS, 1, w);
+                self.bump(pm_attr::PORT_VL_OP_PACKETS, vl, 1);
+                self.bump(pm_attr::PORT_VL_OP_DATA, vl, w);
+            }
+        }
+    }
+
+    /// Counts a discarded packet.
+    pub fn discard(&mut self, why: Discard) {
+        let (attr, i) = match why {
+            Discard::LocalPhysical => (pm_attr::PORT_RCV_ERROR_DETAILS, 0),
+            Discard::DlidMapping => (pm_attr::PORT_RCV_ERROR_DETAILS, 3),
+            Discard::Inactive => (pm_attr::PORT_XMIT_DISCARD_DETAILS, 0),
+        };
+        self.bump(attr, i, 1);
+    }
+
+    /// Clears the counters `select` names (bit `i`: counter `i`).
+    fn clear(&mut self, l: &Layout, select: u64) {
+        let b = self.block(l.attr);
+        for (i, (off, bits)) in l.counters().enumerate() {
+            if i < 64 && select & (1 << i) != 0 {
+                set_bits(&mut b[..], off, bits, 0);
+            }
+        }
+    }
+
+    /// Adds this port's counters of `l` into `sum`, each saturating.
+    fn add_into(&mut self, l: &Layout, sum: &mut [u8; DATA_LEN]) {
+        let b = self.block(l.attr);
+        for (off, bits) in l.counters() {
+            let max = if bits >= 64 {
+                u64::MAX
+            } else {
+                (1 << bits) - 1
+            };
+            let v = get_bits(&sum[..], off, bits)
+                .saturating_add(get_bits(&b[..], off, bits))
+                .min(max);
+            set_bits(&mut sum[..], off, bits, v);
+        }
+    }
+}
+
+/// What the PMA answers for `attr`, or `None` when it does not know it.
+pub(crate) enum Answer {
+    /// A counter attribute: read (and on a Set clear) the counters of the
+    /// selected ports.
+    Counters,
+    /// PortSamplesControl (Get only).
+    SamplesControl,
+}
+
+/// Whether the PMA of a node (`switch` or not) answers `attr`.
+pub(crate) fn answers(attr: u16, switch: bool) -> Option<Answer> {
+    if attr == pm_attr::PORT_SAMPLES_CONTROL {
+        return Some(Answer::SamplesControl);
+    }
+    layout(attr)
+        .filter(|l| switch || !l.switch_only)
+        .map(|_| Answer::Counters)
+}
+
+/// The request's PortSelect.
+pub(crate) fn port_select(req: &[u8; DATA_LEN]) -> u8 {
+    req[1]
+}
+
+/// A counter attribute's answer over `ports` (their [`PerfExtra`]): the
+/// sum of their counters, cleared first on a Set as CounterSelect says
+/// (bytes 8-15 for PortExtendedSpeedsCounters, else bytes 2-3 plus the
+/// byte at 18 as libibmad's `performance_reset_via` sends it); the
+/// request's header echoed; a per-opcode attribute for another opcode
+/// than [`UD_SEND_ONLY`] reads 0.
+pub(crate) fn counters<'a>(
+    attr: u16,
+    set: bool,
+    req: &[u8; DATA_LEN],
+    ports: impl Iterator<Item = &'a mut PerfExtra>,
+) -> [u8; DATA_LEN] {
+    let mut out = [0u8; DATA_LEN];
+    let Some(l) = layout(attr) else { return out };
+    let select = if attr == pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS {
+        get_bits(&req[..], 64, 64)
+    } else {
+        get_bits(&req[..], 16, 16)
+    };
+    for p in ports {
+        if set {
+            p.clear(l, select);
+        }
+        p.add_into(l, &mut out);
+    }
+    let per_opcode = [
+        pm_attr::PORT_OP_RCV_COUNTERS,
+        pm_attr::PORT_VL_OP_PACKETS,
+        pm_attr::PORT_VL_OP_DATA,
+    ];
+    if per_opcode.contains(&attr) && req[0] != UD_SEND_ONLY {
+        out = [0u8; DATA_LEN];
+    }
+    let header = (l.counters_from / 8) as usize;
+    out[..header].copy_from_slice(&req[..header]);
+    out
+}
+
+/// PortSamplesControl of an idle sampling mechanism for `port_select`.
+pub(crate) fn samples_control(port_select: u8) -> [u8; DATA_LEN] {
+    let c = PortSamplesControl {
+        port_select,
+        // 32-bit counters, no sample running (SampleStatus 0: done).
+        counter_width: 4,
+        ..PortSamplesControl::default()
+    };
+    let mut out = [0u8; DATA_LEN];
+    let _ = c.emit(&mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_land_on_the_sl_and_vl_and_sum_saturates() {
+        let mut a = PerfExtra::default();
+        a.count(Way::Rcv, 70, 3, 15);
+        a.count(Way::Xmit, 70, 3, 0);
+        a.discard(Discard::DlidMapping);
+        let mut b = a.clone();
+        let mut req = [0u8; DATA_LEN];
+        req[0] = UD_SEND_ONLY;
+        req[1] = 0xFF;
+        let out = counters(
+            pm_attr::PORT_VL_OP_DATA,
+            false,
+            &req,
+            [&mut a, &mut b].into_iter(),
+        );
+        let d = PortVlOpData::parse(&out).unwrap();
+        assert_eq!(
+            (d.data[15], d.data[0], d.op_code, d.port_select),
+            (140, 0, UD_SEND_ONLY, 0xFF)
+        );
+        let out = counters(
+            pm_attr::PORT_RCV_ERROR_DETAILS,
+            false,
+            &req,
+            [&mut a].into_iter(),
+        );
+        assert_eq!(
+            PortRcvErrorDetails::parse(&out)
+                .unwrap()
+                .dlid_mapping_errors,
+            1
+        );
+        // Another opcode counts nothing.
+        req[0] = 0x04;
+        let out = counters(
+            pm_attr::PORT_OP_RCV_COUNTERS,
+            false,
+            &req,
+            [&mut a].into_iter(),
+        );
+        assert_eq!(PortOpRcvCounters::parse(&out).unwrap().op_rcv_pkts, 0);
+        // 2-bit counters stop at 3.
+        for _ in 0..5 {
+            a.bump(pm_attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS, 2, 1);
+        }
+        let out = counters(
+            pm_attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
+            false,
+            &req,
+            [&mut a, &mut b].into_iter(),
+        );
+        assert_eq!(
+            PortVlXmitFlowCtlUpdateErrors::parse(&out).unwrap().errors[2],
+            3
+        );
+    }
+
+    #[test]
+    fn a_set_clears_only_the_selected_counters() {
+        let mut a = PerfExtra::default();
+        a.count(Way::Xmit, 10, 0, 0);
+        a.count(Way::Xmit, 10, 1, 0);
+        let mut req = [0u8; DATA_LEN];
+        req[1] = 1;
+        req[2..4].copy_from_slice(&0x0002u16.to_be_bytes());
+        let out = counters(pm_attr::PORT_XMIT_DATA_SL, true, &req, [&mut a].into_iter());
+        let d = PortXmitDataSl::parse(&out).unwrap();
+        assert_eq!((d.data[0], d.data[1], d.counter_select), (10, 0, 2));
+    }
+
+    #[test]
+    fn only_switches_answer_sw_port_vl_congestion() {
+        assert!(answers(pm_attr::SW_PORT_VL_CONGESTION, false).is_none());
+        assert!(answers(pm_attr::SW_PORT_VL_CONGESTION, true).is_some());
+        assert!(answers(pm_attr::PORT_RCV_DATA_SL, false).is_some());
+        assert!(answers(0x0011, true).is_none());
+    }
+}

@@ -1,0 +1,118 @@
+//! The shape of infiniband-diags' op tools (a `match_tbl` of ops with
+//! aliases: ibccquery, ibccconfig): the op named by the first argument
+//! (name or alias, any case), the session to the destination named by the
+//! second, and the run's end (the text, or one JSON object; `IBEXIT
+//! "operation OP: ..."` on failure).
+
+use mad_agents::QueryError;
+
+use super::{dest_arg, dest_json, open_session, print_json, warn_failed, Dest, Parsed, ToolSpec};
+use crate::command::{CliError, Invocation};
+use crate::json::{Json, JsonExt};
+use crate::session::Session;
+
+/// The op whose name or alias is `name` (case insensitive), of the
+/// `(name, alias, op)` rows of a tool's table.
+pub fn match_op<'a, T: Copy + 'a>(
+    rows: impl IntoIterator<Item = (&'a str, &'a str, T)>,
+    name: &str,
+) -> Option<T> {
+    rows.into_iter()
+        .find(|(n, a, _)| n.eq_ignore_ascii_case(name) || a.eq_ignore_ascii_case(name))
+        .map(|(_, _, op)| op)
+}
+
+/// An op tool's run once its op is known: the op's name as typed, the
+/// session and the destination, the arguments after the destination.
+pub struct OpRun {
+    /// The op as the user typed it (what `IBEXIT` names).
+    pub op_name: String,
+    /// The session to the destination.
+    pub session: Session,
+    /// The destination.
+    pub dest: Dest,
+    /// The arguments after the destination.
+    pub rest: Vec<String>,
+    /// `--json`.
+    pub json: bool,
+}
+
+/// `argc < 2`: the usage; an unknown op: `operation 'OP' not supported`
+/// (before any port is opened); else the session to the destination.
+///
+/// # Errors
+/// Usage (exit 2) and `IBEXIT` failures.
+pub fn start<'a, T: Copy + 'a>(
+    inv: &mut Invocation<'_, '_>,
+    spec: &ToolSpec<'_>,
+    p: &Parsed,
+    rows: impl IntoIterator<Item = (&'a str, &'a str, T)>,
+) -> Result<(T, OpRun), CliError> {
+    if p.args.len() < 2 {
+        return Err(CliError::ToolUsage(super::usage_text(&inv.prog, spec)));
+    }
+    let op_name = p.args[0].clone();
+    let Some(op) = match_op(rows, &op_name) else {
+        return Err(CliError::IbExit(format!(
+            "operation '{op_name}' not supported"
+        )));
+    };
+    let session = open_session(inv, &p.common)?;
+    let (session, dest) = dest_arg(session, &p.common, &p.args[1])?;
+    let rest = p.args.get(2..).unwrap_or_default().to_vec();
+    Ok((
+        op,
+        OpRun {
+            op_name,
+            session,
+            dest,
+            rest,
+            json: p.common.json,
+        },
+    ))
+}
+
+impl OpRun {
+    /// Ends the run of `command`: libibmad's warning for the first failed
+    /// query, then `out` (or, with `--json`, `command`, `op`, `dest` and
+    /// `fields`), then the op's failure as `IBEXIT "operation OP: ..."`.
+    ///
+    /// # Errors
+    /// The op's failure (exit 255), a pcap that could not be written.
+    pub fn finish(
+        self,
+        inv: &mut Invocation<'_, '_>,
+        command: &str,
+        failed: Option<&QueryError>,
+        (out, fields): (&str, Vec<(&str, Json)>),
+        r: Result<(), &str>,
+    ) -> Result<(), CliError> {
+        if let Some(e) = failed {
+            warn_failed(inv, &self.dest.text, e);
+        }
+        let close = self.session.close();
+        let op_name = self.op_name;
+        let err = r.err().map(|m| format!("operation {op_name}: {m}"));
+        if self.json {
+            let mut j = Json::obj()
+                .with("command", Json::String(command.into()))
+                .with("op", Json::String(op_name))
+                .with("dest", dest_json(&self.dest));
+            for (k, v) in fields {
+                j.push(k, v);
+            }
+            if let Some(e) = err {
+                j.push("error", Json::String(e));
+                print_json(inv, &j);
+                return Err(CliError::Exit(255));
+            }
+            print_json(inv, &j);
+        } else {
+            inv.io.out(out);
+            if let Some(e) = err {
+                return Err(CliError::IbExit(e));
+            }
+        }
+        close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
+    }
+}
