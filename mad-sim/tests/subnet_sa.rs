@@ -256,13 +256,18 @@ fn services_and_multicast_members_are_registered_listed_and_deleted() {
         .unwrap();
     assert_eq!(m.mlid, 0xC001);
     assert_ne!(m.mgid, [0u8; 16]);
-    assert_eq!(sa.all::<McMemberRecord>().unwrap().records.len(), 1);
+    // The member, and the IPoIB broadcast group (no members: PortGID 0).
+    let all = sa.all::<McMemberRecord>().unwrap().records;
+    assert_eq!(all.len(), 2);
+    assert!(all.iter().any(|r| r.port_gid == gid && r.mlid == 0xC001));
     sa.delete(
         &m,
         McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID,
     )
     .unwrap();
-    assert!(sa.all::<McMemberRecord>().unwrap().records.is_empty());
+    let all = sa.all::<McMemberRecord>().unwrap().records;
+    assert_eq!(all.len(), 1);
+    assert_eq!((all[0].mlid, all[0].port_gid), (0xC000, [0u8; 16]));
 }
 
 #[test]

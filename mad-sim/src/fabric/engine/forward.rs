@@ -4,12 +4,45 @@
 
 use super::*;
 
+/// Most extra copies one multicast packet makes in all (a bound on a
+/// misprogrammed MFT with loops, which a hop limit alone would let grow
+/// exponentially).
+const MAX_MCAST_COPIES: usize = 4096;
+
+/// True for a multicast DLID (0xC000–0xFFFE).
+fn is_mcast(dlid: u16) -> bool {
+    (0xC000..PERMISSIVE_LID).contains(&dlid)
+}
+
 impl Core {
-    pub(super) fn run(&mut self, mut hop: Hop, pkt: &mut Packet) {
+    /// Runs a packet from `hop` to its end; a multicast packet's copies
+    /// (one per port of a switch's MFT mask but the arrival port) run
+    /// after it, each with its own hop limit.
+    pub(super) fn run(&mut self, hop: Hop, pkt: &mut Packet) {
+        let mut copies = Vec::new();
+        self.run_one(hop, pkt, &mut copies);
+        let mut budget = MAX_MCAST_COPIES;
+        while let Some((hop, mut copy)) = copies.pop() {
+            if budget == 0 {
+                let (n, p) = hop_at(hop);
+                self.drop_pkt(DropReason::HopLimit, n, p);
+                self.recycle(copy);
+                continue;
+            }
+            budget -= 1;
+            self.run_one(hop, &mut copy, &mut copies);
+            self.recycle(copy);
+        }
+    }
+
+    fn run_one(&mut self, mut hop: Hop, pkt: &mut Packet, copies: &mut Vec<(Hop, Packet)>) {
         for _ in 0..MAX_HOPS {
             let next = match hop {
                 Hop::Transmit { node, port } => self.transmit(node, port, pkt),
                 Hop::Arrive { node, port } => self.arrive(node, port, pkt),
+                Hop::SwitchRoute { node, in_port } if is_mcast(pkt.dlid) => {
+                    self.mcast_route(node, in_port, pkt, copies)
+                }
                 Hop::SwitchRoute { node, in_port } => self.switch_route(node, in_port, pkt),
                 Hop::Local { node, port } => self.local(node, port, pkt),
             };
@@ -18,16 +51,57 @@ impl Core {
                 None => return,
             }
         }
-        let (n, p) = match hop {
-            Hop::Transmit { node, port }
-            | Hop::Arrive { node, port }
-            | Hop::Local { node, port }
-            | Hop::SwitchRoute {
-                node,
-                in_port: port,
-            } => (node, port),
-        };
+        let (n, p) = hop_at(hop);
         self.drop_pkt(DropReason::HopLimit, n, p);
+    }
+
+    /// A switch forwards a multicast packet that came in on `in_port` (0:
+    /// the switch sent it) out of every port of its MFT mask for the MLID
+    /// but `in_port`, to itself when port 0 is in the mask. Dropped
+    /// ([`DropReason::Multicast`]) when that leaves no port, or the MLID
+    /// is above a MulticastFDBTop that is set.
+    fn mcast_route(
+        &mut self,
+        node: u32,
+        in_port: u8,
+        pkt: &Packet,
+        copies: &mut Vec<(Hop, Packet)>,
+    ) -> Option<Hop> {
+        let n = self.node(node)?;
+        let sw = n.sw.as_ref()?;
+        let nports = n.num_ports();
+        let positions = usize::from(nports) / 16 + 1;
+        let idx = usize::from(pkt.dlid - 0xC000);
+        let top = sw.info.multicast_fdb_top;
+        let mut hops = Vec::new();
+        if top == 0 || pkt.dlid <= top {
+            for port in 0..=nports {
+                let mask = sw
+                    .mft
+                    .get(idx * positions + usize::from(port / 16))
+                    .copied()
+                    .unwrap_or(0);
+                if port == in_port || mask & (1 << (port % 16)) == 0 {
+                    continue;
+                }
+                hops.push(if port == 0 {
+                    Hop::Local {
+                        node,
+                        port: in_port,
+                    }
+                } else {
+                    Hop::Transmit { node, port }
+                });
+            }
+        }
+        let Some((first, rest)) = hops.split_first() else {
+            self.drop_pkt(DropReason::Multicast, node, in_port);
+            return None;
+        };
+        for h in rest {
+            copies.push((*h, pkt.clone()));
+        }
+        Some(*first)
     }
 
     /// The agent at `node`/`port` sends `pkt` (the kernel's send path:
@@ -157,6 +231,9 @@ impl Core {
         }
         let accept = if pkt.dlid == PERMISSIVE_LID {
             pkt.vl15
+        } else if is_mcast(pkt.dlid) {
+            // The switches' MFTs chose the members: a CA port takes it.
+            !pkt.vl15
         } else {
             lid_match(&p.info, pkt.dlid)
         };
@@ -184,8 +261,6 @@ impl Core {
         }
         let reason = if pkt.dlid == 0 {
             DropReason::InvalidLid
-        } else if pkt.dlid >= 0xC000 {
-            DropReason::Multicast
         } else {
             let sw = n.sw.as_ref()?;
             let out = if pkt.dlid > sw.info.linear_fdb_top {
@@ -253,5 +328,18 @@ impl Core {
             p.counters.port_xmit_discards = p.counters.port_xmit_discards.saturating_add(1);
             p.counters_ext.port_xmit_discards += 1;
         }
+    }
+}
+
+/// Where a hop is.
+fn hop_at(hop: Hop) -> (u32, u8) {
+    match hop {
+        Hop::Transmit { node, port }
+        | Hop::Arrive { node, port }
+        | Hop::Local { node, port }
+        | Hop::SwitchRoute {
+            node,
+            in_port: port,
+        } => (node, port),
     }
 }

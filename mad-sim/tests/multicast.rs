@@ -1,0 +1,233 @@
+//! Multicast on the built-in fabric: joins and leaves through the SA make
+//! SM-lite program the switches' MulticastForwardingTables along a
+//! spanning tree, and the fabric forwards a packet to a multicast LID to
+//! each member exactly once (the default topology has a loop through the
+//! two spines), never to a non-member; a leave prunes the tree.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{drain, gsi_mad};
+use mad_agents::sa::{SaClient, SaClientConfig};
+use mad_agents::{EngineConfig, Runtime};
+use mad_core::transport::{Address, Qp, Transport};
+use mad_core::wire::attr::MulticastFwdTable;
+use mad_core::wire::sa_records::{McMemberRecord, MftRecord};
+use mad_core::wire::{Method, Repr};
+use mad_sim::fabric::DropReason;
+use mad_sim::sm::{mcast_tables, McGroup};
+use mad_sim::{SimPort, Subnet};
+
+struct Client {
+    sa: SaClient,
+    _rt: Runtime,
+}
+
+fn client(s: &Subnet, node: &str) -> Client {
+    let ep = s.fabric().attach(node, 1).unwrap();
+    let rt = Runtime::start(ep, EngineConfig::default()).unwrap();
+    let sa = SaClient::new(
+        &rt,
+        SaClientConfig {
+            timeout: Duration::from_millis(500),
+            ..SaClientConfig::default()
+        },
+    )
+    .unwrap();
+    Client { sa, _rt: rt }
+}
+
+fn port_gid(s: &Subnet, node: &str) -> [u8; 16] {
+    let n = s.fabric().find(node).unwrap();
+    let guid = s.fabric().nodes()[n].node_guid + 1;
+    let mut g = [0u8; 16];
+    g[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+    g[8..].copy_from_slice(&guid.to_be_bytes());
+    g
+}
+
+fn join(c: &Client, s: &Subnet, node: &str, mgid: [u8; 16]) -> McMemberRecord {
+    let r = McMemberRecord {
+        mgid,
+        port_gid: port_gid(s, node),
+        join_state: 1,
+        ..McMemberRecord::default()
+    };
+    c.sa.set(
+        &r,
+        McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE,
+    )
+    .unwrap()
+}
+
+fn leave(c: &Client, s: &Subnet, node: &str, mgid: [u8; 16]) {
+    let r = McMemberRecord {
+        mgid,
+        port_gid: port_gid(s, node),
+        join_state: 1,
+        ..McMemberRecord::default()
+    };
+    c.sa.delete(
+        &r,
+        McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE,
+    )
+    .unwrap();
+}
+
+/// Sends one GSI MAD from `from` to `mlid` and returns how many copies
+/// each of `to` received.
+fn send_and_count(s: &Subnet, from: &mut SimPort, mlid: u16, to: &mut [SimPort]) -> Vec<usize> {
+    for t in to.iter_mut() {
+        drain(t);
+    }
+    let mad = gsi_mad(0x0A, 1, Method::SEND, 0x0010, 0x4D43);
+    let a = Address::gsi(mlid);
+    from.post_send(Qp::Qp1, &mad, &a).unwrap();
+    s.fabric().pump();
+    to.iter_mut().map(|t| drain(t).len()).collect()
+}
+
+#[test]
+fn joins_program_a_tree_that_reaches_each_member_once_and_a_leave_prunes_it() {
+    let s = Subnet::builtin().unwrap();
+    let c = client(&s, "host-8");
+    let first = join(&c, &s, "host-2", [0; 16]);
+    let mlid = first.mlid;
+    assert!(
+        (0xC001..0xFFFF).contains(&mlid),
+        "a new group's MLID {mlid:#x}"
+    );
+    join(&c, &s, "host-5", first.mgid);
+    join(&c, &s, "host-6", first.mgid);
+
+    // SM-lite programmed what the SA's members ask for.
+    let groups = s.with_sm(|sm| sm.mcast_groups().to_vec());
+    let g = groups.iter().find(|g| g.mlid == mlid).unwrap();
+    assert_eq!(g.members.len(), 3);
+    // The SA serves the MFT blocks in use: leaf-1, one spine, leaf-2.
+    let mftr = c.sa.all::<MftRecord>().unwrap().records;
+    assert_eq!(mftr.len(), 3, "{mftr:?}");
+    let entry = usize::from(mlid - 0xC000) % MulticastFwdTable::ENTRIES;
+    assert!(mftr.iter().all(|r| r.mft.masks[entry] != 0));
+
+    let mut sender = s.attach("host-3", 1).unwrap();
+    let mut rx: Vec<SimPort> = ["host-2", "host-5", "host-6", "host-4", "host-7"]
+        .iter()
+        .map(|n| s.attach(*n, 1).unwrap())
+        .collect();
+    // host-3 is not a member but on a tree switch: the members get one
+    // copy each (no duplicate through the second spine), the others none.
+    assert_eq!(
+        send_and_count(&s, &mut sender, mlid, &mut rx),
+        [1, 1, 1, 0, 0]
+    );
+    // A member sends: the others get it, not itself.
+    let (a, rest) = rx.split_at_mut(1);
+    assert_eq!(send_and_count(&s, &mut a[0], mlid, rest), [1, 1, 0, 0]);
+
+    // host-5 and host-6 leave: leaf-2 and the spine drop out of the tree.
+    leave(&c, &s, "host-5", first.mgid);
+    leave(&c, &s, "host-6", first.mgid);
+    assert_eq!(
+        send_and_count(&s, &mut sender, mlid, &mut rx),
+        [1, 0, 0, 0, 0]
+    );
+    let mftr = c.sa.all::<MftRecord>().unwrap().records;
+    assert_eq!(mftr.len(), 1, "only leaf-1 still forwards: {mftr:?}");
+
+    // An MLID nobody joined goes nowhere: counted as a multicast drop.
+    let before = s.fabric().stats().dropped(DropReason::Multicast);
+    assert_eq!(send_and_count(&s, &mut sender, 0xC0FE, &mut rx), [0; 5]);
+    assert!(s.fabric().stats().dropped(DropReason::Multicast) > before);
+}
+
+#[test]
+fn the_ipoib_broadcast_group_exists_from_the_start_without_members() {
+    let s = Subnet::builtin().unwrap();
+    let c = client(&s, "host-8");
+    let recs = c.sa.all::<McMemberRecord>().unwrap().records;
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let b = &recs[0];
+    assert_eq!(b.mlid, 0xC000);
+    assert_eq!(
+        b.mgid,
+        [0xFF, 0x12, 0x40, 0x1B, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF]
+    );
+    assert_eq!((b.port_gid, b.join_state, b.qkey), ([0; 16], 0, 0x0B1B));
+    assert!(c.sa.all::<MftRecord>().unwrap().records.is_empty());
+    // Joining it gives its MLID, and leaving keeps the group.
+    let j = join(&c, &s, "host-3", b.mgid);
+    assert_eq!((j.mlid, j.qkey), (0xC000, 0x0B1B));
+    assert_eq!(c.sa.all::<McMemberRecord>().unwrap().records.len(), 1);
+    leave(&c, &s, "host-3", b.mgid);
+    let recs = c.sa.all::<McMemberRecord>().unwrap().records;
+    assert_eq!((recs.len(), recs[0].join_state), (1, 0));
+}
+
+#[test]
+fn the_tree_spans_only_the_switches_between_members() {
+    let s = Subnet::builtin().unwrap();
+    let (tables, sub) = s.with_sm(|sm| {
+        let sub = sm.subnet().clone();
+        let guid = |name: &str| {
+            let n = s.fabric().find(name).unwrap();
+            s.fabric().nodes()[n].node_guid + 1
+        };
+        let groups = [
+            McGroup {
+                mlid: 0xC010,
+                members: vec![guid("host-1"), guid("host-2")],
+            },
+            McGroup {
+                mlid: 0xC011,
+                members: vec![guid("host-1"), guid("host-8")],
+            },
+        ];
+        (mcast_tables(&sub, &groups), sub)
+    });
+    let name = |i: usize| sub.nodes()[i].desc.split(' ').next().unwrap().to_owned();
+    let of = |mlid: u16| -> Vec<(String, Vec<u8>)> {
+        tables
+            .iter()
+            .filter_map(|(i, m)| Some((name(*i), m.get(&mlid)?.iter().copied().collect())))
+            .collect()
+    };
+    // Two hosts on one leaf: that leaf only.
+    assert_eq!(of(0xC010), [("leaf-1".to_owned(), vec![1, 2])]);
+    // Across the fabric: both leaves and exactly one spine.
+    let across = of(0xC011);
+    assert_eq!(across.len(), 3, "{across:?}");
+    assert!(
+        across
+            .iter()
+            .filter(|(n, _)| n.starts_with("spine"))
+            .count()
+            == 1
+    );
+    assert!(across.contains(&("leaf-2".to_owned(), vec![4, across_port(&across)])));
+}
+
+/// The uplink port leaf-2 uses in `t` (7 to spine-1, 8 to spine-2).
+fn across_port(t: &[(String, Vec<u8>)]) -> u8 {
+    if t.iter().any(|(n, _)| n == "spine-1") {
+        7
+    } else {
+        8
+    }
+}
+
+#[test]
+fn an_mft_set_is_read_back_and_limited_to_the_capacity() {
+    let s = Subnet::builtin().unwrap();
+    let c = client(&s, "host-8");
+    let first = join(&c, &s, "host-1", [0; 16]);
+    join(&c, &s, "host-4", first.mgid);
+    let recs = c.sa.all::<MftRecord>().unwrap().records;
+    let r = &recs[0];
+    let entry = usize::from(first.mlid - 0xC000) % MulticastFwdTable::ENTRIES;
+    // leaf-1: ports 1 and 4.
+    assert_eq!(r.mft.masks[entry], (1 << 1) | (1 << 4));
+    assert_eq!(r.to_vec().unwrap().len(), 72);
+}
