@@ -7,11 +7,7 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::{drain, gsi_mad};
-use mad_agents::sa::{SaClient, SaClientConfig};
-use mad_agents::{EngineConfig, Runtime};
+use common::{client, drain, gsi_mad, Client};
 use mad_core::transport::{Address, Qp, Transport};
 use mad_core::wire::attr::MulticastFwdTable;
 use mad_core::wire::sa_records::{McMemberRecord, MftRecord};
@@ -19,25 +15,6 @@ use mad_core::wire::{Method, Repr};
 use mad_sim::fabric::DropReason;
 use mad_sim::sm::{mcast_tables, McGroup};
 use mad_sim::{SimPort, Subnet};
-
-struct Client {
-    sa: SaClient,
-    _rt: Runtime,
-}
-
-fn client(s: &Subnet, node: &str) -> Client {
-    let ep = s.fabric().attach(node, 1).unwrap();
-    let rt = Runtime::start(ep, EngineConfig::default()).unwrap();
-    let sa = SaClient::new(
-        &rt,
-        SaClientConfig {
-            timeout: Duration::from_millis(500),
-            ..SaClientConfig::default()
-        },
-    )
-    .unwrap();
-    Client { sa, _rt: rt }
-}
 
 fn port_gid(s: &Subnet, node: &str) -> [u8; 16] {
     let n = s.fabric().find(node).unwrap();
@@ -48,32 +25,28 @@ fn port_gid(s: &Subnet, node: &str) -> [u8; 16] {
     g
 }
 
-fn join(c: &Client, s: &Subnet, node: &str, mgid: [u8; 16]) -> McMemberRecord {
+/// The full-member record of `node`'s port 1 in `mgid`, and the
+/// components a join or leave names.
+fn membership(s: &Subnet, node: &str, mgid: [u8; 16]) -> (McMemberRecord, u64) {
     let r = McMemberRecord {
         mgid,
         port_gid: port_gid(s, node),
         join_state: 1,
         ..McMemberRecord::default()
     };
-    c.sa.set(
-        &r,
-        McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE,
-    )
-    .unwrap()
+    let mask =
+        McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE;
+    (r, mask)
+}
+
+fn join(c: &Client, s: &Subnet, node: &str, mgid: [u8; 16]) -> McMemberRecord {
+    let (r, mask) = membership(s, node, mgid);
+    c.sa.set(&r, mask).unwrap()
 }
 
 fn leave(c: &Client, s: &Subnet, node: &str, mgid: [u8; 16]) {
-    let r = McMemberRecord {
-        mgid,
-        port_gid: port_gid(s, node),
-        join_state: 1,
-        ..McMemberRecord::default()
-    };
-    c.sa.delete(
-        &r,
-        McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID | McMemberRecord::COMP_JOIN_STATE,
-    )
-    .unwrap();
+    let (r, mask) = membership(s, node, mgid);
+    c.sa.delete(&r, mask).unwrap();
 }
 
 /// Sends one GSI MAD from `from` to `mlid` and returns how many copies

@@ -6,11 +6,13 @@
 //! re-sweeps.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use mad_agents::sa::{SaClient, SaClientConfig, SaError};
-use mad_agents::{EngineConfig, Runtime};
+use common::client;
+use mad_agents::sa::SaError;
 use mad_core::wire::attr::{trap, NodeType, PortState, SmState};
 use mad_core::wire::sa_records::{
     GuidInfoRecord, InformInfo, LftRecord, LinkRecord, McMemberRecord, NodeRecord, PKeyTableRecord,
@@ -19,25 +21,6 @@ use mad_core::wire::sa_records::{
 };
 use mad_sim::topology::NodeKind;
 use mad_sim::{Fabric, Subnet};
-
-struct Client {
-    sa: SaClient,
-    _rt: Runtime,
-}
-
-fn client(s: &Subnet, node: &str) -> Client {
-    let ep = s.fabric().attach(node, 1).unwrap();
-    let rt = Runtime::start(ep, EngineConfig::default()).unwrap();
-    let sa = SaClient::new(
-        &rt,
-        SaClientConfig {
-            timeout: Duration::from_millis(500),
-            ..SaClientConfig::default()
-        },
-    )
-    .unwrap();
-    Client { sa, _rt: rt }
-}
 
 /// (LID, node GUID, port GUID) of every LID-bearing port, from the fabric.
 fn fabric_lids(f: &Fabric) -> BTreeSet<(u16, u64, u64)> {
