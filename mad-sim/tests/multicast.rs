@@ -7,11 +7,11 @@
 
 mod common;
 
-use common::{client, drain, gsi_mad, Client};
+use common::{client, drain, gsi_mad, sim_rpc, Client, Req};
 use mad_core::transport::{Address, Qp, Transport};
-use mad_core::wire::attr::MulticastFwdTable;
+use mad_core::wire::attr::{MulticastFwdTable, SwitchInfo};
 use mad_core::wire::sa_records::{McMemberRecord, MftRecord};
-use mad_core::wire::{Method, Repr};
+use mad_core::wire::{AttributeId, Method, Repr};
 use mad_sim::fabric::DropReason;
 use mad_sim::sm::{mcast_tables, McGroup};
 use mad_sim::{SimPort, Subnet};
@@ -192,7 +192,7 @@ fn across_port(t: &[(String, Vec<u8>)]) -> u8 {
 }
 
 #[test]
-fn an_mft_set_is_read_back_and_limited_to_the_capacity() {
+fn the_sa_serves_the_programmed_mft_block_of_a_leaf() {
     let s = Subnet::builtin().unwrap();
     let c = client(&s, "host-8");
     let first = join(&c, &s, "host-1", [0; 16]);
@@ -203,4 +203,43 @@ fn an_mft_set_is_read_back_and_limited_to_the_capacity() {
     // leaf-1: ports 1 and 4.
     assert_eq!(r.mft.masks[entry], (1 << 1) | (1 << 4));
     assert_eq!(r.to_vec().unwrap().len(), 72);
+}
+
+/// A hostile MFT: every switch of the default topology (whose spines
+/// make loops) forwards MLID 0xC005 to every port. A packet to it ends
+/// (each copy's hop limit, and a bound on the copies in all), counted as
+/// hop-limit drops, and the members receive a bounded number of copies.
+#[test]
+fn an_mft_with_loops_ends_with_bounded_copies() {
+    let s = Subnet::builtin().unwrap();
+    let mut ep = s.attach("host-3", 1).unwrap();
+    let mut masks = [0u16; 32];
+    masks[5] = 0x01FE;
+    let mft = MulticastFwdTable { masks }.to_vec().unwrap();
+    for hops in [&[1u8][..], &[1, 7], &[1, 8], &[1, 7, 2]] {
+        let (st, _) = sim_rpc(
+            &mut ep,
+            &Req::set(hops, AttributeId::MCAST_FWD_TABLE, 0, &mft),
+        )
+        .unwrap();
+        assert_eq!(st, 0);
+        let (_, si) = sim_rpc(&mut ep, &Req::get(hops, AttributeId::SWITCH_INFO, 0)).unwrap();
+        let mut si = SwitchInfo::parse(&si).unwrap();
+        si.multicast_fdb_top = 0xC01F;
+        let b = si.to_vec().unwrap();
+        assert_eq!(
+            sim_rpc(&mut ep, &Req::set(hops, AttributeId::SWITCH_INFO, 0, &b))
+                .unwrap()
+                .0,
+            0
+        );
+    }
+    let mut rx: Vec<SimPort> = ["host-2", "host-6"]
+        .iter()
+        .map(|n| s.attach(*n, 1).unwrap())
+        .collect();
+    let before = s.fabric().stats().dropped(DropReason::HopLimit);
+    let got = send_and_count(&s, &mut ep, 0xC005, &mut rx);
+    assert!(s.fabric().stats().dropped(DropReason::HopLimit) > before);
+    assert!(got.iter().all(|&n| n >= 1 && n <= 1025), "{got:?}");
 }

@@ -6,12 +6,19 @@ use super::*;
 
 /// Most extra copies one multicast packet makes in all (a bound on a
 /// misprogrammed MFT with loops, which a hop limit alone would let grow
-/// exponentially).
-const MAX_MCAST_COPIES: usize = 4096;
+/// exponentially); past it a copy is dropped as [`DropReason::HopLimit`].
+const MAX_MCAST_COPIES: usize = 1024;
 
 /// True for a multicast DLID (0xC000–0xFFFE).
 fn is_mcast(dlid: u16) -> bool {
     (0xC000..PERMISSIVE_LID).contains(&dlid)
+}
+
+/// The copies of one multicast packet still to run, and how many more
+/// may be made.
+struct Fanout {
+    copies: Vec<(Hop, Packet)>,
+    budget: usize,
 }
 
 impl Core {
@@ -19,29 +26,24 @@ impl Core {
     /// (one per port of a switch's MFT mask but the arrival port) run
     /// after it, each with its own hop limit.
     pub(super) fn run(&mut self, hop: Hop, pkt: &mut Packet) {
-        let mut copies = Vec::new();
-        self.run_one(hop, pkt, &mut copies);
-        let mut budget = MAX_MCAST_COPIES;
-        while let Some((hop, mut copy)) = copies.pop() {
-            if budget == 0 {
-                let (n, p) = hop_at(hop);
-                self.drop_pkt(DropReason::HopLimit, n, p);
-                self.recycle(copy);
-                continue;
-            }
-            budget -= 1;
-            self.run_one(hop, &mut copy, &mut copies);
+        let mut f = Fanout {
+            copies: Vec::new(),
+            budget: MAX_MCAST_COPIES,
+        };
+        self.run_one(hop, pkt, &mut f);
+        while let Some((hop, mut copy)) = f.copies.pop() {
+            self.run_one(hop, &mut copy, &mut f);
             self.recycle(copy);
         }
     }
 
-    fn run_one(&mut self, mut hop: Hop, pkt: &mut Packet, copies: &mut Vec<(Hop, Packet)>) {
+    fn run_one(&mut self, mut hop: Hop, pkt: &mut Packet, f: &mut Fanout) {
         for _ in 0..MAX_HOPS {
             let next = match hop {
                 Hop::Transmit { node, port } => self.transmit(node, port, pkt),
                 Hop::Arrive { node, port } => self.arrive(node, port, pkt),
                 Hop::SwitchRoute { node, in_port } if is_mcast(pkt.dlid) => {
-                    self.mcast_route(node, in_port, pkt, copies)
+                    self.mcast_route(node, in_port, pkt, f)
                 }
                 Hop::SwitchRoute { node, in_port } => self.switch_route(node, in_port, pkt),
                 Hop::Local { node, port } => self.local(node, port, pkt),
@@ -60,13 +62,7 @@ impl Core {
     /// but `in_port`, to itself when port 0 is in the mask. Dropped
     /// ([`DropReason::Multicast`]) when that leaves no port, or the MLID
     /// is above a MulticastFDBTop that is set.
-    fn mcast_route(
-        &mut self,
-        node: u32,
-        in_port: u8,
-        pkt: &Packet,
-        copies: &mut Vec<(Hop, Packet)>,
-    ) -> Option<Hop> {
+    fn mcast_route(&mut self, node: u32, in_port: u8, pkt: &Packet, f: &mut Fanout) -> Option<Hop> {
         let n = self.node(node)?;
         let sw = n.sw.as_ref()?;
         let nports = n.num_ports();
@@ -99,7 +95,12 @@ impl Core {
             return None;
         };
         for h in rest {
-            copies.push((*h, pkt.clone()));
+            if f.budget == 0 {
+                self.drop_pkt(DropReason::HopLimit, node, in_port);
+                continue;
+            }
+            f.budget -= 1;
+            f.copies.push((*h, pkt.clone()));
         }
         Some(*first)
     }
