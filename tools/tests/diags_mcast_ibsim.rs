@@ -288,6 +288,21 @@ fn a_join_on_the_built_in_fabric_shows_in_every_multicast_command() {
     assert!(lines.last().unwrap().starts_with("To ca "), "{trace}");
     assert_eq!(lines.len(), 6, "CA, leaf, spine, leaf, CA, To: {trace}");
     assert!(lines[2].contains("\"spine-"), "{trace}");
+    let j = mad_ok(
+        &served,
+        &[
+            "--json",
+            "ibtracert",
+            "-m",
+            &m,
+            &a.lid.to_string(),
+            &b.lid.to_string(),
+        ],
+    );
+    let j: serde_json::Value = serde_json::from_str(&j).unwrap();
+    let route = &j["routes"][0];
+    assert_eq!(route["hops"].as_array().map(Vec::len), Some(4), "{j}");
+    assert_eq!(route["to"]["lid"], u64::from(b.lid), "{j}");
     // A group nobody joined: no path.
     let o = served.mad(&[
         "ibtracert",

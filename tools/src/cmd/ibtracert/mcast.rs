@@ -282,10 +282,16 @@ impl Walk<'_, '_> {
             )
         };
         self.t.text.push_str(&line);
+        let (lid, lid_end) = lids(&n.port);
         self.t.hops.push(
-            json.clone()
+            Json::obj()
                 .with("out_port", Json::from(u64::from(n.from_port)))
-                .with("in_port", Json::from(u64::from(n.upport))),
+                .with("type", Json::String(ty.into()))
+                .with("port_guid", crate::ibdiag::report::hex(n.port.guid, 16))
+                .with("port", Json::from(u64::from(n.upport)))
+                .with("lid", Json::from(u64::from(lid)))
+                .with("lid_end", Json::from(u64::from(lid_end)))
+                .with("node_description", Json::String(name.clone())),
         );
         if n.dist < 0 {
             let s = end("To", n);
