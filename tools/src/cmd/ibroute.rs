@@ -15,38 +15,13 @@ use mad_agents::QueryError;
 use mad_core::wire::attr::{NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo};
 
 use crate::command::{CliError, Invocation};
-use crate::ibdiag::fts::{self, FtOpts, FtOut, FtSwitch, LidInfo, OnFailure};
-use crate::ibdiag::{self, Opt, ToolSpec};
+use crate::ibdiag::fts::{
+    self, FtOpts, FtOut, FtSwitch, LidInfo, OnFailure, KEY_NODE_NAME_MAP, OPTS,
+};
+use crate::ibdiag::{self, ToolSpec};
 use crate::json::{Json, JsonExt};
 use crate::namemap::NameMap;
 use crate::session::Session;
-
-const KEY_NODE_NAME_MAP: i32 = 1;
-
-const OPTS: &[Opt] = &[
-    Opt::new(
-        "all",
-        'a',
-        false,
-        None,
-        "show all lids, even invalid entries",
-    ),
-    Opt::new(
-        "no_dests",
-        'n',
-        false,
-        None,
-        "do not try to resolve destinations",
-    ),
-    Opt::new(
-        "Multicast",
-        'M',
-        false,
-        None,
-        "show multicast forwarding tables",
-    ),
-    ibdiag::node_name_map_opt(KEY_NODE_NAME_MAP),
-];
 
 const EXAMPLES: &[&str] = &[
     " -- Unicast examples:",

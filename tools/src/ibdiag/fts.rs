@@ -9,7 +9,7 @@ use mad_agents::QueryError;
 use mad_core::wire::attr::SwitchInfo;
 use mad_core::wire::AttributeId;
 
-use super::RawSmpData;
+use super::{Opt, RawSmpData};
 use crate::diags::dump;
 use crate::json::{Json, JsonExt};
 use crate::session::Session;
@@ -20,6 +20,35 @@ pub const MIN_MCAST_LID: u32 = 0xC000;
 pub const MAX_MCAST_LID: u32 = 0xFFFE;
 /// `IB_MAX_UCAST_LID`.
 pub const MAX_UCAST_LID: u32 = 0xBFFF;
+
+/// The option key of `--node-name-map`.
+pub const KEY_NODE_NAME_MAP: i32 = 1;
+
+/// The options of ibroute and dump_fts (the same in both programs).
+pub const OPTS: &[Opt] = &[
+    Opt::new(
+        "all",
+        'a',
+        false,
+        None,
+        "show all lids, even invalid entries",
+    ),
+    Opt::new(
+        "no_dests",
+        'n',
+        false,
+        None,
+        "do not try to resolve destinations",
+    ),
+    Opt::new(
+        "Multicast",
+        'M',
+        false,
+        None,
+        "show multicast forwarding tables",
+    ),
+    super::node_name_map_opt(KEY_NODE_NAME_MAP),
+];
 
 /// The switch whose tables are printed.
 #[derive(Debug, Clone)]
