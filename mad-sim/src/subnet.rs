@@ -27,7 +27,8 @@
 //! - **SA**: after every sweep the SA serves the new
 //!   [`SubnetView`]; a join or leave through the SA hands SM-lite the
 //!   new groups on its next round, and it rewrites the switches' MFTs
-//!   (before the pump that carried the SA's answer returns); traps reaching SM-lite are
+//!   then (asynchronously: the SA answers first, as OpenSM does); traps
+//!   reaching SM-lite are
 //!   forwarded to InformInfo subscribers as Reports (from a small thread,
 //!   so that no agent call happens inside the fabric's pump).
 //!

@@ -13,7 +13,7 @@ use mad_core::wire::attr::{MulticastFwdTable, SwitchInfo};
 use mad_core::wire::sa_records::{McMemberRecord, MftRecord};
 use mad_core::wire::{AttributeId, Method, Repr};
 use mad_sim::fabric::DropReason;
-use mad_sim::sm::{mcast_tables, McGroup};
+use mad_sim::sm::{mcast_tables, McGroup, SmEvent};
 use mad_sim::{SimPort, Subnet};
 
 fn port_gid(s: &Subnet, node: &str) -> [u8; 16] {
@@ -49,9 +49,25 @@ fn leave(c: &Client, s: &Subnet, node: &str, mgid: [u8; 16]) {
     c.sa.delete(&r, mask).unwrap();
 }
 
+/// Waits until SM-lite has taken the SA's groups and written them (it
+/// programs asynchronously, as a real SM does: the SA answers a join
+/// before the switches are written).
+fn settle(s: &Subnet) {
+    for _ in 0..10_000 {
+        s.fabric().pump();
+        let want = s.sa().unwrap().mc_groups();
+        if s.with_sm(|sm| sm.mcast_groups() == want.as_slice() && !sm.is_sweeping()) {
+            return;
+        }
+        std::thread::yield_now();
+    }
+    panic!("SM-lite did not take the SA's groups");
+}
+
 /// Sends one GSI MAD from `from` to `mlid` and returns how many copies
 /// each of `to` received.
 fn send_and_count(s: &Subnet, from: &mut SimPort, mlid: u16, to: &mut [SimPort]) -> Vec<usize> {
+    settle(s);
     for t in to.iter_mut() {
         drain(t);
     }
@@ -76,6 +92,7 @@ fn joins_program_a_tree_that_reaches_each_member_once_and_a_leave_prunes_it() {
     join(&c, &s, "host-6", first.mgid);
 
     // SM-lite programmed what the SA's members ask for.
+    settle(&s);
     let groups = s.with_sm(|sm| sm.mcast_groups().to_vec());
     let g = groups.iter().find(|g| g.mlid == mlid).unwrap();
     assert_eq!(g.members.len(), 3);
@@ -242,4 +259,52 @@ fn an_mft_with_loops_ends_with_bounded_copies() {
     let got = send_and_count(&s, &mut ep, 0xC005, &mut rx);
     assert!(s.fabric().stats().dropped(DropReason::HopLimit) > before);
     assert!(got.iter().all(|n| (1..=1025).contains(n)), "{got:?}");
+}
+
+/// A change of membership rewrites only what changed, without a sweep:
+/// the first member on a leaf costs that leaf's MFT block and its
+/// MulticastFDBTop; the same join again costs nothing; a second member on
+/// the same leaf one block; a re-sweep of the unchanged subnet no MFT.
+#[test]
+fn a_join_rewrites_only_the_blocks_that_changed_and_starts_no_sweep() {
+    let s = Subnet::builtin().unwrap();
+    let c = client(&s, "host-8");
+    let status = || {
+        settle(&s);
+        s.sm_status()
+    };
+    let st0 = status();
+    let first = join(&c, &s, "host-2", [0; 16]);
+    let st1 = status();
+    assert_eq!(st1.sweeps, st0.sweeps, "no sweep");
+    assert_eq!(
+        st1.smps_sent - st0.smps_sent,
+        2,
+        "one MFT block and one SwitchInfo"
+    );
+    join(&c, &s, "host-2", first.mgid);
+    assert_eq!(status().smps_sent, st1.smps_sent, "nothing changed");
+    join(&c, &s, "host-3", first.mgid);
+    let st2 = status();
+    assert_eq!(st2.smps_sent - st1.smps_sent, 1, "one MFT block");
+    s.resweep();
+    let st3 = status();
+    assert_eq!(st3.sweeps, st2.sweeps + 1);
+    let events = s.take_sm_events();
+    let last = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            SmEvent::SweepDone { sets, errors, .. } => Some((*sets, *errors)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(last, (0, 0), "the re-sweep sets nothing: {events:?}");
+    // Members still receive after the re-sweep.
+    let mut sender = s.attach("host-4", 1).unwrap();
+    let mut rx: Vec<SimPort> = ["host-2", "host-3"]
+        .iter()
+        .map(|n| s.attach(*n, 1).unwrap())
+        .collect();
+    assert_eq!(send_and_count(&s, &mut sender, first.mlid, &mut rx), [1, 1]);
 }
