@@ -308,3 +308,46 @@ fn a_join_rewrites_only_the_blocks_that_changed_and_starts_no_sweep() {
         .collect();
     assert_eq!(send_and_count(&s, &mut sender, first.mlid, &mut rx), [1, 1]);
 }
+
+/// MFT Sets lost on the wire: SM-lite resends them, reports the error
+/// when they stay lost, and a re-sweep (scheduled for the error) writes
+/// them once the link carries them again; then the members receive.
+#[test]
+fn lost_mft_sets_are_written_by_the_re_sweep_after_the_error() {
+    let s = Subnet::builtin().unwrap();
+    let c = client(&s, "host-8");
+    s.fabric()
+        .set_link_filter(Some(Box::new(|x: &mad_sim::fabric::LinkCrossing<'_>| {
+            // SubnSet(MulticastForwardingTable) requests, directed route.
+            let mft = x.mad[1] == 0x81 && x.mad[3] == 0x02 && x.mad[16..18] == [0x00, 0x1B];
+            if mft {
+                mad_sim::fabric::LinkVerdict::Drop
+            } else {
+                mad_sim::fabric::LinkVerdict::Pass
+            }
+        })));
+    let first = join(&c, &s, "host-2", [0; 16]);
+    join(&c, &s, "host-6", first.mgid);
+    // Past every retry: the Sets fail.
+    for _ in 0..10 {
+        s.fabric().advance(std::time::Duration::from_millis(300));
+    }
+    let errors = s.take_sm_events();
+    assert!(
+        errors.iter().any(|e| matches!(e, SmEvent::Error(_))),
+        "{errors:?}"
+    );
+    s.fabric().set_link_filter(None);
+    for _ in 0..10 {
+        s.fabric().advance(std::time::Duration::from_millis(300));
+    }
+    let mut sender = s.attach("host-4", 1).unwrap();
+    let mut rx: Vec<SimPort> = ["host-2", "host-6", "host-7"]
+        .iter()
+        .map(|n| s.attach(*n, 1).unwrap())
+        .collect();
+    assert_eq!(
+        send_and_count(&s, &mut sender, first.mlid, &mut rx),
+        [1, 1, 0]
+    );
+}

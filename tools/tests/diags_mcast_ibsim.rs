@@ -253,8 +253,17 @@ fn a_join_on_the_built_in_fabric_shows_in_every_multicast_command() {
         "{all}"
     );
 
-    let mfts = mad_ok(&served, &["dump_mfts"]);
+    // SM-lite writes the MFTs after the SA answered the join: wait for
+    // the three switches of the tree to show the MLID.
     let row = format!("{mlid:#06x}");
+    let mut mfts = String::new();
+    for _ in 0..50 {
+        mfts = mad_ok(&served, &["dump_mfts"]);
+        if mfts.matches(&row).count() == 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(
         mfts.matches(&row).count(),
         3,

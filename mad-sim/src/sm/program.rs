@@ -29,6 +29,11 @@ impl SubnetManager {
                 Phase::Activate => self.finish(now),
                 Phase::Multicast => {
                     self.phase = Phase::Idle;
+                    // A block that was not taken is written again by a
+                    // sweep (which compares with what was taken).
+                    if std::mem::take(&mut self.sweep.errors) > 0 && self.resweep_at.is_none() {
+                        self.resweep_at = self.cfg.error_resweep_delay.map(|d| now + d);
+                    }
                     if self.resweep_pending {
                         self.begin_sweep();
                     } else {
