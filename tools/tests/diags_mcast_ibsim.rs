@@ -113,6 +113,7 @@ fn table_cases(sim: &IbSim, what: &str, fails: &mut Vec<String>) {
             &["2", "4"],
             &["-x"],
             &["-M", "--bogus"],
+            &["-h"],
         ] {
             compare(sim, what, tool, args, fails);
         }
