@@ -26,6 +26,7 @@ pub mod cm;
 pub mod engine;
 pub mod rmpp_receiver;
 pub mod rmpp_sender;
+pub mod sm_lite;
 
 /// Operation sequences on an RMPP `Sender`; see [`rmpp_sender`].
 pub fn rmpp_sender_ops(data: &[u8]) {
