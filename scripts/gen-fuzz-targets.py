@@ -113,6 +113,8 @@ OTHERS = [
     ("engine_ops", "engine_ops"),
     # fuzz/src/cm.rs: two connection managers over a lossy wire.
     ("cm_ops", "cm::run"),
+    # fuzz/src/sm_lite.rs: SM-lite on the built-in fabric, multicast included.
+    ("sm_lite_ops", "sm_lite::run"),
 ]
 
 # Hand-written target files (owned by the crates they fuzz), kept as they are

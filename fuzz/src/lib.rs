@@ -28,6 +28,7 @@ pub mod ops;
 pub mod raw_rmpp;
 pub mod rmpp_receiver;
 pub mod rmpp_sender;
+pub mod sm_lite;
 
 /// Operation sequences on an RMPP `Sender`; see [`rmpp_sender`].
 pub fn rmpp_sender_ops(data: &[u8]) {

@@ -25,7 +25,10 @@
 //!   SMInfo, traps and reports for the node go to it); the SA owns QP1
 //!   ([`Fabric::attach_qp`]), on a [`Runtime`] thread.
 //! - **SA**: after every sweep the SA serves the new
-//!   [`SubnetView`]; traps reaching SM-lite are
+//!   [`SubnetView`]; a join or leave through the SA hands SM-lite the
+//!   new groups on its next round, and it rewrites the switches' MFTs
+//!   then (asynchronously: the SA answers first, as OpenSM does); traps
+//!   reaching SM-lite are
 //!   forwarded to InformInfo subscribers as Reports (from a small thread,
 //!   so that no agent call happens inside the fabric's pump).
 //!
@@ -160,6 +163,8 @@ struct SmShared {
     sa: Option<Arc<FabricSa>>,
     notices: Option<mpsc::Sender<Notice>>,
     prefix: u64,
+    /// The SA's multicast generation SM-lite last programmed.
+    mc_gen: u64,
 }
 
 impl SmShared {
@@ -169,6 +174,14 @@ impl SmShared {
             return false;
         }
         let t = self.base + now;
+        if let Some(sa) = &self.sa {
+            // A join or leave through the SA: SM-lite rewrites the MFTs.
+            let g = sa.mc_generation();
+            if g != self.mc_gen {
+                self.mc_gen = g;
+                self.sm.set_mcast_groups(sa.mc_groups());
+            }
+        }
         let busy = match self.driver.pump(&mut self.sm, &mut self.port, t) {
             Ok(b) => b,
             Err(e) => {
@@ -357,6 +370,7 @@ impl Subnet {
             sa: source.clone(),
             notices: opts.sa.then_some(tx),
             prefix: opts.sm.subnet_prefix,
+            mc_gen: 0,
         }));
         let mut subnet = Self {
             fabric: fabric.clone(),

@@ -6,11 +6,13 @@
 //! re-sweeps.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use mad_agents::sa::{SaClient, SaClientConfig, SaError};
-use mad_agents::{EngineConfig, Runtime};
+use common::client;
+use mad_agents::sa::SaError;
 use mad_core::wire::attr::{trap, NodeType, PortState, SmState};
 use mad_core::wire::sa_records::{
     GuidInfoRecord, InformInfo, LftRecord, LinkRecord, McMemberRecord, NodeRecord, PKeyTableRecord,
@@ -19,25 +21,6 @@ use mad_core::wire::sa_records::{
 };
 use mad_sim::topology::NodeKind;
 use mad_sim::{Fabric, Subnet};
-
-struct Client {
-    sa: SaClient,
-    _rt: Runtime,
-}
-
-fn client(s: &Subnet, node: &str) -> Client {
-    let ep = s.fabric().attach(node, 1).unwrap();
-    let rt = Runtime::start(ep, EngineConfig::default()).unwrap();
-    let sa = SaClient::new(
-        &rt,
-        SaClientConfig {
-            timeout: Duration::from_millis(500),
-            ..SaClientConfig::default()
-        },
-    )
-    .unwrap();
-    Client { sa, _rt: rt }
-}
 
 /// (LID, node GUID, port GUID) of every LID-bearing port, from the fabric.
 fn fabric_lids(f: &Fabric) -> BTreeSet<(u16, u64, u64)> {
@@ -256,13 +239,18 @@ fn services_and_multicast_members_are_registered_listed_and_deleted() {
         .unwrap();
     assert_eq!(m.mlid, 0xC001);
     assert_ne!(m.mgid, [0u8; 16]);
-    assert_eq!(sa.all::<McMemberRecord>().unwrap().records.len(), 1);
+    // The member, and the IPoIB broadcast group (no members: PortGID 0).
+    let all = sa.all::<McMemberRecord>().unwrap().records;
+    assert_eq!(all.len(), 2);
+    assert!(all.iter().any(|r| r.port_gid == gid && r.mlid == 0xC001));
     sa.delete(
         &m,
         McMemberRecord::COMP_MGID | McMemberRecord::COMP_PORT_GID,
     )
     .unwrap();
-    assert!(sa.all::<McMemberRecord>().unwrap().records.is_empty());
+    let all = sa.all::<McMemberRecord>().unwrap().records;
+    assert_eq!(all.len(), 1);
+    assert_eq!((all[0].mlid, all[0].port_gid), (0xC000, [0u8; 16]));
 }
 
 #[test]

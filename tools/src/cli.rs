@@ -223,6 +223,21 @@ pub const COMMANDS: &[Command] = &[
         "check the fabric's LIDs and GUIDs for zeros and duplicates (infiniband-diags ibidsverify)",
         crate::cmd::ibidsverify::run,
     ),
+    Command::tool(
+        "dump_fts",
+        "dump every switch's unicast or multicast forwarding table (infiniband-diags dump_fts)",
+        crate::cmd::dump_fts::run,
+    ),
+    Command::tool(
+        "dump_lfts",
+        "dump_fts, then its replaced-by warning (infiniband-diags dump_lfts.sh)",
+        crate::cmd::dump_fts::run_dump_lfts,
+    ),
+    Command::tool(
+        "dump_mfts",
+        "dump_fts -M, then its replaced-by warning (infiniband-diags dump_mfts.sh)",
+        crate::cmd::dump_fts::run_dump_mfts,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

@@ -133,6 +133,9 @@ const SUCCESSES: &[(&str, &[&str])] = &[
     ("ibnodes", &["ibnodes"]),
     ("ibrouters", &["ibrouters"]),
     ("smpdump", &["smpdump", "2", "0x11"]),
+    ("dump_fts", &["dump_fts"]),
+    ("dump_fts", &["dump_fts", "-M"]),
+    ("dump_fts", &["dump_fts", "-n", "-a"]),
     (
         "bench",
         &["bench", "--w", "1", "--queries", "50", "--targets", "0"],

@@ -23,7 +23,8 @@ pub enum DropReason {
     NoRoute,
     /// LID 0.
     InvalidLid,
-    /// A multicast DLID (not modelled).
+    /// A multicast DLID a switch's MFT sends nowhere (no entry, or only
+    /// the port it came in on).
     Multicast,
     /// The DLID is not one of the receiving CA port's LIDs.
     NotForThisPort,

@@ -1,6 +1,55 @@
-//! Multicast group joins and leaves (MCMemberRecord Set / Delete).
+//! Multicast groups: joins and leaves (MCMemberRecord Set / Delete),
+//! the well-known groups that exist from the start, the records served,
+//! and the groups handed to SM-lite ([`FabricSa::mc_groups`]).
 
 use super::*;
+use crate::sm::mcast::{mft_blocks, MCAST_LID_BASE};
+use crate::sm::{mcast_tables, McGroup};
+use mad_core::wire::attr::MulticastFwdTable;
+use mad_core::wire::sa_records::MftRecord;
+
+/// The IPoIB broadcast group's MGID for the default partition
+/// (ff12:401b:ffff::ffff:ffff: link-local scope, P_Key 0xFFFF).
+pub const IPOIB_BROADCAST_MGID: [u8; 16] = [
+    0xFF, 0x12, 0x40, 0x1B, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF,
+];
+/// The IPoIB Q_Key.
+pub const IPOIB_QKEY: u32 = 0x0B1B;
+
+impl McStore {
+    /// The groups OpenSM creates at start for the default partition: the
+    /// IPoIB broadcast group at MLID 0xC000 (MTU 2048, 10 Gb/s, as
+    /// OpenSM's defaults).
+    pub(super) fn with_default_groups() -> Self {
+        let bcast = McMemberRecord {
+            mgid: IPOIB_BROADCAST_MGID,
+            qkey: IPOIB_QKEY,
+            mlid: MCAST_LID_BASE,
+            mtu_selector: Selector::EXACTLY,
+            mtu: 4,
+            pkey: 0xFFFF,
+            rate_selector: Selector::EXACTLY,
+            rate: 3,
+            packet_life_time_selector: Selector::EXACTLY,
+            packet_life_time: PACKET_LIFE_TIME,
+            scope: 2,
+            ..McMemberRecord::default()
+        };
+        Self {
+            well_known: vec![bcast],
+            ..Self::default()
+        }
+    }
+
+    /// The group record of `mgid`: a member's, or a well-known group's.
+    fn group(&self, mgid: &[u8; 16]) -> Option<McMemberRecord> {
+        self.members
+            .iter()
+            .chain(&self.well_known)
+            .find(|m| &m.mgid == mgid)
+            .cloned()
+    }
+}
 
 impl FabricSa {
     /// MCMemberRecord Set: join (creating the group for a new or zero
@@ -22,7 +71,7 @@ impl FabricSa {
             g[12..].copy_from_slice(&mc.next_mgid.to_be_bytes());
             r.mgid = g;
         }
-        let group = mc.members.iter().find(|m| m.mgid == r.mgid).cloned();
+        let group = mc.group(&r.mgid);
         match group {
             Some(g) => {
                 r.mlid = g.mlid;
@@ -65,6 +114,7 @@ impl FabricSa {
             }
             None => mc.members.push(r.clone()),
         }
+        mc.generation += 1;
         r.to_vec().map_err(|_| MadStatus::SA_REQ_INVALID.0)
     }
 
@@ -89,6 +139,80 @@ impl FabricSa {
         } else {
             mc.members[i] = m.clone();
         }
+        mc.generation += 1;
         m.to_vec().map_err(|_| MadStatus::SA_REQ_INVALID.0)
+    }
+}
+
+impl FabricSa {
+    /// MCMemberRecords: every member, then each well-known group without
+    /// members once, with PortGID 0 and JoinState 0 (as OpenSM lists it).
+    pub(super) fn mc_records(&self) -> Vec<Vec<u8>> {
+        let mc = lock(&self.mcast);
+        let empty = mc
+            .well_known
+            .iter()
+            .filter(|g| !mc.members.iter().any(|m| m.mgid == g.mgid));
+        mc.members
+            .iter()
+            .chain(empty)
+            .filter_map(|r| r.to_vec().ok())
+            .collect()
+    }
+
+    /// Changes of membership so far: SM-lite reprograms when it moves.
+    #[must_use]
+    pub fn mc_generation(&self) -> u64 {
+        lock(&self.mcast).generation
+    }
+
+    /// The groups with their members' port GUIDs, in MLID order (what
+    /// SM-lite programs).
+    #[must_use]
+    pub fn mc_groups(&self) -> Vec<McGroup> {
+        let mc = lock(&self.mcast);
+        let mut groups: Vec<McGroup> = Vec::new();
+        for m in &mc.members {
+            let guid = u64::from_be_bytes(m.port_gid[8..].try_into().unwrap_or([0; 8]));
+            match groups.iter_mut().find(|g| g.mlid == m.mlid) {
+                Some(g) => g.members.push(guid),
+                None => groups.push(McGroup {
+                    mlid: m.mlid,
+                    members: vec![guid],
+                }),
+            }
+        }
+        groups.sort_by_key(|g| g.mlid);
+        groups
+    }
+
+    /// MulticastForwardingTableRecords: the blocks in use of each switch
+    /// (of the switch with LID `lid` only, when given), as SM-lite
+    /// programs them.
+    pub(super) fn mft_records(&self, v: &SubnetView, lid: Option<u16>) -> Vec<Vec<u8>> {
+        let tables = mcast_tables(v.subnet(), &self.mc_groups());
+        let mut out = Vec::new();
+        for (i, masks) in &tables {
+            let Some(n) = v.subnet().nodes().get(*i) else {
+                continue;
+            };
+            let l = n.switch_lid();
+            if l == 0 || lid.is_some_and(|x| x != l) {
+                continue;
+            }
+            for ((block, position), masks) in mft_blocks(masks, n.info.num_ports) {
+                records::push(
+                    &mut out,
+                    &MftRecord {
+                        lid: l,
+                        position,
+                        block_num: block,
+                        mft: MulticastFwdTable { masks },
+                        ..MftRecord::default()
+                    },
+                );
+            }
+        }
+        out
     }
 }

@@ -20,7 +20,8 @@
 //! | LinearForwardingTableRecord | switch, 64-LID block up to LinearFDBTop | the LFTs SM-lite computed |
 //! | SMInfoRecord | the SM | SM-lite's SMInfo (SM_Key 0) |
 //! | ServiceRecord | registered service | SubnAdmSet / Delete by clients |
-//! | MCMemberRecord | member of a group | SubnAdmSet (join: a new MGID gets an MLID from 0xC001) / Delete (leave) |
+//! | MCMemberRecord | member of a group; a well-known group without members once, PortGID 0 (as OpenSM) | SubnAdmSet (join: a new MGID gets an MLID from 0xC001) / Delete (leave); the IPoIB broadcast group of the default partition (MLID 0xC000) exists from the start |
+//! | MulticastForwardingTableRecord | switch, block and position in use | the MFTs SM-lite programs from the members ([`crate::sm::mcast_tables`]) |
 //! | InformInfo(Record) | subscription | kept by the responder itself |
 //!
 //! Candidates are narrowed cheaply before the responder matches the
@@ -205,6 +206,10 @@ struct McStore {
     members: Vec<McMemberRecord>,
     next_mlid: u16,
     next_mgid: u32,
+    /// Groups that exist without members (the IPoIB broadcast group).
+    well_known: Vec<McMemberRecord>,
+    /// Bumped by every change of membership.
+    generation: u64,
 }
 
 /// The record source of the fabric's SA: the current [`SubnetView`] plus
@@ -226,6 +231,7 @@ impl FabricSa {
     pub fn new(view: SubnetView) -> Self {
         Self {
             view: RwLock::new(Arc::new(view)),
+            mcast: Mutex::new(McStore::with_default_groups()),
             ..Self::default()
         }
     }
@@ -289,17 +295,12 @@ impl RecordSource for FabricSa {
             AttributeId::SA_VLARB_RECORD => v.vlarb_records(lid),
             AttributeId::SA_SMINFO_RECORD => v.sm_info_records(lid),
             AttributeId::SA_PATH_RECORD => v.path_records(q),
-            // SM-lite programs no multicast forwarding tables.
-            AttributeId::SA_MFT_RECORD => Vec::new(),
+            AttributeId::SA_MFT_RECORD => self.mft_records(&v, lid),
             AttributeId::SA_SERVICE_RECORD => lock(&self.services)
                 .iter()
                 .filter_map(|r| r.to_vec().ok())
                 .collect(),
-            AttributeId::SA_MCMEMBER_RECORD => lock(&self.mcast)
-                .members
-                .iter()
-                .filter_map(|r| r.to_vec().ok())
-                .collect(),
+            AttributeId::SA_MCMEMBER_RECORD => self.mc_records(),
             _ => return None,
         };
         Some(recs)

@@ -119,7 +119,12 @@ impl SubnetManager {
             Kind::SetSwitchInfo { node, want } => match SwitchInfo::parse(data) {
                 Ok(got) => {
                     let guid = self.sweep.subnet.nodes().get(node).map_or(0, SmNode::guid);
-                    if got.linear_fdb_top == want.linear_fdb_top {
+                    let mcast_ok = self.mcast.top_answered(
+                        guid,
+                        want.multicast_fdb_top,
+                        got.multicast_fdb_top,
+                    );
+                    if got.linear_fdb_top == want.linear_fdb_top && mcast_ok {
                         self.programmed.entry(guid).or_default().top = want.linear_fdb_top;
                     } else {
                         self.error(SmError::SwitchNotSet {
@@ -148,6 +153,13 @@ impl SubnetManager {
                     });
                 }
             }
+            Kind::SetMft {
+                guid,
+                block,
+                pos,
+                want,
+            } => self.mft_set_done(&req, guid, (block, pos), want, data),
+            Kind::SetMcastTop { guid, top } => self.mcast_top_done(&req, guid, top, data),
         }
     }
 

@@ -57,12 +57,19 @@
 //! it with status "method/attribute not supported". Such answers come out
 //! of [`SubnetManager::poll_transmit`] before any sweep SMP.
 //!
+//! **Multicast**: the SA hands SM-lite the groups and their members
+//! ([`SubnetManager::set_mcast_groups`]); SM-lite builds a spanning tree
+//! per MLID and writes the switches' MulticastForwardingTables and
+//! MulticastFDBTop ([`mcast`]), in a sweep's Configure phase or, when the
+//! groups change between sweeps, in a Multicast phase of its own.
+//!
 //! Not done (SM-lite is not OpenSM): SM negotiation with other SMs
-//! (SMInfo polling / handover), M_Key protection, LMC > 0, multicast,
-//! partitions, QoS (SL2VL, VL arbitration), periodic light sweeps.
+//! (SMInfo polling / handover), M_Key protection, LMC > 0, partitions,
+//! QoS (SL2VL, VL arbitration), periodic light sweeps.
 
 mod discover;
 pub mod driver;
+pub mod mcast;
 mod program;
 mod recv;
 pub mod routing;
@@ -82,6 +89,7 @@ use mad_core::wire::{
 };
 
 pub use driver::SmDriver;
+pub use mcast::{mcast_tables, McGroup};
 pub use routing::{LidBook, MAX_UNICAST_LID, NO_ROUTE};
 pub use subnet::{NodeIdx, PortRef, SmNode, SmPort, Subnet};
 
@@ -271,6 +279,8 @@ enum Phase {
     Discover,
     Configure,
     Activate,
+    /// Writing MFTs after a change of multicast membership (no sweep).
+    Multicast,
 }
 
 #[derive(Debug, Clone)]
@@ -302,6 +312,16 @@ enum Kind {
         node: NodeIdx,
         block: u32,
         want: [u8; 64],
+    },
+    SetMft {
+        guid: u64,
+        block: u16,
+        pos: u8,
+        want: [u16; 32],
+    },
+    SetMcastTop {
+        guid: u64,
+        top: u16,
     },
 }
 
@@ -352,6 +372,7 @@ pub struct SubnetManager {
     subnet: Subnet,
     book: LidBook,
     programmed: HashMap<u64, Programmed>,
+    mcast: mcast::McState,
     sm_lid: u16,
     ready: VecDeque<Request>,
     outstanding: HashMap<u64, Outstanding>,
@@ -399,6 +420,7 @@ impl SubnetManager {
             subnet: Subnet::default(),
             book: LidBook::default(),
             programmed: HashMap::new(),
+            mcast: mcast::McState::default(),
             sm_lid: 0,
             ready: VecDeque::new(),
             outstanding: HashMap::new(),

@@ -27,6 +27,19 @@ impl SubnetManager {
                     self.phase = Phase::Activate;
                 }
                 Phase::Activate => self.finish(now),
+                Phase::Multicast => {
+                    self.phase = Phase::Idle;
+                    // A block that was not taken is written again by a
+                    // sweep (which compares with what was taken).
+                    if std::mem::take(&mut self.sweep.errors) > 0 && self.resweep_at.is_none() {
+                        self.resweep_at = self.cfg.error_resweep_delay.map(|d| now + d);
+                    }
+                    if self.resweep_pending {
+                        self.begin_sweep();
+                    } else {
+                        self.mcast_after_phase();
+                    }
+                }
             }
         }
     }
@@ -90,6 +103,7 @@ impl SubnetManager {
     pub(super) fn configure(&mut self) {
         let sub = std::mem::take(&mut self.sweep.subnet);
         let max_lid = sub.max_lid();
+        let mcast = self.mcast_tables_for(&sub);
         for (i, n) in sub.nodes().iter().enumerate() {
             for p in n.ports.iter().flatten() {
                 let port0 = n.is_switch() && p.num == 0;
@@ -159,10 +173,16 @@ impl SubnetManager {
                 .is_some_and(|p| p.top == si.linear_fdb_top);
             if !known {
                 self.programmed.remove(&guid);
+                self.mcast.forget(guid);
             }
-            if si.linear_fdb_top != top || si.port_state_change {
+            let mtop = mcast::mcast_top(&self.queue_mft(n, mcast.get(&i)));
+            let mtop_differs = self.mcast.top_differs(guid, si.multicast_fdb_top, mtop);
+            if si.linear_fdb_top != top || si.port_state_change || mtop_differs {
                 let mut want = si.clone();
                 want.linear_fdb_top = top;
+                if mtop_differs {
+                    want.multicast_fdb_top = mtop;
+                }
                 want.port_state_change = true; // write 1 to clear
                 if let Ok(b) = want.to_vec() {
                     self.set(
@@ -262,5 +282,6 @@ impl SubnetManager {
             self.resweep_at = None;
             self.begin_sweep();
         }
+        self.mcast_after_phase();
     }
 }

@@ -381,3 +381,27 @@ impl FdWatch {
         !self.events.is_empty()
     }
 }
+
+/// An SA client on a runtime of its own, at port 1 of a node of a
+/// [`mad_sim::Subnet`].
+pub struct Client {
+    /// The client.
+    pub sa: mad_agents::sa::SaClient,
+    _rt: mad_agents::Runtime,
+}
+
+/// [`Client`] at `node` port 1 of `s` (500 ms timeout).
+pub fn client(s: &mad_sim::Subnet, node: &str) -> Client {
+    use mad_agents::sa::{SaClient, SaClientConfig};
+    let ep = s.fabric().attach(node, 1).unwrap();
+    let rt = mad_agents::Runtime::start(ep, mad_agents::EngineConfig::default()).unwrap();
+    let sa = SaClient::new(
+        &rt,
+        SaClientConfig {
+            timeout: std::time::Duration::from_millis(500),
+            ..SaClientConfig::default()
+        },
+    )
+    .unwrap();
+    Client { sa, _rt: rt }
+}

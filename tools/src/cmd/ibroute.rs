@@ -13,42 +13,15 @@ use std::time::Duration;
 use mad_agents::smp::{SmpClient, SmpTarget};
 use mad_agents::QueryError;
 use mad_core::wire::attr::{NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo};
-use mad_core::wire::AttributeId;
 
 use crate::command::{CliError, Invocation};
-use crate::diags::dump;
-use crate::ibdiag::RawSmpData;
-use crate::ibdiag::{self, Opt, ToolSpec};
+use crate::ibdiag::fts::{
+    self, FtOpts, FtOut, FtSwitch, LidInfo, OnFailure, KEY_NODE_NAME_MAP, OPTS,
+};
+use crate::ibdiag::{self, ToolSpec};
 use crate::json::{Json, JsonExt};
 use crate::namemap::NameMap;
 use crate::session::Session;
-
-const KEY_NODE_NAME_MAP: i32 = 1;
-
-const OPTS: &[Opt] = &[
-    Opt::new(
-        "all",
-        'a',
-        false,
-        None,
-        "show all lids, even invalid entries",
-    ),
-    Opt::new(
-        "no_dests",
-        'n',
-        false,
-        None,
-        "do not try to resolve destinations",
-    ),
-    Opt::new(
-        "Multicast",
-        'M',
-        false,
-        None,
-        "show multicast forwarding tables",
-    ),
-    ibdiag::node_name_map_opt(KEY_NODE_NAME_MAP),
-];
 
 const EXAMPLES: &[&str] = &[
     " -- Unicast examples:",
@@ -64,31 +37,6 @@ const EXAMPLES: &[&str] = &[
     "-M 4 0xc010 0xc020\t# same, but with range",
     "-M -n 4\t# simple dump format",
 ];
-
-const MIN_MCAST_LID: u32 = 0xC000;
-const MAX_MCAST_LID: u32 = 0xFFFE;
-const MAX_UCAST_LID: u32 = 0xBFFF;
-
-struct Opts {
-    brief: bool,
-    dump_all: bool,
-    names: NameMap,
-}
-
-/// `dump_lid`'s static state.
-#[derive(Default)]
-struct LidState {
-    last_port_lid: u32,
-    base_port_lid: u32,
-    portguid: u64,
-}
-
-struct Out {
-    text: String,
-    err: String,
-    rows: Vec<Json>,
-    sw: Json,
-}
 
 /// `check_switch`: (NodeInfo, NodeDescription, SwitchInfo).
 fn check_switch(
@@ -113,300 +61,20 @@ fn check_switch(
     Ok((ni, nd, si))
 }
 
-fn status_of(e: &QueryError) -> u16 {
-    match e {
-        QueryError::Status { status, .. } => status.0,
-        _ => 0,
-    }
-}
-
-fn dump_lid(
-    fast: &SmpClient,
-    o: &Opts,
-    st: &mut LidState,
-    lid: u32,
-    valid: bool,
-) -> (String, Json) {
-    if o.brief {
-        return (String::new(), Json::Null);
-    }
-    if lid <= st.last_port_lid {
-        let s = if !valid {
-            format!(
-                ": (path #{} - illegal port)",
-                lid as i64 - i64::from(st.base_port_lid)
-            )
-        } else if st.portguid == 0 {
-            format!(
-                ": (path #{} out of {})",
-                lid as i64 - i64::from(st.base_port_lid) + 1,
-                st.last_port_lid - st.base_port_lid + 1
-            )
-        } else {
-            format!(
-                ": (path #{} out of {}: portguid {})",
-                lid as i64 - i64::from(st.base_port_lid) + 1,
-                st.last_port_lid - st.base_port_lid + 1,
-                dump::hex(st.portguid, 8)
-            )
-        };
-        return (s, Json::Null);
-    }
-    if !valid {
-        return (": (illegal port)".into(), Json::Null);
-    }
-    st.portguid = 0;
-    let t = SmpTarget::Lid(lid as u16);
-    let nd = fast.node_description(&t);
-    let pi = nd.as_ref().ok().map(|_| fast.port_info(&t, 0));
-    let ni = match pi {
-        Some(Ok(_)) => Some(fast.node_info(&t)),
-        _ => None,
-    };
-    let (Ok(nd), Some(Ok(pi)), Some(Ok(ni))) = (nd, pi, ni) else {
-        return (": (unknown node and type)".into(), Json::Null);
-    };
-    let pi: PortInfo = pi;
-    st.portguid = ni.port_guid;
-    if pi.lmc > 0 {
-        st.base_port_lid = pi.lid.into();
-        st.last_port_lid = u32::from(pi.lid) + (1u32 << pi.lmc) - 1;
-    }
-    let name = o.names.remap(ni.node_guid, &nd);
-    let j = Json::obj()
-        .with("type", Json::String(dump::node_type(ni.node_type.0)))
-        .with("port_guid", ibdiag::hex(ni.port_guid, 16))
-        .with("node_description", Json::String(name.clone()));
-    (
-        format!(
-            ": ({} portguid {}: '{}')",
-            dump::node_type(ni.node_type.0),
-            dump::hex(ni.port_guid, 8),
-            name
-        ),
-        j,
-    )
-}
-
-fn unicast(
-    s: &Session,
-    fast: &SmpClient,
-    dest: &ibdiag::Dest,
-    o: &Opts,
-    startlid: u32,
-    mut endlid: u32,
-    out: &mut Out,
-) -> Result<(), (&'static str, Option<QueryError>)> {
-    let (ni, nd, si) = check_switch(s, &dest.target)?;
-    let nports = u32::from(ni.num_ports);
-    let top = u32::from(si.linear_fdb_top);
-    if endlid == 0 || endlid > top {
-        endlid = top;
-    }
-    if endlid > MAX_UCAST_LID {
-        out.err.push_str(&format!(
-            "ibwarn: [{}] dump_unicast_tables: illegal lft top {endlid}, truncate to {MAX_UCAST_LID}\n",
-            std::process::id()
-        ));
-        endlid = MAX_UCAST_LID;
-    }
-    let name = o.names.remap(ni.node_guid, &nd);
-    out.text.push_str(&format!(
-        "Unicast lids [0x{startlid:x}-0x{endlid:x}] of switch {} guid 0x{:016x} ({name}):\n",
-        dest.text, ni.node_guid
-    ));
-    out.text
-        .push_str("  Lid  Out   Destination\n       Port     Info \n");
-    out.sw = Json::obj()
-        .with("dest", ibdiag::dest_json(dest))
-        .with("node_guid", ibdiag::hex(ni.node_guid, 16))
-        .with("node_description", Json::String(name));
-    let startblock = startlid / 64;
-    let endblock = endlid.div_ceil(64);
-    let mut st = LidState::default();
-    let mut n = 0;
-    for block in startblock..endblock {
-        let lft =
-            match s
-                .smp()
-                .get::<RawSmpData>(&dest.target, AttributeId::LINEAR_FWD_TABLE, block)
-            {
-                Ok(d) => d.0,
-                Err(e) => {
-                    out.err.push_str(&format!(
-                        "SubnGet() failed; MAD status 0x{:x} AM 0x{block:x}\n",
-                        status_of(&e)
-                    ));
-                    return Ok(());
-                }
-            };
-        let mut i = (block * 64).max(startlid);
-        let e = (block * 64 + 64).min(endlid + 1);
-        while i < e {
-            let outport = u32::from(lft[(i % 64) as usize]);
-            let valid = outport <= nports;
-            if valid || o.dump_all {
-                let (text, j) = dump_lid(fast, o, &mut st, i, valid);
-                out.text
-                    .push_str(&format!("0x{i:04x} {:03} {text}\n", outport & 0xff));
-                out.rows.push(
-                    Json::obj()
-                        .with("lid", Json::from(u64::from(i)))
-                        .with("port", Json::from(u64::from(outport)))
-                        .with("valid", Json::Bool(valid))
-                        .with("dest", j),
-                );
-                n += 1;
-            }
-            i += 1;
-        }
-    }
-    out.text.push_str(&format!(
-        "{n} {}lids dumped \n",
-        if o.dump_all { "" } else { "valid " }
-    ));
-    Ok(())
-}
-
-fn multicast(
-    s: &Session,
-    dest: &ibdiag::Dest,
-    o: &Opts,
-    mut startlid: u32,
-    mut endlid: u32,
-    out: &mut Out,
-) -> Result<(), (&'static str, Option<QueryError>)> {
-    let (ni, nd, si) = check_switch(s, &dest.target)?;
-    let nports = u32::from(ni.num_ports);
-    let cap = u32::from(si.multicast_fdb_cap);
-    let top = u32::from(si.multicast_fdb_top);
-    let pid = std::process::id();
-    if endlid == 0 || endlid > (MIN_MCAST_LID + cap).wrapping_sub(1) {
-        endlid = (MIN_MCAST_LID + cap).wrapping_sub(1);
-    }
-    if !o.dump_all && top != 0 && top < endlid {
-        if top < MIN_MCAST_LID - 1 {
-            out.err.push_str(&format!(
-                "ibwarn: [{pid}] dump_multicast_tables: illegal top mlid {top:x}\n"
-            ));
-        } else {
-            endlid = top;
-        }
-    }
-    if startlid == 0 {
-        startlid = MIN_MCAST_LID;
-    } else if startlid < MIN_MCAST_LID {
-        out.err.push_str(&format!(
-            "ibwarn: [{pid}] dump_multicast_tables: illegal start mlid {startlid:x}, set to {MIN_MCAST_LID:x}\n"
-        ));
-        startlid = MIN_MCAST_LID;
-    }
-    if endlid > MAX_MCAST_LID {
-        out.err.push_str(&format!(
-            "ibwarn: [{pid}] dump_multicast_tables: illegal end mlid {endlid:x}, truncate to {MAX_MCAST_LID:x}\n"
-        ));
-        endlid = MAX_MCAST_LID;
-    }
-    let name = o.names.remap(ni.node_guid, &nd);
-    out.text.push_str(&format!(
-        "Multicast mlids [0x{startlid:x}-0x{endlid:x}] of switch {} guid 0x{:016x} ({name}):\n",
-        dest.text, ni.node_guid
-    ));
-    out.sw = Json::obj()
-        .with("dest", ibdiag::dest_json(dest))
-        .with("node_guid", ibdiag::hex(ni.node_guid, 16))
-        .with("node_description", Json::String(name));
-    if o.brief {
-        out.text.push_str(" MLid       Port Mask\n");
-    } else {
-        if nports > 9 {
-            let mut s = String::new();
-            for i in 0..=nports {
-                s.push(if i % 10 != 0 {
-                    ' '
-                } else {
-                    char::from(b'0' + (i / 10) as u8)
-                });
-                s.push(' ');
-            }
-            out.text.push_str(&format!("            {s}\n"));
-        }
-        let mut s = String::new();
-        for i in 0..=nports {
-            s.push_str(&format!("{} ", i % 10));
-        }
-        out.text.push_str(&format!("     Ports: {s}\n MLid\n"));
-    }
-    let chunks = (nports + 1).div_ceil(16);
-    let startblock = startlid / 32;
-    let lastblock = endlid / 32;
-    let mut n = 0;
-    for block in startblock..=lastblock {
-        let mut mft: Vec<[u16; 32]> = Vec::new();
-        for j in 0..chunks {
-            let m = (block - MIN_MCAST_LID / 32) | (j << 28);
-            match s
-                .smp()
-                .get::<RawSmpData>(&dest.target, AttributeId::MCAST_FWD_TABLE, m)
-            {
-                Ok(d) => {
-                    let mut a = [0u16; 32];
-                    for (k, v) in a.iter_mut().enumerate() {
-                        *v = u16::from_be_bytes([d.0[2 * k], d.0[2 * k + 1]]);
-                    }
-                    mft.push(a);
-                }
-                Err(e) => {
-                    out.err.push_str(&format!(
-                        "SubnGet() failed; MAD status 0x{:x} AM 0x{m:x}\n",
-                        status_of(&e)
-                    ));
-                    return Ok(());
-                }
-            }
-        }
-        let mut i = (block * 32).max(startlid);
-        let e = (block * 32 + 32).min(endlid + 1);
-        while i < e {
-            let idx = (i % 32) as usize;
-            let nonzero = mft.iter().any(|c| c[idx] != 0);
-            if nonzero || o.dump_all {
-                let mut s = String::new();
-                if o.brief {
-                    for c in &mft {
-                        s.push_str(&format!("{:04x}", c[idx]));
-                    }
-                } else {
-                    for p in 0..=nports {
-                        let mask = mft[(p / 16) as usize][idx];
-                        s.push(if mask & (1 << (p % 16)) != 0 {
-                            'x'
-                        } else {
-                            ' '
-                        });
-                        s.push(' ');
-                    }
-                }
-                out.text.push_str(&format!("0x{i:04x}      {s}\n"));
-                let ports: Vec<Json> = (0..=nports)
-                    .filter(|p| mft[(p / 16) as usize][idx] & (1 << (p % 16)) != 0)
-                    .map(|p| Json::from(u64::from(p)))
-                    .collect();
-                out.rows.push(
-                    Json::obj()
-                        .with("mlid", Json::from(u64::from(i)))
-                        .with("ports", Json::Array(ports)),
-                );
-                n += 1;
-            }
-            i += 1;
-        }
-    }
-    out.text.push_str(&format!(
-        "{n} {}mlids dumped \n",
-        if o.dump_all { "" } else { "valid " }
-    ));
-    Ok(())
+/// ibroute's `dump_lid` lookup: NodeDescription, PortInfo and NodeInfo
+/// of the LID, asked with the short timeout.
+fn lookup(fast: &SmpClient, names: &NameMap, lid: u16) -> Option<LidInfo> {
+    let t = SmpTarget::Lid(lid);
+    let nd = fast.node_description(&t).ok()?;
+    let pi: PortInfo = fast.port_info(&t, 0).ok()?;
+    let ni = fast.node_info(&t).ok()?;
+    Some(LidInfo {
+        ntype: ni.node_type.0,
+        port_guid: ni.port_guid,
+        name: names.remap(ni.node_guid, &nd),
+        base_lid: pi.lid,
+        lmc: pi.lmc,
+    })
 }
 
 /// Runs `ibroute`.
@@ -434,10 +102,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         .map_or(0, |a| crate::cnum::c_strtoul(a) as u32);
     let map_file = p.value(KEY_NODE_NAME_MAP).map(str::to_owned);
     let names = ibdiag::open_name_map(inv, map_file.as_deref()).unwrap_or_default();
-    let o = Opts {
+    let o = FtOpts {
         brief: p.has('n' as i32),
         dump_all: p.has('a' as i32),
-        names,
     };
     let mc = p.has('M' as i32);
     let session = ibdiag::open_session(inv, &p.common)?;
@@ -453,17 +120,47 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     fast.timeout = Duration::from_millis(100);
     fast.retries = crate::session::DEFAULT_RETRIES;
     fast.m_key = p.common.m_key;
-    let mut out = Out {
-        text: String::new(),
-        err: String::new(),
-        rows: Vec::new(),
-        sw: Json::Null,
-    };
-    let r = if mc {
-        multicast(&session, &dest, &o, startlid, endlid, &mut out)
-    } else {
-        unicast(&session, &fast, &dest, &o, startlid, endlid, &mut out)
-    };
+    let mut out = FtOut::default();
+    let mut sw_json = Json::Null;
+    let r = check_switch(&session, &dest.target).map(|(ni, nd, si)| {
+        let sw = FtSwitch {
+            target: dest.target.clone(),
+            text: dest.text.to_string(),
+            guid: ni.node_guid,
+            name: names.remap(ni.node_guid, &nd),
+            nports: u32::from(ni.num_ports),
+            si,
+            lid: 0,
+        };
+        sw_json = Json::obj()
+            .with("dest", ibdiag::dest_json(&dest))
+            .with("node_guid", ibdiag::hex(ni.node_guid, 16))
+            .with("node_description", Json::String(sw.name.clone()));
+        if mc {
+            fts::multicast(
+                &session,
+                &sw,
+                o,
+                startlid,
+                endlid,
+                OnFailure::Stop,
+                &mut out,
+            );
+        } else {
+            let mut resolve = |lid| lookup(&fast, &names, lid);
+            fts::unicast(
+                &session,
+                &sw,
+                o,
+                startlid,
+                endlid,
+                OnFailure::Stop,
+                &mut resolve,
+                ": (unknown node and type)",
+                &mut out,
+            );
+        }
+    });
     drop(fast);
     let close = session.close();
     if let Err((_, Some(e))) = &r {
@@ -473,7 +170,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if p.common.json {
         let mut j = Json::obj()
             .with("command", Json::String("ibroute".into()))
-            .with("switch", out.sw)
+            .with("switch", sw_json)
             .with(
                 if mc { "multicast" } else { "unicast" },
                 Json::Array(out.rows),

@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod cm;
+pub mod dump_fts;
 pub mod exporter;
 pub mod ibaddr;
 pub mod ibcacheedit;

@@ -9,13 +9,15 @@
 //!   print, the JSON result and its incomplete marks;
 //! - [`fabric`]: what the fabric-wide tools share (a discovery, its
 //!   limits, the node name map, how a link is printed);
-//! - [`trace`]: ibtracert's route walk, also used by ibportstate.
+//! - [`trace`]: ibtracert's route walk, also used by ibportstate;
+//! - [`fts`]: a switch's forwarding tables as ibroute and dump_fts print them.
 //!
 //! Commands import from here and from [`crate::command`], never from
 //! the dispatcher or from each other.
 
 pub mod dest;
 pub mod fabric;
+pub mod fts;
 pub mod ops;
 pub mod options;
 pub mod report;

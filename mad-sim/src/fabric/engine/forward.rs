@@ -4,12 +4,47 @@
 
 use super::*;
 
+/// Most extra copies one multicast packet makes in all (a bound on a
+/// misprogrammed MFT with loops, which a hop limit alone would let grow
+/// exponentially); past it a copy is dropped as [`DropReason::HopLimit`].
+const MAX_MCAST_COPIES: usize = 1024;
+
+/// True for a multicast DLID (0xC000–0xFFFE).
+fn is_mcast(dlid: u16) -> bool {
+    (0xC000..PERMISSIVE_LID).contains(&dlid)
+}
+
+/// The copies of one multicast packet still to run, and how many more
+/// may be made.
+struct Fanout {
+    copies: Vec<(Hop, Packet)>,
+    budget: usize,
+}
+
 impl Core {
-    pub(super) fn run(&mut self, mut hop: Hop, pkt: &mut Packet) {
+    /// Runs a packet from `hop` to its end; a multicast packet's copies
+    /// (one per port of a switch's MFT mask but the arrival port) run
+    /// after it, each with its own hop limit.
+    pub(super) fn run(&mut self, hop: Hop, pkt: &mut Packet) {
+        let mut f = Fanout {
+            copies: Vec::new(),
+            budget: MAX_MCAST_COPIES,
+        };
+        self.run_one(hop, pkt, &mut f);
+        while let Some((hop, mut copy)) = f.copies.pop() {
+            self.run_one(hop, &mut copy, &mut f);
+            self.recycle(copy);
+        }
+    }
+
+    fn run_one(&mut self, mut hop: Hop, pkt: &mut Packet, f: &mut Fanout) {
         for _ in 0..MAX_HOPS {
             let next = match hop {
                 Hop::Transmit { node, port } => self.transmit(node, port, pkt),
                 Hop::Arrive { node, port } => self.arrive(node, port, pkt),
+                Hop::SwitchRoute { node, in_port } if is_mcast(pkt.dlid) => {
+                    self.mcast_route(node, in_port, pkt, f)
+                }
                 Hop::SwitchRoute { node, in_port } => self.switch_route(node, in_port, pkt),
                 Hop::Local { node, port } => self.local(node, port, pkt),
             };
@@ -18,16 +53,56 @@ impl Core {
                 None => return,
             }
         }
-        let (n, p) = match hop {
-            Hop::Transmit { node, port }
-            | Hop::Arrive { node, port }
-            | Hop::Local { node, port }
-            | Hop::SwitchRoute {
-                node,
-                in_port: port,
-            } => (node, port),
-        };
+        let (n, p) = hop_at(hop);
         self.drop_pkt(DropReason::HopLimit, n, p);
+    }
+
+    /// A switch forwards a multicast packet that came in on `in_port` (0:
+    /// the switch sent it) out of every port of its MFT mask for the MLID
+    /// but `in_port`, to itself when port 0 is in the mask. Dropped
+    /// ([`DropReason::Multicast`]) when that leaves no port, or the MLID
+    /// is above a MulticastFDBTop that is set.
+    fn mcast_route(&mut self, node: u32, in_port: u8, pkt: &Packet, f: &mut Fanout) -> Option<Hop> {
+        let n = self.node(node)?;
+        let sw = n.sw.as_ref()?;
+        let nports = n.num_ports();
+        let positions = usize::from(nports) / 16 + 1;
+        let idx = usize::from(pkt.dlid - 0xC000);
+        let top = sw.info.multicast_fdb_top;
+        let mut hops = Vec::new();
+        if top == 0 || pkt.dlid <= top {
+            for port in 0..=nports {
+                let mask = sw
+                    .mft
+                    .get(idx * positions + usize::from(port / 16))
+                    .copied()
+                    .unwrap_or(0);
+                if port == in_port || mask & (1 << (port % 16)) == 0 {
+                    continue;
+                }
+                hops.push(if port == 0 {
+                    Hop::Local {
+                        node,
+                        port: in_port,
+                    }
+                } else {
+                    Hop::Transmit { node, port }
+                });
+            }
+        }
+        let Some((first, rest)) = hops.split_first() else {
+            self.drop_pkt(DropReason::Multicast, node, in_port);
+            return None;
+        };
+        for h in rest {
+            if f.budget == 0 {
+                self.drop_pkt(DropReason::HopLimit, node, in_port);
+                continue;
+            }
+            f.budget -= 1;
+            f.copies.push((*h, pkt.clone()));
+        }
+        Some(*first)
     }
 
     /// The agent at `node`/`port` sends `pkt` (the kernel's send path:
@@ -155,6 +230,9 @@ impl Core {
         }
         let accept = if pkt.dlid == PERMISSIVE_LID {
             pkt.vl15
+        } else if is_mcast(pkt.dlid) {
+            // The switches' MFTs chose the members: a CA port takes it.
+            !pkt.vl15
         } else {
             lid_match(&p.info, pkt.dlid)
         };
@@ -183,8 +261,6 @@ impl Core {
         }
         let reason = if pkt.dlid == 0 {
             DropReason::InvalidLid
-        } else if pkt.dlid >= 0xC000 {
-            DropReason::Multicast
         } else {
             let sw = n.sw.as_ref()?;
             let out = if pkt.dlid > sw.info.linear_fdb_top {
@@ -253,5 +329,18 @@ impl Core {
             p.counters_ext.port_xmit_discards += 1;
             p.perf.discard(super::super::pma_ext::Discard::Inactive);
         }
+    }
+}
+
+/// Where a hop is.
+fn hop_at(hop: Hop) -> (u32, u8) {
+    match hop {
+        Hop::Transmit { node, port }
+        | Hop::Arrive { node, port }
+        | Hop::Local { node, port }
+        | Hop::SwitchRoute {
+            node,
+            in_port: port,
+        } => (node, port),
     }
 }

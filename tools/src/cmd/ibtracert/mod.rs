@@ -3,12 +3,14 @@
 //! finds it: a directed-route walk from the local port to the source by
 //! the switches' forwarding tables, then from the source to the
 //! destination, printing each hop. `--ports-file` reads many pairs.
-//!
-//! Not done: the multicast trace (`-m MLID`), which fails with a message.
+//! `-m MLID` traces the multicast tree of MLID from the source to the
+//! destination instead ([`mcast`]).
 //!
 //! `--json` prints `{"command":"ibtracert","routes":[{"from":{...},
 //! "hops":[{"out_port":N,"type":"switch","port_guid":"0x...","port":N,
 //! "lid":N,"lid_end":N,"node_description":"..."}],"to":{...}}]}`.
+
+mod mcast;
 
 use crate::command::{CliError, Invocation};
 use crate::ibdiag::trace::{PortId, Tracer};
@@ -74,7 +76,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     }
     let names = ibdiag::open_name_map(inv, val(KEY_NODE_NAME_MAP).as_deref()).unwrap_or_default();
     let dumplevel = if p.has('n' as i32) { 1 } else { 2 };
-    let multicast = p.has('m' as i32);
+    // `mlid = strtoul(optarg, NULL, 0)` into an int.
+    let multicast = p
+        .has('m' as i32)
+        .then(|| crate::cnum::c_strtoul(p.value('m' as i32).unwrap_or("")) as u32);
     let mut c = p.common.clone();
     if c.dest_type == DestType::DrPath {
         c.dest_type = DestType::Lid;
@@ -176,17 +181,16 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     close.map_err(|e| CliError::Failed(format!("pcap: {e}")))
 }
 
-/// `get_route` for two resolved LIDs.
-fn trace_lids(t: &mut Tracer<'_>, s: u16, d: u16, dumplevel: u8, multicast: bool) -> bool {
+/// `get_route` for two resolved LIDs (`multicast`: the MLID of `-m`).
+fn trace_lids(t: &mut Tracer<'_>, s: u16, d: u16, dumplevel: u8, multicast: Option<u32>) -> bool {
     const F: &str = "get_route";
     let mut my = PortId::local();
     if !t.find_route(&mut my, &PortId::lid(s), 0) {
         t.warn(F, "can't find a route to the src port");
         return false;
     }
-    if multicast {
-        t.warn(F, "multicast trace is not supported by this ibtracert");
-        return false;
+    if let Some(mlid) = multicast {
+        return mcast::trace(t, &my, d, mlid, dumplevel);
     }
     if !t.find_route(&mut my, &PortId::lid(d), dumplevel) {
         t.warn(F, "can't find a route from src to dest");

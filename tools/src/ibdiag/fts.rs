@@ -1,0 +1,409 @@
+//! A switch's forwarding tables as text, byte for byte as infiniband-diags
+//! prints them: `ibroute` for one switch, `dump_fts` (and the
+//! `dump_lfts` / `dump_mfts` scripts) for every switch of the fabric.
+//! The two programs print the tables the same way and differ in how a
+//! destination LID is named and what a failed block read does.
+
+use mad_agents::smp::SmpTarget;
+use mad_agents::QueryError;
+use mad_core::wire::attr::SwitchInfo;
+use mad_core::wire::AttributeId;
+
+use super::{Opt, RawSmpData};
+use crate::diags::dump;
+use crate::json::{Json, JsonExt};
+use crate::session::Session;
+
+/// `IB_MIN_MCAST_LID`.
+pub const MIN_MCAST_LID: u32 = 0xC000;
+/// `IB_MAX_MCAST_LID`.
+pub const MAX_MCAST_LID: u32 = 0xFFFE;
+/// `IB_MAX_UCAST_LID`.
+pub const MAX_UCAST_LID: u32 = 0xBFFF;
+
+/// The option key of `--node-name-map`.
+pub const KEY_NODE_NAME_MAP: i32 = 1;
+
+/// The options of ibroute and dump_fts (the same in both programs).
+pub const OPTS: &[Opt] = &[
+    Opt::new(
+        "all",
+        'a',
+        false,
+        None,
+        "show all lids, even invalid entries",
+    ),
+    Opt::new(
+        "no_dests",
+        'n',
+        false,
+        None,
+        "do not try to resolve destinations",
+    ),
+    Opt::new(
+        "Multicast",
+        'M',
+        false,
+        None,
+        "show multicast forwarding tables",
+    ),
+    super::node_name_map_opt(KEY_NODE_NAME_MAP),
+];
+
+/// The switch whose tables are printed.
+#[derive(Debug, Clone)]
+pub struct FtSwitch {
+    /// How its SMA is reached.
+    pub target: SmpTarget,
+    /// libibmad's `portid2str` of that address.
+    pub text: String,
+    /// Node GUID.
+    pub guid: u64,
+    /// Its name (node name map applied).
+    pub name: String,
+    /// Number of ports.
+    pub nports: u32,
+    /// Its SwitchInfo.
+    pub si: SwitchInfo,
+    /// Its LID (port 0), for dump_fts' error line.
+    pub lid: u16,
+}
+
+/// How the tables are printed (`-n`, `-a`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FtOpts {
+    /// `-n`: no destinations; masks in hex.
+    pub brief: bool,
+    /// `-a`: every entry, even invalid ones.
+    pub dump_all: bool,
+}
+
+/// What a block read that fails does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// ibroute: `SubnGet() failed; ...` and the table ends there.
+    Stop,
+    /// dump_fts: `SubnGet(LFT|MFT) failed on switch ...` and go on.
+    Report,
+}
+
+/// The text, the warnings and the JSON rows printed.
+#[derive(Debug, Default)]
+pub struct FtOut {
+    /// Standard output.
+    pub text: String,
+    /// Standard error.
+    pub err: String,
+    /// One JSON object per entry printed.
+    pub rows: Vec<Json>,
+}
+
+/// What a unicast destination LID names.
+#[derive(Debug, Clone)]
+pub struct LidInfo {
+    /// Node type.
+    pub ntype: u8,
+    /// Port GUID.
+    pub port_guid: u64,
+    /// Its node's name (node name map applied).
+    pub name: String,
+    /// Base LID of the port.
+    pub base_lid: u16,
+    /// LMC of the port.
+    pub lmc: u8,
+}
+
+/// `dump_lid`'s static state.
+#[derive(Default)]
+struct LidState {
+    last_port_lid: u32,
+    base_port_lid: u32,
+    portguid: u64,
+}
+
+fn status_of(e: &QueryError) -> u16 {
+    match e {
+        QueryError::Status { status, .. } => status.0,
+        _ => 0,
+    }
+}
+
+impl FtOut {
+    fn block_failed(&mut self, sw: &FtSwitch, on: OnFailure, what: &str, e: &QueryError, am: u32) {
+        let status = status_of(e);
+        self.err.push_str(&match on {
+            OnFailure::Stop => format!("SubnGet() failed; MAD status 0x{status:x} AM 0x{am:x}\n"),
+            OnFailure::Report => format!(
+                "SubnGet({what}) failed on switch '{}' {} Node GUID 0x{:x} SMA LID {}; MAD status 0x{status:x} AM 0x{am:x}\n",
+                sw.name, sw.text, sw.guid, sw.lid
+            ),
+        });
+    }
+}
+
+/// `dump_lid`: the destination text of LID `lid` (`resolve` names it;
+/// `unknown` is printed when it cannot).
+fn dump_lid(
+    o: FtOpts,
+    st: &mut LidState,
+    lid: u32,
+    valid: bool,
+    resolve: &mut dyn FnMut(u16) -> Option<LidInfo>,
+    unknown: &str,
+) -> (String, Json) {
+    if o.brief {
+        return (String::new(), Json::Null);
+    }
+    if lid <= st.last_port_lid {
+        let s = if !valid {
+            format!(
+                ": (path #{} - illegal port)",
+                lid as i64 - i64::from(st.base_port_lid)
+            )
+        } else if st.portguid == 0 {
+            format!(
+                ": (path #{} out of {})",
+                lid as i64 - i64::from(st.base_port_lid) + 1,
+                st.last_port_lid - st.base_port_lid + 1
+            )
+        } else {
+            format!(
+                ": (path #{} out of {}: portguid {})",
+                lid as i64 - i64::from(st.base_port_lid) + 1,
+                st.last_port_lid - st.base_port_lid + 1,
+                dump::hex(st.portguid, 8)
+            )
+        };
+        return (s, Json::Null);
+    }
+    if !valid {
+        return (": (illegal port)".into(), Json::Null);
+    }
+    st.portguid = 0;
+    let Some(d) = resolve(lid as u16) else {
+        return (unknown.to_owned(), Json::Null);
+    };
+    st.portguid = d.port_guid;
+    if d.lmc > 0 {
+        st.base_port_lid = d.base_lid.into();
+        st.last_port_lid = u32::from(d.base_lid) + (1u32 << d.lmc) - 1;
+    }
+    let j = Json::obj()
+        .with("type", Json::String(dump::node_type(d.ntype)))
+        .with("port_guid", super::hex(d.port_guid, 16))
+        .with("node_description", Json::String(d.name.clone()));
+    (
+        format!(
+            ": ({} portguid {}: '{}')",
+            dump::node_type(d.ntype),
+            dump::hex(d.port_guid, 8),
+            d.name
+        ),
+        j,
+    )
+}
+
+/// `dump_unicast_tables`. `unknown`: the text of a LID `resolve` cannot
+/// name.
+#[allow(clippy::too_many_arguments)]
+pub fn unicast(
+    s: &Session,
+    sw: &FtSwitch,
+    o: FtOpts,
+    startlid: u32,
+    mut endlid: u32,
+    on: OnFailure,
+    resolve: &mut dyn FnMut(u16) -> Option<LidInfo>,
+    unknown: &str,
+    out: &mut FtOut,
+) {
+    let top = u32::from(sw.si.linear_fdb_top);
+    if endlid == 0 || endlid > top {
+        endlid = top;
+    }
+    if endlid > MAX_UCAST_LID {
+        out.err.push_str(&format!(
+            "ibwarn: [{}] dump_unicast_tables: illegal lft top {endlid}, truncate to {MAX_UCAST_LID}\n",
+            std::process::id()
+        ));
+        endlid = MAX_UCAST_LID;
+    }
+    out.text.push_str(&format!(
+        "Unicast lids [0x{startlid:x}-0x{endlid:x}] of switch {} guid 0x{:016x} ({}):\n",
+        sw.text, sw.guid, sw.name
+    ));
+    out.text
+        .push_str("  Lid  Out   Destination\n       Port     Info \n");
+    let mut st = LidState::default();
+    let mut n = 0;
+    let mut lft = [0u8; 64];
+    for block in startlid / 64..endlid.div_ceil(64) {
+        match s
+            .smp()
+            .get::<RawSmpData>(&sw.target, AttributeId::LINEAR_FWD_TABLE, block)
+        {
+            Ok(d) => lft = d.0,
+            Err(e) => {
+                out.block_failed(sw, on, "LFT", &e, block);
+                if on == OnFailure::Stop {
+                    return;
+                }
+            }
+        }
+        let mut i = (block * 64).max(startlid);
+        let e = (block * 64 + 64).min(endlid + 1);
+        while i < e {
+            let outport = u32::from(lft[(i % 64) as usize]);
+            let valid = outport <= sw.nports;
+            if valid || o.dump_all {
+                let (text, j) = dump_lid(o, &mut st, i, valid, resolve, unknown);
+                out.text
+                    .push_str(&format!("0x{i:04x} {:03} {text}\n", outport & 0xff));
+                out.rows.push(
+                    Json::obj()
+                        .with("lid", Json::from(u64::from(i)))
+                        .with("port", Json::from(u64::from(outport)))
+                        .with("valid", Json::Bool(valid))
+                        .with("dest", j),
+                );
+                n += 1;
+            }
+            i += 1;
+        }
+    }
+    out.text.push_str(&format!(
+        "{n} {}lids dumped \n",
+        if o.dump_all { "" } else { "valid " }
+    ));
+}
+
+/// `dump_multicast_tables`.
+pub fn multicast(
+    s: &Session,
+    sw: &FtSwitch,
+    o: FtOpts,
+    mut startlid: u32,
+    mut endlid: u32,
+    on: OnFailure,
+    out: &mut FtOut,
+) {
+    let nports = sw.nports;
+    let cap = u32::from(sw.si.multicast_fdb_cap);
+    let top = u32::from(sw.si.multicast_fdb_top);
+    let pid = std::process::id();
+    if endlid == 0 || endlid > (MIN_MCAST_LID + cap).wrapping_sub(1) {
+        endlid = (MIN_MCAST_LID + cap).wrapping_sub(1);
+    }
+    if !o.dump_all && top != 0 && top < endlid {
+        if top < MIN_MCAST_LID - 1 {
+            out.err.push_str(&format!(
+                "ibwarn: [{pid}] dump_multicast_tables: illegal top mlid {top:x}\n"
+            ));
+        } else {
+            endlid = top;
+        }
+    }
+    if startlid == 0 {
+        startlid = MIN_MCAST_LID;
+    } else if startlid < MIN_MCAST_LID {
+        out.err.push_str(&format!(
+            "ibwarn: [{pid}] dump_multicast_tables: illegal start mlid {startlid:x}, set to {MIN_MCAST_LID:x}\n"
+        ));
+        startlid = MIN_MCAST_LID;
+    }
+    if endlid > MAX_MCAST_LID {
+        out.err.push_str(&format!(
+            "ibwarn: [{pid}] dump_multicast_tables: illegal end mlid {endlid:x}, truncate to {MAX_MCAST_LID:x}\n"
+        ));
+        endlid = MAX_MCAST_LID;
+    }
+    out.text.push_str(&format!(
+        "Multicast mlids [0x{startlid:x}-0x{endlid:x}] of switch {} guid 0x{:016x} ({}):\n",
+        sw.text, sw.guid, sw.name
+    ));
+    if o.brief {
+        out.text.push_str(" MLid       Port Mask\n");
+    } else {
+        if nports > 9 {
+            let mut s = String::new();
+            for i in 0..=nports {
+                s.push(if i % 10 != 0 {
+                    ' '
+                } else {
+                    char::from(b'0' + (i / 10) as u8)
+                });
+                s.push(' ');
+            }
+            out.text.push_str(&format!("            {s}\n"));
+        }
+        let mut s = String::new();
+        for i in 0..=nports {
+            s.push_str(&format!("{} ", i % 10));
+        }
+        out.text.push_str(&format!("     Ports: {s}\n MLid\n"));
+    }
+    let chunks = (nports + 1).div_ceil(16);
+    let mut mft: Vec<[u16; 32]> = vec![[0; 32]; chunks as usize];
+    let mut n = 0;
+    for block in startlid / 32..=endlid / 32 {
+        for j in 0..chunks {
+            let m = (block - MIN_MCAST_LID / 32) | (j << 28);
+            match s
+                .smp()
+                .get::<RawSmpData>(&sw.target, AttributeId::MCAST_FWD_TABLE, m)
+            {
+                Ok(d) => {
+                    for (k, v) in mft[j as usize].iter_mut().enumerate() {
+                        *v = u16::from_be_bytes([d.0[2 * k], d.0[2 * k + 1]]);
+                    }
+                }
+                Err(e) => {
+                    out.block_failed(sw, on, "MFT", &e, m);
+                    if on == OnFailure::Stop {
+                        return;
+                    }
+                }
+            }
+        }
+        let mut i = (block * 32).max(startlid);
+        let e = (block * 32 + 32).min(endlid + 1);
+        while i < e {
+            let idx = (i % 32) as usize;
+            let nonzero = mft.iter().any(|c| c[idx] != 0);
+            if nonzero || o.dump_all {
+                let mut s = String::new();
+                if o.brief {
+                    for c in &mft {
+                        s.push_str(&format!("{:04x}", c[idx]));
+                    }
+                } else {
+                    for p in 0..=nports {
+                        let mask = mft[(p / 16) as usize][idx];
+                        s.push(if mask & (1 << (p % 16)) != 0 {
+                            'x'
+                        } else {
+                            ' '
+                        });
+                        s.push(' ');
+                    }
+                }
+                out.text.push_str(&format!("0x{i:04x}      {s}\n"));
+                let ports: Vec<Json> = (0..=nports)
+                    .filter(|p| mft[(p / 16) as usize][idx] & (1 << (p % 16)) != 0)
+                    .map(|p| Json::from(u64::from(p)))
+                    .collect();
+                out.rows.push(
+                    Json::obj()
+                        .with("mlid", Json::from(u64::from(i)))
+                        .with("ports", Json::Array(ports)),
+                );
+                n += 1;
+            }
+            i += 1;
+        }
+    }
+    out.text.push_str(&format!(
+        "{n} {}mlids dumped \n",
+        if o.dump_all { "" } else { "valid " }
+    ));
+}
