@@ -107,6 +107,7 @@ impl MadBuf {
 
     /// The bytes.
     #[must_use]
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         match &self.0 {
             Repr::Fixed { len, bytes } => &bytes[..usize::from(*len)],
@@ -115,6 +116,7 @@ impl MadBuf {
     }
 
     /// The bytes, writable.
+    #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         match &mut self.0 {
             Repr::Fixed { len, bytes } => &mut bytes[..usize::from(*len)],
@@ -192,24 +194,28 @@ impl Default for MadBuf {
 
 impl Deref for MadBuf {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         self.as_slice()
     }
 }
 
 impl DerefMut for MadBuf {
+    #[inline]
     fn deref_mut(&mut self) -> &mut [u8] {
         self.as_mut_slice()
     }
 }
 
 impl AsRef<[u8]> for MadBuf {
+    #[inline]
     fn as_ref(&self) -> &[u8] {
         self.as_slice()
     }
 }
 
 impl AsMut<[u8]> for MadBuf {
+    #[inline]
     fn as_mut(&mut self) -> &mut [u8] {
         self.as_mut_slice()
     }

@@ -123,7 +123,7 @@ impl<T: Transport> Engine<T> {
                 return;
             }
             self.stats.responses_matched += 1;
-            self.on_response(idx, Message::new(m.received().clone()), now);
+            self.on_response(idx, Message::new(m.into_received()), now);
             return;
         }
         let h = m.header();
@@ -145,7 +145,7 @@ impl<T: Transport> Engine<T> {
             Some(aidx) if self.agents[aidx].spec.rmpp && rmpp.is_some() => {
                 self.reassemble(aidx, &m, now);
             }
-            Some(aidx) => self.deliver_recv(aidx, Message::new(m.received().clone())),
+            Some(aidx) => self.deliver_recv(aidx, Message::new(m.into_received())),
             None => {
                 self.stats.unclaimed_requests += 1;
                 let method = h.method;

@@ -93,24 +93,28 @@ impl Inbound {
 
     /// The common header.
     #[must_use]
+    #[inline]
     pub fn header(&self) -> &MadHeader {
         &self.header
     }
 
     /// The management class.
     #[must_use]
+    #[inline]
     pub fn class(&self) -> MgmtClass {
         self.header.mgmt_class
     }
 
     /// The transaction ID as received.
     #[must_use]
+    #[inline]
     pub fn tid(&self) -> u64 {
         self.header.tid
     }
 
     /// The method byte as on the wire (response bit included).
     #[must_use]
+    #[inline]
     pub fn method_byte(&self) -> u8 {
         self.header.method.0 | if self.header.response { 0x80 } else { 0 }
     }
@@ -118,6 +122,7 @@ impl Inbound {
     /// True when it is routed as a response, by TID
     /// ([`MadHeader::is_response`]).
     #[must_use]
+    #[inline]
     pub fn is_response(&self) -> bool {
         self.header.is_response()
     }
@@ -125,6 +130,7 @@ impl Inbound {
     /// The RMPP header, for a class that carries one (whether or not its
     /// Active flag is set).
     #[must_use]
+    #[inline]
     pub fn rmpp(&self) -> Option<&RmppHeader> {
         self.rmpp.as_ref()
     }
@@ -132,6 +138,7 @@ impl Inbound {
     /// The RMPP type of a MAD whose RMPP header has the Active flag set:
     /// it belongs to an RMPP transfer.
     #[must_use]
+    #[inline]
     pub fn rmpp_active(&self) -> Option<RmppType> {
         self.rmpp
             .as_ref()
@@ -141,32 +148,44 @@ impl Inbound {
 
     /// The IEEE OUI of a vendor range-2 MAD.
     #[must_use]
+    #[inline]
     pub fn oui(&self) -> Option<u32> {
         self.oui
     }
 
     /// The QP it arrived on.
     #[must_use]
+    #[inline]
     pub fn qp(&self) -> Qp {
         self.received.qp
     }
 
     /// Where it came from.
     #[must_use]
+    #[inline]
     pub fn src(&self) -> &Address {
         &self.received.src
     }
 
     /// The bytes.
     #[must_use]
+    #[inline]
     pub fn bytes(&self) -> &[u8] {
         &self.received.mad
     }
 
     /// The received MAD itself (shared with every other holder).
     #[must_use]
+    #[inline]
     pub fn received(&self) -> &Arc<Received> {
         &self.received
+    }
+
+    /// The received MAD itself, taking this value's reference to it.
+    #[must_use]
+    #[inline]
+    pub fn into_received(self) -> Arc<Received> {
+        self.received
     }
 }
 

@@ -708,9 +708,20 @@ impl<T: Transport> Port<T> {
             self.stats.recv_unclaimed += 1;
             return;
         }
-        for id in subs.iter().chain(&self.catch_all) {
-            if let Some(c) = self.clients.get_mut(*id) {
-                c.events.push_back(PortEvent::Received(inbound.clone()));
+        // The last client takes the parsed MAD itself, the others a clone.
+        let mut ids = subs.iter().chain(&self.catch_all).peekable();
+        let mut inbound = Some(inbound);
+        while let Some(id) = ids.next() {
+            let Some(c) = self.clients.get_mut(*id) else {
+                continue;
+            };
+            let m = if ids.peek().is_none() {
+                inbound.take()
+            } else {
+                inbound.clone()
+            };
+            if let Some(m) = m {
+                c.events.push_back(PortEvent::Received(m));
                 self.stats.recv_delivered += 1;
             }
         }

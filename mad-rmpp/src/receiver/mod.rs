@@ -34,7 +34,7 @@ mod reassembly;
 mod replies;
 mod transfer;
 
-use crate::peer::{reply_address, Peer};
+use crate::peer::{reply_address, Peer, PeerAddr};
 use crate::segment::{read_header, Header, RmppStatus, RmppType};
 use crate::FastMap;
 use crate::Outcome;
@@ -62,17 +62,23 @@ pub struct TransferKey {
 }
 
 impl std::hash::Hash for TransferKey {
-    /// Hashes the TID, the peer and the three class bytes packed in one
-    /// word: the table is looked up once per received segment, so this is
-    /// on the reassembly hot path. Equal keys give equal hashes.
+    /// Hashes the TID and one word of the LID (16 bits), the QP number
+    /// (24 bits on the wire) and the three class bytes as a single 128-bit
+    /// write (foldhash mixes it with one multiplication), and a GID as a
+    /// second one: the table is looked up once per received segment, so
+    /// this is on the reassembly hot path. Equal keys give equal hashes.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(self.tid);
-        self.src.hash(state);
-        state.write_u32(
-            (u32::from(self.class) << 16)
-                | (u32::from(self.class_version) << 8)
-                | u32::from(self.method),
-        );
+        let class = (u64::from(self.class) << 16)
+            | (u64::from(self.class_version) << 8)
+            | u64::from(self.method);
+        let mut word = (u64::from(self.src.qpn) << 24) ^ class;
+        if let PeerAddr::Lid(lid) = self.src.addr {
+            word ^= u64::from(lid) << 48;
+        }
+        state.write_u128((u128::from(self.tid) << 64) | u128::from(word));
+        if let PeerAddr::Gid(gid) = self.src.addr {
+            state.write_u128(u128::from_be_bytes(gid));
+        }
     }
 }
 

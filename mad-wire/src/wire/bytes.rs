@@ -32,6 +32,13 @@ pub fn get_bits(buf: &[u8], off: usize, len: usize) -> u64 {
         // Byte-aligned: the common case, and the fast one.
         let start = off / 8;
         let n = len / 8;
+        if let (true, Some(field)) = (n <= 8, buf.get(start..start + n)) {
+            // Wholly inside: one big-endian load (with the width a constant
+            // after inlining, a load and a byte swap instead of a loop).
+            let mut w = [0u8; 8];
+            w[8 - n..].copy_from_slice(field);
+            return u64::from_be_bytes(w);
+        }
         let mut acc = 0u64;
         for i in 0..n {
             acc = (acc << 8) | u64::from(buf.get(start + i).copied().unwrap_or(0));
@@ -59,6 +66,11 @@ pub fn set_bits(buf: &mut [u8], off: usize, len: usize, value: u64) {
     if off.is_multiple_of(8) && len.is_multiple_of(8) {
         let start = off / 8;
         let n = len / 8;
+        if let (true, Some(field)) = (n <= 8, buf.get_mut(start..start + n)) {
+            // Wholly inside: one big-endian store (see `get_bits`).
+            field.copy_from_slice(&value.to_be_bytes()[8 - n..]);
+            return;
+        }
         for i in 0..n {
             if let Some(b) = buf.get_mut(start + i) {
                 *b = (value >> (8 * (n - 1 - i))) as u8;

@@ -121,6 +121,7 @@ wire_enum! {
 impl MgmtClass {
     /// QP0 classes: the two SMP classes.
     #[must_use]
+    #[inline]
     pub fn is_smp(self) -> bool {
         self == Self::SUBN_LID_ROUTED || self == Self::SUBN_DIRECTED_ROUTE
     }
@@ -131,12 +132,14 @@ impl MgmtClass {
     }
     /// Vendor range 2 (0x30–0x4F): OUI at byte 37, RMPP allowed.
     #[must_use]
+    #[inline]
     pub fn is_vendor_range2(self) -> bool {
         (0x30..=0x4F).contains(&self.0)
     }
     /// Classes whose MADs carry an RMPP header (the kernel's
     /// `ib_is_mad_class_rmpp`): SA, DevMgt, DevAdm, BIS, vendor range 2.
     #[must_use]
+    #[inline]
     pub fn is_rmpp_class(self) -> bool {
         matches!(
             self,
@@ -147,6 +150,7 @@ impl MgmtClass {
     /// `ib_get_mad_data_offset`; SMP and PerfMgt use 64 through their own
     /// layouts).
     #[must_use]
+    #[inline]
     pub fn data_offset(self) -> usize {
         match self {
             Self::SUBN_ADM => super::SA_DATA_OFFSET,

@@ -38,6 +38,7 @@ impl MadHeader {
     /// True when the kernel would route this MAD as a response (by TID):
     /// R bit set, TrapRepress, or a BM MAD with attribute-modifier bit 0.
     #[must_use]
+    #[inline]
     pub fn is_response(&self) -> bool {
         self.response
             || self.method == Method::TRAP_REPRESS

@@ -150,16 +150,19 @@ crate::wire_struct! {
 impl RmppHeader {
     /// Active flag set.
     #[must_use]
+    #[inline]
     pub fn is_active(&self) -> bool {
         self.flags & RMPP_FLAG_ACTIVE != 0
     }
     /// First flag set.
     #[must_use]
+    #[inline]
     pub fn is_first(&self) -> bool {
         self.flags & RMPP_FLAG_FIRST != 0
     }
     /// Last flag set.
     #[must_use]
+    #[inline]
     pub fn is_last(&self) -> bool {
         self.flags & RMPP_FLAG_LAST != 0
     }
