@@ -100,9 +100,14 @@ mod tests {
         for i in 0u64..4096 {
             buckets[(hash(&(0x1234u64 | (i << 52))) & 1023) as usize] += 1;
         }
+        // An unseeded multiply hasher puts all 4096 keys in one bucket.
+        // foldhash's fast hasher, seeded at random per run, spreads them
+        // but not perfectly (a worst bucket of up to ~30 was seen), so
+        // the bound is 16 times the mean: far from the attack, never hit
+        // by chance.
         let max = buckets.iter().copied().max().unwrap_or(0);
         assert!(
-            max <= 24,
+            max <= 64,
             "worst bucket {max} of 4096 keys in 1024 (mean 4)"
         );
     }
