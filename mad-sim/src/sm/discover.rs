@@ -134,12 +134,9 @@ impl SubnetManager {
             Kind::SetLft { node, block, want } => {
                 let guid = self.sweep.subnet.nodes().get(node).map_or(0, SmNode::guid);
                 if data.get(..64) == Some(&want[..]) {
-                    let p = self.programmed.entry(guid).or_default();
-                    let start = block as usize * LinearFwdTable::ENTRIES;
-                    if p.lft.len() < start + LinearFwdTable::ENTRIES {
-                        p.lft.resize(start + LinearFwdTable::ENTRIES, NO_ROUTE);
+                    if let Some(p) = self.programmed.get_mut(&guid) {
+                        p.unconfirmed.remove(&block);
                     }
-                    p.lft[start..start + LinearFwdTable::ENTRIES].copy_from_slice(&want);
                 } else {
                     self.error(SmError::SwitchNotSet {
                         switch_guid: guid,

@@ -69,8 +69,10 @@ pub mod routing;
 pub mod subnet;
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mad_core::hash::FastSet;
 use mad_core::transport::{Address, PortAttrs, PERMISSIVE_LID};
 use mad_core::wire::attr::{
     LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
@@ -331,13 +333,22 @@ struct Sweep {
     retries: usize,
     errors: usize,
     to_activate: Vec<PortRef>,
+    /// Switches whose LFT is to be set, with their number of blocks.
+    lft_todo: Vec<(NodeIdx, usize)>,
+    /// The next (position in `lft_todo`, block) to look at.
+    lft_at: (usize, usize),
 }
 
 /// What SM-lite last wrote into a switch.
 #[derive(Debug, Clone, Default)]
 struct Programmed {
     top: u16,
-    lft: Vec<u8>,
+    /// The table last written (shared with the sweep's subnet that
+    /// computed it).
+    lft: Arc<[u8]>,
+    /// Blocks whose Set was sent but not (yet) confirmed by its answer:
+    /// the switch may hold something else there.
+    unconfirmed: FastSet<u32>,
 }
 
 /// SM-lite (see the module docs).
@@ -461,7 +472,11 @@ impl SubnetManager {
         if self.outstanding.len() >= self.cfg.max_in_flight.max(1) {
             return None;
         }
-        let req = self.ready.pop_front()?;
+        let req = match self.ready.pop_front() {
+            Some(r) => r,
+            None if self.phase == Phase::Configure => self.next_lft()?,
+            None => return None,
+        };
         let tid = loop {
             self.next_tid = self.next_tid.wrapping_add(1);
             let t = TID_MARK | u64::from(self.next_tid);

@@ -11,6 +11,10 @@ impl SubnetManager {
             if self.phase == Phase::Idle || !self.ready.is_empty() || !self.outstanding.is_empty() {
                 return;
             }
+            if let Some(req) = self.next_lft() {
+                self.ready.push_back(req);
+                return;
+            }
             match self.phase {
                 Phase::Idle => return,
                 Phase::Discover => {
@@ -177,36 +181,54 @@ impl SubnetManager {
                 p.top = top;
             }
             let blocks = usize::from(top) / LinearFwdTable::ENTRIES + 1;
-            for b in 0..blocks {
-                let start = b * LinearFwdTable::ENTRIES;
-                let mut want = [NO_ROUTE; 64];
-                for (k, w) in want.iter_mut().enumerate() {
-                    if let Some(e) = n.lft.get(start + k) {
-                        *w = *e;
-                    }
-                }
-                let same = self
-                    .programmed
-                    .get(&guid)
-                    .and_then(|p| p.lft.get(start..start + LinearFwdTable::ENTRIES))
-                    .is_some_and(|old| old == want);
-                if same {
-                    continue;
-                }
-                self.set(
-                    AttributeId::LINEAR_FWD_TABLE,
-                    b as u32,
-                    n.path.clone(),
-                    &want,
-                    Kind::SetLft {
-                        node: i,
-                        block: b as u32,
-                        want,
-                    },
-                );
-            }
+            self.sweep.lft_todo.push((i, blocks));
         }
         self.sweep.subnet = sub;
+    }
+
+    /// The next LinearForwardingTable block to set, skipping the blocks
+    /// a switch holds already. Blocks are made one at a time as the
+    /// window frees up rather than all queued by [`Self::configure`]: a
+    /// big fabric has millions of them.
+    pub(super) fn next_lft(&mut self) -> Option<Request> {
+        loop {
+            let (k, b) = self.sweep.lft_at;
+            let &(node, blocks) = self.sweep.lft_todo.get(k)?;
+            let Some(n) = self.sweep.subnet.nodes().get(node) else {
+                self.sweep.lft_at = (k + 1, 0);
+                continue;
+            };
+            if b >= blocks {
+                // Every block of this switch is written or the same: the
+                // new table is what it holds (less unconfirmed blocks).
+                self.programmed.entry(n.guid()).or_default().lft = n.lft.clone();
+                self.sweep.lft_at = (k + 1, 0);
+                continue;
+            }
+            self.sweep.lft_at = (k, b + 1);
+            let want = lft_block(&n.lft, b).unwrap_or([NO_ROUTE; LinearFwdTable::ENTRIES]);
+            let block = b as u32;
+            let same = self.programmed.get(&n.guid()).is_some_and(|p| {
+                !p.unconfirmed.contains(&block) && lft_block(&p.lft, b) == Some(want)
+            });
+            if same {
+                continue;
+            }
+            let path = n.path.clone();
+            self.programmed
+                .entry(n.guid())
+                .or_default()
+                .unconfirmed
+                .insert(block);
+            return Some(Request {
+                method: Method::SET,
+                attr: AttributeId::LINEAR_FWD_TABLE,
+                attr_mod: b as u32,
+                path,
+                data: Some(want),
+                kind: Kind::SetLft { node, block, want },
+            });
+        }
     }
 
     pub(super) fn activate(&mut self) {
@@ -263,4 +285,17 @@ impl SubnetManager {
             self.begin_sweep();
         }
     }
+}
+
+/// Block `b` of a linear forwarding table as it is written (entries past
+/// the end of the table are [`NO_ROUTE`]); `None` when the table ends
+/// before the block starts.
+fn lft_block(table: &[u8], b: usize) -> Option<[u8; LinearFwdTable::ENTRIES]> {
+    let have = table
+        .get(b * LinearFwdTable::ENTRIES..)
+        .filter(|h| !h.is_empty())?;
+    let mut block = [NO_ROUTE; LinearFwdTable::ENTRIES];
+    let len = have.len().min(block.len());
+    block[..len].copy_from_slice(&have[..len]);
+    Some(block)
 }

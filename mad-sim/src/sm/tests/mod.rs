@@ -5,6 +5,7 @@
 
 mod fake;
 mod on_fabric;
+mod routing_ref;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -34,6 +35,8 @@ struct Harness {
     events: Vec<SmEvent>,
     max_inflight: usize,
     sent: usize,
+    /// Most LinearForwardingTable Sets waiting in SM-lite's queue at once.
+    max_lft_queued: usize,
 }
 
 impl Harness {
@@ -62,6 +65,7 @@ impl Harness {
             events: Vec::new(),
             max_inflight: 0,
             sent: 0,
+            max_lft_queued: 0,
         }
     }
 
@@ -93,6 +97,13 @@ impl Harness {
                 self.inflight.push((self.now + lat, rep));
             }
             self.max_inflight = self.max_inflight.max(self.inflight.len());
+            let lft_queued = self
+                .sm
+                .ready
+                .iter()
+                .filter(|r| matches!(r.kind, Kind::SetLft { .. }))
+                .count();
+            self.max_lft_queued = self.max_lft_queued.max(lft_queued);
             self.inflight.sort_by_key(|(t, _)| *t);
             let due = self.inflight.partition_point(|(t, _)| *t <= self.now);
             let now_due: Vec<_> = self.inflight.drain(..due).collect();
@@ -504,6 +515,26 @@ fn never_more_smps_outstanding_than_the_window() {
     h.bring_up();
     check_configured(&h);
     assert_eq!(h.max_inflight, 5);
+}
+
+#[test]
+fn lft_blocks_are_made_as_the_window_frees_not_queued_all_at_once() {
+    // 8 leaves x 24 CAs: 200+ LIDs, 4 LFT blocks on each of 12 switches.
+    let mut h = Harness::new(Fabric::fat_tree(8, 4, 24), SmConfig::default());
+    h.bring_up();
+    check_configured(&h);
+    let lft_sets = h
+        .fab
+        .sets
+        .iter()
+        .filter(|(a, _, _)| *a == AttributeId::LINEAR_FWD_TABLE)
+        .count();
+    assert_eq!(lft_sets, 12 * 4, "{:?}", h.fab.sets);
+    assert!(
+        h.max_lft_queued <= 1,
+        "{} LFT Sets queued at once",
+        h.max_lft_queued
+    );
 }
 
 #[test]
