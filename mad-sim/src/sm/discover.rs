@@ -52,17 +52,8 @@ impl SubnetManager {
         data: &[u8],
         kind: Kind,
     ) {
-        let mut d = [0u8; SMP_DATA_LEN];
-        let n = data.len().min(SMP_DATA_LEN);
-        d[..n].copy_from_slice(&data[..n]);
-        self.ready.push_back(Request {
-            method: Method::SET,
-            attr,
-            attr_mod,
-            path,
-            data: Some(d),
-            kind,
-        });
+        self.ready
+            .push_back(Request::set(attr, attr_mod, path, data, kind));
     }
 
     pub(super) fn error(&mut self, e: SmError) {

@@ -317,6 +317,24 @@ struct Request {
     kind: Kind,
 }
 
+impl Request {
+    /// A Set of `attr` carrying `data` (cut or zero-padded to the SMP
+    /// data size).
+    fn set(attr: AttributeId, attr_mod: u32, path: DrPath, data: &[u8], kind: Kind) -> Self {
+        let mut d = [0u8; SMP_DATA_LEN];
+        let n = data.len().min(SMP_DATA_LEN);
+        d[..n].copy_from_slice(&data[..n]);
+        Self {
+            method: Method::SET,
+            attr,
+            attr_mod,
+            path,
+            data: Some(d),
+            kind,
+        }
+    }
+}
+
 struct Outstanding {
     req: Request,
     mad: Vec<u8>,
@@ -333,10 +351,26 @@ struct Sweep {
     retries: usize,
     errors: usize,
     to_activate: Vec<PortRef>,
-    /// Switches whose LFT is to be set, with their number of blocks.
-    lft_todo: Vec<(NodeIdx, usize)>,
-    /// The next (position in `lft_todo`, block) to look at.
-    lft_at: (usize, usize),
+    /// Sets still to make, made one at a time as the window frees up
+    /// ([`SubnetManager::next_set`]).
+    todo: Vec<Todo>,
+    /// The next (position in `todo`, LFT block) to look at.
+    todo_at: (usize, usize),
+}
+
+/// A Set of the sweep, kept small until it is sent: a big fabric has
+/// hundreds of thousands of ports and millions of LFT blocks to set.
+#[derive(Debug, Clone, Copy)]
+enum Todo {
+    /// PortInfo of a port, with this PortState.
+    Port {
+        node: NodeIdx,
+        port: u8,
+        state: PortState,
+    },
+    /// LinearForwardingTable blocks 0..blocks of a switch (those it holds
+    /// already are skipped).
+    Lft { node: NodeIdx, blocks: usize },
 }
 
 /// What SM-lite last wrote into a switch.
@@ -474,7 +508,7 @@ impl SubnetManager {
         }
         let req = match self.ready.pop_front() {
             Some(r) => r,
-            None if self.phase == Phase::Configure => self.next_lft()?,
+            None if matches!(self.phase, Phase::Configure | Phase::Activate) => self.next_set()?,
             None => return None,
         };
         let tid = loop {

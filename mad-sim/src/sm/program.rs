@@ -11,7 +11,7 @@ impl SubnetManager {
             if self.phase == Phase::Idle || !self.ready.is_empty() || !self.outstanding.is_empty() {
                 return;
             }
-            if let Some(req) = self.next_lft() {
+            if let Some(req) = self.next_set() {
                 self.ready.push_back(req);
                 return;
             }
@@ -115,25 +115,11 @@ impl SubnetManager {
                 if state == PortState::NO_CHANGE && !self.needs_config(n, p) {
                     continue;
                 }
-                let want = self.desired(n, p, state);
-                match want.to_vec() {
-                    Ok(b) => self.set(
-                        AttributeId::PORT_INFO,
-                        u32::from(p.num),
-                        p.path.clone(),
-                        &b,
-                        Kind::SetPortInfo {
-                            node: i,
-                            port: p.num,
-                            want,
-                        },
-                    ),
-                    Err(e) => self.events.push_back(SmEvent::Error(SmError::Malformed {
-                        attr: AttributeId::PORT_INFO,
-                        path: p.path.clone(),
-                        reason: e.to_string(),
-                    })),
-                }
+                self.sweep.todo.push(Todo::Port {
+                    node: i,
+                    port: p.num,
+                    state,
+                });
             }
             if !n.is_switch() {
                 continue;
@@ -181,31 +167,40 @@ impl SubnetManager {
                 p.top = top;
             }
             let blocks = usize::from(top) / LinearFwdTable::ENTRIES + 1;
-            self.sweep.lft_todo.push((i, blocks));
+            self.sweep.todo.push(Todo::Lft { node: i, blocks });
         }
         self.sweep.subnet = sub;
     }
 
-    /// The next LinearForwardingTable block to set, skipping the blocks
-    /// a switch holds already. Blocks are made one at a time as the
-    /// window frees up rather than all queued by [`Self::configure`]: a
-    /// big fabric has millions of them.
-    pub(super) fn next_lft(&mut self) -> Option<Request> {
+    /// The next Set of the sweep's to-do list (see [`Todo`]), made when
+    /// the window has room rather than all queued at once: PortInfo of a
+    /// port, or the next LinearForwardingTable block a switch does not
+    /// hold already.
+    pub(super) fn next_set(&mut self) -> Option<Request> {
         loop {
-            let (k, b) = self.sweep.lft_at;
-            let &(node, blocks) = self.sweep.lft_todo.get(k)?;
+            let (k, b) = self.sweep.todo_at;
+            let (node, blocks) = match *self.sweep.todo.get(k)? {
+                Todo::Port { node, port, state } => {
+                    self.sweep.todo_at = (k + 1, 0);
+                    match self.port_set(node, port, state) {
+                        Some(r) => return Some(r),
+                        None => continue,
+                    }
+                }
+                Todo::Lft { node, blocks } => (node, blocks),
+            };
             let Some(n) = self.sweep.subnet.nodes().get(node) else {
-                self.sweep.lft_at = (k + 1, 0);
+                self.sweep.todo_at = (k + 1, 0);
                 continue;
             };
             if b >= blocks {
                 // Every block of this switch is written or the same: the
                 // new table is what it holds (less unconfirmed blocks).
                 self.programmed.entry(n.guid()).or_default().lft = n.lft.clone();
-                self.sweep.lft_at = (k + 1, 0);
+                self.sweep.todo_at = (k + 1, 0);
                 continue;
             }
-            self.sweep.lft_at = (k, b + 1);
+            self.sweep.todo_at = (k, b + 1);
             let want = lft_block(&n.lft, b).unwrap_or([NO_ROUTE; LinearFwdTable::ENTRIES]);
             let block = b as u32;
             let same = self.programmed.get(&n.guid()).is_some_and(|p| {
@@ -220,41 +215,53 @@ impl SubnetManager {
                 .or_default()
                 .unconfirmed
                 .insert(block);
-            return Some(Request {
-                method: Method::SET,
-                attr: AttributeId::LINEAR_FWD_TABLE,
-                attr_mod: b as u32,
+            return Some(Request::set(
+                AttributeId::LINEAR_FWD_TABLE,
+                block,
                 path,
-                data: Some(want),
-                kind: Kind::SetLft { node, block, want },
-            });
+                &want,
+                Kind::SetLft { node, block, want },
+            ));
+        }
+    }
+
+    /// The PortInfo Set that gives `port` of `node` what SM-lite wants
+    /// with `state`.
+    fn port_set(&mut self, node: NodeIdx, port: u8, state: PortState) -> Option<Request> {
+        let n = self.sweep.subnet.nodes().get(node)?;
+        let p = n.port(port)?;
+        let want = self.desired(n, p, state);
+        let path = p.path.clone();
+        match want.to_vec() {
+            Ok(b) => Some(Request::set(
+                AttributeId::PORT_INFO,
+                u32::from(port),
+                path,
+                &b,
+                Kind::SetPortInfo { node, port, want },
+            )),
+            Err(e) => {
+                self.events.push_back(SmEvent::Error(SmError::Malformed {
+                    attr: AttributeId::PORT_INFO,
+                    path,
+                    reason: e.to_string(),
+                }));
+                None
+            }
         }
     }
 
     pub(super) fn activate(&mut self) {
         let list = std::mem::take(&mut self.sweep.to_activate);
-        let sub = std::mem::take(&mut self.sweep.subnet);
-        for (i, port) in list {
-            let Some(n) = sub.nodes().get(i) else {
-                continue;
-            };
-            let Some(p) = n.port(port) else { continue };
-            let want = self.desired(n, p, PortState::ACTIVE);
-            if let Ok(b) = want.to_vec() {
-                self.set(
-                    AttributeId::PORT_INFO,
-                    u32::from(port),
-                    p.path.clone(),
-                    &b,
-                    Kind::SetPortInfo {
-                        node: i,
-                        port,
-                        want,
-                    },
-                );
-            }
-        }
-        self.sweep.subnet = sub;
+        self.sweep.todo = list
+            .into_iter()
+            .map(|(node, port)| Todo::Port {
+                node,
+                port,
+                state: PortState::ACTIVE,
+            })
+            .collect();
+        self.sweep.todo_at = (0, 0);
     }
 
     pub(super) fn finish(&mut self, now: Instant) {

@@ -35,8 +35,9 @@ struct Harness {
     events: Vec<SmEvent>,
     max_inflight: usize,
     sent: usize,
-    /// Most LinearForwardingTable Sets waiting in SM-lite's queue at once.
-    max_lft_queued: usize,
+    /// Most PortInfo / LinearForwardingTable Sets waiting in SM-lite's
+    /// queue at once.
+    max_sets_queued: usize,
 }
 
 impl Harness {
@@ -65,7 +66,7 @@ impl Harness {
             events: Vec::new(),
             max_inflight: 0,
             sent: 0,
-            max_lft_queued: 0,
+            max_sets_queued: 0,
         }
     }
 
@@ -97,13 +98,13 @@ impl Harness {
                 self.inflight.push((self.now + lat, rep));
             }
             self.max_inflight = self.max_inflight.max(self.inflight.len());
-            let lft_queued = self
+            let sets_queued = self
                 .sm
                 .ready
                 .iter()
-                .filter(|r| matches!(r.kind, Kind::SetLft { .. }))
+                .filter(|r| matches!(r.kind, Kind::SetLft { .. } | Kind::SetPortInfo { .. }))
                 .count();
-            self.max_lft_queued = self.max_lft_queued.max(lft_queued);
+            self.max_sets_queued = self.max_sets_queued.max(sets_queued);
             self.inflight.sort_by_key(|(t, _)| *t);
             let due = self.inflight.partition_point(|(t, _)| *t <= self.now);
             let now_due: Vec<_> = self.inflight.drain(..due).collect();
@@ -518,22 +519,24 @@ fn never_more_smps_outstanding_than_the_window() {
 }
 
 #[test]
-fn lft_blocks_are_made_as_the_window_frees_not_queued_all_at_once() {
-    // 8 leaves x 24 CAs: 200+ LIDs, 4 LFT blocks on each of 12 switches.
+fn sets_are_made_as_the_window_frees_not_queued_all_at_once() {
+    // 8 leaves x 24 CAs: 200+ LIDs, 4 LFT blocks on each of 12 switches,
+    // 200+ ports to arm and activate.
     let mut h = Harness::new(Fabric::fat_tree(8, 4, 24), SmConfig::default());
     h.bring_up();
     check_configured(&h);
-    let lft_sets = h
-        .fab
-        .sets
-        .iter()
-        .filter(|(a, _, _)| *a == AttributeId::LINEAR_FWD_TABLE)
-        .count();
-    assert_eq!(lft_sets, 12 * 4, "{:?}", h.fab.sets);
+    let count = |attr| h.fab.sets.iter().filter(|(a, _, _)| *a == attr).count();
+    assert_eq!(
+        count(AttributeId::LINEAR_FWD_TABLE),
+        12 * 4,
+        "{:?}",
+        h.fab.sets
+    );
+    assert!(count(AttributeId::PORT_INFO) > 400, "{:?}", h.fab.sets);
     assert!(
-        h.max_lft_queued <= 1,
-        "{} LFT Sets queued at once",
-        h.max_lft_queued
+        h.max_sets_queued <= 1,
+        "{} PortInfo / LFT Sets queued at once",
+        h.max_sets_queued
     );
 }
 
