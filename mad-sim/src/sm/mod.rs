@@ -119,7 +119,8 @@ pub struct SmConfig {
     /// true, as OpenSM does); LIDs are stable across SM restarts then.
     pub honor_existing_lids: bool,
     /// After a sweep with errors, sweep again after this long (default
-    /// 1 s; `None`: only when told).
+    /// 1 s; `None`: only when told). Not after a sweep that found more
+    /// ports than unicast LIDs: sweeping again would find the same.
     pub error_resweep_delay: Option<Duration>,
 }
 
@@ -351,6 +352,8 @@ struct Sweep {
     retries: usize,
     errors: usize,
     to_activate: Vec<PortRef>,
+    /// More ports than unicast LIDs: the sweep is not repeated by itself.
+    lids_exhausted: bool,
     /// Sets still to make, made one at a time as the window frees up
     /// ([`SubnetManager::next_set`]).
     todo: Vec<Todo>,

@@ -592,6 +592,33 @@ fn a_sweep_with_errors_raises_no_subnet_up_and_is_repeated_later() {
 }
 
 #[test]
+fn more_ports_than_unicast_lids_is_reported_once_and_not_reswept_by_itself() {
+    // Two LIDs left above 0xBFFD for four LID-bearing ports.
+    let cfg = SmConfig {
+        first_lid: 0xBFFE,
+        honor_existing_lids: false,
+        ..SmConfig::default()
+    };
+    let mut h = Harness::new(Fabric::ibsim_net(), cfg);
+    h.sm.start(h.now);
+    assert!(!h.run_until(Duration::from_secs(600), |e| *e == SmEvent::SubnetUp));
+    let sweeps = h
+        .events
+        .iter()
+        .filter(|e| matches!(e, SmEvent::SweepDone { .. }))
+        .count();
+    assert_eq!(sweeps, 1, "{:#?}", h.events);
+    assert!(
+        h.errors()
+            .iter()
+            .any(|e| matches!(e, SmError::LidsExhausted { ports: 2 })),
+        "{:#?}",
+        h.errors()
+    );
+    assert_eq!(h.sm.poll_timeout(), None);
+}
+
+#[test]
 fn ports_already_configured_keep_their_lids_and_are_not_rearmed() {
     let mut f = Fabric::ibsim_net();
     // Hca1 already holds LID 9 and both ends of its link are Active.
