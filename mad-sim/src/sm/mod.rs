@@ -120,7 +120,8 @@ pub struct SmConfig {
     pub honor_existing_lids: bool,
     /// After a sweep with errors, sweep again after this long (default
     /// 1 s; `None`: only when told). Not after a sweep that found more
-    /// ports than unicast LIDs: sweeping again would find the same.
+    /// ports than unicast LIDs or a switch table too small for the
+    /// highest LID: sweeping again would find the same.
     pub error_resweep_delay: Option<Duration>,
 }
 
@@ -352,8 +353,9 @@ struct Sweep {
     retries: usize,
     errors: usize,
     to_activate: Vec<PortRef>,
-    /// More ports than unicast LIDs: the sweep is not repeated by itself.
-    lids_exhausted: bool,
+    /// More ports than unicast LIDs, or a switch whose LinearFDBCap is
+    /// below the highest LID: the sweep is not repeated by itself.
+    unroutable: bool,
     /// Sets still to make, made one at a time as the window frees up
     /// ([`SubnetManager::next_set`]).
     todo: Vec<Todo>,

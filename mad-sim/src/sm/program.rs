@@ -44,7 +44,7 @@ impl SubnetManager {
             self.cfg.honor_existing_lids,
         ) {
             self.error(SmError::LidsExhausted { ports });
-            self.sweep.lids_exhausted = true;
+            self.sweep.unroutable = true;
         }
         let sub = &mut self.sweep.subnet;
         routing::compute_lfts(sub);
@@ -136,6 +136,7 @@ impl SubnetManager {
                     cap,
                     max_lid,
                 });
+                self.sweep.unroutable = true;
             }
             let top = if cap == 0 {
                 max_lid
@@ -285,13 +286,10 @@ impl SubnetManager {
             self.sm_state = SmState::MASTER;
             self.subnet_up = true;
             self.events.push_back(SmEvent::SubnetUp);
-        } else if let Some(d) = self
-            .cfg
-            .error_resweep_delay
-            .filter(|_| !sweep.lids_exhausted)
-        {
-            // Sweeping the same fabric again cannot find more LIDs: only
-            // a change (a trap, a resweep asked for) sweeps again.
+        } else if let Some(d) = self.cfg.error_resweep_delay.filter(|_| !sweep.unroutable) {
+            // Sweeping the same fabric again cannot find more LIDs or
+            // bigger tables: only a change (a trap, a resweep asked for)
+            // sweeps again.
             self.resweep_at = Some(now + d);
         }
         if self.resweep_pending {
