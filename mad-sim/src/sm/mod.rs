@@ -32,7 +32,8 @@
 //!    port 0) or a port in Initialize is to be Armed; SwitchInfo Set
 //!    (LinearFDBTop = highest LID, PortStateChange cleared); every
 //!    LinearForwardingTable block that differs from what SM-lite last
-//!    programmed into that switch.
+//!    programmed into that switch. PortInfo and LFT Sets wait in a
+//!    compact to-do list and are made as the SMP window frees up.
 //! 4. **Activate**: once every link end is Armed, PortInfo Set Active on
 //!    each of them (a port must be Armed before it may go Active, and its
 //!    neighbour must be Armed or Active). Ports whose physical link is not
