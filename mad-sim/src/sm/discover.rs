@@ -52,17 +52,8 @@ impl SubnetManager {
         data: &[u8],
         kind: Kind,
     ) {
-        let mut d = [0u8; SMP_DATA_LEN];
-        let n = data.len().min(SMP_DATA_LEN);
-        d[..n].copy_from_slice(&data[..n]);
-        self.ready.push_back(Request {
-            method: Method::SET,
-            attr,
-            attr_mod,
-            path,
-            data: Some(d),
-            kind,
-        });
+        self.ready
+            .push_back(Request::set(attr, attr_mod, path, data, kind));
     }
 
     pub(super) fn error(&mut self, e: SmError) {
@@ -139,12 +130,9 @@ impl SubnetManager {
             Kind::SetLft { node, block, want } => {
                 let guid = self.sweep.subnet.nodes().get(node).map_or(0, SmNode::guid);
                 if data.get(..64) == Some(&want[..]) {
-                    let p = self.programmed.entry(guid).or_default();
-                    let start = block as usize * LinearFwdTable::ENTRIES;
-                    if p.lft.len() < start + LinearFwdTable::ENTRIES {
-                        p.lft.resize(start + LinearFwdTable::ENTRIES, NO_ROUTE);
+                    if let Some(p) = self.programmed.get_mut(&guid) {
+                        p.unconfirmed.remove(&block);
                     }
-                    p.lft[start..start + LinearFwdTable::ENTRIES].copy_from_slice(&want);
                 } else {
                     self.error(SmError::SwitchNotSet {
                         switch_guid: guid,

@@ -32,7 +32,8 @@
 //!    port 0) or a port in Initialize is to be Armed; SwitchInfo Set
 //!    (LinearFDBTop = highest LID, PortStateChange cleared); every
 //!    LinearForwardingTable block that differs from what SM-lite last
-//!    programmed into that switch.
+//!    programmed into that switch. PortInfo and LFT Sets wait in a
+//!    compact to-do list and are made as the SMP window frees up.
 //! 4. **Activate**: once every link end is Armed, PortInfo Set Active on
 //!    each of them (a port must be Armed before it may go Active, and its
 //!    neighbour must be Armed or Active). Ports whose physical link is not
@@ -76,8 +77,10 @@ pub mod routing;
 pub mod subnet;
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mad_core::hash::FastSet;
 use mad_core::transport::{Address, PortAttrs, PERMISSIVE_LID};
 use mad_core::wire::attr::{
     LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
@@ -125,7 +128,9 @@ pub struct SmConfig {
     /// true, as OpenSM does); LIDs are stable across SM restarts then.
     pub honor_existing_lids: bool,
     /// After a sweep with errors, sweep again after this long (default
-    /// 1 s; `None`: only when told).
+    /// 1 s; `None`: only when told). Not after a sweep that found more
+    /// ports than unicast LIDs or a switch table too small for the
+    /// highest LID: sweeping again would find the same.
     pub error_resweep_delay: Option<Duration>,
 }
 
@@ -335,6 +340,24 @@ struct Request {
     kind: Kind,
 }
 
+impl Request {
+    /// A Set of `attr` carrying `data` (cut or zero-padded to the SMP
+    /// data size).
+    fn set(attr: AttributeId, attr_mod: u32, path: DrPath, data: &[u8], kind: Kind) -> Self {
+        let mut d = [0u8; SMP_DATA_LEN];
+        let n = data.len().min(SMP_DATA_LEN);
+        d[..n].copy_from_slice(&data[..n]);
+        Self {
+            method: Method::SET,
+            attr,
+            attr_mod,
+            path,
+            data: Some(d),
+            kind,
+        }
+    }
+}
+
 struct Outstanding {
     req: Request,
     mad: Vec<u8>,
@@ -351,13 +374,41 @@ struct Sweep {
     retries: usize,
     errors: usize,
     to_activate: Vec<PortRef>,
+    /// More ports than unicast LIDs, or a switch whose LinearFDBCap is
+    /// below the highest LID: the sweep is not repeated by itself.
+    unroutable: bool,
+    /// Sets still to make, made one at a time as the window frees up
+    /// ([`SubnetManager::next_set`]).
+    todo: Vec<Todo>,
+    /// The next (position in `todo`, LFT block) to look at.
+    todo_at: (usize, usize),
+}
+
+/// A Set of the sweep, kept small until it is sent: a big fabric has
+/// hundreds of thousands of ports and millions of LFT blocks to set.
+#[derive(Debug, Clone, Copy)]
+enum Todo {
+    /// PortInfo of a port, with this PortState.
+    Port {
+        node: NodeIdx,
+        port: u8,
+        state: PortState,
+    },
+    /// LinearForwardingTable blocks 0..blocks of a switch (those it holds
+    /// already are skipped).
+    Lft { node: NodeIdx, blocks: usize },
 }
 
 /// What SM-lite last wrote into a switch.
 #[derive(Debug, Clone, Default)]
 struct Programmed {
     top: u16,
-    lft: Vec<u8>,
+    /// The table last written (shared with the sweep's subnet that
+    /// computed it).
+    lft: Arc<[u8]>,
+    /// Blocks whose Set was sent but not (yet) confirmed by its answer:
+    /// the switch may hold something else there.
+    unconfirmed: FastSet<u32>,
 }
 
 /// SM-lite (see the module docs).
@@ -483,7 +534,11 @@ impl SubnetManager {
         if self.outstanding.len() >= self.cfg.max_in_flight.max(1) {
             return None;
         }
-        let req = self.ready.pop_front()?;
+        let req = match self.ready.pop_front() {
+            Some(r) => r,
+            None if matches!(self.phase, Phase::Configure | Phase::Activate) => self.next_set()?,
+            None => return None,
+        };
         let tid = loop {
             self.next_tid = self.next_tid.wrapping_add(1);
             let t = TID_MARK | u64::from(self.next_tid);

@@ -11,6 +11,10 @@ impl SubnetManager {
             if self.phase == Phase::Idle || !self.ready.is_empty() || !self.outstanding.is_empty() {
                 return;
             }
+            if let Some(req) = self.next_set() {
+                self.ready.push_back(req);
+                return;
+            }
             match self.phase {
                 Phase::Idle => return,
                 Phase::Discover => {
@@ -53,6 +57,7 @@ impl SubnetManager {
             self.cfg.honor_existing_lids,
         ) {
             self.error(SmError::LidsExhausted { ports });
+            self.sweep.unroutable = true;
         }
         let sub = &mut self.sweep.subnet;
         routing::compute_lfts(sub);
@@ -125,25 +130,11 @@ impl SubnetManager {
                 if state == PortState::NO_CHANGE && !self.needs_config(n, p) {
                     continue;
                 }
-                let want = self.desired(n, p, state);
-                match want.to_vec() {
-                    Ok(b) => self.set(
-                        AttributeId::PORT_INFO,
-                        u32::from(p.num),
-                        p.path.clone(),
-                        &b,
-                        Kind::SetPortInfo {
-                            node: i,
-                            port: p.num,
-                            want,
-                        },
-                    ),
-                    Err(e) => self.events.push_back(SmEvent::Error(SmError::Malformed {
-                        attr: AttributeId::PORT_INFO,
-                        path: p.path.clone(),
-                        reason: e.to_string(),
-                    })),
-                }
+                self.sweep.todo.push(Todo::Port {
+                    node: i,
+                    port: p.num,
+                    state,
+                });
             }
             if !n.is_switch() {
                 continue;
@@ -159,6 +150,7 @@ impl SubnetManager {
                     cap,
                     max_lid,
                 });
+                self.sweep.unroutable = true;
             }
             let top = if cap == 0 {
                 max_lid
@@ -197,62 +189,101 @@ impl SubnetManager {
                 p.top = top;
             }
             let blocks = usize::from(top) / LinearFwdTable::ENTRIES + 1;
-            for b in 0..blocks {
-                let start = b * LinearFwdTable::ENTRIES;
-                let mut want = [NO_ROUTE; 64];
-                for (k, w) in want.iter_mut().enumerate() {
-                    if let Some(e) = n.lft.get(start + k) {
-                        *w = *e;
-                    }
-                }
-                let same = self
-                    .programmed
-                    .get(&guid)
-                    .and_then(|p| p.lft.get(start..start + LinearFwdTable::ENTRIES))
-                    .is_some_and(|old| old == want);
-                if same {
-                    continue;
-                }
-                self.set(
-                    AttributeId::LINEAR_FWD_TABLE,
-                    b as u32,
-                    n.path.clone(),
-                    &want,
-                    Kind::SetLft {
-                        node: i,
-                        block: b as u32,
-                        want,
-                    },
-                );
-            }
+            self.sweep.todo.push(Todo::Lft { node: i, blocks });
         }
         self.sweep.subnet = sub;
     }
 
-    pub(super) fn activate(&mut self) {
-        let list = std::mem::take(&mut self.sweep.to_activate);
-        let sub = std::mem::take(&mut self.sweep.subnet);
-        for (i, port) in list {
-            let Some(n) = sub.nodes().get(i) else {
+    /// The next Set of the sweep's to-do list (see [`Todo`]), made when
+    /// the window has room rather than all queued at once: PortInfo of a
+    /// port, or the next LinearForwardingTable block a switch does not
+    /// hold already.
+    pub(super) fn next_set(&mut self) -> Option<Request> {
+        loop {
+            let (k, b) = self.sweep.todo_at;
+            let (node, blocks) = match *self.sweep.todo.get(k)? {
+                Todo::Port { node, port, state } => {
+                    self.sweep.todo_at = (k + 1, 0);
+                    match self.port_set(node, port, state) {
+                        Some(r) => return Some(r),
+                        None => continue,
+                    }
+                }
+                Todo::Lft { node, blocks } => (node, blocks),
+            };
+            let Some(n) = self.sweep.subnet.nodes().get(node) else {
+                self.sweep.todo_at = (k + 1, 0);
                 continue;
             };
-            let Some(p) = n.port(port) else { continue };
-            let want = self.desired(n, p, PortState::ACTIVE);
-            if let Ok(b) = want.to_vec() {
-                self.set(
-                    AttributeId::PORT_INFO,
-                    u32::from(port),
-                    p.path.clone(),
-                    &b,
-                    Kind::SetPortInfo {
-                        node: i,
-                        port,
-                        want,
-                    },
-                );
+            if b >= blocks {
+                // Every block of this switch is written or the same: the
+                // new table is what it holds (less unconfirmed blocks).
+                self.programmed.entry(n.guid()).or_default().lft = n.lft.clone();
+                self.sweep.todo_at = (k + 1, 0);
+                continue;
+            }
+            self.sweep.todo_at = (k, b + 1);
+            let want = lft_block(&n.lft, b).unwrap_or([NO_ROUTE; LinearFwdTable::ENTRIES]);
+            let block = b as u32;
+            let same = self.programmed.get(&n.guid()).is_some_and(|p| {
+                !p.unconfirmed.contains(&block) && lft_block(&p.lft, b) == Some(want)
+            });
+            if same {
+                continue;
+            }
+            let path = n.path.clone();
+            self.programmed
+                .entry(n.guid())
+                .or_default()
+                .unconfirmed
+                .insert(block);
+            return Some(Request::set(
+                AttributeId::LINEAR_FWD_TABLE,
+                block,
+                path,
+                &want,
+                Kind::SetLft { node, block, want },
+            ));
+        }
+    }
+
+    /// The PortInfo Set that gives `port` of `node` what SM-lite wants
+    /// with `state`.
+    fn port_set(&mut self, node: NodeIdx, port: u8, state: PortState) -> Option<Request> {
+        let n = self.sweep.subnet.nodes().get(node)?;
+        let p = n.port(port)?;
+        let want = self.desired(n, p, state);
+        let path = p.path.clone();
+        match want.to_vec() {
+            Ok(b) => Some(Request::set(
+                AttributeId::PORT_INFO,
+                u32::from(port),
+                path,
+                &b,
+                Kind::SetPortInfo { node, port, want },
+            )),
+            Err(e) => {
+                self.events.push_back(SmEvent::Error(SmError::Malformed {
+                    attr: AttributeId::PORT_INFO,
+                    path,
+                    reason: e.to_string(),
+                }));
+                None
             }
         }
-        self.sweep.subnet = sub;
+    }
+
+    pub(super) fn activate(&mut self) {
+        let list = std::mem::take(&mut self.sweep.to_activate);
+        self.sweep.todo = list
+            .into_iter()
+            .map(|(node, port)| Todo::Port {
+                node,
+                port,
+                state: PortState::ACTIVE,
+            })
+            .collect();
+        self.sweep.todo_at = (0, 0);
     }
 
     pub(super) fn finish(&mut self, now: Instant) {
@@ -275,7 +306,10 @@ impl SubnetManager {
             self.sm_state = SmState::MASTER;
             self.subnet_up = true;
             self.events.push_back(SmEvent::SubnetUp);
-        } else if let Some(d) = self.cfg.error_resweep_delay {
+        } else if let Some(d) = self.cfg.error_resweep_delay.filter(|_| !sweep.unroutable) {
+            // Sweeping the same fabric again cannot find more LIDs or
+            // bigger tables: only a change (a trap, a resweep asked for)
+            // sweeps again.
             self.resweep_at = Some(now + d);
         }
         if self.resweep_pending {
@@ -284,4 +318,17 @@ impl SubnetManager {
         }
         self.mcast_after_phase();
     }
+}
+
+/// Block `b` of a linear forwarding table as it is written (entries past
+/// the end of the table are [`NO_ROUTE`]); `None` when the table ends
+/// before the block starts.
+fn lft_block(table: &[u8], b: usize) -> Option<[u8; LinearFwdTable::ENTRIES]> {
+    let have = table
+        .get(b * LinearFwdTable::ENTRIES..)
+        .filter(|h| !h.is_empty())?;
+    let mut block = [NO_ROUTE; LinearFwdTable::ENTRIES];
+    let len = have.len().min(block.len());
+    block[..len].copy_from_slice(&have[..len]);
+    Some(block)
 }

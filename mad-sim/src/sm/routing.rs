@@ -12,7 +12,8 @@
 //!   port number on a tie), which spreads routes over parallel links and
 //!   redundant uplinks much as OpenSM's min-hop engine does.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use super::subnet::{NodeIdx, PortRef, Subnet};
 
@@ -144,14 +145,27 @@ pub fn assign_lids(
     }
 }
 
-/// Switch indices, each switch's (port, neighbour position) list, and
-/// `dist[t][u]`.
-type SwitchGraph = (Vec<NodeIdx>, Vec<Vec<(u8, usize)>>, Vec<Vec<u16>>);
+/// Switch indices, each switch's (port, neighbour position) list in
+/// port order, and the hop distances.
+type SwitchGraph = (Vec<NodeIdx>, Vec<Vec<(u8, usize)>>, Distances);
 
-/// Shortest switch-hop distances: `dist[t][u]` = switch hops from switch
-/// `u` to switch `t` (positions in `switches`), `u16::MAX` when
-/// unreachable. Also returns each switch's (port, neighbour position)
-/// list over switch-to-switch links.
+/// Shortest switch-hop distances between switches (positions in the
+/// switch list), `u16::MAX` when unreachable. Links are both ways, so the
+/// matrix is symmetric and a switch's row is its distance to every other.
+struct Distances {
+    n: usize,
+    d: Vec<u16>,
+}
+
+impl Distances {
+    /// Distances from switch `u` to every switch.
+    fn row(&self, u: usize) -> &[u16] {
+        &self.d[u * self.n..(u + 1) * self.n]
+    }
+}
+
+/// The switch graph of `subnet` over switch-to-switch links, with one
+/// breadth-first search per switch for the distances.
 fn switch_graph(subnet: &Subnet) -> SwitchGraph {
     let switches: Vec<NodeIdx> = subnet
         .nodes()
@@ -175,30 +189,166 @@ fn switch_graph(subnet: &Subnet) -> SwitchGraph {
             }
         }
     }
-    let mut dist = Vec::with_capacity(switches.len());
+    let n = switches.len();
+    let mut d = vec![u16::MAX; n * n];
     let mut q = VecDeque::new();
-    for t in 0..switches.len() {
-        let mut d = vec![u16::MAX; switches.len()];
-        d[t] = 0;
+    for (t, row) in d.chunks_exact_mut(n.max(1)).enumerate().take(n) {
+        row[t] = 0;
         q.clear();
         q.push_back(t);
         while let Some(u) = q.pop_front() {
+            let next = row[u].saturating_add(1);
             for &(_, v) in &adj[u] {
-                if d[v] == u16::MAX {
-                    d[v] = d[u] + 1;
+                if row[v] == u16::MAX {
+                    row[v] = next;
                     q.push_back(v);
                 }
             }
         }
-        dist.push(d);
     }
-    (switches, adj, dist)
+    (switches, adj, Distances { n, d })
+}
+
+/// For one switch, the egress ports on a shortest path toward every
+/// switch: per target switch, a bit set over the switch's neighbour list
+/// (which is in port order, so the lowest set bit is the lowest port).
+struct Candidates {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Candidates {
+    fn new(words: usize, targets: usize) -> Self {
+        Self {
+            words,
+            bits: vec![0; words * targets],
+        }
+    }
+
+    /// Fills the sets of switch `s` (neighbours `adj`, distances `dist`).
+    fn fill(&mut self, s: usize, adj: &[(u8, usize)], dist: &Distances) {
+        self.words = adj.len().div_ceil(64).max(1);
+        self.bits.clear();
+        self.bits.resize(self.words * dist.n, 0);
+        let here = dist.row(s);
+        for (k, &(_, nb)) in adj.iter().enumerate() {
+            let (word, bit) = (k / 64, 1u64 << (k % 64));
+            let there = dist.row(nb);
+            for (t, (&h, &d)) in here.iter().zip(there).enumerate() {
+                if h != u16::MAX && d.saturating_add(1) == h {
+                    self.bits[t * self.words + word] |= bit;
+                }
+            }
+        }
+    }
+
+    /// Number of target switches.
+    fn targets(&self) -> usize {
+        self.bits.len() / self.words
+    }
+
+    /// The bit set of switch `t`.
+    fn bits_of(&self, t: usize) -> &[u64] {
+        &self.bits[t * self.words..(t + 1) * self.words]
+    }
+
+    /// Neighbour indices on a shortest path toward switch `t`, ascending.
+    fn of(&self, t: usize) -> impl Iterator<Item = usize> + '_ {
+        self.bits_of(t).iter().enumerate().flat_map(|(w, &bits)| {
+            let mut b = bits;
+            std::iter::from_fn(move || {
+                if b == 0 {
+                    return None;
+                }
+                let k = b.trailing_zeros() as usize;
+                b &= b - 1;
+                Some(w * 64 + k)
+            })
+        })
+    }
+}
+
+/// Candidates of one set by (load, neighbour index), least first.
+type LoadHeap = BinaryHeap<Reverse<(u32, usize)>>;
+
+/// Chooses, for one switch, the least-loaded shortest-path port toward a
+/// target switch (lowest port on a tie), loads counted in CA LIDs routed
+/// through each port so far.
+///
+/// Target switches with the same candidate set share one min-heap of
+/// (load, neighbour) entries, one entry per candidate. Loads only grow,
+/// so an entry's load is at most the candidate's real load: the top
+/// entry, once it is found current, is the real minimum; a stale top is
+/// pushed back with its real load. A fat tree's leaf so picks among its
+/// uplinks in logarithmic time instead of scanning them for every LID.
+#[derive(Default)]
+struct Picker {
+    /// Load by neighbour index.
+    load: Vec<u32>,
+    /// Candidate-set number of each target switch.
+    group_of: Vec<usize>,
+    /// Candidate-set number by the set's bits.
+    groups: HashMap<Vec<u64>, usize>,
+    /// One heap per candidate set, built on first use.
+    heaps: Vec<Option<LoadHeap>>,
+}
+
+impl Picker {
+    /// Starts a switch with `neighbours` neighbours, nothing routed yet.
+    fn reset(&mut self, cands: &Candidates, neighbours: usize) {
+        self.load.clear();
+        self.load.resize(neighbours, 0);
+        self.groups.clear();
+        self.heaps.clear();
+        self.group_of.clear();
+        for t in 0..cands.targets() {
+            let bits = cands.bits_of(t);
+            let g = match self.groups.get(bits) {
+                Some(&g) => g,
+                None => {
+                    let g = self.groups.len();
+                    self.groups.insert(bits.to_vec(), g);
+                    self.heaps.push(None);
+                    g
+                }
+            };
+            self.group_of.push(g);
+        }
+    }
+
+    /// The neighbour index to route toward switch `t` by, if any; a CA
+    /// LID (`counts`) adds one to its load.
+    fn least_loaded(&mut self, cands: &Candidates, t: usize, counts: bool) -> Option<usize> {
+        let g = *self.group_of.get(t)?;
+        let load = &mut self.load;
+        let heap = self.heaps[g]
+            .get_or_insert_with(|| cands.of(t).map(|k| Reverse((load[k], k))).collect());
+        loop {
+            let mut top = heap.peek_mut()?;
+            let Reverse((l, k)) = *top;
+            if l != load[k] {
+                // Stale: put its real load in (sifted down on drop).
+                *top = Reverse((load[k], k));
+                continue;
+            }
+            if counts {
+                load[k] += 1;
+                *top = Reverse((load[k], k));
+            }
+            return Some(k);
+        }
+    }
 }
 
 /// Computes every switch's linear forwarding table by min-hop (see the
 /// module docs) and stores it in the switch's `lft`: `max_lid + 1`
 /// entries, [`NO_ROUTE`] where there is none. Call after
 /// [`assign_lids`].
+///
+/// Cost: one breadth-first search per switch (switches × links), the
+/// shortest-path ports of each switch toward each switch (switches² ×
+/// neighbours, as bit sets), then per switch and LID the least-loaded of
+/// those ports ([`Picker`]: logarithmic in their number).
 pub fn compute_lfts(subnet: &mut Subnet) {
     let (switches, adj, dist) = switch_graph(subnet);
     let pos: HashMap<NodeIdx, usize> = switches.iter().enumerate().map(|(k, i)| (*i, k)).collect();
@@ -230,52 +380,24 @@ pub fn compute_lfts(subnet: &mut Subnet) {
         }
     }
     let size = usize::from(subnet.max_lid()) + 1;
-    let mut tables: Vec<Vec<u8>> = Vec::with_capacity(switches.len());
-    for s in 0..switches.len() {
-        let nports = usize::from(subnet.nodes()[switches[s]].info.num_ports);
+    let mut cands = Candidates::new(1, 0);
+    let mut pick = Picker::default();
+    for (s, &node) in switches.iter().enumerate() {
+        cands.fill(s, &adj[s], &dist);
+        pick.reset(&cands, adj[s].len());
         let mut lft = vec![NO_ROUTE; size];
-        let mut load = vec![0u32; nports + 1];
-        // Candidate egress ports toward each target switch, computed on
-        // first use.
-        let mut cands: Vec<Option<Vec<u8>>> = vec![None; switches.len()];
         for t in &targets {
             let lid = usize::from(t.lid);
             if t.sw == s {
                 lft[lid] = t.egress;
                 continue;
             }
-            let here = dist[t.sw][s];
-            if here == u16::MAX {
-                continue;
-            }
-            let c = cands[t.sw].get_or_insert_with(|| {
-                let mut v: Vec<u8> = adj[s]
-                    .iter()
-                    .filter(|(_, nb)| dist[t.sw][*nb].saturating_add(1) == here)
-                    .map(|(p, _)| *p)
-                    .collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            });
-            let best = c
-                .iter()
-                .copied()
-                .min_by_key(|p| (load.get(usize::from(*p)).copied().unwrap_or(0), *p));
-            if let Some(p) = best {
-                lft[lid] = p;
-                if t.is_ca {
-                    if let Some(l) = load.get_mut(usize::from(p)) {
-                        *l += 1;
-                    }
-                }
+            if let Some(k) = pick.least_loaded(&cands, t.sw, t.is_ca) {
+                lft[lid] = adj[s][k].0;
             }
         }
-        tables.push(lft);
-    }
-    for (k, lft) in tables.into_iter().enumerate() {
-        if let Some(n) = subnet.node_mut(switches[k]) {
-            n.lft = lft;
+        if let Some(n) = subnet.node_mut(node) {
+            n.lft = lft.into();
         }
     }
 }

@@ -2,8 +2,9 @@
 //! the links between them, and (once routed) the LIDs and linear
 //! forwarding tables SM-lite assigned.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
+use mad_core::hash::FastMap;
 use mad_core::wire::attr::{NodeInfo, NodeType, PhysPortState, PortInfo, SwitchInfo};
 use mad_core::wire::smp::DrPath;
 
@@ -58,7 +59,7 @@ pub struct SmNode {
     /// Linear forwarding table computed for a switch (entry = egress
     /// port for the LID of that index, 0xFF = no route); empty for CAs
     /// and before routing.
-    pub lft: Vec<u8>,
+    pub lft: Arc<[u8]>,
 }
 
 impl SmNode {
@@ -91,12 +92,19 @@ impl SmNode {
     }
 }
 
-/// The subnet as one sweep saw it.
+/// The subnet as one sweep saw it. Cloning is cheap (the contents are
+/// shared, and copied only if a clone is changed): the SA serves a
+/// clone of SM-lite's subnet after every sweep.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Subnet {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Inner {
     nodes: Vec<SmNode>,
-    by_guid: HashMap<u64, NodeIdx>,
-    links: HashMap<PortRef, PortRef>,
+    by_guid: FastMap<u64, NodeIdx>,
+    links: FastMap<PortRef, PortRef>,
     local: Option<PortRef>,
     max_lid: u16,
 }
@@ -105,26 +113,27 @@ impl Subnet {
     /// Every node, in discovery (breadth-first) order.
     #[must_use]
     pub fn nodes(&self) -> &[SmNode] {
-        &self.nodes
+        &self.inner.nodes
     }
 
     /// The node with this node GUID.
     #[must_use]
     pub fn node_by_guid(&self, guid: u64) -> Option<(NodeIdx, &SmNode)> {
-        let i = *self.by_guid.get(&guid)?;
-        Some((i, &self.nodes[i]))
+        let i = *self.inner.by_guid.get(&guid)?;
+        Some((i, &self.inner.nodes[i]))
     }
 
     /// The other end of the link at `end`, if one was seen.
     #[must_use]
     pub fn remote(&self, end: PortRef) -> Option<PortRef> {
-        self.links.get(&end).copied()
+        self.inner.links.get(&end).copied()
     }
 
     /// Every link once, its ends in ascending order.
     #[must_use]
     pub fn links(&self) -> Vec<(PortRef, PortRef)> {
         let mut v: Vec<_> = self
+            .inner
             .links
             .iter()
             .filter(|(a, b)| a <= b)
@@ -137,19 +146,19 @@ impl Subnet {
     /// The SM's own node and port.
     #[must_use]
     pub fn local(&self) -> Option<PortRef> {
-        self.local
+        self.inner.local
     }
 
     /// Highest LID assigned (0 before routing).
     #[must_use]
     pub fn max_lid(&self) -> u16 {
-        self.max_lid
+        self.inner.max_lid
     }
 
     /// Number of switches.
     #[must_use]
     pub fn switch_count(&self) -> usize {
-        self.nodes.iter().filter(|n| n.is_switch()).count()
+        self.inner.nodes.iter().filter(|n| n.is_switch()).count()
     }
 
     /// Every (LID, node, port) assigned, in LID order: switch port 0 and
@@ -157,6 +166,7 @@ impl Subnet {
     #[must_use]
     pub fn lids(&self) -> Vec<(u16, PortRef)> {
         let mut v: Vec<(u16, PortRef)> = self
+            .inner
             .nodes
             .iter()
             .enumerate()
@@ -185,7 +195,8 @@ impl Subnet {
     /// its port-0 LID).
     #[must_use]
     pub fn lid_of_port_guid(&self, guid: u64) -> Option<u16> {
-        self.nodes
+        self.inner
+            .nodes
             .iter()
             .flat_map(|n| n.ports.iter().flatten())
             .find(|p| p.guid == guid && p.lid != 0)
@@ -194,39 +205,46 @@ impl Subnet {
 
     // ---- building (crate-internal) ----
 
+    /// The contents, for a change (copied first if a clone shares them).
+    fn m(&mut self) -> &mut Inner {
+        Arc::make_mut(&mut self.inner)
+    }
+
     pub(crate) fn node_mut(&mut self, i: NodeIdx) -> Option<&mut SmNode> {
-        self.nodes.get_mut(i)
+        self.m().nodes.get_mut(i)
     }
 
     pub(crate) fn index_of(&self, guid: u64) -> Option<NodeIdx> {
-        self.by_guid.get(&guid).copied()
+        self.inner.by_guid.get(&guid).copied()
     }
 
     pub(crate) fn add_node(&mut self, info: NodeInfo, path: DrPath) -> NodeIdx {
-        let i = self.nodes.len();
-        self.by_guid.insert(info.node_guid, i);
+        let inner = self.m();
+        let i = inner.nodes.len();
+        inner.by_guid.insert(info.node_guid, i);
         let nports = usize::from(info.num_ports) + 1;
-        self.nodes.push(SmNode {
+        inner.nodes.push(SmNode {
             info,
             desc: String::new(),
             switch_info: None,
             ports: vec![None; nports],
             path,
-            lft: Vec::new(),
+            lft: Arc::default(),
         });
         i
     }
 
     pub(crate) fn add_link(&mut self, a: PortRef, b: PortRef) {
-        self.links.insert(a, b);
-        self.links.insert(b, a);
+        let links = &mut self.m().links;
+        links.insert(a, b);
+        links.insert(b, a);
     }
 
     pub(crate) fn set_local(&mut self, local: PortRef) {
-        self.local = Some(local);
+        self.m().local = Some(local);
     }
 
     pub(crate) fn set_max_lid(&mut self, lid: u16) {
-        self.max_lid = lid;
+        self.m().max_lid = lid;
     }
 }

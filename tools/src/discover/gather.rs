@@ -5,10 +5,16 @@
 //! libibnetdisc expands a switch through each of its LinkUp ports except
 //! the one it first entered by, and a CA only out of the local port. Which
 //! port a switch is "first entered by" depends on the order answers are
-//! processed in, so this phase goes out of **every** LinkUp port of every
-//! switch (one extra NodeInfo per switch) and keeps, per (node, port), the
-//! NodeInfo answered beyond it. With those, [`super::model`] replays
-//! libibnetdisc exactly without touching the fabric again.
+//! processed in, so this phase keeps, per (node, port), the NodeInfo
+//! answered beyond **every** LinkUp port of every switch. A link's far
+//! side is asked for from one end only: a NodeInfo that reached switch B
+//! by its port r from node A's port q also tells what a NodeInfo out of
+//! B's port r answers (A at port q), so that one is not sent when it is
+//! not on the wire yet. This covers the port a switch was entered by,
+//! which libibnetdisc does not go out of either, and the second end of
+//! each inter-switch link, which it does. With those, [`super::model`]
+//! replays libibnetdisc exactly without touching the fabric again, and no
+//! SMP is sent that libibnetdisc would not send too.
 //!
 //! Reads per node: NodeInfo (through each link reaching it), NodeDescription,
 //! SwitchInfo (switches), PortInfo of every port (switches: 0..=N; CAs:
@@ -342,6 +348,13 @@ impl Gatherer<'_> {
             }
         }
         let is_switch = ni.node_type == NodeType::SWITCH;
+        if is_switch {
+            if let Some(back) = from.and_then(|(g, port)| self.seen_from(g, port)) {
+                // What a NodeInfo out of the port this one came in by
+                // would answer: the node it came from, at its exit port.
+                self.g.via.entry((guid, entry)).or_insert(back);
+            }
+        }
         if let std::collections::hash_map::Entry::Vacant(e) = self.g.nodes.entry(guid) {
             let num_ports = ni.num_ports;
             e.insert(GatheredNode {
@@ -365,6 +378,23 @@ impl Gatherer<'_> {
         if !is_switch {
             self.ask_port(p, guid, entry);
         }
+    }
+
+    /// The NodeInfo node `guid` answers when entered through `port`,
+    /// known without asking: a switch's differs from its first answer
+    /// only in LocalPortNum (all its ports share the port GUID); another
+    /// node's only when `port` is the one it was first reached by.
+    fn seen_from(&self, guid: u64, port: u8) -> Option<NodeInfo> {
+        let info = match self.g.nodes.get(&guid) {
+            Some(n) => &n.info,
+            None => self.g.root.as_ref().filter(|r| r.node_guid == guid)?,
+        };
+        if info.node_type != NodeType::SWITCH && info.local_port_num != port {
+            return None;
+        }
+        let mut seen = info.clone();
+        seen.local_port_num = port;
+        Some(seen)
     }
 
     fn ask_port(&mut self, p: &mut Pipeline<Q>, guid: u64, port: u8) {
@@ -394,7 +424,15 @@ impl Gatherer<'_> {
         if ext {
             self.submit(p, Q::Ext { guid, port });
         }
-        if up && port != 0 && (is_switch || root_port) && next.len() < usize::from(DR_MAX_HOPS) {
+        // No NodeInfo beyond a port whose far side is already known
+        // (see `seen_from`).
+        let known = self.g.via.contains_key(&(guid, port));
+        if up
+            && port != 0
+            && !known
+            && (is_switch || root_port)
+            && next.len() < usize::from(DR_MAX_HOPS)
+        {
             next.push(port);
             self.submit(
                 p,

@@ -449,6 +449,12 @@ impl Core {
         let count = (cap - first).min(LinearFwdTable::ENTRIES);
         if set {
             if sw.lft.len() < first + count {
+                // Room for the whole table up to LinearFDBTop at once, not
+                // doubling block by block.
+                let top = usize::from(sw.info.linear_fdb_top) + 1;
+                let full = top.next_multiple_of(LinearFwdTable::ENTRIES).min(cap);
+                let need = full.max(first + count);
+                sw.lft.reserve_exact(need.saturating_sub(sw.lft.len()));
                 sw.lft.resize(first + count, 0xFF);
             }
             sw.lft[first..first + count].copy_from_slice(&data[..count]);

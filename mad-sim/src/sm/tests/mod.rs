@@ -5,6 +5,7 @@
 
 mod fake;
 mod on_fabric;
+mod routing_ref;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -34,6 +35,9 @@ struct Harness {
     events: Vec<SmEvent>,
     max_inflight: usize,
     sent: usize,
+    /// Most PortInfo / LinearForwardingTable Sets waiting in SM-lite's
+    /// queue at once.
+    max_sets_queued: usize,
 }
 
 impl Harness {
@@ -62,6 +66,7 @@ impl Harness {
             events: Vec::new(),
             max_inflight: 0,
             sent: 0,
+            max_sets_queued: 0,
         }
     }
 
@@ -93,6 +98,13 @@ impl Harness {
                 self.inflight.push((self.now + lat, rep));
             }
             self.max_inflight = self.max_inflight.max(self.inflight.len());
+            let sets_queued = self
+                .sm
+                .ready
+                .iter()
+                .filter(|r| matches!(r.kind, Kind::SetLft { .. } | Kind::SetPortInfo { .. }))
+                .count();
+            self.max_sets_queued = self.max_sets_queued.max(sets_queued);
             self.inflight.sort_by_key(|(t, _)| *t);
             let due = self.inflight.partition_point(|(t, _)| *t <= self.now);
             let now_due: Vec<_> = self.inflight.drain(..due).collect();
@@ -509,6 +521,28 @@ fn never_more_smps_outstanding_than_the_window() {
 }
 
 #[test]
+fn sets_are_made_as_the_window_frees_not_queued_all_at_once() {
+    // 8 leaves x 24 CAs: 200+ LIDs, 4 LFT blocks on each of 12 switches,
+    // 200+ ports to arm and activate.
+    let mut h = Harness::new(Fabric::fat_tree(8, 4, 24), SmConfig::default());
+    h.bring_up();
+    check_configured(&h);
+    let count = |attr| h.fab.sets.iter().filter(|(a, _, _)| *a == attr).count();
+    assert_eq!(
+        count(AttributeId::LINEAR_FWD_TABLE),
+        12 * 4,
+        "{:?}",
+        h.fab.sets
+    );
+    assert!(count(AttributeId::PORT_INFO) > 400, "{:?}", h.fab.sets);
+    assert!(
+        h.max_sets_queued <= 1,
+        "{} PortInfo / LFT Sets queued at once",
+        h.max_sets_queued
+    );
+}
+
+#[test]
 fn answers_whose_low_tid_bits_differ_are_not_taken() {
     let mut h = Harness::new(
         Fabric::ibsim_net(),
@@ -557,6 +591,33 @@ fn a_sweep_with_errors_raises_no_subnet_up_and_is_repeated_later() {
     h.drop_pct = 0;
     assert!(h.run_until(Duration::from_secs(5), |e| *e == SmEvent::SubnetUp));
     check_configured(&h);
+}
+
+#[test]
+fn more_ports_than_unicast_lids_is_reported_once_and_not_reswept_by_itself() {
+    // Two LIDs left above 0xBFFD for four LID-bearing ports.
+    let cfg = SmConfig {
+        first_lid: 0xBFFE,
+        honor_existing_lids: false,
+        ..SmConfig::default()
+    };
+    let mut h = Harness::new(Fabric::ibsim_net(), cfg);
+    h.sm.start(h.now);
+    assert!(!h.run_until(Duration::from_secs(600), |e| *e == SmEvent::SubnetUp));
+    let sweeps = h
+        .events
+        .iter()
+        .filter(|e| matches!(e, SmEvent::SweepDone { .. }))
+        .count();
+    assert_eq!(sweeps, 1, "{:#?}", h.events);
+    assert!(
+        h.errors()
+            .iter()
+            .any(|e| matches!(e, SmError::LidsExhausted { ports: 2 })),
+        "{:#?}",
+        h.errors()
+    );
+    assert_eq!(h.sm.poll_timeout(), None);
 }
 
 #[test]
@@ -696,15 +757,11 @@ fn a_switch_whose_table_is_too_small_is_reported() {
     for n in f.nodes.iter_mut().filter(|n| n.switch) {
         n.fdb_cap = 64;
     }
-    let mut h = Harness::new(
-        f,
-        SmConfig {
-            error_resweep_delay: None,
-            ..SmConfig::default()
-        },
-    );
+    let mut h = Harness::new(f, SmConfig::default());
     h.sm.start(h.now);
     assert!(!h.run_until(Duration::from_secs(10), |e| *e == SmEvent::SubnetUp));
+    // Not swept again by itself: the tables stay too small.
+    assert_eq!(h.sm.poll_timeout(), None);
     assert!(h.errors().iter().any(|e| matches!(
         e,
         SmError::FdbCap {
