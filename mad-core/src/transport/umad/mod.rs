@@ -72,8 +72,8 @@
 
 use super::verbs::{DeviceEvents, WakeSet};
 use super::{
-    drain_completions, Address, AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion,
-    Transport, TransportError, WcStatus, WrId,
+    Address, AsyncEvent, Grh, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError, WrId,
 };
 use crate::wire::{Mad, MgmtClass};
 use std::collections::{HashMap, VecDeque};
@@ -107,8 +107,7 @@ pub struct UmadTransport {
     request_masks: HashMap<(u8, u8), u128>,
     /// kernel agent id -> QP it lives on.
     agent_qp: HashMap<c_int, Qp>,
-    next_wr: u64,
-    completions: VecDeque<SendCompletion>,
+    sent: PostedAtOnce,
     /// (class, low 32 TID bits) -> upper 32 bits madstack wrote.
     tid_hi: HashMap<(u8, u32), (u32, u64)>,
     /// Insertion order with each entry's generation: an entry is evicted
@@ -186,23 +185,13 @@ impl UmadTransport {
         }
         // SAFETY: portid is open.
         let fd = unsafe { (l.get_fd)(portid) };
-        let attrs = PortAttrs {
-            ca_name: ca_name.clone(),
-            port_num: port_info.port_num,
-            node_guid: ca_info.node_guid,
-            port_guid: port_info.port_guid,
-            gid_prefix: port_info.gid_prefix,
-            lid: port_info.lid,
-            lmc: port_info.lmc,
-            sm_lid: port_info.sm_lid,
-            sm_sl: port_info.sm_sl,
-            state: port_info.state,
-            phys_state: port_info.phys_state,
-            capability_mask: port_info.capability_mask,
-            pkeys: port_info.pkeys,
-            is_switch: ca_info.node_type == 2,
-        };
-        let (events, no_events) = match DeviceEvents::open(&ca_name, port_info.port_num) {
+        let attrs = port_attrs(
+            ca_name.clone(),
+            ca_info.node_guid,
+            ca_info.node_type == 2,
+            port_info,
+        );
+        let (events, no_events) = match DeviceEvents::open(&ca_name, attrs.port_num) {
             Ok(ev) => (Some(ev), None),
             Err(why) => (None, Some(why)),
         };
@@ -225,8 +214,7 @@ impl UmadTransport {
             agents: HashMap::new(),
             request_masks: HashMap::new(),
             agent_qp: HashMap::new(),
-            next_wr: 1,
-            completions: VecDeque::new(),
+            sent: PostedAtOnce::default(),
             tid_hi: HashMap::new(),
             tid_order: VecDeque::new(),
             tid_gen: 0,
@@ -362,15 +350,7 @@ impl UmadTransport {
                 source,
             });
         }
-        let wr = WrId(self.next_wr);
-        self.next_wr += 1;
-        self.completions.push_back(SendCompletion {
-            wr_id: wr,
-            qp,
-            status: WcStatus::Success,
-            vendor_err: 0,
-        });
-        Ok(wr)
+        Ok(self.sent.succeed(qp))
     }
 
     /// The next event of the verbs device, with the attributes refreshed.
@@ -551,6 +531,27 @@ impl UmadTransport {
     }
 }
 
+/// The attributes of port `p` of the CA `ca_name` (node GUID `node_guid`,
+/// a switch if `is_switch`).
+fn port_attrs(ca_name: String, node_guid: u64, is_switch: bool, p: UmadPort) -> PortAttrs {
+    PortAttrs {
+        ca_name,
+        port_num: p.port_num,
+        node_guid,
+        port_guid: p.port_guid,
+        gid_prefix: p.gid_prefix,
+        lid: p.lid,
+        lmc: p.lmc,
+        sm_lid: p.sm_lid,
+        sm_sl: p.sm_sl,
+        state: p.state,
+        phys_state: p.phys_state,
+        capability_mask: p.capability_mask,
+        pkeys: p.pkeys,
+        is_switch,
+    }
+}
+
 impl Transport for UmadTransport {
     fn port_attrs(&self) -> &PortAttrs {
         &self.attrs
@@ -561,16 +562,13 @@ impl Transport for UmadTransport {
             return Err(self.dead_error());
         }
         let p = get_port(&self.attrs.ca_name, self.attrs.port_num)?;
-        self.attrs.lid = p.lid;
-        self.attrs.lmc = p.lmc;
-        self.attrs.sm_lid = p.sm_lid;
-        self.attrs.sm_sl = p.sm_sl;
-        self.attrs.state = p.state;
-        self.attrs.phys_state = p.phys_state;
-        self.attrs.capability_mask = p.capability_mask;
-        self.attrs.gid_prefix = p.gid_prefix;
-        self.attrs.port_guid = p.port_guid;
-        self.attrs.pkeys = p.pkeys;
+        let (node_guid, is_switch) = (self.attrs.node_guid, self.attrs.is_switch);
+        self.attrs = port_attrs(
+            std::mem::take(&mut self.attrs.ca_name),
+            node_guid,
+            is_switch,
+            p,
+        );
         Ok(())
     }
 
@@ -598,7 +596,7 @@ impl Transport for UmadTransport {
         &mut self,
         out: &mut Vec<SendCompletion>,
     ) -> Result<usize, TransportError> {
-        Ok(drain_completions(&mut self.completions, out))
+        Ok(self.sent.drain(out))
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
