@@ -252,107 +252,6 @@ impl UmadTransport {
         TransportError::DeviceDead(self.attrs.ca_name.clone())
     }
 
-    /// Writes one MAD; a request stays on the kernel's wait list a little
-    /// less than `wait` (so that it has left before the stack posts the same
-    /// TID again: ib_umad refuses a request whose TID a pending one has).
-    fn write(
-        &mut self,
-        qp: Qp,
-        mad: &[u8],
-        dest: &Address,
-        wait: std::time::Duration,
-    ) -> Result<WrId, TransportError> {
-        if self.dead {
-            return Err(self.dead_error());
-        }
-        let view = Mad::new_checked(mad)
-            .map_err(|e| TransportError::BadSend(format!("not a MAD: {e}")))?;
-        if mad.len() > MAD_LEN {
-            return Err(TransportError::BadSend(format!(
-                "MAD of {} bytes: the umad transport sends single MADs of at most 256 bytes",
-                mad.len()
-            )));
-        }
-        let class = view.mgmt_class();
-        if class.is_smp() != (qp == Qp::Qp0) {
-            return Err(TransportError::BadSend(format!(
-                "class {class} cannot be sent on {qp:?}"
-            )));
-        }
-        let agent = self.agent_for(class, view.class_version())?;
-        let view_is_response = view.is_response();
-        if !view_is_response {
-            self.remember_tid(class.0, view.tid());
-        }
-        let b = &mut self.buf;
-        b.iter_mut().for_each(|x| *x = 0);
-        // struct ib_user_mad: agent_id, status, timeout_ms, retries, length.
-        b[0..4].copy_from_slice(&(agent as u32).to_ne_bytes());
-        b[16..20].copy_from_slice(&(mad.len() as u32).to_ne_bytes());
-        // ib_mad_addr at 20.
-        let a = 20;
-        b[a..a + 4].copy_from_slice(&dest.qpn.to_be_bytes());
-        b[a + 4..a + 8].copy_from_slice(&dest.qkey.to_be_bytes());
-        b[a + 8..a + 10].copy_from_slice(&dest.lid.to_be_bytes());
-        b[a + 10] = dest.sl;
-        b[a + 11] = dest.path_bits;
-        if let Some(g) = &dest.grh {
-            b[a + 12] = 1;
-            b[a + 13] = g.sgid_index;
-            b[a + 14] = g.hop_limit;
-            b[a + 15] = g.traffic_class;
-            b[a + 16..a + 32].copy_from_slice(&g.gid);
-            b[a + 32..a + 36].copy_from_slice(&g.flow_label.to_be_bytes());
-        }
-        b[a + 36..a + 38].copy_from_slice(&dest.pkey_index.to_ne_bytes());
-        b[USER_MAD_HDR..USER_MAD_HDR + mad.len()].copy_from_slice(mad);
-        let early = (wait / 10).min(std::time::Duration::from_millis(50));
-        let wait_ms = c_int::try_from(wait.saturating_sub(early).as_millis()).unwrap_or(c_int::MAX);
-        let mut attempts = 0;
-        loop {
-            // SAFETY: buf holds the 64-byte header plus `mad.len()` bytes.
-            let rc = unsafe {
-                (self.lib.send)(
-                    self.portid,
-                    agent,
-                    self.buf.as_mut_ptr().cast(),
-                    mad.len() as c_int,
-                    wait_ms,
-                    0,
-                )
-            };
-            if rc >= 0 {
-                break;
-            }
-            // libibumad returns -EIO for any failed write(); errno says
-            // why. ib_umad refuses (EINVAL) a request whose TID and class a
-            // pending request of this fd has (a retry racing the kernel's
-            // end of the first one's wait), and a response whose TID, class
-            // and destination match one still in flight (a reply right
-            // behind our own final RMPP ACK), until that one's send
-            // completes, which takes the kernel a moment: try again.
-            let errno = std::io::Error::last_os_error().raw_os_error();
-            if errno == Some(libc::EINVAL) && attempts < BUSY_RETRIES {
-                attempts += 1;
-                self.busy_writes += 1;
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                continue;
-            }
-            let source = match errno {
-                Some(e) if e != 0 => std::io::Error::from_raw_os_error(e),
-                _ => std::io::Error::from_raw_os_error(-rc),
-            };
-            return Err(TransportError::Io {
-                context: format!(
-                    "umad_send on {}:{}",
-                    self.attrs.ca_name, self.attrs.port_num
-                ),
-                source,
-            });
-        }
-        Ok(self.sent.succeed(qp))
-    }
-
     /// The next event of the verbs device, with the attributes refreshed.
     fn next_device_event(&mut self) -> Option<AsyncEvent> {
         let ev = match self.events.as_mut()?.next_event() {
@@ -579,9 +478,12 @@ impl Transport for UmadTransport {
     }
 
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.write(qp, mad, dest, std::time::Duration::ZERO)
+        self.post_request(qp, mad, dest, std::time::Duration::ZERO)
     }
 
+    /// Writes one MAD; a request stays on the kernel's wait list a little
+    /// less than `wait` (so that it has left before the stack posts the same
+    /// TID again: ib_umad refuses a request whose TID a pending one has).
     fn post_request(
         &mut self,
         qp: Qp,
@@ -589,7 +491,95 @@ impl Transport for UmadTransport {
         dest: &Address,
         wait: std::time::Duration,
     ) -> Result<WrId, TransportError> {
-        self.write(qp, mad, dest, wait)
+        if self.dead {
+            return Err(self.dead_error());
+        }
+        let view = Mad::new_checked(mad)
+            .map_err(|e| TransportError::BadSend(format!("not a MAD: {e}")))?;
+        if mad.len() > MAD_LEN {
+            return Err(TransportError::BadSend(format!(
+                "MAD of {} bytes: the umad transport sends single MADs of at most 256 bytes",
+                mad.len()
+            )));
+        }
+        let class = view.mgmt_class();
+        if class.is_smp() != (qp == Qp::Qp0) {
+            return Err(TransportError::BadSend(format!(
+                "class {class} cannot be sent on {qp:?}"
+            )));
+        }
+        let agent = self.agent_for(class, view.class_version())?;
+        let view_is_response = view.is_response();
+        if !view_is_response {
+            self.remember_tid(class.0, view.tid());
+        }
+        let b = &mut self.buf;
+        b.iter_mut().for_each(|x| *x = 0);
+        // struct ib_user_mad: agent_id, status, timeout_ms, retries, length.
+        b[0..4].copy_from_slice(&(agent as u32).to_ne_bytes());
+        b[16..20].copy_from_slice(&(mad.len() as u32).to_ne_bytes());
+        // ib_mad_addr at 20.
+        let a = 20;
+        b[a..a + 4].copy_from_slice(&dest.qpn.to_be_bytes());
+        b[a + 4..a + 8].copy_from_slice(&dest.qkey.to_be_bytes());
+        b[a + 8..a + 10].copy_from_slice(&dest.lid.to_be_bytes());
+        b[a + 10] = dest.sl;
+        b[a + 11] = dest.path_bits;
+        if let Some(g) = &dest.grh {
+            b[a + 12] = 1;
+            b[a + 13] = g.sgid_index;
+            b[a + 14] = g.hop_limit;
+            b[a + 15] = g.traffic_class;
+            b[a + 16..a + 32].copy_from_slice(&g.gid);
+            b[a + 32..a + 36].copy_from_slice(&g.flow_label.to_be_bytes());
+        }
+        b[a + 36..a + 38].copy_from_slice(&dest.pkey_index.to_ne_bytes());
+        b[USER_MAD_HDR..USER_MAD_HDR + mad.len()].copy_from_slice(mad);
+        let early = (wait / 10).min(std::time::Duration::from_millis(50));
+        let wait_ms = c_int::try_from(wait.saturating_sub(early).as_millis()).unwrap_or(c_int::MAX);
+        let mut attempts = 0;
+        loop {
+            // SAFETY: buf holds the 64-byte header plus `mad.len()` bytes.
+            let rc = unsafe {
+                (self.lib.send)(
+                    self.portid,
+                    agent,
+                    self.buf.as_mut_ptr().cast(),
+                    mad.len() as c_int,
+                    wait_ms,
+                    0,
+                )
+            };
+            if rc >= 0 {
+                break;
+            }
+            // libibumad returns -EIO for any failed write(); errno says
+            // why. ib_umad refuses (EINVAL) a request whose TID and class a
+            // pending request of this fd has (a retry racing the kernel's
+            // end of the first one's wait), and a response whose TID, class
+            // and destination match one still in flight (a reply right
+            // behind our own final RMPP ACK), until that one's send
+            // completes, which takes the kernel a moment: try again.
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            if errno == Some(libc::EINVAL) && attempts < BUSY_RETRIES {
+                attempts += 1;
+                self.busy_writes += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+            let source = match errno {
+                Some(e) if e != 0 => std::io::Error::from_raw_os_error(e),
+                _ => std::io::Error::from_raw_os_error(-rc),
+            };
+            return Err(TransportError::Io {
+                context: format!(
+                    "umad_send on {}:{}",
+                    self.attrs.ca_name, self.attrs.port_num
+                ),
+                source,
+            });
+        }
+        Ok(self.sent.succeed(qp))
     }
 
     fn poll_send_completions(
