@@ -11,7 +11,7 @@ use mad_core::wire::attr::{ClassPortInfo, PortCounters, PortCountersExt};
 use mad_core::wire::perf::{PERF_CLASS_VERSION, PERF_DATA_LEN, PERF_DATA_OFFSET};
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr, MAD_LEN};
 
-use crate::query::{parse_at, QueryError};
+use crate::query::{blocking_client, parse_at, QueryError};
 use crate::runtime::{Agent, Runtime};
 use crate::spec::AgentSpec;
 use crate::types::{Completion, RegisterError, SendRequest};
@@ -101,27 +101,16 @@ pub struct PerfClient {
     pub retries: u32,
 }
 
+blocking_client!(PerfClient, "perf-client", Qp::Qp1, "QP1");
+
 impl PerfClient {
-    /// Registers a send-only QP1 agent on `rt`.
+    /// A PerfMgt request (`method` of `attr` with `data` as the
+    /// attribute, to the PMA at `lid`) with the client's timeout and
+    /// retries; the attribute of the answer.
     ///
     /// # Errors
-    /// As [`Runtime::register_channel`].
-    pub fn new(rt: &Runtime) -> Result<Self, RegisterError> {
-        let (agent, _rx) = rt.register_channel(AgentSpec::send_only("perf-client", Qp::Qp1))?;
-        Ok(Self::with_agent(agent))
-    }
-
-    /// A client over an existing QP1 agent.
-    #[must_use]
-    pub fn with_agent(agent: Agent) -> Self {
-        Self {
-            agent,
-            timeout: DEFAULT_TIMEOUT,
-            retries: DEFAULT_RETRIES,
-        }
-    }
-
-    fn run<R: Repr>(
+    /// See [`QueryError`].
+    pub fn rpc<R: Repr>(
         &self,
         lid: u16,
         method: Method,
@@ -145,7 +134,7 @@ impl PerfClient {
     /// # Errors
     /// See [`QueryError`].
     pub fn class_port_info(&self, lid: u16) -> Result<ClassPortInfo, QueryError> {
-        self.run(lid, Method::GET, AttributeId::CLASS_PORT_INFO, &[])
+        self.rpc(lid, Method::GET, AttributeId::CLASS_PORT_INFO, &[])
     }
 
     /// PortCounters of `port` (0xFF: all ports, if the PMA supports it).
@@ -153,7 +142,7 @@ impl PerfClient {
     /// # Errors
     /// See [`QueryError`].
     pub fn port_counters(&self, lid: u16, port: u8) -> Result<PortCounters, QueryError> {
-        self.run(lid, Method::GET, AttributeId::PM_PORT_COUNTERS, &[0, port])
+        self.rpc(lid, Method::GET, AttributeId::PM_PORT_COUNTERS, &[0, port])
     }
 
     /// PortCountersExtended of `port`.
@@ -161,7 +150,7 @@ impl PerfClient {
     /// # Errors
     /// See [`QueryError`].
     pub fn port_counters_ext(&self, lid: u16, port: u8) -> Result<PortCountersExt, QueryError> {
-        self.run(
+        self.rpc(
             lid,
             Method::GET,
             AttributeId::PM_PORT_COUNTERS_EXT,
@@ -181,7 +170,7 @@ impl PerfClient {
         counter_select: u16,
     ) -> Result<PortCounters, QueryError> {
         let [hi, lo] = counter_select.to_be_bytes();
-        self.run(
+        self.rpc(
             lid,
             Method::SET,
             AttributeId::PM_PORT_COUNTERS,
@@ -201,7 +190,7 @@ impl PerfClient {
         counter_select: u16,
     ) -> Result<PortCountersExt, QueryError> {
         let [hi, lo] = counter_select.to_be_bytes();
-        self.run(
+        self.rpc(
             lid,
             Method::SET,
             AttributeId::PM_PORT_COUNTERS_EXT,

@@ -86,3 +86,34 @@ pub fn parse_at<R: Repr>(c: &Completion, attr_id: u16, offset: usize) -> Result<
     })?;
     R::parse(data).map_err(|e| QueryError::Malformed(e.to_string()))
 }
+
+/// `new` and `with_agent` of a blocking query client (a struct with
+/// `agent`, `timeout` and `retries`, and the other fields given with the
+/// value they start with): `new` registers a send-only agent named
+/// `$name` on `$qp` (`$qp_name` in the docs).
+macro_rules! blocking_client {
+    ($client:ident, $name:literal, $qp:expr, $qp_name:literal $(, $field:ident: $value:expr)*) => {
+        impl $client {
+            #[doc = concat!("Registers a send-only ", $qp_name, " agent on `rt`.")]
+            ///
+            /// # Errors
+            /// As [`Runtime::register_channel`].
+            pub fn new(rt: &Runtime) -> Result<Self, RegisterError> {
+                let (agent, _rx) = rt.register_channel(AgentSpec::send_only($name, $qp))?;
+                Ok(Self::with_agent(agent))
+            }
+
+            #[doc = concat!("A client over an existing ", $qp_name, " agent.")]
+            #[must_use]
+            pub fn with_agent(agent: Agent) -> Self {
+                Self {
+                    agent,
+                    timeout: DEFAULT_TIMEOUT,
+                    retries: DEFAULT_RETRIES,
+                    $($field: $value,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use blocking_client;

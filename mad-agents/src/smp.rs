@@ -14,7 +14,7 @@ use mad_core::wire::{
     AttributeId, Mad, Method, MgmtClass, Repr, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET,
 };
 
-use crate::query::{parse_at, QueryError};
+use crate::query::{blocking_client, parse_at, QueryError};
 use crate::runtime::{Agent, Runtime};
 use crate::spec::AgentSpec;
 use crate::types::{Completion, RegisterError, SendRequest};
@@ -101,27 +101,9 @@ pub struct SmpClient {
     pub m_key: u64,
 }
 
+blocking_client!(SmpClient, "smp-client", Qp::Qp0, "QP0", m_key: 0);
+
 impl SmpClient {
-    /// Registers a send-only QP0 agent on `rt`.
-    ///
-    /// # Errors
-    /// As [`Runtime::register_channel`].
-    pub fn new(rt: &Runtime) -> Result<Self, RegisterError> {
-        let (agent, _rx) = rt.register_channel(AgentSpec::send_only("smp-client", Qp::Qp0))?;
-        Ok(Self::with_agent(agent))
-    }
-
-    /// A client over an existing QP0 agent.
-    #[must_use]
-    pub fn with_agent(agent: Agent) -> Self {
-        Self {
-            agent,
-            timeout: DEFAULT_TIMEOUT,
-            retries: DEFAULT_RETRIES,
-            m_key: 0,
-        }
-    }
-
     /// The agent the client sends with.
     #[must_use]
     pub fn agent(&self) -> &Agent {

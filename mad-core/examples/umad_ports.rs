@@ -4,6 +4,9 @@
 //! `LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so cargo run --example umad_ports`.
 use mad_core::transport::umad::{list_cas, UmadTransport};
 use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
+use mad_core::wire::attr::NodeInfo;
+use mad_core::wire::smp::{DrPath, Smp};
+use mad_core::wire::{AttributeId, Method, Repr, SMP_DATA_OFFSET};
 use std::time::{Duration, Instant};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,20 +23,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let mut t = UmadTransport::open(None, 0)?;
-    let mut mad = [0u8; 256];
-    mad[0] = 1;
-    mad[1] = 0x81;
-    mad[2] = 1;
-    mad[3] = 0x01;
-    mad[8..16].copy_from_slice(&0x0000_1234_0000_0042u64.to_be_bytes());
-    mad[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
-    mad[32..36].copy_from_slice(&[0xFF, 0xFF, 0xFF, 0xFF]);
+    let mad = DrPath::local().build_request(
+        Method::GET,
+        AttributeId::NODE_INFO,
+        0,
+        0x0000_1234_0000_0042,
+        0,
+    );
     t.post_send(Qp::Qp0, &mad, &Address::smi(PERMISSIVE_LID))?;
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline {
         if let Some(r) = t.poll_recv()? {
-            let guid = u64::from_be_bytes(r.mad[64 + 12..64 + 20].try_into()?);
-            let tid = u64::from_be_bytes(r.mad[8..16].try_into()?);
+            let guid = NodeInfo::parse(&r.mad[SMP_DATA_OFFSET..])?.node_guid;
+            let tid = Smp::new_checked(&r.mad[..])?.tid();
             println!(
                 "NodeInfo answer from lid {}: node guid {guid:#018x}, tid {tid:#018x}",
                 r.src.lid

@@ -136,15 +136,51 @@ impl fmt::Display for WcStatus {
     }
 }
 
-/// [`Transport::poll_send_completions`] of a transport that queues its
-/// completions: moves all of `queue` into `out`; returns how many.
-pub(crate) fn drain_completions(
-    queue: &mut std::collections::VecDeque<SendCompletion>,
-    out: &mut Vec<SendCompletion>,
-) -> usize {
-    let n = queue.len();
-    out.extend(queue.drain(..));
-    n
+/// The send queue of a transport whose sends complete as they are posted
+/// (ibsim, umad): work request ids in posting order and the successful
+/// completions not yet polled.
+#[derive(Debug)]
+pub(crate) struct PostedAtOnce {
+    next_wr: u64,
+    queue: std::collections::VecDeque<SendCompletion>,
+}
+
+impl Default for PostedAtOnce {
+    fn default() -> Self {
+        Self {
+            next_wr: 1,
+            queue: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+impl PostedAtOnce {
+    /// Gives the next work request id to a send on `qp` that has gone out
+    /// and queues its successful completion.
+    pub(crate) fn succeed(&mut self, qp: Qp) -> WrId {
+        let wr_id = WrId(self.next_wr);
+        self.next_wr += 1;
+        self.queue.push_back(SendCompletion {
+            wr_id,
+            qp,
+            status: WcStatus::Success,
+            vendor_err: 0,
+        });
+        wr_id
+    }
+
+    /// [`Transport::poll_send_completions`]: moves every queued completion
+    /// into `out`; returns how many.
+    pub(crate) fn drain(&mut self, out: &mut Vec<SendCompletion>) -> usize {
+        let n = self.queue.len();
+        out.extend(self.queue.drain(..));
+        n
+    }
+
+    /// Drops the completions not yet polled.
+    pub(crate) fn clear(&mut self) {
+        self.queue.clear();
+    }
 }
 
 /// One send work completion.

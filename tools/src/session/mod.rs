@@ -25,11 +25,10 @@ use std::time::Duration;
 use mad_agents::perf::PerfClient;
 use mad_agents::sa::{SaClient, SaClientConfig};
 use mad_agents::smp::SmpClient;
-use mad_agents::{Agent, AgentSpec, QueryError};
+use mad_agents::QueryError;
 use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
 use mad_core::transport::umad::{self, UmadTransport};
-use mad_core::transport::Qp;
 use mad_core::transport::{PortAttrs, Transport};
 use mad_core::wire::{AttributeId, Method, Repr};
 
@@ -114,7 +113,6 @@ pub struct Session {
     capture: Option<pcap::Capture>,
     smp: SmpClient,
     perf: PerfClient,
-    gsi: Agent,
     sa: Option<SaClient>,
     timeout: Duration,
     retries: u32,
@@ -199,16 +197,12 @@ impl Session {
         };
         let smp = SmpClient::new(&rt).map_err(|e| open_err(format!("SMP agent: {e}")))?;
         let perf = PerfClient::new(&rt).map_err(|e| open_err(format!("PerfMgt agent: {e}")))?;
-        let (gsi, _rx) = rt
-            .register_channel(AgentSpec::send_only("mad-tools-gsi", Qp::Qp1))
-            .map_err(|e| open_err(format!("GSI agent: {e}")))?;
         let mut s = Session {
             rt: Some(rt),
             backend,
             capture,
             smp,
             perf,
-            gsi,
             sa: None,
             timeout: DEFAULT_TIMEOUT,
             retries: DEFAULT_RETRIES,
@@ -282,15 +276,7 @@ impl Session {
         attr: AttributeId,
         data: &[u8],
     ) -> Result<R, QueryError> {
-        mad_agents::perf::rpc(
-            &self.gsi,
-            lid,
-            method,
-            attr,
-            data,
-            self.timeout,
-            self.retries,
-        )
+        self.perf.rpc(lid, method, attr, data)
     }
 
     /// A GSI request to `lid` over QP1: `mad` is the whole request (the

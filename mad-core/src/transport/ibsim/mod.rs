@@ -100,8 +100,8 @@ use std::time::{Duration, Instant};
 
 use self::proto::{CtlType, SimClientInfo, SimCtl, SimRequest, CTL_DATA_LEN, SIM_MAGIC};
 use super::{
-    drain_completions, Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion,
-    Transport, TransportError, WcStatus, WrId, GSI_QKEY, PERMISSIVE_LID,
+    Address, AsyncEvent, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, WrId, GSI_QKEY, PERMISSIVE_LID,
 };
 
 /// Most requests one client should leave unanswered at ibsim (see "Flow
@@ -219,8 +219,7 @@ pub struct IbSimTransport {
     /// Where the data socket sends (`@NAME:out<i>` or a UDP address).
     client_id: u32,
     attrs: PortAttrs,
-    next_wr: u64,
-    completions: VecDeque<SendCompletion>,
+    sent: PostedAtOnce,
     pending: VecDeque<Received>,
     undeliverable: VecDeque<Received>,
     undeliverable_count: u64,
@@ -264,8 +263,7 @@ impl IbSimTransport {
             data_id,
             client_id: u32::MAX,
             attrs: PortAttrs::default(),
-            next_wr: 1,
-            completions: VecDeque::new(),
+            sent: PostedAtOnce::default(),
             pending: VecDeque::new(),
             undeliverable: VecDeque::new(),
             undeliverable_count: 0,
@@ -607,22 +605,14 @@ impl Transport for IbSimTransport {
                 Err(e) => return Err(io_err("send to ibsim", e)),
             }
         }
-        let wr_id = WrId(self.next_wr);
-        self.next_wr += 1;
-        self.completions.push_back(SendCompletion {
-            wr_id,
-            qp,
-            status: WcStatus::Success,
-            vendor_err: 0,
-        });
-        Ok(wr_id)
+        Ok(self.sent.succeed(qp))
     }
 
     fn poll_send_completions(
         &mut self,
         out: &mut Vec<SendCompletion>,
     ) -> Result<usize, TransportError> {
-        Ok(drain_completions(&mut self.completions, out))
+        Ok(self.sent.drain(out))
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
@@ -674,7 +664,7 @@ impl Transport for IbSimTransport {
         if self.dead {
             return Err(TransportError::DeviceDead(self.attrs.ca_name.clone()));
         }
-        self.completions.clear();
+        self.sent.clear();
         self.qp_state = [QpState::Rts; 2];
         Ok(())
     }

@@ -72,8 +72,8 @@
 
 use super::verbs::{DeviceEvents, WakeSet};
 use super::{
-    drain_completions, Address, AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion,
-    Transport, TransportError, WcStatus, WrId,
+    Address, AsyncEvent, Grh, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError, WrId,
 };
 use crate::wire::{Mad, MgmtClass};
 use std::collections::{HashMap, VecDeque};
@@ -107,8 +107,7 @@ pub struct UmadTransport {
     request_masks: HashMap<(u8, u8), u128>,
     /// kernel agent id -> QP it lives on.
     agent_qp: HashMap<c_int, Qp>,
-    next_wr: u64,
-    completions: VecDeque<SendCompletion>,
+    sent: PostedAtOnce,
     /// (class, low 32 TID bits) -> upper 32 bits madstack wrote.
     tid_hi: HashMap<(u8, u32), (u32, u64)>,
     /// Insertion order with each entry's generation: an entry is evicted
@@ -186,23 +185,13 @@ impl UmadTransport {
         }
         // SAFETY: portid is open.
         let fd = unsafe { (l.get_fd)(portid) };
-        let attrs = PortAttrs {
-            ca_name: ca_name.clone(),
-            port_num: port_info.port_num,
-            node_guid: ca_info.node_guid,
-            port_guid: port_info.port_guid,
-            gid_prefix: port_info.gid_prefix,
-            lid: port_info.lid,
-            lmc: port_info.lmc,
-            sm_lid: port_info.sm_lid,
-            sm_sl: port_info.sm_sl,
-            state: port_info.state,
-            phys_state: port_info.phys_state,
-            capability_mask: port_info.capability_mask,
-            pkeys: port_info.pkeys,
-            is_switch: ca_info.node_type == 2,
-        };
-        let (events, no_events) = match DeviceEvents::open(&ca_name, port_info.port_num) {
+        let attrs = port_attrs(
+            ca_name.clone(),
+            ca_info.node_guid,
+            ca_info.node_type == 2,
+            port_info,
+        );
+        let (events, no_events) = match DeviceEvents::open(&ca_name, attrs.port_num) {
             Ok(ev) => (Some(ev), None),
             Err(why) => (None, Some(why)),
         };
@@ -225,8 +214,7 @@ impl UmadTransport {
             agents: HashMap::new(),
             request_masks: HashMap::new(),
             agent_qp: HashMap::new(),
-            next_wr: 1,
-            completions: VecDeque::new(),
+            sent: PostedAtOnce::default(),
             tid_hi: HashMap::new(),
             tid_order: VecDeque::new(),
             tid_gen: 0,
@@ -262,115 +250,6 @@ impl UmadTransport {
 
     fn dead_error(&self) -> TransportError {
         TransportError::DeviceDead(self.attrs.ca_name.clone())
-    }
-
-    /// Writes one MAD; a request stays on the kernel's wait list a little
-    /// less than `wait` (so that it has left before the stack posts the same
-    /// TID again: ib_umad refuses a request whose TID a pending one has).
-    fn write(
-        &mut self,
-        qp: Qp,
-        mad: &[u8],
-        dest: &Address,
-        wait: std::time::Duration,
-    ) -> Result<WrId, TransportError> {
-        if self.dead {
-            return Err(self.dead_error());
-        }
-        let view = Mad::new_checked(mad)
-            .map_err(|e| TransportError::BadSend(format!("not a MAD: {e}")))?;
-        if mad.len() > MAD_LEN {
-            return Err(TransportError::BadSend(format!(
-                "MAD of {} bytes: the umad transport sends single MADs of at most 256 bytes",
-                mad.len()
-            )));
-        }
-        let class = view.mgmt_class();
-        if class.is_smp() != (qp == Qp::Qp0) {
-            return Err(TransportError::BadSend(format!(
-                "class {class} cannot be sent on {qp:?}"
-            )));
-        }
-        let agent = self.agent_for(class, view.class_version())?;
-        let view_is_response = view.is_response();
-        if !view_is_response {
-            self.remember_tid(class.0, view.tid());
-        }
-        let b = &mut self.buf;
-        b.iter_mut().for_each(|x| *x = 0);
-        // struct ib_user_mad: agent_id, status, timeout_ms, retries, length.
-        b[0..4].copy_from_slice(&(agent as u32).to_ne_bytes());
-        b[16..20].copy_from_slice(&(mad.len() as u32).to_ne_bytes());
-        // ib_mad_addr at 20.
-        let a = 20;
-        b[a..a + 4].copy_from_slice(&dest.qpn.to_be_bytes());
-        b[a + 4..a + 8].copy_from_slice(&dest.qkey.to_be_bytes());
-        b[a + 8..a + 10].copy_from_slice(&dest.lid.to_be_bytes());
-        b[a + 10] = dest.sl;
-        b[a + 11] = dest.path_bits;
-        if let Some(g) = &dest.grh {
-            b[a + 12] = 1;
-            b[a + 13] = g.sgid_index;
-            b[a + 14] = g.hop_limit;
-            b[a + 15] = g.traffic_class;
-            b[a + 16..a + 32].copy_from_slice(&g.gid);
-            b[a + 32..a + 36].copy_from_slice(&g.flow_label.to_be_bytes());
-        }
-        b[a + 36..a + 38].copy_from_slice(&dest.pkey_index.to_ne_bytes());
-        b[USER_MAD_HDR..USER_MAD_HDR + mad.len()].copy_from_slice(mad);
-        let early = (wait / 10).min(std::time::Duration::from_millis(50));
-        let wait_ms = c_int::try_from(wait.saturating_sub(early).as_millis()).unwrap_or(c_int::MAX);
-        let mut attempts = 0;
-        loop {
-            // SAFETY: buf holds the 64-byte header plus `mad.len()` bytes.
-            let rc = unsafe {
-                (self.lib.send)(
-                    self.portid,
-                    agent,
-                    self.buf.as_mut_ptr().cast(),
-                    mad.len() as c_int,
-                    wait_ms,
-                    0,
-                )
-            };
-            if rc >= 0 {
-                break;
-            }
-            // libibumad returns -EIO for any failed write(); errno says
-            // why. ib_umad refuses (EINVAL) a request whose TID and class a
-            // pending request of this fd has (a retry racing the kernel's
-            // end of the first one's wait), and a response whose TID, class
-            // and destination match one still in flight (a reply right
-            // behind our own final RMPP ACK), until that one's send
-            // completes, which takes the kernel a moment: try again.
-            let errno = std::io::Error::last_os_error().raw_os_error();
-            if errno == Some(libc::EINVAL) && attempts < BUSY_RETRIES {
-                attempts += 1;
-                self.busy_writes += 1;
-                std::thread::sleep(std::time::Duration::from_millis(1));
-                continue;
-            }
-            let source = match errno {
-                Some(e) if e != 0 => std::io::Error::from_raw_os_error(e),
-                _ => std::io::Error::from_raw_os_error(-rc),
-            };
-            return Err(TransportError::Io {
-                context: format!(
-                    "umad_send on {}:{}",
-                    self.attrs.ca_name, self.attrs.port_num
-                ),
-                source,
-            });
-        }
-        let wr = WrId(self.next_wr);
-        self.next_wr += 1;
-        self.completions.push_back(SendCompletion {
-            wr_id: wr,
-            qp,
-            status: WcStatus::Success,
-            vendor_err: 0,
-        });
-        Ok(wr)
     }
 
     /// The next event of the verbs device, with the attributes refreshed.
@@ -551,6 +430,27 @@ impl UmadTransport {
     }
 }
 
+/// The attributes of port `p` of the CA `ca_name` (node GUID `node_guid`,
+/// a switch if `is_switch`).
+fn port_attrs(ca_name: String, node_guid: u64, is_switch: bool, p: UmadPort) -> PortAttrs {
+    PortAttrs {
+        ca_name,
+        port_num: p.port_num,
+        node_guid,
+        port_guid: p.port_guid,
+        gid_prefix: p.gid_prefix,
+        lid: p.lid,
+        lmc: p.lmc,
+        sm_lid: p.sm_lid,
+        sm_sl: p.sm_sl,
+        state: p.state,
+        phys_state: p.phys_state,
+        capability_mask: p.capability_mask,
+        pkeys: p.pkeys,
+        is_switch,
+    }
+}
+
 impl Transport for UmadTransport {
     fn port_attrs(&self) -> &PortAttrs {
         &self.attrs
@@ -561,16 +461,13 @@ impl Transport for UmadTransport {
             return Err(self.dead_error());
         }
         let p = get_port(&self.attrs.ca_name, self.attrs.port_num)?;
-        self.attrs.lid = p.lid;
-        self.attrs.lmc = p.lmc;
-        self.attrs.sm_lid = p.sm_lid;
-        self.attrs.sm_sl = p.sm_sl;
-        self.attrs.state = p.state;
-        self.attrs.phys_state = p.phys_state;
-        self.attrs.capability_mask = p.capability_mask;
-        self.attrs.gid_prefix = p.gid_prefix;
-        self.attrs.port_guid = p.port_guid;
-        self.attrs.pkeys = p.pkeys;
+        let (node_guid, is_switch) = (self.attrs.node_guid, self.attrs.is_switch);
+        self.attrs = port_attrs(
+            std::mem::take(&mut self.attrs.ca_name),
+            node_guid,
+            is_switch,
+            p,
+        );
         Ok(())
     }
 
@@ -581,9 +478,12 @@ impl Transport for UmadTransport {
     }
 
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.write(qp, mad, dest, std::time::Duration::ZERO)
+        self.post_request(qp, mad, dest, std::time::Duration::ZERO)
     }
 
+    /// Writes one MAD; a request stays on the kernel's wait list a little
+    /// less than `wait` (so that it has left before the stack posts the same
+    /// TID again: ib_umad refuses a request whose TID a pending one has).
     fn post_request(
         &mut self,
         qp: Qp,
@@ -591,14 +491,102 @@ impl Transport for UmadTransport {
         dest: &Address,
         wait: std::time::Duration,
     ) -> Result<WrId, TransportError> {
-        self.write(qp, mad, dest, wait)
+        if self.dead {
+            return Err(self.dead_error());
+        }
+        let view = Mad::new_checked(mad)
+            .map_err(|e| TransportError::BadSend(format!("not a MAD: {e}")))?;
+        if mad.len() > MAD_LEN {
+            return Err(TransportError::BadSend(format!(
+                "MAD of {} bytes: the umad transport sends single MADs of at most 256 bytes",
+                mad.len()
+            )));
+        }
+        let class = view.mgmt_class();
+        if class.is_smp() != (qp == Qp::Qp0) {
+            return Err(TransportError::BadSend(format!(
+                "class {class} cannot be sent on {qp:?}"
+            )));
+        }
+        let agent = self.agent_for(class, view.class_version())?;
+        let view_is_response = view.is_response();
+        if !view_is_response {
+            self.remember_tid(class.0, view.tid());
+        }
+        let b = &mut self.buf;
+        b.iter_mut().for_each(|x| *x = 0);
+        // struct ib_user_mad: agent_id, status, timeout_ms, retries, length.
+        b[0..4].copy_from_slice(&(agent as u32).to_ne_bytes());
+        b[16..20].copy_from_slice(&(mad.len() as u32).to_ne_bytes());
+        // ib_mad_addr at 20.
+        let a = 20;
+        b[a..a + 4].copy_from_slice(&dest.qpn.to_be_bytes());
+        b[a + 4..a + 8].copy_from_slice(&dest.qkey.to_be_bytes());
+        b[a + 8..a + 10].copy_from_slice(&dest.lid.to_be_bytes());
+        b[a + 10] = dest.sl;
+        b[a + 11] = dest.path_bits;
+        if let Some(g) = &dest.grh {
+            b[a + 12] = 1;
+            b[a + 13] = g.sgid_index;
+            b[a + 14] = g.hop_limit;
+            b[a + 15] = g.traffic_class;
+            b[a + 16..a + 32].copy_from_slice(&g.gid);
+            b[a + 32..a + 36].copy_from_slice(&g.flow_label.to_be_bytes());
+        }
+        b[a + 36..a + 38].copy_from_slice(&dest.pkey_index.to_ne_bytes());
+        b[USER_MAD_HDR..USER_MAD_HDR + mad.len()].copy_from_slice(mad);
+        let early = (wait / 10).min(std::time::Duration::from_millis(50));
+        let wait_ms = c_int::try_from(wait.saturating_sub(early).as_millis()).unwrap_or(c_int::MAX);
+        let mut attempts = 0;
+        loop {
+            // SAFETY: buf holds the 64-byte header plus `mad.len()` bytes.
+            let rc = unsafe {
+                (self.lib.send)(
+                    self.portid,
+                    agent,
+                    self.buf.as_mut_ptr().cast(),
+                    mad.len() as c_int,
+                    wait_ms,
+                    0,
+                )
+            };
+            if rc >= 0 {
+                break;
+            }
+            // libibumad returns -EIO for any failed write(); errno says
+            // why. ib_umad refuses (EINVAL) a request whose TID and class a
+            // pending request of this fd has (a retry racing the kernel's
+            // end of the first one's wait), and a response whose TID, class
+            // and destination match one still in flight (a reply right
+            // behind our own final RMPP ACK), until that one's send
+            // completes, which takes the kernel a moment: try again.
+            let errno = std::io::Error::last_os_error().raw_os_error();
+            if errno == Some(libc::EINVAL) && attempts < BUSY_RETRIES {
+                attempts += 1;
+                self.busy_writes += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+            let source = match errno {
+                Some(e) if e != 0 => std::io::Error::from_raw_os_error(e),
+                _ => std::io::Error::from_raw_os_error(-rc),
+            };
+            return Err(TransportError::Io {
+                context: format!(
+                    "umad_send on {}:{}",
+                    self.attrs.ca_name, self.attrs.port_num
+                ),
+                source,
+            });
+        }
+        Ok(self.sent.succeed(qp))
     }
 
     fn poll_send_completions(
         &mut self,
         out: &mut Vec<SendCompletion>,
     ) -> Result<usize, TransportError> {
-        Ok(drain_completions(&mut self.completions, out))
+        Ok(self.sent.drain(out))
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
