@@ -258,7 +258,7 @@ fn sim_and_ibsim_answer_a_sweep_identically_on_every_topology() {
 /// system image GUIDs, vendor and device ids, descriptions, enhanced port
 /// 0, LIDs, link widths and speeds (QDR, FDR, DDR), per-port options, a
 /// module prefix, a router and an include.
-const IBNETDISCOVER: &str = include_str!("../../tests/fixtures/topologies/ibnetdiscover-guids.txt");
+const IBNETDISCOVER: &str = include_str!("../../tests/fixtures/ibnetdiscover/guids.txt");
 
 #[test]
 fn sim_and_ibsim_agree_on_ibnetdiscover_output_with_explicit_guids_and_speeds() {
