@@ -111,6 +111,7 @@ use mio::{Events, Interest, Poll, Waker};
 
 use crate::engine::Engine;
 use crate::spec::AgentSpec;
+mod caller;
 mod handles;
 #[cfg(test)]
 mod model;
@@ -230,7 +231,13 @@ impl Runtime {
                 queued: queued.clone(),
             },
         )?;
-        Ok((agent, AgentReceiver { rx, queued }))
+        let receiver = AgentReceiver {
+            rx,
+            queued,
+            shared: Arc::downgrade(&self.shared),
+            agent: agent.id(),
+        };
+        Ok((agent, receiver))
     }
 
     /// Runs `f` on the engine (locked).
@@ -251,6 +258,7 @@ impl Runtime {
     pub fn stats(&self) -> RuntimeStats {
         let mut s = self.shared.core().stats;
         s.callback_panics = self.shared.panics.load(Ordering::Relaxed);
+        self.shared.relay.count(&mut s);
         s
     }
 
@@ -305,6 +313,9 @@ impl Drop for LoopEnd<'_> {
 
 fn run(shared: &Arc<Shared>, mut poll: Poll) {
     let _end = LoopEnd(shared);
+    shared.relay.set_loop_thread();
+    // Callers' drives seen when the loop last waited.
+    let mut driven = 0;
     let mut events = Events::with_capacity(16);
     // The event delivered last, to finish under the next lock.
     let mut pending: Option<Pending> = None;
@@ -324,6 +335,10 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
             Step::Again => {}
             Step::Stop => return,
             Step::Wait(timeout) => {
+                // Callers drive the port: out of their way.
+                if shared.relay.park(&mut driven, timeout) {
+                    continue;
+                }
                 if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                     if e.kind() != std::io::ErrorKind::Interrupted {
                         std::thread::sleep(TICK);

@@ -283,11 +283,10 @@ impl World {
     fn wait(&mut self, agent: AgentId) {
         let req = SendRequest::new(perf(Method::GET), Address::gsi(7))
             .expect_response(Duration::from_secs(3600), 0);
-        let rx = self
+        let (rx, send) = self
             .sh
             .begin_wait(&mut self.sh.core(), agent, req, self.now)
             .unwrap();
-        let send = *self.sh.core().waiters.keys().next().unwrap();
         self.sends.get_mut(self.names[&agent]).unwrap().push(send);
         self.waiter = Some(rx);
     }
