@@ -321,3 +321,21 @@ fn a_waiter_gets_its_completion_once_whoever_drives() {
     assert_eq!(waited.iter().collect::<HashSet<_>>().len(), waited.len());
     assert!(rx.try_recv().is_none());
 }
+
+#[test]
+fn a_receive_with_an_endless_timeout_neither_panics_nor_misses_its_event() {
+    // A silent far side: the fast path finds nothing, the receiver
+    // blocks without a deadline, the loop's timer ends the send.
+    let rt = Runtime::start(answering(true), EngineConfig::default()).unwrap();
+    let (a, rx) = rt
+        .register_channel(AgentSpec::send_only("patient", Qp::Qp1))
+        .unwrap();
+    a.send(req(Duration::from_millis(30))).unwrap();
+    let ev = within(move || rx.recv_timeout(Duration::MAX).map(|e| (e, rx)))
+        .expect("recv_timeout(Duration::MAX) hung");
+    match ev {
+        Some((AgentEvent::SendDone(c), _)) => assert_eq!(c.status, SendStatus::Timeout),
+        other => panic!("{other:?}"),
+    }
+    assert!(rt.stats().caller_blocks > 0);
+}

@@ -335,11 +335,12 @@ impl AgentReceiver {
     /// The next event within `timeout`.
     #[must_use]
     pub fn recv_timeout(&self, timeout: Duration) -> Option<AgentEvent> {
-        let deadline = Instant::now() + timeout;
+        // A timeout past the clock's end means none.
+        let deadline = Instant::now().checked_add(timeout);
         match self.take_or_drive(true) {
             Ok(ev) => Some(ev),
             Err((true, _)) => None,
-            Err((false, sh)) => self.block(sh.as_ref(), Some(deadline)),
+            Err((false, sh)) => self.block(sh.as_ref(), deadline),
         }
     }
 
