@@ -75,7 +75,28 @@ fn sim_bench_prints_a_positive_rate_for_each_window_and_writes_json_and_svg() {
             assert!(r["lat_us"][p].as_f64().unwrap() > 0.0, "{p} of {r}");
         }
         assert!(r["ratio_vs_libibmad"].is_null());
+        // The runtime against the engine at the same W, in this run.
+        let w = r["outstanding"].as_u64().unwrap();
+        let engine = smp
+            .iter()
+            .find(|e| e["impl"] == "engine" && e["outstanding"].as_u64() == Some(w))
+            .unwrap();
+        let expect = r["qps"].as_f64().unwrap() / engine["qps"].as_f64().unwrap();
+        let ratio = r["ratio_vs_engine"].as_f64().unwrap();
+        assert!((ratio - expect).abs() < 0.01 * expect + 0.002, "{r}");
     }
+    let r1 = rate(&out, "runtime", 1).unwrap() / rate(&out, "engine", 1).unwrap();
+    let shown = out
+        .lines()
+        .find(|l| l.starts_with("runtime ") && l.split_whitespace().nth(1) == Some("1"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|x| x.strip_suffix('x'))
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no vs engine column in {out}"));
+    assert!(
+        (shown - r1).abs() < 0.006 + 0.001 * r1,
+        "{shown} vs {r1}: {out}"
+    );
     let rm = v["rmpp"].as_array().unwrap();
     assert_eq!(rm.len(), 3);
     for r in rm {

@@ -64,3 +64,23 @@ impl<T: Transport> Engine<T> {
         }
     }
 }
+
+impl<T: Transport> Engine<T> {
+    /// True while an event of `agent` taken by [`Engine::begin_delivery`]
+    /// has not been handled yet ([`Engine::end_delivery`]): whoever takes
+    /// the agent's next events must wait for it, to keep them in order.
+    pub(crate) fn delivering(&self, agent: AgentId) -> bool {
+        self.agent_idx(agent)
+            .is_some_and(|idx| self.agents[idx].delivering > 0)
+    }
+}
+
+impl<T: Transport> Engine<T> {
+    /// True if an agent other than `agent` has an event waiting to be
+    /// handed out.
+    pub(crate) fn has_events_besides(&self, agent: AgentId) -> bool {
+        self.agents
+            .iter()
+            .any(|(_, a)| a.id != agent && !a.events.is_empty())
+    }
+}

@@ -2,7 +2,7 @@
 //! [`AgentReceiver`].
 
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc, PoisonError};
+use std::sync::{mpsc, Arc, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use mad_core::transport::PortAttrs;
@@ -45,7 +45,7 @@ impl AgentRef {
             }
             core.engine.send(self.id, req, Instant::now())?
         };
-        self.shared.wake();
+        self.shared.nudge();
         Ok(SendHandle {
             shared: self.shared.clone(),
             id,
@@ -75,10 +75,16 @@ impl AgentRef {
                 .shared
                 .drive_inline(|core| core.engine.take_completion(agent, send)));
         }
-        let rx = self
-            .shared
-            .begin_wait(&mut self.shared.core(), self.id, req, Instant::now())?;
-        self.shared.wake();
+        let (rx, send) =
+            self.shared
+                .begin_wait(&mut self.shared.core(), self.id, req, Instant::now())?;
+        // The fast path: the port may have the answer already.
+        let taken = super::caller::spin(|| self.shared.caller_take(self.id, send, Instant::now()));
+        if let Some(c) = taken {
+            return Ok(c);
+        }
+        let _watch = self.shared.relay.watch();
+        self.shared.nudge();
         rx.recv().map_err(|_| SendError::Stopped)
     }
 
@@ -249,6 +255,10 @@ impl SendHandle {
 pub struct AgentReceiver {
     pub(super) rx: mpsc::Receiver<AgentEvent>,
     pub(super) queued: Arc<ChannelLoad>,
+    /// The runtime, to drive its port when the channel is empty (weak: a
+    /// receiver does not keep the port open).
+    pub(super) shared: Weak<Shared>,
+    pub(super) agent: AgentId,
 }
 
 impl AgentReceiver {
@@ -262,22 +272,82 @@ impl AgentReceiver {
         ev
     }
 
+    /// The next event already in the channel; else this thread drives
+    /// the port (the [fast path](super::caller)) and looks again — once,
+    /// or with `spin` for a short while if more may come soon.
+    /// `Err((true, _))` once the channel is closed and empty; else the
+    /// runtime, to block on.
+    fn take_or_drive(&self, spin: bool) -> Result<AgentEvent, (bool, Option<Arc<Shared>>)> {
+        match self.rx.try_recv() {
+            Ok(ev) => return Ok(self.took(ev)),
+            Err(mpsc::TryRecvError::Disconnected) => return Err((true, None)),
+            Err(mpsc::TryRecvError::Empty) => {}
+        }
+        let shared = self.shared.upgrade();
+        let Some(sh) = &shared else {
+            return match self.rx.try_recv() {
+                Ok(ev) => Ok(self.took(ev)),
+                Err(e) => Err((e == mpsc::TryRecvError::Disconnected, None)),
+            };
+        };
+        let mut closed = false;
+        let got = super::caller::spin(|| {
+            let more = sh.caller_drive(self.agent, Instant::now());
+            match self.rx.try_recv() {
+                Ok(ev) => (Some(ev), false),
+                Err(e) => {
+                    closed = e == mpsc::TryRecvError::Disconnected;
+                    (None, more && spin && !closed)
+                }
+            }
+        });
+        match got {
+            Some(ev) => Ok(self.took(ev)),
+            None => Err((closed, shared)),
+        }
+    }
+
+    /// Blocks on the channel (until `deadline`, if any) while the loop
+    /// thread delivers.
+    fn block(&self, shared: Option<&Arc<Shared>>, deadline: Option<Instant>) -> Option<AgentEvent> {
+        let _watch = shared.map(|sh| sh.relay.watch());
+        let ev = match deadline {
+            None => self.rx.recv().ok(),
+            Some(d) => self
+                .rx
+                .recv_timeout(d.saturating_duration_since(Instant::now()))
+                .ok(),
+        };
+        ev.map(|e| self.took(e))
+    }
+
     /// The next event, blocking; `None` once the agent is gone and every
     /// event has been taken.
     #[must_use]
     pub fn recv(&self) -> Option<AgentEvent> {
-        self.rx.recv().ok().map(|e| self.took(e))
+        match self.take_or_drive(true) {
+            Ok(ev) => Some(ev),
+            Err((true, _)) => None,
+            Err((false, sh)) => self.block(sh.as_ref(), None),
+        }
     }
 
     /// The next event within `timeout`.
     #[must_use]
     pub fn recv_timeout(&self, timeout: Duration) -> Option<AgentEvent> {
-        self.rx.recv_timeout(timeout).ok().map(|e| self.took(e))
+        // A timeout past the clock's end means none.
+        let deadline = Instant::now().checked_add(timeout);
+        match self.take_or_drive(true) {
+            Ok(ev) => Some(ev),
+            Err((true, _)) => None,
+            Err((false, sh)) => self.block(sh.as_ref(), deadline),
+        }
     }
 
-    /// The next event if one is waiting.
+    /// The next event if one is waiting (this thread drives the port once
+    /// to see).
     #[must_use]
     pub fn try_recv(&self) -> Option<AgentEvent> {
-        self.rx.try_recv().ok().map(|e| self.took(e))
+        self.take_or_drive(false).ok()
     }
 }

@@ -9,6 +9,16 @@
 //! Registrations, sends, cancels, modifies and deregistrations may come
 //! from any thread: they lock the engine, act, and wake the loop.
 //!
+//! A thread that waits for its own events — in [`AgentReceiver::recv`]
+//! (and `recv_timeout`, `try_recv`) or [`AgentRef::send_and_wait`] —
+//! first drives the port itself, under the same lock, and takes what is
+//! its own; only if nothing comes within a few microseconds does it block
+//! and leave the port to the loop thread. While callers drive, the loop
+//! thread parks instead of waiting on the transport, for at most
+//! half a millisecond at a time, unless a caller is blocked on it (the
+//! bound on how late a timer or an unsolicited MAD is seen then). The
+//! fast path is in `runtime/caller.rs`.
+//!
 //! # Waking up
 //!
 //! How the loop learns that the transport has something is fixed at start
@@ -29,10 +39,13 @@
 //!
 //! # Delivery
 //!
-//! Every event of an agent is delivered on the loop thread, one at a time
-//! and in order, either to the agent's callback ([`Runtime::register`]) or
-//! into its channel ([`Runtime::register_channel`]); a completion of a
-//! [`AgentRef::send_and_wait`] goes to the waiting thread instead. A
+//! Every event of an agent is delivered once, in order, either to the
+//! agent's callback ([`Runtime::register`]) — always on the loop thread,
+//! one at a time — or into its channel ([`Runtime::register_channel`]) —
+//! by the loop thread, or by the thread receiving from the channel when it
+//! drives the port itself; a completion of a [`AgentRef::send_and_wait`]
+//! goes to the waiting thread instead (taken by that thread itself, or
+//! handed to it by the loop). A
 //! channel holds at most [`EngineConfig::recv_queue_bound`] received MADs
 //! not yet taken; past that new ones are dropped and counted (completions
 //! are never dropped).
@@ -93,10 +106,12 @@
 //!
 //! The protocol is written as locked steps (the loop's `next_delivery`,
 //! `hand_over`, `drive`; deregistration's `begin_deregister`,
-//! `deregistered`, `inline_begin`, `inline_step`) so that a model test
+//! `deregistered`, `inline_begin`, `inline_step`; the callers' fast path
+//! `caller_drive`, `caller_take`) so that a model test
 //! (`runtime::model`, under `cargo test`) can run every interleaving of
-//! them between the loop thread, a deregistering thread, a sending thread
-//! and the device, and check the guarantees above in each.
+//! them between the loop thread, a deregistering thread, a sending thread,
+//! callers driving the port and the device, and check the guarantees
+//! above in each.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
@@ -111,6 +126,7 @@ use mio::{Events, Interest, Poll, Waker};
 
 use crate::engine::Engine;
 use crate::spec::AgentSpec;
+mod caller;
 mod handles;
 #[cfg(test)]
 mod model;
@@ -230,7 +246,13 @@ impl Runtime {
                 queued: queued.clone(),
             },
         )?;
-        Ok((agent, AgentReceiver { rx, queued }))
+        let receiver = AgentReceiver {
+            rx,
+            queued,
+            shared: Arc::downgrade(&self.shared),
+            agent: agent.id(),
+        };
+        Ok((agent, receiver))
     }
 
     /// Runs `f` on the engine (locked).
@@ -251,6 +273,7 @@ impl Runtime {
     pub fn stats(&self) -> RuntimeStats {
         let mut s = self.shared.core().stats;
         s.callback_panics = self.shared.panics.load(Ordering::Relaxed);
+        self.shared.relay.count(&mut s);
         s
     }
 
@@ -305,6 +328,9 @@ impl Drop for LoopEnd<'_> {
 
 fn run(shared: &Arc<Shared>, mut poll: Poll) {
     let _end = LoopEnd(shared);
+    shared.relay.set_loop_thread();
+    // Callers' drives seen when the loop last waited.
+    let mut driven = 0;
     let mut events = Events::with_capacity(16);
     // The event delivered last, to finish under the next lock.
     let mut pending: Option<Pending> = None;
@@ -324,6 +350,10 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
             Step::Again => {}
             Step::Stop => return,
             Step::Wait(timeout) => {
+                // Callers drive the port: out of their way.
+                if shared.relay.park(&mut driven, timeout) {
+                    continue;
+                }
                 if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                     if e.kind() != std::io::ErrorKind::Interrupted {
                         std::thread::sleep(TICK);

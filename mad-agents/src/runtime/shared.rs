@@ -77,6 +77,14 @@ pub struct RuntimeStats {
     /// Callbacks that panicked; each panic was caught on the loop thread
     /// and reported to its agent as [`AgentEvent::CallbackPanicked`].
     pub callback_panics: u64,
+    /// Times a caller's thread drove the port itself (the fast path of
+    /// [`super::AgentReceiver`] and [`super::AgentRef::send_and_wait`]).
+    pub caller_drives: u64,
+    /// Times a caller's thread, having found nothing by driving, blocked
+    /// until the loop thread delivered.
+    pub caller_blocks: u64,
+    /// Times the loop thread parked to leave the port to driving callers.
+    pub loop_parks: u64,
 }
 
 /// How the loop learns that the transport has something (see [Waking
@@ -171,6 +179,9 @@ pub(super) struct Shared {
     /// The protocol this runtime follows: always [`Deviation::None`] but
     /// in the model test, which proves it catches each deviation.
     pub(super) deviation: Deviation,
+    /// Callers' threads driving the port themselves (see
+    /// [`super::caller`]).
+    pub(super) relay: super::caller::Relay,
 }
 
 /// A deliberate departure from the deregistration protocol. A runtime
@@ -209,7 +220,12 @@ impl Shared {
         lock(&self.core)
     }
 
+    /// Wakes the loop thread: out of [`super::caller::Relay::park`] if
+    /// it is parked there, else out of `mio::Poll::poll`.
     pub(super) fn wake(&self) {
+        if self.relay.wake() {
+            return;
+        }
         if let Some(w) = &self.waker {
             let _ = w.wake();
         }
@@ -245,6 +261,7 @@ impl Shared {
             panics: AtomicU64::new(0),
             has_dead: AtomicBool::new(false),
             deviation,
+            relay: super::caller::Relay::default(),
         }
     }
 
@@ -494,21 +511,21 @@ impl Shared {
 
     /// (Locked) `id` starts a [`AgentRef::send_and_wait`] from a thread
     /// other than the loop's: the send, and the channel its completion
-    /// will come through.
+    /// will come through, and the send's id.
     pub(super) fn begin_wait(
         &self,
         core: &mut Core,
         id: AgentId,
         req: SendRequest,
         now: Instant,
-    ) -> Result<mpsc::Receiver<Completion>, SendError> {
+    ) -> Result<(mpsc::Receiver<Completion>, SendId), SendError> {
         if core.stopped {
             return Err(SendError::Stopped);
         }
         let send = core.engine.send(id, req, now)?;
         let (tx, rx) = mpsc::channel();
         core.waiters.insert(send, tx);
-        Ok(rx)
+        Ok((rx, send))
     }
 
     /// (Locked) The loop thread has ended — stopped, or died of a panic

@@ -17,7 +17,10 @@
 //! - `engine` (`--sim` only): the same queries from an
 //!   [`mad_agents::Engine`] driven in poll mode on this thread over a
 //!   second copy of the built-in fabric — the in-process rate of the agent
-//!   layer, as benches/agent_round_trip.rs measures it.
+//!   layer, as benches/agent_round_trip.rs measures it. Each W runs
+//!   through the runtime and then the engine back to back; `vs engine`
+//!   (`ratio_vs_engine`) is the runtime's rate over the engine's at that
+//!   W: what the runtime's threads cost.
 //! - `libibmad` (`--vs-libibmad`): bench-anchor/anchor.c (`smp_query_via`,
 //!   one query at a time, as infiniband-diags issues them) built with
 //!   bench-anchor/build.sh into a temporary directory and run under
@@ -40,7 +43,8 @@
 //!   "smp": [ { "impl": "runtime" | "engine" | "libibmad", "outstanding": W,
 //!              "queries": answered, "errors": n, "seconds": s, "qps": rate,
 //!              "lat_us": { "p50": x, "p99": x, "p99.9": x, "max": x },
-//!              "ratio_vs_libibmad": qps / libibmad qps, or null } ],
+//!              "ratio_vs_libibmad": qps / libibmad qps, or null,
+//!              "ratio_vs_engine": qps / engine qps at this W, or null } ],
 //!   "rmpp": [ { "table": "NodeRecord", "records": n, "bytes": b,
 //!               "repeats": k, "seconds_per_table": t,
 //!               "bytes_per_sec": x } ] }
@@ -155,11 +159,10 @@ fn measure(
 ) -> Result<Measured, CliError> {
     let mut session = Session::open(&inv.session).map_err(|e| CliError::Failed(e.to_string()))?;
     let place = session.describe();
-    let mut smp = Vec::new();
-    for &w in &o.windows {
-        smp.push(smp_runtime(&session, reqs, w, o.budget).map_err(CliError::Failed)?);
-    }
-    if let Backend::Sim(_) = session.backend() {
+    // The engine's copy of the fabric (`--sim`): each W is measured
+    // through the runtime and then the engine back to back, so that a
+    // ratio compares the two under the same load.
+    let mut engine = if let Backend::Sim(_) = session.backend() {
         let topo = match &inv.session.transport {
             TransportChoice::Sim(t) => t.clone(),
             _ => None,
@@ -169,11 +172,19 @@ fn measure(
             .endpoint_at(inv.session.sim_node.as_deref())
             .map_err(CliError::Failed)?;
         let port = f.attach(at).map_err(CliError::Failed)?;
-        let mut e = Engine::new(port, EngineConfig::default());
-        for &w in &o.windows {
-            smp.push(smp_engine(&mut e, reqs, w, o.budget).map_err(CliError::Failed)?);
+        Some((f, Engine::new(port, EngineConfig::default())))
+    } else {
+        None
+    };
+    let mut smp = Vec::new();
+    let mut engine_rows = Vec::new();
+    for &w in &o.windows {
+        smp.push(smp_runtime(&session, reqs, w, o.budget).map_err(CliError::Failed)?);
+        if let Some((_, e)) = &mut engine {
+            engine_rows.push(smp_engine(e, reqs, w, o.budget).map_err(CliError::Failed)?);
         }
     }
+    smp.extend(engine_rows);
     // No SA (ibsim without an SM, say): the SMP numbers still count.
     let rm = if o.rmpp {
         rmpp(&mut session, o.budget).unwrap_or_else(|e| {

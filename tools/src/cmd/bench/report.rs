@@ -24,6 +24,7 @@ pub(super) fn to_json(
     rm: &[RmppResult],
 ) -> Json {
     let base = smp.iter().find(|r| r.imp == "libibmad").map(|r| r.qps);
+    let rows = smp;
     let smp: Vec<Json> = smp
         .iter()
         .map(|r| {
@@ -41,6 +42,7 @@ pub(super) fn to_json(
                     "max": fnum(r.lat_us[3]),
                 },
                 "ratio_vs_libibmad": base.map_or(Json::Null, |b| fnum(r.qps / b)),
+                "ratio_vs_engine": vs_engine(rows, r).map_or(Json::Null, fnum),
             })
         })
         .collect();
@@ -67,20 +69,49 @@ pub(super) fn to_json(
     })
 }
 
+/// `r`'s rate over the engine's at the same W, when the engine was
+/// measured (`--sim`) and `r` is not the anchor.
+fn vs_engine(rows: &[SmpResult], r: &SmpResult) -> Option<f64> {
+    if r.imp == "libibmad" {
+        return None;
+    }
+    rows.iter()
+        .find(|e| e.imp == "engine" && e.w == r.w)
+        .map(|e| r.qps / e.qps)
+}
+
 pub(super) fn format_table(smp: &[SmpResult], rm: &[RmppResult]) -> String {
     let base = smp.iter().find(|r| r.imp == "libibmad").map(|r| r.qps);
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<9} {:>5} {:>12} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10}",
-        "impl", "W", "queries/s", "p50 us", "p99 us", "p99.9 us", "answered", "errors", "vs ibmad"
+        "{:<9} {:>5} {:>12} {:>9} {:>9} {:>9} {:>9} {:>7} {:>10} {:>10}",
+        "impl",
+        "W",
+        "queries/s",
+        "p50 us",
+        "p99 us",
+        "p99.9 us",
+        "answered",
+        "errors",
+        "vs ibmad",
+        "vs engine"
     );
+    let ratio = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |x| format!("{x:.2}x"));
     for r in smp {
-        let ratio = base.map_or_else(|| "-".to_owned(), |b| format!("{:.2}x", r.qps / b));
         let _ = writeln!(
             s,
-            "{:<9} {:>5} {:>12.0} {:>9.1} {:>9.1} {:>9.1} {:>9} {:>7} {:>10}",
-            r.imp, r.w, r.qps, r.lat_us[0], r.lat_us[1], r.lat_us[2], r.answered, r.errors, ratio
+            "{:<9} {:>5} {:>12.0} {:>9.1} {:>9.1} {:>9.1} {:>9} {:>7} {:>10} {:>10}",
+            r.imp,
+            r.w,
+            r.qps,
+            r.lat_us[0],
+            r.lat_us[1],
+            r.lat_us[2],
+            r.answered,
+            r.errors,
+            ratio(base.map(|b| r.qps / b)),
+            ratio(vs_engine(smp, r))
         );
     }
     if !rm.is_empty() {

@@ -10,7 +10,9 @@
 //! outside (blocked on the condition variable until notified), the device
 //! (completes the posted work requests; a request arrives), and a thread
 //! sending through an `AgentRef`, a thread blocked in `send_and_wait`
-//! (`begin_wait`, then its channel), and the loop thread's death (a panic
+//! (`begin_wait`, a turn of driving the port itself — `caller_take` —
+//! then its channel), the thread receiving from a channel agent's channel
+//! driving the port itself (`caller_drive`), and the loop thread's death (a panic
 //! outside any callback: `loop_ended`). Every interleaving of their steps is
 //! run (depth-first, each schedule replayed from scratch on a real engine
 //! over a Loopback), and after each: deregistration returned only when
@@ -112,6 +114,14 @@ enum Scenario {
     /// `send_and_wait` on it, and the loop thread may die at any point
     /// between two of its steps.
     LoopDies,
+    /// Another thread deregisters channel agent "a" while the thread
+    /// receiving from its channel drives the port itself (the fast path,
+    /// `caller_drive`).
+    ReceiverDrives,
+    /// Another thread deregisters "a" while a third waits in
+    /// `send_and_wait` on it and drives the port itself (`caller_take`)
+    /// before it blocks.
+    WaiterDrives,
 }
 
 enum L {
@@ -155,7 +165,11 @@ const L_ACTOR: usize = 0;
 const D_ACTOR: usize = 1;
 const T_ACTOR: usize = 2;
 const X_ACTOR: usize = 3;
-const W_ACTOR: usize = 4;
+/// The receiving thread of a channel agent, driving the port.
+const R_ACTOR: usize = 4;
+/// The thread in `send_and_wait`, driving the port before it blocks.
+const C_ACTOR: usize = 5;
+const W_ACTOR: usize = 6;
 
 struct World {
     sc: Scenario,
@@ -181,6 +195,12 @@ struct World {
     waiter: Option<mpsc::Receiver<Completion>>,
     /// What that thread got.
     waited: Vec<SendId>,
+    /// The channel of the channel agent and its name, and how many more
+    /// times its receiving thread drives the port.
+    channel: Option<(&'static str, mpsc::Receiver<AgentEvent>, u8)>,
+    /// The send the thread in `send_and_wait` waits for, while it may
+    /// still drive the port itself (`caller_take`) before blocking.
+    take: Option<(AgentId, SendId)>,
     /// The loop thread may still die.
     may_die: bool,
     /// It died.
@@ -232,6 +252,8 @@ impl World {
             triggered: false,
             waiter: None,
             waited: Vec::new(),
+            channel: None,
+            take: None,
             may_die: false,
             dead: false,
         };
@@ -274,8 +296,48 @@ impl World {
                 w.w = vec![Some(W::Unstall)];
                 w.may_die = true;
             }
+            Scenario::ReceiverDrives => {
+                let (tx, rx) = mpsc::channel();
+                let sink = Sink::Channel {
+                    tx,
+                    queued: Arc::default(),
+                };
+                let a =
+                    w.sh.register_sink(AgentSpec::send_only("a", Qp::Qp1), sink)
+                        .unwrap();
+                w.names.insert(a, "a");
+                w.ids.insert("a", a);
+                w.sends.insert("a", Vec::new());
+                w.channel = Some(("a", rx, 1));
+                w.send(a, true);
+                w.d = D::Begin(a);
+                w.w = vec![Some(W::Unstall)];
+            }
+            Scenario::WaiterDrives => {
+                let a = w.agent("a", AgentSpec::send_only("a", Qp::Qp1));
+                w.wait(a);
+                w.d = D::Begin(a);
+                w.w = vec![Some(W::Unstall)];
+            }
         }
         w
+    }
+
+    /// The receiving thread takes what is in the channel; nothing may
+    /// enter it after the agent's deregistration returned.
+    fn take_channel(&mut self) {
+        let Some((name, rx, _)) = &self.channel else {
+            return;
+        };
+        let mut log = lock(&self.log);
+        while let Ok(ev) = rx.try_recv() {
+            if log.returned.contains(name) {
+                log.violations.push(format!(
+                    "{name}'s channel got an event after its deregistration returned: {ev:?}"
+                ));
+            }
+            log.events.entry(name).or_default().push(ev);
+        }
     }
 
     /// Another thread sends on `agent` (awaiting a response) and blocks
@@ -283,13 +345,15 @@ impl World {
     fn wait(&mut self, agent: AgentId) {
         let req = SendRequest::new(perf(Method::GET), Address::gsi(7))
             .expect_response(Duration::from_secs(3600), 0);
-        let rx = self
+        let (rx, send) = self
             .sh
             .begin_wait(&mut self.sh.core(), agent, req, self.now)
             .unwrap();
-        let send = *self.sh.core().waiters.keys().next().unwrap();
         self.sends.get_mut(self.names[&agent]).unwrap().push(send);
         self.waiter = Some(rx);
+        if self.sc == Scenario::WaiterDrives {
+            self.take = Some((agent, send));
+        }
     }
 
     /// Takes what the waiting thread has been given; false if it still
@@ -363,6 +427,12 @@ impl World {
         if self.may_die && matches!(self.l, L::Take | L::Drive | L::Idle) {
             v.push(X_ACTOR);
         }
+        if self.channel.as_ref().is_some_and(|c| c.2 > 0) {
+            v.push(R_ACTOR);
+        }
+        if self.take.is_some() {
+            v.push(C_ACTOR);
+        }
         for (i, w) in self.w.iter().enumerate() {
             if w.is_some() {
                 v.push(W_ACTOR + i);
@@ -378,7 +448,10 @@ impl World {
             return None;
         }
         match self.sc {
-            Scenario::OtherThread | Scenario::LoopDies => None,
+            Scenario::OtherThread
+            | Scenario::LoopDies
+            | Scenario::ReceiverDrives
+            | Scenario::WaiterDrives => None,
             Scenario::OwnCallback | Scenario::WaiterOwnCallback => Some((agent, true)),
             Scenario::OtherAgentFromCallback => Some((self.ids["b"], false)),
         }
@@ -408,6 +481,24 @@ impl World {
                     Err(e) => self.violation(format!("send failed: {e}")),
                 }
                 self.woken = true;
+            }
+            R_ACTOR => {
+                if let Some(c) = &mut self.channel {
+                    c.2 -= 1;
+                }
+                let a = self.ids["a"];
+                self.sh.caller_drive(a, self.now);
+                self.take_channel();
+            }
+            C_ACTOR => {
+                // One turn of driving; after it, the thread either has its
+                // completion or blocks on its channel.
+                if let Some((agent, send)) = self.take.take() {
+                    let (got, _) = self.sh.caller_take(agent, send, self.now);
+                    if let Some(c) = got {
+                        self.waited.push(c.send);
+                    }
+                }
             }
             X_ACTOR => {
                 // The loop thread panics between two steps: `run`'s
@@ -596,6 +687,7 @@ impl World {
                 "{name}'s deregistration returned with {queued} work requests in the device"
             ));
         }
+        self.take_channel();
         self.check_completions(name, caller == Some(x));
         lock(&self.log).returned.insert(name);
     }
@@ -628,6 +720,7 @@ impl World {
 
     /// At the end of a schedule (no step enabled).
     fn finish(&mut self) {
+        self.take_channel();
         if !self.waiter_woken() {
             self.violation("a thread waits for ever in send_and_wait".into());
         }
@@ -643,105 +736,4 @@ impl World {
     }
 }
 
-/// Runs every schedule of `sc`; returns how many and the first
-/// violation.
-fn explore(sc: Scenario, deviation: Deviation) -> (usize, Option<String>) {
-    let mut stack: Vec<Vec<usize>> = vec![Vec::new()];
-    let mut schedules = 0;
-    while let Some(prefix) = stack.pop() {
-        let mut w = World::new(sc, deviation);
-        for &c in &prefix {
-            w.step(c);
-        }
-        let mut path = prefix;
-        loop {
-            let en = w.enabled();
-            let Some((&first, rest)) = en.split_first() else {
-                w.finish();
-                break;
-            };
-            for &alt in rest {
-                let mut p = path.clone();
-                p.push(alt);
-                stack.push(p);
-            }
-            w.step(first);
-            path.push(first);
-            if path.len() > 300 {
-                w.violation("a schedule does not end (livelock)".into());
-                break;
-            }
-        }
-        schedules += 1;
-        let v = lock(&w.log).violations.first().cloned();
-        if let Some(v) = v {
-            return (schedules, Some(format!("{v}; schedule {path:?}")));
-        }
-    }
-    (schedules, None)
-}
-
-const SCENARIOS: [Scenario; 5] = [
-    Scenario::OtherThread,
-    Scenario::OwnCallback,
-    Scenario::OtherAgentFromCallback,
-    Scenario::WaiterOwnCallback,
-    Scenario::LoopDies,
-];
-
-#[test]
-fn in_every_interleaving_deregistration_waits_for_sends_and_callbacks_and_never_deadlocks() {
-    for sc in SCENARIOS {
-        let t = Instant::now();
-        let (n, v) = explore(sc, Deviation::None);
-        eprintln!("{sc:?}: {n} schedules in {:?}", t.elapsed());
-        assert_eq!(v, None, "{sc:?} after {n} schedules");
-        assert!(n > 20, "{sc:?}: only {n} schedules explored");
-    }
-}
-
-#[test]
-fn the_model_finds_a_lost_wakeup() {
-    let (_, v) = explore(Scenario::OtherThread, Deviation::NoNotify);
-    assert!(
-        v.as_deref().is_some_and(|v| v.contains("waits for ever")),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn the_model_finds_a_deregistration_that_returns_early() {
-    let (_, v) = explore(Scenario::OtherThread, Deviation::EarlyReturn);
-    assert!(
-        v.as_deref().is_some_and(|v| v.contains("returned")),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn the_model_finds_a_deregistration_from_its_own_callback_that_waits_for_itself() {
-    let (_, v) = explore(Scenario::OwnCallback, Deviation::InlineWaitsForReap);
-    assert!(
-        v.as_deref().is_some_and(|v| v.contains("spins for ever")),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn the_model_finds_a_waiter_whose_completion_a_callbacks_deregistration_takes() {
-    let (_, v) = explore(Scenario::WaiterOwnCallback, Deviation::InlineIgnoresWaiters);
-    assert!(
-        v.as_deref()
-            .is_some_and(|v| v.contains("waits for ever in send_and_wait")),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn the_model_finds_waiters_left_behind_by_a_dead_loop() {
-    let (_, v) = explore(Scenario::LoopDies, Deviation::DeathUnnoticed);
-    assert!(
-        v.as_deref().is_some_and(|v| v.contains("for ever")),
-        "{v:?}"
-    );
-}
+mod explore;

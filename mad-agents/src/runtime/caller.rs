@@ -1,0 +1,262 @@
+//! The fast path: a caller's thread drives the port itself.
+//!
+//! A thread waiting for its agent's events ([`super::AgentReceiver`]) or
+//! for one completion ([`super::AgentRef::send_and_wait`]) first drives the
+//! engine itself, under the core lock, in one locked step
+//! ([`Shared::caller_drive`], [`Shared::caller_take`]): it polls the port
+//! and takes what is its own — the queued events of its channel agent,
+//! put into the channel right there, in order, exactly once, or the one
+//! completion it waits for. Only when nothing is there yet does it block
+//! and leave the rest to the loop thread. A round trip that the transport
+//! answers at once (the built-in fabric) then costs no thread hand-off.
+//!
+//! What stays with the loop thread: callbacks (always called there),
+//! events of other agents (a driving caller that leaves some wakes the
+//! loop), timers and MADs nobody asked for.
+//!
+//! The loop thread gets out of the way while callers drive ([`Relay`]):
+//! with nothing to do, it parks — not watching the transport — for at most
+//! [`LINGER`] (or its next deadline) if callers drove the port since it
+//! last waited and no caller is blocked waiting for it. Every wake-up
+//! ([`Shared::wake`]) unparks it; a caller about to block makes sure it
+//! watches ([`Relay::watch`]).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use super::shared::{Core, RuntimeStats, Shared, Sink};
+use crate::types::{AgentId, Completion, SendId};
+
+/// The longest the loop thread parks while callers drive the port: the
+/// bound on how late a timer or an unsolicited MAD is noticed when no
+/// caller drives any more.
+pub(super) const LINGER: Duration = Duration::from_micros(500);
+
+/// How long a caller keeps driving the port, while what it waits for may
+/// come soon, before it blocks and leaves the port to the loop thread.
+pub(super) const SPIN: Duration = Duration::from_micros(20);
+
+/// Drives with `drive` until it returns a value, for at most [`SPIN`]
+/// while `drive` says more may come (spinning first, then yielding the
+/// CPU, which the loop thread may need to hand the value over).
+pub(super) fn spin<R>(mut drive: impl FnMut() -> (Option<R>, bool)) -> Option<R> {
+    let t0 = Instant::now();
+    let mut turns = 0u32;
+    loop {
+        let (got, more) = drive();
+        if got.is_some() || !more || t0.elapsed() > SPIN {
+            return got;
+        }
+        turns += 1;
+        if turns < 8 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// How the loop thread and the callers' threads that drive the port take
+/// turns (see the [module documentation](self)).
+#[derive(Debug, Default)]
+pub(super) struct Relay {
+    /// Times a caller drove the port.
+    driven: AtomicU64,
+    /// The loop thread is parked in [`Relay::park`], not watching the
+    /// transport.
+    parked: AtomicBool,
+    /// Set by every wake-up: a park does not sleep past it.
+    woken: AtomicBool,
+    /// Callers blocked until the loop thread delivers to them: the loop
+    /// does not park meanwhile.
+    blocked: AtomicUsize,
+    /// The loop thread, to unpark.
+    thread: OnceLock<Thread>,
+    /// [`RuntimeStats::caller_blocks`].
+    blocks: AtomicU64,
+    /// [`RuntimeStats::loop_parks`].
+    parks: AtomicU64,
+}
+
+/// A caller blocked on the loop thread; see [`Relay::watch`].
+pub(super) struct Watch<'a>(&'a Relay);
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        self.0.blocked.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Relay {
+    /// Fills in the counters kept here.
+    pub(super) fn count(&self, s: &mut RuntimeStats) {
+        s.caller_blocks = self.blocks.load(Ordering::Relaxed);
+        s.loop_parks = self.parks.load(Ordering::Relaxed);
+        s.caller_drives = self.driven.load(Ordering::Relaxed);
+    }
+
+    /// Called by the loop thread first: who to unpark.
+    pub(super) fn set_loop_thread(&self) {
+        let _ = self.thread.set(std::thread::current());
+    }
+
+    /// True while the loop thread is parked.
+    pub(super) fn is_parked(&self) -> bool {
+        self.parked.load(Ordering::SeqCst)
+    }
+
+    /// Wakes the loop thread if it is parked; true if it was (no other
+    /// wake-up needed).
+    pub(super) fn wake(&self) -> bool {
+        self.woken.store(true, Ordering::SeqCst);
+        self.unpark()
+    }
+
+    fn unpark(&self) -> bool {
+        match self.thread.get() {
+            Some(t) if self.is_parked() => {
+                t.unpark();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A caller is about to block until the loop thread delivers to it:
+    /// the loop watches the transport (is unparked, and does not park)
+    /// until the returned guard is dropped.
+    pub(super) fn watch(&self) -> Watch<'_> {
+        self.blocks.fetch_add(1, Ordering::Relaxed);
+        self.blocked.fetch_add(1, Ordering::SeqCst);
+        self.unpark();
+        Watch(self)
+    }
+
+    /// The loop thread, with nothing to do for `timeout`: if callers drove
+    /// the port since the last call (`last`) and none is blocked on the
+    /// loop, parks for at most `timeout` or [`LINGER`]. True when the loop
+    /// should go round again at once (it parked, or was woken); false
+    /// when it should wait in `mio::Poll::poll` as usual.
+    pub(super) fn park(&self, last: &mut u64, timeout: Duration) -> bool {
+        let epoch = self.driven.load(Ordering::Relaxed);
+        if epoch == *last {
+            return false;
+        }
+        *last = epoch;
+        self.parked.store(true, Ordering::SeqCst);
+        let woken = self.woken.swap(false, Ordering::SeqCst);
+        let park = !woken && self.blocked.load(Ordering::SeqCst) == 0;
+        if park {
+            self.parks.fetch_add(1, Ordering::Relaxed);
+            std::thread::park_timeout(timeout.min(LINGER));
+        }
+        self.parked.store(false, Ordering::SeqCst);
+        // A wake-up that saw the loop parked only unparked it.
+        let late = self.woken.swap(false, Ordering::SeqCst);
+        park || woken || late
+    }
+}
+
+impl Shared {
+    /// Wakes the loop thread after a send unless it is parked: then a
+    /// caller drives the port and the loop comes back within [`LINGER`]
+    /// anyway.
+    pub(super) fn nudge(&self) {
+        if !self.relay.is_parked() {
+            // Out of `mio::Poll::poll` only: a loop about to park may
+            // park (a caller drives).
+            if let Some(w) = &self.waker {
+                let _ = w.wake();
+            }
+        }
+    }
+
+    /// A caller's thread drives the port once for its channel agent
+    /// `agent` (one locked step): polls the engine and puts the agent's
+    /// queued events into its channel — unless the loop thread is handing
+    /// one of them over, which then delivers the rest in order. Wakes the
+    /// loop if other agents have events (its own left are the loop's to
+    /// hand over). True if more for `agent` may come
+    /// soon (sends outstanding, or the loop is handing one over): worth
+    /// spinning for.
+    pub(super) fn caller_drive(&self, agent: AgentId, now: Instant) -> bool {
+        let (others, more) = {
+            let mut core = self.core();
+            if core.stopped {
+                return false;
+            }
+            self.relay.driven.fetch_add(1, Ordering::Relaxed);
+            core.engine.poll(now);
+            self.take_own(&mut core, agent);
+            self.reap(&mut core);
+            let more = core.engine.delivering(agent) || core.engine.agent_outstanding(agent) > 0;
+            (core.engine.has_events_besides(agent), more)
+        };
+        self.bury();
+        if others {
+            self.wake();
+        }
+        more
+    }
+
+    /// (Locked) Puts `agent`'s queued events into its channel.
+    fn take_own(&self, core: &mut Core, agent: AgentId) {
+        if core.engine.delivering(agent) {
+            return;
+        }
+        let Some(sink) = core.sinks.get(&agent).cloned() else {
+            return;
+        };
+        // A callback is only ever called on the loop thread.
+        let Ok(mut sink) = sink.try_lock() else {
+            return;
+        };
+        if !matches!(*sink, Sink::Channel { .. }) {
+            return;
+        }
+        let mut evs = core.engine.take_events(agent);
+        self.complete_waiters(core, &mut evs);
+        for ev in evs {
+            let (dropped, _) = self.deliver_to(agent, &mut sink, ev);
+            if dropped {
+                core.engine.count_recv_drop(agent);
+            }
+            core.stats.channel_events += 1;
+        }
+    }
+
+    /// A thread in [`super::AgentRef::send_and_wait`] drives the port once
+    /// (one locked step) and takes the completion of `send` of `agent` if
+    /// it is there. Wakes the loop if agents have events. The flag: it may
+    /// still come this way (no one else took it).
+    pub(super) fn caller_take(
+        &self,
+        agent: AgentId,
+        send: SendId,
+        now: Instant,
+    ) -> (Option<Completion>, bool) {
+        let (done, others, more) = {
+            let mut core = self.core();
+            if core.stopped {
+                return (None, false);
+            }
+            self.relay.driven.fetch_add(1, Ordering::Relaxed);
+            core.engine.poll(now);
+            let done = core.engine.take_completion(agent, send);
+            if done.is_some() {
+                core.waiters.remove(&send);
+                core.stats.waiter_completions += 1;
+            }
+            self.reap(&mut core);
+            let more = done.is_none() && core.waiters.contains_key(&send);
+            (done, core.engine.has_events(), more)
+        };
+        self.bury();
+        if others {
+            self.wake();
+        }
+        (done, more)
+    }
+}

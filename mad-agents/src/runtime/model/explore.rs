@@ -1,0 +1,128 @@
+//! Running the model: every schedule of each scenario, and the proof
+//! that it catches each deliberate deviation.
+
+use std::time::Instant;
+
+use super::{lock, Deviation, Scenario, World};
+
+/// Runs every schedule of `sc`; returns how many and the first
+/// violation.
+fn explore(sc: Scenario, deviation: Deviation) -> (usize, Option<String>) {
+    let mut stack: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut schedules = 0;
+    while let Some(prefix) = stack.pop() {
+        let mut w = World::new(sc, deviation);
+        for &c in &prefix {
+            w.step(c);
+        }
+        let mut path = prefix;
+        loop {
+            let en = w.enabled();
+            let Some((&first, rest)) = en.split_first() else {
+                w.finish();
+                break;
+            };
+            for &alt in rest {
+                let mut p = path.clone();
+                p.push(alt);
+                stack.push(p);
+            }
+            w.step(first);
+            path.push(first);
+            if path.len() > 300 {
+                w.violation("a schedule does not end (livelock)".into());
+                break;
+            }
+        }
+        schedules += 1;
+        let v = lock(&w.log).violations.first().cloned();
+        if let Some(v) = v {
+            return (schedules, Some(format!("{v}; schedule {path:?}")));
+        }
+    }
+    (schedules, None)
+}
+
+const SCENARIOS: [Scenario; 7] = [
+    Scenario::OtherThread,
+    Scenario::OwnCallback,
+    Scenario::OtherAgentFromCallback,
+    Scenario::WaiterOwnCallback,
+    Scenario::LoopDies,
+    Scenario::ReceiverDrives,
+    Scenario::WaiterDrives,
+];
+
+#[test]
+fn in_every_interleaving_deregistration_waits_for_sends_and_callbacks_and_never_deadlocks() {
+    for sc in SCENARIOS {
+        let t = Instant::now();
+        let (n, v) = explore(sc, Deviation::None);
+        eprintln!("{sc:?}: {n} schedules in {:?}", t.elapsed());
+        assert_eq!(v, None, "{sc:?} after {n} schedules");
+        assert!(n > 20, "{sc:?}: only {n} schedules explored");
+    }
+}
+
+#[test]
+fn the_model_finds_a_lost_wakeup() {
+    let (_, v) = explore(Scenario::OtherThread, Deviation::NoNotify);
+    assert!(
+        v.as_deref().is_some_and(|v| v.contains("waits for ever")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn the_model_finds_a_deregistration_that_returns_early() {
+    for sc in [
+        Scenario::OtherThread,
+        Scenario::ReceiverDrives,
+        Scenario::WaiterDrives,
+    ] {
+        let (_, v) = explore(sc, Deviation::EarlyReturn);
+        assert!(
+            v.as_deref().is_some_and(|v| v.contains("returned")),
+            "{sc:?}: {v:?}"
+        );
+    }
+}
+
+#[test]
+fn the_model_finds_a_lost_wakeup_when_callers_drive() {
+    for sc in [Scenario::ReceiverDrives, Scenario::WaiterDrives] {
+        let (_, v) = explore(sc, Deviation::NoNotify);
+        assert!(
+            v.as_deref().is_some_and(|v| v.contains("waits for ever")),
+            "{sc:?}: {v:?}"
+        );
+    }
+}
+
+#[test]
+fn the_model_finds_a_deregistration_from_its_own_callback_that_waits_for_itself() {
+    let (_, v) = explore(Scenario::OwnCallback, Deviation::InlineWaitsForReap);
+    assert!(
+        v.as_deref().is_some_and(|v| v.contains("spins for ever")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn the_model_finds_a_waiter_whose_completion_a_callbacks_deregistration_takes() {
+    let (_, v) = explore(Scenario::WaiterOwnCallback, Deviation::InlineIgnoresWaiters);
+    assert!(
+        v.as_deref()
+            .is_some_and(|v| v.contains("waits for ever in send_and_wait")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn the_model_finds_waiters_left_behind_by_a_dead_loop() {
+    let (_, v) = explore(Scenario::LoopDies, Deviation::DeathUnnoticed);
+    assert!(
+        v.as_deref().is_some_and(|v| v.contains("for ever")),
+        "{v:?}"
+    );
+}
