@@ -113,6 +113,14 @@ macro_rules! blocking_client {
                     $($field: $value,)*
                 }
             }
+
+            /// The client's send-only agent, for requests the client has
+            /// no method for (another GSI class, say): answers are
+            /// matched to requests by TID, whatever their class.
+            #[must_use]
+            pub fn agent(&self) -> &Agent {
+                &self.agent
+            }
         }
     };
 }

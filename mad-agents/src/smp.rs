@@ -104,12 +104,6 @@ pub struct SmpClient {
 blocking_client!(SmpClient, "smp-client", Qp::Qp0, "QP0", m_key: 0);
 
 impl SmpClient {
-    /// The agent the client sends with.
-    #[must_use]
-    pub fn agent(&self) -> &Agent {
-        &self.agent
-    }
-
     fn run<R: Repr>(
         &self,
         target: &SmpTarget,
