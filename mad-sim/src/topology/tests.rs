@@ -74,8 +74,7 @@ fn links_are_listed_once_with_both_ends_connected() {
     assert_eq!(t.switch_count(), 2);
 }
 
-const IBNETDISCOVER: &str =
-    include_str!("../../../tests/fixtures/ibnetdiscover/one-switch.txt");
+const IBNETDISCOVER: &str = include_str!("../../../tests/fixtures/ibnetdiscover/one-switch.txt");
 
 #[test]
 fn ibnetdiscover_output_gives_its_guids_ids_descriptions_and_speeds() {
