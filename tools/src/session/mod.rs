@@ -290,7 +290,7 @@ impl Session {
         let attr = mad_core::wire::Mad::new_unchecked(&mad[..]).attr_id().0;
         let req = mad_agents::SendRequest::new(mad, mad_core::transport::Address::gsi(lid))
             .expect_response(self.timeout, self.retries);
-        let c = self.gsi.send_and_wait(req)?;
+        let c = self.perf.agent().send_and_wait(req)?;
         mad_agents::query::response_bytes(&c, attr).map(<[u8]>::to_vec)
     }
 
