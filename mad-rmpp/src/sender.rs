@@ -477,6 +477,24 @@ mod tests {
         std::iter::from_fn(|| s.poll_transmit(now)).collect()
     }
 
+    /// A sender of `len` bytes of `1` with at most `retries` resends.
+    fn with_retries(retries: u32, len: usize, now: Instant) -> Sender {
+        let cfg = SenderConfig {
+            retries,
+            ..SenderConfig::default()
+        };
+        Sender::new(&sa_header(), &vec![1u8; len], cfg, now).unwrap()
+    }
+
+    /// A sender of `len` bytes of `1` whose message expects a response.
+    fn expecting_response(len: usize, now: Instant) -> Sender {
+        let cfg = SenderConfig {
+            expects_response: true,
+            ..SenderConfig::default()
+        };
+        Sender::new(&sa_header(), &vec![1u8; len], cfg, now).unwrap()
+    }
+
     #[test]
     fn first_window_is_one_segment_then_the_ack_opens_it() {
         let now = Instant::now();
@@ -522,11 +540,7 @@ mod tests {
     #[test]
     fn retries_run_out_with_abort_tmr_and_timed_out() {
         let t0 = Instant::now();
-        let cfg = SenderConfig {
-            retries: 2,
-            ..SenderConfig::default()
-        };
-        let mut s = Sender::new(&sa_header(), &[1u8; 500], cfg, t0).unwrap();
+        let mut s = with_retries(2, 500, t0);
         let mut t = t0;
         for _ in 0..3 {
             drain(&mut s, t);
@@ -597,11 +611,7 @@ mod tests {
     #[test]
     fn a_request_expecting_a_response_sends_a_ds_ack_after_the_last_ack() {
         let now = Instant::now();
-        let cfg = SenderConfig {
-            expects_response: true,
-            ..SenderConfig::default()
-        };
-        let mut s = Sender::new(&sa_header(), &[1u8; 100], cfg, now).unwrap();
+        let mut s = expecting_response(100, now);
         assert_eq!(drain(&mut s, now).len(), 1);
         s.handle_reply(&ack(1, 1), now);
         assert_eq!(s.poll_event(), Some(SendEvent::AllAcked));
@@ -617,11 +627,7 @@ mod tests {
     #[test]
     fn a_peer_repeating_a_stale_ack_cannot_keep_the_send_alive() {
         let t0 = Instant::now();
-        let cfg = SenderConfig {
-            retries: 2,
-            ..SenderConfig::default()
-        };
-        let mut s = Sender::new(&sa_header(), &[1u8; 2000], cfg, t0).unwrap();
+        let mut s = with_retries(2, 2000, t0);
         drain(&mut s, t0);
         s.handle_reply(&ack(1, 5), t0);
         drain(&mut s, t0);
@@ -654,11 +660,7 @@ mod tests {
         // ends at the acknowledged segment (here 1 of 10) released nothing
         // and left no timer, so the sender waited for ever.
         let t0 = Instant::now();
-        let cfg = SenderConfig {
-            retries: 2,
-            ..SenderConfig::default()
-        };
-        let mut s = Sender::new(&sa_header(), &[1u8; 2000], cfg, t0).unwrap();
+        let mut s = with_retries(2, 2000, t0);
         drain(&mut s, t0);
         s.handle_reply(&ack(1, 1), t0);
         assert!(drain(&mut s, t0).is_empty(), "the window is closed");
@@ -678,7 +680,7 @@ mod tests {
         assert_eq!(t - t0, Duration::from_secs(6));
 
         // A receiver that opens the window later is served at once.
-        let mut s = Sender::new(&sa_header(), &[1u8; 2000], cfg, t0).unwrap();
+        let mut s = with_retries(2, 2000, t0);
         drain(&mut s, t0);
         s.handle_reply(&ack(1, 1), t0);
         let t1 = t0 + Duration::from_secs(1);
@@ -697,11 +699,7 @@ mod tests {
     #[test]
     fn a_fully_acknowledged_sender_does_not_abort_on_a_late_stop_or_abort() {
         let now = Instant::now();
-        let cfg = SenderConfig {
-            expects_response: true,
-            ..SenderConfig::default()
-        };
-        let mut s = Sender::new(&sa_header(), &[1u8; 100], cfg, now).unwrap();
+        let mut s = expecting_response(100, now);
         drain(&mut s, now);
         s.handle_reply(&ack(1, 1), now);
         assert_eq!(s.poll_event(), Some(SendEvent::AllAcked));

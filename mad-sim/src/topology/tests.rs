@@ -432,6 +432,27 @@ fn ignored_lines_and_empty_files_parse() {
 }
 
 #[test]
+fn switch_port0_lid_and_lmc_are_read_and_checked() {
+    let t = parse("Switch 1 \"A\" # d base port 0 lmc 2 lid 0x10\n");
+    assert_eq!(
+        (t.nodes()[0].ports[0].lid, t.nodes()[0].ports[0].lmc),
+        (16, 2)
+    );
+    for (text, key, reason) in [
+        ("lid 70000", "lid", "70000 is not a LID"),
+        ("lid -1", "lid", "-1 is not a LID"),
+        ("lid 1 lmc 8", "lmc", "8 is not an LMC (0-7)"),
+    ] {
+        let e = err(&format!("Switch 1 \"A\" # d base port 0 {text}\n"));
+        assert!(
+            matches!(&e.kind, ErrorKind::BadAssignment { key: k, reason: r }
+                if *k == key && r == reason),
+            "{text}: {e}"
+        );
+    }
+}
+
+#[test]
 fn description_forms() {
     let t = parse(
         "Switch 1 \"A\" # desc with spaces base port 0 lid 7\n\nSwitch 1 \"B\" #\"quoted # desc\" enhanced port 0\n\n\

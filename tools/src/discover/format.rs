@@ -254,12 +254,24 @@ fn out_ids(o: &mut String, n: &Node, chassis: u32) {
     }
 }
 
-fn out_switch(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
-    out_switch_head(o, f, i, opts, chassis);
+/// Node `i`'s block: its head line, then a line per linked port (port 0
+/// left out), in the switch or the CA/router form by its type.
+fn out_node(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
     let n = &f.nodes[i];
+    let switch = n.is_switch();
+    if switch {
+        out_switch_head(o, f, i, opts, chassis);
+    } else {
+        out_ca_head(o, f, i, opts, chassis);
+    }
     for p in n.ports.iter().skip(1).flatten() {
-        if p.remote.is_some() {
+        if p.remote.is_none() {
+            continue;
+        }
+        if switch {
             out_switch_port(o, f, n, p, opts);
+        } else {
+            out_ca_port(o, f, n, p, opts);
         }
     }
 }
@@ -326,16 +338,6 @@ fn out_switch_port(o: &mut String, f: &Fabric, n: &Node, p: &Port, opts: &Topolo
         o.push_str(" (scp)");
     }
     o.push('\n');
-}
-
-fn out_ca(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
-    out_ca_head(o, f, i, opts, chassis);
-    let n = &f.nodes[i];
-    for p in n.ports.iter().skip(1).flatten() {
-        if p.remote.is_some() {
-            out_ca_port(o, f, n, p, opts);
-        }
-    }
 }
 
 fn out_ca_head(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
@@ -462,14 +464,14 @@ pub fn topology(f: &Fabric, opts: &TopologyOptions<'_>) -> String {
             o.push_str("\n# Line Nodes");
             o.push_str("\n# Chassis Switches");
             for &i in members.iter().filter(|&&i| f.nodes[i].is_switch()) {
-                out_switch(&mut o, f, i, opts, num(i));
+                out_node(&mut o, f, i, opts, num(i));
             }
             o.push_str("\n# Chassis CAs");
             for &i in members
                 .iter()
                 .filter(|&&i| f.nodes[i].node_type() == NodeType::CA)
             {
-                out_ca(&mut o, f, i, opts, num(i));
+                out_node(&mut o, f, i, opts, num(i));
             }
         }
         o.push_str("\nNon-Chassis Nodes\n");
@@ -478,14 +480,14 @@ pub fn topology(f: &Fabric, opts: &TopologyOptions<'_>) -> String {
         if opts.group && num(i) != 0 {
             continue;
         }
-        out_switch(&mut o, f, i, opts, 0);
+        out_node(&mut o, f, i, opts, 0);
     }
     for t in [NodeType::CA, NodeType::ROUTER] {
         for i in f.listed_of(t) {
             if opts.group && num(i) != 0 {
                 continue;
             }
-            out_ca(&mut o, f, i, opts, 0);
+            out_node(&mut o, f, i, opts, 0);
         }
     }
     o

@@ -89,6 +89,14 @@ pub(crate) struct Port {
     pub(crate) state: u8,
 }
 
+impl Port {
+    /// The last LID of the port's range (base LID + 2^LMC - 1), as
+    /// ibtracert prints it.
+    pub(crate) fn lid_end(&self) -> u32 {
+        u32::from(self.lid) + (1u32 << self.lmc) - 1
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Switch {
     pub(crate) linear_fdb_top: u16,
@@ -203,7 +211,7 @@ impl Tracer<'_> {
                 type_str(n.ntype),
                 n.guid,
                 p.lid,
-                u32::from(p.lid) + (1u32 << p.lmc) - 1
+                p.lid_end()
             ));
         }
         self.ends.push((
@@ -221,7 +229,7 @@ impl Tracer<'_> {
         if dump == 0 {
             return;
         }
-        let lid_end = u32::from(p.lid) + (1u32 << p.lmc) - 1;
+        let lid_end = p.lid_end();
         if dump == 1 {
             self.text.push_str(&format!(
                 "[{outport}] -> {{0x{:016x}}}[{}]\n",

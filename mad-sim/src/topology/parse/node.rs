@@ -231,36 +231,27 @@ impl Parser {
 
     /// `lid N` / `lmc N` anywhere in `s` (ibsim's `parse_port_lid_and_lmc`).
     fn lid_and_lmc(&self, s: &str, file: &str, n: usize) -> PResult<(Option<u16>, Option<u8>)> {
-        let mut lid = None;
-        let mut lmc = None;
-        if let Some(p) = s.find("lid ") {
-            let v = strtoul(&s[p + 4..], true);
-            if v.negative || v.value > 0xFFFF {
+        // `key N` in `s`, N at most `max`, else an error saying it is not `what`.
+        let field = |key: &'static str, max: u64, what: &str| -> PResult<Option<u64>> {
+            let Some(p) = s.find(&format!("{key} ")) else {
+                return Ok(None);
+            };
+            let rest = &s[p + key.len() + 1..];
+            let v = strtoul(rest, true);
+            if v.negative || v.value > max {
                 return Err(self.err(
                     file,
                     n,
                     ErrorKind::BadAssignment {
-                        key: "lid",
-                        reason: format!("{} is not a LID", &s[p + 4..].trim()),
+                        key,
+                        reason: format!("{} is not {what}", rest.trim()),
                     },
                 ));
             }
-            lid = Some(v.value as u16);
-        }
-        if let Some(p) = s.find("lmc ") {
-            let v = strtoul(&s[p + 4..], true);
-            if v.negative || v.value > 7 {
-                return Err(self.err(
-                    file,
-                    n,
-                    ErrorKind::BadAssignment {
-                        key: "lmc",
-                        reason: format!("{} is not an LMC (0-7)", &s[p + 4..].trim()),
-                    },
-                ));
-            }
-            lmc = Some(v.value as u8);
-        }
+            Ok(Some(v.value))
+        };
+        let lid = field("lid", 0xFFFF, "a LID")?.map(|v| v as u16);
+        let lmc = field("lmc", 7, "an LMC (0-7)")?.map(|v| v as u8);
         Ok((lid, lmc))
     }
 

@@ -251,7 +251,7 @@ impl Walk<'_, '_> {
         let n = &self.nodes[idx];
         let name = self.t.name(&n.node);
         let ty = type_str(n.node.ntype);
-        let lids = |p: &Port| (p.lid, u32::from(p.lid) + (1u32 << p.lmc) - 1);
+        let lids = |p: &Port| (p.lid, p.lid_end());
         let end = |what: &str, n: &McNode| {
             let (lo, hi) = lids(&n.port);
             format!(
