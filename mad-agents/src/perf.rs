@@ -104,13 +104,6 @@ pub struct PerfClient {
 blocking_client!(PerfClient, "perf-client", Qp::Qp1, "QP1");
 
 impl PerfClient {
-    /// The send-only QP1 agent the client sends through (for other GSI
-    /// requests that wait for their answer the same way).
-    #[must_use]
-    pub fn agent(&self) -> &Agent {
-        &self.agent
-    }
-
     /// A PerfMgt request (`method` of `attr` with `data` as the
     /// attribute, to the PMA at `lid`) with the client's timeout and
     /// retries; the attribute of the answer.
