@@ -213,6 +213,11 @@ pub const COMMANDS: &[Command] = &[
         "check the fabric's LIDs and GUIDs for zeros and duplicates (infiniband-diags ibidsverify)",
         crate::cmd::ibidsverify::run,
     ),
+    Command::tool(
+        "check_lft_balance",
+        "check that the switches' routes are spread evenly over their ports (infiniband-diags check_lft_balance)",
+        crate::cmd::check_lft_balance::run,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

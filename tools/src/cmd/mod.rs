@@ -11,6 +11,7 @@
 //! formatters, or JSON with `--json`.
 
 pub mod bench;
+pub mod check_lft_balance;
 pub mod cm;
 pub mod exporter;
 pub mod ibaddr;

@@ -16,6 +16,7 @@
 
 pub mod dest;
 pub mod fabric;
+pub mod getopt_std;
 pub mod options;
 pub mod report;
 pub mod trace;

@@ -1,0 +1,192 @@
+//! infiniband-diags' Perl scripts over the switches' routes, against the
+//! real scripts of infiniband-diags 44 on the same ibsim fabrics routed
+//! by OpenSM: `check_lft_balance` on the forwarding tables the real
+//! `dump_fts` dumped and the cache the real `ibnetdiscover` wrote (the
+//! same files for both; also after skewing the routes of one switch so
+//! that it is unbalanced), and its usage errors: same stdout, first line
+//! of stderr and exit status.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+mod diags_compare;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use diags_compare::{fixture, needs, ours, theirs};
+use support::opensm::OpenSm;
+use support::IbSim;
+
+/// The fabrics compared on.
+const FABRICS: &[&str] = &[
+    "net.2sw2path4hca2port",
+    "net.odd-names",
+    "net.torus3x3",
+    "net.mixed-rates",
+];
+
+/// A scratch directory, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(what: &str) -> Self {
+        let d = std::env::temp_dir().join(format!(
+            "madstack-routes-{}-{}",
+            std::process::id(),
+            what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        Self(d)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The dump with every host route of the first switch sent out of its
+/// first port that carries one: that switch is unbalanced.
+fn skewed(dump: &str) -> String {
+    let mut out = String::new();
+    let mut section = 0;
+    let mut port: Option<String> = None;
+    for line in dump.lines() {
+        if line.contains("Unicast") {
+            section += 1;
+        }
+        let mut l = line.to_owned();
+        if section == 1 && line.contains("portguid") && !line.contains("(Switch") {
+            let words: Vec<&str> = line.split(' ').collect();
+            if words.len() > 2 && words[2] == ":" {
+                let p = port.get_or_insert_with(|| words[1].to_owned()).clone();
+                l = format!("{} {p} {}", words[0], words[2..].join(" "));
+            }
+        }
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+/// Compares as [`diags_compare::compare`], except a first stderr line
+/// that is the shell's complaint about the script's unquoted command
+/// line (a switch name with parentheses, on net.odd-names), which ours,
+/// running no shell, has no reason to print.
+fn compare_beside_the_shell(
+    sim: &IbSim,
+    what: &str,
+    tool: &str,
+    args: &[&str],
+    fails: &mut Vec<String>,
+) {
+    let t = theirs(sim, tool, args);
+    let o = ours(sim, tool, args);
+    let same_err = t.stderr_first == o.stderr_first
+        || (t.stderr_first.starts_with("sh: ") && o.stderr_first.is_empty());
+    if (t.stdout.as_str(), t.code) != (o.stdout.as_str(), o.code) || !same_err {
+        fails.push(format!(
+            "{what}: {tool} {args:?}\n--- infiniband-diags ({:?}, stderr {:?}):\n{}--- ours ({:?}, stderr {:?}):\n{}",
+            t.code, t.stderr_first, t.stdout, o.code, o.stderr_first, o.stdout
+        ));
+    }
+}
+
+/// check_lft_balance prints what the real script prints, plain, `-v`,
+/// `-e` and `-ve`, on four fabrics routed by OpenSM, also for a switch
+/// whose routes were skewed to one port.
+#[test]
+fn check_lft_balance_matches_infiniband_diags() {
+    if !needs(&[
+        "check_lft_balance",
+        "dump_fts",
+        "ibnetdiscover",
+        "iblinkinfo",
+    ]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    let mut unbalanced_seen = false;
+    for name in FABRICS {
+        let dir = Scratch::new(&format!("lft-{name}"));
+        let sim = IbSim::start(fixture(name));
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        let (lft, skew, cache) = (dir.path("lft"), dir.path("skew"), dir.path("cache"));
+        let dump = theirs(&sim, "dump_fts", &[]);
+        assert_eq!(dump.code, Some(0), "{name}: dump_fts: {dump:?}");
+        assert!(dump.stdout.contains("Unicast lids"), "{name}: {dump:?}");
+        std::fs::write(&lft, &dump.stdout).unwrap();
+        std::fs::write(&skew, skewed(&dump.stdout)).unwrap();
+        assert_eq!(
+            theirs(&sim, "ibnetdiscover", &["--cache", &cache]).code,
+            Some(0)
+        );
+        for file in [&lft, &skew] {
+            for flags in [&[][..], &["-v"], &["-e"], &["-ve"]] {
+                let mut args = flags.to_vec();
+                args.extend(["-l", file.as_str(), "-i", cache.as_str()]);
+                compare_beside_the_shell(&sim, name, "check_lft_balance", &args, &mut fails);
+            }
+        }
+        let r = ours(&sim, "check_lft_balance", &["-l", &skew, "-i", &cache]);
+        unbalanced_seen |= r.stdout.starts_with("Unbalanced Switch Port Usage: ");
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+    assert!(unbalanced_seen, "no skewed dump was found unbalanced");
+}
+
+/// Missing and unknown options give the script's complaint, usage and
+/// exit status; a dump or cache that cannot be read is named and fails
+/// (the script goes on without it and exits 0).
+#[test]
+fn check_lft_balance_usage_errors_match_infiniband_diags() {
+    if !needs(&["check_lft_balance"]) {
+        return;
+    }
+    let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
+    let mut fails = Vec::new();
+    for args in [
+        &[][..],
+        &["-h"],
+        &["-x"],
+        &["-h", "-x"],
+        &["-vx", "-l", "f"],
+        &["-l"],
+        &["-l", "f"],
+        &["-i", "c"],
+        &["-lf", "-e", "-i"],
+    ] {
+        diags_compare::compare(&sim, "usage", "check_lft_balance", args, &mut fails);
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+    let dir = Scratch::new("lft-bad");
+    let (lft, cache) = (dir.path("lft"), dir.path("cache"));
+    std::fs::write(
+        &lft,
+        "Unicast lids [0x0-0x1] of switch Lid 1 guid 0x1 (s):\n",
+    )
+    .unwrap();
+    std::fs::write(&cache, "not a cache").unwrap();
+    let missing = dir.path("missing");
+    let r = ours(&sim, "check_lft_balance", &["-l", &missing, "-i", &cache]);
+    assert_eq!(r.code, Some(1));
+    assert_eq!(
+        r.stderr_first,
+        format!("Couldn't open dump lfts file: {missing}: No such file or directory")
+    );
+    let r = ours(&sim, "check_lft_balance", &["-l", &lft, "-i", &cache]);
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr_first.contains(&cache), "{r:?}");
+    assert_eq!(r.stdout, "");
+}
