@@ -749,7 +749,7 @@ fn ibidsverify_matches_infiniband_diags() {
         diags_compare::compare(&sim, &what, "ibidsverify", &[], &mut fails);
         let _ = ours(&sim, "ibidsverify", &["-R"]);
         diags_compare::compare(&sim, &what, "ibidsverify", &[], &mut fails);
-        for args in [&["-x"][..], &["-h"], &["-Rx"]] {
+        for args in [&["-x"][..], &["-h"], &["-Rx"], &["-h", "-x"], &["-C"]] {
             diags_compare::compare(&sim, &what, "ibidsverify", args, &mut fails);
         }
         let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));

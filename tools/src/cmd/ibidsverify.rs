@@ -20,6 +20,7 @@ use std::collections::HashMap;
 
 use crate::command::{CliError, Invocation};
 use crate::discover::format::{self, TopologyOptions};
+use crate::ibdiag::getopt_std::getopts;
 use crate::ibdiag::{self, limits, open_name_map, run_discovery, Common};
 use crate::json::{Json, JsonExt};
 
@@ -33,56 +34,11 @@ fn usage(prog: &str) -> String {
     )
 }
 
-/// The options as `getopts("hRC:P:")` reads them.
+/// The options the script reads.
 struct Args {
     regenerate: bool,
     ca: String,
     port: String,
-}
-
-/// `Err(Some(c))`: an unknown option letter; `Err(None)`: `-h` or a
-/// missing option argument.
-fn getopts(args: &[String]) -> Result<Args, Option<char>> {
-    let mut a = Args {
-        regenerate: false,
-        ca: String::new(),
-        port: String::new(),
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let w = &args[i];
-        if w == "--" || !w.starts_with('-') || w.len() < 2 {
-            break;
-        }
-        let letters: Vec<char> = w[1..].chars().collect();
-        let mut k = 0;
-        while k < letters.len() {
-            match letters[k] {
-                'h' => return Err(None),
-                'R' => a.regenerate = true,
-                c @ ('C' | 'P') => {
-                    let rest: String = letters[k + 1..].iter().collect();
-                    let val = if rest.is_empty() {
-                        i += 1;
-                        args.get(i).cloned().ok_or(None)?
-                    } else {
-                        rest
-                    };
-                    if c == 'C' {
-                        a.ca = val;
-                    } else {
-                        a.port = val;
-                    }
-                    k = letters.len();
-                    continue;
-                }
-                c => return Err(Some(c)),
-            }
-            k += 1;
-        }
-        i += 1;
-    }
-    Ok(a)
 }
 
 /// The checks of the script over its topology file.
@@ -256,15 +212,18 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut args = inv.args.clone();
     let json = inv.session.json || args.iter().any(|a| a == "--json");
     args.retain(|a| a != "--json");
-    let a = match getopts(&args) {
-        Ok(a) => a,
-        Err(bad) => {
-            if let Some(c) = bad {
-                inv.io.err(&format!("Unknown option: {c}\n"));
-            }
-            inv.io.out(&usage(&prog));
-            return Err(CliError::Exit(2));
-        }
+    let g = getopts("hRC:P:", &args);
+    for w in &g.warnings {
+        inv.io.err(&format!("{w}\n"));
+    }
+    if !g.ok || g.has('h') {
+        inv.io.out(&usage(&prog));
+        return Err(CliError::Exit(2));
+    }
+    let a = Args {
+        regenerate: g.has('R'),
+        ca: g.value('C').unwrap_or_default().to_owned(),
+        port: g.value('P').unwrap_or_default().to_owned(),
     };
     if !std::path::Path::new(CACHE_DIR).is_dir() {
         std::fs::create_dir_all(CACHE_DIR)
