@@ -218,6 +218,11 @@ pub const COMMANDS: &[Command] = &[
         "check that the switches' routes are spread evenly over their ports (infiniband-diags check_lft_balance)",
         crate::cmd::check_lft_balance::run,
     ),
+    Command::tool(
+        "ibfindnodesusing",
+        "list the hosts routed through a switch port (infiniband-diags ibfindnodesusing)",
+        crate::cmd::ibfindnodesusing::run,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

@@ -190,3 +190,67 @@ fn check_lft_balance_usage_errors_match_infiniband_diags() {
     assert!(r.stderr_first.contains(&cache), "{r:?}");
     assert_eq!(r.stdout, "");
 }
+
+/// The switches of a topology file (`ibnetdiscover -g`): GUID text and
+/// number of ports.
+fn switches(topology: &str) -> Vec<(String, u32)> {
+    topology
+        .lines()
+        .filter(|l| l.starts_with("Switch"))
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let ports = w.nth(1)?.parse().ok()?;
+            let guid = l.split("\"S-").nth(1)?.split('"').next()?;
+            Some((format!("0x{guid}"), ports))
+        })
+        .collect()
+}
+
+/// ibfindnodesusing prints what the real script prints for every port
+/// of every switch (and a port beyond the last), by GUID in upper and
+/// lower case and without leading zeros, for unknown switches, and for
+/// its usage errors, on four fabrics routed by OpenSM; each reads the
+/// topology file the other wrote.
+#[test]
+fn ibfindnodesusing_matches_infiniband_diags() {
+    if !needs(&["ibfindnodesusing", "ibroute", "ibnetdiscover"]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    for name in FABRICS {
+        let sim = IbSim::start(fixture(name));
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        let first = theirs(&sim, "ibfindnodesusing", &["-R"]);
+        assert_eq!(first.code, Some(2), "{name}: {first:?}");
+        let topo = std::fs::read_to_string("/var/cache/infiniband-diags/ibnetdiscover--.topology")
+            .unwrap();
+        let sws = switches(&topo);
+        assert!(!sws.is_empty(), "{name}: no switch in\n{topo}");
+        for (guid, ports) in &sws {
+            for p in 1..=ports + 1 {
+                let p = p.to_string();
+                diags_compare::compare(&sim, name, "ibfindnodesusing", &[guid, &p], &mut fails);
+            }
+        }
+        let (guid, _) = &sws[0];
+        let short = format!("0x{}", guid[2..].trim_start_matches('0'));
+        let upper = guid.to_uppercase().replace("0X", "0x");
+        for args in [
+            &[short.as_str(), "1"][..],
+            &[upper.as_str(), "1"],
+            &["0x1234", "1"],
+            &["no-such-switch", "1"],
+            &[guid.as_str()],
+            &[],
+            &["-h"],
+            &["-x", guid.as_str(), "1"],
+            &["-C"],
+        ] {
+            diags_compare::compare(&sim, name, "ibfindnodesusing", args, &mut fails);
+        }
+        // Ours regenerates; the script reads ours.
+        let _ = ours(&sim, "ibfindnodesusing", &["-R"]);
+        diags_compare::compare(&sim, name, "ibfindnodesusing", &[guid, "1"], &mut fails);
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}

@@ -19,13 +19,10 @@
 use std::collections::HashMap;
 
 use crate::command::{CliError, Invocation};
-use crate::discover::format::{self, TopologyOptions};
+use crate::ibdiag;
 use crate::ibdiag::getopt_std::getopts;
-use crate::ibdiag::{self, limits, open_name_map, run_discovery, Common};
+use crate::ibdiag::perl_cache::topology_file;
 use crate::json::{Json, JsonExt};
-
-/// Where infiniband-diags' Perl scripts keep their topology files.
-pub const CACHE_DIR: &str = "/var/cache/infiniband-diags";
 
 /// The script's usage text (on stdout, exit status 2).
 fn usage(prog: &str) -> String {
@@ -225,33 +222,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         ca: g.value('C').unwrap_or_default().to_owned(),
         port: g.value('P').unwrap_or_default().to_owned(),
     };
-    if !std::path::Path::new(CACHE_DIR).is_dir() {
-        std::fs::create_dir_all(CACHE_DIR)
-            .map_err(|e| CliError::Stderr(format!("cannot create {CACHE_DIR}: {e}\n"), 2))?;
-    }
-    let file = format!("{CACHE_DIR}/ibnetdiscover-{}-{}.topology", a.ca, a.port);
-    if a.regenerate || !std::path::Path::new(&file).is_file() {
-        let c = Common {
-            ca: (!a.ca.is_empty()).then(|| a.ca.clone()),
-            port: (!a.port.is_empty()).then(|| crate::cnum::parse_port_arg(&a.port)),
-            ..Common::default()
-        };
-        let session = ibdiag::open_session(inv, &c)?;
-        let d = run_discovery(inv, &session, limits(None, None), 0, false)?;
-        let _ = session.close();
-        let map = open_name_map(inv, None);
-        let text = format::topology(
-            &d.fabric,
-            &TopologyOptions {
-                group: true,
-                name_map: map.as_ref(),
-                ctime: crate::discover::ctime::ctime_now(),
-                ..TopologyOptions::default()
-            },
-        );
-        std::fs::write(&file, text)
-            .map_err(|e| CliError::Stderr(format!("Failed to open ibnet topology: {e}\n"), 2))?;
-    }
+    let file = topology_file(inv, &a.ca, &a.port, a.regenerate)?;
     let text = std::fs::read(&file)
         .map_err(|e| CliError::Stderr(format!("Failed to open ibnet topology: {e}\n"), 2))?;
     let v = verify(&String::from_utf8_lossy(&text));

@@ -16,6 +16,7 @@ pub mod cm;
 pub mod exporter;
 pub mod ibaddr;
 pub mod ibcacheedit;
+pub mod ibfindnodesusing;
 pub mod ibhosts;
 pub mod ibidsverify;
 pub mod iblinkinfo;

@@ -18,6 +18,7 @@ pub mod dest;
 pub mod fabric;
 pub mod getopt_std;
 pub mod options;
+pub mod perl_cache;
 pub mod report;
 pub mod trace;
 
