@@ -80,6 +80,27 @@ fn skewed(dump: &str) -> String {
     out
 }
 
+/// `ours` with `--json`, checked against the command's schema.
+fn ours_json(sim: &IbSim, tool: &str, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["--json"];
+    a.extend_from_slice(args);
+    let r = ours(sim, tool, &a);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("schemas/{tool}.schema.json")),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        jsonschema::validator_for(&schema).unwrap().is_valid(&v),
+        "{tool} {args:?}: {v}"
+    );
+    v
+}
+
 /// Compares as [`diags_compare::compare`], except a first stderr line
 /// that is the shell's complaint about the script's unquoted command
 /// line (a switch name with parentheses, on net.odd-names), which ours,
@@ -141,6 +162,34 @@ fn check_lft_balance_matches_infiniband_diags() {
         }
         let r = ours(&sim, "check_lft_balance", &["-l", &skew, "-i", &cache]);
         unbalanced_seen |= r.stdout.starts_with("Unbalanced Switch Port Usage: ");
+        // JSON: the same verdicts and counts as the text of `-v`.
+        let v = ours_json(&sim, "check_lft_balance", &["-l", &skew, "-i", &cache]);
+        let mut text = String::new();
+        for sw in v["switches"].as_array().unwrap() {
+            let head = if sw["unbalanced"] == true {
+                "Unbalanced Switch"
+            } else {
+                "Switch"
+            };
+            text.push_str(&format!(
+                "{head} Port Usage: {}, {}\n",
+                sw["name"].as_str().unwrap(),
+                sw["guid"].as_str().unwrap()
+            ));
+            for p in sw["ports"].as_array().unwrap() {
+                text.push_str(&format!(
+                    "Port {:03}: {}\n",
+                    p["port"].as_u64().unwrap(),
+                    p["routes"]
+                ));
+            }
+        }
+        let verbose = ours(
+            &sim,
+            "check_lft_balance",
+            &["-v", "-l", &skew, "-i", &cache],
+        );
+        assert_eq!(text, verbose.stdout, "{name}: {v}");
     }
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
     assert!(unbalanced_seen, "no skewed dump was found unbalanced");
@@ -248,6 +297,29 @@ fn ibfindnodesusing_matches_infiniband_diags() {
         ] {
             diags_compare::compare(&sim, name, "ibfindnodesusing", args, &mut fails);
         }
+        // JSON: the host lists of the text, without the empty first name.
+        let v = ours_json(&sim, "ibfindnodesusing", &[guid, "1"]);
+        let text = ours(&sim, "ibfindnodesusing", &[guid, "1"]).stdout;
+        let lines: Vec<&str> = text.lines().collect();
+        for (key, line) in [("out", lines[1]), ("back", lines[4])] {
+            let hosts: Vec<&str> = v[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h.as_str().unwrap())
+                .collect();
+            let words: Vec<&str> = line.split(' ').filter(|w| !w.is_empty()).collect();
+            assert_eq!(
+                hosts
+                    .join(" ")
+                    .split(' ')
+                    .filter(|w| !w.is_empty())
+                    .collect::<Vec<_>>(),
+                words,
+                "{name}: {v}"
+            );
+        }
+        assert_eq!(v["switch"]["guid"], guid.as_str());
         // Ours regenerates; the script reads ours.
         let _ = ours(&sim, "ibfindnodesusing", &["-R"]);
         diags_compare::compare(&sim, name, "ibfindnodesusing", &[guid, "1"], &mut fails);
