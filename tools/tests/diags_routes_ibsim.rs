@@ -326,3 +326,70 @@ fn ibfindnodesusing_matches_infiniband_diags() {
     }
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
 }
+
+/// A dump of one switch (not in any fabric) with `counts[i]` hosts routed
+/// out of port i + 1.
+fn synthetic_dump(counts: &[u32]) -> String {
+    let mut s = String::from(
+        "Unicast lids [0x1-0x400] of switch Lid 7 guid 0x00000000deadbeef (big switch):\n  Lid  Out   Destination\n       Port     Info \n",
+    );
+    let mut lid = 1;
+    for (i, &n) in counts.iter().enumerate() {
+        for _ in 0..n {
+            s.push_str(&format!(
+                "0x{lid:04x} {:03} : (Channel Adapter portguid 0x{:016x}: 'node{lid}')\n",
+                i + 1,
+                0x0010_0000 + lid
+            ));
+            lid += 1;
+        }
+    }
+    s.push_str(&format!("{} valid lids dumped \n", lid - 1));
+    s
+}
+
+/// `-e`'s heuristics on a switch of more than 12 used ports (a leaf
+/// switch whose host half is balanced, and one that is not): the same
+/// verdicts as the real script. The switch is in no cache, so neither
+/// learns anything from iblinkinfo (the script's iblinkinfo complains on
+/// stderr; stdout and status are compared).
+#[test]
+fn check_lft_balance_heuristics_match_infiniband_diags() {
+    if !needs(&["check_lft_balance", "ibnetdiscover", "iblinkinfo"]) {
+        return;
+    }
+    let dir = Scratch::new("lft-heuristics");
+    let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
+    let cache = dir.path("cache");
+    assert_eq!(
+        theirs(&sim, "ibnetdiscover", &["--cache", &cache]).code,
+        Some(0)
+    );
+    let mut fails = Vec::new();
+    let mut verdicts = Vec::new();
+    for counts in [
+        &[9, 9, 9, 9, 9, 9, 9, 3, 4, 3, 4, 3, 4, 3][..],
+        &[9, 9, 9, 9, 9, 9, 9, 1, 4, 3, 6, 3, 4, 3],
+        &[5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 5],
+        &[2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 9],
+    ] {
+        let lft = dir.path("lft");
+        std::fs::write(&lft, synthetic_dump(counts)).unwrap();
+        for flags in [&[][..], &["-e"], &["-ve"]] {
+            let mut args = flags.to_vec();
+            args.extend(["-l", lft.as_str(), "-i", cache.as_str()]);
+            let t = theirs(&sim, "check_lft_balance", &args);
+            let o = ours(&sim, "check_lft_balance", &args);
+            if (&t.stdout, t.code) != (&o.stdout, o.code) {
+                fails.push(format!(
+                    "{counts:?} {flags:?}\n--- infiniband-diags:\n{}--- ours:\n{}",
+                    t.stdout, o.stdout
+                ));
+            }
+            verdicts.push(o.stdout.starts_with("Unbalanced"));
+        }
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+    // Balanced by -e only, unbalanced with it, balanced, a 13-port case.
+    assert_eq!(verdicts[..6], [true, false, false, true, true, true]);
+}

@@ -359,3 +359,37 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     ));
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{compress, format_guid};
+
+    fn hosts(names: &[&str]) -> String {
+        let mut v = vec![None];
+        v.extend(names.iter().map(|n| Some((*n).to_owned())));
+        compress(&v).join(" ")
+    }
+
+    /// The lists Perl's `compress_hostlist` makes of the same names.
+    #[test]
+    fn host_lists_compress_as_the_script_compresses_them() {
+        assert_eq!(
+            hosts(&["lx01", "lx02", "lx03", "lx05", "dev0", "dev1", "dev21"]),
+            " dev0-1 dev21 lx01-03 lx05"
+        );
+        assert_eq!(
+            hosts(&["host1", "host2", "host3", "hostb", "hosta", "node7"]),
+            " host1-3 hosta hostb node7"
+        );
+        assert_eq!(hosts(&[]), "");
+        assert_eq!(hosts(&["a10", "a9", "a11", "x"]), " a9-11 x");
+    }
+
+    #[test]
+    fn guids_are_formatted_as_format_guid_does() {
+        assert_eq!(format_guid("0x2000AB"), "0x00000000002000ab");
+        assert_eq!(format_guid("2000ab"), "0x00000000002000ab");
+        assert_eq!(format_guid("SW1"), "0x0000000000000SW1");
+        assert_eq!(format_guid(""), "0x0000000000000000");
+    }
+}
