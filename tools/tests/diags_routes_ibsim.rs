@@ -16,45 +16,14 @@ mod support;
 
 mod diags_compare;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use diags_compare::{fixture, needs, ours, theirs};
+use diags_compare::{fixture, needs, ours, theirs, Scratch};
 use support::opensm::OpenSm;
 use support::IbSim;
 
 /// The fabrics compared on.
-const FABRICS: &[&str] = &[
-    "net.2sw2path4hca2port",
-    "net.odd-names",
-    "net.torus3x3",
-    "net.mixed-rates",
-];
-
-/// A scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(what: &str) -> Self {
-        let d = std::env::temp_dir().join(format!(
-            "madstack-routes-{}-{}",
-            std::process::id(),
-            what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        Self(d)
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+const FABRICS: &[&str] = diags_compare::FOUR_FABRICS;
 
 /// The dump with every host route of the first switch sent out of its
 /// first port that carries one: that switch is unbalanced.
@@ -112,16 +81,11 @@ fn compare_beside_the_shell(
     args: &[&str],
     fails: &mut Vec<String>,
 ) {
-    let t = theirs(sim, tool, args);
-    let o = ours(sim, tool, args);
-    let same_err = t.stderr_first == o.stderr_first
-        || (t.stderr_first.starts_with("sh: ") && o.stderr_first.is_empty());
-    if (t.stdout.as_str(), t.code) != (o.stdout.as_str(), o.code) || !same_err {
-        fails.push(format!(
-            "{what}: {tool} {args:?}\n--- infiniband-diags ({:?}, stderr {:?}):\n{}--- ours ({:?}, stderr {:?}):\n{}",
-            t.code, t.stderr_first, t.stdout, o.code, o.stderr_first, o.stdout
-        ));
-    }
+    diags_compare::compare_with(sim, what, tool, args, fails, |t, o| {
+        (t.stdout.as_str(), t.code) == (o.stdout.as_str(), o.code)
+            && (t.stderr_first == o.stderr_first
+                || (t.stderr_first.starts_with("sh: ") && o.stderr_first.is_empty()))
+    });
 }
 
 /// check_lft_balance prints what the real script prints, plain, `-v`,

@@ -27,7 +27,7 @@ use regex::Regex;
 
 use crate::command::{CliError, Invocation};
 use crate::discover::model::Fabric;
-use crate::ibdiag::getopt_std::getopts;
+use crate::ibdiag::getopt_std::{script_options, Script};
 use crate::ibdiag::{self, fabric::cached_discovery};
 use crate::json::{Json, JsonExt};
 
@@ -278,27 +278,20 @@ fn balance(text: &str, f: Option<&Fabric>, heuristic: bool, pat: &Patterns) -> V
 /// Usage (exit 2, the script's); a dump or cache that cannot be read
 /// (exit 1, naming the file: the script goes on without it).
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let prog = inv.prog.rsplit('/').next().unwrap_or(&inv.prog).to_owned();
-    let mut args = inv.args.clone();
-    let json = inv.session.json || args.iter().any(|a| a == "--json");
-    args.retain(|a| a != "--json");
-    let g = getopts("hl:i:ve", &args);
-    for w in &g.warnings {
-        inv.io.err(&format!("{w}\n"));
-    }
-    let missing = if !g.ok || g.has('h') {
-        None
-    } else if g.value('l').is_none() {
+    let Script {
+        prog,
+        json,
+        opts: g,
+    } = script_options(inv, "hl:i:ve", usage)?;
+    let missing = if g.value('l').is_none() {
         Some("Must specify dump lfts file\n")
     } else if g.value('i').is_none() {
         Some("Must specify ibnetdiscover cache\n")
     } else {
-        Some("")
+        None
     };
-    let (Some(""), Some(lft), Some(cache)) = (missing, g.value('l'), g.value('i')) else {
-        if let Some(m) = missing {
-            inv.io.err(m);
-        }
+    let (None, Some(lft), Some(cache)) = (missing, g.value('l'), g.value('i')) else {
+        inv.io.err(missing.unwrap_or_default());
         inv.io.out(&usage(&prog));
         return Err(CliError::Exit(2));
     };

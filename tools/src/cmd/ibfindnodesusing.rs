@@ -23,7 +23,7 @@ use mad_core::wire::AttributeId;
 use regex::Regex;
 
 use crate::command::{CliError, Invocation};
-use crate::ibdiag::getopt_std::getopts;
+use crate::ibdiag::getopt_std::{script_options, Script};
 use crate::ibdiag::perl_cache::topology_file;
 use crate::ibdiag::{self, open_name_map, resolve_guid, Common, RawSmpData};
 use crate::json::{Json, JsonExt};
@@ -263,18 +263,11 @@ fn hosts_routed(
 /// script's message on stdout), no port or a failed discovery when the
 /// file must be made (`IBEXIT`), an unreadable file (exit 2, as `die`).
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let prog = inv.prog.rsplit('/').next().unwrap_or(&inv.prog).to_owned();
-    let mut args = inv.args.clone();
-    let json = inv.session.json || args.iter().any(|a| a == "--json");
-    args.retain(|a| a != "--json");
-    let g = getopts("hRC:P:", &args);
-    for w in &g.warnings {
-        inv.io.err(&format!("{w}\n"));
-    }
-    if !g.ok || g.has('h') {
-        inv.io.out(&usage(&prog));
-        return Err(CliError::Exit(2));
-    }
+    let Script {
+        prog,
+        json,
+        opts: g,
+    } = script_options(inv, "hRC:P:", usage)?;
     let (ca, port) = (g.value('C').unwrap_or(""), g.value('P').unwrap_or(""));
     let target = format_guid(g.rest.first().map_or("", String::as_str));
     let target_port = g.rest.get(1).cloned().unwrap_or_default();

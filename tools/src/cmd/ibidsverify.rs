@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use crate::command::{CliError, Invocation};
 use crate::ibdiag;
-use crate::ibdiag::getopt_std::getopts;
+use crate::ibdiag::getopt_std::{script_options, Script};
 use crate::ibdiag::perl_cache::topology_file;
 use crate::json::{Json, JsonExt};
 
@@ -205,18 +205,11 @@ fn verify(text: &str) -> Verify {
 /// be made (`IBEXIT`), an unreadable or unwritable topology file
 /// (exit 2, as Perl's `die`); exit 1 when a problem was found.
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let prog = inv.prog.rsplit('/').next().unwrap_or(&inv.prog).to_owned();
-    let mut args = inv.args.clone();
-    let json = inv.session.json || args.iter().any(|a| a == "--json");
-    args.retain(|a| a != "--json");
-    let g = getopts("hRC:P:", &args);
-    for w in &g.warnings {
-        inv.io.err(&format!("{w}\n"));
-    }
-    if !g.ok || g.has('h') {
-        inv.io.out(&usage(&prog));
-        return Err(CliError::Exit(2));
-    }
+    let Script {
+        prog: _,
+        json,
+        opts: g,
+    } = script_options(inv, "hRC:P:", usage)?;
     let a = Args {
         regenerate: g.has('R'),
         ca: g.value('C').unwrap_or_default().to_owned(),

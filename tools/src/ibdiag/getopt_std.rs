@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 
+use crate::command::{CliError, Invocation};
+
 /// What `getopts` read.
 #[derive(Debug, Default)]
 pub struct GetoptStd {
@@ -97,6 +99,44 @@ pub fn getopts(spec: &str, args: &[String]) -> GetoptStd {
     g.rest = words.get(i..).map(<[String]>::to_vec).unwrap_or_default();
     g.ok = errs == 0;
     g
+}
+
+/// How a Perl script of infiniband-diags was started.
+#[derive(Debug)]
+pub struct Script {
+    /// Its name as run (`basename $0`).
+    pub prog: String,
+    /// `--json` (global, or among the words, where it is taken out).
+    pub json: bool,
+    /// The options.
+    pub opts: GetoptStd,
+}
+
+/// Reads a script's options as `getopts(spec)`, the warnings printed on
+/// stderr.
+///
+/// # Errors
+/// The usage `usage(prog)` on stdout and exit status 2 when an option was
+/// unknown or lacked its argument, or `-h` was given (the scripts'
+/// `getopts(...) or usage; usage if $opt_h`).
+pub fn script_options(
+    inv: &mut Invocation<'_, '_>,
+    spec: &str,
+    usage: fn(&str) -> String,
+) -> Result<Script, CliError> {
+    let prog = inv.prog.rsplit('/').next().unwrap_or(&inv.prog).to_owned();
+    let mut args = inv.args.clone();
+    let json = inv.session.json || args.iter().any(|a| a == "--json");
+    args.retain(|a| a != "--json");
+    let opts = getopts(spec, &args);
+    for w in &opts.warnings {
+        inv.io.err(&format!("{w}\n"));
+    }
+    if !opts.ok || opts.has('h') {
+        inv.io.out(&usage(&prog));
+        return Err(CliError::Exit(2));
+    }
+    Ok(Script { prog, json, opts })
 }
 
 #[cfg(test)]
