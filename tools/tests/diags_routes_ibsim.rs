@@ -357,3 +357,52 @@ fn check_lft_balance_heuristics_match_infiniband_diags() {
     // Balanced by -e only, unbalanced with it, balanced, a 13-port case.
     assert_eq!(verdicts[..6], [true, false, false, true, true, true]);
 }
+
+/// Under their own names (symlinks to `mad` found in PATH, so that
+/// argv[0] is the bare name as the scripts' `basename $0`), the usage
+/// names the script; `--json` failures are the JSON error.
+#[test]
+fn the_scripts_answer_to_their_own_names() {
+    let dir = Scratch::new("route-names");
+    for (tool, args, usage) in [
+        (
+            "check_lft_balance",
+            &[][..],
+            "Usage: check_lft_balance -l lft-output -i ibnetdiscover-cache [-e] [-v]\n",
+        ),
+        (
+            "ibfindnodesusing",
+            &["-h"],
+            "Usage: ibfindnodesusing [-R -C <ca_name> -P <ca_port>] <switch_guid|switch_name> <port>\n",
+        ),
+    ] {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mad"), dir.0.join(tool)).unwrap();
+        let o = std::process::Command::new(tool)
+            .args(args)
+            .env("PATH", &dir.0)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{tool}");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.starts_with(usage), "{tool}: {out}");
+    }
+    let missing = dir.path("missing");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mad"))
+        .args([
+            "--json",
+            "check_lft_balance",
+            "-l",
+            &missing,
+            "-i",
+            &missing,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["complete"], false);
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains(&missing),
+        "{v}"
+    );
+}
