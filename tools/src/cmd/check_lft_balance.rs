@@ -272,6 +272,39 @@ fn balance(text: &str, f: Option<&Fabric>, heuristic: bool, pat: &Patterns) -> V
     out
 }
 
+/// What the script prints for `usages`.
+fn usage_text(usages: &[Usage], verbose: bool) -> String {
+    let mut o = String::new();
+    for u in usages.iter().filter(|u| verbose || u.unbalanced) {
+        let head = if u.unbalanced {
+            "Unbalanced Switch"
+        } else {
+            "Switch"
+        };
+        o.push_str(&format!("{head} Port Usage: {}, {}\n", u.name, u.guid));
+        for (p, n) in &u.ports {
+            o.push_str(&format!("Port {p}: {n}\n"));
+        }
+    }
+    o
+}
+
+/// What the script prints for the forwarding-table dump `dump` (`-v`:
+/// `verbose`, `-e`: `heuristic`), the ports' links read from `fabric`
+/// (`None`: iblinkinfo answered nothing).
+///
+/// # Errors
+/// A pattern of the script's that does not compile (none does).
+pub fn report(
+    dump: &str,
+    fabric: Option<&Fabric>,
+    verbose: bool,
+    heuristic: bool,
+) -> Result<String, String> {
+    let pat = Patterns::new().map_err(|e| e.to_string())?;
+    Ok(usage_text(&balance(dump, fabric, heuristic, &pat), verbose))
+}
+
 /// Runs `check_lft_balance`.
 ///
 /// # Errors
@@ -332,20 +365,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         );
         return Ok(());
     }
-    let mut o = String::new();
-    for u in usages.iter().filter(|u| g.has('v') || u.unbalanced) {
-        if u.unbalanced {
-            o.push_str(&format!(
-                "Unbalanced Switch Port Usage: {}, {}\n",
-                u.name, u.guid
-            ));
-        } else {
-            o.push_str(&format!("Switch Port Usage: {}, {}\n", u.name, u.guid));
-        }
-        for (p, n) in &u.ports {
-            o.push_str(&format!("Port {p}: {n}\n"));
-        }
-    }
+    let o = usage_text(&usages, g.has('v'));
     inv.io.out(&o);
     Ok(())
 }

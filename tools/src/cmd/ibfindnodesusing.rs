@@ -38,7 +38,8 @@ fn usage(prog: &str) -> String {
 
 /// `format_guid`: lower case, the text after the first `0x`, zero-padded
 /// to 16 (Perl pads strings with `%016s` too).
-fn format_guid(s: &str) -> String {
+#[must_use]
+pub fn format_guid(s: &str) -> String {
     let lower: String = s
         .chars()
         .map(|c| {
@@ -53,12 +54,47 @@ fn format_guid(s: &str) -> String {
     format!("0x{body:0>16}")
 }
 
-/// The far end of a switch port, as `get_link_ends` records it.
-#[derive(Default, Clone)]
-struct LinkEnd {
-    guid: String,
-    port: String,
-    desc: String,
+/// The far end of a switch port, as `get_link_ends` records it (empty
+/// strings where the port has no link).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct LinkEnd {
+    /// `0x` and the GUID text of the topology file.
+    pub guid: String,
+    /// The port number, as the file writes it.
+    pub port: String,
+    /// The description between the last quotes before ` lid`.
+    pub desc: String,
+}
+
+/// A switch named in a topology file, and the far end of one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchPort {
+    /// `0x` and the switch's GUID text.
+    pub guid: String,
+    /// The text between `# ` and the last ` port` of its line.
+    pub desc: String,
+    /// The far end of the port asked for.
+    pub end: LinkEnd,
+}
+
+/// The switch `target` (as [`format_guid`] made it, or a pattern over
+/// the descriptions) and the far end of its `port` in `topology` (what
+/// `ibnetdiscover -g` prints), as the script finds them; `Ok(None)`
+/// when no switch matches.
+///
+/// # Errors
+/// A pattern of the script's that does not compile (none does).
+pub fn switch_port(topology: &str, target: &str, port: &str) -> Result<Option<SwitchPort>, String> {
+    let ends = link_ends(topology).map_err(|e| e.to_string())?;
+    let Some((guid, desc)) = find_switch(topology, target).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let guid = format!("0x{guid}");
+    let end = ends
+        .get(&(guid.clone(), port.to_owned()))
+        .cloned()
+        .unwrap_or_default();
+    Ok(Some(SwitchPort { guid, desc, end }))
 }
 
 /// `get_link_ends`: every switch port's far end, by ("0xGUID", port).
@@ -137,7 +173,8 @@ fn num(s: &str) -> u64 {
 /// `compress_hostlist` then `split ","`: runs of names with the same
 /// prefix and consecutive numeric suffixes become `prefixA-B`. `None`
 /// stands for the script's undefined first element (an empty name).
-fn compress(hosts: &[Option<String>]) -> Vec<String> {
+#[must_use]
+pub fn compress(hosts: &[Option<String>]) -> Vec<String> {
     let split = |h: &str| -> (String, String) {
         let digits = h.len() - h.trim_end_matches(|c: char| c.is_ascii_digit()).len();
         (
@@ -278,23 +315,18 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             .map_err(|e| CliError::Stderr(format!("Failed to open ibnet topology: {e}\n"), 2))
     };
     let text = read()?;
-    let bad_pattern = |e: regex::Error| CliError::Stderr(format!("{prog}: {e}\n"), 2);
-    let ends = link_ends(&text).map_err(bad_pattern)?;
     if target_port.is_empty() {
         inv.io.out(&usage(&prog));
         return Err(CliError::Exit(2));
     }
-    let Some((guid, desc)) = find_switch(&text, &target).map_err(bad_pattern)? else {
+    let found = switch_port(&text, &target, &target_port)
+        .map_err(|e| CliError::Stderr(format!("{prog}: {e}\n"), 2))?;
+    let Some(SwitchPort { guid, desc, end }) = found else {
         inv.io.out(&format!(
             "Switch \"{target}\" not found\n   Try running with the \"-R\" or \"-P\" option.\n"
         ));
         return Err(CliError::Exit(1));
     };
-    let guid = format!("0x{guid}");
-    let end = ends
-        .get(&(guid.clone(), target_port.clone()))
-        .cloned()
-        .unwrap_or_default();
     let c = Common {
         ca: (!ca.is_empty()).then(|| ca.to_owned()),
         port: (!port.is_empty()).then(|| crate::cnum::parse_port_arg(port)),

@@ -121,8 +121,16 @@ pub fn compare_with(
     fails: &mut Vec<String>,
     same: impl Fn(&Run, &Run) -> bool,
 ) {
-    let t = theirs(sim, tool, args);
+    let mut t = theirs(sim, tool, args);
     let o = ours(sim, tool, args);
+    // Under load libumad2sim now and then fails to attach the real tool
+    // (or the tool a script runs) to ibsim; that run is made again.
+    for _ in 0..2 {
+        if same(&t, &o) || !t.stderr_first.ends_with("can't open UMAD port ((null):0)") {
+            break;
+        }
+        t = theirs(sim, tool, args);
+    }
     if !same(&t, &o) {
         fails.push(differ(
             &format!("{what}: {tool} {args:?}"),
