@@ -107,6 +107,8 @@ OTHERS = [
     ("pcap_reader", "pcap"),
     ("hex_parser", "hex"),
     ("ibnetdisc_cache", "ibnetdisc_cache"),
+    ("lft_balance", "lft_balance"),
+    ("perl_topology", "perl_topology"),
     # Stateful: operation sequences (fuzz/src/rmpp_sender.rs, rmpp_receiver.rs, engine.rs).
     ("rmpp_sender_ops", "rmpp_sender_ops"),
     ("rmpp_receiver_ops", "rmpp_receiver_ops"),

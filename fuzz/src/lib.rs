@@ -322,3 +322,43 @@ pub fn ibnetdisc_cache(data: &[u8]) {
     let twice = decode(&encode(&once).expect("encodes")).expect("reads back");
     assert_eq!(once, twice);
 }
+
+/// check_lft_balance over an arbitrary forwarding-table dump, without
+/// and with a fabric, plain, `-v` and `-e`: never panics, and `-v`
+/// prints at least what the plain form prints.
+pub fn lft_balance(data: &[u8]) {
+    use mad_tools::cmd::check_lft_balance::report;
+    let text = String::from_utf8_lossy(data);
+    let fabric = mad_tools::discover::cache::decode(data).ok();
+    for f in [None, fabric.as_ref()] {
+        for e in [false, true] {
+            let plain = report(&text, f, false, e).expect("the patterns compile");
+            let all = report(&text, f, true, e).expect("the patterns compile");
+            assert!(all.len() >= plain.len());
+        }
+    }
+}
+
+/// ibfindnodesusing over an arbitrary topology file: the switch named by
+/// the first line's words (GUID or pattern) and port; never panics, and
+/// a found switch's GUID is `0x` and the file's text. Host lists of the
+/// remaining lines compress without losing a name's prefix.
+pub fn perl_topology(data: &[u8]) {
+    use mad_tools::cmd::ibfindnodesusing::{compress, format_guid, switch_port};
+    let text = String::from_utf8_lossy(data);
+    let mut words = text.lines().next().unwrap_or("").split(' ');
+    let target = format_guid(words.next().unwrap_or(""));
+    let port = words.next().unwrap_or("1");
+    if let Some(sp) = switch_port(&text, &target, port).expect("the patterns compile") {
+        assert!(sp.guid.starts_with("0x"));
+    }
+    let hosts: Vec<Option<String>> = text.lines().skip(1).map(|l| Some(l.to_owned())).collect();
+    let commas = hosts.iter().flatten().any(|n| n.contains(','));
+    for h in compress(&hosts) {
+        // The script splits the joined list at commas, names' too.
+        assert!(commas || h.is_empty() || hosts.iter().flatten().any(|n| {
+            let prefix = n.trim_end_matches(|c: char| c.is_ascii_digit());
+            h.starts_with(prefix)
+        }));
+    }
+}

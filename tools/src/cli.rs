@@ -238,6 +238,16 @@ pub const COMMANDS: &[Command] = &[
         "dump_fts -M, then its replaced-by warning (infiniband-diags dump_mfts.sh)",
         crate::cmd::dump_fts::run_dump_mfts,
     ),
+    Command::tool(
+        "check_lft_balance",
+        "check that the switches' routes are spread evenly over their ports (infiniband-diags check_lft_balance)",
+        crate::cmd::check_lft_balance::run,
+    ),
+    Command::tool(
+        "ibfindnodesusing",
+        "list the hosts routed through a switch port (infiniband-diags ibfindnodesusing)",
+        crate::cmd::ibfindnodesusing::run,
+    ),
     Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",

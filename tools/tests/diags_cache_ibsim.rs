@@ -22,20 +22,15 @@ mod support;
 
 mod diags_compare;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use diags_compare::{fixture, needs, ours, theirs, Run};
+use diags_compare::{differ, fixture, needs, ours, theirs, Run, Scratch};
 use support::opensm::OpenSm;
 use support::IbSim;
 
 /// The fabrics the cache is compared on.
-const FABRICS: &[&str] = &[
-    "net.2sw2path4hca2port",
-    "net.odd-names",
-    "net.torus3x3",
-    "net.mixed-rates",
-];
+const FABRICS: &[&str] = diags_compare::FOUR_FABRICS;
 
 /// The date line of the topology output, which differs between runs.
 fn undated(r: &Run) -> Run {
@@ -58,38 +53,6 @@ fn undated(r: &Run) -> Run {
         stderr_first: r.stderr_first.clone(),
         code: r.code,
     }
-}
-
-/// A scratch directory, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(what: &str) -> Self {
-        let d = std::env::temp_dir().join(format!(
-            "madstack-cache-{}-{}",
-            std::process::id(),
-            what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        Self(d)
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn differ(what: &str, a_name: &str, a: &Run, b_name: &str, b: &Run) -> String {
-    format!(
-        "{what}\n--- {a_name} ({:?}, stderr {:?}):\n{}--- {b_name} ({:?}, stderr {:?}):\n{}",
-        a.code, a.stderr_first, a.stdout, b.code, b.stderr_first, b.stdout
-    )
 }
 
 /// Writes both caches of the fabric; returns (theirs, ours).
@@ -749,7 +712,7 @@ fn ibidsverify_matches_infiniband_diags() {
         diags_compare::compare(&sim, &what, "ibidsverify", &[], &mut fails);
         let _ = ours(&sim, "ibidsverify", &["-R"]);
         diags_compare::compare(&sim, &what, "ibidsverify", &[], &mut fails);
-        for args in [&["-x"][..], &["-h"], &["-Rx"]] {
+        for args in [&["-x"][..], &["-h"], &["-Rx"], &["-h", "-x"], &["-C"]] {
             diags_compare::compare(&sim, &what, "ibidsverify", args, &mut fails);
         }
         let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));

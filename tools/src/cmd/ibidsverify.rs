@@ -19,12 +19,10 @@
 use std::collections::HashMap;
 
 use crate::command::{CliError, Invocation};
-use crate::discover::format::{self, TopologyOptions};
-use crate::ibdiag::{self, limits, open_name_map, run_discovery, Common};
+use crate::ibdiag;
+use crate::ibdiag::getopt_std::{script_options, Script};
+use crate::ibdiag::perl_cache::topology_file;
 use crate::json::{Json, JsonExt};
-
-/// Where infiniband-diags' Perl scripts keep their topology files.
-pub const CACHE_DIR: &str = "/var/cache/infiniband-diags";
 
 /// The script's usage text (on stdout, exit status 2).
 fn usage(prog: &str) -> String {
@@ -33,56 +31,11 @@ fn usage(prog: &str) -> String {
     )
 }
 
-/// The options as `getopts("hRC:P:")` reads them.
+/// The options the script reads.
 struct Args {
     regenerate: bool,
     ca: String,
     port: String,
-}
-
-/// `Err(Some(c))`: an unknown option letter; `Err(None)`: `-h` or a
-/// missing option argument.
-fn getopts(args: &[String]) -> Result<Args, Option<char>> {
-    let mut a = Args {
-        regenerate: false,
-        ca: String::new(),
-        port: String::new(),
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let w = &args[i];
-        if w == "--" || !w.starts_with('-') || w.len() < 2 {
-            break;
-        }
-        let letters: Vec<char> = w[1..].chars().collect();
-        let mut k = 0;
-        while k < letters.len() {
-            match letters[k] {
-                'h' => return Err(None),
-                'R' => a.regenerate = true,
-                c @ ('C' | 'P') => {
-                    let rest: String = letters[k + 1..].iter().collect();
-                    let val = if rest.is_empty() {
-                        i += 1;
-                        args.get(i).cloned().ok_or(None)?
-                    } else {
-                        rest
-                    };
-                    if c == 'C' {
-                        a.ca = val;
-                    } else {
-                        a.port = val;
-                    }
-                    k = letters.len();
-                    continue;
-                }
-                c => return Err(Some(c)),
-            }
-            k += 1;
-        }
-        i += 1;
-    }
-    Ok(a)
 }
 
 /// The checks of the script over its topology file.
@@ -252,47 +205,17 @@ fn verify(text: &str) -> Verify {
 /// be made (`IBEXIT`), an unreadable or unwritable topology file
 /// (exit 2, as Perl's `die`); exit 1 when a problem was found.
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let prog = inv.prog.rsplit('/').next().unwrap_or(&inv.prog).to_owned();
-    let mut args = inv.args.clone();
-    let json = inv.session.json || args.iter().any(|a| a == "--json");
-    args.retain(|a| a != "--json");
-    let a = match getopts(&args) {
-        Ok(a) => a,
-        Err(bad) => {
-            if let Some(c) = bad {
-                inv.io.err(&format!("Unknown option: {c}\n"));
-            }
-            inv.io.out(&usage(&prog));
-            return Err(CliError::Exit(2));
-        }
+    let Script {
+        prog: _,
+        json,
+        opts: g,
+    } = script_options(inv, "hRC:P:", usage)?;
+    let a = Args {
+        regenerate: g.has('R'),
+        ca: g.value('C').unwrap_or_default().to_owned(),
+        port: g.value('P').unwrap_or_default().to_owned(),
     };
-    if !std::path::Path::new(CACHE_DIR).is_dir() {
-        std::fs::create_dir_all(CACHE_DIR)
-            .map_err(|e| CliError::Stderr(format!("cannot create {CACHE_DIR}: {e}\n"), 2))?;
-    }
-    let file = format!("{CACHE_DIR}/ibnetdiscover-{}-{}.topology", a.ca, a.port);
-    if a.regenerate || !std::path::Path::new(&file).is_file() {
-        let c = Common {
-            ca: (!a.ca.is_empty()).then(|| a.ca.clone()),
-            port: (!a.port.is_empty()).then(|| crate::cnum::parse_port_arg(&a.port)),
-            ..Common::default()
-        };
-        let session = ibdiag::open_session(inv, &c)?;
-        let d = run_discovery(inv, &session, limits(None, None), 0, false)?;
-        let _ = session.close();
-        let map = open_name_map(inv, None);
-        let text = format::topology(
-            &d.fabric,
-            &TopologyOptions {
-                group: true,
-                name_map: map.as_ref(),
-                ctime: crate::discover::ctime::ctime_now(),
-                ..TopologyOptions::default()
-            },
-        );
-        std::fs::write(&file, text)
-            .map_err(|e| CliError::Stderr(format!("Failed to open ibnet topology: {e}\n"), 2))?;
-    }
+    let file = topology_file(inv, &a.ca, &a.port, a.regenerate)?;
     let text = std::fs::read(&file)
         .map_err(|e| CliError::Stderr(format!("Failed to open ibnet topology: {e}\n"), 2))?;
     let v = verify(&String::from_utf8_lossy(&text));

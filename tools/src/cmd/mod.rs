@@ -11,6 +11,7 @@
 //! formatters, or JSON with `--json`.
 
 pub mod bench;
+pub mod check_lft_balance;
 pub mod cm;
 pub mod dump_fts;
 pub mod exporter;
@@ -18,6 +19,7 @@ pub mod ibaddr;
 pub mod ibcacheedit;
 pub mod ibccconfig;
 pub mod ibccquery;
+pub mod ibfindnodesusing;
 pub mod ibhosts;
 pub mod ibidsverify;
 pub mod iblinkinfo;

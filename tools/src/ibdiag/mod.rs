@@ -18,8 +18,10 @@
 pub mod dest;
 pub mod fabric;
 pub mod fts;
+pub mod getopt_std;
 pub mod ops;
 pub mod options;
+pub mod perl_cache;
 pub mod report;
 pub mod trace;
 

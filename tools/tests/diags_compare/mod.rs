@@ -111,13 +111,83 @@ pub fn theirs(sim: &IbSim, tool: &str, args: &[&str]) -> Run {
 
 /// Compares one case; a difference is collected in `fails`.
 pub fn compare(sim: &IbSim, what: &str, tool: &str, args: &[&str], fails: &mut Vec<String>) {
-    let t = theirs(sim, tool, args);
+    compare_with(sim, what, tool, args, fails, |t, o| t == o);
+}
+
+/// Compares one case by `same(theirs, ours)`; a difference is collected
+/// in `fails`.
+pub fn compare_with(
+    sim: &IbSim,
+    what: &str,
+    tool: &str,
+    args: &[&str],
+    fails: &mut Vec<String>,
+    same: impl Fn(&Run, &Run) -> bool,
+) {
+    let mut t = theirs(sim, tool, args);
     let o = ours(sim, tool, args);
-    if t != o {
-        fails.push(format!(
-            "{what}: {tool} {args:?}\n--- infiniband-diags ({:?}, stderr {:?}):\n{}--- ours ({:?}, stderr {:?}):\n{}",
-            t.code, t.stderr_first, t.stdout, o.code, o.stderr_first, o.stdout
+    // Under load libumad2sim now and then fails to attach the real tool
+    // (or the tool a script runs) to ibsim; that run is made again.
+    for _ in 0..2 {
+        if same(&t, &o) || !t.stderr_first.ends_with("can't open UMAD port ((null):0)") {
+            break;
+        }
+        t = theirs(sim, tool, args);
+    }
+    if !same(&t, &o) {
+        fails.push(differ(
+            &format!("{what}: {tool} {args:?}"),
+            "infiniband-diags",
+            &t,
+            "ours",
+            &o,
         ));
+    }
+}
+
+/// The report of two runs that differ.
+pub fn differ(what: &str, a_name: &str, a: &Run, b_name: &str, b: &Run) -> String {
+    format!(
+        "{what}\n--- {a_name} ({:?}, stderr {:?}):\n{}--- {b_name} ({:?}, stderr {:?}):\n{}",
+        a.code, a.stderr_first, a.stdout, b.code, b.stderr_first, b.stdout
+    )
+}
+
+/// The fabrics of `tests/fixtures/topologies` the scripts are compared
+/// on: ibsim's two-switch example with two-port HCAs, one with odd node
+/// descriptions, a 3x3 torus of switches, and one whose links have mixed
+/// widths and speeds.
+pub const FOUR_FABRICS: &[&str] = &[
+    "net.2sw2path4hca2port",
+    "net.odd-names",
+    "net.torus3x3",
+    "net.mixed-rates",
+];
+
+/// A scratch directory, removed on drop.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// A new directory for `what` under the temporary directory.
+    pub fn new(what: &str) -> Self {
+        let d = std::env::temp_dir().join(format!(
+            "madstack-diags-{}-{}",
+            std::process::id(),
+            what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        Self(d)
+    }
+
+    /// The path of `name` in the directory.
+    pub fn path(&self, name: &str) -> String {
+        self.0.join(name).to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
