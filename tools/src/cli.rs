@@ -139,6 +139,11 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::ibccconfig::run,
     ),
     Command::tool(
+        "ibping",
+        "ping a port with the OpenIB vendor class, or serve it (infiniband-diags ibping)",
+        crate::cmd::ibping::run,
+    ),
+    Command::tool(
         "sminfo",
         "query the SM's SMInfo (infiniband-diags sminfo)",
         crate::cmd::sminfo::run,

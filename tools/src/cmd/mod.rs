@@ -21,6 +21,7 @@ pub mod ibhosts;
 pub mod ibidsverify;
 pub mod iblinkinfo;
 pub mod ibnetdiscover;
+pub mod ibping;
 pub mod ibportstate;
 pub mod ibqueryerrors;
 pub mod ibroute;

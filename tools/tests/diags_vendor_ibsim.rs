@@ -1,0 +1,294 @@
+//! The OpenIB vendor-class tools (`ibping`) against infiniband-diags 44's
+//! on the same ibsim + OpenSM fabric, and end to end on the built-in
+//! fabric, whose CAs run the ping server.
+//!
+//! ibsim delivers a QP1 request only to a client attached as the port's
+//! SM (`SIM_SET_ISSM`), and infiniband-diags' `ibping -S` attached so
+//! crashes under libumad2sim once OpenSM talks to it (tools/README.md):
+//! our server is therefore answered by both clients, and both clients are
+//! compared where nobody serves.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+mod diags_compare;
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use diags_compare::{fixture, needs, real_on_served, summarize, theirs, Run, FABRICS};
+use support::opensm::OpenSm;
+use support::IbSim;
+
+/// `run` with the times of ibping's lines (`time 0.123 ms`, `time 3 ms`,
+/// `rtt min/avg/max = ...`) masked: they are measured, not computed.
+fn masked(mut run: Run) -> Run {
+    let mut out = String::new();
+    for line in run.stdout.lines() {
+        let l = if let Some((head, _)) = line.split_once("rtt min/avg/max = ") {
+            format!("{head}rtt min/avg/max = T")
+        } else if let Some((head, _)) = line.rsplit_once(" time ") {
+            format!("{head} time T")
+        } else {
+            line.to_owned()
+        };
+        out.push_str(&l);
+        out.push('\n');
+    }
+    run.stdout = out;
+    run
+}
+
+/// Our `mad --ibsim ibping ARGS` attached at `node` (None: ibsim's
+/// default).
+fn ours_at(sim: &IbSim, node: Option<&str>, args: &[&str]) -> Run {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mad"));
+    c.current_dir(std::env::temp_dir())
+        .args(["--ibsim", "ibping"])
+        .args(args)
+        .env("IBSIM_SOCKNAME", sim.sockname())
+        .env_remove("SIM_SET_ISSM")
+        .env_remove("IBSIM_SERVER_NAME")
+        .env_remove("IBSIM_SERVER_PORT")
+        .stdin(Stdio::null());
+    match node {
+        Some(n) => c.env("SIM_HOST", n),
+        None => c.env_remove("SIM_HOST"),
+    };
+    let o = c.output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("panicked"),
+        "{args:?} panicked"
+    );
+    summarize(&o)
+}
+
+/// infiniband-diags' `ibping ARGS` attached at `node`.
+fn theirs_at(sim: &IbSim, node: &str, args: &[&str]) -> Run {
+    let o = sim
+        .umad2sim_command(support::opensm::sbin("ibping").to_str().unwrap())
+        .env("SIM_HOST", node)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let mut r = summarize(&o);
+    // Run by its path: its argv[0] only shows in the usage, not used here.
+    r.stderr_first = r.stderr_first.replace("/usr/sbin/", "");
+    r
+}
+
+/// This machine's `hostname.domainname`, as ibping's server answers.
+fn host_and_domain() -> String {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{f}"))
+            .unwrap()
+            .trim_end()
+            .to_owned()
+    };
+    let (h, d) = (read("hostname"), read("domainname"));
+    if d.is_empty() {
+        h
+    } else {
+        format!("{h}.{d}")
+    }
+}
+
+/// The base LID of `node`'s port (the real ibaddr's `-L` there).
+fn lid_of(sim: &IbSim, node: &str) -> String {
+    let o = sim
+        .umad2sim_command(support::opensm::sbin("ibaddr").to_str().unwrap())
+        .env("SIM_HOST", node)
+        .arg("-L")
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout);
+    t.split_whitespace().last().unwrap().to_owned()
+}
+
+/// Where nobody serves the class, both clients lose every ping and say
+/// so alike; usage, option and destination errors are the C tool's.
+#[test]
+fn ibping_matches_infiniband_diags_on_ibsim() {
+    if !needs(&["ibping", "ibaddr"]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    for name in FABRICS {
+        let sim = IbSim::start(fixture(name));
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        let ca = lid_of(
+            &sim,
+            if *name == "net.odd-names" {
+                "x"
+            } else {
+                "Hca1"
+            },
+        );
+        let ca = ca.as_str();
+        for args in [
+            &["-t", "200", "-f", "-c", "3", ca][..],
+            &["-c", "1", ca],
+            &["-f", "-c", "0", ca],
+            &["-f", "-c", "2", "-o", "0x2c9", ca],
+            &["-G", "-f", "-c", "1", "0xdeadbeef"],
+            &[],
+            &["-h"],
+            &["-c"],
+            &["-D", "1"],
+            &["-y", "1", "1"],
+            &["--bogus", "1"],
+        ] {
+            let t = masked(theirs(&sim, "ibping", args));
+            let o = masked(diags_compare::ours(&sim, "ibping", args));
+            if t != o {
+                fails.push(format!(
+                    "{name}: ibping {args:?}\n--- infiniband-diags ({:?}, {:?}):\n{}--- ours ({:?}, {:?}):\n{}",
+                    t.code, t.stderr_first, t.stdout, o.code, o.stderr_first, o.stdout
+                ));
+            }
+        }
+        // LID 1 is OpenSM's port: ibsim hands it the pings, which nobody
+        // answers; libumad2sim's receive then times out itself and says
+        // so first (tools/README.md), or libibmad's own warning when its
+        // retries ran out first: stdout and status alike.
+        for args in [&["-f", "-c", "2", "1"][..], &["-t", "100", "-c", "1", "1"]] {
+            let t = masked(theirs(&sim, "ibping", args));
+            let o = masked(diags_compare::ours(&sim, "ibping", args));
+            let timed_out = "ibwarn: [PID] _do_madrpc: recv failed: Connection timed out";
+            if (&t.stdout, t.code) != (&o.stdout, o.code)
+                || ![timed_out, o.stderr_first.as_str()].contains(&t.stderr_first.as_str())
+            {
+                fails.push(format!("{name}: ibping {args:?}: {t:?} / {o:?}"));
+            }
+        }
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}
+
+/// A server killed (by its PID) when the test ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Our `mad --ibsim ibping -S` on Hca1 answers infiniband-diags' client
+/// on Hca2 with this host's name, and ours alike (times masked).
+#[test]
+fn our_ibping_server_answers_infiniband_diags_client_over_ibsim() {
+    if !needs(&["ibping", "ibaddr"]) {
+        return;
+    }
+    let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
+    let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+    let lid = lid_of(&sim, "Hca1");
+    let _server = Server(
+        Command::new(env!("CARGO_BIN_EXE_mad"))
+            .current_dir(std::env::temp_dir())
+            .args(["--ibsim", "ibping", "-S"])
+            .env("IBSIM_SOCKNAME", sim.sockname())
+            .env("SIM_HOST", "Hca1")
+            .env("SIM_SET_ISSM", "1")
+            .env_remove("IBSIM_SERVER_NAME")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Ready once it answers (attaching takes a moment).
+    let args = ["-f", "-c", "3", lid.as_str()];
+    let mut t = theirs_at(&sim, "Hca2", &args);
+    for _ in 0..50 {
+        if t.stdout.contains(" 3 received") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        t = theirs_at(&sim, "Hca2", &args);
+    }
+    let host = host_and_domain();
+    assert!(
+        t.stdout
+            .starts_with(&format!("\n--- {host} (Lid {lid}) ibping statistics ---\n3 packets transmitted, 3 received, 0% packet loss")),
+        "{t:?}"
+    );
+    let o = ours_at(&sim, Some("Hca2"), &args);
+    assert_eq!(masked(o), masked(t));
+    // Not flooding: a line per pong.
+    let args = ["-c", "2", lid.as_str()];
+    let t = masked(theirs_at(&sim, "Hca2", &args));
+    let o = masked(ours_at(&sim, Some("Hca2"), &args));
+    assert_eq!(o, t);
+    assert!(
+        o.stdout.starts_with(&format!(
+            "Pong from {host} (Lid {lid}): time T\nPong from {host} (Lid {lid}): time T\n"
+        )),
+        "{o:?}"
+    );
+    // Another OUI is nobody's: lost.
+    let args = ["-f", "-c", "1", "-o", "0x2c9", lid.as_str()];
+    let t = masked(theirs_at(&sim, "Hca2", &args));
+    assert_eq!(masked(ours_at(&sim, Some("Hca2"), &args)), t);
+    assert!(t
+        .stdout
+        .contains("1 packets transmitted, 0 received, 100% packet loss"));
+}
+
+/// On the built-in fabric every CA answers as a running server (its host
+/// the node description's first word); a switch does not; infiniband-diags'
+/// ibping on the served fabric gets the same answers.
+#[test]
+fn ibping_works_on_the_built_in_fabric() {
+    let sim = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mad"))
+            .arg("--sim")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (code, out) = sim(&["ibping", "-f", "-c", "2", "3"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("\n--- host-2 (Lid 3) ibping statistics ---\n2 packets transmitted, 2 received, 0% packet loss"), "{out}");
+    let (code, out) = sim(&["ibping", "-c", "1", "1"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("Pong from host-1 (Lid 1): time "), "{out}");
+    let (code, out) = sim(&["ibping", "-f", "-c", "2", "2"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("2 packets transmitted, 0 received, 100% packet loss"),
+        "{out}"
+    );
+    let (code, out) = sim(&["ibping", "--json", "-f", "-c", "2", "3"]);
+    assert_eq!(code, Some(0), "{out}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["host"], "host-2");
+    assert_eq!(j["received"], 2);
+    assert_eq!(j["pongs"][1]["host"], "host-2");
+    if !needs(&["ibping"]) {
+        return;
+    }
+    let served =
+        support::served::Served::start(std::path::Path::new(env!("CARGO_BIN_EXE_mad")), "ping");
+    let (code, out) = real_on_served(&served, "ibping", &["-f", "-c", "2", "3"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("\n--- host-2 (Lid 3) ibping statistics ---\n2 packets transmitted, 2 received, 0% packet loss"), "{out}");
+    let (code, out) = real_on_served(&served, "ibping", &["-f", "-c", "1", "2"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("1 packets transmitted, 0 received, 100% packet loss"),
+        "{out}"
+    );
+}
