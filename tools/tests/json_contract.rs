@@ -112,6 +112,8 @@ const SUCCESSES: &[(&str, &[&str])] = &[
         "ibccconfig",
         &["ibccconfig", "SP", "2", "3", "1", "0", "5", "8", "100"],
     ),
+    ("ibping", &["ibping", "-f", "-c", "2", "3"]),
+    ("ibping", &["ibping", "-f", "-c", "1", "2"]),
     ("saquery", &["saquery", "NR"]),
     ("saquery", &["saquery", "PR"]),
     ("saquery", &["saquery", "PIR"]),
