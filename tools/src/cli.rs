@@ -144,6 +144,11 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::ibping::run,
     ),
     Command::tool(
+        "ibsysstat",
+        "ask a port's sysstat server for ping, host or cpu, or serve it (infiniband-diags ibsysstat)",
+        crate::cmd::ibsysstat::run,
+    ),
+    Command::tool(
         "sminfo",
         "query the SM's SMInfo (infiniband-diags sminfo)",
         crate::cmd::sminfo::run,

@@ -47,9 +47,14 @@ fn masked(mut run: Run) -> Run {
 /// Our `mad --ibsim ibping ARGS` attached at `node` (None: ibsim's
 /// default).
 fn ours_at(sim: &IbSim, node: Option<&str>, args: &[&str]) -> Run {
+    ours_tool_at(sim, "ibping", node, args)
+}
+
+/// Our `mad --ibsim TOOL ARGS` attached at `node`.
+fn ours_tool_at(sim: &IbSim, tool: &str, node: Option<&str>, args: &[&str]) -> Run {
     let mut c = Command::new(env!("CARGO_BIN_EXE_mad"));
     c.current_dir(std::env::temp_dir())
-        .args(["--ibsim", "ibping"])
+        .args(["--ibsim", tool])
         .args(args)
         .env("IBSIM_SOCKNAME", sim.sockname())
         .env_remove("SIM_SET_ISSM")
@@ -70,17 +75,25 @@ fn ours_at(sim: &IbSim, node: Option<&str>, args: &[&str]) -> Run {
 
 /// infiniband-diags' `ibping ARGS` attached at `node`.
 fn theirs_at(sim: &IbSim, node: &str, args: &[&str]) -> Run {
+    theirs_tool_at(sim, "ibping", node, args)
+}
+
+/// infiniband-diags' `TOOL ARGS` attached at `node`.
+fn theirs_tool_at(sim: &IbSim, tool: &str, node: &str, args: &[&str]) -> Run {
+    // By its bare name, as ours runs (its IBEXIT line starts with it).
+    let dir = support::opensm::sbin(tool).parent().unwrap().to_path_buf();
     let o = sim
-        .umad2sim_command(support::opensm::sbin("ibping").to_str().unwrap())
+        .umad2sim_command(tool)
+        .env(
+            "PATH",
+            format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", dir.display()),
+        )
         .env("SIM_HOST", node)
         .args(args)
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let mut r = summarize(&o);
-    // Run by its path: its argv[0] only shows in the usage, not used here.
-    r.stderr_first = r.stderr_first.replace("/usr/sbin/", "");
-    r
+    summarize(&o)
 }
 
 /// This machine's `hostname.domainname`, as ibping's server answers.
@@ -181,6 +194,25 @@ impl Drop for Server {
     }
 }
 
+/// Our `mad --ibsim TOOL -S` on Hca1, attached as its port's SM client
+/// (ibsim hands QP1 requests to no other).
+fn our_server(sim: &IbSim, tool: &str) -> Server {
+    Server(
+        Command::new(env!("CARGO_BIN_EXE_mad"))
+            .current_dir(std::env::temp_dir())
+            .args(["--ibsim", tool, "-S"])
+            .env("IBSIM_SOCKNAME", sim.sockname())
+            .env("SIM_HOST", "Hca1")
+            .env("SIM_SET_ISSM", "1")
+            .env_remove("IBSIM_SERVER_NAME")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// Our `mad --ibsim ibping -S` on Hca1 answers infiniband-diags' client
 /// on Hca2 with this host's name, and ours alike (times masked).
 #[test]
@@ -191,20 +223,8 @@ fn our_ibping_server_answers_infiniband_diags_client_over_ibsim() {
     let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
     let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
     let lid = lid_of(&sim, "Hca1");
-    let _server = Server(
-        Command::new(env!("CARGO_BIN_EXE_mad"))
-            .current_dir(std::env::temp_dir())
-            .args(["--ibsim", "ibping", "-S"])
-            .env("IBSIM_SOCKNAME", sim.sockname())
-            .env("SIM_HOST", "Hca1")
-            .env("SIM_SET_ISSM", "1")
-            .env_remove("IBSIM_SERVER_NAME")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _server = our_server(&sim, "ibping");
+
     // Ready once it answers (attaching takes a moment).
     let args = ["-f", "-c", "3", lid.as_str()];
     let mut t = theirs_at(&sim, "Hca2", &args);
@@ -291,4 +311,107 @@ fn ibping_works_on_the_built_in_fabric() {
         out.contains("1 packets transmitted, 0 received, 100% packet loss"),
         "{out}"
     );
+}
+
+/// ibsysstat where nobody serves (a lost request: the same IBEXIT), its
+/// usage and option errors, and against our `ibsysstat -S` on Hca1:
+/// ping, host and cpu answered to infiniband-diags' client and ours
+/// alike, the host this machine's and the CPUs /proc/cpuinfo's.
+#[test]
+fn ibsysstat_matches_infiniband_diags_on_ibsim() {
+    if !needs(&["ibsysstat", "ibaddr"]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    let sim = IbSim::start(fixture("net.2sw2path4hca2port"));
+    let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+    let lid = lid_of(&sim, "Hca1");
+    let lid = lid.as_str();
+    let mut check = |args: &[&str]| {
+        let t = theirs_tool_at(&sim, "ibsysstat", "Hca2", args);
+        let o = ours_tool_at(&sim, "ibsysstat", Some("Hca2"), args);
+        if t != o {
+            fails.push(format!(
+                "ibsysstat {args:?}\n--- infiniband-diags: {t:?}\n--- ours: {o:?}"
+            ));
+        }
+        t
+    };
+    for args in [
+        &[lid][..],
+        &[lid, "host"],
+        &["-t", "200", lid, "cpu"],
+        &[lid, "bogus"],
+        &[lid, "Host"],
+        &[],
+        &["-h"],
+        &["-o"],
+        &["-D", "1"],
+        &["-G", "0xdeadbeef"],
+    ] {
+        check(args);
+    }
+    let _server = our_server(&sim, "ibsysstat");
+    // Ready once it answers (attaching takes a moment).
+    for _ in 0..50 {
+        if theirs_tool_at(&sim, "ibsysstat", "Hca2", &[lid]).code == Some(0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let t = check(&[lid]);
+    assert_eq!(t.stdout, "sysstat ping succeeded\n");
+    let t = check(&[lid, "host"]);
+    assert_eq!(t.stdout, format!("{}\n", host_and_domain()));
+    let t = check(&[lid, "cpu"]);
+    let n = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("processor\t"))
+        .count();
+    assert_eq!(
+        t.stdout.lines().filter(|l| l.starts_with("cpu ")).count(),
+        n,
+        "{t:?}"
+    );
+    check(&[lid, "ping"]);
+    check(&["-o", "0x2c9", "-t", "200", lid]);
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}
+
+/// On the built-in fabric every CA runs the sysstat server (host: its
+/// node description's first word; no CPU lines), and infiniband-diags'
+/// ibsysstat on the served fabric gets the same answers.
+#[test]
+fn ibsysstat_works_on_the_built_in_fabric() {
+    let ours = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mad"))
+            .args(["--sim", "ibsysstat"])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    assert_eq!(ours(&["3"]), (Some(0), "sysstat ping succeeded\n".into()));
+    assert_eq!(ours(&["3", "host"]), (Some(0), "host-2\n".into()));
+    assert_eq!(ours(&["1", "cpu"]), (Some(0), "\n".into()));
+    let (code, out) = ours(&["--json", "3", "host"]);
+    assert_eq!(code, Some(0));
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (j["op"].as_str(), j["text"].as_str()),
+        (Some("host"), Some("host-2"))
+    );
+    if !needs(&["ibsysstat"]) {
+        return;
+    }
+    let served =
+        support::served::Served::start(std::path::Path::new(env!("CARGO_BIN_EXE_mad")), "sysstat");
+    for args in [&["3"][..], &["3", "host"], &["1", "cpu"], &["1", "ping"]] {
+        let t = real_on_served(&served, "ibsysstat", args);
+        assert_eq!(t, ours(args), "{args:?}");
+    }
 }

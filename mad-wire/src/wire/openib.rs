@@ -1,9 +1,13 @@
-//! The OpenIB vendor classes' requests and answers (infiniband-diags'
-//! `ibping`, class 0x32, OUI 0x001405): a Get of attribute 0 whose answer
-//! carries the server's `host.domain` text as a NUL-terminated string in
-//! the vendor data area (bytes 40–255).
+//! The OpenIB vendor classes' requests and answers, OUI 0x001405:
+//! infiniband-diags' `ibping` (class 0x32: a Get of attribute 0 whose
+//! answer carries the server's `host.domain` text as a NUL-terminated
+//! string in the vendor data area, bytes 40–255) and `ibsysstat` (class
+//! 0x33: attributes ping, host and cpu, the host's text or its CPUs'
+//! lines as a C string).
 
-use super::vendor::{VendorMad, IB_OPENIB_OUI, IB_VENDOR_OPENIB_PING_CLASS};
+use super::vendor::{
+    VendorMad, IB_OPENIB_OUI, IB_VENDOR_OPENIB_PING_CLASS, IB_VENDOR_OPENIB_SYSSTAT_CLASS,
+};
 use super::{AttributeId, Error, Mad, Method, MgmtClass, MAD_LEN, VENDOR_DATA_OFFSET};
 
 /// The vendor range-2 data area's size (`IB_VENDOR_RANGE2_DATA_SIZE`).
@@ -45,10 +49,77 @@ pub fn ping_request(oui: u32) -> Result<[u8; MAD_LEN], Error> {
 /// OUI (what the built-in fabric's CAs answer).
 #[must_use]
 pub fn is_openib_ping(mad: &[u8]) -> bool {
+    is_openib(mad, IB_VENDOR_OPENIB_PING_CLASS)
+}
+
+/// True when `mad` is a request of the OpenIB sysstat class with the
+/// OpenIB OUI.
+#[must_use]
+pub fn is_openib_sysstat(mad: &[u8]) -> bool {
+    is_openib(mad, IB_VENDOR_OPENIB_SYSSTAT_CLASS)
+}
+
+fn is_openib(mad: &[u8], class: MgmtClass) -> bool {
     let Ok(v) = VendorMad::new_checked(mad) else {
         return false;
     };
-    v.mad().mgmt_class() == IB_VENDOR_OPENIB_PING_CLASS && v.oui() == IB_OPENIB_OUI
+    v.mad().mgmt_class() == class && v.oui() == IB_OPENIB_OUI
+}
+
+/// ibsysstat's attributes (`enum ib_sysstat_attr_t`).
+pub mod sysstat_attr {
+    /// `ping`: answered with nothing but the header.
+    pub const PING: u16 = 0x10;
+    /// `host`: the server's `host.domain`.
+    pub const HOST_INFO: u16 = 0x11;
+    /// `cpu`: a `cpu N: model M MHZ F` line per CPU.
+    pub const CPU_INFO: u16 = 0x12;
+}
+
+/// ibsysstat's op names (`match_attr`: exact, case sensitive).
+#[must_use]
+pub fn sysstat_op(name: &str) -> Option<u16> {
+    match name {
+        "ping" => Some(sysstat_attr::PING),
+        "host" => Some(sysstat_attr::HOST_INFO),
+        "cpu" => Some(sysstat_attr::CPU_INFO),
+        _ => None,
+    }
+}
+
+/// `build_cpuinfo` and the cpu answer of `mk_reply`: from the text of
+/// `/proc/cpuinfo`, a `cpu N: model MODEL MHZ MHZ` line per `processor`
+/// entry (up to 256), each value the text after its `:` (leading space
+/// kept, `(null)` when the entry has none).
+#[must_use]
+pub fn cpu_info_text(cpuinfo: &str) -> String {
+    let mut cpus: Vec<(Option<&str>, Option<&str>)> = Vec::new();
+    for line in cpuinfo.lines() {
+        if line.starts_with("processor\t") {
+            if cpus.len() == 256 {
+                break;
+            }
+            cpus.push((None, None));
+            continue;
+        }
+        let (Some(cpu), Some((_, v))) = (cpus.last_mut(), line.split_once(':')) else {
+            continue;
+        };
+        if line.starts_with("model name\t") {
+            cpu.0 = Some(v);
+        } else if line.starts_with("cpu MHz\t") {
+            cpu.1 = Some(v);
+        }
+    }
+    let mut out = String::new();
+    for (i, (model, mhz)) in cpus.iter().enumerate() {
+        out.push_str(&format!(
+            "cpu {i}: model {} MHZ {}\n",
+            model.unwrap_or("(null)"),
+            mhz.unwrap_or("(null)")
+        ));
+    }
+    out
 }
 
 /// The vendor data area holding `text` as a C string (cut to 215 bytes,
@@ -98,6 +169,21 @@ mod tests {
         assert!(!is_openib_ping(&ping_request(0x2c9).unwrap()));
         assert!(!is_openib_ping(&m[..39]));
         assert!(ping_request(0x100_0000).is_err());
+    }
+
+    #[test]
+    fn cpu_lines_come_from_proc_cpuinfo_entries() {
+        let t = "processor\t: 0\nmodel name\t: Fast CPU\ncpu MHz\t\t: 2000.000\n\n\
+                 processor\t: 1\nmodel name\t: Fast CPU\n";
+        assert_eq!(
+            cpu_info_text(t),
+            "cpu 0: model  Fast CPU MHZ  2000.000\ncpu 1: model  Fast CPU MHZ (null)\n"
+        );
+        assert_eq!(cpu_info_text("model name\t: x\n"), "");
+        assert_eq!(sysstat_op("cpu"), Some(sysstat_attr::CPU_INFO));
+        assert_eq!(sysstat_op("Host"), None);
+        let m = vendor_get(IB_VENDOR_OPENIB_SYSSTAT_CLASS, IB_OPENIB_OUI, (0x11, 0)).unwrap();
+        assert!(is_openib_sysstat(&m) && !is_openib_ping(&m));
     }
 
     #[test]

@@ -16,14 +16,13 @@
 
 use std::time::{Duration, Instant};
 
-use mad_agents::{AgentEvent, AgentSpec, QueryError, SendRequest};
-use mad_core::wire::openib::{
-    c_text, host_and_domain, ping_request, text_data, OPENIB_CLASS_VERSION,
-};
+use mad_agents::QueryError;
+use mad_core::wire::openib::{c_text, ping_request, text_data};
 use mad_core::wire::vendor::{IB_OPENIB_OUI, IB_VENDOR_OPENIB_PING_CLASS};
-use mad_core::wire::{Mad, Method, VENDOR_DATA_OFFSET};
+use mad_core::wire::VENDOR_DATA_OFFSET;
 
 use crate::command::{CliError, Invocation};
+use crate::diags::openib;
 use crate::ibdiag::{self, Dest, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
 use crate::session::Session;
@@ -55,17 +54,6 @@ fn stamp(d: Duration) -> u64 {
 /// `T.FFF` of a time in stamp units.
 fn ms(units: u64) -> String {
     format!("{}.{:03}", units / 1000, units % 1000)
-}
-
-/// This host's `hostname.domainname` (`get_host_and_domain`; Linux says
-/// `(none)` for an unset domain, as `getdomainname` does).
-fn this_host() -> String {
-    let read = |f: &str| {
-        std::fs::read_to_string(format!("/proc/sys/kernel/{f}")).map(|s| s.trim_end().to_owned())
-    };
-    let host = read("hostname").unwrap_or_else(|_| "?hostname?".to_owned());
-    let domain = read("domainname").unwrap_or_else(|_| "?domainname?".to_owned());
-    host_and_domain(&host, &domain)
 }
 
 /// The statistics of a run.
@@ -110,46 +98,6 @@ fn ping(s: &Session, lid: u16, oui: u32) -> Result<String, QueryError> {
     Ok(c_text(b.get(VENDOR_DATA_OFFSET..).unwrap_or_default()))
 }
 
-/// `-S`: answers every ping until the process is stopped.
-fn serve(
-    inv: &mut Invocation<'_, '_>,
-    s: &Session,
-    (oui, debug): (u32, bool),
-) -> Result<(), CliError> {
-    let spec = AgentSpec::requests(
-        "ibping-server",
-        IB_VENDOR_OPENIB_PING_CLASS,
-        OPENIB_CLASS_VERSION,
-        &[Method::GET],
-    )
-    .with_oui(oui);
-    let Ok((agent, rx)) = s.runtime().register_channel(spec) else {
-        return Err(CliError::IbExit(format!(
-            "can't serve class {} on this port",
-            IB_VENDOR_OPENIB_PING_CLASS.0
-        )));
-    };
-    let data = text_data(&this_host());
-    if debug {
-        inv.io.err("starting to serve...\n");
-    }
-    while let Some(ev) = rx.recv() {
-        let AgentEvent::Received(msg) = ev else {
-            continue;
-        };
-        let mut resp = [0u8; 256];
-        let n = msg.bytes().len().min(256);
-        resp[..n].copy_from_slice(&msg.bytes()[..n]);
-        resp[VENDOR_DATA_OFFSET..].copy_from_slice(&data);
-        Mad::new_unchecked(&mut resp[..]).set_method(Method::GET, true);
-        // A failed answer is the pinger's lost packet, as for ibping.
-        let _ = agent
-            .handle()
-            .send(SendRequest::new(resp, msg.reply_address()));
-    }
-    Ok(())
-}
-
 /// Runs `ibping`.
 ///
 /// # Errors
@@ -176,24 +124,20 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         .map_or(IB_OPENIB_OUI, |v| crate::cnum::c_strtoul(v) as u32);
     let session = ibdiag::open_session(inv, &p.common)?;
     if server {
-        let r = serve(inv, &session, (oui, p.common.debug > 0));
+        let data = text_data(&openib::this_host());
+        let r = openib::serve(
+            &session,
+            (IB_VENDOR_OPENIB_PING_CLASS, oui),
+            format!(
+                "can't serve class {} on this port",
+                IB_VENDOR_OPENIB_PING_CLASS.0
+            ),
+            |_| Some(data.to_vec()),
+        );
         let _ = session.close();
         return r;
     }
-    let guid = p.common.dest_type == ibdiag::DestType::Guid;
-    let (session, dest) = match ibdiag::dest_arg(session, &p.common, &p.args[0]) {
-        Ok(sd) => sd,
-        Err(e) => {
-            if guid {
-                // libibmad's word for the PathRecord that did not resolve.
-                inv.io.err(&format!(
-                    "ibwarn: [{}] ib_path_query_via: sa call path_query failed\n",
-                    std::process::id()
-                ));
-            }
-            return Err(e);
-        }
-    };
+    let (session, dest) = openib::dest(inv, session, &p.common, &p.args[0])?;
     let r = client(inv, &session, &dest, (count, flood, oui, p.common.json));
     session
         .close()

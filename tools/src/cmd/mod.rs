@@ -26,6 +26,7 @@ pub mod ibportstate;
 pub mod ibqueryerrors;
 pub mod ibroute;
 pub mod ibstat;
+pub mod ibsysstat;
 pub mod ibtracert;
 pub mod perfquery;
 pub mod saquery;

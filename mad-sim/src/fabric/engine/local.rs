@@ -199,8 +199,7 @@ impl Core {
             self.cca(node, port, pkt);
             return;
         }
-        if mad_core::wire::openib::is_openib_ping(&pkt.mad[..]) && self.openib_ping(node, port, pkt)
-        {
+        if self.openib_vendor(node, port, pkt) {
             return;
         }
         if self.ep_for(node, mgmt, Qp::Qp1).is_some() {
