@@ -114,6 +114,8 @@ const SUCCESSES: &[(&str, &[&str])] = &[
     ),
     ("ibping", &["ibping", "-f", "-c", "2", "3"]),
     ("ibping", &["ibping", "-f", "-c", "1", "2"]),
+    ("ibsysstat", &["ibsysstat", "3"]),
+    ("ibsysstat", &["ibsysstat", "3", "host"]),
     ("saquery", &["saquery", "NR"]),
     ("saquery", &["saquery", "PR"]),
     ("saquery", &["saquery", "PIR"]),
