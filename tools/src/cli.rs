@@ -149,6 +149,11 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::ibsysstat::run,
     ),
     Command::tool(
+        "vendstat",
+        "query Mellanox vendor-specific attributes (infiniband-diags vendstat)",
+        crate::cmd::vendstat::run,
+    ),
+    Command::tool(
         "sminfo",
         "query the SM's SMInfo (infiniband-diags sminfo)",
         crate::cmd::sminfo::run,

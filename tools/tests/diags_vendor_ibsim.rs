@@ -415,3 +415,45 @@ fn ibsysstat_works_on_the_built_in_fabric() {
         assert_eq!(t, ours(args), "{args:?}");
     }
 }
+
+/// vendstat: ibsim has no Mellanox vendor-class agent, so every query is
+/// lost; the failures, the usage and the option errors are compared.
+#[test]
+fn vendstat_matches_infiniband_diags_on_ibsim() {
+    if !needs(&["vendstat", "ibaddr"]) {
+        return;
+    }
+    let mut fails = Vec::new();
+    for name in FABRICS {
+        let sim = IbSim::start(fixture(name));
+        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        let ca = lid_of(
+            &sim,
+            if *name == "net.odd-names" {
+                "x"
+            } else {
+                "Hca1"
+            },
+        );
+        let ca = ca.as_str();
+        for args in [
+            &["-t", "200", "-N", ca][..],
+            &["-t", "200", "-w", ca],
+            &["-t", "200", "-N", "-w", ca],
+            &["-t", "200", "-i", ca, "3"],
+            &["-t", "200", "-c", "0,1", ca, "3"],
+            &["-t", "200", "-R", "0x10013c", ca],
+            &["-t", "200", "-R", "10,ff", "-W", "20,1", ca],
+            &[ca],
+            &["-c", "1", ca],
+            &["-R", "zz", ca],
+            &["-W", "10", ca],
+            &["-G", "0xdeadbeef"],
+            &["-h"],
+            &["-D", "1"],
+        ] {
+            diags_compare::compare(&sim, name, "vendstat", args, &mut fails);
+        }
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}

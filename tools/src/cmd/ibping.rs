@@ -179,12 +179,7 @@ fn client(
                 );
             }
             Err(e) => {
-                if !matches!(e, QueryError::Status { .. } | QueryError::Malformed(_)) {
-                    inv.io.err(&format!(
-                        "ibwarn: [{}] mad_rpc_rmpp: _do_madrpc failed; dport ({text})\n",
-                        std::process::id()
-                    ));
-                }
+                openib::warn_vendor_failed(inv, &text, &e);
                 st.lost += 1;
                 pongs.push(Json::Null);
             }

@@ -35,3 +35,4 @@ pub mod sminfo;
 pub mod smpdump;
 pub mod smpquery;
 pub mod sweep;
+pub mod vendstat;

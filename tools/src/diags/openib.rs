@@ -89,3 +89,16 @@ pub fn serve(
     }
     Ok(())
 }
+
+/// libibmad's warning for a vendor call that got no answer
+/// (`ib_vendor_call_via` goes through `mad_rpc_rmpp`); a status answer
+/// or a malformed one is not warned.
+pub fn warn_vendor_failed(inv: &mut Invocation<'_, '_>, dest: &str, e: &mad_agents::QueryError) {
+    use mad_agents::QueryError;
+    if !matches!(e, QueryError::Status { .. } | QueryError::Malformed(_)) {
+        inv.io.err(&format!(
+            "ibwarn: [{}] mad_rpc_rmpp: _do_madrpc failed; dport ({dest})\n",
+            std::process::id()
+        ));
+    }
+}
