@@ -457,3 +457,54 @@ fn vendstat_matches_infiniband_diags_on_ibsim() {
     }
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
 }
+
+/// On the built-in fabric every node answers vendstat's ClassPortInfo
+/// and GeneralInfo (`-N`); `-w` is refused as on any non-IS3 device, and
+/// infiniband-diags' vendstat on the served fabric prints what ours does.
+#[test]
+fn vendstat_works_on_the_built_in_fabric() {
+    let ours = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mad"))
+            .args(["--sim", "vendstat"])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let (code, out) = ours(&["-N", "2"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.starts_with("hw_dev_rev:  0x0000\nhw_dev_id:   0xcb20\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("fw_version:  01.00.00\n") && out.contains("fw_psid:     'MADSTACK_SIM'\n"),
+        "{out}"
+    );
+    let (code, out) = ours(&["-N", "3"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("hw_dev_id:   0x1017\n"), "{out}");
+    let (code, out) = ours(&["-w", "3"]);
+    assert_eq!(code, Some(255));
+    assert!(out.contains("Unsupported device ID 0x1017"), "{out}");
+    if !needs(&["vendstat"]) {
+        return;
+    }
+    let served =
+        support::served::Served::start(std::path::Path::new(env!("CARGO_BIN_EXE_mad")), "vendstat");
+    for args in [
+        &["-N", "2"][..],
+        &["-N", "3"],
+        &["-w", "3"],
+        &["-t", "200", "-i", "3", "1"],
+    ] {
+        assert_eq!(
+            real_on_served(&served, "vendstat", args),
+            ours(args),
+            "{args:?}"
+        );
+    }
+}

@@ -116,6 +116,7 @@ const SUCCESSES: &[(&str, &[&str])] = &[
     ("ibping", &["ibping", "-f", "-c", "1", "2"]),
     ("ibsysstat", &["ibsysstat", "3"]),
     ("ibsysstat", &["ibsysstat", "3", "host"]),
+    ("vendstat", &["vendstat", "-N", "2"]),
     ("saquery", &["saquery", "NR"]),
     ("saquery", &["saquery", "PR"]),
     ("saquery", &["saquery", "PIR"]),

@@ -5,6 +5,12 @@
 //! name) and cpu (no CPU lines: the simulated hosts have none). The host
 //! is the node description's first word (node descriptions name the host
 //! first, `host HCA-1`). Switches run no server.
+//!
+//! Every node also answers the Mellanox vendor class 0x0A (vendor range
+//! 1, data from byte 24) as infiniband-diags' `vendstat -N` reads it:
+//! ClassPortInfo and GeneralInfo (a Switch-IB device ID on switches, a
+//! ConnectX-5 one on CAs, firmware 1.0.0 in the extended layout, PSID
+//! `MADSTACK_SIM`); other attributes are unsupported.
 
 use mad_core::wire::openib::{c_text, is_openib_ping, is_openib_sysstat, sysstat_attr, text_data};
 use mad_core::wire::{Mad, MadStatus, Method, VENDOR_DATA_OFFSET};
@@ -16,6 +22,9 @@ impl Core {
     /// of one of the two classes and `node` is a CA (false otherwise: the
     /// packet is someone else's).
     pub(crate) fn openib_vendor(&mut self, node: u32, in_port: u8, pkt: &Packet) -> bool {
+        if Mad::new_unchecked(&pkt.mad[..]).mgmt_class().0 == MLX_VENDOR_CLASS {
+            return self.mlx_vendor(node, in_port, pkt);
+        }
         let (ping, sysstat) = (
             is_openib_ping(&pkt.mad[..]),
             is_openib_sysstat(&pkt.mad[..]),
@@ -51,6 +60,51 @@ impl Core {
         self.respond_gsi(node, in_port, pkt, status, &data, VENDOR_DATA_OFFSET);
         true
     }
+}
+
+/// The Mellanox vendor class (`IB_MLX_VENDOR_CLASS`).
+const MLX_VENDOR_CLASS: u8 = 0x0a;
+/// Its data offset (vendor range 1).
+const MLX_DATA_OFFSET: usize = 24;
+
+impl Core {
+    /// The Mellanox vendor class agent of `node` (see the module text).
+    fn mlx_vendor(&mut self, node: u32, in_port: u8, pkt: &Packet) -> bool {
+        let Some(n) = self.node(node) else {
+            return false;
+        };
+        let switch = n.is_switch();
+        let mad = Mad::new_unchecked(&pkt.mad[..]);
+        let mut d = [0u8; 232];
+        let status = match (mad.method(), mad.attr_id().0) {
+            (Method::GET, 0x01) => {
+                // ClassPortInfo: base and class version 1.
+                d[0] = 1;
+                d[1] = 1;
+                MadStatus::SUCCESS.0
+            }
+            (Method::GET, 0x17) => {
+                general_info(&mut d, switch);
+                MadStatus::SUCCESS.0
+            }
+            _ => MadStatus::METHOD_ATTR_UNSUPPORTED.0,
+        };
+        self.respond_gsi(node, in_port, pkt, status, &d, MLX_DATA_OFFSET);
+        true
+    }
+}
+
+/// GeneralInfo (vendstat's `is4_general_info_t` layout, offsets in the
+/// data area).
+fn general_info(d: &mut [u8; 232], switch: bool) {
+    let dev: u16 = if switch { 0xcb20 } else { 0x1017 };
+    d[10..12].copy_from_slice(&dev.to_be_bytes());
+    d[41] = 1;
+    d[48] = 0x01; // month (BCD as the firmware reports it)
+    d[49] = 0x01; // day
+    d[50..52].copy_from_slice(&0x2026u16.to_be_bytes());
+    d[56..68].copy_from_slice(b"MADSTACK_SIM");
+    d[76..80].copy_from_slice(&1u32.to_be_bytes());
 }
 
 /// The host a node description names: its first word (the whole
