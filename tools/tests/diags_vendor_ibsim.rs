@@ -124,6 +124,11 @@ fn lid_of(sim: &IbSim, node: &str) -> String {
     t.split_whitespace().last().unwrap().to_owned()
 }
 
+/// The LID of a CA of fixture fabric `name` (one without a client).
+fn ca_lid(sim: &IbSim, name: &str) -> String {
+    lid_of(sim, if name == "net.odd-names" { "x" } else { "Hca1" })
+}
+
 /// Where nobody serves the class, both clients lose every ping and say
 /// so alike; usage, option and destination errors are the C tool's.
 #[test]
@@ -135,14 +140,7 @@ fn ibping_matches_infiniband_diags_on_ibsim() {
     for name in FABRICS {
         let sim = IbSim::start(fixture(name));
         let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
-        let ca = lid_of(
-            &sim,
-            if *name == "net.odd-names" {
-                "x"
-            } else {
-                "Hca1"
-            },
-        );
+        let ca = ca_lid(&sim, name);
         let ca = ca.as_str();
         for args in [
             &["-t", "200", "-f", "-c", "3", ca][..],
@@ -427,14 +425,7 @@ fn vendstat_matches_infiniband_diags_on_ibsim() {
     for name in FABRICS {
         let sim = IbSim::start(fixture(name));
         let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
-        let ca = lid_of(
-            &sim,
-            if *name == "net.odd-names" {
-                "x"
-            } else {
-                "Hca1"
-            },
-        );
+        let ca = ca_lid(&sim, name);
         let ca = ca.as_str();
         for args in [
             &["-t", "200", "-N", ca][..],
