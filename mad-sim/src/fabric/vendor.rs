@@ -10,7 +10,8 @@
 //! 1, data from byte 24) as infiniband-diags' `vendstat -N` reads it:
 //! ClassPortInfo and GeneralInfo (a Switch-IB device ID on switches, a
 //! ConnectX-5 one on CAs, firmware 1.0.0 in the extended layout, PSID
-//! `MADSTACK_SIM`); other attributes are unsupported.
+//! `MADSTACK_SIM`); other attributes are unsupported. Only Gets and
+//! Sets are answered; other methods go the way of any class's.
 
 use mad_core::wire::openib::{c_text, is_openib_ping, is_openib_sysstat, sysstat_attr, text_data};
 use mad_core::wire::{Mad, MadStatus, Method, VENDOR_DATA_OFFSET};
@@ -22,7 +23,13 @@ impl Core {
     /// of one of the two classes and `node` is a CA (false otherwise: the
     /// packet is someone else's).
     pub(crate) fn openib_vendor(&mut self, node: u32, in_port: u8, pkt: &Packet) -> bool {
-        if Mad::new_unchecked(&pkt.mad[..]).mgmt_class().0 == MLX_VENDOR_CLASS {
+        let m = Mad::new_unchecked(&pkt.mad[..]);
+        // Only Gets and Sets are answered (as a kernel agent would); other
+        // methods go the way of any class's.
+        if m.method() != Method::GET && m.method() != Method::SET {
+            return false;
+        }
+        if m.mgmt_class().0 == MLX_VENDOR_CLASS {
             return self.mlx_vendor(node, in_port, pkt);
         }
         let (ping, sysstat) = (
