@@ -103,6 +103,7 @@ OTHERS = [
     ("view_sa", "sa_view"),
     ("view_rmpp", "rmpp_view"),
     ("view_perf_vendor", "perf_vendor_view"),
+    ("view_openib", "openib_view"),
     ("decode_mad", "decode"),
     ("pcap_reader", "pcap"),
     ("hex_parser", "hex"),

@@ -362,3 +362,24 @@ pub fn perl_topology(data: &[u8]) {
         }));
     }
 }
+
+/// The OpenIB vendor classes' helpers (ibping, ibsysstat): the class
+/// tests, the /proc/cpuinfo parser and the C-string text of any data area
+/// never panic, and text round-trips.
+pub fn openib_view(data: &[u8]) {
+    use mad_wire::wire::openib::{
+        c_text, cpu_info_text, is_openib_ping, is_openib_sysstat, text_data,
+        VENDOR_RANGE2_DATA_SIZE,
+    };
+    let _ = (is_openib_ping(data), is_openib_sysstat(data));
+    let cpus = cpu_info_text(&String::from_utf8_lossy(data));
+    assert!(cpus.is_empty() || cpus.ends_with('\n'));
+    let t = c_text(data);
+    assert!(!t.contains('\0'));
+    let d = text_data(&t);
+    assert_eq!(d.len(), VENDOR_RANGE2_DATA_SIZE);
+    assert_eq!(d[VENDOR_RANGE2_DATA_SIZE - 1], 0);
+    if t.len() < VENDOR_RANGE2_DATA_SIZE && !t.contains('\u{fffd}') {
+        assert_eq!(c_text(&d), t);
+    }
+}

@@ -139,6 +139,21 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::ibccconfig::run,
     ),
     Command::tool(
+        "ibping",
+        "ping a port with the OpenIB vendor class, or serve it (infiniband-diags ibping)",
+        crate::cmd::ibping::run,
+    ),
+    Command::tool(
+        "ibsysstat",
+        "ask a port's sysstat server for ping, host or cpu, or serve it (infiniband-diags ibsysstat)",
+        crate::cmd::ibsysstat::run,
+    ),
+    Command::tool(
+        "vendstat",
+        "query Mellanox vendor-specific attributes (infiniband-diags vendstat)",
+        crate::cmd::vendstat::run,
+    ),
+    Command::tool(
         "sminfo",
         "query the SM's SMInfo (infiniband-diags sminfo)",
         crate::cmd::sminfo::run,

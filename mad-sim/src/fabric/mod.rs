@@ -139,6 +139,7 @@ mod pma;
 mod pma_ext;
 mod sma;
 mod stats;
+mod vendor;
 
 use std::collections::VecDeque;
 use std::path::Path;

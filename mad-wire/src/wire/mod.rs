@@ -46,6 +46,7 @@ pub mod decode;
 pub mod enums;
 pub mod field;
 pub mod mad;
+pub mod openib;
 pub mod perf;
 pub mod rmpp;
 pub mod sa;

@@ -32,6 +32,7 @@ use std::fmt;
 
 pub mod cc;
 pub mod dump;
+pub mod openib;
 pub mod perf;
 pub mod sa;
 pub mod smp;

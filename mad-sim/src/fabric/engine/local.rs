@@ -199,6 +199,9 @@ impl Core {
             self.cca(node, port, pkt);
             return;
         }
+        if self.openib_vendor(node, port, pkt) {
+            return;
+        }
         if self.ep_for(node, mgmt, Qp::Qp1).is_some() {
             self.deliver(node, mgmt, Qp::Qp1, pkey_index, pkt);
             return;
