@@ -150,43 +150,6 @@ fn tools_run_under_their_own_names() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// True when `ours` lies between `before` and `after` (two runs of the
-/// real tool around ours): lines and words equal where those two agree,
-/// and where they differ (counters moved) a number of ours between
-/// theirs (human-readable forms of such numbers are not checked).
-fn bracketed(before: &str, ours: &str, after: &str) -> bool {
-    let (b, o, a): (Vec<&str>, Vec<&str>, Vec<&str>) = (
-        before.lines().collect(),
-        ours.lines().collect(),
-        after.lines().collect(),
-    );
-    if b.len() != o.len() || a.len() != o.len() {
-        return false;
-    }
-    b.iter().zip(&o).zip(&a).all(|((lb, lo), la)| {
-        if lb == la {
-            return lb == lo;
-        }
-        let (wb, wo, wa): (Vec<&str>, Vec<&str>, Vec<&str>) = (
-            lb.split(' ').collect(),
-            lo.split(' ').collect(),
-            la.split(' ').collect(),
-        );
-        wb.len() == wo.len()
-            && wa.len() == wo.len()
-            && wb.iter().zip(&wo).zip(&wa).all(|((xb, xo), xa)| {
-                if xb == xa {
-                    return xb == xo;
-                }
-                let num = |w: &str| w.trim_end_matches(']').parse::<u64>().ok();
-                match (num(xb), num(xo), num(xa)) {
-                    (Some(nb), Some(no), Some(na)) => nb <= no && no <= na,
-                    _ => xb.starts_with('(') && xo.starts_with('('),
-                }
-            })
-    })
-}
-
 /// Compares one case whose output holds counters that move: the real
 /// tool before and after ours.
 fn compare_bracketed(sim: &IbSim, what: &str, tool: &str, args: &[&str], fails: &mut Vec<String>) {

@@ -1,5 +1,5 @@
 //! What the comparisons with infiniband-diags over ibsim share (used by
-//! `diags_rest_ibsim.rs`, `diags_cache_ibsim.rs`, `diags_perf_ibsim.rs`, `diags_cc_vendor.rs`): running ours and
+//! `diags_rest_ibsim.rs`, `diags_cache_ibsim.rs`, `diags_perf_ibsim.rs`, `diags_cc_vendor.rs`, `diags_bench.rs`): running ours and
 //! the real tool against the same ibsim fabric, and comparing stdout, the
 //! first line of stderr and the exit status. Not every test uses every
 //! helper, hence the `dead_code` allowance.
@@ -235,4 +235,41 @@ pub fn real_on_served(
         o.status.code(),
         String::from_utf8_lossy(&o.stdout).into_owned(),
     )
+}
+
+/// True when `ours` lies between `before` and `after` (two runs of the
+/// real tool around ours): lines and words equal where those two agree,
+/// and where they differ (counters moved) a number of ours between
+/// theirs (human-readable forms of such numbers are not checked).
+pub fn bracketed(before: &str, ours: &str, after: &str) -> bool {
+    let (b, o, a): (Vec<&str>, Vec<&str>, Vec<&str>) = (
+        before.lines().collect(),
+        ours.lines().collect(),
+        after.lines().collect(),
+    );
+    if b.len() != o.len() || a.len() != o.len() {
+        return false;
+    }
+    b.iter().zip(&o).zip(&a).all(|((lb, lo), la)| {
+        if lb == la {
+            return lb == lo;
+        }
+        let (wb, wo, wa): (Vec<&str>, Vec<&str>, Vec<&str>) = (
+            lb.split(' ').collect(),
+            lo.split(' ').collect(),
+            la.split(' ').collect(),
+        );
+        wb.len() == wo.len()
+            && wa.len() == wo.len()
+            && wb.iter().zip(&wo).zip(&wa).all(|((xb, xo), xa)| {
+                if xb == xa {
+                    return xb == xo;
+                }
+                let num = |w: &str| w.trim_end_matches(']').parse::<u64>().ok();
+                match (num(xb), num(xo), num(xa)) {
+                    (Some(nb), Some(no), Some(na)) => nb <= no && no <= na,
+                    _ => xb.starts_with('(') && xo.starts_with('('),
+                }
+            })
+    })
 }
