@@ -14,11 +14,7 @@ mod support;
 
 mod diags_compare;
 
-use std::time::Duration;
-
-use diags_compare::{compare, fixture, needs, real_on_served, FABRICS};
-use support::opensm::OpenSm;
-use support::IbSim;
+use diags_compare::{compare, needs, real_on_served, FABRICS};
 
 /// ibccquery's ops (names and aliases, mixed case).
 const OPS: &[&str] = &[
@@ -42,11 +38,11 @@ fn ibccquery_and_ibccconfig_match_infiniband_diags_on_ibsim() {
     }
     let mut fails = Vec::new();
     for name in FABRICS {
-        let sim = IbSim::start(fixture(name));
-        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        let up = diags_compare::routed(name);
+        let sim = &up.sim;
         // ibsim drops the MADs and says so at once; keep our wait short.
         for op in OPS {
-            compare(&sim, name, "ibccquery", &["-t", "300", op, "2"], &mut fails);
+            compare(sim, name, "ibccquery", &["-t", "300", op, "2"], &mut fails);
         }
         for args in [
             &["-t", "300", "-c", "0x1234", "CI", "1"][..],
@@ -59,7 +55,7 @@ fn ibccquery_and_ibccconfig_match_infiniband_diags_on_ibsim() {
             &["-D", "CI", "0"],
             &["-h"],
         ] {
-            compare(&sim, name, "ibccquery", args, &mut fails);
+            compare(sim, name, "ibccquery", args, &mut fails);
         }
         for args in [
             &["-t", "300", "CS", "1", "1", "0x3", "150", "1", "0", "0"][..],
@@ -78,7 +74,7 @@ fn ibccquery_and_ibccconfig_match_infiniband_diags_on_ibsim() {
             &[],
             &["-h"],
         ] {
-            compare(&sim, name, "ibccconfig", args, &mut fails);
+            compare(sim, name, "ibccconfig", args, &mut fails);
         }
     }
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));

@@ -29,7 +29,6 @@ use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
 use mad_core::transport::Transport;
 use mad_core::wire::sa_records::McMemberRecord;
-use support::opensm::OpenSm;
 use support::served::Served;
 use support::IbSim;
 
@@ -162,10 +161,10 @@ fn multicast_commands_match_infiniband_diags() {
     }
     let mut fails = Vec::new();
     for name in FABRICS {
-        let sim = IbSim::start(fixture(name));
-        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
+        let up = diags_compare::routed(name);
+        let sim = &up.sim;
         let what = format!("{name} (OpenSM)");
-        table_cases(&sim, &what, &mut fails);
+        table_cases(sim, &what, &mut fails);
         let hcas = cas(name);
         let (ma, ra) = join(sim.config(), &hcas[0], BCAST_MGID);
         assert_eq!(ra.mlid, 0xc000, "{name}: OpenSM's broadcast group");
@@ -173,7 +172,7 @@ fn multicast_commands_match_infiniband_diags() {
         // OpenSM programs the MFTs after answering the join.
         std::thread::sleep(Duration::from_millis(1500));
         let real = theirs(
-            &sim,
+            sim,
             "ibtracert",
             &["-m", "0xc000", &ma.lid.to_string(), &mb.lid.to_string()],
         );
@@ -182,7 +181,7 @@ fn multicast_commands_match_infiniband_diags() {
             "{name}: OpenSM programmed the MFTs: {real:?}"
         );
         member_cases(
-            &sim,
+            sim,
             &format!("{what}, 2 members"),
             ma.lid,
             mb.lid,

@@ -18,10 +18,7 @@ mod support;
 
 mod diags_compare;
 
-use std::time::Duration;
-
-use diags_compare::{compare, fixture, needs, real_on_served, FABRICS};
-use support::opensm::OpenSm;
+use diags_compare::{compare, needs, real_on_served, FABRICS};
 use support::IbSim;
 
 /// The attribute queries ibsim 0.10's PMA answers.
@@ -107,9 +104,9 @@ fn perfquery_attribute_queries_match_infiniband_diags() {
     }
     let mut fails = Vec::new();
     for name in FABRICS {
-        let sim = IbSim::start(fixture(name));
-        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
-        cases(&sim, name, &mut fails);
+        let up = diags_compare::routed(name);
+        let sim = &up.sim;
+        cases(sim, name, &mut fails);
     }
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
 }

@@ -238,9 +238,9 @@ fn ibfindnodesusing_matches_infiniband_diags() {
     }
     let mut fails = Vec::new();
     for name in FABRICS {
-        let sim = IbSim::start(fixture(name));
-        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
-        let first = theirs(&sim, "ibfindnodesusing", &["-R"]);
+        let up = diags_compare::routed(name);
+        let sim = &up.sim;
+        let first = theirs(sim, "ibfindnodesusing", &["-R"]);
         assert_eq!(first.code, Some(2), "{name}: {first:?}");
         let topo = std::fs::read_to_string("/var/cache/infiniband-diags/ibnetdiscover--.topology")
             .unwrap();
@@ -249,7 +249,7 @@ fn ibfindnodesusing_matches_infiniband_diags() {
         for (guid, ports) in &sws {
             for p in 1..=ports + 1 {
                 let p = p.to_string();
-                diags_compare::compare(&sim, name, "ibfindnodesusing", &[guid, &p], &mut fails);
+                diags_compare::compare(sim, name, "ibfindnodesusing", &[guid, &p], &mut fails);
             }
         }
         let (guid, _) = &sws[0];
@@ -266,11 +266,11 @@ fn ibfindnodesusing_matches_infiniband_diags() {
             &["-x", guid.as_str(), "1"],
             &["-C"],
         ] {
-            diags_compare::compare(&sim, name, "ibfindnodesusing", args, &mut fails);
+            diags_compare::compare(sim, name, "ibfindnodesusing", args, &mut fails);
         }
         // JSON: the host lists of the text, without the empty first name.
-        let v = ours_json(&sim, "ibfindnodesusing", &[guid, "1"]);
-        let text = ours(&sim, "ibfindnodesusing", &[guid, "1"]).stdout;
+        let v = ours_json(sim, "ibfindnodesusing", &[guid, "1"]);
+        let text = ours(sim, "ibfindnodesusing", &[guid, "1"]).stdout;
         let lines: Vec<&str> = text.lines().collect();
         for (key, line) in [("out", lines[1]), ("back", lines[4])] {
             let hosts: Vec<&str> = v[key]
@@ -292,8 +292,8 @@ fn ibfindnodesusing_matches_infiniband_diags() {
         }
         assert_eq!(v["switch"]["guid"], guid.as_str());
         // Ours regenerates; the script reads ours.
-        let _ = ours(&sim, "ibfindnodesusing", &["-R"]);
-        diags_compare::compare(&sim, name, "ibfindnodesusing", &[guid, "1"], &mut fails);
+        let _ = ours(sim, "ibfindnodesusing", &["-R"]);
+        diags_compare::compare(sim, name, "ibfindnodesusing", &[guid, "1"], &mut fails);
     }
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
 }

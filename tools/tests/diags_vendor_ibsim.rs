@@ -138,9 +138,9 @@ fn ibping_matches_infiniband_diags_on_ibsim() {
     }
     let mut fails = Vec::new();
     for name in FABRICS {
-        let sim = IbSim::start(fixture(name));
-        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
-        let ca = ca_lid(&sim, name);
+        let up = diags_compare::routed(name);
+        let sim = &up.sim;
+        let ca = ca_lid(sim, name);
         let ca = ca.as_str();
         for args in [
             &["-t", "200", "-f", "-c", "3", ca][..],
@@ -155,8 +155,8 @@ fn ibping_matches_infiniband_diags_on_ibsim() {
             &["-y", "1", "1"],
             &["--bogus", "1"],
         ] {
-            let t = masked(theirs(&sim, "ibping", args));
-            let o = masked(diags_compare::ours(&sim, "ibping", args));
+            let t = masked(theirs(sim, "ibping", args));
+            let o = masked(diags_compare::ours(sim, "ibping", args));
             if t != o {
                 fails.push(format!(
                     "{name}: ibping {args:?}\n--- infiniband-diags ({:?}, {:?}):\n{}--- ours ({:?}, {:?}):\n{}",
@@ -169,8 +169,8 @@ fn ibping_matches_infiniband_diags_on_ibsim() {
         // so first (tools/README.md), or libibmad's own warning when its
         // retries ran out first: stdout and status alike.
         for args in [&["-f", "-c", "2", "1"][..], &["-t", "100", "-c", "1", "1"]] {
-            let t = masked(theirs(&sim, "ibping", args));
-            let o = masked(diags_compare::ours(&sim, "ibping", args));
+            let t = masked(theirs(sim, "ibping", args));
+            let o = masked(diags_compare::ours(sim, "ibping", args));
             let timed_out = "ibwarn: [PID] _do_madrpc: recv failed: Connection timed out";
             if (&t.stdout, t.code) != (&o.stdout, o.code)
                 || ![timed_out, o.stderr_first.as_str()].contains(&t.stderr_first.as_str())
@@ -382,17 +382,7 @@ fn ibsysstat_matches_infiniband_diags_on_ibsim() {
 /// ibsysstat on the served fabric gets the same answers.
 #[test]
 fn ibsysstat_works_on_the_built_in_fabric() {
-    let ours = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_mad"))
-            .args(["--sim", "ibsysstat"])
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-        )
-    };
+    let ours = |args: &[&str]| diags_compare::on_sim("ibsysstat", args);
     assert_eq!(ours(&["3"]), (Some(0), "sysstat ping succeeded\n".into()));
     assert_eq!(ours(&["3", "host"]), (Some(0), "host-2\n".into()));
     assert_eq!(ours(&["1", "cpu"]), (Some(0), "\n".into()));
@@ -423,9 +413,9 @@ fn vendstat_matches_infiniband_diags_on_ibsim() {
     }
     let mut fails = Vec::new();
     for name in FABRICS {
-        let sim = IbSim::start(fixture(name));
-        let _sm = OpenSm::start(&sim, "", Duration::from_secs(120));
-        let ca = ca_lid(&sim, name);
+        let up = diags_compare::routed(name);
+        let sim = &up.sim;
+        let ca = ca_lid(sim, name);
         let ca = ca.as_str();
         for args in [
             &["-t", "200", "-N", ca][..],
@@ -443,7 +433,7 @@ fn vendstat_matches_infiniband_diags_on_ibsim() {
             &["-h"],
             &["-D", "1"],
         ] {
-            diags_compare::compare(&sim, name, "vendstat", args, &mut fails);
+            diags_compare::compare(sim, name, "vendstat", args, &mut fails);
         }
     }
     assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
@@ -454,17 +444,7 @@ fn vendstat_matches_infiniband_diags_on_ibsim() {
 /// infiniband-diags' vendstat on the served fabric prints what ours does.
 #[test]
 fn vendstat_works_on_the_built_in_fabric() {
-    let ours = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_mad"))
-            .args(["--sim", "vendstat"])
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-        )
-    };
+    let ours = |args: &[&str]| diags_compare::on_sim("vendstat", args);
     let (code, out) = ours(&["-N", "2"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(

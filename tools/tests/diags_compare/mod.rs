@@ -29,6 +29,35 @@ pub fn needs(tools: &[&str]) -> bool {
     support::require(NEEDS_DIAGS) && require_sbin(&n)
 }
 
+/// A fixture fabric on ibsim brought up by OpenSM (OpenSM stops first
+/// when it is dropped).
+pub struct Routed {
+    _sm: crate::support::opensm::OpenSm,
+    /// The ibsim running the fabric.
+    pub sim: IbSim,
+}
+
+/// Fixture fabric `name` on ibsim, brought up by OpenSM.
+pub fn routed(name: &str) -> Routed {
+    let sim = IbSim::start(fixture(name));
+    let sm = crate::support::opensm::OpenSm::start(&sim, "", std::time::Duration::from_secs(120));
+    Routed { _sm: sm, sim }
+}
+
+/// Our `mad --sim TOOL ARGS` on the built-in fabric: (exit status,
+/// stdout).
+pub fn on_sim(tool: &str, args: &[&str]) -> (Option<i32>, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_mad"))
+        .args(["--sim", tool])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
 /// What a run printed and returned.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Run {
