@@ -33,16 +33,10 @@ const OPS: &[&str] = &[
 /// agent), and their usage, argument and option errors are the C tools'.
 #[test]
 fn ibccquery_and_ibccconfig_match_infiniband_diags_on_ibsim() {
-    if !needs(&["ibccquery", "ibccconfig"]) {
-        return;
-    }
-    let mut fails = Vec::new();
-    for name in FABRICS {
-        let up = diags_compare::routed(name);
-        let sim = &up.sim;
+    diags_compare::on_each_routed(&["ibccquery", "ibccconfig"], FABRICS, |name, sim, fails| {
         // ibsim drops the MADs and says so at once; keep our wait short.
         for op in OPS {
-            compare(sim, name, "ibccquery", &["-t", "300", op, "2"], &mut fails);
+            compare(sim, name, "ibccquery", &["-t", "300", op, "2"], fails);
         }
         for args in [
             &["-t", "300", "-c", "0x1234", "CI", "1"][..],
@@ -55,7 +49,7 @@ fn ibccquery_and_ibccconfig_match_infiniband_diags_on_ibsim() {
             &["-D", "CI", "0"],
             &["-h"],
         ] {
-            compare(sim, name, "ibccquery", args, &mut fails);
+            compare(sim, name, "ibccquery", args, fails);
         }
         for args in [
             &["-t", "300", "CS", "1", "1", "0x3", "150", "1", "0", "0"][..],
@@ -74,10 +68,9 @@ fn ibccquery_and_ibccconfig_match_infiniband_diags_on_ibsim() {
             &[],
             &["-h"],
         ] {
-            compare(sim, name, "ibccconfig", args, &mut fails);
+            compare(sim, name, "ibccconfig", args, fails);
         }
-    }
-    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+    });
 }
 
 /// `mad --sim ARGS`: (exit status, stdout).

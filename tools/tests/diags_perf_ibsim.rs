@@ -99,16 +99,9 @@ fn cases(sim: &IbSim, what: &str, fails: &mut Vec<String>) {
 /// prints on both fixture fabrics after OpenSM.
 #[test]
 fn perfquery_attribute_queries_match_infiniband_diags() {
-    if !needs(&["perfquery"]) {
-        return;
-    }
-    let mut fails = Vec::new();
-    for name in FABRICS {
-        let up = diags_compare::routed(name);
-        let sim = &up.sim;
-        cases(sim, name, &mut fails);
-    }
-    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+    diags_compare::on_each_routed(&["perfquery"], FABRICS, |name, sim, fails| {
+        cases(sim, name, fails);
+    });
 }
 
 /// `mad --sim perfquery OPTION ARGS`: (exit status, stdout).

@@ -233,69 +233,67 @@ fn switches(topology: &str) -> Vec<(String, u32)> {
 /// topology file the other wrote.
 #[test]
 fn ibfindnodesusing_matches_infiniband_diags() {
-    if !needs(&["ibfindnodesusing", "ibroute", "ibnetdiscover"]) {
-        return;
-    }
-    let mut fails = Vec::new();
-    for name in FABRICS {
-        let up = diags_compare::routed(name);
-        let sim = &up.sim;
-        let first = theirs(sim, "ibfindnodesusing", &["-R"]);
-        assert_eq!(first.code, Some(2), "{name}: {first:?}");
-        let topo = std::fs::read_to_string("/var/cache/infiniband-diags/ibnetdiscover--.topology")
-            .unwrap();
-        let sws = switches(&topo);
-        assert!(!sws.is_empty(), "{name}: no switch in\n{topo}");
-        for (guid, ports) in &sws {
-            for p in 1..=ports + 1 {
-                let p = p.to_string();
-                diags_compare::compare(sim, name, "ibfindnodesusing", &[guid, &p], &mut fails);
+    diags_compare::on_each_routed(
+        &["ibfindnodesusing", "ibroute", "ibnetdiscover"],
+        FABRICS,
+        |name, sim, fails| {
+            let first = theirs(sim, "ibfindnodesusing", &["-R"]);
+            assert_eq!(first.code, Some(2), "{name}: {first:?}");
+            let topo =
+                std::fs::read_to_string("/var/cache/infiniband-diags/ibnetdiscover--.topology")
+                    .unwrap();
+            let sws = switches(&topo);
+            assert!(!sws.is_empty(), "{name}: no switch in\n{topo}");
+            for (guid, ports) in &sws {
+                for p in 1..=ports + 1 {
+                    let p = p.to_string();
+                    diags_compare::compare(sim, name, "ibfindnodesusing", &[guid, &p], fails);
+                }
             }
-        }
-        let (guid, _) = &sws[0];
-        let short = format!("0x{}", guid[2..].trim_start_matches('0'));
-        let upper = guid.to_uppercase().replace("0X", "0x");
-        for args in [
-            &[short.as_str(), "1"][..],
-            &[upper.as_str(), "1"],
-            &["0x1234", "1"],
-            &["no-such-switch", "1"],
-            &[guid.as_str()],
-            &[],
-            &["-h"],
-            &["-x", guid.as_str(), "1"],
-            &["-C"],
-        ] {
-            diags_compare::compare(sim, name, "ibfindnodesusing", args, &mut fails);
-        }
-        // JSON: the host lists of the text, without the empty first name.
-        let v = ours_json(sim, "ibfindnodesusing", &[guid, "1"]);
-        let text = ours(sim, "ibfindnodesusing", &[guid, "1"]).stdout;
-        let lines: Vec<&str> = text.lines().collect();
-        for (key, line) in [("out", lines[1]), ("back", lines[4])] {
-            let hosts: Vec<&str> = v[key]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|h| h.as_str().unwrap())
-                .collect();
-            let words: Vec<&str> = line.split(' ').filter(|w| !w.is_empty()).collect();
-            assert_eq!(
-                hosts
-                    .join(" ")
-                    .split(' ')
-                    .filter(|w| !w.is_empty())
-                    .collect::<Vec<_>>(),
-                words,
-                "{name}: {v}"
-            );
-        }
-        assert_eq!(v["switch"]["guid"], guid.as_str());
-        // Ours regenerates; the script reads ours.
-        let _ = ours(sim, "ibfindnodesusing", &["-R"]);
-        diags_compare::compare(sim, name, "ibfindnodesusing", &[guid, "1"], &mut fails);
-    }
-    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+            let (guid, _) = &sws[0];
+            let short = format!("0x{}", guid[2..].trim_start_matches('0'));
+            let upper = guid.to_uppercase().replace("0X", "0x");
+            for args in [
+                &[short.as_str(), "1"][..],
+                &[upper.as_str(), "1"],
+                &["0x1234", "1"],
+                &["no-such-switch", "1"],
+                &[guid.as_str()],
+                &[],
+                &["-h"],
+                &["-x", guid.as_str(), "1"],
+                &["-C"],
+            ] {
+                diags_compare::compare(sim, name, "ibfindnodesusing", args, fails);
+            }
+            // JSON: the host lists of the text, without the empty first name.
+            let v = ours_json(sim, "ibfindnodesusing", &[guid, "1"]);
+            let text = ours(sim, "ibfindnodesusing", &[guid, "1"]).stdout;
+            let lines: Vec<&str> = text.lines().collect();
+            for (key, line) in [("out", lines[1]), ("back", lines[4])] {
+                let hosts: Vec<&str> = v[key]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|h| h.as_str().unwrap())
+                    .collect();
+                let words: Vec<&str> = line.split(' ').filter(|w| !w.is_empty()).collect();
+                assert_eq!(
+                    hosts
+                        .join(" ")
+                        .split(' ')
+                        .filter(|w| !w.is_empty())
+                        .collect::<Vec<_>>(),
+                    words,
+                    "{name}: {v}"
+                );
+            }
+            assert_eq!(v["switch"]["guid"], guid.as_str());
+            // Ours regenerates; the script reads ours.
+            let _ = ours(sim, "ibfindnodesusing", &["-R"]);
+            diags_compare::compare(sim, name, "ibfindnodesusing", &[guid, "1"], fails);
+        },
+    );
 }
 
 /// A dump of one switch (not in any fabric) with `counts[i]` hosts routed

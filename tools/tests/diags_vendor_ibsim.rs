@@ -133,13 +133,7 @@ fn ca_lid(sim: &IbSim, name: &str) -> String {
 /// so alike; usage, option and destination errors are the C tool's.
 #[test]
 fn ibping_matches_infiniband_diags_on_ibsim() {
-    if !needs(&["ibping", "ibaddr"]) {
-        return;
-    }
-    let mut fails = Vec::new();
-    for name in FABRICS {
-        let up = diags_compare::routed(name);
-        let sim = &up.sim;
+    diags_compare::on_each_routed(&["ibping", "ibaddr"], FABRICS, |name, sim, fails| {
         let ca = ca_lid(sim, name);
         let ca = ca.as_str();
         for args in [
@@ -178,8 +172,7 @@ fn ibping_matches_infiniband_diags_on_ibsim() {
                 fails.push(format!("{name}: ibping {args:?}: {t:?} / {o:?}"));
             }
         }
-    }
-    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+    });
 }
 
 /// A server killed (by its PID) when the test ends.
@@ -408,13 +401,7 @@ fn ibsysstat_works_on_the_built_in_fabric() {
 /// lost; the failures, the usage and the option errors are compared.
 #[test]
 fn vendstat_matches_infiniband_diags_on_ibsim() {
-    if !needs(&["vendstat", "ibaddr"]) {
-        return;
-    }
-    let mut fails = Vec::new();
-    for name in FABRICS {
-        let up = diags_compare::routed(name);
-        let sim = &up.sim;
+    diags_compare::on_each_routed(&["vendstat", "ibaddr"], FABRICS, |name, sim, fails| {
         let ca = ca_lid(sim, name);
         let ca = ca.as_str();
         for args in [
@@ -433,10 +420,9 @@ fn vendstat_matches_infiniband_diags_on_ibsim() {
             &["-h"],
             &["-D", "1"],
         ] {
-            diags_compare::compare(sim, name, "vendstat", args, &mut fails);
+            diags_compare::compare(sim, name, "vendstat", args, fails);
         }
-    }
-    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+    });
 }
 
 /// On the built-in fabric every node answers vendstat's ClassPortInfo

@@ -44,6 +44,26 @@ pub fn routed(name: &str) -> Routed {
     Routed { _sm: sm, sim }
 }
 
+/// Runs `cases` on each fixture fabric of `names` brought up by OpenSM,
+/// when infiniband-diags' `tools` are there (else "NOT RUN", or a
+/// failure with `CI=true`); fails with every difference `cases`
+/// collected.
+pub fn on_each_routed(
+    tools: &[&str],
+    names: &[&str],
+    mut cases: impl FnMut(&str, &IbSim, &mut Vec<String>),
+) {
+    if !needs(tools) {
+        return;
+    }
+    let mut fails = Vec::new();
+    for name in names {
+        let up = routed(name);
+        cases(name, &up.sim, &mut fails);
+    }
+    assert!(fails.is_empty(), "{}", fails.join("\n====\n"));
+}
+
 /// Our `mad --sim TOOL ARGS` on the built-in fabric: (exit status,
 /// stdout).
 pub fn on_sim(tool: &str, args: &[&str]) -> (Option<i32>, String) {
