@@ -25,18 +25,7 @@ use mad_core::transport::{Address, Qp, Received};
 use mad_core::wire::{Method, MgmtClass};
 use support::{perf_get, with_fd, Fd};
 
-/// How long a call that must return in bounded time may take here.
-const BOUND: Duration = Duration::from_secs(10);
-
-/// Runs `f` on its own thread; `None` if it has not returned within
-/// [`BOUND`].
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(BOUND).ok()
-}
+use support::{within, BOUND};
 
 fn answering(silent: bool) -> support::WithFd {
     with_fd(

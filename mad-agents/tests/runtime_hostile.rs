@@ -22,18 +22,7 @@ use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
 use mad_testkit::{Hooks, Wrapped};
 
-/// How long a call that must return in bounded time may take here.
-const BOUND: Duration = Duration::from_secs(10);
-
-/// Runs `f` on its own thread; `None` if it has not returned within
-/// [`BOUND`] (the thread is then left behind, blocked).
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(BOUND).ok()
-}
+use support::{within, BOUND};
 
 /// A loopback that answers every request unless `silent`.
 fn answering(silent: bool) -> Loopback {

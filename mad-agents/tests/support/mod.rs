@@ -166,3 +166,16 @@ pub fn deregister_in_a_callback(
     a.send(first).unwrap();
     (a, done)
 }
+
+/// How long a call that must return in bounded time may take in a test.
+pub const BOUND: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `f` on its own thread; `None` if it has not returned within
+/// [`BOUND`] (the thread is then left behind, blocked).
+pub fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(BOUND).ok()
+}
