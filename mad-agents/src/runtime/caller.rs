@@ -14,25 +14,17 @@
 //! events of other agents (a driving caller that leaves some wakes the
 //! loop), timers and MADs nobody asked for.
 //!
-//! The loop thread gets out of the way while callers drive ([`Relay`]):
+//! The loop thread gets out of the way while callers drive ([`Relay`](super::relay::Relay)):
 //! with nothing to do, it parks — not watching the transport — for at most
-//! [`LINGER`] (or its next deadline) if callers drove the port since it
+//! [`LINGER`](super::relay::LINGER) (or its next deadline) if callers drove the port since it
 //! last waited and no caller is blocked waiting for it. Every wake-up
 //! ([`Shared::wake`]) unparks it; a caller about to block makes sure it
-//! watches ([`Relay::watch`]).
+//! watches ([`Relay::watch`](super::relay::Relay::watch)).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use super::shared::{Core, RuntimeStats, Shared, Sink};
+use super::shared::{Core, Shared, Sink};
 use crate::types::{AgentId, Completion, SendId};
-
-/// The longest the loop thread parks while callers drive the port: the
-/// bound on how late a timer or an unsolicited MAD is noticed when no
-/// caller drives any more.
-pub(super) const LINGER: Duration = Duration::from_micros(500);
 
 /// How long a caller keeps driving the port, while what it waits for may
 /// come soon, before it blocks and leaves the port to the loop thread.
@@ -55,107 +47,6 @@ pub(super) fn spin<R>(mut drive: impl FnMut() -> (Option<R>, bool)) -> Option<R>
         } else {
             std::thread::yield_now();
         }
-    }
-}
-
-/// How the loop thread and the callers' threads that drive the port take
-/// turns (see the [module documentation](self)).
-#[derive(Debug, Default)]
-pub(super) struct Relay {
-    /// Times a caller drove the port.
-    driven: AtomicU64,
-    /// The loop thread is parked in [`Relay::park`], not watching the
-    /// transport.
-    parked: AtomicBool,
-    /// Set by every wake-up: a park does not sleep past it.
-    woken: AtomicBool,
-    /// Callers blocked until the loop thread delivers to them: the loop
-    /// does not park meanwhile.
-    blocked: AtomicUsize,
-    /// The loop thread, to unpark.
-    thread: OnceLock<Thread>,
-    /// [`RuntimeStats::caller_blocks`].
-    blocks: AtomicU64,
-    /// [`RuntimeStats::loop_parks`].
-    parks: AtomicU64,
-}
-
-/// A caller blocked on the loop thread; see [`Relay::watch`].
-pub(super) struct Watch<'a>(&'a Relay);
-
-impl Drop for Watch<'_> {
-    fn drop(&mut self) {
-        self.0.blocked.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl Relay {
-    /// Fills in the counters kept here.
-    pub(super) fn count(&self, s: &mut RuntimeStats) {
-        s.caller_blocks = self.blocks.load(Ordering::Relaxed);
-        s.loop_parks = self.parks.load(Ordering::Relaxed);
-        s.caller_drives = self.driven.load(Ordering::Relaxed);
-    }
-
-    /// Called by the loop thread first: who to unpark.
-    pub(super) fn set_loop_thread(&self) {
-        let _ = self.thread.set(std::thread::current());
-    }
-
-    /// True while the loop thread is parked.
-    pub(super) fn is_parked(&self) -> bool {
-        self.parked.load(Ordering::SeqCst)
-    }
-
-    /// Wakes the loop thread if it is parked; true if it was (no other
-    /// wake-up needed).
-    pub(super) fn wake(&self) -> bool {
-        self.woken.store(true, Ordering::SeqCst);
-        self.unpark()
-    }
-
-    fn unpark(&self) -> bool {
-        match self.thread.get() {
-            Some(t) if self.is_parked() => {
-                t.unpark();
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// A caller is about to block until the loop thread delivers to it:
-    /// the loop watches the transport (is unparked, and does not park)
-    /// until the returned guard is dropped.
-    pub(super) fn watch(&self) -> Watch<'_> {
-        self.blocks.fetch_add(1, Ordering::Relaxed);
-        self.blocked.fetch_add(1, Ordering::SeqCst);
-        self.unpark();
-        Watch(self)
-    }
-
-    /// The loop thread, with nothing to do for `timeout`: if callers drove
-    /// the port since the last call (`last`) and none is blocked on the
-    /// loop, parks for at most `timeout` or [`LINGER`]. True when the loop
-    /// should go round again at once (it parked, or was woken); false
-    /// when it should wait in `mio::Poll::poll` as usual.
-    pub(super) fn park(&self, last: &mut u64, timeout: Duration) -> bool {
-        let epoch = self.driven.load(Ordering::Relaxed);
-        if epoch == *last {
-            return false;
-        }
-        *last = epoch;
-        self.parked.store(true, Ordering::SeqCst);
-        let woken = self.woken.swap(false, Ordering::SeqCst);
-        let park = !woken && self.blocked.load(Ordering::SeqCst) == 0;
-        if park {
-            self.parks.fetch_add(1, Ordering::Relaxed);
-            std::thread::park_timeout(timeout.min(LINGER));
-        }
-        self.parked.store(false, Ordering::SeqCst);
-        // A wake-up that saw the loop parked only unparked it.
-        let late = self.woken.swap(false, Ordering::SeqCst);
-        park || woken || late
     }
 }
 
@@ -187,7 +78,7 @@ impl Shared {
             if core.stopped {
                 return false;
             }
-            self.relay.driven.fetch_add(1, Ordering::Relaxed);
+            self.relay.driven();
             core.engine.poll(now);
             self.take_own(&mut core, agent);
             self.reap(&mut core);
@@ -242,7 +133,7 @@ impl Shared {
             if core.stopped {
                 return (None, false);
             }
-            self.relay.driven.fetch_add(1, Ordering::Relaxed);
+            self.relay.driven();
             core.engine.poll(now);
             let done = core.engine.take_completion(agent, send);
             if done.is_some() {

@@ -130,6 +130,7 @@ mod caller;
 mod handles;
 #[cfg(test)]
 mod model;
+mod relay;
 mod shared;
 
 pub use handles::{Agent, AgentReceiver, AgentRef, SendHandle};
@@ -273,7 +274,7 @@ impl Runtime {
     pub fn stats(&self) -> RuntimeStats {
         let mut s = self.shared.core().stats;
         s.callback_panics = self.shared.panics.load(Ordering::Relaxed);
-        self.shared.relay.count(&mut s);
+        (s.caller_drives, s.caller_blocks, s.loop_parks) = self.shared.relay.counts();
         s
     }
 

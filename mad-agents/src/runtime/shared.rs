@@ -181,7 +181,7 @@ pub(super) struct Shared {
     pub(super) deviation: Deviation,
     /// Callers' threads driving the port themselves (see
     /// [`super::caller`]).
-    pub(super) relay: super::caller::Relay,
+    pub(super) relay: super::relay::Relay,
 }
 
 /// A deliberate departure from the deregistration protocol. A runtime
@@ -220,7 +220,7 @@ impl Shared {
         lock(&self.core)
     }
 
-    /// Wakes the loop thread: out of [`super::caller::Relay::park`] if
+    /// Wakes the loop thread: out of [`super::relay::Relay::park`] if
     /// it is parked there, else out of `mio::Poll::poll`.
     pub(super) fn wake(&self) {
         if self.relay.wake() {
@@ -261,7 +261,7 @@ impl Shared {
             panics: AtomicU64::new(0),
             has_dead: AtomicBool::new(false),
             deviation,
-            relay: super::caller::Relay::default(),
+            relay: super::relay::Relay::default(),
         }
     }
 
