@@ -200,10 +200,7 @@ impl Core {
     pub(super) fn enter(&mut self, rn: u32, rp: u8, pkt: &Packet) -> Option<Hop> {
         if let Some(p) = self.port_mut(rn, rp) {
             if p.info.port_phys_state != PhysPortState::LINK_UP {
-                p.counters.port_rcv_errors = p.counters.port_rcv_errors.saturating_add(1);
-                p.counters_ext.port_rcv_errors += 1;
-                p.perf
-                    .discard(super::super::pma_ext::Discard::LocalPhysical);
+                count_rcv_error(p, super::super::pma_ext::Discard::LocalPhysical);
                 self.drop_pkt(DropReason::LinkDown, rn, rp);
                 return None;
             }
@@ -238,9 +235,7 @@ impl Core {
         };
         if !accept {
             if let Some(p) = self.port_mut(node, port) {
-                p.counters.port_rcv_errors = p.counters.port_rcv_errors.saturating_add(1);
-                p.counters_ext.port_rcv_errors += 1;
-                p.perf.discard(super::super::pma_ext::Discard::DlidMapping);
+                count_rcv_error(p, super::super::pma_ext::Discard::DlidMapping);
             }
             self.drop_pkt(DropReason::NotForThisPort, node, port);
             return None;

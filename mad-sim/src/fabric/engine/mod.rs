@@ -430,6 +430,15 @@ pub(crate) enum Direction {
     Outbound,
 }
 
+/// Counts a packet port `p` received and dropped for `why`: in
+/// PortRcvErrors of PortCounters and PortCountersExtended, and in the
+/// detail counter that breaks it down.
+fn count_rcv_error(p: &mut super::node::Port, why: super::pma_ext::Discard) {
+    p.counters.port_rcv_errors = p.counters.port_rcv_errors.saturating_add(1);
+    p.counters_ext.port_rcv_errors += 1;
+    p.perf.discard(why);
+}
+
 /// Counts a packet crossing port `p` in direction `dir` in PortCounters,
 /// PortCountersExtended and the per-SL / per-VL counters.
 fn count_packet(p: &mut super::node::Port, dir: Direction, pkt: &Packet) {
