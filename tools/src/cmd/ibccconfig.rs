@@ -106,44 +106,23 @@ fn rows() -> impl Iterator<Item = (&'static str, &'static str, Op)> {
     OPS.iter().map(|(n, a, op, ..)| (*n, *a, *op))
 }
 
-/// `parseint` / `parselonglongint`: the whole text as a number (`strtoul`
-/// base 0, or 16), or the C tool's complaint. A 32-bit result keeps the
-/// low bits of `strtoul`'s, as the C `uint32_t` does.
-fn parse_num(arg: &str, hex_only: bool) -> Result<u64, &'static str> {
-    let t = arg.trim_start();
-    let (neg, t) = match t.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    let (radix, digits) = if hex_only {
-        (
-            16,
-            t.strip_prefix("0x")
-                .or_else(|| t.strip_prefix("0X"))
-                .unwrap_or(t),
-        )
-    } else if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        (16, h)
-    } else if t.len() > 1 && t.starts_with('0') {
-        (8, &t[1..])
+/// `parseint` / `parselonglongint`: the whole text as a number
+/// (`strtoul` base 0), or the C tool's complaint (`ERANGE` first, as the
+/// C checks `errno` before the end). A 32-bit result keeps the low bits of
+/// `strtoul`'s, as the C `uint32_t` does.
+fn parse_num(arg: &str) -> Result<u64, &'static str> {
+    let n = crate::cnum::scan(arg, true);
+    if n.overflow {
+        Err("value out of range")
+    } else if n.digits == 0 || n.end != arg.len() {
+        Err("invalid integer input")
     } else {
-        (10, t)
-    };
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        // strtoul of "" or "0x" stops at once: no digits is "0" only
-        // when the text was "0".
-        return if t == "0" {
-            Ok(0)
-        } else {
-            Err("invalid integer input")
-        };
+        Ok(n.unsigned())
     }
-    let v = u64::from_str_radix(digits, radix).map_err(|_| "value out of range")?;
-    Ok(if neg { v.wrapping_neg() } else { v })
 }
 
 fn parse32(arg: &str) -> Result<u32, &'static str> {
-    parse_num(arg, false).map(|v| v as u32)
+    parse_num(arg).map(|v| v as u32)
 }
 
 /// `parse256`: up to 64 hex digits, right-aligned in 32 bytes.
@@ -213,7 +192,7 @@ fn congestion_key_info(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &'static str
     if a.len() != 4 {
         return Err("invalid number of parameters for CongestionKeyInfo");
     }
-    let key = parse_num(&a[0], false)?;
+    let key = parse_num(&a[0])?;
     let (protect, lease, violations) = (parse32(&a[1])?, parse32(&a[2])?, parse32(&a[3])?);
     if protect > 1 {
         return Err("invalid cc_keyprotectbit value");
@@ -433,15 +412,21 @@ mod tests {
 
     #[test]
     fn numbers_parse_as_the_c_tool_checks_them() {
-        assert_eq!(parse_num("0x1F", false), Ok(31));
-        assert_eq!(parse_num("010", false), Ok(8));
-        assert_eq!(parse_num("0", false), Ok(0));
-        assert_eq!(parse_num("12a", false), Err("invalid integer input"));
-        assert_eq!(parse_num("", false), Err("invalid integer input"));
+        assert_eq!(parse_num("0x1F"), Ok(31));
+        assert_eq!(parse_num("010"), Ok(8));
+        assert_eq!(parse_num("0"), Ok(0));
+        assert_eq!(parse_num("12a"), Err("invalid integer input"));
+        assert_eq!(parse_num(""), Err("invalid integer input"));
         assert_eq!(
-            parse_num("99999999999999999999999", false),
+            parse_num("99999999999999999999999"),
             Err("value out of range")
         );
+        assert_eq!(
+            parse_num("99999999999999999999999x"),
+            Err("value out of range")
+        );
+        assert_eq!(parse_num("0x"), Err("invalid integer input"));
+        assert_eq!(parse_num("-1"), Ok(u64::MAX));
         assert_eq!(parse32("0x100000001"), Ok(1));
         let m = parse256("0x1FFFFFFFFF").unwrap();
         assert_eq!(&m[27..], &[0x1F, 0xFF, 0xFF, 0xFF, 0xFF]);
