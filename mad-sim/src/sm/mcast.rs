@@ -108,24 +108,29 @@ pub fn mcast_tables(sub: &Subnet, groups: &[McGroup]) -> McTables {
     out
 }
 
-/// The switches a group's members hang off, with the member ports.
+/// The switches a group's members hang off, with the member ports (one
+/// pass over the ports, however many members).
 fn member_switches(sub: &Subnet, members: &[u64]) -> BTreeMap<NodeIdx, BTreeSet<u8>> {
+    let members: FastSet<u64> = members.iter().copied().collect();
     let mut at: BTreeMap<NodeIdx, BTreeSet<u8>> = BTreeMap::new();
-    for &guid in members {
-        for (i, n) in sub.nodes().iter().enumerate() {
-            for p in n.ports.iter().flatten().filter(|p| p.guid == guid) {
-                if n.is_switch() {
-                    if p.num == 0 {
-                        at.entry(i).or_default().insert(0);
-                    }
-                    continue;
+    for (i, n) in sub.nodes().iter().enumerate() {
+        for p in n
+            .ports
+            .iter()
+            .flatten()
+            .filter(|p| members.contains(&p.guid))
+        {
+            if n.is_switch() {
+                if p.num == 0 {
+                    at.entry(i).or_default().insert(0);
                 }
-                let Some((r, rp)) = sub.remote((i, p.num)) else {
-                    continue;
-                };
-                if p.link_up() && sub.nodes().get(r).is_some_and(SmNode::is_switch) {
-                    at.entry(r).or_default().insert(rp);
-                }
+                continue;
+            }
+            let Some((r, rp)) = sub.remote((i, p.num)) else {
+                continue;
+            };
+            if p.link_up() && sub.nodes().get(r).is_some_and(SmNode::is_switch) {
+                at.entry(r).or_default().insert(rp);
             }
         }
     }
