@@ -14,7 +14,7 @@ mod support;
 
 mod diags_compare;
 
-use diags_compare::{compare, needs, real_on_served, FABRICS};
+use diags_compare::{compare, needs, on_sim, real_on_served, FABRICS};
 
 /// ibccquery's ops (names and aliases, mixed case).
 const OPS: &[&str] = &[
@@ -73,81 +73,58 @@ fn ibccquery_and_ibccconfig_match_infiniband_diags_on_ibsim() {
     });
 }
 
-/// `mad --sim ARGS`: (exit status, stdout).
-fn sim(args: &[&str]) -> (Option<i32>, String) {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mad"))
-        .arg("--sim")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-    )
-}
-
 /// On the built-in fabric (LID 2 a switch, LID 3 a CA) every op prints
 /// its attribute as libibmad dumps it; switch-only and CA-only ops fail
 /// on the other kind as the C tool does.
 #[test]
 fn ibccquery_works_on_the_built_in_fabric() {
-    // (op, LID, first line, lines after it)
-    let cases: &[(&str, &str, &str, usize)] = &[
-        ("CP", "3", "# ClassPortInfo: Lid 3", 22),
-        ("CI", "2", "# CongestionInfo: Lid 2", 2),
-        ("CK", "3", "# CongestionKeyInfo: Lid 3", 4),
-        ("CL", "2", "# CongestionLog: Lid 2", 2 + 3 + 1),
-        ("CL", "3", "# CongestionLog: Lid 3", 2 + 3 + 1),
-        ("SS", "2", "# SwitchCongestionSetting: Lid 2", 8),
-        ("SP", "2", "# SwitchPortCongestionSetting: Lid 2", 9 * 7),
-        ("SP", "2", "# SwitchPortCongestionSetting: Lid 2", 5),
-        ("CS", "3", "# CACongestionSetting: Lid 3", 3 + 16 * 6),
-        ("CT", "3", "# CongestionControlTable: Lid 3", 2),
-        ("TI", "2", "# Timestamp: Lid 2", 1),
+    // (arguments, first line, lines after it)
+    let cases: &[(&[&str], &str, usize)] = &[
+        (&["CP", "3"], "# ClassPortInfo: Lid 3", 22),
+        (&["CI", "2"], "# CongestionInfo: Lid 2", 2),
+        (&["CK", "3"], "# CongestionKeyInfo: Lid 3", 4),
+        (&["CL", "2"], "# CongestionLog: Lid 2", 2 + 3 + 1),
+        (&["CL", "3"], "# CongestionLog: Lid 3", 2 + 3 + 1),
+        (&["SS", "2"], "# SwitchCongestionSetting: Lid 2", 8),
+        (&["SP", "2"], "# SwitchPortCongestionSetting: Lid 2", 9 * 7),
+        (&["SP", "2", "4"], "# SwitchPortCongestionSetting: Lid 2", 5),
+        (&["CS", "3"], "# CACongestionSetting: Lid 3", 3 + 16 * 6),
+        (&["CT", "3"], "# CongestionControlTable: Lid 3", 2),
+        (&["TI", "2"], "# Timestamp: Lid 2", 1),
     ];
-    for (i, (op, lid, first, n)) in cases.iter().enumerate() {
-        let mut args = vec!["ibccquery", op, lid];
-        if i == 7 {
-            args.push("4");
-        }
-        let (code, out) = sim(&args);
+    for (args, first, n) in cases {
+        let (code, out) = on_sim("ibccquery", args);
         assert_eq!(code, Some(0), "{args:?}: {out}");
         assert_eq!(out.lines().next(), Some(*first), "{args:?}");
         assert_eq!(out.lines().count(), 1 + n, "{args:?}: {out}");
     }
-    let (_, out) = sim(&["ibccquery", "CL", "2"]);
+    let (_, out) = on_sim("ibccquery", &["CL", "2"]);
     assert!(
         out.contains("\nLogType:.........................1\n"),
         "{out}"
     );
-    let (_, out) = sim(&["ibccquery", "CI", "3"]);
+    let (_, out) = on_sim("ibccquery", &["CI", "3"]);
     assert!(
         out.ends_with("ControlTableCap:.................2\n"),
         "{out}"
     );
     for (args, msg) in [
         (
-            &["ibccquery", "SS", "3"][..],
+            &["SS", "3"][..],
             "operation SS: switch congestion setting query failed",
         ),
         (
-            &["ibccquery", "CS", "2"],
+            &["CS", "2"],
             "operation CS: ca congestion setting query failed",
         ),
+        (&["SP", "3"], "operation SP: destination not a switch"),
         (
-            &["ibccquery", "SP", "3"],
-            "operation SP: destination not a switch",
-        ),
-        (
-            &["ibccquery", "SP", "2", "9"],
+            &["SP", "2", "9"],
             "operation SP: invalid port number specified",
         ),
-        (
-            &["ibccquery", "nope", "2"],
-            "operation 'nope' not supported",
-        ),
+        (&["nope", "2"], "operation 'nope' not supported"),
     ] {
-        let (code, out) = sim(args);
+        let (code, out) = on_sim("ibccquery", args);
         assert_eq!(code, Some(255), "{args:?}");
         assert!(
             out.ends_with(&format!("ibccquery: iberror: failed: {msg}\n")),

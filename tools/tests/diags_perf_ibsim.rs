@@ -18,7 +18,7 @@ mod support;
 
 mod diags_compare;
 
-use diags_compare::{compare, needs, real_on_served, FABRICS};
+use diags_compare::{compare, needs, on_sim, real_on_served, FABRICS};
 use support::IbSim;
 
 /// The attribute queries ibsim 0.10's PMA answers.
@@ -104,20 +104,6 @@ fn perfquery_attribute_queries_match_infiniband_diags() {
     });
 }
 
-/// `mad --sim perfquery OPTION ARGS`: (exit status, stdout).
-fn sim_perfquery(args: &[&str]) -> (Option<i32>, String) {
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_mad"))
-        .arg("--sim")
-        .arg("perfquery")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-    )
-}
-
 /// On the built-in fabric (where ibsim goes further: every attribute is
 /// answered) each option decodes its attribute, with the lines
 /// libibmad prints, and resets it.
@@ -143,7 +129,7 @@ fn perfquery_attribute_queries_work_on_the_built_in_fabric() {
         ("--vlxmittimecc", "PortVLXmitTimeCong", 15),
     ];
     for (opt, name, n) in cases {
-        let (code, out) = sim_perfquery(&[opt, "3", "1"]);
+        let (code, out) = on_sim("perfquery", &[opt, "3", "1"]);
         assert_eq!(code, Some(0), "{opt}: {out}");
         let mut lines = out.lines();
         assert_eq!(
@@ -154,12 +140,16 @@ fn perfquery_attribute_queries_work_on_the_built_in_fabric() {
         assert_eq!(lines.next(), Some("PortSelect:......................1"));
         assert_eq!(lines.count(), 1 + n, "{opt}: {out}");
         // Read then reset, and reset only.
-        assert_eq!(sim_perfquery(&[opt, "-r", "3", "1"]).0, Some(0), "{opt} -r");
-        let (code, out) = sim_perfquery(&["-R", opt, "3", "1", "0x3"]);
+        assert_eq!(
+            on_sim("perfquery", &[opt, "-r", "3", "1"]).0,
+            Some(0),
+            "{opt} -r"
+        );
+        let (code, out) = on_sim("perfquery", &["-R", opt, "3", "1", "0x3"]);
         assert_eq!((code, out.as_str()), (Some(0), ""), "{opt} -R");
     }
     // Traffic shows: the local CA port received the SM's sweep on SL 0.
-    let (_, out) = sim_perfquery(&["-S"]);
+    let (_, out) = on_sim("perfquery", &["-S"]);
     let sl0: u64 = out
         .lines()
         .find_map(|l| l.strip_prefix("RcvDataSL0:"))
@@ -167,9 +157,9 @@ fn perfquery_attribute_queries_work_on_the_built_in_fabric() {
         .unwrap();
     assert!(sl0 > 0, "{out}");
     // SwPortVLCongestion is a switch's: a CA fails it as perfquery does.
-    let (code, _) = sim_perfquery(&["--swportvlcong", "3", "1"]);
+    let (code, _) = on_sim("perfquery", &["--swportvlcong", "3", "1"]);
     assert_eq!(code, Some(255));
-    let (code, out) = sim_perfquery(&["-c", "3", "1"]);
+    let (code, out) = on_sim("perfquery", &["-c", "3", "1"]);
     assert_eq!(code, Some(0));
     assert!(
         out.starts_with("# PortSamplesControl: Lid 3 port 1\nOpCode:"),

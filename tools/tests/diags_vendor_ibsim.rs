@@ -259,30 +259,20 @@ fn our_ibping_server_answers_infiniband_diags_client_over_ibsim() {
 /// ibping on the served fabric gets the same answers.
 #[test]
 fn ibping_works_on_the_built_in_fabric() {
-    let sim = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_mad"))
-            .arg("--sim")
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-        )
-    };
-    let (code, out) = sim(&["ibping", "-f", "-c", "2", "3"]);
+    let ibping = |args: &[&str]| diags_compare::on_sim("ibping", args);
+    let (code, out) = ibping(&["-f", "-c", "2", "3"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("\n--- host-2 (Lid 3) ibping statistics ---\n2 packets transmitted, 2 received, 0% packet loss"), "{out}");
-    let (code, out) = sim(&["ibping", "-c", "1", "1"]);
+    let (code, out) = ibping(&["-c", "1", "1"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("Pong from host-1 (Lid 1): time "), "{out}");
-    let (code, out) = sim(&["ibping", "-f", "-c", "2", "2"]);
+    let (code, out) = ibping(&["-f", "-c", "2", "2"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(
         out.contains("2 packets transmitted, 0 received, 100% packet loss"),
         "{out}"
     );
-    let (code, out) = sim(&["ibping", "--json", "-f", "-c", "2", "3"]);
+    let (code, out) = ibping(&["--json", "-f", "-c", "2", "3"]);
     assert_eq!(code, Some(0), "{out}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["host"], "host-2");
