@@ -2,6 +2,8 @@
 //! the well-known groups that exist from the start, the records served,
 //! and the groups handed to SM-lite ([`FabricSa::mc_groups`]).
 
+use std::collections::BTreeMap;
+
 use super::*;
 use crate::sm::mcast::{mft_blocks, MCAST_LID_BASE};
 use crate::sm::{mcast_tables, McGroup};
@@ -171,19 +173,15 @@ impl FabricSa {
     #[must_use]
     pub fn mc_groups(&self) -> Vec<McGroup> {
         let mc = lock(&self.mcast);
-        let mut groups: Vec<McGroup> = Vec::new();
+        let mut groups: BTreeMap<u16, Vec<u64>> = BTreeMap::new();
         for m in &mc.members {
             let guid = u64::from_be_bytes(m.port_gid[8..].try_into().unwrap_or([0; 8]));
-            match groups.iter_mut().find(|g| g.mlid == m.mlid) {
-                Some(g) => g.members.push(guid),
-                None => groups.push(McGroup {
-                    mlid: m.mlid,
-                    members: vec![guid],
-                }),
-            }
+            groups.entry(m.mlid).or_default().push(guid);
         }
-        groups.sort_by_key(|g| g.mlid);
         groups
+            .into_iter()
+            .map(|(mlid, members)| McGroup { mlid, members })
+            .collect()
     }
 
     /// MulticastForwardingTableRecords: the blocks in use of each switch
