@@ -22,7 +22,7 @@ use mad_core::wire::{Fields, Method, Repr};
 
 use crate::command::{CliError, Invocation};
 use crate::diags::cc;
-use crate::ibdiag::{self, Dest, Opt, ToolSpec};
+use crate::ibdiag::{self, Dest};
 use crate::json::Json;
 use crate::session::Session;
 
@@ -73,10 +73,6 @@ const OPS: &[(&str, &str, Op, bool, &str)] = &[
         "<cctilimit> <index> <cctentry> <cctentry> ...",
     ),
 ];
-
-const KEY_CCKEY: i32 = 'c' as i32;
-
-const OPTS: &[Opt] = &[Opt::new("cckey", 'c', true, Some("<key>"), "CC key")];
 
 const EXAMPLES: &[&str] = &[
     "SwitchCongestionSetting 2 0x1F 0x1FFFFFFFFF 0x0 0xF 8 0 0:0 1\t# Configure Switch Congestion Settings",
@@ -371,20 +367,11 @@ fn congestion_control_table(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &'stati
 /// # Errors
 /// Usage errors (exit 2), `IBEXIT` failures (exit 255).
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let usage_args = usage_args();
-    let spec = ToolSpec {
-        opts: OPTS,
-        exclude: "DK",
-        usage_args: &usage_args,
-        examples: EXAMPLES,
-    };
-    let p = ibdiag::parse(inv, &spec)?;
-    let cc_key = p.value(KEY_CCKEY).map_or(0, crate::cnum::c_strtoul);
-    let (op, run) = ibdiag::ops::start(inv, &spec, &p, rows())?;
+    let (op, run) = ibdiag::ops::start(inv, (&usage_args(), EXAMPLES), rows())?;
     let mut c = Ctx {
         s: &run.session,
         dest: run.dest.clone(),
-        cc_key,
+        cc_key: run.cc_key,
         answer: Json::Null,
         failed: None,
     };

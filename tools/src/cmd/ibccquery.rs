@@ -25,7 +25,7 @@ use mad_core::wire::{Fields, Method, Repr};
 
 use crate::command::{CliError, Invocation};
 use crate::diags::cc;
-use crate::ibdiag::{self, Dest, Opt, ToolSpec};
+use crate::ibdiag::{self, Dest};
 use crate::json::Json;
 use crate::session::Session;
 
@@ -69,10 +69,6 @@ const OPS: &[(&str, &str, Op, bool)] = &[
     ),
     ("Timestamp", "TI", Op::Timestamp, false),
 ];
-
-const KEY_CCKEY: i32 = 'c' as i32;
-
-const OPTS: &[Opt] = &[Opt::new("cckey", 'c', true, Some("<key>"), "CC key")];
 
 const EXAMPLES: &[&str] = &[
     "CongestionInfo 3\t\t\t# Congestion Info by lid",
@@ -332,17 +328,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op, port: u32) -> Result<(), &'static str> {
 /// # Errors
 /// Usage errors (exit 2), `IBEXIT` failures (exit 255).
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let usage_args = usage_args();
-    let spec = ToolSpec {
-        opts: OPTS,
-        exclude: "DK",
-        usage_args: &usage_args,
-        examples: EXAMPLES,
-    };
-    let p = ibdiag::parse(inv, &spec)?;
-    // strtoull: whatever number the text starts with.
-    let cc_key = p.value(KEY_CCKEY).map_or(0, crate::cnum::c_strtoul);
-    let (op, run) = ibdiag::ops::start(inv, &spec, &p, rows())?;
+    let (op, run) = ibdiag::ops::start(inv, (&usage_args(), EXAMPLES), rows())?;
     // strtol(argv[0], NULL, 0) of the port, as an int.
     let port = run
         .rest
@@ -351,7 +337,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut c = Ctx {
         s: &run.session,
         dest: run.dest.clone(),
-        cc_key,
+        cc_key: run.cc_key,
         out: String::new(),
         attribute: Json::Null,
         entries: Vec::new(),

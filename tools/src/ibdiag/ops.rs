@@ -1,12 +1,14 @@
 //! The shape of infiniband-diags' op tools (a `match_tbl` of ops with
-//! aliases: ibccquery, ibccconfig): the op named by the first argument
-//! (name or alias, any case), the session to the destination named by the
-//! second, and the run's end (the text, or one JSON object; `IBEXIT
-//! "operation OP: ..."` on failure).
+//! aliases: ibccquery, ibccconfig): the `-c` CC_Key both take, the op
+//! named by the first argument (name or alias, any case), the session to
+//! the destination named by the second, and the run's end (the text, or
+//! one JSON object; `IBEXIT "operation OP: ..."` on failure).
 
 use mad_agents::QueryError;
 
-use super::{dest_arg, dest_json, open_session, print_json, warn_failed, Dest, Parsed, ToolSpec};
+use super::{
+    dest_arg, dest_json, open_session, parse, print_json, warn_failed, Dest, Opt, ToolSpec,
+};
 use crate::command::{CliError, Invocation};
 use crate::json::{Json, JsonExt};
 use crate::session::Session;
@@ -33,23 +35,40 @@ pub struct OpRun {
     pub dest: Dest,
     /// The arguments after the destination.
     pub rest: Vec<String>,
+    /// `-c`: the CC_Key (`strtoull`: whatever number the text starts
+    /// with; 0 when absent).
+    pub cc_key: u64,
     /// `--json`.
     pub json: bool,
 }
 
-/// `argc < 2`: the usage; an unknown op: `operation 'OP' not supported`
-/// (before any port is opened); else the session to the destination.
+const KEY_CCKEY: i32 = 'c' as i32;
+
+/// The op tools' own option.
+const OPTS: &[Opt] = &[Opt::new("cckey", 'c', true, Some("<key>"), "CC key")];
+
+/// Parses the command line (the `-c` CC_Key; no `-D` or `-K`, with
+/// `usage_args` and `examples` for the usage); `argc < 2`: the usage; an
+/// unknown op: `operation 'OP' not supported` (before any port is
+/// opened); else the session to the destination.
 ///
 /// # Errors
 /// Usage (exit 2) and `IBEXIT` failures.
 pub fn start<'a, T: Copy + 'a>(
     inv: &mut Invocation<'_, '_>,
-    spec: &ToolSpec<'_>,
-    p: &Parsed,
+    (usage_args, examples): (&str, &[&str]),
     rows: impl IntoIterator<Item = (&'a str, &'a str, T)>,
 ) -> Result<(T, OpRun), CliError> {
+    let spec = ToolSpec {
+        opts: OPTS,
+        exclude: "DK",
+        usage_args,
+        examples,
+    };
+    let p = parse(inv, &spec)?;
+    let cc_key = p.value(KEY_CCKEY).map_or(0, crate::cnum::c_strtoul);
     if p.args.len() < 2 {
-        return Err(CliError::ToolUsage(super::usage_text(&inv.prog, spec)));
+        return Err(CliError::ToolUsage(super::usage_text(&inv.prog, &spec)));
     }
     let op_name = p.args[0].clone();
     let Some(op) = match_op(rows, &op_name) else {
@@ -67,6 +86,7 @@ pub fn start<'a, T: Copy + 'a>(
             session,
             dest,
             rest,
+            cc_key,
             json: p.common.json,
         },
     ))
