@@ -8,7 +8,6 @@
 mod common;
 
 use common::*;
-use mad_core::transport::{Address, Qp, Transport};
 use mad_core::wire::cc::{
     cc_attr, CaCongestionEntry, CaCongestionSetting, CctEntry, CongestionControlTable,
     CongestionInfo, CongestionKeyInfo, CongestionLogCommon, SwitchCongestionSetting,
@@ -28,8 +27,7 @@ fn cc(
     key: u64,
     data: &[u8],
 ) -> Option<(u16, Vec<u8>)> {
-    let tid = next_tid();
-    let mut m = gsi_mad(0x21, 2, method, attr, tid);
+    let mut m = gsi_mad(0x21, 2, method, attr, next_tid());
     Mad::new_unchecked(&mut m[..]).set_attr_mod(amod);
     m[24..32].copy_from_slice(&key.to_be_bytes());
     let off = if attr == cc_attr::CONGESTION_LOG {
@@ -38,16 +36,7 @@ fn cc(
         CC_DATA_OFFSET
     };
     m[off..off + data.len()].copy_from_slice(data);
-    t.post_send(Qp::Qp1, &m, &Address::gsi(lid)).unwrap();
-    drain(t)
-        .into_iter()
-        .find(|r| Mad::new_unchecked(&r.mad[..]).tid() == tid)
-        .map(|r| {
-            (
-                Mad::new_unchecked(&r.mad[..]).status().0,
-                r.mad[off..].to_vec(),
-            )
-        })
+    gsi_rpc(t, &m, lid, off)
 }
 
 #[test]
@@ -87,11 +76,8 @@ fn switches_and_cas_answer_their_attributes() {
     assert_eq!(cc(&mut t, 2, get, cct, 0, &[]).unwrap().0, 0x1C);
     let ts = (cc_attr::TIMESTAMP, 0);
     assert_eq!(cc(&mut t, 2, Method::SET, ts, 0, &[]).unwrap().0, 0x0C);
-    let tid = next_tid();
-    let m = gsi_mad(0x21, 1, get, cc_attr::TIMESTAMP, tid);
-    t.post_send(Qp::Qp1, &m, &Address::gsi(2)).unwrap();
-    let r = drain(&mut t).pop().unwrap();
-    assert_eq!(Mad::new_unchecked(&r.mad[..]).status().0, 0x04);
+    let m = gsi_mad(0x21, 1, get, cc_attr::TIMESTAMP, next_tid());
+    assert_eq!(gsi_rpc(&mut t, &m, 2, CC_DATA_OFFSET).unwrap().0, 0x04);
 }
 
 #[test]

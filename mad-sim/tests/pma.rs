@@ -8,9 +8,8 @@
 mod common;
 
 use common::*;
-use mad_core::transport::{Address, Qp, Transport};
 use mad_core::wire::attr::{ClassPortInfo, PortCounters, PortCountersExt};
-use mad_core::wire::{AttributeId, Mad, Method, Repr};
+use mad_core::wire::{AttributeId, Method, Repr};
 use mad_sim::fabric::{DropReason, LinkVerdict, PortAddr};
 use mad_sim::SimPort;
 
@@ -180,11 +179,8 @@ fn pma_class_port_info_and_bad_requests() {
     // pma_ext.rs); class version 2 is refused.
     assert_eq!(pma_status(&mut t, 3, Method::GET, 0x0011, &[]), 0x0C);
     assert_eq!(pma_status(&mut t, 3, Method::SET, 0x0001, &[]), 0x0C);
-    let tid = next_tid();
-    let m = gsi_mad(0x04, 2, Method::GET, 0x0012, tid);
-    t.post_send(Qp::Qp1, &m, &Address::gsi(3)).unwrap();
-    let r = drain(&mut t).pop().unwrap();
-    assert_eq!(Mad::new_unchecked(&r.mad[..]).status().0, 0x04);
+    let m = gsi_mad(0x04, 2, Method::GET, 0x0012, next_tid());
+    assert_eq!(gsi_rpc(&mut t, &m, 3, 64).unwrap().0, 0x04);
 }
 
 #[test]

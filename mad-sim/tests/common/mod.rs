@@ -336,17 +336,23 @@ pub fn pma(
     attr: u16,
     data: &[u8],
 ) -> Option<(u16, Vec<u8>)> {
-    let tid = next_tid();
-    let mut m = gsi_mad(0x04, 1, method, attr, tid);
+    let mut m = gsi_mad(0x04, 1, method, attr, next_tid());
     m[64..64 + data.len()].copy_from_slice(data);
-    t.post_send(Qp::Qp1, &m, &Address::gsi(dlid)).unwrap();
+    gsi_rpc(t, &m, dlid, 64)
+}
+
+/// Sends the GSI MAD `m` to `dlid`; returns (status, the answer's bytes
+/// from `offset`) of the answer with `m`'s TID, `None` when none came.
+pub fn gsi_rpc(t: &mut SimPort, m: &[u8], dlid: u16, offset: usize) -> Option<(u16, Vec<u8>)> {
+    let tid = mad_core::wire::Mad::new_unchecked(m).tid();
+    t.post_send(Qp::Qp1, m, &Address::gsi(dlid)).unwrap();
     drain(t)
         .into_iter()
         .find(|r| mad_core::wire::Mad::new_unchecked(&r.mad[..]).tid() == tid)
         .map(|r| {
             (
                 mad_core::wire::Mad::new_unchecked(&r.mad[..]).status().0,
-                r.mad[64..].to_vec(),
+                r.mad[offset..].to_vec(),
             )
         })
 }
