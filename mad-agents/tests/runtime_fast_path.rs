@@ -288,23 +288,43 @@ fn a_waiter_gets_its_completion_once_whoever_drives() {
         .unwrap();
     let agent = Arc::new(agent);
     let a2 = agent.clone();
-    let waited = within(move || {
-        (0..2_000)
+    let (waited_tx, waited_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let ids = (0..10_000)
             .map(|_| a2.send_and_wait(req(Duration::from_secs(5))).unwrap().send)
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>();
+        let _ = waited_tx.send(ids);
     });
+    // While the waiter runs, this thread keeps 4 sends of the same agent
+    // in flight and receives their completions from the channel.
     let mut sent = HashSet::new();
-    for _ in 0..500 {
-        sent.insert(agent.send(req(Duration::from_secs(5))).unwrap().id());
-    }
     let mut got = HashSet::new();
+    let deadline = Instant::now() + BOUND;
+    let waited = loop {
+        if let Ok(w) = waited_rx.try_recv() {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "send_and_wait hung");
+        while sent.len() < got.len() + 4 {
+            sent.insert(agent.send(req(Duration::from_secs(5))).unwrap().id());
+        }
+        match rx.recv_timeout(BOUND) {
+            Some(AgentEvent::SendDone(c)) => {
+                assert!(
+                    sent.contains(&c.send),
+                    "a waiter's completion in the channel"
+                );
+                assert!(got.insert(c.send));
+            }
+            other => panic!("{other:?}"),
+        }
+    };
     while got.len() < sent.len() {
         match rx.recv_timeout(BOUND) {
             Some(AgentEvent::SendDone(c)) => assert!(got.insert(c.send)),
             other => panic!("{other:?}"),
         }
     }
-    let waited = waited.expect("send_and_wait hung");
     assert_eq!(got, sent);
     assert!(waited.iter().all(|s| !got.contains(s)));
     assert_eq!(waited.iter().collect::<HashSet<_>>().len(), waited.len());
