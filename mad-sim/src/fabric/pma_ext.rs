@@ -19,6 +19,8 @@
 //! and stay 0. PortSamplesControl answers a sampling mechanism that is
 //! idle. SwPortVLCongestion exists on switches only.
 
+use std::sync::OnceLock;
+
 use mad_core::wire::attr::{
     pm_attr, PortExtSpeedsCounters, PortFlowCtlCounters, PortOpRcvCounters, PortRcvConCtrl,
     PortRcvDataSl, PortRcvErrorDetails, PortSamplesControl, PortSlRcvBecn, PortSlRcvFecn,
@@ -87,15 +89,28 @@ impl Layout {
     }
 }
 
-fn layout(attr: u16) -> Option<&'static Layout> {
-    LAYOUTS.iter().find(|l| l.attr == attr)
+/// The position of `attr` in [`LAYOUTS`].
+fn layout_index(attr: u16) -> Option<usize> {
+    LAYOUTS.iter().position(|l| l.attr == attr)
 }
 
-/// The counters of one port for every attribute of [`LAYOUTS`], as the
-/// attribute's bytes (header bytes unused).
+fn layout(attr: u16) -> Option<&'static Layout> {
+    LAYOUTS.get(layout_index(attr)?)
+}
+
+/// The counters of layout `i` ([`Layout::counters`]), worked out once:
+/// every packet a port counts looks them up.
+fn slots(i: usize) -> &'static [(usize, usize)] {
+    static SLOTS: OnceLock<Vec<Vec<(usize, usize)>>> = OnceLock::new();
+    &SLOTS.get_or_init(|| LAYOUTS.iter().map(|l| l.counters().collect()).collect())[i]
+}
+
+/// The counters of one port for every attribute of [`LAYOUTS`] (by
+/// position there), as the attribute's bytes (header bytes unused),
+/// allocated on first use.
 #[derive(Debug, Clone, Default)]
 pub struct PerfExtra {
-    blocks: Vec<(u16, Box<[u8; DATA_LEN]>)>,
+    blocks: [Option<Box<[u8; DATA_LEN]>>; LAYOUTS.len()],
 }
 
 /// Which way a packet crossed the port.
@@ -119,23 +134,17 @@ pub enum Discard {
 }
 
 impl PerfExtra {
-    fn block(&mut self, attr: u16) -> &mut [u8; DATA_LEN] {
-        let i = match self.blocks.iter().position(|(a, _)| *a == attr) {
-            Some(i) => i,
-            None => {
-                self.blocks.push((attr, Box::new([0; DATA_LEN])));
-                self.blocks.len() - 1
-            }
-        };
-        &mut self.blocks[i].1
+    /// The bytes of layout `i`.
+    fn block(&mut self, i: usize) -> &mut [u8; DATA_LEN] {
+        self.blocks[i].get_or_insert_with(|| Box::new([0; DATA_LEN]))
     }
 
     fn bump(&mut self, attr: u16, counter: usize, by: u64) {
-        let Some(l) = layout(attr) else { return };
-        let Some((off, bits)) = l.counters().nth(counter) else {
+        let Some(i) = layout_index(attr) else { return };
+        let Some(&(off, bits)) = slots(i).get(counter) else {
             return;
         };
-        let b = self.block(attr);
+        let b = self.block(i);
         let max = if bits >= 64 {
             u64::MAX
         } else {
@@ -172,9 +181,9 @@ impl PerfExtra {
     }
 
     /// Clears the counters `select` names (bit `i`: counter `i`).
-    fn clear(&mut self, l: &Layout, select: u64) {
-        let b = self.block(l.attr);
-        for (i, (off, bits)) in l.counters().enumerate() {
+    fn clear(&mut self, l: usize, select: u64) {
+        let b = self.block(l);
+        for (i, &(off, bits)) in slots(l).iter().enumerate() {
             if i < 64 && select & (1 << i) != 0 {
                 set_bits(&mut b[..], off, bits, 0);
             }
@@ -182,9 +191,9 @@ impl PerfExtra {
     }
 
     /// Adds this port's counters of `l` into `sum`, each saturating.
-    fn add_into(&mut self, l: &Layout, sum: &mut [u8; DATA_LEN]) {
-        let b = self.block(l.attr);
-        for (off, bits) in l.counters() {
+    fn add_into(&mut self, l: usize, sum: &mut [u8; DATA_LEN]) {
+        let b = self.block(l);
+        for &(off, bits) in slots(l) {
             let max = if bits >= 64 {
                 u64::MAX
             } else {
@@ -235,7 +244,10 @@ pub(crate) fn counters<'a>(
     ports: impl Iterator<Item = &'a mut PerfExtra>,
 ) -> [u8; DATA_LEN] {
     let mut out = [0u8; DATA_LEN];
-    let Some(l) = layout(attr) else { return out };
+    let Some(i) = layout_index(attr) else {
+        return out;
+    };
+    let l = &LAYOUTS[i];
     let select = if attr == pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS {
         get_bits(&req[..], 64, 64)
     } else {
@@ -243,9 +255,9 @@ pub(crate) fn counters<'a>(
     };
     for p in ports {
         if set {
-            p.clear(l, select);
+            p.clear(i, select);
         }
-        p.add_into(l, &mut out);
+        p.add_into(i, &mut out);
     }
     let per_opcode = [
         pm_attr::PORT_OP_RCV_COUNTERS,
