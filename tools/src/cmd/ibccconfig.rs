@@ -12,7 +12,6 @@
 //! `--json` prints `{"command":"ibccconfig","op":NAME,"dest":{...},
 //! "attribute":{...}}` (the attribute as the node answered the Set).
 
-use mad_agents::QueryError;
 use mad_core::wire::attr::{NodeInfo, NodeType};
 use mad_core::wire::cc::{
     cc_attr, CaCongestionEntry, CaCongestionSetting, CctEntry, CongestionControlTable,
@@ -22,9 +21,9 @@ use mad_core::wire::{Fields, Method, Repr};
 
 use crate::command::{CliError, Invocation};
 use crate::diags::cc;
-use crate::ibdiag::{self, Dest};
+use crate::ibdiag;
+use crate::ibdiag::ops::OpRun;
 use crate::json::Json;
-use crate::session::Session;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -150,23 +149,23 @@ fn parse_cct(arg: &str) -> Result<(u32, u32), &'static str> {
     Ok((parse32(s)?, parse32(m)?))
 }
 
-struct Ctx<'s> {
-    s: &'s Session,
-    dest: Dest,
-    cc_key: u64,
+struct Ctx<'r> {
+    run: &'r mut OpRun,
     answer: Json,
-    failed: Option<QueryError>,
 }
 
 impl Ctx<'_> {
     fn rpc(&mut self, method: Method, attr: (u16, u32), payload: &[u8]) -> Option<Vec<u8>> {
-        match cc::rpc(self.s, self.dest.lid, method, attr, self.cc_key, payload) {
-            Ok(d) => Some(d),
-            Err(e) => {
-                self.failed.get_or_insert(e);
-                None
-            }
-        }
+        let run = &self.run;
+        let r = cc::rpc(
+            &run.session,
+            run.dest.lid,
+            method,
+            attr,
+            run.cc_key,
+            payload,
+        );
+        self.run.keep(r)
     }
 
     /// Sets `attr` to `payload`; keeps the answer as `R` for `--json`.
@@ -253,13 +252,8 @@ fn switch_port_congestion_setting(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &
         parse32(&a[4])?,
         parse32(&a[5])?,
     ];
-    let ni: NodeInfo = match c.s.smp().node_info(&c.dest.target) {
-        Ok(ni) => ni,
-        Err(e) => {
-            c.failed.get_or_insert(e);
-            return Err("node info config failed");
-        }
-    };
+    let r = c.run.session.smp().node_info(&c.run.dest.target);
+    let ni: NodeInfo = c.run.keep(r).ok_or("node info config failed")?;
     if ni.node_type != NodeType::SWITCH {
         return Err("destination not a switch");
     }
@@ -367,15 +361,13 @@ fn congestion_control_table(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &'stati
 /// # Errors
 /// Usage errors (exit 2), `IBEXIT` failures (exit 255).
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let (op, run) = ibdiag::ops::start(inv, (&usage_args(), EXAMPLES), rows())?;
+    let (op, mut run) = ibdiag::ops::start(inv, (&usage_args(), EXAMPLES), rows())?;
+    let rest = std::mem::take(&mut run.rest);
     let mut c = Ctx {
-        s: &run.session,
-        dest: run.dest.clone(),
-        cc_key: run.cc_key,
+        run: &mut run,
         answer: Json::Null,
-        failed: None,
     };
-    let rest = &run.rest;
+    let rest = &rest;
     let r = match op {
         Op::CongestionKeyInfo => congestion_key_info(&mut c, rest),
         Op::SwitchCongestionSetting => switch_congestion_setting(&mut c, rest),
@@ -383,14 +375,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         Op::CaCongestionSetting => ca_congestion_setting(&mut c, rest),
         Op::CongestionControlTable => congestion_control_table(&mut c, rest),
     };
-    let Ctx { answer, failed, .. } = c;
-    run.finish(
-        inv,
-        "ibccconfig",
-        failed.as_ref(),
-        ("", vec![("attribute", answer)]),
-        r,
-    )
+    let Ctx { answer, .. } = c;
+    run.finish(inv, "ibccconfig", ("", vec![("attribute", answer)]), r)
 }
 
 #[cfg(test)]

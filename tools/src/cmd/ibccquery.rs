@@ -12,7 +12,6 @@
 //! "attribute":{...},"entries":[{...}]}` (`entries`: the log events, the
 //! ports' elements, the SLs' entries or the table's entries).
 
-use mad_agents::QueryError;
 use mad_core::wire::attr::{ClassPortInfo, NodeInfo, NodeType};
 use mad_core::wire::cc::{
     cc_attr, CaCongestionEntry, CaCongestionSetting, CcTimestamp, CctEntry, CongestionControlTable,
@@ -25,9 +24,9 @@ use mad_core::wire::{Fields, Method, Repr};
 
 use crate::command::{CliError, Invocation};
 use crate::diags::cc;
-use crate::ibdiag::{self, Dest};
+use crate::ibdiag;
+use crate::ibdiag::ops::OpRun;
 use crate::json::Json;
-use crate::session::Session;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -93,37 +92,28 @@ fn rows() -> impl Iterator<Item = (&'static str, &'static str, Op)> {
     OPS.iter().map(|(n, a, op, _)| (*n, *a, *op))
 }
 
-struct Ctx<'s> {
-    s: &'s Session,
-    dest: Dest,
-    cc_key: u64,
+struct Ctx<'r> {
+    run: &'r mut OpRun,
     /// Text printed so far.
     out: String,
     attribute: Json,
     entries: Vec<Json>,
-    /// The first failed query (for libibmad's warning).
-    failed: Option<QueryError>,
 }
 
 impl Ctx<'_> {
     /// `cc_query_status_via`: a Get of `attr` / `amod` with the CC_Key;
     /// the answer's data (from byte 32 for CongestionLog, else 64).
     fn get(&mut self, attr: u16, amod: u32) -> Option<Vec<u8>> {
+        let run = &self.run;
         let r = cc::rpc(
-            self.s,
-            self.dest.lid,
+            &run.session,
+            run.dest.lid,
             Method::GET,
             (attr, amod),
-            self.cc_key,
+            run.cc_key,
             &[],
         );
-        match r {
-            Ok(d) => Some(d),
-            Err(e) => {
-                self.failed.get_or_insert(e);
-                None
-            }
-        }
+        self.run.keep(r)
     }
 
     /// Decodes `R` at `at` of `data` (the data area is long enough for
@@ -141,7 +131,8 @@ impl Ctx<'_> {
     ) -> Result<(), &'static str> {
         let d = self.get(attr, 0).ok_or(fail)?;
         let r: R = Self::entry(&d, 0).ok_or(fail)?;
-        self.out.push_str(&cc::titled(name, &self.dest.text, &r));
+        self.out
+            .push_str(&cc::titled(name, &self.run.dest.text, &r));
         self.attribute = ibdiag::attr_json(&r);
         Ok(())
     }
@@ -162,7 +153,7 @@ fn congestion_log(c: &mut Ctx<'_>) -> Result<(), &'static str> {
         return Err("unrecognized log type");
     }
     c.out
-        .push_str(&cc::titled("CongestionLog", &c.dest.text, &common));
+        .push_str(&cc::titled("CongestionLog", &c.run.dest.text, &common));
     if common.log_type == LOG_TYPE_SWITCH {
         let h: CongestionLogSwitch = Ctx::entry(&d, 0).ok_or(FAIL)?;
         c.out.push_str(&cc::fields(&h));
@@ -195,19 +186,16 @@ fn congestion_log(c: &mut Ctx<'_>) -> Result<(), &'static str> {
 
 fn switch_port_congestion_setting(c: &mut Ctx<'_>, port: u32) -> Result<(), &'static str> {
     const FAIL: &str = "switch port congestion setting query failed";
-    let ni: NodeInfo = match c.s.smp().node_info(&c.dest.target) {
-        Ok(ni) => ni,
-        Err(e) => {
-            c.failed.get_or_insert(e);
-            return Err("node info query failed");
-        }
-    };
+    let r = c.run.session.smp().node_info(&c.run.dest.target);
+    let ni: NodeInfo = c.run.keep(r).ok_or("node info query failed")?;
     if ni.node_type != NodeType::SWITCH {
         return Err("destination not a switch");
     }
     let num_ports = u32::from(ni.num_ports);
-    c.out
-        .push_str(&format!("# SwitchPortCongestionSetting: {}\n", c.dest.text));
+    c.out.push_str(&format!(
+        "# SwitchPortCongestionSetting: {}\n",
+        c.run.dest.text
+    ));
     let el = SwitchPortCongestionElement::LEN;
     if port != 0 {
         if port > num_ports {
@@ -246,7 +234,7 @@ fn ca_congestion_setting(c: &mut Ctx<'_>) -> Result<(), &'static str> {
     let d = c.get(cc_attr::CA_CONGESTION_SETTING, 0).ok_or(FAIL)?;
     let h: CaCongestionSetting = Ctx::entry(&d, 0).ok_or(FAIL)?;
     c.out
-        .push_str(&cc::titled("CACongestionSetting", &c.dest.text, &h));
+        .push_str(&cc::titled("CACongestionSetting", &c.run.dest.text, &h));
     c.out.push('\n');
     c.attribute = ibdiag::attr_json(&h);
     for sl in 0..16 {
@@ -263,7 +251,7 @@ fn congestion_control_table(c: &mut Ctx<'_>) -> Result<(), &'static str> {
     let mut d = c.get(cc_attr::CONGESTION_CONTROL_TABLE, 0).ok_or(FAIL)?;
     let h: CongestionControlTable = Ctx::entry(&d, 0).ok_or(FAIL)?;
     c.out
-        .push_str(&cc::titled("CongestionControlTable", &c.dest.text, &h));
+        .push_str(&cc::titled("CongestionControlTable", &c.run.dest.text, &h));
     c.out.push('\n');
     c.attribute = ibdiag::attr_json(&h);
     let limit = usize::from(h.ccti_limit);
@@ -328,31 +316,27 @@ fn run_op(c: &mut Ctx<'_>, op: Op, port: u32) -> Result<(), &'static str> {
 /// # Errors
 /// Usage errors (exit 2), `IBEXIT` failures (exit 255).
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let (op, run) = ibdiag::ops::start(inv, (&usage_args(), EXAMPLES), rows())?;
+    let (op, mut run) = ibdiag::ops::start(inv, (&usage_args(), EXAMPLES), rows())?;
     // strtol(argv[0], NULL, 0) of the port, as an int.
     let port = run
         .rest
         .first()
         .map_or(0, |a| crate::cnum::c_strtol(a) as i32 as u32);
     let mut c = Ctx {
-        s: &run.session,
-        dest: run.dest.clone(),
-        cc_key: run.cc_key,
+        run: &mut run,
         out: String::new(),
         attribute: Json::Null,
         entries: Vec::new(),
-        failed: None,
     };
     let r = run_op(&mut c, op, port);
     let Ctx {
         out,
         attribute,
         entries,
-        failed,
         ..
     } = c;
     let fields = vec![("attribute", attribute), ("entries", Json::Array(entries))];
-    run.finish(inv, "ibccquery", failed.as_ref(), (&out, fields), r)
+    run.finish(inv, "ibccquery", (&out, fields), r)
 }
 
 #[cfg(test)]

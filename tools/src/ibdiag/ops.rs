@@ -40,6 +40,8 @@ pub struct OpRun {
     pub cc_key: u64,
     /// `--json`.
     pub json: bool,
+    /// The first failed query (for libibmad's warning at the end).
+    failed: Option<QueryError>,
 }
 
 const KEY_CCKEY: i32 = 'c' as i32;
@@ -88,13 +90,26 @@ pub fn start<'a, T: Copy + 'a>(
             rest,
             cc_key,
             json: p.common.json,
+            failed: None,
         },
     ))
 }
 
 impl OpRun {
+    /// The value of a query's result; its failure, the first one, is
+    /// kept for libibmad's warning at the end.
+    pub fn keep<T>(&mut self, r: Result<T, QueryError>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.failed.get_or_insert(e);
+                None
+            }
+        }
+    }
+
     /// Ends the run of `command`: libibmad's warning for the first failed
-    /// query, then `out` (or, with `--json`, `command`, `op`, `dest` and
+    /// query ([`Self::keep`]), then `out` (or, with `--json`, `command`, `op`, `dest` and
     /// `fields`), then the op's failure as `IBEXIT "operation OP: ..."`.
     ///
     /// # Errors
@@ -103,11 +118,10 @@ impl OpRun {
         self,
         inv: &mut Invocation<'_, '_>,
         command: &str,
-        failed: Option<&QueryError>,
         (out, fields): (&str, Vec<(&str, Json)>),
         r: Result<(), &str>,
     ) -> Result<(), CliError> {
-        if let Some(e) = failed {
+        if let Some(e) = &self.failed {
             warn_failed(inv, &self.dest.text, e);
         }
         let close = self.session.close();
