@@ -23,13 +23,13 @@ impl Core {
     /// of one of the two classes and `node` is a CA (false otherwise: the
     /// packet is someone else's).
     pub(crate) fn openib_vendor(&mut self, node: u32, in_port: u8, pkt: &Packet) -> bool {
-        let m = Mad::new_unchecked(&pkt.mad[..]);
+        let mad = Mad::new_unchecked(&pkt.mad[..]);
         // Only Gets and Sets are answered (as a kernel agent would); other
         // methods go the way of any class's.
-        if m.method() != Method::GET && m.method() != Method::SET {
+        if mad.method() != Method::GET && mad.method() != Method::SET {
             return false;
         }
-        if m.mgmt_class().0 == MLX_VENDOR_CLASS {
+        if mad.mgmt_class().0 == MLX_VENDOR_CLASS {
             return self.mlx_vendor(node, in_port, pkt);
         }
         let (ping, sysstat) = (
@@ -46,7 +46,6 @@ impl Core {
             return false;
         }
         let host = host_of(&c_text(&n.desc));
-        let mad = Mad::new_unchecked(&pkt.mad[..]);
         let mut echo = [0u8; 216];
         echo.copy_from_slice(&pkt.mad[VENDOR_DATA_OFFSET..]);
         let (status, data) = if ping {
