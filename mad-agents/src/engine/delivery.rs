@@ -63,9 +63,7 @@ impl<T: Transport> Engine<T> {
             _ => None,
         }
     }
-}
 
-impl<T: Transport> Engine<T> {
     /// True while an event of `agent` taken by [`Engine::begin_delivery`]
     /// has not been handled yet ([`Engine::end_delivery`]): whoever takes
     /// the agent's next events must wait for it, to keep them in order.
@@ -73,9 +71,7 @@ impl<T: Transport> Engine<T> {
         self.agent_idx(agent)
             .is_some_and(|idx| self.agents[idx].delivering > 0)
     }
-}
 
-impl<T: Transport> Engine<T> {
     /// True if an agent other than `agent` has an event waiting to be
     /// handed out.
     pub(crate) fn has_events_besides(&self, agent: AgentId) -> bool {

@@ -283,12 +283,9 @@ impl AgentReceiver {
             Err(mpsc::TryRecvError::Disconnected) => return Err((true, None)),
             Err(mpsc::TryRecvError::Empty) => {}
         }
-        let shared = self.shared.upgrade();
-        let Some(sh) = &shared else {
-            return match self.rx.try_recv() {
-                Ok(ev) => Ok(self.took(ev)),
-                Err(e) => Err((e == mpsc::TryRecvError::Disconnected, None)),
-            };
+        // A runtime already gone: blocking returns once its channel closes.
+        let Some(sh) = self.shared.upgrade() else {
+            return Err((false, None));
         };
         let mut closed = false;
         let got = super::caller::spin(|| {
@@ -303,7 +300,7 @@ impl AgentReceiver {
         });
         match got {
             Some(ev) => Ok(self.took(ev)),
-            None => Err((closed, shared)),
+            None => Err((closed, Some(sh))),
         }
     }
 
