@@ -64,13 +64,19 @@ fn in_every_interleaving_deregistration_waits_for_sends_and_callbacks_and_never_
     }
 }
 
+/// Asserts that exploring `sc` under `deviation` finds a violation
+/// whose message contains `needle`.
+fn assert_finds(sc: Scenario, deviation: Deviation, needle: &str) {
+    let (_, v) = explore(sc, deviation);
+    assert!(
+        v.as_deref().is_some_and(|v| v.contains(needle)),
+        "{sc:?}: {v:?}"
+    );
+}
+
 #[test]
 fn the_model_finds_a_lost_wakeup() {
-    let (_, v) = explore(Scenario::OtherThread, Deviation::NoNotify);
-    assert!(
-        v.as_deref().is_some_and(|v| v.contains("waits for ever")),
-        "{v:?}"
-    );
+    assert_finds(Scenario::OtherThread, Deviation::NoNotify, "waits for ever");
 }
 
 #[test]
@@ -80,49 +86,36 @@ fn the_model_finds_a_deregistration_that_returns_early() {
         Scenario::ReceiverDrives,
         Scenario::WaiterDrives,
     ] {
-        let (_, v) = explore(sc, Deviation::EarlyReturn);
-        assert!(
-            v.as_deref().is_some_and(|v| v.contains("returned")),
-            "{sc:?}: {v:?}"
-        );
+        assert_finds(sc, Deviation::EarlyReturn, "returned");
     }
 }
 
 #[test]
 fn the_model_finds_a_lost_wakeup_when_callers_drive() {
     for sc in [Scenario::ReceiverDrives, Scenario::WaiterDrives] {
-        let (_, v) = explore(sc, Deviation::NoNotify);
-        assert!(
-            v.as_deref().is_some_and(|v| v.contains("waits for ever")),
-            "{sc:?}: {v:?}"
-        );
+        assert_finds(sc, Deviation::NoNotify, "waits for ever");
     }
 }
 
 #[test]
 fn the_model_finds_a_deregistration_from_its_own_callback_that_waits_for_itself() {
-    let (_, v) = explore(Scenario::OwnCallback, Deviation::InlineWaitsForReap);
-    assert!(
-        v.as_deref().is_some_and(|v| v.contains("spins for ever")),
-        "{v:?}"
+    assert_finds(
+        Scenario::OwnCallback,
+        Deviation::InlineWaitsForReap,
+        "spins for ever",
     );
 }
 
 #[test]
 fn the_model_finds_a_waiter_whose_completion_a_callbacks_deregistration_takes() {
-    let (_, v) = explore(Scenario::WaiterOwnCallback, Deviation::InlineIgnoresWaiters);
-    assert!(
-        v.as_deref()
-            .is_some_and(|v| v.contains("waits for ever in send_and_wait")),
-        "{v:?}"
+    assert_finds(
+        Scenario::WaiterOwnCallback,
+        Deviation::InlineIgnoresWaiters,
+        "waits for ever in send_and_wait",
     );
 }
 
 #[test]
 fn the_model_finds_waiters_left_behind_by_a_dead_loop() {
-    let (_, v) = explore(Scenario::LoopDies, Deviation::DeathUnnoticed);
-    assert!(
-        v.as_deref().is_some_and(|v| v.contains("for ever")),
-        "{v:?}"
-    );
+    assert_finds(Scenario::LoopDies, Deviation::DeathUnnoticed, "for ever");
 }
