@@ -9,11 +9,6 @@ use super::*;
 /// exponentially); past it a copy is dropped as [`DropReason::HopLimit`].
 const MAX_MCAST_COPIES: usize = 1024;
 
-/// True for a multicast DLID (0xC000–0xFFFE).
-fn is_mcast(dlid: u16) -> bool {
-    (0xC000..PERMISSIVE_LID).contains(&dlid)
-}
-
 /// The copies of one multicast packet still to run, and how many more
 /// may be made.
 struct Fanout {
@@ -42,7 +37,7 @@ impl Core {
             let next = match hop {
                 Hop::Transmit { node, port } => self.transmit(node, port, pkt),
                 Hop::Arrive { node, port } => self.arrive(node, port, pkt),
-                Hop::SwitchRoute { node, in_port } if is_mcast(pkt.dlid) => {
+                Hop::SwitchRoute { node, in_port } if pkt.multicast() => {
                     self.mcast_route(node, in_port, pkt, f)
                 }
                 Hop::SwitchRoute { node, in_port } => self.switch_route(node, in_port, pkt),
@@ -67,7 +62,7 @@ impl Core {
         let sw = n.sw.as_ref()?;
         let nports = n.num_ports();
         let positions = usize::from(nports) / 16 + 1;
-        let idx = usize::from(pkt.dlid - 0xC000);
+        let idx = usize::from(pkt.dlid - MCAST_LID_BASE);
         let top = sw.info.multicast_fdb_top;
         let mut hops = Vec::new();
         if top == 0 || pkt.dlid <= top {
@@ -227,7 +222,7 @@ impl Core {
         }
         let accept = if pkt.dlid == PERMISSIVE_LID {
             pkt.vl15
-        } else if is_mcast(pkt.dlid) {
+        } else if pkt.multicast() {
             // The switches' MFTs chose the members: a CA port takes it.
             !pkt.vl15
         } else {

@@ -79,9 +79,17 @@ impl Packet {
         self.mad[1] == MgmtClass::SUBN_DIRECTED_ROUTE.0
     }
     fn unicast(&self) -> bool {
-        self.dlid < 0xC000 || self.dlid == PERMISSIVE_LID
+        !self.multicast()
+    }
+    /// True for a multicast DLID ([`MCAST_LID_BASE`] up to but not
+    /// including the permissive LID).
+    fn multicast(&self) -> bool {
+        (MCAST_LID_BASE..PERMISSIVE_LID).contains(&self.dlid)
     }
 }
+
+/// The first multicast LID.
+const MCAST_LID_BASE: u16 = 0xC000;
 
 /// One attached endpoint's queues.
 #[derive(Debug)]
