@@ -255,24 +255,31 @@ fn out_ids(o: &mut String, n: &Node, chassis: u32) {
 }
 
 /// Node `i`'s block: its head line, then a line per linked port (port 0
-/// left out), in the switch or the CA/router form by its type.
+/// left out).
 fn out_node(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
+    out_head(o, f, i, opts, chassis);
     let n = &f.nodes[i];
-    let switch = n.is_switch();
-    if switch {
+    for p in n.ports.iter().skip(1).flatten() {
+        out_port(o, f, n, p, opts);
+    }
+}
+
+/// Node `i`'s head line, in the switch or the CA/router form by its type.
+fn out_head(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>, chassis: u32) {
+    if f.nodes[i].is_switch() {
         out_switch_head(o, f, i, opts, chassis);
     } else {
         out_ca_head(o, f, i, opts, chassis);
     }
-    for p in n.ports.iter().skip(1).flatten() {
-        if p.remote.is_none() {
-            continue;
-        }
-        if switch {
-            out_switch_port(o, f, n, p, opts);
-        } else {
-            out_ca_port(o, f, n, p, opts);
-        }
+}
+
+/// Port `p`'s line (nothing when it has no remote port), in the switch or
+/// the CA/router form by its node's type.
+fn out_port(o: &mut String, f: &Fabric, n: &Node, p: &Port, opts: &TopologyOptions<'_>) {
+    if n.is_switch() {
+        out_switch_port(o, f, n, p, opts);
+    } else {
+        out_ca_port(o, f, n, p, opts);
     }
 }
 
@@ -403,11 +410,7 @@ fn out_ca_port(o: &mut String, f: &Fabric, n: &Node, p: &Port, opts: &TopologyOp
 #[must_use]
 pub fn node_head(f: &Fabric, i: usize, opts: &TopologyOptions<'_>) -> String {
     let mut o = String::new();
-    if f.nodes[i].is_switch() {
-        out_switch_head(&mut o, f, i, opts, 0);
-    } else {
-        out_ca_head(&mut o, f, i, opts, 0);
-    }
+    out_head(&mut o, f, i, opts, 0);
     o
 }
 
@@ -418,11 +421,7 @@ pub fn port_line(f: &Fabric, i: usize, port: u8, opts: &TopologyOptions<'_>) -> 
     let mut o = String::new();
     let n = &f.nodes[i];
     if let Some(p) = n.port(port) {
-        if n.is_switch() {
-            out_switch_port(&mut o, f, n, p, opts);
-        } else {
-            out_ca_port(&mut o, f, n, p, opts);
-        }
+        out_port(&mut o, f, n, p, opts);
     }
     o
 }
