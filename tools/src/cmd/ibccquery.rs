@@ -145,40 +145,41 @@ impl Ctx<'_> {
     }
 }
 
+const LOG_FAIL: &str = "congestion log query failed";
+
 fn congestion_log(c: &mut Ctx<'_>) -> Result<(), &'static str> {
-    const FAIL: &str = "congestion log query failed";
-    let d = c.get(cc_attr::CONGESTION_LOG, 0).ok_or(FAIL)?;
-    let common: CongestionLogCommon = Ctx::entry(&d, 0).ok_or(FAIL)?;
+    let d = c.get(cc_attr::CONGESTION_LOG, 0).ok_or(LOG_FAIL)?;
+    let common: CongestionLogCommon = Ctx::entry(&d, 0).ok_or(LOG_FAIL)?;
     if common.log_type != LOG_TYPE_SWITCH && common.log_type != LOG_TYPE_CA {
         return Err("unrecognized log type");
     }
     c.out
         .push_str(&cc::titled("CongestionLog", &c.run.dest.text, &common));
     if common.log_type == LOG_TYPE_SWITCH {
-        let h: CongestionLogSwitch = Ctx::entry(&d, 0).ok_or(FAIL)?;
-        c.out.push_str(&cc::fields(&h));
-        c.out.push('\n');
-        c.attribute = ibdiag::attr_json(&h);
-        let n = CongestionLogEventSwitch::LEN;
-        for i in 0..SWITCH_LOG_EVENTS {
-            let at = CongestionLogSwitch::LEN + i * n;
-            if d.get(at..at + n).is_some_and(|b| b.iter().any(|x| *x != 0)) {
-                let e: CongestionLogEventSwitch = Ctx::entry(&d, at).ok_or(FAIL)?;
-                c.push_entry(&e);
-            }
-        }
+        log_events::<CongestionLogSwitch, CongestionLogEventSwitch>(c, &d, SWITCH_LOG_EVENTS)
     } else {
-        let h: CongestionLogCa = Ctx::entry(&d, 0).ok_or(FAIL)?;
-        c.out.push_str(&cc::fields(&h));
-        c.out.push('\n');
-        c.attribute = ibdiag::attr_json(&h);
-        let n = CongestionLogEventCa::LEN;
-        for i in 0..CA_LOG_EVENTS {
-            let at = CongestionLogCa::LEN + i * n;
-            if d.get(at..at + n).is_some_and(|b| b.iter().any(|x| *x != 0)) {
-                let e: CongestionLogEventCa = Ctx::entry(&d, at).ok_or(FAIL)?;
-                c.push_entry(&e);
-            }
+        log_events::<CongestionLogCa, CongestionLogEventCa>(c, &d, CA_LOG_EVENTS)
+    }
+}
+
+/// The log's header `H` (printed with its blank line), then each of its
+/// `count` events `E` that is not all zero.
+fn log_events<H: Repr + Fields, E: Repr + Fields>(
+    c: &mut Ctx<'_>,
+    d: &[u8],
+    count: usize,
+) -> Result<(), &'static str> {
+    let h: H = Ctx::entry(d, 0).ok_or(LOG_FAIL)?;
+    c.out.push_str(&cc::fields(&h));
+    c.out.push('\n');
+    c.attribute = ibdiag::attr_json(&h);
+    for i in 0..count {
+        let at = H::LEN + i * E::LEN;
+        if d.get(at..at + E::LEN)
+            .is_some_and(|b| b.iter().any(|x| *x != 0))
+        {
+            let e: E = Ctx::entry(d, at).ok_or(LOG_FAIL)?;
+            c.push_entry(&e);
         }
     }
     Ok(())
