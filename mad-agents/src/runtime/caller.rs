@@ -94,7 +94,9 @@ impl Shared {
 
     /// (Locked) Puts `agent`'s queued events into its channel.
     fn take_own(&self, core: &mut Core, agent: AgentId) {
-        if core.engine.delivering(agent) {
+        // Nothing queued (each turn of a spin that waits): no sink to
+        // look up and lock.
+        if core.engine.queued_events(agent) == 0 || core.engine.delivering(agent) {
             return;
         }
         let Some(sink) = core.sinks.get(&agent).cloned() else {
