@@ -64,40 +64,39 @@ impl Core {
         let positions = usize::from(nports) / 16 + 1;
         let idx = usize::from(pkt.dlid - MCAST_LID_BASE);
         let top = sw.info.multicast_fdb_top;
-        let mut hops = Vec::new();
+        // The MLID's mask, position by position (at most 16: 255 ports).
+        let mut masks = [0u16; 16];
         if top == 0 || pkt.dlid <= top {
-            for port in 0..=nports {
-                let mask = sw
-                    .mft
-                    .get(idx * positions + usize::from(port / 16))
-                    .copied()
-                    .unwrap_or(0);
-                if port == in_port || mask & (1 << (port % 16)) == 0 {
-                    continue;
-                }
-                hops.push(if port == 0 {
-                    Hop::Local {
-                        node,
-                        port: in_port,
-                    }
-                } else {
-                    Hop::Transmit { node, port }
-                });
+            if let Some(m) = sw.mft.get(idx * positions..(idx + 1) * positions) {
+                masks[..positions].copy_from_slice(m);
             }
         }
-        let Some((first, rest)) = hops.split_first() else {
-            self.drop_pkt(DropReason::Multicast, node, in_port);
-            return None;
-        };
-        for h in rest {
-            if f.budget == 0 {
-                self.drop_pkt(DropReason::HopLimit, node, in_port);
+        let mut first = None;
+        for port in 0..=nports {
+            if port == in_port || masks[usize::from(port / 16)] & (1 << (port % 16)) == 0 {
                 continue;
             }
-            f.budget -= 1;
-            f.copies.push((*h, pkt.clone()));
+            let hop = if port == 0 {
+                Hop::Local {
+                    node,
+                    port: in_port,
+                }
+            } else {
+                Hop::Transmit { node, port }
+            };
+            if first.is_none() {
+                first = Some(hop);
+            } else if f.budget == 0 {
+                self.drop_pkt(DropReason::HopLimit, node, in_port);
+            } else {
+                f.budget -= 1;
+                f.copies.push((hop, pkt.clone()));
+            }
         }
-        Some(*first)
+        if first.is_none() {
+            self.drop_pkt(DropReason::Multicast, node, in_port);
+        }
+        first
     }
 
     /// The agent at `node`/`port` sends `pkt` (the kernel's send path:
