@@ -107,6 +107,7 @@ pub fn run(data: &[u8]) {
             sm.handle_timeout(clock.now());
         }
     }
+    assert!(!sm.is_sweeping(), "SM-lite did not settle");
     // A packet to each MLID ends.
     let mlids: Vec<u16> = sm.mcast_groups().iter().map(|g| g.mlid).collect();
     if let Ok(mut ep) = fabric.attach(2usize, 1) {
