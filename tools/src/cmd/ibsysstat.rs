@@ -9,8 +9,6 @@
 //! `--json` prints `{"command":"ibsysstat","dest":{...},"op":NAME,
 //! "text":TEXT|null}` (`text`: the host or CPU text; null for ping).
 
-use std::time::Duration;
-
 use mad_agents::{AgentSpec, SendRequest, SendStatus};
 use mad_core::transport::{Address, Qp};
 use mad_core::wire::openib::{
@@ -33,9 +31,6 @@ const OPTS: &[Opt] = &[
     Opt::new("Server", 'S', false, None, "start in server mode"),
 ];
 
-/// libibmad's `MAD_DEF_TIMEOUT_MS`.
-const DEFAULT_TIMEOUT_MS: u64 = 1000;
-
 /// The server's answer to attribute `attr` (`mk_reply`): none for ping
 /// and unknown attributes (the request's data goes back), the host, or
 /// the CPU lines.
@@ -53,12 +48,7 @@ fn reply(attr: u16, host: &str, cpus: &str) -> Option<Vec<u8>> {
 
 /// One request of `attr`; the answer's text, or the failure as
 /// `strerror` says it.
-fn query(
-    s: &Session,
-    dest: &Dest,
-    (attr, oui): (u16, u32),
-    timeout: Duration,
-) -> Result<String, String> {
+fn query(s: &Session, dest: &Dest, (attr, oui): (u16, u32)) -> Result<String, String> {
     let req =
         vendor_get(IB_VENDOR_OPENIB_SYSSTAT_CLASS, oui, (attr, 0)).map_err(|e| e.to_string())?;
     let (agent, _rx) = s
@@ -67,7 +57,9 @@ fn query(
         .map_err(|e| e.to_string())?;
     let done = agent
         .handle()
-        .send_and_wait(SendRequest::new(req, Address::gsi(dest.lid)).expect_response(timeout, 0))
+        .send_and_wait(
+            SendRequest::new(req, Address::gsi(dest.lid)).expect_response(s.timeout(), 0),
+        )
         .map_err(|e| e.to_string())?;
     // The C tool checks the transport's status only, not the MAD's.
     match (done.status, done.response) {
@@ -125,8 +117,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         return r;
     }
     let (session, dest) = openib::dest(inv, session, &p.common, &p.args[0])?;
-    let timeout = Duration::from_millis(p.common.timeout_ms.map_or(DEFAULT_TIMEOUT_MS, u64::from));
-    let r = query(&session, &dest, (attr, oui), timeout);
+    let r = query(&session, &dest, (attr, oui));
     let close = session.close();
     let text = match r {
         Ok(t) => t,
