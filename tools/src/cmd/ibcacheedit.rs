@@ -22,7 +22,7 @@ use mad_core::wire::attr::NodeType;
 use crate::command::{CliError, Invocation};
 use crate::discover::cache;
 use crate::discover::model::Fabric;
-use crate::ibdiag::{self, cached_discovery, Opt, ToolSpec};
+use crate::ibdiag::{self, load_cache, Opt, ToolSpec};
 use crate::json::{Json, JsonExt};
 
 const OPT_SWITCHGUID: i32 = 1;
@@ -222,12 +222,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let Some(new) = p.args.get(1) else {
         return Err(CliError::IbExit("new cache file not specified".into()));
     };
-    let mut f = cached_discovery(orig)
-        .map_err(|err| {
-            inv.io.err(&format!("{}: {err}\n", inv.prog));
-            CliError::IbExit("loading original cached fabric failed".into())
-        })?
-        .fabric;
+    let mut f = load_cache(inv, orig, "loading original cached fabric failed")?.fabric;
     let edits = apply(&mut f, &e)?;
     if let Err(err) = cache::store(&f, new) {
         inv.io.err(&format!("{}: {err}\n", inv.prog));
