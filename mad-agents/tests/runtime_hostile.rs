@@ -257,6 +257,45 @@ fn when_the_loop_thread_dies_waiters_get_an_error_and_drops_return() {
     );
 }
 
+/// A caller's thread that drives the port itself (the fast path) when the
+/// transport panics gets what a dead loop gives — `Stopped`, a closed
+/// channel — not the transport's panic, and the runtime ends for all.
+#[test]
+fn a_transport_panic_on_a_drive_by_a_callers_thread_ends_the_runtime_without_panicking_the_caller()
+{
+    for _ in 0..20 {
+        let armed = Arc::new(AtomicBool::new(false));
+        let rt = Runtime::start(
+            Wrapped::new(
+                answering(true),
+                Booby {
+                    armed: armed.clone(),
+                },
+            ),
+            EngineConfig::default(),
+        )
+        .unwrap();
+        let (agent, rx) = rt
+            .register_channel(AgentSpec::send_only("a", Qp::Qp1))
+            .unwrap();
+        let h = agent.handle();
+        armed.store(true, Ordering::SeqCst);
+        // Whichever thread polls first meets the panic: this one (its
+        // send_and_wait drives the port) or the loop thread.
+        let r = within(move || h.send_and_wait(req(3_600_000)).map(|c| c.status));
+        assert!(
+            matches!(r, Some(Err(SendError::Stopped))),
+            "the caller panicked, hung or succeeded: {r:?}"
+        );
+        assert!(
+            within(move || rx.recv()).is_some_and(|e| e.is_none()),
+            "the channel did not close"
+        );
+        assert!(within(move || drop(agent)).is_some(), "dropping hung");
+        assert!(within(move || drop(rt)).is_some(), "dropping hung");
+    }
+}
+
 #[test]
 fn a_callback_that_always_panics_gets_each_completion_once_and_its_agent_still_deregisters() {
     let rt = Runtime::start(answering(false), EngineConfig::default()).unwrap();

@@ -79,7 +79,9 @@ impl Shared {
                 return false;
             }
             self.relay.driven();
-            core.engine.poll(now);
+            if !self.poll_or_end(&mut core, now) {
+                return false;
+            }
             self.take_own(&mut core, agent);
             self.reap(&mut core);
             let more = core.engine.delivering(agent) || core.engine.agent_outstanding(agent) > 0;
@@ -90,6 +92,23 @@ impl Shared {
             self.wake();
         }
         more
+    }
+
+    /// (Locked) Polls the engine on a caller's thread. A panic there (a
+    /// transport that blew up) ends the runtime as the loop thread's own
+    /// death does ([`Shared::loop_ended`]): the caller, and every other,
+    /// gets what a dead loop gives ([`crate::SendError::Stopped`], a
+    /// closed channel), not the transport's panic; the loop thread stops
+    /// at its next step. False then.
+    fn poll_or_end(&self, core: &mut Core, now: Instant) -> bool {
+        let polled =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| core.engine.poll(now)));
+        if polled.is_err() {
+            self.loop_ended(core);
+            self.wake();
+            return false;
+        }
+        true
     }
 
     /// (Locked) Puts `agent`'s queued events into its channel.
@@ -136,7 +155,9 @@ impl Shared {
                 return (None, false);
             }
             self.relay.driven();
-            core.engine.poll(now);
+            if !self.poll_or_end(&mut core, now) {
+                return (None, false);
+            }
             let done = core.engine.take_completion(agent, send);
             if done.is_some() {
                 core.waiters.remove(&send);

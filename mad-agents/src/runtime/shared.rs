@@ -355,6 +355,11 @@ impl Shared {
     /// Loop step 3 (locked), when nothing is left to deliver: drives the
     /// engine and says what next.
     pub(super) fn drive(&self, core: &mut Core, now: Instant) -> Step {
+        // Ended by a caller's drive whose transport panicked: the engine
+        // is not polled again.
+        if core.stopped {
+            return Step::Stop;
+        }
         if core.stopping {
             for a in core.engine.agent_ids() {
                 let _ = core.engine.deregister(a);
