@@ -263,7 +263,7 @@ fn when_the_loop_thread_dies_waiters_get_an_error_and_drops_return() {
 #[test]
 fn a_transport_panic_on_a_drive_by_a_callers_thread_ends_the_runtime_without_panicking_the_caller()
 {
-    for _ in 0..20 {
+    for _ in 0..200 {
         let armed = Arc::new(AtomicBool::new(false));
         let rt = Runtime::start(
             Wrapped::new(
