@@ -328,11 +328,17 @@ fn lost_mft_sets_are_written_by_the_re_sweep_after_the_error() {
         })));
     let first = join(&c, &s, "host-2", [0; 16]);
     join(&c, &s, "host-6", first.mgid);
-    // Past every retry: the Sets fail.
-    for _ in 0..10 {
+    // Past every retry: the Sets fail. SM-lite takes the SA's groups
+    // asynchronously, so advance until the error shows (at most 30 s of
+    // virtual time; a fixed 3 s failed about one run in twenty).
+    let mut errors = Vec::new();
+    for _ in 0..100 {
         s.fabric().advance(std::time::Duration::from_millis(300));
+        errors.extend(s.take_sm_events());
+        if errors.iter().any(|e| matches!(e, SmEvent::Error(_))) {
+            break;
+        }
     }
-    let errors = s.take_sm_events();
     assert!(
         errors.iter().any(|e| matches!(e, SmEvent::Error(_))),
         "{errors:?}"
