@@ -342,7 +342,8 @@ pub fn lft_balance(data: &[u8]) {
 /// ibfindnodesusing over an arbitrary topology file: the switch named by
 /// the first line's words (GUID or pattern) and port; never panics, and
 /// a found switch's GUID is `0x` and the file's text. Host lists of the
-/// remaining lines compress without losing a name's prefix.
+/// remaining lines compress to entries that are each a name's prefix
+/// followed by its number or a range of numbers (`prefixA-B`).
 pub fn perl_topology(data: &[u8]) {
     use mad_tools::cmd::ibfindnodesusing::{compress, format_guid, switch_port};
     let text = String::from_utf8_lossy(data);
@@ -354,12 +355,21 @@ pub fn perl_topology(data: &[u8]) {
     }
     let hosts: Vec<Option<String>> = text.lines().skip(1).map(|l| Some(l.to_owned())).collect();
     let commas = hosts.iter().flatten().any(|n| n.contains(','));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     for h in compress(&hosts) {
         // The script splits the joined list at commas, names' too.
-        assert!(commas || h.is_empty() || hosts.iter().flatten().any(|n| {
-            let prefix = n.trim_end_matches(|c: char| c.is_ascii_digit());
-            h.starts_with(prefix)
-        }));
+        assert!(
+            commas
+                || h.is_empty()
+                || hosts.iter().flatten().any(|n| {
+                    let prefix = n.trim_end_matches(|c: char| c.is_ascii_digit());
+                    h.strip_prefix(prefix).is_some_and(|rest| {
+                        let (a, b) = rest.split_once('-').unwrap_or((rest, ""));
+                        digits(a) && digits(b)
+                    })
+                }),
+            "{h:?} is no name's prefix and number(s)"
+        );
     }
 }
 
