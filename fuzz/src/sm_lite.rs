@@ -18,12 +18,22 @@ use std::time::Duration;
 #[derive(Arbitrary, Debug)]
 enum Op {
     Pump,
-    Advance { ms: u16 },
+    Advance {
+        ms: u16,
+    },
     /// Groups: (MLID offset from 0xC000, member node indices).
-    Groups { groups: Vec<(u8, Vec<u8>)> },
+    Groups {
+        groups: Vec<(u8, Vec<u8>)>,
+    },
     Resweep,
-    Link { node: u8, port: u8, up: bool },
-    Raw { bytes: Vec<u8> },
+    Link {
+        node: u8,
+        port: u8,
+        up: bool,
+    },
+    Raw {
+        bytes: Vec<u8>,
+    },
 }
 
 fn groups(fabric: &Fabric, spec: &[(u8, Vec<u8>)]) -> Vec<McGroup> {
@@ -72,7 +82,11 @@ pub fn run(data: &[u8]) {
             Op::Link { node, port: p, up } => {
                 let n = usize::from(node) % fabric.nodes().len().max(1);
                 let p = p % 9;
-                let _ = if up { fabric.link_up(n, p) } else { fabric.link_down(n, p) };
+                let _ = if up {
+                    fabric.link_up(n, p)
+                } else {
+                    fabric.link_down(n, p)
+                };
             }
             Op::Raw { bytes } => {
                 let mut mad = bytes;
