@@ -84,9 +84,15 @@ mod tests {
                 let key = if base == 0 { i } else { i << 32 };
                 buckets[(hash(&key) & 1023) as usize] += 1;
             }
+            // Some per-process seeds clump these keys more than others:
+            // over 80,000 maps in 400 processes the worst bucket reached
+            // 68 (one run in CI saw 38 where an older bound said 24). A
+            // hasher that ignores the varying bits would put all 4096
+            // keys in one bucket, so 256 (64 times the mean) still
+            // catches that and is never hit by chance.
             let max = buckets.iter().copied().max().unwrap_or(0);
             assert!(
-                max <= 24,
+                max <= 256,
                 "worst bucket {max} of 4096 keys in 1024 (mean 4)"
             );
         }
@@ -101,13 +107,13 @@ mod tests {
             buckets[(hash(&(0x1234u64 | (i << 52))) & 1023) as usize] += 1;
         }
         // An unseeded multiply hasher puts all 4096 keys in one bucket.
-        // foldhash's fast hasher, seeded at random per run, spreads them
-        // but not perfectly (a worst bucket of up to ~30 was seen), so
-        // the bound is 16 times the mean: far from the attack, never hit
-        // by chance.
+        // foldhash's fast hasher, seeded at random per process, spreads
+        // them but not perfectly (a worst bucket of up to 68 was seen over
+        // 80,000 maps), so the bound is 64 times the mean: far from the
+        // attack, never hit by chance.
         let max = buckets.iter().copied().max().unwrap_or(0);
         assert!(
-            max <= 64,
+            max <= 256,
             "worst bucket {max} of 4096 keys in 1024 (mean 4)"
         );
     }
