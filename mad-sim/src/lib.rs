@@ -43,7 +43,9 @@ pub use endpoint::SimPort;
 /// Endpoints at fabric ports (the module lives in [`fabric`], beside the
 /// fabric core it shares state with).
 pub use fabric::endpoint;
-pub use fabric::{Fabric, FabricConfig, LinkFaults, NodeSel, SimError};
+pub use fabric::{
+    Fabric, FabricConfig, LinkFaults, NodeSel, SimError, FULL_LINEAR_FDB_CAP, IBSIM_LINEAR_FDB_CAP,
+};
 pub use faulty::{EndpointFault, FaultyPort};
 pub use subnet::{Subnet, SubnetOptions, Summary, UpError};
 pub use topology::{Topology, TopologyError, TopologyLimits};

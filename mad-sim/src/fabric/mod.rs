@@ -90,6 +90,10 @@
 //!   PortPhysicalState Disabled / Sleep / Polling (ibsim stores it).
 //!   ClientReregister raises `AsyncEvent::ClientReregister` at the port's
 //!   endpoint and reads back 0.
+//! - LinearFDBCap is ibsim's default (30,720) unless the topology has
+//!   more LID-bearing ports than that: then 0xC000 (every unicast LID),
+//!   where ibsim would need `-L 49152` to bring such a fabric up
+//!   ([`FabricConfig::linear_fdb_cap_for`]).
 //! - Set(SwitchInfo) also writes DefaultPort, the default multicast ports
 //!   and MulticastFDBTop; a LinearFDBTop at or above LinearFDBCap answers
 //!   0x001C.
@@ -165,8 +169,11 @@ pub use stats::{DropReason, DropRecord, FabricStats};
 /// How a fabric is built and behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FabricConfig {
-    /// SwitchInfo LinearFDBCap of every switch (ibsim 0.10: 30720).
-    pub linear_fdb_cap: u16,
+    /// SwitchInfo LinearFDBCap of every switch; `None` (the default):
+    /// [`IBSIM_LINEAR_FDB_CAP`] when that holds every LID the topology
+    /// needs, else [`FULL_LINEAR_FDB_CAP`] (see
+    /// [`FabricConfig::linear_fdb_cap_for`]).
+    pub linear_fdb_cap: Option<u16>,
     /// SwitchInfo MulticastFDBCap (ibsim: 1024).
     pub multicast_fdb_cap: u16,
     /// Send queue depth of each endpoint QP.
@@ -182,12 +189,46 @@ pub struct FabricConfig {
 impl Default for FabricConfig {
     fn default() -> Self {
         Self {
-            linear_fdb_cap: 30 * 1024,
+            linear_fdb_cap: None,
             multicast_fdb_cap: 1024,
             send_queue_depth: 128,
             auto_deliver: true,
             drop_log: 64,
             fault_seed: 0,
+        }
+    }
+}
+
+/// ibsim's default LinearFDBCap (its `-L` option changes it): 30,720.
+pub const IBSIM_LINEAR_FDB_CAP: u16 = 30 * 1024;
+/// A LinearFDBCap that holds every unicast LID (0xC000 = 49,152, what
+/// switches such as Mellanox Quantum report).
+pub const FULL_LINEAR_FDB_CAP: u16 = 0xC000;
+
+impl FabricConfig {
+    /// The LinearFDBCap the switches of `topo` get: the configured one,
+    /// else ibsim's default when the topology has no more LID-bearing
+    /// ports (switches, CA and router ports) than it holds, else
+    /// [`FULL_LINEAR_FDB_CAP`]. A fabric ibsim brings up with its
+    /// defaults so reports what ibsim does; a bigger one (which ibsim
+    /// needs `-L 49152` for) still comes up.
+    #[must_use]
+    pub fn linear_fdb_cap_for(&self, topo: &Topology) -> u16 {
+        if let Some(cap) = self.linear_fdb_cap {
+            return cap;
+        }
+        let lids: usize = topo
+            .nodes()
+            .iter()
+            .map(|n| match n.kind {
+                NodeKind::Switch => 1,
+                _ => n.existing_ports().filter(|p| p.remote.is_some()).count(),
+            })
+            .sum();
+        if lids < usize::from(IBSIM_LINEAR_FDB_CAP) {
+            IBSIM_LINEAR_FDB_CAP
+        } else {
+            FULL_LINEAR_FDB_CAP
         }
     }
 }
@@ -422,10 +463,11 @@ impl Fabric {
     /// A fabric for `topo`.
     #[must_use]
     pub fn with_config(topo: &Topology, cfg: FabricConfig) -> Self {
+        let fdb_cap = cfg.linear_fdb_cap_for(topo);
         let nodes: Vec<_> = topo
             .nodes()
             .iter()
-            .map(|n| node::build_node(n, &cfg))
+            .map(|n| node::build_node(n, &cfg, fdb_cap))
             .collect();
         let by_id = nodes
             .iter()

@@ -143,8 +143,9 @@ impl Node {
 /// The LinkWidthSupported ibsim reports (every width).
 const WIDTH_SUPPORTED: u8 = width::ALL;
 
-/// Builds a node from its topology record.
-pub(crate) fn build_node(t: &TopoNode, cfg: &super::FabricConfig) -> Node {
+/// Builds a node from its topology record (a switch with LinearFDBCap
+/// `linear_fdb_cap`).
+pub(crate) fn build_node(t: &TopoNode, cfg: &super::FabricConfig, linear_fdb_cap: u16) -> Node {
     let is_switch = t.kind == NodeKind::Switch;
     let info = NodeInfo {
         base_version: 1,
@@ -171,7 +172,7 @@ pub(crate) fn build_node(t: &TopoNode, cfg: &super::FabricConfig) -> Node {
     let ports = t.existing_ports().map(|p| build_port(t.kind, p)).collect();
     let sw = is_switch.then(|| {
         let mut info = SwitchInfo {
-            linear_fdb_cap: cfg.linear_fdb_cap,
+            linear_fdb_cap,
             random_fdb_cap: 0,
             multicast_fdb_cap: cfg.multicast_fdb_cap,
             linear_fdb_top: 0,

@@ -105,12 +105,14 @@ fn slots(i: usize) -> &'static [(usize, usize)] {
     &SLOTS.get_or_init(|| LAYOUTS.iter().map(|l| l.counters().collect()).collect())[i]
 }
 
-/// The counters of one port for every attribute of [`LAYOUTS`] (by
-/// position there), as the attribute's bytes (header bytes unused),
-/// allocated on first use.
+/// The counters of one port for every attribute of [`LAYOUTS`], kept
+/// sparsely: only the counters that are not 0, as (layout position,
+/// counter number, value). A port that carried only SMPs has six; every
+/// port of a big fabric carries some, so a fixed block per attribute
+/// would cost about a kilobyte a port.
 #[derive(Debug, Clone, Default)]
 pub struct PerfExtra {
-    blocks: [Option<Box<[u8; DATA_LEN]>>; LAYOUTS.len()],
+    counts: Vec<(u8, u8, u64)>,
 }
 
 /// Which way a packet crossed the port.
@@ -134,24 +136,20 @@ pub enum Discard {
 }
 
 impl PerfExtra {
-    /// The bytes of layout `i`.
-    fn block(&mut self, i: usize) -> &mut [u8; DATA_LEN] {
-        self.blocks[i].get_or_insert_with(|| Box::new([0; DATA_LEN]))
-    }
-
     fn bump(&mut self, attr: u16, counter: usize, by: u64) {
         let Some(i) = layout_index(attr) else { return };
-        let Some(&(off, bits)) = slots(i).get(counter) else {
+        let Some(&(_, bits)) = slots(i).get(counter) else {
             return;
         };
-        let b = self.block(i);
-        let max = if bits >= 64 {
-            u64::MAX
-        } else {
-            (1 << bits) - 1
+        let (Ok(l), Ok(c)) = (u8::try_from(i), u8::try_from(counter)) else {
+            return;
         };
-        let v = get_bits(&b[..], off, bits).saturating_add(by).min(max);
-        set_bits(&mut b[..], off, bits, v);
+        let max = max_of(bits);
+        match self.counts.iter_mut().find(|e| e.0 == l && e.1 == c) {
+            Some(e) => e.2 = e.2.saturating_add(by).min(max),
+            None if by > 0 => self.counts.push((l, c, by.min(max))),
+            None => {}
+        }
     }
 
     /// Counts a packet of `words` on `sl` / `vl` crossing the port.
@@ -182,28 +180,33 @@ impl PerfExtra {
 
     /// Clears the counters `select` names (bit `i`: counter `i`).
     fn clear(&mut self, l: usize, select: u64) {
-        let b = self.block(l);
-        for (i, &(off, bits)) in slots(l).iter().enumerate() {
-            if i < 64 && select & (1 << i) != 0 {
-                set_bits(&mut b[..], off, bits, 0);
-            }
-        }
+        self.counts
+            .retain(|&(cl, c, _)| usize::from(cl) != l || c >= 64 || select & (1 << c) == 0);
     }
 
     /// Adds this port's counters of `l` into `sum`, each saturating.
-    fn add_into(&mut self, l: usize, sum: &mut [u8; DATA_LEN]) {
-        let b = self.block(l);
-        for &(off, bits) in slots(l) {
-            let max = if bits >= 64 {
-                u64::MAX
-            } else {
-                (1 << bits) - 1
+    fn add_into(&self, l: usize, sum: &mut [u8; DATA_LEN]) {
+        for &(cl, c, v) in &self.counts {
+            if usize::from(cl) != l {
+                continue;
+            }
+            let Some(&(off, bits)) = slots(l).get(usize::from(c)) else {
+                continue;
             };
-            let v = get_bits(&sum[..], off, bits)
-                .saturating_add(get_bits(&b[..], off, bits))
-                .min(max);
-            set_bits(&mut sum[..], off, bits, v);
+            let total = get_bits(&sum[..], off, bits)
+                .saturating_add(v)
+                .min(max_of(bits));
+            set_bits(&mut sum[..], off, bits, total);
         }
+    }
+}
+
+/// The largest value a counter of `bits` holds.
+fn max_of(bits: usize) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1 << bits) - 1
     }
 }
 
