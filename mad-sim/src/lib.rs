@@ -33,6 +33,7 @@
 pub mod console;
 pub mod fabric;
 pub mod faulty;
+pub mod lft;
 pub mod sa;
 pub mod serve;
 pub mod sm;

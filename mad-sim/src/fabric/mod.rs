@@ -501,6 +501,7 @@ impl Fabric {
                 resume: VecDeque::new(),
                 faults,
                 spare: Vec::new(),
+                lft_blocks: crate::lft::BlockInterner::default(),
             })),
         }
     }

@@ -86,8 +86,10 @@ pub(crate) struct Port {
 #[derive(Debug, Clone)]
 pub(crate) struct SwitchState {
     pub info: SwitchInfo,
-    /// Linear forwarding table, grown on demand; missing entries are 0xFF.
-    pub lft: Vec<u8>,
+    /// Linear forwarding table by block, grown on demand, identical
+    /// blocks shared fabric-wide ([`crate::lft`]); missing entries are
+    /// 0xFF.
+    pub lft: Vec<std::sync::Arc<crate::lft::Block>>,
     /// Multicast table: `(mlid index * positions + position)` → mask.
     pub mft: Vec<u16>,
     /// SLtoVL tables that were set, by (input port, output port).

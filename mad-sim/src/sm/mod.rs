@@ -77,7 +77,6 @@ pub mod routing;
 pub mod subnet;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mad_core::hash::FastSet;
@@ -405,7 +404,7 @@ struct Programmed {
     top: u16,
     /// The table last written (shared with the sweep's subnet that
     /// computed it).
-    lft: Arc<[u8]>,
+    lft: crate::lft::Lft,
     /// Blocks whose Set was sent but not (yet) confirmed by its answer:
     /// the switch may hold something else there.
     unconfirmed: FastSet<u32>,

@@ -223,10 +223,13 @@ impl SubnetManager {
                 continue;
             }
             self.sweep.todo_at = (k, b + 1);
-            let want = lft_block(&n.lft, b).unwrap_or([NO_ROUTE; LinearFwdTable::ENTRIES]);
+            let want = n
+                .lft
+                .block(b)
+                .map_or([NO_ROUTE; LinearFwdTable::ENTRIES], |x| **x);
             let block = b as u32;
             let same = self.programmed.get(&n.guid()).is_some_and(|p| {
-                !p.unconfirmed.contains(&block) && lft_block(&p.lft, b) == Some(want)
+                !p.unconfirmed.contains(&block) && p.lft.block(b).is_some_and(|x| **x == want)
             });
             if same {
                 continue;
@@ -318,17 +321,4 @@ impl SubnetManager {
         }
         self.mcast_after_phase();
     }
-}
-
-/// Block `b` of a linear forwarding table as it is written (entries past
-/// the end of the table are [`NO_ROUTE`]); `None` when the table ends
-/// before the block starts.
-fn lft_block(table: &[u8], b: usize) -> Option<[u8; LinearFwdTable::ENTRIES]> {
-    let have = table
-        .get(b * LinearFwdTable::ENTRIES..)
-        .filter(|h| !h.is_empty())?;
-    let mut block = [NO_ROUTE; LinearFwdTable::ENTRIES];
-    let len = have.len().min(block.len());
-    block[..len].copy_from_slice(&have[..len]);
-    Some(block)
 }

@@ -16,6 +16,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use super::subnet::{NodeIdx, PortRef, Subnet};
+use crate::lft::{BlockInterner, Lft};
 
 /// Highest unicast LID (0xC000 and up are multicast).
 pub const MAX_UNICAST_LID: u16 = 0xBFFF;
@@ -342,7 +343,8 @@ impl Picker {
 
 /// Computes every switch's linear forwarding table by min-hop (see the
 /// module docs) and stores it in the switch's `lft`: `max_lid + 1`
-/// entries, [`NO_ROUTE`] where there is none. Call after
+/// entries, [`NO_ROUTE`] where there is none, equal blocks shared
+/// between switches. Call after
 /// [`assign_lids`].
 ///
 /// Cost: one breadth-first search per switch (switches × links), the
@@ -382,10 +384,13 @@ pub fn compute_lfts(subnet: &mut Subnet) {
     let size = usize::from(subnet.max_lid()) + 1;
     let mut cands = Candidates::new(1, 0);
     let mut pick = Picker::default();
+    let mut blocks = BlockInterner::default();
+    let mut lft = Vec::with_capacity(size);
     for (s, &node) in switches.iter().enumerate() {
         cands.fill(s, &adj[s], &dist);
         pick.reset(&cands, adj[s].len());
-        let mut lft = vec![NO_ROUTE; size];
+        lft.clear();
+        lft.resize(size, NO_ROUTE);
         for t in &targets {
             let lid = usize::from(t.lid);
             if t.sw == s {
@@ -397,7 +402,7 @@ pub fn compute_lfts(subnet: &mut Subnet) {
             }
         }
         if let Some(n) = subnet.node_mut(node) {
-            n.lft = lft.into();
+            n.lft = Lft::from_entries(&lft, &mut blocks);
         }
     }
 }

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use mad_core::hash::FastMap;
+
+use crate::lft::Lft;
 use mad_core::wire::attr::{NodeInfo, NodeType, PhysPortState, PortInfo, SwitchInfo};
 use mad_core::wire::smp::DrPath;
 
@@ -58,8 +60,9 @@ pub struct SmNode {
     pub path: DrPath,
     /// Linear forwarding table computed for a switch (entry = egress
     /// port for the LID of that index, 0xFF = no route); empty for CAs
-    /// and before routing.
-    pub lft: Arc<[u8]>,
+    /// and before routing. Stored by block, identical blocks shared
+    /// ([`crate::lft`]).
+    pub lft: Lft,
 }
 
 impl SmNode {
@@ -229,7 +232,7 @@ impl Subnet {
             switch_info: None,
             ports: vec![None; nports],
             path,
-            lft: Arc::default(),
+            lft: Lft::default(),
         });
         i
     }

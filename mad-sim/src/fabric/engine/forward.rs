@@ -255,7 +255,10 @@ impl Core {
             let out = if pkt.dlid > sw.info.linear_fdb_top {
                 0xFF
             } else {
-                sw.lft.get(usize::from(pkt.dlid)).copied().unwrap_or(0xFF)
+                let lid = usize::from(pkt.dlid);
+                sw.lft
+                    .get(lid / crate::lft::BLOCK)
+                    .map_or(0xFF, |b| b[lid % crate::lft::BLOCK])
             };
             if out != 0 && out != 0xFF && out <= n.num_ports() {
                 return Some(Hop::Transmit { node, port: out });

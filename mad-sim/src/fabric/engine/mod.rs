@@ -223,6 +223,8 @@ pub(crate) struct Core {
     /// an allocation and a free per packet).
     #[allow(clippy::vec_box)] // the boxes themselves are what is reused
     pub spare: Vec<Box<[u8; MAD_LEN]>>,
+    /// The switches' LFT blocks, each distinct block once.
+    pub lft_blocks: crate::lft::BlockInterner,
 }
 
 /// Most MAD buffers [`Core::spare`] keeps.

@@ -3,6 +3,7 @@
 
 mod port_state;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mad_core::transport::AsyncEvent;
@@ -435,7 +436,7 @@ impl Core {
     }
 
     fn lft(&mut self, node: u32, amod: u32, set: bool, data: &Data) -> (u16, Data) {
-        let Some(sw) = self.node_mut(node).and_then(|n| n.sw.as_mut()) else {
+        let Some(sw) = self.node(node).and_then(|n| n.sw.as_ref()) else {
             return (UNSUP_METH_ATTR, *data);
         };
         let Ok(block) = usize::try_from(amod) else {
@@ -447,22 +448,24 @@ impl Core {
             return (INVALID, *data);
         }
         let count = (cap - first).min(LinearFwdTable::ENTRIES);
+        let mut out = sw.lft.get(block).map_or([0xFF; 64], |b| **b);
         if set {
-            if sw.lft.len() < first + count {
-                // Room for the whole table up to LinearFDBTop at once, not
-                // doubling block by block.
-                let top = usize::from(sw.info.linear_fdb_top) + 1;
-                let full = top.next_multiple_of(LinearFwdTable::ENTRIES).min(cap);
-                let need = full.max(first + count);
-                sw.lft.reserve_exact(need.saturating_sub(sw.lft.len()));
-                sw.lft.resize(first + count, 0xFF);
+            out[..count].copy_from_slice(&data[..count]);
+            let shared = self.lft_blocks.intern(&out);
+            let Some(sw) = self.node_mut(node).and_then(|n| n.sw.as_mut()) else {
+                return (UNSUP_METH_ATTR, *data);
+            };
+            if sw.lft.len() <= block {
+                let none = Arc::new([0xFF; 64]);
+                // Room for the whole table up to LinearFDBTop at once.
+                let top = usize::from(sw.info.linear_fdb_top) / LinearFwdTable::ENTRIES + 1;
+                sw.lft
+                    .reserve_exact(top.max(block + 1).saturating_sub(sw.lft.len()));
+                sw.lft.resize(block + 1, none);
             }
-            sw.lft[first..first + count].copy_from_slice(&data[..count]);
+            sw.lft[block] = shared;
         }
-        let mut out = [0xFFu8; 64];
-        for (k, o) in out.iter_mut().enumerate().take(count) {
-            *o = sw.lft.get(first + k).copied().unwrap_or(0xFF);
-        }
+        out[count..].fill(0xFF);
         (OK, out)
     }
 

@@ -102,13 +102,23 @@ fn same_as_reference(fab: Fabric) {
     compute_lfts(&mut sub);
     for (i, n) in sub.nodes().iter().enumerate() {
         if let Some(w) = want.get(&i) {
-            assert_eq!(&n.lft[..], &w[..], "switch {}", n.desc);
+            assert_eq!(
+                n.lft.iter().copied().collect::<Vec<u8>>(),
+                *w,
+                "switch {}",
+                n.desc
+            );
         }
     }
     // And what SM-lite programmed is that table.
     for (i, n) in h.sm.subnet().nodes().iter().enumerate() {
         if let Some(w) = want.get(&i) {
-            assert_eq!(&n.lft[..], &w[..], "switch {} (programmed)", n.desc);
+            assert_eq!(
+                n.lft.iter().copied().collect::<Vec<u8>>(),
+                *w,
+                "switch {} (programmed)",
+                n.desc
+            );
         }
     }
 }
