@@ -90,9 +90,31 @@ impl Layout {
 }
 
 /// The position of `attr` in [`LAYOUTS`].
-fn layout_index(attr: u16) -> Option<usize> {
-    LAYOUTS.iter().position(|l| l.attr == attr)
+const fn layout_index(attr: u16) -> Option<usize> {
+    let mut i = 0;
+    while i < LAYOUTS.len() {
+        if LAYOUTS[i].attr == attr {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
 }
+
+/// The position in [`LAYOUTS`] of an attribute listed there.
+const fn listed(attr: u16) -> usize {
+    match layout_index(attr) {
+        Some(i) => i,
+        None => panic!("attribute not in LAYOUTS"),
+    }
+}
+
+/// Positions of the attributes every packet counts in.
+const XMIT_DATA_SL: usize = listed(pm_attr::PORT_XMIT_DATA_SL);
+const RCV_DATA_SL: usize = listed(pm_attr::PORT_RCV_DATA_SL);
+const OP_RCV: usize = listed(pm_attr::PORT_OP_RCV_COUNTERS);
+const VL_OP_PACKETS: usize = listed(pm_attr::PORT_VL_OP_PACKETS);
+const VL_OP_DATA: usize = listed(pm_attr::PORT_VL_OP_DATA);
 
 fn layout(attr: u16) -> Option<&'static Layout> {
     LAYOUTS.get(layout_index(attr)?)
@@ -137,11 +159,18 @@ pub enum Discard {
 
 impl PerfExtra {
     fn bump(&mut self, attr: u16, counter: usize, by: u64) {
-        let Some(i) = layout_index(attr) else { return };
-        let Some(&(_, bits)) = slots(i).get(counter) else {
+        if let Some(l) = layout_index(attr) {
+            self.bump_at(l, counter, by);
+        }
+    }
+
+    /// Adds `by` to counter `counter` of layout `l`, saturating at the
+    /// counter's width.
+    fn bump_at(&mut self, l: usize, counter: usize, by: u64) {
+        let Some(&(_, bits)) = slots(l).get(counter) else {
             return;
         };
-        let (Ok(l), Ok(c)) = (u8::try_from(i), u8::try_from(counter)) else {
+        let (Ok(l), Ok(c)) = (u8::try_from(l), u8::try_from(counter)) else {
             return;
         };
         let max = max_of(bits);
@@ -157,13 +186,13 @@ impl PerfExtra {
         let (sl, vl) = (usize::from(sl & 0xF), usize::from(vl & 0xF));
         let w = u64::from(words);
         match way {
-            Way::Xmit => self.bump(pm_attr::PORT_XMIT_DATA_SL, sl, w),
+            Way::Xmit => self.bump_at(XMIT_DATA_SL, sl, w),
             Way::Rcv => {
-                self.bump(pm_attr::PORT_RCV_DATA_SL, sl, w);
-                self.bump(pm_attr::PORT_OP_RCV_COUNTERS, 0, 1);
-                self.bump(pm_attr::PORT_OP_RCV_COUNTERS, 1, w);
-                self.bump(pm_attr::PORT_VL_OP_PACKETS, vl, 1);
-                self.bump(pm_attr::PORT_VL_OP_DATA, vl, w);
+                self.bump_at(RCV_DATA_SL, sl, w);
+                self.bump_at(OP_RCV, 0, 1);
+                self.bump_at(OP_RCV, 1, w);
+                self.bump_at(VL_OP_PACKETS, vl, 1);
+                self.bump_at(VL_OP_DATA, vl, w);
             }
         }
     }

@@ -18,7 +18,7 @@
 //! them in its Configure phase; a change of membership while the SM is
 //! idle writes them at once (no sweep), otherwise after the running sweep.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use mad_core::wire::attr::MulticastFwdTable;
 

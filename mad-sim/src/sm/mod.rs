@@ -76,10 +76,10 @@ mod recv;
 pub mod routing;
 pub mod subnet;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use mad_core::hash::FastSet;
+use mad_core::hash::{FastMap, FastSet};
 use mad_core::transport::{Address, PortAttrs, PERMISSIVE_LID};
 use mad_core::wire::attr::{
     LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
@@ -421,11 +421,11 @@ pub struct SubnetManager {
     sweep: Sweep,
     subnet: Subnet,
     book: LidBook,
-    programmed: HashMap<u64, Programmed>,
+    programmed: FastMap<u64, Programmed>,
     mcast: mcast::McState,
     sm_lid: u16,
     ready: VecDeque<Request>,
-    outstanding: HashMap<u64, Outstanding>,
+    outstanding: FastMap<u64, Outstanding>,
     resend: VecDeque<u64>,
     responses: VecDeque<(Vec<u8>, Address)>,
     next_tid: u32,
@@ -469,11 +469,11 @@ impl SubnetManager {
             sweep: Sweep::default(),
             subnet: Subnet::default(),
             book: LidBook::default(),
-            programmed: HashMap::new(),
+            programmed: FastMap::default(),
             mcast: mcast::McState::default(),
             sm_lid: 0,
             ready: VecDeque::new(),
-            outstanding: HashMap::new(),
+            outstanding: FastMap::default(),
             resend: VecDeque::new(),
             responses: VecDeque::new(),
             next_tid: 0,

@@ -13,7 +13,9 @@
 //!   redundant uplinks much as OpenSM's min-hop engine does.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
+
+use mad_core::hash::FastMap;
 
 use super::subnet::{NodeIdx, PortRef, Subnet};
 use crate::lft::{BlockInterner, Lft};
@@ -26,8 +28,8 @@ pub const NO_ROUTE: u8 = 0xFF;
 /// Persistent port GUID → LID bookkeeping.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LidBook {
-    by_guid: HashMap<u64, u16>,
-    owner: HashMap<u16, u64>,
+    by_guid: FastMap<u64, u16>,
+    owner: FastMap<u16, u64>,
 }
 
 impl LidBook {
@@ -175,7 +177,7 @@ fn switch_graph(subnet: &Subnet) -> SwitchGraph {
         .filter(|(_, n)| n.is_switch())
         .map(|(i, _)| i)
         .collect();
-    let mut pos: HashMap<NodeIdx, usize> = HashMap::with_capacity(switches.len());
+    let mut pos: FastMap<NodeIdx, usize> = FastMap::default();
     for (k, i) in switches.iter().enumerate() {
         pos.insert(*i, k);
     }
@@ -233,12 +235,11 @@ impl Candidates {
         self.bits.resize(self.words * dist.n, 0);
         let here = dist.row(s);
         for (k, &(_, nb)) in adj.iter().enumerate() {
-            let (word, bit) = (k / 64, 1u64 << (k % 64));
+            let (word, shift) = (k / 64, k % 64);
             let there = dist.row(nb);
-            for (t, (&h, &d)) in here.iter().zip(there).enumerate() {
-                if h != u16::MAX && d.saturating_add(1) == h {
-                    self.bits[t * self.words + word] |= bit;
-                }
+            let words = self.bits.chunks_exact_mut(self.words).map(|w| &mut w[word]);
+            for ((w, &h), &d) in words.zip(here).zip(there) {
+                *w |= u64::from(h != u16::MAX && d.saturating_add(1) == h) << shift;
             }
         }
     }
@@ -282,6 +283,13 @@ type LoadHeap = BinaryHeap<Reverse<(u32, usize)>>;
 /// entry, once it is found current, is the real minimum; a stale top is
 /// pushed back with its real load. A fat tree's leaf so picks among its
 /// uplinks in logarithmic time instead of scanning them for every LID.
+///
+/// A set that counts loads (some of its targets have CA LIDs) and shares
+/// no neighbour with another such set is *private*: only its own picks
+/// change its candidates' loads, which all start at 0, so the least
+/// loaded (lowest on a tie) is simply the next in port order, round
+/// robin. Picks from a private set take no heap (a fat tree's uplink
+/// sets are private).
 #[derive(Default)]
 struct Picker {
     /// Load by neighbour index.
@@ -289,19 +297,29 @@ struct Picker {
     /// Candidate-set number of each target switch.
     group_of: Vec<usize>,
     /// Candidate-set number by the set's bits.
-    groups: HashMap<Vec<u64>, usize>,
+    groups: FastMap<Vec<u64>, usize>,
     /// One heap per candidate set, built on first use.
     heaps: Vec<Option<LoadHeap>>,
+    /// Per set: private (round robin), with its candidates in order and
+    /// the position of the next one, built on first use.
+    rr: Vec<Option<(Vec<usize>, usize)>>,
+    /// Per set: private.
+    private: Vec<bool>,
 }
 
 impl Picker {
-    /// Starts a switch with `neighbours` neighbours, nothing routed yet.
-    fn reset(&mut self, cands: &Candidates, neighbours: usize) {
+    /// Starts a switch with `neighbours` neighbours, nothing routed yet;
+    /// `has_ca[t]`: target switch `t` has CA LIDs (picks toward it
+    /// count).
+    fn reset(&mut self, cands: &Candidates, neighbours: usize, has_ca: &[bool]) {
         self.load.clear();
         self.load.resize(neighbours, 0);
         self.groups.clear();
         self.heaps.clear();
         self.group_of.clear();
+        self.rr.clear();
+        self.private.clear();
+        let mut counting: Vec<bool> = Vec::new();
         for t in 0..cands.targets() {
             let bits = cands.bits_of(t);
             let g = match self.groups.get(bits) {
@@ -310,17 +328,47 @@ impl Picker {
                     let g = self.groups.len();
                     self.groups.insert(bits.to_vec(), g);
                     self.heaps.push(None);
+                    self.rr.push(None);
+                    counting.push(false);
                     g
                 }
             };
             self.group_of.push(g);
+            if has_ca.get(t).copied().unwrap_or(true) {
+                counting[g] = true;
+            }
         }
+        // How many counting sets hold each neighbour.
+        let mut holders = vec![0u32; neighbours];
+        let mut private = vec![false; self.groups.len()];
+        for (bits, &g) in &self.groups {
+            if counting[g] {
+                for_each_bit(bits, |k| holders[k] += 1);
+            }
+        }
+        for (bits, &g) in &self.groups {
+            if counting[g] {
+                let mut alone = true;
+                for_each_bit(bits, |k| alone &= holders[k] == 1);
+                private[g] = alone;
+            }
+        }
+        self.private = private;
     }
 
     /// The neighbour index to route toward switch `t` by, if any; a CA
     /// LID (`counts`) adds one to its load.
     fn least_loaded(&mut self, cands: &Candidates, t: usize, counts: bool) -> Option<usize> {
         let g = *self.group_of.get(t)?;
+        if self.private[g] {
+            let (order, next) = self.rr[g].get_or_insert_with(|| (cands.of(t).collect(), 0));
+            let k = *order.get(*next)?;
+            if counts {
+                self.load[k] += 1;
+                *next = (*next + 1) % order.len();
+            }
+            return Some(k);
+        }
         let load = &mut self.load;
         let heap = self.heaps[g]
             .get_or_insert_with(|| cands.of(t).map(|k| Reverse((load[k], k))).collect());
@@ -341,6 +389,17 @@ impl Picker {
     }
 }
 
+/// Calls `f` with the index of every set bit of `bits`.
+fn for_each_bit(bits: &[u64], mut f: impl FnMut(usize)) {
+    for (w, &word) in bits.iter().enumerate() {
+        let mut b = word;
+        while b != 0 {
+            f(w * 64 + b.trailing_zeros() as usize);
+            b &= b - 1;
+        }
+    }
+}
+
 /// Computes every switch's linear forwarding table by min-hop (see the
 /// module docs) and stores it in the switch's `lft`: `max_lid + 1`
 /// entries, [`NO_ROUTE`] where there is none, equal blocks shared
@@ -353,7 +412,7 @@ impl Picker {
 /// those ports ([`Picker`]: logarithmic in their number).
 pub fn compute_lfts(subnet: &mut Subnet) {
     let (switches, adj, dist) = switch_graph(subnet);
-    let pos: HashMap<NodeIdx, usize> = switches.iter().enumerate().map(|(k, i)| (*i, k)).collect();
+    let pos: FastMap<NodeIdx, usize> = switches.iter().enumerate().map(|(k, i)| (*i, k)).collect();
     // Each LID's target switch and the egress port at that switch.
     struct Target {
         lid: u16,
@@ -381,6 +440,10 @@ pub fn compute_lfts(subnet: &mut Subnet) {
             }
         }
     }
+    let mut has_ca = vec![false; switches.len()];
+    for t in targets.iter().filter(|t| t.is_ca) {
+        has_ca[t.sw] = true;
+    }
     let size = usize::from(subnet.max_lid()) + 1;
     let mut cands = Candidates::new(1, 0);
     let mut pick = Picker::default();
@@ -388,7 +451,7 @@ pub fn compute_lfts(subnet: &mut Subnet) {
     let mut lft = Vec::with_capacity(size);
     for (s, &node) in switches.iter().enumerate() {
         cands.fill(s, &adj[s], &dist);
-        pick.reset(&cands, adj[s].len());
+        pick.reset(&cands, adj[s].len(), &has_ca);
         lft.clear();
         lft.resize(size, NO_ROUTE);
         for t in &targets {
