@@ -39,6 +39,8 @@ pub(crate) struct CcState {
     ca: CaCongestionSetting,
     ca_entries: [CaCongestionEntry; SLS],
     ccti_limit: u16,
+    /// The CA's CongestionControlTable, allocated by its first Set
+    /// (entries not there read as zeros).
     cct: Vec<CctEntry>,
 }
 
@@ -47,7 +49,6 @@ impl CcState {
     pub(crate) fn new(num_ports: u8) -> Self {
         Self {
             ports: vec![SwitchPortCongestionElement::default(); usize::from(num_ports) + 1],
-            cct: vec![CctEntry::default(); CCT_BLOCKS * CCT_ENTRIES_PER_BLOCK],
             ..Self::default()
         }
     }
@@ -209,6 +210,9 @@ pub(crate) fn answer(
                     return Err(INVALID);
                 }
                 cc.ccti_limit = t.ccti_limit;
+                if cc.cct.is_empty() {
+                    cc.cct = vec![CctEntry::default(); CCT_BLOCKS * CCT_ENTRIES_PER_BLOCK];
+                }
                 for i in 0..CCT_ENTRIES_PER_BLOCK {
                     cc.cct[block * CCT_ENTRIES_PER_BLOCK + i] =
                         CctEntry::parse(&req[h + i * el..]).map_err(|_| INVALID)?;
@@ -220,7 +224,9 @@ pub(crate) fn answer(
             };
             put(&t, &mut out[..])?;
             for i in 0..CCT_ENTRIES_PER_BLOCK {
-                cc.cct[block * CCT_ENTRIES_PER_BLOCK + i]
+                let e = cc.cct.get(block * CCT_ENTRIES_PER_BLOCK + i);
+                e.cloned()
+                    .unwrap_or_default()
                     .emit(&mut out[h + i * el..])
                     .map_err(|_| INVALID)?;
             }

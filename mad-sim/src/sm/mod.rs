@@ -306,11 +306,11 @@ enum Kind {
     SetPortInfo {
         node: NodeIdx,
         port: u8,
-        want: PortInfo,
+        want: Box<PortInfo>,
     },
     SetSwitchInfo {
         node: NodeIdx,
-        want: SwitchInfo,
+        want: Box<SwitchInfo>,
     },
     SetLft {
         node: NodeIdx,
@@ -335,7 +335,8 @@ struct Request {
     attr: AttributeId,
     attr_mod: u32,
     path: DrPath,
-    data: Option<[u8; SMP_DATA_LEN]>,
+    /// A Set's data (boxed: discovery queues many Gets at once).
+    data: Option<Box<[u8; SMP_DATA_LEN]>>,
     kind: Kind,
 }
 
@@ -351,7 +352,7 @@ impl Request {
             attr,
             attr_mod,
             path,
-            data: Some(d),
+            data: Some(Box::new(d)),
             kind,
         }
     }
@@ -549,7 +550,7 @@ impl SubnetManager {
             req.path
                 .build_request(req.method, req.attr, req.attr_mod, tid, self.cfg.m_key);
         if let Some(d) = &req.data {
-            mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN].copy_from_slice(d);
+            mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN].copy_from_slice(&d[..]);
         }
         if req.method == Method::SET {
             self.sweep.sets += 1;

@@ -182,7 +182,10 @@ impl SubnetManager {
                         0,
                         n.path.clone(),
                         &b,
-                        Kind::SetSwitchInfo { node: i, want },
+                        Kind::SetSwitchInfo {
+                            node: i,
+                            want: Box::new(want),
+                        },
                     );
                 }
             } else if let Some(p) = self.programmed.get_mut(&guid) {
@@ -263,7 +266,11 @@ impl SubnetManager {
                 u32::from(port),
                 path,
                 &b,
-                Kind::SetPortInfo { node, port, want },
+                Kind::SetPortInfo {
+                    node,
+                    port,
+                    want: Box::new(want),
+                },
             )),
             Err(e) => {
                 self.events.push_back(SmEvent::Error(SmError::Malformed {
