@@ -18,6 +18,7 @@ use mad_core::wire::attr::{
 use mad_core::wire::smp::Smp;
 use mad_core::wire::{AttributeId, Method, Repr};
 use mad_sim::fabric::{DropReason, SmReply};
+use mad_sim::{Fabric, Topology};
 
 fn events(t: &mut mad_sim::SimPort) -> Vec<AsyncEvent> {
     std::iter::from_fn(|| t.poll_event()).collect()
@@ -535,4 +536,54 @@ fn a_switch_is_protected_by_its_port_0_mkey() {
     assert!(pi_get_key(&mut t, TO_S1, 3, KEY).is_some());
     // Forwarding through the switch is not an SMA matter.
     assert!(sim_rpc(&mut t, &Req::get(TO_S2, AttributeId::NODE_INFO, 0)).is_some());
+}
+
+/// A topology of `switches` switches with 254 CAs each (no links between
+/// the switches): `switches` + 254 × `switches` LID-bearing ports.
+fn star_of_stars(switches: usize) -> Topology {
+    use std::fmt::Write;
+    let mut t = String::new();
+    for s in 0..switches {
+        writeln!(t, "Switch 254 \"S{s}\"").unwrap();
+        for p in 1..=254 {
+            writeln!(t, "[{p}] \"H{s}_{p}\"[1]").unwrap();
+        }
+        t.push('\n');
+    }
+    for s in 0..switches {
+        for p in 1..=254 {
+            writeln!(t, "Hca 1 \"H{s}_{p}\"\n[1] \"S{s}\"[{p}]\n").unwrap();
+        }
+    }
+    Topology::parse_str(&t).unwrap()
+}
+
+#[test]
+fn linear_fdb_cap_is_ibsims_unless_the_topology_needs_more_lids() {
+    // `net` (a few LIDs) has ibsim's 30,720 (switch_info_set_writes_...);
+    // 121 × 255 = 30,855 LIDs do not fit in it.
+    let topo = star_of_stars(121);
+    let fabric = Fabric::new(&topo);
+    let mut t = fabric.attach("H0_1", 1).unwrap();
+    let (s, d) = sim_get(&mut t, TO_S1, AttributeId::SWITCH_INFO, 0);
+    assert_eq!(s, 0);
+    assert_eq!(SwitchInfo::parse(&d).unwrap().linear_fdb_cap, 0xC000);
+    // The last LFT block (LIDs 49,088-49,151) is taken, the next refused.
+    let (s, _) = sim_set(&mut t, TO_S1, AttributeId::LINEAR_FWD_TABLE, 767, &[1; 64]);
+    assert_eq!(s, 0);
+    let (s, d) = sim_get(&mut t, TO_S1, AttributeId::LINEAR_FWD_TABLE, 767);
+    assert_eq!((s, d), (0, [1; 64]));
+    let (s, _) = sim_get(&mut t, TO_S1, AttributeId::LINEAR_FWD_TABLE, 768);
+    assert_eq!(s, 0x1C);
+    // A cap configured is kept, whatever the topology.
+    let cfg = mad_sim::FabricConfig {
+        linear_fdb_cap: Some(30720),
+        ..mad_sim::FabricConfig::default()
+    };
+    let fabric = Fabric::with_config(&topo, cfg);
+    let mut t = fabric.attach("H0_1", 1).unwrap();
+    let (_, d) = sim_get(&mut t, TO_S1, AttributeId::SWITCH_INFO, 0);
+    assert_eq!(SwitchInfo::parse(&d).unwrap().linear_fdb_cap, 30720);
+    let (s, _) = sim_set(&mut t, TO_S1, AttributeId::LINEAR_FWD_TABLE, 480, &[1; 64]);
+    assert_eq!(s, 0x1C, "block 480 starts at LID 30,720");
 }
