@@ -181,7 +181,7 @@ pub(super) struct Shared {
     pub(super) deviation: Deviation,
     /// Callers' threads driving the port themselves (see
     /// [`super::caller`]).
-    pub(super) relay: super::relay::Relay,
+    pub(super) relay: Arc<super::relay::Relay>,
 }
 
 /// A deliberate departure from the deregistration protocol. A runtime
@@ -261,7 +261,7 @@ impl Shared {
             panics: AtomicU64::new(0),
             has_dead: AtomicBool::new(false),
             deviation,
-            relay: super::relay::Relay::default(),
+            relay: Arc::default(),
         }
     }
 
