@@ -36,7 +36,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::shared::{Core, Shared, Sink};
+use super::shared::{Core, Deviation, Shared, Sink};
 use crate::types::{AgentId, Completion, SendId};
 
 /// How long a caller keeps driving the port, while what it waits for may
@@ -128,7 +128,8 @@ impl Shared {
     fn take_own(&self, core: &mut Core, agent: AgentId) {
         // Nothing queued (each turn of a spin that waits): no sink to
         // look up and lock.
-        if core.engine.queued_events(agent) == 0 || core.engine.delivering(agent) {
+        let in_turn = !core.engine.delivering(agent) || self.deviation == Deviation::TakeOutOfTurn;
+        if core.engine.queued_events(agent) == 0 || !in_turn {
             return;
         }
         let Some(sink) = core.sinks.get(&agent).cloned() else {
@@ -141,15 +142,18 @@ impl Shared {
         if !matches!(*sink, Sink::Channel { .. }) {
             return;
         }
-        let mut evs = core.engine.take_events(agent);
+        // A buffer kept in the core: no allocation per turn.
+        let mut evs = std::mem::take(&mut core.scratch);
+        core.engine.take_events_into(agent, &mut evs);
         self.complete_waiters(core, &mut evs);
-        for ev in evs {
+        for ev in evs.drain(..) {
             let (dropped, _) = self.deliver_to(agent, &mut sink, ev);
             if dropped {
                 core.engine.count_recv_drop(agent);
             }
             core.stats.channel_events += 1;
         }
+        core.scratch = evs;
     }
 
     /// A thread in [`super::AgentRef::send_and_wait`] drives the port once

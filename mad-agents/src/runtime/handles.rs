@@ -86,7 +86,7 @@ impl AgentRef {
         }
         let _watch = self.shared.relay.watch();
         self.shared.nudge();
-        rx.recv().map_err(|_| SendError::Stopped)
+        rx.recv().ok_or(SendError::Stopped)
     }
 
     /// Acknowledges a pending soft reset (for agents registered with

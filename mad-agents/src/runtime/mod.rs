@@ -133,6 +133,7 @@ mod handles;
 mod model;
 mod relay;
 mod shared;
+mod waiter;
 
 pub use handles::{Agent, AgentReceiver, AgentRef, SendHandle};
 use shared::{
