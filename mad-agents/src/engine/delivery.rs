@@ -34,16 +34,25 @@ impl<T: Transport> Engine<T> {
 
     /// Takes every queued event of `agent` out of the queue (in order).
     pub(crate) fn take_events(&mut self, agent: AgentId) -> Vec<AgentEvent> {
+        let mut v = Vec::new();
+        self.take_events_into(agent, &mut v);
+        v
+    }
+
+    /// Appends every queued event of `agent` to `out` (in order), taking
+    /// them out of the queue: a caller that reuses `out` allocates
+    /// nothing per turn.
+    pub(crate) fn take_events_into(&mut self, agent: AgentId, out: &mut Vec<AgentEvent>) {
         let Some(idx) = self.agent_idx(agent) else {
-            return Vec::new();
+            return;
         };
         let a = &mut self.agents[idx];
         a.queued_recv = 0;
         a.queued_recv_bytes = 0;
-        let v: Vec<AgentEvent> = a.events.drain(..).collect();
-        self.stats.events += v.len() as u64;
+        let n = a.events.len();
+        out.extend(a.events.drain(..));
+        self.stats.events += n as u64;
         self.try_reap(idx);
-        v
     }
 
     /// Takes the completion of `send` out of `agent`'s queue, if it is

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use mad_core::transport::PortAttrs;
 
+use super::relay::Relay;
 use super::shared::{ChannelLoad, Shared};
 use crate::engine::AgentState;
 use crate::types::{AgentEvent, AgentId, AgentStats, Completion, SendError, SendId, SendRequest};
@@ -85,7 +86,7 @@ impl AgentRef {
         }
         let _watch = self.shared.relay.watch();
         self.shared.nudge();
-        rx.recv().map_err(|_| SendError::Stopped)
+        rx.recv().ok_or(SendError::Stopped)
     }
 
     /// Acknowledges a pending soft reset (for agents registered with
@@ -258,6 +259,8 @@ pub struct AgentReceiver {
     /// The runtime, to drive its port when the channel is empty (weak: a
     /// receiver does not keep the port open).
     pub(super) shared: Weak<Shared>,
+    /// The runtime's relay, to say this receiver is active.
+    pub(super) relay: Arc<Relay>,
     pub(super) agent: AgentId,
 }
 
@@ -279,7 +282,10 @@ impl AgentReceiver {
     /// runtime, to block on.
     fn take_or_drive(&self, spin: bool) -> Result<AgentEvent, (bool, Option<Arc<Shared>>)> {
         match self.rx.try_recv() {
-            Ok(ev) => return Ok(self.took(ev)),
+            Ok(ev) => {
+                self.relay.took();
+                return Ok(self.took(ev));
+            }
             Err(mpsc::TryRecvError::Disconnected) => return Err((true, None)),
             Err(mpsc::TryRecvError::Empty) => {}
         }

@@ -13,11 +13,12 @@
 //! (and `recv_timeout`, `try_recv`) or [`AgentRef::send_and_wait`] —
 //! first drives the port itself, under the same lock, and takes what is
 //! its own; only if nothing comes within a few microseconds does it block
-//! and leave the port to the loop thread. While callers drive, the loop
-//! thread parks instead of waiting on the transport, for at most
-//! half a millisecond at a time, unless a caller is blocked on it (the
-//! bound on how late a timer or an unsolicited MAD is seen then). The
-//! fast path is in `runtime/caller.rs`.
+//! and leave the port to the loop thread. While callers drive (or take
+//! from their channels), the loop thread parks instead of waiting on the
+//! transport, half a millisecond at a time, unless a caller is blocked on
+//! it; it goes round again once callers have been idle for that long (the
+//! bound on how late a timer or an unsolicited MAD is seen when no caller
+//! drives). The fast path is in `runtime/caller.rs`.
 //!
 //! # Waking up
 //!
@@ -132,6 +133,7 @@ mod handles;
 mod model;
 mod relay;
 mod shared;
+mod waiter;
 
 pub use handles::{Agent, AgentReceiver, AgentRef, SendHandle};
 use shared::{
@@ -251,6 +253,7 @@ impl Runtime {
             rx,
             queued,
             shared: Arc::downgrade(&self.shared),
+            relay: self.shared.relay.clone(),
             agent: agent.id(),
         };
         Ok((agent, receiver))

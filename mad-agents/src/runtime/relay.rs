@@ -18,6 +18,9 @@ pub(super) const LINGER: Duration = Duration::from_micros(500);
 pub(super) struct Relay {
     /// Times a caller drove the port.
     driven: AtomicU64,
+    /// Times a receiving thread took an event the loop thread had put in
+    /// its channel.
+    took: AtomicU64,
     /// The loop thread is parked in [`Relay::park`], not watching the
     /// transport.
     parked: AtomicBool,
@@ -96,27 +99,57 @@ impl Relay {
         Watch(self)
     }
 
-    /// The loop thread, with nothing to do for `timeout`: if callers drove
-    /// the port since the last call (`last`) and none is blocked on the
-    /// loop, parks for at most `timeout` or [`LINGER`]. True when the loop
+    /// The loop thread, with nothing to do for `timeout`: if callers were
+    /// active since the last call (`last`) and none is blocked on the
+    /// loop, parks for at most `timeout` or [`LINGER`], and parks again
+    /// (for [`LINGER`] each time) while callers stay active meanwhile:
+    /// their drives poll the engine, its timers too, and wake the loop for
+    /// whatever is not theirs, so the loop has nothing to add and going
+    /// round would only contend for the core lock. True when the loop
     /// should go round again at once (it parked, or was woken); false
     /// when it should wait in `mio::Poll::poll` as usual.
     pub(super) fn park(&self, last: &mut u64, timeout: Duration) -> bool {
-        let epoch = self.driven.load(Ordering::Relaxed);
+        let epoch = self.activity();
         if epoch == *last {
             return false;
         }
         *last = epoch;
         self.parked.store(true, Ordering::SeqCst);
-        let woken = self.woken.swap(false, Ordering::SeqCst);
-        let park = !woken && self.blocked.load(Ordering::SeqCst) == 0;
-        if park {
+        let mut slept = false;
+        let mut woken = false;
+        let mut limit = timeout.min(LINGER);
+        loop {
+            woken |= self.woken.swap(false, Ordering::SeqCst);
+            if woken || self.blocked.load(Ordering::SeqCst) != 0 {
+                break;
+            }
+            slept = true;
             self.parks.fetch_add(1, Ordering::Relaxed);
-            std::thread::park_timeout(timeout.min(LINGER));
+            std::thread::park_timeout(limit);
+            let epoch = self.activity();
+            if epoch == *last {
+                break;
+            }
+            // Callers were active throughout: they polled the engine.
+            *last = epoch;
+            limit = LINGER;
         }
         self.parked.store(false, Ordering::SeqCst);
         // A wake-up that saw the loop parked only unparked it.
         let late = self.woken.swap(false, Ordering::SeqCst);
-        park || woken || late
+        slept || woken || late
+    }
+
+    /// Callers' drives and takes so far: while it moves, callers are
+    /// active.
+    fn activity(&self) -> u64 {
+        self.driven.load(Ordering::Relaxed) + self.took.load(Ordering::Relaxed)
+    }
+
+    /// A receiving thread took an event out of its channel (put there by
+    /// the loop thread): its caller is active and will drive the port
+    /// when the channel is empty, so the loop may get out of its way.
+    pub(super) fn took(&self) {
+        self.took.fetch_add(1, Ordering::Relaxed);
     }
 }

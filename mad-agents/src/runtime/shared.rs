@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 use mad_core::port::Port;
 use mio::{Token, Waker};
 
+use super::waiter::{WaitSlot, Waiter};
 use crate::engine::{AgentState, Engine};
 use crate::spec::AgentSpec;
 use crate::types::{
-    AgentEvent, AgentId, Completion, EngineConfig, RegisterError, SendError, SendId, SendRequest,
+    AgentEvent, AgentId, EngineConfig, RegisterError, SendError, SendId, SendRequest,
 };
 
 /// How often the loop polls a transport without a usable fd while work is
@@ -122,7 +123,7 @@ impl Wakeup {
 /// Where a popped event goes.
 pub(super) enum Route {
     Sink(Arc<Mutex<Sink>>),
-    Waiter(mpsc::Sender<Completion>),
+    Waiter(Waiter),
     Nowhere,
 }
 
@@ -148,7 +149,7 @@ pub(super) struct Pending {
 pub(super) struct Core {
     pub(super) engine: Engine,
     pub(super) sinks: HashMap<AgentId, Arc<Mutex<Sink>>>,
-    pub(super) waiters: HashMap<SendId, mpsc::Sender<Completion>>,
+    pub(super) waiters: HashMap<SendId, Waiter>,
     pub(super) stats: RuntimeStats,
     pub(super) stopping: bool,
     pub(super) stopped: bool,
@@ -158,6 +159,9 @@ pub(super) struct Core {
     /// released ([`Shared::bury`]): a callback may own an [`Agent`] (its
     /// own or another's), whose drop deregisters it and takes this lock.
     pub(super) graveyard: Vec<Arc<Mutex<Sink>>>,
+    /// Events a caller's drive takes for its channel, reused (empty
+    /// between turns).
+    pub(super) scratch: Vec<AgentEvent>,
 }
 
 pub(super) struct Shared {
@@ -181,14 +185,14 @@ pub(super) struct Shared {
     pub(super) deviation: Deviation,
     /// Callers' threads driving the port themselves (see
     /// [`super::caller`]).
-    pub(super) relay: super::relay::Relay,
+    pub(super) relay: Arc<super::relay::Relay>,
 }
 
 /// A deliberate departure from the deregistration protocol. A runtime
 /// started by [`super::Runtime::start`] never deviates; the model test
 /// (`runtime::model`) builds its [`Shared`] with each of these in turn and
 /// must find the broken guarantee, which proves that it checks that
-/// guarantee at all. The protocol's steps consult it at the five points
+/// guarantee at all. The protocol's steps consult it at the six points
 /// where a plausible bug would go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(not(test), allow(dead_code))]
@@ -208,6 +212,9 @@ pub(super) enum Deviation {
     InlineIgnoresWaiters,
     /// A loop thread that dies leaves its waiters waiting.
     DeathUnnoticed,
+    /// A caller driving the port takes its agent's events while the loop
+    /// thread is handing an earlier one over.
+    TakeOutOfTurn,
 }
 
 /// Locks `m`, whatever a panicking holder left behind.
@@ -251,6 +258,7 @@ impl Shared {
                 stopped: false,
                 notifies: 0,
                 graveyard: Vec::new(),
+                scratch: Vec::new(),
             }),
             cond: Condvar::new(),
             waker,
@@ -261,7 +269,7 @@ impl Shared {
             panics: AtomicU64::new(0),
             has_dead: AtomicBool::new(false),
             deviation,
-            relay: super::relay::Relay::default(),
+            relay: Arc::default(),
         }
     }
 
@@ -339,7 +347,7 @@ impl Shared {
     pub(super) fn hand_over(&self, agent: AgentId, ev: AgentEvent, route: Route) -> Pending {
         let (dropped, callback) = match (route, ev) {
             (Route::Waiter(tx), AgentEvent::SendDone(c)) => {
-                let _ = tx.send(c);
+                tx.send(c);
                 (false, false)
             }
             (Route::Sink(sink), ev) => self.deliver(agent, &sink, ev),
@@ -505,7 +513,7 @@ impl Shared {
             };
             match core.waiters.remove(&c.send) {
                 Some(tx) => {
-                    let _ = tx.send(c.clone());
+                    tx.send(c.clone());
                     core.stats.waiter_completions += 1;
                     false
                 }
@@ -516,19 +524,19 @@ impl Shared {
 
     /// (Locked) `id` starts a [`AgentRef::send_and_wait`] from a thread
     /// other than the loop's: the send, and the channel its completion
-    /// will come through, and the send's id.
+    /// will come through (this thread's reused slot), and the send's id.
     pub(super) fn begin_wait(
         &self,
         core: &mut Core,
         id: AgentId,
         req: SendRequest,
         now: Instant,
-    ) -> Result<(mpsc::Receiver<Completion>, SendId), SendError> {
+    ) -> Result<(WaitSlot, SendId), SendError> {
         if core.stopped {
             return Err(SendError::Stopped);
         }
         let send = core.engine.send(id, req, now)?;
-        let (tx, rx) = mpsc::channel();
+        let (rx, tx) = super::waiter::wait();
         core.waiters.insert(send, tx);
         Ok((rx, send))
     }

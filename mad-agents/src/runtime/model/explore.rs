@@ -119,3 +119,35 @@ fn the_model_finds_a_waiter_whose_completion_a_callbacks_deregistration_takes() 
 fn the_model_finds_waiters_left_behind_by_a_dead_loop() {
     assert_finds(Scenario::LoopDies, Deviation::DeathUnnoticed, "for ever");
 }
+
+/// The largest scenario (about 116,000 schedules), on its own so that it
+/// runs beside the others.
+#[test]
+fn with_two_callers_driving_and_a_deregistration_events_keep_their_order_and_complete_once() {
+    let (n, v) = explore(Scenario::TwoCallersDrive, Deviation::None);
+    assert_eq!(v, None, "after {n} schedules");
+    assert!(n > 20, "only {n} schedules explored");
+}
+
+#[test]
+fn the_model_finds_a_caller_that_takes_events_while_the_loop_hands_one_over() {
+    assert_finds(
+        Scenario::TwoCallersDrive,
+        Deviation::TakeOutOfTurn,
+        "out of order",
+    );
+}
+
+#[test]
+fn the_model_finds_a_lost_wakeup_and_an_early_return_with_two_callers_driving() {
+    assert_finds(
+        Scenario::TwoCallersDrive,
+        Deviation::NoNotify,
+        "waits for ever",
+    );
+    assert_finds(
+        Scenario::TwoCallersDrive,
+        Deviation::EarlyReturn,
+        "returned",
+    );
+}

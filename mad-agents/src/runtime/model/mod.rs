@@ -35,10 +35,11 @@ use mad_core::port::Port;
 use mad_core::transport::{PortAttrs, Transport};
 
 use super::shared::{lock, Deviation, Route, Shared, Sink, Step, TICK};
+use super::waiter::{Taken, WaitSlot};
 use super::*;
 use crate::engine::AgentState;
 use crate::spec::AgentSpec;
-use crate::types::{AgentEvent, AgentId, Completion, EngineConfig, SendError, SendId, SendRequest};
+use crate::types::{AgentEvent, AgentId, EngineConfig, SendError, SendId, SendRequest};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{
     Address, AsyncEvent, Qp, QpState, Received, SendCompletion, TransportError, WrId,
@@ -46,8 +47,9 @@ use mad_core::transport::{
 use mad_core::wire::{Method, MgmtClass};
 use std::collections::HashSet;
 
-/// The device, reachable from outside the engine.
-struct Dev(Arc<Mutex<Loopback>>, PortAttrs);
+/// The device, reachable from outside the engine; it logs what the port
+/// pulled from it, in order (see [`order`]).
+struct Dev(Arc<Mutex<Loopback>>, PortAttrs, Arc<Mutex<order::DevLog>>);
 
 impl Transport for Dev {
     fn port_attrs(&self) -> &PortAttrs {
@@ -60,16 +62,25 @@ impl Transport for Dev {
         lock(&self.0).send_queue_depth()
     }
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        lock(&self.0).post_send(qp, mad, dest)
+        let wr = lock(&self.0).post_send(qp, mad, dest)?;
+        lock(&self.2).posted(mad, wr);
+        Ok(wr)
     }
     fn poll_send_completions(
         &mut self,
         out: &mut Vec<SendCompletion>,
     ) -> Result<usize, TransportError> {
-        lock(&self.0).poll_send_completions(out)
+        let from = out.len();
+        let n = lock(&self.0).poll_send_completions(out)?;
+        lock(&self.2).completed(&out[from..]);
+        Ok(n)
     }
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        lock(&self.0).poll_recv()
+        let r = lock(&self.0).poll_recv()?;
+        if let Some(r) = &r {
+            lock(&self.2).pulled.push(order::tid(r.mad.as_slice()));
+        }
+        Ok(r)
     }
     fn poll_event(&mut self) -> Option<AsyncEvent> {
         lock(&self.0).poll_event()
@@ -122,6 +133,12 @@ enum Scenario {
     /// `send_and_wait` on it and drives the port itself (`caller_take`)
     /// before it blocks.
     WaiterDrives,
+    /// Two callers drive the port at once — the thread receiving from
+    /// channel agent "a" (`caller_drive`) and a thread in
+    /// `send_and_wait` on "a" (`caller_take`) — while another thread
+    /// deregisters "a" and two requests for it arrive: its events reach
+    /// its channel in the order the port pulled them, each once.
+    TwoCallersDrive,
 }
 
 enum L {
@@ -159,6 +176,8 @@ enum W {
     Unstall,
     /// A Set request for "a" arrives.
     Request,
+    /// Two Set requests for "a" arrive (TIDs 1 and 2).
+    Requests,
 }
 
 const L_ACTOR: usize = 0;
@@ -192,7 +211,7 @@ struct World {
     kept: Vec<AgentEvent>,
     triggered: bool,
     /// The channel of the thread blocked in `send_and_wait`.
-    waiter: Option<mpsc::Receiver<Completion>>,
+    waiter: Option<WaitSlot>,
     /// What that thread got.
     waited: Vec<SendId>,
     /// The channel of the channel agent and its name, and how many more
@@ -201,6 +220,8 @@ struct World {
     /// The send the thread in `send_and_wait` waits for, while it may
     /// still drive the port itself (`caller_take`) before blocking.
     take: Option<(AgentId, SendId)>,
+    /// What the port pulled from the device, in order.
+    pulled: Arc<Mutex<order::DevLog>>,
     /// The loop thread may still die.
     may_die: bool,
     /// It died.
@@ -219,8 +240,9 @@ impl World {
         lb.set_stalled(true);
         let attrs = lb.port_attrs().clone();
         let dev = Arc::new(Mutex::new(lb));
+        let pulled: Arc<Mutex<order::DevLog>> = Arc::default();
         let port = Port::new(
-            Box::new(Dev(dev.clone(), attrs)) as Box<dyn Transport>,
+            Box::new(Dev(dev.clone(), attrs, pulled.clone())) as Box<dyn Transport>,
             mad_core::port::PortConfig::default(),
         );
         let sh = Arc::new(Shared::new(
@@ -254,6 +276,7 @@ impl World {
             waited: Vec::new(),
             channel: None,
             take: None,
+            pulled,
             may_die: false,
             dead: false,
         };
@@ -297,18 +320,7 @@ impl World {
                 w.may_die = true;
             }
             Scenario::ReceiverDrives => {
-                let (tx, rx) = mpsc::channel();
-                let sink = Sink::Channel {
-                    tx,
-                    queued: Arc::default(),
-                };
-                let a =
-                    w.sh.register_sink(AgentSpec::send_only("a", Qp::Qp1), sink)
-                        .unwrap();
-                w.names.insert(a, "a");
-                w.ids.insert("a", a);
-                w.sends.insert("a", Vec::new());
-                w.channel = Some(("a", rx, 1));
+                let a = w.channel_agent(AgentSpec::send_only("a", Qp::Qp1), 1);
                 w.send(a, true);
                 w.d = D::Begin(a);
                 w.w = vec![Some(W::Unstall)];
@@ -318,6 +330,15 @@ impl World {
                 w.wait(a);
                 w.d = D::Begin(a);
                 w.w = vec![Some(W::Unstall)];
+            }
+            Scenario::TwoCallersDrive => {
+                // The device completes at once, and the two requests are
+                // there from the start (fewer actors: fewer schedules).
+                w.step_device(W::Unstall);
+                w.step_device(W::Requests);
+                let a = w.channel_agent(owner, 1);
+                w.wait(a);
+                w.d = D::Begin(a);
             }
         }
         w
@@ -351,7 +372,7 @@ impl World {
             .unwrap();
         self.sends.get_mut(self.names[&agent]).unwrap().push(send);
         self.waiter = Some(rx);
-        if self.sc == Scenario::WaiterDrives {
+        if matches!(self.sc, Scenario::WaiterDrives | Scenario::TwoCallersDrive) {
             self.take = Some((agent, send));
         }
     }
@@ -364,11 +385,27 @@ impl World {
         };
         loop {
             match rx.try_recv() {
-                Ok(c) => self.waited.push(c.send),
-                Err(mpsc::TryRecvError::Empty) => return !self.waited.is_empty(),
-                Err(mpsc::TryRecvError::Disconnected) => return true,
+                Taken::Done(c) => self.waited.push(c.send),
+                Taken::Empty => return !self.waited.is_empty(),
+                Taken::Closed => return true,
             }
         }
+    }
+
+    /// Registers channel agent "a", whose receiving thread drives the
+    /// port `drives` times.
+    fn channel_agent(&mut self, spec: AgentSpec, drives: u8) -> AgentId {
+        let (tx, rx) = mpsc::channel();
+        let sink = Sink::Channel {
+            tx,
+            queued: Arc::default(),
+        };
+        let a = self.sh.register_sink(spec, sink).unwrap();
+        self.names.insert(a, "a");
+        self.ids.insert("a", a);
+        self.sends.insert("a", Vec::new());
+        self.channel = Some(("a", rx, drives));
+        a
     }
 
     fn agent(&mut self, name: &'static str, spec: AgentSpec) -> AgentId {
@@ -451,7 +488,8 @@ impl World {
             Scenario::OtherThread
             | Scenario::LoopDies
             | Scenario::ReceiverDrives
-            | Scenario::WaiterDrives => None,
+            | Scenario::WaiterDrives
+            | Scenario::TwoCallersDrive => None,
             Scenario::OwnCallback | Scenario::WaiterOwnCallback => Some((agent, true)),
             Scenario::OtherAgentFromCallback => Some((self.ids["b"], false)),
         }
@@ -524,6 +562,18 @@ impl World {
                 src: Address::gsi(9),
                 mad: perf(Method::SET).into(),
             }),
+            W::Requests => {
+                let mut d = lock(&self.dev);
+                for tid in [1u8, 2] {
+                    let mut mad = perf(Method::SET);
+                    mad[15] = tid;
+                    d.push_recv(Received {
+                        qp: Qp::Qp1,
+                        src: Address::gsi(9),
+                        mad: mad.into(),
+                    });
+                }
+            }
         }
         self.woken = true;
     }
@@ -678,10 +728,9 @@ impl World {
                 ));
             }
         }
-        let queued = {
-            let d = lock(&self.dev);
-            d.queued(Qp::Qp0) + d.queued(Qp::Qp1)
-        };
+        // Requests (the agents' sends) only: the port answers a request
+        // that came for an agent already closing itself.
+        let queued = lock(&self.pulled).requests.len();
         if queued != 0 {
             self.violation(format!(
                 "{name}'s deregistration returned with {queued} work requests in the device"
@@ -733,7 +782,9 @@ impl World {
         if self.t || self.w.iter().any(Option::is_some) {
             self.violation("stopped with steps left".into());
         }
+        self.check_channel_order();
     }
 }
 
 mod explore;
+mod order;
