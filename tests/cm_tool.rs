@@ -50,6 +50,7 @@ fn connect_on_the_built_in_fabric_prints_both_sides_events() {
         events,
         [
             "ESTABLISHED",
+            "disconnecting",
             "DISCONNECTED",
             "TIMEWAIT_EXIT",
             "CONNECT_REQUEST",

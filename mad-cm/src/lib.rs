@@ -59,6 +59,6 @@ mod types;
 pub use cm::{Cm, CmStats};
 pub use conn::State;
 pub use types::{
-    AcceptParams, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnInfo, ConnectParams, ListenId,
-    Transmit,
+    iboe_mtu, AcceptParams, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnInfo, ConnectParams,
+    ListenId, Transmit,
 };

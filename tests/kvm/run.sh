@@ -6,7 +6,8 @@
 # BODY is a busybox-sh script run as the guest's test body (cwd /kvm/out,
 # GID0 / GID1 = GID index 0 of rxe0 / rxe1, which change every boot).
 # Each PROGRAM (a dynamically linked x86-64 program of this host) is put in
-# the guest's /kvm/bin with the libraries ldd finds for it. The guest console
+# the guest's /kvm/bin with the libraries ldd finds for it; a PROGRAM that is
+# a script (#!) is put there as is, to run under the guest's busybox sh. The guest console
 # is copied to stdout; the exit status is the body's (124: the VM did not
 # finish within $KVM_TIMEOUT seconds, default 600; 125: harness failure).
 #
@@ -32,6 +33,10 @@ mkdir -p "$O/kvm/bin" "$O/lib/x86_64-linux-gnu"
 for p in "$@"; do
     [ -x "$p" ] || die "not an executable: $p"
     cp -L "$p" "$O/kvm/bin/"
+    if [ "$(head -c2 "$p")" = "#!" ]; then # a script: runs under the guest's busybox sh
+        sed -i '1s|^#!.*|#!/bin/busybox sh|' "$O/kvm/bin/$(basename "$p")"
+        continue
+    fi
     out="$(ldd "$p" 2>&1)" || die "ldd $p: $out"
     if echo "$out" | grep -q 'not found'; then die "$p needs libraries this host lacks: $out"; fi
     for l in $(echo "$out" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'); do
