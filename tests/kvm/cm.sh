@@ -10,6 +10,7 @@
 # lines prefixed "listen: " / "connect: " (and "connectN: " for more).
 set -u
 OUT=/kvm/out
+. /kvm/bin/lib.sh
 L="mad -C rxe1 -P 1 cm listen -w 60"
 C="mad -C rxe0 -P 1 cm connect $GID1 -w 60"
 
@@ -18,21 +19,12 @@ for m in ib_cm rdma_cm; do
     grep -q "^$m " /proc/modules && echo "KVM_ERR $m is loaded"
 done
 
-cm_wait() { # FILE PATTERN: up to 30 s for a line matching PATTERN
-    n=0
-    until grep -q "$2" "$1" 2>/dev/null; do
-        n=$((n + 1))
-        [ $n -gt 300 ] && { echo "KVM_ERR no '$2' in $1"; return 1; }
-        sleep 0.1
-    done
-}
-
 # cm_case NAME "LISTEN OPTIONS" "CONNECT OPTIONS"
 cm_case() {
     echo "KVM_BEGIN $1"
     $L $2 > "$OUT/$1.listen" 2>&1 &
     lp=$!
-    cm_wait "$OUT/$1.listen" "^listening"
+    wait_line "$OUT/$1.listen" "^listening"
     $C $3 > "$OUT/$1.connect" 2>&1
     c=$?
     wait $lp

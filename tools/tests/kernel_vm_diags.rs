@@ -24,6 +24,7 @@ fn vm() -> Option<&'static VmRun> {
             &[
                 PathBuf::from(env!("CARGO_BIN_EXE_mad")),
                 root.join("tests/kvm/cm.sh"),
+                root.join("tests/kvm/lib.sh"),
             ],
         )
     })

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! mad [--sim|--ibsim|-C CA -P PORT] cm listen [-S SID] [--reject REASON] [--delay MS] [--hold MS] [--qpn N] [-n COUNT] [-w SECS]
-//! mad [--sim|--ibsim|-C CA -P PORT] cm connect DLID|DGID [-S SID] [--qpn N] [-n COUNT] [--hold MS] [--retries N] [--response-timeout EXP] [-w SECS]
+//! mad [--sim|--ibsim|-C CA -P PORT] cm connect DLID|DGID [-S SID] [--qpn N] [-n COUNT] [--cma SRC,DST] [--hold MS] [--retries N] [--response-timeout EXP] [-w SECS]
 //! ```
 //! `-S`: the service ID (default: rdma_cm's TCP port space, port 7471 —
 //! `0x0000000001061d2f`, what `rping` uses). `listen` accepts every REQ
@@ -21,7 +21,9 @@
 //! the peer disconnects), disconnects and waits out timewait.
 //! `--retries` / `--response-timeout` are the REQ's Max CM Retries and CM
 //! response timeout (4.096 µs × 2^EXP, announced and expected; defaults
-//! 15 and 20, as rdma_cm). Each `disconnect` this side starts prints
+//! 15 and 20, as rdma_cm). `--cma` puts rdma_cm's private-data header
+//! (IP version, the two addresses, the source port) in the REQ, which a
+//! kernel rdma_cm listener needs. Each `disconnect` this side starts prints
 //! `disconnecting`. The CM is madstack's own: no QP is created, so the
 //! QPN announced is the one given with `--qpn` (default 1); the events
 //! print what a verbs user would move its QP with. Exit status 0 when the
@@ -37,8 +39,9 @@ use mad_agents::{EngineConfig, Runtime};
 
 use mad_cm::service::{resolve_route, CmService};
 use mad_cm::{AcceptParams, CmConfig, CmEvent, CmPath, ConnId, ConnInfo, ConnectParams};
-use mad_core::wire::cm::cma::{self, PortSpace};
+use mad_core::wire::cm::cma::{self, CmaHeader, PortSpace};
 use mad_core::wire::cm::RejectReason;
+use mad_core::wire::Repr;
 
 use crate::cnum::c_strtoul_full;
 use crate::command::{CliError, Invocation};
@@ -52,6 +55,7 @@ const OPT_HOLD: i32 = 3;
 const OPT_DELAY: i32 = 4;
 const OPT_RETRIES: i32 = 5;
 const OPT_RESPONSE_TIMEOUT: i32 = 6;
+const OPT_CMA: i32 = 7;
 
 const OPTS: &[Opt] = &[
     Opt::new(
@@ -102,6 +106,13 @@ const OPTS: &[Opt] = &[
         true,
         Some("<exp>"),
         "CM response timeout, 4.096 us x 2^exp (default 20)",
+    ),
+    Opt::long(
+        "cma",
+        OPT_CMA,
+        true,
+        Some("<src-ip>,<dst-ip>"),
+        "connect: carry rdma_cm's header (these addresses) in the REQ",
     ),
     Opt::new(
         "count",
@@ -170,8 +181,13 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         deadline: Instant::now(),
     };
     let mut wait = 30u64;
+    let mut cma_addrs = None;
     for (k, v) in &p.custom {
         let text = v.as_deref().unwrap_or("");
+        if *k == OPT_CMA {
+            cma_addrs = Some(text);
+            continue;
+        }
         let n = c_strtoul_full(text)
             .ok_or_else(|| CliError::Usage(format!("cm: {text:?} is not a number")))?;
         match *k {
@@ -188,6 +204,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             _ => wait = n,
         }
     }
+    let private_data = match cma_addrs {
+        Some(text) => cma_header(text, s.sid)?,
+        None => Vec::new(),
+    };
     if p.common.json {
         return Err(CliError::Usage(
             "cm: prints events as text lines; --json is not supported".into(),
@@ -239,6 +259,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             let params = ConnectParams {
                 max_cm_retries: s.retries,
                 remote_cm_response_timeout: s.response_timeout,
+                private_data,
                 ..ConnectParams::new(s.sid, s.qpn, 0, path)
             };
             let r = connect(inv, &cm, params, &s);
@@ -254,6 +275,31 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     drop(cm);
     let _ = session.close();
     r
+}
+
+/// rdma_cm's private-data header for `--cma SRC,DST` (both IPv4 or both
+/// IPv6); the source port is the service ID's port, as a client bound to
+/// it would send.
+fn cma_header(text: &str, sid: u64) -> Result<Vec<u8>, CliError> {
+    use std::net::IpAddr;
+    let bad = |why: String| CliError::Usage(format!("cm: --cma {text:?}: {why}"));
+    let (src, dst) = text
+        .split_once(',')
+        .ok_or_else(|| bad("want <src-ip>,<dst-ip>".into()))?;
+    let ip = |a: &str| {
+        a.trim()
+            .parse::<IpAddr>()
+            .map_err(|e| bad(format!("{a:?}: {e}")))
+    };
+    let port = cma::split_service_id(sid).map_or(0, |(_, p)| p);
+    let h = match (ip(src)?, ip(dst)?) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => CmaHeader::ipv4(s, d, port),
+        (IpAddr::V6(s), IpAddr::V6(d)) => CmaHeader::ipv6(s, d, port),
+        _ => return Err(bad("the two addresses are of different IP versions".into())),
+    };
+    let mut out = vec![0u8; CmaHeader::LEN];
+    h.emit(&mut out).map_err(|e| bad(e.to_string()))?;
+    Ok(out)
 }
 
 /// The route to `dlid` from the SA's PathRecord, else a bare subnet-local

@@ -11,20 +11,6 @@ fn case(name: &str) -> Option<&'static Case> {
     Some(super::vm()?.case(name))
 }
 
-/// What one side (`listen` / `connect`) printed per connection, in order:
-/// the event names, plus `disconnecting` (this side sent the DREQ) and
-/// `MRA` (this side sent an MRA).
-fn events(c: &Case, side: &str) -> Vec<String> {
-    c.with_prefix(&format!("{side}: "))
-        .iter()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            w.next().filter(|id| id.starts_with("0x"))?;
-            w.next().map(str::to_owned)
-        })
-        .collect()
-}
-
 /// The case's lines of `side` that start (after the connection ID) with `event`.
 fn lines(c: &Case, side: &str, event: &str) -> Vec<String> {
     c.with_prefix(&format!("{side}: "))
@@ -36,22 +22,7 @@ fn lines(c: &Case, side: &str, event: &str) -> Vec<String> {
 /// Case `name` ended with these exit codes and these events on each side.
 fn check(name: &str, rcs: (i32, i32), listen: &[&str], connect: &[&str]) -> Option<&'static Case> {
     let c = case(name)?;
-    let t = c.text();
-    assert_eq!(
-        (c.first_rc, c.second_rc),
-        rcs,
-        "{name}: listen / connect exit codes:\n{t}"
-    );
-    assert_eq!(
-        events(c, "listen"),
-        listen,
-        "{name}: listener's events:\n{t}"
-    );
-    assert_eq!(
-        events(c, "connect"),
-        connect,
-        "{name}: active side's events:\n{t}"
-    );
+    c.assert_cm(rcs, &[("listen", listen), ("connect", connect)]);
     Some(c)
 }
 
@@ -157,7 +128,8 @@ fn both_sides_disconnecting_at_once_each_see_one_disconnect_and_timewait() {
     // arrived is a race of a few microseconds; either way each side is
     // disconnected exactly once and leaves timewait once.
     for (side, first) in [("listen", "CONNECT_REQUEST"), ("connect", "ESTABLISHED")] {
-        let ev: Vec<String> = events(c, side)
+        let ev: Vec<String> = c
+            .cm_events(side)
             .into_iter()
             .filter(|e| e != "disconnecting")
             .collect();
@@ -169,7 +141,7 @@ fn both_sides_disconnecting_at_once_each_see_one_disconnect_and_timewait() {
         assert_eq!(ev, want, "{side}:\n{t}");
     }
     assert!(
-        events(c, "connect").contains(&"disconnecting".to_owned()),
+        c.cm_events("connect").contains(&"disconnecting".to_owned()),
         "{t}"
     );
 }
