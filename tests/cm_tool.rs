@@ -86,6 +86,9 @@ fn bad_command_lines_are_usage_errors() {
     ] {
         let (rc, out, err) = mad(args);
         assert_eq!(rc, 2, "{args:?}: {out}{err}");
-        assert!(err.contains("cm: "), "{args:?}: the error names no cause: {err}");
+        assert!(
+            err.contains("cm: "),
+            "{args:?}: the error names no cause: {err}"
+        );
     }
 }

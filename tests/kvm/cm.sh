@@ -45,6 +45,28 @@ cm_case cm_simultaneous_disconnect "--hold 1000" "--hold 1000"
 # still holds it in timewait (stale), then takes it once timewait is over.
 cm_case cm_stale_after_timewait "-n 2" "--qpn 0x77 --hold 0 -n 2"
 
+# An active side without a QP: the REP is a CONNECT_RESPONSE, the RTU
+# follows it.
+cm_case cm_no_qp "" "--no-qp --hold 200"
+
+# The active side dies once its REQ is MRAed: the REP the listener sends a
+# second later is never answered (no resends: the REQ allowed none).
+echo "KVM_BEGIN cm_active_gone"
+$L --delay 1000 > "$OUT/cm_active_gone.listen" 2>&1 &
+lp=$!
+wait_line "$OUT/cm_active_gone.listen" "^listening"
+$C --retries 0 --response-timeout 14 > "$OUT/cm_active_gone.connect" 2>&1 &
+cp=$!
+wait_line "$OUT/cm_active_gone.listen" "MRA sent"
+kill -9 $cp
+wait $cp
+c=$?
+wait $lp
+l=$?
+sed "s/^/listen: /" "$OUT/cm_active_gone.listen"
+sed "s/^/connect: /" "$OUT/cm_active_gone.connect"
+echo "KVM_CASE cm_active_gone $l $c"
+
 # Nobody listens on rxe1 (no process owns class 0x07 there): the REQ and
 # its one resend go unanswered.
 echo "KVM_BEGIN cm_unreachable"

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! mad [--sim|--ibsim|-C CA -P PORT] cm listen [-S SID] [--reject REASON] [--delay MS] [--hold MS] [--qpn N] [-n COUNT] [-w SECS]
-//! mad [--sim|--ibsim|-C CA -P PORT] cm connect DLID|DGID [-S SID] [--qpn N] [-n COUNT] [--cma SRC,DST] [--hold MS] [--retries N] [--response-timeout EXP] [-w SECS]
+//! mad [--sim|--ibsim|-C CA -P PORT] cm connect DLID|DGID [-S SID] [--qpn N] [-n COUNT] [--cma SRC,DST] [--no-qp] [--hold MS] [--retries N] [--response-timeout EXP] [-w SECS]
 //! ```
 //! `-S`: the service ID (default: rdma_cm's TCP port space, port 7471 —
 //! `0x0000000001061d2f`, what `rping` uses). `listen` accepts every REQ
@@ -23,7 +23,9 @@
 //! response timeout (4.096 µs × 2^EXP, announced and expected; defaults
 //! 15 and 20, as rdma_cm). `--cma` puts rdma_cm's private-data header
 //! (IP version, the two addresses, the source port) in the REQ, which a
-//! kernel rdma_cm listener needs. Each `disconnect` this side starts prints
+//! kernel rdma_cm listener needs. `--no-qp` behaves as an rdma_cm ID
+//! without a QP: the REP is reported as CONNECT_RESPONSE and the RTU
+//! follows it (`rdma_establish`). Each `disconnect` this side starts prints
 //! `disconnecting`. The CM is madstack's own: no QP is created, so the
 //! QPN announced is the one given with `--qpn` (default 1); the events
 //! print what a verbs user would move its QP with. Exit status 0 when the
@@ -56,6 +58,7 @@ const OPT_DELAY: i32 = 4;
 const OPT_RETRIES: i32 = 5;
 const OPT_RESPONSE_TIMEOUT: i32 = 6;
 const OPT_CMA: i32 = 7;
+const OPT_NO_QP: i32 = 8;
 
 const OPTS: &[Opt] = &[
     Opt::new(
@@ -113,6 +116,13 @@ const OPTS: &[Opt] = &[
         true,
         Some("<src-ip>,<dst-ip>"),
         "connect: carry rdma_cm's header (these addresses) in the REQ",
+    ),
+    Opt::long(
+        "no-qp",
+        OPT_NO_QP,
+        false,
+        None,
+        "connect: as an rdma_cm ID without a QP: CONNECT_RESPONSE, then the RTU",
     ),
     Opt::new(
         "count",
@@ -182,10 +192,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     let mut wait = 30u64;
     let mut cma_addrs = None;
+    let mut auto_rtu = true;
     for (k, v) in &p.custom {
         let text = v.as_deref().unwrap_or("");
         if *k == OPT_CMA {
             cma_addrs = Some(text);
+            continue;
+        }
+        if *k == OPT_NO_QP {
+            auto_rtu = false;
             continue;
         }
         let n = c_strtoul_full(text)
@@ -260,6 +275,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 max_cm_retries: s.retries,
                 remote_cm_response_timeout: s.response_timeout,
                 private_data,
+                auto_rtu,
                 ..ConnectParams::new(s.sid, s.qpn, 0, path)
             };
             let r = connect(inv, &cm, params, &s);
@@ -663,6 +679,8 @@ fn connect(
             match e {
                 CmEvent::TimewaitExit => timewait.retain(|t| *t != eid),
                 CmEvent::Established { .. } if eid == id => break false,
+                // --no-qp: the user would move its QP now (rdma_establish).
+                CmEvent::ConnectResponse { .. } if eid == id => cm.establish(id).map_err(failed)?,
                 CmEvent::Rejected { reason, .. }
                     if eid == id && made > 0 && reason == RejectReason::STALE_CONN =>
                 {

@@ -169,3 +169,24 @@ fn a_req_reusing_a_qp_in_timewait_is_stale_and_accepted_after_timewait() {
 fn an_unanswered_req_is_unreachable_after_its_resend() {
     check("cm_unreachable", (0, 1), &[], &["UNREACHABLE"]);
 }
+
+#[test]
+fn without_a_qp_the_rep_is_a_connect_response_and_the_rtu_follows() {
+    let connect = [&["CONNECT_RESPONSE"][..], &ACTIVE].concat();
+    check("cm_no_qp", (0, 0), &PASSIVE, &connect);
+}
+
+#[test]
+fn a_rep_the_vanished_active_side_never_answers_is_a_connect_error() {
+    // The active process is killed (SIGKILL: 137) once its REQ is MRAed.
+    let listen = ["CONNECT_REQUEST", "MRA", "CONNECT_ERROR"];
+    let Some(c) = check("cm_active_gone", (0, 137), &listen, &[]) else {
+        return;
+    };
+    let err = lines(c, "listen", "CONNECT_ERROR").concat();
+    assert!(
+        err.contains("no RTU came for the REP"),
+        "{err}\n{}",
+        c.text()
+    );
+}
