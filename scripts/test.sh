@@ -7,7 +7,9 @@
 #   2. cargo fmt --check, cargo clippy -D warnings, cargo bench --no-run
 #      (the benchmarks build), cargo test --workspace (which includes the
 #      real-kernel tests: tests/kernel_vm.rs and tools/tests/kernel_vm_diags.rs
-#      boot Debian's kernel under qemu with two soft-RoCE ports, tests/kvm);
+#      boot Debian's kernel under qemu with two soft-RoCE ports, tests/kvm;
+#      tools/tests/kernel_vm_kcm.rs boots two such VMs, one with the
+#      kernel's own CM);
 #   3. every fuzz target under fuzz/ for a bounded number of runs and time.
 #
 # Environment knobs: FUZZ_RUNS (default 20000) and FUZZ_SECONDS (default 10)
@@ -37,7 +39,8 @@ DEB_PACKAGES=(tshark libibmad-dev ibsim-utils libumad2sim0 opensm infiniband-dia
               # the C peer's libibumad.a, verbs for device events; the kernel
               # image itself is downloaded (not installed) by tests/kvm/build.sh
               qemu-system-x86 busybox-static libibumad-dev libibverbs1 ibverbs-providers
-              iproute2 kmod cpio)
+              iproute2 kmod cpio
+              rdmacm-utils)  # rping: the kernel CM's user in tools/tests/kernel_vm_kcm.rs
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then

@@ -50,6 +50,7 @@ fn connect_on_the_built_in_fabric_prints_both_sides_events() {
         events,
         [
             "ESTABLISHED",
+            "disconnecting",
             "DISCONNECTED",
             "TIMEWAIT_EXIT",
             "CONNECT_REQUEST",
@@ -75,8 +76,19 @@ fn bad_command_lines_are_usage_errors() {
         &["--sim", "cm"][..],
         &["--sim", "cm", "bogus"],
         &["--sim", "cm", "connect", "x"],
+        // A GID names a RoCE port's peer; the built-in fabric has LIDs.
+        &["--sim", "cm", "connect", "fe80::1"],
+        &["--sim", "cm", "connect", "fe80::zz"],
+        &["--sim", "cm", "connect", "--retries", "16"],
+        &["--sim", "cm", "connect", "--response-timeout", "32"],
+        &["--sim", "cm", "connect", "--cma", "10.0.0.1"],
+        &["--sim", "cm", "connect", "--cma", "10.0.0.1,fe80::1"],
     ] {
         let (rc, out, err) = mad(args);
         assert_eq!(rc, 2, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("cm: "),
+            "{args:?}: the error names no cause: {err}"
+        );
     }
 }

@@ -12,7 +12,8 @@
 //! [`service::CmService`] runs it on a live port in the shape of librdmacm:
 //! an agent for the CM class on QP1, a driver thread, and events read
 //! with [`service::CmService::next_event`]; [`service::resolve_route`]
-//! gets the path from the SA.
+//! gets the path from the SA. RoCE has no LIDs and no SA: [`CmPath::roce`]
+//! builds the path from the two ports' GIDs (MADs along it carry a GRH).
 //!
 //! ```
 //! use mad_cm::{AcceptParams, Cm, CmConfig, CmEvent, CmPath, ConnectParams};
@@ -59,6 +60,6 @@ mod types;
 pub use cm::{Cm, CmStats};
 pub use conn::State;
 pub use types::{
-    AcceptParams, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnInfo, ConnectParams, ListenId,
-    Transmit,
+    iboe_mtu, AcceptParams, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnInfo, ConnectParams,
+    ListenId, Transmit,
 };

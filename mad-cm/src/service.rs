@@ -4,7 +4,8 @@
 //! ([`CmService::connect`], [`CmService::accept`], ...) go straight to the
 //! state machine; events come out of [`CmService::next_event`] like
 //! `rdma_get_cm_event`. Routes come from the SA ([`resolve_route`]), as
-//! `rdma_resolve_route` gets them. QP transitions stay with the user: the
+//! `rdma_resolve_route` gets them on InfiniBand, or on RoCE from the GIDs
+//! ([`CmPath::roce`](crate::CmPath::roce)). QP transitions stay with the user: the
 //! events carry what they need ([`ConnInfo`](crate::ConnInfo)).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -69,6 +69,26 @@ impl CmPath {
         }
     }
 
+    /// A RoCE path (what rdma_cm's `cma_resolve_iboe_route` builds): no
+    /// LIDs and no SA, the ports named by their GIDs (index 0 of each
+    /// device's table), hop limit 64 as an IP route gives, the packet
+    /// lifetime rdma_cm uses on RoCE (`CMA_IBOE_PACKET_LIFETIME`, 18) and
+    /// the path MTU the Ethernet MTU `netdev_mtu` leaves room for
+    /// ([`iboe_mtu`]). MADs along it always carry a GRH.
+    #[must_use]
+    pub fn roce(local_gid: [u8; 16], remote_gid: [u8; 16], netdev_mtu: u32) -> Self {
+        Self {
+            local_gid,
+            remote_gid,
+            hop_limit: 64,
+            subnet_local: false,
+            packet_life_time: 18,
+            pkey: 0xFFFF,
+            mtu: iboe_mtu(netdev_mtu),
+            ..Self::default()
+        }
+    }
+
     /// The same path seen from the other end.
     #[must_use]
     pub fn reversed(&self) -> Self {
@@ -95,10 +115,11 @@ impl CmPath {
     }
 
     /// Where CM MADs to the peer go: its QP1, with a GRH unless the path
-    /// is subnet-local.
+    /// is subnet-local and has a LID (a path with no remote LID, as on
+    /// RoCE, is reachable by GID only).
     #[must_use]
     pub fn gsi_address(&self) -> Address {
-        let grh = (!self.subnet_local).then_some(Grh {
+        let grh = (!self.subnet_local || self.remote_lid == 0).then_some(Grh {
             gid: self.remote_gid,
             sgid_index: 0,
             flow_label: self.flow_label,
@@ -111,6 +132,19 @@ impl CmPath {
             ..Address::gsi(self.remote_lid)
         }
     }
+}
+
+/// The path MTU code (1 = 256 … 5 = 4096) of RoCE over an Ethernet MTU
+/// of `netdev_mtu` bytes: the largest IB MTU that fits once the GRH, UDP,
+/// BTH, XRC and AtomicETH headers and the ICRC (96 bytes) are taken off,
+/// as the kernel's `iboe_get_mtu`; 0 when not even 256 bytes fit.
+#[must_use]
+pub fn iboe_mtu(netdev_mtu: u32) -> u8 {
+    let room = netdev_mtu.saturating_sub(40 + 8 + 12 + 4 + 28 + 4);
+    (1..=5u8)
+        .rev()
+        .find(|code| room >= 128 << code)
+        .unwrap_or(0)
 }
 
 /// What the active side asks for ([`Cm::connect`](crate::Cm::connect)).
@@ -340,5 +374,46 @@ impl Default for CmConfig {
             max_connections: 65_536,
             first_comm_id: 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{iboe_mtu, CmPath};
+
+    #[test]
+    fn iboe_mtu_is_the_largest_ib_mtu_under_the_ethernet_mtu_less_96_bytes() {
+        // 1500 - 96 = 1404: 1024; 9000: 4096; 2144 - 96 = 2048 exactly.
+        let cases = [
+            (1500, 3),
+            (9000, 5),
+            (2144, 4),
+            (2143, 3),
+            (352, 1),
+            (351, 0),
+            (0, 0),
+        ];
+        for (eth, code) in cases {
+            assert_eq!(iboe_mtu(eth), code, "netdev MTU {eth}");
+        }
+    }
+
+    #[test]
+    fn a_roce_path_reaches_its_peer_by_gid_through_a_grh() {
+        let (ours, theirs) = ([0xfe; 16], [0x80; 16]);
+        let p = CmPath::roce(ours, theirs, 1500);
+        assert_eq!((p.local_lid, p.remote_lid, p.mtu), (0, 0, 3));
+        let to = p.gsi_address();
+        let grh = to.grh.expect("RoCE MADs carry a GRH");
+        assert_eq!((grh.gid, grh.hop_limit), (theirs, 64));
+        // Seen from the peer, the GIDs swap and the GRH names ours.
+        assert_eq!(p.reversed().gsi_address().grh.map(|g| g.gid), Some(ours));
+        // An IB path inside the subnet with a LID needs none.
+        let ib = CmPath {
+            remote_lid: 7,
+            subnet_local: true,
+            ..CmPath::default()
+        };
+        assert!(ib.gsi_address().grh.is_none());
     }
 }

@@ -2,8 +2,9 @@
 # Builds the kernel VM's base image for madstack's real-kernel tests:
 # Debian's stock kernel (unpacked from its .deb, never installed), and a
 # busybox initramfs with the RDMA modules (rdma_rxe, ib_umad, ib_uverbs),
-# iproute2's `ip` / `rdma`, the C peer `kpeer` (libibumad, the kernel's RMPP)
-# and infiniband-diags' ibstat / ibstatus for comparison.
+# iproute2's `ip` / `rdma`, the C peer `kpeer` (libibumad, the kernel's RMPP),
+# infiniband-diags' ibstat / ibstatus for comparison, and the kernel's CM
+# modules with librdmacm's rping (loaded only by the kernel-peer VM).
 #
 #   tests/kvm/build.sh [DIR]     (DIR defaults to $MADSTACK_KVM_DIR, else target/kvm)
 #
@@ -33,7 +34,7 @@ if [ "$fresh" = 1 ]; then
 fi
 
 PKGS=(qemu-system-x86 busybox-static libibumad-dev libibumad3 libibverbs1 ibverbs-providers
-      infiniband-diags iproute2 kmod cpio gcc libc6-dev)
+      infiniband-diags iproute2 kmod cpio gcc libc6-dev rdmacm-utils librdmacm1)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -71,17 +72,27 @@ ln -s busybox "$R/bin/sh"
 
 # Modules, in load order. crc32_generic is needed by rdma_rxe but is not a
 # modinfo dependency of it.
-MODULES="crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs ib_umad rdma_rxe veth"
-for m in $MODULES; do
-    cp "$(modinfo -b kroot -k "$KV" -n "$m")" "$R/lib/modules/$m.ko"
-done
-for m in rdma_rxe ib_umad ib_uverbs veth; do
-    modprobe -d kroot -S "$KV" --show-depends "$m"
-done | awk '{print $2}' | xargs -n1 basename | sed 's/\.ko.*//' | sort -u |
-while read -r d; do
-    [ -e "$R/lib/modules/$d.ko" ] || { echo "kvm/build.sh: module $d is missing from the load list" >&2; exit 1; }
-done
-echo "$MODULES" > "$R/lib/modules/order"
+MODULES="crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs ib_umad rdma_rxe veth e1000"
+# The kernel's own CM, for the VM that plays the kernel peer: copied, not
+# loaded at boot (it would own class 0x07 on every device), in this order.
+CM_MODULES="configfs ib_cm iw_cm rdma_cm rdma_ucm"
+copy_modules() { # ORDER-FILE MODULE...: copies the modules; each dependency must be one of them
+    local order="$1"; shift
+    for m in "$@"; do
+        cp "$(modinfo -b kroot -k "$KV" -n "$m")" "$R/lib/modules/$m.ko"
+    done
+    for m in "$@"; do
+        modprobe -d kroot -S "$KV" --show-depends "$m"
+    done | awk '$1 == "insmod" {print $2}' | xargs -n1 basename | sed 's/\.ko.*//' | sort -u |
+    while read -r d; do
+        [ -e "$R/lib/modules/$d.ko" ] || { echo "kvm/build.sh: module $d is missing from the load list" >&2; exit 1; }
+    done || exit 1
+    echo "$*" > "$R/lib/modules/$order"
+}
+# shellcheck disable=SC2086
+copy_modules order $MODULES
+# shellcheck disable=SC2086
+copy_modules cm-order $CM_MODULES
 
 copy_elf() { # file [dest]: copies an ELF file and every library ldd resolves for it
     local src="$1" dst="${2:-$1}"
@@ -106,6 +117,8 @@ for so in libibumad.so.3 libibverbs.so.1; do
     copy_elf "$p" "/lib/x86_64-linux-gnu/$so"
 done
 copy_elf /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+# librdmacm's rping, the kernel CM's user in the kernel-peer VM.
+copy_elf /usr/bin/rping /usr/bin/rping
 mkdir -p "$R/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
 cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"

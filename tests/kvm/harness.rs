@@ -43,6 +43,31 @@ impl Case {
         self.with_prefix(prefix).pop()
     }
 
+    /// The event names `mad cm` printed on `side` (its lines prefixed
+    /// `"{side}: "`, each `CONN-ID EVENT ...`), in order; `disconnecting`
+    /// and `MRA` (a DREQ or an MRA this side sent) included.
+    #[must_use]
+    pub fn cm_events(&self, side: &str) -> Vec<String> {
+        self.with_prefix(&format!("{side}: "))
+            .iter()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                w.next().filter(|id| id.starts_with("0x"))?;
+                w.next().map(str::to_owned)
+            })
+            .collect()
+    }
+
+    /// Panics (with the case's output) unless its exit codes are `rcs`
+    /// and each `(side, events)` is what `mad cm` printed there.
+    pub fn assert_cm(&self, rcs: (i32, i32), sides: &[(&str, &[&str])]) {
+        let t = self.text();
+        assert_eq!((self.first_rc, self.second_rc), rcs, "exit codes:\n{t}");
+        for (side, want) in sides {
+            assert_eq!(&self.cm_events(side), want, "{side}'s events:\n{t}");
+        }
+    }
+
     /// The case's output, for assertion messages.
     #[must_use]
     pub fn text(&self) -> String {
@@ -139,8 +164,36 @@ pub fn shared_run(
 /// # Errors
 /// When the harness cannot build or boot the VM, or the body fails.
 pub fn run(root: &Path, body: &str, programs: &[PathBuf]) -> Result<VmRun, String> {
+    boot(root, body, None, programs)
+}
+
+/// Boots two VMs joined by a network (run.sh's `KVM_PEER_BODY`): the
+/// first runs `body`, the second `peer_body` (both under tests/kvm), each
+/// with `programs`; returns both consoles parsed as one.
+///
+/// # Errors
+/// When the harness cannot build or boot the VMs, or a body fails.
+pub fn run_pair(
+    root: &Path,
+    body: &str,
+    peer_body: &str,
+    programs: &[PathBuf],
+) -> Result<VmRun, String> {
+    boot(root, body, Some(peer_body), programs)
+}
+
+fn boot(
+    root: &Path,
+    body: &str,
+    peer_body: Option<&str>,
+    programs: &[PathBuf],
+) -> Result<VmRun, String> {
     let script = root.join("tests/kvm/run.sh");
-    let out = Command::new("bash")
+    let mut cmd = Command::new("bash");
+    if let Some(peer) = peer_body {
+        cmd.env("KVM_PEER_BODY", root.join("tests/kvm").join(peer));
+    }
+    let out = cmd
         .arg(&script)
         .arg(root.join("tests/kvm").join(body))
         .args(programs)

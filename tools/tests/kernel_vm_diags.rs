@@ -1,7 +1,8 @@
 //! `mad ibstat` / `mad ibstatus` against infiniband-diags' own `ibstat` and
 //! `ibstatus` on real devices: the two soft-RoCE ports (rxe0, rxe1) of the
 //! kernel VM (tests/kvm at the workspace root), both commands run in the
-//! same boot.
+//! same boot. The same boot runs madstack's CM between the two ports
+//! (`cm` below, tests/kvm/cm.sh).
 
 #[path = "../../tests/kvm/harness.rs"]
 mod harness;
@@ -20,7 +21,11 @@ fn vm() -> Option<&'static VmRun> {
         harness::run(
             root,
             "diags.sh",
-            &[PathBuf::from(env!("CARGO_BIN_EXE_mad"))],
+            &[
+                PathBuf::from(env!("CARGO_BIN_EXE_mad")),
+                root.join("tests/kvm/cm.sh"),
+                root.join("tests/kvm/lib.sh"),
+            ],
         )
     })
 }
@@ -107,3 +112,6 @@ fn ibstat_of_a_missing_device_fails_as_infiniband_diags_does() {
 fn ibstat_of_a_missing_port_fails_as_infiniband_diags_does() {
     same_as_diags("diags_ibstat_rxe0_2");
 }
+
+#[path = "kernel_vm_diags/cm.rs"]
+mod cm;
