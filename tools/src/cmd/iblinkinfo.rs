@@ -11,9 +11,17 @@
 //! `--diff FILE` (what differs from a cache, `< ` / `> ` lines, the
 //! checks picked by `--diffcheck port,state,lid,nodedesc`),
 //! `--filterdownports FILE` (leave out Down ports that are Down in a
-//! cache too), and the common ones. The fabric is always discovered
-//! whole (in parallel): `-S` / `-G` / `-D` print the node's ports as a
-//! full scan sees them. Partial scans (`-a`, `-n`) are not offered.
+//! cache too), `-a` (every node of a partial scan), `-n HOPS` (the
+//! scan's hop limit), and the common ones.
+//!
+//! # Partial scans
+//! `-S` / `-G` (a port the SA resolves) and `-D` start libibnetdisc's
+//! scan at that port, `-n` hops deep (1 unless given); `-n` alone
+//! limits the scan from the local port. The fabric is read whole, in
+//! parallel ([`crate::discover`]), and libibnetdisc's scan is replayed
+//! over it from that start ([`crate::discover::model::Scan`]): the
+//! nodes, links and "Port not available" ports are those the C tool's
+//! scan finds, with its complaints on stderr.
 //!
 //! # `--json` (stable shape)
 //! ```json
@@ -34,10 +42,11 @@ use mad_core::wire::attr::{NodeType, PortInfo, PortState};
 use crate::command::{CliError, Invocation};
 use crate::diags::dump;
 use crate::discover::diff::parse_keys;
-use crate::discover::model::{Fabric, Node, Port};
+use crate::discover::gather::Gathered;
+use crate::discover::model::{Fabric, Node, Port, Scan};
 use crate::ibdiag::{self, Opt, ToolSpec};
 use crate::ibdiag::{
-    cached_discovery, limits, link_str, load_cache, max_msg, open_name_map, remap, run_discovery,
+    cached_discovery, limits, link_str, load_cache, max_msg, open_name_map, remap, run_scan,
 };
 use crate::json::{Json, JsonExt};
 use crate::namemap::NameMap;
@@ -50,8 +59,7 @@ const OPT_FILTERDOWNPORTS: i32 = 5;
 const OPT_SWITCHES_ONLY: i32 = 6;
 const OPT_CAS_ONLY: i32 = 7;
 
-/// iblinkinfo's own options (the ones this implementation has), in its
-/// order.
+/// iblinkinfo's own options, in its order.
 pub const OPTS: &[Opt] = &[
     ibdiag::node_name_map_opt(OPT_NODE_NAME_MAP),
     Opt::new(
@@ -68,6 +76,20 @@ pub const OPTS: &[Opt] = &[
         true,
         Some("<dr_path>"),
         "start partial scan at the port specified by <dr_path>",
+    ),
+    Opt::new(
+        "all",
+        'a',
+        false,
+        None,
+        "print all nodes found in a partial fabric scan",
+    ),
+    Opt::new(
+        "hops",
+        'n',
+        true,
+        Some("<hops>"),
+        "Number of hops to include away from specified node",
     ),
     Opt::new("down", 'd', false, None, "print only down links"),
     Opt::new(
@@ -462,6 +484,46 @@ fn node_json(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>) -> Json {
         .with("ports", Json::Array(ports))
 }
 
+/// Where a partial scan starts (the argument resolved).
+enum Start {
+    /// `-D`: the directed route from the local port (hops after the 0).
+    Route(Vec<u8>),
+    /// `-S` / `-G`: the port with this GUID, reached by its LID.
+    Guid(u64),
+}
+
+/// The scan libibnetdisc runs: from `start` `max_hops` deep (1 when not
+/// given), or from the local port within `max_hops`. A GUID that
+/// nothing read has scans the whole fabric.
+fn scan_of(g: &Gathered, start: Option<&Start>, max_hops: u32) -> Option<Scan> {
+    let partial = if max_hops == 0 { 1 } else { max_hops };
+    match start {
+        None => Some(Scan {
+            max_hops,
+            ..Scan::default()
+        }),
+        Some(Start::Route(path)) => Some(Scan {
+            path: path.clone(),
+            lid_start: None,
+            max_hops: partial,
+            dr_lids: 0xffff,
+        }),
+        Some(Start::Guid(guid)) => {
+            let at = g
+                .via
+                .values()
+                .chain(g.root.as_ref())
+                .find(|ni| ni.port_guid == *guid)?;
+            Some(Scan {
+                path: Vec::new(),
+                lid_start: Some((at.node_guid, at.local_port_num)),
+                max_hops: partial,
+                dr_lids: 0,
+            })
+        }
+    }
+}
+
 /// Which nodes to print.
 enum Select {
     /// Every node (newest first), or of one type.
@@ -488,9 +550,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut diff_file: Option<String> = None;
     let mut filter_file: Option<String> = None;
     let mut diffcheck = DIFF_PORT | DIFF_STATE;
+    let mut all = false;
+    let mut max_hops: u32 = 0;
     for (key, val) in &p.custom {
         match (u8::try_from(*key).map(char::from).unwrap_or('\0'), *key) {
             ('S' | 'G', _) => guid_arg.clone_from(val),
+            ('a', _) => all = true,
+            // An unsigned int, as libibnetdisc keeps it.
+            ('n', _) => max_hops = crate::cnum::c_strtoul(val.as_deref().unwrap_or("0")) as u32,
             ('D', _) => dr_arg.clone_from(val),
             ('d', _) => o.down_only = true,
             ('l', _) => o.line = true,
@@ -545,20 +612,46 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             1,
         ));
     }
+    // Where libibnetdisc's scan starts: `resolve_portid_str` of the
+    // route (no query) or of the GUID (the SA).
+    let mut start: Option<Start> = None;
     let select = if let Some(path) = &dr_arg {
-        // The node at the end of the route must answer NodeInfo.
-        let ni = ibdiag::dr_node_info(inv, &session, path, |_, _, _| {});
-        let Some(ni) = ni else {
-            let _ = session.close();
-            return Err(CliError::Stderr(
-                "Failed to get local Node Info\n".into(),
-                1,
-            ));
+        match ibdiag::str2drpath(path) {
+            Some(v) => start = Some(Start::Route(v.get(1..).unwrap_or(&[]).to_vec())),
+            None => inv.io.err(&format!(
+                "ibwarn: [{}] main: Failed to resolve {path}; attempting full scan\n",
+                std::process::id()
+            )),
+        }
+        // Unless all are printed, the node at the end of the route must
+        // answer NodeInfo.
+        let ni = if all {
+            None
+        } else {
+            let ni = ibdiag::dr_node_info(inv, &session, path, |_, _, _| {});
+            if ni.is_none() {
+                let _ = session.close();
+                return Err(CliError::Stderr(
+                    "Failed to get local Node Info\n".into(),
+                    1,
+                ));
+            }
+            ni
         };
-        Select::Port(ni.port_guid, path.clone(), only)
+        match ni {
+            Some(ni) => Select::Port(ni.port_guid, path.clone(), only),
+            None => Select::All(only),
+        }
     } else if let Some(g) = &guid_arg {
-        let guid = ibdiag::resolve_guid_or_warn(inv, &mut session, &p.common, g, "\n\n");
-        Select::Port(guid, g.clone(), only)
+        let (guid, resolved) = ibdiag::resolve_guid_warned(inv, &mut session, &p.common, g, "\n\n");
+        if resolved {
+            start = Some(Start::Guid(guid));
+        }
+        if all {
+            Select::All(only)
+        } else {
+            Select::Port(guid, g.clone(), only)
+        }
     } else {
         Select::All(only)
     };
@@ -590,7 +683,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         })?
     } else {
         let lim = limits(window, p.common.timeout_ms);
-        let d = match run_discovery(inv, &session, lim, p.common.m_key, false) {
+        let mut pick = |g: &Gathered| scan_of(g, start.as_ref(), max_hops);
+        let (d, lines) = match run_scan(inv, &session, lim, p.common.m_key, false, &mut pick) {
             Ok(d) => d,
             Err(_) => {
                 let _ = session.close();
@@ -598,6 +692,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             }
         };
         let _ = session.close();
+        inv.io.err(&lines.concat());
         d
     };
     let f = &d.fabric;

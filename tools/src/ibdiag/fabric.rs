@@ -11,8 +11,8 @@ use mad_core::wire::attr::{port_cap, PortInfo, PortState};
 use crate::command::{CliError, Invocation};
 use crate::diags::dump;
 use crate::discover::agent::AgentExchange;
-use crate::discover::gather::{GatherOptions, GatherProgress, QueryFailure};
-use crate::discover::model::{dr_path_str, Node, Port};
+use crate::discover::gather::{GatherOptions, GatherProgress, Gathered, QueryFailure};
+use crate::discover::model::{dr_path_str, Node, Port, Scan};
 use crate::discover::progress::Progress;
 use crate::discover::{self, Discovery, Limits};
 use crate::namemap::NameMap;
@@ -37,6 +37,22 @@ pub fn run_discovery(
     m_key: u64,
     show: bool,
 ) -> Result<Discovery, CliError> {
+    run_scan(inv, session, limits, m_key, show, &mut |_| None).map(|(d, _)| d)
+}
+
+/// [`run_discovery`] of a partial scan ([`discover::discover_scan`]):
+/// also returns the lines libibnetdisc prints while scanning.
+///
+/// # Errors
+/// As [`run_discovery`].
+pub fn run_scan(
+    inv: &mut Invocation<'_, '_>,
+    session: &Session,
+    limits: Limits,
+    m_key: u64,
+    show: bool,
+    pick: &mut dyn FnMut(&Gathered) -> Option<Scan>,
+) -> Result<(Discovery, Vec<String>), CliError> {
     let mut ex = AgentExchange::new(session.runtime()).map_err(|e| {
         inv.io.err(&format!("{}: {e}\n", inv.prog));
         CliError::IbExit("discover failed".into())
@@ -57,10 +73,10 @@ pub fn run_discovery(
             ),
         );
     };
-    let r = discover::discover(&mut ex, &opts, show, &mut on_progress);
+    let r = discover::discover_scan(&mut ex, &opts, show, pick, &mut on_progress);
     bar.finish();
     match r {
-        Ok(d) => {
+        Ok((d, lines)) => {
             for f in &d.failures {
                 inv.io.err(&format!(
                     "{}: warning: {} Attr 0x{:x}:{}: {}\n",
@@ -71,7 +87,7 @@ pub fn run_discovery(
                     f.reason
                 ));
             }
-            Ok(d)
+            Ok((d, lines))
         }
         Err(e) => {
             inv.io.err(&format!("{}: {e}\n", inv.prog));
