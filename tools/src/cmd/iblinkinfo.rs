@@ -43,8 +43,8 @@ use crate::command::{CliError, Invocation};
 use crate::diags::dump;
 use crate::discover::diff::parse_keys;
 use crate::discover::gather::Gathered;
-use crate::discover::model::{Fabric, Node, Port, Scan};
-use crate::ibdiag::{self, Opt, ToolSpec};
+use crate::discover::model::{Fabric, Node, Port};
+use crate::ibdiag::{self, Opt, ScanStart, ToolSpec};
 use crate::ibdiag::{
     cached_discovery, limits, link_str, load_cache, max_msg, open_name_map, remap, run_scan,
 };
@@ -484,46 +484,6 @@ fn node_json(f: &Fabric, idx: usize, o: &LinkInfoOptions<'_>) -> Json {
         .with("ports", Json::Array(ports))
 }
 
-/// Where a partial scan starts (the argument resolved).
-enum Start {
-    /// `-D`: the directed route from the local port (hops after the 0).
-    Route(Vec<u8>),
-    /// `-S` / `-G`: the port with this GUID, reached by its LID.
-    Guid(u64),
-}
-
-/// The scan libibnetdisc runs: from `start` `max_hops` deep (1 when not
-/// given), or from the local port within `max_hops`. A GUID that
-/// nothing read has scans the whole fabric.
-fn scan_of(g: &Gathered, start: Option<&Start>, max_hops: u32) -> Option<Scan> {
-    let partial = if max_hops == 0 { 1 } else { max_hops };
-    match start {
-        None => Some(Scan {
-            max_hops,
-            ..Scan::default()
-        }),
-        Some(Start::Route(path)) => Some(Scan {
-            path: path.clone(),
-            lid_start: None,
-            max_hops: partial,
-            dr_lids: 0xffff,
-        }),
-        Some(Start::Guid(guid)) => {
-            let at = g
-                .via
-                .values()
-                .chain(g.root.as_ref())
-                .find(|ni| ni.port_guid == *guid)?;
-            Some(Scan {
-                path: Vec::new(),
-                lid_start: Some((at.node_guid, at.local_port_num)),
-                max_hops: partial,
-                dr_lids: 0,
-            })
-        }
-    }
-}
-
 /// Which nodes to print.
 enum Select {
     /// Every node (newest first), or of one type.
@@ -614,15 +574,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     }
     // Where libibnetdisc's scan starts: `resolve_portid_str` of the
     // route (no query) or of the GUID (the SA).
-    let mut start: Option<Start> = None;
+    let mut start: Option<ScanStart> = None;
     let select = if let Some(path) = &dr_arg {
-        match ibdiag::str2drpath(path) {
-            Some(v) => start = Some(Start::Route(v.get(1..).unwrap_or(&[]).to_vec())),
-            None => inv.io.err(&format!(
-                "ibwarn: [{}] main: Failed to resolve {path}; attempting full scan\n",
-                std::process::id()
-            )),
-        }
+        start = ibdiag::route_start(inv, path);
         // Unless all are printed, the node at the end of the route must
         // answer NodeInfo.
         let ni = if all {
@@ -645,7 +599,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     } else if let Some(g) = &guid_arg {
         let (guid, resolved) = ibdiag::resolve_guid_warned(inv, &mut session, &p.common, g, "\n\n");
         if resolved {
-            start = Some(Start::Guid(guid));
+            start = Some(ScanStart::Guid(guid));
         }
         if all {
             Select::All(only)
@@ -683,7 +637,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         })?
     } else {
         let lim = limits(window, p.common.timeout_ms);
-        let mut pick = |g: &Gathered| scan_of(g, start.as_ref(), max_hops);
+        let mut pick = |g: &Gathered| ibdiag::scan_of(g, start.as_ref(), max_hops);
         let (d, lines) = match run_scan(inv, &session, lim, p.common.m_key, false, &mut pick) {
             Ok(d) => d,
             Err(_) => {

@@ -96,6 +96,61 @@ pub fn run_scan(
     }
 }
 
+/// Where the partial scan of iblinkinfo / ibqueryerrors starts (its
+/// argument resolved).
+pub enum ScanStart {
+    /// `-D`: the directed route from the local port (hops after the 0).
+    Route(Vec<u8>),
+    /// `-S` / `-G`: the port with this GUID, reached by its LID.
+    Guid(u64),
+}
+
+/// `resolve_portid_str` of a `-D` route for a partial scan: its start,
+/// or (a route that does not parse) the C tools' warning and `None` (a
+/// full scan).
+pub fn route_start(inv: &mut Invocation<'_, '_>, path: &str) -> Option<ScanStart> {
+    let Some(v) = super::str2drpath(path) else {
+        inv.io.err(&format!(
+            "ibwarn: [{}] main: Failed to resolve {path}; attempting full scan\n",
+            std::process::id()
+        ));
+        return None;
+    };
+    Some(ScanStart::Route(v.get(1..).unwrap_or(&[]).to_vec()))
+}
+
+/// The scan libibnetdisc runs: from `start` `max_hops` deep (1 when not
+/// given), or from the local port within `max_hops`. A GUID that
+/// nothing read has scans the whole fabric.
+pub fn scan_of(g: &Gathered, start: Option<&ScanStart>, max_hops: u32) -> Option<Scan> {
+    let partial = if max_hops == 0 { 1 } else { max_hops };
+    match start {
+        None => Some(Scan {
+            max_hops,
+            ..Scan::default()
+        }),
+        Some(ScanStart::Route(path)) => Some(Scan {
+            path: path.clone(),
+            lid_start: None,
+            max_hops: partial,
+            dr_lids: 0xffff,
+        }),
+        Some(ScanStart::Guid(guid)) => {
+            let at = g
+                .via
+                .values()
+                .chain(g.root.as_ref())
+                .find(|ni| ni.port_guid == *guid)?;
+            Some(Scan {
+                path: Vec::new(),
+                lid_start: Some((at.node_guid, at.local_port_num)),
+                max_hops: partial,
+                dr_lids: 0,
+            })
+        }
+    }
+}
+
 /// `Ok` when discovery got an answer to every query it sent; otherwise
 /// the result (already printed) is marked incomplete: which queries went
 /// unanswered (`missing`, in JSON), a line on stderr, and exit status
