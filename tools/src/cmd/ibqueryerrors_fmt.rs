@@ -252,6 +252,29 @@ fn is_data(name: &str) -> bool {
     name == "PortXmitData" || name == "PortRcvData"
 }
 
+/// The counters of a details attribute's data read with the layout of
+/// PortRcvErrorDetails (`rcv`) or PortXmitDiscardDetails: (name, value).
+fn detail_counters(data: &[u8], rcv: bool) -> Vec<(&'static str, u64)> {
+    let f: Option<Box<dyn Fields>> = if rcv {
+        PortRcvErrorDetails::parse(data)
+            .ok()
+            .map(|v| Box::new(v) as Box<dyn Fields>)
+    } else {
+        PortXmitDiscardDetails::parse(data)
+            .ok()
+            .map(|v| Box::new(v) as Box<dyn Fields>)
+    };
+    let Some(f) = f else {
+        return Vec::new();
+    };
+    f.field_descs()
+        .iter()
+        .filter_map(|d| d.label)
+        .filter(|l| l.starts_with("Port") && *l != "PortSelect")
+        .map(|l| (l, field_value(&*f, l)))
+        .collect()
+}
+
 /// One read as the report sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct ReadView<'a> {
@@ -528,42 +551,12 @@ impl Walk<'_> {
             self.warn_failed("query_and_dump", attr, nv.name, lid, portnum, r.details[k]);
             return String::new();
         };
-        let (own, shown): (Option<Box<dyn Fields>>, Option<Box<dyn Fields>>) = if k == 0 {
-            (
-                PortXmitDiscardDetails::parse(data)
-                    .ok()
-                    .map(|v| Box::new(v) as _),
-                PortRcvErrorDetails::parse(data)
-                    .ok()
-                    .map(|v| Box::new(v) as _),
-            )
-        } else {
-            (
-                PortRcvErrorDetails::parse(data)
-                    .ok()
-                    .map(|v| Box::new(v) as _),
-                PortXmitDiscardDetails::parse(data)
-                    .ok()
-                    .map(|v| Box::new(v) as _),
-            )
-        };
-        let counters = |f: &dyn Fields| -> Vec<(&'static str, u64)> {
-            f.field_descs()
-                .iter()
-                .filter_map(|d| d.label)
-                .filter(|l| l.starts_with("Port") && *l != "PortSelect")
-                .map(|l| (l, field_value(f, l)))
-                .collect()
-        };
         let mut own_json = Json::obj();
-        for (l, v) in own.as_deref().map(counters).unwrap_or_default() {
+        for (l, v) in detail_counters(data, k == 1) {
             own_json.push(l, Json::from(v));
         }
         json.push(attr, own_json);
-        shown
-            .as_deref()
-            .map(counters)
-            .unwrap_or_default()
+        detail_counters(data, k == 0)
             .into_iter()
             .filter(|(_, v)| *v != 0)
             .map(|(l, v)| format!(" [{l} == {v}]"))
