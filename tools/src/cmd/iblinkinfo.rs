@@ -638,7 +638,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     } else {
         let lim = limits(window, p.common.timeout_ms);
         let mut pick = |g: &Gathered| ibdiag::scan_of(g, start.as_ref(), max_hops);
-        let (d, lines) = match run_scan(inv, &session, lim, p.common.m_key, false, &mut pick) {
+        let (d, lines) = match run_scan(
+            inv,
+            &session,
+            lim,
+            p.common.m_key,
+            false,
+            ibdiag::scan_depth(start.as_ref(), max_hops),
+            &mut pick,
+        ) {
             Ok(d) => d,
             Err(_) => {
                 let _ = session.close();

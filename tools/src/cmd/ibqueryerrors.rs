@@ -414,7 +414,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         }
     } else {
         let mut pick = |g: &Gathered| ibdiag::scan_of(g, start.as_ref(), 0);
-        match run_scan(inv, &session, lim, p.common.m_key, false, &mut pick) {
+        match run_scan(
+            inv,
+            &session,
+            lim,
+            p.common.m_key,
+            false,
+            ibdiag::scan_depth(start.as_ref(), 0),
+            &mut pick,
+        ) {
             Ok((d, lines)) => {
                 inv.io.err(&lines.concat());
                 d

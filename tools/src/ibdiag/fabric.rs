@@ -37,7 +37,7 @@ pub fn run_discovery(
     m_key: u64,
     show: bool,
 ) -> Result<Discovery, CliError> {
-    run_scan(inv, session, limits, m_key, show, &mut |_| None).map(|(d, _)| d)
+    run_scan(inv, session, limits, m_key, show, None, &mut |_| None).map(|(d, _)| d)
 }
 
 /// [`run_discovery`] of a partial scan ([`discover::discover_scan`]):
@@ -51,6 +51,7 @@ pub fn run_scan(
     limits: Limits,
     m_key: u64,
     show: bool,
+    max_depth: Option<usize>,
     pick: &mut dyn FnMut(&Gathered) -> Option<Scan>,
 ) -> Result<(Discovery, Vec<String>), CliError> {
     let mut ex = AgentExchange::new(session.runtime()).map_err(|e| {
@@ -73,7 +74,7 @@ pub fn run_scan(
             ),
         );
     };
-    let r = discover::discover_scan(&mut ex, &opts, show, pick, &mut on_progress);
+    let r = discover::discover_scan(&mut ex, &opts, show, max_depth, pick, &mut on_progress);
     bar.finish();
     match r {
         Ok((d, lines)) => {
@@ -148,6 +149,22 @@ pub fn scan_of(g: &Gathered, start: Option<&ScanStart>, max_hops: u32) -> Option
                 dr_lids: 0,
             })
         }
+    }
+}
+
+/// How deep the routes of the scan [`scan_of`] gives can go (what
+/// discovery has to read for it): the start's route plus the hop limit
+/// plus the one hop libibnetdisc takes beyond it; `None` (everything)
+/// for an unlimited scan and for a start by GUID (found in what was
+/// read).
+#[must_use]
+pub fn scan_depth(start: Option<&ScanStart>, max_hops: u32) -> Option<usize> {
+    let hops = usize::try_from(max_hops).unwrap_or(usize::MAX);
+    match start {
+        None if max_hops == 0 => None,
+        None => Some(hops.saturating_add(1)),
+        Some(ScanStart::Route(path)) => Some(path.len() + hops.max(1).saturating_add(1)),
+        Some(ScanStart::Guid(_)) => None,
     }
 }
 

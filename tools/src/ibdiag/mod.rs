@@ -31,7 +31,7 @@ pub use dest::{
 };
 pub use fabric::{
     cached_discovery, check_complete, limits, link_str, load_cache, max_msg, open_name_map, remap,
-    route_start, run_discovery, run_scan, scan_of, ScanStart,
+    route_start, run_discovery, run_scan, scan_depth, scan_of, ScanStart,
 };
 pub use options::{
     diff_opts, load_cache_opt, node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey,
