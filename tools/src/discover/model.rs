@@ -540,6 +540,10 @@ impl Replay<'_> {
         // first reached by, whose entry port the NodeInfo gave.
         if is_switch {
             pi.local_port_num = n.info.local_port_num;
+        } else {
+            // A CA's is asked along the route that entered it there
+            // (phase 1 may have asked along another).
+            pi.local_port_num = port_num;
         }
         let node_port_guid = n.info.port_guid;
         let (smalid, smalmc) = (n.smalid, n.smalmc);
