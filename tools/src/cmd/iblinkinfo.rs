@@ -11,9 +11,17 @@
 //! `--diff FILE` (what differs from a cache, `< ` / `> ` lines, the
 //! checks picked by `--diffcheck port,state,lid,nodedesc`),
 //! `--filterdownports FILE` (leave out Down ports that are Down in a
-//! cache too), and the common ones. The fabric is always discovered
-//! whole (in parallel): `-S` / `-G` / `-D` print the node's ports as a
-//! full scan sees them. Partial scans (`-a`, `-n`) are not offered.
+//! cache too), `-a` (every node of a partial scan), `-n HOPS` (the
+//! scan's hop limit), and the common ones.
+//!
+//! # Partial scans
+//! `-S` / `-G` (a port the SA resolves) and `-D` start libibnetdisc's
+//! scan at that port, `-n` hops deep (1 unless given); `-n` alone
+//! limits the scan from the local port. The fabric is read whole, in
+//! parallel ([`crate::discover`]), and libibnetdisc's scan is replayed
+//! over it from that start ([`crate::discover::model::Scan`]): the
+//! nodes, links and "Port not available" ports are those the C tool's
+//! scan finds, with its complaints on stderr.
 //!
 //! # `--json` (stable shape)
 //! ```json
@@ -34,10 +42,11 @@ use mad_core::wire::attr::{NodeType, PortInfo, PortState};
 use crate::command::{CliError, Invocation};
 use crate::diags::dump;
 use crate::discover::diff::parse_keys;
+use crate::discover::gather::Gathered;
 use crate::discover::model::{Fabric, Node, Port};
-use crate::ibdiag::{self, Opt, ToolSpec};
+use crate::ibdiag::{self, Opt, ScanStart, ToolSpec};
 use crate::ibdiag::{
-    cached_discovery, limits, link_str, load_cache, max_msg, open_name_map, remap, run_discovery,
+    cached_discovery, limits, link_str, load_cache, max_msg, open_name_map, remap, run_scan,
 };
 use crate::json::{Json, JsonExt};
 use crate::namemap::NameMap;
@@ -50,8 +59,7 @@ const OPT_FILTERDOWNPORTS: i32 = 5;
 const OPT_SWITCHES_ONLY: i32 = 6;
 const OPT_CAS_ONLY: i32 = 7;
 
-/// iblinkinfo's own options (the ones this implementation has), in its
-/// order.
+/// iblinkinfo's own options, in its order.
 pub const OPTS: &[Opt] = &[
     ibdiag::node_name_map_opt(OPT_NODE_NAME_MAP),
     Opt::new(
@@ -68,6 +76,20 @@ pub const OPTS: &[Opt] = &[
         true,
         Some("<dr_path>"),
         "start partial scan at the port specified by <dr_path>",
+    ),
+    Opt::new(
+        "all",
+        'a',
+        false,
+        None,
+        "print all nodes found in a partial fabric scan",
+    ),
+    Opt::new(
+        "hops",
+        'n',
+        true,
+        Some("<hops>"),
+        "Number of hops to include away from specified node",
     ),
     Opt::new("down", 'd', false, None, "print only down links"),
     Opt::new(
@@ -488,9 +510,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let mut diff_file: Option<String> = None;
     let mut filter_file: Option<String> = None;
     let mut diffcheck = DIFF_PORT | DIFF_STATE;
+    let mut all = false;
+    let mut max_hops: u32 = 0;
     for (key, val) in &p.custom {
         match (u8::try_from(*key).map(char::from).unwrap_or('\0'), *key) {
             ('S' | 'G', _) => guid_arg.clone_from(val),
+            ('a', _) => all = true,
+            // An unsigned int, as libibnetdisc keeps it.
+            ('n', _) => max_hops = crate::cnum::c_strtoul(val.as_deref().unwrap_or("0")) as u32,
             ('D', _) => dr_arg.clone_from(val),
             ('d', _) => o.down_only = true,
             ('l', _) => o.line = true,
@@ -545,20 +572,40 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             1,
         ));
     }
+    // Where libibnetdisc's scan starts: `resolve_portid_str` of the
+    // route (no query) or of the GUID (the SA).
+    let mut start: Option<ScanStart> = None;
     let select = if let Some(path) = &dr_arg {
-        // The node at the end of the route must answer NodeInfo.
-        let ni = ibdiag::dr_node_info(inv, &session, path, |_, _, _| {});
-        let Some(ni) = ni else {
-            let _ = session.close();
-            return Err(CliError::Stderr(
-                "Failed to get local Node Info\n".into(),
-                1,
-            ));
+        start = ibdiag::route_start(inv, path);
+        // Unless all are printed, the node at the end of the route must
+        // answer NodeInfo.
+        let ni = if all {
+            None
+        } else {
+            let ni = ibdiag::dr_node_info(inv, &session, path, |_, _, _| {});
+            if ni.is_none() {
+                let _ = session.close();
+                return Err(CliError::Stderr(
+                    "Failed to get local Node Info\n".into(),
+                    1,
+                ));
+            }
+            ni
         };
-        Select::Port(ni.port_guid, path.clone(), only)
+        match ni {
+            Some(ni) => Select::Port(ni.port_guid, path.clone(), only),
+            None => Select::All(only),
+        }
     } else if let Some(g) = &guid_arg {
-        let guid = ibdiag::resolve_guid_or_warn(inv, &mut session, &p.common, g, "\n\n");
-        Select::Port(guid, g.clone(), only)
+        let (guid, resolved) = ibdiag::resolve_guid_warned(inv, &mut session, &p.common, g, "\n\n");
+        if resolved {
+            start = Some(ScanStart::Guid(guid));
+        }
+        if all {
+            Select::All(only)
+        } else {
+            Select::Port(guid, g.clone(), only)
+        }
     } else {
         Select::All(only)
     };
@@ -590,7 +637,16 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         })?
     } else {
         let lim = limits(window, p.common.timeout_ms);
-        let d = match run_discovery(inv, &session, lim, p.common.m_key, false) {
+        let mut pick = |g: &Gathered| ibdiag::scan_of(g, start.as_ref(), max_hops);
+        let (d, lines) = match run_scan(
+            inv,
+            &session,
+            lim,
+            p.common.m_key,
+            false,
+            ibdiag::scan_depth(start.as_ref(), max_hops),
+            &mut pick,
+        ) {
             Ok(d) => d,
             Err(_) => {
                 let _ = session.close();
@@ -598,6 +654,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             }
         };
         let _ = session.close();
+        inv.io.err(&lines.concat());
         d
     };
     let f = &d.fabric;

@@ -12,11 +12,19 @@
 //! what the C tool prints reading one MAD at a time.
 //!
 //! Options: `-s`, `-c`, `-G`/`-S`, `-D`, `-r`, `--threshold-file`,
-//! `--data`, `--switch`, `--ca`, `--router`, `--counters`, `-k`, `-K`,
-//! `--node-name-map`, `--skip-sl` (always: SL 0 is used), `-R`, `-o` and
-//! the common ones, and `--load-cache FILE` (the fabric from an
-//! ibnetdiscover cache instead of a discovery; the counters are still
-//! read from the fabric). `--details` is not offered.
+//! `--data`, `--switch`, `--ca`, `--router`, `--details`, `--counters`,
+//! `-k`, `-K`, `--node-name-map`, `--skip-sl` (always: SL 0 is used),
+//! `-R`, `-o` and the common ones, and `--load-cache FILE` (the fabric
+//! from an ibnetdiscover cache instead of a discovery; the counters are
+//! still read from the fabric).
+//!
+//! `--details` reads, for each reported port (or AllPortSelect) whose
+//! PortXmitDiscards / PortRcvErrors are beyond threshold, its
+//! PortXmitDiscardDetails / PortRcvErrorDetails in one more round, and
+//! prints their non-zero counters after the count as the C tool does:
+//! each decoded with the *other* attribute's field names and layout
+//! (infiniband-diags 44 swaps the two field ranges). With `-k` it also
+//! clears both.
 //!
 //! # `--json` (stable shape)
 //! ```json
@@ -31,22 +39,27 @@
 //! the lines the text prints for them.
 
 use mad_core::wire::attr::{
-    pm_cap, pm_cap2, ClassPortInfo, NodeType, PortCounters, PortCountersExt,
+    pm_attr, pm_cap, ClassPortInfo, NodeType, PortCounters, PortCountersExt,
 };
 use mad_core::wire::{AttributeId, Repr};
 
 use crate::command::{CliError, Invocation};
-use crate::diags::PortIdText;
 use crate::discover::agent::AgentExchange;
+use crate::discover::gather::Gathered;
 use crate::discover::model::{Fabric, Node};
 use crate::discover::pma::{self, PmaQuery, PmaResult};
 use crate::discover::Limits;
 use crate::ibdiag::{self, Opt, ToolSpec};
-use crate::ibdiag::{cached_discovery, limits, open_name_map, run_discovery};
+use crate::ibdiag::{cached_discovery, limits, open_name_map, run_scan, ScanStart};
 use crate::namemap::NameMap;
 
 #[path = "ibqueryerrors_fmt.rs"]
 mod fmt;
+
+#[path = "ibqueryerrors_clear.rs"]
+mod clear;
+
+use clear::clear;
 
 use fmt::Settings;
 
@@ -59,9 +72,9 @@ const OPT_LOAD_CACHE: i32 = 7;
 const OPT_THRESHOLD_FILE: i32 = 8;
 const OPT_COUNTERS: i32 = 9;
 const OPT_SKIP_SL: i32 = 10;
+const OPT_DETAILS: i32 = 6;
 
-/// ibqueryerrors' own options (the ones this implementation has), in
-/// its order.
+/// ibqueryerrors' own options, in its order.
 pub const OPTS: &[Opt] = &[
     Opt::new(
         "suppress",
@@ -150,6 +163,13 @@ pub const OPTS: &[Opt] = &[
         "print data for routers only",
     ),
     Opt::long(
+        "details",
+        OPT_DETAILS,
+        false,
+        None,
+        "include transmit discard details",
+    ),
+    Opt::long(
         "counters",
         OPT_COUNTERS,
         false,
@@ -192,6 +212,8 @@ const ALL_PORTS: u8 = 0xFF;
 struct PortRead {
     pc: Option<PmaResult>,
     pce: Option<PmaResult>,
+    /// `--details`: PortXmitDiscardDetails, PortRcvErrorDetails.
+    details: [Option<PmaResult>; 2],
 }
 
 /// Per selected node: where its PMA is and what it said.
@@ -268,11 +290,11 @@ fn round<T>(
 }
 
 /// Where a read's answer goes: node slot, port slot (`None`: the
-/// AllPortSelect read), and whether it is the extended one.
-type Slot = (usize, Option<usize>, bool);
+/// AllPortSelect read), and which attribute it is.
+type Slot = (usize, Option<usize>, AttributeId);
 
 fn store(work: &mut [NodeWork], res: Vec<(Slot, PmaResult)>) {
-    for ((w, port, ext), r) in res {
+    for ((w, port, attr), r) in res {
         let Some(nw) = work.get_mut(w) else { continue };
         let read = match port {
             None => &mut nw.all,
@@ -281,11 +303,13 @@ fn store(work: &mut [NodeWork], res: Vec<(Slot, PmaResult)>) {
                 None => continue,
             },
         };
-        if ext {
-            read.pce = Some(r);
-        } else {
-            read.pc = Some(r);
-        }
+        let slot = match attr {
+            AttributeId::PM_PORT_COUNTERS_EXT => &mut read.pce,
+            a if a == AttributeId(pm_attr::PORT_XMIT_DISCARD_DETAILS) => &mut read.details[0],
+            a if a == AttributeId(pm_attr::PORT_RCV_ERROR_DETAILS) => &mut read.details[1],
+            _ => &mut read.pc,
+        };
+        *slot = Some(r);
     }
 }
 
@@ -328,6 +352,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             }
             (_, OPT_NODE_NAME_MAP) => map_file = Some(v.to_owned()),
             (_, OPT_DATA) => st.data = true,
+            (_, OPT_DETAILS) => st.details = true,
             (_, OPT_SWITCH) => types |= 1,
             (_, OPT_CA) => types |= 2,
             (_, OPT_ROUTER) => types |= 4,
@@ -363,8 +388,16 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let pid = std::process::id();
     // -D: the node at the end of the route, by its NodeInfo.
     let mut select_guid: Option<(u64, String)> = None;
+    // The partial scan's start (`resolve_portid_str`).
+    let mut start: Option<ScanStart> = None;
+    if let Some(path) = &dr_arg {
+        start = ibdiag::route_start(inv, path);
+    }
     if let Some(g) = &guid_arg {
-        let guid = ibdiag::resolve_guid_or_warn(inv, &mut session, &p.common, g, "\n");
+        let (guid, resolved) = ibdiag::resolve_guid_warned(inv, &mut session, &p.common, g, "\n");
+        if resolved && dr_arg.is_none() {
+            start = Some(ScanStart::Guid(guid));
+        }
         select_guid = Some((guid, g.clone()));
     }
     let lim = limits(window, p.common.timeout_ms);
@@ -380,8 +413,20 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             }
         }
     } else {
-        match run_discovery(inv, &session, lim, p.common.m_key, false) {
-            Ok(d) => d,
+        let mut pick = |g: &Gathered| ibdiag::scan_of(g, start.as_ref(), 0);
+        match run_scan(
+            inv,
+            &session,
+            lim,
+            p.common.m_key,
+            false,
+            ibdiag::scan_depth(start.as_ref(), 0),
+            &mut pick,
+        ) {
+            Ok((d, lines)) => {
+                inv.io.err(&lines.concat());
+                d
+            }
             Err(_) => {
                 let _ = session.close();
                 return Err(CliError::Stderr("discover failed\n".into(), 255));
@@ -391,17 +436,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     st.thresholds = fmt::read_thresholds(&threshold_file);
     let f = &d.fabric;
     let selected: Vec<usize> = if let Some(path) = &dr_arg {
-        let ni = ibdiag::dr_node_info(inv, &session, path, |inv, dd, e| {
-            // The C tool's partial scan from there failed first
-            // (libibnetdisc's complaint), then its query.
-            if !matches!(e, mad_agents::QueryError::Status { .. }) {
-                inv.io.err(&format!(
-                    "./libibnetdisc/query_smp.c:186; umad ({} Attr 0x11:0) bad status 110; Connection timed out\n\
-                     ibwarn: [{pid}] main: Single node discover failed; attempting full scan\n",
-                    dd.text
-                ));
-            }
-        });
+        // (The partial scan from there said what went unanswered.)
+        let ni = ibdiag::dr_node_info(inv, &session, path, |_, _, _| {});
         let Some(ni) = ni else {
             let _ = session.close();
             return Err(CliError::Stderr(
@@ -562,8 +598,7 @@ fn read_all(
                 (true, nw.ext())
             };
             for q in reads(*lid, *port, pc, ext) {
-                let is_ext = q.attr == AttributeId::PM_PORT_COUNTERS_EXT;
-                v.push(((w, Some(i), is_ext), q));
+                v.push(((w, Some(i), q.attr), q));
             }
         }
         v
@@ -572,8 +607,7 @@ fn read_all(
     for (w, nw) in work.iter().enumerate() {
         if !st.counters_only && nw.all_port_sup() {
             for q in reads(nw.lid, ALL_PORTS, true, nw.ext()) {
-                let is_ext = q.attr == AttributeId::PM_PORT_COUNTERS_EXT;
-                plan.push(((w, None, is_ext), q));
+                plan.push(((w, None, q.attr), q));
             }
         } else {
             plan.extend(port_plan(w, nw, st.counters_only));
@@ -588,7 +622,43 @@ fn read_all(
         }
     }
     store(work, round(ex, lim, plan)?);
+    if st.details && !st.counters_only {
+        store(work, round(ex, lim, details_plan(work, st))?);
+    }
     Ok(())
+}
+
+/// `--details`: the details of every read the report prints whose
+/// PortXmitDiscards / PortRcvErrors are beyond threshold (`print_results`
+/// asks as it goes).
+fn details_plan(work: &[NodeWork], st: &Settings) -> Vec<(Slot, PmaQuery)> {
+    let mut plan = Vec::new();
+    for (w, nw) in work.iter().enumerate() {
+        let mut printed: Vec<(Option<usize>, u16, u8, &PortRead)> = Vec::new();
+        if nw.all_port_sup() {
+            printed.push((None, nw.lid, ALL_PORTS, &nw.all));
+        }
+        if !nw.all_port_sup() || all_has_errors(nw, st) {
+            for (i, (port, lid, r)) in nw.ports.iter().enumerate() {
+                printed.push((Some(i), *lid, *port, r));
+            }
+        }
+        for (slot, lid, port, r) in printed {
+            let Some((pc, pce)) = view_read(nw, r) else {
+                continue;
+            };
+            for (name, _, _) in fmt::error_fields(&pc, pce.as_ref(), nw.cap_mask2, st) {
+                let attr = match name {
+                    "PortXmitDiscards" => pm_attr::PORT_XMIT_DISCARD_DETAILS,
+                    "PortRcvErrors" => pm_attr::PORT_RCV_ERROR_DETAILS,
+                    _ => continue,
+                };
+                let q = PmaQuery::get(lid, AttributeId(attr), Some(port));
+                plan.push(((w, slot, q.attr), q));
+            }
+        }
+    }
+    plan
 }
 
 /// True when the AllPortSelect read answered and shows something to
@@ -637,96 +707,4 @@ fn work_view(work: &[NodeWork]) -> Vec<fmt::NodeView<'_>> {
                 .collect(),
         })
         .collect()
-}
-
-/// The resets `-k` / `-K` ask for (`clear_port`); returns the
-/// complaints about those that failed.
-fn clear(
-    ex: &mut AgentExchange<'_>,
-    lim: Limits,
-    st: &Settings,
-    work: &[NodeWork],
-) -> Result<String, CliError> {
-    let mut plan: Vec<(String, PmaQuery)> = Vec::new();
-    for nw in work {
-        let targets: Vec<(u8, u16)> = if nw.all_port_sup() {
-            // The C tool resets at the LID it last read: the last port's
-            // after a per-port loop, else the node's.
-            let lid = if st.counters_only || all_has_errors(nw, st) {
-                nw.ports.last().map_or(nw.lid, |p| p.1)
-            } else {
-                nw.lid
-            };
-            vec![(ALL_PORTS, lid)]
-        } else {
-            nw.ports.iter().map(|(p, l, _)| (*p, *l)).collect()
-        };
-        for (port, lid) in targets {
-            let mut mask: u32 = 0;
-            if st.clear_errors {
-                mask |= 0xFFF;
-                if nw.cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
-                    mask |= 0x10000;
-                }
-            }
-            if st.clear_counts {
-                mask |= 0xF000;
-            }
-            if mask != 0 {
-                let mut d = vec![0u8; 19];
-                d[2..4].copy_from_slice(&((mask & 0xFFFF) as u16).to_be_bytes());
-                d[18] = ((mask >> 16) & 0xFF) as u8;
-                plan.push((
-                    format!("Failed to reset errors {} port {port}\n", nw.name),
-                    PmaQuery {
-                        lid,
-                        attr: AttributeId::PM_PORT_COUNTERS,
-                        port: Some(port),
-                        set: Some(d),
-                    },
-                ));
-            }
-            if nw.ext() {
-                let mut mask: u32 = 0;
-                if st.clear_counts {
-                    mask = if nw.cap_mask & pm_cap::EXT_WIDTH_SUPPORTED != 0 {
-                        0xFF
-                    } else {
-                        0x0F
-                    };
-                }
-                if st.clear_errors && nw.cap_mask2 & pm_cap2::ADDL_PORT_CTRS_EXT_SUP != 0 {
-                    mask |= 0xfff_0000;
-                    if nw.cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
-                        mask |= 1 << 28;
-                    }
-                }
-                if mask != 0 {
-                    let mut d = vec![0u8; 8];
-                    d[2..4].copy_from_slice(&((mask & 0xFFFF) as u16).to_be_bytes());
-                    d[4..8].copy_from_slice(&(mask >> 16).to_be_bytes());
-                    plan.push((
-                        format!(
-                            "Failed to reset extended data counters {}, {} port {port}\n",
-                            nw.name,
-                            PortIdText::lid(lid)
-                        ),
-                        PmaQuery {
-                            lid,
-                            attr: AttributeId::PM_PORT_COUNTERS_EXT,
-                            port: Some(port),
-                            set: Some(d),
-                        },
-                    ));
-                }
-            }
-        }
-    }
-    let mut fails = String::new();
-    for (msg, r) in round(ex, lim, plan)? {
-        if r.is_err() {
-            fails.push_str(&msg);
-        }
-    }
-    Ok(fails)
 }

@@ -4,8 +4,10 @@
 
 use std::collections::HashMap;
 
-use mad_core::wire::attr::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
-use mad_core::wire::Repr;
+use mad_core::wire::attr::{
+    pm_cap, pm_cap2, PortCounters, PortCountersExt, PortRcvErrorDetails, PortXmitDiscardDetails,
+};
+use mad_core::wire::{Fields, Repr};
 
 use super::PortRead;
 use crate::diags::PortIdText;
@@ -81,6 +83,8 @@ pub struct Settings {
     pub clear_errors: bool,
     /// `-K`.
     pub clear_counts: bool,
+    /// `--details`.
+    pub details: bool,
 }
 
 impl Settings {
@@ -175,7 +179,7 @@ fn pc_value(pc: &PortCounters, name: &str) -> u64 {
     field_value(pc, name)
 }
 
-fn field_value(r: &dyn mad_core::wire::Fields, name: &str) -> u64 {
+fn field_value(r: &dyn Fields, name: &str) -> u64 {
     r.field_descs()
         .iter()
         .position(|d| d.label == Some(name))
@@ -248,6 +252,29 @@ fn is_data(name: &str) -> bool {
     name == "PortXmitData" || name == "PortRcvData"
 }
 
+/// The counters of a details attribute's data read with the layout of
+/// PortRcvErrorDetails (`rcv`) or PortXmitDiscardDetails: (name, value).
+fn detail_counters(data: &[u8], rcv: bool) -> Vec<(&'static str, u64)> {
+    let f: Option<Box<dyn Fields>> = if rcv {
+        PortRcvErrorDetails::parse(data)
+            .ok()
+            .map(|v| Box::new(v) as Box<dyn Fields>)
+    } else {
+        PortXmitDiscardDetails::parse(data)
+            .ok()
+            .map(|v| Box::new(v) as Box<dyn Fields>)
+    };
+    let Some(f) = f else {
+        return Vec::new();
+    };
+    f.field_descs()
+        .iter()
+        .filter_map(|d| d.label)
+        .filter(|l| l.starts_with("Port") && *l != "PortSelect")
+        .map(|l| (l, field_value(&*f, l)))
+        .collect()
+}
+
 /// One read as the report sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct ReadView<'a> {
@@ -255,6 +282,9 @@ pub struct ReadView<'a> {
     pub pc: Option<&'a PmaResult>,
     /// PortCountersExtended.
     pub pce: Option<&'a PmaResult>,
+    /// `--details`: PortXmitDiscardDetails, PortRcvErrorDetails (`None`
+    /// where not read).
+    pub details: [Option<&'a PmaResult>; 2],
 }
 
 impl<'a> ReadView<'a> {
@@ -263,6 +293,7 @@ impl<'a> ReadView<'a> {
         Self {
             pc: r.pc.as_ref(),
             pce: r.pce.as_ref(),
+            details: [r.details[0].as_ref(), r.details[1].as_ref()],
         }
     }
 }
@@ -435,7 +466,14 @@ impl Walk<'_> {
         if errs.is_empty() {
             return 0;
         }
-        let mut s: String = errs.iter().map(|e| e.2.as_str()).collect();
+        let mut s = String::new();
+        let mut details = Json::obj();
+        for (name, _, text) in &errs {
+            s.push_str(text);
+            if self.st.details {
+                s.push_str(&self.details(nv, r, lid, portnum, name, &mut details));
+            }
+        }
         if self.st.data {
             for (name, v) in data_fields(&pc, pce.as_ref(), nv.cap_mask) {
                 if v != 0 {
@@ -474,18 +512,55 @@ impl Walk<'_> {
             let g = node.port(portnum).map_or(0, |p| p.guid);
             self.out
                 .push_str(&format!("   GUID 0x{g:x} port {portnum}:{s}\n"));
-            jports.push(
-                Json::obj()
-                    .with("port", Json::from(u64::from(portnum)))
-                    .with("guid", hex(g, 16))
-                    .with("errors", errors),
-            );
+            let mut jp = Json::obj()
+                .with("port", Json::from(u64::from(portnum)))
+                .with("guid", hex(g, 16))
+                .with("errors", errors);
+            if self.st.details {
+                jp.push("details", details);
+            }
+            jports.push(jp);
             if self.st.port_config {
                 self.port_config(nv.node, portnum);
             }
             self.sum.bad_ports += 1;
         }
         s.len()
+    }
+
+    /// `query_and_dump` after `name`'s count: the non-zero counters of
+    /// its details attribute, named and laid out as the *other* details
+    /// attribute (infiniband-diags 44 passes PortRcvErrorDetails' field
+    /// range for PortXmitDiscardDetails and the reverse). The JSON gets
+    /// them under their own names.
+    fn details(
+        &mut self,
+        nv: &NodeView<'_>,
+        r: &ReadView<'_>,
+        lid: u16,
+        portnum: u8,
+        name: &str,
+        json: &mut Json,
+    ) -> String {
+        let (k, attr) = match name {
+            "PortXmitDiscards" => (0, "PortXmitDiscardDetails"),
+            "PortRcvErrors" => (1, "PortRcvErrorDetails"),
+            _ => return String::new(),
+        };
+        let Some(Ok(data)) = r.details[k] else {
+            self.warn_failed("query_and_dump", attr, nv.name, lid, portnum, r.details[k]);
+            return String::new();
+        };
+        let mut own_json = Json::obj();
+        for (l, v) in detail_counters(data, k == 1) {
+            own_json.push(l, Json::from(v));
+        }
+        json.push(attr, own_json);
+        detail_counters(data, k == 0)
+            .into_iter()
+            .filter(|(_, v)| *v != 0)
+            .map(|(l, v)| format!(" [{l} == {v}]"))
+            .collect()
     }
 
     /// `print_data_cnts`.

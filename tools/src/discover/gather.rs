@@ -200,6 +200,11 @@ pub fn mlnx_ext_port_info_supported(info: &NodeInfo) -> bool {
 
 struct Gatherer<'p> {
     g: Gathered,
+    /// Routes go at most this many hops ([`gather_within`]).
+    max_depth: usize,
+    /// Ports not gone out of because their node's route was at the
+    /// depth limit (gone out of once a shorter route reaches the node).
+    capped: BTreeSet<(u64, u8)>,
     switches: usize,
     m_key: u64,
     mlx_epi: bool,
@@ -355,6 +360,13 @@ impl Gatherer<'_> {
                 self.g.via.entry((guid, entry)).or_insert(back);
             }
         }
+        if self.max_depth < usize::from(DR_MAX_HOPS) {
+            if let Some(n) = self.g.nodes.get(&guid) {
+                if path.len() < n.path.len() {
+                    self.relax(p, guid, path.clone());
+                }
+            }
+        }
         if let std::collections::hash_map::Entry::Vacant(e) = self.g.nodes.entry(guid) {
             let num_ports = ni.num_ports;
             e.insert(GatheredNode {
@@ -427,7 +439,9 @@ impl Gatherer<'_> {
         // No NodeInfo beyond a port whose far side is already known
         // (see `seen_from`).
         let known = self.g.via.contains_key(&(guid, port));
-        if up
+        if up && port != 0 && !known && (is_switch || root_port) && next.len() >= self.max_depth {
+            self.capped.insert((guid, port));
+        } else if up
             && port != 0
             && !known
             && (is_switch || root_port)
@@ -445,6 +459,42 @@ impl Gatherer<'_> {
     }
 }
 
+impl Gatherer<'_> {
+    /// Node `guid` is reached by a shorter route than it was first: it
+    /// and what lies beyond its known links take the shorter routes, and
+    /// ports left at the depth limit are gone out of where the limit
+    /// now allows (so every switch nearer than the limit has all its
+    /// links read, whatever order answers came in).
+    fn relax(&mut self, p: &mut Pipeline<Q>, guid: u64, path: Vec<u8>) {
+        let mut work = vec![(guid, path)];
+        while let Some((guid, path)) = work.pop() {
+            let Some(n) = self.g.nodes.get_mut(&guid) else {
+                continue;
+            };
+            if path.len() >= n.path.len() {
+                continue;
+            }
+            n.path.clone_from(&path);
+            let ports: Vec<u8> = n.ports.keys().copied().filter(|&q| q != 0).collect();
+            for port in ports {
+                let mut next = path.clone();
+                next.push(port);
+                if let Some(far) = self.g.via.get(&(guid, port)) {
+                    work.push((far.node_guid, next));
+                } else if next.len() <= self.max_depth && self.capped.remove(&(guid, port)) {
+                    self.submit(
+                        p,
+                        Q::NodeInfo {
+                            path: next,
+                            from: Some((guid, port)),
+                        },
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Runs phase 1 from the local port of the exchange; `progress` is
 /// called after every answer.
 ///
@@ -456,12 +506,30 @@ pub fn gather(
     opts: &GatherOptions,
     progress: &mut dyn FnMut(&GatherProgress),
 ) -> Result<Gathered, PipelineError> {
+    gather_within(ex, opts, usize::from(DR_MAX_HOPS), progress)
+}
+
+/// [`gather`] of what lies within `max_depth` hops of the local port:
+/// every node whose shortest route is at most that long, and every link
+/// of each switch nearer than that (what a scan limited to routes of
+/// `max_depth` hops can ask for).
+///
+/// # Errors
+/// As [`gather`].
+pub fn gather_within(
+    ex: &mut dyn Exchange,
+    opts: &GatherOptions,
+    max_depth: usize,
+    progress: &mut dyn FnMut(&GatherProgress),
+) -> Result<Gathered, PipelineError> {
     let mut p: Pipeline<Q> = Pipeline::new(opts.limits);
     let mut g = Gatherer {
         g: Gathered {
             mlx_epi: opts.mlx_epi,
             ..Gathered::default()
         },
+        max_depth: max_depth.min(usize::from(DR_MAX_HOPS)),
+        capped: BTreeSet::new(),
         switches: 0,
         m_key: opts.m_key,
         mlx_epi: opts.mlx_epi,

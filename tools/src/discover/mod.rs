@@ -93,18 +93,44 @@ pub fn discover(
     show: bool,
     progress: &mut dyn FnMut(&GatherProgress),
 ) -> Result<Discovery, DiscoverError> {
+    discover_scan(ex, opts, show, None, &mut |_| None, progress).map(|(d, _)| d)
+}
+
+/// [`discover`] of a partial scan: the fabric is read (in parallel;
+/// with `max_depth`, what lies within that many hops:
+/// [`gather::gather_within`]), then libibnetdisc's scan is replayed from
+/// where `pick` says (it sees what was read; `None`: the whole fabric).
+/// Also returns the lines libibnetdisc would print on stderr while
+/// scanning.
+///
+/// # Errors
+/// See [`DiscoverError`] (`NoLocalNode` also when the scan's start did
+/// not answer).
+pub fn discover_scan(
+    ex: &mut dyn Exchange,
+    opts: &GatherOptions,
+    show: bool,
+    max_depth: Option<usize>,
+    pick: &mut dyn FnMut(&Gathered) -> Option<model::Scan>,
+    progress: &mut dyn FnMut(&GatherProgress),
+) -> Result<(Discovery, Vec<String>), DiscoverError> {
     let start = Instant::now();
-    let g =
-        gather::gather(ex, opts, progress).map_err(|e| DiscoverError::Transport(e.to_string()))?;
-    let Some(fabric) = model::replay(&g, show) else {
+    let depth = max_depth.unwrap_or(usize::MAX);
+    let g = gather::gather_within(ex, opts, depth, progress)
+        .map_err(|e| DiscoverError::Transport(e.to_string()))?;
+    let scan = pick(&g).unwrap_or_default();
+    let Some(s) = model::replay_scan(&g, show, &scan) else {
         return Err(DiscoverError::NoLocalNode(g.failures));
     };
-    Ok(Discovery {
-        fabric,
-        failures: g.failures,
-        stats: g.stats,
-        elapsed: start.elapsed(),
-    })
+    Ok((
+        Discovery {
+            fabric: s.fabric,
+            failures: g.failures,
+            stats: g.stats,
+            elapsed: start.elapsed(),
+        },
+        s.errors,
+    ))
 }
 
 /// [`discover`] over a bare transport; `wait(t, max)` blocks until the

@@ -278,8 +278,54 @@ fn zero_port_info() -> Option<PortInfo> {
     PortInfo::parse(&[0u8; PortInfo::LEN]).ok()
 }
 
+/// Where libibnetdisc's scan starts and how far it goes (its `from`
+/// port id and `max_hops`): the default is the whole fabric from the
+/// local port.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// The directed route of the first NodeInfo (from the local port,
+    /// or from `lid_start`'s node).
+    pub path: Vec<u8>,
+    /// A LID-routed start: the node (GUID) and port a LID reaches. From
+    /// there libibnetdisc does not go on out of a CA, and counts hops
+    /// from the node itself.
+    pub lid_start: Option<(u64, u8)>,
+    /// `max_hops`: 0 is no limit. Once a route one hop beyond it is
+    /// taken, libibnetdisc takes no further route at all (so which nodes
+    /// at the edge are found follows its FIFO order, as here).
+    pub max_hops: u32,
+    /// DrSLID and DrDLID as the start's port id has them (65535 for a
+    /// route given on the command line, 0 from the local port), for the
+    /// error lines.
+    pub dr_lids: u16,
+}
+
+/// A replayed scan: the model, and the lines libibnetdisc prints on
+/// stderr while scanning (a NodeInfo nothing answers, a port whose
+/// PortInfo is read twice), in its order.
+#[derive(Debug, Clone)]
+pub struct Scanned {
+    /// The model.
+    pub fabric: Fabric,
+    /// libibnetdisc's error lines, each ending in a newline.
+    pub errors: Vec<String>,
+}
+
+/// libibnetdisc's line for an SMP that went unanswered (`umad_status`
+/// 110), `portid` as libibmad's `portid2str` prints it.
+#[must_use]
+pub fn smp_timeout_line(portid: &str, attr: u16, attr_mod: u32) -> String {
+    format!(
+        "./libibnetdisc/query_smp.c:186; umad ({portid} Attr 0x{attr:x}:{attr_mod}) bad status 110; Connection timed out\n"
+    )
+}
+
 struct Replay<'g> {
     g: &'g Gathered,
+    scan: &'g Scan,
+    /// The NodeInfo a LID-routed start answers.
+    base: Option<NodeInfo>,
+    errors: Vec<String>,
     nodes: Vec<Node>,
     by_guid: HashMap<u64, usize>,
     q: VecDeque<Vq>,
@@ -297,9 +343,21 @@ impl Replay<'_> {
             .and_then(|n| self.g.nodes.get(&n.guid()))
     }
 
+    /// The NodeInfo answered at the end of `path` from the scan's start.
+    fn walk(&self, path: &[u8]) -> Option<NodeInfo> {
+        let Some(base) = &self.base else {
+            return self.g.walk(path).cloned();
+        };
+        let mut cur = base;
+        for &hop in path {
+            cur = self.g.via.get(&(cur.node_guid, hop))?;
+        }
+        Some(cur.clone())
+    }
+
     fn run(&mut self) {
         self.q.push_back(Vq::NodeInfo {
-            path: Vec::new(),
+            path: self.scan.path.clone(),
             from: None,
         });
         while let Some(item) = self.q.pop_front() {
@@ -354,7 +412,13 @@ impl Replay<'_> {
     }
 
     fn node_info(&mut self, path: Vec<u8>, from: Option<PortRef>) {
-        let Some(ni) = self.g.walk(&path).cloned() else {
+        let Some(ni) = self.walk(&path) else {
+            let lids = self.scan.dr_lids;
+            let mut text = format!("DR path slid {lids}; dlid {lids}; 0");
+            for h in &path {
+                text.push_str(&format!(",{h}"));
+            }
+            self.errors.push(smp_timeout_line(&text, 0x11, 0));
             return;
         };
         let guid = ni.node_guid;
@@ -476,12 +540,24 @@ impl Replay<'_> {
         // first reached by, whose entry port the NodeInfo gave.
         if is_switch {
             pi.local_port_num = n.info.local_port_num;
+        } else {
+            // A CA's is asked along the route that entered it there
+            // (phase 1 may have asked along another).
+            pi.local_port_num = port_num;
         }
         let node_port_guid = n.info.port_guid;
         let (smalid, smalmc) = (n.smalid, n.smalmc);
         let Some(slot) = n.ports.get_mut(usize::from(port_num)) else {
             return;
         };
+        // add_to_portguid_hash: a port whose PortInfo came before is
+        // in the table already.
+        if let Some(g) = slot.as_ref().filter(|p| p.info.is_some()).map(|p| p.guid) {
+            self.errors.push(format!(
+                "./libibnetdisc/ibnetdisc.c:667; Duplicate Port: Port with guid 0x{g:016x} already exists in ports DB\n\
+                 ./libibnetdisc/ibnetdisc.c:379; Error Occurred when trying to insert new port guid 0x{g:016x} to DB\n"
+            ));
+        }
         let port = slot.get_or_insert_with(|| Port {
             num: port_num,
             guid: node_port_guid,
@@ -573,16 +649,25 @@ impl Replay<'_> {
         {
             return;
         }
+        // retract_dpath / extend_dpath: nothing once a route went one
+        // hop beyond the limit.
+        let limit = self.scan.max_hops;
+        if limit != 0 && self.max_hops > limit {
+            return;
+        }
+        let lid_start = self.scan.lid_start.is_some();
         let next = if !is_switch && from.is_some_and(|f| f.node == node) && path.len() > 1 {
             self.max_hops += 1;
             path[..path.len() - 1].to_vec()
         } else {
-            if path.len() > 62 {
+            // No directed route on through a CA reached by LID.
+            if path.len() > 62 || (lid_start && !is_switch) {
                 return;
             }
             let mut p = path.to_vec();
             p.push(port_num);
-            if p.len() as u32 > self.max_hops {
+            let initial = if lid_start { 0 } else { self.scan.path.len() };
+            if (p.len() - initial) as u32 > self.max_hops {
                 self.max_hops += 1;
             }
             p
@@ -602,8 +687,39 @@ impl Replay<'_> {
 /// node answered.
 #[must_use]
 pub fn replay(g: &Gathered, show: bool) -> Option<Fabric> {
+    replay_scan(g, show, &Scan::default()).map(|s| s.fabric)
+}
+
+/// [`replay`] of a partial scan: from `scan`'s start, within its hop
+/// limit. When the start did not answer: `None` for the whole fabric's
+/// scan, an empty fabric for a partial one.
+#[must_use]
+pub fn replay_scan(g: &Gathered, show: bool, scan: &Scan) -> Option<Scanned> {
+    // A LID reaches the node at the port it names (a CA) or its
+    // management port (a switch, whose entry port is then expanded as
+    // the start's own: either way every LinkUp port).
+    let base = scan.lid_start.and_then(|(guid, port)| {
+        let n = g.nodes.get(&guid)?;
+        let mut ni = n.info.clone();
+        if !n.is_switch() {
+            ni.port_guid = g
+                .via
+                .values()
+                .chain(g.root.as_ref())
+                .find(|v| v.node_guid == guid && v.local_port_num == port)
+                .map_or(ni.port_guid, |v| v.port_guid);
+            ni.local_port_num = port;
+        }
+        Some(ni)
+    });
+    if scan.lid_start.is_some() && base.is_none() {
+        return None;
+    }
     let mut r = Replay {
         g,
+        scan,
+        base,
+        errors: Vec::new(),
         nodes: Vec::new(),
         by_guid: HashMap::new(),
         q: VecDeque::new(),
@@ -614,7 +730,26 @@ pub fn replay(g: &Gathered, show: bool) -> Option<Fabric> {
         show_lines: Vec::new(),
     };
     r.run();
-    let from = r.from?;
+    let initial = if scan.lid_start.is_some() {
+        0
+    } else {
+        scan.path.len() as u32
+    };
+    let Some(from) = r.from else {
+        // A partial scan whose start did not answer finds nothing (the
+        // whole fabric's start is the local node: no fabric at all).
+        return (*scan != Scan::default()).then(|| Scanned {
+            fabric: Fabric {
+                nodes: Vec::new(),
+                from_node: 0,
+                from_port: 0,
+                total_mads: r.total,
+                max_hops: initial,
+                show_lines: r.show_lines,
+            },
+            errors: r.errors,
+        });
+    };
     // Ports libibnetdisc created without PortInfo hold zeros.
     let zero = zero_port_info();
     for n in &mut r.nodes {
@@ -624,12 +759,15 @@ pub fn replay(g: &Gathered, show: bool) -> Option<Fabric> {
             }
         }
     }
-    Some(Fabric {
-        nodes: r.nodes,
-        from_node: from.node,
-        from_port: from.port,
-        total_mads: r.total,
-        max_hops: r.max_hops,
-        show_lines: r.show_lines,
+    Some(Scanned {
+        fabric: Fabric {
+            nodes: r.nodes,
+            from_node: from.node,
+            from_port: from.port,
+            total_mads: r.total,
+            max_hops: r.max_hops + initial,
+            show_lines: r.show_lines,
+        },
+        errors: r.errors,
     })
 }

@@ -321,8 +321,20 @@ pub fn resolve_guid_or_warn(
     g: &str,
     tail: &str,
 ) -> u64 {
+    resolve_guid_warned(inv, session, common, g, tail).0
+}
+
+/// [`resolve_guid_or_warn`], also telling whether the GUID resolved.
+pub fn resolve_guid_warned(
+    inv: &mut Invocation<'_, '_>,
+    session: &mut Session,
+    common: &Common,
+    g: &str,
+    tail: &str,
+) -> (u64, bool) {
     let guid = c_strtoul(g);
-    if guid == 0 || resolve_guid(session, common, guid).is_none() {
+    let resolved = guid != 0 && resolve_guid(session, common, guid).is_some();
+    if !resolved {
         let pid = std::process::id();
         if session.port_attrs().sm_lid == 0 {
             inv.io.err(&format!(
@@ -334,7 +346,7 @@ pub fn resolve_guid_or_warn(
              ibwarn: [{pid}] main: Failed to resolve {g}; attempting full scan{tail}"
         ));
     }
-    guid
+    (guid, resolved)
 }
 
 /// NodeInfo of the node at the end of the directed route `path` (text

@@ -11,8 +11,8 @@ use mad_core::wire::attr::{port_cap, PortInfo, PortState};
 use crate::command::{CliError, Invocation};
 use crate::diags::dump;
 use crate::discover::agent::AgentExchange;
-use crate::discover::gather::{GatherOptions, GatherProgress, QueryFailure};
-use crate::discover::model::{dr_path_str, Node, Port};
+use crate::discover::gather::{GatherOptions, GatherProgress, Gathered, QueryFailure};
+use crate::discover::model::{dr_path_str, Node, Port, Scan};
 use crate::discover::progress::Progress;
 use crate::discover::{self, Discovery, Limits};
 use crate::namemap::NameMap;
@@ -37,6 +37,23 @@ pub fn run_discovery(
     m_key: u64,
     show: bool,
 ) -> Result<Discovery, CliError> {
+    run_scan(inv, session, limits, m_key, show, None, &mut |_| None).map(|(d, _)| d)
+}
+
+/// [`run_discovery`] of a partial scan ([`discover::discover_scan`]):
+/// also returns the lines libibnetdisc prints while scanning.
+///
+/// # Errors
+/// As [`run_discovery`].
+pub fn run_scan(
+    inv: &mut Invocation<'_, '_>,
+    session: &Session,
+    limits: Limits,
+    m_key: u64,
+    show: bool,
+    max_depth: Option<usize>,
+    pick: &mut dyn FnMut(&Gathered) -> Option<Scan>,
+) -> Result<(Discovery, Vec<String>), CliError> {
     let mut ex = AgentExchange::new(session.runtime()).map_err(|e| {
         inv.io.err(&format!("{}: {e}\n", inv.prog));
         CliError::IbExit("discover failed".into())
@@ -57,10 +74,10 @@ pub fn run_discovery(
             ),
         );
     };
-    let r = discover::discover(&mut ex, &opts, show, &mut on_progress);
+    let r = discover::discover_scan(&mut ex, &opts, show, max_depth, pick, &mut on_progress);
     bar.finish();
     match r {
-        Ok(d) => {
+        Ok((d, lines)) => {
             for f in &d.failures {
                 inv.io.err(&format!(
                     "{}: warning: {} Attr 0x{:x}:{}: {}\n",
@@ -71,12 +88,83 @@ pub fn run_discovery(
                     f.reason
                 ));
             }
-            Ok(d)
+            Ok((d, lines))
         }
         Err(e) => {
             inv.io.err(&format!("{}: {e}\n", inv.prog));
             Err(CliError::IbExit("discover failed".into()))
         }
+    }
+}
+
+/// Where the partial scan of iblinkinfo / ibqueryerrors starts (its
+/// argument resolved).
+pub enum ScanStart {
+    /// `-D`: the directed route from the local port (hops after the 0).
+    Route(Vec<u8>),
+    /// `-S` / `-G`: the port with this GUID, reached by its LID.
+    Guid(u64),
+}
+
+/// `resolve_portid_str` of a `-D` route for a partial scan: its start,
+/// or (a route that does not parse) the C tools' warning and `None` (a
+/// full scan).
+pub fn route_start(inv: &mut Invocation<'_, '_>, path: &str) -> Option<ScanStart> {
+    let Some(v) = super::str2drpath(path) else {
+        inv.io.err(&format!(
+            "ibwarn: [{}] main: Failed to resolve {path}; attempting full scan\n",
+            std::process::id()
+        ));
+        return None;
+    };
+    Some(ScanStart::Route(v.get(1..).unwrap_or(&[]).to_vec()))
+}
+
+/// The scan libibnetdisc runs: from `start` `max_hops` deep (1 when not
+/// given), or from the local port within `max_hops`. A GUID that
+/// nothing read has scans the whole fabric.
+pub fn scan_of(g: &Gathered, start: Option<&ScanStart>, max_hops: u32) -> Option<Scan> {
+    let partial = if max_hops == 0 { 1 } else { max_hops };
+    match start {
+        None => Some(Scan {
+            max_hops,
+            ..Scan::default()
+        }),
+        Some(ScanStart::Route(path)) => Some(Scan {
+            path: path.clone(),
+            lid_start: None,
+            max_hops: partial,
+            dr_lids: 0xffff,
+        }),
+        Some(ScanStart::Guid(guid)) => {
+            let at = g
+                .via
+                .values()
+                .chain(g.root.as_ref())
+                .find(|ni| ni.port_guid == *guid)?;
+            Some(Scan {
+                path: Vec::new(),
+                lid_start: Some((at.node_guid, at.local_port_num)),
+                max_hops: partial,
+                dr_lids: 0,
+            })
+        }
+    }
+}
+
+/// How deep the routes of the scan [`scan_of`] gives can go (what
+/// discovery has to read for it): the start's route plus the hop limit
+/// plus the one hop libibnetdisc takes beyond it; `None` (everything)
+/// for an unlimited scan and for a start by GUID (found in what was
+/// read).
+#[must_use]
+pub fn scan_depth(start: Option<&ScanStart>, max_hops: u32) -> Option<usize> {
+    let hops = usize::try_from(max_hops).unwrap_or(usize::MAX);
+    match start {
+        None if max_hops == 0 => None,
+        None => Some(hops.saturating_add(1)),
+        Some(ScanStart::Route(path)) => Some(path.len() + hops.max(1).saturating_add(1)),
+        Some(ScanStart::Guid(_)) => None,
     }
 }
 

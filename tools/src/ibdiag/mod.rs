@@ -27,11 +27,11 @@ pub mod trace;
 
 pub use dest::{
     dest_arg, dr_node_info, open_session, resolve_dest, resolve_guid, resolve_guid_or_warn,
-    smp_get, str2drpath, Dest, RawSmpData,
+    resolve_guid_warned, smp_get, str2drpath, Dest, RawSmpData,
 };
 pub use fabric::{
     cached_discovery, check_complete, limits, link_str, load_cache, max_msg, open_name_map, remap,
-    run_discovery,
+    route_start, run_discovery, run_scan, scan_depth, scan_of, ScanStart,
 };
 pub use options::{
     diff_opts, load_cache_opt, node_name_map_opt, parse, usage_text, Common, DestType, Opt, OptKey,
