@@ -288,7 +288,7 @@ fn our_ibping_server_answers_infiniband_diags_client_over_ibsim() {
 /// `command` (a client run without `-c`) sent `signal` (`INT`, `TERM`)
 /// after 2 s: what it printed and returned, every number masked and a
 /// run of equal lines kept once (how many pongs came in 2 s varies). One
-/// still running 30 s after the signal is killed and its status given
+/// still running 10 s after the signal is killed and its status given
 /// as -1.
 fn interrupted(mut command: Command, signal: &str) -> Run {
     let mut child = command
@@ -303,7 +303,7 @@ fn interrupted(mut command: Command, signal: &str) -> Run {
         .unwrap();
     assert!(sent.success(), "kill -{signal} {}", child.id());
     let mut ended = false;
-    for _ in 0..300 {
+    for _ in 0..100 {
         if child.try_wait().unwrap().is_some() {
             ended = true;
             break;
@@ -359,11 +359,25 @@ fn ibping_without_count_reports_on_sigint_and_sigterm_as_infiniband_diags() {
         ("TERM", &[lid.as_str()]),
         ("INT", &["-f", lid.as_str()]),
     ] {
-        let mut t = theirs_command(sim, "ibping", "Hca2");
-        t.args(args);
+        // ibping's handler calls printf and exit: a signal landing while
+        // libumad2sim holds a lock now and then deadlocks it (flooding
+        // most of all); such a run is made again.
+        let mut t = Run {
+            stdout: String::new(),
+            stderr_first: String::new(),
+            code: Some(-1),
+        };
+        for _ in 0..3 {
+            let mut c = theirs_command(sim, "ibping", "Hca2");
+            c.args(args);
+            t = interrupted(c, signal);
+            if t.code != Some(-1) {
+                break;
+            }
+        }
         let mut o = ours_command(sim, "ibping", Some("Hca2"));
         o.args(args);
-        let (t, o) = (interrupted(t, signal), interrupted(o, signal));
+        let o = interrupted(o, signal);
         if t != o || t.code != Some(0) || !o.stdout.contains(&stats) {
             fails.push(diags_compare::differ(
                 &format!("SIG{signal} to ibping {args:?}"),
