@@ -65,6 +65,8 @@ REPRS = [
     ("cc_congestion_control_table", "mad_wire::wire::cc::CongestionControlTable"),
     ("cc_cct_entry", "mad_wire::wire::cc::CctEntry"),
     ("cc_timestamp", "mad_wire::wire::cc::CcTimestamp"),
+    ("cc_key", "mad_wire::wire::cc::CcKey"),
+    ("port_samples_result", "mad_wire::wire::attr::PortSamplesResult"),
     ("node_record", "mad_wire::wire::sa_records::NodeRecord"),
     ("port_info_record", "mad_wire::wire::sa_records::PortInfoRecord"),
     ("switch_info_record", "mad_wire::wire::sa_records::SwitchInfoRecord"),

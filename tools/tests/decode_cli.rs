@@ -276,3 +276,164 @@ fn usage_errors_exit_with_status_2() {
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("JSON output (stable shape)"));
 }
+
+/// A PerfMgt GetResp of `attr` whose data (from byte 64) is `data`.
+fn perf_resp(attr: u16, data: &[u8]) -> Vec<u8> {
+    MadBuilder::new(MgmtClass::PERF_MGT, 1, Method::GET, AttributeId(attr))
+        .response(MadStatus::SUCCESS)
+        .bytes_at(64, data)
+        .to_vec()
+}
+
+/// A Congestion Control GetResp of `attr` with CC_Key `key` and `data`
+/// at `at` (32 for CongestionLog, else 64).
+fn cc_resp(attr: u16, key: u64, at: usize, data: &[u8]) -> Vec<u8> {
+    MadBuilder::new(MgmtClass::CONG_MGT, 2, Method::GET, AttributeId(attr))
+        .response(MadStatus::SUCCESS)
+        .bytes_at(24, &key.to_be_bytes())
+        .bytes_at(at, data)
+        .to_vec()
+}
+
+/// `mad decode` of the MADs, as hex lines on stdin.
+fn decode_text(mads: &[Vec<u8>]) -> String {
+    let input: String = mads.iter().map(|m| hex(m) + "\n").collect();
+    let out = run(&["decode"], input.as_bytes());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+#[test]
+fn decodes_the_extended_perfmgt_attributes_field_by_field() {
+    use mad_core::wire::attr::pm_attr;
+    // PortRcvErrorDetails of port 3: LocalPhysicalErrors 0x0102,
+    // MalformedPktErrors 7.
+    let details = perf_resp(
+        pm_attr::PORT_RCV_ERROR_DETAILS,
+        &[0, 3, 0, 0x3f, 0x01, 0x02, 0, 7],
+    );
+    // PortSamplesResult: Tag 0xabcd, SampleStatus 2, Counter14 0x102.
+    let mut result = [0u8; 64];
+    result[..4].copy_from_slice(&[0xab, 0xcd, 0, 2]);
+    result[60..].copy_from_slice(&[0, 0, 1, 2]);
+    let samples = perf_resp(pm_attr::PORT_SAMPLES_RESULT, &result);
+    // PortVLXmitWaitCounters: VL1 waited 5.
+    let wait = perf_resp(
+        pm_attr::PORT_VL_XMIT_WAIT_COUNTERS,
+        &[0, 1, 0, 0, 0, 0, 0, 5],
+    );
+    let out = decode_text(&[details, samples, wait]);
+    assert_contains_all(
+        &out,
+        &[
+            "AttrId:..........................PortRcvErrorDetails\n",
+            "# PortRcvErrorDetails (byte 64)",
+            "PortSelect:......................3\n",
+            "PortLocalPhysicalErrors:.........258\n",
+            "PortMalformedPktErrors:..........7\n",
+            "AttrId:..........................PortSamplesResult\n",
+            "# PortSamplesResult (byte 64)",
+            "Tag:.............................43981\n",
+            "SampleStatus:....................2\n",
+            "Counter:.........................0 0 0 0 0 0 0 0 0 0 0 0 0 0 258\n",
+            "# PortVLXmitWaitCounters (byte 64)",
+            "PortVLXmitWait:..................0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+        ],
+    );
+    assert!(!out.contains("is not decoded here"), "{out}");
+}
+
+#[test]
+fn every_perfmgt_and_congestion_attribute_is_decoded_not_shown_raw() {
+    use mad_core::wire::attr::pm_attr;
+    use mad_core::wire::cc::cc_attr;
+    let perf = [
+        pm_attr::PORT_SAMPLES_CONTROL,
+        pm_attr::PORT_SAMPLES_RESULT,
+        pm_attr::PORT_RCV_ERROR_DETAILS,
+        pm_attr::PORT_XMIT_DISCARD_DETAILS,
+        pm_attr::PORT_OP_RCV_COUNTERS,
+        pm_attr::PORT_FLOW_CTL_COUNTERS,
+        pm_attr::PORT_VL_OP_PACKETS,
+        pm_attr::PORT_VL_OP_DATA,
+        pm_attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
+        pm_attr::PORT_VL_XMIT_WAIT_COUNTERS,
+        pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS,
+        pm_attr::SW_PORT_VL_CONGESTION,
+        pm_attr::PORT_RCV_CON_CTRL,
+        pm_attr::PORT_SL_RCV_FECN,
+        pm_attr::PORT_SL_RCV_BECN,
+        pm_attr::PORT_XMIT_CON_CTRL,
+        pm_attr::PORT_VL_XMIT_TIME_CONG,
+        pm_attr::PORT_XMIT_DATA_SL,
+        pm_attr::PORT_RCV_DATA_SL,
+    ];
+    let cc = [
+        cc_attr::CLASS_PORT_INFO,
+        cc_attr::CONGESTION_INFO,
+        cc_attr::CONGESTION_KEY_INFO,
+        cc_attr::SWITCH_CONGESTION_SETTING,
+        cc_attr::SWITCH_PORT_CONGESTION_SETTING,
+        cc_attr::CA_CONGESTION_SETTING,
+        cc_attr::CONGESTION_CONTROL_TABLE,
+        cc_attr::TIMESTAMP,
+    ];
+    let mut mads: Vec<Vec<u8>> = perf.iter().map(|a| perf_resp(*a, &[])).collect();
+    mads.extend(cc.iter().map(|a| cc_resp(*a, 0, 64, &[])));
+    let out = decode_text(&mads);
+    assert_eq!(out.matches("## MAD from").count(), perf.len() + cc.len());
+    for bad in ["is not decoded here", "unknown attribute", "# Data"] {
+        assert!(!out.contains(bad), "{bad:?} in\n{out}");
+    }
+}
+
+#[test]
+fn decodes_congestion_control_mads_with_their_cc_key_and_entries() {
+    use mad_core::wire::cc::cc_attr;
+    let key = 0x0123_4567_89ab_cdef;
+    let info = cc_resp(cc_attr::CONGESTION_INFO, key, 64, &[0, 1, 2, 0]);
+    // CACongestionSetting: Port_Control 1, SL 15's CCTI_Timer 0x1234.
+    let mut ca = [0u8; 4 + 16 * 8];
+    ca[..2].copy_from_slice(&[0, 1]);
+    ca[4 + 15 * 8..4 + 15 * 8 + 2].copy_from_slice(&[0x12, 0x34]);
+    let ca = cc_resp(cc_attr::CA_CONGESTION_SETTING, key, 64, &ca);
+    // A switch's CongestionLog (from byte 32): 3 events counted, the
+    // second event from SLID 9 to DLID 10.
+    let mut log = [0u8; 40 + 15 * 12];
+    log[..4].copy_from_slice(&[1, 0, 0, 3]);
+    log[52..56].copy_from_slice(&[0, 9, 0, 10]);
+    let log = cc_resp(cc_attr::CONGESTION_LOG, key, 32, &log);
+    // A LogType neither switch nor CA.
+    let odd = cc_resp(cc_attr::CONGESTION_LOG, 0, 32, &[7]);
+    let out = decode_text(&[info, ca, log, odd]);
+    assert_contains_all(
+        &out,
+        &[
+            "MgmtClass:.......................CongMgt\n",
+            "AttrId:..........................CongestionInfo\n",
+            "CC_Key:..........................0x0123456789abcdef\n",
+            "# CongestionInfo (byte 64)",
+            "ControlTableCap:.................2\n",
+            "# CACongestionSetting (byte 64)",
+            "Port_Control:....................1\n",
+            "# CACongestionEntry [15] (byte 188)",
+            "CCTI_Timer:......................4660\n",
+            "# CongestionLog (byte 32)",
+            "LogType:.........................1\n",
+            "# CongestionLogSwitch (byte 32)",
+            "LogEventsCounter:................3\n",
+            "# CongestionLogEventSwitch [1] (byte 84)",
+            "SLID:............................9\n",
+            "DLID:............................10\n",
+            "LogType:.........................7\n",
+            "a LogType neither switch (1) nor CA (2): the log is shown raw",
+        ],
+    );
+    assert_eq!(out.matches("# CACongestionEntry [").count(), 16, "{out}");
+    assert_eq!(
+        out.matches("# CongestionLogEventSwitch [").count(),
+        15,
+        "{out}"
+    );
+    assert!(!out.contains("common:"), "{out}");
+}

@@ -91,6 +91,14 @@ crate::wire_struct! {
 }
 
 crate::wire_struct! {
+    /// The Congestion Control class header: the CC_Key, bytes 24–31.
+    pub struct CcKey ("CC", 8) {
+        /// CC_Key.
+        cc_key: uint u64 [0, 64] => "CC_Key",
+    }
+}
+
+crate::wire_struct! {
     /// CongestionLog's first two bytes (both kinds).
     pub struct CongestionLogCommon ("CongestionLog", 2) {
         /// LogType: [`LOG_TYPE_SWITCH`] or [`LOG_TYPE_CA`].
@@ -287,6 +295,7 @@ mod tests {
     use crate::wire::Repr;
 
     crate::repr_roundtrip_tests!(
+        CcKey,
         CongestionInfo,
         CongestionKeyInfo,
         CongestionLogCommon,

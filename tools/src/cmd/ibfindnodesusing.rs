@@ -19,13 +19,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use mad_agents::smp::SmpTarget;
 use mad_core::wire::attr::NodeType;
-use mad_core::wire::AttributeId;
 use regex::Regex;
 
 use crate::command::{CliError, Invocation};
+use crate::ibdiag::fts::{self, FtOpts, FtOut, FtSwitch, LidInfo, OnFailure};
 use crate::ibdiag::getopt_std::{script_options, Script};
 use crate::ibdiag::perl_cache::topology_file;
-use crate::ibdiag::{self, open_name_map, resolve_guid, Common, RawSmpData};
+use crate::ibdiag::{self, open_name_map, resolve_guid, Common};
 use crate::json::{Json, JsonExt};
 use crate::session::Session;
 
@@ -220,7 +220,8 @@ pub fn compress(hosts: &[Option<String>]) -> Vec<String> {
 
 /// `get_hosts_routed`: the descriptions of the Channel Adapters whose
 /// LIDs the switch `guid` routes out of `port`, as `ibroute -G` lists
-/// them; `Err` holds what ibroute would say on stderr.
+/// them (its table walk, [`fts::unicast`]); `Err` holds what ibroute
+/// would say on stderr.
 fn hosts_routed(
     s: &mut Session,
     c: &Common,
@@ -244,50 +245,48 @@ fn hosts_routed(
             "{only_lid}ibwarn: [{pid}] ib_path_query_via: sa call path_query failed\nibroute: iberror: failed: can't resolve destination port {guid}"
         ));
     };
-    let t = SmpTarget::Lid(lid);
-    let smp = s.smp();
-    let ni = smp
-        .node_info(&t)
-        .map_err(|_| "ibroute: iberror: failed: node info failed: valid addr?".to_owned())?;
-    if ni.node_type != NodeType::SWITCH {
-        return Err("ibroute: iberror: failed: not a switch".into());
+    let target = SmpTarget::Lid(lid);
+    let (ni, nd, si) = fts::check_switch(s, &target)
+        .map_err(|(m, _)| format!("ibroute: iberror: failed: dump tables: {m}"))?;
+    let names = open_name_map(inv, None).unwrap_or_default();
+    let sw = FtSwitch {
+        target,
+        text: format!("Lid {lid}"),
+        guid: ni.node_guid,
+        name: names.remap(ni.node_guid, &nd),
+        nports: u32::from(ni.num_ports),
+        si,
+        lid,
+    };
+    let fast = fts::lookup_client(s, c.m_key)?;
+    let mut found: HashMap<u16, LidInfo> = HashMap::new();
+    let mut resolve = |lid| {
+        let info = fts::lookup(&fast, &names, lid);
+        if let Some(i) = &info {
+            found.insert(lid, i.clone());
+        }
+        info
+    };
+    let mut out = FtOut::default();
+    let (o, on) = (FtOpts::default(), OnFailure::Stop);
+    fts::unicast(s, &sw, o, 0, 0, on, &mut resolve, "", &mut out);
+    drop(fast);
+    if !out.err.is_empty() {
+        inv.io.err(&out.err);
     }
-    let si = smp.switch_info(&t).map_err(|_| {
-        "ibroute: iberror: failed: switch info failed: is a switch node?".to_owned()
-    })?;
     let want = num(port);
-    let map = open_name_map(inv, None);
-    let top = u32::from(si.linear_fdb_top).min(0xbfff);
-    let mut skip_to = 0u32;
-    for block in 0..top.div_ceil(64).max(u32::from(top == 0)) {
-        let Ok(RawSmpData(lft)) = smp.get::<RawSmpData>(&t, AttributeId::LINEAR_FWD_TABLE, block)
-        else {
-            break;
+    for row in &out.rows {
+        // A LID whose node was named (not a further LID of an LMC range).
+        let (Some(lid), Some(out_port), false) = (
+            row["lid"].as_u64(),
+            row["port"].as_u64(),
+            row["dest"].is_null(),
+        ) else {
+            continue;
         };
-        for lid in (block * 64)..(block * 64 + 64).min(top + 1) {
-            let out = u32::from(lft[(lid % 64) as usize]);
-            if out > u32::from(ni.num_ports) || lid <= skip_to {
-                continue;
-            }
-            let dt = SmpTarget::Lid(lid as u16);
-            let (Ok(nd), Ok(pi), Ok(dni)) = (
-                smp.node_description(&dt),
-                smp.port_info(&dt, 0),
-                smp.node_info(&dt),
-            ) else {
-                continue;
-            };
-            if pi.lmc > 0 {
-                // ibroute prints the other LIDs of the port as paths.
-                skip_to = u32::from(pi.lid) + (1u32 << pi.lmc) - 1;
-            }
-            if dni.node_type == NodeType::CA && u64::from(out) == want {
-                let name = match &map {
-                    Some(m) => m.remap(dni.node_guid, &nd),
-                    None => crate::diags::dump::clean_nodedesc(&nd),
-                };
-                hosts.push(Some(name));
-            }
+        let info = u16::try_from(lid).ok().and_then(|l| found.get(&l));
+        if let Some(i) = info.filter(|i| i.ntype == NodeType::CA.0 && out_port == want) {
+            hosts.push(Some(i.name.clone()));
         }
     }
     Ok(hosts)

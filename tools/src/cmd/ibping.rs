@@ -7,13 +7,17 @@
 //! Times are libibmad's `time_stamp` units (its nanoseconds are divided
 //! by 10 000, printed as `units / 1000 . units % 1000 ms`), so ours read
 //! as the C tool's do. The run exits 0 once its count is done, lost pings
-//! included, as ibping's `report` does.
+//! included, as ibping's `report` does. SIGINT or SIGTERM ends a run
+//! (without `-c` it runs until one comes) with the same statistics and
+//! status 0, as ibping's handler does; a ping in flight then counts as
+//! transmitted, neither received nor lost.
 //!
 //! `--json` prints `{"command":"ibping","dest":{...},"host":TEXT,
 //! "pongs":[{"host":TEXT,"rtt":UNITS}|null...],"transmitted":N,
 //! "received":N,"loss_percent":N,"time":UNITS,"rtt_min":UNITS,
 //! "rtt_avg":UNITS,"rtt_max":UNITS}` (`null`: a lost ping).
 
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use mad_agents::QueryError;
@@ -91,6 +95,58 @@ impl Stats {
     }
 }
 
+/// SIGINT and SIGTERM, caught while a client runs (ibping's `report`
+/// handler): a thread forwards them to a channel the run waits on.
+struct Interrupt {
+    rx: mpsc::Receiver<i32>,
+    handle: signal_hook::iterator::Handle,
+    fired: bool,
+}
+
+impl Interrupt {
+    /// Catches SIGINT and SIGTERM from now on.
+    fn catch() -> std::io::Result<Self> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+        let handle = signals.handle();
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("ibping-signals".into())
+            .spawn(move || {
+                for sig in signals.forever() {
+                    if tx.send(sig).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok(Self {
+            rx,
+            handle,
+            fired: false,
+        })
+    }
+
+    /// True once a signal came.
+    fn fired(&mut self) -> bool {
+        self.fired = self.fired || self.rx.try_recv().is_ok();
+        self.fired
+    }
+
+    /// Sleeps `d`, or less when a signal comes: true if one came.
+    fn sleep(&mut self, d: Duration) -> bool {
+        if !self.fired {
+            self.fired = self.rx.recv_timeout(d).is_ok();
+        }
+        self.fired
+    }
+}
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        self.handle.close();
+    }
+}
+
 /// One ping: the answer's host text, or the failure.
 fn ping(s: &Session, lid: u16, oui: u32) -> Result<String, QueryError> {
     let req = ping_request(oui).map_err(|e| QueryError::Malformed(e.to_string()))?;
@@ -154,11 +210,21 @@ fn client(
     let text = dest.text.to_string();
     let mut st = Stats::default();
     let mut pongs = Vec::new();
+    let mut interrupt = Interrupt::catch()
+        .map_err(|e| CliError::Failed(format!("can't catch SIGINT/SIGTERM: {e}")))?;
     let start = Instant::now();
     for _ in 0..count {
+        if interrupt.fired() {
+            break;
+        }
         st.ntrans += 1;
         let t0 = Instant::now();
-        match ping(s, dest.lid, oui) {
+        let answer = ping(s, dest.lid, oui);
+        if interrupt.fired() {
+            // ibping's handler reports while this ping is in flight.
+            break;
+        }
+        match answer {
             Ok(host) => {
                 let rtt = stamp(t0.elapsed());
                 if st.last_host.is_empty() {
@@ -184,10 +250,11 @@ fn client(
                 pongs.push(Json::Null);
             }
         }
-        if !flood {
-            std::thread::sleep(Duration::from_secs(1));
+        if !flood && interrupt.sleep(Duration::from_secs(1)) {
+            break;
         }
     }
+    drop(interrupt);
     let total_time = stamp(start.elapsed());
     if json {
         let avg = st.total.checked_div(st.replied).unwrap_or(0);

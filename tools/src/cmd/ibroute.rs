@@ -8,20 +8,12 @@
 //! "node_description":"..."}|null}]}` (or `"multicast":[{"mlid":N,
 //! "ports":[...]}]` with `-M`).
 
-use std::time::Duration;
-
-use mad_agents::smp::{SmpClient, SmpTarget};
-use mad_agents::QueryError;
-use mad_core::wire::attr::{NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo};
-
 use crate::command::{CliError, Invocation};
 use crate::ibdiag::fts::{
-    self, FtOpts, FtOut, FtSwitch, LidInfo, OnFailure, KEY_NODE_NAME_MAP, OPTS,
+    self, check_switch, lookup, FtOpts, FtOut, FtSwitch, OnFailure, KEY_NODE_NAME_MAP, OPTS,
 };
 use crate::ibdiag::{self, ToolSpec};
 use crate::json::{Json, JsonExt};
-use crate::namemap::NameMap;
-use crate::session::Session;
 
 const EXAMPLES: &[&str] = &[
     " -- Unicast examples:",
@@ -37,45 +29,6 @@ const EXAMPLES: &[&str] = &[
     "-M 4 0xc010 0xc020\t# same, but with range",
     "-M -n 4\t# simple dump format",
 ];
-
-/// `check_switch`: (NodeInfo, NodeDescription, SwitchInfo).
-fn check_switch(
-    s: &Session,
-    t: &SmpTarget,
-) -> Result<(NodeInfo, NodeDescription, SwitchInfo), (&'static str, Option<QueryError>)> {
-    let ni = s
-        .smp()
-        .node_info(t)
-        .map_err(|e| ("node info failed: valid addr?", Some(e)))?;
-    let nd = s
-        .smp()
-        .node_description(t)
-        .map_err(|e| ("node desc failed", Some(e)))?;
-    if ni.node_type != NodeType::SWITCH {
-        return Err(("not a switch", None));
-    }
-    let si = s
-        .smp()
-        .switch_info(t)
-        .map_err(|e| ("switch info failed: is a switch node?", Some(e)))?;
-    Ok((ni, nd, si))
-}
-
-/// ibroute's `dump_lid` lookup: NodeDescription, PortInfo and NodeInfo
-/// of the LID, asked with the short timeout.
-fn lookup(fast: &SmpClient, names: &NameMap, lid: u16) -> Option<LidInfo> {
-    let t = SmpTarget::Lid(lid);
-    let nd = fast.node_description(&t).ok()?;
-    let pi: PortInfo = fast.port_info(&t, 0).ok()?;
-    let ni = fast.node_info(&t).ok()?;
-    Some(LidInfo {
-        ntype: ni.node_type.0,
-        port_guid: ni.port_guid,
-        name: names.remap(ni.node_guid, &nd),
-        base_lid: pi.lid,
-        lmc: pi.lmc,
-    })
-}
 
 /// Runs `ibroute`.
 ///
@@ -110,16 +63,13 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let session = ibdiag::open_session(inv, &p.common)?;
     let (session, dest) = ibdiag::dest_arg(session, &p.common, &p.args[0])?;
     // dump_lid asks with a 100 ms timeout.
-    let mut fast = match SmpClient::new(session.runtime()) {
+    let fast = match fts::lookup_client(&session, p.common.m_key) {
         Ok(c) => c,
         Err(e) => {
             let _ = session.close();
-            return Err(CliError::Failed(format!("SMP agent: {e}")));
+            return Err(CliError::Failed(e));
         }
     };
-    fast.timeout = Duration::from_millis(100);
-    fast.retries = crate::session::DEFAULT_RETRIES;
-    fast.m_key = p.common.m_key;
     let mut out = FtOut::default();
     let mut sw_json = Json::Null;
     let r = check_switch(&session, &dest.target).map(|(ni, nd, si)| {

@@ -4,14 +4,17 @@
 //! The two programs print the tables the same way and differ in how a
 //! destination LID is named and what a failed block read does.
 
-use mad_agents::smp::SmpTarget;
+use std::time::Duration;
+
+use mad_agents::smp::{SmpClient, SmpTarget};
 use mad_agents::QueryError;
-use mad_core::wire::attr::SwitchInfo;
+use mad_core::wire::attr::{NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo};
 use mad_core::wire::AttributeId;
 
 use super::{Opt, RawSmpData};
 use crate::diags::dump;
 use crate::json::{Json, JsonExt};
+use crate::namemap::NameMap;
 use crate::session::Session;
 
 /// `IB_MIN_MCAST_LID`.
@@ -111,6 +114,63 @@ pub struct LidInfo {
     pub base_lid: u16,
     /// LMC of the port.
     pub lmc: u8,
+}
+
+/// ibroute's `check_switch`: the (NodeInfo, NodeDescription, SwitchInfo)
+/// of the switch at `t`, or ibroute's message (and the failure behind it).
+///
+/// # Errors
+/// The node does not answer, or is not a switch.
+pub fn check_switch(
+    s: &Session,
+    t: &SmpTarget,
+) -> Result<(NodeInfo, NodeDescription, SwitchInfo), (&'static str, Option<QueryError>)> {
+    let ni = s
+        .smp()
+        .node_info(t)
+        .map_err(|e| ("node info failed: valid addr?", Some(e)))?;
+    let nd = s
+        .smp()
+        .node_description(t)
+        .map_err(|e| ("node desc failed", Some(e)))?;
+    if ni.node_type != NodeType::SWITCH {
+        return Err(("not a switch", None));
+    }
+    let si = s
+        .smp()
+        .switch_info(t)
+        .map_err(|e| ("switch info failed: is a switch node?", Some(e)))?;
+    Ok((ni, nd, si))
+}
+
+/// The SMP client ibroute's `dump_lid` asks with: a 100 ms timeout,
+/// the default retries, `m_key`.
+///
+/// # Errors
+/// The agent could not be registered.
+pub fn lookup_client(s: &Session, m_key: u64) -> Result<SmpClient, String> {
+    let mut fast = SmpClient::new(s.runtime()).map_err(|e| format!("SMP agent: {e}"))?;
+    fast.timeout = Duration::from_millis(100);
+    fast.retries = crate::session::DEFAULT_RETRIES;
+    fast.m_key = m_key;
+    Ok(fast)
+}
+
+/// ibroute's `dump_lid` lookup: NodeDescription, PortInfo and NodeInfo
+/// of the LID, asked with `fast` ([`lookup_client`]).
+#[must_use]
+pub fn lookup(fast: &SmpClient, names: &NameMap, lid: u16) -> Option<LidInfo> {
+    let t = SmpTarget::Lid(lid);
+    let nd = fast.node_description(&t).ok()?;
+    let pi: PortInfo = fast.port_info(&t, 0).ok()?;
+    let ni = fast.node_info(&t).ok()?;
+    Some(LidInfo {
+        ntype: ni.node_type.0,
+        port_guid: ni.port_guid,
+        name: names.remap(ni.node_guid, &nd),
+        base_lid: pi.lid,
+        lmc: pi.lmc,
+    })
 }
 
 /// `dump_lid`'s static state.

@@ -55,9 +55,9 @@ pub use notice::{trap, Notice};
 pub use perf_ext::{
     pm_attr, PortExtSpeedsCounters, PortExtSpeedsCountersRsfec, PortFlowCtlCounters,
     PortOpRcvCounters, PortRcvConCtrl, PortRcvDataSl, PortRcvErrorDetails, PortSamplesControl,
-    PortSlRcvBecn, PortSlRcvFecn, PortVlOpData, PortVlOpPackets, PortVlXmitFlowCtlUpdateErrors,
-    PortVlXmitTimeCong, PortVlXmitWaitCounters, PortXmitConCtrl, PortXmitDataSl,
-    PortXmitDiscardDetails, SwPortVlCongestion,
+    PortSamplesResult, PortSlRcvBecn, PortSlRcvFecn, PortVlOpData, PortVlOpPackets,
+    PortVlXmitFlowCtlUpdateErrors, PortVlXmitTimeCong, PortVlXmitWaitCounters, PortXmitConCtrl,
+    PortXmitDataSl, PortXmitDiscardDetails, SwPortVlCongestion,
 };
 pub use port_info::{port_cap, port_cap2, PortInfo};
 pub use sm_info::SmInfo;

@@ -56,6 +56,20 @@ crate::wire_struct! {
 }
 
 crate::wire_struct! {
+    /// PortSamplesResult: the sampling mechanism's counters. PerfMgt 0x0011, 64 bytes (of 192).
+    pub struct PortSamplesResult ("PortSamplesResult", 64) {
+        /// Tag (bytes 0–1): PortSamplesControl's Tag of the sample.
+        tag: uint u16 [0, 16] => "Tag",
+        /// Reserved.
+        reserved: uint u16 [16, 14] => _,
+        /// SampleStatus.
+        sample_status: uint u8 [30, 2] => "SampleStatus",
+        /// Counter0–14.
+        counters: array [u32; 15] [32, 32] => "Counter",
+    }
+}
+
+crate::wire_struct! {
     /// PortRcvErrorDetails: why received packets were discarded. PerfMgt 0x0015, 16 bytes (of 192).
     pub struct PortRcvErrorDetails ("PortRcvErrorDetails", 16) {
         /// Reserved (byte 0).
@@ -359,6 +373,8 @@ crate::wire_struct! {
 pub mod pm_attr {
     /// PortSamplesControl.
     pub const PORT_SAMPLES_CONTROL: u16 = 0x0010;
+    /// PortSamplesResult.
+    pub const PORT_SAMPLES_RESULT: u16 = 0x0011;
     /// PortRcvErrorDetails.
     pub const PORT_RCV_ERROR_DETAILS: u16 = 0x0015;
     /// PortXmitDiscardDetails.
@@ -402,6 +418,7 @@ mod tests {
 
     crate::repr_roundtrip_tests!(
         PortSamplesControl,
+        PortSamplesResult,
         PortRcvErrorDetails,
         PortXmitDiscardDetails,
         PortOpRcvCounters,
@@ -443,6 +460,16 @@ mod tests {
         let d = PortVlXmitFlowCtlUpdateErrors::parse(&b).unwrap();
         assert_eq!(&d.errors[..4], &[3, 1, 0, 2]);
         assert_eq!(d.errors[15], 3);
+    }
+
+    #[test]
+    fn samples_result_status_is_the_low_bits_of_byte_3() {
+        let mut b = [0u8; 64];
+        b[0..2].copy_from_slice(&[0xab, 0xcd]);
+        b[3] = 0x02;
+        b[60..64].copy_from_slice(&[0, 0, 1, 2]);
+        let r = PortSamplesResult::parse(&b).unwrap();
+        assert_eq!((r.tag, r.sample_status, r.counters[14]), (0xabcd, 2, 0x102));
     }
 
     #[test]

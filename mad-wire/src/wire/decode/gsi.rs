@@ -71,7 +71,7 @@ fn rmpp_part(h: &RmppHeader, len: usize) -> RmppPart {
 
 /// Pushes the records of a table at `offset` (stride `stride` bytes), then
 /// any non-zero remainder as raw bytes with `rest_note`.
-fn push_table(
+pub(super) fn push_table(
     d: &mut DecodedMad,
     known: Option<Known>,
     data: &[u8],
@@ -209,11 +209,46 @@ pub(super) fn decode_sa(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
 
 /// The PerfMgt attribute `attr`, if this decoder knows it.
 fn perf_attribute(attr: AttributeId) -> Option<Known> {
-    use crate::wire::attr::{ClassPortInfo, PortCounters, PortCountersExt};
+    use crate::wire::attr::*;
     Some(match attr {
         AttributeId::CLASS_PORT_INFO => Known::of::<ClassPortInfo>("ClassPortInfo"),
         AttributeId::PM_PORT_COUNTERS => Known::of::<PortCounters>("PortCounters"),
         AttributeId::PM_PORT_COUNTERS_EXT => Known::of::<PortCountersExt>("PortCountersExtended"),
+        AttributeId(a) => return perf_ext_attribute(a),
+    })
+}
+
+/// The PerfMgt attributes beyond the counters ([`crate::wire::attr::pm_attr`]).
+fn perf_ext_attribute(attr: u16) -> Option<Known> {
+    use crate::wire::attr::*;
+    Some(match attr {
+        pm_attr::PORT_SAMPLES_CONTROL => Known::of::<PortSamplesControl>("PortSamplesControl"),
+        pm_attr::PORT_SAMPLES_RESULT => Known::of::<PortSamplesResult>("PortSamplesResult"),
+        pm_attr::PORT_RCV_ERROR_DETAILS => Known::of::<PortRcvErrorDetails>("PortRcvErrorDetails"),
+        pm_attr::PORT_XMIT_DISCARD_DETAILS => {
+            Known::of::<PortXmitDiscardDetails>("PortXmitDiscardDetails")
+        }
+        pm_attr::PORT_OP_RCV_COUNTERS => Known::of::<PortOpRcvCounters>("PortOpRcvCounters"),
+        pm_attr::PORT_FLOW_CTL_COUNTERS => Known::of::<PortFlowCtlCounters>("PortFlowCtlCounters"),
+        pm_attr::PORT_VL_OP_PACKETS => Known::of::<PortVlOpPackets>("PortVLOpPackets"),
+        pm_attr::PORT_VL_OP_DATA => Known::of::<PortVlOpData>("PortVLOpData"),
+        pm_attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS => {
+            Known::of::<PortVlXmitFlowCtlUpdateErrors>("PortVLXmitFlowCtlUpdateErrors")
+        }
+        pm_attr::PORT_VL_XMIT_WAIT_COUNTERS => {
+            Known::of::<PortVlXmitWaitCounters>("PortVLXmitWaitCounters")
+        }
+        pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS => {
+            Known::of::<PortExtSpeedsCounters>("PortExtendedSpeedsCounters")
+        }
+        pm_attr::SW_PORT_VL_CONGESTION => Known::of::<SwPortVlCongestion>("SwPortVLCongestion"),
+        pm_attr::PORT_RCV_CON_CTRL => Known::of::<PortRcvConCtrl>("PortRcvConCtrl"),
+        pm_attr::PORT_SL_RCV_FECN => Known::of::<PortSlRcvFecn>("PortSLRcvFECN"),
+        pm_attr::PORT_SL_RCV_BECN => Known::of::<PortSlRcvBecn>("PortSLRcvBECN"),
+        pm_attr::PORT_XMIT_CON_CTRL => Known::of::<PortXmitConCtrl>("PortXmitConCtrl"),
+        pm_attr::PORT_VL_XMIT_TIME_CONG => Known::of::<PortVlXmitTimeCong>("PortVLXmitTimeCong"),
+        pm_attr::PORT_XMIT_DATA_SL => Known::of::<PortXmitDataSl>("PortXmitDataSL"),
+        pm_attr::PORT_RCV_DATA_SL => Known::of::<PortRcvDataSl>("PortRcvDataSL"),
         _ => return None,
     })
 }

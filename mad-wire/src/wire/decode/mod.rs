@@ -7,7 +7,10 @@
 //! - SA: RMPP header, SA header, then the record(s) — a GetTable-style
 //!   response is split into records by `AttributeOffset`;
 //! - PerfMgt: the PerfMgt header, then the attribute (PortCounters,
-//!   PortCountersExtended, ClassPortInfo);
+//!   PortCountersExtended, ClassPortInfo, the sampling, details, per-VL,
+//!   per-SL and congestion attributes);
+//! - Congestion Control: the CC_Key, then the attribute, its repeated
+//!   entries one layer each;
 //! - vendor range 2: RMPP header and OUI header, then raw data;
 //! - other RMPP classes: RMPP header, then raw data;
 //! - anything else, or an attribute not known here: raw data bytes.
@@ -18,6 +21,7 @@
 //! saying why.
 
 mod cm;
+mod congestion;
 mod gsi;
 mod layer;
 mod smp;
@@ -49,6 +53,8 @@ pub fn decode_mad(buf: &[u8]) -> Result<DecodedMad, Error> {
         gsi::decode_sa(buf, &mut d)?;
     } else if class == MgmtClass::PERF_MGT {
         gsi::decode_perf(buf, &mut d)?;
+    } else if class == MgmtClass::CONG_MGT {
+        congestion::decode_cc(buf, &mut d)?;
     } else if class == MgmtClass::COM_MGT {
         cm::decode_cm(buf, &mut d)?;
     } else if class.is_vendor_range2() {

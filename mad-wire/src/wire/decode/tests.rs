@@ -400,13 +400,39 @@ fn perf_port_counters_and_class_port_info_decode_at_byte_64() {
     let d = decode_mad(&mad(0x04, 0x81, 0x001D)).unwrap();
     assert!(d.layer("PortCountersExtended").is_some());
     let d = decode_mad(&mad(0x04, 0x81, 0x0010)).unwrap();
+    assert_eq!(d.layer("PortSamplesControl").map(|l| l.offset), Some(64));
+    // PortSamplesResultExtended is not decoded: raw, and the note says so.
+    let d = decode_mad(&mad(0x04, 0x81, 0x001E)).unwrap();
     assert!(d
         .layer("Data")
         .unwrap()
         .note
         .as_deref()
         .unwrap()
-        .contains("PortSamplesControl"));
+        .contains("0x001e"));
+}
+
+#[test]
+fn cc_mads_show_the_cc_key_then_the_attribute_at_byte_64_or_the_log_at_32() {
+    let mut b = mad(0x21, 0x81, 0x0011);
+    b[24..32].copy_from_slice(&0x1122_3344_5566_7788u64.to_be_bytes());
+    b[66] = 4; // ControlTableCap
+    let d = decode_mad(&b).unwrap();
+    let names: Vec<_> = d.layers.iter().map(|l| l.name).collect();
+    assert_eq!(names, ["CC", "CongestionInfo"]);
+    assert_eq!(d.layers[1].offset, 64);
+    // Non-zero reserved bytes 32-63 are shown, raw.
+    b[40] = 1;
+    let d = decode_mad(&b).unwrap();
+    assert_eq!(d.layer("Data").map(|l| l.offset), Some(32));
+    // A CA's CongestionLog: its type, header and 13 events from byte 32.
+    let mut b = mad(0x21, 0x81, 0x0013);
+    b[32] = 2;
+    let d = decode_mad(&b).unwrap();
+    assert_eq!(d.layer("CongestionLogCA").map(|l| l.offset), Some(32));
+    assert_eq!(d.layers_named("CongestionLogEventCA").count(), 13);
+    // A short MAD: the header errors, nothing panics.
+    assert!(decode_mad(&mad(0x21, 0x81, 0x0017)[..40]).is_ok());
 }
 
 #[test]
