@@ -1,7 +1,8 @@
 //! Discovery and counter sweeps on the built-in fabric (`--sim`): the
 //! discovered model agrees with the topology file, the sweep reads every
 //! port and its counters agree with the fabric's PMA, and both stay
-//! within their in-flight bounds.
+//! within their in-flight bounds; a partial scan over a bounded read is
+//! the scan over the whole fabric.
 
 #![expect(
     clippy::unwrap_used,
@@ -20,6 +21,9 @@ use mad_tools::discover::counters::{self, merged_counters};
 use mad_tools::discover::gather::GatherOptions;
 use mad_tools::discover::{discover_transport, Discovery, Limits, TransportExchange};
 use mad_tools::session::sim::{bring_up, SimFabric};
+// Partial scans (iblinkinfo `-n` / `-D`, ibqueryerrors `-D`).
+use mad_tools::discover::gather::{gather, gather_within, Gathered};
+use mad_tools::discover::model::{replay_scan, Fabric, Scan};
 
 fn topo_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -338,4 +342,140 @@ fn sweep_of_a_thousand_cas() {
     // A debug build on a loaded machine is far slower than the release
     // figure; this only catches a sweep gone serial.
     assert!(took < Duration::from_secs(20), "{took:?}");
+}
+
+// Partial scans: reading only what lies within the scan's reach
+// (`gather_within`) replays the same scan as reading the whole fabric,
+// whatever order the answers come in, and reads less.
+
+/// Phase 1 on the fabric's default port, within `depth` hops (`None`:
+/// all), `window` SMPs in flight (which changes the order answers are
+/// handled in).
+fn read_within(sf: &SimFabric, depth: Option<usize>, window: usize) -> Gathered {
+    let mut port = attach(sf);
+    let opts = GatherOptions {
+        limits: Limits {
+            window,
+            per_dest: 2,
+            ..Limits::default()
+        },
+        ..GatherOptions::default()
+    };
+    let mut ex = TransportExchange::new(&mut port, idle);
+    match depth {
+        Some(d) => gather_within(&mut ex, &opts, d, &mut |_| {}).unwrap(),
+        None => gather(&mut ex, &opts, &mut |_| {}).unwrap(),
+    }
+}
+
+/// The scans: from the local port within 1..=4 hops, and from routes to
+/// nodes 1 to 3 hops away (switches and CAs) within 1 and 2 hops.
+fn scans(full: &Gathered) -> Vec<Scan> {
+    let mut v: Vec<Scan> = (1..=4)
+        .map(|h| Scan {
+            max_hops: h,
+            ..Scan::default()
+        })
+        .collect();
+    let mut routes: Vec<Vec<u8>> = full
+        .nodes
+        .values()
+        .map(|n| n.path.clone())
+        .filter(|p| (1..=3).contains(&p.len()))
+        .collect();
+    routes.sort();
+    routes.dedup();
+    for path in routes.into_iter().step_by(7).take(12) {
+        for h in [1, 2] {
+            v.push(Scan {
+                path: path.clone(),
+                lid_start: None,
+                max_hops: h,
+                dr_lids: 0xffff,
+            });
+        }
+    }
+    v
+}
+
+/// A fabric in short: per node (newest first) its GUID, route and
+/// ports with their far ends.
+fn view(f: &Fabric) -> Vec<String> {
+    f.listed()
+        .map(|i| {
+            let n = &f.nodes[i];
+            let ports: Vec<String> = n
+                .ports
+                .iter()
+                .flatten()
+                .map(|p| {
+                    let far = p.remote.map_or(String::from("-"), |r| {
+                        format!("{:x}:{}", f.nodes[r.node].guid(), r.port)
+                    });
+                    format!("{}->{far}", p.num)
+                })
+                .collect();
+            format!("{:x} {:?} [{}]", n.guid(), n.path, ports.join(" "))
+        })
+        .collect()
+}
+
+/// The depth `scan` needs read (as iblinkinfo computes it).
+fn depth_of(scan: &Scan) -> usize {
+    scan.path.len() + scan.max_hops as usize + 1
+}
+
+/// Every scan replayed over a bounded read equals the scan replayed over
+/// the whole fabric (nodes, ports, links, LIDs, libibnetdisc's stderr
+/// lines), with 1, 3 and 64 SMPs in flight, on a fabric with many equal
+/// routes (a fat tree: a node is often first reached by a longer route
+/// than its shortest).
+#[test]
+fn a_bounded_read_replays_the_same_partial_scan() {
+    for name in ["net.2sw2path4hca2port", "net.medium"] {
+        let path = topo_path(name);
+        let sf = bring_up(Some(path.to_str().unwrap())).unwrap();
+        let full = read_within(&sf, None, 64);
+        for scan in scans(&full) {
+            let want = replay_scan(&full, false, &scan).unwrap();
+            for window in [1, 3, 64] {
+                let part = read_within(&sf, Some(depth_of(&scan)), window);
+                let got = replay_scan(&part, false, &scan).unwrap();
+                assert_eq!(
+                    view(&got.fabric),
+                    view(&want.fabric),
+                    "{name}: {scan:?}, window {window}"
+                );
+                assert!(
+                    got.fabric == want.fabric,
+                    "{name}: {scan:?}, window {window}"
+                );
+                assert_eq!(got.errors, want.errors, "{name}: {scan:?}");
+            }
+        }
+    }
+}
+
+/// A scan one hop deep reads a small part of a large fabric: far fewer
+/// SMPs than the whole (3-level fat tree, 468 switches).
+#[test]
+fn a_one_hop_scan_reads_only_the_neighbourhood() {
+    let path = topo_path("net.large3");
+    let sf = bring_up(Some(path.to_str().unwrap())).unwrap();
+    let full = read_within(&sf, None, 256);
+    let near = read_within(&sf, Some(2), 256);
+    assert!(
+        near.stats.sent * 10 < full.stats.sent,
+        "{} SMPs within 2 hops, {} for the whole fabric",
+        near.stats.sent,
+        full.stats.sent
+    );
+    let scan = Scan {
+        max_hops: 1,
+        ..Scan::default()
+    };
+    assert_eq!(
+        replay_scan(&near, false, &scan).unwrap().fabric,
+        replay_scan(&full, false, &scan).unwrap().fabric
+    );
 }

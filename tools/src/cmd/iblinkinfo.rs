@@ -17,9 +17,10 @@
 //! # Partial scans
 //! `-S` / `-G` (a port the SA resolves) and `-D` start libibnetdisc's
 //! scan at that port, `-n` hops deep (1 unless given); `-n` alone
-//! limits the scan from the local port. The fabric is read whole, in
-//! parallel ([`crate::discover`]), and libibnetdisc's scan is replayed
-//! over it from that start ([`crate::discover::model::Scan`]): the
+//! limits the scan from the local port. What the scan can reach is
+//! read in parallel ([`crate::discover`]; the whole fabric for `-S` /
+//! `-G`), and libibnetdisc's scan is replayed over it from that start
+//! ([`crate::discover::model::Scan`]): the
 //! nodes, links and "Port not available" ports are those the C tool's
 //! scan finds, with its complaints on stderr.
 //!
