@@ -66,7 +66,11 @@ pub(super) struct Waiter {
 
 /// Starts a wait on this thread's slot.
 pub(super) fn wait() -> (WaitSlot, Waiter) {
-    SLOT.with(|slot| {
+    // During the thread's teardown (a wait from a thread-local's drop) a
+    // slot of its own.
+    let slot = SLOT.try_with(Arc::clone).unwrap_or_default();
+    {
+        let slot = &slot;
         let generation = {
             let mut st = lock(&slot.state);
             st.0 = st.0.wrapping_add(1);
@@ -83,7 +87,7 @@ pub(super) fn wait() -> (WaitSlot, Waiter) {
                 generation,
             },
         )
-    })
+    }
 }
 
 impl Waiter {
@@ -148,5 +152,37 @@ impl WaitSlot {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_waiter_dropped_unfilled_closes_its_wait_and_a_stale_one_touches_nothing() {
+        let (first, stale) = wait();
+        // The same thread's next wait reuses the slot.
+        let (rx, tx) = wait();
+        assert!(matches!(first.try_recv(), Taken::Closed), "a wait replaced");
+        // A waiter of the earlier wait, dropped late.
+        drop(stale);
+        assert!(matches!(rx.try_recv(), Taken::Empty));
+        drop(tx);
+        assert!(matches!(rx.try_recv(), Taken::Closed));
+        assert!(rx.recv().is_none());
+    }
+
+    #[test]
+    fn each_thread_waits_on_a_slot_of_its_own() {
+        let (rx, _tx) = wait();
+        std::thread::spawn(|| {
+            let (other, tx) = wait();
+            drop(tx);
+            assert!(matches!(other.try_recv(), Taken::Closed));
+        })
+        .join()
+        .unwrap();
+        assert!(matches!(rx.try_recv(), Taken::Empty));
     }
 }

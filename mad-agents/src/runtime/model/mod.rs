@@ -22,7 +22,9 @@
 //! started after it returned; and no schedule ended with a thread waiting
 //! for ever (lost wake-up, or a deregistration from the agent's own
 //! callback waiting for that callback, or a `send_and_wait` whose
-//! completion went elsewhere or whose loop died). Each property is shown to be
+//! completion went elsewhere or whose loop died); and a channel agent's
+//! events reached its channel in the order the port pulled them from the
+//! device, none twice (`order`). Each property is shown to be
 //! checked by injecting a bug that breaks it: the model must then fail.
 #![allow(clippy::unwrap_used, clippy::too_many_lines)]
 
