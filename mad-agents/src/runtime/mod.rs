@@ -136,10 +136,9 @@ mod shared;
 mod waiter;
 
 pub use handles::{Agent, AgentReceiver, AgentRef, SendHandle};
-use shared::{
-    lock, ChannelLoad, Deviation, Pending, Shared, Sink, Step, MIN_TICK, TRANSPORT, WAKER,
-};
 pub use shared::{Callback, RuntimeStats, Wakeup, TICK};
+use shared::{ChannelLoad, Deviation, Pending, Shared, Sink, Step, MIN_TICK, TRANSPORT, WAKER};
+use waiter::lock;
 
 use crate::types::{AgentEvent, EngineConfig, EngineStats, RegisterError};
 

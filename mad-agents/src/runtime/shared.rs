@@ -7,14 +7,14 @@ use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use mad_core::port::Port;
 use mio::{Token, Waker};
 
-use super::waiter::{WaitSlot, Waiter};
+use super::waiter::{lock, WaitSlot, Waiter};
 use crate::engine::{AgentState, Engine};
 use crate::spec::AgentSpec;
 use crate::types::{
@@ -215,11 +215,6 @@ pub(super) enum Deviation {
     /// A caller driving the port takes its agent's events while the loop
     /// thread is handing an earlier one over.
     TakeOutOfTurn,
-}
-
-/// Locks `m`, whatever a panicking holder left behind.
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Shared {

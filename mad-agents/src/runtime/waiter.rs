@@ -10,10 +10,14 @@
 //! slot. Each wait has its own generation: a waiter of an earlier wait of
 //! the same thread, dropped late, touches nothing.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use super::shared::lock;
 use crate::types::Completion;
+
+/// Locks `m`, whatever a panicking holder left behind.
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 #[derive(Default)]
 enum State {

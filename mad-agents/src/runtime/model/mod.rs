@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 use mad_core::port::Port;
 use mad_core::transport::{PortAttrs, Transport};
 
-use super::shared::{lock, Deviation, Route, Shared, Sink, Step, TICK};
+use super::shared::{Deviation, Route, Shared, Sink, Step, TICK};
+use super::waiter::lock;
 use super::waiter::{Taken, WaitSlot};
 use super::*;
 use crate::engine::AgentState;
