@@ -167,38 +167,17 @@ impl PerfExtra {
     /// Adds `by` to counter `counter` of layout `l`, saturating at the
     /// counter's width.
     fn bump_at(&mut self, l: usize, counter: usize, by: u64) {
-        self.bump_many(&[(l, counter, by)]);
-    }
-
-    /// [`PerfExtra::bump_at`] for a few counters (at most 8) in one pass
-    /// over the port's counters: a packet bumps five.
-    fn bump_many(&mut self, bumps: &[(usize, usize, u64)]) {
-        let mut keys = [(0u8, 0u8, 0u64, 0u64); 8];
-        let mut n = 0;
-        for &(l, c, by) in bumps.iter().take(keys.len()) {
-            let Some(&(_, bits)) = slots(l).get(c) else {
-                continue;
-            };
-            let (Ok(l), Ok(c)) = (u8::try_from(l), u8::try_from(c)) else {
-                continue;
-            };
-            keys[n] = (l, c, by, max_of(bits));
-            n += 1;
-        }
-        let keys = &keys[..n];
-        let mut found = 0u8;
-        for e in &mut self.counts {
-            for (j, &(l, c, by, max)) in keys.iter().enumerate() {
-                if e.0 == l && e.1 == c {
-                    e.2 = e.2.saturating_add(by).min(max);
-                    found |= 1 << j;
-                }
-            }
-        }
-        for (j, &(l, c, by, max)) in keys.iter().enumerate() {
-            if found & (1 << j) == 0 && by > 0 {
-                self.counts.push((l, c, by.min(max)));
-            }
+        let Some(&(_, bits)) = slots(l).get(counter) else {
+            return;
+        };
+        let (Ok(l), Ok(c)) = (u8::try_from(l), u8::try_from(counter)) else {
+            return;
+        };
+        let max = max_of(bits);
+        match self.counts.iter_mut().find(|e| e.0 == l && e.1 == c) {
+            Some(e) => e.2 = e.2.saturating_add(by).min(max),
+            None if by > 0 => self.counts.push((l, c, by.min(max))),
+            None => {}
         }
     }
 
@@ -208,13 +187,13 @@ impl PerfExtra {
         let w = u64::from(words);
         match way {
             Way::Xmit => self.bump_at(XMIT_DATA_SL, sl, w),
-            Way::Rcv => self.bump_many(&[
-                (RCV_DATA_SL, sl, w),
-                (OP_RCV, 0, 1),
-                (OP_RCV, 1, w),
-                (VL_OP_PACKETS, vl, 1),
-                (VL_OP_DATA, vl, w),
-            ]),
+            Way::Rcv => {
+                self.bump_at(RCV_DATA_SL, sl, w);
+                self.bump_at(OP_RCV, 0, 1);
+                self.bump_at(OP_RCV, 1, w);
+                self.bump_at(VL_OP_PACKETS, vl, 1);
+                self.bump_at(VL_OP_DATA, vl, w);
+            }
         }
     }
 
