@@ -409,7 +409,8 @@ fn for_each_bit(bits: &[u64], mut f: impl FnMut(usize)) {
 /// Cost: one breadth-first search per switch (switches × links), the
 /// shortest-path ports of each switch toward each switch (switches² ×
 /// neighbours, as bit sets), then per switch and LID the least-loaded of
-/// those ports ([`Picker`]: logarithmic in their number).
+/// those ports (constant time from a set no other counting set shares,
+/// such as a fat tree's uplinks; else logarithmic in their number).
 pub fn compute_lfts(subnet: &mut Subnet) {
     let (switches, adj, dist) = switch_graph(subnet);
     let pos: FastMap<NodeIdx, usize> = switches.iter().enumerate().map(|(k, i)| (*i, k)).collect();
