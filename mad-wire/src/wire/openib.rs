@@ -171,7 +171,6 @@ pub fn host_and_domain(host: &str, domain: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::Repr;
 
     crate::repr_roundtrip_tests!(OpenIbText);
     use crate::wire::vendor::VENDOR_OUI_OFFSET;
