@@ -67,6 +67,7 @@ REPRS = [
     ("cc_timestamp", "mad_wire::wire::cc::CcTimestamp"),
     ("cc_key", "mad_wire::wire::cc::CcKey"),
     ("port_samples_result", "mad_wire::wire::attr::PortSamplesResult"),
+    ("openib_text", "mad_wire::wire::openib::OpenIbText"),
     ("node_record", "mad_wire::wire::sa_records::NodeRecord"),
     ("port_info_record", "mad_wire::wire::sa_records::PortInfoRecord"),
     ("switch_info_record", "mad_wire::wire::sa_records::SwitchInfoRecord"),

@@ -437,3 +437,19 @@ fn decodes_congestion_control_mads_with_their_cc_key_and_entries() {
     );
     assert!(!out.contains("common:"), "{out}");
 }
+
+#[test]
+fn decodes_an_ibping_answer_as_its_host_text() {
+    use mad_core::wire::openib::{ping_request, text_data};
+    let mut pong = ping_request(0x00_1405).unwrap().to_vec();
+    pong[3] = 0x81; // GetResp
+    pong[40..].copy_from_slice(&text_data("node7.example"));
+    let out = decode_text(&[pong]);
+    assert_contains_all(
+        &out,
+        &[
+            "# OpenIBText (byte 40)",
+            "String:..........................node7.example\n",
+        ],
+    );
+}

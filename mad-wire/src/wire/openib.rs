@@ -66,6 +66,22 @@ fn is_openib(mad: &[u8], class: MgmtClass) -> bool {
     v.mad().mgmt_class() == class && v.oui() == IB_OPENIB_OUI
 }
 
+/// True when `mad` is of an OpenIB vendor class (ibping's 0x32,
+/// ibsysstat's 0x33) with the OpenIB OUI: its data is a C string.
+#[must_use]
+pub fn is_openib_text(mad: &[u8]) -> bool {
+    is_openib_ping(mad) || is_openib_sysstat(mad)
+}
+
+crate::wire_struct! {
+    /// The data area of an OpenIB vendor MAD (bytes 40–255): the host's
+    /// `host.domain`, or ibsysstat's host or CPU lines, as a C string.
+    pub struct OpenIbText ("OpenIBText", 216) {
+        /// The text, NUL-terminated and zero-filled.
+        string: bytes [u8; 216] [0] => "String",
+    }
+}
+
 /// ibsysstat's attributes (`enum ib_sysstat_attr_t`).
 pub mod sysstat_attr {
     /// `ping`: answered with nothing but the header.
@@ -155,6 +171,8 @@ pub fn host_and_domain(host: &str, domain: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    crate::repr_roundtrip_tests!(OpenIbText);
     use crate::wire::vendor::VENDOR_OUI_OFFSET;
 
     #[test]

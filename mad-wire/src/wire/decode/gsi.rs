@@ -280,6 +280,12 @@ pub(super) fn decode_vendor(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error>
         MAD_HEADER_LEN,
         Box::new(Without { inner, hidden }),
     );
+    if crate::wire::openib::is_openib_text(buf) {
+        use crate::wire::openib::OpenIbText;
+        let known = Known::of::<OpenIbText>("OpenIBText");
+        let data = buf.get(VENDOR_DATA_OFFSET..).unwrap_or(&[]);
+        return push_attribute(d, Some(known), data, VENDOR_DATA_OFFSET);
+    }
     push_raw(d, buf, VENDOR_DATA_OFFSET, None);
     Ok(())
 }

@@ -11,7 +11,8 @@
 //!   per-SL and congestion attributes);
 //! - Congestion Control: the CC_Key, then the attribute, its repeated
 //!   entries one layer each;
-//! - vendor range 2: RMPP header and OUI header, then raw data;
+//! - vendor range 2: RMPP header and OUI header, then raw data (the
+//!   OpenIB ping and sysstat classes' text as a string);
 //! - other RMPP classes: RMPP header, then raw data;
 //! - anything else, or an attribute not known here: raw data bytes.
 //!

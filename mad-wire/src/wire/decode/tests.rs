@@ -437,7 +437,7 @@ fn cc_mads_show_the_cc_key_then_the_attribute_at_byte_64_or_the_log_at_32() {
 
 #[test]
 fn vendor_range2_shows_rmpp_oui_and_data_from_byte_40() {
-    let mut b = mad(0x32, 0x01, 0x0000);
+    let mut b = mad(0x30, 0x01, 0x0000);
     rmpp(&mut b, 1, 0, 0, 0);
     b[37..40].copy_from_slice(&[0x00, 0x14, 0x05]);
     b[40] = 0x99;
@@ -453,6 +453,26 @@ fn vendor_range2_shows_rmpp_oui_and_data_from_byte_40() {
     let raw = d.layer("Data").unwrap();
     assert_eq!((raw.offset, raw.raw().map(|r| r[0])), (40, Some(0x99)));
     assert!(matches!(decode_mad(&b[..39]), Err(Error::Truncated { .. })));
+}
+
+#[test]
+fn openib_ping_and_sysstat_data_is_their_text_other_ouis_stay_raw() {
+    for class in [0x32, 0x33] {
+        let mut b = mad(class, 0x81, 0x0011);
+        b[37..40].copy_from_slice(&[0x00, 0x14, 0x05]);
+        b[40..46].copy_from_slice(b"host.d");
+        let d = decode_mad(&b).unwrap();
+        let t = d.layer("OpenIBText").unwrap();
+        assert_eq!(t.offset, 40);
+        assert!(matches!(
+            t.fields().unwrap().field_value(0),
+            Some(crate::wire::FieldValue::Bytes(s)) if s.starts_with(b"host.d\0")
+        ));
+        // Another OUI's data means something else: raw.
+        b[39] = 0x06;
+        let d = decode_mad(&b).unwrap();
+        assert!(d.layer("OpenIBText").is_none() && d.layer("Data").is_some());
+    }
 }
 
 #[test]
