@@ -14,6 +14,8 @@
 //! `scripts/callgrind-compare.sh BASE_REV` builds it in two trees and prints
 //! the per-iteration table (BENCHMARKS.md).
 #![allow(missing_docs)]
+// Each bench file declares `support` itself, and so does this one.
+#![allow(clippy::duplicate_mod)]
 
 use criterion::black_box;
 use mad_rmpp::{Sender, SenderConfig};
