@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 #[path = "support/mod.rs"]
 mod support;
 
-fn setup() -> (Engine<SimPort>, AgentId, Vec<SendRequest>) {
+pub(crate) fn setup() -> (Engine<SimPort>, AgentId, Vec<SendRequest>) {
     let topo = Topology::parse_str(mad_testkit::fabric::IBSIM_EXAMPLE_NET)
         .expect("ibsim's example topology parses");
     let fabric = Fabric::new(&topo);
@@ -43,7 +43,7 @@ fn setup() -> (Engine<SimPort>, AgentId, Vec<SendRequest>) {
 
 /// Sends `w` requests and polls until all completed; returns the number
 /// that succeeded.
-fn round_trips(
+pub(crate) fn round_trips(
     e: &mut Engine<SimPort>,
     a: AgentId,
     reqs: &[SendRequest],

@@ -46,7 +46,7 @@ const SIZES: &[(usize, &str)] = &[
 ];
 
 /// SA GetTableResp header (common MAD header + RMPP + SA header).
-fn sa_header() -> [u8; 56] {
+pub(crate) fn sa_header() -> [u8; 56] {
     let sa = SaHeader {
         attr_offset: 14,
         ..SaHeader::default()
@@ -67,7 +67,7 @@ fn sa_header() -> [u8; 56] {
 }
 
 /// Every segment of `data`, as the sender emits them with an open window.
-fn segments(header: &[u8], data: &[u8], now: Instant) -> Vec<[u8; 256]> {
+pub(crate) fn segments(header: &[u8], data: &[u8], now: Instant) -> Vec<[u8; 256]> {
     let cfg = SenderConfig {
         initial_window: u32::MAX,
         ..SenderConfig::default()
@@ -82,7 +82,7 @@ fn segments(header: &[u8], data: &[u8], now: Instant) -> Vec<[u8; 256]> {
 }
 
 /// Feeds `segs` to a fresh table; returns the delivered message length.
-fn reassemble(segs: &[[u8; 256]], now: Instant) -> usize {
+pub(crate) fn reassemble(segs: &[[u8; 256]], now: Instant) -> usize {
     let mut rx = ReceiverTable::new(ReceiverConfig::default());
     let mut delivered = 0;
     for s in segs {
@@ -141,7 +141,7 @@ fn run(
 
 /// One complete transfer with fresh buffers and a fresh table; returns the
 /// delivered message.
-fn transfer_cold(header: &[u8], data: &[u8], now: Instant) -> Vec<u8> {
+pub(crate) fn transfer_cold(header: &[u8], data: &[u8], now: Instant) -> Vec<u8> {
     let mut tx = Sender::new(header, data, SenderConfig::default(), now).expect("valid SA header");
     let mut rx = ReceiverTable::new(ReceiverConfig::default());
     let mut out = Vec::new();
@@ -151,7 +151,7 @@ fn transfer_cold(header: &[u8], data: &[u8], now: Instant) -> Vec<u8> {
 
 /// A long-running user: one receiver table and one sender message buffer
 /// kept across transfers.
-struct Steady {
+pub(crate) struct Steady {
     rx: ReceiverTable,
     /// The sender's message buffer between transfers.
     message: Vec<u8>,
@@ -161,7 +161,7 @@ struct Steady {
 }
 
 impl Steady {
-    fn new(now: Instant) -> Self {
+    pub(crate) fn new(now: Instant) -> Self {
         Self {
             rx: ReceiverTable::new(ReceiverConfig::default()),
             message: Vec::new(),
@@ -173,7 +173,12 @@ impl Steady {
     /// One transfer of `data` behind `header` (with the next TID); the
     /// delivered message is passed to `check`, then recycled. Returns the
     /// delivered length.
-    fn transfer(&mut self, header: &[u8], data: &[u8], mut check: impl FnMut(&[u8])) -> usize {
+    pub(crate) fn transfer(
+        &mut self,
+        header: &[u8],
+        data: &[u8],
+        mut check: impl FnMut(&[u8]),
+    ) -> usize {
         self.now += ReceiverConfig::default().linger + Duration::from_secs(1);
         self.rx.handle_timeout(self.now);
         self.tid += 1;

@@ -126,13 +126,12 @@ impl<T: Transport> Engine<T> {
             self.on_response(idx, Message::new(m.into_received()), now);
             return;
         }
-        let h = m.header();
         let owner = self
             .table
             .lookup(
                 m.qp(),
                 class.0,
-                h.class_version,
+                m.class_version(),
                 m.method_byte(),
                 m.oui().unwrap_or(0),
             )
@@ -148,7 +147,7 @@ impl<T: Transport> Engine<T> {
             Some(aidx) => self.deliver_recv(aidx, Message::new(m.into_received())),
             None => {
                 self.stats.unclaimed_requests += 1;
-                let method = h.method;
+                let method = m.method();
                 if self.cfg.answer_unmatched && (method == Method::GET || method == Method::SET) {
                     self.answer_unsupported(&m);
                 }
@@ -159,7 +158,7 @@ impl<T: Transport> Engine<T> {
     /// Hands an RMPP segment (or DS ACK) to agent `aidx`'s reassembly.
     fn reassemble(&mut self, aidx: usize, m: &Inbound, now: Instant) {
         if let (Some(rx), Some(h)) = (self.agents[aidx].rmpp_rx.as_mut(), m.rmpp()) {
-            rx.handle_parsed(m.bytes(), h, m.src(), now);
+            rx.handle_parsed(m.bytes(), &h, m.src(), now);
         }
         self.drain_rx(aidx, now);
     }

@@ -1,17 +1,18 @@
 //! A received MAD parsed once, at the port boundary: [`Inbound`].
 //!
-//! The transport delivers bytes ([`Received`]); the port parses their
-//! common header (and, for a class that carries one, the RMPP header and
-//! the vendor OUI) with the wire crate's `Repr`s, refuses what is not a
-//! MAD of the QP it arrived on, and routes the typed value. Nothing above
-//! the port reads raw header offsets again.
+//! The transport delivers bytes ([`Received`]); the port checks their
+//! common header with the wire crate's views, refuses what is not a MAD
+//! of the QP it arrived on, and routes the checked value, whose typed
+//! accessors (common header, RMPP header for a class that carries one,
+//! vendor OUI) read the bytes through the same views. Nothing above the
+//! port reads raw header offsets again.
 
 use std::sync::Arc;
 
 use crate::transport::{Address, Qp, Received};
-use crate::wire::rmpp::{RmppHeader, RmppType, RmppView};
+use crate::wire::rmpp::{RmppHeader, RmppType, RmppView, RMPP_FLAG_ACTIVE};
 use crate::wire::vendor::VendorMad;
-use crate::wire::{Mad, MadHeader, MgmtClass, RMPP_HEADER_END, VENDOR_DATA_OFFSET};
+use crate::wire::{Mad, MadHeader, Method, MgmtClass, RMPP_HEADER_END, VENDOR_DATA_OFFSET};
 
 /// Why a received buffer is not an [`Inbound`] MAD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -33,9 +34,13 @@ pub enum InboundError {
     },
 }
 
-/// A received MAD, parsed: its common header, its RMPP header when its
-/// class carries one, its vendor OUI for vendor range 2 (classes
-/// 0x30-0x4F), where it came from, and the bytes (shared, not copied).
+/// A received MAD, checked: at least a common header of base version 1,
+/// of a class that belongs on the QP it arrived on. Its common header,
+/// its RMPP header when its class carries one, and its vendor OUI for
+/// vendor range 2 (classes 0x30-0x4F) are read from the bytes (shared,
+/// not copied) when asked for: the value is one pointer, so handing it
+/// from the port to a client and on costs nothing, and a field nobody
+/// asks for is never decoded.
 ///
 /// ```
 /// use mad_core::port::Inbound;
@@ -51,72 +56,89 @@ pub enum InboundError {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inbound {
-    header: MadHeader,
-    rmpp: Option<RmppHeader>,
-    oui: Option<u32>,
     received: Arc<Received>,
 }
 
 impl Inbound {
-    /// Parses what a transport delivered.
+    /// Checks what a transport delivered.
     ///
     /// # Errors
     /// [`InboundError`]: too short for a header, a base version other
     /// than 1, or a class that does not belong on its QP.
     pub fn parse(received: Received) -> Result<Self, InboundError> {
-        let bytes = &received.mad[..];
-        let header = Mad::new_checked(bytes)
-            .and_then(|m| m.header())
-            .map_err(|_| InboundError::Truncated(bytes.len()))?;
-        if header.base_version != 1 {
-            return Err(InboundError::BaseVersion(header.base_version));
+        let m = Mad::new_checked(&received.mad[..])
+            .map_err(|_| InboundError::Truncated(received.mad.len()))?;
+        if m.base_version() != 1 {
+            return Err(InboundError::BaseVersion(m.base_version()));
         }
-        let class = header.mgmt_class;
+        let class = m.mgmt_class();
         if class.is_smp() != (received.qp == Qp::Qp0) {
             return Err(InboundError::WrongQp {
                 class: class.0,
                 qp: received.qp,
             });
         }
-        let rmpp = (class.is_rmpp_class() && bytes.len() >= RMPP_HEADER_END)
-            .then(|| RmppView::new_unchecked(bytes).header().ok())
-            .flatten();
-        let oui = (class.is_vendor_range2() && bytes.len() >= VENDOR_DATA_OFFSET)
-            .then(|| VendorMad::new_unchecked(bytes).oui());
         Ok(Self {
-            header,
-            rmpp,
-            oui,
             received: Arc::new(received),
         })
+    }
+
+    /// The common header, as a view of the bytes (at least 24 of them).
+    #[inline]
+    fn view(&self) -> Mad<&[u8]> {
+        Mad::new_unchecked(self.bytes())
+    }
+
+    /// The bytes from the RMPP header on, for a class that carries one
+    /// and a MAD long enough to hold it.
+    #[inline]
+    fn rmpp_view(&self) -> Option<RmppView<&[u8]>> {
+        let bytes = self.bytes();
+        (self.class().is_rmpp_class() && bytes.len() >= RMPP_HEADER_END)
+            .then(|| RmppView::new_unchecked(bytes))
     }
 
     /// The common header.
     #[must_use]
     #[inline]
-    pub fn header(&self) -> &MadHeader {
-        &self.header
+    pub fn header(&self) -> MadHeader {
+        // `parse` checked the length, so this never falls back.
+        self.view().header().unwrap_or_default()
     }
 
     /// The management class.
     #[must_use]
     #[inline]
     pub fn class(&self) -> MgmtClass {
-        self.header.mgmt_class
+        self.view().mgmt_class()
+    }
+
+    /// The class version.
+    #[must_use]
+    #[inline]
+    pub fn class_version(&self) -> u8 {
+        self.view().class_version()
+    }
+
+    /// The method, without the response bit.
+    #[must_use]
+    #[inline]
+    pub fn method(&self) -> Method {
+        self.view().method()
     }
 
     /// The transaction ID as received.
     #[must_use]
     #[inline]
     pub fn tid(&self) -> u64 {
-        self.header.tid
+        self.view().tid()
     }
 
     /// The method byte as on the wire (response bit included).
     #[must_use]
     #[inline]
     pub fn method_byte(&self) -> u8 {
-        self.header.method.0 | if self.header.response { 0x80 } else { 0 }
+        self.view().raw_method()
     }
 
     /// True when it is routed as a response, by TID
@@ -124,15 +146,15 @@ impl Inbound {
     #[must_use]
     #[inline]
     pub fn is_response(&self) -> bool {
-        self.header.is_response()
+        self.view().is_response()
     }
 
     /// The RMPP header, for a class that carries one (whether or not its
     /// Active flag is set).
     #[must_use]
     #[inline]
-    pub fn rmpp(&self) -> Option<&RmppHeader> {
-        self.rmpp.as_ref()
+    pub fn rmpp(&self) -> Option<RmppHeader> {
+        self.rmpp_view().and_then(|v| v.header().ok())
     }
 
     /// The RMPP type of a MAD whose RMPP header has the Active flag set:
@@ -140,17 +162,18 @@ impl Inbound {
     #[must_use]
     #[inline]
     pub fn rmpp_active(&self) -> Option<RmppType> {
-        self.rmpp
-            .as_ref()
-            .filter(|h| h.is_active())
-            .map(|h| h.rmpp_type)
+        self.rmpp_view()
+            .filter(|v| v.flags() & RMPP_FLAG_ACTIVE != 0)
+            .map(|v| v.rmpp_type())
     }
 
     /// The IEEE OUI of a vendor range-2 MAD.
     #[must_use]
     #[inline]
     pub fn oui(&self) -> Option<u32> {
-        self.oui
+        let bytes = self.bytes();
+        (self.class().is_vendor_range2() && bytes.len() >= VENDOR_DATA_OFFSET)
+            .then(|| VendorMad::new_unchecked(bytes).oui())
     }
 
     /// The QP it arrived on.

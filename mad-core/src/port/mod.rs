@@ -95,9 +95,10 @@
 //!
 //! # Receives
 //!
-//! A received MAD is parsed once, here, into an [`Inbound`] (common
-//! header, RMPP header for the classes that carry one, vendor OUI, source
-//! address, the shared bytes); one that is shorter than a MAD header, has
+//! A received MAD is checked once, here, into an [`Inbound`] (the shared
+//! bytes and source address, one pointer; its accessors read the common
+//! header, the RMPP header for the classes that carry one and the vendor
+//! OUI through the wire views); one that is shorter than a MAD header, has
 //! a base version other than 1 or a class that does not belong on its QP
 //! is dropped and counted ([`PortStats::recv_malformed`]). The
 //! [`Inbound`] goes, as [`PortEvent::Received`], to every client that

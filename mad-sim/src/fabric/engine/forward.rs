@@ -287,6 +287,11 @@ impl Core {
         pkt: &Packet,
         dir: Direction,
     ) -> bool {
+        // Decided before the port is looked up: SMPs (VL15) cross every
+        // switch port, so the per-hop cost of an SMP is two compares.
+        if port == 0 || pkt.vl15 {
+            return false;
+        }
         let Some(p) = self.node(node).and_then(|n| n.port(port)) else {
             return false;
         };
@@ -294,7 +299,7 @@ impl Core {
             Direction::Inbound => p.info.partition_enforcement_inbound,
             Direction::Outbound => p.info.partition_enforcement_outbound,
         };
-        if port == 0 || pkt.vl15 || !enforced || pkey_index(&p.pkeys, pkt.pkey).is_some() {
+        if !enforced || pkey_index(&p.pkeys, pkt.pkey).is_some() {
             return false;
         }
         if let Some(p) = self.port_mut(node, port) {
