@@ -12,6 +12,12 @@ use mad_core::wire::sa_records::PathRecord;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnId(pub u32);
 
+impl ConnId {
+    /// No connection (never a local Communication ID): the ID of an event
+    /// about a listener.
+    pub const NONE: ConnId = ConnId(0);
+}
+
 /// A listener, named by the service ID it listens on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ListenId(pub u64);
@@ -304,6 +310,13 @@ pub enum CmEvent {
     TimewaitExit,
     /// The port went away; the connection is gone.
     DeviceRemoval,
+    /// The port went away under a listener (`RDMA_CM_EVENT_DEVICE_REMOVAL`
+    /// on a listening ID): it takes no more REQs and is gone. Its event's
+    /// [`ConnId`] is [`ConnId::NONE`], which names no connection.
+    ListenerRemoved {
+        /// The listener.
+        listener: ListenId,
+    },
 }
 
 /// A call the CM refuses.

@@ -178,7 +178,7 @@ impl Net {
                 CmEvent::ConnectError { .. } => "CONNECT_ERROR",
                 CmEvent::Disconnected { .. } => "DISCONNECTED",
                 CmEvent::TimewaitExit => "TIMEWAIT_EXIT",
-                CmEvent::DeviceRemoval => "DEVICE_REMOVAL",
+                CmEvent::DeviceRemoval | CmEvent::ListenerRemoved { .. } => "DEVICE_REMOVAL",
             })
             .collect()
     }
@@ -675,14 +675,18 @@ fn device_removal_reaches_every_connection() {
     let mut n = Net::new();
     let (ca, _) = n.connected(0x40);
     let other = n.a.connect(n.now, params(0x41)).unwrap();
+    let l = n.a.listen(0x99).unwrap();
     n.a.device_removed();
     let ev: Vec<_> = std::iter::from_fn(|| n.a.poll_event()).collect();
     assert_eq!(
         ev,
         [
             (ca, CmEvent::DeviceRemoval),
-            (other, CmEvent::DeviceRemoval)
+            (other, CmEvent::DeviceRemoval),
+            (ConnId::NONE, CmEvent::ListenerRemoved { listener: l })
         ]
     );
     assert!(n.a.is_empty() && n.a.poll_timeout().is_none() && n.a.poll_transmit().is_none());
+    // The listener is gone with the device: listening again is allowed.
+    assert_eq!(n.a.listen(0x99), Ok(l));
 }

@@ -505,6 +505,9 @@ fn print(inv: &mut Invocation<'_, '_>, id: ConnId, e: &CmEvent) {
         CmEvent::Disconnected { .. } => "DISCONNECTED".to_owned(),
         CmEvent::TimewaitExit => "TIMEWAIT_EXIT".to_owned(),
         CmEvent::DeviceRemoval => "DEVICE_REMOVAL".to_owned(),
+        CmEvent::ListenerRemoved { listener } => {
+            format!("DEVICE_REMOVAL listener service {:#x}", listener.0)
+        }
     };
     inv.io.out(&format!("{:#010x} {line}\n", id.0));
 }
@@ -632,6 +635,9 @@ fn listen(inv: &mut Invocation<'_, '_>, cm: &CmService, s: &Settings) -> Result<
             CmEvent::TimewaitExit | CmEvent::ConnectError { .. } | CmEvent::Rejected { .. } => {
                 ended += 1;
             }
+            // The device is gone: every connection's removal is printed
+            // (they come first), then the listener's; the work is cut short.
+            CmEvent::ListenerRemoved { .. } => return Err(CliError::Exit(1)),
             _ => {}
         }
     }
