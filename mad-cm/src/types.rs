@@ -305,6 +305,9 @@ pub enum CmEvent {
     Disconnected {
         /// The DREQ's or DREP's private data (empty after a timeout).
         private_data: Vec<u8>,
+        /// What ended it (rdma_cm does not say; a trace for debugging,
+        /// and the proof that two DREQs crossed).
+        cause: DisconnectCause,
     },
     /// Timewait is over: the QP may be reused.
     TimewaitExit,
@@ -317,6 +320,36 @@ pub enum CmEvent {
         /// The listener.
         listener: ListenId,
     },
+}
+
+/// What disconnected a connection ([`CmEvent::Disconnected`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisconnectCause {
+    /// The peer's DREQ, this side not disconnecting.
+    DreqReceived,
+    /// The peer's DREQ while this side's own DREQ was outstanding (state
+    /// DREQ sent): a simultaneous disconnect, the DREQs crossed.
+    DreqCrossed,
+    /// The DREP answering this side's DREQ.
+    DrepReceived,
+    /// This side's DREQ went unanswered.
+    DreqUnanswered,
+    /// A REJ on an established connection.
+    RejReceived,
+}
+
+impl DisconnectCause {
+    /// A short description, naming the CM state where it matters.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::DreqReceived => "DREQ received",
+            Self::DreqCrossed => "DREQ received in state DREQ sent",
+            Self::DrepReceived => "DREP received",
+            Self::DreqUnanswered => "DREQ unanswered",
+            Self::RejReceived => "REJ received",
+        }
+    }
 }
 
 /// A call the CM refuses.

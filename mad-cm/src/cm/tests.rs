@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 use mad_core::transport::Address;
 use mad_core::wire::cm::{timeout_duration, CmMessage, RejectReason};
 
-use crate::{AcceptParams, Cm, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnectParams, State};
+use crate::{
+    AcceptParams, Cm, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnectParams, DisconnectCause,
+    State,
+};
 
 const SERVICE: u64 = 0x0106_4e20;
 
@@ -447,7 +450,7 @@ fn disconnect_from_the_client() {
     n.pump();
     let (_, e) = &n.ev_b[0];
     assert!(
-        matches!(e, CmEvent::Disconnected { private_data } if private_data.starts_with(b"bye"))
+        matches!(e, CmEvent::Disconnected { private_data, cause: DisconnectCause::DreqReceived } if private_data.starts_with(b"bye"))
     );
     assert_eq!(n.take(), (vec!["DISCONNECTED"], vec!["DISCONNECTED"]));
     n.settle();
@@ -475,6 +478,19 @@ fn simultaneous_disconnect_reports_one_disconnect_on_each_side() {
     n.b.disconnect(n.now, cb, &[]).unwrap();
     n.pump();
     n.settle();
+    // Each side got the other's DREQ while its own was outstanding.
+    for ev in [&n.ev_a, &n.ev_b] {
+        assert!(
+            matches!(
+                ev[0].1,
+                CmEvent::Disconnected {
+                    cause: DisconnectCause::DreqCrossed,
+                    ..
+                }
+            ),
+            "{ev:?}"
+        );
+    }
     assert_eq!(
         n.take(),
         (
