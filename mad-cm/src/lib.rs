@@ -61,5 +61,5 @@ pub use cm::{Cm, CmStats};
 pub use conn::State;
 pub use types::{
     iboe_mtu, AcceptParams, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnInfo, ConnectParams,
-    ListenId, Transmit,
+    DisconnectCause, ListenId, Transmit,
 };

@@ -12,6 +12,12 @@ use mad_core::wire::sa_records::PathRecord;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnId(pub u32);
 
+impl ConnId {
+    /// No connection (never a local Communication ID): the ID of an event
+    /// about a listener.
+    pub const NONE: ConnId = ConnId(0);
+}
+
 /// A listener, named by the service ID it listens on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ListenId(pub u64);
@@ -299,11 +305,51 @@ pub enum CmEvent {
     Disconnected {
         /// The DREQ's or DREP's private data (empty after a timeout).
         private_data: Vec<u8>,
+        /// What ended it (rdma_cm does not say; a trace for debugging,
+        /// and the proof that two DREQs crossed).
+        cause: DisconnectCause,
     },
     /// Timewait is over: the QP may be reused.
     TimewaitExit,
     /// The port went away; the connection is gone.
     DeviceRemoval,
+    /// The port went away under a listener (`RDMA_CM_EVENT_DEVICE_REMOVAL`
+    /// on a listening ID): it takes no more REQs and is gone. Its event's
+    /// [`ConnId`] is [`ConnId::NONE`], which names no connection.
+    ListenerRemoved {
+        /// The listener.
+        listener: ListenId,
+    },
+}
+
+/// What disconnected a connection ([`CmEvent::Disconnected`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisconnectCause {
+    /// The peer's DREQ, this side not disconnecting.
+    DreqReceived,
+    /// The peer's DREQ while this side's own DREQ was outstanding (state
+    /// DREQ sent): a simultaneous disconnect, the DREQs crossed.
+    DreqCrossed,
+    /// The DREP answering this side's DREQ.
+    DrepReceived,
+    /// This side's DREQ went unanswered.
+    DreqUnanswered,
+    /// A REJ on an established connection.
+    RejReceived,
+}
+
+impl DisconnectCause {
+    /// A short description, naming the CM state where it matters.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::DreqReceived => "DREQ received",
+            Self::DreqCrossed => "DREQ received in state DREQ sent",
+            Self::DrepReceived => "DREP received",
+            Self::DreqUnanswered => "DREQ unanswered",
+            Self::RejReceived => "REJ received",
+        }
+    }
 }
 
 /// A call the CM refuses.

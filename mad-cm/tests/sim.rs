@@ -7,16 +7,20 @@
     reason = "tests: a failed unwrap is a failed test"
 )]
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mad_agents::sa::{SaClient, SaClientConfig};
 use mad_agents::{EngineConfig, Runtime};
 use mad_cm::service::{resolve_route, CmService};
 use mad_cm::{AcceptParams, CmConfig, CmEvent, CmPath, ConnId, ConnectParams};
+use mad_core::transport::{Transport, TransportError};
 use mad_core::wire::cm::cma::{self, CmaHeader, PortSpace};
 use mad_core::wire::cm::RejectReason;
 use mad_core::wire::Repr;
 use mad_sim::Subnet;
+use mad_testkit::wrap::{Hooks, Wrapped};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -27,8 +31,17 @@ struct Host {
 }
 
 fn host(s: &Subnet, name: &str) -> Host {
+    host_with(s, name, |ep| ep)
+}
+
+/// A host whose port's transport is `wrap(its endpoint)`.
+fn host_with<T: Transport + 'static>(
+    s: &Subnet,
+    name: &str,
+    wrap: impl FnOnce(mad_sim::SimPort) -> T,
+) -> Host {
     let ep = s.fabric().attach(name, 1).unwrap();
-    let rt = Runtime::start(ep, EngineConfig::default()).unwrap();
+    let rt = Runtime::start(wrap(ep), EngineConfig::default()).unwrap();
     let lid = rt.port_attrs().lid;
     let cm = CmService::start(&rt, CmConfig::default()).unwrap();
     Host { cm, lid, rt }
@@ -178,4 +191,61 @@ fn reject_and_unreachable_on_the_built_in_fabric() {
     };
     client.cm.connect(p).unwrap();
     expect(&client, "Unreachable");
+}
+
+/// A device that goes away when `gone` is set: from then on every receive
+/// fails as ib_umad's read does on a removed device (EIO, which the umad
+/// transport reports as `DeviceDead`).
+struct Removable {
+    gone: Arc<AtomicBool>,
+}
+
+impl Hooks for Removable {
+    fn recv_error(&mut self) -> Option<TransportError> {
+        self.gone
+            .load(Ordering::SeqCst)
+            .then(|| TransportError::DeviceDead("host-5".into()))
+    }
+}
+
+#[test]
+fn a_removed_device_gives_every_connection_and_listener_device_removal() {
+    let s = Subnet::builtin().unwrap();
+    let gone = Arc::new(AtomicBool::new(false));
+    let client = host(&s, "host-4");
+    let hooks = Removable { gone: gone.clone() };
+    let server = host_with(&s, "host-5", |ep| Wrapped::new(ep, hooks));
+    let path = route(&client, &server);
+    let service = cma::service_id(PortSpace::Tcp, 7471);
+    let listener = server.cm.listen(service).unwrap();
+    let ca = client.cm.connect(rdma_cm_req(path, 0x50)).unwrap();
+    let (sb, _) = expect(&server, "ConnectRequest");
+    server.cm.accept(sb, AcceptParams::default()).unwrap();
+    expect(&client, "Established");
+    expect(&server, "Established");
+    // A second connection still waiting for its REP.
+    client.cm.connect(rdma_cm_req(path, 0x51)).unwrap();
+    let (sc, _) = expect(&server, "ConnectRequest");
+
+    // The device goes; the client's DREQ is what the server's port next
+    // tries to read.
+    gone.store(true, Ordering::SeqCst);
+    client.cm.disconnect(ca, &[]).unwrap();
+    let mut got = [
+        server.cm.next_event(WAIT),
+        server.cm.next_event(WAIT),
+        server.cm.next_event(WAIT),
+    ];
+    got.sort_by_key(|e| e.as_ref().map(|(id, _)| *id));
+    let mut want = [
+        Some((ConnId::NONE, CmEvent::ListenerRemoved { listener })),
+        Some((sb, CmEvent::DeviceRemoval)),
+        Some((sc, CmEvent::DeviceRemoval)),
+    ];
+    want.sort_by_key(|e| e.as_ref().map(|(id, _)| *id));
+    assert_eq!(got, want);
+    // Nothing after DEVICE_REMOVAL: the connections and the listener are
+    // gone, and nothing more is read from the dead device.
+    assert_eq!(server.cm.state(sb), None);
+    assert_eq!(server.cm.next_event(Duration::from_millis(300)), None);
 }

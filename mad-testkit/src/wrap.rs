@@ -46,6 +46,12 @@ pub trait Hooks: Send {
         Ok(())
     }
 
+    /// An error for `poll_recv` to return instead of receiving (a device
+    /// that went away: [`TransportError::DeviceDead`]); `None` receives.
+    fn recv_error(&mut self) -> Option<TransportError> {
+        None
+    }
+
     /// The descriptor to report instead of the inner transport's
     /// (`Some(None)`: none at all); `None` keeps the inner one.
     fn raw_fd(&self) -> Option<Option<RawFd>> {
@@ -104,6 +110,9 @@ impl<T: Transport, H: Hooks> Transport for Wrapped<T, H> {
         }
     }
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        if let Some(e) = self.hooks.recv_error() {
+            return Err(e);
+        }
         loop {
             let r = match self.hooks.inject() {
                 Some(r) => r,

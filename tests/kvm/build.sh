@@ -2,7 +2,7 @@
 # Builds the kernel VM's base image for madstack's real-kernel tests:
 # Debian's stock kernel (unpacked from its .deb, never installed), and a
 # busybox initramfs with the RDMA modules (rdma_rxe, ib_umad, ib_uverbs),
-# iproute2's `ip` / `rdma`, the C peer `kpeer` (libibumad, the kernel's RMPP),
+# iproute2's `ip` / `rdma` / `tc` (with sch_netem), the C peer `kpeer` (libibumad, the kernel's RMPP),
 # infiniband-diags' ibstat / ibstatus for comparison, and the kernel's CM
 # modules with librdmacm's rping (loaded only by the kernel-peer VM).
 #
@@ -72,7 +72,7 @@ ln -s busybox "$R/bin/sh"
 
 # Modules, in load order. crc32_generic is needed by rdma_rxe but is not a
 # modinfo dependency of it.
-MODULES="crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs ib_umad rdma_rxe veth e1000"
+MODULES="crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs ib_umad rdma_rxe veth e1000 sch_netem"
 # The kernel's own CM, for the VM that plays the kernel peer: copied, not
 # loaded at boot (it would own class 0x07 on every device), in this order.
 CM_MODULES="configfs ib_cm iw_cm rdma_cm rdma_ucm"
@@ -106,6 +106,8 @@ copy_elf() { # file [dest]: copies an ELF file and every library ldd resolves fo
 # busybox's own `ip` cannot make veth pairs: iproute2's, by absolute path.
 copy_elf /bin/ip /usr/sbin/ip
 copy_elf /usr/bin/rdma /usr/sbin/rdma
+# iproute2's tc: netem delays make CM races certain (cm.sh).
+copy_elf /usr/sbin/tc /usr/sbin/tc
 # infiniband-diags' ibstat (libibmad, libibumad) and the ibstatus script.
 copy_elf /usr/sbin/ibstat /usr/sbin/ibstat
 cp /usr/sbin/ibstatus "$R/usr/sbin/ibstatus"

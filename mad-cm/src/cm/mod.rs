@@ -261,13 +261,20 @@ impl Cm {
         self.send_retried(now, id, &dreq)
     }
 
-    /// The port went away: every connection gets `DeviceRemoval` and is
-    /// forgotten; listeners stay.
+    /// The port went away: every connection gets `DeviceRemoval`, every
+    /// listener `ListenerRemoved`, and all are forgotten (rdma_cm delivers
+    /// DEVICE_REMOVAL to every ID on the device, listening ones included).
     pub fn device_removed(&mut self) {
         let mut ids: Vec<ConnId> = self.conns.keys().copied().collect();
         ids.sort();
         for id in ids {
             self.events.push_back((id, CmEvent::DeviceRemoval));
+        }
+        let mut listeners: Vec<ListenId> = self.listeners.drain().map(|(_, l)| l).collect();
+        listeners.sort();
+        for listener in listeners {
+            self.events
+                .push_back((ConnId::NONE, CmEvent::ListenerRemoved { listener }));
         }
         self.conns.clear();
         self.by_remote.clear();

@@ -12,7 +12,7 @@ use mad_core::wire::{MadHeader, Method, Repr, METHOD_RESPONSE_BIT};
 
 use super::{msgs, Cm};
 use crate::conn::{Conn, Side, State};
-use crate::types::{CmError, CmEvent, CmPath, ConnId, ConnInfo, Transmit};
+use crate::types::{CmError, CmEvent, CmPath, ConnId, ConnInfo, DisconnectCause, Transmit};
 
 impl Cm {
     /// Handles one CM MAD received from `src`.
@@ -268,6 +268,7 @@ impl Cm {
                     id,
                     CmEvent::Disconnected {
                         private_data: m.private_data.to_vec(),
+                        cause: DisconnectCause::RejReceived,
                     },
                 ));
                 self.enter_timewait(now, id);
@@ -364,6 +365,11 @@ impl Cm {
         let event = match c.state {
             State::Established | State::DreqSent => CmEvent::Disconnected {
                 private_data: m.private_data.to_vec(),
+                cause: if c.state == State::DreqSent {
+                    DisconnectCause::DreqCrossed
+                } else {
+                    DisconnectCause::DreqReceived
+                },
             },
             State::RepSent | State::MraRepRcvd | State::RepRcvd | State::MraRepSent => {
                 CmEvent::ConnectError {
@@ -390,8 +396,13 @@ impl Cm {
         };
         if self.state(id) == Some(State::DreqSent) {
             let private_data = m.private_data.to_vec();
-            self.events
-                .push_back((id, CmEvent::Disconnected { private_data }));
+            self.events.push_back((
+                id,
+                CmEvent::Disconnected {
+                    private_data,
+                    cause: DisconnectCause::DrepReceived,
+                },
+            ));
             self.enter_timewait(now, id);
         }
         Ok(())

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 use mad_core::transport::Address;
 use mad_core::wire::cm::{timeout_duration, CmMessage, RejectReason};
 
-use crate::{AcceptParams, Cm, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnectParams, State};
+use crate::{
+    AcceptParams, Cm, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnectParams, DisconnectCause,
+    State,
+};
 
 const SERVICE: u64 = 0x0106_4e20;
 
@@ -178,7 +181,7 @@ impl Net {
                 CmEvent::ConnectError { .. } => "CONNECT_ERROR",
                 CmEvent::Disconnected { .. } => "DISCONNECTED",
                 CmEvent::TimewaitExit => "TIMEWAIT_EXIT",
-                CmEvent::DeviceRemoval => "DEVICE_REMOVAL",
+                CmEvent::DeviceRemoval | CmEvent::ListenerRemoved { .. } => "DEVICE_REMOVAL",
             })
             .collect()
     }
@@ -447,7 +450,7 @@ fn disconnect_from_the_client() {
     n.pump();
     let (_, e) = &n.ev_b[0];
     assert!(
-        matches!(e, CmEvent::Disconnected { private_data } if private_data.starts_with(b"bye"))
+        matches!(e, CmEvent::Disconnected { private_data, cause: DisconnectCause::DreqReceived } if private_data.starts_with(b"bye"))
     );
     assert_eq!(n.take(), (vec!["DISCONNECTED"], vec!["DISCONNECTED"]));
     n.settle();
@@ -475,6 +478,19 @@ fn simultaneous_disconnect_reports_one_disconnect_on_each_side() {
     n.b.disconnect(n.now, cb, &[]).unwrap();
     n.pump();
     n.settle();
+    // Each side got the other's DREQ while its own was outstanding.
+    for ev in [&n.ev_a, &n.ev_b] {
+        assert!(
+            matches!(
+                ev[0].1,
+                CmEvent::Disconnected {
+                    cause: DisconnectCause::DreqCrossed,
+                    ..
+                }
+            ),
+            "{ev:?}"
+        );
+    }
     assert_eq!(
         n.take(),
         (
@@ -675,14 +691,18 @@ fn device_removal_reaches_every_connection() {
     let mut n = Net::new();
     let (ca, _) = n.connected(0x40);
     let other = n.a.connect(n.now, params(0x41)).unwrap();
+    let l = n.a.listen(0x99).unwrap();
     n.a.device_removed();
     let ev: Vec<_> = std::iter::from_fn(|| n.a.poll_event()).collect();
     assert_eq!(
         ev,
         [
             (ca, CmEvent::DeviceRemoval),
-            (other, CmEvent::DeviceRemoval)
+            (other, CmEvent::DeviceRemoval),
+            (ConnId::NONE, CmEvent::ListenerRemoved { listener: l })
         ]
     );
     assert!(n.a.is_empty() && n.a.poll_timeout().is_none() && n.a.poll_transmit().is_none());
+    // The listener is gone with the device: listening again is allowed.
+    assert_eq!(n.a.listen(0x99), Ok(l));
 }

@@ -7,7 +7,7 @@ use mad_core::wire::cm::{CmMessage, MsgRef, RejectReason};
 
 use super::{msgs, Cm};
 use crate::conn::{Retry, State};
-use crate::types::{CmError, CmEvent, ConnId};
+use crate::types::{CmError, CmEvent, ConnId, DisconnectCause};
 
 impl Cm {
     /// Handles every deadline at or before `now`: resends a message whose
@@ -95,6 +95,7 @@ impl Cm {
                     id,
                     CmEvent::Disconnected {
                         private_data: Vec::new(),
+                        cause: DisconnectCause::DreqUnanswered,
                     },
                 ));
                 self.enter_timewait(now, id);

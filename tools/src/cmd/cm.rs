@@ -28,9 +28,13 @@
 //! follows it (`rdma_establish`). Each `disconnect` this side starts prints
 //! `disconnecting`. The CM is madstack's own: no QP is created, so the
 //! QPN announced is the one given with `--qpn` (default 1); the events
-//! print what a verbs user would move its QP with. Exit status 0 when the
+//! print what a verbs user would move its QP with. With `-v` each
+//! DISCONNECTED names its cause (`DREQ received in state DREQ sent` when
+//! the two sides' DREQs crossed). When the device goes away (`rdma link
+//! del`) every connection and the listener print DEVICE_REMOVAL and the
+//! command closes the device and exits. Exit status 0 when the
 //! connection was made and ended cleanly, 1 when it was rejected,
-//! unreachable or failed.
+//! unreachable or failed, or the device was removed.
 
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -163,6 +167,8 @@ struct Settings {
     retries: u8,
     response_timeout: u8,
     deadline: Instant,
+    /// `-v`: print each disconnect's cause.
+    verbose: bool,
 }
 
 /// `text` as a number no larger than `max`, else a usage error naming the option.
@@ -189,6 +195,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         retries: 15,
         response_timeout: 20,
         deadline: Instant::now(),
+        verbose: false,
     };
     let mut wait = 30u64;
     let mut cma_addrs = None;
@@ -229,6 +236,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         ));
     }
     s.deadline = Instant::now() + Duration::from_secs(wait);
+    s.verbose = p.common.verbose > 0;
     let mut session = ibdiag::open_session(inv, &p.common)?;
     let cfg = CmConfig {
         response_timeout: s.response_timeout,
@@ -280,7 +288,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             };
             let r = connect(inv, &cm, params, &s);
             if let Some(p) = peer {
-                p.finish(inv);
+                p.finish(inv, s.verbose);
             }
             r
         }
@@ -459,12 +467,12 @@ fn sim_peer(sim: &SimFabric, sid: u64, qpn: u32) -> Result<SimPeer, CliError> {
 impl SimPeer {
     /// Stops the peer (once its connection has ended) and prints its
     /// events.
-    fn finish(self, inv: &mut Invocation<'_, '_>) {
+    fn finish(self, inv: &mut Invocation<'_, '_>, verbose: bool) {
         self.stop.store(true, Ordering::Relaxed);
         let seen = self.thread.join().unwrap_or_default();
         for (id, e) in &seen {
             inv.io.out("peer ");
-            print(inv, *id, e);
+            print(inv, *id, e, verbose);
         }
     }
 }
@@ -487,8 +495,9 @@ fn describe(info: &ConnInfo) -> String {
     )
 }
 
-/// Prints one event as rdma_cm names it.
-fn print(inv: &mut Invocation<'_, '_>, id: ConnId, e: &CmEvent) {
+/// Prints one event as rdma_cm names it; with `-v`, a disconnect's
+/// cause follows its name.
+fn print(inv: &mut Invocation<'_, '_>, id: ConnId, e: &CmEvent, verbose: bool) {
     let line = match e {
         CmEvent::ConnectRequest { listener, info } => {
             format!(
@@ -502,20 +511,26 @@ fn print(inv: &mut Invocation<'_, '_>, id: ConnId, e: &CmEvent) {
         CmEvent::Rejected { reason, .. } => format!("REJECTED reason {} ({reason})", reason.0),
         CmEvent::Unreachable => "UNREACHABLE".to_owned(),
         CmEvent::ConnectError { why } => format!("CONNECT_ERROR {why}"),
+        CmEvent::Disconnected { cause, .. } if verbose => {
+            format!("DISCONNECTED ({})", cause.describe())
+        }
         CmEvent::Disconnected { .. } => "DISCONNECTED".to_owned(),
         CmEvent::TimewaitExit => "TIMEWAIT_EXIT".to_owned(),
         CmEvent::DeviceRemoval => "DEVICE_REMOVAL".to_owned(),
+        CmEvent::ListenerRemoved { listener } => {
+            format!("DEVICE_REMOVAL listener service {:#x}", listener.0)
+        }
     };
     inv.io.out(&format!("{:#010x} {line}\n", id.0));
 }
 
-/// The next event before `deadline`, printed.
+/// The next event before the command's deadline, printed.
 fn next(
     inv: &mut Invocation<'_, '_>,
     cm: &CmService,
-    deadline: Instant,
+    s: &Settings,
 ) -> Result<(ConnId, CmEvent), CliError> {
-    next_by(inv, cm, deadline, deadline)?
+    next_by(inv, cm, s.deadline, s)?
         .ok_or_else(|| CliError::Failed("cm: timed out waiting for an event".into()))
 }
 
@@ -525,8 +540,9 @@ fn next_by(
     inv: &mut Invocation<'_, '_>,
     cm: &CmService,
     until: Instant,
-    deadline: Instant,
+    s: &Settings,
 ) -> Result<Option<(ConnId, CmEvent)>, CliError> {
+    let deadline = s.deadline;
     let now = Instant::now();
     if now >= deadline {
         return Err(CliError::Failed(
@@ -543,7 +559,7 @@ fn next_by(
             Ok(None)
         };
     };
-    print(inv, id, &e);
+    print(inv, id, &e, s.verbose);
     Ok(Some((id, e)))
 }
 
@@ -603,7 +619,7 @@ fn listen(inv: &mut Invocation<'_, '_>, cm: &CmService, s: &Settings) -> Result<
             .map(|(at, _)| *at)
             .min()
             .unwrap_or(s.deadline);
-        let Some((id, e)) = next_by(inv, cm, until, s.deadline)? else {
+        let Some((id, e)) = next_by(inv, cm, until, s)? else {
             continue;
         };
         match e {
@@ -632,6 +648,9 @@ fn listen(inv: &mut Invocation<'_, '_>, cm: &CmService, s: &Settings) -> Result<
             CmEvent::TimewaitExit | CmEvent::ConnectError { .. } | CmEvent::Rejected { .. } => {
                 ended += 1;
             }
+            // The device is gone: every connection's removal is printed
+            // (they come first), then the listener's; the work is cut short.
+            CmEvent::ListenerRemoved { .. } => return Err(CliError::Exit(1)),
             _ => {}
         }
     }
@@ -675,7 +694,7 @@ fn connect(
     while made < s.count {
         let id = cm.connect(params.clone()).map_err(failed)?;
         let stale = loop {
-            let (eid, e) = next(inv, cm, s.deadline)?;
+            let (eid, e) = next(inv, cm, s)?;
             match e {
                 CmEvent::TimewaitExit => timewait.retain(|t| *t != eid),
                 CmEvent::Established { .. } if eid == id => break false,
@@ -698,28 +717,28 @@ fn connect(
         if stale {
             // Wait the old connection out, then ask again.
             while !timewait.is_empty() {
-                let (eid, e) = next(inv, cm, s.deadline)?;
+                let (eid, e) = next(inv, cm, s)?;
                 track(eid, &e, id, &mut timewait, &mut disconnected)?;
             }
             continue;
         }
         // Hold the connection, unless the peer ends it first.
         let until = Instant::now() + s.hold.unwrap_or_default();
-        while let Some((eid, e)) = next_by(inv, cm, until, s.deadline)? {
+        while let Some((eid, e)) = next_by(inv, cm, until, s)? {
             track(eid, &e, id, &mut timewait, &mut disconnected)?;
         }
         if !disconnected {
             disconnect(inv, cm, id)?;
         }
         while !disconnected {
-            let (eid, e) = next(inv, cm, s.deadline)?;
+            let (eid, e) = next(inv, cm, s)?;
             track(eid, &e, id, &mut timewait, &mut disconnected)?;
         }
         made += 1;
     }
     let mut ended = true;
     while !timewait.is_empty() {
-        let (eid, e) = next(inv, cm, s.deadline)?;
+        let (eid, e) = next(inv, cm, s)?;
         track(eid, &e, ConnId(0), &mut timewait, &mut ended)?;
     }
     Ok(())

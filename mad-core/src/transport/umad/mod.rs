@@ -56,6 +56,13 @@
 //! new GID after `GidChange`); after `DeviceFatal` every send and refresh
 //! fails with [`TransportError::DeviceDead`].
 //!
+//! Removing the device (`rdma link del`, a driver unbound) kills the umad
+//! port: its reads fail with EIO. `poll_recv` reports that as
+//! [`TransportError::DeviceDead`] (the port layer's `DeviceFatal`), and the
+//! transport is dead from then on. A provider that cannot disassociate
+//! (rxe) makes the removal wait until the process closes the device:
+//! dropping the transport does.
+//!
 //! When libibverbs, the provider or the verbs device is missing (as under
 //! libumad2sim, which fakes only umad), the port works without events and
 //! [`UmadTransport::no_events_reason`] says why; opening does not fail.
@@ -246,6 +253,22 @@ impl UmadTransport {
         }
         self.events = None;
         self.no_events = Some(why);
+    }
+
+    /// ib_umad killed the port (`ib_umad_kill_port`: the device is being
+    /// unregistered, e.g. `rdma link del`): every read fails with EIO and
+    /// the fd polls as an error forever. The device is gone: stop waking
+    /// for either fd and fail from now on with
+    /// [`TransportError::DeviceDead`], so the port layer reports
+    /// `DeviceFatal` and the owner closes the device (the kernel waits for
+    /// that before `rdma link del` returns).
+    fn removed(&mut self) -> TransportError {
+        self.dead = true;
+        self.drop_events(format!("{} was removed", self.attrs.ca_name));
+        if let Some(w) = &self.wake {
+            w.remove(self.fd);
+        }
+        self.dead_error()
     }
 
     fn dead_error(&self) -> TransportError {
@@ -590,6 +613,9 @@ impl Transport for UmadTransport {
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        if self.dead {
+            return Err(self.dead_error());
+        }
         loop {
             let mut len: c_int = MAD_LEN as c_int;
             self.buf.iter_mut().for_each(|x| *x = 0);
@@ -600,6 +626,9 @@ impl Transport for UmadTransport {
                 let errno = -rc;
                 if errno == libc::ETIMEDOUT || errno == libc::EAGAIN {
                     return Ok(None);
+                }
+                if errno == libc::EIO {
+                    return Err(self.removed());
                 }
                 return Err(TransportError::Io {
                     context: format!(
@@ -685,6 +714,10 @@ impl Transport for UmadTransport {
     }
 
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        if self.dead && self.wake.is_none() {
+            // A removed device's umad fd is readable (POLLERR) for ever.
+            return None;
+        }
         if let Some(w) = &self.wake {
             return Some(w.fd());
         }
