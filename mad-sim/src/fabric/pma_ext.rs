@@ -232,11 +232,50 @@ impl PerfExtra {
         match way {
             Way::Xmit => self.bump_run([(XMIT_DATA_SL, sl, w)]),
             Way::Rcv => {
+                // The three runs below, made on first use, lie together:
+                // usually one search finds all five.
+                let all = [
+                    (RCV_DATA_SL, sl, w),
+                    (OP_RCV, 0, 1),
+                    (OP_RCV, 1, w),
+                    (VL_OP_PACKETS, vl, 1),
+                    (VL_OP_DATA, vl, w),
+                ];
+                if self.bump_adjacent(&all) {
+                    return;
+                }
                 self.bump_run([(RCV_DATA_SL, sl, w)]);
                 self.bump_run([(OP_RCV, 0, 1), (OP_RCV, 1, w)]);
                 self.bump_run([(VL_OP_PACKETS, vl, 1), (VL_OP_DATA, vl, w)]);
             }
         }
+    }
+
+    /// Adds to the counters of `run` (as [`Self::bump_run`]) when the
+    /// list holds them as adjacent entries in that order; false (nothing
+    /// added) otherwise.
+    fn bump_adjacent(&mut self, run: &[(usize, u8, u64)]) -> bool {
+        let Some(&(l0, c0, _)) = run.first() else {
+            return true;
+        };
+        let first = (l0 as u8, c0);
+        let Some(i) = self.counts.iter().position(|e| (e.0, e.1) == first) else {
+            return false;
+        };
+        let Some(group) = self.counts.get_mut(i..i + run.len()) else {
+            return false;
+        };
+        if !group
+            .iter()
+            .zip(run)
+            .all(|(e, &(l, c, _))| (e.0, e.1) == (l as u8, c))
+        {
+            return false;
+        }
+        for (e, &(l, _, by)) in group.iter_mut().zip(run) {
+            e.2 = e.2.saturating_add(by).min(PER_PACKET_MAX[l]);
+        }
+        true
     }
 
     /// Adds to a run of per-packet counters, each `(layout, counter,
@@ -245,18 +284,10 @@ impl PerfExtra {
     /// them all. When they are not adjacent (first use, or a Set cleared
     /// some of them) they are moved to the end together, values kept.
     fn bump_run<const N: usize>(&mut self, run: [(usize, u8, u64); N]) {
-        let key = |&(l, c, _): &(usize, u8, u64)| (l as u8, c);
-        let first = key(&run[0]);
-        if let Some(i) = self.counts.iter().position(|e| (e.0, e.1) == first) {
-            if let Some(group) = self.counts.get_mut(i..i + N) {
-                if group.iter().zip(&run).all(|(e, r)| (e.0, e.1) == key(r)) {
-                    for (e, &(l, _, by)) in group.iter_mut().zip(&run) {
-                        e.2 = e.2.saturating_add(by).min(PER_PACKET_MAX[l]);
-                    }
-                    return;
-                }
-            }
+        if self.bump_adjacent(&run) {
+            return;
         }
+        let key = |&(l, c, _): &(usize, u8, u64)| (l as u8, c);
         let mut values = [0u64; N];
         for (v, r) in values.iter_mut().zip(&run) {
             let k = key(r);
