@@ -116,6 +116,48 @@ const OP_RCV: usize = listed(pm_attr::PORT_OP_RCV_COUNTERS);
 const VL_OP_PACKETS: usize = listed(pm_attr::PORT_VL_OP_PACKETS);
 const VL_OP_DATA: usize = listed(pm_attr::PORT_VL_OP_DATA);
 
+/// The width in bits of every counter of layout `l`, or 0 when they do
+/// not all have the same (evaluated at compile time).
+const fn uniform_bits(l: usize) -> u32 {
+    let fields = LAYOUTS[l].fields;
+    let mut bits = 0;
+    let mut i = 0;
+    while i < fields.len() {
+        let f = &fields[i];
+        i += 1;
+        if f.label.is_none() || f.bit_offset < LAYOUTS[l].counters_from {
+            continue;
+        }
+        let w = match f.kind {
+            FieldKind::Array { elem_bits, .. } => elem_bits,
+            _ => f.bit_len,
+        };
+        if bits != 0 && w != bits {
+            return 0;
+        }
+        bits = w;
+    }
+    bits
+}
+
+/// The largest value of a counter of each layout every packet counts in
+/// (indexed by layout position; 0 for the others, never read).
+const PER_PACKET_MAX: [u64; LAYOUTS.len()] = {
+    let mut max = [0u64; LAYOUTS.len()];
+    let per_packet = [XMIT_DATA_SL, RCV_DATA_SL, OP_RCV, VL_OP_PACKETS, VL_OP_DATA];
+    let mut i = 0;
+    while i < per_packet.len() {
+        let bits = uniform_bits(per_packet[i]);
+        assert!(
+            bits > 0,
+            "a per-packet attribute has counters of different widths"
+        );
+        max[per_packet[i]] = max_of(bits as usize);
+        i += 1;
+    }
+    max
+};
+
 fn layout(attr: u16) -> Option<&'static Layout> {
     LAYOUTS.get(layout_index(attr)?)
 }
@@ -181,18 +223,82 @@ impl PerfExtra {
         }
     }
 
-    /// Counts a packet of `words` on `sl` / `vl` crossing the port.
+    /// Counts a packet of `words` on `sl` / `vl` crossing the port: a
+    /// sent packet in PortXmitDataSL, a received one in PortRcvDataSL,
+    /// PortOpRcvCounters and PortVLOpPackets/Data.
     pub fn count(&mut self, way: Way, words: u32, sl: u8, vl: u8) {
-        let (sl, vl) = (usize::from(sl & 0xF), usize::from(vl & 0xF));
+        let (sl, vl) = (sl & 0xF, vl & 0xF);
         let w = u64::from(words);
         match way {
-            Way::Xmit => self.bump_at(XMIT_DATA_SL, sl, w),
+            Way::Xmit => self.bump_run([(XMIT_DATA_SL, sl, w)]),
             Way::Rcv => {
-                self.bump_at(RCV_DATA_SL, sl, w);
-                self.bump_at(OP_RCV, 0, 1);
-                self.bump_at(OP_RCV, 1, w);
-                self.bump_at(VL_OP_PACKETS, vl, 1);
-                self.bump_at(VL_OP_DATA, vl, w);
+                // The three runs below, made on first use, lie together:
+                // usually one search finds all five.
+                let all = [
+                    (RCV_DATA_SL, sl, w),
+                    (OP_RCV, 0, 1),
+                    (OP_RCV, 1, w),
+                    (VL_OP_PACKETS, vl, 1),
+                    (VL_OP_DATA, vl, w),
+                ];
+                if self.bump_adjacent(&all) {
+                    return;
+                }
+                self.bump_run([(RCV_DATA_SL, sl, w)]);
+                self.bump_run([(OP_RCV, 0, 1), (OP_RCV, 1, w)]);
+                self.bump_run([(VL_OP_PACKETS, vl, 1), (VL_OP_DATA, vl, w)]);
+            }
+        }
+    }
+
+    /// Adds to the counters of `run` (as [`Self::bump_run`]) when the
+    /// list holds them as adjacent entries in that order; false (nothing
+    /// added) otherwise.
+    fn bump_adjacent(&mut self, run: &[(usize, u8, u64)]) -> bool {
+        let Some(&(l0, c0, _)) = run.first() else {
+            return true;
+        };
+        let first = (l0 as u8, c0);
+        let Some(i) = self.counts.iter().position(|e| (e.0, e.1) == first) else {
+            return false;
+        };
+        let Some(group) = self.counts.get_mut(i..i + run.len()) else {
+            return false;
+        };
+        if !group
+            .iter()
+            .zip(run)
+            .all(|(e, &(l, c, _))| (e.0, e.1) == (l as u8, c))
+        {
+            return false;
+        }
+        for (e, &(l, _, by)) in group.iter_mut().zip(run) {
+            e.2 = e.2.saturating_add(by).min(PER_PACKET_MAX[l]);
+        }
+        true
+    }
+
+    /// Adds to a run of per-packet counters, each `(layout, counter,
+    /// by)` with `by > 0`, counters that every packet bumps together: a
+    /// run is kept as adjacent entries of the list, so one search finds
+    /// them all. When they are not adjacent (first use, or a Set cleared
+    /// some of them) they are moved to the end together, values kept.
+    fn bump_run<const N: usize>(&mut self, run: [(usize, u8, u64); N]) {
+        if self.bump_adjacent(&run) {
+            return;
+        }
+        let key = |&(l, c, _): &(usize, u8, u64)| (l as u8, c);
+        let mut values = [0u64; N];
+        for (v, r) in values.iter_mut().zip(&run) {
+            let k = key(r);
+            if let Some(i) = self.counts.iter().position(|e| (e.0, e.1) == k) {
+                *v = self.counts.remove(i).2;
+            }
+        }
+        for (v, &(l, c, by)) in values.iter().zip(&run) {
+            let total = v.saturating_add(by).min(PER_PACKET_MAX[l]);
+            if total > 0 {
+                self.counts.push((l as u8, c, total));
             }
         }
     }
@@ -231,7 +337,7 @@ impl PerfExtra {
 }
 
 /// The largest value a counter of `bits` holds.
-fn max_of(bits: usize) -> u64 {
+const fn max_of(bits: usize) -> u64 {
     if bits >= 64 {
         u64::MAX
     } else {
@@ -390,6 +496,40 @@ mod tests {
         let out = counters(pm_attr::PORT_XMIT_DATA_SL, true, &req, [&mut a].into_iter());
         let d = PortXmitDataSl::parse(&out).unwrap();
         assert_eq!((d.data[0], d.data[1], d.counter_select), (10, 0, 2));
+    }
+
+    #[test]
+    fn runs_split_by_a_set_or_another_vl_keep_counting_each_counter_once() {
+        let mut a = PerfExtra::default();
+        let mut req = [0u8; DATA_LEN];
+        req[0] = UD_SEND_ONLY;
+        req[1] = 1;
+        let read = |a: &mut PerfExtra, attr, set, req: &[u8; DATA_LEN]| {
+            counters(attr, set, req, [a].into_iter())
+        };
+        for _ in 0..3 {
+            a.count(Way::Rcv, 10, 0, 15);
+            a.count(Way::Rcv, 20, 0, 0);
+        }
+        // Clear PortVLOpPackets of VL 15 only: its run with PortVLOpData
+        // is split, then counted on.
+        req[2..4].copy_from_slice(&0x8000u16.to_be_bytes());
+        read(&mut a, pm_attr::PORT_VL_OP_PACKETS, true, &req);
+        a.count(Way::Rcv, 10, 0, 15);
+        a.count(Way::Rcv, 10, 0, 15);
+        let p = PortVlOpPackets::parse(&read(&mut a, pm_attr::PORT_VL_OP_PACKETS, false, &req))
+            .unwrap();
+        let d = PortVlOpData::parse(&read(&mut a, pm_attr::PORT_VL_OP_DATA, false, &req)).unwrap();
+        let o = PortOpRcvCounters::parse(&read(&mut a, pm_attr::PORT_OP_RCV_COUNTERS, false, &req))
+            .unwrap();
+        let sl =
+            PortRcvDataSl::parse(&read(&mut a, pm_attr::PORT_RCV_DATA_SL, false, &req)).unwrap();
+        assert_eq!((p.packets[15], p.packets[0]), (2, 3));
+        assert_eq!((d.data[15], d.data[0]), (50, 60));
+        assert_eq!((o.op_rcv_pkts, o.op_rcv_data), (8, 110));
+        assert_eq!(sl.data[0], 110);
+        // Each counter is one entry of the list, however often it moved.
+        assert_eq!(a.counts.len(), 1 + 2 + 2 + 2);
     }
 
     #[test]
