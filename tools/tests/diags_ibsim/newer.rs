@@ -244,7 +244,13 @@ fn files(c: &mut Checker<'_>, sw: &str, ca: &str, big: bool) {
     let o = ours(c.sim, "ibnetdiscover", &["--cache", &mine, "-p"]);
     if t != o {
         c.differs("ibnetdiscover", &["--cache", "FILE", "-p"], &t, &o);
-    } else if std::fs::read(&real).ok() != std::fs::read(&mine).ok() {
+    } else if std::fs::read(&real).ok() != std::fs::read(&mine).ok() && {
+        // Once more: OpenSM's sweeps can move a field of the raw
+        // SMP bytes the cache keeps between the two runs (net.large3).
+        let _ = theirs(c.sim, "ibnetdiscover", &["--cache", &real, "-p"]);
+        let _ = ours(c.sim, "ibnetdiscover", &["--cache", &mine, "-p"]);
+        std::fs::read(&real).ok() != std::fs::read(&mine).ok()
+    } {
         c.failures.push(format!(
             "{}: ibnetdiscover --cache: the files differ",
             c.name
