@@ -12,7 +12,7 @@
 //!
 //! counts the instructions of N criterion iterations and nothing else.
 //! `scripts/callgrind-compare.sh BASE_REV` builds it in two trees and prints
-//! the per-iteration table (BENCHMARKS.md).
+//! the per-iteration table (docs/benchmarks/architecture-side-by-side.md).
 #![allow(missing_docs)]
 // Each bench file declares `support` itself, and so does this one.
 #![allow(clippy::duplicate_mod)]

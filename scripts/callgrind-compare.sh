@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per bench iteration (callgrind) of the `rmpp` and
 # `agent_round_trip` benches, BASE_REV against this working tree, as the
-# table in BENCHMARKS.md ("Instruction counts instead (callgrind)").
+# table in docs/benchmarks/architecture-side-by-side.md ("Instruction counts instead (callgrind)").
 #
 #   scripts/callgrind-compare.sh BASE_REV [ROW_REGEX]
 #

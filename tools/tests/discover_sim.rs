@@ -316,7 +316,7 @@ fn commands_on_the_builtin_fabric() {
 
 /// A sweep of a fabric with more than a thousand CAs, through the
 /// library on the built-in fabric: every port read; the time is printed
-/// (the release figure goes to BENCHMARKS.md).
+/// (the release figure goes to docs/benchmarks/fabric-scale.md).
 #[test]
 fn sweep_of_a_thousand_cas() {
     let path = topo_path("net.large");

@@ -8,7 +8,7 @@
 //! local node (retries included) are the rise of PortXmitPkts at the
 //! client's node across the run. LIDs are needed to read the counters, so
 //! SM-lite brings the fabric up first and is stopped before counting.
-//! The numbers are printed (`-- --nocapture`) for BENCHMARKS.md.
+//! The numbers are printed (`-- --nocapture`) for docs/benchmarks/fabric-scale.md.
 //!
 //! Outside CI a missing ibsim / infiniband-diags / libumad2sim makes these
 //! tests print "NOT RUN" and return; with `CI=true` it fails them.
