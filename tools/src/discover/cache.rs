@@ -29,7 +29,7 @@
 //! (ExtendedPortInfo, the directed routes) is not in the file either:
 //! a loaded fabric has no routes, no FDR10 marks and 0 MADs used.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use mad_core::wire::attr::{NodeInfo, NodeType, PortInfo, SwitchInfo};
@@ -126,11 +126,21 @@ pub fn encode(f: &Fabric) -> Result<Vec<u8>, CacheError> {
         node_count += 1;
     }
     // libibnetdisc's port table: buckets in order, newest port first in
-    // each (ports are taken as created in node order, then port order).
+    // each. Ports go in as libibnetdisc added them (`port_order`: a
+    // switch's port 0 can go in long before its ports 1..=N when other
+    // SMPs are queued between); any port not recorded there follows in
+    // node order, then port order.
     let mut buckets: Vec<Vec<(usize, &Port)>> = vec![Vec::new(); HTSZ as usize];
-    for (i, n) in f.nodes.iter().enumerate() {
-        for p in n.ports.iter().flatten() {
-            buckets[bucket(p.guid) as usize].push((i, p));
+    let all = f.nodes.iter().enumerate().flat_map(|(i, n)| {
+        n.ports.iter().flatten().map(move |p| PortRef {
+            node: i,
+            port: p.num,
+        })
+    });
+    let mut seen = HashSet::new();
+    for r in f.port_order.iter().copied().chain(all) {
+        if let Some(p) = f.port(r).filter(|_| seen.insert(r)) {
+            buckets[bucket(p.guid) as usize].push((r.node, p));
         }
     }
     let mut port_count = 0u32;
@@ -450,6 +460,20 @@ fn build(
             }
         }
     }
+    // The order ports went into libibnetdisc's table: each bucket's
+    // records reversed (the file lists them newest first).
+    let mut order: Vec<(u32, std::cmp::Reverse<usize>)> = (0..ports.len())
+        .filter(|&j| used[j])
+        .map(|j| (bucket(ports[j].guid), std::cmp::Reverse(j)))
+        .collect();
+    order.sort_unstable();
+    let port_order = order
+        .into_iter()
+        .map(|(_, std::cmp::Reverse(j))| PortRef {
+            node: by_guid[&ports[j].node_guid],
+            port: ports[j].num,
+        })
+        .collect();
     let from_port = nodes[from_node].info.local_port_num;
     Ok(Fabric {
         nodes,
@@ -458,6 +482,7 @@ fn build(
         total_mads: 0,
         max_hops,
         show_lines: Vec::new(),
+        port_order,
     })
 }
 

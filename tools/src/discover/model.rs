@@ -171,6 +171,10 @@ pub struct Fabric {
     /// The lines `ibnetdiscover --show` prints while discovering, in
     /// order.
     pub show_lines: Vec<String>,
+    /// Ports in the order libibnetdisc added them to its port GUID table
+    /// (`add_to_portguid_hash`, as their PortInfo arrived): the cache
+    /// file lists each bucket of that table newest first.
+    pub port_order: Vec<PortRef>,
 }
 
 impl Fabric {
@@ -334,6 +338,7 @@ struct Replay<'g> {
     max_hops: u32,
     show: bool,
     show_lines: Vec<String>,
+    port_order: Vec<PortRef>,
 }
 
 impl Replay<'_> {
@@ -557,6 +562,11 @@ impl Replay<'_> {
                 "./libibnetdisc/ibnetdisc.c:667; Duplicate Port: Port with guid 0x{g:016x} already exists in ports DB\n\
                  ./libibnetdisc/ibnetdisc.c:379; Error Occurred when trying to insert new port guid 0x{g:016x} to DB\n"
             ));
+        } else {
+            self.port_order.push(PortRef {
+                node,
+                port: port_num,
+            });
         }
         let port = slot.get_or_insert_with(|| Port {
             num: port_num,
@@ -728,6 +738,7 @@ pub fn replay_scan(g: &Gathered, show: bool, scan: &Scan) -> Option<Scanned> {
         max_hops: 0,
         show,
         show_lines: Vec::new(),
+        port_order: Vec::new(),
     };
     r.run();
     let initial = if scan.lid_start.is_some() {
@@ -746,6 +757,7 @@ pub fn replay_scan(g: &Gathered, show: bool, scan: &Scan) -> Option<Scanned> {
                 total_mads: r.total,
                 max_hops: initial,
                 show_lines: r.show_lines,
+                port_order: Vec::new(),
             },
             errors: r.errors,
         });
@@ -767,6 +779,7 @@ pub fn replay_scan(g: &Gathered, show: bool, scan: &Scan) -> Option<Scanned> {
             total_mads: r.total,
             max_hops: r.max_hops + initial,
             show_lines: r.show_lines,
+            port_order: r.port_order,
         },
         errors: r.errors,
     })

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{decode, encode, CacheError, HEADER_LEN, MAGIC, NODE_LEN, PORT_LEN};
+use super::{bucket, decode, encode, CacheError, HEADER_LEN, MAGIC, NODE_LEN, PORT_LEN};
 use crate::discover::gather::GatherOptions;
 use crate::discover::{discover_transport, Fabric};
 use crate::session::sim::bring_up;
@@ -43,6 +43,15 @@ fn cached_part(f: &Fabric) -> Fabric {
     f.total_mads = 0;
     f.show_lines.clear();
     f.from_port = f.nodes[f.from_node].info.local_port_num;
+    // The table's order per bucket is what the file keeps.
+    let guids: Vec<u64> = f
+        .port_order
+        .iter()
+        .map(|&r| f.port(r).map_or(0, |p| p.guid))
+        .collect();
+    let mut order: Vec<(u32, usize)> = guids.iter().map(|&g| bucket(g)).zip(0..).collect();
+    order.sort_unstable();
+    f.port_order = order.into_iter().map(|(_, j)| f.port_order[j]).collect();
     for n in &mut f.nodes {
         n.path.clear();
         let ca = !n.is_switch();
