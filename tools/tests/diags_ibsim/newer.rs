@@ -105,8 +105,8 @@ impl Checker<'_> {
         let mut t = norm(theirs(self.sim, tool, args));
         let o = norm(ours(self.sim, tool, args));
         for _ in 0..2 {
-            let unrun = t.stderr_first.ends_with("can't open UMAD port ((null):0)")
-                || t.code.is_none();
+            let unrun =
+                t.stderr_first.ends_with("can't open UMAD port ((null):0)") || t.code.is_none();
             if t == o || !unrun {
                 break;
             }
