@@ -200,6 +200,20 @@ struct Booby {
     armed: Arc<AtomicBool>,
 }
 
+/// A runtime over a silent loopback whose transport panics once `armed`.
+fn booby_runtime(armed: &Arc<AtomicBool>) -> Runtime {
+    Runtime::start(
+        Wrapped::new(
+            answering(true),
+            Booby {
+                armed: armed.clone(),
+            },
+        ),
+        EngineConfig::default(),
+    )
+    .unwrap()
+}
+
 impl Hooks for Booby {
     fn inject(&mut self) -> Option<Received> {
         assert!(!self.armed.load(Ordering::SeqCst), "the transport blew up");
@@ -213,16 +227,7 @@ impl Hooks for Booby {
 #[test]
 fn when_the_loop_thread_dies_waiters_get_an_error_and_drops_return() {
     let armed = Arc::new(AtomicBool::new(false));
-    let rt = Runtime::start(
-        Wrapped::new(
-            answering(true),
-            Booby {
-                armed: armed.clone(),
-            },
-        ),
-        EngineConfig::default(),
-    )
-    .unwrap();
+    let rt = booby_runtime(&armed);
     let (agent, rx) = rt
         .register_channel(AgentSpec::send_only("a", Qp::Qp1))
         .unwrap();
@@ -265,16 +270,7 @@ fn a_transport_panic_on_a_drive_by_a_callers_thread_ends_the_runtime_without_pan
 {
     for _ in 0..200 {
         let armed = Arc::new(AtomicBool::new(false));
-        let rt = Runtime::start(
-            Wrapped::new(
-                answering(true),
-                Booby {
-                    armed: armed.clone(),
-                },
-            ),
-            EngineConfig::default(),
-        )
-        .unwrap();
+        let rt = booby_runtime(&armed);
         let (agent, rx) = rt
             .register_channel(AgentSpec::send_only("a", Qp::Qp1))
             .unwrap();
