@@ -126,13 +126,13 @@ fn run_tool(sim: &IbSim, prog: &str, args: &[&str]) -> Out {
 /// hex-dump every MAD it receives (`rcv buf`) on stderr and leaves stdout
 /// alone; returns stdout / exit status and those MADs.
 fn run_tool_seen(sim: &IbSim, prog: &str, args: &[&str]) -> (Out, Vec<Vec<u8>>) {
-    let out = sim
-        .umad2sim_command(prog)
-        .args(args)
-        .env("LIBIBMAD_DEBUG_LEVEL", "2")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {prog}: {e}"));
+    let out = support::output_attached(prog, || {
+        let mut c = sim.umad2sim_command(prog);
+        c.args(args)
+            .env("LIBIBMAD_DEBUG_LEVEL", "2")
+            .stdin(Stdio::null());
+        c
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut mads = Vec::new();
     let mut lines = stderr.lines();

@@ -127,11 +127,7 @@ impl Drop for RunningSm {
 /// Runs a diag tool under libumad2sim; returns its stdout, panicking
 /// with its output when it fails.
 fn diag(sim: &IbSim, program: &str, args: &[&str]) -> String {
-    let out = sim
-        .umad2sim_command(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    let out = sim.umad2sim_output(program, args);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -159,20 +155,10 @@ fn diags_parallel(sim: &IbSim, program: &str, arg_sets: &[Vec<String>]) -> Vec<S
         }
         let (k, child) = running.pop_front().unwrap();
         let mut o = child.wait_with_output().unwrap();
-        // libumad2sim sometimes fails to attach a client under load
-        // ("can't open UMAD port"): that run never reached the fabric,
-        // so it is made again (twice at most), one at a time.
-        for _ in 0..2 {
-            if o.status.success()
-                || !String::from_utf8_lossy(&o.stderr).contains("can't open UMAD port")
-            {
-                break;
-            }
-            o = sim
-                .umad2sim_command(program)
-                .args(&arg_sets[k])
-                .output()
-                .unwrap();
+        // A run libumad2sim failed to attach never reached the fabric:
+        // it is made again, one at a time.
+        if support::umad2sim_not_attached(&o) {
+            o = sim.umad2sim_output(program, &arg_sets[k]);
         }
         let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
         assert!(

@@ -225,12 +225,7 @@ fn saquery_error_status_goes_to_stderr_in_sa_report_err_form() {
     // for them): the SA answers with an error status.
     let a = f.sa_all(AttributeId::SA_PKEY_TABLE_RECORD);
     assert_ne!(a.status, 0, "PKTR unexpectedly succeeded on ibsim");
-    let out = sim
-        .umad2sim_command("saquery")
-        .arg("PKTR")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run saquery");
+    let out = sim.umad2sim_output("saquery", ["PKTR"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let want = sa::format_sa_report_err(a.status);

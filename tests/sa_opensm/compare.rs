@@ -187,11 +187,7 @@ pub(crate) fn case<R: SaRecord>(
 }
 
 pub(crate) fn run_saquery(sim: &IbSim, args: &[String]) -> String {
-    let out = sim
-        .umad2sim_command(sbin("saquery").to_str().expect("path"))
-        .args(args)
-        .output()
-        .expect("run saquery");
+    let out = sim.umad2sim_output(sbin("saquery").to_str().expect("path"), args);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     // An SA error status is printed on stderr and saquery exits non-zero.

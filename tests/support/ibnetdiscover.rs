@@ -47,10 +47,7 @@ pub struct Discovered {
 /// When it cannot be run, fails, or prints something unparsable.
 #[must_use]
 pub fn run(sim: &IbSim) -> Discovered {
-    let out = sim
-        .umad2sim_command("ibnetdiscover")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run ibnetdiscover: {e}"));
+    let out = sim.umad2sim_output("ibnetdiscover", [""; 0]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

@@ -76,9 +76,11 @@ fn exporter(sim: &IbSim) -> Command {
 /// --switch --ca`: every port of the fabric in the exposition.
 fn scrape_against_ibqueryerrors(sim: &IbSim) {
     let theirs = || {
-        let mut c = sim.umad2sim_command(sbin("ibqueryerrors").to_str().unwrap());
-        c.args(["--details", "--data", "--switch", "--ca"]);
-        c.output().unwrap()
+        support::output_attached("ibqueryerrors", || {
+            let mut c = sim.umad2sim_command(sbin("ibqueryerrors").to_str().unwrap());
+            c.args(["--details", "--data", "--switch", "--ca"]);
+            c
+        })
     };
     let (mut t_ours, mut t_theirs) = (Vec::new(), Vec::new());
     let mut sweep_lines = Vec::new();

@@ -84,7 +84,11 @@ fn theirs_at(sim: &IbSim, node: &str, args: &[&str]) -> Run {
 
 /// infiniband-diags' `TOOL ARGS` attached at `node`.
 fn theirs_tool_at(sim: &IbSim, tool: &str, node: &str, args: &[&str]) -> Run {
-    summarize(&theirs_command(sim, tool, node).args(args).output().unwrap())
+    summarize(&support::output_attached(tool, || {
+        let mut c = theirs_command(sim, tool, node);
+        c.args(args);
+        c
+    }))
 }
 
 /// infiniband-diags' `TOOL`, to be given its arguments, attached at
@@ -120,12 +124,12 @@ fn host_and_domain() -> String {
 
 /// The base LID of `node`'s port (the real ibaddr's `-L` there).
 fn lid_of(sim: &IbSim, node: &str) -> String {
-    let o = sim
-        .umad2sim_command(support::opensm::sbin("ibaddr").to_str().unwrap())
-        .env("SIM_HOST", node)
-        .arg("-L")
-        .output()
-        .unwrap();
+    let ibaddr = support::opensm::sbin("ibaddr");
+    let o = support::output_attached("ibaddr", || {
+        let mut c = sim.umad2sim_command(ibaddr.to_str().unwrap());
+        c.env("SIM_HOST", node).arg("-L");
+        c
+    });
     let t = String::from_utf8_lossy(&o.stdout);
     t.split_whitespace().last().unwrap().to_owned()
 }

@@ -79,10 +79,7 @@ fn ours(sim: &IbSim, args: &[&str]) -> Output {
 
 /// infiniband-diags' `program` under libumad2sim against `sim`.
 fn theirs(sim: &IbSim, program: &str, args: &[&str]) -> Output {
-    sim.umad2sim_command(sbin(program).to_str().unwrap())
-        .args(args)
-        .output()
-        .unwrap()
+    sim.umad2sim_output(sbin(program).to_str().unwrap(), args)
 }
 
 fn text(o: &Output) -> String {
@@ -388,12 +385,11 @@ fn runs_under_its_own_name() {
             .current_dir(&dir)
             .output()
             .unwrap();
-        let t = sim
-            .umad2sim_command("ibnetdiscover")
-            .args(args)
-            .env("PATH", &sbin_path)
-            .output()
-            .unwrap();
+        let t = support::output_attached("ibnetdiscover", || {
+            let mut c = sim.umad2sim_command("ibnetdiscover");
+            c.args(args).env("PATH", &sbin_path);
+            c
+        });
         assert_eq!(o.status.code(), t.status.code(), "{args:?}");
         assert_eq!(
             String::from_utf8_lossy(&o.stderr),

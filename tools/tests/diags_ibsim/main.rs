@@ -83,7 +83,7 @@ mod sm_lite;
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use mad_agents::smp::{SmpClient, SmpTarget};
@@ -167,35 +167,27 @@ fn real_dir(tool: &str) -> PathBuf {
 /// libumad2sim unless `ibsim_flag` (then with `--ibsim` instead).
 fn exec(sim: &IbSim, first: &Path, tool: &str, args: &[&str], ibsim_flag: bool) -> Out {
     let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", first.display());
-    let mut c = sim.umad2sim_command(tool);
-    c.env("PATH", path).args(args).stdin(Stdio::null());
-    if ibsim_flag {
-        c.env_remove("LD_PRELOAD").arg("--ibsim");
-    }
-    let run = |c: &mut Command| {
-        let o = c
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {tool}: {e}"));
-        Out {
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-            code: o.status.code().unwrap_or(-1),
+    let command = || {
+        let mut c = sim.umad2sim_command(tool);
+        c.env("PATH", &path).args(args).stdin(Stdio::null());
+        if ibsim_flag {
+            c.env_remove("LD_PRELOAD").arg("--ibsim");
         }
+        c
     };
-    let mut out = run(&mut c);
-    // Under load libumad2sim now and then fails to attach a process to
-    // ibsim (the real tool then says it cannot open port '(null)' 0,
-    // ours that the umad device gave -22); that run is made again.
-    for _ in 0..2 {
-        let not_attached = out.stdout.contains("Failed to open '(null)' port '0'")
-            || out.stdout.contains("port 0 (-22)")
-            || out.stderr.contains("can't open UMAD port");
-        if ibsim_flag || !not_attached {
-            break;
-        }
-        out = run(&mut c);
+    // Under libumad2sim a run it failed to attach is made again.
+    let o = if ibsim_flag {
+        command()
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {tool}: {e}"))
+    } else {
+        support::output_attached(tool, command)
+    };
+    Out {
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        code: o.status.code().unwrap_or(-1),
     }
-    out
 }
 
 /// The trailing number of a line, and the text before it.
