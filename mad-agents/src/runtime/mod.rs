@@ -337,6 +337,11 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
     let mut events = Events::with_capacity(16);
     // The event delivered last, to finish under the next lock.
     let mut pending: Option<Pending> = None;
+    // Whether the transport keeps its descriptor readable for this
+    // thread: not while it parks (callers poll the port), so that a
+    // transport whose descriptor costs system calls (the built-in
+    // fabric's) makes none on the callers' round trips.
+    let mut watched = true;
     loop {
         // Deliver queued events one at a time, each under its own lock
         // cycle, so that a deregistration in between is seen at once.
@@ -354,9 +359,11 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
             Step::Stop => return,
             Step::Wait(timeout) => {
                 // Callers drive the port: out of their way.
-                if shared.relay.park(&mut driven, timeout) {
+                let unwatch = || shared.watch_fd(&mut watched, false);
+                if shared.relay.park(&mut driven, timeout, unwatch) {
                     continue;
                 }
+                shared.watch_fd(&mut watched, true);
                 if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                     if e.kind() != std::io::ErrorKind::Interrupted {
                         std::thread::sleep(TICK);

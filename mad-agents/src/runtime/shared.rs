@@ -402,6 +402,19 @@ impl Shared {
         Step::Wait(t)
     }
 
+    /// On the loop thread: tells the transport whether this thread is
+    /// about to wait on its descriptor ([`mad_core::transport::Transport::watch_fd`]),
+    /// if that changes what `watched` says it was told last. Watched
+    /// again, a descriptor is readable at once if anything is queued, so
+    /// the wait that follows misses nothing.
+    pub(super) fn watch_fd(&self, watched: &mut bool, on: bool) {
+        if *watched == on || !self.wakeup.is_event_driven() {
+            return;
+        }
+        self.core().engine.port_mut().transport_mut().watch_fd(on);
+        *watched = on;
+    }
+
     // ----- deregistration's steps -----
 
     /// From another thread (locked): starts deregistering `id`.
