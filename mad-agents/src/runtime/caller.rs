@@ -145,20 +145,24 @@ impl Shared {
         let Ok(mut sink) = sink.try_lock() else {
             return;
         };
-        if !matches!(*sink, Sink::Channel { .. }) {
+        let Sink::Channel { tx, queued } = &mut *sink else {
             return;
-        }
+        };
         // A buffer kept in the core: no allocation per turn.
         let mut evs = std::mem::take(&mut core.scratch);
         core.engine.take_events_into(agent, &mut evs);
         self.complete_waiters(core, &mut evs);
+        // All of them into the channel under one lock of it.
+        let mut fill = tx.fill();
         for ev in evs.drain(..) {
-            let (dropped, _) = self.deliver_to(agent, &mut sink, ev);
-            if dropped {
+            if self.admit(queued, &ev) {
+                fill.push(ev);
+            } else {
                 core.engine.count_recv_drop(agent);
             }
             core.stats.channel_events += 1;
         }
+        drop(fill);
         core.scratch = evs;
     }
 

@@ -2,7 +2,8 @@
 //! [`AgentReceiver`].
 
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc, PoisonError, Weak};
+use std::sync::mpsc::TryRecvError;
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use mad_core::transport::PortAttrs;
@@ -254,7 +255,7 @@ impl SendHandle {
 /// [`Runtime::register_channel`].
 #[derive(Debug)]
 pub struct AgentReceiver {
-    pub(super) rx: mpsc::Receiver<AgentEvent>,
+    pub(super) rx: super::channel::Receiver,
     pub(super) queued: Arc<ChannelLoad>,
     /// The runtime, to drive its port when the channel is empty (weak: a
     /// receiver does not keep the port open).
@@ -304,8 +305,8 @@ impl AgentReceiver {
                 self.relay.took();
                 return Ok(self.took(ev));
             }
-            Err(mpsc::TryRecvError::Disconnected) => return Err(NoEvent::closed()),
-            Err(mpsc::TryRecvError::Empty) => {}
+            Err(TryRecvError::Disconnected) => return Err(NoEvent::closed()),
+            Err(TryRecvError::Empty) => {}
         }
         // A runtime already gone: blocking returns once its channel closes.
         let Some(sh) = self.shared.upgrade() else {
@@ -317,7 +318,7 @@ impl AgentReceiver {
             match self.rx.try_recv() {
                 Ok(ev) => (Some(ev), false),
                 Err(e) => {
-                    closed = e == mpsc::TryRecvError::Disconnected;
+                    closed = e == TryRecvError::Disconnected;
                     (None, more && spin && !closed)
                 }
             }
@@ -336,14 +337,7 @@ impl AgentReceiver {
     /// thread delivers.
     fn block(&self, shared: Option<&Arc<Shared>>, deadline: Option<Instant>) -> Option<AgentEvent> {
         let _watch = shared.map(|sh| sh.relay.watch());
-        let ev = match deadline {
-            None => self.rx.recv().ok(),
-            Some(d) => self
-                .rx
-                .recv_timeout(d.saturating_duration_since(Instant::now()))
-                .ok(),
-        };
-        ev.map(|e| self.took(e))
+        self.rx.recv_until(deadline).map(|e| self.took(e))
     }
 
     /// The next event, blocking; `None` once the agent is gone and every

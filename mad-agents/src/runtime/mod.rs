@@ -115,7 +115,6 @@
 //! above in each.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -128,6 +127,7 @@ use mio::{Events, Interest, Poll, Waker};
 use crate::engine::Engine;
 use crate::spec::AgentSpec;
 mod caller;
+mod channel;
 mod handles;
 #[cfg(test)]
 mod model;
@@ -239,7 +239,7 @@ impl Runtime {
         &self,
         spec: AgentSpec,
     ) -> Result<(Agent, AgentReceiver), RegisterError> {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = channel::channel();
         let queued = Arc::new(ChannelLoad::default());
         let agent = self.register_sink(
             spec,

@@ -6,7 +6,6 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -47,7 +46,7 @@ pub type Callback = Box<dyn FnMut(AgentEvent) + Send + 'static>;
 pub(super) enum Sink {
     Callback(Callback),
     Channel {
-        tx: mpsc::Sender<AgentEvent>,
+        tx: super::channel::Sender,
         queued: Arc<ChannelLoad>,
     },
 }
@@ -622,22 +621,33 @@ impl Shared {
                 (false, true)
             }
             Sink::Channel { tx, queued } => {
-                if let AgentEvent::Received(m) = &ev {
-                    let len = m.bytes().len();
-                    let count = queued.count.load(Ordering::Acquire);
-                    let bytes = queued.bytes.load(Ordering::Acquire);
-                    if count >= self.recv_bound
-                        || (count > 0 && bytes.saturating_add(len) > self.recv_bytes)
-                    {
-                        return (true, false);
-                    }
-                    queued.count.fetch_add(1, Ordering::AcqRel);
-                    queued.bytes.fetch_add(len, Ordering::AcqRel);
+                if !self.admit(queued, &ev) {
+                    return (true, false);
                 }
-                let _ = tx.send(ev);
+                tx.send(ev);
                 (false, false)
             }
         }
+    }
+
+    /// Whether `ev` may enter a channel holding `queued`: a received MAD
+    /// past [`EngineConfig::recv_queue_bound`] or
+    /// [`EngineConfig::recv_queue_bytes`] is dropped (false); anything
+    /// else goes in, and a received MAD is counted.
+    pub(super) fn admit(&self, queued: &ChannelLoad, ev: &AgentEvent) -> bool {
+        if let AgentEvent::Received(m) = ev {
+            let len = m.bytes().len();
+            let count = queued.count.load(Ordering::Acquire);
+            let bytes = queued.bytes.load(Ordering::Acquire);
+            if count >= self.recv_bound
+                || (count > 0 && bytes.saturating_add(len) > self.recv_bytes)
+            {
+                return false;
+            }
+            queued.count.fetch_add(1, Ordering::AcqRel);
+            queued.bytes.fetch_add(len, Ordering::AcqRel);
+        }
+        true
     }
 
     /// Drives the engine on the loop thread until `step` returns a value.

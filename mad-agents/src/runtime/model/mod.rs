@@ -219,7 +219,7 @@ struct World {
     waited: Vec<SendId>,
     /// The channel of the channel agent and its name, and how many more
     /// times its receiving thread drives the port.
-    channel: Option<(&'static str, mpsc::Receiver<AgentEvent>, u8)>,
+    channel: Option<(&'static str, super::channel::Receiver, u8)>,
     /// The send the thread in `send_and_wait` waits for, while it may
     /// still drive the port itself (`caller_take`) before blocking.
     take: Option<(AgentId, SendId)>,
@@ -398,7 +398,7 @@ impl World {
     /// Registers channel agent "a", whose receiving thread drives the
     /// port `drives` times.
     fn channel_agent(&mut self, spec: AgentSpec, drives: u8) -> AgentId {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = super::channel::channel();
         let sink = Sink::Channel {
             tx,
             queued: Arc::default(),
