@@ -46,6 +46,10 @@ pub(super) struct Receiver {
     queue: Arc<Queue>,
     /// Events taken out of the queue, in order, not yet handed out.
     taken: RefCell<VecDeque<AgentEvent>>,
+    /// The model test's deliberate bug
+    /// ([`super::shared::Deviation::QueueBeforeTaken`]).
+    #[cfg(test)]
+    pub(super) queue_first: bool,
 }
 
 impl std::fmt::Debug for Receiver {
@@ -64,6 +68,8 @@ pub(super) fn channel() -> (Sender, Receiver) {
         Receiver {
             queue,
             taken: RefCell::default(),
+            #[cfg(test)]
+            queue_first: false,
         },
     )
 }
@@ -122,6 +128,13 @@ impl Receiver {
     /// The next event if one is there; takes everything queued into this
     /// receiver's buffer when that is empty.
     pub(super) fn try_recv(&self) -> Result<AgentEvent, TryRecvError> {
+        // The bug: newer events before the rest of a batch taken.
+        #[cfg(test)]
+        if self.queue_first && !self.taken.borrow().is_empty() {
+            if let Some(ev) = lock(&self.queue.state).events.pop_front() {
+                return Ok(ev);
+            }
+        }
         let mut taken = self.taken.borrow_mut();
         if let Some(ev) = taken.pop_front() {
             return Ok(ev);

@@ -192,7 +192,8 @@ pub(super) struct Shared {
 /// (`runtime::model`) builds its [`Shared`] with each of these in turn and
 /// must find the broken guarantee, which proves that it checks that
 /// guarantee at all. The protocol's steps consult it at the six points
-/// where a plausible bug would go.
+/// where a plausible bug would go (and the channel's receiver at one:
+/// [`Deviation::QueueBeforeTaken`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(not(test), allow(dead_code))]
 pub(super) enum Deviation {
@@ -214,6 +215,9 @@ pub(super) enum Deviation {
     /// A caller driving the port takes its agent's events while the loop
     /// thread is handing an earlier one over.
     TakeOutOfTurn,
+    /// A channel's receiver hands out events that entered the channel
+    /// after those it already took out of it, first.
+    QueueBeforeTaken,
 }
 
 impl Shared {
