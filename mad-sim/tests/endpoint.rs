@@ -87,13 +87,14 @@ fn the_send_queue_holds_its_depth_of_unsent_requests() {
     post(&mut t, 3).unwrap();
 }
 
+/// What a mio loop sees: a fresh registration reports the current
+/// readiness at once.
+fn readable(fd: std::os::fd::RawFd) -> bool {
+    FdWatch::new(fd).readable_within(std::time::Duration::ZERO)
+}
+
 #[test]
 fn raw_fd_is_readable_exactly_while_something_waits() {
-    // What a mio loop sees: a fresh registration reports the current
-    // readiness at once.
-    fn readable(fd: std::os::fd::RawFd) -> bool {
-        FdWatch::new(fd).readable_within(std::time::Duration::ZERO)
-    }
     let (fabric, mut t) = stepped();
     let fd = t.raw_fd().expect("a notification fd");
     assert!(!readable(fd));
@@ -120,9 +121,6 @@ fn raw_fd_is_readable_exactly_while_something_waits() {
 
 #[test]
 fn an_unwatched_fd_stays_quiet_and_watched_again_is_readable_at_once_if_anything_waits() {
-    fn readable(fd: std::os::fd::RawFd) -> bool {
-        FdWatch::new(fd).readable_within(std::time::Duration::ZERO)
-    }
     let (fabric, mut t) = stepped();
     let fd = t.raw_fd().expect("a notification fd");
     // Unwatched while something waits: emptied.
