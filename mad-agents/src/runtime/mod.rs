@@ -28,7 +28,11 @@
 //!   and the loop sleeps until it is readable (or a command or deadline
 //!   comes); while work requests are posted it also polls every [`TICK`],
 //!   because ibsim and umad complete sends inside the transport without
-//!   the descriptor becoming readable.
+//!   the descriptor becoming readable. While the loop parks (callers
+//!   drive the port) it tells the transport that nobody watches the
+//!   descriptor ([`Transport::watch_fd`]), and that it does again before
+//!   it waits in epoll: the built-in fabric then writes nothing to its
+//!   notification socket on the callers' round trips.
 //! - [`Wakeup::NoFd`]: the transport has no descriptor (the in-memory
 //!   Loopback): the loop polls every [`TICK`] while anything is
 //!   outstanding and every [`EngineConfig::fallback_tick`] otherwise, so
@@ -44,7 +48,8 @@
 //! agent's callback ([`Runtime::register`]) — always on the loop thread,
 //! one at a time — or into its channel ([`Runtime::register_channel`]) —
 //! by the loop thread, or by the thread receiving from the channel when it
-//! drives the port itself; a completion of a [`AgentRef::send_and_wait`]
+//! drives the port itself (a batch under one lock; the receiver takes all
+//! that is queued at once, `runtime/channel.rs`); a completion of a [`AgentRef::send_and_wait`]
 //! goes to the waiting thread instead (taken by that thread itself, or
 //! handed to it by the loop). A
 //! channel holds at most [`EngineConfig::recv_queue_bound`] received MADs
