@@ -3,13 +3,13 @@
 //! locked steps (see the [runtime documentation](super)).
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
+use mad_core::hash::FastMap;
 use mad_core::port::Port;
 use mio::{Token, Waker};
 
@@ -147,8 +147,11 @@ pub(super) struct Pending {
 
 pub(super) struct Core {
     pub(super) engine: Engine,
-    pub(super) sinks: HashMap<AgentId, Arc<Mutex<Sink>>>,
-    pub(super) waiters: HashMap<SendId, Waiter>,
+    /// The agents' sinks (foldhash: looked up on every caller's drive;
+    /// as many as agents registered here).
+    pub(super) sinks: FastMap<AgentId, Arc<Mutex<Sink>>>,
+    /// Threads in `send_and_wait` (at most one per outstanding send).
+    pub(super) waiters: FastMap<SendId, Waiter>,
     pub(super) stats: RuntimeStats,
     pub(super) stopping: bool,
     pub(super) stopped: bool,
@@ -249,8 +252,8 @@ impl Shared {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             core: Mutex::new(Core {
                 engine: Engine::with_port(port, cfg),
-                sinks: HashMap::new(),
-                waiters: HashMap::new(),
+                sinks: FastMap::default(),
+                waiters: FastMap::default(),
                 stats: RuntimeStats::default(),
                 stopping: false,
                 stopped: false,
@@ -451,7 +454,8 @@ impl Shared {
     /// that owns an [`Agent`] deregisters it here, so this must never run
     /// under the core lock.
     pub(super) fn bury(&self) {
-        if self.has_dead.swap(false, Ordering::AcqRel) {
+        // A plain load first: no read-modify-write on every turn.
+        if self.has_dead.load(Ordering::Acquire) && self.has_dead.swap(false, Ordering::AcqRel) {
             let dead = std::mem::take(&mut self.core().graveyard);
             drop(dead);
         }
