@@ -87,13 +87,14 @@ fn the_send_queue_holds_its_depth_of_unsent_requests() {
     post(&mut t, 3).unwrap();
 }
 
+/// What a mio loop sees: a fresh registration reports the current
+/// readiness at once.
+fn readable(fd: std::os::fd::RawFd) -> bool {
+    FdWatch::new(fd).readable_within(std::time::Duration::ZERO)
+}
+
 #[test]
 fn raw_fd_is_readable_exactly_while_something_waits() {
-    // What a mio loop sees: a fresh registration reports the current
-    // readiness at once.
-    fn readable(fd: std::os::fd::RawFd) -> bool {
-        FdWatch::new(fd).readable_within(std::time::Duration::ZERO)
-    }
     let (fabric, mut t) = stepped();
     let fd = t.raw_fd().expect("a notification fd");
     assert!(!readable(fd));
@@ -116,6 +117,42 @@ fn raw_fd_is_readable_exactly_while_something_waits() {
     assert!(readable(ofd));
     assert_eq!(drain(&mut other).len(), 1);
     assert!(!readable(ofd));
+}
+
+#[test]
+fn an_unwatched_fd_stays_quiet_and_watched_again_is_readable_at_once_if_anything_waits() {
+    let (fabric, mut t) = stepped();
+    let fd = t.raw_fd().expect("a notification fd");
+    // Unwatched while something waits: emptied.
+    post(&mut t, 1).unwrap();
+    fabric.run_until_idle();
+    assert!(readable(fd));
+    t.watch_fd(false);
+    assert!(!readable(fd), "emptied when unwatched");
+    assert_eq!(t.raw_fd(), Some(fd), "the same descriptor");
+    // Polling still finds what comes while unwatched; nothing is written.
+    assert_eq!(completions(&mut t).len(), 1);
+    assert_eq!(drain(&mut t).len(), 1);
+    post(&mut t, 2).unwrap();
+    fabric.run_until_idle();
+    assert!(!readable(fd), "an arrival while unwatched writes nothing");
+    // Watched again with an answer queued: readable at once, so a waiter
+    // misses nothing that came meanwhile.
+    t.watch_fd(true);
+    assert!(readable(fd), "what came while unwatched is announced");
+    assert_eq!(completions(&mut t).len(), 1);
+    assert_eq!(drain(&mut t).len(), 1);
+    assert!(!readable(fd), "all drained");
+    // Watched again with nothing queued: quiet, and arrivals announced.
+    t.watch_fd(false);
+    t.watch_fd(true);
+    assert!(!readable(fd));
+    post(&mut t, 3).unwrap();
+    fabric.run_until_idle();
+    assert!(readable(fd), "watched: an arrival makes it readable");
+    assert_eq!(completions(&mut t).len(), 1);
+    assert_eq!(drain(&mut t).len(), 1);
+    assert!(!readable(fd));
 }
 
 #[test]

@@ -43,16 +43,22 @@ use crate::types::{AgentId, Completion, SendId};
 /// come soon, before it blocks and leaves the port to the loop thread.
 pub(super) const SPIN: Duration = Duration::from_micros(20);
 
-/// Drives with `drive` until it returns a value, for at most [`SPIN`]
-/// while `drive` says more may come (spinning first, then yielding the
-/// CPU, which the loop thread may need to hand the value over).
-pub(super) fn spin<R>(mut drive: impl FnMut() -> (Option<R>, bool)) -> Option<R> {
+/// Drives with `drive` (given the time) until it returns a value, for at
+/// most [`SPIN`] while `drive` says more may come (spinning first, then
+/// yielding the CPU, which the loop thread may need to hand the value
+/// over). Also returns when it started. One clock reading per turn.
+pub(super) fn spin<R>(mut drive: impl FnMut(Instant) -> (Option<R>, bool)) -> (Option<R>, Instant) {
     let t0 = Instant::now();
+    let mut now = t0;
     let mut turns = 0u32;
     loop {
-        let (got, more) = drive();
-        if got.is_some() || !more || t0.elapsed() > SPIN {
-            return got;
+        let (got, more) = drive(now);
+        if got.is_some() || !more {
+            return (got, t0);
+        }
+        now = Instant::now();
+        if now.saturating_duration_since(t0) > SPIN {
+            return (None, t0);
         }
         turns += 1;
         if turns < 8 {
@@ -139,20 +145,24 @@ impl Shared {
         let Ok(mut sink) = sink.try_lock() else {
             return;
         };
-        if !matches!(*sink, Sink::Channel { .. }) {
+        let Sink::Channel { tx, queued } = &mut *sink else {
             return;
-        }
+        };
         // A buffer kept in the core: no allocation per turn.
         let mut evs = std::mem::take(&mut core.scratch);
         core.engine.take_events_into(agent, &mut evs);
         self.complete_waiters(core, &mut evs);
+        // All of them into the channel under one lock of it.
+        let mut fill = tx.fill();
         for ev in evs.drain(..) {
-            let (dropped, _) = self.deliver_to(agent, &mut sink, ev);
-            if dropped {
+            if self.admit(queued, &ev) {
+                fill.push(ev);
+            } else {
                 core.engine.count_recv_drop(agent);
             }
             core.stats.channel_events += 1;
         }
+        drop(fill);
         core.scratch = evs;
     }
 

@@ -2,7 +2,8 @@
 //! [`AgentReceiver`].
 
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc, PoisonError, Weak};
+use std::sync::mpsc::TryRecvError;
+use std::sync::{Arc, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use mad_core::transport::PortAttrs;
@@ -80,7 +81,7 @@ impl AgentRef {
             self.shared
                 .begin_wait(&mut self.shared.core(), self.id, req, Instant::now())?;
         // The fast path: the port may have the answer already.
-        let taken = super::caller::spin(|| self.shared.caller_take(self.id, send, Instant::now()));
+        let (taken, _) = super::caller::spin(|now| self.shared.caller_take(self.id, send, now));
         if let Some(c) = taken {
             return Ok(c);
         }
@@ -254,7 +255,7 @@ impl SendHandle {
 /// [`Runtime::register_channel`].
 #[derive(Debug)]
 pub struct AgentReceiver {
-    pub(super) rx: mpsc::Receiver<AgentEvent>,
+    pub(super) rx: super::channel::Receiver,
     pub(super) queued: Arc<ChannelLoad>,
     /// The runtime, to drive its port when the channel is empty (weak: a
     /// receiver does not keep the port open).
@@ -262,6 +263,26 @@ pub struct AgentReceiver {
     /// The runtime's relay, to say this receiver is active.
     pub(super) relay: Arc<Relay>,
     pub(super) agent: AgentId,
+}
+
+/// What [`AgentReceiver`] found when no event was there for it.
+#[derive(Default)]
+struct NoEvent {
+    /// The channel is closed and empty.
+    closed: bool,
+    /// The runtime, to block on (`None` once it is gone).
+    shared: Option<Arc<Shared>>,
+    /// When this thread began to drive the port, if it did.
+    began: Option<Instant>,
+}
+
+impl NoEvent {
+    fn closed() -> Self {
+        Self {
+            closed: true,
+            ..Self::default()
+        }
+    }
 }
 
 impl AgentReceiver {
@@ -278,35 +299,37 @@ impl AgentReceiver {
     /// The next event already in the channel; else this thread drives
     /// the port (the [fast path](super::caller)) and looks again — once,
     /// or with `spin` for a short while if more may come soon.
-    /// `Err((true, _))` once the channel is closed and empty; else the
-    /// runtime, to block on.
-    fn take_or_drive(&self, spin: bool) -> Result<AgentEvent, (bool, Option<Arc<Shared>>)> {
+    fn take_or_drive(&self, spin: bool) -> Result<AgentEvent, NoEvent> {
         match self.rx.try_recv() {
             Ok(ev) => {
                 self.relay.took();
                 return Ok(self.took(ev));
             }
-            Err(mpsc::TryRecvError::Disconnected) => return Err((true, None)),
-            Err(mpsc::TryRecvError::Empty) => {}
+            Err(TryRecvError::Disconnected) => return Err(NoEvent::closed()),
+            Err(TryRecvError::Empty) => {}
         }
         // A runtime already gone: blocking returns once its channel closes.
         let Some(sh) = self.shared.upgrade() else {
-            return Err((false, None));
+            return Err(NoEvent::default());
         };
         let mut closed = false;
-        let got = super::caller::spin(|| {
-            let more = sh.caller_drive(self.agent, Instant::now());
+        let (got, began) = super::caller::spin(|now| {
+            let more = sh.caller_drive(self.agent, now);
             match self.rx.try_recv() {
                 Ok(ev) => (Some(ev), false),
                 Err(e) => {
-                    closed = e == mpsc::TryRecvError::Disconnected;
+                    closed = e == TryRecvError::Disconnected;
                     (None, more && spin && !closed)
                 }
             }
         });
         match got {
             Some(ev) => Ok(self.took(ev)),
-            None => Err((closed, Some(sh))),
+            None => Err(NoEvent {
+                closed,
+                shared: Some(sh),
+                began: Some(began),
+            }),
         }
     }
 
@@ -314,14 +337,7 @@ impl AgentReceiver {
     /// thread delivers.
     fn block(&self, shared: Option<&Arc<Shared>>, deadline: Option<Instant>) -> Option<AgentEvent> {
         let _watch = shared.map(|sh| sh.relay.watch());
-        let ev = match deadline {
-            None => self.rx.recv().ok(),
-            Some(d) => self
-                .rx
-                .recv_timeout(d.saturating_duration_since(Instant::now()))
-                .ok(),
-        };
-        ev.map(|e| self.took(e))
+        self.rx.recv_until(deadline).map(|e| self.took(e))
     }
 
     /// The next event, blocking; `None` once the agent is gone and every
@@ -330,20 +346,24 @@ impl AgentReceiver {
     pub fn recv(&self) -> Option<AgentEvent> {
         match self.take_or_drive(true) {
             Ok(ev) => Some(ev),
-            Err((true, _)) => None,
-            Err((false, sh)) => self.block(sh.as_ref(), None),
+            Err(e) if e.closed => None,
+            Err(e) => self.block(e.shared.as_ref(), None),
         }
     }
 
     /// The next event within `timeout`.
     #[must_use]
     pub fn recv_timeout(&self, timeout: Duration) -> Option<AgentEvent> {
-        // A timeout past the clock's end means none.
-        let deadline = Instant::now().checked_add(timeout);
+        // The clock is read only if nothing is waiting already: the
+        // deadline counts from when this call began to drive, or from now.
         match self.take_or_drive(true) {
             Ok(ev) => Some(ev),
-            Err((true, _)) => None,
-            Err((false, sh)) => self.block(sh.as_ref(), deadline),
+            Err(e) if e.closed => None,
+            Err(e) => {
+                // A timeout past the clock's end means none.
+                let deadline = e.began.unwrap_or_else(Instant::now).checked_add(timeout);
+                self.block(e.shared.as_ref(), deadline)
+            }
         }
     }
 

@@ -28,7 +28,11 @@
 //!   and the loop sleeps until it is readable (or a command or deadline
 //!   comes); while work requests are posted it also polls every [`TICK`],
 //!   because ibsim and umad complete sends inside the transport without
-//!   the descriptor becoming readable.
+//!   the descriptor becoming readable. While the loop parks (callers
+//!   drive the port) it tells the transport that nobody watches the
+//!   descriptor ([`Transport::watch_fd`]), and that it does again before
+//!   it waits in epoll: the built-in fabric then writes nothing to its
+//!   notification socket on the callers' round trips.
 //! - [`Wakeup::NoFd`]: the transport has no descriptor (the in-memory
 //!   Loopback): the loop polls every [`TICK`] while anything is
 //!   outstanding and every [`EngineConfig::fallback_tick`] otherwise, so
@@ -44,7 +48,8 @@
 //! agent's callback ([`Runtime::register`]) — always on the loop thread,
 //! one at a time — or into its channel ([`Runtime::register_channel`]) —
 //! by the loop thread, or by the thread receiving from the channel when it
-//! drives the port itself; a completion of a [`AgentRef::send_and_wait`]
+//! drives the port itself (a batch under one lock; the receiver takes all
+//! that is queued at once, `runtime/channel.rs`); a completion of a [`AgentRef::send_and_wait`]
 //! goes to the waiting thread instead (taken by that thread itself, or
 //! handed to it by the loop). A
 //! channel holds at most [`EngineConfig::recv_queue_bound`] received MADs
@@ -115,7 +120,6 @@
 //! above in each.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -128,6 +132,7 @@ use mio::{Events, Interest, Poll, Waker};
 use crate::engine::Engine;
 use crate::spec::AgentSpec;
 mod caller;
+mod channel;
 mod handles;
 #[cfg(test)]
 mod model;
@@ -239,7 +244,7 @@ impl Runtime {
         &self,
         spec: AgentSpec,
     ) -> Result<(Agent, AgentReceiver), RegisterError> {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = channel::channel();
         let queued = Arc::new(ChannelLoad::default());
         let agent = self.register_sink(
             spec,
@@ -337,6 +342,11 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
     let mut events = Events::with_capacity(16);
     // The event delivered last, to finish under the next lock.
     let mut pending: Option<Pending> = None;
+    // Whether the transport keeps its descriptor readable for this
+    // thread: not while it parks (callers poll the port), so that a
+    // transport whose descriptor costs system calls (the built-in
+    // fabric's) makes none on the callers' round trips.
+    let mut watched = true;
     loop {
         // Deliver queued events one at a time, each under its own lock
         // cycle, so that a deregistration in between is seen at once.
@@ -354,9 +364,11 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
             Step::Stop => return,
             Step::Wait(timeout) => {
                 // Callers drive the port: out of their way.
-                if shared.relay.park(&mut driven, timeout) {
+                let unwatch = || shared.watch_fd(&mut watched, false);
+                if shared.relay.park(&mut driven, timeout, unwatch) {
                     continue;
                 }
+                shared.watch_fd(&mut watched, true);
                 if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                     if e.kind() != std::io::ErrorKind::Interrupted {
                         std::thread::sleep(TICK);

@@ -107,8 +107,10 @@ impl Relay {
     /// whatever is not theirs, so the loop has nothing to add and going
     /// round would only contend for the core lock. True when the loop
     /// should go round again at once (it parked, or was woken); false
-    /// when it should wait in `mio::Poll::poll` as usual.
-    pub(super) fn park(&self, last: &mut u64, timeout: Duration) -> bool {
+    /// when it should wait in `mio::Poll::poll` as usual. `unwatch` runs
+    /// once, before the first sleep: the loop stops watching the
+    /// transport's descriptor while parked.
+    pub(super) fn park(&self, last: &mut u64, timeout: Duration, unwatch: impl FnOnce()) -> bool {
         let epoch = self.activity();
         if epoch == *last {
             return false;
@@ -118,10 +120,14 @@ impl Relay {
         let mut slept = false;
         let mut woken = false;
         let mut limit = timeout.min(LINGER);
+        let mut unwatch = Some(unwatch);
         loop {
             woken |= self.woken.swap(false, Ordering::SeqCst);
             if woken || self.blocked.load(Ordering::SeqCst) != 0 {
                 break;
+            }
+            if let Some(f) = unwatch.take() {
+                f();
             }
             slept = true;
             self.parks.fetch_add(1, Ordering::Relaxed);

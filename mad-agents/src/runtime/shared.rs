@@ -3,14 +3,13 @@
 //! locked steps (see the [runtime documentation](super)).
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
+use mad_core::hash::FastMap;
 use mad_core::port::Port;
 use mio::{Token, Waker};
 
@@ -47,7 +46,7 @@ pub type Callback = Box<dyn FnMut(AgentEvent) + Send + 'static>;
 pub(super) enum Sink {
     Callback(Callback),
     Channel {
-        tx: mpsc::Sender<AgentEvent>,
+        tx: super::channel::Sender,
         queued: Arc<ChannelLoad>,
     },
 }
@@ -148,8 +147,11 @@ pub(super) struct Pending {
 
 pub(super) struct Core {
     pub(super) engine: Engine,
-    pub(super) sinks: HashMap<AgentId, Arc<Mutex<Sink>>>,
-    pub(super) waiters: HashMap<SendId, Waiter>,
+    /// The agents' sinks (foldhash: looked up on every caller's drive;
+    /// as many as agents registered here).
+    pub(super) sinks: FastMap<AgentId, Arc<Mutex<Sink>>>,
+    /// Threads in `send_and_wait` (at most one per outstanding send).
+    pub(super) waiters: FastMap<SendId, Waiter>,
     pub(super) stats: RuntimeStats,
     pub(super) stopping: bool,
     pub(super) stopped: bool,
@@ -193,7 +195,8 @@ pub(super) struct Shared {
 /// (`runtime::model`) builds its [`Shared`] with each of these in turn and
 /// must find the broken guarantee, which proves that it checks that
 /// guarantee at all. The protocol's steps consult it at the six points
-/// where a plausible bug would go.
+/// where a plausible bug would go (and the channel's receiver at one:
+/// [`Deviation::QueueBeforeTaken`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(not(test), allow(dead_code))]
 pub(super) enum Deviation {
@@ -215,6 +218,9 @@ pub(super) enum Deviation {
     /// A caller driving the port takes its agent's events while the loop
     /// thread is handing an earlier one over.
     TakeOutOfTurn,
+    /// A channel's receiver hands out events that entered the channel
+    /// after those it already took out of it, first.
+    QueueBeforeTaken,
 }
 
 impl Shared {
@@ -246,8 +252,8 @@ impl Shared {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             core: Mutex::new(Core {
                 engine: Engine::with_port(port, cfg),
-                sinks: HashMap::new(),
-                waiters: HashMap::new(),
+                sinks: FastMap::default(),
+                waiters: FastMap::default(),
                 stats: RuntimeStats::default(),
                 stopping: false,
                 stopped: false,
@@ -402,6 +408,19 @@ impl Shared {
         Step::Wait(t)
     }
 
+    /// On the loop thread: tells the transport whether this thread is
+    /// about to wait on its descriptor ([`mad_core::transport::Transport::watch_fd`]),
+    /// if that changes what `watched` says it was told last. Watched
+    /// again, a descriptor is readable at once if anything is queued, so
+    /// the wait that follows misses nothing.
+    pub(super) fn watch_fd(&self, watched: &mut bool, on: bool) {
+        if *watched == on || !self.wakeup.is_event_driven() {
+            return;
+        }
+        self.core().engine.port_mut().transport_mut().watch_fd(on);
+        *watched = on;
+    }
+
     // ----- deregistration's steps -----
 
     /// From another thread (locked): starts deregistering `id`.
@@ -435,7 +454,8 @@ impl Shared {
     /// that owns an [`Agent`] deregisters it here, so this must never run
     /// under the core lock.
     pub(super) fn bury(&self) {
-        if self.has_dead.swap(false, Ordering::AcqRel) {
+        // A plain load first: no read-modify-write on every turn.
+        if self.has_dead.load(Ordering::Acquire) && self.has_dead.swap(false, Ordering::AcqRel) {
             let dead = std::mem::take(&mut self.core().graveyard);
             drop(dead);
         }
@@ -609,22 +629,33 @@ impl Shared {
                 (false, true)
             }
             Sink::Channel { tx, queued } => {
-                if let AgentEvent::Received(m) = &ev {
-                    let len = m.bytes().len();
-                    let count = queued.count.load(Ordering::Acquire);
-                    let bytes = queued.bytes.load(Ordering::Acquire);
-                    if count >= self.recv_bound
-                        || (count > 0 && bytes.saturating_add(len) > self.recv_bytes)
-                    {
-                        return (true, false);
-                    }
-                    queued.count.fetch_add(1, Ordering::AcqRel);
-                    queued.bytes.fetch_add(len, Ordering::AcqRel);
+                if !self.admit(queued, &ev) {
+                    return (true, false);
                 }
-                let _ = tx.send(ev);
+                tx.send(ev);
                 (false, false)
             }
         }
+    }
+
+    /// Whether `ev` may enter a channel holding `queued`: a received MAD
+    /// past [`EngineConfig::recv_queue_bound`] or
+    /// [`EngineConfig::recv_queue_bytes`] is dropped (false); anything
+    /// else goes in, and a received MAD is counted.
+    pub(super) fn admit(&self, queued: &ChannelLoad, ev: &AgentEvent) -> bool {
+        if let AgentEvent::Received(m) = ev {
+            let len = m.bytes().len();
+            let count = queued.count.load(Ordering::Acquire);
+            let bytes = queued.bytes.load(Ordering::Acquire);
+            if count >= self.recv_bound
+                || (count > 0 && bytes.saturating_add(len) > self.recv_bytes)
+            {
+                return false;
+            }
+            queued.count.fetch_add(1, Ordering::AcqRel);
+            queued.bytes.fetch_add(len, Ordering::AcqRel);
+        }
+        true
     }
 
     /// Drives the engine on the loop thread until `step` returns a value.

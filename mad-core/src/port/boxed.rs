@@ -30,5 +30,6 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
         raw_fd,
         bounded_far_side,
         register_requests,
+        watch_fd,
     );
 }

@@ -170,6 +170,11 @@ macro_rules! forward_transport {
             $crate::transport::TransportLayer::inner(self).bounded_far_side()
         }
     };
+    (@one watch_fd) => {
+        fn watch_fd(&mut self, watched: bool) {
+            $crate::transport::TransportLayer::inner_mut(self).watch_fd(watched)
+        }
+    };
     (@one register_requests) => {
         fn register_requests(
             &mut self,

@@ -455,6 +455,18 @@ pub trait Transport: Send {
         self.raw_fd().is_some()
     }
 
+    /// Says whether a thread is about to wait for [`Transport::raw_fd`] to
+    /// become readable (`true`) or, for now, only polls (`false`). A
+    /// transport whose descriptor costs system calls each time it is made
+    /// readable (a simulated fabric's notification socket) may stop
+    /// making it readable while it is not watched; watched again, it must
+    /// make it readable at once if anything is queued, so that a waiter
+    /// misses nothing. A transport starts watched. The default does
+    /// nothing (the descriptor is always kept); wrappers forward it.
+    fn watch_fd(&mut self, watched: bool) {
+        let _ = watched;
+    }
+
     /// Asks for unsolicited requests of `class` / `class_version` whose
     /// method bit is set in `methods` (bit n = method n), with `oui` for
     /// vendor range-2 classes, to be delivered to this port's receives.

@@ -21,7 +21,12 @@
 //! readable while a completion, a receive or an event waits, for mio; the
 //! pair is made on the first call, so a port that is only polled makes no
 //! system call. Polling looks at an atomic "something may be queued" flag
-//! before it takes the fabric's lock.
+//! before it takes the fabric's lock. While nobody waits on the
+//! descriptor ([`Transport::watch_fd`] `false`: a runtime whose callers
+//! drive the port themselves) the fabric does not write to the pair, so
+//! a round trip makes no system call then either (it made three: a write
+//! when the answer came, two reads when it was taken); watched again, the
+//! descriptor is made readable at once if anything is queued.
 //!
 //! QP states follow the verbs rules of
 //! [`Loopback`](mad_core::transport::loopback::Loopback): posting to a QP
@@ -38,6 +43,9 @@ use mad_core::transport::{
 use mad_core::wire::attr::port_cap;
 use mad_core::wire::{MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -58,6 +66,10 @@ pub struct SimPort {
     /// The endpoint's "something may be queued" flag: the poll calls
     /// return at once, without the fabric lock, while it is clear.
     pending: Arc<AtomicBool>,
+    /// The notification pair, taken out of the endpoint while nobody
+    /// watches it ([`Transport::watch_fd`] `false`): the fabric, finding
+    /// no pair, then only sets `pending`.
+    muted: Option<(UnixStream, UnixStream)>,
 }
 
 impl std::fmt::Debug for SimPort {
@@ -114,6 +126,7 @@ impl SimPort {
             depth,
             qp: [QpState::Rts; 2],
             pending,
+            muted: None,
         }
     }
 
@@ -445,7 +458,36 @@ impl Transport for SimPort {
     /// here. The pair is made on the first call: a port only polled never
     /// pays for it.
     fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        if let Some((_, rx)) = &self.muted {
+            return Some(rx.as_raw_fd());
+        }
         self.with_ep(super::Endpoint::notify_fd).flatten()
+    }
+
+    /// Unwatched, the notification pair made so far (by
+    /// [`Transport::raw_fd`]) is emptied and set aside: nothing is
+    /// written to it, and polling reads nothing from it. Watched again, it
+    /// is put back and made readable at once if anything may be queued.
+    fn watch_fd(&mut self, watched: bool) {
+        let mut c = self.fabric.lock();
+        let Some(Some(ep)) = c.endpoints.get_mut(self.ep) else {
+            return;
+        };
+        if watched {
+            if let Some(pair) = self.muted.take() {
+                ep.notify = Some(pair);
+                if ep.pending.load(Ordering::Acquire) {
+                    ep.signal();
+                }
+            }
+        } else if let Some(pair) = ep.notify.take() {
+            if ep.signaled {
+                let mut b = [0u8; 16];
+                while matches!((&pair.1).read(&mut b), Ok(n) if n > 0) {}
+                ep.signaled = false;
+            }
+            self.muted = Some(pair);
+        }
     }
 
     /// Yes: the fabric's queues are finite. Asking makes no descriptor.

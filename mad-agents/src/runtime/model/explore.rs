@@ -43,7 +43,7 @@ fn explore(sc: Scenario, deviation: Deviation) -> (usize, Option<String>) {
     (schedules, None)
 }
 
-const SCENARIOS: [Scenario; 7] = [
+const SCENARIOS: [Scenario; 8] = [
     Scenario::OtherThread,
     Scenario::OwnCallback,
     Scenario::OtherAgentFromCallback,
@@ -51,6 +51,7 @@ const SCENARIOS: [Scenario; 7] = [
     Scenario::LoopDies,
     Scenario::ReceiverDrives,
     Scenario::WaiterDrives,
+    Scenario::ReceiverKeepsBatch,
 ];
 
 #[test]
@@ -134,6 +135,15 @@ fn the_model_finds_a_caller_that_takes_events_while_the_loop_hands_one_over() {
     assert_finds(
         Scenario::TwoCallersDrive,
         Deviation::TakeOutOfTurn,
+        "out of order",
+    );
+}
+
+#[test]
+fn the_model_finds_a_receiver_that_hands_out_newer_events_before_the_batch_it_holds() {
+    assert_finds(
+        Scenario::ReceiverKeepsBatch,
+        Deviation::QueueBeforeTaken,
         "out of order",
     );
 }

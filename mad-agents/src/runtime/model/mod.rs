@@ -142,6 +142,11 @@ enum Scenario {
     /// deregisters "a" and two requests for it arrive: its events reach
     /// its channel in the order the port pulled them, each once.
     TwoCallersDrive,
+    /// The thread receiving from channel agent "a" takes a batch by
+    /// driving the port (two requests), hands out one, and a third
+    /// request, delivered by the loop thread, enters the channel while it
+    /// holds the other: the three come out in the order they arrived.
+    ReceiverKeepsBatch,
 }
 
 enum L {
@@ -181,6 +186,8 @@ enum W {
     Request,
     /// Two Set requests for "a" arrive (TIDs 1 and 2).
     Requests,
+    /// A third Set request for "a" arrives (TID 3).
+    Third,
 }
 
 const L_ACTOR: usize = 0;
@@ -219,7 +226,7 @@ struct World {
     waited: Vec<SendId>,
     /// The channel of the channel agent and its name, and how many more
     /// times its receiving thread drives the port.
-    channel: Option<(&'static str, mpsc::Receiver<AgentEvent>, u8)>,
+    channel: Option<(&'static str, super::channel::Receiver, u8)>,
     /// The send the thread in `send_and_wait` waits for, while it may
     /// still drive the port itself (`caller_take`) before blocking.
     take: Option<(AgentId, SendId)>,
@@ -343,25 +350,14 @@ impl World {
                 w.wait(a);
                 w.d = D::Begin(a);
             }
+            Scenario::ReceiverKeepsBatch => {
+                w.step_device(W::Unstall);
+                w.step_device(W::Requests);
+                w.channel_agent(owner, 2);
+                w.w = vec![Some(W::Third)];
+            }
         }
         w
-    }
-
-    /// The receiving thread takes what is in the channel; nothing may
-    /// enter it after the agent's deregistration returned.
-    fn take_channel(&mut self) {
-        let Some((name, rx, _)) = &self.channel else {
-            return;
-        };
-        let mut log = lock(&self.log);
-        while let Ok(ev) = rx.try_recv() {
-            if log.returned.contains(name) {
-                log.violations.push(format!(
-                    "{name}'s channel got an event after its deregistration returned: {ev:?}"
-                ));
-            }
-            log.events.entry(name).or_default().push(ev);
-        }
     }
 
     /// Another thread sends on `agent` (awaiting a response) and blocks
@@ -398,7 +394,8 @@ impl World {
     /// Registers channel agent "a", whose receiving thread drives the
     /// port `drives` times.
     fn channel_agent(&mut self, spec: AgentSpec, drives: u8) -> AgentId {
-        let (tx, rx) = mpsc::channel();
+        let (tx, mut rx) = super::channel::channel();
+        rx.queue_first = self.sh.deviation == Deviation::QueueBeforeTaken;
         let sink = Sink::Channel {
             tx,
             queued: Arc::default(),
@@ -492,7 +489,8 @@ impl World {
             | Scenario::LoopDies
             | Scenario::ReceiverDrives
             | Scenario::WaiterDrives
-            | Scenario::TwoCallersDrive => None,
+            | Scenario::TwoCallersDrive
+            | Scenario::ReceiverKeepsBatch => None,
             Scenario::OwnCallback | Scenario::WaiterOwnCallback => Some((agent, true)),
             Scenario::OtherAgentFromCallback => Some((self.ids["b"], false)),
         }
@@ -527,9 +525,14 @@ impl World {
                 if let Some(c) = &mut self.channel {
                     c.2 -= 1;
                 }
-                let a = self.ids["a"];
-                self.sh.caller_drive(a, self.now);
-                self.take_channel();
+                // As `AgentReceiver::recv`: one event if the channel has
+                // one (the receiver may keep more of a batch it took),
+                // else a drive of the port, then one event.
+                if !self.take_one() {
+                    let a = self.ids["a"];
+                    self.sh.caller_drive(a, self.now);
+                    self.take_one();
+                }
             }
             C_ACTOR => {
                 // One turn of driving; after it, the thread either has its
@@ -565,9 +568,10 @@ impl World {
                 src: Address::gsi(9),
                 mad: perf(Method::SET).into(),
             }),
-            W::Requests => {
+            W::Requests | W::Third => {
+                let tids: &[u8] = if matches!(w, W::Third) { &[3] } else { &[1, 2] };
                 let mut d = lock(&self.dev);
-                for tid in [1u8, 2] {
+                for &tid in tids {
                     let mut mad = perf(Method::SET);
                     mad[15] = tid;
                     d.push_recv(Received {

@@ -1,4 +1,5 @@
-//! Per-agent event order in the model: a channel agent's events reach its
+//! Per-agent event order in the model (and the receiving thread taking
+//! from its channel): a channel agent's events reach its
 //! channel in the order the port pulled their causes from the device, each
 //! once, however the loop thread and the callers driving the port
 //! interleave.
@@ -55,6 +56,42 @@ fn key(ev: &AgentEvent) -> Option<u64> {
 }
 
 impl World {
+    /// The receiving thread takes one event out of the channel, if there
+    /// is one (see [`World::take_channel`]).
+    pub(super) fn take_one(&mut self) -> bool {
+        let Some((name, rx, _)) = &self.channel else {
+            return false;
+        };
+        let Ok(ev) = rx.try_recv() else {
+            return false;
+        };
+        let mut log = lock(&self.log);
+        if log.returned.contains(name) {
+            log.violations.push(format!(
+                "{name}'s channel got an event after its deregistration returned: {ev:?}"
+            ));
+        }
+        log.events.entry(name).or_default().push(ev);
+        true
+    }
+
+    /// The receiving thread takes what is in the channel; nothing may
+    /// enter it after the agent's deregistration returned.
+    pub(super) fn take_channel(&mut self) {
+        let Some((name, rx, _)) = &self.channel else {
+            return;
+        };
+        let mut log = lock(&self.log);
+        while let Ok(ev) = rx.try_recv() {
+            if log.returned.contains(name) {
+                log.violations.push(format!(
+                    "{name}'s channel got an event after its deregistration returned: {ev:?}"
+                ));
+            }
+            log.events.entry(name).or_default().push(ev);
+        }
+    }
+
     /// The channel agent's events (but the completion a thread in
     /// `send_and_wait` took) came in the order the port pulled them,
     /// and none twice. A send-only agent gets one completion per batch

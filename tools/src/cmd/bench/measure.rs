@@ -192,7 +192,8 @@ pub(super) fn smp_runtime(
             let req = reqs[l.issued as usize % reqs.len()]
                 .clone()
                 .cookie(c.cookie);
-            l.sent(slot.min(w - 1), Instant::now());
+            // Sent "now", as the engine's loop counts it.
+            l.sent(slot.min(w - 1), now);
             agent.send(req).map_err(|e| format!("send: {e}"))?;
         }
     }
