@@ -126,19 +126,13 @@ fn load_lib_from(name: &str) -> Result<Lib, String> {
         )
     })?;
     macro_rules! sym {
-        ($name:literal, $t:ty) => {{
+        ($name:literal, $t:ty) => {
             // SAFETY: the symbol has this C signature in libibverbs 1
             // (rdma-core verbs.h; the default symbol version IBVERBS_1.1);
             // the pointer is copied out while the library stays loaded in
             // `Lib`.
-            let s: libloading::Symbol<'_, $t> = unsafe { lib.get($name) }.map_err(|e| {
-                format!(
-                    "{name} lacks {}: {e}",
-                    String::from_utf8_lossy(&$name[..$name.len() - 1])
-                )
-            })?;
-            *s
-        }};
+            unsafe { crate::transport::dl::symbol::<$t>(&lib, name, $name) }?
+        };
     }
     Ok(Lib {
         get_device_list: sym!(b"ibv_get_device_list\0", FnGetDeviceList),

@@ -13,7 +13,7 @@
 use super::dump::{self, field};
 use super::PortIdText;
 use mad_core::wire::attr::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
-use mad_core::wire::{FieldKind, FieldValue, Fields};
+use mad_core::wire::{FieldDesc, FieldKind, FieldValue, Fields};
 
 /// The PortSelect perfquery uses for "all ports".
 pub const ALL_PORTS: u8 = 0xFF;
@@ -35,81 +35,22 @@ fn line(s: &mut String, name: &str, value: String) {
 ///   `PC_XMIT_WAIT_SUP` (perfquery clears it before dumping).
 #[must_use]
 pub fn perfcounters_fields(pc: &PortCounters, cap_mask: u16) -> String {
-    let mut s = String::new();
-    let u = |v: u32| dump::uint(v.into());
-    line(&mut s, "PortSelect", u(pc.port_select.into()));
-    line(
-        &mut s,
-        "CounterSelect",
-        dump::hex(pc.counter_select.into(), 2),
-    );
-    line(
-        &mut s,
-        "SymbolErrorCounter",
-        u(pc.symbol_error_counter.into()),
-    );
-    line(
-        &mut s,
-        "LinkErrorRecoveryCounter",
-        u(pc.link_error_recovery_counter.into()),
-    );
-    line(
-        &mut s,
-        "LinkDownedCounter",
-        u(pc.link_downed_counter.into()),
-    );
-    line(&mut s, "PortRcvErrors", u(pc.port_rcv_errors.into()));
-    line(
-        &mut s,
-        "PortRcvRemotePhysicalErrors",
-        u(pc.port_rcv_remote_physical_errors.into()),
-    );
-    line(
-        &mut s,
-        "PortRcvSwitchRelayErrors",
-        u(pc.port_rcv_switch_relay_errors.into()),
-    );
-    line(&mut s, "PortXmitDiscards", u(pc.port_xmit_discards.into()));
-    line(
-        &mut s,
-        "PortXmitConstraintErrors",
-        u(pc.port_xmit_constraint_errors.into()),
-    );
-    line(
-        &mut s,
-        "PortRcvConstraintErrors",
-        u(pc.port_rcv_constraint_errors.into()),
-    );
-    line(
-        &mut s,
-        "CounterSelect2",
-        dump::hex(pc.counter_select2.into(), 1),
-    );
-    line(
-        &mut s,
-        "LocalLinkIntegrityErrors",
-        u(pc.local_link_integrity_errors.into()),
-    );
-    line(
-        &mut s,
-        "ExcessiveBufferOverrunErrors",
-        u(pc.excessive_buffer_overrun_errors.into()),
-    );
-    // libibmad quirk: IB_PC_QP1_DROP_F reads bytes 22-23 (VL15Dropped).
-    line(&mut s, "QP1Dropped", u(pc.vl15_dropped.into()));
-    line(&mut s, "VL15Dropped", u(pc.vl15_dropped.into()));
-    line(&mut s, "PortXmitData", u(pc.port_xmit_data));
-    line(&mut s, "PortRcvData", u(pc.port_rcv_data));
-    line(&mut s, "PortXmitPkts", u(pc.port_xmit_pkts));
-    line(&mut s, "PortRcvPkts", u(pc.port_rcv_pkts));
-    let wait = if cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
-        pc.port_xmit_wait
-    } else {
-        0
+    let shown = PortCounters {
+        // libibmad quirk: IB_PC_QP1_DROP_F reads bytes 22-23 (VL15Dropped).
+        qp1_dropped: pc.vl15_dropped,
+        port_xmit_wait: if cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
+            pc.port_xmit_wait
+        } else {
+            0
+        },
+        ..pc.clone()
     };
-    line(&mut s, "PortXmitWait", u(wait));
-    s
+    fields_text(&shown, &[], COUNTER_SELECTS)
 }
+
+/// The PortCounters and PortCountersExtended labels
+/// `mad_dump_perfcounters*` print in hex.
+const COUNTER_SELECTS: &[&str] = &["CounterSelect", "CounterSelect2"];
 
 /// `perfquery [LID [PORT]]`: `# Port counters: PORTID port N (CapMask:
 /// 0xXX)` and the counters.
@@ -134,80 +75,22 @@ pub fn format_perfcounters(
 /// when `cap_mask2` has `ADDL_PORT_CTRS_EXT_SUP`.
 #[must_use]
 pub fn perfcounters_ext_fields(pc: &PortCountersExt, cap_mask: u16, cap_mask2: u32) -> String {
-    let mut s = String::new();
-    let u = dump::uint;
-    line(&mut s, "PortSelect", u(pc.port_select.into()));
-    line(
-        &mut s,
-        "CounterSelect",
-        dump::hex(pc.counter_select.into(), 2),
-    );
-    line(&mut s, "PortXmitData", u(pc.port_xmit_data));
-    line(&mut s, "PortRcvData", u(pc.port_rcv_data));
-    line(&mut s, "PortXmitPkts", u(pc.port_xmit_pkts));
-    line(&mut s, "PortRcvPkts", u(pc.port_rcv_pkts));
+    // The groups by their bit ranges in PortCountersExtended.
+    let part = |bits: std::ops::Range<u32>| {
+        fields_text_where(pc, |d| bits.contains(&d.bit_offset), COUNTER_SELECTS)
+    };
+    // PortSelect and CounterSelect (bytes 0-3), the data and packet
+    // counters (bytes 8-39).
+    let mut s = part(0..32) + &part(64..320);
     if cap_mask & pm_cap::EXT_WIDTH_SUPPORTED != 0 {
-        line(&mut s, "PortUnicastXmitPkts", u(pc.port_unicast_xmit_pkts));
-        line(&mut s, "PortUnicastRcvPkts", u(pc.port_unicast_rcv_pkts));
-        line(
-            &mut s,
-            "PortMulticastXmitPkts",
-            u(pc.port_multicast_xmit_pkts),
-        );
-        line(
-            &mut s,
-            "PortMulticastRcvPkts",
-            u(pc.port_multicast_rcv_pkts),
-        );
+        // The unicast and multicast packet counters (bytes 40-71).
+        s += &part(320..576);
     }
     if cap_mask2 & pm_cap2::ADDL_PORT_CTRS_EXT_SUP != 0 {
-        line(
-            &mut s,
-            "CounterSelect2",
-            dump::hex(pc.counter_select2.into(), 4),
-        );
-        line(&mut s, "SymbolErrorCounter", u(pc.symbol_error_counter));
-        line(
-            &mut s,
-            "LinkErrorRecoveryCounter",
-            u(pc.link_error_recovery_counter),
-        );
-        line(&mut s, "LinkDownedCounter", u(pc.link_downed_counter));
-        line(&mut s, "PortRcvErrors", u(pc.port_rcv_errors));
-        line(
-            &mut s,
-            "PortRcvRemotePhysicalErrors",
-            u(pc.port_rcv_remote_physical_errors),
-        );
-        line(
-            &mut s,
-            "PortRcvSwitchRelayErrors",
-            u(pc.port_rcv_switch_relay_errors),
-        );
-        line(&mut s, "PortXmitDiscards", u(pc.port_xmit_discards));
-        line(
-            &mut s,
-            "PortXmitConstraintErrors",
-            u(pc.port_xmit_constraint_errors),
-        );
-        line(
-            &mut s,
-            "PortRcvConstraintErrors",
-            u(pc.port_rcv_constraint_errors),
-        );
-        line(
-            &mut s,
-            "LocalLinkIntegrityErrors",
-            u(pc.local_link_integrity_errors),
-        );
-        line(
-            &mut s,
-            "ExcessiveBufferOverrunErrors",
-            u(pc.excessive_buffer_overrun_errors),
-        );
-        line(&mut s, "VL15Dropped", u(pc.vl15_dropped));
-        line(&mut s, "PortXmitWait", u(pc.port_xmit_wait));
-        line(&mut s, "QP1Dropped", u(pc.qp1_dropped));
+        // CounterSelect2 (bytes 4-7), then the 64-bit error counters
+        // (bytes 72-183).
+        s += &part(32..64);
+        s += &part(576..1472);
     }
     s
 }
@@ -431,9 +314,14 @@ pub const PERF_HEX_LABELS: &[&str] = &[
 /// labels in `hex`, decimal otherwise; labels in `skip` are left out.
 #[must_use]
 pub fn fields_text(f: &dyn Fields, skip: &[&str], hex: &[&str]) -> String {
+    fields_text_where(f, |d| d.label.is_some_and(|l| !skip.contains(&l)), hex)
+}
+
+/// As [`fields_text`], over the labelled fields `keep` takes.
+fn fields_text_where(f: &dyn Fields, keep: impl Fn(&FieldDesc) -> bool, hex: &[&str]) -> String {
     let mut s = String::new();
     for (i, desc) in f.field_descs().iter().enumerate() {
-        let Some(label) = desc.label.filter(|l| !skip.contains(l)) else {
+        let Some(label) = desc.label.filter(|_| keep(desc)) else {
             continue;
         };
         let is_hex = hex.contains(&label);

@@ -508,22 +508,6 @@ fn is_smp_class(class: u8) -> bool {
     class == 0x01 || class == 0x81
 }
 
-fn legal_transition(from: QpState, to: QpState) -> bool {
-    use QpState::*;
-    matches!(
-        (from, to),
-        (_, Reset)
-            | (_, Err)
-            | (Reset, Init)
-            | (Init, Init)
-            | (Init, Rtr)
-            | (Rtr, Rts)
-            | (Rts, Rts)
-            | (Rts, Sqe)
-            | (Sqe, Rts)
-    )
-}
-
 impl Transport for IbSimTransport {
     fn port_attrs(&self) -> &PortAttrs {
         &self.attrs
@@ -647,11 +631,12 @@ impl Transport for IbSimTransport {
         self.qp_state[qp.index()]
     }
 
-    /// Follows the verbs state diagram (any → RESET / ERR, RESET → INIT →
-    /// RTR → RTS, RTS ↔ SQE). ibsim has no QPs; nothing else happens.
+    /// Follows the verbs state diagram
+    /// ([`qp_transition_allowed`](super::loopback::qp_transition_allowed)).
+    /// ibsim has no QPs; nothing else happens.
     fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
         let from = self.qp_state[qp.index()];
-        if !legal_transition(from, to) {
+        if !super::loopback::qp_transition_allowed(from, to) {
             return Err(TransportError::InvalidTransition { qp, from, to });
         }
         self.qp_state[qp.index()] = to;

@@ -105,18 +105,12 @@ pub(super) fn load_lib_from(name: &str) -> Result<Lib, String> {
         )
     })?;
     macro_rules! sym {
-        ($name:literal, $t:ty) => {{
+        ($name:literal, $t:ty) => {
             // SAFETY: the symbol has this C signature in libibumad 3
             // (rdma-core umad.h); the pointer is copied out while the
             // library stays loaded in `Lib`.
-            let s: libloading::Symbol<'_, $t> = unsafe { lib.get($name) }.map_err(|e| {
-                format!(
-                    "{LIBIBUMAD} lacks {}: {e}",
-                    String::from_utf8_lossy(&$name[..$name.len() - 1])
-                )
-            })?;
-            *s
-        }};
+            unsafe { crate::transport::dl::symbol::<$t>(&lib, LIBIBUMAD, $name) }?
+        };
     }
     let init: FnInit = sym!(b"umad_init\0", FnInit);
     let l = Lib {
