@@ -19,6 +19,7 @@
 //! Every `unsafe` of the verbs and epoll calls is in this file.
 #![allow(unsafe_code)]
 
+use super::dl::symbol;
 use super::AsyncEvent;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -125,25 +126,21 @@ fn load_lib_from(name: &str) -> Result<Lib, String> {
              (apt-get install {LIBIBVERBS_PACKAGE} {PROVIDERS_PACKAGE})"
         )
     })?;
-    macro_rules! sym {
-        ($name:literal, $t:ty) => {
-            // SAFETY: the symbol has this C signature in libibverbs 1
-            // (rdma-core verbs.h; the default symbol version IBVERBS_1.1);
-            // the pointer is copied out while the library stays loaded in
-            // `Lib`.
-            unsafe { crate::transport::dl::symbol::<$t>(&lib, name, $name) }?
-        };
+    // SAFETY: each symbol has its field's C signature in libibverbs 1
+    // (rdma-core verbs.h; the default symbol version IBVERBS_1.1); the
+    // pointers are copied out while the library stays loaded in `Lib`.
+    unsafe {
+        Ok(Lib {
+            get_device_list: symbol(&lib, name, b"ibv_get_device_list\0")?,
+            free_device_list: symbol(&lib, name, b"ibv_free_device_list\0")?,
+            get_device_name: symbol(&lib, name, b"ibv_get_device_name\0")?,
+            open_device: symbol(&lib, name, b"ibv_open_device\0")?,
+            close_device: symbol(&lib, name, b"ibv_close_device\0")?,
+            get_async_event: symbol(&lib, name, b"ibv_get_async_event\0")?,
+            ack_async_event: symbol(&lib, name, b"ibv_ack_async_event\0")?,
+            _lib: lib,
+        })
     }
-    Ok(Lib {
-        get_device_list: sym!(b"ibv_get_device_list\0", FnGetDeviceList),
-        free_device_list: sym!(b"ibv_free_device_list\0", FnFreeDeviceList),
-        get_device_name: sym!(b"ibv_get_device_name\0", FnGetDeviceName),
-        open_device: sym!(b"ibv_open_device\0", FnOpenDevice),
-        close_device: sym!(b"ibv_close_device\0", FnCloseDevice),
-        get_async_event: sym!(b"ibv_get_async_event\0", FnGetAsyncEvent),
-        ack_async_event: sym!(b"ibv_ack_async_event\0", FnAckAsyncEvent),
-        _lib: lib,
-    })
 }
 
 fn lib() -> Result<&'static Lib, String> {
