@@ -21,3 +21,24 @@ pub(crate) unsafe fn symbol<T: Copy>(
     })?;
     Ok(*s)
 }
+
+/// `$lib_ty { field: symbol(prefix + "field"), ..., _lib: lib }`: each
+/// listed field of a loader's table filled with the function of `lib`
+/// (loaded from `lib_name`) named by the prefix and the field's name; the
+/// first missing one is the error (`?`). Use it inside `unsafe`, with the
+/// promise [`symbol`] asks for.
+macro_rules! symbols {
+    ($lib:ident, $lib_name:expr, $prefix:literal, $lib_ty:ident { $($field:ident),* $(,)? }) => {
+        $lib_ty {
+            $(
+                $field: $crate::transport::dl::symbol(
+                    &$lib,
+                    $lib_name,
+                    concat!($prefix, stringify!($field), "\0").as_bytes(),
+                )?,
+            )*
+            _lib: $lib,
+        }
+    };
+}
+pub(crate) use symbols;

@@ -19,7 +19,7 @@
 //! Every `unsafe` of the verbs and epoll calls is in this file.
 #![allow(unsafe_code)]
 
-use super::dl::symbol;
+use super::dl::symbols;
 use super::AsyncEvent;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -130,16 +130,20 @@ fn load_lib_from(name: &str) -> Result<Lib, String> {
     // (rdma-core verbs.h; the default symbol version IBVERBS_1.1); the
     // pointers are copied out while the library stays loaded in `Lib`.
     unsafe {
-        Ok(Lib {
-            get_device_list: symbol(&lib, name, b"ibv_get_device_list\0")?,
-            free_device_list: symbol(&lib, name, b"ibv_free_device_list\0")?,
-            get_device_name: symbol(&lib, name, b"ibv_get_device_name\0")?,
-            open_device: symbol(&lib, name, b"ibv_open_device\0")?,
-            close_device: symbol(&lib, name, b"ibv_close_device\0")?,
-            get_async_event: symbol(&lib, name, b"ibv_get_async_event\0")?,
-            ack_async_event: symbol(&lib, name, b"ibv_ack_async_event\0")?,
-            _lib: lib,
-        })
+        Ok(symbols!(
+            lib,
+            name,
+            "ibv_",
+            Lib {
+                get_device_list,
+                free_device_list,
+                get_device_name,
+                open_device,
+                close_device,
+                get_async_event,
+                ack_async_event
+            }
+        ))
     }
 }
 

@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CString};
 use std::sync::OnceLock;
 
-use crate::transport::dl::symbol;
+use crate::transport::dl::{symbol, symbols};
 use crate::transport::TransportError;
 
 /// The shared object this transport loads.
@@ -111,22 +111,26 @@ pub(super) fn load_lib_from(name: &str) -> Result<Lib, String> {
     let (init, l): (FnInit, Lib) = unsafe {
         (
             symbol(&lib, LIBIBUMAD, b"umad_init\0")?,
-            Lib {
-                get_cas_names: symbol(&lib, LIBIBUMAD, b"umad_get_cas_names\0")?,
-                get_ca: symbol(&lib, LIBIBUMAD, b"umad_get_ca\0")?,
-                release_ca: symbol(&lib, LIBIBUMAD, b"umad_release_ca\0")?,
-                get_port: symbol(&lib, LIBIBUMAD, b"umad_get_port\0")?,
-                release_port: symbol(&lib, LIBIBUMAD, b"umad_release_port\0")?,
-                open_port: symbol(&lib, LIBIBUMAD, b"umad_open_port\0")?,
-                close_port: symbol(&lib, LIBIBUMAD, b"umad_close_port\0")?,
-                register: symbol(&lib, LIBIBUMAD, b"umad_register\0")?,
-                register_oui: symbol(&lib, LIBIBUMAD, b"umad_register_oui\0")?,
-                unregister: symbol(&lib, LIBIBUMAD, b"umad_unregister\0")?,
-                send: symbol(&lib, LIBIBUMAD, b"umad_send\0")?,
-                recv: symbol(&lib, LIBIBUMAD, b"umad_recv\0")?,
-                get_fd: symbol(&lib, LIBIBUMAD, b"umad_get_fd\0")?,
-                _lib: lib,
-            },
+            symbols!(
+                lib,
+                LIBIBUMAD,
+                "umad_",
+                Lib {
+                    get_cas_names,
+                    get_ca,
+                    release_ca,
+                    get_port,
+                    release_port,
+                    open_port,
+                    close_port,
+                    register,
+                    register_oui,
+                    unregister,
+                    send,
+                    recv,
+                    get_fd
+                }
+            ),
         )
     };
     // SAFETY: umad_init takes no arguments; it is idempotent.
