@@ -116,6 +116,12 @@ impl Ctx<'_> {
         }
     }
 
+    /// The destination's NodeInfo.
+    fn node_info(&mut self) -> Result<NodeInfo, &'static str> {
+        self.get(AttributeId::NODE_INFO, 0)
+            .ok_or("node info query failed")
+    }
+
     fn put(&mut self, key: &str, v: Json) {
         self.data.push(key, v);
     }
@@ -154,16 +160,12 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
     let pu32 = port as u32;
     match op {
         Op::NodeInfo => {
-            let ni: NodeInfo = c
-                .get(AttributeId::NODE_INFO, 0)
-                .ok_or("node info query failed")?;
+            let ni = c.node_info()?;
             c.out.push_str(&smp::format_nodeinfo(&c.dest.text, &ni));
             c.put("node_info", ibdiag::attr_json(&ni));
         }
         Op::NodeDesc => {
-            let ni: NodeInfo = c
-                .get(AttributeId::NODE_INFO, 0)
-                .ok_or("node info query failed")?;
+            let ni = c.node_info()?;
             let nd: NodeDescription = c
                 .get(AttributeId::NODE_DESC, 0)
                 .ok_or("node desc query failed")?;
@@ -190,9 +192,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
             c.put("switch_info", ibdiag::attr_json(&si));
         }
         Op::PKeys => {
-            let ni: NodeInfo = c
-                .get(AttributeId::NODE_INFO, 0)
-                .ok_or("node info query failed")?;
+            let ni = c.node_info()?;
             if port > i32::from(ni.num_ports) {
                 return Err("invalid port number");
             }
@@ -217,9 +217,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
             result?;
         }
         Op::Sl2Vl => {
-            let ni: NodeInfo = c
-                .get(AttributeId::NODE_INFO, 0)
-                .ok_or("node info query failed")?;
+            let ni = c.node_info()?;
             if port > i32::from(ni.num_ports) {
                 return Err("invalid port number");
             }
@@ -295,9 +293,7 @@ fn vlarb(c: &mut Ctx<'_>) -> Result<(), &'static str> {
     let port = c.port;
     let pu32 = port as u32;
     if port == 0 {
-        let ni: NodeInfo = c
-            .get(AttributeId::NODE_INFO, 0)
-            .ok_or("node info query failed")?;
+        let ni = c.node_info()?;
         if ni.node_type == NodeType::SWITCH {
             let si: SwitchInfo = c
                 .get(AttributeId::SWITCH_INFO, 0)
@@ -364,9 +360,7 @@ fn vlarb(c: &mut Ctx<'_>) -> Result<(), &'static str> {
 fn port_info_ext(c: &mut Ctx<'_>) -> Result<(), &'static str> {
     use mad_core::wire::attr::{port_cap, port_cap2};
     let port = c.port;
-    let ni: NodeInfo = c
-        .get(AttributeId::NODE_INFO, 0)
-        .ok_or("node info query failed")?;
+    let ni = c.node_info()?;
     let pn = if ni.node_type == NodeType::SWITCH {
         0
     } else {
