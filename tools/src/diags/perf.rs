@@ -13,7 +13,8 @@
 use super::dump::{self, field};
 use super::PortIdText;
 use mad_core::wire::attr::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
-use mad_core::wire::{FieldDesc, FieldKind, FieldValue, Fields};
+use mad_core::wire::field::{get_bits, set_bits};
+use mad_core::wire::{FieldDesc, FieldKind, FieldValue, Fields, Repr};
 
 /// The PortSelect perfquery uses for "all ports".
 pub const ALL_PORTS: u8 = 0xFF;
@@ -111,8 +112,31 @@ pub fn format_perfcounters_ext(
     )
 }
 
-fn sat_add(acc: u64, v: u64, max: u64) -> u64 {
-    acc.saturating_add(v).min(max)
+/// `ports` (PortCounters or PortCountersExtended) summed field by field
+/// over their wire form: each counter (a labelled integer field `counter`
+/// takes) summed and capped at its field's maximum, every other field
+/// taken from the last port, and PortSelect 255.
+fn sum_counters<R: Repr + Fields + Default>(ports: &[R], counter: impl Fn(&str) -> bool) -> R {
+    let descs = R::default().field_descs();
+    let mut acc = vec![0u8; R::LEN];
+    for p in ports {
+        // A value parsed from the wire or summed here always fits.
+        let Ok(b) = p.to_vec() else { continue };
+        for d in descs.iter().filter(|d| d.kind == FieldKind::Uint) {
+            let (off, len) = (d.bit_offset as usize, d.bit_len as usize);
+            let v = get_bits(&b, off, len);
+            let v = if d.label.is_some_and(&counter) {
+                let max = u64::MAX >> (64 - len);
+                get_bits(&acc, off, len).saturating_add(v).min(max)
+            } else {
+                v
+            };
+            set_bits(&mut acc, off, len, v);
+        }
+    }
+    // PortSelect (byte 1): all ports.
+    set_bits(&mut acc, 8, 8, u64::from(ALL_PORTS));
+    R::parse(&acc).unwrap_or_default()
 }
 
 /// perfquery's `aggregate_perfcounters` over `ports` (in query order):
@@ -127,67 +151,20 @@ fn sat_add(acc: u64, v: u64, max: u64) -> u64 {
 /// `qp1_dropped` is that of the last port, as in perfquery's buffer.
 #[must_use]
 pub fn aggregate_perfcounters(ports: &[PortCounters], cap_mask: u16) -> PortCounters {
-    let mut a = PortCounters {
-        port_select: ALL_PORTS,
-        ..PortCounters::default()
-    };
-    let (m4, m8, m16, m32) = (0xF, 0xFF, 0xFFFF, 0xFFFF_FFFF);
-    let mut acc = [0u64; 17];
-    for p in ports {
-        let wait = if cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
-            p.port_xmit_wait
-        } else {
-            0
-        };
-        let vals: [(u64, u64); 17] = [
-            (p.symbol_error_counter.into(), m16),
-            (p.link_error_recovery_counter.into(), m8),
-            (p.link_downed_counter.into(), m8),
-            (p.port_rcv_errors.into(), m16),
-            (p.port_rcv_remote_physical_errors.into(), m16),
-            (p.port_rcv_switch_relay_errors.into(), m16),
-            (p.port_xmit_discards.into(), m16),
-            (p.port_xmit_constraint_errors.into(), m8),
-            (p.port_rcv_constraint_errors.into(), m8),
-            (p.local_link_integrity_errors.into(), m4),
-            (p.excessive_buffer_overrun_errors.into(), m4),
-            (p.vl15_dropped.into(), m16),
-            (p.port_xmit_data.into(), m32),
-            (p.port_rcv_data.into(), m32),
-            (p.port_xmit_pkts.into(), m32),
-            (p.port_rcv_pkts.into(), m32),
-            (wait.into(), m32),
-        ];
-        for (a, (v, max)) in acc.iter_mut().zip(vals) {
-            *a = sat_add(*a, v, max);
-        }
-        a.counter_select = p.counter_select;
-        a.counter_select2 = p.counter_select2;
-        a.qp1_dropped = p.qp1_dropped;
-        a.reserved = p.reserved;
-    }
-    // The values are capped at their field widths above.
-    let n16 = |v: u64| u16::try_from(v).unwrap_or(u16::MAX);
-    let n8 = |v: u64| u8::try_from(v).unwrap_or(u8::MAX);
-    let n32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-    a.symbol_error_counter = n16(acc[0]);
-    a.link_error_recovery_counter = n8(acc[1]);
-    a.link_downed_counter = n8(acc[2]);
-    a.port_rcv_errors = n16(acc[3]);
-    a.port_rcv_remote_physical_errors = n16(acc[4]);
-    a.port_rcv_switch_relay_errors = n16(acc[5]);
-    a.port_xmit_discards = n16(acc[6]);
-    a.port_xmit_constraint_errors = n8(acc[7]);
-    a.port_rcv_constraint_errors = n8(acc[8]);
-    a.local_link_integrity_errors = n8(acc[9]);
-    a.excessive_buffer_overrun_errors = n8(acc[10]);
-    a.vl15_dropped = n16(acc[11]);
-    a.port_xmit_data = n32(acc[12]);
-    a.port_rcv_data = n32(acc[13]);
-    a.port_xmit_pkts = n32(acc[14]);
-    a.port_rcv_pkts = n32(acc[15]);
-    a.port_xmit_wait = n32(acc[16]);
-    a
+    let waits = cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0;
+    let ports: Vec<PortCounters> = ports
+        .iter()
+        .map(|p| PortCounters {
+            port_xmit_wait: if waits { p.port_xmit_wait } else { 0 },
+            ..p.clone()
+        })
+        .collect();
+    sum_counters(&ports, |l| {
+        !matches!(
+            l,
+            "PortSelect" | "CounterSelect" | "CounterSelect2" | "QP1Dropped"
+        )
+    })
 }
 
 /// `perfquery -a` when the port cannot do AllPortSelect: the counters of
@@ -216,64 +193,9 @@ pub fn format_perfcounters_aggregate(
 /// CounterSelect2 when shown) from the last port.
 #[must_use]
 pub fn aggregate_perfcounters_ext(ports: &[PortCountersExt]) -> PortCountersExt {
-    let mut a = PortCountersExt {
-        port_select: ALL_PORTS,
-        ..PortCountersExt::default()
-    };
-    for p in ports {
-        a.counter_select = p.counter_select;
-        a.counter_select2 = p.counter_select2;
-        a.reserved = p.reserved;
-        let pairs: [(&mut u64, u64); 22] = [
-            (&mut a.port_xmit_data, p.port_xmit_data),
-            (&mut a.port_rcv_data, p.port_rcv_data),
-            (&mut a.port_xmit_pkts, p.port_xmit_pkts),
-            (&mut a.port_rcv_pkts, p.port_rcv_pkts),
-            (&mut a.port_unicast_xmit_pkts, p.port_unicast_xmit_pkts),
-            (&mut a.port_unicast_rcv_pkts, p.port_unicast_rcv_pkts),
-            (&mut a.port_multicast_xmit_pkts, p.port_multicast_xmit_pkts),
-            (&mut a.port_multicast_rcv_pkts, p.port_multicast_rcv_pkts),
-            (&mut a.symbol_error_counter, p.symbol_error_counter),
-            (
-                &mut a.link_error_recovery_counter,
-                p.link_error_recovery_counter,
-            ),
-            (&mut a.link_downed_counter, p.link_downed_counter),
-            (&mut a.port_rcv_errors, p.port_rcv_errors),
-            (
-                &mut a.port_rcv_remote_physical_errors,
-                p.port_rcv_remote_physical_errors,
-            ),
-            (
-                &mut a.port_rcv_switch_relay_errors,
-                p.port_rcv_switch_relay_errors,
-            ),
-            (&mut a.port_xmit_discards, p.port_xmit_discards),
-            (
-                &mut a.port_xmit_constraint_errors,
-                p.port_xmit_constraint_errors,
-            ),
-            (
-                &mut a.port_rcv_constraint_errors,
-                p.port_rcv_constraint_errors,
-            ),
-            (
-                &mut a.local_link_integrity_errors,
-                p.local_link_integrity_errors,
-            ),
-            (
-                &mut a.excessive_buffer_overrun_errors,
-                p.excessive_buffer_overrun_errors,
-            ),
-            (&mut a.vl15_dropped, p.vl15_dropped),
-            (&mut a.port_xmit_wait, p.port_xmit_wait),
-            (&mut a.qp1_dropped, p.qp1_dropped),
-        ];
-        for (acc, v) in pairs {
-            *acc = acc.saturating_add(v);
-        }
-    }
-    a
+    sum_counters(ports, |l| {
+        !matches!(l, "PortSelect" | "CounterSelect" | "CounterSelect2")
+    })
 }
 
 /// `perfquery -x -a` when the port cannot do AllPortSelect.
