@@ -353,6 +353,22 @@ fn parsed<R: Repr>(r: Option<&PmaResult>) -> Option<R> {
 }
 
 impl Walk<'_> {
+    /// The attribute `R` read for port `at` (node name, LID, port), or,
+    /// when it could not be read, `None` after libibmad's warning that
+    /// `what` (the C function, the attribute) failed.
+    fn parsed_or_warn<R: Repr>(
+        &mut self,
+        (func, attr): (&str, &str),
+        (name, lid, port): (&str, u16, u8),
+        r: Option<&PmaResult>,
+    ) -> Option<R> {
+        let v = parsed::<R>(r);
+        if v.is_none() {
+            self.warn_failed(func, attr, name, lid, port, r);
+        }
+        v
+    }
+
     fn warn_failed(
         &mut self,
         func: &str,
@@ -415,32 +431,17 @@ impl Walk<'_> {
         header: &mut bool,
         jports: &mut Vec<Json>,
     ) -> usize {
-        let Some(mut pc) = parsed::<PortCounters>(r.pc) else {
-            self.warn_failed(
-                "print_errors",
-                "IB_GSI_PORT_COUNTERS",
-                nv.name,
-                lid,
-                portnum,
-                r.pc,
-            );
+        let at = (nv.name, lid, portnum);
+        let what = ("print_errors", "IB_GSI_PORT_COUNTERS");
+        let Some(mut pc) = self.parsed_or_warn::<PortCounters>(what, at, r.pc) else {
             return 0;
         };
         let pce = if nv.ext {
-            match parsed::<PortCountersExt>(r.pce) {
-                Some(e) => Some(e),
-                None => {
-                    self.warn_failed(
-                        "print_errors",
-                        "IB_GSI_PORT_COUNTERS_EXT",
-                        nv.name,
-                        lid,
-                        portnum,
-                        r.pce,
-                    );
-                    return 0;
-                }
-            }
+            let what = ("print_errors", "IB_GSI_PORT_COUNTERS_EXT");
+            let Some(e) = self.parsed_or_warn::<PortCountersExt>(what, at, r.pce) else {
+                return 0;
+            };
+            Some(e)
         } else {
             None
         };
@@ -557,29 +558,16 @@ impl Walk<'_> {
         portnum: u8,
         header: &mut bool,
     ) {
+        let at = (nv.name, lid, portnum);
         let (pc, pce) = if nv.ext {
-            let Some(e) = parsed::<PortCountersExt>(r.pce) else {
-                self.warn_failed(
-                    "print_data_cnts",
-                    "IB_GSI_PORT_COUNTERS_EXT",
-                    nv.name,
-                    lid,
-                    portnum,
-                    r.pce,
-                );
+            let what = ("print_data_cnts", "IB_GSI_PORT_COUNTERS_EXT");
+            let Some(e) = self.parsed_or_warn::<PortCountersExt>(what, at, r.pce) else {
                 return;
             };
             (PortCounters::default(), Some(e))
         } else {
-            let Some(c) = parsed::<PortCounters>(r.pc) else {
-                self.warn_failed(
-                    "print_data_cnts",
-                    "IB_GSI_PORT_COUNTERS",
-                    nv.name,
-                    lid,
-                    portnum,
-                    r.pc,
-                );
+            let what = ("print_data_cnts", "IB_GSI_PORT_COUNTERS");
+            let Some(c) = self.parsed_or_warn::<PortCounters>(what, at, r.pc) else {
                 return;
             };
             (c, None)
