@@ -169,13 +169,7 @@ impl PerfClient {
         port: u8,
         counter_select: u16,
     ) -> Result<PortCounters, QueryError> {
-        let [hi, lo] = counter_select.to_be_bytes();
-        self.rpc(
-            lid,
-            Method::SET,
-            AttributeId::PM_PORT_COUNTERS,
-            &[0, port, hi, lo],
-        )
+        self.clear(lid, port, AttributeId::PM_PORT_COUNTERS, counter_select)
     }
 
     /// Clears the PortCountersExtended of `port` chosen by
@@ -189,12 +183,20 @@ impl PerfClient {
         port: u8,
         counter_select: u16,
     ) -> Result<PortCountersExt, QueryError> {
+        self.clear(lid, port, AttributeId::PM_PORT_COUNTERS_EXT, counter_select)
+    }
+
+    /// A Set of `attr` (PortCounters or PortCountersExtended) that clears
+    /// the counters of `port` chosen by `counter_select` (bytes 2–3); the
+    /// attribute the PMA answered with.
+    fn clear<R: Repr>(
+        &self,
+        lid: u16,
+        port: u8,
+        attr: AttributeId,
+        counter_select: u16,
+    ) -> Result<R, QueryError> {
         let [hi, lo] = counter_select.to_be_bytes();
-        self.rpc(
-            lid,
-            Method::SET,
-            AttributeId::PM_PORT_COUNTERS_EXT,
-            &[0, port, hi, lo],
-        )
+        self.rpc(lid, Method::SET, attr, &[0, port, hi, lo])
     }
 }

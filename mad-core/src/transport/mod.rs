@@ -488,6 +488,7 @@ pub trait Transport: Send {
     }
 }
 
+mod dl;
 pub mod fault;
 pub mod ibsim;
 mod layer;

@@ -19,6 +19,7 @@
 //! Every `unsafe` of the verbs and epoll calls is in this file.
 #![allow(unsafe_code)]
 
+use super::dl::symbols;
 use super::AsyncEvent;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -125,31 +126,25 @@ fn load_lib_from(name: &str) -> Result<Lib, String> {
              (apt-get install {LIBIBVERBS_PACKAGE} {PROVIDERS_PACKAGE})"
         )
     })?;
-    macro_rules! sym {
-        ($name:literal, $t:ty) => {{
-            // SAFETY: the symbol has this C signature in libibverbs 1
-            // (rdma-core verbs.h; the default symbol version IBVERBS_1.1);
-            // the pointer is copied out while the library stays loaded in
-            // `Lib`.
-            let s: libloading::Symbol<'_, $t> = unsafe { lib.get($name) }.map_err(|e| {
-                format!(
-                    "{name} lacks {}: {e}",
-                    String::from_utf8_lossy(&$name[..$name.len() - 1])
-                )
-            })?;
-            *s
-        }};
+    // SAFETY: each symbol has its field's C signature in libibverbs 1
+    // (rdma-core verbs.h; the default symbol version IBVERBS_1.1); the
+    // pointers are copied out while the library stays loaded in `Lib`.
+    unsafe {
+        Ok(symbols!(
+            lib,
+            name,
+            "ibv_",
+            Lib {
+                get_device_list,
+                free_device_list,
+                get_device_name,
+                open_device,
+                close_device,
+                get_async_event,
+                ack_async_event
+            }
+        ))
     }
-    Ok(Lib {
-        get_device_list: sym!(b"ibv_get_device_list\0", FnGetDeviceList),
-        free_device_list: sym!(b"ibv_free_device_list\0", FnFreeDeviceList),
-        get_device_name: sym!(b"ibv_get_device_name\0", FnGetDeviceName),
-        open_device: sym!(b"ibv_open_device\0", FnOpenDevice),
-        close_device: sym!(b"ibv_close_device\0", FnCloseDevice),
-        get_async_event: sym!(b"ibv_get_async_event\0", FnGetAsyncEvent),
-        ack_async_event: sym!(b"ibv_ack_async_event\0", FnAckAsyncEvent),
-        _lib: lib,
-    })
 }
 
 fn lib() -> Result<&'static Lib, String> {

@@ -28,18 +28,16 @@ pub const ICRC_RESIDUE: u32 = 0x2144_DF1C;
 /// VCRC over `data ‖ vcrc_le(data)` (after the final XOR).
 pub const VCRC_RESIDUE: u16 = vcrc_residue();
 
-const fn table32() -> [u32; 256] {
+/// The byte table of the bit-reflected CRC with the (reflected)
+/// polynomial `poly`; for a 16-bit polynomial every entry fits 16 bits.
+const fn table(poly: u32) -> [u32; 256] {
     let mut t = [0u32; 256];
     let mut i = 0;
     while i < 256 {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ POLY32_REFLECTED
-            } else {
-                c >> 1
-            };
+            c = if c & 1 != 0 { (c >> 1) ^ poly } else { c >> 1 };
             k += 1;
         }
         t[i] = c;
@@ -48,27 +46,19 @@ const fn table32() -> [u32; 256] {
     t
 }
 
+/// The VCRC's table.
 const fn table16() -> [u16; 256] {
+    let wide = table(POLY16_REFLECTED as u32);
     let mut t = [0u16; 256];
     let mut i = 0;
     while i < 256 {
-        let mut c = i as u16;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ POLY16_REFLECTED
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        t[i] = c;
+        t[i] = wide[i] as u16;
         i += 1;
     }
     t
 }
 
-static TABLE32: [u32; 256] = table32();
+static TABLE32: [u32; 256] = table(POLY32_REFLECTED);
 static TABLE16: [u16; 256] = table16();
 
 /// The residue of the reflected CRC-16 with initial value and final XOR

@@ -4,6 +4,9 @@
 //! - [`get_bits`] / [`set_bits`]: any big-endian bit range (re-exported
 //!   as `wire::field::get_bits` / `set_bits`); `wire_struct!`'s `parse`
 //!   and `emit` use them after checking the length.
+//! - [`be_u16`] / [`be_u32`] / [`be_u64`] (re-exported from `wire::field`):
+//!   a whole big-endian integer at a byte offset, 0 unless it is all
+//!   there.
 //! - `get` / `set` / `run` / `run_mut`: the same for the views' field
 //!   accessors (the ones [`wire_struct!`](crate::wire_struct)'s `view`
 //!   clause generates for [`Mad`](super::Mad), `RmppView`, `SaMad`, `Smp`
@@ -108,6 +111,33 @@ fn mask128(len: usize) -> u128 {
 #[inline(always)]
 fn span(off: usize, len: usize) -> Option<core::ops::Range<usize>> {
     Some(off / 8..off.checked_add(len)?.div_ceil(8))
+}
+
+/// The big-endian `u16` at byte `at` of `b`, or 0 unless both of its
+/// bytes are in `b`.
+#[must_use]
+pub fn be_u16(b: &[u8], at: usize) -> u16 {
+    b.get(at..)
+        .and_then(<[u8]>::first_chunk)
+        .map_or(0, |a| u16::from_be_bytes(*a))
+}
+
+/// The big-endian `u32` at byte `at` of `b`, or 0 unless all four of its
+/// bytes are in `b`.
+#[must_use]
+pub fn be_u32(b: &[u8], at: usize) -> u32 {
+    b.get(at..)
+        .and_then(<[u8]>::first_chunk)
+        .map_or(0, |a| u32::from_be_bytes(*a))
+}
+
+/// The big-endian `u64` at byte `at` of `b`, or 0 unless all eight of its
+/// bytes are in `b`.
+#[must_use]
+pub fn be_u64(b: &[u8], at: usize) -> u64 {
+    b.get(at..)
+        .and_then(<[u8]>::first_chunk)
+        .map_or(0, |a| u64::from_be_bytes(*a))
 }
 
 /// A view's field: `len` (1..=64) bits at bit `off` of `b` (MSB first,
@@ -238,6 +268,16 @@ pub(crate) use view_methods;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_integers_read_big_endian_or_zero_unless_all_there() {
+        let b = [1u8, 2, 3, 4, 5, 6, 7, 8, 9];
+        assert_eq!(be_u16(&b, 7), 0x0809);
+        assert_eq!(be_u32(&b, 1), 0x0203_0405);
+        assert_eq!(be_u64(&b, 1), 0x0203_0405_0607_0809);
+        assert_eq!((be_u16(&b, 8), be_u32(&b, 6), be_u64(&b, 2)), (0, 0, 0));
+        assert_eq!(be_u32(&b, usize::MAX), 0);
+    }
 
     #[test]
     fn get_and_set_bits_agree_on_every_offset_and_width() {

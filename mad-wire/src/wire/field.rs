@@ -13,7 +13,7 @@
 //! `reserved*` with no print label), so `emit(parse(bytes)) == bytes` holds
 //! for any input, and a unit test per struct checks the coverage.
 
-pub use super::bytes::{get_bits, set_bits};
+pub use super::bytes::{be_u16, be_u32, be_u64, get_bits, set_bits};
 use super::Error;
 
 /// How a field of a `wire_struct` is laid out, for generic walkers (the

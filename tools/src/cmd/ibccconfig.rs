@@ -82,19 +82,16 @@ const EXAMPLES: &[&str] = &[
 ];
 
 fn usage_args() -> String {
-    let mut s = String::from(
+    ibdiag::ops::ops_usage(
         "[-c key] <op> <lid|guid>\n\nWARNING -- You should understand what you are doing before \
-         using this tool.  Misuse of this tool could result in a broken fabric.\n\nSupported ops \
-         (and aliases, case insensitive):\n",
-    );
-    for (name, alias, _, port, extra) in OPS {
-        s.push_str(&format!(
-            "  {name} ({alias}) <lid|guid>{}{}{extra}\n",
-            if *port { " <portnum>" } else { "" },
-            if extra.is_empty() { "" } else { " " },
-        ));
-    }
-    s
+         using this tool.  Misuse of this tool could result in a broken fabric.",
+        "<lid|guid>",
+        OPS.iter().map(|(n, a, _, port, extra)| {
+            let port = if *port { " <portnum>" } else { "" };
+            let sep = if extra.is_empty() { "" } else { " " };
+            (*n, *a, format!("{port}{sep}{extra}"))
+        }),
+    )
 }
 
 fn rows() -> impl Iterator<Item = (&'static str, &'static str, Op)> {

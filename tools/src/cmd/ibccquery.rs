@@ -76,16 +76,12 @@ const EXAMPLES: &[&str] = &[
 ];
 
 fn usage_args() -> String {
-    let mut s = String::from(
-        "[-c key] <op> <lid|guid>\n\nSupported ops (and aliases, case insensitive):\n",
-    );
-    for (name, alias, _, port) in OPS {
-        s.push_str(&format!(
-            "  {name} ({alias}) <lid|guid>{}\n",
-            if *port { " [<portnum>]" } else { "" }
-        ));
-    }
-    s
+    ibdiag::ops::ops_usage(
+        "[-c key] <op> <lid|guid>",
+        "<lid|guid>",
+        OPS.iter()
+            .map(|(n, a, _, port)| (*n, *a, ibdiag::ops::optional_port(*port))),
+    )
 }
 
 fn rows() -> impl Iterator<Item = (&'static str, &'static str, Op)> {

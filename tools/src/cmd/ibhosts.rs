@@ -95,26 +95,9 @@ fn run_which(inv: &mut Invocation<'_, '_>, which: Which) -> Result<(), CliError>
             (String::from_utf8_lossy(&t).into_owned(), None)
         }
         None => {
-            let session = match ibdiag::open_session(inv, &c) {
-                Ok(s) => s,
-                Err(CliError::IbExit(m)) => {
-                    // ibnetdiscover's IBEXIT line is on its stdout, which
-                    // the awk program passes through (`iberror:`).
-                    inv.io
-                        .out(&crate::diags::format_iberror("ibnetdiscover", &m));
-                    return Err(CliError::Exit(255));
-                }
-                Err(e) => return Err(e),
-            };
-            let d = match run_discovery(inv, &session, limits(None, c.timeout_ms), c.m_key, false) {
-                Ok(d) => d,
-                Err(CliError::IbExit(m)) => {
-                    inv.io
-                        .out(&crate::diags::format_iberror("ibnetdiscover", &m));
-                    return Err(CliError::Exit(255));
-                }
-                Err(e) => return Err(e),
-            };
+            let session = ibdiag::open_session(inv, &c).map_err(|e| through_awk(inv, e))?;
+            let d = run_discovery(inv, &session, limits(None, c.timeout_ms), c.m_key, false)
+                .map_err(|e| through_awk(inv, e))?;
             let _ = session.close();
             discovery = Some(d.failures.clone());
             let text = format::topology(
@@ -263,4 +246,19 @@ pub fn run_ibnodes(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         body.insert("hosts".into(), hosts);
     }
     r
+}
+
+/// An error of the ibnetdiscover run the script pipes through awk: its
+/// `IBEXIT` line is on ibnetdiscover's stdout, which the awk program
+/// passes through (`iberror:`), and the script exits 255; other errors as
+/// they are.
+fn through_awk(inv: &mut Invocation<'_, '_>, e: CliError) -> CliError {
+    match e {
+        CliError::IbExit(m) => {
+            inv.io
+                .out(&crate::diags::format_iberror("ibnetdiscover", &m));
+            CliError::Exit(255)
+        }
+        e => e,
+    }
 }

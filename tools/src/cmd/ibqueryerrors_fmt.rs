@@ -38,29 +38,14 @@ const ERROR_FIELDS: [&str; 13] = [
 ];
 
 /// Every PortCounters field name `-s` may name (`IB_PC_FIRST_F` to
-/// `IB_PC_LAST_F`).
-const SUPPRESSIBLE: [&str; 20] = [
-    "PortSelect",
-    "CounterSelect",
-    "SymbolErrorCounter",
-    "LinkErrorRecoveryCounter",
-    "LinkDownedCounter",
-    "PortRcvErrors",
-    "PortRcvRemotePhysicalErrors",
-    "PortRcvSwitchRelayErrors",
-    "PortXmitDiscards",
-    "PortXmitConstraintErrors",
-    "PortRcvConstraintErrors",
-    "CounterSelect2",
-    "LocalLinkIntegrityErrors",
-    "ExcessiveBufferOverrunErrors",
-    "VL15Dropped",
-    "PortXmitData",
-    "PortRcvData",
-    "PortXmitPkts",
-    "PortRcvPkts",
-    "PortXmitWait",
-];
+/// `IB_PC_LAST_F`): PortCounters' labelled fields in wire order but
+/// QP1Dropped, which libibmad numbers after them.
+fn suppressible() -> impl Iterator<Item = &'static str> {
+    PortCounters::FIELDS
+        .iter()
+        .filter_map(|d| d.label)
+        .filter(|l| *l != "QP1Dropped")
+}
 
 /// `SUP_MAX`.
 const SUP_MAX: usize = 64;
@@ -90,7 +75,7 @@ pub struct Settings {
 impl Settings {
     /// Suppresses `name` if it is a PortCounters field name.
     pub fn suppress(&mut self, name: &str) {
-        if let Some(n) = SUPPRESSIBLE.iter().find(|n| **n == name) {
+        if let Some(n) = suppressible().find(|n| *n == name) {
             if self.suppressed.len() < SUP_MAX {
                 self.suppressed.push(n);
             }
@@ -368,6 +353,22 @@ fn parsed<R: Repr>(r: Option<&PmaResult>) -> Option<R> {
 }
 
 impl Walk<'_> {
+    /// The attribute `R` read for port `at` (node name, LID, port), or,
+    /// when it could not be read, `None` after libibmad's warning that
+    /// `what` (the C function, the attribute) failed.
+    fn parsed_or_warn<R: Repr>(
+        &mut self,
+        (func, attr): (&str, &str),
+        (name, lid, port): (&str, u16, u8),
+        r: Option<&PmaResult>,
+    ) -> Option<R> {
+        let v = parsed::<R>(r);
+        if v.is_none() {
+            self.warn_failed(func, attr, name, lid, port, r);
+        }
+        v
+    }
+
     fn warn_failed(
         &mut self,
         func: &str,
@@ -430,32 +431,17 @@ impl Walk<'_> {
         header: &mut bool,
         jports: &mut Vec<Json>,
     ) -> usize {
-        let Some(mut pc) = parsed::<PortCounters>(r.pc) else {
-            self.warn_failed(
-                "print_errors",
-                "IB_GSI_PORT_COUNTERS",
-                nv.name,
-                lid,
-                portnum,
-                r.pc,
-            );
+        let at = (nv.name, lid, portnum);
+        let what = ("print_errors", "IB_GSI_PORT_COUNTERS");
+        let Some(mut pc) = self.parsed_or_warn::<PortCounters>(what, at, r.pc) else {
             return 0;
         };
         let pce = if nv.ext {
-            match parsed::<PortCountersExt>(r.pce) {
-                Some(e) => Some(e),
-                None => {
-                    self.warn_failed(
-                        "print_errors",
-                        "IB_GSI_PORT_COUNTERS_EXT",
-                        nv.name,
-                        lid,
-                        portnum,
-                        r.pce,
-                    );
-                    return 0;
-                }
-            }
+            let what = ("print_errors", "IB_GSI_PORT_COUNTERS_EXT");
+            let Some(e) = self.parsed_or_warn::<PortCountersExt>(what, at, r.pce) else {
+                return 0;
+            };
+            Some(e)
         } else {
             None
         };
@@ -572,29 +558,16 @@ impl Walk<'_> {
         portnum: u8,
         header: &mut bool,
     ) {
+        let at = (nv.name, lid, portnum);
         let (pc, pce) = if nv.ext {
-            let Some(e) = parsed::<PortCountersExt>(r.pce) else {
-                self.warn_failed(
-                    "print_data_cnts",
-                    "IB_GSI_PORT_COUNTERS_EXT",
-                    nv.name,
-                    lid,
-                    portnum,
-                    r.pce,
-                );
+            let what = ("print_data_cnts", "IB_GSI_PORT_COUNTERS_EXT");
+            let Some(e) = self.parsed_or_warn::<PortCountersExt>(what, at, r.pce) else {
                 return;
             };
             (PortCounters::default(), Some(e))
         } else {
-            let Some(c) = parsed::<PortCounters>(r.pc) else {
-                self.warn_failed(
-                    "print_data_cnts",
-                    "IB_GSI_PORT_COUNTERS",
-                    nv.name,
-                    lid,
-                    portnum,
-                    r.pc,
-                );
+            let what = ("print_data_cnts", "IB_GSI_PORT_COUNTERS");
+            let Some(c) = self.parsed_or_warn::<PortCounters>(what, at, r.pc) else {
                 return;
             };
             (c, None)
@@ -779,5 +752,23 @@ mod tests {
             s.suppressed,
             ["PortXmitWait", "SymbolErrorCounter", "PortXmitWait"]
         );
+    }
+
+    #[test]
+    fn suppressible_names_are_libibmads_port_counters_fields() {
+        // IB_PC_FIRST_F .. IB_PC_LAST_F of libibmad's fields.c: 20 names,
+        // QP1Dropped (numbered after them) not among them.
+        let names: Vec<_> = suppressible().collect();
+        assert_eq!(names.len(), 20);
+        assert_eq!(
+            (names[0], names[11], names[14], names[19]),
+            (
+                "PortSelect",
+                "CounterSelect2",
+                "VL15Dropped",
+                "PortXmitWait"
+            )
+        );
+        assert!(!names.contains(&"QP1Dropped"));
     }
 }

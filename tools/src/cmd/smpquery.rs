@@ -77,22 +77,16 @@ const EXAMPLES: &[&str] = &[
 ];
 
 fn usage_args() -> String {
-    let mut s = String::from(
-        "<op> <dest dr_path|lid|guid> [op params]\n\nSupported ops (and aliases, case insensitive):\n",
-    );
-    for (name, alias, _, port) in OPS {
-        s.push_str(&format!(
-            "  {name} ({alias}) <addr>{}\n",
-            if *port { " [<portnum>]" } else { "" }
-        ));
-    }
-    s
+    ibdiag::ops::ops_usage(
+        "<op> <dest dr_path|lid|guid> [op params]",
+        "<addr>",
+        OPS.iter()
+            .map(|(n, a, _, port)| (*n, *a, ibdiag::ops::optional_port(*port))),
+    )
 }
 
 fn match_op(name: &str) -> Option<Op> {
-    OPS.iter()
-        .find(|(n, a, _, _)| n.eq_ignore_ascii_case(name) || a.eq_ignore_ascii_case(name))
-        .map(|(_, _, op, _)| *op)
+    ibdiag::ops::match_op(OPS.iter().map(|(n, a, op, _)| (*n, *a, *op)), name)
 }
 
 struct Ctx<'s> {
@@ -122,8 +116,42 @@ impl Ctx<'_> {
         }
     }
 
+    /// The destination's NodeInfo.
+    fn node_info(&mut self) -> Result<NodeInfo, &'static str> {
+        self.get(AttributeId::NODE_INFO, 0)
+            .ok_or("node info query failed")
+    }
+
     fn put(&mut self, key: &str, v: Json) {
         self.data.push(key, v);
+    }
+
+    /// Blocks `0..count` of the table `attr` (block `i` at attribute
+    /// modifier `attr_mod(i)`), up to the first that could not be read:
+    /// the blocks read, and `failed` if one could not be.
+    fn blocks<R: Repr>(
+        &mut self,
+        attr: AttributeId,
+        count: u32,
+        attr_mod: impl Fn(u32) -> u32,
+        failed: &'static str,
+    ) -> (Vec<R>, Result<(), &'static str>) {
+        let mut blocks = Vec::new();
+        for i in 0..count {
+            match self.get::<R>(attr, attr_mod(i)) {
+                Some(b) => blocks.push(b),
+                None => return (blocks, Err(failed)),
+            }
+        }
+        (blocks, Ok(()))
+    }
+
+    /// A table's JSON: its `capacity`, and its first `capacity` entries
+    /// under `key`.
+    fn put_table(&mut self, capacity: u16, key: &str, entries: impl Iterator<Item = Json>) {
+        self.put("capacity", Json::from(u64::from(capacity)));
+        let entries = entries.take(usize::from(capacity)).collect();
+        self.put(key, Json::Array(entries));
     }
 }
 
@@ -132,16 +160,12 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
     let pu32 = port as u32;
     match op {
         Op::NodeInfo => {
-            let ni: NodeInfo = c
-                .get(AttributeId::NODE_INFO, 0)
-                .ok_or("node info query failed")?;
+            let ni = c.node_info()?;
             c.out.push_str(&smp::format_nodeinfo(&c.dest.text, &ni));
             c.put("node_info", ibdiag::attr_json(&ni));
         }
         Op::NodeDesc => {
-            let ni: NodeInfo = c
-                .get(AttributeId::NODE_INFO, 0)
-                .ok_or("node info query failed")?;
+            let ni = c.node_info()?;
             let nd: NodeDescription = c
                 .get(AttributeId::NODE_DESC, 0)
                 .ok_or("node desc query failed")?;
@@ -168,9 +192,7 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
             c.put("switch_info", ibdiag::attr_json(&si));
         }
         Op::PKeys => {
-            let ni: NodeInfo = c
-                .get(AttributeId::NODE_INFO, 0)
-                .ok_or("node info query failed")?;
+            let ni = c.node_info()?;
             if port > i32::from(ni.num_ports) {
                 return Err("invalid port number");
             }
@@ -182,32 +204,20 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
             } else {
                 ni.partition_cap
             };
-            let mut blocks = Vec::new();
-            let mut result = Ok(());
-            for i in 0..u32::from(cap).div_ceil(32) {
-                match c.get::<PKeyTable>(AttributeId::PKEY_TABLE, i | (pu32 << 16)) {
-                    Some(b) => blocks.push(b),
-                    None => {
-                        result = Err("pkey table query failed");
-                        break;
-                    }
-                }
-            }
+            let (blocks, result) = c.blocks::<PKeyTable>(
+                AttributeId::PKEY_TABLE,
+                u32::from(cap).div_ceil(32),
+                |i| i | (pu32 << 16),
+                "pkey table query failed",
+            );
             c.out.push_str(&smp::format_pkeys(cap, &blocks));
-            let keys: Vec<Json> = blocks
-                .iter()
-                .flat_map(|b| b.pkeys.iter())
-                .take(usize::from(cap))
-                .map(|k| ibdiag::hex(u64::from(*k), 4))
-                .collect();
-            c.put("capacity", Json::from(u64::from(cap)));
-            c.put("pkeys", Json::Array(keys));
+            let keys = blocks.iter().flat_map(|b| b.pkeys.iter());
+            let keys = keys.map(|k| ibdiag::hex(u64::from(*k), 4));
+            c.put_table(cap, "pkeys", keys);
             result?;
         }
         Op::Sl2Vl => {
-            let ni: NodeInfo = c
-                .get(AttributeId::NODE_INFO, 0)
-                .ok_or("node info query failed")?;
+            let ni = c.node_info()?;
             if port > i32::from(ni.num_ports) {
                 return Err("invalid port number");
             }
@@ -249,26 +259,15 @@ fn run_op(c: &mut Ctx<'_>, op: Op) -> Result<(), &'static str> {
         Op::GuidInfo => {
             let pi: PortInfo = c.get(AttributeId::PORT_INFO, 0).ok_or("port info failed")?;
             let n = pi.guid_cap;
-            let mut blocks = Vec::new();
-            let mut result = Ok(());
-            for i in 0..u32::from(n).div_ceil(8) {
-                match c.get::<GuidInfo>(AttributeId::GUID_INFO, i) {
-                    Some(b) => blocks.push(b),
-                    None => {
-                        result = Err("guid info query failed");
-                        break;
-                    }
-                }
-            }
+            let (blocks, result) = c.blocks::<GuidInfo>(
+                AttributeId::GUID_INFO,
+                u32::from(n).div_ceil(8),
+                |i| i,
+                "guid info query failed",
+            );
             c.out.push_str(&smp::format_guids(n, &blocks));
-            let guids: Vec<Json> = blocks
-                .iter()
-                .flat_map(|b| b.guids.iter())
-                .take(usize::from(n))
-                .map(|g| ibdiag::hex(*g, 16))
-                .collect();
-            c.put("capacity", Json::from(u64::from(n)));
-            c.put("guids", Json::Array(guids));
+            let guids = blocks.iter().flat_map(|b| b.guids.iter());
+            c.put_table(u16::from(n), "guids", guids.map(|g| ibdiag::hex(*g, 16)));
             result?;
         }
         Op::MlnxExtPortInfo => {
@@ -294,9 +293,7 @@ fn vlarb(c: &mut Ctx<'_>) -> Result<(), &'static str> {
     let port = c.port;
     let pu32 = port as u32;
     if port == 0 {
-        let ni: NodeInfo = c
-            .get(AttributeId::NODE_INFO, 0)
-            .ok_or("node info query failed")?;
+        let ni = c.node_info()?;
         if ni.node_type == NodeType::SWITCH {
             let si: SwitchInfo = c
                 .get(AttributeId::SWITCH_INFO, 0)
@@ -363,9 +360,7 @@ fn vlarb(c: &mut Ctx<'_>) -> Result<(), &'static str> {
 fn port_info_ext(c: &mut Ctx<'_>) -> Result<(), &'static str> {
     use mad_core::wire::attr::{port_cap, port_cap2};
     let port = c.port;
-    let ni: NodeInfo = c
-        .get(AttributeId::NODE_INFO, 0)
-        .ok_or("node info query failed")?;
+    let ni = c.node_info()?;
     let pn = if ni.node_type == NodeType::SWITCH {
         0
     } else {

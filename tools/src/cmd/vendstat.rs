@@ -9,6 +9,7 @@
 //! `--json` prints `{"command":"vendstat","dest":{...},"lines":[TEXT]}`:
 //! the lines the text output has.
 
+use mad_core::wire::field::{be_u16, be_u32};
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass};
 
 use crate::command::{CliError, Invocation};
@@ -140,16 +141,6 @@ struct Record {
     mask: u32,
 }
 
-fn be32(d: &[u8], at: usize) -> u32 {
-    d.get(at..at + 4)
-        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-fn be16(d: &[u8], at: usize) -> u16 {
-    d.get(at..at + 2)
-        .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
-}
-
 fn byte(d: &[u8], at: usize) -> u8 {
     d.get(at).copied().unwrap_or(0)
 }
@@ -169,21 +160,21 @@ fn records_data(records: &[Record]) -> Vec<u8> {
 fn record_at(d: &[u8], i: usize) -> Record {
     let at = 8 + i * 12;
     Record {
-        address: be32(d, at),
-        data: be32(d, at + 4),
-        mask: be32(d, at + 8),
+        address: be_u32(d, at),
+        data: be_u32(d, at + 4),
+        mask: be_u32(d, at + 8),
     }
 }
 
 /// The general information lines (`-N`).
 fn general_info_lines(d: &[u8]) -> Vec<String> {
-    let dev = be16(d, 10);
+    let dev = be_u16(d, 10);
     let ext = EXT_FW_INFO_DEVICES
         .iter()
         .any(|(lo, hi)| (*lo..=*hi).contains(&dev));
     let (fw, sw) = if ext {
         (
-            (be32(d, 76), be32(d, 80), be32(d, 84)),
+            (be_u32(d, 76), be_u32(d, 80), be_u32(d, 84)),
             (byte(d, 105), byte(d, 106), byte(d, 107)),
         )
     } else {
@@ -207,22 +198,22 @@ fn general_info_lines(d: &[u8]) -> Vec<String> {
         .unwrap_or(psid.len());
     let psid = String::from_utf8_lossy(d.get(56..56 + psid_end).unwrap_or_default());
     vec![
-        format!("hw_dev_rev:  0x{:04x}", be16(d, 8)),
+        format!("hw_dev_rev:  0x{:04x}", be_u16(d, 8)),
         format!("hw_dev_id:   0x{dev:04x}"),
-        format!("hw_uptime:   0x{:08x}", be32(d, 36)),
+        format!("hw_uptime:   0x{:08x}", be_u32(d, 36)),
         format!(
             "fw_version:  {:02}.{:02}.{:02}",
             fw.0 as i32, fw.1 as i32, fw.2 as i32
         ),
-        format!("fw_build_id: 0x{:04x}", be32(d, 44)),
+        format!("fw_build_id: 0x{:04x}", be_u32(d, 44)),
         format!(
             "fw_date:     {:02x}/{:02x}/{:04x}",
             byte(d, 48),
             byte(d, 49),
-            be16(d, 50)
+            be_u16(d, 50)
         ),
         format!("fw_psid:     '{psid}'"),
-        format!("fw_ini_ver:  {}", be32(d, 72) as i32),
+        format!("fw_ini_ver:  {}", be_u32(d, 72) as i32),
         format!("sw_version:  {:02}.{:02}.{:02}", sw.0, sw.1, sw.2),
     ]
 }
@@ -274,7 +265,7 @@ fn work(c: &mut Ctx<'_, '_, '_>, o: &Options, port: u32) -> Result<(), String> {
                 c.line("counter_group_info:".into());
                 c.line(format!("{n} counter groups"));
                 for i in 0..usize::from(n) {
-                    let m = be32(&d, 12 + i * 4);
+                    let m = be_u32(&d, 12 + i * 4);
                     c.line(if m == 0 {
                         format!("group{i} mask 0")
                     } else {
@@ -345,7 +336,7 @@ fn work(c: &mut Ctx<'_, '_, '_>, o: &Options, port: u32) -> Result<(), String> {
         }
     }
     if o.xmit_wait {
-        let dev = be16(&gi, 10);
+        let dev = be_u16(&gi, 10);
         if dev != IS3_DEVICE_ID {
             return Err(format!("Unsupported device ID 0x{dev:x}"));
         }

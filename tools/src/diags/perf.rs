@@ -13,7 +13,8 @@
 use super::dump::{self, field};
 use super::PortIdText;
 use mad_core::wire::attr::{pm_cap, pm_cap2, PortCounters, PortCountersExt};
-use mad_core::wire::{FieldKind, FieldValue, Fields};
+use mad_core::wire::field::{get_bits, set_bits};
+use mad_core::wire::{FieldDesc, FieldKind, FieldValue, Fields, Repr};
 
 /// The PortSelect perfquery uses for "all ports".
 pub const ALL_PORTS: u8 = 0xFF;
@@ -35,81 +36,22 @@ fn line(s: &mut String, name: &str, value: String) {
 ///   `PC_XMIT_WAIT_SUP` (perfquery clears it before dumping).
 #[must_use]
 pub fn perfcounters_fields(pc: &PortCounters, cap_mask: u16) -> String {
-    let mut s = String::new();
-    let u = |v: u32| dump::uint(v.into());
-    line(&mut s, "PortSelect", u(pc.port_select.into()));
-    line(
-        &mut s,
-        "CounterSelect",
-        dump::hex(pc.counter_select.into(), 2),
-    );
-    line(
-        &mut s,
-        "SymbolErrorCounter",
-        u(pc.symbol_error_counter.into()),
-    );
-    line(
-        &mut s,
-        "LinkErrorRecoveryCounter",
-        u(pc.link_error_recovery_counter.into()),
-    );
-    line(
-        &mut s,
-        "LinkDownedCounter",
-        u(pc.link_downed_counter.into()),
-    );
-    line(&mut s, "PortRcvErrors", u(pc.port_rcv_errors.into()));
-    line(
-        &mut s,
-        "PortRcvRemotePhysicalErrors",
-        u(pc.port_rcv_remote_physical_errors.into()),
-    );
-    line(
-        &mut s,
-        "PortRcvSwitchRelayErrors",
-        u(pc.port_rcv_switch_relay_errors.into()),
-    );
-    line(&mut s, "PortXmitDiscards", u(pc.port_xmit_discards.into()));
-    line(
-        &mut s,
-        "PortXmitConstraintErrors",
-        u(pc.port_xmit_constraint_errors.into()),
-    );
-    line(
-        &mut s,
-        "PortRcvConstraintErrors",
-        u(pc.port_rcv_constraint_errors.into()),
-    );
-    line(
-        &mut s,
-        "CounterSelect2",
-        dump::hex(pc.counter_select2.into(), 1),
-    );
-    line(
-        &mut s,
-        "LocalLinkIntegrityErrors",
-        u(pc.local_link_integrity_errors.into()),
-    );
-    line(
-        &mut s,
-        "ExcessiveBufferOverrunErrors",
-        u(pc.excessive_buffer_overrun_errors.into()),
-    );
-    // libibmad quirk: IB_PC_QP1_DROP_F reads bytes 22-23 (VL15Dropped).
-    line(&mut s, "QP1Dropped", u(pc.vl15_dropped.into()));
-    line(&mut s, "VL15Dropped", u(pc.vl15_dropped.into()));
-    line(&mut s, "PortXmitData", u(pc.port_xmit_data));
-    line(&mut s, "PortRcvData", u(pc.port_rcv_data));
-    line(&mut s, "PortXmitPkts", u(pc.port_xmit_pkts));
-    line(&mut s, "PortRcvPkts", u(pc.port_rcv_pkts));
-    let wait = if cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
-        pc.port_xmit_wait
-    } else {
-        0
+    let shown = PortCounters {
+        // libibmad quirk: IB_PC_QP1_DROP_F reads bytes 22-23 (VL15Dropped).
+        qp1_dropped: pc.vl15_dropped,
+        port_xmit_wait: if cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
+            pc.port_xmit_wait
+        } else {
+            0
+        },
+        ..pc.clone()
     };
-    line(&mut s, "PortXmitWait", u(wait));
-    s
+    fields_text(&shown, &[], COUNTER_SELECTS)
 }
+
+/// The PortCounters and PortCountersExtended labels
+/// `mad_dump_perfcounters*` print in hex.
+const COUNTER_SELECTS: &[&str] = &["CounterSelect", "CounterSelect2"];
 
 /// `perfquery [LID [PORT]]`: `# Port counters: PORTID port N (CapMask:
 /// 0xXX)` and the counters.
@@ -134,80 +76,22 @@ pub fn format_perfcounters(
 /// when `cap_mask2` has `ADDL_PORT_CTRS_EXT_SUP`.
 #[must_use]
 pub fn perfcounters_ext_fields(pc: &PortCountersExt, cap_mask: u16, cap_mask2: u32) -> String {
-    let mut s = String::new();
-    let u = dump::uint;
-    line(&mut s, "PortSelect", u(pc.port_select.into()));
-    line(
-        &mut s,
-        "CounterSelect",
-        dump::hex(pc.counter_select.into(), 2),
-    );
-    line(&mut s, "PortXmitData", u(pc.port_xmit_data));
-    line(&mut s, "PortRcvData", u(pc.port_rcv_data));
-    line(&mut s, "PortXmitPkts", u(pc.port_xmit_pkts));
-    line(&mut s, "PortRcvPkts", u(pc.port_rcv_pkts));
+    // The groups by their bit ranges in PortCountersExtended.
+    let part = |bits: std::ops::Range<u32>| {
+        fields_text_where(pc, |d| bits.contains(&d.bit_offset), COUNTER_SELECTS)
+    };
+    // PortSelect and CounterSelect (bytes 0-3), the data and packet
+    // counters (bytes 8-39).
+    let mut s = part(0..32) + &part(64..320);
     if cap_mask & pm_cap::EXT_WIDTH_SUPPORTED != 0 {
-        line(&mut s, "PortUnicastXmitPkts", u(pc.port_unicast_xmit_pkts));
-        line(&mut s, "PortUnicastRcvPkts", u(pc.port_unicast_rcv_pkts));
-        line(
-            &mut s,
-            "PortMulticastXmitPkts",
-            u(pc.port_multicast_xmit_pkts),
-        );
-        line(
-            &mut s,
-            "PortMulticastRcvPkts",
-            u(pc.port_multicast_rcv_pkts),
-        );
+        // The unicast and multicast packet counters (bytes 40-71).
+        s += &part(320..576);
     }
     if cap_mask2 & pm_cap2::ADDL_PORT_CTRS_EXT_SUP != 0 {
-        line(
-            &mut s,
-            "CounterSelect2",
-            dump::hex(pc.counter_select2.into(), 4),
-        );
-        line(&mut s, "SymbolErrorCounter", u(pc.symbol_error_counter));
-        line(
-            &mut s,
-            "LinkErrorRecoveryCounter",
-            u(pc.link_error_recovery_counter),
-        );
-        line(&mut s, "LinkDownedCounter", u(pc.link_downed_counter));
-        line(&mut s, "PortRcvErrors", u(pc.port_rcv_errors));
-        line(
-            &mut s,
-            "PortRcvRemotePhysicalErrors",
-            u(pc.port_rcv_remote_physical_errors),
-        );
-        line(
-            &mut s,
-            "PortRcvSwitchRelayErrors",
-            u(pc.port_rcv_switch_relay_errors),
-        );
-        line(&mut s, "PortXmitDiscards", u(pc.port_xmit_discards));
-        line(
-            &mut s,
-            "PortXmitConstraintErrors",
-            u(pc.port_xmit_constraint_errors),
-        );
-        line(
-            &mut s,
-            "PortRcvConstraintErrors",
-            u(pc.port_rcv_constraint_errors),
-        );
-        line(
-            &mut s,
-            "LocalLinkIntegrityErrors",
-            u(pc.local_link_integrity_errors),
-        );
-        line(
-            &mut s,
-            "ExcessiveBufferOverrunErrors",
-            u(pc.excessive_buffer_overrun_errors),
-        );
-        line(&mut s, "VL15Dropped", u(pc.vl15_dropped));
-        line(&mut s, "PortXmitWait", u(pc.port_xmit_wait));
-        line(&mut s, "QP1Dropped", u(pc.qp1_dropped));
+        // CounterSelect2 (bytes 4-7), then the 64-bit error counters
+        // (bytes 72-183).
+        s += &part(32..64);
+        s += &part(576..1472);
     }
     s
 }
@@ -228,8 +112,31 @@ pub fn format_perfcounters_ext(
     )
 }
 
-fn sat_add(acc: u64, v: u64, max: u64) -> u64 {
-    acc.saturating_add(v).min(max)
+/// `ports` (PortCounters or PortCountersExtended) summed field by field
+/// over their wire form: each counter (a labelled integer field `counter`
+/// takes) summed and capped at its field's maximum, every other field
+/// taken from the last port, and PortSelect 255.
+fn sum_counters<R: Repr + Fields + Default>(ports: &[R], counter: impl Fn(&str) -> bool) -> R {
+    let descs = R::default().field_descs();
+    let mut acc = vec![0u8; R::LEN];
+    for p in ports {
+        // A value parsed from the wire or summed here always fits.
+        let Ok(b) = p.to_vec() else { continue };
+        for d in descs.iter().filter(|d| d.kind == FieldKind::Uint) {
+            let (off, len) = (d.bit_offset as usize, d.bit_len as usize);
+            let v = get_bits(&b, off, len);
+            let v = if d.label.is_some_and(&counter) {
+                let max = u64::MAX >> (64 - len);
+                get_bits(&acc, off, len).saturating_add(v).min(max)
+            } else {
+                v
+            };
+            set_bits(&mut acc, off, len, v);
+        }
+    }
+    // PortSelect (byte 1): all ports.
+    set_bits(&mut acc, 8, 8, u64::from(ALL_PORTS));
+    R::parse(&acc).unwrap_or_default()
 }
 
 /// perfquery's `aggregate_perfcounters` over `ports` (in query order):
@@ -244,67 +151,20 @@ fn sat_add(acc: u64, v: u64, max: u64) -> u64 {
 /// `qp1_dropped` is that of the last port, as in perfquery's buffer.
 #[must_use]
 pub fn aggregate_perfcounters(ports: &[PortCounters], cap_mask: u16) -> PortCounters {
-    let mut a = PortCounters {
-        port_select: ALL_PORTS,
-        ..PortCounters::default()
-    };
-    let (m4, m8, m16, m32) = (0xF, 0xFF, 0xFFFF, 0xFFFF_FFFF);
-    let mut acc = [0u64; 17];
-    for p in ports {
-        let wait = if cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0 {
-            p.port_xmit_wait
-        } else {
-            0
-        };
-        let vals: [(u64, u64); 17] = [
-            (p.symbol_error_counter.into(), m16),
-            (p.link_error_recovery_counter.into(), m8),
-            (p.link_downed_counter.into(), m8),
-            (p.port_rcv_errors.into(), m16),
-            (p.port_rcv_remote_physical_errors.into(), m16),
-            (p.port_rcv_switch_relay_errors.into(), m16),
-            (p.port_xmit_discards.into(), m16),
-            (p.port_xmit_constraint_errors.into(), m8),
-            (p.port_rcv_constraint_errors.into(), m8),
-            (p.local_link_integrity_errors.into(), m4),
-            (p.excessive_buffer_overrun_errors.into(), m4),
-            (p.vl15_dropped.into(), m16),
-            (p.port_xmit_data.into(), m32),
-            (p.port_rcv_data.into(), m32),
-            (p.port_xmit_pkts.into(), m32),
-            (p.port_rcv_pkts.into(), m32),
-            (wait.into(), m32),
-        ];
-        for (a, (v, max)) in acc.iter_mut().zip(vals) {
-            *a = sat_add(*a, v, max);
-        }
-        a.counter_select = p.counter_select;
-        a.counter_select2 = p.counter_select2;
-        a.qp1_dropped = p.qp1_dropped;
-        a.reserved = p.reserved;
-    }
-    // The values are capped at their field widths above.
-    let n16 = |v: u64| u16::try_from(v).unwrap_or(u16::MAX);
-    let n8 = |v: u64| u8::try_from(v).unwrap_or(u8::MAX);
-    let n32 = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-    a.symbol_error_counter = n16(acc[0]);
-    a.link_error_recovery_counter = n8(acc[1]);
-    a.link_downed_counter = n8(acc[2]);
-    a.port_rcv_errors = n16(acc[3]);
-    a.port_rcv_remote_physical_errors = n16(acc[4]);
-    a.port_rcv_switch_relay_errors = n16(acc[5]);
-    a.port_xmit_discards = n16(acc[6]);
-    a.port_xmit_constraint_errors = n8(acc[7]);
-    a.port_rcv_constraint_errors = n8(acc[8]);
-    a.local_link_integrity_errors = n8(acc[9]);
-    a.excessive_buffer_overrun_errors = n8(acc[10]);
-    a.vl15_dropped = n16(acc[11]);
-    a.port_xmit_data = n32(acc[12]);
-    a.port_rcv_data = n32(acc[13]);
-    a.port_xmit_pkts = n32(acc[14]);
-    a.port_rcv_pkts = n32(acc[15]);
-    a.port_xmit_wait = n32(acc[16]);
-    a
+    let waits = cap_mask & pm_cap::PC_XMIT_WAIT_SUP != 0;
+    let ports: Vec<PortCounters> = ports
+        .iter()
+        .map(|p| PortCounters {
+            port_xmit_wait: if waits { p.port_xmit_wait } else { 0 },
+            ..p.clone()
+        })
+        .collect();
+    sum_counters(&ports, |l| {
+        !matches!(
+            l,
+            "PortSelect" | "CounterSelect" | "CounterSelect2" | "QP1Dropped"
+        )
+    })
 }
 
 /// `perfquery -a` when the port cannot do AllPortSelect: the counters of
@@ -333,64 +193,9 @@ pub fn format_perfcounters_aggregate(
 /// CounterSelect2 when shown) from the last port.
 #[must_use]
 pub fn aggregate_perfcounters_ext(ports: &[PortCountersExt]) -> PortCountersExt {
-    let mut a = PortCountersExt {
-        port_select: ALL_PORTS,
-        ..PortCountersExt::default()
-    };
-    for p in ports {
-        a.counter_select = p.counter_select;
-        a.counter_select2 = p.counter_select2;
-        a.reserved = p.reserved;
-        let pairs: [(&mut u64, u64); 22] = [
-            (&mut a.port_xmit_data, p.port_xmit_data),
-            (&mut a.port_rcv_data, p.port_rcv_data),
-            (&mut a.port_xmit_pkts, p.port_xmit_pkts),
-            (&mut a.port_rcv_pkts, p.port_rcv_pkts),
-            (&mut a.port_unicast_xmit_pkts, p.port_unicast_xmit_pkts),
-            (&mut a.port_unicast_rcv_pkts, p.port_unicast_rcv_pkts),
-            (&mut a.port_multicast_xmit_pkts, p.port_multicast_xmit_pkts),
-            (&mut a.port_multicast_rcv_pkts, p.port_multicast_rcv_pkts),
-            (&mut a.symbol_error_counter, p.symbol_error_counter),
-            (
-                &mut a.link_error_recovery_counter,
-                p.link_error_recovery_counter,
-            ),
-            (&mut a.link_downed_counter, p.link_downed_counter),
-            (&mut a.port_rcv_errors, p.port_rcv_errors),
-            (
-                &mut a.port_rcv_remote_physical_errors,
-                p.port_rcv_remote_physical_errors,
-            ),
-            (
-                &mut a.port_rcv_switch_relay_errors,
-                p.port_rcv_switch_relay_errors,
-            ),
-            (&mut a.port_xmit_discards, p.port_xmit_discards),
-            (
-                &mut a.port_xmit_constraint_errors,
-                p.port_xmit_constraint_errors,
-            ),
-            (
-                &mut a.port_rcv_constraint_errors,
-                p.port_rcv_constraint_errors,
-            ),
-            (
-                &mut a.local_link_integrity_errors,
-                p.local_link_integrity_errors,
-            ),
-            (
-                &mut a.excessive_buffer_overrun_errors,
-                p.excessive_buffer_overrun_errors,
-            ),
-            (&mut a.vl15_dropped, p.vl15_dropped),
-            (&mut a.port_xmit_wait, p.port_xmit_wait),
-            (&mut a.qp1_dropped, p.qp1_dropped),
-        ];
-        for (acc, v) in pairs {
-            *acc = acc.saturating_add(v);
-        }
-    }
-    a
+    sum_counters(ports, |l| {
+        !matches!(l, "PortSelect" | "CounterSelect" | "CounterSelect2")
+    })
 }
 
 /// `perfquery -x -a` when the port cannot do AllPortSelect.
@@ -431,9 +236,14 @@ pub const PERF_HEX_LABELS: &[&str] = &[
 /// labels in `hex`, decimal otherwise; labels in `skip` are left out.
 #[must_use]
 pub fn fields_text(f: &dyn Fields, skip: &[&str], hex: &[&str]) -> String {
+    fields_text_where(f, |d| d.label.is_some_and(|l| !skip.contains(&l)), hex)
+}
+
+/// As [`fields_text`], over the labelled fields `keep` takes.
+fn fields_text_where(f: &dyn Fields, keep: impl Fn(&FieldDesc) -> bool, hex: &[&str]) -> String {
     let mut s = String::new();
     for (i, desc) in f.field_descs().iter().enumerate() {
-        let Some(label) = desc.label.filter(|l| !skip.contains(l)) else {
+        let Some(label) = desc.label.filter(|_| keep(desc)) else {
             continue;
         };
         let is_hex = hex.contains(&label);

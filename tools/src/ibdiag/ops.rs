@@ -24,6 +24,28 @@ pub fn match_op<'a, T: Copy + 'a>(
         .map(|(_, _, op)| op)
 }
 
+/// An op tool's usage arguments: `head`, a blank line, `Supported ops
+/// (and aliases, case insensitive):` and a line per op of `rows` (name,
+/// alias, what follows the destination `addr`).
+pub fn ops_usage<'a>(
+    head: &str,
+    addr: &str,
+    rows: impl IntoIterator<Item = (&'a str, &'a str, String)>,
+) -> String {
+    let mut s = format!("{head}\n\nSupported ops (and aliases, case insensitive):\n");
+    for (name, alias, tail) in rows {
+        s.push_str(&format!("  {name} ({alias}) {addr}{tail}\n"));
+    }
+    s
+}
+
+/// What follows an op's destination in an op tool's usage when a port
+/// number may follow it.
+#[must_use]
+pub fn optional_port(port: bool) -> String {
+    if port { " [<portnum>]" } else { "" }.to_owned()
+}
+
 /// An op tool's run once its op is known: the op's name as typed, the
 /// session and the destination, the arguments after the destination.
 pub struct OpRun {

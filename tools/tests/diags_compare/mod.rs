@@ -276,38 +276,101 @@ pub fn real_on_served(
 }
 
 /// True when `ours` lies between `before` and `after` (two runs of the
-/// real tool around ours): lines and words equal where those two agree,
-/// and where they differ (counters moved) a number of ours between
-/// theirs (human-readable forms of such numbers are not checked).
+/// real tool around ours), by [`check_bracketed`]'s rule.
 pub fn bracketed(before: &str, ours: &str, after: &str) -> bool {
+    check_bracketed(before, ours, after).is_ok()
+}
+
+/// Checks `ours` against two runs of the real tool around it, `before`
+/// and `after`: the same lines, and in each line the same words, where
+/// those two agree; where a word differs (a counter moved) ours must be
+/// the same text with a trailing number (a `,` or `]` after it left
+/// out) between theirs, or, for a human-readable form such as
+/// `(12.060KB)`, a value between theirs. The error names the first line
+/// that is not bracketed.
+pub fn check_bracketed(before: &str, ours: &str, after: &str) -> Result<(), String> {
     let (b, o, a): (Vec<&str>, Vec<&str>, Vec<&str>) = (
         before.lines().collect(),
         ours.lines().collect(),
         after.lines().collect(),
     );
     if b.len() != o.len() || a.len() != o.len() {
-        return false;
+        return Err(format!("{} / {} / {} lines", b.len(), o.len(), a.len()));
     }
-    b.iter().zip(&o).zip(&a).all(|((lb, lo), la)| {
+    for (i, ((lb, lo), la)) in b.iter().zip(&o).zip(&a).enumerate() {
         if lb == la {
-            return lb == lo;
+            if lb != lo {
+                return Err(format!("line {}: {lo:?}, want {lb:?}", i + 1));
+            }
+            continue;
         }
         let (wb, wo, wa): (Vec<&str>, Vec<&str>, Vec<&str>) = (
             lb.split(' ').collect(),
             lo.split(' ').collect(),
             la.split(' ').collect(),
         );
-        wb.len() == wo.len()
+        let words_bracketed = wb.len() == wo.len()
             && wa.len() == wo.len()
-            && wb.iter().zip(&wo).zip(&wa).all(|((xb, xo), xa)| {
-                if xb == xa {
-                    return xb == xo;
-                }
-                let num = |w: &str| w.trim_end_matches(']').parse::<u64>().ok();
-                match (num(xb), num(xo), num(xa)) {
-                    (Some(nb), Some(no), Some(na)) => nb <= no && no <= na,
-                    _ => xb.starts_with('(') && xo.starts_with('('),
-                }
-            })
-    })
+            && wb
+                .iter()
+                .zip(&wo)
+                .zip(&wa)
+                .all(|((xb, xo), xa)| word_bracketed(xb, xo, xa));
+        if !words_bracketed {
+            return Err(format!(
+                "line {}: {lo:?} not between {lb:?} and {la:?}",
+                i + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One word of [`check_bracketed`]: equal where theirs agree, else a
+/// moved number of ours between theirs.
+fn word_bracketed(before: &str, ours: &str, after: &str) -> bool {
+    if before == after {
+        return before == ours;
+    }
+    if let (Some((pb, nb)), Some((po, no)), Some((pa, na))) =
+        (split_num(before), split_num(ours), split_num(after))
+    {
+        return pb == po && po == pa && nb <= no && no <= na;
+    }
+    match (human(before), human(ours), human(after)) {
+        (Some(hb), Some(ho), Some(ha)) => hb <= ho && ho <= ha,
+        _ => false,
+    }
+}
+
+/// The trailing number of a word (a `,` or `]` after it left out), and
+/// the text before it.
+fn split_num(word: &str) -> Option<(&str, u64)> {
+    let word = word.trim_end_matches([',', ']']);
+    let digits = word
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_digit())
+        .last()?
+        .0;
+    Some((&word[..digits], word[digits..].parse().ok()?))
+}
+
+/// The value of a human-readable number as ibqueryerrors prints one
+/// after a counter, `(12.060KB)` or `(3.000K)` (a `]` after it left
+/// out): the number times 1024 to the power of its unit.
+fn human(word: &str) -> Option<f64> {
+    let inner = word
+        .trim_end_matches(']')
+        .strip_prefix('(')?
+        .strip_suffix(')')?;
+    let split = inner
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(inner.len());
+    let (value, unit) = inner.split_at(split);
+    let power = match unit.trim_end_matches('B') {
+        "" => 0,
+        u => 1 + "KMGTPE".find(u).filter(|_| u.len() == 1)?,
+    };
+    Some(value.parse::<f64>().ok()? * 1024f64.powi(i32::try_from(power).ok()?))
 }

@@ -190,65 +190,6 @@ fn exec(sim: &IbSim, first: &Path, tool: &str, args: &[&str], ibsim_flag: bool) 
     }
 }
 
-/// The trailing number of a line, and the text before it.
-fn split_num(line: &str) -> Option<(&str, u64)> {
-    let digits = line
-        .char_indices()
-        .rev()
-        .take_while(|(_, c)| c.is_ascii_digit())
-        .last()?
-        .0;
-    Some((&line[..digits], line[digits..].parse().ok()?))
-}
-
-/// Checks `ours` against the real tool's `before` and `after` outputs:
-/// identical where those agree; within them where they moved.
-fn bracketed(before: &str, ours: &str, after: &str) -> Result<(), String> {
-    let (b, o, a): (Vec<&str>, Vec<&str>, Vec<&str>) = (
-        before.lines().collect(),
-        ours.lines().collect(),
-        after.lines().collect(),
-    );
-    if b.len() != o.len() || a.len() != o.len() {
-        return Err(format!("{} / {} / {} lines", b.len(), o.len(), a.len()));
-    }
-    for (i, ((lb, lo), la)) in b.iter().zip(&o).zip(&a).enumerate() {
-        if lb == la {
-            if lb != lo {
-                return Err(format!("line {}: {lo:?}, want {lb:?}", i + 1));
-            }
-            continue;
-        }
-        // A moving value (a counter in a sentence, as sminfo's activity
-        // count, or at the end of a line).
-        let words = |l: &str| l.split(' ').map(str::to_owned).collect::<Vec<_>>();
-        let (wb, wo, wa) = (words(lb), words(lo), words(la));
-        if wb.len() != wo.len() || wa.len() != wo.len() {
-            return Err(format!("line {}: {lo:?} between {lb:?} and {la:?}", i + 1));
-        }
-        for ((xb, xo), xa) in wb.iter().zip(&wo).zip(&wa) {
-            if xb == xa {
-                if xb != xo {
-                    return Err(format!("line {}: {lo:?} between {lb:?} and {la:?}", i + 1));
-                }
-                continue;
-            }
-            let num = |w: &str| split_num(w.trim_end_matches(',')).map(|(p, n)| (p.to_owned(), n));
-            match (num(xb), num(xo), num(xa)) {
-                (Some((pb, nb)), Some((po, no)), Some((pa, na)))
-                    if pb == po && po == pa && nb <= no && no <= na => {}
-                _ => {
-                    return Err(format!(
-                        "line {}: {lo:?} not between {lb:?} and {la:?}",
-                        i + 1
-                    ))
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 struct Checker<'a> {
     sim: &'a IbSim,
     bins: &'a Bins,
@@ -299,7 +240,9 @@ impl<'a> Checker<'a> {
                 ));
                 continue;
             }
-            if let Err(e) = bracketed(&before.stdout, &ours.stdout, &after.stdout) {
+            if let Err(e) =
+                diags_compare::check_bracketed(&before.stdout, &ours.stdout, &after.stdout)
+            {
                 self.failures.push(format!(
                     "{what} ({how}): {e}\nours:\n{}\ntheirs:\n{}",
                     ours.stdout, before.stdout
@@ -726,6 +669,7 @@ fn with_sm_lite_as_the_sm_outputs_are_byte_identical() {
 
 #[test]
 fn bracketing_accepts_only_values_between_the_real_runs() {
+    use diags_compare::check_bracketed as bracketed;
     assert!(bracketed("a: 1\nb: 5\n", "a: 1\nb: 6\n", "a: 1\nb: 7\n").is_ok());
     assert!(bracketed("a: 1\nb: 5\n", "a: 1\nb: 8\n", "a: 1\nb: 7\n").is_err());
     assert!(bracketed("a: 1\nb: 5\n", "a: 2\nb: 6\n", "a: 1\nb: 7\n").is_err());
@@ -742,6 +686,28 @@ fn bracketing_accepts_only_values_between_the_real_runs() {
         "PortXmitData:....9"
     )
     .is_ok());
+    // The same text before a moved number, or the line fails.
+    assert!(bracketed("lid:5", "lid=6", "lid:7").is_err());
+    // ibqueryerrors' counters with their human-readable forms.
+    let iqe = |v: &str, h: &str| format!("   GUID 0x1 port 1: [XmitData == {v} ({h})]");
+    assert!(bracketed(
+        &iqe("1000", "3.906KB"),
+        &iqe("1100", "4.297KB"),
+        &iqe("300000", "1.144MB")
+    )
+    .is_ok());
+    assert!(bracketed(
+        &iqe("1000", "3.906KB"),
+        &iqe("1100", "2.000MB"),
+        &iqe("300000", "1.144MB")
+    )
+    .is_err());
+    assert!(bracketed(
+        &iqe("1000", "3.906KB"),
+        &iqe("1100", "4.297XB"),
+        &iqe("300000", "1.144MB")
+    )
+    .is_err());
 }
 
 #[test]

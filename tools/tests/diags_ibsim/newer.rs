@@ -12,7 +12,7 @@
 
 use std::sync::Mutex;
 
-use crate::diags_compare::{bracketed, differ, ours, theirs, Run, Scratch};
+use crate::diags_compare::{check_bracketed, differ, ours, theirs, Run, Scratch};
 use crate::{Checker, Layout};
 
 /// The real tools these cases run (and their Perl scripts' helpers).
@@ -74,7 +74,7 @@ impl Checker<'_> {
         }
         let a = theirs(self.sim, tool, args);
         if (t.code, &t.stderr_first) != (o.code, &o.stderr_first)
-            || !bracketed(&t.stdout, &o.stdout, &a.stdout)
+            || check_bracketed(&t.stdout, &o.stdout, &a.stdout).is_err()
         {
             self.differs(tool, args, &t, &o);
         }

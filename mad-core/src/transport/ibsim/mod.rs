@@ -98,6 +98,8 @@ use std::os::fd::RawFd;
 use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};
 
+use crate::wire::field::{be_u16, be_u32, be_u64};
+
 use self::proto::{CtlType, SimClientInfo, SimCtl, SimRequest, CTL_DATA_LEN, SIM_MAGIC};
 use super::{
     Address, AsyncEvent, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion, Transport,
@@ -415,36 +417,11 @@ impl IbSimTransport {
     }
 }
 
-fn be16(b: &[u8], at: usize) -> u16 {
-    match b.get(at..at + 2) {
-        Some(s) => u16::from_be_bytes([s[0], s[1]]),
-        None => 0,
-    }
-}
-
-fn be32(b: &[u8], at: usize) -> u32 {
-    match b.get(at..at + 4) {
-        Some(s) => u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
-        None => 0,
-    }
-}
-
-fn be64(b: &[u8], at: usize) -> u64 {
-    match b.get(at..at + 8) {
-        Some(s) => {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(s);
-            u64::from_be_bytes(a)
-        }
-        None => 0,
-    }
-}
-
 /// Port attributes from ibsim's control answers: NodeInfo (`ni`),
 /// PortInfo (`pi`) and P_Keys (`pk`), wire layouts per ATTRIBUTES.md.
 fn attrs_from_ctl(ca_name: &str, ni: &[u8], pi: &[u8], pk: &[u8]) -> PortAttrs {
     let is_switch = ni.get(2).copied() == Some(2);
-    let node_guid = be64(ni, 12);
+    let node_guid = be_u64(ni, 12);
     // PortInfo LocalPortNum: ibsim sets the port number on a CA and 0 on
     // a switch (the attached port is the switch's port 0).
     let port_num = if is_switch {
@@ -457,22 +434,22 @@ fn attrs_from_ctl(ca_name: &str, ni: &[u8], pi: &[u8], pk: &[u8]) -> PortAttrs {
     } else {
         node_guid.wrapping_add(u64::from(port_num))
     };
-    let cap = usize::from(be16(ni, 28)).min(pk.len() / 2);
-    let pkeys = (0..cap).map(|i| be16(pk, 2 * i)).collect();
+    let cap = usize::from(be_u16(ni, 28)).min(pk.len() / 2);
+    let pkeys = (0..cap).map(|i| be_u16(pk, 2 * i)).collect();
     let byte = |i: usize| pi.get(i).copied().unwrap_or(0);
     PortAttrs {
         ca_name: ca_name.to_owned(),
         port_num,
         node_guid,
         port_guid,
-        gid_prefix: be64(pi, 8),
-        lid: be16(pi, 16),
+        gid_prefix: be_u64(pi, 8),
+        lid: be_u16(pi, 16),
         lmc: byte(34) & 0x07,
-        sm_lid: be16(pi, 18),
+        sm_lid: be_u16(pi, 18),
         sm_sl: byte(36) & 0x0F,
         state: byte(32) & 0x0F,
         phys_state: byte(33) >> 4,
-        capability_mask: be32(pi, 20),
+        capability_mask: be_u32(pi, 20),
         pkeys,
         is_switch,
     }
@@ -506,22 +483,6 @@ fn attr_events(old: &PortAttrs, new: &PortAttrs) -> Vec<AsyncEvent> {
 
 fn is_smp_class(class: u8) -> bool {
     class == 0x01 || class == 0x81
-}
-
-fn legal_transition(from: QpState, to: QpState) -> bool {
-    use QpState::*;
-    matches!(
-        (from, to),
-        (_, Reset)
-            | (_, Err)
-            | (Reset, Init)
-            | (Init, Init)
-            | (Init, Rtr)
-            | (Rtr, Rts)
-            | (Rts, Rts)
-            | (Rts, Sqe)
-            | (Sqe, Rts)
-    )
 }
 
 impl Transport for IbSimTransport {
@@ -647,11 +608,12 @@ impl Transport for IbSimTransport {
         self.qp_state[qp.index()]
     }
 
-    /// Follows the verbs state diagram (any → RESET / ERR, RESET → INIT →
-    /// RTR → RTS, RTS ↔ SQE). ibsim has no QPs; nothing else happens.
+    /// Follows the verbs state diagram
+    /// ([`qp_transition_allowed`](super::loopback::qp_transition_allowed)).
+    /// ibsim has no QPs; nothing else happens.
     fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
         let from = self.qp_state[qp.index()];
-        if !legal_transition(from, to) {
+        if !super::loopback::qp_transition_allowed(from, to) {
             return Err(TransportError::InvalidTransition { qp, from, to });
         }
         self.qp_state[qp.index()] = to;

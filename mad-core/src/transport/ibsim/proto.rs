@@ -22,6 +22,8 @@
 //! socket; the client connects its data socket to `out<i>` and from then
 //! on exchanges [`SimRequest`] datagrams on it, in both directions.
 
+use crate::wire::field::be_u32;
+
 /// Most clients ibsim serves at once (`IBSIM_MAX_CLIENTS`).
 pub const MAX_CLIENTS: u32 = 10;
 /// Default UDP control port of a remote-mode ibsim.
@@ -275,9 +277,9 @@ impl SimRequest {
             // ntohs() of the low 16 bits, as ibsim reads it.
             dlid: u16::from_be(ne32(b, 0) as u16),
             slid: u16::from_be(ne32(b, 4) as u16),
-            dqp: be32(b, 8),
-            sqp: be32(b, 12),
-            status: be32(b, 16),
+            dqp: be_u32(b, 8),
+            sqp: be_u32(b, 12),
+            status: be_u32(b, 16),
             length: u64::from_be_bytes(len),
             mad,
         })
@@ -297,13 +299,6 @@ impl SimRequest {
 fn ne32(b: &[u8], at: usize) -> u32 {
     match b.get(at..at + 4) {
         Some(s) => u32::from_ne_bytes([s[0], s[1], s[2], s[3]]),
-        None => 0,
-    }
-}
-
-fn be32(b: &[u8], at: usize) -> u32 {
-    match b.get(at..at + 4) {
-        Some(s) => u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
         None => 0,
     }
 }

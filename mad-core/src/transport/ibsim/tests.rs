@@ -1,6 +1,7 @@
 //! Unit tests of the ibsim transport that need no ibsim.
 
 use super::*;
+use crate::transport::loopback::qp_transition_allowed;
 
 #[test]
 fn config_reads_libumad2sim_variables() {
@@ -103,10 +104,10 @@ fn attr_changes_become_events() {
 
 #[test]
 fn qp_transitions_follow_verbs() {
-    assert!(legal_transition(QpState::Rts, QpState::Err));
-    assert!(legal_transition(QpState::Err, QpState::Reset));
-    assert!(legal_transition(QpState::Reset, QpState::Init));
-    assert!(legal_transition(QpState::Rtr, QpState::Rts));
-    assert!(!legal_transition(QpState::Err, QpState::Rts));
-    assert!(!legal_transition(QpState::Reset, QpState::Rts));
+    assert!(qp_transition_allowed(QpState::Rts, QpState::Err));
+    assert!(qp_transition_allowed(QpState::Err, QpState::Reset));
+    assert!(qp_transition_allowed(QpState::Reset, QpState::Init));
+    assert!(qp_transition_allowed(QpState::Rtr, QpState::Rts));
+    assert!(!qp_transition_allowed(QpState::Err, QpState::Rts));
+    assert!(!qp_transition_allowed(QpState::Reset, QpState::Rts));
 }

@@ -5,6 +5,7 @@
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CString};
 use std::sync::OnceLock;
 
+use crate::transport::dl::{symbol, symbols};
 use crate::transport::TransportError;
 
 /// The shared object this transport loads.
@@ -104,36 +105,33 @@ pub(super) fn load_lib_from(name: &str) -> Result<Lib, String> {
              (apt-get install {LIBIBUMAD_PACKAGE})"
         )
     })?;
-    macro_rules! sym {
-        ($name:literal, $t:ty) => {{
-            // SAFETY: the symbol has this C signature in libibumad 3
-            // (rdma-core umad.h); the pointer is copied out while the
-            // library stays loaded in `Lib`.
-            let s: libloading::Symbol<'_, $t> = unsafe { lib.get($name) }.map_err(|e| {
-                format!(
-                    "{LIBIBUMAD} lacks {}: {e}",
-                    String::from_utf8_lossy(&$name[..$name.len() - 1])
-                )
-            })?;
-            *s
-        }};
-    }
-    let init: FnInit = sym!(b"umad_init\0", FnInit);
-    let l = Lib {
-        get_cas_names: sym!(b"umad_get_cas_names\0", FnGetCasNames),
-        get_ca: sym!(b"umad_get_ca\0", FnGetCa),
-        release_ca: sym!(b"umad_release_ca\0", FnReleaseCa),
-        get_port: sym!(b"umad_get_port\0", FnGetPort),
-        release_port: sym!(b"umad_release_port\0", FnReleasePort),
-        open_port: sym!(b"umad_open_port\0", FnOpenPort),
-        close_port: sym!(b"umad_close_port\0", FnClosePort),
-        register: sym!(b"umad_register\0", FnRegister),
-        register_oui: sym!(b"umad_register_oui\0", FnRegisterOui),
-        unregister: sym!(b"umad_unregister\0", FnUnregister),
-        send: sym!(b"umad_send\0", FnSend),
-        recv: sym!(b"umad_recv\0", FnRecv),
-        get_fd: sym!(b"umad_get_fd\0", FnGetFd),
-        _lib: lib,
+    // SAFETY: each symbol has its field's C signature in libibumad 3
+    // (rdma-core umad.h); the pointers are copied out while the library
+    // stays loaded in `Lib`.
+    let (init, l): (FnInit, Lib) = unsafe {
+        (
+            symbol(&lib, LIBIBUMAD, b"umad_init\0")?,
+            symbols!(
+                lib,
+                LIBIBUMAD,
+                "umad_",
+                Lib {
+                    get_cas_names,
+                    get_ca,
+                    release_ca,
+                    get_port,
+                    release_port,
+                    open_port,
+                    close_port,
+                    register,
+                    register_oui,
+                    unregister,
+                    send,
+                    recv,
+                    get_fd
+                }
+            ),
+        )
     };
     // SAFETY: umad_init takes no arguments; it is idempotent.
     let rc = unsafe { init() };

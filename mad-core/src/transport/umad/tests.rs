@@ -28,6 +28,12 @@ fn a_missing_libibumad_is_named_with_its_package() {
 }
 
 #[test]
+fn a_library_without_umads_functions_is_named_with_the_first_it_lacks() {
+    let err = load_lib_from("libc.so.6").err().unwrap_or_default();
+    assert!(err.starts_with("libibumad.so.3 lacks umad_init: "), "{err}");
+}
+
+#[test]
 fn a_missing_ca_is_a_clear_error() {
     if !is_available() {
         let err = UmadTransport::open(Some("mlx5_0"), 1)

@@ -1,7 +1,7 @@
 //! PerfMgt PortCounters (0x0012) and PortCountersExtended (0x001D)
 //! (ATTRIBUTES.md §9–§10), plus the PerfMgt ClassPortInfo capability bits.
 
-crate::wire_struct! {
+perf_attr! {
     /// PortCounters: the 44 used bytes of the 192-byte PerfMgt data area
     /// (the rest is reserved; emit into a zeroed 192-byte area).
     ///
@@ -13,12 +13,6 @@ crate::wire_struct! {
     /// `qp1_dropped` at 20). A tool that wants byte-identical perfquery
     /// output must print `vl15_dropped` on the `QP1Dropped` line.
     pub struct PortCounters ("PortCounters", 44) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1); 0xFF = all ports if supported.
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// SymbolErrorCounter (bytes 4–5).
         symbol_error_counter: uint u16 [32, 16] => "SymbolErrorCounter",
         /// LinkErrorRecoveryCounter (byte 6).
@@ -60,18 +54,12 @@ crate::wire_struct! {
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortCountersExtended, 184 bytes (of the 192-byte PerfMgt data area).
     /// Which counters are valid depends on the PerfMgt ClassPortInfo
     /// capability bits ([`pm_cap::EXT_WIDTH_SUPPORTED`],
     /// [`pm_cap2::ADDL_PORT_CTRS_EXT_SUP`]).
     pub struct PortCountersExt ("PortCountersExtended", 184) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3).
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// CounterSelect2 (bytes 4–7).
         counter_select2: uint u32 [32, 32] => "CounterSelect2",
         /// PortXmitData (bytes 8–15).

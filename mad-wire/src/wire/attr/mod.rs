@@ -36,6 +36,63 @@
 //! assert_eq!(p.to_vec().unwrap(), b.to_vec());
 //! ```
 
+/// A PerfMgt attribute as [`wire_struct!`](crate::wire_struct) builds it,
+/// after the fields most PerfMgt attributes start with, written here once:
+/// byte 0 (with `per_opcode`, the OpCode counted; else reserved),
+/// PortSelect (byte 1) and CounterSelect (bytes 2–3, which counters a Set
+/// clears). With `ext_speeds`, PortExtendedSpeedsCounters' first 20 bytes
+/// instead (both of its layouts share them).
+macro_rules! perf_attr {
+    (@with [$($head:tt)*] $(#[$sm:meta])* pub struct $name:ident ($sname:literal, $len:expr) {
+        $($fields:tt)*
+    }) => {
+        crate::wire_struct! {
+            $(#[$sm])*
+            pub struct $name ($sname, $len) {
+                $($head)*
+                $($fields)*
+            }
+        }
+    };
+    (@with_selects [$($byte0:tt)*] $($rest:tt)*) => {
+        perf_attr! { @with [
+            $($byte0)*
+            /// PortSelect (byte 1); 0xFF = all ports if supported.
+            port_select: uint u8 [8, 8] => "PortSelect",
+            /// CounterSelect (bytes 2–3): which counters a Set clears.
+            counter_select: uint u16 [16, 16] => "CounterSelect",
+        ] $($rest)* }
+    };
+    ($(#[$sm:meta])* pub struct $name:ident ($sname:literal, $len:expr) per_opcode { $($fields:tt)* }) => {
+        perf_attr! { @with_selects [
+            /// OpCode (byte 0): the opcode counted.
+            op_code: uint u8 [0, 8] => "OpCode",
+        ] $(#[$sm])* pub struct $name ($sname, $len) { $($fields)* } }
+    };
+    ($(#[$sm:meta])* pub struct $name:ident ($sname:literal, $len:expr) ext_speeds { $($fields:tt)* }) => {
+        perf_attr! { @with [
+            /// Reserved.
+            reserved: uint u8 [0, 8] => _,
+            /// PortSelect (byte 1).
+            port_select: uint u8 [8, 8] => "PortSelect",
+            /// Reserved.
+            reserved2: uint u64 [16, 48] => _,
+            /// CounterSelect (bytes 8–15).
+            counter_select: uint u64 [64, 64] => "CounterSelect",
+            /// SyncHeaderErrorCounter.
+            sync_header_error_counter: uint u16 [128, 16] => "SyncHeaderErrorCounter",
+            /// UnknownBlockCounter.
+            unknown_block_counter: uint u16 [144, 16] => "UnknownBlockCounter",
+        ] $(#[$sm])* pub struct $name ($sname, $len) { $($fields)* } }
+    };
+    ($(#[$sm:meta])* pub struct $name:ident ($sname:literal, $len:expr) { $($fields:tt)* }) => {
+        perf_attr! { @with_selects [
+            /// Reserved (byte 0).
+            reserved: uint u8 [0, 8] => _,
+        ] $(#[$sm])* pub struct $name ($sname, $len) { $($fields)* } }
+    };
+}
+
 mod class_port_info;
 mod counters;
 mod enums;

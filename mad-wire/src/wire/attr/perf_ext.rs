@@ -69,15 +69,9 @@ crate::wire_struct! {
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortRcvErrorDetails: why received packets were discarded. PerfMgt 0x0015, 16 bytes (of 192).
     pub struct PortRcvErrorDetails ("PortRcvErrorDetails", 16) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// PortLocalPhysicalErrors.
         local_physical_errors: uint u16 [32, 16] => "PortLocalPhysicalErrors",
         /// PortMalformedPktErrors.
@@ -93,15 +87,9 @@ crate::wire_struct! {
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortXmitDiscardDetails: why outbound packets were discarded. PerfMgt 0x0016, 12 bytes (of 192).
     pub struct PortXmitDiscardDetails ("PortXmitDiscardDetails", 12) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// PortInactiveDiscards.
         inactive_discards: uint u16 [32, 16] => "PortInactiveDiscards",
         /// PortNeighborMTUDiscards.
@@ -113,15 +101,9 @@ crate::wire_struct! {
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortOpRcvCounters: packets and data received with one opcode. PerfMgt 0x0017, 12 bytes (of 192).
-    pub struct PortOpRcvCounters ("PortOpRcvCounters", 12) {
-        /// OpCode (byte 0): the opcode counted.
-        op_code: uint u8 [0, 8] => "OpCode",
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
+    pub struct PortOpRcvCounters ("PortOpRcvCounters", 12) per_opcode {
         /// PortOpRcvPkts.
         op_rcv_pkts: uint u32 [32, 32] => "PortOpRcvPkts",
         /// PortOpRcvData (4-octet words).
@@ -129,15 +111,9 @@ crate::wire_struct! {
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortFlowCtlCounters: flow-control packets sent and received. PerfMgt 0x0018, 12 bytes (of 192).
     pub struct PortFlowCtlCounters ("PortFlowCtlCounters", 12) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// PortXmitFlowPkts.
         xmit_flow_pkts: uint u32 [32, 32] => "PortXmitFlowPkts",
         /// PortRcvFlowPkts.
@@ -145,77 +121,41 @@ crate::wire_struct! {
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortVLOpPackets: packets received with one opcode, per VL. PerfMgt 0x0019, 36 bytes (of 192).
-    pub struct PortVlOpPackets ("PortVLOpPackets", 36) {
-        /// OpCode (byte 0): the opcode counted.
-        op_code: uint u8 [0, 8] => "OpCode",
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
+    pub struct PortVlOpPackets ("PortVLOpPackets", 36) per_opcode {
         /// Per VL 0–15.
         packets: array [u16; 16] [32, 16] => "PortVLOpPackets",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortVLOpData: data received with one opcode, per VL. PerfMgt 0x001A, 68 bytes (of 192).
-    pub struct PortVlOpData ("PortVLOpData", 68) {
-        /// OpCode (byte 0): the opcode counted.
-        op_code: uint u8 [0, 8] => "OpCode",
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
+    pub struct PortVlOpData ("PortVLOpData", 68) per_opcode {
         /// Per VL 0–15 (4-octet words).
         data: array [u32; 16] [32, 32] => "PortVLOpData",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortVLXmitFlowCtlUpdateErrors: 2-bit flow-control update error counters per VL. PerfMgt 0x001B, 8 bytes (of 192).
     pub struct PortVlXmitFlowCtlUpdateErrors ("PortVLXmitFlowCtlUpdateErrors", 8) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// Per VL 0–15.
         errors: array [u8; 16] [32, 2] => "PortVLXmitFlowCtlUpdateErrors",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortVLXmitWaitCounters: ticks a VL had data but could not send. PerfMgt 0x001C, 36 bytes (of 192).
     pub struct PortVlXmitWaitCounters ("PortVLXmitWaitCounters", 36) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// Per VL 0–15.
         wait: array [u16; 16] [32, 16] => "PortVLXmitWait",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortExtendedSpeedsCounters: FDR/EDR lane error and FEC counters. PerfMgt 0x001F, 140 bytes (of 192).
-    pub struct PortExtSpeedsCounters ("PortExtendedSpeedsCounters", 140) {
-        /// Reserved.
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// Reserved.
-        reserved2: uint u64 [16, 48] => _,
-        /// CounterSelect (bytes 8–15).
-        counter_select: uint u64 [64, 64] => "CounterSelect",
-        /// SyncHeaderErrorCounter.
-        sync_header_error_counter: uint u16 [128, 16] => "SyncHeaderErrorCounter",
-        /// UnknownBlockCounter.
-        unknown_block_counter: uint u16 [144, 16] => "UnknownBlockCounter",
+    pub struct PortExtSpeedsCounters ("PortExtendedSpeedsCounters", 140) ext_speeds {
         /// ErrorDetectionCounter per lane.
         error_detection: array [u16; 12] [160, 16] => "ErrorDetectionCounterLane",
         /// FECCorrectableBlockCtr per lane.
@@ -225,21 +165,9 @@ crate::wire_struct! {
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortExtendedSpeedsCounters as a port with RS-FEC active reports it. PerfMgt 0x001F, 152 bytes (of 192).
-    pub struct PortExtSpeedsCountersRsfec ("PortExtendedSpeedsCountersRsfec", 152) {
-        /// Reserved.
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// Reserved.
-        reserved2: uint u64 [16, 48] => _,
-        /// CounterSelect (bytes 8–15).
-        counter_select: uint u64 [64, 64] => "CounterSelect",
-        /// SyncHeaderErrorCounter.
-        sync_header_error_counter: uint u16 [128, 16] => "SyncHeaderErrorCounter",
-        /// UnknownBlockCounter.
-        unknown_block_counter: uint u16 [144, 16] => "UnknownBlockCounter",
+    pub struct PortExtSpeedsCountersRsfec ("PortExtendedSpeedsCountersRsfec", 152) ext_speeds {
         /// Reserved (bytes 20–43).
         reserved3: bytes [u8; 24] [20] => _,
         /// FECCorrectableSymbolCtr per lane.
@@ -255,29 +183,17 @@ crate::wire_struct! {
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// SwPortVLCongestion: per-VL congestion counters of a switch port. PerfMgt 0x0030, 36 bytes (of 192).
     pub struct SwPortVlCongestion ("SwPortVLCongestion", 36) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// Per VL 0–15.
         congestion: array [u16; 16] [32, 16] => "SWPortVLCongestion",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortRcvConCtrl: packets received with FECN / BECN set. PerfMgt 0x0031, 12 bytes (of 192).
     pub struct PortRcvConCtrl ("PortRcvConCtrl", 12) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// PortPktRcvFECN.
         pkt_rcv_fecn: uint u32 [32, 32] => "PortPktRcvFECN",
         /// PortPktRcvBECN.
@@ -285,85 +201,49 @@ crate::wire_struct! {
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortSLRcvFECN: packets received with FECN set, per SL. PerfMgt 0x0032, 68 bytes (of 192).
     pub struct PortSlRcvFecn ("PortSLRcvFECN", 68) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// Per SL 0–15.
         fecn: array [u32; 16] [32, 32] => "PortSLRcvFECN",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortSLRcvBECN: packets received with BECN set, per SL. PerfMgt 0x0033, 68 bytes (of 192).
     pub struct PortSlRcvBecn ("PortSLRcvBECN", 68) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// Per SL 0–15.
         becn: array [u32; 16] [32, 32] => "PortSLRcvBECN",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortXmitConCtrl: time the port spent in congestion. PerfMgt 0x0034, 8 bytes (of 192).
     pub struct PortXmitConCtrl ("PortXmitConCtrl", 8) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// PortXmitTimeCong.
         xmit_time_cong: uint u32 [32, 32] => "PortXmitTimeCong",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortVLXmitTimeCong: time each data VL spent in congestion. PerfMgt 0x0035, 64 bytes (of 192).
     pub struct PortVlXmitTimeCong ("PortVLXmitTimeCong", 64) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// Per VL 0–14.
         time_cong: array [u32; 15] [32, 32] => "PortVLXmitTimeCong",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortXmitDataSL: data sent per SL (4-octet words). PerfMgt 0x0036, 68 bytes (of 192).
     pub struct PortXmitDataSl ("PortXmitDataSL", 68) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// Per SL 0–15.
         data: array [u32; 16] [32, 32] => "XmtDataSL",
     }
 }
 
-crate::wire_struct! {
+perf_attr! {
     /// PortRcvDataSL: data received per SL (4-octet words). PerfMgt 0x0037, 68 bytes (of 192).
     pub struct PortRcvDataSl ("PortRcvDataSL", 68) {
-        /// Reserved (byte 0).
-        reserved: uint u8 [0, 8] => _,
-        /// PortSelect (byte 1).
-        port_select: uint u8 [8, 8] => "PortSelect",
-        /// CounterSelect (bytes 2–3): which counters a Set clears.
-        counter_select: uint u16 [16, 16] => "CounterSelect",
         /// Per SL 0–15.
         data: array [u32; 16] [32, 32] => "RcvDataSL",
     }

@@ -82,12 +82,12 @@ pub(super) fn decode_cc(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
         let r = match log_type {
             Ok(LOG_TYPE_SWITCH) => (
                 log_known::<CongestionLogSwitch>("CongestionLogSwitch"),
-                Known::of::<CongestionLogEventSwitch>("CongestionLogEventSwitch"),
+                Known::of::<CongestionLogEventSwitch>(),
                 SWITCH_LOG_EVENTS,
             ),
             Ok(LOG_TYPE_CA) => (
                 log_known::<CongestionLogCa>("CongestionLogCA"),
-                Known::of::<CongestionLogEventCa>("CongestionLogEventCA"),
+                Known::of::<CongestionLogEventCa>(),
                 CA_LOG_EVENTS,
             ),
             _ => {
@@ -108,31 +108,27 @@ pub(super) fn decode_cc(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
     let data = slice_at(buf, CC_DATA_OFFSET, CC_DATA_LEN);
     let one = |k: Known| Some(k);
     let known = match attr {
-        cc_attr::CLASS_PORT_INFO => one(Known::of::<crate::wire::attr::ClassPortInfo>(
-            "ClassPortInfo",
-        )),
-        cc_attr::CONGESTION_INFO => one(Known::of::<CongestionInfo>("CongestionInfo")),
-        cc_attr::CONGESTION_KEY_INFO => one(Known::of::<CongestionKeyInfo>("CongestionKeyInfo")),
-        cc_attr::SWITCH_CONGESTION_SETTING => one(Known::of::<SwitchCongestionSetting>(
-            "SwitchCongestionSetting",
-        )),
-        cc_attr::TIMESTAMP => one(Known::of::<CcTimestamp>("Timestamp")),
+        cc_attr::CLASS_PORT_INFO => one(Known::of::<crate::wire::attr::ClassPortInfo>()),
+        cc_attr::CONGESTION_INFO => one(Known::of::<CongestionInfo>()),
+        cc_attr::CONGESTION_KEY_INFO => one(Known::of::<CongestionKeyInfo>()),
+        cc_attr::SWITCH_CONGESTION_SETTING => one(Known::of::<SwitchCongestionSetting>()),
+        cc_attr::TIMESTAMP => one(Known::of::<CcTimestamp>()),
         cc_attr::SWITCH_PORT_CONGESTION_SETTING => {
-            let k = Known::of::<SwitchPortCongestionElement>("SwitchPortCongestionSettingElement");
+            let k = Known::of::<SwitchPortCongestionElement>();
             return push_table(d, Some(k), data, CC_DATA_OFFSET, k.len, "a partial element");
         }
         cc_attr::CA_CONGESTION_SETTING => {
             let r = (
-                Known::of::<CaCongestionSetting>("CACongestionSetting"),
-                Known::of::<CaCongestionEntry>("CACongestionEntry"),
+                Known::of::<CaCongestionSetting>(),
+                Known::of::<CaCongestionEntry>(),
                 16,
             );
             return push_repeated(d, data, CC_DATA_OFFSET, r);
         }
         cc_attr::CONGESTION_CONTROL_TABLE => {
             let r = (
-                Known::of::<CongestionControlTable>("CongestionControlTable"),
-                Known::of::<CctEntry>("CongestionControlTableEntry"),
+                Known::of::<CongestionControlTable>(),
+                Known::of::<CctEntry>(),
                 crate::wire::cc::CCT_ENTRIES_PER_BLOCK,
             );
             return push_repeated(d, data, CC_DATA_OFFSET, r);

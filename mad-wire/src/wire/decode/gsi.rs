@@ -20,8 +20,8 @@ use crate::wire::{
 fn sa_attribute(attr: AttributeId) -> Option<Known> {
     use crate::wire::attr::{ClassPortInfo, Notice};
     match attr {
-        AttributeId::CLASS_PORT_INFO => Some(Known::of::<ClassPortInfo>("ClassPortInfo")),
-        AttributeId::NOTICE => Some(Known::of::<Notice>("Notice")),
+        AttributeId::CLASS_PORT_INFO => Some(Known::of::<ClassPortInfo>()),
+        AttributeId::NOTICE => Some(Known::of::<Notice>()),
         _ => crate::wire::sa_records::record_info(attr).map(|r| Known {
             name: r.name,
             parse: r.parse,
@@ -211,9 +211,9 @@ pub(super) fn decode_sa(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
 fn perf_attribute(attr: AttributeId) -> Option<Known> {
     use crate::wire::attr::*;
     Some(match attr {
-        AttributeId::CLASS_PORT_INFO => Known::of::<ClassPortInfo>("ClassPortInfo"),
-        AttributeId::PM_PORT_COUNTERS => Known::of::<PortCounters>("PortCounters"),
-        AttributeId::PM_PORT_COUNTERS_EXT => Known::of::<PortCountersExt>("PortCountersExtended"),
+        AttributeId::CLASS_PORT_INFO => Known::of::<ClassPortInfo>(),
+        AttributeId::PM_PORT_COUNTERS => Known::of::<PortCounters>(),
+        AttributeId::PM_PORT_COUNTERS_EXT => Known::of::<PortCountersExt>(),
         AttributeId(a) => return perf_ext_attribute(a),
     })
 }
@@ -222,33 +222,27 @@ fn perf_attribute(attr: AttributeId) -> Option<Known> {
 fn perf_ext_attribute(attr: u16) -> Option<Known> {
     use crate::wire::attr::*;
     Some(match attr {
-        pm_attr::PORT_SAMPLES_CONTROL => Known::of::<PortSamplesControl>("PortSamplesControl"),
-        pm_attr::PORT_SAMPLES_RESULT => Known::of::<PortSamplesResult>("PortSamplesResult"),
-        pm_attr::PORT_RCV_ERROR_DETAILS => Known::of::<PortRcvErrorDetails>("PortRcvErrorDetails"),
-        pm_attr::PORT_XMIT_DISCARD_DETAILS => {
-            Known::of::<PortXmitDiscardDetails>("PortXmitDiscardDetails")
-        }
-        pm_attr::PORT_OP_RCV_COUNTERS => Known::of::<PortOpRcvCounters>("PortOpRcvCounters"),
-        pm_attr::PORT_FLOW_CTL_COUNTERS => Known::of::<PortFlowCtlCounters>("PortFlowCtlCounters"),
-        pm_attr::PORT_VL_OP_PACKETS => Known::of::<PortVlOpPackets>("PortVLOpPackets"),
-        pm_attr::PORT_VL_OP_DATA => Known::of::<PortVlOpData>("PortVLOpData"),
+        pm_attr::PORT_SAMPLES_CONTROL => Known::of::<PortSamplesControl>(),
+        pm_attr::PORT_SAMPLES_RESULT => Known::of::<PortSamplesResult>(),
+        pm_attr::PORT_RCV_ERROR_DETAILS => Known::of::<PortRcvErrorDetails>(),
+        pm_attr::PORT_XMIT_DISCARD_DETAILS => Known::of::<PortXmitDiscardDetails>(),
+        pm_attr::PORT_OP_RCV_COUNTERS => Known::of::<PortOpRcvCounters>(),
+        pm_attr::PORT_FLOW_CTL_COUNTERS => Known::of::<PortFlowCtlCounters>(),
+        pm_attr::PORT_VL_OP_PACKETS => Known::of::<PortVlOpPackets>(),
+        pm_attr::PORT_VL_OP_DATA => Known::of::<PortVlOpData>(),
         pm_attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS => {
-            Known::of::<PortVlXmitFlowCtlUpdateErrors>("PortVLXmitFlowCtlUpdateErrors")
+            Known::of::<PortVlXmitFlowCtlUpdateErrors>()
         }
-        pm_attr::PORT_VL_XMIT_WAIT_COUNTERS => {
-            Known::of::<PortVlXmitWaitCounters>("PortVLXmitWaitCounters")
-        }
-        pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS => {
-            Known::of::<PortExtSpeedsCounters>("PortExtendedSpeedsCounters")
-        }
-        pm_attr::SW_PORT_VL_CONGESTION => Known::of::<SwPortVlCongestion>("SwPortVLCongestion"),
-        pm_attr::PORT_RCV_CON_CTRL => Known::of::<PortRcvConCtrl>("PortRcvConCtrl"),
-        pm_attr::PORT_SL_RCV_FECN => Known::of::<PortSlRcvFecn>("PortSLRcvFECN"),
-        pm_attr::PORT_SL_RCV_BECN => Known::of::<PortSlRcvBecn>("PortSLRcvBECN"),
-        pm_attr::PORT_XMIT_CON_CTRL => Known::of::<PortXmitConCtrl>("PortXmitConCtrl"),
-        pm_attr::PORT_VL_XMIT_TIME_CONG => Known::of::<PortVlXmitTimeCong>("PortVLXmitTimeCong"),
-        pm_attr::PORT_XMIT_DATA_SL => Known::of::<PortXmitDataSl>("PortXmitDataSL"),
-        pm_attr::PORT_RCV_DATA_SL => Known::of::<PortRcvDataSl>("PortRcvDataSL"),
+        pm_attr::PORT_VL_XMIT_WAIT_COUNTERS => Known::of::<PortVlXmitWaitCounters>(),
+        pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS => Known::of::<PortExtSpeedsCounters>(),
+        pm_attr::SW_PORT_VL_CONGESTION => Known::of::<SwPortVlCongestion>(),
+        pm_attr::PORT_RCV_CON_CTRL => Known::of::<PortRcvConCtrl>(),
+        pm_attr::PORT_SL_RCV_FECN => Known::of::<PortSlRcvFecn>(),
+        pm_attr::PORT_SL_RCV_BECN => Known::of::<PortSlRcvBecn>(),
+        pm_attr::PORT_XMIT_CON_CTRL => Known::of::<PortXmitConCtrl>(),
+        pm_attr::PORT_VL_XMIT_TIME_CONG => Known::of::<PortVlXmitTimeCong>(),
+        pm_attr::PORT_XMIT_DATA_SL => Known::of::<PortXmitDataSl>(),
+        pm_attr::PORT_RCV_DATA_SL => Known::of::<PortRcvDataSl>(),
         _ => return None,
     })
 }
@@ -282,7 +276,7 @@ pub(super) fn decode_vendor(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error>
     );
     if crate::wire::openib::is_openib_text(buf) {
         use crate::wire::openib::OpenIbText;
-        let known = Known::of::<OpenIbText>("OpenIBText");
+        let known = Known::of::<OpenIbText>();
         let data = buf.get(VENDOR_DATA_OFFSET..).unwrap_or(&[]);
         return push_attribute(d, Some(known), data, VENDOR_DATA_OFFSET);
     }

@@ -103,9 +103,9 @@ pub(super) struct Known {
 }
 
 impl Known {
-    pub(super) fn of<R: Repr + Fields + 'static>(name: &'static str) -> Self {
+    pub(super) fn of<R: Repr + Fields + 'static>() -> Self {
         Self {
-            name,
+            name: R::NAME,
             parse: boxed::<R>,
             len: R::LEN,
         }

@@ -11,17 +11,17 @@ fn smp_attribute(attr: AttributeId) -> Option<Known> {
         PortInfo, SlToVlTable, SmInfo, SwitchInfo, VlArbTable,
     };
     Some(match attr {
-        AttributeId::NODE_DESC => Known::of::<NodeDescription>("NodeDescription"),
-        AttributeId::NODE_INFO => Known::of::<NodeInfo>("NodeInfo"),
-        AttributeId::SWITCH_INFO => Known::of::<SwitchInfo>("SwitchInfo"),
-        AttributeId::GUID_INFO => Known::of::<GuidInfo>("GUIDInfo"),
-        AttributeId::PORT_INFO => Known::of::<PortInfo>("PortInfo"),
-        AttributeId::PKEY_TABLE => Known::of::<PKeyTable>("P_KeyTable"),
-        AttributeId::SL_TO_VL_TABLE => Known::of::<SlToVlTable>("SLtoVLMappingTable"),
-        AttributeId::VL_ARB_TABLE => Known::of::<VlArbTable>("VLArbitrationTable"),
-        AttributeId::LINEAR_FWD_TABLE => Known::of::<LinearFwdTable>("LinearForwardingTable"),
-        AttributeId::MCAST_FWD_TABLE => Known::of::<MulticastFwdTable>("MulticastForwardingTable"),
-        AttributeId::SM_INFO => Known::of::<SmInfo>("SMInfo"),
+        AttributeId::NODE_DESC => Known::of::<NodeDescription>(),
+        AttributeId::NODE_INFO => Known::of::<NodeInfo>(),
+        AttributeId::SWITCH_INFO => Known::of::<SwitchInfo>(),
+        AttributeId::GUID_INFO => Known::of::<GuidInfo>(),
+        AttributeId::PORT_INFO => Known::of::<PortInfo>(),
+        AttributeId::PKEY_TABLE => Known::of::<PKeyTable>(),
+        AttributeId::SL_TO_VL_TABLE => Known::of::<SlToVlTable>(),
+        AttributeId::VL_ARB_TABLE => Known::of::<VlArbTable>(),
+        AttributeId::LINEAR_FWD_TABLE => Known::of::<LinearFwdTable>(),
+        AttributeId::MCAST_FWD_TABLE => Known::of::<MulticastFwdTable>(),
+        AttributeId::SM_INFO => Known::of::<SmInfo>(),
         _ => return None,
     })
 }

@@ -40,6 +40,19 @@ pub(super) struct Special {
     get: Getter,
 }
 
+impl Special {
+    /// The query of attribute `R` (PerfMgt attribute `attr`) under option
+    /// `key`, printed by its name.
+    const fn of<R: Repr + Fields + 'static>(key: i32, attr: u16) -> Self {
+        Self {
+            key,
+            name: R::NAME,
+            attr,
+            get: get::<R>,
+        }
+    }
+}
+
 impl std::fmt::Debug for Special {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name)
@@ -48,108 +61,23 @@ impl std::fmt::Debug for Special {
 
 /// The attribute queries in the order perfquery tries them.
 pub(super) const SPECIAL: &[Special] = &[
-    Special {
-        key: 'X' as i32,
-        name: "PortXmitDataSL",
-        attr: pm_attr::PORT_XMIT_DATA_SL,
-        get: get::<PortXmitDataSl>,
-    },
-    Special {
-        key: 'S' as i32,
-        name: "PortRcvDataSL",
-        attr: pm_attr::PORT_RCV_DATA_SL,
-        get: get::<PortRcvDataSl>,
-    },
-    Special {
-        key: 'D' as i32,
-        name: "PortXmitDiscardDetails",
-        attr: pm_attr::PORT_XMIT_DISCARD_DETAILS,
-        get: get::<PortXmitDiscardDetails>,
-    },
-    Special {
-        key: 'E' as i32,
-        name: "PortRcvErrorDetails",
-        attr: pm_attr::PORT_RCV_ERROR_DETAILS,
-        get: get::<PortRcvErrorDetails>,
-    },
-    Special {
-        key: 'T' as i32,
-        name: "PortExtendedSpeedsCounters",
-        attr: pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS,
-        get: get::<PortExtSpeedsCounters>,
-    },
-    Special {
-        key: 1,
-        name: "PortOpRcvCounters",
-        attr: pm_attr::PORT_OP_RCV_COUNTERS,
-        get: get::<PortOpRcvCounters>,
-    },
-    Special {
-        key: 2,
-        name: "PortFlowCtlCounters",
-        attr: pm_attr::PORT_FLOW_CTL_COUNTERS,
-        get: get::<PortFlowCtlCounters>,
-    },
-    Special {
-        key: 3,
-        name: "PortVLOpPackets",
-        attr: pm_attr::PORT_VL_OP_PACKETS,
-        get: get::<PortVlOpPackets>,
-    },
-    Special {
-        key: 4,
-        name: "PortVLOpData",
-        attr: pm_attr::PORT_VL_OP_DATA,
-        get: get::<PortVlOpData>,
-    },
-    Special {
-        key: 5,
-        name: "PortVLXmitFlowCtlUpdateErrors",
-        attr: pm_attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS,
-        get: get::<PortVlXmitFlowCtlUpdateErrors>,
-    },
-    Special {
-        key: 6,
-        name: "PortVLXmitWaitCounters",
-        attr: pm_attr::PORT_VL_XMIT_WAIT_COUNTERS,
-        get: get::<PortVlXmitWaitCounters>,
-    },
-    Special {
-        key: 7,
-        name: "SwPortVLCongestion",
-        attr: pm_attr::SW_PORT_VL_CONGESTION,
-        get: get::<SwPortVlCongestion>,
-    },
-    Special {
-        key: 8,
-        name: "PortRcvConCtrl",
-        attr: pm_attr::PORT_RCV_CON_CTRL,
-        get: get::<PortRcvConCtrl>,
-    },
-    Special {
-        key: 9,
-        name: "PortSLRcvFECN",
-        attr: pm_attr::PORT_SL_RCV_FECN,
-        get: get::<PortSlRcvFecn>,
-    },
-    Special {
-        key: 10,
-        name: "PortSLRcvBECN",
-        attr: pm_attr::PORT_SL_RCV_BECN,
-        get: get::<PortSlRcvBecn>,
-    },
-    Special {
-        key: 11,
-        name: "PortXmitConCtrl",
-        attr: pm_attr::PORT_XMIT_CON_CTRL,
-        get: get::<PortXmitConCtrl>,
-    },
-    Special {
-        key: 12,
-        name: "PortVLXmitTimeCong",
-        attr: pm_attr::PORT_VL_XMIT_TIME_CONG,
-        get: get::<PortVlXmitTimeCong>,
-    },
+    Special::of::<PortXmitDataSl>('X' as i32, pm_attr::PORT_XMIT_DATA_SL),
+    Special::of::<PortRcvDataSl>('S' as i32, pm_attr::PORT_RCV_DATA_SL),
+    Special::of::<PortXmitDiscardDetails>('D' as i32, pm_attr::PORT_XMIT_DISCARD_DETAILS),
+    Special::of::<PortRcvErrorDetails>('E' as i32, pm_attr::PORT_RCV_ERROR_DETAILS),
+    Special::of::<PortExtSpeedsCounters>('T' as i32, pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS),
+    Special::of::<PortOpRcvCounters>(1, pm_attr::PORT_OP_RCV_COUNTERS),
+    Special::of::<PortFlowCtlCounters>(2, pm_attr::PORT_FLOW_CTL_COUNTERS),
+    Special::of::<PortVlOpPackets>(3, pm_attr::PORT_VL_OP_PACKETS),
+    Special::of::<PortVlOpData>(4, pm_attr::PORT_VL_OP_DATA),
+    Special::of::<PortVlXmitFlowCtlUpdateErrors>(5, pm_attr::PORT_VL_XMIT_FLOW_CTL_UPDATE_ERRORS),
+    Special::of::<PortVlXmitWaitCounters>(6, pm_attr::PORT_VL_XMIT_WAIT_COUNTERS),
+    Special::of::<SwPortVlCongestion>(7, pm_attr::SW_PORT_VL_CONGESTION),
+    Special::of::<PortRcvConCtrl>(8, pm_attr::PORT_RCV_CON_CTRL),
+    Special::of::<PortSlRcvFecn>(9, pm_attr::PORT_SL_RCV_FECN),
+    Special::of::<PortSlRcvBecn>(10, pm_attr::PORT_SL_RCV_BECN),
+    Special::of::<PortXmitConCtrl>(11, pm_attr::PORT_XMIT_CON_CTRL),
+    Special::of::<PortVlXmitTimeCong>(12, pm_attr::PORT_VL_XMIT_TIME_CONG),
 ];
 
 /// perfquery's `common_func` (and `extended_speeds_query` for `-T`):

@@ -194,34 +194,21 @@ pub(super) fn read(
             (K_SCOPE, _) => params.scope = u() as u8,
             (K_SERVICE_ID, _) => params.service_id = u(),
             (_, 'p') => query_type = 0x0035,
-            (_, 'D') => {
-                how = NodePrint::AllDesc;
+            (_, c @ ('D' | 'L' | 'l' | 'G' | 'O' | 'U')) => {
+                how = match c {
+                    'D' => NodePrint::AllDesc,
+                    'L' => NodePrint::LidOnly,
+                    'l' => NodePrint::UniqueLidOnly,
+                    'G' => NodePrint::GuidOnly,
+                    'O' => NodePrint::NameOfLid,
+                    _ => NodePrint::NameOfGuid,
+                };
                 cmd = Cmd::NodeRecord;
             }
             (_, 'c') => cmd = Cmd::ClassPortInfo,
             (_, 'S') => query_type = 0x0031,
             (_, 'I') => query_type = 0x00F3,
             (_, 'N') => cmd = Cmd::NodeRecord,
-            (_, 'L') => {
-                how = NodePrint::LidOnly;
-                cmd = Cmd::NodeRecord;
-            }
-            (_, 'l') => {
-                how = NodePrint::UniqueLidOnly;
-                cmd = Cmd::NodeRecord;
-            }
-            (_, 'G') => {
-                how = NodePrint::GuidOnly;
-                cmd = Cmd::NodeRecord;
-            }
-            (_, 'O') => {
-                how = NodePrint::NameOfLid;
-                cmd = Cmd::NodeRecord;
-            }
-            (_, 'U') => {
-                how = NodePrint::NameOfGuid;
-                cmd = Cmd::NodeRecord;
-            }
             (_, 's') => cmd = Cmd::IsSm,
             (_, 'g') => cmd = Cmd::McGroups,
             (_, 'm') => cmd = Cmd::McMembers,
