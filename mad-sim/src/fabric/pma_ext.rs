@@ -308,6 +308,7 @@ impl PerfExtra {
     /// Counts a packet of `words` on `sl` / `vl` crossing the port: a
     /// sent packet in PortXmitDataSL, a received one in PortRcvDataSL,
     /// PortOpRcvCounters and PortVLOpPackets/Data.
+    #[inline]
     pub fn count(&mut self, way: Way, words: u32, sl: u8, vl: u8) {
         let (sl, vl) = (sl & 0xF, vl & 0xF);
         let w = u64::from(words);

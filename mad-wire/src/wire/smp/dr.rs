@@ -45,6 +45,7 @@ pub enum DrForward {
 /// What both rule sets read first: HopCount, HopPointer and whether
 /// DrDLID and DrSLID are permissive; `None` (discard) when HopCount is
 /// above 63 (C14-6) or the view has no paths.
+#[inline(always)]
 fn dr_route<T: AsRef<[u8]>>(smp: &Smp<T>) -> Option<(u8, u8, bool, bool)> {
     let hc = smp.hop_cnt();
     if hc > DR_MAX_HOPS || !smp.has_paths() {
@@ -97,6 +98,7 @@ pub fn dr_check_send<T: AsRef<[u8]>>(smp: &Smp<T>, is_switch: bool, port: u8) ->
 
 /// The send rules of [`dr_handle_send`] as a pure function: the
 /// HopPointer they write (`None`: unchanged) and the verdict.
+#[inline(always)]
 fn send_step<T: AsRef<[u8]>>(smp: &Smp<T>, is_switch: bool, port: u8) -> (Option<u8>, DrVerdict) {
     let Some((hc, hp, dlid_perm, slid_perm)) = dr_route(smp) else {
         return (None, DrVerdict::Discard);
