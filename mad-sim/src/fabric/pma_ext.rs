@@ -588,21 +588,10 @@ mod tests {
         a.count(Way::Xmit, 7, 0, 0);
         let mut req = [0u8; DATA_LEN];
         req[0] = UD_SEND_ONLY;
-        let p = PortVlOpPackets::parse(&counters(
-            pm_attr::PORT_VL_OP_PACKETS,
-            false,
-            &req,
-            [&mut a].into_iter(),
-        ))
-        .unwrap();
+        let mut read = |attr| counters(attr, false, &req, [&mut a].into_iter());
+        let p = PortVlOpPackets::parse(&read(pm_attr::PORT_VL_OP_PACKETS)).unwrap();
         assert_eq!(p.packets[15], 0xFFFF, "16-bit PortVLOpPackets stops");
-        let x = PortXmitDataSl::parse(&counters(
-            pm_attr::PORT_XMIT_DATA_SL,
-            false,
-            &req,
-            [&mut a].into_iter(),
-        ))
-        .unwrap();
+        let x = PortXmitDataSl::parse(&read(pm_attr::PORT_XMIT_DATA_SL)).unwrap();
         assert_eq!(x.data[0], u32::MAX);
     }
 
