@@ -110,8 +110,8 @@ pub fn mad_view(data: &[u8]) {
 /// hop-pointer rules on arbitrary input.
 pub fn smp_view(data: &[u8]) {
     use mad_wire::wire::smp::{
-        dr_check_forward, dr_fwd_port, dr_handle_recv, dr_handle_send, dr_make_response,
-        is_local_returning_smp, is_local_smp, Smp,
+        dr_check_forward, dr_check_send, dr_fwd_port, dr_handle_recv, dr_handle_send,
+        dr_make_response, is_local_returning_smp, is_local_smp, Smp,
     };
     let Some((&ctl, data)) = data.split_first() else {
         return;
@@ -151,7 +151,9 @@ pub fn smp_view(data: &[u8]) {
     let is_switch = ctl & 1 != 0;
     let port = ctl >> 1;
     if ctl & 0x80 != 0 {
-        let _ = dr_handle_send(&mut w, is_switch, port);
+        // The verdict without writing is the verdict of the send.
+        let verdict = dr_check_send(&s, is_switch, port);
+        assert_eq!(dr_handle_send(&mut w, is_switch, port), verdict);
     } else {
         let _ = dr_handle_recv(&mut w, is_switch, port, ctl & 0x3F);
     }

@@ -169,13 +169,66 @@ fn slots(i: usize) -> &'static [(usize, usize)] {
     &SLOTS.get_or_init(|| LAYOUTS.iter().map(|l| l.counters().collect()).collect())[i]
 }
 
-/// The counters of one port for every attribute of [`LAYOUTS`], kept
-/// sparsely: only the counters that are not 0, as (layout position,
-/// counter number, value). A port that carried only SMPs has six; every
-/// port of a big fabric carries some, so a fixed block per attribute
-/// would cost about a kilobyte a port.
+/// The per-packet counters nearly every packet of the fabric bumps (SL 0;
+/// VL 0 for MADs on QP1, VL 15 for SMPs), as (layout position, counter):
+/// kept as plain integers in [`PerfExtra::hot`], never in its list.
+const HOT: [(usize, u8); 8] = [
+    (XMIT_DATA_SL, 0),
+    (RCV_DATA_SL, 0),
+    (OP_RCV, 0),
+    (OP_RCV, 1),
+    (VL_OP_PACKETS, 0),
+    (VL_OP_DATA, 0),
+    (VL_OP_PACKETS, 15),
+    (VL_OP_DATA, 15),
+];
+/// Positions in [`HOT`]: PortXmitDataSL\[0\], PortRcvDataSL\[0\],
+/// PortOpRcvPkts, PortOpRcvData, then PortVLOpPackets / PortVLOpData of
+/// VL 0 and of VL 15 (packets at the position, data right after).
+const H_XMIT_SL0: usize = 0;
+const H_RCV_SL0: usize = 1;
+const H_OP_PKTS: usize = 2;
+const H_OP_DATA: usize = 3;
+const H_VL0: usize = 4;
+const H_VL15: usize = 6;
+
+// The positions above name the counters they say.
+const _: () = {
+    assert!(HOT[H_XMIT_SL0].0 == XMIT_DATA_SL && HOT[H_XMIT_SL0].1 == 0);
+    assert!(HOT[H_RCV_SL0].0 == RCV_DATA_SL && HOT[H_RCV_SL0].1 == 0);
+    assert!(HOT[H_OP_PKTS].0 == OP_RCV && HOT[H_OP_PKTS].1 == 0);
+    assert!(HOT[H_OP_DATA].0 == OP_RCV && HOT[H_OP_DATA].1 == 1);
+    assert!(HOT[H_VL0].0 == VL_OP_PACKETS && HOT[H_VL0].1 == 0);
+    assert!(HOT[H_VL0 + 1].0 == VL_OP_DATA && HOT[H_VL0 + 1].1 == 0);
+    assert!(HOT[H_VL15].0 == VL_OP_PACKETS && HOT[H_VL15].1 == 15);
+    assert!(HOT[H_VL15 + 1].0 == VL_OP_DATA && HOT[H_VL15 + 1].1 == 15);
+};
+
+/// The largest value of each [`HOT`] counter (its width's).
+const HOT_MAX: [u64; HOT.len()] = {
+    let mut max = [0u64; HOT.len()];
+    let mut i = 0;
+    while i < HOT.len() {
+        max[i] = PER_PACKET_MAX[HOT[i].0];
+        assert!(max[i] > 0 && max[i] <= u32::MAX as u64);
+        i += 1;
+    }
+    max
+};
+
+/// The position in [`HOT`] of counter `c` of layout `l`, if it is one.
+fn hot_index(l: usize, c: u8) -> Option<usize> {
+    HOT.iter().position(|&h| h == (l, c))
+}
+
+/// The counters of one port for every attribute of [`LAYOUTS`]: the few
+/// every packet bumps ([`HOT`]) as plain integers, the others sparsely,
+/// only those that are not 0, as (layout position, counter number,
+/// value). A port that carried only SMPs on SL 0 has an empty list; a
+/// fixed block per attribute would cost about a kilobyte a port.
 #[derive(Debug, Clone, Default)]
 pub struct PerfExtra {
+    hot: [u32; HOT.len()],
     counts: Vec<(u8, u8, u64)>,
 }
 
@@ -212,10 +265,29 @@ impl PerfExtra {
         let Some(&(_, bits)) = slots(l).get(counter) else {
             return;
         };
-        let (Ok(l), Ok(c)) = (u8::try_from(l), u8::try_from(counter)) else {
+        let Ok(c) = u8::try_from(counter) else {
             return;
         };
-        let max = max_of(bits);
+        match hot_index(l, c) {
+            Some(h) => self.add_hot(h, by),
+            None => self.add_listed(l, c, by, max_of(bits)),
+        }
+    }
+
+    /// Adds `by` to hot counter `h`, saturating at its width.
+    #[inline]
+    fn add_hot(&mut self, h: usize, by: u64) {
+        let v = &mut self.hot[h];
+        // HOT_MAX fits in u32, so does the minimum.
+        *v = u64::from(*v).saturating_add(by).min(HOT_MAX[h]) as u32;
+    }
+
+    /// Adds `by` to a counter of the list (not a [`HOT`] one), saturating
+    /// at `max`; a counter that stays 0 takes no entry.
+    fn add_listed(&mut self, l: usize, c: u8, by: u64, max: u64) {
+        let Ok(l) = u8::try_from(l) else {
+            return;
+        };
         match self.counts.iter_mut().find(|e| e.0 == l && e.1 == c) {
             Some(e) => e.2 = e.2.saturating_add(by).min(max),
             None if by > 0 => self.counts.push((l, c, by.min(max))),
@@ -223,82 +295,37 @@ impl PerfExtra {
         }
     }
 
+    /// Adds `by` to counter `c` of per-packet layout `l`, whose hot
+    /// counter (if `c` is the hot one) is `hot`.
+    #[inline]
+    fn add_per_packet(&mut self, l: usize, c: u8, hot: Option<usize>, by: u64) {
+        match hot {
+            Some(h) => self.add_hot(h, by),
+            None => self.add_listed(l, c, by, PER_PACKET_MAX[l]),
+        }
+    }
+
     /// Counts a packet of `words` on `sl` / `vl` crossing the port: a
     /// sent packet in PortXmitDataSL, a received one in PortRcvDataSL,
     /// PortOpRcvCounters and PortVLOpPackets/Data.
+    #[inline]
     pub fn count(&mut self, way: Way, words: u32, sl: u8, vl: u8) {
         let (sl, vl) = (sl & 0xF, vl & 0xF);
         let w = u64::from(words);
+        let sl0 = |h| (sl == 0).then_some(h);
         match way {
-            Way::Xmit => self.bump_run([(XMIT_DATA_SL, sl, w)]),
+            Way::Xmit => self.add_per_packet(XMIT_DATA_SL, sl, sl0(H_XMIT_SL0), w),
             Way::Rcv => {
-                // The three runs below, made on first use, lie together:
-                // usually one search finds all five.
-                let all = [
-                    (RCV_DATA_SL, sl, w),
-                    (OP_RCV, 0, 1),
-                    (OP_RCV, 1, w),
-                    (VL_OP_PACKETS, vl, 1),
-                    (VL_OP_DATA, vl, w),
-                ];
-                if self.bump_adjacent(&all) {
-                    return;
-                }
-                self.bump_run([(RCV_DATA_SL, sl, w)]);
-                self.bump_run([(OP_RCV, 0, 1), (OP_RCV, 1, w)]);
-                self.bump_run([(VL_OP_PACKETS, vl, 1), (VL_OP_DATA, vl, w)]);
-            }
-        }
-    }
-
-    /// Adds to the counters of `run` (as [`Self::bump_run`]) when the
-    /// list holds them as adjacent entries in that order; false (nothing
-    /// added) otherwise.
-    fn bump_adjacent(&mut self, run: &[(usize, u8, u64)]) -> bool {
-        let Some(&(l0, c0, _)) = run.first() else {
-            return true;
-        };
-        let first = (l0 as u8, c0);
-        let Some(i) = self.counts.iter().position(|e| (e.0, e.1) == first) else {
-            return false;
-        };
-        let Some(group) = self.counts.get_mut(i..i + run.len()) else {
-            return false;
-        };
-        if !group
-            .iter()
-            .zip(run)
-            .all(|(e, &(l, c, _))| (e.0, e.1) == (l as u8, c))
-        {
-            return false;
-        }
-        for (e, &(l, _, by)) in group.iter_mut().zip(run) {
-            e.2 = e.2.saturating_add(by).min(PER_PACKET_MAX[l]);
-        }
-        true
-    }
-
-    /// Adds to a run of per-packet counters, each `(layout, counter,
-    /// by)` with `by > 0`, counters that every packet bumps together: a
-    /// run is kept as adjacent entries of the list, so one search finds
-    /// them all. When they are not adjacent (first use, or a Set cleared
-    /// some of them) they are moved to the end together, values kept.
-    fn bump_run<const N: usize>(&mut self, run: [(usize, u8, u64); N]) {
-        if self.bump_adjacent(&run) {
-            return;
-        }
-        let key = |&(l, c, _): &(usize, u8, u64)| (l as u8, c);
-        let mut values = [0u64; N];
-        for (v, r) in values.iter_mut().zip(&run) {
-            let k = key(r);
-            if let Some(i) = self.counts.iter().position(|e| (e.0, e.1) == k) {
-                *v = self.counts.remove(i).2;
-            }
-        }
-        for (v, &(l, c, by)) in values.iter().zip(&run) {
-            let total = v.saturating_add(by).min(PER_PACKET_MAX[l]);
-            if total > 0 {
-                self.counts.push((l as u8, c, total));
+                self.add_per_packet(RCV_DATA_SL, sl, sl0(H_RCV_SL0), w);
+                self.add_hot(H_OP_PKTS, 1);
+                self.add_hot(H_OP_DATA, w);
+                let h = match vl {
+                    0 => Some(H_VL0),
+                    15 => Some(H_VL15),
+                    _ => None,
+                };
+                self.add_per_packet(VL_OP_PACKETS, vl, h, 1);
+                self.add_per_packet(VL_OP_DATA, vl, h.map(|h| h + 1), w);
             }
         }
     }
@@ -313,18 +340,35 @@ impl PerfExtra {
         self.bump(attr, i, 1);
     }
 
+    /// The hot counters of layout `l`: (position in [`HOT`], counter).
+    fn hot_of(l: usize) -> impl Iterator<Item = (usize, u8)> {
+        HOT.iter()
+            .enumerate()
+            .filter(move |(_, &(hl, _))| hl == l)
+            .map(|(h, &(_, c))| (h, c))
+    }
+
     /// Clears the counters `select` names (bit `i`: counter `i`).
     fn clear(&mut self, l: usize, select: u64) {
+        let named = |c: u8| c < 64 && select & (1 << c) != 0;
         self.counts
-            .retain(|&(cl, c, _)| usize::from(cl) != l || c >= 64 || select & (1 << c) == 0);
+            .retain(|&(cl, c, _)| usize::from(cl) != l || !named(c));
+        for (h, c) in Self::hot_of(l) {
+            if named(c) {
+                self.hot[h] = 0;
+            }
+        }
     }
 
     /// Adds this port's counters of `l` into `sum`, each saturating.
     fn add_into(&self, l: usize, sum: &mut [u8; DATA_LEN]) {
-        for &(cl, c, v) in &self.counts {
-            if usize::from(cl) != l {
-                continue;
-            }
+        let listed = self
+            .counts
+            .iter()
+            .filter(|&&(cl, _, _)| usize::from(cl) == l)
+            .map(|&(_, c, v)| (c, v));
+        let hot = Self::hot_of(l).map(|(h, c)| (c, u64::from(self.hot[h])));
+        for (c, v) in listed.chain(hot) {
             let Some(&(off, bits)) = slots(l).get(usize::from(c)) else {
                 continue;
             };
@@ -499,7 +543,7 @@ mod tests {
     }
 
     #[test]
-    fn runs_split_by_a_set_or_another_vl_keep_counting_each_counter_once() {
+    fn a_set_or_another_sl_and_vl_keep_counting_each_counter_once() {
         let mut a = PerfExtra::default();
         let mut req = [0u8; DATA_LEN];
         req[0] = UD_SEND_ONLY;
@@ -510,13 +554,14 @@ mod tests {
         for _ in 0..3 {
             a.count(Way::Rcv, 10, 0, 15);
             a.count(Way::Rcv, 20, 0, 0);
+            a.count(Way::Rcv, 5, 2, 3);
         }
-        // Clear PortVLOpPackets of VL 15 only: its run with PortVLOpData
-        // is split, then counted on.
-        req[2..4].copy_from_slice(&0x8000u16.to_be_bytes());
+        // Clear PortVLOpPackets of VL 15 and VL 3 only, then count on.
+        req[2..4].copy_from_slice(&0x8008u16.to_be_bytes());
         read(&mut a, pm_attr::PORT_VL_OP_PACKETS, true, &req);
         a.count(Way::Rcv, 10, 0, 15);
         a.count(Way::Rcv, 10, 0, 15);
+        a.count(Way::Rcv, 5, 2, 3);
         let p = PortVlOpPackets::parse(&read(&mut a, pm_attr::PORT_VL_OP_PACKETS, false, &req))
             .unwrap();
         let d = PortVlOpData::parse(&read(&mut a, pm_attr::PORT_VL_OP_DATA, false, &req)).unwrap();
@@ -524,12 +569,149 @@ mod tests {
             .unwrap();
         let sl =
             PortRcvDataSl::parse(&read(&mut a, pm_attr::PORT_RCV_DATA_SL, false, &req)).unwrap();
-        assert_eq!((p.packets[15], p.packets[0]), (2, 3));
-        assert_eq!((d.data[15], d.data[0]), (50, 60));
-        assert_eq!((o.op_rcv_pkts, o.op_rcv_data), (8, 110));
-        assert_eq!(sl.data[0], 110);
-        // Each counter is one entry of the list, however often it moved.
-        assert_eq!(a.counts.len(), 1 + 2 + 2 + 2);
+        assert_eq!((p.packets[15], p.packets[0], p.packets[3]), (2, 3, 1));
+        assert_eq!((d.data[15], d.data[0], d.data[3]), (50, 60, 20));
+        assert_eq!((o.op_rcv_pkts, o.op_rcv_data), (12, 130));
+        assert_eq!((sl.data[0], sl.data[2]), (110, 20));
+        // SL 0 and VL 0 / 15 are plain integers; the list holds SL 2 and
+        // VL 3's counters, each once however often they were cleared.
+        assert_eq!(a.counts.len(), 3);
+    }
+
+    #[test]
+    fn hot_counters_saturate_at_their_width() {
+        let mut a = PerfExtra::default();
+        for _ in 0..70_000 {
+            a.count(Way::Rcv, 0, 0, 15);
+        }
+        a.count(Way::Xmit, u32::MAX, 0, 0);
+        a.count(Way::Xmit, 7, 0, 0);
+        let mut req = [0u8; DATA_LEN];
+        req[0] = UD_SEND_ONLY;
+        let mut read = |attr| counters(attr, false, &req, [&mut a].into_iter());
+        let p = PortVlOpPackets::parse(&read(pm_attr::PORT_VL_OP_PACKETS)).unwrap();
+        assert_eq!(p.packets[15], 0xFFFF, "16-bit PortVLOpPackets stops");
+        let x = PortXmitDataSl::parse(&read(pm_attr::PORT_XMIT_DATA_SL)).unwrap();
+        assert_eq!(x.data[0], u32::MAX);
+    }
+
+    /// The plain model of what the PMA keeps: every counter of every
+    /// layout in full, bumped and cleared one by one.
+    #[derive(Default)]
+    struct Dense(std::collections::HashMap<(usize, usize), u64>);
+
+    impl Dense {
+        fn bump(&mut self, l: usize, c: usize, by: u64) {
+            let bits = slots(l)[c].1;
+            let v = self.0.entry((l, c)).or_default();
+            *v = v.saturating_add(by).min(max_of(bits));
+        }
+        fn count(&mut self, way: Way, words: u32, sl: u8, vl: u8) {
+            let (sl, vl, w) = (
+                usize::from(sl & 0xF),
+                usize::from(vl & 0xF),
+                u64::from(words),
+            );
+            match way {
+                Way::Xmit => self.bump(XMIT_DATA_SL, sl, w),
+                Way::Rcv => {
+                    self.bump(RCV_DATA_SL, sl, w);
+                    self.bump(OP_RCV, 0, 1);
+                    self.bump(OP_RCV, 1, w);
+                    self.bump(VL_OP_PACKETS, vl, 1);
+                    self.bump(VL_OP_DATA, vl, w);
+                }
+            }
+        }
+        fn answer(&mut self, l: usize, set: bool, select: u64) -> [u8; DATA_LEN] {
+            let mut out = [0u8; DATA_LEN];
+            for (c, &(off, bits)) in slots(l).iter().enumerate() {
+                if set && c < 64 && select & (1 << c) != 0 {
+                    self.0.remove(&(l, c));
+                }
+                set_bits(
+                    &mut out[..],
+                    off,
+                    bits,
+                    self.0.get(&(l, c)).copied().unwrap_or(0),
+                );
+            }
+            out
+        }
+    }
+
+    #[test]
+    fn every_counter_reads_as_a_plain_model_of_the_same_traffic() {
+        let mut rng = mad_testkit::Rng::new(0x5eed_0018);
+        let (mut a, mut model) = (PerfExtra::default(), Dense::default());
+        for round in 0..4000 {
+            // Mostly SL 0 on VL 0 / 15 (the hot counters), some others,
+            // huge sizes now and then to reach saturation.
+            let sl = if rng.chance(0.8) { 0 } else { rng.byte() };
+            let vl = [0, 15, 0, 15, rng.byte()][rng.index(5)];
+            let words = if rng.chance(0.01) {
+                u32::MAX / 2
+            } else {
+                rng.below(400) as u32
+            };
+            let way = if rng.chance(0.5) { Way::Rcv } else { Way::Xmit };
+            a.count(way, words, sl, vl);
+            model.count(way, words, sl, vl);
+            if rng.chance(0.02) {
+                let why = [
+                    Discard::LocalPhysical,
+                    Discard::DlidMapping,
+                    Discard::Inactive,
+                ][rng.index(3)];
+                a.discard(why);
+                let (l, c) = match why {
+                    Discard::LocalPhysical => (listed(pm_attr::PORT_RCV_ERROR_DETAILS), 0),
+                    Discard::DlidMapping => (listed(pm_attr::PORT_RCV_ERROR_DETAILS), 3),
+                    Discard::Inactive => (listed(pm_attr::PORT_XMIT_DISCARD_DETAILS), 0),
+                };
+                model.bump(l, c, 1);
+            }
+            if round % 50 == 49 {
+                let l = rng.index(LAYOUTS.len());
+                let set = rng.chance(0.5);
+                let select = rng.next_u64() & if rng.chance(0.5) { 0x8001 } else { u64::MAX };
+                let mut req = [0u8; DATA_LEN];
+                req[0] = UD_SEND_ONLY;
+                let attr = LAYOUTS[l].attr;
+                if attr == pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS {
+                    req[8..16].copy_from_slice(&select.to_be_bytes());
+                } else {
+                    req[2..4].copy_from_slice(&(select as u16).to_be_bytes());
+                }
+                let select = get_bits(
+                    &req[..],
+                    if attr == pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS {
+                        64
+                    } else {
+                        16
+                    },
+                    if attr == pm_attr::PORT_EXTENDED_SPEEDS_COUNTERS {
+                        64
+                    } else {
+                        16
+                    },
+                );
+                let got = counters(attr, set, &req, [&mut a].into_iter());
+                let mut want = model.answer(l, set, select);
+                let header = (LAYOUTS[l].counters_from / 8) as usize;
+                want[..header].copy_from_slice(&req[..header]);
+                assert_eq!(got, want, "round {round}: attribute {attr:#06x}");
+            }
+        }
+        for (l, layout) in LAYOUTS.iter().enumerate() {
+            let mut req = [0u8; DATA_LEN];
+            req[0] = UD_SEND_ONLY;
+            let got = counters(layout.attr, false, &req, [&mut a].into_iter());
+            let mut want = model.answer(l, false, 0);
+            let header = (layout.counters_from / 8) as usize;
+            want[..header].copy_from_slice(&req[..header]);
+            assert_eq!(got, want, "attribute {:#06x}", layout.attr);
+        }
     }
 
     #[test]

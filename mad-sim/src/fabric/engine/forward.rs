@@ -203,7 +203,7 @@ impl Core {
         Some(Hop::Arrive { node: rn, port: rp })
     }
 
-    pub(super) fn arrive(&mut self, node: u32, port: u8, pkt: &Packet) -> Option<Hop> {
+    pub(super) fn arrive(&mut self, node: u32, port: u8, pkt: &mut Packet) -> Option<Hop> {
         let n = self.node(node)?;
         let p = n.port(port)?;
         if !pkt.vl15 && p.info.port_state.0 < PortState::ARMED.0 {
@@ -213,6 +213,11 @@ impl Core {
         if n.is_switch() {
             if self.partition_refuses(node, port, pkt, Direction::Inbound) {
                 return None;
+            }
+            if pkt.dlid == PERMISSIVE_LID {
+                // What switch routing would decide (the permissive LID is
+                // the switch's own), without the extra step.
+                return self.local(node, port, pkt);
             }
             return Some(Hop::SwitchRoute {
                 node,
@@ -280,6 +285,7 @@ impl Core {
     /// it in direction `dir`: when the port enforces partitions that way
     /// and its P_Key table lacks the packet's P_Key, the packet counts a
     /// constraint error and is dropped (`true`). Port 0 and VL15 are exempt.
+    #[inline]
     pub(super) fn partition_refuses(
         &mut self,
         node: u32,
@@ -287,11 +293,18 @@ impl Core {
         pkt: &Packet,
         dir: Direction,
     ) -> bool {
-        // Decided before the port is looked up: SMPs (VL15) cross every
-        // switch port, so the per-hop cost of an SMP is two compares.
+        // Decided here, inlined at every hop, before the port is looked
+        // up: SMPs (VL15) cross every switch port, so the per-hop cost of
+        // an SMP is two compares.
         if port == 0 || pkt.vl15 {
             return false;
         }
+        self.pkey_refuses(node, port, pkt, dir)
+    }
+
+    /// [`Self::partition_refuses`] for a packet not on VL15 crossing an
+    /// external switch port.
+    fn pkey_refuses(&mut self, node: u32, port: u8, pkt: &Packet, dir: Direction) -> bool {
         let Some(p) = self.node(node).and_then(|n| n.port(port)) else {
             return false;
         };

@@ -22,8 +22,8 @@ use mad_core::transport::{
 };
 use mad_core::wire::attr::{PhysPortState, PortInfo, PortState};
 use mad_core::wire::smp::{
-    dr_check_forward, dr_fwd_port, dr_handle_recv, dr_handle_send, is_local_returning_smp,
-    is_local_smp, DrForward, DrVerdict, Smp,
+    dr_check_forward, dr_check_send, dr_fwd_port, dr_handle_recv, dr_handle_send,
+    is_local_returning_smp, is_local_smp, DrForward, DrVerdict, Smp,
 };
 use mad_core::wire::{Mad, Method, MgmtClass, MAD_LEN};
 
@@ -361,28 +361,27 @@ impl Core {
 
 /// The port a directed-route SMP leaves through when its agent at `port`
 /// sends it: a CA's own port; on a switch the path entry the send rules
-/// will check (InitialPath[hp + 1] outbound, ReturnPath[hp − 1] back).
+/// will check (InitialPath[hp + 1] outbound, ReturnPath[hp − 1] back,
+/// 0 when there is none: [`dr_fwd_port`]).
 fn dr_send_port<T: AsRef<[u8]>>(smp: &Smp<T>, is_switch: bool, port: u8) -> u8 {
-    if !is_switch {
-        return port;
-    }
-    let hp = usize::from(smp.hop_ptr());
-    let e = if smp.direction() {
-        hp.checked_sub(1).and_then(|i| smp.return_path().get(i))
+    if is_switch {
+        dr_fwd_port(smp)
     } else {
-        smp.initial_path().get(hp + 1)
-    };
-    e.copied().unwrap_or(0)
+        port
+    }
 }
 
-/// Applies the send rules to a copy of a DR SMP an endpoint at `port` of
-/// a node posts: `Err` with the reason when the kernel would refuse the
-/// post (`-EINVAL`).
+/// Applies the send rules, without changing it, to a DR SMP an endpoint
+/// at `port` of a node posts: `Err` with the reason when the kernel would
+/// refuse the post (`-EINVAL`). A MAD shorter than 256 bytes reads as if
+/// padded with zeros.
 pub(crate) fn check_dr_post(mad: &[u8], is_switch: bool, port: u8) -> Result<(), String> {
-    let mut copy = [0u8; MAD_LEN];
-    let n = mad.len().min(MAD_LEN);
-    copy[..n].copy_from_slice(&mad[..n]);
-    let mut smp = Smp::new_unchecked(&mut copy[..]);
+    if mad.len() < MAD_LEN {
+        let mut padded = [0u8; MAD_LEN];
+        padded[..mad.len()].copy_from_slice(mad);
+        return check_dr_post(&padded, is_switch, port);
+    }
+    let smp = Smp::new_unchecked(mad);
     if smp.dr_slid() != PERMISSIVE_LID || smp.dr_dlid() != PERMISSIVE_LID {
         return Err(
             "directed-route SMPs with LID-routed parts (DrSLID/DrDLID not 0xFFFF) are not \
@@ -391,13 +390,13 @@ pub(crate) fn check_dr_post(mad: &[u8], is_switch: bool, port: u8) -> Result<(),
         );
     }
     let cand = dr_send_port(&smp, is_switch, port);
-    if dr_handle_send(&mut smp, is_switch, cand) == DrVerdict::Discard {
+    if dr_check_send(&smp, is_switch, cand) == DrVerdict::Discard {
         return Err(format!(
             "invalid directed route for a send from port {port} (hop pointer {}, hop count {}, \
              direction {})",
-            mad.get(6).copied().unwrap_or(0),
-            mad.get(7).copied().unwrap_or(0),
-            u8::from(mad.get(4).is_some_and(|b| b & 0x80 != 0)),
+            smp.hop_ptr(),
+            smp.hop_cnt(),
+            u8::from(smp.direction()),
         ));
     }
     Ok(())

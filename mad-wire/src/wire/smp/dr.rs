@@ -5,7 +5,8 @@ use super::layout::Smp;
 use super::layout::{DR_MAX_HOPS, PERMISSIVE_LID};
 use crate::wire::{Error, Method, MAD_LEN};
 
-/// Outcome of [`dr_handle_send`] / [`dr_handle_recv`] (`enum smi_action`).
+/// Outcome of [`dr_handle_send`] / [`dr_check_send`] / [`dr_handle_recv`]
+/// (`enum smi_action`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DrVerdict {
     /// Keep the SMP: send it, forward it or process it.
@@ -44,6 +45,7 @@ pub enum DrForward {
 /// What both rule sets read first: HopCount, HopPointer and whether
 /// DrDLID and DrSLID are permissive; `None` (discard) when HopCount is
 /// above 63 (C14-6) or the view has no paths.
+#[inline(always)]
 fn dr_route<T: AsRef<[u8]>>(smp: &Smp<T>) -> Option<(u8, u8, bool, bool)> {
     let hc = smp.hop_cnt();
     if hc > DR_MAX_HOPS || !smp.has_paths() {
@@ -72,53 +74,72 @@ fn path_entry(path: &[u8], i: usize) -> Option<u8> {
 /// only, hp −= 1, same check; C14-13:3 hp = 1: hp −= 1, keep iff switch or
 /// DrSLID permissive; C14-13:4 hp = 0 keep; C14-13:5 discard.
 /// HopCount ≥ 64 is always discarded (C14-6), as is a view without paths.
+///
+/// [`dr_check_send`] gives the same verdict without writing.
 pub fn dr_handle_send<T: AsRef<[u8]> + AsMut<[u8]>>(
     smp: &mut Smp<T>,
     is_switch: bool,
     port: u8,
 ) -> DrVerdict {
+    let (hop_ptr, verdict) = send_step(smp, is_switch, port);
+    if let Some(hp) = hop_ptr {
+        smp.set_hop_ptr(hp);
+    }
+    verdict
+}
+
+/// The verdict of [`dr_handle_send`] for the same SMP, node kind and port,
+/// without changing the SMP: what the kernel decides when it refuses a
+/// post (`smi_handle_dr_smp_send` returning `IB_SMI_DISCARD`), for a
+/// caller that must not advance HopPointer yet.
+pub fn dr_check_send<T: AsRef<[u8]>>(smp: &Smp<T>, is_switch: bool, port: u8) -> DrVerdict {
+    send_step(smp, is_switch, port).1
+}
+
+/// The send rules of [`dr_handle_send`] as a pure function: the
+/// HopPointer they write (`None`: unchanged) and the verdict.
+#[inline(always)]
+fn send_step<T: AsRef<[u8]>>(smp: &Smp<T>, is_switch: bool, port: u8) -> (Option<u8>, DrVerdict) {
     let Some((hc, hp, dlid_perm, slid_perm)) = dr_route(smp) else {
-        return DrVerdict::Discard;
+        return (None, DrVerdict::Discard);
+    };
+    // Moves HopPointer to `hp`; keeps the SMP iff `path[hp]` is `port`.
+    let step = |hp: u8, path: &[u8]| {
+        let keep = path_entry(path, usize::from(hp)) == Some(port);
+        (Some(hp), DrVerdict::from_bool(keep))
     };
     if !smp.direction() {
         // C14-9:1 and C14-9:2
         if (hc != 0 && hp == 0) || (hp != 0 && hp < hc) {
             if hp != 0 && !is_switch {
-                return DrVerdict::Discard;
+                return (None, DrVerdict::Discard);
             }
-            let hp = hp + 1;
-            smp.set_hop_ptr(hp);
-            return DrVerdict::from_bool(
-                path_entry(smp.initial_path(), usize::from(hp)) == Some(port),
-            );
+            return step(hp + 1, smp.initial_path());
         }
         // C14-9:3
         if hp == hc {
-            smp.set_hop_ptr(hp + 1);
-            return DrVerdict::from_bool(is_switch || dlid_perm);
+            return (Some(hp + 1), DrVerdict::from_bool(is_switch || dlid_perm));
         }
         // C14-9:4 / C14-9:5
-        DrVerdict::from_bool(u16::from(hp) == u16::from(hc) + 1)
+        (
+            None,
+            DrVerdict::from_bool(u16::from(hp) == u16::from(hc) + 1),
+        )
     } else {
         // C14-13:1 and C14-13:2
         let c1 = hc != 0 && u16::from(hp) == u16::from(hc) + 1;
         if c1 || (2..=hc).contains(&hp) {
             if !c1 && !is_switch {
-                return DrVerdict::Discard;
+                return (None, DrVerdict::Discard);
             }
-            let hp = hp - 1;
-            smp.set_hop_ptr(hp);
-            return DrVerdict::from_bool(
-                path_entry(smp.return_path(), usize::from(hp)) == Some(port),
-            );
+            return step(hp - 1, smp.return_path());
         }
         // C14-13:3
         if hp == 1 {
-            smp.set_hop_ptr(0);
-            return DrVerdict::from_bool(is_switch || slid_perm);
+            return (Some(0), DrVerdict::from_bool(is_switch || slid_perm));
         }
         // C14-13:4 / C14-13:5
-        DrVerdict::from_bool(hp == 0)
+        (None, DrVerdict::from_bool(hp == 0))
     }
 }
 

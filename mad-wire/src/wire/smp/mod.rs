@@ -5,7 +5,8 @@
 //! - [`Smp`]: a zero-copy view of either kind.
 //! - The directed-route hop-pointer rules of IBA vol. 1 §14.2.2 as the
 //!   Linux kernel implements them (`drivers/infiniband/core/smi.c`):
-//!   [`dr_handle_send`], [`dr_handle_recv`], [`dr_check_forward`],
+//!   [`dr_handle_send`] (and [`dr_check_send`], its verdict without
+//!   writing), [`dr_handle_recv`], [`dr_check_forward`],
 //!   [`dr_fwd_port`], [`is_local_smp`], [`is_local_returning_smp`].
 //! - [`DrPath`]: a directed route as `smpquery -D` takes it (`"0,1,3"`),
 //!   writing the requester's routing fields; [`dr_make_response`] turns a
@@ -24,7 +25,7 @@ mod layout;
 mod path;
 
 pub use dr::{
-    dr_check_forward, dr_fwd_port, dr_handle_recv, dr_handle_send, dr_make_response,
+    dr_check_forward, dr_check_send, dr_fwd_port, dr_handle_recv, dr_handle_send, dr_make_response,
     is_local_returning_smp, is_local_smp, DrForward, DrVerdict,
 };
 pub use layout::{

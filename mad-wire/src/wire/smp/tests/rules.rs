@@ -332,3 +332,72 @@ fn local_smp_predicates_follow_the_kernel() {
     assert!(!is_local_returning_smp(&dr(2, 0, false, &[], &[])));
     assert!(!is_local_returning_smp(&dr(2, 1, true, &[], &[])));
 }
+
+// ---- the send verdict without writing
+
+#[test]
+fn check_send_gives_handle_sends_verdict_and_writes_nothing() {
+    let mut cases = 0;
+    for hc in [0u8, 1, 2, 3, 62, 63, 64, 255] {
+        for hp in [0u8, 1, 2, 3, 4, 62, 63, 64, 65, 255] {
+            for d in [false, true] {
+                for (slid, dlid) in [
+                    (PERMISSIVE_LID, PERMISSIVE_LID),
+                    (5, PERMISSIVE_LID),
+                    (PERMISSIVE_LID, 9),
+                ] {
+                    for is_switch in [IS_CA, IS_SWITCH] {
+                        for port in 0..=4u8 {
+                            let mut s = dr(hc, hp, d, &[1, 3, 2], &[4, 2, 3]);
+                            s.set_dr_slid(slid);
+                            s.set_dr_dlid(dlid);
+                            let before = s.as_bytes().to_vec();
+                            let verdict = dr_check_send(&s, is_switch, port);
+                            assert_eq!(s.as_bytes(), &before[..], "dr_check_send wrote to the SMP");
+                            assert_eq!(
+                                verdict,
+                                dr_handle_send(&mut s, is_switch, port),
+                                "hc {hc} hp {hp} d {d} slid {slid:#x} dlid {dlid:#x} switch \
+                                 {is_switch} port {port}"
+                            );
+                            cases += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 8 * 10 * 2 * 3 * 2 * 5);
+}
+
+#[test]
+fn check_send_refuses_what_the_kernel_refuses_on_post() {
+    // A CA requester whose first hop names another port.
+    assert_eq!(
+        dr_check_send(&dr(2, 0, false, &[1, 3], &[]), IS_CA, 2),
+        Discard
+    );
+    assert_eq!(
+        dr_check_send(&dr(2, 0, false, &[1, 3], &[]), IS_CA, 1),
+        Handle
+    );
+    // A CA cannot send from the middle of a path.
+    assert_eq!(
+        dr_check_send(&dr(3, 1, false, &[1, 3, 5], &[]), IS_CA, 3),
+        Discard
+    );
+    // More than 63 hops, either way.
+    assert_eq!(
+        dr_check_send(&dr(64, 0, false, &[], &[]), IS_SWITCH, 0),
+        Discard
+    );
+    assert_eq!(
+        dr_check_send(&dr(64, 65, true, &[], &[]), IS_SWITCH, 0),
+        Discard
+    );
+    // A returning SMP at hop pointer 1 without a switch or permissive DrSLID.
+    let mut s = dr(2, 1, true, &[1, 3], &[7, 9]);
+    s.set_dr_slid(0x0005);
+    assert_eq!(dr_check_send(&s, IS_CA, 7), Discard);
+    assert_eq!(dr_check_send(&s, IS_SWITCH, 7), Handle);
+}
