@@ -232,6 +232,10 @@ impl Transport for FaultyPort {
         self.inj.raw_fd()
     }
 
+    fn watch_fd(&mut self, watched: bool) {
+        self.inj.watch_fd(watched);
+    }
+
     fn bounded_far_side(&self) -> bool {
         self.inj.bounded_far_side()
     }

@@ -509,7 +509,13 @@ impl<T: Transport> FaultInjector<T> {
 crate::transport_layer!([T: Transport] FaultInjector<T>, inner: T);
 
 impl<T: Transport> Transport for FaultInjector<T> {
-    crate::forward_transport!(port_attrs, raw_fd, bounded_far_side, register_requests);
+    crate::forward_transport!(
+        port_attrs,
+        raw_fd,
+        watch_fd,
+        bounded_far_side,
+        register_requests
+    );
 
     fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
         if self.dead {

@@ -149,6 +149,7 @@ impl<T: Transport> Transport for PcapTap<T> {
         modify_qp,
         recreate_queues,
         raw_fd,
+        watch_fd,
         bounded_far_side,
         register_requests,
     );
