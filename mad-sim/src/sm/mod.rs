@@ -358,9 +358,20 @@ impl Request {
     }
 }
 
+/// The directed-route SMP of `req` with `tid` (a resend is made again
+/// the same way rather than kept: a sweep has thousands in flight).
+fn build(req: &Request, tid: u64, m_key: u64) -> Vec<u8> {
+    let mut mad = req
+        .path
+        .build_request(req.method, req.attr, req.attr_mod, tid, m_key);
+    if let Some(d) = &req.data {
+        mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN].copy_from_slice(&d[..]);
+    }
+    mad.to_vec()
+}
+
 struct Outstanding {
     req: Request,
-    mad: Vec<u8>,
     tries: u32,
     /// None while queued for a resend.
     deadline: Option<Instant>,
@@ -528,7 +539,9 @@ impl SubnetManager {
                 self.sweep.smps += 1;
                 self.sweep.retries += 1;
                 self.act_count = self.act_count.wrapping_add(1);
-                return Some((o.mad.clone(), Address::smi(PERMISSIVE_LID)));
+                // The same MAD again (same TID), made anew from the request.
+                let mad = build(&o.req, tid, self.cfg.m_key);
+                return Some((mad, Address::smi(PERMISSIVE_LID)));
             }
         }
         if self.outstanding.len() >= self.cfg.max_in_flight.max(1) {
@@ -546,23 +559,16 @@ impl SubnetManager {
                 break t;
             }
         };
-        let mut mad =
-            req.path
-                .build_request(req.method, req.attr, req.attr_mod, tid, self.cfg.m_key);
-        if let Some(d) = &req.data {
-            mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN].copy_from_slice(&d[..]);
-        }
+        let out = build(&req, tid, self.cfg.m_key);
         if req.method == Method::SET {
             self.sweep.sets += 1;
         }
         self.sweep.smps += 1;
         self.act_count = self.act_count.wrapping_add(1);
-        let out = mad.to_vec();
         self.outstanding.insert(
             tid,
             Outstanding {
                 req,
-                mad: out.clone(),
                 tries: 1,
                 deadline: Some(now + self.cfg.timeout),
             },

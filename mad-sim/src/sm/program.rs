@@ -231,18 +231,14 @@ impl SubnetManager {
                 .block(b)
                 .map_or([NO_ROUTE; LinearFwdTable::ENTRIES], |x| **x);
             let block = b as u32;
-            let same = self.programmed.get(&n.guid()).is_some_and(|p| {
-                !p.unconfirmed.contains(&block) && p.lft.block(b).is_some_and(|x| **x == want)
-            });
+            let prog = self.programmed.entry(n.guid()).or_default();
+            let same = !prog.unconfirmed.contains(&block)
+                && prog.lft.block(b).is_some_and(|x| **x == want);
             if same {
                 continue;
             }
             let path = n.path.clone();
-            self.programmed
-                .entry(n.guid())
-                .or_default()
-                .unconfirmed
-                .insert(block);
+            prog.unconfirmed.insert(block);
             return Some(Request::set(
                 AttributeId::LINEAR_FWD_TABLE,
                 block,
