@@ -77,8 +77,11 @@ impl SubnetManager {
         });
     }
 
-    pub(super) fn succeed(&mut self, req: Request, data: &[u8]) {
-        match req.kind.clone() {
+    pub(super) fn succeed(&mut self, mut req: Request, data: &[u8]) {
+        // The kind is taken out (not copied): the rest of `req` only
+        // names the SMP in errors.
+        let kind = std::mem::replace(&mut req.kind, Kind::NodeInfo { from: None });
+        match kind {
             Kind::NodeInfo { from } => match NodeInfo::parse(data) {
                 Ok(ni) => self.got_node_info(&req.path, from, ni),
                 Err(e) => self.malformed(&req, e),

@@ -14,6 +14,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use mad_core::hash::FastMap;
@@ -204,11 +205,13 @@ impl SwitchGraph {
         Self { switches, adj }
     }
 
-    /// One breadth-first search per switch, `workers` rows at a time.
+    /// Breadth-first searches from every switch, 64 at a time (one bit
+    /// per search in a word per switch: a level of 64 searches is one
+    /// pass over the links), the blocks of 64 shared among `workers`
+    /// threads.
     fn distances(&self, workers: usize) -> Distances {
         let n = self.switches.len();
-        // Neighbours as one flat list (offsets per switch): the searches
-        // walk every link once per switch, so keep it dense.
+        // Neighbours as one flat list (offsets per switch).
         let mut start = Vec::with_capacity(n + 1);
         let mut flat: Vec<u32> = Vec::new();
         for a in &self.adj {
@@ -216,57 +219,60 @@ impl SwitchGraph {
             flat.extend(a.iter().map(|&(_, v)| v as u32));
         }
         start.push(flat.len());
-        let search = |t: usize, row: &mut [Hops], q: &mut Vec<u32>| {
-            row.fill(FAR);
-            row[t] = 0;
-            q.clear();
-            q.push(t as u32);
-            let mut head = 0;
-            while let Some(&u) = q.get(head) {
-                head += 1;
-                let u = u as usize;
-                let next = row[u].saturating_add(1);
-                if next == FAR {
-                    continue;
-                }
-                for &v in &flat[start[u]..start[u + 1]] {
-                    let v = v as usize;
-                    if row[v] == FAR {
-                        row[v] = next;
-                        q.push(v as u32);
+        // Rows `first..first + 64` (a part of the matrix): the searches
+        // from those switches.
+        let search = |first: usize, part: &mut [Hops]| {
+            let mut seen = vec![0u64; n];
+            let mut front = vec![0u64; n];
+            let mut next = vec![0u64; n];
+            for (j, row) in part.chunks_exact_mut(n).enumerate() {
+                seen[first + j] |= 1 << j;
+                front[first + j] |= 1 << j;
+                row[first + j] = 0;
+            }
+            let mut level: Hops = 0;
+            while level < FAR - 1 && front.iter().any(|&f| f != 0) {
+                level += 1;
+                for (v, out) in next.iter_mut().enumerate() {
+                    let reach = flat[start[v]..start[v + 1]]
+                        .iter()
+                        .fold(0u64, |acc, &u| acc | front[u as usize]);
+                    let new = reach & !seen[v];
+                    seen[v] |= new;
+                    *out = new;
+                    let mut b = new;
+                    while b != 0 {
+                        let j = b.trailing_zeros() as usize;
+                        part[j * n + v] = level;
+                        b &= b - 1;
                     }
                 }
+                std::mem::swap(&mut front, &mut next);
             }
         };
         let mut d = vec![FAR; n * n];
         if n > 0 {
-            let per = n.div_ceil(workers.max(1));
-            let rows = |w: usize, part: &mut [Hops]| {
-                let mut q = Vec::with_capacity(n);
-                for (k, row) in part.chunks_exact_mut(n).enumerate() {
-                    search(w * per + k, row, &mut q);
+            // Each part is searched by whoever takes it first: a routing
+            // thread, or this one (which also covers a thread that could
+            // not be started).
+            let parts: Vec<Mutex<Option<&mut [Hops]>>> =
+                d.chunks_mut(64 * n).map(|p| Mutex::new(Some(p))).collect();
+            let take = |w: usize| parts.get(w)?.lock().ok()?.take();
+            let claimed = AtomicUsize::new(0);
+            let work = || loop {
+                let w = claimed.fetch_add(1, Ordering::Relaxed);
+                if w >= parts.len() {
+                    return;
+                }
+                if let Some(part) = take(w) {
+                    search(w * 64, part);
                 }
             };
-            // Each part is searched by whoever takes it first: its
-            // thread, or this one (which also covers a thread that
-            // could not be started).
-            let parts: Vec<Mutex<Option<&mut [Hops]>>> =
-                d.chunks_mut(per * n).map(|p| Mutex::new(Some(p))).collect();
-            let take = |w: usize| parts[w].lock().ok().and_then(|mut g| g.take());
             std::thread::scope(|sc| {
-                let (rows, take) = (&rows, &take);
-                for w in 1..parts.len() {
-                    let _ = std::thread::Builder::new().spawn_scoped(sc, move || {
-                        if let Some(part) = take(w) {
-                            rows(w, part);
-                        }
-                    });
+                for _ in 1..workers.min(parts.len()) {
+                    let _ = std::thread::Builder::new().spawn_scoped(sc, work);
                 }
-                for w in 0..parts.len() {
-                    if let Some(part) = take(w) {
-                        rows(w, part);
-                    }
-                }
+                work();
             });
         }
         Distances { n, d }
@@ -441,21 +447,15 @@ impl Picker {
             (counts, self.picks.get_mut(g as usize))
         {
             let len = order.len();
-            let start = *next;
-            let mut i = start;
+            let mut i = *next;
             for &lid in lids {
-                lft[usize::from(lid)] = adj[order[i]].0;
+                let k = order[i];
+                lft[usize::from(lid)] = adj[k].0;
+                self.load[k] += 1;
                 i += 1;
                 if i == len {
                     i = 0;
                 }
-            }
-            // Every candidate took lids / len of them, and the first
-            // lids % len from `start` on one more.
-            let (each, rest) = (lids.len() / len, lids.len() % len);
-            for (j, &k) in order.iter().enumerate() {
-                let extra = (j + len - start) % len < rest;
-                self.load[k] += (each + usize::from(extra)) as u32;
             }
             *next = i;
             return;
@@ -660,7 +660,7 @@ pub(super) fn compute_lfts_on(subnet: &mut Subnet, workers: usize) {
         // raw tables over; this thread shares their blocks and puts the
         // tables in switch order (a bounded channel bounds the tables in
         // flight).
-        let next = std::sync::atomic::AtomicUsize::new(0);
+        let next = AtomicUsize::new(0);
         let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(2 * workers);
         let mut done: Vec<Option<Lft>> = vec![None; n];
         std::thread::scope(|sc| {
@@ -671,7 +671,7 @@ pub(super) fn compute_lfts_on(subnet: &mut Subnet, workers: usize) {
                 let _ = std::thread::Builder::new().spawn_scoped(sc, move || {
                     let (mut cands, mut pick) = (Candidates::new(), Picker::default());
                     loop {
-                        let first = next.fetch_add(BATCH, std::sync::atomic::Ordering::Relaxed);
+                        let first = next.fetch_add(BATCH, Ordering::Relaxed);
                         if first >= n {
                             return;
                         }
