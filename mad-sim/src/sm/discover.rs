@@ -134,7 +134,7 @@ impl SubnetManager {
                 let guid = self.sweep.subnet.nodes().get(node).map_or(0, SmNode::guid);
                 if data.get(..64) == Some(&want[..]) {
                     if let Some(p) = self.programmed.get_mut(&guid) {
-                        p.unconfirmed.remove(&block);
+                        p.unconfirmed.remove(block);
                     }
                 } else {
                     self.error(SmError::SwitchNotSet {

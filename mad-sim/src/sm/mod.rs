@@ -419,7 +419,33 @@ struct Programmed {
     lft: crate::lft::Lft,
     /// Blocks whose Set was sent but not (yet) confirmed by its answer:
     /// the switch may hold something else there.
-    unconfirmed: FastSet<u32>,
+    unconfirmed: BlockSet,
+}
+
+/// A set of LinearForwardingTable block numbers, one bit each (a switch
+/// has at most 768 blocks).
+#[derive(Debug, Clone, Default)]
+struct BlockSet(Vec<u64>);
+
+impl BlockSet {
+    fn contains(&self, block: u32) -> bool {
+        let (w, b) = (block as usize / 64, block % 64);
+        self.0.get(w).is_some_and(|x| x & (1 << b) != 0)
+    }
+
+    fn insert(&mut self, block: u32) {
+        let (w, b) = (block as usize / 64, block % 64);
+        if self.0.len() <= w {
+            self.0.resize(w + 1, 0);
+        }
+        self.0[w] |= 1 << b;
+    }
+
+    fn remove(&mut self, block: u32) {
+        if let Some(x) = self.0.get_mut(block as usize / 64) {
+            *x &= !(1 << (block % 64));
+        }
+    }
 }
 
 /// SM-lite (see the module docs).

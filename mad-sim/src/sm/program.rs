@@ -232,8 +232,8 @@ impl SubnetManager {
                 .map_or([NO_ROUTE; LinearFwdTable::ENTRIES], |x| **x);
             let block = b as u32;
             let prog = self.programmed.entry(n.guid()).or_default();
-            let same = !prog.unconfirmed.contains(&block)
-                && prog.lft.block(b).is_some_and(|x| **x == want);
+            let same =
+                !prog.unconfirmed.contains(block) && prog.lft.block(b).is_some_and(|x| **x == want);
             if same {
                 continue;
             }
