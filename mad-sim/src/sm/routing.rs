@@ -447,29 +447,15 @@ impl Picker {
             (counts, self.picks.get_mut(g as usize))
         {
             let (order, load): (&[usize], &mut [u32]) = (order, &mut self.load);
-            let (len, start) = (order.len(), *next);
-            let mut i = start;
+            let len = order.len();
+            let mut i = *next;
             for &lid in lids {
-                lft[usize::from(lid)] = adj[order[i]].0;
+                let k = order[i];
+                lft[usize::from(lid)] = adj[k].0;
+                load[k] += 1;
                 i += 1;
                 if i == len {
                     i = 0;
-                }
-            }
-            // Every candidate took lids / len of them, and lids % len
-            // from `start` on one more.
-            let (each, rest) = (lids.len() / len, lids.len() % len);
-            if each > 0 {
-                for &k in order {
-                    load[k] += each as u32;
-                }
-            }
-            let mut j = start;
-            for _ in 0..rest {
-                load[order[j]] += 1;
-                j += 1;
-                if j == len {
-                    j = 0;
                 }
             }
             *next = i;
