@@ -335,7 +335,8 @@ struct Request {
     attr: AttributeId,
     attr_mod: u32,
     path: DrPath,
-    /// A Set's data (boxed: discovery queues many Gets at once).
+    /// A Set's data (boxed: discovery queues many Gets at once); `None`
+    /// for a LinearForwardingTable Set, whose block is in its kind.
     data: Option<Box<[u8; SMP_DATA_LEN]>>,
     kind: Kind,
 }
@@ -364,8 +365,14 @@ fn build(req: &Request, tid: u64, m_key: u64) -> Vec<u8> {
     let mut mad = req
         .path
         .build_request(req.method, req.attr, req.attr_mod, tid, m_key);
-    if let Some(d) = &req.data {
-        mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN].copy_from_slice(&d[..]);
+    let data: Option<&[u8]> = match (&req.data, &req.kind) {
+        (Some(d), _) => Some(&d[..]),
+        (None, Kind::SetLft { want, .. }) => Some(&want[..]),
+        _ => None,
+    };
+    if let Some(d) = data {
+        let n = d.len().min(SMP_DATA_LEN);
+        mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + n].copy_from_slice(&d[..n]);
     }
     mad.to_vec()
 }

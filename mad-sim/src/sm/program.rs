@@ -239,13 +239,15 @@ impl SubnetManager {
             }
             let path = n.path.clone();
             prog.unconfirmed.insert(block);
-            return Some(Request::set(
-                AttributeId::LINEAR_FWD_TABLE,
-                block,
+            // The block is the SMP's data: kept once, in the kind.
+            return Some(Request {
+                method: Method::SET,
+                attr: AttributeId::LINEAR_FWD_TABLE,
+                attr_mod: block,
                 path,
-                &want,
-                Kind::SetLft { node, block, want },
-            ));
+                data: None,
+                kind: Kind::SetLft { node, block, want },
+            });
         }
     }
 
