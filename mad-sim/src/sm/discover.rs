@@ -77,8 +77,11 @@ impl SubnetManager {
         });
     }
 
-    pub(super) fn succeed(&mut self, req: Request, data: &[u8]) {
-        match req.kind.clone() {
+    pub(super) fn succeed(&mut self, mut req: Request, data: &[u8]) {
+        // The kind is taken out (not copied): the rest of `req` only
+        // names the SMP in errors.
+        let kind = std::mem::replace(&mut req.kind, Kind::NodeInfo { from: None });
+        match kind {
             Kind::NodeInfo { from } => match NodeInfo::parse(data) {
                 Ok(ni) => self.got_node_info(&req.path, from, ni),
                 Err(e) => self.malformed(&req, e),
@@ -131,7 +134,7 @@ impl SubnetManager {
                 let guid = self.sweep.subnet.nodes().get(node).map_or(0, SmNode::guid);
                 if data.get(..64) == Some(&want[..]) {
                     if let Some(p) = self.programmed.get_mut(&guid) {
-                        p.unconfirmed.remove(&block);
+                        p.unconfirmed.remove(block);
                     }
                 } else {
                     self.error(SmError::SwitchNotSet {

@@ -335,7 +335,8 @@ struct Request {
     attr: AttributeId,
     attr_mod: u32,
     path: DrPath,
-    /// A Set's data (boxed: discovery queues many Gets at once).
+    /// A Set's data (boxed: discovery queues many Gets at once); `None`
+    /// for a LinearForwardingTable Set, whose block is in its kind.
     data: Option<Box<[u8; SMP_DATA_LEN]>>,
     kind: Kind,
 }
@@ -358,9 +359,26 @@ impl Request {
     }
 }
 
+/// The directed-route SMP of `req` with `tid` (a resend is made again
+/// the same way rather than kept: a sweep has thousands in flight).
+fn build(req: &Request, tid: u64, m_key: u64) -> Vec<u8> {
+    let mut mad = req
+        .path
+        .build_request(req.method, req.attr, req.attr_mod, tid, m_key);
+    let data: Option<&[u8]> = match (&req.data, &req.kind) {
+        (Some(d), _) => Some(&d[..]),
+        (None, Kind::SetLft { want, .. }) => Some(&want[..]),
+        _ => None,
+    };
+    if let Some(d) = data {
+        let n = d.len().min(SMP_DATA_LEN);
+        mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + n].copy_from_slice(&d[..n]);
+    }
+    mad.to_vec()
+}
+
 struct Outstanding {
     req: Request,
-    mad: Vec<u8>,
     tries: u32,
     /// None while queued for a resend.
     deadline: Option<Instant>,
@@ -408,7 +426,33 @@ struct Programmed {
     lft: crate::lft::Lft,
     /// Blocks whose Set was sent but not (yet) confirmed by its answer:
     /// the switch may hold something else there.
-    unconfirmed: FastSet<u32>,
+    unconfirmed: BlockSet,
+}
+
+/// A set of LinearForwardingTable block numbers, one bit each (a switch
+/// has at most 768 blocks).
+#[derive(Debug, Clone, Default)]
+struct BlockSet(Vec<u64>);
+
+impl BlockSet {
+    fn contains(&self, block: u32) -> bool {
+        let (w, b) = (block as usize / 64, block % 64);
+        self.0.get(w).is_some_and(|x| x & (1 << b) != 0)
+    }
+
+    fn insert(&mut self, block: u32) {
+        let (w, b) = (block as usize / 64, block % 64);
+        if self.0.len() <= w {
+            self.0.resize(w + 1, 0);
+        }
+        self.0[w] |= 1 << b;
+    }
+
+    fn remove(&mut self, block: u32) {
+        if let Some(x) = self.0.get_mut(block as usize / 64) {
+            *x &= !(1 << (block % 64));
+        }
+    }
 }
 
 /// SM-lite (see the module docs).
@@ -528,7 +572,9 @@ impl SubnetManager {
                 self.sweep.smps += 1;
                 self.sweep.retries += 1;
                 self.act_count = self.act_count.wrapping_add(1);
-                return Some((o.mad.clone(), Address::smi(PERMISSIVE_LID)));
+                // The same MAD again (same TID), made anew from the request.
+                let mad = build(&o.req, tid, self.cfg.m_key);
+                return Some((mad, Address::smi(PERMISSIVE_LID)));
             }
         }
         if self.outstanding.len() >= self.cfg.max_in_flight.max(1) {
@@ -546,23 +592,16 @@ impl SubnetManager {
                 break t;
             }
         };
-        let mut mad =
-            req.path
-                .build_request(req.method, req.attr, req.attr_mod, tid, self.cfg.m_key);
-        if let Some(d) = &req.data {
-            mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN].copy_from_slice(&d[..]);
-        }
+        let out = build(&req, tid, self.cfg.m_key);
         if req.method == Method::SET {
             self.sweep.sets += 1;
         }
         self.sweep.smps += 1;
         self.act_count = self.act_count.wrapping_add(1);
-        let out = mad.to_vec();
         self.outstanding.insert(
             tid,
             Outstanding {
                 req,
-                mad: out.clone(),
                 tries: 1,
                 deadline: Some(now + self.cfg.timeout),
             },

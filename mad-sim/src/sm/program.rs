@@ -231,25 +231,23 @@ impl SubnetManager {
                 .block(b)
                 .map_or([NO_ROUTE; LinearFwdTable::ENTRIES], |x| **x);
             let block = b as u32;
-            let same = self.programmed.get(&n.guid()).is_some_and(|p| {
-                !p.unconfirmed.contains(&block) && p.lft.block(b).is_some_and(|x| **x == want)
-            });
+            let prog = self.programmed.entry(n.guid()).or_default();
+            let same =
+                !prog.unconfirmed.contains(block) && prog.lft.block(b).is_some_and(|x| **x == want);
             if same {
                 continue;
             }
             let path = n.path.clone();
-            self.programmed
-                .entry(n.guid())
-                .or_default()
-                .unconfirmed
-                .insert(block);
-            return Some(Request::set(
-                AttributeId::LINEAR_FWD_TABLE,
-                block,
+            prog.unconfirmed.insert(block);
+            // The block is the SMP's data: kept once, in the kind.
+            return Some(Request {
+                method: Method::SET,
+                attr: AttributeId::LINEAR_FWD_TABLE,
+                attr_mod: block,
                 path,
-                &want,
-                Kind::SetLft { node, block, want },
-            ));
+                data: None,
+                kind: Kind::SetLft { node, block, want },
+            });
         }
     }
 

@@ -10,15 +10,11 @@ impl SubnetManager {
 
     pub(super) fn on_answer(&mut self, smp: &Smp<&[u8]>) {
         let tid = smp.tid() & TID_MASK;
-        let matches = self
-            .outstanding
-            .get(&tid)
-            .is_some_and(|o| o.req.attr == smp.attr_id());
-        if !matches {
-            return; // late duplicate, or not ours
-        }
-        let Some(o) = self.outstanding.remove(&tid) else {
-            return;
+        let o = match self.outstanding.entry(tid) {
+            std::collections::hash_map::Entry::Occupied(o) if o.get().req.attr == smp.attr_id() => {
+                o.remove()
+            }
+            _ => return, // late duplicate, or not ours
         };
         let status = if smp.is_directed_route() {
             smp.dr_status()

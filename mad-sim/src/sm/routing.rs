@@ -13,7 +13,9 @@
 //!   redundant uplinks much as OpenSM's min-hop engine does.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use mad_core::hash::FastMap;
 
@@ -148,68 +150,133 @@ pub fn assign_lids(
     }
 }
 
-/// Switch indices, each switch's (port, neighbour position) list in
-/// port order, and the hop distances.
-type SwitchGraph = (Vec<NodeIdx>, Vec<Vec<(u8, usize)>>, Distances);
+/// A switch-hop distance; [`FAR`] when unreachable. A byte is enough:
+/// SM-lite reaches every switch by a directed route of at most 63 hops,
+/// so two switches of one swept fabric are at most 126 hops apart.
+type Hops = u8;
+
+/// "Unreachable" in [`Distances`].
+const FAR: Hops = Hops::MAX;
 
 /// Shortest switch-hop distances between switches (positions in the
-/// switch list), `u16::MAX` when unreachable. Links are both ways, so the
-/// matrix is symmetric and a switch's row is its distance to every other.
+/// switch list). Links are both ways, so the matrix is symmetric and a
+/// switch's row is its distance to every other.
 struct Distances {
     n: usize,
-    d: Vec<u16>,
+    d: Vec<Hops>,
 }
 
 impl Distances {
     /// Distances from switch `u` to every switch.
-    fn row(&self, u: usize) -> &[u16] {
+    fn row(&self, u: usize) -> &[Hops] {
         &self.d[u * self.n..(u + 1) * self.n]
     }
 }
 
-/// The switch graph of `subnet` over switch-to-switch links, with one
-/// breadth-first search per switch for the distances.
-fn switch_graph(subnet: &Subnet) -> SwitchGraph {
-    let switches: Vec<NodeIdx> = subnet
-        .nodes()
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.is_switch())
-        .map(|(i, _)| i)
-        .collect();
-    let mut pos: FastMap<NodeIdx, usize> = FastMap::default();
-    for (k, i) in switches.iter().enumerate() {
-        pos.insert(*i, k);
+/// The switches and the links between them: per switch its
+/// (port, neighbour position) list in port order.
+struct SwitchGraph {
+    switches: Vec<NodeIdx>,
+    adj: Vec<Vec<(u8, usize)>>,
+}
+
+impl SwitchGraph {
+    fn of(subnet: &Subnet) -> Self {
+        let switches: Vec<NodeIdx> = subnet
+            .nodes()
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.is_switch())
+            .map(|(i, _)| i)
+            .collect();
+        let pos: FastMap<NodeIdx, usize> =
+            switches.iter().enumerate().map(|(k, i)| (*i, k)).collect();
+        let adj = switches
+            .iter()
+            .map(|&i| {
+                (1..=subnet.nodes()[i].info.num_ports)
+                    .filter_map(|port| {
+                        let (r, _) = subnet.remote((i, port))?;
+                        Some((port, *pos.get(&r)?))
+                    })
+                    .collect()
+            })
+            .collect();
+        Self { switches, adj }
     }
-    let mut adj: Vec<Vec<(u8, usize)>> = vec![Vec::new(); switches.len()];
-    for (k, i) in switches.iter().enumerate() {
-        let n = &subnet.nodes()[*i];
-        for port in 1..=n.info.num_ports {
-            if let Some((r, _)) = subnet.remote((*i, port)) {
-                if let Some(rk) = pos.get(&r) {
-                    adj[k].push((port, *rk));
-                }
-            }
+
+    /// Breadth-first searches from every switch, 64 at a time (one bit
+    /// per search in a word per switch: a level of 64 searches is one
+    /// pass over the links), the blocks of 64 shared among `workers`
+    /// threads.
+    fn distances(&self, workers: usize) -> Distances {
+        let n = self.switches.len();
+        // Neighbours as one flat list (offsets per switch).
+        let mut start = Vec::with_capacity(n + 1);
+        let mut flat: Vec<u32> = Vec::new();
+        for a in &self.adj {
+            start.push(flat.len());
+            flat.extend(a.iter().map(|&(_, v)| v as u32));
         }
-    }
-    let n = switches.len();
-    let mut d = vec![u16::MAX; n * n];
-    let mut q = VecDeque::new();
-    for (t, row) in d.chunks_exact_mut(n.max(1)).enumerate().take(n) {
-        row[t] = 0;
-        q.clear();
-        q.push_back(t);
-        while let Some(u) = q.pop_front() {
-            let next = row[u].saturating_add(1);
-            for &(_, v) in &adj[u] {
-                if row[v] == u16::MAX {
-                    row[v] = next;
-                    q.push_back(v);
-                }
+        start.push(flat.len());
+        // Rows `first..first + 64` (a part of the matrix): the searches
+        // from those switches.
+        let search = |first: usize, part: &mut [Hops]| {
+            let mut seen = vec![0u64; n];
+            let mut front = vec![0u64; n];
+            let mut next = vec![0u64; n];
+            for (j, row) in part.chunks_exact_mut(n).enumerate() {
+                seen[first + j] |= 1 << j;
+                front[first + j] |= 1 << j;
+                row[first + j] = 0;
             }
+            let mut level: Hops = 0;
+            while level < FAR - 1 && front.iter().any(|&f| f != 0) {
+                level += 1;
+                for (v, out) in next.iter_mut().enumerate() {
+                    let reach = flat[start[v]..start[v + 1]]
+                        .iter()
+                        .fold(0u64, |acc, &u| acc | front[u as usize]);
+                    let new = reach & !seen[v];
+                    seen[v] |= new;
+                    *out = new;
+                    let mut b = new;
+                    while b != 0 {
+                        let j = b.trailing_zeros() as usize;
+                        part[j * n + v] = level;
+                        b &= b - 1;
+                    }
+                }
+                std::mem::swap(&mut front, &mut next);
+            }
+        };
+        let mut d = vec![FAR; n * n];
+        if n > 0 {
+            // Each part is searched by whoever takes it first: a routing
+            // thread, or this one (which also covers a thread that could
+            // not be started).
+            let parts: Vec<Mutex<Option<&mut [Hops]>>> =
+                d.chunks_mut(64 * n).map(|p| Mutex::new(Some(p))).collect();
+            let take = |w: usize| parts.get(w)?.lock().ok()?.take();
+            let claimed = AtomicUsize::new(0);
+            let work = || loop {
+                let w = claimed.fetch_add(1, Ordering::Relaxed);
+                if w >= parts.len() {
+                    return;
+                }
+                if let Some(part) = take(w) {
+                    search(w * 64, part);
+                }
+            };
+            std::thread::scope(|sc| {
+                for _ in 1..workers.min(parts.len()) {
+                    let _ = std::thread::Builder::new().spawn_scoped(sc, work);
+                }
+                work();
+            });
         }
+        Distances { n, d }
     }
-    (switches, adj, Distances { n, d })
 }
 
 /// For one switch, the egress ports on a shortest path toward every
@@ -218,13 +285,16 @@ fn switch_graph(subnet: &Subnet) -> SwitchGraph {
 struct Candidates {
     words: usize,
     bits: Vec<u64>,
+    /// Scratch: one byte per target switch.
+    lane: Vec<u8>,
 }
 
 impl Candidates {
-    fn new(words: usize, targets: usize) -> Self {
+    fn new() -> Self {
         Self {
-            words,
-            bits: vec![0; words * targets],
+            words: 1,
+            bits: Vec::new(),
+            lane: Vec::new(),
         }
     }
 
@@ -233,13 +303,23 @@ impl Candidates {
         self.words = adj.len().div_ceil(64).max(1);
         self.bits.clear();
         self.bits.resize(self.words * dist.n, 0);
+        self.lane.resize(dist.n, 0);
         let here = dist.row(s);
-        for (k, &(_, nb)) in adj.iter().enumerate() {
-            let (word, shift) = (k / 64, k % 64);
-            let there = dist.row(nb);
-            let words = self.bits.chunks_exact_mut(self.words).map(|w| &mut w[word]);
-            for ((w, &h), &d) in words.zip(here).zip(there) {
-                *w |= u64::from(h != u16::MAX && d.saturating_add(1) == h) << shift;
+        // Eight neighbours at a time into one byte per target (a loop
+        // over bytes the compiler turns into vector code), then that
+        // byte into the target's bit set.
+        for (g, group) in adj.chunks(8).enumerate() {
+            self.lane.fill(0);
+            for (j, &(_, nb)) in group.iter().enumerate() {
+                let there = dist.row(nb);
+                for ((b, &h), &d) in self.lane.iter_mut().zip(here).zip(there) {
+                    *b |= u8::from((h != FAR) & (d.wrapping_add(1) == h)) << j;
+                }
+            }
+            let (word, shift) = (g * 8 / 64, g * 8 % 64);
+            let words = self.bits.chunks_exact_mut(self.words);
+            for (w, &b) in words.zip(&self.lane) {
+                w[word] |= u64::from(b) << shift;
             }
         }
     }
@@ -253,25 +333,21 @@ impl Candidates {
     fn bits_of(&self, t: usize) -> &[u64] {
         &self.bits[t * self.words..(t + 1) * self.words]
     }
-
-    /// Neighbour indices on a shortest path toward switch `t`, ascending.
-    fn of(&self, t: usize) -> impl Iterator<Item = usize> + '_ {
-        self.bits_of(t).iter().enumerate().flat_map(|(w, &bits)| {
-            let mut b = bits;
-            std::iter::from_fn(move || {
-                if b == 0 {
-                    return None;
-                }
-                let k = b.trailing_zeros() as usize;
-                b &= b - 1;
-                Some(w * 64 + k)
-            })
-        })
-    }
 }
 
 /// Candidates of one set by (load, neighbour index), least first.
 type LoadHeap = BinaryHeap<Reverse<(u32, usize)>>;
+
+/// How the port toward the switches of one candidate set is picked.
+enum Pick {
+    /// No shortest path (unreachable).
+    None,
+    /// A private set, served round robin: its candidates in order and
+    /// the position of the next.
+    RoundRobin(Vec<usize>, usize),
+    /// A shared set: its candidates, and their heap once used.
+    Heap(Vec<usize>, Option<LoadHeap>),
+}
 
 /// Chooses, for one switch, the least-loaded shortest-path port toward a
 /// target switch (lowest port on a tie), loads counted in CA LIDs routed
@@ -295,16 +371,9 @@ struct Picker {
     /// Load by neighbour index.
     load: Vec<u32>,
     /// Candidate-set number of each target switch.
-    group_of: Vec<usize>,
-    /// Candidate-set number by the set's bits.
-    groups: FastMap<Vec<u64>, usize>,
-    /// One heap per candidate set, built on first use.
-    heaps: Vec<Option<LoadHeap>>,
-    /// Per set: private (round robin), with its candidates in order and
-    /// the position of the next one, built on first use.
-    rr: Vec<Option<(Vec<usize>, usize)>>,
-    /// Per set: private.
-    private: Vec<bool>,
+    group_of: Vec<u32>,
+    /// Per candidate set.
+    picks: Vec<Pick>,
 }
 
 impl Picker {
@@ -314,77 +383,128 @@ impl Picker {
     fn reset(&mut self, cands: &Candidates, neighbours: usize, has_ca: &[bool]) {
         self.load.clear();
         self.load.resize(neighbours, 0);
-        self.groups.clear();
-        self.heaps.clear();
         self.group_of.clear();
-        self.rr.clear();
-        self.private.clear();
+        let mut groups: FastMap<&[u64], u32> = FastMap::default();
+        let mut sets: Vec<&[u64]> = Vec::new();
         let mut counting: Vec<bool> = Vec::new();
+        // Neighbouring targets mostly share their set: try the last one
+        // before hashing.
+        let mut last: Option<(&[u64], u32)> = None;
         for t in 0..cands.targets() {
             let bits = cands.bits_of(t);
-            let g = match self.groups.get(bits) {
-                Some(&g) => g,
-                None => {
-                    let g = self.groups.len();
-                    self.groups.insert(bits.to_vec(), g);
-                    self.heaps.push(None);
-                    self.rr.push(None);
+            let g = match last {
+                Some((b, g)) if b == bits => g,
+                _ => *groups.entry(bits).or_insert_with(|| {
+                    sets.push(bits);
                     counting.push(false);
-                    g
-                }
+                    (sets.len() - 1) as u32
+                }),
             };
+            last = Some((bits, g));
             self.group_of.push(g);
             if has_ca.get(t).copied().unwrap_or(true) {
-                counting[g] = true;
+                counting[g as usize] = true;
             }
         }
         // How many counting sets hold each neighbour.
         let mut holders = vec![0u32; neighbours];
-        let mut private = vec![false; self.groups.len()];
-        for (bits, &g) in &self.groups {
-            if counting[g] {
-                for_each_bit(bits, |k| holders[k] += 1);
+        for (bits, _) in sets.iter().zip(&counting).filter(|(_, c)| **c) {
+            for_each_bit(bits, |k| holders[k] += 1);
+        }
+        self.picks.clear();
+        for (bits, &counts) in sets.iter().zip(&counting) {
+            let mut members = Vec::new();
+            let mut alone = true;
+            for_each_bit(bits, |k| {
+                members.push(k);
+                alone &= holders[k] == 1;
+            });
+            self.picks.push(if members.is_empty() {
+                Pick::None
+            } else if counts && alone {
+                Pick::RoundRobin(members, 0)
+            } else {
+                Pick::Heap(members, None)
+            });
+        }
+    }
+
+    /// Routes `lids` (consecutive in LID order) toward switch `t`: as
+    /// many [`Picker::least_loaded`] picks in a row, the round robin of
+    /// a private set done in one pass.
+    fn route_run(
+        &mut self,
+        t: usize,
+        counts: bool,
+        lids: &[u16],
+        adj: &[(u8, usize)],
+        lft: &mut [u8],
+    ) {
+        let Some(&g) = self.group_of.get(t) else {
+            return;
+        };
+        if let (true, Some(Pick::RoundRobin(order, next))) =
+            (counts, self.picks.get_mut(g as usize))
+        {
+            let (order, load): (&[usize], &mut [u32]) = (order, &mut self.load);
+            let len = order.len();
+            let mut i = *next;
+            for &lid in lids {
+                let k = order[i];
+                lft[usize::from(lid)] = adj[k].0;
+                load[k] += 1;
+                i += 1;
+                if i == len {
+                    i = 0;
+                }
+            }
+            *next = i;
+            return;
+        }
+        for &lid in lids {
+            if let Some(k) = self.least_loaded(t, counts) {
+                lft[usize::from(lid)] = adj[k].0;
             }
         }
-        for (bits, &g) in &self.groups {
-            if counting[g] {
-                let mut alone = true;
-                for_each_bit(bits, |k| alone &= holders[k] == 1);
-                private[g] = alone;
-            }
-        }
-        self.private = private;
     }
 
     /// The neighbour index to route toward switch `t` by, if any; a CA
     /// LID (`counts`) adds one to its load.
-    fn least_loaded(&mut self, cands: &Candidates, t: usize, counts: bool) -> Option<usize> {
-        let g = *self.group_of.get(t)?;
-        if self.private[g] {
-            let (order, next) = self.rr[g].get_or_insert_with(|| (cands.of(t).collect(), 0));
-            let k = *order.get(*next)?;
-            if counts {
-                self.load[k] += 1;
-                *next = (*next + 1) % order.len();
-            }
-            return Some(k);
-        }
+    fn least_loaded(&mut self, t: usize, counts: bool) -> Option<usize> {
+        let g = *self.group_of.get(t)? as usize;
         let load = &mut self.load;
-        let heap = self.heaps[g]
-            .get_or_insert_with(|| cands.of(t).map(|k| Reverse((load[k], k))).collect());
-        loop {
-            let mut top = heap.peek_mut()?;
-            let Reverse((l, k)) = *top;
-            if l != load[k] {
-                // Stale: put its real load in (sifted down on drop).
-                *top = Reverse((load[k], k));
-                continue;
+        match self.picks.get_mut(g)? {
+            Pick::None => None,
+            Pick::RoundRobin(order, next) => {
+                let k = *order.get(*next)?;
+                if counts {
+                    load[k] += 1;
+                    *next += 1;
+                    if *next == order.len() {
+                        *next = 0;
+                    }
+                }
+                Some(k)
             }
-            if counts {
-                load[k] += 1;
-                *top = Reverse((load[k], k));
+            Pick::Heap(members, heap) => {
+                let heap = heap.get_or_insert_with(|| {
+                    members.iter().map(|&k| Reverse((load[k], k))).collect()
+                });
+                loop {
+                    let mut top = heap.peek_mut()?;
+                    let Reverse((l, k)) = *top;
+                    if l != load[k] {
+                        // Stale: put its real load in (sifted down on drop).
+                        *top = Reverse((load[k], k));
+                        continue;
+                    }
+                    if counts {
+                        load[k] += 1;
+                        *top = Reverse((load[k], k));
+                    }
+                    return Some(k);
+                }
             }
-            return Some(k);
         }
     }
 }
@@ -400,6 +520,104 @@ fn for_each_bit(bits: &[u64], mut f: impl FnMut(usize)) {
     }
 }
 
+/// Consecutive LIDs (in LID order) toward one target switch, all CA
+/// LIDs or all switch LIDs: `lids[start..start + len]` of the [`Plan`].
+struct Run {
+    /// The target switch (position).
+    sw: usize,
+    is_ca: bool,
+    start: usize,
+    len: usize,
+}
+
+/// What every switch's table is made from.
+struct Plan {
+    graph: SwitchGraph,
+    dist: Distances,
+    /// Every routed LID in LID order, with its egress port at its own
+    /// switch (0 for a switch's LID), cut into runs.
+    lids: Vec<u16>,
+    egress: Vec<u8>,
+    runs: Vec<Run>,
+    has_ca: Vec<bool>,
+    /// Entries per table (highest LID + 1).
+    size: usize,
+}
+
+impl Plan {
+    fn new(subnet: &Subnet, workers: usize) -> Self {
+        let graph = SwitchGraph::of(subnet);
+        let dist = graph.distances(workers);
+        let pos: FastMap<NodeIdx, usize> = graph
+            .switches
+            .iter()
+            .enumerate()
+            .map(|(k, i)| (*i, k))
+            .collect();
+        let mut plan = Self {
+            has_ca: vec![false; graph.switches.len()],
+            graph,
+            dist,
+            lids: Vec::new(),
+            egress: Vec::new(),
+            runs: Vec::new(),
+            size: usize::from(subnet.max_lid()) + 1,
+        };
+        for (lid, (node, port)) in subnet.lids() {
+            let (sw, egress, is_ca) = if let Some(&k) = pos.get(&node) {
+                (k, 0, false)
+            } else if let Some(&(k, rp)) = subnet
+                .remote((node, port))
+                .and_then(|(r, rp)| Some((pos.get(&r)?, rp)))
+                .as_ref()
+            {
+                (*k, rp, true)
+            } else {
+                continue;
+            };
+            plan.has_ca[sw] |= is_ca;
+            match plan.runs.last_mut() {
+                Some(r) if r.sw == sw && r.is_ca == is_ca => r.len += 1,
+                _ => plan.runs.push(Run {
+                    sw,
+                    is_ca,
+                    start: plan.lids.len(),
+                    len: 1,
+                }),
+            }
+            plan.lids.push(lid);
+            plan.egress.push(egress);
+        }
+        plan
+    }
+
+    /// Fills `lft` (`size` entries) with switch `s`'s table.
+    fn route(&self, s: usize, cands: &mut Candidates, pick: &mut Picker, lft: &mut [u8]) {
+        let adj = &self.graph.adj[s];
+        cands.fill(s, adj, &self.dist);
+        pick.reset(cands, adj.len(), &self.has_ca);
+        lft.fill(NO_ROUTE);
+        for r in &self.runs {
+            let lids = &self.lids[r.start..r.start + r.len];
+            if r.sw == s {
+                for (&lid, &e) in lids.iter().zip(&self.egress[r.start..r.start + r.len]) {
+                    lft[usize::from(lid)] = e;
+                }
+            } else {
+                pick.route_run(r.sw, r.is_ca, lids, adj, lft);
+            }
+        }
+    }
+}
+
+/// Switches routed per batch handed from a routing thread to the one
+/// that stores the tables.
+const BATCH: usize = 8;
+
+/// Below this many entries (switches × LIDs) the tables are computed on
+/// the caller's thread alone.
+const PARALLEL_ENTRIES: usize = 1 << 22;
+
 /// Computes every switch's linear forwarding table by min-hop (see the
 /// module docs) and stores it in the switch's `lft`: `max_lid + 1`
 /// entries, [`NO_ROUTE`] where there is none, equal blocks shared
@@ -411,62 +629,83 @@ fn for_each_bit(bits: &[u64], mut f: impl FnMut(usize)) {
 /// neighbours, as bit sets), then per switch and LID the least-loaded of
 /// those ports (constant time from a set no other counting set shares,
 /// such as a fat tree's uplinks; else logarithmic in their number).
+/// Switches are routed independently of each other, so a big fabric
+/// (over 4 M entries) is routed on as many threads as the machine has
+/// cores (at most 4); the tables are the same either way.
 pub fn compute_lfts(subnet: &mut Subnet) {
-    let (switches, adj, dist) = switch_graph(subnet);
-    let pos: FastMap<NodeIdx, usize> = switches.iter().enumerate().map(|(k, i)| (*i, k)).collect();
-    // Each LID's target switch and the egress port at that switch.
-    struct Target {
-        lid: u16,
-        sw: usize,
-        egress: u8,
-        is_ca: bool,
-    }
-    let mut targets = Vec::new();
-    for (lid, (node, port)) in subnet.lids() {
-        if let Some(&k) = pos.get(&node) {
-            targets.push(Target {
-                lid,
-                sw: k,
-                egress: 0,
-                is_ca: false,
-            });
-        } else if let Some((r, rp)) = subnet.remote((node, port)) {
-            if let Some(&k) = pos.get(&r) {
-                targets.push(Target {
-                    lid,
-                    sw: k,
-                    egress: rp,
-                    is_ca: true,
+    let switches = subnet.nodes().iter().filter(|n| n.is_switch()).count();
+    let entries = switches.saturating_mul(usize::from(subnet.max_lid()) + 1);
+    let workers = if entries < PARALLEL_ENTRIES {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+    };
+    compute_lfts_on(subnet, workers);
+}
+
+/// [`compute_lfts`] on `workers` threads (1: the caller's alone).
+pub(super) fn compute_lfts_on(subnet: &mut Subnet, workers: usize) {
+    let plan = Plan::new(subnet, workers);
+    let n = plan.graph.switches.len();
+    let mut blocks = BlockInterner::default();
+    let mut tables: Vec<Lft> = Vec::with_capacity(n);
+    if workers <= 1 {
+        let (mut cands, mut pick) = (Candidates::new(), Picker::default());
+        let mut lft = vec![NO_ROUTE; plan.size];
+        for s in 0..n {
+            plan.route(s, &mut cands, &mut pick, &mut lft);
+            tables.push(Lft::from_entries(&lft, &mut blocks));
+        }
+    } else {
+        // Routing threads take batches of switches in turn and hand the
+        // raw tables over; this thread shares their blocks and puts the
+        // tables in switch order (a bounded channel bounds the tables in
+        // flight).
+        let next = AtomicUsize::new(0);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(2 * workers);
+        let mut done: Vec<Option<Lft>> = vec![None; n];
+        std::thread::scope(|sc| {
+            for _ in 0..workers {
+                let (tx, plan, next) = (tx.clone(), &plan, &next);
+                // A thread that cannot start leaves its switches to the
+                // others (or to the pass below).
+                let _ = std::thread::Builder::new().spawn_scoped(sc, move || {
+                    let (mut cands, mut pick) = (Candidates::new(), Picker::default());
+                    loop {
+                        let first = next.fetch_add(BATCH, Ordering::Relaxed);
+                        if first >= n {
+                            return;
+                        }
+                        let count = BATCH.min(n - first);
+                        let mut raw = vec![NO_ROUTE; count * plan.size];
+                        for (k, lft) in raw.chunks_exact_mut(plan.size).enumerate() {
+                            plan.route(first + k, &mut cands, &mut pick, lft);
+                        }
+                        if tx.send((first, raw)).is_err() {
+                            return;
+                        }
+                    }
                 });
             }
+            drop(tx);
+            for (first, raw) in rx {
+                for (k, lft) in raw.chunks_exact(plan.size).enumerate() {
+                    done[first + k] = Some(Lft::from_entries(lft, &mut blocks));
+                }
+            }
+        });
+        let (mut cands, mut pick) = (Candidates::new(), Picker::default());
+        let mut lft = vec![NO_ROUTE; plan.size];
+        for (s, t) in done.into_iter().enumerate() {
+            tables.push(t.unwrap_or_else(|| {
+                plan.route(s, &mut cands, &mut pick, &mut lft);
+                Lft::from_entries(&lft, &mut blocks)
+            }));
         }
     }
-    let mut has_ca = vec![false; switches.len()];
-    for t in targets.iter().filter(|t| t.is_ca) {
-        has_ca[t.sw] = true;
-    }
-    let size = usize::from(subnet.max_lid()) + 1;
-    let mut cands = Candidates::new(1, 0);
-    let mut pick = Picker::default();
-    let mut blocks = BlockInterner::default();
-    let mut lft = Vec::with_capacity(size);
-    for (s, &node) in switches.iter().enumerate() {
-        cands.fill(s, &adj[s], &dist);
-        pick.reset(&cands, adj[s].len(), &has_ca);
-        lft.clear();
-        lft.resize(size, NO_ROUTE);
-        for t in &targets {
-            let lid = usize::from(t.lid);
-            if t.sw == s {
-                lft[lid] = t.egress;
-                continue;
-            }
-            if let Some(k) = pick.least_loaded(&cands, t.sw, t.is_ca) {
-                lft[lid] = adj[s][k].0;
-            }
-        }
+    for (&node, lft) in plan.graph.switches.iter().zip(tables) {
         if let Some(n) = subnet.node_mut(node) {
-            n.lft = Lft::from_entries(&lft, &mut blocks);
+            n.lft = lft;
         }
     }
 }

@@ -44,14 +44,24 @@ fn width_compat(width: u8) -> &'static str {
 }
 
 /// `"S-0000000000200000"` (with the quotes), ibnetdiscover's node name.
-fn node_id(n: &Node) -> String {
+fn node_id(n: &Node) -> NodeId {
     let c = match n.node_type().0 {
         2 => 'S',
         1 => 'H',
         3 => 'R',
         _ => '?',
     };
-    format!("\"{c}-{:016x}\"", n.guid())
+    NodeId(c, n.guid())
+}
+
+/// A node's quoted id as printed (`"S-0002c90300000001"`), written
+/// straight into the output.
+struct NodeId(char, u64);
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "\"{}-{:016x}\"", self.0, self.1)
+    }
 }
 
 /// Xsigo GUID tests of libibnetdisc (they add ` slot N` / ` (scp)`).
@@ -117,12 +127,19 @@ fn speed_name(speed: u8, espeed: u8, fdr10: u8) -> &'static str {
     }
 }
 
-fn rate(width: u8, speed: u8, espeed: u8, fdr10: u8) -> String {
-    format!(
-        "{}{}",
-        width_compat(width),
-        speed_name(speed, espeed, fdr10)
-    )
+fn rate(width: u8, speed: u8, espeed: u8, fdr10: u8) -> Rate {
+    Rate(width_compat(width), speed_name(speed, espeed, fdr10))
+}
+
+/// Width and speed as printed (`4xQDR`), written straight into the
+/// output.
+struct Rate(&'static str, &'static str);
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)?;
+        f.write_str(self.1)
+    }
 }
 
 /// A port's width and speed as ibnetdiscover prints them (`4xSDR`):

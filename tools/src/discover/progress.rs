@@ -118,6 +118,12 @@ impl Progress {
     /// Updates the display: `done` of `total` (a bar when the total is
     /// known, a count otherwise) and a short free text.
     pub fn update(&mut self, done: u64, total: Option<u64>, detail: &str) {
+        self.update_with(done, total, || detail.to_owned());
+    }
+
+    /// [`Progress::update`] with the text made only when it is drawn (an
+    /// operation may update for every answer it gets).
+    pub fn update_with(&mut self, done: u64, total: Option<u64>, detail: impl FnOnce() -> String) {
         let Some(bar) = &self.bar else {
             return;
         };
@@ -143,7 +149,7 @@ impl Progress {
                 bar.set_style(count_style());
             }
         }
-        bar.set_message(detail.to_owned());
+        bar.set_message(detail());
         bar.set_position(done);
     }
 

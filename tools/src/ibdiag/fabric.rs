@@ -65,14 +65,12 @@ pub fn run_scan(
     };
     let mut bar = Progress::stderr("discovering");
     let mut on_progress = |p: &GatherProgress| {
-        bar.update(
-            p.nodes as u64,
-            None,
-            &format!(
+        bar.update_with(p.nodes as u64, None, || {
+            format!(
                 "nodes ({} switches), {} SMPs answered, {} pending",
                 p.switches, p.answered, p.pending
-            ),
-        );
+            )
+        });
     };
     let r = discover::discover_scan(&mut ex, &opts, show, max_depth, pick, &mut on_progress);
     bar.finish();

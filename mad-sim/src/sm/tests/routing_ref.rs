@@ -8,7 +8,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::fake::Fabric;
 use super::{Harness, SmConfig};
-use crate::sm::routing::{compute_lfts, NO_ROUTE};
+use crate::sm::routing::{compute_lfts, compute_lfts_on, NO_ROUTE};
 use crate::sm::subnet::{NodeIdx, Subnet};
 
 /// The min-hop rule written the obvious way (see the routing module
@@ -99,15 +99,21 @@ fn same_as_reference(fab: Fabric) {
     let mut sub = h.sm.subnet().clone();
     let want = reference(&sub);
     assert!(!want.is_empty());
+    // On the caller's thread, and split over routing threads (as a big
+    // fabric is): the same tables.
+    let mut threaded = sub.clone();
     compute_lfts(&mut sub);
-    for (i, n) in sub.nodes().iter().enumerate() {
-        if let Some(w) = want.get(&i) {
-            assert_eq!(
-                n.lft.iter().copied().collect::<Vec<u8>>(),
-                *w,
-                "switch {}",
-                n.desc
-            );
+    compute_lfts_on(&mut threaded, 3);
+    for sub in [&sub, &threaded] {
+        for (i, n) in sub.nodes().iter().enumerate() {
+            if let Some(w) = want.get(&i) {
+                assert_eq!(
+                    n.lft.iter().copied().collect::<Vec<u8>>(),
+                    *w,
+                    "switch {}",
+                    n.desc
+                );
+            }
         }
     }
     // And what SM-lite programmed is that table.
@@ -127,6 +133,8 @@ fn same_as_reference(fab: Fabric) {
 fn routes_equal_the_reference_on_fat_trees_rings_and_parallel_links() {
     same_as_reference(Fabric::fat_tree(8, 4, 24));
     same_as_reference(Fabric::fat_tree(5, 3, 7));
+    // Spines with more than 64 neighbours (two words per bit set).
+    same_as_reference(Fabric::fat_tree(70, 3, 2));
     same_as_reference(Fabric::ring(7, 2));
     let mut f = Fabric::new();
     let s1 = f.switch("S1", 8);
