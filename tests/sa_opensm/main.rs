@@ -241,7 +241,24 @@ fn opensm_reports_a_departed_port_to_a_subscribed_client() {
         r.tid,
         gid(&want)
     );
+    // OpenSM handles the departure in its sweep thread while its SA
+    // thread answers us; an unsubscribe that arrives while that sweep is
+    // under way was refused as "non existing inform object" (CI, under
+    // load). So the subscription is first seen listed again, then ended,
+    // then seen gone.
+    let listed = |want: usize| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let n = client.all::<InformInfoRecord>().expect("IIR").records.len();
+            if n == want || std::time::Instant::now() >= deadline {
+                return n;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    assert_eq!(listed(1), 1, "the subscription is listed after the sweep");
     client.unsubscribe(&sub).expect("unsubscribe");
+    assert_eq!(listed(0), 0, "the subscription is gone after unsubscribe");
 }
 
 const UMAD_CHILD: &str = "MADSTACK_SA_UMAD_CHILD";
