@@ -48,7 +48,10 @@ fi
 cd "$DIR"
 # The stock kernel the metapackage points at, downloaded (not installed: the
 # host's own kernel and boot loader are left alone) and unpacked.
-kpkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'; }
+# (awk reads to the end in these pipelines: an awk that exits at its first
+# match can kill the writer with SIGPIPE, which pipefail makes a silent
+# failure of the whole script, as seen under load.)
+kpkg() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ && !k {k = $2} END {if (k) print k}'; }
 KPKG="${KPKG:-$(kpkg)}"
 if [ -z "$KPKG" ]; then
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
@@ -114,7 +117,7 @@ cp /usr/sbin/ibstatus "$R/usr/sbin/ibstatus"
 # libibumad / libibverbs and the rxe verbs provider, which madstack loads at
 # run time (dlopen: ldd does not see them).
 for so in libibumad.so.3 libibverbs.so.1; do
-    p="$(ldconfig -p | awk -v n="$so" '$1 == n && /x86-64/ {print $NF; exit}')"
+    p="$(ldconfig -p | awk -v n="$so" '$1 == n && /x86-64/ && !p {p = $NF} END {if (p) print p}')"
     [ -n "$p" ] || { echo "kvm/build.sh: $so not found" >&2; exit 1; }
     copy_elf "$p" "/lib/x86_64-linux-gnu/$so"
 done
