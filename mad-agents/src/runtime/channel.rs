@@ -159,6 +159,15 @@ impl Receiver {
         taken.pop_front().ok_or(TryRecvError::Empty)
     }
 
+    /// True once the sender is gone and every event has been taken.
+    pub(super) fn is_closed(&self) -> bool {
+        if !self.taken.borrow().is_empty() {
+            return false;
+        }
+        let st = lock(&self.queue.state);
+        st.closed && st.events.is_empty()
+    }
+
     /// The next event, blocking until one comes (until `deadline`, if
     /// any); `None` at the deadline, or once the channel is closed and
     /// empty.

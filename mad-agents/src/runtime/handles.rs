@@ -367,6 +367,14 @@ impl AgentReceiver {
         }
     }
 
+    /// True once the channel is closed (the agent deregistered, or the
+    /// runtime stopped) and every event in it has been taken: nothing
+    /// more will come.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.rx.is_closed()
+    }
+
     /// The next event if one is waiting (this thread drives the port once
     /// to see).
     #[must_use]

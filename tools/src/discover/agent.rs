@@ -2,28 +2,41 @@
 //! through the whole stack (agent layer: TIDs, timeouts, retries, send
 //! tracking; port layer; the transport, with `--pcap` if asked for).
 //!
-//! Two send-only agents are registered (QP0 for SMPs, QP1 for PerfMgt);
-//! their completions come back through one channel. Requests started in
-//! one round are handed to the engine under one lock, with one wake-up of
-//! the runtime's loop thread.
+//! Two send-only channel agents are registered (QP0 for SMPs, QP1 for
+//! PerfMgt). Requests started in one round are handed to the engine under
+//! one lock. Completions are taken on the caller's thread: waiting for
+//! them drives the port there ([`mad_agents::AgentReceiver`]'s fast
+//! path), so an answer the transport has at once (the built-in fabric)
+//! costs no hand-off to the runtime's loop thread and back.
 
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use mad_agents::{Agent, AgentEvent, AgentSpec, Runtime, SendRequest, SendStatus};
+use mad_agents::{Agent, AgentEvent, AgentReceiver, AgentSpec, Runtime, SendRequest, SendStatus};
 use mad_core::transport::{Address, Qp};
 use mad_core::wire::MAD_LEN;
 
 use super::pipeline::{Exchange, Limits, Outcome, StartError};
 
+/// Most time a poll blocks on one agent's channel while the other agent
+/// has requests in flight too (then it looks at both in turn).
+const BOTH_SLICE: Duration = Duration::from_millis(1);
+
+/// One of the two agents: its registration, its channel and the requests
+/// it has in flight.
+struct Side {
+    agent: Agent,
+    rx: AgentReceiver,
+    in_flight: usize,
+}
+
 /// See the module documentation.
 pub struct AgentExchange<'a> {
     rt: &'a Runtime,
-    smi: Agent,
-    gsi: Agent,
-    tx: mpsc::Sender<(u64, Outcome, u32)>,
-    rx: mpsc::Receiver<(u64, Outcome, u32)>,
+    /// QP0 (SMPs) and QP1 (PerfMgt), in that order.
+    sides: [Side; 2],
     pending: Vec<(u64, Qp, SendRequest)>,
+    /// Requests the engine refused, reported at the next poll.
+    refused: Vec<(u64, Outcome)>,
     sent: u64,
     resent: u64,
 }
@@ -36,19 +49,10 @@ impl std::fmt::Debug for AgentExchange<'_> {
     }
 }
 
-fn sink(tx: mpsc::Sender<(u64, Outcome, u32)>) -> impl FnMut(AgentEvent) + Send + 'static {
-    move |ev| {
-        if let AgentEvent::SendDone(c) = ev {
-            let outcome = match (c.status, c.response) {
-                (SendStatus::Success, Some(m)) => {
-                    Outcome::Answer(mad_core::MadBuf::from_slice(m.bytes()))
-                }
-                (SendStatus::Success, None) => Outcome::Failed("no response MAD".into()),
-                (SendStatus::Timeout, _) => Outcome::Timeout,
-                (other, _) => Outcome::Failed(other.to_string()),
-            };
-            let _ = tx.send((c.cookie, outcome, c.retries));
-        }
+fn side_of(qp: Qp) -> usize {
+    match qp {
+        Qp::Qp0 => 0,
+        Qp::Qp1 => 1,
     }
 }
 
@@ -58,34 +62,57 @@ impl<'a> AgentExchange<'a> {
     /// # Errors
     /// An agent cannot be registered.
     pub fn new(rt: &'a Runtime) -> Result<Self, String> {
-        let (tx, rx) = mpsc::channel();
-        let smi = rt
-            .register(
-                AgentSpec::send_only("discover-smi", Qp::Qp0),
-                sink(tx.clone()),
-            )
-            .map_err(|e| format!("SMP agent: {e}"))?;
-        let gsi = rt
-            .register(
-                AgentSpec::send_only("discover-gsi", Qp::Qp1),
-                sink(tx.clone()),
-            )
-            .map_err(|e| format!("PerfMgt agent: {e}"))?;
+        let side = |name: &str, qp: Qp, what: &str| {
+            rt.register_channel(AgentSpec::send_only(name, qp))
+                .map(|(agent, rx)| Side {
+                    agent,
+                    rx,
+                    in_flight: 0,
+                })
+                .map_err(|e| format!("{what} agent: {e}"))
+        };
         Ok(Self {
             rt,
-            smi,
-            gsi,
-            tx,
-            rx,
+            sides: [
+                side("discover-smi", Qp::Qp0, "SMP")?,
+                side("discover-gsi", Qp::Qp1, "PerfMgt")?,
+            ],
             pending: Vec::new(),
+            refused: Vec::new(),
             sent: 0,
             resent: 0,
         })
     }
 
-    fn took(&mut self, retries: u32) {
-        self.sent += 1 + u64::from(retries);
-        self.resent += u64::from(retries);
+    /// Takes one event of side `i` into `out` (a completion: how it
+    /// ended, and its tries counted).
+    fn take(&mut self, i: usize, ev: AgentEvent, out: &mut Vec<(u64, Outcome)>) {
+        let AgentEvent::SendDone(c) = ev else {
+            return;
+        };
+        self.sides[i].in_flight = self.sides[i].in_flight.saturating_sub(1);
+        self.sent += 1 + u64::from(c.retries);
+        self.resent += u64::from(c.retries);
+        let outcome = match (c.status, c.response) {
+            (SendStatus::Success, Some(m)) => {
+                Outcome::Answer(mad_core::MadBuf::from_slice(m.bytes()))
+            }
+            (SendStatus::Success, None) => Outcome::Failed("no response MAD".into()),
+            (SendStatus::Timeout, _) => Outcome::Timeout,
+            (other, _) => Outcome::Failed(other.to_string()),
+        };
+        out.push((c.cookie, outcome));
+    }
+
+    /// Moves every completion waiting on side `i` into `out` (driving
+    /// the port when its channel is empty).
+    fn drain(&mut self, i: usize, out: &mut Vec<(u64, Outcome)>) {
+        while self.sides[i].in_flight > 0 {
+            let Some(ev) = self.sides[i].rx.try_recv() else {
+                break;
+            };
+            self.take(i, ev, out);
+        }
     }
 }
 
@@ -109,46 +136,54 @@ impl Exchange for AgentExchange<'_> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let smi = self.smi.handle().id();
-        let gsi = self.gsi.handle().id();
-        let batch = std::mem::take(&mut self.pending);
-        let tx = self.tx.clone();
+        let ids = [
+            self.sides[0].agent.handle().id(),
+            self.sides[1].agent.handle().id(),
+        ];
+        let mut batch = std::mem::take(&mut self.pending);
+        let (sides, refused) = (&mut self.sides, &mut self.refused);
         self.rt.with_engine(|engine| {
             let now = Instant::now();
-            for (id, qp, req) in batch {
-                let agent = match qp {
-                    Qp::Qp0 => smi,
-                    Qp::Qp1 => gsi,
-                };
-                if let Err(e) = engine.send(agent, req, now) {
+            for (id, qp, req) in batch.drain(..) {
+                let i = side_of(qp);
+                match engine.send(ids[i], req, now) {
+                    Ok(_) => sides[i].in_flight += 1,
                     // Refused: reported like any other failure.
-                    let _ = tx.send((id, Outcome::Failed(e.to_string()), 0));
+                    Err(e) => refused.push((id, Outcome::Failed(e.to_string()))),
                 }
             }
         });
+        // The buffer is kept for the next round.
+        self.pending = batch;
         Ok(())
     }
 
     fn poll(&mut self, max: Duration, out: &mut Vec<(u64, Outcome)>) -> Result<(), String> {
-        let first = if max.is_zero() {
-            self.rx.try_recv().ok()
-        } else {
-            match self.rx.recv_timeout(max) {
-                Ok(v) => Some(v),
-                Err(mpsc::RecvTimeoutError::Timeout) => None,
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err("the agent runtime stopped".into())
-                }
-            }
-        };
-        let Some((id, o, r)) = first else {
+        let before = out.len();
+        out.append(&mut self.refused);
+        self.drain(0, out);
+        self.drain(1, out);
+        if out.len() > before || max.is_zero() {
             return Ok(());
+        }
+        let busy: Vec<usize> = (0..2).filter(|&i| self.sides[i].in_flight > 0).collect();
+        let slice = if busy.len() > 1 {
+            max.min(BOTH_SLICE)
+        } else {
+            max
         };
-        self.took(r);
-        out.push((id, o));
-        while let Ok((id, o, r)) = self.rx.try_recv() {
-            self.took(r);
-            out.push((id, o));
+        for i in busy {
+            match self.sides[i].rx.recv_timeout(slice) {
+                Some(ev) => {
+                    self.take(i, ev, out);
+                    self.drain(i, out);
+                    return Ok(());
+                }
+                None if self.sides[i].rx.is_closed() => {
+                    return Err("the agent runtime stopped".into());
+                }
+                None => {}
+            }
         }
         Ok(())
     }

@@ -44,7 +44,7 @@
 //! fields are left out). The envelope (`command`, `version`, `complete`,
 //! `missing`, `error`) is [`crate::json::Envelope`]'s.
 
-use std::collections::HashMap;
+use mad_core::hash::FastMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -249,7 +249,7 @@ pub fn sweep(
         return Err(SweepError::NoLids);
     }
     // Ports still waiting for an answer, per node slot, to count progress.
-    let mut pending: HashMap<(usize, usize), u8> = HashMap::new();
+    let mut pending: FastMap<(usize, usize), u8> = FastMap::default();
     for (ni, n) in nodes.iter().enumerate() {
         for (si, s) in n.ports.iter().enumerate() {
             if s.lid != 0 {

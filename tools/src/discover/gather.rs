@@ -21,7 +21,9 @@
 //! each port something reached them by), and Mellanox ExtendedPortInfo
 //! where infiniband-diags would read it (Mellanox device, QDR LinkUp port).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use mad_core::hash::FastMap;
 
 use mad_core::transport::{Address, Qp, PERMISSIVE_LID};
 use mad_core::wire::attr::{
@@ -83,9 +85,9 @@ pub struct Gathered {
     /// NodeInfo of the local node (the empty route).
     pub root: Option<NodeInfo>,
     /// NodeInfo answered beyond (node GUID, port).
-    pub via: HashMap<(u64, u8), NodeInfo>,
+    pub via: FastMap<(u64, u8), NodeInfo>,
     /// Nodes by GUID.
-    pub nodes: HashMap<u64, GatheredNode>,
+    pub nodes: FastMap<u64, GatheredNode>,
     /// Queries that failed.
     pub failures: Vec<QueryFailure>,
     /// Pipeline counters.

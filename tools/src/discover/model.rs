@@ -25,7 +25,9 @@
 //!   NodeInfo one hop further (the local CA reached again goes one hop
 //!   back instead).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use mad_core::hash::FastMap;
 
 use mad_core::wire::attr::{NodeInfo, NodeType, PhysPortState, PortInfo, SwitchInfo};
 use mad_core::wire::Repr;
@@ -331,7 +333,7 @@ struct Replay<'g> {
     base: Option<NodeInfo>,
     errors: Vec<String>,
     nodes: Vec<Node>,
-    by_guid: HashMap<u64, usize>,
+    by_guid: FastMap<u64, usize>,
     q: VecDeque<Vq>,
     from: Option<PortRef>,
     total: u64,
@@ -731,7 +733,7 @@ pub fn replay_scan(g: &Gathered, show: bool, scan: &Scan) -> Option<Scanned> {
         base,
         errors: Vec::new(),
         nodes: Vec::new(),
-        by_guid: HashMap::new(),
+        by_guid: FastMap::default(),
         q: VecDeque::new(),
         from: None,
         total: 0,

@@ -17,7 +17,9 @@
 //! [`super::agent::AgentExchange`] over a mad-agents runtime (the agent
 //! layer does TIDs, timeouts and retries).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use mad_core::hash::FastMap;
 use std::time::{Duration, Instant};
 
 use mad_core::transport::{Address, Qp, Transport, TransportError, WcStatus, WrId};
@@ -170,9 +172,9 @@ struct InFlight<K> {
 pub struct Pipeline<K> {
     limits: Limits,
     ready: VecDeque<Request<K>>,
-    parked: HashMap<u64, VecDeque<Request<K>>>,
-    per_dest: HashMap<u64, usize>,
-    out: HashMap<u64, InFlight<K>>,
+    parked: FastMap<u64, VecDeque<Request<K>>>,
+    per_dest: FastMap<u64, usize>,
+    out: FastMap<u64, InFlight<K>>,
     next_id: u64,
     stats: Stats,
 }
@@ -200,9 +202,9 @@ impl<K> Pipeline<K> {
         Self {
             limits,
             ready: VecDeque::new(),
-            parked: HashMap::new(),
-            per_dest: HashMap::new(),
-            out: HashMap::new(),
+            parked: FastMap::default(),
+            per_dest: FastMap::default(),
+            out: FastMap::default(),
             next_id: 0,
             stats: Stats::default(),
         }
@@ -390,9 +392,9 @@ const TID_OFFSET: usize = 8;
 pub struct TransportExchange<'a, T: Transport + ?Sized, W> {
     t: &'a mut T,
     wait: W,
-    out: HashMap<u32, Sent>,
+    out: FastMap<u32, Sent>,
     deadlines: VecDeque<(Instant, u32)>,
-    uncompleted: HashMap<WrId, u32>,
+    uncompleted: FastMap<WrId, u32>,
     next_tid: u32,
     sent: u64,
     resent: u64,
@@ -416,9 +418,9 @@ where
         Self {
             t,
             wait,
-            out: HashMap::new(),
+            out: FastMap::default(),
             deadlines: VecDeque::new(),
-            uncompleted: HashMap::new(),
+            uncompleted: FastMap::default(),
             next_tid: seed,
             sent: 0,
             resent: 0,
@@ -601,6 +603,7 @@ mod tests {
     use super::*;
     use mad_core::transport::loopback::Loopback;
     use mad_core::transport::Received;
+    use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
 
     #[test]
