@@ -49,16 +49,30 @@ pub struct GatheredNode {
     pub desc: Option<NodeDescription>,
     /// SwitchInfo (switches), if it was answered.
     pub switch_info: Option<SwitchInfo>,
-    /// PortInfo by port number.
-    pub ports: BTreeMap<u8, PortInfo>,
+    /// PortInfo by port number (index), `None` where none was answered.
+    pub ports: Vec<Option<PortInfo>>,
     /// Mellanox ExtendedPortInfo LinkSpeedActive by port: `None` when the
     /// query failed.
     pub ext_speed: BTreeMap<u8, Option<u8>>,
-    /// Ports whose PortInfo was asked for (answered or not).
-    asked: BTreeSet<u8>,
+    /// Ports whose PortInfo was asked for (answered or not), a bit each.
+    asked: [u64; 4],
 }
 
 impl GatheredNode {
+    /// The PortInfo answered for `port`.
+    #[must_use]
+    pub fn port(&self, port: u8) -> Option<&PortInfo> {
+        self.ports.get(usize::from(port)).and_then(Option::as_ref)
+    }
+
+    /// Marks `port` as asked for; false if it already was.
+    fn ask(&mut self, port: u8) -> bool {
+        let (word, bit) = (usize::from(port / 64), 1u64 << (port % 64));
+        let fresh = self.asked[word] & bit == 0;
+        self.asked[word] |= bit;
+        fresh
+    }
+
     /// True for a switch.
     #[must_use]
     pub fn is_switch(&self) -> bool {
@@ -215,38 +229,39 @@ struct Gatherer<'p> {
 
 impl Gatherer<'_> {
     fn path_of(&self, guid: u64) -> Vec<u8> {
-        self.g
-            .nodes
-            .get(&guid)
-            .map(|n| n.path.clone())
-            .unwrap_or_default()
+        self.route_of(guid).to_vec()
+    }
+
+    /// The route node `guid` is reached by (empty when unknown).
+    fn route_of(&self, guid: u64) -> &[u8] {
+        self.g.nodes.get(&guid).map_or(&[], |n| n.path.as_slice())
     }
 
     fn submit(&self, p: &mut Pipeline<Q>, q: Q) {
         let (path, attr, attr_mod, key) = match &q {
-            Q::NodeInfo { path, .. } => (path.clone(), AttributeId::NODE_INFO, 0, None),
-            Q::NodeDesc { guid } => (self.path_of(*guid), AttributeId::NODE_DESC, 0, Some(*guid)),
+            Q::NodeInfo { path, .. } => (path.as_slice(), AttributeId::NODE_INFO, 0, None),
+            Q::NodeDesc { guid } => (self.route_of(*guid), AttributeId::NODE_DESC, 0, Some(*guid)),
             Q::SwitchInfo { guid } => (
-                self.path_of(*guid),
+                self.route_of(*guid),
                 AttributeId::SWITCH_INFO,
                 0,
                 Some(*guid),
             ),
             Q::PortInfo { guid, port } => (
-                self.path_of(*guid),
+                self.route_of(*guid),
                 AttributeId::PORT_INFO,
                 u32::from(*port),
                 Some(*guid),
             ),
             Q::Ext { guid, port } => (
-                self.path_of(*guid),
+                self.route_of(*guid),
                 MLNX_EXT_PORT_INFO,
                 u32::from(*port),
                 Some(*guid),
             ),
         };
         // Paths are at most 63 hops by construction.
-        let Ok(route) = DrPath::from_hops(&path) else {
+        let Ok(route) = DrPath::from_hops(path) else {
             return;
         };
         let mad = route.build_request(Method::GET, attr, attr_mod, 0, self.m_key);
@@ -376,9 +391,9 @@ impl Gatherer<'_> {
                 path,
                 desc: None,
                 switch_info: None,
-                ports: BTreeMap::new(),
+                ports: Vec::new(),
                 ext_speed: BTreeMap::new(),
-                asked: BTreeSet::new(),
+                asked: [0; 4],
             });
             self.submit(p, Q::NodeDesc { guid });
             if is_switch {
@@ -415,7 +430,7 @@ impl Gatherer<'_> {
         let Some(n) = self.g.nodes.get_mut(&guid) else {
             return;
         };
-        if port > n.info.num_ports || !n.asked.insert(port) {
+        if port > n.info.num_ports || !n.ask(port) {
             return;
         }
         self.submit(p, Q::PortInfo { guid, port });
@@ -433,22 +448,30 @@ impl Gatherer<'_> {
             && mlnx_ext_port_info_supported(&n.info);
         let is_switch = n.is_switch();
         let root_port = n.path.is_empty() && !is_switch && port == n.info.local_port_num;
-        let mut next = n.path.clone();
-        n.ports.insert(port, pi);
+        let depth = n.path.len();
+        let slot = usize::from(port);
+        if n.ports.len() <= slot {
+            // Every port a switch has, or up to this one.
+            let len = if is_switch { n.info.num_ports } else { port };
+            n.ports.resize(usize::from(len.max(port)) + 1, None);
+        }
+        n.ports[slot] = Some(pi);
         if ext {
             self.submit(p, Q::Ext { guid, port });
         }
         // No NodeInfo beyond a port whose far side is already known
         // (see `seen_from`).
         let known = self.g.via.contains_key(&(guid, port));
-        if up && port != 0 && !known && (is_switch || root_port) && next.len() >= self.max_depth {
+        if up && port != 0 && !known && (is_switch || root_port) && depth >= self.max_depth {
             self.capped.insert((guid, port));
         } else if up
             && port != 0
             && !known
             && (is_switch || root_port)
-            && next.len() < usize::from(DR_MAX_HOPS)
+            && depth < usize::from(DR_MAX_HOPS)
         {
+            let mut next = Vec::with_capacity(depth + 1);
+            next.extend_from_slice(self.route_of(guid));
             next.push(port);
             self.submit(
                 p,
@@ -477,7 +500,9 @@ impl Gatherer<'_> {
                 continue;
             }
             n.path.clone_from(&path);
-            let ports: Vec<u8> = n.ports.keys().copied().filter(|&q| q != 0).collect();
+            let ports: Vec<u8> = (1..=n.info.num_ports)
+                .filter(|&q| n.port(q).is_some())
+                .collect();
             for port in ports {
                 let mut next = path.clone();
                 next.push(port);

@@ -392,7 +392,7 @@ impl Replay<'_> {
                     }
                 }
                 Vq::PortInfo { path, node, port } => {
-                    let pi = self.gnode(node).and_then(|g| g.ports.get(&port)).cloned();
+                    let pi = self.gnode(node).and_then(|g| g.port(port)).cloned();
                     if let Some(pi) = pi {
                         self.port_info(&path, node, port, pi);
                     }
