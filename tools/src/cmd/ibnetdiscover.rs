@@ -414,8 +414,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         };
         match outfile.as_mut() {
             None => {
-                out.push_str(&body);
+                // Two writes: no copy of the (large) body.
                 inv.io.out(&out);
+                inv.io.out(&body);
             }
             Some(file) => {
                 inv.io.out(&out);

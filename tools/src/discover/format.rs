@@ -46,21 +46,55 @@ fn width_compat(width: u8) -> &'static str {
 /// `"S-0000000000200000"` (with the quotes), ibnetdiscover's node name.
 fn node_id(n: &Node) -> NodeId {
     let c = match n.node_type().0 {
-        2 => 'S',
-        1 => 'H',
-        3 => 'R',
-        _ => '?',
+        2 => b'S',
+        1 => b'H',
+        3 => b'R',
+        _ => b'?',
     };
     NodeId(c, n.guid())
 }
 
 /// A node's quoted id as printed (`"S-0002c90300000001"`), written
 /// straight into the output.
-struct NodeId(char, u64);
+struct NodeId(u8, u64);
 
 impl std::fmt::Display for NodeId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "\"{}-{:016x}\"", self.0, self.1)
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut b = *b"\"?-0000000000000000\"";
+        b[1] = self.0;
+        for (i, d) in b[3..19].iter_mut().enumerate() {
+            *d = HEX[((self.1 >> (60 - 4 * i)) & 0xf) as usize];
+        }
+        f.write_str(std::str::from_utf8(&b).map_err(|_| std::fmt::Error)?)
+    }
+}
+
+/// A node's name as infiniband-diags prints it (`remap_node_name`):
+/// the map's name, else the description with every byte that is not
+/// printable ASCII a space ([`Node::clean_desc`]); written straight into
+/// the output.
+struct Name<'a>(Option<&'a str>, &'a [u8]);
+
+impl std::fmt::Display for Name<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(name) = self.0 {
+            return f.write_str(name);
+        }
+        let mut rest = self.1;
+        loop {
+            let printable = rest
+                .iter()
+                .position(|b| !(0x20..0x7f).contains(b))
+                .unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(printable);
+            f.write_str(std::str::from_utf8(run).map_err(|_| std::fmt::Error)?)?;
+            let Some((_, after)) = tail.split_first() else {
+                return Ok(());
+            };
+            f.write_str(" ")?;
+            rest = after;
+        }
     }
 }
 
@@ -88,9 +122,8 @@ pub struct TopologyOptions<'a> {
     pub ctime: String,
 }
 
-fn remap(map: Option<&NameMap>, n: &Node) -> String {
-    map.and_then(|m| m.get(n.guid()))
-        .map_or_else(|| n.clean_desc(), str::to_owned)
+fn remap<'a>(map: Option<&'a NameMap>, n: &'a Node) -> Name<'a> {
+    Name(map.and_then(|m| m.get(n.guid())), &n.desc)
 }
 
 fn info(p: &Port) -> PortInfoView {
@@ -378,7 +411,7 @@ fn out_ca_head(o: &mut String, f: &Fabric, i: usize, opts: &TopologyOptions<'_>,
         "{upper}\t{} {}\t\t# \"{}\"",
         n.num_ports(),
         node_id(n),
-        n.clean_desc()
+        Name(None, &n.desc)
     );
     if opts.group && is_xsigo_hca(n.guid()) {
         o.push_str(" (scp)");
