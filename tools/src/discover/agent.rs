@@ -12,10 +12,9 @@
 use std::time::{Duration, Instant};
 
 use mad_agents::{Agent, AgentEvent, AgentReceiver, AgentSpec, Runtime, SendRequest, SendStatus};
-use mad_core::transport::{Address, Qp};
-use mad_core::wire::MAD_LEN;
+use mad_core::transport::Qp;
 
-use super::pipeline::{Exchange, Limits, Outcome, StartError};
+use super::pipeline::{Exchange, Outcome, Outgoing, StartError};
 
 /// Most time a poll blocks on one agent's channel while the other agent
 /// has requests in flight too (then it looks at both in turn).
@@ -117,18 +116,11 @@ impl<'a> AgentExchange<'a> {
 }
 
 impl Exchange for AgentExchange<'_> {
-    fn start(
-        &mut self,
-        id: u64,
-        qp: Qp,
-        mad: &[u8; MAD_LEN],
-        dest: &Address,
-        limits: &Limits,
-    ) -> Result<(), StartError> {
-        let req = SendRequest::new(mad, *dest)
-            .expect_response(limits.timeout, limits.retries)
+    fn start(&mut self, id: u64, req: Outgoing<'_>) -> Result<(), StartError> {
+        let send = SendRequest::new(req.mad, *req.dest)
+            .expect_response(req.limits.timeout, req.limits.retries)
             .cookie(id);
-        self.pending.push((id, qp, req));
+        self.pending.push((id, req.qp, send));
         Ok(())
     }
 

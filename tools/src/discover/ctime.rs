@@ -51,32 +51,26 @@ pub fn ctime_now() -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn formats_like_ctime() {
-        let utc = TimeZone::UTC;
-        assert_eq!(format_ctime(0, &utc), "Thu Jan  1 00:00:00 1970\n");
-        // 2026-11-22 00:12:04 UTC was a Sunday.
-        assert_eq!(
-            format_ctime(1_795_306_324, &utc),
-            "Sun Nov 22 00:12:04 2026\n"
-        );
-        assert_eq!(
-            format_ctime(951_782_400, &utc),
-            "Tue Feb 29 00:00:00 2000\n"
-        );
+    /// (seconds since the epoch, zone, what `ctime()` prints there).
+    fn cases() -> Vec<(i64, TimeZone, &'static str)> {
+        let est = TimeZone::posix("EST5EDT,M3.2.0,M11.1.0").expect("a POSIX TZ");
+        vec![
+            (0, TimeZone::UTC, "Thu Jan  1 00:00:00 1970\n"),
+            // 2026-11-22 00:12:04 UTC was a Sunday.
+            (1_795_306_324, TimeZone::UTC, "Sun Nov 22 00:12:04 2026\n"),
+            (951_782_400, TimeZone::UTC, "Tue Feb 29 00:00:00 2000\n"),
+            // POSIX rules and zone names shift as localtime does:
+            // 2026-07-01 12:00:00 UTC is 08:00 EDT; 2026-01-01 12:00 UTC
+            // 07:00 EST.
+            (1_782_907_200, est.clone(), "Wed Jul  1 08:00:00 2026\n"),
+            (1_767_268_800, est, "Thu Jan  1 07:00:00 2026\n"),
+        ]
     }
 
     #[test]
-    fn posix_rules_and_zone_names_shift_as_localtime_does() {
-        let est = TimeZone::posix("EST5EDT,M3.2.0,M11.1.0").expect("a POSIX TZ");
-        // 2026-07-01 12:00:00 UTC is 08:00 EDT; 2026-01-01 12:00 UTC 07:00 EST.
-        assert_eq!(
-            format_ctime(1_782_907_200, &est),
-            "Wed Jul  1 08:00:00 2026\n"
-        );
-        assert_eq!(
-            format_ctime(1_767_268_800, &est),
-            "Thu Jan  1 07:00:00 2026\n"
-        );
+    fn formats_like_ctime_in_utc_and_under_posix_rules() {
+        for (secs, tz, want) in cases() {
+            assert_eq!(format_ctime(secs, &tz), want, "{secs}");
+        }
     }
 }

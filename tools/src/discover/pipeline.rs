@@ -87,22 +87,28 @@ pub enum StartError {
     Refused(String),
 }
 
+/// What [`Exchange::start`] is to send.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    /// QP0 for SMPs, QP1 for everything else.
+    pub qp: Qp,
+    /// The MAD; its TID is chosen by the exchange.
+    pub mad: &'a [u8; MAD_LEN],
+    /// Where it goes.
+    pub dest: &'a Address,
+    /// The timeout and the resends after it.
+    pub limits: &'a Limits,
+}
+
 /// Sends requests and reports how each ended.
 pub trait Exchange {
-    /// Starts `mad` on `qp` to `dest`, expecting an answer within
-    /// `limits.timeout` with `limits.retries` resends; `id` comes back
-    /// with its outcome from [`Exchange::poll`].
+    /// Starts `req.mad` on `req.qp` to `req.dest`, expecting an answer
+    /// within `req.limits.timeout` with `req.limits.retries` resends;
+    /// `id` comes back with its outcome from [`Exchange::poll`].
     ///
     /// # Errors
     /// [`StartError::Busy`] to be offered again later, or a refusal.
-    fn start(
-        &mut self,
-        id: u64,
-        qp: Qp,
-        mad: &[u8; MAD_LEN],
-        dest: &Address,
-        limits: &Limits,
-    ) -> Result<(), StartError>;
+    fn start(&mut self, id: u64, req: Outgoing<'_>) -> Result<(), StartError>;
 
     /// Sends what [`Exchange::start`] may have buffered (called after
     /// every round of starts; an exchange that sends at once does
@@ -277,7 +283,13 @@ impl<K> Pipeline<K> {
             }
             self.next_id += 1;
             let id = self.next_id;
-            match ex.start(id, req.qp, &req.mad, &req.dest, &self.limits) {
+            let out = Outgoing {
+                qp: req.qp,
+                mad: &req.mad,
+                dest: &req.dest,
+                limits: &self.limits,
+            };
+            match ex.start(id, out) {
                 Ok(()) => {
                     if let Some(k) = req.dest_key {
                         *self.per_dest.entry(k).or_insert(0) += 1;
@@ -488,26 +500,19 @@ where
     T: Transport + ?Sized,
     W: FnMut(&mut T, Duration) -> Result<(), String>,
 {
-    fn start(
-        &mut self,
-        id: u64,
-        qp: Qp,
-        mad: &[u8; MAD_LEN],
-        dest: &Address,
-        limits: &Limits,
-    ) -> Result<(), StartError> {
+    fn start(&mut self, id: u64, req: Outgoing<'_>) -> Result<(), StartError> {
         if self.uncompleted.len() >= self.t.send_queue_depth().max(1) {
             return Err(StartError::Busy);
         }
         let s = Sent {
             id,
-            qp,
-            mad: *mad,
-            dest: *dest,
+            qp: req.qp,
+            mad: *req.mad,
+            dest: *req.dest,
             tries: 0,
             deadline: Instant::now(),
-            timeout: limits.timeout,
-            retries: limits.retries,
+            timeout: req.limits.timeout,
+            retries: req.limits.retries,
         };
         match self.post(s, Instant::now()) {
             Ok(()) => Ok(()),
