@@ -54,6 +54,41 @@ impl AgentRef {
         })
     }
 
+    /// [`AgentRef::send`] for a batch: every request of `reqs` under one
+    /// lock of the engine, with at most one wake-up of the loop thread
+    /// (none while callers drive the port). A request the engine refuses
+    /// goes to `refused` with its cookie and why; the others complete as
+    /// [`AgentRef::send`]'s do. Returns how many were sent.
+    ///
+    /// # Errors
+    /// [`SendError::Stopped`]: nothing was sent.
+    pub fn send_batch(
+        &self,
+        reqs: impl IntoIterator<Item = SendRequest>,
+        mut refused: impl FnMut(u64, SendError),
+    ) -> Result<usize, SendError> {
+        let sent = {
+            let mut core = self.shared.core();
+            if core.stopped {
+                return Err(SendError::Stopped);
+            }
+            let now = Instant::now();
+            let mut sent = 0;
+            for req in reqs {
+                let cookie = req.cookie;
+                match core.engine.send(self.id, req, now) {
+                    Ok(_) => sent += 1,
+                    Err(e) => refused(cookie, e),
+                }
+            }
+            sent
+        };
+        if sent > 0 {
+            self.shared.nudge();
+        }
+        Ok(sent)
+    }
+
     /// Hands back a message this agent got, once its bytes are no longer
     /// needed, for its buffer to be reused ([`Engine::recycle`]).
     pub fn recycle(&self, message: crate::Message) {

@@ -4,12 +4,14 @@
 //!
 //! Two send-only channel agents are registered (QP0 for SMPs, QP1 for
 //! PerfMgt). Requests started in one round are handed to the engine under
-//! one lock. Completions are taken on the caller's thread: waiting for
+//! one lock per agent ([`mad_agents::AgentRef::send_batch`]), which wakes
+//! the runtime's loop thread only when no caller drives the port. Completions are taken on the caller's thread: waiting for
 //! them drives the port there ([`mad_agents::AgentReceiver`]'s fast
 //! path), so an answer the transport has at once (the built-in fabric)
 //! costs no hand-off to the runtime's loop thread and back.
 
-use std::time::{Duration, Instant};
+use std::marker::PhantomData;
+use std::time::Duration;
 
 use mad_agents::{Agent, AgentEvent, AgentReceiver, AgentSpec, Runtime, SendRequest, SendStatus};
 use mad_core::transport::Qp;
@@ -26,14 +28,16 @@ struct Side {
     agent: Agent,
     rx: AgentReceiver,
     in_flight: usize,
+    /// Requests started and not yet handed to the engine.
+    pending: Vec<SendRequest>,
 }
 
 /// See the module documentation.
 pub struct AgentExchange<'a> {
-    rt: &'a Runtime,
+    /// The agents live on this runtime.
+    rt: PhantomData<&'a Runtime>,
     /// QP0 (SMPs) and QP1 (PerfMgt), in that order.
     sides: [Side; 2],
-    pending: Vec<(u64, Qp, SendRequest)>,
     /// Requests the engine refused, reported at the next poll.
     refused: Vec<(u64, Outcome)>,
     sent: u64,
@@ -67,16 +71,16 @@ impl<'a> AgentExchange<'a> {
                     agent,
                     rx,
                     in_flight: 0,
+                    pending: Vec::new(),
                 })
                 .map_err(|e| format!("{what} agent: {e}"))
         };
         Ok(Self {
-            rt,
+            rt: PhantomData,
             sides: [
                 side("discover-smi", Qp::Qp0, "SMP")?,
                 side("discover-gsi", Qp::Qp1, "PerfMgt")?,
             ],
-            pending: Vec::new(),
             refused: Vec::new(),
             sent: 0,
             resent: 0,
@@ -120,33 +124,25 @@ impl Exchange for AgentExchange<'_> {
         let send = SendRequest::new(req.mad, *req.dest)
             .expect_response(req.limits.timeout, req.limits.retries)
             .cookie(id);
-        self.pending.push((id, req.qp, send));
+        self.sides[side_of(req.qp)].pending.push(send);
         Ok(())
     }
 
     fn flush(&mut self) -> Result<(), String> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        let ids = [
-            self.sides[0].agent.handle().id(),
-            self.sides[1].agent.handle().id(),
-        ];
-        let mut batch = std::mem::take(&mut self.pending);
-        let (sides, refused) = (&mut self.sides, &mut self.refused);
-        self.rt.with_engine(|engine| {
-            let now = Instant::now();
-            for (id, qp, req) in batch.drain(..) {
-                let i = side_of(qp);
-                match engine.send(ids[i], req, now) {
-                    Ok(_) => sides[i].in_flight += 1,
-                    // Refused: reported like any other failure.
-                    Err(e) => refused.push((id, Outcome::Failed(e.to_string()))),
-                }
+        for side in &mut self.sides {
+            if side.pending.is_empty() {
+                continue;
             }
-        });
-        // The buffer is kept for the next round.
-        self.pending = batch;
+            let refused = &mut self.refused;
+            // Refused: reported like any other failure.
+            let sent = side
+                .agent
+                .send_batch(side.pending.drain(..), |id, e| {
+                    refused.push((id, Outcome::Failed(e.to_string())));
+                })
+                .map_err(|e| format!("the agent runtime: {e}"))?;
+            side.in_flight += sent;
+        }
         Ok(())
     }
 
