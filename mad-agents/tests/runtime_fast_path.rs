@@ -348,3 +348,59 @@ fn a_receive_with_an_endless_timeout_neither_panics_nor_misses_its_event() {
     }
     assert!(rt.stats().caller_blocks > 0);
 }
+
+#[test]
+fn a_batch_sends_each_request_once_and_reports_each_refusal_by_its_cookie() {
+    let rt = Runtime::start(answering(false), EngineConfig::default()).unwrap();
+    let (agent, rx) = rt
+        .register_channel(AgentSpec::send_only("batch", Qp::Qp1))
+        .unwrap();
+    // Five good requests around one the engine refuses (too short).
+    let bad = SendRequest::new(vec![1u8; 10], Address::gsi(7))
+        .expect_response(BOUND, 0)
+        .cookie(99);
+    let reqs = (1..=2u64)
+        .map(|c| req(BOUND).cookie(c))
+        .chain(std::iter::once(bad))
+        .chain((3..=5u64).map(|c| req(BOUND).cookie(c)));
+    let mut refused = Vec::new();
+    let sent = agent
+        .send_batch(reqs, |cookie, e| refused.push((cookie, e)))
+        .unwrap();
+    assert_eq!(sent, 5);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].0, 99);
+    assert!(matches!(refused[0].1, SendError::BadSend(_)), "{refused:?}");
+    let (mut cookies, rx) = within(move || {
+        let mut cookies = Vec::new();
+        while cookies.len() < 5 {
+            match rx.recv() {
+                Some(AgentEvent::SendDone(c)) => {
+                    assert_eq!(c.status, SendStatus::Success, "{c:?}");
+                    cookies.push(c.cookie);
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        (cookies, rx)
+    })
+    .expect("the batch's completions within the bound");
+    cookies.sort_unstable();
+    assert_eq!(cookies, vec![1, 2, 3, 4, 5]);
+    // Exactly once: nothing more comes.
+    assert!(rx.try_recv().is_none());
+    let handle = agent.handle();
+    rt.shutdown();
+    // A stopped runtime refuses the whole batch; nothing is reported one
+    // by one.
+    let mut after = 0;
+    let r = handle.send_batch((0..3u64).map(|c| req(BOUND).cookie(c)), |_, _| after += 1);
+    assert!(matches!(r, Err(SendError::Stopped)), "{r:?}");
+    assert_eq!(after, 0);
+    drop(agent);
+    assert!(
+        rx.is_closed(),
+        "the channel closes once the runtime stopped"
+    );
+}
