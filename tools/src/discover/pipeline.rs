@@ -179,6 +179,8 @@ pub struct Pipeline<K> {
     limits: Limits,
     ready: VecDeque<Request<K>>,
     parked: FastMap<u64, VecDeque<Request<K>>>,
+    /// Requests in `parked`, all destinations together.
+    parked_len: usize,
     per_dest: FastMap<u64, usize>,
     out: FastMap<u64, InFlight<K>>,
     next_id: u64,
@@ -209,6 +211,7 @@ impl<K> Pipeline<K> {
             limits,
             ready: VecDeque::new(),
             parked: FastMap::default(),
+            parked_len: 0,
             per_dest: FastMap::default(),
             out: FastMap::default(),
             next_id: 0,
@@ -242,7 +245,7 @@ impl<K> Pipeline<K> {
     /// Requests queued and not yet sent.
     #[must_use]
     pub fn queued(&self) -> usize {
-        self.ready.len() + self.parked.values().map(VecDeque::len).sum::<usize>()
+        self.ready.len() + self.parked_len
     }
 
     /// Ends the flight of `id` and releases its destination slot (a
@@ -258,6 +261,7 @@ impl<K> Pipeline<K> {
             }
             if let Some(q) = self.parked.get_mut(&k) {
                 if let Some(r) = q.pop_front() {
+                    self.parked_len -= 1;
                     self.ready.push_front(r);
                 }
                 if q.is_empty() {
@@ -278,6 +282,7 @@ impl<K> Pipeline<K> {
             if let Some(k) = req.dest_key {
                 if self.per_dest.get(&k).copied().unwrap_or(0) >= self.limits.per_dest {
                     self.parked.entry(k).or_default().push_back(req);
+                    self.parked_len += 1;
                     continue;
                 }
             }
@@ -340,6 +345,7 @@ impl<K> Pipeline<K> {
                 let keys: Vec<u64> = self.parked.keys().copied().collect();
                 for k in keys {
                     if let Some(q) = self.parked.remove(&k) {
+                        self.parked_len -= q.len();
                         self.ready.extend(q);
                     }
                 }
