@@ -360,9 +360,10 @@ impl Request {
 }
 
 /// The directed-route SMP of `req` with `tid` (a resend is made again
-/// the same way rather than kept: a sweep has thousands in flight).
-fn build(req: &Request, tid: u64, m_key: u64) -> Vec<u8> {
-    let mut mad = req
+/// the same way rather than kept: a sweep has thousands in flight),
+/// written into `mad`.
+fn build(req: &Request, tid: u64, m_key: u64, mad: &mut [u8; MAD_LEN]) {
+    *mad = req
         .path
         .build_request(req.method, req.attr, req.attr_mod, tid, m_key);
     let data: Option<&[u8]> = match (&req.data, &req.kind) {
@@ -374,7 +375,6 @@ fn build(req: &Request, tid: u64, m_key: u64) -> Vec<u8> {
         let n = d.len().min(SMP_DATA_LEN);
         mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + n].copy_from_slice(&d[..n]);
     }
-    mad.to_vec()
 }
 
 struct Outstanding {
@@ -561,9 +561,20 @@ impl SubnetManager {
     /// then new sweep SMPs while fewer than
     /// [`SmConfig::max_in_flight`] are outstanding.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<(Vec<u8>, Address)> {
-        if let Some(r) = self.responses.pop_front() {
+        let mut mad = [0u8; MAD_LEN];
+        let to = self.poll_transmit_into(now, &mut mad)?;
+        Some((mad.to_vec(), to))
+    }
+
+    /// [`SubnetManager::poll_transmit`] into the caller's buffer (every
+    /// MAD SM-lite sends is a whole 256-byte SMP): no allocation per MAD.
+    pub fn poll_transmit_into(&mut self, now: Instant, mad: &mut [u8; MAD_LEN]) -> Option<Address> {
+        if let Some((r, to)) = self.responses.pop_front() {
             self.act_count = self.act_count.wrapping_add(1);
-            return Some(r);
+            let n = r.len().min(MAD_LEN);
+            mad[..n].copy_from_slice(&r[..n]);
+            mad[n..].fill(0);
+            return Some(to);
         }
         while let Some(tid) = self.resend.pop_front() {
             if let Some(o) = self.outstanding.get_mut(&tid) {
@@ -573,8 +584,8 @@ impl SubnetManager {
                 self.sweep.retries += 1;
                 self.act_count = self.act_count.wrapping_add(1);
                 // The same MAD again (same TID), made anew from the request.
-                let mad = build(&o.req, tid, self.cfg.m_key);
-                return Some((mad, Address::smi(PERMISSIVE_LID)));
+                build(&o.req, tid, self.cfg.m_key, mad);
+                return Some(Address::smi(PERMISSIVE_LID));
             }
         }
         if self.outstanding.len() >= self.cfg.max_in_flight.max(1) {
@@ -592,7 +603,7 @@ impl SubnetManager {
                 break t;
             }
         };
-        let out = build(&req, tid, self.cfg.m_key);
+        build(&req, tid, self.cfg.m_key, mad);
         if req.method == Method::SET {
             self.sweep.sets += 1;
         }
@@ -606,7 +617,7 @@ impl SubnetManager {
                 deadline: Some(now + self.cfg.timeout),
             },
         );
-        Some((out, Address::smi(PERMISSIVE_LID)))
+        Some(Address::smi(PERMISSIVE_LID))
     }
 
     /// Takes a MAD received on QP0 from `src`: an answer to one of
