@@ -400,6 +400,9 @@ struct Sweep {
     todo: Vec<Todo>,
     /// The next (position in `todo`, LFT block) to look at.
     todo_at: (usize, usize),
+    /// The switches' tables still being computed on a routing thread
+    /// (a big fabric), taken as their LFT Sets come up.
+    routes: Option<routing::RouteStream>,
 }
 
 /// A Set of the sweep, kept small until it is sent: a big fabric has
@@ -478,6 +481,10 @@ pub struct SubnetManager {
     resweep_pending: bool,
     resweep_at: Option<Instant>,
     subnet_up: bool,
+    /// Fabrics with at least this many table entries are routed on a
+    /// thread while the switches routed first are programmed
+    /// ([`routing::BACKGROUND_ENTRIES`]; tests lower it).
+    background_entries: usize,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -526,6 +533,7 @@ impl SubnetManager {
             resweep_pending: false,
             resweep_at: None,
             subnet_up: false,
+            background_entries: routing::BACKGROUND_ENTRIES,
         }
     }
 

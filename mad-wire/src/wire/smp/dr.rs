@@ -556,7 +556,7 @@ mod tests {
                                     s.initial_path_mut()[i] = [0, 3, 7, 40, 1][i % 5];
                                     s.return_path_mut()[i] = [7, 0, 3, 1, 40, 2][i % 6];
                                 }
-                                let mut want = Smp::new_unchecked(s.clone().into_inner());
+                                let mut want = Smp::new_unchecked(s.into_inner());
                                 let expect = reference(&mut want, is_switch, port, nports);
                                 let got = dr_arrive(&mut s, is_switch, port, nports);
                                 assert_eq!(
