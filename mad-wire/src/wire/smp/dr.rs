@@ -313,7 +313,7 @@ pub enum DrArrival {
 }
 
 /// The whole of what the kernel's `handle_ib_smi` decides for a DR SMP
-/// with permissive DrSLID and DrDLID... or not: the receive rules
+/// that arrived at a node: the receive rules
 /// ([`dr_handle_recv`]) for `port` of a node with `phys_port_cnt` ports,
 /// then the forward decision ([`dr_check_forward`]) and, for a forward
 /// ([`dr_fwd_port`]) or for the SMA, the send rules
