@@ -26,7 +26,11 @@
 //!    physical link is up and whose far end is not yet known.
 //! 2. **Route**: LIDs (LMC 0; a switch gets one, on port 0; each CA port
 //!    one; from 1 up, stable by port GUID across sweeps) and min-hop
-//!    linear forwarding tables ([`routing`]).
+//!    linear forwarding tables ([`routing`]). A big fabric (over 4 M
+//!    table entries) is routed on a thread of its own while the Sets of
+//!    step 3 go out; each switch's LFT blocks wait for its table only.
+//!    The tables and the SMPs are the same either way: the thread only
+//!    computes, and SM-lite stays free of I/O and clocks.
 //! 3. **Configure**: PortInfo Set where something differs (LID, MasterSMLID,
 //!    SubnetTimeOut, GID prefix, M_Key 0, LMC 0 on CA ports and switch
 //!    port 0) or a port in Initialize is to be Armed; SwitchInfo Set
