@@ -282,18 +282,35 @@ impl Core {
         }
         let n = data.len().min(64);
         mad[64..64 + n].copy_from_slice(&data[..n]);
+        let dlid = if dr { PERMISSIVE_LID } else { req.slid };
+        self.queue_answer(req, mad, (lid, dlid), Qp::Qp0, None, (node, mgmt));
+    }
+
+    /// Queues `mad`, the answer to `req` from the agent on `qp` at
+    /// `start` (node, management port), with `lids` (source,
+    /// destination): back to the requester's QP, on its SL and P_Key,
+    /// on VL15 from QP0.
+    fn queue_answer(
+        &mut self,
+        req: &Packet,
+        mad: Box<[u8; MAD_LEN]>,
+        (slid, dlid): (u16, u16),
+        qp: Qp,
+        grh: Option<Grh>,
+        start: (u32, u8),
+    ) {
         self.queue.push_back(Packet {
             mad,
-            slid: lid,
-            dlid: if dr { PERMISSIVE_LID } else { req.slid },
-            sqpn: 0,
+            slid,
+            dlid,
+            sqpn: qp.qpn(),
             dqpn: req.sqpn,
             sl: req.sl,
             pkey: req.pkey,
-            vl15: true,
-            grh: None,
+            vl15: qp == Qp::Qp0,
+            grh,
             origin: None,
-            start: (node, mgmt),
+            start,
         });
     }
 
@@ -319,18 +336,7 @@ impl Core {
         if data_offset < end {
             mad[data_offset..end].copy_from_slice(&data[..end - data_offset]);
         }
-        self.queue.push_back(Packet {
-            mad,
-            slid: lid,
-            dlid: req.slid,
-            sqpn: 1,
-            dqpn: req.sqpn,
-            sl: req.sl,
-            pkey: req.pkey,
-            vl15: false,
-            grh: req.grh.map(|g| Grh { gid, ..g }),
-            origin: None,
-            start: (node, mgmt),
-        });
+        let grh = req.grh.map(|g| Grh { gid, ..g });
+        self.queue_answer(req, mad, (lid, req.slid), Qp::Qp1, grh, (node, mgmt));
     }
 }
