@@ -26,7 +26,7 @@
 //!    physical link is up and whose far end is not yet known.
 //! 2. **Route**: LIDs (LMC 0; a switch gets one, on port 0; each CA port
 //!    one; from 1 up, stable by port GUID across sweeps) and min-hop
-//!    linear forwarding tables ([`routing`]). A big fabric (over 4 M
+//!    linear forwarding tables ([`routing`]). A big fabric (over 1 M
 //!    table entries) is routed on a thread of its own while the Sets of
 //!    step 3 go out; each switch's LFT blocks wait for its table only.
 //!    The tables and the SMPs are the same either way: the thread only

@@ -743,8 +743,10 @@ impl RouteStream {
 }
 
 /// Fabrics of at least this many table entries (switches × LIDs) are
-/// routed by a [`RouteStream`] while SM-lite programs them.
-pub(super) const BACKGROUND_ENTRIES: usize = PARALLEL_ENTRIES;
+/// routed by a [`RouteStream`] while SM-lite programs them (the 4,176-node
+/// fat tree has 1.5 M; small fabrics are routed before their Sets, where
+/// a thread would cost more than it saves).
+pub(super) const BACKGROUND_ENTRIES: usize = 1 << 20;
 
 /// The table entries (switches × LIDs) of `subnet` once routed.
 pub(super) fn table_entries(subnet: &Subnet) -> usize {
