@@ -662,25 +662,28 @@ impl Fabric {
     /// A port's P_Key table (entries up to the last non-zero one).
     #[must_use]
     pub fn pkeys(&self, node: usize, port: u8) -> Option<Vec<u16>> {
-        let c = self.lock();
-        Some(c.nodes.get(node)?.port(port)?.pkeys.clone())
+        self.read_port(node, port, |p| p.pkeys.clone())
+    }
+
+    /// `f` of port `port` of node `node` (under the lock), if there is
+    /// such a port.
+    fn read_port<R>(&self, node: usize, port: u8, f: impl FnOnce(&node::Port) -> R) -> Option<R> {
+        Some(f(self.lock().nodes.get(node)?.port(port)?))
     }
 
     /// A port's PortInfo as it stands (LocalPortNum = the port itself).
     #[must_use]
     pub fn port_info(&self, node: usize, port: u8) -> Option<PortInfo> {
-        let c = self.lock();
-        let p = c.nodes.get(node)?.port(port)?;
-        let mut i = p.info.clone();
-        i.local_port_num = port;
-        Some(i)
+        self.read_port(node, port, |p| PortInfo {
+            local_port_num: port,
+            ..p.info.clone()
+        })
     }
 
     /// The port at the other end of a port's cable.
     #[must_use]
     pub fn remote(&self, node: usize, port: u8) -> Option<PortAddr> {
-        let c = self.lock();
-        let (n, p) = c.nodes.get(node)?.port(port)?.remote?;
+        let (n, p) = self.read_port(node, port, |p| p.remote)??;
         Some(PortAddr {
             node: n as usize,
             port: p,
@@ -690,19 +693,19 @@ impl Fabric {
     /// A port's PortCounters (32-bit view).
     #[must_use]
     pub fn counters(&self, node: usize, port: u8) -> Option<PortCounters> {
-        let c = self.lock();
-        let mut pc = c.nodes.get(node)?.port(port)?.counters.clone();
-        pc.port_select = port;
-        Some(pc)
+        self.read_port(node, port, |p| PortCounters {
+            port_select: port,
+            ..p.counters.clone()
+        })
     }
 
     /// A port's PortCountersExtended.
     #[must_use]
     pub fn counters_ext(&self, node: usize, port: u8) -> Option<PortCountersExt> {
-        let c = self.lock();
-        let mut pc = c.nodes.get(node)?.port(port)?.counters_ext.clone();
-        pc.port_select = port;
-        Some(pc)
+        self.read_port(node, port, |p| PortCountersExt {
+            port_select: port,
+            ..p.counters_ext.clone()
+        })
     }
 
     /// What the fabric did so far.

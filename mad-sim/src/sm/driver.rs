@@ -11,17 +11,34 @@
 use std::time::Instant;
 
 use mad_core::transport::{Address, Qp, SendCompletion, Transport, TransportError};
+use mad_core::wire::MAD_LEN;
 
 use super::SubnetManager;
 
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SmDriver {
-    pending: Option<(Vec<u8>, Address)>,
+    /// The MAD being sent (reused for every MAD: no allocation per send).
+    mad: Box<[u8; MAD_LEN]>,
+    /// `mad` holds a MAD the transport refused with a full queue, for here.
+    pending: Option<Address>,
     completions: Vec<SendCompletion>,
     sent: u64,
     received: u64,
     failed_sends: u64,
+}
+
+impl Default for SmDriver {
+    fn default() -> Self {
+        Self {
+            mad: Box::new([0; MAD_LEN]),
+            pending: None,
+            completions: Vec::new(),
+            sent: 0,
+            received: 0,
+            failed_sends: 0,
+        }
+    }
 }
 
 impl SmDriver {
@@ -66,17 +83,17 @@ impl SmDriver {
         }
         loop {
             let next = match self.pending.take() {
-                Some(p) => Some(p),
-                None => sm.poll_transmit(now),
+                Some(to) => Some(to),
+                None => sm.poll_transmit_into(now, &mut self.mad),
             };
-            let Some((mad, to)) = next else { break };
-            match t.post_send(Qp::Qp0, &mad, &to) {
+            let Some(to) = next else { break };
+            match t.post_send(Qp::Qp0, &self.mad[..], &to) {
                 Ok(_) => {
                     busy = true;
                     self.sent += 1;
                 }
                 Err(TransportError::QueueFull { .. }) => {
-                    self.pending = Some((mad, to));
+                    self.pending = Some(to);
                     break;
                 }
                 Err(e) => return Err(e),

@@ -26,7 +26,11 @@
 //!    physical link is up and whose far end is not yet known.
 //! 2. **Route**: LIDs (LMC 0; a switch gets one, on port 0; each CA port
 //!    one; from 1 up, stable by port GUID across sweeps) and min-hop
-//!    linear forwarding tables ([`routing`]).
+//!    linear forwarding tables ([`routing`]). A big fabric (over 1 M
+//!    table entries) is routed on a thread of its own while the Sets of
+//!    step 3 go out; each switch's LFT blocks wait for its table only.
+//!    The tables and the SMPs are the same either way: the thread only
+//!    computes, and SM-lite stays free of I/O and clocks.
 //! 3. **Configure**: PortInfo Set where something differs (LID, MasterSMLID,
 //!    SubnetTimeOut, GID prefix, M_Key 0, LMC 0 on CA ports and switch
 //!    port 0) or a port in Initialize is to be Armed; SwitchInfo Set
@@ -360,9 +364,10 @@ impl Request {
 }
 
 /// The directed-route SMP of `req` with `tid` (a resend is made again
-/// the same way rather than kept: a sweep has thousands in flight).
-fn build(req: &Request, tid: u64, m_key: u64) -> Vec<u8> {
-    let mut mad = req
+/// the same way rather than kept: a sweep has thousands in flight),
+/// written into `mad`.
+fn build(req: &Request, tid: u64, m_key: u64, mad: &mut [u8; MAD_LEN]) {
+    *mad = req
         .path
         .build_request(req.method, req.attr, req.attr_mod, tid, m_key);
     let data: Option<&[u8]> = match (&req.data, &req.kind) {
@@ -374,7 +379,6 @@ fn build(req: &Request, tid: u64, m_key: u64) -> Vec<u8> {
         let n = d.len().min(SMP_DATA_LEN);
         mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + n].copy_from_slice(&d[..n]);
     }
-    mad.to_vec()
 }
 
 struct Outstanding {
@@ -400,6 +404,9 @@ struct Sweep {
     todo: Vec<Todo>,
     /// The next (position in `todo`, LFT block) to look at.
     todo_at: (usize, usize),
+    /// The switches' tables still being computed on a routing thread
+    /// (a big fabric), taken as their LFT Sets come up.
+    routes: Option<routing::RouteStream>,
 }
 
 /// A Set of the sweep, kept small until it is sent: a big fabric has
@@ -478,6 +485,10 @@ pub struct SubnetManager {
     resweep_pending: bool,
     resweep_at: Option<Instant>,
     subnet_up: bool,
+    /// Fabrics with at least this many table entries are routed on a
+    /// thread while the switches routed first are programmed
+    /// ([`routing::BACKGROUND_ENTRIES`]; tests lower it).
+    background_entries: usize,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -526,6 +537,7 @@ impl SubnetManager {
             resweep_pending: false,
             resweep_at: None,
             subnet_up: false,
+            background_entries: routing::BACKGROUND_ENTRIES,
         }
     }
 
@@ -561,9 +573,20 @@ impl SubnetManager {
     /// then new sweep SMPs while fewer than
     /// [`SmConfig::max_in_flight`] are outstanding.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<(Vec<u8>, Address)> {
-        if let Some(r) = self.responses.pop_front() {
+        let mut mad = [0u8; MAD_LEN];
+        let to = self.poll_transmit_into(now, &mut mad)?;
+        Some((mad.to_vec(), to))
+    }
+
+    /// [`SubnetManager::poll_transmit`] into the caller's buffer (every
+    /// MAD SM-lite sends is a whole 256-byte SMP): no allocation per MAD.
+    pub fn poll_transmit_into(&mut self, now: Instant, mad: &mut [u8; MAD_LEN]) -> Option<Address> {
+        if let Some((r, to)) = self.responses.pop_front() {
             self.act_count = self.act_count.wrapping_add(1);
-            return Some(r);
+            let n = r.len().min(MAD_LEN);
+            mad[..n].copy_from_slice(&r[..n]);
+            mad[n..].fill(0);
+            return Some(to);
         }
         while let Some(tid) = self.resend.pop_front() {
             if let Some(o) = self.outstanding.get_mut(&tid) {
@@ -573,8 +596,8 @@ impl SubnetManager {
                 self.sweep.retries += 1;
                 self.act_count = self.act_count.wrapping_add(1);
                 // The same MAD again (same TID), made anew from the request.
-                let mad = build(&o.req, tid, self.cfg.m_key);
-                return Some((mad, Address::smi(PERMISSIVE_LID)));
+                build(&o.req, tid, self.cfg.m_key, mad);
+                return Some(Address::smi(PERMISSIVE_LID));
             }
         }
         if self.outstanding.len() >= self.cfg.max_in_flight.max(1) {
@@ -592,7 +615,7 @@ impl SubnetManager {
                 break t;
             }
         };
-        let out = build(&req, tid, self.cfg.m_key);
+        build(&req, tid, self.cfg.m_key, mad);
         if req.method == Method::SET {
             self.sweep.sets += 1;
         }
@@ -606,7 +629,7 @@ impl SubnetManager {
                 deadline: Some(now + self.cfg.timeout),
             },
         );
-        Some((out, Address::smi(PERMISSIVE_LID)))
+        Some(Address::smi(PERMISSIVE_LID))
     }
 
     /// Takes a MAD received on QP0 from `src`: an answer to one of

@@ -27,6 +27,7 @@ impl SubnetManager {
                     self.phase = Phase::Configure;
                 }
                 Phase::Configure => {
+                    self.take_routes(None);
                     self.activate();
                     self.phase = Phase::Activate;
                 }
@@ -60,11 +61,31 @@ impl SubnetManager {
             self.sweep.unroutable = true;
         }
         let sub = &mut self.sweep.subnet;
-        routing::compute_lfts(sub);
+        // A big fabric is routed on a thread of its own while the Sets
+        // go out: PortInfo first, then each switch's blocks as soon as its
+        // table is there (same tables, same SMPs in the same order).
+        if routing::table_entries(sub) >= self.background_entries {
+            self.sweep.routes = routing::RouteStream::spawn(sub);
+        }
+        if self.sweep.routes.is_none() {
+            routing::compute_lfts(sub);
+        }
         self.sm_lid = sub
             .local()
             .and_then(|(i, p)| sub.nodes()[i].port(p))
             .map_or(0, |p| p.lid);
+    }
+
+    /// Stores the tables the routing thread computed, up to the one of
+    /// switch `node` (`None`: all of them), in the sweep's subnet.
+    pub(super) fn take_routes(&mut self, node: Option<NodeIdx>) {
+        let sweep = &mut self.sweep;
+        if let Some(r) = sweep.routes.as_mut() {
+            r.take_until(node, &mut sweep.subnet);
+            if r.is_done() {
+                sweep.routes = None;
+            }
+        }
     }
 
     /// The PortInfo SM-lite wants `port` of `node` to hold, with `state`.
@@ -214,6 +235,9 @@ impl SubnetManager {
                 }
                 Todo::Lft { node, blocks } => (node, blocks),
             };
+            if b == 0 {
+                self.take_routes(Some(node));
+            }
             let Some(n) = self.sweep.subnet.nodes().get(node) else {
                 self.sweep.todo_at = (k + 1, 0);
                 continue;
@@ -295,6 +319,7 @@ impl SubnetManager {
     }
 
     pub(super) fn finish(&mut self, now: Instant) {
+        self.take_routes(None);
         let sweep = std::mem::take(&mut self.sweep);
         let swept = sweep.subnet.local().is_some();
         self.phase = Phase::Idle;

@@ -22,6 +22,9 @@ use mad_core::hash::FastMap;
 use super::subnet::{NodeIdx, PortRef, Subnet};
 use crate::lft::{BlockInterner, Lft};
 
+mod stream;
+pub(in crate::sm) use stream::{table_entries, RouteStream, BACKGROUND_ENTRIES};
+
 /// Highest unicast LID (0xC000 and up are multicast).
 pub const MAX_UNICAST_LID: u16 = 0xBFFF;
 /// "No route" in a linear forwarding table.
@@ -546,8 +549,19 @@ struct Plan {
 
 impl Plan {
     fn new(subnet: &Subnet, workers: usize) -> Self {
+        let mut plan = Self::without_distances(subnet);
+        plan.dist = plan.graph.distances(workers);
+        plan
+    }
+
+    /// The plan but its distances (an empty matrix): what is read from
+    /// the subnet, cheap next to the searches.
+    fn without_distances(subnet: &Subnet) -> Self {
         let graph = SwitchGraph::of(subnet);
-        let dist = graph.distances(workers);
+        let dist = Distances {
+            n: 0,
+            d: Vec::new(),
+        };
         let pos: FastMap<NodeIdx, usize> = graph
             .switches
             .iter()

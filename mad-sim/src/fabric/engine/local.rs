@@ -63,7 +63,8 @@ impl Core {
     }
 
     /// A directed-route SMP arrived at `node` on `port`: the receive
-    /// rules, then forward, hand to the SMA, or deliver to the requester.
+    /// rules, then forward, hand to the SMA, or deliver to the requester
+    /// (all decided in one pass over the header: [`dr_arrive`]).
     pub(super) fn dr_arrived(&mut self, node: u32, port: u8, pkt: &mut Packet) -> Option<Hop> {
         let n = self.node(node)?;
         let is_switch = n.is_switch();
@@ -73,45 +74,28 @@ impl Core {
             self.drop_pkt(DropReason::DrLidRouted, node, port);
             return None;
         }
-        if dr_handle_recv(&mut smp, is_switch, port, nports) == DrVerdict::Discard {
-            self.drop_pkt(DropReason::DrPath, node, port);
-            return None;
-        }
-        match dr_check_forward(&smp) {
-            DrForward::Forward => {
-                let out = dr_fwd_port(&smp);
-                if !is_switch || out == 0 || out > nports {
-                    if let Some(p) = self.port_mut(node, port) {
-                        p.counters.port_rcv_switch_relay_errors =
-                            p.counters.port_rcv_switch_relay_errors.saturating_add(1);
-                        p.counters_ext.port_rcv_switch_relay_errors += 1;
-                    }
-                    self.drop_pkt(DropReason::DrPath, node, port);
-                    return None;
-                }
-                if dr_handle_send(&mut smp, true, out) == DrVerdict::Discard {
-                    self.drop_pkt(DropReason::DrPath, node, port);
-                    return None;
-                }
-                Some(Hop::Transmit { node, port: out })
-            }
-            DrForward::Send => {
-                if dr_handle_send(&mut smp, is_switch, port) == DrVerdict::Discard
-                    || !is_local_smp(&smp)
-                {
-                    self.drop_pkt(DropReason::DrPath, node, port);
-                    return None;
-                }
+        match dr_arrive(&mut smp, is_switch, port, nports) {
+            DrArrival::Forward(out) => Some(Hop::Transmit { node, port: out }),
+            DrArrival::Sma => {
                 self.smp_for_node(node, port, pkt);
                 None
             }
-            DrForward::Local => {
-                if !is_local_returning_smp(&smp) {
-                    self.drop_pkt(DropReason::DrPath, node, port);
-                    return None;
-                }
+            DrArrival::Requester => {
                 let mgmt = self.node(node)?.mgmt_port(port);
                 self.deliver(node, mgmt, Qp::Qp0, 0, pkt);
+                None
+            }
+            DrArrival::RelayError => {
+                if let Some(p) = self.port_mut(node, port) {
+                    p.counters.port_rcv_switch_relay_errors =
+                        p.counters.port_rcv_switch_relay_errors.saturating_add(1);
+                    p.counters_ext.port_rcv_switch_relay_errors += 1;
+                }
+                self.drop_pkt(DropReason::DrPath, node, port);
+                None
+            }
+            DrArrival::Discard => {
+                self.drop_pkt(DropReason::DrPath, node, port);
                 None
             }
         }
@@ -298,18 +282,35 @@ impl Core {
         }
         let n = data.len().min(64);
         mad[64..64 + n].copy_from_slice(&data[..n]);
+        let dlid = if dr { PERMISSIVE_LID } else { req.slid };
+        self.queue_answer(req, mad, (lid, dlid), Qp::Qp0, None, (node, mgmt));
+    }
+
+    /// Queues `mad`, the answer to `req` from the agent on `qp` at
+    /// `start` (node, management port), with `lids` (source,
+    /// destination): back to the requester's QP, on its SL and P_Key,
+    /// on VL15 from QP0.
+    fn queue_answer(
+        &mut self,
+        req: &Packet,
+        mad: Box<[u8; MAD_LEN]>,
+        (slid, dlid): (u16, u16),
+        qp: Qp,
+        grh: Option<Grh>,
+        start: (u32, u8),
+    ) {
         self.queue.push_back(Packet {
             mad,
-            slid: lid,
-            dlid: if dr { PERMISSIVE_LID } else { req.slid },
-            sqpn: 0,
+            slid,
+            dlid,
+            sqpn: qp.qpn(),
             dqpn: req.sqpn,
             sl: req.sl,
             pkey: req.pkey,
-            vl15: true,
-            grh: None,
+            vl15: qp == Qp::Qp0,
+            grh,
             origin: None,
-            start: (node, mgmt),
+            start,
         });
     }
 
@@ -335,18 +336,7 @@ impl Core {
         if data_offset < end {
             mad[data_offset..end].copy_from_slice(&data[..end - data_offset]);
         }
-        self.queue.push_back(Packet {
-            mad,
-            slid: lid,
-            dlid: req.slid,
-            sqpn: 1,
-            dqpn: req.sqpn,
-            sl: req.sl,
-            pkey: req.pkey,
-            vl15: false,
-            grh: req.grh.map(|g| Grh { gid, ..g }),
-            origin: None,
-            start: (node, mgmt),
-        });
+        let grh = req.grh.map(|g| Grh { gid, ..g });
+        self.queue_answer(req, mad, (lid, req.slid), Qp::Qp1, grh, (node, mgmt));
     }
 }

@@ -22,8 +22,8 @@ use mad_core::transport::{
 };
 use mad_core::wire::attr::{PhysPortState, PortInfo, PortState};
 use mad_core::wire::smp::{
-    dr_check_forward, dr_check_send, dr_fwd_port, dr_handle_recv, dr_handle_send,
-    is_local_returning_smp, is_local_smp, DrForward, DrVerdict, Smp,
+    dr_arrive, dr_check_send, dr_fwd_port, dr_handle_send, is_local_returning_smp, is_local_smp,
+    DrArrival, DrVerdict, Smp,
 };
 use mad_core::wire::{Mad, Method, MgmtClass, MAD_LEN};
 

@@ -88,10 +88,17 @@ fn perf_class_port_info(tid: u64) -> Vec<u8> {
 }
 
 fn bring_up_and_check(name: &str) {
+    bring_up_and_check_with(name, routing::BACKGROUND_ENTRIES);
+}
+
+/// [`bring_up_and_check`] with SM-lite routing on its routing thread
+/// fabrics from `background_entries` table entries.
+fn bring_up_and_check_with(name: &str, background_entries: usize) {
     let fabric = Fabric::load(topology(name)).unwrap();
     let mut port = fabric.attach_default().unwrap();
     port.set_is_sm(true);
     let mut sm = SubnetManager::new(SmConfig::default(), port.port_attrs());
+    sm.background_entries = background_entries;
     let mut now = Instant::now();
     sm.start(now);
     let events = run(&mut sm, &mut port, &mut now, |e| *e == SmEvent::SubnetUp);
@@ -268,4 +275,9 @@ fn sm_lite_brings_up_the_built_in_fabric_on_the_small_ibsim_examples() {
 #[test]
 fn sm_lite_brings_up_the_built_in_fabric_on_net_medium() {
     bring_up_and_check("net.medium");
+}
+
+#[test]
+fn sm_lite_routing_on_its_thread_during_the_sets_brings_up_net_medium_min_hop() {
+    bring_up_and_check_with("net.medium", 0);
 }

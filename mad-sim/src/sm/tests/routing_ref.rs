@@ -94,7 +94,7 @@ fn reference(subnet: &Subnet) -> HashMap<NodeIdx, Vec<u8>> {
 
 /// Brings `fab` up and checks SM-lite's tables against the reference.
 fn same_as_reference(fab: Fabric) {
-    let mut h = Harness::new(fab, SmConfig::default());
+    let mut h = Harness::new(fab.clone(), SmConfig::default());
     h.bring_up();
     let mut sub = h.sm.subnet().clone();
     let want = reference(&sub);
@@ -116,17 +116,27 @@ fn same_as_reference(fab: Fabric) {
             }
         }
     }
-    // And what SM-lite programmed is that table.
-    for (i, n) in h.sm.subnet().nodes().iter().enumerate() {
-        if let Some(w) = want.get(&i) {
-            assert_eq!(
-                n.lft.iter().copied().collect::<Vec<u8>>(),
-                *w,
-                "switch {} (programmed)",
-                n.desc
-            );
+    // And what SM-lite programmed is that table, whether it routed the
+    // fabric before its Sets or on a routing thread while they went out
+    // (as it does a big fabric): the same SMPs too.
+    let mut bg = Harness::new(fab, SmConfig::default());
+    bg.sm.background_entries = 0;
+    bg.bring_up();
+    assert_eq!(bg.sent, h.sent, "SMPs sent with the routing thread");
+    for sm in [&h.sm, &bg.sm] {
+        for (i, n) in sm.subnet().nodes().iter().enumerate() {
+            if let Some(w) = want.get(&i) {
+                assert_eq!(
+                    n.lft.iter().copied().collect::<Vec<u8>>(),
+                    *w,
+                    "switch {} (programmed)",
+                    n.desc
+                );
+            }
         }
     }
+    let lfts = |f: &Fabric| f.nodes.iter().map(|n| n.lft.clone()).collect::<Vec<_>>();
+    assert_eq!(lfts(&bg.fab), lfts(&h.fab), "the switches' tables");
 }
 
 #[test]

@@ -292,6 +292,143 @@ pub fn is_local_returning_smp<T: AsRef<[u8]>>(smp: &Smp<T>) -> bool {
     smp.direction() && smp.hop_ptr() == 0
 }
 
+/// What a node does with a directed-route SMP that arrived on one of its
+/// ports ([`dr_arrive`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrArrival {
+    /// Dropped by the receive rules, or by the send rules of the port it
+    /// would leave through or be handed up from.
+    Discard,
+    /// To be forwarded, but the port the path names does not exist (0,
+    /// above the node's port count, or the node is not a switch): a
+    /// switch relay error.
+    RelayError,
+    /// Forwarded out of this switch port (the send rules already applied).
+    Forward(u8),
+    /// For the node's SMA (an outbound SMP at the end of its path, the
+    /// send rules already applied at the arrival port).
+    Sma,
+    /// A returning SMP back at its requester (HopPointer 0).
+    Requester,
+}
+
+/// The whole of what the kernel's `handle_ib_smi` decides for a DR SMP
+/// that arrived at a node: the receive rules
+/// ([`dr_handle_recv`]) for `port` of a node with `phys_port_cnt` ports,
+/// then the forward decision ([`dr_check_forward`]) and, for a forward
+/// ([`dr_fwd_port`]) or for the SMA, the send rules
+/// ([`dr_handle_send`], then [`is_local_smp`]), or for a returning SMP
+/// [`is_local_returning_smp`]. One pass over the header, with the same
+/// verdict and the same HopPointer and ReturnPath writes as those calls
+/// in that order (a test compares them over every header).
+pub fn dr_arrive<T: AsRef<[u8]> + AsMut<[u8]>>(
+    smp: &mut Smp<T>,
+    is_switch: bool,
+    port: u8,
+    phys_port_cnt: u8,
+) -> DrArrival {
+    let Some((hc, hp, dlid_perm, slid_perm)) = dr_route(smp) else {
+        return DrArrival::Discard;
+    };
+    // A forward out of the path entry `out`, HopPointer then `next`.
+    let forward = |smp: &mut Smp<T>, out: u8, next: u8| {
+        if !is_switch || out == 0 || out > phys_port_cnt {
+            return DrArrival::RelayError;
+        }
+        smp.set_hop_ptr(next);
+        DrArrival::Forward(out)
+    };
+    if !smp.direction() {
+        if hc != 0 && hp == 0 {
+            return DrArrival::Discard; // C14-9:1
+        }
+        if hp != 0 && hp < hc {
+            // C14-9:2, then forward out of InitialPath[hp + 1].
+            if !is_switch {
+                return DrArrival::Discard;
+            }
+            let hpi = usize::from(hp);
+            if let Some(e) = smp.return_path_mut().get_mut(hpi) {
+                *e = port;
+            }
+            let out = path_entry(smp.initial_path(), hpi + 1).unwrap_or(u8::MAX);
+            if out > phys_port_cnt {
+                return DrArrival::Discard;
+            }
+            return forward(smp, out, hp + 1);
+        }
+        if hp == hc {
+            // C14-9:3: the end of the directed part.
+            if hc != 0 {
+                if let Some(e) = smp.return_path_mut().get_mut(usize::from(hp)) {
+                    *e = port;
+                }
+            }
+            if !dlid_perm {
+                // Kept by a switch, but handed up as is: not returning.
+                return DrArrival::Discard;
+            }
+            smp.set_hop_ptr(hp + 1);
+            return DrArrival::Sma;
+        }
+        // C14-9:4 / C14-9:5
+        if u16::from(hp) == u16::from(hc) + 1 {
+            DrArrival::Sma
+        } else {
+            DrArrival::Discard
+        }
+    } else {
+        if hc != 0 && u16::from(hp) == u16::from(hc) + 1 {
+            // C14-13:1: back at the responder's side.
+            let hp = hp - 1;
+            smp.set_hop_ptr(hp);
+            if path_entry(smp.return_path(), usize::from(hp)) != Some(port) {
+                return DrArrival::Discard;
+            }
+            if hp >= 2 {
+                let out = path_entry(smp.return_path(), usize::from(hp) - 1).unwrap_or(0);
+                return forward(smp, out, hp - 1);
+            }
+            // hp = 1: sent on toward the SM's side (DrSLID not
+            // permissive: LID-routed from here, which is no local SMP) or
+            // handed up as a returning SMP with hp 1: neither is kept.
+            if !slid_perm {
+                smp.set_hop_ptr(0);
+            }
+            return DrArrival::Discard;
+        }
+        if (2..=hc).contains(&hp) {
+            // C14-13:2, then forward out of ReturnPath[hp − 1].
+            if !is_switch {
+                return DrArrival::Discard;
+            }
+            let out = path_entry(smp.return_path(), usize::from(hp) - 1).unwrap_or(u8::MAX);
+            if out > phys_port_cnt {
+                return DrArrival::Discard;
+            }
+            return forward(smp, out, hp - 1);
+        }
+        if hp == 1 {
+            // C14-13:3 (a switch with a real DrSLID runs the send rules,
+            // which move HopPointer to 0, before the SMP is dropped).
+            if slid_perm || is_switch {
+                smp.set_hop_ptr(0);
+            }
+            return if slid_perm {
+                DrArrival::Requester
+            } else {
+                DrArrival::Discard
+            };
+        }
+        // C14-13:4 / C14-13:5
+        if hp == 0 {
+            DrArrival::Requester
+        } else {
+            DrArrival::Discard
+        }
+    }
+}
+
 /// Turns a received directed-route request into its response, in place:
 /// method GetResp (a Get or a Set is answered with GetResp), D = 1, and
 /// HopPointer = HopCount + 1 as libibmad's `mad_encode` writes it for a
@@ -350,4 +487,96 @@ pub fn dr_make_response<T: AsRef<[u8]> + AsMut<[u8]>>(smp: &mut Smp<T>) -> Resul
     smp.set_direction(true);
     smp.set_hop_ptr(hc + 1);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::MgmtClass;
+
+    /// [`dr_arrive`] as the separate rules it folds together, in the
+    /// order the kernel (and the fabric before) runs them.
+    fn reference<T: AsRef<[u8]> + AsMut<[u8]>>(
+        smp: &mut Smp<T>,
+        is_switch: bool,
+        port: u8,
+        nports: u8,
+    ) -> DrArrival {
+        if dr_handle_recv(smp, is_switch, port, nports) == DrVerdict::Discard {
+            return DrArrival::Discard;
+        }
+        match dr_check_forward(smp) {
+            DrForward::Forward => {
+                let out = dr_fwd_port(smp);
+                if !is_switch || out == 0 || out > nports {
+                    return DrArrival::RelayError;
+                }
+                if dr_handle_send(smp, true, out) == DrVerdict::Discard {
+                    return DrArrival::Discard;
+                }
+                DrArrival::Forward(out)
+            }
+            DrForward::Send => {
+                if dr_handle_send(smp, is_switch, port) == DrVerdict::Discard || !is_local_smp(smp)
+                {
+                    return DrArrival::Discard;
+                }
+                DrArrival::Sma
+            }
+            DrForward::Local => {
+                if is_local_returning_smp(smp) {
+                    DrArrival::Requester
+                } else {
+                    DrArrival::Discard
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn dr_arrive_decides_and_writes_as_the_separate_rules_for_every_header() {
+        let mut cases = 0u32;
+        for hc in [0u8, 1, 2, 3, 5, 62, 63, 64] {
+            for hp in 0..=66u8 {
+                for dir in [false, true] {
+                    for (slid, dlid) in [(true, true), (true, false), (false, true)] {
+                        for is_switch in [false, true] {
+                            for (port, nports) in [(1u8, 1u8), (3, 8), (7, 36), (0, 4)] {
+                                let mut b = [0u8; MAD_LEN];
+                                b[1] = MgmtClass::SUBN_DIRECTED_ROUTE.0;
+                                let mut s = Smp::new_unchecked(b);
+                                s.set_hop_cnt(hc);
+                                s.set_hop_ptr(hp);
+                                s.set_direction(dir);
+                                s.set_dr_slid(if slid { PERMISSIVE_LID } else { 5 });
+                                s.set_dr_dlid(if dlid { PERMISSIVE_LID } else { 9 });
+                                // Path entries: ports in and out of range, the
+                                // arrival port, and 0.
+                                for i in 0..64 {
+                                    s.initial_path_mut()[i] = [0, 3, 7, 40, 1][i % 5];
+                                    s.return_path_mut()[i] = [7, 0, 3, 1, 40, 2][i % 6];
+                                }
+                                let mut want = Smp::new_unchecked(s.into_inner());
+                                let expect = reference(&mut want, is_switch, port, nports);
+                                let got = dr_arrive(&mut s, is_switch, port, nports);
+                                assert_eq!(
+                                    got, expect,
+                                    "hc {hc} hp {hp} d {dir} slid {slid} dlid {dlid} \
+                                     switch {is_switch} port {port}/{nports}"
+                                );
+                                assert_eq!(
+                                    s.as_bytes(),
+                                    want.as_bytes(),
+                                    "writes: hc {hc} hp {hp} d {dir} slid {slid} dlid {dlid} \
+                                     switch {is_switch} port {port}/{nports}"
+                                );
+                                cases += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases > 10_000);
+    }
 }

@@ -24,6 +24,7 @@ mod dr;
 mod layout;
 mod path;
 
+pub use dr::{dr_arrive, DrArrival};
 pub use dr::{
     dr_check_forward, dr_check_send, dr_fwd_port, dr_handle_recv, dr_handle_send, dr_make_response,
     is_local_returning_smp, is_local_smp, DrForward, DrVerdict,
