@@ -67,7 +67,10 @@ impl ReceiverTable {
             None => (Vec::new(), false),
         };
         self.usage.take(key.src, data.capacity());
-        if !self.usage.grow(key.src, &self.cfg, &mut data, hdr_len) {
+        if !self
+            .usage
+            .grow(key.src, &self.cfg, &mut data, (hdr_len, None))
+        {
             self.usage.release(key.src, data.capacity());
             self.recycle(data);
             self.stats.refused_bytes += 1;
@@ -172,7 +175,8 @@ impl ReceiverTable {
         };
         // `data` holds the class header (from segment 1) then the payloads.
         let off = t.hdr_len + (n as usize - 1) * t.seg_size;
-        if !usage.grow(src, cfg, &mut t.data, off + t.seg_size) {
+        let hint = t.size_hint();
+        if !usage.grow(src, cfg, &mut t.data, (off + t.seg_size, hint)) {
             return Placed::RefusedBytes;
         }
         if off == t.data.len() {
