@@ -66,9 +66,8 @@ impl<T: Transport> Engine<T> {
         }
     }
 
-    /// Stops routing control MADs to send `idx`.
-    pub(super) fn unroute_rmpp(&mut self, idx: usize) {
-        let key = self.sends[idx].key;
+    /// Stops routing control MADs to send `idx`, whose key is `key`.
+    pub(super) fn unroute_rmpp(&mut self, key: (u64, u8), idx: usize) {
         if let Some(list) = self.rmpp_out.get_mut(&key) {
             list.retain(|&i| i != idx);
             if list.is_empty() {
@@ -242,7 +241,7 @@ impl<T: Transport> Engine<T> {
         let waits = s.state.failure().is_none()
             && s.rmpp.as_ref().is_some_and(|tx| !tx.sender.is_finished());
         if !waits {
-            self.unroute_rmpp(idx);
+            self.unroute_rmpp(self.sends[idx].key, idx);
         }
     }
 

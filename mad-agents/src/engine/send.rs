@@ -2,6 +2,7 @@
 //! completion, cancel and modify (see the [engine documentation](super#the-life-of-a-send-seed-003-agentsmd-3)).
 
 use super::*;
+use std::collections::hash_map::Entry;
 
 impl<T: Transport> Engine<T> {
     /// Sends `req` for `agent` (see [`SendRequest`]). A request gets its
@@ -68,6 +69,8 @@ impl<T: Transport> Engine<T> {
             )));
         }
         let is_response = Mad::new_unchecked(&mad[..]).is_response();
+        // An allocated TID is one no waiting send has (checked below once).
+        let allocated = !is_response && matches!(tid_choice, TidChoice::Allocate);
         let tid = if is_response {
             Mad::new_unchecked(&mad[..]).tid()
         } else {
@@ -90,7 +93,7 @@ impl<T: Transport> Engine<T> {
             t
         };
         let key = tid::match_key(tid, class.0);
-        if (!timeout.is_zero() && self.waiting.contains_key(&key))
+        if (!timeout.is_zero() && !allocated && self.waiting.contains_key(&key))
             || (rmpp_transfer && self.rmpp_out_conflict(key, &dest))
         {
             return Err(SendError::DuplicateTid { tid, class });
@@ -226,8 +229,10 @@ impl<T: Transport> Engine<T> {
             return None;
         }
         let wait = self.interval(s);
-        let last_segment =
-            active_rmpp(mad).is_some_and(|h| h.rmpp_type() == RmppType::DATA && h.is_last());
+        // Only a class that uses RMPP has an RMPP header (an SMP's bytes
+        // there are its M_Key).
+        let last_segment = MgmtClass(s.key.1).is_rmpp_class()
+            && active_rmpp(mad).is_some_and(|h| h.rmpp_type() == RmppType::DATA && h.is_last());
         Some(if last_segment {
             wait.saturating_mul(2) + Duration::from_secs(5)
         } else {
@@ -283,9 +288,14 @@ impl<T: Transport> Engine<T> {
             self.free_flow_slot(aidx);
         }
         let s = &mut self.sends[idx];
-        // Only a send holding the response reference is in the table.
-        if self.waiting.get(&s.key) == Some(&idx) {
-            self.waiting.remove(&s.key);
+        // Only a send holding the response reference is in the table:
+        // one lookup, and none for a send that awaited nothing.
+        if released.awaited {
+            if let Entry::Occupied(e) = self.waiting.entry(s.key) {
+                if *e.get() == idx {
+                    e.remove();
+                }
+            }
         }
         if s.deadline.take().is_some() {
             self.agents[s.agent].timeouts.remove(idx);
@@ -357,16 +367,13 @@ impl<T: Transport> Engine<T> {
     pub(super) fn finish(&mut self, idx: usize) {
         self.release_flow_slot(idx);
         let s = self.sends.remove(idx);
-        if self.waiting.get(&s.key) == Some(&idx) {
-            self.waiting.remove(&s.key);
-        }
-        if let Some(list) = self.rmpp_out.get_mut(&s.key) {
-            list.retain(|&i| i != idx);
-            if list.is_empty() {
-                self.rmpp_out.remove(&s.key);
-            }
-        }
+        // Released, so it gave up its response reference, and with it its
+        // place in the table of sends waiting for an answer
+        // (`stop_waiting`).
+        debug_assert!(self.waiting.get(&s.key) != Some(&idx));
+        // Only an RMPP transfer is routed by `rmpp_out`.
         if let Some(tx) = &s.rmpp {
+            self.unroute_rmpp(s.key, idx);
             if tx.deadline.is_some() {
                 self.rmpp_timers.remove(idx);
             }

@@ -68,6 +68,9 @@ pub(super) struct Released {
     pub(super) queued: Option<u64>,
     /// It held a flow-control slot.
     pub(super) slot: bool,
+    /// It held the response reference: it was in the engine's table of
+    /// sends waiting for an answer, and leaves it now.
+    pub(super) awaited: bool,
 }
 
 /// The lifecycle of one send: its [`Phase`] and its work requests in
@@ -348,8 +351,13 @@ impl<R> SendState<R> {
             Phase::Queued { seq, .. } => Released {
                 queued: Some(seq),
                 slot: false,
+                awaited: true,
             },
-            Phase::Open { slot, .. } => Released { queued: None, slot },
+            Phase::Open { slot, awaiting, .. } => Released {
+                queued: None,
+                slot,
+                awaited: awaiting,
+            },
             Phase::Answered { .. } | Phase::Failed(_) => return Err(Refused),
         };
         self.phase = Phase::Failed(status);
@@ -374,7 +382,11 @@ impl<R> SendState<R> {
             late_error: None,
             flush_reposted,
         };
-        Ok(Released { queued: None, slot })
+        Ok(Released {
+            queued: None,
+            slot,
+            awaited: true,
+        })
     }
 
     /// A work-request error after the response: recorded once, and only

@@ -100,7 +100,8 @@ fn the_flow_control_slot_is_taken_once_and_given_back_once() {
         s.fail(SendStatus::Timeout),
         Ok(Released {
             queued: None,
-            slot: true
+            slot: true,
+            awaited: true
         })
     );
     assert!(!s.release_slot());
@@ -127,7 +128,8 @@ fn an_answer_ends_the_wait_and_keeps_the_work_requests() {
         s.answer(5),
         Ok(Released {
             queued: None,
-            slot: true
+            slot: true,
+            awaited: true
         })
     );
     assert_eq!(s.refs(), 1);
@@ -166,7 +168,8 @@ fn a_failure_is_final_and_the_first_one_wins() {
         s.fail(SendStatus::Canceled),
         Ok(Released {
             queued: Some(3),
-            slot: false
+            slot: false,
+            awaited: true
         })
     );
     assert!(s.is_released() && !s.is_active() && !s.awaits_response());
@@ -191,4 +194,19 @@ fn a_failed_send_still_counts_its_work_requests() {
     s.wr_completed().unwrap();
     assert!(s.is_released());
     assert!(matches!(s.phase(), Phase::Failed(SendStatus::Flushed)));
+}
+
+#[test]
+fn only_a_send_that_awaited_its_response_leaves_the_waiting_table() {
+    let mut s = S::open(false, true);
+    assert_eq!(
+        s.fail(SendStatus::Canceled),
+        Ok(Released {
+            queued: None,
+            slot: false,
+            awaited: false
+        })
+    );
+    let mut s = open_awaiting();
+    assert!(s.fail(SendStatus::Timeout).is_ok_and(|r| r.awaited));
 }

@@ -14,6 +14,19 @@ use crate::wire::rmpp::{RmppHeader, RmppType, RmppView, RMPP_FLAG_ACTIVE};
 use crate::wire::vendor::VendorMad;
 use crate::wire::{Mad, MadHeader, Method, MgmtClass, RMPP_HEADER_END, VENDOR_DATA_OFFSET};
 
+/// Accessors of [`Inbound`] that read one field of the common header
+/// through its view: `name: Type = view_accessor;`.
+macro_rules! header_fields {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty = $view:ident;)*) => {$(
+        $(#[$doc])*
+        #[must_use]
+        #[inline]
+        pub fn $name(&self) -> $ty {
+            self.view().$view()
+        }
+    )*};
+}
+
 /// Why a received buffer is not an [`Inbound`] MAD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -106,47 +119,20 @@ impl Inbound {
         self.view().header().unwrap_or_default()
     }
 
-    /// The management class.
-    #[must_use]
-    #[inline]
-    pub fn class(&self) -> MgmtClass {
-        self.view().mgmt_class()
-    }
-
-    /// The class version.
-    #[must_use]
-    #[inline]
-    pub fn class_version(&self) -> u8 {
-        self.view().class_version()
-    }
-
-    /// The method, without the response bit.
-    #[must_use]
-    #[inline]
-    pub fn method(&self) -> Method {
-        self.view().method()
-    }
-
-    /// The transaction ID as received.
-    #[must_use]
-    #[inline]
-    pub fn tid(&self) -> u64 {
-        self.view().tid()
-    }
-
-    /// The method byte as on the wire (response bit included).
-    #[must_use]
-    #[inline]
-    pub fn method_byte(&self) -> u8 {
-        self.view().raw_method()
-    }
-
-    /// True when it is routed as a response, by TID
-    /// ([`MadHeader::is_response`]).
-    #[must_use]
-    #[inline]
-    pub fn is_response(&self) -> bool {
-        self.view().is_response()
+    header_fields! {
+        /// The management class.
+        class: MgmtClass = mgmt_class;
+        /// The class version.
+        class_version: u8 = class_version;
+        /// The method, without the response bit.
+        method: Method = method;
+        /// The transaction ID as received.
+        tid: u64 = tid;
+        /// The method byte as on the wire (response bit included).
+        method_byte: u8 = raw_method;
+        /// True when it is routed as a response, by TID
+        /// ([`MadHeader::is_response`]).
+        is_response: bool = is_response;
     }
 
     /// The RMPP header, for a class that carries one (whether or not its

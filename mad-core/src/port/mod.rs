@@ -671,13 +671,18 @@ impl<T: Transport> Port<T> {
 
     fn on_completion(&mut self, c: SendCompletion) {
         let q = &mut self.qps[c.qp.index()];
-        let Some(pos) = q.posted.iter().position(|(w, _)| *w == c.wr_id) else {
+        // Work requests mostly complete in the order they were posted.
+        let found = if q.posted.front().is_some_and(|(w, _)| *w == c.wr_id) {
+            q.posted.pop_front()
+        } else {
+            let pos = q.posted.iter().position(|(w, _)| *w == c.wr_id);
+            pos.and_then(|pos| q.posted.remove(pos))
+        };
+        let Some((_, meta)) = found else {
             self.stats.stale_completions += 1;
             return;
         };
-        if let Some((_, meta)) = q.posted.remove(pos) {
-            self.complete(meta, c.qp, c.status, c.vendor_err);
-        }
+        self.complete(meta, c.qp, c.status, c.vendor_err);
     }
 
     fn poll_receives(&mut self) {

@@ -67,14 +67,19 @@ impl Usage {
     }
 
     /// Grows `data` (of `p`) to hold at least `needed` bytes, doubling
-    /// where the budgets allow, never past them. False if `needed` does
-    /// not fit.
+    /// where the budgets allow, never past them. A doubling stops at
+    /// `hint` (the size the transfer claims to end with) when that holds
+    /// `needed`: an honest transfer's last growth is then to its final
+    /// size, not to twice the one before (a reallocation, and for a
+    /// message of a megabyte a copy and fresh pages, fewer). A hint below
+    /// `needed` is ignored, so a false claim only ever allocates less.
+    /// False if `needed` does not fit.
     pub(super) fn grow(
         &mut self,
         p: Peer,
         cfg: &ReceiverConfig,
         data: &mut Vec<u8>,
-        needed: usize,
+        (needed, hint): (usize, Option<usize>),
     ) -> bool {
         let cap = data.capacity();
         if needed <= cap {
@@ -84,10 +89,12 @@ impl Usage {
         if needed > limit {
             return false;
         }
-        let target = cap
-            .saturating_mul(2)
+        let doubled = cap.saturating_mul(2).max(MAD_LEN);
+        let doubled = hint
+            .filter(|&h| h >= needed)
+            .map_or(doubled, |h| doubled.min(h));
+        let target = doubled
             .max(needed)
-            .max(MAD_LEN)
             .min(limit)
             .min(cfg.max_message_len.saturating_add(MAD_LEN).max(needed));
         data.reserve_exact(target - data.len());

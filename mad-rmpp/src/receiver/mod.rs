@@ -412,7 +412,10 @@ impl ReceiverTable {
             return true;
         }
         match h.rmpp_type {
-            RmppType::DATA => self.handle_data(key, src, mad, h, now),
+            RmppType::DATA => {
+                let seg = reassembly::Segment { key, src, mad, h };
+                self.handle_data(seg, now);
+            }
             RmppType::ABORT | RmppType::STOP => {
                 if !h.status.is_valid_for(h.rmpp_type) {
                     // The kernel answers every malformed STOP / ABORT with

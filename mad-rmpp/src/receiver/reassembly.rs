@@ -11,15 +11,20 @@ use crate::segment::{message_len, Header, RmppStatus, MAD_LEN, RMPP_DATA};
 use crate::Outcome;
 use mad_wire::addr::Address;
 
+/// A received DATA segment on its way into the table: the transfer it
+/// belongs to, its source address as received, its bytes and its parsed
+/// RMPP header.
+#[derive(Clone, Copy)]
+pub(super) struct Segment<'a> {
+    pub(super) key: TransferKey,
+    pub(super) src: &'a Address,
+    pub(super) mad: &'a [u8],
+    pub(super) h: &'a Header,
+}
+
 impl ReceiverTable {
-    pub(super) fn handle_data(
-        &mut self,
-        key: TransferKey,
-        src: &Address,
-        mad: &[u8],
-        h: &Header,
-        now: Instant,
-    ) {
+    pub(super) fn handle_data(&mut self, seg: Segment<'_>, now: Instant) {
+        let Segment { key, src, mad, h } = seg;
         if h.status != RmppStatus::SUCCESS {
             self.reject(key, src, mad, RmppStatus::BAD_STATUS);
             return;
@@ -29,20 +34,16 @@ impl ReceiverTable {
             return;
         }
         if h.data1 == 1 && !self.transfers.contains_key(&key) {
-            self.start(key, src, mad, h, now);
+            self.start(seg, now);
         } else {
             self.continue_transfer(key, mad, h, now);
         }
     }
 
-    pub(super) fn start(
-        &mut self,
-        key: TransferKey,
-        src: &Address,
-        mad: &[u8],
-        h: &Header,
-        now: Instant,
-    ) {
+    /// Segment 1 of a new transfer: refused when the table, the source or
+    /// the byte budgets are full, else the transfer starts with it.
+    pub(super) fn start(&mut self, seg: Segment<'_>, now: Instant) {
+        let Segment { key, src, mad, h } = seg;
         let busy = self.usage.sources.get(&key.src).map_or(0, |s| s.active);
         if self.active >= self.cfg.max_total || busy >= self.cfg.max_per_source {
             self.stats.refused_busy += 1;
@@ -66,7 +67,10 @@ impl ReceiverTable {
             None => (Vec::new(), false),
         };
         self.usage.take(key.src, data.capacity());
-        if !self.usage.grow(key.src, &self.cfg, &mut data, hdr_len) {
+        if !self
+            .usage
+            .grow(key.src, &self.cfg, &mut data, (hdr_len, None))
+        {
             self.usage.release(key.src, data.capacity());
             self.recycle(data);
             self.stats.refused_bytes += 1;
@@ -171,7 +175,8 @@ impl ReceiverTable {
         };
         // `data` holds the class header (from segment 1) then the payloads.
         let off = t.hdr_len + (n as usize - 1) * t.seg_size;
-        if !usage.grow(src, cfg, &mut t.data, off + t.seg_size) {
+        let hint = t.size_hint();
+        if !usage.grow(src, cfg, &mut t.data, (off + t.seg_size, hint)) {
             return Placed::RefusedBytes;
         }
         if off == t.data.len() {

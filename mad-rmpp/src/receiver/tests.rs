@@ -571,3 +571,60 @@ fn a_hostile_flood_stays_within_the_documented_worst_case() {
     let st = t.stats();
     assert!(st.refused_bytes > 0 && st.evicted_lingering > 0, "{st:?}");
 }
+
+#[test]
+fn an_honest_transfer_grows_its_buffer_to_its_claimed_size_and_not_past_it() {
+    // 1.5 MiB of SA data in 7,865 segments of 200 bytes: doubling alone
+    // grows the buffer from 1 MiB to 2 MiB for 1.5 MiB + 56 bytes of
+    // message (held until the last segment completes it).
+    let now = Instant::now();
+    let mut hdr = seg(1, 0, 0);
+    hdr.truncate(56);
+    let data: Vec<u8> = (0..3u32 << 19).map(|i| (i % 251) as u8).collect();
+    let cfg = SenderConfig {
+        initial_window: u32::MAX,
+        ..SenderConfig::default()
+    };
+    let mut tx = Sender::new(&hdr, &data, cfg, now).unwrap();
+    let mut t = table_with(|c| c.window = 1 << 20);
+    let final_len = 56 + data.len().div_ceil(200) * 200;
+    let mut most = 0;
+    let mut delivered = None;
+    let mut m = [0u8; MAD_LEN];
+    while tx.poll_transmit_into(now, &mut m).is_some() {
+        t.handle(&m, &Address::gsi(SRC.0), now);
+        most = most.max(t.held_bytes());
+        for o in outputs(&mut t) {
+            if let Output::Delivered { message, .. } = o {
+                delivered = Some(message);
+            }
+        }
+    }
+    let message = delivered.expect("the message is delivered");
+    assert_eq!(message.len(), 56 + data.len());
+    assert_eq!(&message[56..], &data[..]);
+    assert!(most <= final_len, "held {most} bytes for {final_len}");
+    assert!(most > 1 << 20, "{most}");
+}
+
+#[test]
+fn a_claim_below_what_arrives_is_ignored_and_growth_doubles_as_before() {
+    // Segment 1 claims one segment's payload, then three more arrive: the
+    // buffer grows by doubling (not one segment at a time) to hold them.
+    let now = Instant::now();
+    let mut t = ReceiverTable::new(ReceiverConfig::default());
+    let src = Address::gsi(SRC.0);
+    t.handle(&seg(1, FLAG_FIRST, 220), &src, now);
+    let after_one = t.held_bytes();
+    t.handle(&seg(2, 0, 0), &src, now);
+    t.handle(&seg(3, 0, 0), &src, now);
+    assert!(
+        t.held_bytes() >= 2 * after_one,
+        "{after_one} -> {}",
+        t.held_bytes()
+    );
+    t.handle(&seg(4, FLAG_LAST, 220), &src, now);
+    assert!(outputs(&mut t)
+        .iter()
+        .any(|o| matches!(o, Output::Ended { .. } | Output::Delivered { .. })));
+}

@@ -4,7 +4,7 @@
 use mad_wire::addr::Address;
 use std::time::Instant;
 
-use crate::segment::{RmppStatus, MAD_LEN};
+use crate::segment::{RmppStatus, MAD_LEN, RMPP_DATA};
 
 /// What placing a segment asks the table to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +55,20 @@ pub(super) struct Transfer {
 }
 
 impl Transfer {
+    /// The buffer an honest transfer ends with, from segment 1's
+    /// PayloadLength (`first_total`: every segment's bytes after the RMPP
+    /// header, the last one's padding excluded): the class header and
+    /// that many whole segment payloads. `None` without a claim. Only
+    /// ever used to stop doubling short of it, never to allocate more.
+    pub(super) fn size_hint(&self) -> Option<usize> {
+        let segments = self.first_total.div_ceil(RMPP_DATA) as usize;
+        (segments > 0).then(|| {
+            segments
+                .saturating_mul(self.seg_size)
+                .saturating_add(self.hdr_len)
+        })
+    }
+
     pub(super) fn has(&self, n: u32) -> bool {
         let i = (n - 1) as usize;
         self.have
