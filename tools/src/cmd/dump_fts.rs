@@ -86,8 +86,8 @@ fn find_port_lid(f: &Fabric, names: Option<&NameMap>, lid: u16) -> Option<LidInf
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let spec = fts::spec("KGDLs", EXAMPLES);
     let p = ibdiag::parse(inv, &spec)?;
-    let (startlid, endlid) = (fts::lid_arg(&p.args, 0), fts::lid_arg(&p.args, 1));
-    let (o, mc) = FtOpts::of(&p);
+    let lids = (fts::lid_arg(&p.args, 0), fts::lid_arg(&p.args, 1));
+    let o = FtOpts::of(&p);
     let names = open_name_map(inv, p.value(KEY_NODE_NAME_MAP));
     let c = p.common.clone();
     let session = ibdiag::open_session(inv, &c)?;
@@ -127,37 +127,24 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             lid: n.smalid,
         };
         let rows_before = out.rows.len();
-        if mc {
-            fts::multicast(
-                &session,
-                &sw,
-                o,
-                startlid,
-                endlid,
-                OnFailure::Report,
-                &mut out,
-            );
-        } else {
-            let mut resolve = |lid| find_port_lid(f, names.as_ref(), lid);
-            fts::unicast(
-                &session,
-                &sw,
-                o,
-                startlid,
-                endlid,
-                OnFailure::Report,
-                &mut resolve,
-                ": (node info not available fabric scan)",
-                &mut out,
-            );
-        }
+        let mut resolve = |lid| find_port_lid(f, names.as_ref(), lid);
+        fts::table(
+            &session,
+            &sw,
+            o,
+            lids,
+            OnFailure::Report,
+            &mut resolve,
+            ": (node info not available fabric scan)",
+            &mut out,
+        );
         let rows: Vec<Json> = out.rows.drain(rows_before..).collect();
         switches.push(
             Json::obj()
                 .with("dest", Json::String(sw.text.clone()))
                 .with("node_guid", ibdiag::hex(sw.guid, 16))
                 .with("node_description", Json::String(sw.name.clone()))
-                .with(if mc { "multicast" } else { "unicast" }, Json::Array(rows)),
+                .with(o.table_key(), Json::Array(rows)),
         );
     }
     let close = session.close();

@@ -92,25 +92,57 @@ pub struct FtSwitch {
     pub lid: u16,
 }
 
-/// How the tables are printed (`-n`, `-a`).
+/// Which table is printed and how (`-M`, `-n`, `-a`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FtOpts {
     /// `-n`: no destinations; masks in hex.
     pub brief: bool,
     /// `-a`: every entry, even invalid ones.
     pub dump_all: bool,
+    /// `-M`: the multicast table instead of the unicast one.
+    pub multicast: bool,
 }
 
 impl FtOpts {
-    /// `-n` and `-a` of ibroute and dump_fts, and whether `-M` asks for
-    /// the multicast tables.
+    /// `-n`, `-a` and `-M` of ibroute and dump_fts.
     #[must_use]
-    pub fn of(p: &super::Parsed) -> (Self, bool) {
-        let o = Self {
+    pub fn of(p: &super::Parsed) -> Self {
+        Self {
             brief: p.has('n' as i32),
             dump_all: p.has('a' as i32),
-        };
-        (o, p.has('M' as i32))
+            multicast: p.has('M' as i32),
+        }
+    }
+
+    /// The JSON key of the table's rows.
+    #[must_use]
+    pub fn table_key(self) -> &'static str {
+        if self.multicast {
+            "multicast"
+        } else {
+            "unicast"
+        }
+    }
+}
+
+/// The table `o` asks for ([`multicast`] or [`unicast`]) of switch `sw`
+/// from `lids.0` to `lids.1`; `resolve` and `unknown` as [`unicast`]
+/// takes them.
+#[allow(clippy::too_many_arguments)]
+pub fn table(
+    s: &Session,
+    sw: &FtSwitch,
+    o: FtOpts,
+    lids: (u32, u32),
+    on: OnFailure,
+    resolve: &mut dyn FnMut(u16) -> Option<LidInfo>,
+    unknown: &str,
+    out: &mut FtOut,
+) {
+    if o.multicast {
+        multicast(s, sw, o, lids.0, lids.1, on, out);
+    } else {
+        unicast(s, sw, o, lids.0, lids.1, on, resolve, unknown, out);
     }
 }
 
