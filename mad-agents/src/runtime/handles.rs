@@ -10,8 +10,38 @@ use mad_core::transport::PortAttrs;
 
 use super::relay::Relay;
 use super::shared::{ChannelLoad, Shared};
-use crate::engine::AgentState;
+use crate::engine::{AgentState, Engine};
 use crate::types::{AgentEvent, AgentId, AgentStats, Completion, SendError, SendId, SendRequest};
+
+/// `f` on the engine under the runtime's lock, then a wake of the port's
+/// loop (the call may have changed what it must post or deliver).
+fn then_wake<R>(shared: &Shared, f: impl FnOnce(&mut Engine) -> R) -> R {
+    let r = f(&mut shared.core().engine);
+    shared.wake();
+    r
+}
+
+/// A handle on the runtime's shared state naming one of its objects by
+/// `id`: its `Debug` (the id only) and its `id` getter.
+macro_rules! id_handle {
+    ($handle:ident, $id:ty, $doc:literal) => {
+        impl std::fmt::Debug for $handle {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($handle))
+                    .field("id", &self.id)
+                    .finish()
+            }
+        }
+
+        impl $handle {
+            #[doc = $doc]
+            #[must_use]
+            pub fn id(&self) -> $id {
+                self.id
+            }
+        }
+    };
+}
 
 /// A cloneable reference to a registered agent: sends, cancels, waits. It
 /// does not keep the agent registered; use it inside callbacks.
@@ -21,19 +51,9 @@ pub struct AgentRef {
     pub(super) id: AgentId,
 }
 
-impl std::fmt::Debug for AgentRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentRef").field("id", &self.id).finish()
-    }
-}
+id_handle!(AgentRef, AgentId, "The agent's id.");
 
 impl AgentRef {
-    /// The agent's id.
-    #[must_use]
-    pub fn id(&self) -> AgentId {
-        self.id
-    }
-
     /// Sends `req` (see [`Engine::send`]); the completion is delivered
     /// to the agent's callback or channel.
     ///
@@ -131,9 +151,7 @@ impl AgentRef {
     /// # Errors
     /// [`SendError::UnknownAgent`] if the agent is gone.
     pub fn ack_reset(&self) -> Result<(), SendError> {
-        let r = self.shared.core().engine.ack_reset(self.id);
-        self.shared.wake();
-        r
+        then_wake(&self.shared, |e| e.ack_reset(self.id))
     }
 
     /// The agent's counters (`None` once it is gone).
@@ -248,27 +266,15 @@ pub struct SendHandle {
     pub(super) id: SendId,
 }
 
-impl std::fmt::Debug for SendHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SendHandle").field("id", &self.id).finish()
-    }
-}
+id_handle!(SendHandle, SendId, "The send's id (as in its completion).");
 
 impl SendHandle {
-    /// The send's id (as in its completion).
-    #[must_use]
-    pub fn id(&self) -> SendId {
-        self.id
-    }
-
     /// Cancels it ([`Engine::cancel`]).
     ///
     /// # Errors
     /// As [`Engine::cancel`].
     pub fn cancel(&self) -> Result<(), SendError> {
-        let r = self.shared.core().engine.cancel(self.id);
-        self.shared.wake();
-        r
+        then_wake(&self.shared, |e| e.cancel(self.id))
     }
 
     /// Changes its response timeout ([`Engine::modify`]).
@@ -276,13 +282,7 @@ impl SendHandle {
     /// # Errors
     /// As [`Engine::modify`].
     pub fn modify(&self, timeout: Duration) -> Result<(), SendError> {
-        let r = self
-            .shared
-            .core()
-            .engine
-            .modify(self.id, timeout, Instant::now());
-        self.shared.wake();
-        r
+        then_wake(&self.shared, |e| e.modify(self.id, timeout, Instant::now()))
     }
 }
 

@@ -77,6 +77,12 @@ use mad_core::wire::{AttributeId, Mad, MadStatus, Method, MgmtClass, Repr, SA_DA
 
 use crate::{RegisterError, SendError, SendStatus};
 
+/// `m` locked; a poisoned lock is taken over (the SA state stays
+/// consistent between statements, so a panicked holder left it usable).
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The name of an SA status value (MAD.md §3): the common "invalid field"
 /// codes and the SA class codes (`ERR_NO_RECORDS`, ...).
 #[must_use]

@@ -40,7 +40,7 @@
 //! send.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use mad_core::transport::{Address, GSI_QKEY};
@@ -57,7 +57,7 @@ use mad_core::wire::{
 };
 
 use super::components::{component_layout, record_matches};
-use super::SaError;
+use super::{lock, SaError};
 use crate::runtime::{Agent, AgentRef, Runtime};
 use crate::spec::AgentSpec;
 use crate::types::{AgentEvent, Completion, Message, SendRequest, SendStatus};
@@ -233,10 +233,6 @@ struct Inner {
     agent: OnceLock<AgentRef>,
     subs: Mutex<Vec<Subscriber>>,
     stats: Mutex<SaResponderStats>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Cookie of a Report send.

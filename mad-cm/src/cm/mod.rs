@@ -178,13 +178,10 @@ impl Cm {
             MsgRef::REP
         };
         let rej = msgs::rej(id.0, c.info.remote_comm_id, of, reason, &[], private_data)?;
-        let to = c.peer;
-        let mad = self.send(to, &rej)?;
         if of == MsgRef::REQ {
-            let deadline = now + self.conn_mut(id)?.timewait;
-            let c = self.conn_mut(id)?;
+            let c = self.conn_reply(id, &rej)?;
+            let deadline = now + c.timewait;
             c.state = State::RejSent;
-            c.last_reply = Some(mad);
             // The peer's QP never got connected: a new REQ from it is a
             // new request, not a stale one (only a repeat of this REQ is
             // answered with this REJ).
@@ -195,6 +192,8 @@ impl Cm {
             }
             self.arm(id, Some(deadline));
         } else {
+            let to = c.peer;
+            self.send(to, &rej)?;
             self.enter_timewait(now, id);
         }
         Ok(())
@@ -213,11 +212,7 @@ impl Cm {
             (MsgRef::REP, State::MraRepSent)
         };
         let mra = msgs::mra(id.0, c.info.remote_comm_id, of, service_timeout)?;
-        let to = c.peer;
-        let mad = self.send(to, &mra)?;
-        let c = self.conn_mut(id)?;
-        c.state = next;
-        c.last_reply = Some(mad);
+        self.conn_reply(id, &mra)?.state = next;
         Ok(())
     }
 
@@ -237,9 +232,7 @@ impl Cm {
         let c = self.conn_in(id, &states, "establish")?;
         if c.side == Side::Active {
             let rtu = msgs::rtu(id.0, c.info.remote_comm_id, &[])?;
-            let to = c.peer;
-            let mad = self.send(to, &rtu)?;
-            self.conn_mut(id)?.last_reply = Some(mad);
+            self.conn_reply(id, &rtu)?;
         }
         self.established(id);
         Ok(())
@@ -364,6 +357,17 @@ impl Cm {
     fn message_tid(&mut self) -> u64 {
         self.next_tid = self.next_tid.wrapping_add(1);
         u64::from(self.next_tid)
+    }
+
+    /// Queues `msg` to connection `id`'s peer as the reply to the peer's
+    /// last message (what a repeat of that message gets again); the
+    /// connection, to move on.
+    fn conn_reply(&mut self, id: ConnId, msg: &CmMessage) -> Result<&mut Conn, CmError> {
+        let to = self.conn_mut(id)?.peer;
+        let mad = self.send(to, msg)?;
+        let c = self.conn_mut(id)?;
+        c.last_reply = Some(mad);
+        Ok(c)
     }
 
     /// Queues `msg` to `to` and returns the MAD.

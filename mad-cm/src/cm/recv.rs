@@ -326,14 +326,13 @@ impl Cm {
         c.info.rnr_retry_count = m.rnr_retry_count;
         c.info.private_data = m.private_data.to_vec();
         c.retry = None;
-        let (auto, info, peer) = (c.auto_rtu, c.info.clone(), c.peer);
+        let (auto, info) = (c.auto_rtu, c.info.clone());
         self.by_remote
             .insert((m.local_ca_guid, m.local_comm_id), id);
         self.by_qpn.insert(qkey, id);
         if auto {
             let rtu = msgs::rtu(id.0, m.local_comm_id, &[])?;
-            let mad = self.send(peer, &rtu)?;
-            self.conn_mut(id)?.last_reply = Some(mad);
+            self.conn_reply(id, &rtu)?;
             self.established(id);
         } else {
             self.conn_mut(id)?.state = State::RepRcvd;

@@ -55,7 +55,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use super::loopback::qp_transition_allowed;
+use super::loopback::check_qp_transition;
 use super::{
     Address, AsyncEvent, Qp, QpState, Received, SendCompletion, Transport, TransportError,
     WcStatus, WrId,
@@ -741,9 +741,7 @@ impl<T: Transport> Transport for FaultInjector<T> {
             });
         }
         let from = self.qp_state(qp);
-        if !qp_transition_allowed(from, to) {
-            return Err(TransportError::InvalidTransition { qp, from, to });
-        }
+        check_qp_transition(qp, from, to)?;
         self.inner.modify_qp(qp, to)?;
         match to {
             QpState::Reset => {

@@ -65,6 +65,19 @@ pub fn qp_transition_allowed(from: QpState, to: QpState) -> bool {
     )
 }
 
+/// `Ok` if the verbs allow moving `qp` from `from` to `to`
+/// ([`qp_transition_allowed`]).
+///
+/// # Errors
+/// [`TransportError::InvalidTransition`] when they do not.
+pub fn check_qp_transition(qp: Qp, from: QpState, to: QpState) -> Result<(), TransportError> {
+    if qp_transition_allowed(from, to) {
+        Ok(())
+    } else {
+        Err(TransportError::InvalidTransition { qp, from, to })
+    }
+}
+
 /// A closure that answers MADs sent through a [`Loopback`]: it gets the QP
 /// the MAD was sent on, the MAD and its destination, and returns the MADs
 /// the same endpoint receives in reply.
@@ -436,10 +449,7 @@ impl Transport for Loopback {
     }
 
     fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        let from = self.state[qp.index()];
-        if !qp_transition_allowed(from, to) {
-            return Err(TransportError::InvalidTransition { qp, from, to });
-        }
+        check_qp_transition(qp, self.state[qp.index()], to)?;
         match to {
             QpState::Reset => {
                 let n = self.sq[qp.index()].len() as u64;

@@ -22,10 +22,8 @@ use mad_core::wire::smp::DrPath;
 
 use crate::command::{CliError, Invocation};
 use crate::discover::model::{dr_path_str, Fabric};
-use crate::ibdiag::fts::{
-    self, FtOpts, FtOut, FtSwitch, LidInfo, OnFailure, KEY_NODE_NAME_MAP, OPTS,
-};
-use crate::ibdiag::{self, check_complete, limits, open_name_map, run_discovery, ToolSpec};
+use crate::ibdiag::fts::{self, FtOpts, FtOut, FtSwitch, LidInfo, OnFailure, KEY_NODE_NAME_MAP};
+use crate::ibdiag::{self, check_complete, limits, open_name_map, run_discovery};
 use crate::json::{Json, JsonExt};
 use crate::namemap::NameMap;
 
@@ -86,24 +84,10 @@ fn find_port_lid(f: &Fabric, names: Option<&NameMap>, lid: u16) -> Option<LidInf
 /// Usage errors (exit 2); `Failed to discover fabric` (exit 255); a
 /// discovery that missed nodes (exit 3, after the tables it could dump).
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let spec = ToolSpec {
-        opts: OPTS,
-        exclude: "KGDLs",
-        usage_args: "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]",
-        examples: EXAMPLES,
-    };
+    let spec = fts::spec("KGDLs", EXAMPLES);
     let p = ibdiag::parse(inv, &spec)?;
-    let arg = |i: usize| {
-        p.args
-            .get(i)
-            .map_or(0, |a| crate::cnum::c_strtoul(a) as u32)
-    };
-    let (startlid, endlid) = (arg(0), arg(1));
-    let o = FtOpts {
-        brief: p.has('n' as i32),
-        dump_all: p.has('a' as i32),
-    };
-    let mc = p.has('M' as i32);
+    let lids = (fts::lid_arg(&p.args, 0), fts::lid_arg(&p.args, 1));
+    let o = FtOpts::of(&p);
     let names = open_name_map(inv, p.value(KEY_NODE_NAME_MAP));
     let c = p.common.clone();
     let session = ibdiag::open_session(inv, &c)?;
@@ -143,37 +127,24 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             lid: n.smalid,
         };
         let rows_before = out.rows.len();
-        if mc {
-            fts::multicast(
-                &session,
-                &sw,
-                o,
-                startlid,
-                endlid,
-                OnFailure::Report,
-                &mut out,
-            );
-        } else {
-            let mut resolve = |lid| find_port_lid(f, names.as_ref(), lid);
-            fts::unicast(
-                &session,
-                &sw,
-                o,
-                startlid,
-                endlid,
-                OnFailure::Report,
-                &mut resolve,
-                ": (node info not available fabric scan)",
-                &mut out,
-            );
-        }
+        let mut resolve = |lid| find_port_lid(f, names.as_ref(), lid);
+        fts::table(
+            &session,
+            &sw,
+            o,
+            lids,
+            OnFailure::Report,
+            &mut resolve,
+            ": (node info not available fabric scan)",
+            &mut out,
+        );
         let rows: Vec<Json> = out.rows.drain(rows_before..).collect();
         switches.push(
             Json::obj()
                 .with("dest", Json::String(sw.text.clone()))
                 .with("node_guid", ibdiag::hex(sw.guid, 16))
                 .with("node_description", Json::String(sw.name.clone()))
-                .with(if mc { "multicast" } else { "unicast" }, Json::Array(rows)),
+                .with(o.table_key(), Json::Array(rows)),
         );
     }
     let close = session.close();

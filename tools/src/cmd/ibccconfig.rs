@@ -178,6 +178,27 @@ impl Ctx<'_> {
         }
         Ok(())
     }
+
+    /// Sets `attr` to `r` ([`Ctx::set`]).
+    fn set_to<R: Repr + Fields>(
+        &mut self,
+        attr: (u16, u32),
+        r: &R,
+        fail: &'static str,
+    ) -> Result<(), &'static str> {
+        self.set::<R>(attr, &encoded(r)?, fail)
+    }
+}
+
+/// `r`'s bytes, or the complaint of libibmad's encoder about a value that
+/// does not fit.
+fn encoded<R: Repr>(r: &R) -> Result<Vec<u8>, &'static str> {
+    r.to_vec().map_err(|_| "invalid integer input")
+}
+
+/// Writes `r` at the start of `buf`, or the same complaint as [`encoded`].
+fn encode_into<R: Repr>(r: &R, buf: &mut [u8]) -> Result<(), &'static str> {
+    r.emit(buf).map_err(|_| "invalid integer input")
 }
 
 fn congestion_key_info(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &'static str> {
@@ -198,10 +219,9 @@ fn congestion_key_info(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &'static str
         cc_key_violations: violations,
         ..CongestionKeyInfo::default()
     };
-    let payload = k.to_vec().map_err(|_| "invalid integer input")?;
-    c.set::<CongestionKeyInfo>(
+    c.set_to(
         (cc_attr::CONGESTION_KEY_INFO, 0),
-        &payload,
+        &k,
         "congestion key info config failed",
     )
 }
@@ -229,10 +249,9 @@ fn switch_congestion_setting(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &'stat
         marking_rate: marking_rate as u16,
         ..SwitchCongestionSetting::default()
     };
-    let payload = s.to_vec().map_err(|_| "invalid integer input")?;
-    c.set::<SwitchCongestionSetting>(
+    c.set_to(
         (cc_attr::SWITCH_CONGESTION_SETTING, 0),
-        &payload,
+        &s,
         "switch congestion setting config failed",
     )
 }
@@ -274,8 +293,7 @@ fn switch_port_congestion_setting(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &
         marking_rate: vals[4] as u16,
         reserved: SwitchPortCongestionElement::parse(&payload[at..]).map_or(0, |o| o.reserved),
     };
-    e.emit(&mut payload[at..])
-        .map_err(|_| "invalid integer input")?;
+    encode_into(&e, &mut payload[at..])?;
     let d = c
         .rpc(
             Method::SET,
@@ -298,7 +316,7 @@ fn ca_congestion_setting(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &'static s
         port_control: v[0] as u16,
         control_map: v[1] as u16,
     };
-    let mut payload = h.to_vec().map_err(|_| "invalid integer input")?;
+    let mut payload = encoded(&h)?;
     payload.resize(192, 0);
     let e = CaCongestionEntry {
         ccti_timer: v[2] as u16,
@@ -308,8 +326,10 @@ fn ca_congestion_setting(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &'static s
         ..CaCongestionEntry::default()
     };
     for sl in (0..16).filter(|sl| v[1] & (1 << sl) != 0) {
-        e.emit(&mut payload[CaCongestionSetting::LEN + sl * CaCongestionEntry::LEN..])
-            .map_err(|_| "invalid integer input")?;
+        encode_into(
+            &e,
+            &mut payload[CaCongestionSetting::LEN + sl * CaCongestionEntry::LEN..],
+        )?;
     }
     c.set::<CaCongestionSetting>(
         (cc_attr::CA_CONGESTION_SETTING, 0),
@@ -336,15 +356,17 @@ fn congestion_control_table(c: &mut Ctx<'_>, a: &[String]) -> Result<(), &'stati
         ccti_limit: limit as u16,
         ..CongestionControlTable::default()
     };
-    let mut payload = h.to_vec().map_err(|_| "invalid integer input")?;
+    let mut payload = encoded(&h)?;
     payload.resize(192, 0);
     for (i, (shift, mult)) in entries.into_iter().enumerate() {
         let e = CctEntry {
             shift: (shift & 3) as u8,
             multiplier: (mult & 0x3FFF) as u16,
         };
-        e.emit(&mut payload[CongestionControlTable::LEN + i * CctEntry::LEN..])
-            .map_err(|_| "invalid integer input")?;
+        encode_into(
+            &e,
+            &mut payload[CongestionControlTable::LEN + i * CctEntry::LEN..],
+        )?;
     }
     c.set::<CongestionControlTable>(
         (cc_attr::CONGESTION_CONTROL_TABLE, index),

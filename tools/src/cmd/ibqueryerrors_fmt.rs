@@ -345,6 +345,16 @@ struct Walk<'a> {
     json_nodes: Vec<Json>,
 }
 
+/// One port's read as the walk reports it: its node, what was read, and
+/// the LID and port number it was read at.
+#[derive(Clone, Copy)]
+struct PortAt<'v, 'a> {
+    nv: &'v NodeView<'a>,
+    r: &'v ReadView<'a>,
+    lid: u16,
+    portnum: u8,
+}
+
 fn parsed<R: Repr>(r: Option<&PmaResult>) -> Option<R> {
     match r {
         Some(Ok(d)) => R::parse(d).ok(),
@@ -353,20 +363,45 @@ fn parsed<R: Repr>(r: Option<&PmaResult>) -> Option<R> {
 }
 
 impl Walk<'_> {
-    /// The attribute `R` read for port `at` (node name, LID, port), or,
-    /// when it could not be read, `None` after libibmad's warning that
-    /// `what` (the C function, the attribute) failed.
+    /// The attribute `R` read for port `p` as `r`, or, when it could not
+    /// be read, `None` after libibmad's warning that `what` (the C
+    /// function, the attribute) failed.
     fn parsed_or_warn<R: Repr>(
         &mut self,
         (func, attr): (&str, &str),
-        (name, lid, port): (&str, u16, u8),
+        p: PortAt<'_, '_>,
         r: Option<&PmaResult>,
     ) -> Option<R> {
         let v = parsed::<R>(r);
         if v.is_none() {
-            self.warn_failed(func, attr, name, lid, port, r);
+            self.warn_failed(func, attr, p.nv.name, p.lid, p.portnum, r);
         }
         v
+    }
+
+    /// The counters of port `p`: PortCounters (when `pc_always`, or when
+    /// the PMA has no PortCountersExtended; zeros otherwise) and
+    /// PortCountersExtended (when the PMA has them), read in that order;
+    /// `None` after the warning of the first that could not be read, for
+    /// the C function `func`.
+    fn counters(
+        &mut self,
+        func: &str,
+        p: PortAt<'_, '_>,
+        pc_always: bool,
+    ) -> Option<(PortCounters, Option<PortCountersExt>)> {
+        let pc = if pc_always || !p.nv.ext {
+            self.parsed_or_warn::<PortCounters>((func, "IB_GSI_PORT_COUNTERS"), p, p.r.pc)?
+        } else {
+            PortCounters::default()
+        };
+        let pce = if p.nv.ext {
+            let what = (func, "IB_GSI_PORT_COUNTERS_EXT");
+            Some(self.parsed_or_warn::<PortCountersExt>(what, p, p.r.pce)?)
+        } else {
+            None
+        };
+        Some((pc, pce))
     }
 
     fn warn_failed(
@@ -422,28 +457,10 @@ impl Walk<'_> {
 
     /// `print_errors` + `print_results`; returns n (0: nothing printed
     /// or the query failed).
-    fn errors(
-        &mut self,
-        nv: &NodeView<'_>,
-        r: &ReadView<'_>,
-        lid: u16,
-        portnum: u8,
-        header: &mut bool,
-        jports: &mut Vec<Json>,
-    ) -> usize {
-        let at = (nv.name, lid, portnum);
-        let what = ("print_errors", "IB_GSI_PORT_COUNTERS");
-        let Some(mut pc) = self.parsed_or_warn::<PortCounters>(what, at, r.pc) else {
+    fn errors(&mut self, p: PortAt<'_, '_>, header: &mut bool, jports: &mut Vec<Json>) -> usize {
+        let PortAt { nv, portnum, .. } = p;
+        let Some((mut pc, pce)) = self.counters("print_errors", p, true) else {
             return 0;
-        };
-        let pce = if nv.ext {
-            let what = ("print_errors", "IB_GSI_PORT_COUNTERS_EXT");
-            let Some(e) = self.parsed_or_warn::<PortCountersExt>(what, at, r.pce) else {
-                return 0;
-            };
-            Some(e)
-        } else {
-            None
         };
         if nv.cap_mask & pm_cap::PC_XMIT_WAIT_SUP == 0 {
             pc.port_xmit_wait = 0;
@@ -457,7 +474,7 @@ impl Walk<'_> {
         for (name, _, text) in &errs {
             s.push_str(text);
             if self.st.details {
-                s.push_str(&self.details(nv, r, lid, portnum, name, &mut details));
+                s.push_str(&self.details(p, name, &mut details));
             }
         }
         if self.st.data {
@@ -519,15 +536,13 @@ impl Walk<'_> {
     /// attribute (infiniband-diags 44 passes PortRcvErrorDetails' field
     /// range for PortXmitDiscardDetails and the reverse). The JSON gets
     /// them under their own names.
-    fn details(
-        &mut self,
-        nv: &NodeView<'_>,
-        r: &ReadView<'_>,
-        lid: u16,
-        portnum: u8,
-        name: &str,
-        json: &mut Json,
-    ) -> String {
+    fn details(&mut self, p: PortAt<'_, '_>, name: &str, json: &mut Json) -> String {
+        let PortAt {
+            nv,
+            r,
+            lid,
+            portnum,
+        } = p;
         let (k, attr) = match name {
             "PortXmitDiscards" => (0, "PortXmitDiscardDetails"),
             "PortRcvErrors" => (1, "PortRcvErrorDetails"),
@@ -550,27 +565,10 @@ impl Walk<'_> {
     }
 
     /// `print_data_cnts`.
-    fn data_counts(
-        &mut self,
-        nv: &NodeView<'_>,
-        r: &ReadView<'_>,
-        lid: u16,
-        portnum: u8,
-        header: &mut bool,
-    ) {
-        let at = (nv.name, lid, portnum);
-        let (pc, pce) = if nv.ext {
-            let what = ("print_data_cnts", "IB_GSI_PORT_COUNTERS_EXT");
-            let Some(e) = self.parsed_or_warn::<PortCountersExt>(what, at, r.pce) else {
-                return;
-            };
-            (PortCounters::default(), Some(e))
-        } else {
-            let what = ("print_data_cnts", "IB_GSI_PORT_COUNTERS");
-            let Some(c) = self.parsed_or_warn::<PortCounters>(what, at, r.pc) else {
-                return;
-            };
-            (c, None)
+    fn data_counts(&mut self, p: PortAt<'_, '_>, header: &mut bool) {
+        let PortAt { nv, portnum, .. } = p;
+        let Some((pc, pce)) = self.counters("print_data_cnts", p, false) else {
+            return;
         };
         let node = &self.f.nodes[nv.node];
         let g = node.guid();
@@ -608,21 +606,39 @@ impl Walk<'_> {
         let numports = usize::from(self.f.nodes[nv.node].num_ports());
         if self.st.counters_only {
             for (p, lid, r) in &nv.ports {
-                self.data_counts(nv, r, *lid, *p, &mut header);
+                let at = PortAt {
+                    nv,
+                    r,
+                    lid: *lid,
+                    portnum: *p,
+                };
+                self.data_counts(at, &mut header);
                 self.sum.ports_checked += 1;
             }
         } else {
             let mut done = false;
             if nv.all_port_sup {
                 let all = nv.all;
-                if self.errors(nv, &all, nv.lid, 0xFF, &mut header, &mut jports) == 0 {
+                let at = PortAt {
+                    nv,
+                    r: &all,
+                    lid: nv.lid,
+                    portnum: 0xFF,
+                };
+                if self.errors(at, &mut header, &mut jports) == 0 {
                     self.sum.ports_checked += numports;
                     done = true;
                 }
             }
             if !done {
                 for (p, lid, r) in &nv.ports {
-                    self.errors(nv, r, *lid, *p, &mut header, &mut jports);
+                    let at = PortAt {
+                        nv,
+                        r,
+                        lid: *lid,
+                        portnum: *p,
+                    };
+                    self.errors(at, &mut header, &mut jports);
                     self.sum.ports_checked += 1;
                 }
             }

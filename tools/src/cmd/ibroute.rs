@@ -9,10 +9,10 @@
 //! "ports":[...]}]` with `-M`).
 
 use crate::command::{CliError, Invocation};
+use crate::ibdiag;
 use crate::ibdiag::fts::{
-    self, check_switch, lookup, FtOpts, FtOut, FtSwitch, OnFailure, KEY_NODE_NAME_MAP, OPTS,
+    self, check_switch, lookup, FtOpts, FtOut, FtSwitch, OnFailure, KEY_NODE_NAME_MAP,
 };
-use crate::ibdiag::{self, ToolSpec};
 use crate::json::{Json, JsonExt};
 
 const EXAMPLES: &[&str] = &[
@@ -35,31 +35,15 @@ const EXAMPLES: &[&str] = &[
 /// # Errors
 /// Usage errors (exit 2), `IBEXIT` failures (exit 255).
 pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
-    let spec = ToolSpec {
-        opts: OPTS,
-        exclude: "K",
-        usage_args: "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]",
-        examples: EXAMPLES,
-    };
+    let spec = fts::spec("K", EXAMPLES);
     let p = ibdiag::parse(inv, &spec)?;
     if p.args.is_empty() {
         return Err(CliError::ToolUsage(ibdiag::usage_text(&inv.prog, &spec)));
     }
-    let startlid = p
-        .args
-        .get(1)
-        .map_or(0, |a| crate::cnum::c_strtoul(a) as u32);
-    let endlid = p
-        .args
-        .get(2)
-        .map_or(0, |a| crate::cnum::c_strtoul(a) as u32);
+    let lids = (fts::lid_arg(&p.args, 1), fts::lid_arg(&p.args, 2));
     let map_file = p.value(KEY_NODE_NAME_MAP).map(str::to_owned);
     let names = ibdiag::open_name_map(inv, map_file.as_deref()).unwrap_or_default();
-    let o = FtOpts {
-        brief: p.has('n' as i32),
-        dump_all: p.has('a' as i32),
-    };
-    let mc = p.has('M' as i32);
+    let o = FtOpts::of(&p);
     let session = ibdiag::open_session(inv, &p.common)?;
     let (session, dest) = ibdiag::dest_arg(session, &p.common, &p.args[0])?;
     // dump_lid asks with a 100 ms timeout.
@@ -86,30 +70,17 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             .with("dest", ibdiag::dest_json(&dest))
             .with("node_guid", ibdiag::hex(ni.node_guid, 16))
             .with("node_description", Json::String(sw.name.clone()));
-        if mc {
-            fts::multicast(
-                &session,
-                &sw,
-                o,
-                startlid,
-                endlid,
-                OnFailure::Stop,
-                &mut out,
-            );
-        } else {
-            let mut resolve = |lid| lookup(&fast, &names, lid);
-            fts::unicast(
-                &session,
-                &sw,
-                o,
-                startlid,
-                endlid,
-                OnFailure::Stop,
-                &mut resolve,
-                ": (unknown node and type)",
-                &mut out,
-            );
-        }
+        let mut resolve = |lid| lookup(&fast, &names, lid);
+        fts::table(
+            &session,
+            &sw,
+            o,
+            lids,
+            OnFailure::Stop,
+            &mut resolve,
+            ": (unknown node and type)",
+            &mut out,
+        );
     });
     drop(fast);
     let close = session.close();
@@ -121,10 +92,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         let mut j = Json::obj()
             .with("command", Json::String("ibroute".into()))
             .with("switch", sw_json)
-            .with(
-                if mc { "multicast" } else { "unicast" },
-                Json::Array(out.rows),
-            );
+            .with(o.table_key(), Json::Array(out.rows));
         if let Err((m, _)) = &r {
             j.push("error", Json::String(format!("dump tables: {m}")));
             ibdiag::print_json(inv, &j);

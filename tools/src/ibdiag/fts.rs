@@ -4,6 +4,7 @@
 //! The two programs print the tables the same way and differ in how a
 //! destination LID is named and what a failed block read does.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use mad_agents::smp::{SmpClient, SmpTarget};
@@ -11,7 +12,7 @@ use mad_agents::QueryError;
 use mad_core::wire::attr::{NodeDescription, NodeInfo, NodeType, PortInfo, SwitchInfo};
 use mad_core::wire::AttributeId;
 
-use super::{Opt, RawSmpData};
+use super::{Opt, RawSmpData, ToolSpec};
 use crate::diags::dump;
 use crate::json::{Json, JsonExt};
 use crate::namemap::NameMap;
@@ -53,6 +54,25 @@ pub const OPTS: &[Opt] = &[
     super::node_name_map_opt(KEY_NODE_NAME_MAP),
 ];
 
+/// The command line of ibroute and dump_fts: [`OPTS`], the same
+/// operands, and the common options in `exclude` left out.
+#[must_use]
+pub const fn spec(exclude: &'static str, examples: &'static [&'static str]) -> ToolSpec<'static> {
+    ToolSpec {
+        opts: OPTS,
+        exclude,
+        usage_args: "[<dest dr_path|lid|guid> [<startlid> [<endlid>]]]",
+        examples,
+    }
+}
+
+/// Operand `i` of `args` as a LID (C's `strtoul`), 0 when absent: the
+/// start and end LIDs of ibroute and dump_fts.
+#[must_use]
+pub fn lid_arg(args: &[String], i: usize) -> u32 {
+    args.get(i).map_or(0, |a| crate::cnum::c_strtoul(a) as u32)
+}
+
 /// The switch whose tables are printed.
 #[derive(Debug, Clone)]
 pub struct FtSwitch {
@@ -72,13 +92,58 @@ pub struct FtSwitch {
     pub lid: u16,
 }
 
-/// How the tables are printed (`-n`, `-a`).
+/// Which table is printed and how (`-M`, `-n`, `-a`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FtOpts {
     /// `-n`: no destinations; masks in hex.
     pub brief: bool,
     /// `-a`: every entry, even invalid ones.
     pub dump_all: bool,
+    /// `-M`: the multicast table instead of the unicast one.
+    pub multicast: bool,
+}
+
+impl FtOpts {
+    /// `-n`, `-a` and `-M` of ibroute and dump_fts.
+    #[must_use]
+    pub fn of(p: &super::Parsed) -> Self {
+        Self {
+            brief: p.has('n' as i32),
+            dump_all: p.has('a' as i32),
+            multicast: p.has('M' as i32),
+        }
+    }
+
+    /// The JSON key of the table's rows.
+    #[must_use]
+    pub fn table_key(self) -> &'static str {
+        if self.multicast {
+            "multicast"
+        } else {
+            "unicast"
+        }
+    }
+}
+
+/// The table `o` asks for ([`multicast`] or [`unicast`]) of switch `sw`
+/// from `lids.0` to `lids.1`; `resolve` and `unknown` as [`unicast`]
+/// takes them.
+#[allow(clippy::too_many_arguments)]
+pub fn table(
+    s: &Session,
+    sw: &FtSwitch,
+    o: FtOpts,
+    lids: (u32, u32),
+    on: OnFailure,
+    resolve: &mut dyn FnMut(u16) -> Option<LidInfo>,
+    unknown: &str,
+    out: &mut FtOut,
+) {
+    if o.multicast {
+        multicast(s, sw, o, lids.0, lids.1, on, out);
+    } else {
+        unicast(s, sw, o, lids.0, lids.1, on, resolve, unknown, out);
+    }
 }
 
 /// What a block read that fails does.
@@ -189,6 +254,39 @@ fn status_of(e: &QueryError) -> u16 {
 }
 
 impl FtOut {
+    /// The heading of a table: `kind` (`Unicast lids`, `Multicast mlids`)
+    /// from `start` to `end` of switch `sw`.
+    fn heading(&mut self, kind: &str, start: u32, end: u32, sw: &FtSwitch) {
+        self.text.push_str(&format!(
+            "{kind} [0x{start:x}-0x{end:x}] of switch {} guid 0x{:016x} ({}):\n",
+            sw.text, sw.guid, sw.name
+        ));
+    }
+
+    /// Block `am` of `sw`'s forwarding table `attr` (`what` in the error
+    /// line: `LFT`, `MFT`); `Continue(None)` after a failure `on` lets the
+    /// dump go on from, `Break` when it ends there.
+    fn block(
+        &mut self,
+        s: &Session,
+        sw: &FtSwitch,
+        (attr, what): (AttributeId, &str),
+        am: u32,
+        on: OnFailure,
+    ) -> ControlFlow<(), Option<[u8; 64]>> {
+        match s.smp().get::<RawSmpData>(&sw.target, attr, am) {
+            Ok(d) => ControlFlow::Continue(Some(d.0)),
+            Err(e) => {
+                self.block_failed(sw, on, what, &e, am);
+                if on == OnFailure::Stop {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(None)
+                }
+            }
+        }
+    }
+
     fn block_failed(&mut self, sw: &FtSwitch, on: OnFailure, what: &str, e: &QueryError, am: u32) {
         let status = status_of(e);
         self.err.push_str(&match on {
@@ -288,27 +386,19 @@ pub fn unicast(
         ));
         endlid = MAX_UCAST_LID;
     }
-    out.text.push_str(&format!(
-        "Unicast lids [0x{startlid:x}-0x{endlid:x}] of switch {} guid 0x{:016x} ({}):\n",
-        sw.text, sw.guid, sw.name
-    ));
+    out.heading("Unicast lids", startlid, endlid, sw);
     out.text
         .push_str("  Lid  Out   Destination\n       Port     Info \n");
     let mut st = LidState::default();
     let mut n = 0;
     let mut lft = [0u8; 64];
     for block in startlid / 64..endlid.div_ceil(64) {
-        match s
-            .smp()
-            .get::<RawSmpData>(&sw.target, AttributeId::LINEAR_FWD_TABLE, block)
-        {
-            Ok(d) => lft = d.0,
-            Err(e) => {
-                out.block_failed(sw, on, "LFT", &e, block);
-                if on == OnFailure::Stop {
-                    return;
-                }
-            }
+        let lft_attr = (AttributeId::LINEAR_FWD_TABLE, "LFT");
+        let ControlFlow::Continue(d) = out.block(s, sw, lft_attr, block, on) else {
+            return;
+        };
+        if let Some(d) = d {
+            lft = d;
         }
         let mut i = (block * 64).max(startlid);
         let e = (block * 64 + 64).min(endlid + 1);
@@ -377,10 +467,7 @@ pub fn multicast(
         ));
         endlid = MAX_MCAST_LID;
     }
-    out.text.push_str(&format!(
-        "Multicast mlids [0x{startlid:x}-0x{endlid:x}] of switch {} guid 0x{:016x} ({}):\n",
-        sw.text, sw.guid, sw.name
-    ));
+    out.heading("Multicast mlids", startlid, endlid, sw);
     if o.brief {
         out.text.push_str(" MLid       Port Mask\n");
     } else {
@@ -408,20 +495,13 @@ pub fn multicast(
     for block in startlid / 32..=endlid / 32 {
         for j in 0..chunks {
             let m = (block - MIN_MCAST_LID / 32) | (j << 28);
-            match s
-                .smp()
-                .get::<RawSmpData>(&sw.target, AttributeId::MCAST_FWD_TABLE, m)
-            {
-                Ok(d) => {
-                    for (k, v) in mft[j as usize].iter_mut().enumerate() {
-                        *v = u16::from_be_bytes([d.0[2 * k], d.0[2 * k + 1]]);
-                    }
-                }
-                Err(e) => {
-                    out.block_failed(sw, on, "MFT", &e, m);
-                    if on == OnFailure::Stop {
-                        return;
-                    }
+            let mft_attr = (AttributeId::MCAST_FWD_TABLE, "MFT");
+            let ControlFlow::Continue(d) = out.block(s, sw, mft_attr, m, on) else {
+                return;
+            };
+            if let Some(d) = d {
+                for (k, v) in mft[j as usize].iter_mut().enumerate() {
+                    *v = u16::from_be_bytes([d[2 * k], d[2 * k + 1]]);
                 }
             }
         }

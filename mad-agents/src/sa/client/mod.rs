@@ -46,7 +46,7 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use mad_core::transport::{Address, AsyncEvent, Qp, GSI_QKEY};
@@ -63,7 +63,7 @@ use mad_core::wire::{
 mod answer;
 mod informs;
 
-use super::{build_request, SaError};
+use super::{build_request, lock, SaError};
 use crate::runtime::{Agent, AgentRef, Runtime};
 use crate::spec::AgentSpec;
 use crate::types::{AgentEvent, Completion, Message, SendRequest};
@@ -207,10 +207,6 @@ struct Shared {
     reports_rx: Mutex<mpsc::Receiver<Report>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// An SA client on one port of a [`Runtime`]; see the [module
 /// documentation](self).
 pub struct SaClient {
@@ -333,25 +329,18 @@ impl SaClient {
         comp_mask: u64,
         record: &[u8],
     ) -> Result<Message, SaError> {
-        self.request_counting_retries(method, attr, attr_mod, comp_mask, record)
+        self.send_counting_retries(build_request(method, attr, attr_mod, comp_mask, record))
             .map(|(m, _)| m)
     }
 
-    /// As [`SaClient::request`], also returning how many times the request
-    /// was sent again before this answer came.
-    fn request_counting_retries(
-        &self,
-        method: Method,
-        attr: AttributeId,
-        attr_mod: u32,
-        comp_mask: u64,
-        record: &[u8],
-    ) -> Result<(Message, u32), SaError> {
+    /// Sends `mad`, an SA request from [`build_request`], as
+    /// [`SaClient::request`] does; the answer and how many times the
+    /// request was sent again before it came.
+    fn send_counting_retries(&self, mut mad: Vec<u8>) -> Result<(Message, u32), SaError> {
         let dest = self.sm_address();
         if dest.lid == 0 && dest.grh.is_none() {
             return Err(SaError::NoSm);
         }
-        let mut mad = build_request(method, attr, attr_mod, comp_mask, record);
         SaMad::new_unchecked(&mut mad[..]).set_sm_key(self.shared.cfg.sm_key);
         lock(&self.shared.state).stats.queries += 1;
         let req = SendRequest::new(mad, dest)
@@ -576,8 +565,8 @@ impl SaClient {
             .map_err(|e| SaError::Malformed(format!("record: {e}")))?;
         let mut attempt = 1;
         loop {
-            let (resp, retries) =
-                self.request_counting_retries(Method::SET, InformInfo::ATTR_ID, 0, 0, &rec)?;
+            let mad = build_request(Method::SET, InformInfo::ATTR_ID, 0, 0, &rec);
+            let (resp, retries) = self.send_counting_retries(mad)?;
             check_method(&resp, Method::SET)?;
             match check_status(&resp) {
                 // Unsubscribing is not idempotent at the SA: when an earlier

@@ -609,13 +609,10 @@ impl Transport for IbSimTransport {
     }
 
     /// Follows the verbs state diagram
-    /// ([`qp_transition_allowed`](super::loopback::qp_transition_allowed)).
+    /// ([`check_qp_transition`](super::loopback::check_qp_transition)).
     /// ibsim has no QPs; nothing else happens.
     fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
-        let from = self.qp_state[qp.index()];
-        if !super::loopback::qp_transition_allowed(from, to) {
-            return Err(TransportError::InvalidTransition { qp, from, to });
-        }
+        super::loopback::check_qp_transition(qp, self.qp_state[qp.index()], to)?;
         self.qp_state[qp.index()] = to;
         Ok(())
     }

@@ -397,46 +397,6 @@ impl UmadTransport {
         Ok(id)
     }
 
-    /// Registers a kernel agent that receives unsolicited requests of
-    /// `class`/`version` whose method bit is set in `methods` (bit n =
-    /// method n), with `oui` for vendor range-2 classes. RMPP stays off in
-    /// the kernel (rmpp_version 0). Masks accumulate: the kernel agent of
-    /// that class and version is replaced by one owning the union of every
-    /// mask asked for so far (the old one is unregistered first, since the
-    /// kernel refuses overlapping methods even within one process).
-    ///
-    /// # Errors
-    /// The kernel refused (for example another process owns a method).
-    pub fn register_kernel_agent(
-        &mut self,
-        class: MgmtClass,
-        version: u8,
-        methods: u128,
-        oui: Option<[u8; 3]>,
-    ) -> Result<(), TransportError> {
-        let key = (class.0, version);
-        let wanted = self.request_masks.get(&key).copied().unwrap_or(0) | methods;
-        if let Some(old) = self.agents.remove(&key) {
-            // SAFETY: `old` is an agent id this port registered.
-            unsafe { (self.lib.unregister)(self.portid, old) };
-            self.agent_qp.remove(&old);
-        }
-        let id = match self.register_raw(class, version, wanted, oui) {
-            Ok(id) => id,
-            Err(e) => {
-                // Put back what was there, so earlier agents keep working.
-                let before = self.request_masks.get(&key).copied().unwrap_or(0);
-                if let Ok(id) = self.register_raw(class, version, before, oui) {
-                    self.agents.insert(key, id);
-                }
-                return Err(e);
-            }
-        };
-        self.agents.insert(key, id);
-        self.request_masks.insert(key, wanted);
-        Ok(())
-    }
-
     fn remember_tid(&mut self, class: u8, tid: u64) {
         let key = (class, tid as u32);
         self.tid_gen += 1;
@@ -724,14 +684,40 @@ impl Transport for UmadTransport {
         (self.fd >= 0).then_some(self.fd)
     }
 
+    /// Registers a kernel agent that receives the unsolicited requests
+    /// asked for. RMPP stays off in
+    /// the kernel (rmpp_version 0). Masks accumulate: the kernel agent of
+    /// that class and version is replaced by one owning the union of every
+    /// mask asked for so far (the old one is unregistered first, since the
+    /// kernel refuses overlapping methods even within one process).
     fn register_requests(
         &mut self,
         class: MgmtClass,
-        class_version: u8,
+        version: u8,
         methods: u128,
         oui: Option<[u8; 3]>,
     ) -> Result<(), TransportError> {
-        self.register_kernel_agent(class, class_version, methods, oui)
+        let key = (class.0, version);
+        let wanted = self.request_masks.get(&key).copied().unwrap_or(0) | methods;
+        if let Some(old) = self.agents.remove(&key) {
+            // SAFETY: `old` is an agent id this port registered.
+            unsafe { (self.lib.unregister)(self.portid, old) };
+            self.agent_qp.remove(&old);
+        }
+        let id = match self.register_raw(class, version, wanted, oui) {
+            Ok(id) => id,
+            Err(e) => {
+                // Put back what was there, so earlier agents keep working.
+                let before = self.request_masks.get(&key).copied().unwrap_or(0);
+                if let Ok(id) = self.register_raw(class, version, before, oui) {
+                    self.agents.insert(key, id);
+                }
+                return Err(e);
+            }
+        };
+        self.agents.insert(key, id);
+        self.request_masks.insert(key, wanted);
+        Ok(())
     }
 }
 

@@ -76,9 +76,21 @@ impl Loop {
         }
     }
 
-    fn sent(&mut self, slot: usize, now: Instant) {
-        self.sent_at[slot] = now;
+    /// The next of `reqs` in turn, carrying `cookie`, counted as sent
+    /// from `slot` at `now`.
+    fn next(
+        &mut self,
+        reqs: &[SendRequest],
+        slot: usize,
+        cookie: u64,
+        now: Instant,
+    ) -> SendRequest {
+        let req = reqs[self.issued as usize % reqs.len()]
+            .clone()
+            .cookie(cookie);
+        self.sent_at[slot.min(self.w - 1)] = now;
         self.issued += 1;
+        req
     }
 
     /// Records a completion of `slot`; true when the slot should send again.
@@ -167,14 +179,8 @@ pub(super) fn smp_runtime(
         if !l.want_more() {
             break;
         }
-        l.sent(slot, Instant::now());
-        agent
-            .send(
-                reqs[l.issued as usize % reqs.len()]
-                    .clone()
-                    .cookie(slot as u64),
-            )
-            .map_err(|e| format!("send: {e}"))?;
+        let req = l.next(reqs, slot, slot as u64, Instant::now());
+        agent.send(req).map_err(|e| format!("send: {e}"))?;
     }
     while l.outstanding() > 0 {
         let Some(ev) = rx.recv_timeout(Duration::from_secs(5)) else {
@@ -189,11 +195,8 @@ pub(super) fn smp_runtime(
         let now = Instant::now();
         let slot = usize::try_from(c.cookie).unwrap_or(0);
         if l.completed(slot, ok(&c), now) {
-            let req = reqs[l.issued as usize % reqs.len()]
-                .clone()
-                .cookie(c.cookie);
             // Sent "now", as the engine's loop counts it.
-            l.sent(slot.min(w - 1), now);
+            let req = l.next(reqs, slot, c.cookie, now);
             agent.send(req).map_err(|e| format!("send: {e}"))?;
         }
     }
@@ -217,15 +220,8 @@ pub(super) fn smp_engine<T: Transport>(
         if !l.want_more() {
             break;
         }
-        l.sent(slot, now);
-        e.send(
-            agent,
-            reqs[l.issued as usize % reqs.len()]
-                .clone()
-                .cookie(slot as u64),
-            now,
-        )
-        .map_err(|e| format!("send: {e}"))?;
+        let req = l.next(reqs, slot, slot as u64, now);
+        e.send(agent, req, now).map_err(|e| format!("send: {e}"))?;
     }
     let mut idle_since = Instant::now();
     while l.outstanding() > 0 {
@@ -239,10 +235,7 @@ pub(super) fn smp_engine<T: Transport>(
             any = true;
             let slot = usize::try_from(c.cookie).unwrap_or(0);
             if l.completed(slot, ok(&c), now) {
-                let req = reqs[l.issued as usize % reqs.len()]
-                    .clone()
-                    .cookie(c.cookie);
-                l.sent(slot.min(w - 1), now);
+                let req = l.next(reqs, slot, c.cookie, now);
                 e.send(agent, req, now).map_err(|e| format!("send: {e}"))?;
             }
         }

@@ -174,7 +174,8 @@ impl Run<'_> {
     fn pma<R: Repr>(&mut self, method: Method, attr: u16, data: &[u8]) -> Option<R> {
         match self
             .s
-            .perf_rpc(self.dest.lid, method, AttributeId(attr), data)
+            .perf()
+            .rpc(self.dest.lid, method, AttributeId(attr), data)
         {
             Ok(r) => Some(r),
             Err(e) => {
@@ -204,17 +205,16 @@ impl Run<'_> {
             let pc: PortCountersExt = self.pma(Method::GET, 0x001D, &sel).ok_or("perfextquery")?;
             if aggregate {
                 agg.1.push(pc);
-            } else {
-                self.out.push_str(&perf::format_perfcounters_ext(
-                    &self.dest.text,
-                    port as i32,
-                    self.cap,
-                    self.cap2,
-                    &pc,
-                ));
-                self.ports_json
-                    .push(port_json(port, ibdiag::attr_json(&pc)));
+                return Ok(());
             }
+            let text = perf::format_perfcounters_ext(
+                &self.dest.text,
+                port as i32,
+                self.cap,
+                self.cap2,
+                &pc,
+            );
+            self.print_port(port, text, ibdiag::attr_json(&pc));
         } else {
             let mut pc: PortCounters = self.pma(Method::GET, 0x0012, &sel).ok_or("perfquery")?;
             if self.cap & pm_cap::PC_XMIT_WAIT_SUP == 0 {
@@ -222,18 +222,23 @@ impl Run<'_> {
             }
             if aggregate {
                 agg.0.push(pc);
-            } else {
-                self.out.push_str(&perf::format_perfcounters(
-                    &self.dest.text,
-                    port as i32,
-                    self.cap,
-                    &pc,
-                ));
-                self.ports_json
-                    .push(port_json(port, ibdiag::attr_json(&pc)));
+                return Ok(());
             }
+            let text = perf::format_perfcounters(&self.dest.text, port as i32, self.cap, &pc);
+            self.print_port(port, text, ibdiag::attr_json(&pc));
         }
         Ok(())
+    }
+
+    /// One port's counters: `text` to standard output, `json` to the
+    /// JSON result.
+    fn print_port(&mut self, port: u32, text: String, json: Json) {
+        self.out.push_str(&text);
+        self.ports_json.push(
+            Json::obj()
+                .with("port", Json::from(u64::from(port)))
+                .with("counters", json),
+        );
     }
 
     /// `reset_counters` of one port with `mask` (CounterSelect is its low
@@ -263,12 +268,6 @@ impl Run<'_> {
         }
         Ok(())
     }
-}
-
-fn port_json(port: u32, counters: Json) -> Json {
-    Json::obj()
-        .with("port", Json::from(u64::from(port)))
-        .with("counters", counters)
 }
 
 /// Parses the port argument: a list `1,4,8`, a range `1-10`, or one
