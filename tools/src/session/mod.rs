@@ -30,7 +30,6 @@ use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
 use mad_core::transport::umad::{self, UmadTransport};
 use mad_core::transport::{PortAttrs, Transport};
-use mad_core::wire::{AttributeId, Method, Repr};
 
 /// Which transport to use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -261,22 +260,6 @@ impl Session {
     #[must_use]
     pub fn perf(&self) -> &PerfClient {
         &self.perf
-    }
-
-    /// A PerfMgt request (`method` of `attr` with `data` as the
-    /// attribute, to the PMA at `lid`), with the session's timeout and
-    /// retries; the attribute of the answer.
-    ///
-    /// # Errors
-    /// See [`QueryError`].
-    pub fn perf_rpc<R: Repr>(
-        &self,
-        lid: u16,
-        method: Method,
-        attr: AttributeId,
-        data: &[u8],
-    ) -> Result<R, QueryError> {
-        self.perf.rpc(lid, method, attr, data)
     }
 
     /// A GSI request to `lid` over QP1: `mad` is the whole request (the
