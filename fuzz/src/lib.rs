@@ -110,8 +110,8 @@ pub fn mad_view(data: &[u8]) {
 /// hop-pointer rules on arbitrary input.
 pub fn smp_view(data: &[u8]) {
     use mad_wire::wire::smp::{
-        dr_check_forward, dr_check_send, dr_fwd_port, dr_handle_recv, dr_handle_send,
-        dr_make_response, is_local_returning_smp, is_local_smp, Smp,
+        dr_arrive, dr_check_forward, dr_check_send, dr_fwd_port, dr_handle_recv,
+        dr_handle_send, dr_make_response, is_local_returning_smp, is_local_smp, Smp,
     };
     let Some((&ctl, data)) = data.split_first() else {
         return;
@@ -155,6 +155,10 @@ pub fn smp_view(data: &[u8]) {
         let verdict = dr_check_send(&s, is_switch, port);
         assert_eq!(dr_handle_send(&mut w, is_switch, port), verdict);
     } else {
+        // The one-pass arrival decision on a copy, then the receive rule.
+        let mut arrive = data.to_vec();
+        let mut a = Smp::new_checked(&mut arrive[..]).unwrap();
+        let _ = dr_arrive(&mut a, is_switch, port, ctl & 0x3F);
         let _ = dr_handle_recv(&mut w, is_switch, port, ctl & 0x3F);
     }
     let _ = dr_make_response(&mut w);
