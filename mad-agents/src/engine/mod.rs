@@ -355,8 +355,14 @@ impl<T: Transport> std::fmt::Debug for Engine<T> {
     }
 }
 
-/// The RMPP header of an outbound MAD whose Active flag is set.
+/// The RMPP header of an outbound MAD whose Active flag is set, for a
+/// class that uses RMPP (other classes' bytes there are no RMPP header:
+/// an SMP's are its M_Key).
 fn active_rmpp(mad: &[u8]) -> Option<RmppView<&[u8]>> {
+    let class = MgmtClass(*mad.get(1)?);
+    if !class.is_rmpp_class() {
+        return None;
+    }
     RmppView::new_checked(mad).ok().filter(RmppView::is_active)
 }
 
@@ -591,5 +597,34 @@ fn port_failure(e: &PortError) -> SendStatus {
     match e {
         PortError::Dead { .. } => SendStatus::Flushed,
         _ => SendStatus::WcError(WcStatus::LocQpOpErr),
+    }
+}
+
+#[cfg(test)]
+mod active_rmpp_tests {
+    use super::*;
+    use mad_core::wire::rmpp::{RMPP_FLAG_ACTIVE, RMPP_FLAG_LAST};
+
+    /// A MAD of `class` whose bytes 24-35 read as an active, last RMPP
+    /// DATA segment.
+    fn last_data_segment_bytes(class: MgmtClass) -> [u8; MAD_LEN] {
+        let mut mad = [0u8; MAD_LEN];
+        mad[0] = 1;
+        mad[1] = class.0;
+        let mut v = RmppView::new_unchecked(&mut mad[..]);
+        v.set_version(1);
+        v.set_rmpp_type(RmppType::DATA);
+        v.set_flags(RMPP_FLAG_ACTIVE | RMPP_FLAG_LAST);
+        mad
+    }
+
+    #[test]
+    fn an_smp_whose_m_key_looks_like_an_rmpp_header_has_none() {
+        let smp = last_data_segment_bytes(MgmtClass::SUBN_DIRECTED_ROUTE);
+        assert!(active_rmpp(&smp).is_none());
+        let sa = last_data_segment_bytes(MgmtClass::SUBN_ADM);
+        let h = active_rmpp(&sa).expect("an SA MAD's RMPP header");
+        assert!(h.rmpp_type() == RmppType::DATA && h.is_last());
+        assert!(active_rmpp(&[]).is_none());
     }
 }

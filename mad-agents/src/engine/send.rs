@@ -229,10 +229,8 @@ impl<T: Transport> Engine<T> {
             return None;
         }
         let wait = self.interval(s);
-        // Only a class that uses RMPP has an RMPP header (an SMP's bytes
-        // there are its M_Key).
-        let last_segment = MgmtClass(s.key.1).is_rmpp_class()
-            && active_rmpp(mad).is_some_and(|h| h.rmpp_type() == RmppType::DATA && h.is_last());
+        let last_segment =
+            active_rmpp(mad).is_some_and(|h| h.rmpp_type() == RmppType::DATA && h.is_last());
         Some(if last_segment {
             wait.saturating_mul(2) + Duration::from_secs(5)
         } else {
