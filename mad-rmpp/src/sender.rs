@@ -30,6 +30,8 @@ use crate::segment::{
     FLAG_ACTIVE, FLAG_FIRST, FLAG_LAST, MAD_LEN,
 };
 use crate::{Error, Outcome};
+use mad_wire::wire::rmpp::{RmppView, RMPP_HEADER_LEN};
+use mad_wire::wire::{Repr, MAD_HEADER_LEN, RMPP_HEADER_END};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -107,7 +109,14 @@ pub struct Sender {
     retries_left: u32,
     /// Retransmission passes made (go-back-N restarts).
     pub retransmissions: u32,
-    deadline: Option<Instant>,
+    /// When the ACK timer was last armed (a segment sent, or a wait
+    /// started); it expires `cfg.ack_timeout` later. Kept as the arming
+    /// time, not the deadline, so a burst of segments does not add a
+    /// duration to an `Instant` per segment.
+    armed_at: Option<Instant>,
+    /// The RMPP header of a middle DATA segment (Data1 and Data2 zero),
+    /// written once here and copied into each segment.
+    data_template: [u8; RMPP_HEADER_LEN],
     state: State,
     control: VecDeque<Vec<u8>>,
     events: VecDeque<SendEvent>,
@@ -146,6 +155,17 @@ impl Sender {
             });
         }
         let geom = Geometry::new(hdr_len, message.len() - hdr_len)?;
+        let mut data_template = [0u8; RMPP_HEADER_LEN];
+        let h = header(
+            RmppType::DATA,
+            cfg.resp_time,
+            FLAG_ACTIVE,
+            RmppStatus::SUCCESS,
+            0,
+            0,
+        );
+        // Every field of a header built by `header` fits its bit range.
+        let _ = h.emit(&mut data_template);
         Ok(Self {
             message,
             geom,
@@ -155,7 +175,8 @@ impl Sender {
             newwin: cfg.initial_window.max(1),
             retries_left: cfg.retries,
             retransmissions: 0,
-            deadline: None,
+            armed_at: None,
+            data_template,
             state: State::Active,
             control: VecDeque::new(),
             events: VecDeque::new(),
@@ -212,15 +233,20 @@ impl Sender {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         match self.state {
-            State::Active => self.deadline,
+            State::Active => self.deadline(),
             _ => None,
         }
+    }
+
+    /// When the armed ACK timer expires.
+    fn deadline(&self) -> Option<Instant> {
+        self.armed_at.map(|t| t + self.cfg.ack_timeout)
     }
 
     fn finish(&mut self, outcome: Outcome) {
         if self.state != State::Finished {
             self.state = State::Finished;
-            self.deadline = None;
+            self.armed_at = None;
             self.events.push_back(SendEvent::Finished(outcome));
         }
     }
@@ -275,22 +301,23 @@ impl Sender {
         out[g.hdr_len + len..MAD_LEN]
             .iter_mut()
             .for_each(|b| *b = 0);
-        let mut flags = FLAG_ACTIVE;
-        if n == 1 {
-            flags |= FLAG_FIRST;
+        // The fields every DATA segment shares come from the template;
+        // then the segment's own: its number, and on the first and last
+        // segment their flags and PayloadLength.
+        out[MAD_HEADER_LEN..RMPP_HEADER_END].copy_from_slice(&self.data_template);
+        let mut v = RmppView::new_unchecked(out);
+        v.set_data1(n);
+        if n == 1 || n == g.count {
+            let mut flags = FLAG_ACTIVE;
+            if n == 1 {
+                flags |= FLAG_FIRST;
+            }
+            if n == g.count {
+                flags |= FLAG_LAST;
+            }
+            v.set_flags(flags);
+            v.set_data2(g.payload_length(n));
         }
-        if n == g.count {
-            flags |= FLAG_LAST;
-        }
-        let h = header(
-            RmppType::DATA,
-            self.cfg.resp_time,
-            flags,
-            RmppStatus::SUCCESS,
-            n,
-            g.payload_length(n),
-        );
-        write_header(&h, out);
     }
 
     /// Writes the next MAD to post into `out` (256 bytes) and returns its
@@ -313,7 +340,7 @@ impl Sender {
         self.seg_sent += 1;
         let n = self.seg_sent;
         self.write_segment(n, out);
-        self.deadline = Some(now + self.cfg.ack_timeout);
+        self.armed_at = Some(now);
         Some(n)
     }
 
@@ -387,7 +414,7 @@ impl Sender {
         if self.seg_sent < self.last_ack {
             self.seg_sent = self.last_ack;
         }
-        if !advanced && self.deadline.is_some() {
+        if !advanced && self.armed_at.is_some() {
             // No progress: a repeated (stale) ACK must not push the ACK
             // timer back, or a peer repeating it keeps the send alive for
             // ever. Segments the new window releases re-arm the timer
@@ -395,7 +422,7 @@ impl Sender {
             return;
         }
         if self.last_ack == self.geom.count {
-            self.deadline = None;
+            self.armed_at = None;
             if self.cfg.expects_response {
                 self.state = State::AwaitingResponse;
                 self.control
@@ -410,9 +437,9 @@ impl Sender {
             // will go out to arm the timer, so it runs now, and a
             // receiver that never opens the window cannot hold the
             // transfer for ever (the retries run down).
-            self.deadline = Some(now + self.cfg.ack_timeout);
+            self.armed_at = Some(now);
         } else {
-            self.deadline = None;
+            self.armed_at = None;
         }
     }
 
@@ -421,11 +448,11 @@ impl Sender {
         if self.state != State::Active {
             return;
         }
-        match self.deadline {
+        match self.deadline() {
             Some(d) if d <= now => {}
             _ => return,
         }
-        self.deadline = None;
+        self.armed_at = None;
         if self.retries_left == 0 {
             let m = self.control_mad(RmppType::ABORT, RmppStatus::TMR, 0, 0);
             self.control.push_back(m);
@@ -438,7 +465,7 @@ impl Sender {
         if self.newwin <= self.last_ack {
             // A closed window: nothing is resent to re-arm the timer, so
             // the next wait starts here and spends the next retry.
-            self.deadline = Some(now + self.cfg.ack_timeout);
+            self.armed_at = Some(now);
         }
     }
 
