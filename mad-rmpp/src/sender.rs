@@ -523,6 +523,50 @@ mod tests {
     }
 
     #[test]
+    fn every_segment_carries_the_whole_rmpp_header_of_its_position() {
+        // Each DATA segment's header is the one `header` builds for its
+        // number and position, whatever the caller's header held at bytes
+        // 24..36 and whatever the output buffer held before.
+        let now = Instant::now();
+        for len in [0usize, 1, 200, 400, 401, 1024, 2000] {
+            let mut hdr = sa_header();
+            hdr[24..36].fill(0xA5);
+            let cfg = SenderConfig {
+                initial_window: u32::MAX,
+                resp_time: 0x0E,
+                ..SenderConfig::default()
+            };
+            let mut s = Sender::new(&hdr, &vec![3u8; len], cfg, now).unwrap();
+            let count = s.geometry().count;
+            let mut out = [0xFFu8; 256];
+            let mut n = 0;
+            while let Some(seg) = s.poll_transmit_into(now, &mut out) {
+                n += 1;
+                assert_eq!(seg, n);
+                let mut flags = FLAG_ACTIVE;
+                if n == 1 {
+                    flags |= FLAG_FIRST;
+                }
+                if n == count {
+                    flags |= FLAG_LAST;
+                }
+                let want = header(
+                    RmppType::DATA,
+                    0x0E,
+                    flags,
+                    RmppStatus::SUCCESS,
+                    n,
+                    s.geometry().payload_length(n),
+                );
+                assert_eq!(read_header(&out).unwrap(), want, "{len} bytes, segment {n}");
+                assert_eq!(out[..24], hdr[..24]);
+                assert_eq!(out[36..56], hdr[36..56]);
+            }
+            assert_eq!(n, count, "{len} bytes");
+        }
+    }
+
+    #[test]
     fn first_window_is_one_segment_then_the_ack_opens_it() {
         let now = Instant::now();
         let mut s = Sender::new(&sa_header(), &[7u8; 2000], SenderConfig::default(), now).unwrap();
