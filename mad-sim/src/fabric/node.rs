@@ -71,10 +71,14 @@ pub(crate) struct Port {
     pub counters_ext: PortCountersExt,
     /// The PerfMgt counters beyond PortCounters (per SL / VL, details).
     pub(crate) perf: super::pma_ext::PerfExtra,
+    /// Packets that crossed the port and are not yet in `counters`,
+    /// `counters_ext` and `perf` ([`Port::settle`] adds them).
+    pub(crate) traffic: super::traffic::Traffic,
     /// When a failed M_Key check started the lease timer, when it ends.
     pub mkey_lease_end: Option<std::time::Duration>,
-    /// SMInfo this port answers with (an SM lives here).
-    pub sm_info: Option<SmInfo>,
+    /// SMInfo this port answers with (an SM lives here; boxed: few
+    /// ports of a big fabric have one).
+    pub sm_info: Option<Box<SmInfo>>,
     /// Extended link speeds this port can run, whatever PortInfo says.
     pub speed_ext_capable: u8,
     /// The cable is pulled ([`crate::Fabric::link_down`]): the link cannot
@@ -285,6 +289,7 @@ fn build_port(kind: NodeKind, p: &TopoPort) -> Port {
         counters: PortCounters::default(),
         counters_ext: PortCountersExt::default(),
         perf: super::pma_ext::PerfExtra::default(),
+        traffic: super::traffic::Traffic::default(),
         mkey_lease_end: None,
         sm_info: None,
         speed_ext_capable: speed::EXT_ALL,

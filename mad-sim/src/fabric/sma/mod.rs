@@ -518,7 +518,7 @@ impl Core {
         };
         let mgmt = n.mgmt_port(in_port);
         match n.port(mgmt).and_then(|p| p.sm_info.as_ref()) {
-            Some(i) => (OK, emit(i)),
+            Some(i) => (OK, emit(&**i)),
             None => (UNSUP_METH_ATTR, *data),
         }
     }
