@@ -112,8 +112,11 @@ pub(crate) struct Node {
     /// Ports 0..=n on a switch, 1..=n otherwise (`port(n)` maps).
     pub ports: Vec<Port>,
     pub sw: Option<Box<SwitchState>>,
-    /// The Congestion Control agent's state.
-    pub(crate) cc: super::cc::CcState,
+    /// The Congestion Control agent's state, made by the first
+    /// Congestion Control MAD for the node (until then it is
+    /// [`super::cc::CcState::new`]'s; few nodes of a big fabric get one,
+    /// and a node's hot fields stay close together without it).
+    pub(crate) cc: Option<Box<super::cc::CcState>>,
 }
 
 impl Node {
@@ -201,7 +204,7 @@ pub(crate) fn build_node(t: &TopoNode, cfg: &super::FabricConfig, linear_fdb_cap
         kind: t.kind,
         id: t.id.clone(),
         desc,
-        cc: super::cc::CcState::new(info.num_ports),
+        cc: None,
         info,
         ports,
         sw,
