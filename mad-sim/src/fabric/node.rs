@@ -73,7 +73,7 @@ pub(crate) struct Port {
     pub(crate) perf: super::pma_ext::PerfExtra,
     /// Packets that crossed the port and are not yet in `counters`,
     /// `counters_ext` and `perf` ([`Port::settle`] adds them).
-    pub(crate) traffic: super::traffic::Traffic,
+    pub(crate) traffic: Traffic,
     /// When a failed M_Key check started the lease timer, when it ends.
     pub mkey_lease_end: Option<std::time::Duration>,
     /// SMInfo this port answers with (an SM lives here; boxed: few
@@ -84,6 +84,18 @@ pub(crate) struct Port {
     /// The cable is pulled ([`crate::Fabric::link_down`]): the link cannot
     /// train, whatever the ports are told.
     pub unplugged: bool,
+}
+
+/// Packets of one kind that crossed a port and are not yet in its
+/// counters (counted in runs: [`super::traffic`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Traffic {
+    /// The kind ([`super::traffic::kind`]); 0 while nothing is pending.
+    pub(super) kind: u32,
+    /// Packets sent of that kind.
+    pub(super) xmit: u32,
+    /// Packets received of that kind.
+    pub(super) rcv: u32,
 }
 
 /// Per-switch state.
@@ -292,7 +304,7 @@ fn build_port(kind: NodeKind, p: &TopoPort) -> Port {
         counters: PortCounters::default(),
         counters_ext: PortCountersExt::default(),
         perf: super::pma_ext::PerfExtra::default(),
-        traffic: super::traffic::Traffic::default(),
+        traffic: Traffic::default(),
         mkey_lease_end: None,
         sm_info: None,
         speed_ext_capable: speed::EXT_ALL,

@@ -6,7 +6,7 @@
 //! per-VL data and packets). A bring-up sends millions of SMPs, each
 //! across about nine links, all of one kind (SL 0, VL15, 72 words,
 //! unicast), so a port keeps only how many packets of the kind it last
-//! saw went each way ([`Traffic`]) and adds the run into the counters
+//! saw went each way ([`Traffic`](super::node::Traffic)) and adds the run into the counters
 //! when a packet of another kind comes or before anything reads or
 //! clears them ([`Port::settle`]). Adding a run at once gives what
 //! adding its packets one by one gives, saturation included: a
@@ -15,18 +15,6 @@
 
 use super::node::Port;
 use super::pma_ext::Way;
-
-/// Packets of one kind that crossed a port and are not yet in its
-/// counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Traffic {
-    /// The kind ([`kind`]); 0 while nothing is pending.
-    kind: u32,
-    /// Packets sent of that kind.
-    xmit: u32,
-    /// Packets received of that kind.
-    rcv: u32,
-}
 
 /// Marks a kind as present (so that no kind is 0).
 const PRESENT: u32 = 1 << 31;
@@ -164,7 +152,7 @@ mod tests {
             assert_eq!(runs.counters, each.counters);
             assert_eq!(runs.counters_ext, each.counters_ext);
             assert_eq!(format!("{:?}", runs.perf), format!("{:?}", each.perf));
-            assert_eq!(runs.traffic, Traffic::default());
+            assert_eq!(runs.traffic, super::super::node::Traffic::default());
         }
     }
 }
