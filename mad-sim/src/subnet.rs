@@ -540,17 +540,19 @@ impl Subnet {
     /// tool attaches by default.
     #[must_use]
     pub fn free_endpoint(&self) -> Option<(usize, u8)> {
-        self.fabric.nodes().into_iter().find_map(|n| {
-            if n.kind == NodeKind::Switch {
+        // Read in place under one lock (no summary of every node: the
+        // first CA port is near the start).
+        let c = self.fabric.lock();
+        c.nodes.iter().enumerate().find_map(|(i, n)| {
+            if n.is_switch() {
                 return None;
             }
-            (1..=n.num_ports).find_map(|p| {
-                let up = self
-                    .fabric
-                    .port_info(n.index, p)
-                    .is_some_and(|pi| pi.port_phys_state == PhysPortState::LINK_UP);
-                let sm = self.sm_at.node == n.index && self.sm_at.port == p;
-                (up && !sm).then_some((n.index, p))
+            (1..=n.num_ports()).find_map(|p| {
+                let up = n
+                    .port(p)
+                    .is_some_and(|x| x.info.port_phys_state == PhysPortState::LINK_UP);
+                let sm = self.sm_at.node == i && self.sm_at.port == p;
+                (up && !sm).then_some((i, p))
             })
         })
     }

@@ -28,7 +28,9 @@ impl Core {
         let version = mad.class_version();
         let Some(n) = self.node_mut(node) else { return };
         let is_switch = n.is_switch();
-        let cc = &mut n.cc;
+        let nports = n.num_ports();
+        let cc =
+            n.cc.get_or_insert_with(|| Box::new(super::cc::CcState::new(nports)));
         if cc.key.cc_key != 0 && key != cc.key.cc_key {
             cc.key.cc_key_violations = cc.key.cc_key_violations.saturating_add(1);
             return;

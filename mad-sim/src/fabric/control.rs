@@ -384,7 +384,7 @@ impl Fabric {
             } else {
                 p.info.capability_mask &= !port_cap::IS_SM;
             }
-            p.sm_info = info;
+            p.sm_info = info.map(Box::new);
         }
     }
 }

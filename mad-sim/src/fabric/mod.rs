@@ -143,6 +143,7 @@ mod pma;
 mod pma_ext;
 mod sma;
 mod stats;
+mod traffic;
 mod vendor;
 
 use std::collections::VecDeque;
@@ -671,6 +672,20 @@ impl Fabric {
         Some(f(self.lock().nodes.get(node)?.port(port)?))
     }
 
+    /// [`Self::read_port`] with the port's packets all counted
+    /// ([`node::Port::settle`]).
+    fn read_counters<R>(
+        &self,
+        node: usize,
+        port: u8,
+        f: impl FnOnce(&node::Port) -> R,
+    ) -> Option<R> {
+        let mut c = self.lock();
+        let p = c.nodes.get_mut(node)?.port_mut(port)?;
+        p.settle();
+        Some(f(p))
+    }
+
     /// A port's PortInfo as it stands (LocalPortNum = the port itself).
     #[must_use]
     pub fn port_info(&self, node: usize, port: u8) -> Option<PortInfo> {
@@ -693,7 +708,7 @@ impl Fabric {
     /// A port's PortCounters (32-bit view).
     #[must_use]
     pub fn counters(&self, node: usize, port: u8) -> Option<PortCounters> {
-        self.read_port(node, port, |p| PortCounters {
+        self.read_counters(node, port, |p| PortCounters {
             port_select: port,
             ..p.counters.clone()
         })
@@ -702,7 +717,7 @@ impl Fabric {
     /// A port's PortCountersExtended.
     #[must_use]
     pub fn counters_ext(&self, node: usize, port: u8) -> Option<PortCountersExt> {
-        self.read_port(node, port, |p| PortCountersExt {
+        self.read_counters(node, port, |p| PortCountersExt {
             port_select: port,
             ..p.counters_ext.clone()
         })

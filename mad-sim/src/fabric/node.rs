@@ -71,15 +71,31 @@ pub(crate) struct Port {
     pub counters_ext: PortCountersExt,
     /// The PerfMgt counters beyond PortCounters (per SL / VL, details).
     pub(crate) perf: super::pma_ext::PerfExtra,
+    /// Packets that crossed the port and are not yet in `counters`,
+    /// `counters_ext` and `perf` ([`Port::settle`] adds them).
+    pub(crate) traffic: Traffic,
     /// When a failed M_Key check started the lease timer, when it ends.
     pub mkey_lease_end: Option<std::time::Duration>,
-    /// SMInfo this port answers with (an SM lives here).
-    pub sm_info: Option<SmInfo>,
+    /// SMInfo this port answers with (an SM lives here; boxed: few
+    /// ports of a big fabric have one).
+    pub sm_info: Option<Box<SmInfo>>,
     /// Extended link speeds this port can run, whatever PortInfo says.
     pub speed_ext_capable: u8,
     /// The cable is pulled ([`crate::Fabric::link_down`]): the link cannot
     /// train, whatever the ports are told.
     pub unplugged: bool,
+}
+
+/// Packets of one kind that crossed a port and are not yet in its
+/// counters (counted in runs: [`super::traffic`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Traffic {
+    /// The kind ([`super::traffic::kind`]); 0 while nothing is pending.
+    pub(super) kind: u32,
+    /// Packets sent of that kind.
+    pub(super) xmit: u32,
+    /// Packets received of that kind.
+    pub(super) rcv: u32,
 }
 
 /// Per-switch state.
@@ -108,8 +124,11 @@ pub(crate) struct Node {
     /// Ports 0..=n on a switch, 1..=n otherwise (`port(n)` maps).
     pub ports: Vec<Port>,
     pub sw: Option<Box<SwitchState>>,
-    /// The Congestion Control agent's state.
-    pub(crate) cc: super::cc::CcState,
+    /// The Congestion Control agent's state, made by the first
+    /// Congestion Control MAD for the node (until then it is
+    /// [`super::cc::CcState::new`]'s; few nodes of a big fabric get one,
+    /// and a node's hot fields stay close together without it).
+    pub(crate) cc: Option<Box<super::cc::CcState>>,
 }
 
 impl Node {
@@ -197,7 +216,7 @@ pub(crate) fn build_node(t: &TopoNode, cfg: &super::FabricConfig, linear_fdb_cap
         kind: t.kind,
         id: t.id.clone(),
         desc,
-        cc: super::cc::CcState::new(info.num_ports),
+        cc: None,
         info,
         ports,
         sw,
@@ -285,6 +304,7 @@ fn build_port(kind: NodeKind, p: &TopoPort) -> Port {
         counters: PortCounters::default(),
         counters_ext: PortCountersExt::default(),
         perf: super::pma_ext::PerfExtra::default(),
+        traffic: Traffic::default(),
         mkey_lease_end: None,
         sm_info: None,
         speed_ext_capable: speed::EXT_ALL,

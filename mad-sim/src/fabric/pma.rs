@@ -80,7 +80,10 @@ impl Core {
                     .iter_mut()
                     .enumerate()
                     .filter(|(i, _)| ports.iter().any(|s| usize::from(*s) == first + i))
-                    .map(|(_, p)| &mut p.perf);
+                    .map(|(_, p)| {
+                        p.settle();
+                        &mut p.perf
+                    });
                 (OK, pma_ext::counters(attr, set, &data, kept))
             }
         }
@@ -179,6 +182,7 @@ impl Counters for PortCounters {
         self.port_select
     }
     fn of_port(p: &mut super::node::Port) -> &mut Self {
+        p.settle();
         &mut p.counters
     }
     fn clear_selected(&mut self, req: &Self) {
@@ -200,6 +204,7 @@ impl Counters for PortCountersExt {
         self.port_select
     }
     fn of_port(p: &mut super::node::Port) -> &mut Self {
+        p.settle();
         &mut p.counters_ext
     }
     fn clear_selected(&mut self, req: &Self) {

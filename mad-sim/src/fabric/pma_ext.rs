@@ -308,23 +308,29 @@ impl PerfExtra {
     /// Counts a packet of `words` on `sl` / `vl` crossing the port: a
     /// sent packet in PortXmitDataSL, a received one in PortRcvDataSL,
     /// PortOpRcvCounters and PortVLOpPackets/Data.
-    #[inline]
+    #[cfg(test)]
     pub fn count(&mut self, way: Way, words: u32, sl: u8, vl: u8) {
+        self.count_n(way, words, sl, vl, 1);
+    }
+
+    /// Counts `n` packets of `words` on `sl` / `vl` crossing the port, as
+    /// [`Self::count`] `n` times would.
+    pub fn count_n(&mut self, way: Way, words: u32, sl: u8, vl: u8, n: u64) {
         let (sl, vl) = (sl & 0xF, vl & 0xF);
-        let w = u64::from(words);
+        let w = u64::from(words).saturating_mul(n);
         let sl0 = |h| (sl == 0).then_some(h);
         match way {
             Way::Xmit => self.add_per_packet(XMIT_DATA_SL, sl, sl0(H_XMIT_SL0), w),
             Way::Rcv => {
                 self.add_per_packet(RCV_DATA_SL, sl, sl0(H_RCV_SL0), w);
-                self.add_hot(H_OP_PKTS, 1);
+                self.add_hot(H_OP_PKTS, n);
                 self.add_hot(H_OP_DATA, w);
                 let h = match vl {
                     0 => Some(H_VL0),
                     15 => Some(H_VL15),
                     _ => None,
                 };
-                self.add_per_packet(VL_OP_PACKETS, vl, h, 1);
+                self.add_per_packet(VL_OP_PACKETS, vl, h, n);
                 self.add_per_packet(VL_OP_DATA, vl, h.map(|h| h + 1), w);
             }
         }

@@ -130,8 +130,9 @@ impl SubnetManager {
                 }
                 Err(e) => self.malformed(&req, e),
             },
-            Kind::SetLft { node, block, want } => {
+            Kind::SetLft { node, block } => {
                 let guid = self.sweep.subnet.nodes().get(node).map_or(0, SmNode::guid);
+                let want = lft_block(&self.sweep.subnet, node, block);
                 if data.get(..64) == Some(&want[..]) {
                     if let Some(p) = self.programmed.get_mut(&guid) {
                         p.unconfirmed.remove(block);
@@ -149,7 +150,7 @@ impl SubnetManager {
                 block,
                 pos,
                 want,
-            } => self.mft_set_done(&req, guid, (block, pos), want, data),
+            } => self.mft_set_done(&req, guid, (block, pos), *want, data),
             Kind::SetMcastTop { guid, top } => self.mcast_top_done(&req, guid, top, data),
         }
     }

@@ -336,7 +336,7 @@ impl SubnetManager {
                         guid,
                         block,
                         pos,
-                        want,
+                        want: Box::new(want),
                     },
                 );
             }

@@ -316,16 +316,18 @@ enum Kind {
         node: NodeIdx,
         want: Box<SwitchInfo>,
     },
+    /// Block `block` of the table the sweep computed for `node` (read
+    /// from that table when the SMP is made and when it is answered: it
+    /// does not change during the sweep, and a request stays small).
     SetLft {
         node: NodeIdx,
         block: u32,
-        want: [u8; 64],
     },
     SetMft {
         guid: u64,
         block: u16,
         pos: u8,
-        want: [u16; 32],
+        want: Box<[u16; 32]>,
     },
     SetMcastTop {
         guid: u64,
@@ -366,19 +368,32 @@ impl Request {
 /// The directed-route SMP of `req` with `tid` (a resend is made again
 /// the same way rather than kept: a sweep has thousands in flight),
 /// written into `mad`.
-fn build(req: &Request, tid: u64, m_key: u64, mad: &mut [u8; MAD_LEN]) {
+fn build(req: &Request, tid: u64, m_key: u64, subnet: &Subnet, mad: &mut [u8; MAD_LEN]) {
     *mad = req
         .path
         .build_request(req.method, req.attr, req.attr_mod, tid, m_key);
     let data: Option<&[u8]> = match (&req.data, &req.kind) {
         (Some(d), _) => Some(&d[..]),
-        (None, Kind::SetLft { want, .. }) => Some(&want[..]),
+        (None, &Kind::SetLft { node, block }) => Some(&lft_block(subnet, node, block)[..]),
         _ => None,
     };
     if let Some(d) = data {
         let n = d.len().min(SMP_DATA_LEN);
         mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + n].copy_from_slice(&d[..n]);
     }
+}
+
+/// A block of no routes (past the end of a table).
+const NO_ROUTES: crate::lft::Block = [NO_ROUTE; LinearFwdTable::ENTRIES];
+
+/// Block `block` of the table `subnet` holds for `node` (no routes past
+/// its end).
+fn lft_block(subnet: &Subnet, node: NodeIdx, block: u32) -> &crate::lft::Block {
+    subnet
+        .nodes()
+        .get(node)
+        .and_then(|n| n.lft.block(block as usize))
+        .map_or(&NO_ROUTES, |b| &**b)
 }
 
 struct Outstanding {
@@ -491,6 +506,19 @@ pub struct SubnetManager {
     background_entries: usize,
 }
 
+impl Drop for SubnetManager {
+    fn drop(&mut self) {
+        // A big subnet's tables go apart, as the fabric's.
+        if self.subnet.nodes().len() >= crate::FREE_APART_NODES {
+            crate::free_apart((
+                std::mem::take(&mut self.subnet),
+                std::mem::take(&mut self.sweep),
+                std::mem::take(&mut self.programmed),
+            ));
+        }
+    }
+}
+
 impl std::fmt::Debug for SubnetManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubnetManager")
@@ -596,7 +624,7 @@ impl SubnetManager {
                 self.sweep.retries += 1;
                 self.act_count = self.act_count.wrapping_add(1);
                 // The same MAD again (same TID), made anew from the request.
-                build(&o.req, tid, self.cfg.m_key, mad);
+                build(&o.req, tid, self.cfg.m_key, &self.sweep.subnet, mad);
                 return Some(Address::smi(PERMISSIVE_LID));
             }
         }
@@ -615,7 +643,7 @@ impl SubnetManager {
                 break t;
             }
         };
-        build(&req, tid, self.cfg.m_key, mad);
+        build(&req, tid, self.cfg.m_key, &self.sweep.subnet, mad);
         if req.method == Method::SET {
             self.sweep.sets += 1;
         }

@@ -250,14 +250,14 @@ impl SubnetManager {
                 continue;
             }
             self.sweep.todo_at = (k, b + 1);
-            let want = n
-                .lft
-                .block(b)
-                .map_or([NO_ROUTE; LinearFwdTable::ENTRIES], |x| **x);
             let block = b as u32;
+            let want = lft_block(&self.sweep.subnet, node, block);
             let prog = self.programmed.entry(n.guid()).or_default();
-            let same =
-                !prog.unconfirmed.contains(block) && prog.lft.block(b).is_some_and(|x| **x == want);
+            let same = !prog.unconfirmed.contains(block)
+                && prog
+                    .lft
+                    .block(b)
+                    .is_some_and(|x| std::ptr::eq(&**x, want) || **x == *want);
             if same {
                 continue;
             }
@@ -270,7 +270,7 @@ impl SubnetManager {
                 attr_mod: block,
                 path,
                 data: None,
-                kind: Kind::SetLft { node, block, want },
+                kind: Kind::SetLft { node, block },
             });
         }
     }
@@ -282,8 +282,10 @@ impl SubnetManager {
         let p = n.port(port)?;
         let want = self.desired(n, p, state);
         let path = p.path.clone();
-        match want.to_vec() {
-            Ok(b) => Some(Request::set(
+        // Written in place: no Vec per PortInfo Set.
+        let mut b = [0u8; SMP_DATA_LEN];
+        match want.emit(&mut b) {
+            Ok(()) => Some(Request::set(
                 AttributeId::PORT_INFO,
                 u32::from(port),
                 path,

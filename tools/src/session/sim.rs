@@ -151,9 +151,9 @@ impl SimFabric {
     /// No such node, or no free CA port.
     pub fn endpoint_at(&self, name: Option<&str>) -> Result<(usize, u8), String> {
         let fabric = self.subnet.fabric();
-        let nodes = fabric.nodes();
         match name {
             Some(want) => {
+                let nodes = fabric.nodes();
                 let Some(n) = nodes.iter().find(|n| n.id == want || n.description == want) else {
                     let some: Vec<&str> = nodes.iter().take(8).map(|n| n.id.as_str()).collect();
                     return Err(format!(

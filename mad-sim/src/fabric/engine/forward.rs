@@ -16,6 +16,28 @@ struct Fanout {
     budget: usize,
 }
 
+/// What the port a packet leaves through decided ([`Core::transmit`]).
+enum Leave {
+    /// Onto the link, to this far end (counted).
+    Go((u32, u8)),
+    /// Onto the link if partition enforcement lets it (not counted yet).
+    Enforce((u32, u8)),
+    NoPort,
+    Down,
+    Inactive,
+}
+
+/// What the port a packet enters decided ([`Core::enter`]).
+enum Arrival {
+    Lost,
+    NotActive,
+    NotMine,
+    /// For the CA / router port.
+    Take,
+    /// At a switch of this many ports.
+    Switch(u8),
+}
+
 impl Core {
     /// Runs a packet from `hop` to its end; a multicast packet's copies
     /// (one per port of a switch's MFT mask but the arrival port) run
@@ -36,7 +58,6 @@ impl Core {
         for _ in 0..MAX_HOPS {
             let next = match hop {
                 Hop::Transmit { node, port } => self.transmit(node, port, pkt),
-                Hop::Arrive { node, port } => self.arrive(node, port, pkt),
                 Hop::SwitchRoute { node, in_port } if pkt.multicast() => {
                     self.mcast_route(node, in_port, pkt, f)
                 }
@@ -135,35 +156,63 @@ impl Core {
         Some(Hop::Transmit { node, port })
     }
 
-    pub(super) fn transmit(&mut self, node: u32, port: u8, pkt: &Packet) -> Option<Hop> {
-        let n = self.node(node)?;
-        let is_switch = n.is_switch();
-        let Some(p) = n.port(port) else {
-            self.drop_pkt(DropReason::NoSuchPort, node, port);
-            return None;
+    /// `pkt` leaves `node` out of `port`: the port checks, partition
+    /// enforcement, the count, the link filter and faults, then the far
+    /// port ([`Self::enter`]). The node and port are looked up once: a
+    /// packet crosses about nine links per SMP.
+    pub(super) fn transmit(&mut self, node: u32, port: u8, pkt: &mut Packet) -> Option<Hop> {
+        let out = {
+            let n = self.nodes.get_mut(node as usize)?;
+            let is_switch = n.is_switch();
+            match n.port_mut(port) {
+                None => Leave::NoPort,
+                Some(p) => {
+                    let up = p.info.port_phys_state == PhysPortState::LINK_UP;
+                    let state_ok = if pkt.vl15 {
+                        p.info.port_state != PortState::DOWN
+                    } else {
+                        p.info.port_state == PortState::ACTIVE
+                    };
+                    match p.remote.filter(|_| up) {
+                        None => Leave::Down,
+                        Some(_) if !state_ok => Leave::Inactive,
+                        // Partition enforcement may refuse it before it
+                        // is counted (never on VL15 or port 0).
+                        Some(r) if is_switch && port != 0 && !pkt.vl15 => Leave::Enforce(r),
+                        Some(r) => {
+                            count_packet(p, Direction::Outbound, pkt);
+                            Leave::Go(r)
+                        }
+                    }
+                }
+            }
         };
-        let up = p.info.port_phys_state == PhysPortState::LINK_UP;
-        let Some((rn, rp)) = p.remote.filter(|_| up) else {
-            self.count_xmit_discard(node, port);
-            self.drop_pkt(DropReason::LinkDown, node, port);
-            return None;
+        let (rn, rp) = match out {
+            Leave::Go(r) => r,
+            Leave::NoPort => {
+                self.drop_pkt(DropReason::NoSuchPort, node, port);
+                return None;
+            }
+            Leave::Down => {
+                self.count_xmit_discard(node, port);
+                self.drop_pkt(DropReason::LinkDown, node, port);
+                return None;
+            }
+            Leave::Inactive => {
+                self.count_xmit_discard(node, port);
+                self.drop_pkt(DropReason::PortNotActive, node, port);
+                return None;
+            }
+            Leave::Enforce(r) => {
+                if self.partition_refuses(node, port, pkt, Direction::Outbound) {
+                    return None;
+                }
+                if let Some(p) = self.port_mut(node, port) {
+                    count_packet(p, Direction::Outbound, pkt);
+                }
+                r
+            }
         };
-        let state_ok = if pkt.vl15 {
-            p.info.port_state != PortState::DOWN
-        } else {
-            p.info.port_state == PortState::ACTIVE
-        };
-        if !state_ok {
-            self.count_xmit_discard(node, port);
-            self.drop_pkt(DropReason::PortNotActive, node, port);
-            return None;
-        }
-        if is_switch && self.partition_refuses(node, port, pkt, Direction::Outbound) {
-            return None;
-        }
-        if let Some(p) = self.port_mut(node, port) {
-            count_packet(p, Direction::Outbound, pkt);
-        }
         if let Some(f) = self.link_filter.as_mut() {
             let c = LinkCrossing {
                 from: PortAddr {
@@ -190,56 +239,78 @@ impl Core {
     }
 
     /// A packet comes off the wire into `rn`/`rp`: lost if that port is
-    /// not physically up, else counted as received there.
-    pub(super) fn enter(&mut self, rn: u32, rp: u8, pkt: &Packet) -> Option<Hop> {
-        if let Some(p) = self.port_mut(rn, rp) {
+    /// not physically up, else counted as received there, then taken by
+    /// the node: a switch routes it (a directed-route SMP goes straight
+    /// to the arrival rules), a CA port takes what is addressed to it.
+    /// The node and port are looked up once.
+    pub(super) fn enter(&mut self, rn: u32, rp: u8, pkt: &mut Packet) -> Option<Hop> {
+        let arrival = {
+            let n = self.nodes.get_mut(rn as usize)?;
+            let is_switch = n.is_switch();
+            let nports = n.num_ports();
+            let p = n.port_mut(rp)?;
             if p.info.port_phys_state != PhysPortState::LINK_UP {
                 count_rcv_error(p, super::super::pma_ext::Discard::LocalPhysical);
-                self.drop_pkt(DropReason::LinkDown, rn, rp);
-                return None;
+                Arrival::Lost
+            } else {
+                count_packet(p, Direction::Inbound, pkt);
+                if !pkt.vl15 && p.info.port_state.0 < PortState::ARMED.0 {
+                    Arrival::NotActive
+                } else if is_switch {
+                    Arrival::Switch(nports)
+                } else {
+                    let accept = if pkt.dlid == PERMISSIVE_LID {
+                        pkt.vl15
+                    } else if pkt.multicast() {
+                        // The switches' MFTs chose the members: a CA port
+                        // takes it.
+                        !pkt.vl15
+                    } else {
+                        lid_match(&p.info, pkt.dlid)
+                    };
+                    if accept {
+                        Arrival::Take
+                    } else {
+                        count_rcv_error(p, super::super::pma_ext::Discard::DlidMapping);
+                        Arrival::NotMine
+                    }
+                }
             }
-            count_packet(p, Direction::Inbound, pkt);
-        }
-        Some(Hop::Arrive { node: rn, port: rp })
-    }
-
-    pub(super) fn arrive(&mut self, node: u32, port: u8, pkt: &mut Packet) -> Option<Hop> {
-        let n = self.node(node)?;
-        let p = n.port(port)?;
-        if !pkt.vl15 && p.info.port_state.0 < PortState::ARMED.0 {
-            self.drop_pkt(DropReason::PortNotActive, node, port);
-            return None;
-        }
-        if n.is_switch() {
-            if self.partition_refuses(node, port, pkt, Direction::Inbound) {
-                return None;
-            }
-            if pkt.dlid == PERMISSIVE_LID {
-                // What switch routing would decide (the permissive LID is
-                // the switch's own), without the extra step.
-                return self.local(node, port, pkt);
-            }
-            return Some(Hop::SwitchRoute {
-                node,
-                in_port: port,
-            });
-        }
-        let accept = if pkt.dlid == PERMISSIVE_LID {
-            pkt.vl15
-        } else if pkt.multicast() {
-            // The switches' MFTs chose the members: a CA port takes it.
-            !pkt.vl15
-        } else {
-            lid_match(&p.info, pkt.dlid)
         };
-        if !accept {
-            if let Some(p) = self.port_mut(node, port) {
-                count_rcv_error(p, super::super::pma_ext::Discard::DlidMapping);
+        match arrival {
+            Arrival::Lost => {
+                self.drop_pkt(DropReason::LinkDown, rn, rp);
+                None
             }
-            self.drop_pkt(DropReason::NotForThisPort, node, port);
-            return None;
+            Arrival::NotActive => {
+                self.drop_pkt(DropReason::PortNotActive, rn, rp);
+                None
+            }
+            Arrival::NotMine => {
+                self.drop_pkt(DropReason::NotForThisPort, rn, rp);
+                None
+            }
+            Arrival::Take => Some(Hop::Local { node: rn, port: rp }),
+            Arrival::Switch(nports) => {
+                if self.partition_refuses(rn, rp, pkt, Direction::Inbound) {
+                    return None;
+                }
+                if pkt.dlid != PERMISSIVE_LID {
+                    return Some(Hop::SwitchRoute {
+                        node: rn,
+                        in_port: rp,
+                    });
+                }
+                // What switch routing would decide (the permissive LID is
+                // the switch's own), without the extra step; a
+                // directed-route SMP on QP0 goes to the arrival rules
+                // without looking the switch up again.
+                if pkt.vl15 && pkt.dqpn == 0 && pkt.mad[0] == 1 && pkt.is_dr() {
+                    return self.dr_arrived_at(rn, rp, true, nports, pkt);
+                }
+                self.local(rn, rp, pkt)
+            }
         }
-        Some(Hop::Local { node, port })
     }
 
     /// A switch routes a LID-addressed packet: to itself (its LID or the
@@ -346,7 +417,6 @@ impl Core {
 fn hop_at(hop: Hop) -> (u32, u8) {
     match hop {
         Hop::Transmit { node, port }
-        | Hop::Arrive { node, port }
         | Hop::Local { node, port }
         | Hop::SwitchRoute {
             node,

@@ -67,8 +67,21 @@ impl Core {
     /// (all decided in one pass over the header: [`dr_arrive`]).
     pub(super) fn dr_arrived(&mut self, node: u32, port: u8, pkt: &mut Packet) -> Option<Hop> {
         let n = self.node(node)?;
-        let is_switch = n.is_switch();
-        let nports = n.num_ports();
+        let (is_switch, nports) = (n.is_switch(), n.num_ports());
+        self.dr_arrived_at(node, port, is_switch, nports, pkt)
+    }
+
+    /// [`Self::dr_arrived`] at a node already looked up: a switch or not,
+    /// with `nports` ports.
+    #[inline]
+    pub(super) fn dr_arrived_at(
+        &mut self,
+        node: u32,
+        port: u8,
+        is_switch: bool,
+        nports: u8,
+        pkt: &mut Packet,
+    ) -> Option<Hop> {
         let mut smp = Smp::new_unchecked(&mut pkt.mad[..]);
         if smp.dr_slid() != PERMISSIVE_LID || smp.dr_dlid() != PERMISSIVE_LID {
             self.drop_pkt(DropReason::DrLidRouted, node, port);

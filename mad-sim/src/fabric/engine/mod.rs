@@ -193,8 +193,6 @@ impl Endpoint {
 enum Hop {
     /// Leaving `node` out of `port` onto the link.
     Transmit { node: u32, port: u8 },
-    /// Arrived at `node` on `port` from the link.
-    Arrive { node: u32, port: u8 },
     /// At switch `node` (having come in on `in_port`), to be routed by LID.
     SwitchRoute { node: u32, in_port: u8 },
     /// For `node` itself, received on `port`.
@@ -230,6 +228,21 @@ pub(crate) struct Core {
 /// Most MAD buffers [`Core::spare`] keeps.
 const MAX_SPARE: usize = 64;
 
+impl Drop for Core {
+    fn drop(&mut self) {
+        // The nodes and tables of a big fabric go apart; the endpoints
+        // (sockets) go here as ever.
+        if self.nodes.len() >= crate::FREE_APART_NODES {
+            crate::free_apart((
+                std::mem::take(&mut self.nodes),
+                std::mem::take(&mut self.by_id),
+                std::mem::take(&mut self.by_guid),
+                std::mem::take(&mut self.lft_blocks),
+            ));
+        }
+    }
+}
+
 impl Core {
     pub fn node(&self, n: u32) -> Option<&Node> {
         self.nodes.get(n as usize)
@@ -259,7 +272,7 @@ impl Core {
     /// Processes the next queued packet; false when the queue is empty.
     pub fn step(&mut self) -> bool {
         if let Some((n, p, mut pkt)) = self.resume.pop_front() {
-            if let Some(hop) = self.enter(n, p, &pkt) {
+            if let Some(hop) = self.enter(n, p, &mut pkt) {
                 self.run(hop, &mut pkt);
             }
             self.recycle(pkt);
@@ -449,9 +462,10 @@ fn count_rcv_error(p: &mut super::node::Port, why: super::pma_ext::Discard) {
 }
 
 /// Counts a packet crossing port `p` in direction `dir` in PortCounters,
-/// PortCountersExtended and the per-SL / per-VL counters.
+/// PortCountersExtended and the per-SL / per-VL counters (in a run of
+/// packets of its kind: [`super::traffic`]).
+#[inline]
 fn count_packet(p: &mut super::node::Port, dir: Direction, pkt: &Packet) {
-    let (words, unicast) = (pkt.words(), pkt.unicast());
     let vl = if pkt.vl15 {
         15
     } else {
@@ -466,30 +480,6 @@ fn count_packet(p: &mut super::node::Port, dir: Direction, pkt: &Packet) {
         Direction::Inbound => super::pma_ext::Way::Rcv,
         Direction::Outbound => super::pma_ext::Way::Xmit,
     };
-    p.perf.count(way, words, pkt.sl, vl);
-    let (c, e) = (&mut p.counters, &mut p.counters_ext);
-    let (data, pkts, ext_data, ext_pkts, ucast, mcast) = match dir {
-        Direction::Outbound => (
-            &mut c.port_xmit_data,
-            &mut c.port_xmit_pkts,
-            &mut e.port_xmit_data,
-            &mut e.port_xmit_pkts,
-            &mut e.port_unicast_xmit_pkts,
-            &mut e.port_multicast_xmit_pkts,
-        ),
-        Direction::Inbound => (
-            &mut c.port_rcv_data,
-            &mut c.port_rcv_pkts,
-            &mut e.port_rcv_data,
-            &mut e.port_rcv_pkts,
-            &mut e.port_unicast_rcv_pkts,
-            &mut e.port_multicast_rcv_pkts,
-        ),
-    };
-    *data = data.saturating_add(words);
-    *pkts = pkts.saturating_add(1);
-    *ext_data = ext_data.saturating_add(u64::from(words));
-    *ext_pkts = ext_pkts.saturating_add(1);
-    let cast = if unicast { ucast } else { mcast };
-    *cast = cast.saturating_add(1);
+    let kind = super::traffic::kind(pkt.sl, vl, pkt.words(), pkt.unicast());
+    p.count_crossing(way, kind);
 }

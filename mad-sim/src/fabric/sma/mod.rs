@@ -456,12 +456,14 @@ impl Core {
                 return (UNSUP_METH_ATTR, *data);
             };
             if sw.lft.len() <= block {
+                // The whole table up to LinearFDBTop at once, unwritten
+                // blocks sharing one "no route" block (an SM writes the
+                // blocks in order: one allocation, not one per block).
                 let none = Arc::new([0xFF; 64]);
-                // Room for the whole table up to LinearFDBTop at once.
                 let top = usize::from(sw.info.linear_fdb_top) / LinearFwdTable::ENTRIES + 1;
-                sw.lft
-                    .reserve_exact(top.max(block + 1).saturating_sub(sw.lft.len()));
-                sw.lft.resize(block + 1, none);
+                let len = top.max(block + 1);
+                sw.lft.reserve_exact(len - sw.lft.len());
+                sw.lft.resize(len, none);
             }
             sw.lft[block] = shared;
         }
@@ -518,7 +520,7 @@ impl Core {
         };
         let mgmt = n.mgmt_port(in_port);
         match n.port(mgmt).and_then(|p| p.sm_info.as_ref()) {
-            Some(i) => (OK, emit(i)),
+            Some(i) => (OK, emit(&**i)),
             None => (UNSUP_METH_ATTR, *data),
         }
     }
