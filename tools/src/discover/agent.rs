@@ -16,7 +16,7 @@ use std::time::Duration;
 use mad_agents::{Agent, AgentEvent, AgentReceiver, AgentSpec, Runtime, SendRequest, SendStatus};
 use mad_core::transport::Qp;
 
-use super::pipeline::{Exchange, Outcome, Outgoing, StartError};
+use super::pipeline::{Answer, Exchange, Outcome, Outgoing, StartError};
 
 /// Most time a poll blocks on one agent's channel while the other agent
 /// has requests in flight too (then it looks at both in turn).
@@ -97,9 +97,7 @@ impl<'a> AgentExchange<'a> {
         self.sent += 1 + u64::from(c.retries);
         self.resent += u64::from(c.retries);
         let outcome = match (c.status, c.response) {
-            (SendStatus::Success, Some(m)) => {
-                Outcome::Answer(mad_core::MadBuf::from_slice(m.bytes()))
-            }
+            (SendStatus::Success, Some(m)) => Outcome::Answer(Answer::Message(m)),
             (SendStatus::Success, None) => Outcome::Failed("no response MAD".into()),
             (SendStatus::Timeout, _) => Outcome::Timeout,
             (other, _) => Outcome::Failed(other.to_string()),

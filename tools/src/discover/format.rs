@@ -380,7 +380,25 @@ pub fn port_line(f: &Fabric, i: usize, port: u8, opts: &TopologyOptions<'_>) -> 
 /// ibnetdiscover's default output: the topology file.
 #[must_use]
 pub fn topology(f: &Fabric, opts: &TopologyOptions<'_>) -> String {
-    let mut o = String::new();
+    let mut all = String::new();
+    topology_to(f, opts, &mut |s| all.push_str(s));
+    all
+}
+
+/// About how much of the topology [`topology_to`] hands over at a time.
+const CHUNK: usize = 64 * 1024;
+
+/// [`topology`] handed to `sink` a piece at a time (whole nodes, about
+/// 64 KiB each): a large fabric's text is never held whole.
+pub fn topology_to(f: &Fabric, opts: &TopologyOptions<'_>, sink: &mut dyn FnMut(&str)) {
+    let mut o = String::with_capacity(CHUNK + CHUNK / 4);
+    let mut node = |o: &mut String, i: usize, chassis: u32| {
+        out_node(o, f, i, opts, chassis);
+        if o.len() >= CHUNK {
+            sink(o);
+            o.clear();
+        }
+    };
     let _ = write!(o, "#\n# Topology file: generated on {}#\n", opts.ctime);
     if opts.max_hops {
         let _ = write!(
@@ -414,14 +432,14 @@ pub fn topology(f: &Fabric, opts: &TopologyOptions<'_>) -> String {
             o.push_str("\n# Line Nodes");
             o.push_str("\n# Chassis Switches");
             for &i in members.iter().filter(|&&i| f.nodes[i].is_switch()) {
-                out_node(&mut o, f, i, opts, num(i));
+                node(&mut o, i, num(i));
             }
             o.push_str("\n# Chassis CAs");
             for &i in members
                 .iter()
                 .filter(|&&i| f.nodes[i].node_type() == NodeType::CA)
             {
-                out_node(&mut o, f, i, opts, num(i));
+                node(&mut o, i, num(i));
             }
         }
         o.push_str("\nNon-Chassis Nodes\n");
@@ -430,17 +448,17 @@ pub fn topology(f: &Fabric, opts: &TopologyOptions<'_>) -> String {
         if opts.group && num(i) != 0 {
             continue;
         }
-        out_node(&mut o, f, i, opts, 0);
+        node(&mut o, i, 0);
     }
     for t in [NodeType::CA, NodeType::ROUTER] {
         for i in f.listed_of(t) {
             if opts.group && num(i) != 0 {
                 continue;
             }
-            out_node(&mut o, f, i, opts, 0);
+            node(&mut o, i, 0);
         }
     }
-    o
+    sink(&o);
 }
 
 /// Which node types `--list` and friends print.

@@ -23,6 +23,7 @@
 //! a `wait` function that blocks until the transport may have something.
 
 pub mod agent;
+pub mod answer;
 pub mod cache;
 pub mod counters;
 pub mod ctime;

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 use mad_core::transport::{Address, Qp, Transport, TransportError, WcStatus, WrId};
 use mad_core::wire::{Mad, MAD_HEADER_LEN, MAD_LEN};
 
+pub use super::answer::Answer;
+
 /// How many requests may be in flight, and how long to wait for each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -71,7 +73,7 @@ pub struct Request<K> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// The answer MAD (status not checked: that is class specific).
-    Answer(mad_core::MadBuf),
+    Answer(Answer),
     /// No answer after every retry.
     Timeout,
     /// The transport refused or failed the send.
@@ -566,7 +568,7 @@ where
                         mad[TID_OFFSET..TID_OFFSET + 8]
                             .copy_from_slice(&s.mad[TID_OFFSET..TID_OFFSET + 8]);
                     }
-                    out.push((s.id, Outcome::Answer(mad)));
+                    out.push((s.id, Outcome::Answer(mad.into())));
                 }
                 if out.len() - before >= 256 {
                     break;
