@@ -34,6 +34,7 @@ pub mod model;
 pub mod pipeline;
 pub mod pma;
 pub mod progress;
+pub mod transport;
 
 use std::time::{Duration, Instant};
 
@@ -41,7 +42,8 @@ use mad_core::transport::Transport;
 
 pub use gather::{GatherOptions, GatherProgress, Gathered, QueryFailure};
 pub use model::{Fabric, Node, Port, PortRef};
-pub use pipeline::{Exchange, Limits, PipelineError, Stats, TransportExchange};
+pub use pipeline::{Exchange, Limits, PipelineError, Stats};
+pub use transport::TransportExchange;
 
 /// A finished discovery.
 #[derive(Debug, Clone)]
