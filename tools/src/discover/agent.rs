@@ -330,10 +330,11 @@ fn take(side: &mut Side, ev: AgentEvent, out: &mut Vec<Finished>) {
 mod tests {
     use super::*;
     use mad_agents::EngineConfig;
-    use mad_core::transport::loopback::Loopback;
-    use mad_core::transport::{Address, Received, PERMISSIVE_LID};
+    use mad_core::transport::{Address, PERMISSIVE_LID};
     use mad_core::wire::smp::DrPath;
     use mad_core::wire::{AttributeId, Method};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
     use std::time::Instant;
 
     use crate::discover::pipeline::Limits;
@@ -344,21 +345,11 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e:?}"))
     }
 
-    /// A runtime over a loopback port that answers every MAD (`answer`)
-    /// or none.
+    /// A runtime over a loopback port that answers every request
+    /// (`answer`) or none.
     fn runtime(answer: bool) -> Runtime {
-        let mut lb = Loopback::new(Loopback::attrs("t", 1, 1), 64);
-        if answer {
-            lb = lb.with_responder(Box::new(|qp, mad: &[u8], dest: &Address| {
-                let mut m = mad.to_vec();
-                m[3] |= 0x80;
-                vec![Received {
-                    qp,
-                    src: *dest,
-                    mad: m.into(),
-                }]
-            }));
-        }
+        let silent = Arc::new(AtomicBool::new(!answer));
+        let lb = mad_testkit::far::answering("t", 1, 64, Some(silent));
         Runtime::start(lb, EngineConfig::default()).unwrap_or_else(|e| panic!("{e}"))
     }
 

@@ -374,16 +374,25 @@ mod tests {
         assert_eq!(p.stats().failed, 1);
     }
 
+    /// An exchange over `t` whose every wait answers what `held` holds.
+    fn answering<'t>(
+        t: &'t mut Loopback,
+        held: &Held,
+    ) -> TransportExchange<'t, Loopback, impl FnMut(&mut Loopback, Duration) -> Result<(), String>>
+    {
+        let h = held.clone();
+        let mut seen = (0, 0);
+        TransportExchange::new(t, move |t: &mut Loopback, _m: Duration| {
+            answer_all(t, &h, &mut seen);
+            Ok(())
+        })
+    }
+
     #[test]
     fn handler_can_submit_more_and_stop_the_run() {
         let held: Held = Arc::default();
         let mut t = held_loopback(&held, None);
-        let h2 = held.clone();
-        let mut seen = (0, 0);
-        let mut ex = TransportExchange::new(&mut t, |t: &mut Loopback, _m: Duration| {
-            answer_all(t, &h2, &mut seen);
-            Ok(())
-        });
+        let mut ex = answering(&mut t, &held);
         let mut p: Pipeline<u32> = Pipeline::new(Limits::default());
         p.submit(request(1, 0));
         let mut n = 0;
@@ -423,13 +432,13 @@ mod tests {
     fn a_request_no_longer_wanted_when_its_turn_comes_is_not_sent() {
         let held: Held = Arc::default();
         let mut t = held_loopback(&held, None);
-        let h2 = held.clone();
-        let mut seen = (0, 0);
-        let mut ex = TransportExchange::new(&mut t, |t: &mut Loopback, _m: Duration| {
-            answer_all(t, &h2, &mut seen);
-            Ok(())
-        });
-        let mut p: Pipeline<u32> = Pipeline::new(Limits::default());
+        let mut ex = answering(&mut t, &held);
+        // One at a time: each waits its turn behind the one before.
+        let one = Limits {
+            window: 1,
+            ..Limits::default()
+        };
+        let mut p: Pipeline<u32> = Pipeline::new(one);
         for lid in 1..=4u16 {
             p.submit(request(lid, u32::from(lid)));
         }
