@@ -354,6 +354,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 .map_err(|_| CliError::IbExit(format!("can't open file {path} for writing")))?,
         ),
     };
+    // The "generated on" date: its zone found while discovering.
+    let ctime = crate::discover::ctime::ctime_later();
     let map = open_name_map(inv, a.map_file.as_deref());
     let old = match &a.diff {
         None => None,
@@ -395,7 +397,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             group: a.group,
             max_hops: a.max_hops,
             name_map: map.as_ref(),
-            ctime: crate::discover::ctime::ctime_now(),
+            ctime: ctime(),
         };
         if a.ports {
             // The ports report always goes to stdout.
