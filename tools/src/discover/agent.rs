@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mad_agents::{Agent, AgentEvent, AgentReceiver, AgentSpec, Runtime, SendRequest, SendStatus};
 use mad_core::transport::Qp;
@@ -35,6 +35,34 @@ const SLICE: Duration = Duration::from_millis(1);
 /// answers so far back: the caller's thread starts on them while the
 /// port thread goes on.
 const CHUNK: usize = 32;
+
+/// How long a thread of the exchange looks for the other's next batch
+/// before it blocks (a blocked thread costs the other a futex wake-up per
+/// batch): about the time the port thread takes for a chunk.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// The next message of `rx`, looking for it for up to [`SPIN`] (giving
+/// the CPU away between looks) before blocking, up to `max` in all
+/// (`None`: no limit). `Err(true)`: the sender is gone; `Err(false)`:
+/// none came in time.
+fn recv_spinning<T>(rx: &Receiver<T>, max: Option<Duration>) -> Result<T, bool> {
+    let t0 = Instant::now();
+    let spin = max.map_or(SPIN, |m| m.min(SPIN));
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Ok(v),
+            Err(TryRecvError::Disconnected) => return Err(true),
+            Err(TryRecvError::Empty) if t0.elapsed() < spin => std::thread::yield_now(),
+            Err(TryRecvError::Empty) => break,
+        }
+    }
+    match max {
+        None => rx.recv().map_err(|_| true),
+        Some(m) => rx
+            .recv_timeout(m.saturating_sub(t0.elapsed()))
+            .map_err(|e| e == RecvTimeoutError::Disconnected),
+    }
+}
 
 /// A finished request: its id, how it ended, and how many times it was
 /// posted (0: refused).
@@ -173,10 +201,10 @@ impl Exchange for AgentExchange<'_> {
         if out.len() > before || max.is_zero() {
             return Ok(());
         }
-        match self.done.recv_timeout(max) {
+        match recv_spinning(&self.done, Some(max)) {
             Ok(batch) => self.take(batch, out),
-            Err(RecvTimeoutError::Timeout) => Ok(()),
-            Err(RecvTimeoutError::Disconnected) => Err("the agent runtime stopped".into()),
+            Err(false) => Ok(()),
+            Err(true) => Err("the agent runtime stopped".into()),
         }
     }
 
@@ -223,7 +251,7 @@ impl PortThread {
                     .try_recv()
                     .map_err(|e| e == TryRecvError::Disconnected)
             } else {
-                requests.recv().map_err(|_| true)
+                recv_spinning(requests, None)
             };
             match got {
                 Ok(batch) => {
@@ -335,7 +363,6 @@ mod tests {
     use mad_core::wire::{AttributeId, Method};
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
-    use std::time::Instant;
 
     use crate::discover::pipeline::Limits;
 
