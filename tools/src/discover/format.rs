@@ -486,8 +486,18 @@ pub fn topology_split(
         .chain(f.listed_of(NodeType::ROUTER))
         .filter(|&i| !(opts.group && num(i) != 0))
         .collect();
+    // Halves of about the same text: a node's block has a line per
+    // port (a switch's is ten times a CA's).
+    let weight = |i: usize| 3 + f.nodes[i].ports.len();
+    let total: usize = rest.iter().map(|&i| weight(i)).sum();
+    let mut acc = 0;
     let half = if rest.len() >= two_threads_from {
-        rest.len() / 2
+        rest.iter()
+            .position(|&i| {
+                acc += weight(i);
+                2 * acc >= total
+            })
+            .map_or(rest.len(), |at| at + 1)
     } else {
         rest.len()
     };
