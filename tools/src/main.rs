@@ -11,6 +11,8 @@ fn main() {
             }
         }
     }
+    // The process exits as soon as the command returns.
+    mad_tools::session::exit_after_command();
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     // stderr is not held locked: the progress display's thread writes

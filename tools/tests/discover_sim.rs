@@ -143,6 +143,34 @@ fn discovery_agrees_with_the_topology_file() {
     }
 }
 
+/// The topology text written in two halves on two threads is the one
+/// written on one, byte for byte (and handed over in pieces).
+#[test]
+fn the_topology_in_two_halves_is_the_same_text() {
+    use mad_tools::discover::format::{topology_split, TopologyOptions};
+    let path = topo_path("net.large");
+    let sf = bring_up(Some(path.to_str().unwrap())).unwrap();
+    let d = discover_sim(&sf, Limits::default());
+    let opts = TopologyOptions {
+        full: true,
+        ctime: "Thu Jan  1 00:00:00 1970\n".into(),
+        ..TopologyOptions::default()
+    };
+    let text = |from: usize| {
+        let (mut all, mut pieces) = (String::new(), 0);
+        topology_split(&d.fabric, &opts, from, &mut |s| {
+            all.push_str(s);
+            pieces += 1;
+        });
+        (all, pieces)
+    };
+    let (one, _) = text(usize::MAX);
+    let (two, pieces) = text(1);
+    assert!(one.len() > 3 * 64 * 1024, "{} bytes", one.len());
+    assert!(pieces > 3, "{pieces} pieces");
+    assert_eq!(one, two);
+}
+
 /// The window and per-node bounds hold (few in flight still discovers
 /// everything).
 #[test]

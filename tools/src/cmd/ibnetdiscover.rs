@@ -354,6 +354,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 .map_err(|_| CliError::IbExit(format!("can't open file {path} for writing")))?,
         ),
     };
+    // The "generated on" date: its zone found while discovering.
+    let ctime = crate::discover::ctime::ctime_later();
     let map = open_name_map(inv, a.map_file.as_deref());
     let old = match &a.diff {
         None => None,
@@ -395,35 +397,45 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             group: a.group,
             max_hops: a.max_hops,
             name_map: map.as_ref(),
-            ctime: crate::discover::ctime::ctime_now(),
+            ctime: ctime(),
         };
-        let body = if a.ports {
+        if a.ports {
             // The ports report always goes to stdout.
             out.push_str(&format::ports_report(f, map.as_ref()));
-            String::new()
+        }
+        inv.io.out(&out);
+        // The rest to the output file or stdout, as it is made (the
+        // topology of a large fabric a piece at a time).
+        let mut failed = false;
+        let mut put = |s: &str| match outfile.as_mut() {
+            None => inv.io.out(s),
+            Some(file) if !failed => {
+                failed = std::io::Write::write_all(file, s.as_bytes()).is_err();
+            }
+            Some(_) => {}
+        };
+        if a.ports {
         } else if !a.list.is_empty() {
-            format::list(f, a.list, map.as_ref())
+            put(&format::list(f, a.list, map.as_ref()));
         } else if let Some(old) = &old {
             let plain = TopologyOptions {
                 group: false,
                 ..opts
             };
-            diff(old, f, a.diffcheck.unwrap_or(DiffCheck::DEFAULT), &plain)
+            put(&diff(
+                old,
+                f,
+                a.diffcheck.unwrap_or(DiffCheck::DEFAULT),
+                &plain,
+            ));
         } else {
-            format::topology(f, &opts)
-        };
-        match outfile.as_mut() {
-            None => {
-                // Two writes: no copy of the (large) body.
-                inv.io.out(&out);
-                inv.io.out(&body);
-            }
-            Some(file) => {
-                inv.io.out(&out);
-                let path = p.args.first().map_or("", String::as_str);
-                std::io::Write::write_all(file, body.as_bytes())
-                    .map_err(|_| CliError::IbExit(format!("can't open file {path} for writing")))?;
-            }
+            format::topology_to(f, &opts, &mut put);
+        }
+        if failed {
+            let path = p.args.first().map_or("", String::as_str);
+            return Err(CliError::IbExit(format!(
+                "can't open file {path} for writing"
+            )));
         }
     }
     if let Some(path) = &a.cache {
@@ -443,5 +455,8 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             ));
         }
     }
-    check_complete(inv, &d.failures)
+    let done = check_complete(inv, &d.failures);
+    // All of it printed: the model is the OS's to free at exit.
+    crate::session::drop_or_leave(d);
+    done
 }

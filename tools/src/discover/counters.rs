@@ -263,7 +263,7 @@ pub fn sweep(
             Outcome::Answer(m) => {
                 let st = Mad::new_unchecked(&m[..]).status().0;
                 if st == 0 {
-                    Ok(m.into_vec())
+                    Ok(m.to_vec())
                 } else {
                     Err(format!("MAD status 0x{st:04x}"))
                 }

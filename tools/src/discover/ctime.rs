@@ -39,12 +39,31 @@ fn tz_file_too_odd() -> bool {
 /// `ctime(time(NULL))` in the local zone.
 #[must_use]
 pub fn ctime_now() -> String {
-    let tz = if tz_file_too_odd() {
+    format_ctime(Timestamp::now().as_second(), &local_zone())
+}
+
+/// The zone [`ctime_now`] prints in.
+fn local_zone() -> TimeZone {
+    if tz_file_too_odd() {
         TimeZone::UTC
     } else {
         TimeZone::try_system().unwrap_or(TimeZone::UTC)
-    };
-    format_ctime(Timestamp::now().as_second(), &tz)
+    }
+}
+
+/// [`ctime_now`] at the time the returned function is called, the local
+/// zone found meanwhile on another thread (finding it may read the zone
+/// database: milliseconds a command that first discovers a fabric need
+/// not wait for). Without a thread, the zone is found at the call.
+pub fn ctime_later() -> impl FnOnce() -> String {
+    let zone = std::thread::Builder::new()
+        .name("local-zone".into())
+        .spawn(local_zone)
+        .ok();
+    move || {
+        let tz = zone.and_then(|t| t.join().ok()).unwrap_or_else(local_zone);
+        format_ctime(Timestamp::now().as_second(), &tz)
+    }
 }
 
 #[cfg(test)]
@@ -65,6 +84,16 @@ mod tests {
             (1_782_907_200, est.clone(), "Wed Jul  1 08:00:00 2026\n"),
             (1_767_268_800, est, "Thu Jan  1 07:00:00 2026\n"),
         ]
+    }
+
+    #[test]
+    fn ctime_later_prints_what_ctime_now_does() {
+        let later = ctime_later();
+        let (a, b) = (later(), ctime_now());
+        // The same zone and format; the seconds may have ticked between.
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.get(..11), b.get(..11));
+        assert_eq!(a.get(19..), b.get(19..));
     }
 
     #[test]

@@ -380,7 +380,61 @@ pub fn port_line(f: &Fabric, i: usize, port: u8, opts: &TopologyOptions<'_>) -> 
 /// ibnetdiscover's default output: the topology file.
 #[must_use]
 pub fn topology(f: &Fabric, opts: &TopologyOptions<'_>) -> String {
-    let mut o = String::new();
+    let mut all = String::new();
+    topology_to(f, opts, &mut |s| all.push_str(s));
+    all
+}
+
+/// About how much of the topology [`topology_to`] hands over at a time.
+const CHUNK: usize = 64 * 1024;
+
+/// Fabrics of at least this many nodes listed outside chassis have
+/// their second half written on another thread.
+pub const TWO_THREADS_FROM: usize = 4096;
+
+/// Node `i`'s block into `o`, handed to `sink` once `o` holds a chunk.
+fn node_to(
+    o: &mut String,
+    f: &Fabric,
+    i: usize,
+    opts: &TopologyOptions<'_>,
+    chassis: u32,
+    sink: &mut dyn FnMut(&str),
+) {
+    out_node(o, f, i, opts, chassis);
+    if o.len() >= CHUNK {
+        sink(o);
+        o.clear();
+    }
+}
+
+/// The blocks of `nodes` (outside chassis), a chunk a piece.
+fn blocks(f: &Fabric, nodes: &[usize], opts: &TopologyOptions<'_>) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut o = String::with_capacity(CHUNK + CHUNK / 4);
+    for &i in nodes {
+        node_to(&mut o, f, i, opts, 0, &mut |s| parts.push(s.to_owned()));
+    }
+    parts.push(o);
+    parts
+}
+
+/// [`topology`] handed to `sink` a piece at a time (whole nodes, about
+/// 64 KiB each). A large fabric's nodes are written in two halves at
+/// once, on two threads: at most the second half's text is held.
+pub fn topology_to(f: &Fabric, opts: &TopologyOptions<'_>, sink: &mut dyn FnMut(&str)) {
+    topology_split(f, opts, TWO_THREADS_FROM, sink);
+}
+
+/// [`topology_to`] writing the second half on another thread from
+/// `two_threads_from` nodes (outside chassis) on.
+pub fn topology_split(
+    f: &Fabric,
+    opts: &TopologyOptions<'_>,
+    two_threads_from: usize,
+    sink: &mut dyn FnMut(&str),
+) {
+    let mut o = String::with_capacity(CHUNK + CHUNK / 4);
     let _ = write!(o, "#\n# Topology file: generated on {}#\n", opts.ctime);
     if opts.max_hops {
         let _ = write!(
@@ -414,33 +468,59 @@ pub fn topology(f: &Fabric, opts: &TopologyOptions<'_>) -> String {
             o.push_str("\n# Line Nodes");
             o.push_str("\n# Chassis Switches");
             for &i in members.iter().filter(|&&i| f.nodes[i].is_switch()) {
-                out_node(&mut o, f, i, opts, num(i));
+                node_to(&mut o, f, i, opts, num(i), sink);
             }
             o.push_str("\n# Chassis CAs");
             for &i in members
                 .iter()
                 .filter(|&&i| f.nodes[i].node_type() == NodeType::CA)
             {
-                out_node(&mut o, f, i, opts, num(i));
+                node_to(&mut o, f, i, opts, num(i), sink);
             }
         }
         o.push_str("\nNon-Chassis Nodes\n");
     }
-    for i in f.listed_of(NodeType::SWITCH) {
-        if opts.group && num(i) != 0 {
-            continue;
+    let rest: Vec<usize> = f
+        .listed_of(NodeType::SWITCH)
+        .chain(f.listed_of(NodeType::CA))
+        .chain(f.listed_of(NodeType::ROUTER))
+        .filter(|&i| !(opts.group && num(i) != 0))
+        .collect();
+    // Halves of about the same text: a node's block has a line per
+    // port (a switch's is ten times a CA's).
+    let weight = |i: usize| 3 + f.nodes[i].ports.len();
+    let total: usize = rest.iter().map(|&i| weight(i)).sum();
+    let mut acc = 0;
+    let half = if rest.len() >= two_threads_from {
+        rest.iter()
+            .position(|&i| {
+                acc += weight(i);
+                2 * acc >= total
+            })
+            .map_or(rest.len(), |at| at + 1)
+    } else {
+        rest.len()
+    };
+    let (mine, theirs) = rest.split_at(half);
+    std::thread::scope(|s| {
+        let later = (!theirs.is_empty())
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("topology".into())
+                    .spawn_scoped(s, || blocks(f, theirs, opts))
+                    .ok()
+            })
+            .flatten();
+        for &i in mine {
+            node_to(&mut o, f, i, opts, 0, sink);
         }
-        out_node(&mut o, f, i, opts, 0);
-    }
-    for t in [NodeType::CA, NodeType::ROUTER] {
-        for i in f.listed_of(t) {
-            if opts.group && num(i) != 0 {
-                continue;
-            }
-            out_node(&mut o, f, i, opts, 0);
+        sink(&o);
+        // Without the thread (or if it failed), the second half here.
+        match later.map(std::thread::ScopedJoinHandle::join) {
+            Some(Ok(parts)) => parts.iter().for_each(|p| sink(p)),
+            _ => blocks(f, theirs, opts).iter().for_each(|p| sink(p)),
         }
-    }
-    o
+    });
 }
 
 /// Which node types `--list` and friends print.

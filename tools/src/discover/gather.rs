@@ -32,7 +32,9 @@ use mad_core::wire::attr::{
 use mad_core::wire::smp::{DrPath, Smp, DR_MAX_HOPS};
 use mad_core::wire::{AttributeId, Method, Repr};
 
-use super::pipeline::{Exchange, Limits, Outcome, Pipeline, PipelineError, Request, Stats};
+use super::pipeline::{
+    Exchange, Handler, Limits, Outcome, Pipeline, PipelineError, Request, Stats,
+};
 
 /// Mellanox ExtendedPortInfo (vendor attribute 0xFF90).
 pub const MLNX_EXT_PORT_INFO: AttributeId = AttributeId(0xFF90);
@@ -484,6 +486,25 @@ impl Gatherer<'_> {
     }
 }
 
+impl Handler<Q> for Gatherer<'_> {
+    fn done(&mut self, p: &mut Pipeline<Q>, q: Q, outcome: Outcome) -> Result<(), String> {
+        self.handle(p, q, outcome);
+        Ok(())
+    }
+
+    /// A NodeInfo beyond a port whose far side became known while it
+    /// waited (its far end's NodeInfo came in that way) is not sent: see
+    /// `seen_from`.
+    fn still_wanted(&mut self, q: &Q) -> bool {
+        match q {
+            Q::NodeInfo {
+                from: Some(end), ..
+            } => !self.g.via.contains_key(end),
+            _ => true,
+        }
+    }
+}
+
 impl Gatherer<'_> {
     /// Node `guid` is reached by a shorter route than it was first: it
     /// and what lies beyond its known links take the shorter routes, and
@@ -569,10 +590,7 @@ pub fn gather_within(
             from: None,
         },
     );
-    p.run(ex, &mut |p: &mut Pipeline<Q>, q: Q, o: Outcome| {
-        g.handle(p, q, o);
-        Ok(())
-    })?;
+    p.run(ex, &mut g)?;
     g.g.stats = p.stats();
     Ok(g.g)
 }

@@ -23,6 +23,7 @@
 //! a `wait` function that blocks until the transport may have something.
 
 pub mod agent;
+pub mod answer;
 pub mod cache;
 pub mod counters;
 pub mod ctime;
@@ -33,6 +34,7 @@ pub mod model;
 pub mod pipeline;
 pub mod pma;
 pub mod progress;
+pub mod transport;
 
 use std::time::{Duration, Instant};
 
@@ -40,7 +42,8 @@ use mad_core::transport::Transport;
 
 pub use gather::{GatherOptions, GatherProgress, Gathered, QueryFailure};
 pub use model::{Fabric, Node, Port, PortRef};
-pub use pipeline::{Exchange, Limits, PipelineError, Stats, TransportExchange};
+pub use pipeline::{Exchange, Limits, PipelineError, Stats};
+pub use transport::TransportExchange;
 
 /// A finished discovery.
 #[derive(Debug, Clone)]

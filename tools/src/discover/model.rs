@@ -26,13 +26,14 @@
 //!   back instead).
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use mad_core::hash::FastMap;
 
 use mad_core::wire::attr::{NodeInfo, NodeType, PhysPortState, PortInfo, SwitchInfo};
 use mad_core::wire::Repr;
 
-use super::gather::{mlnx_ext_port_info_supported, Gathered};
+use super::gather::{mlnx_ext_port_info_supported, Gathered, GatheredNode};
 
 /// A port of the model, as libibnetdisc keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,11 +256,14 @@ pub fn dr_path_str(path: &[u8]) -> String {
     s
 }
 
+/// A queued SMP of the replay (routes shared: `Rc`).
 #[derive(Debug, Clone)]
 enum Vq {
     NodeInfo {
-        path: Vec<u8>,
+        path: Rc<[u8]>,
         from: Option<PortRef>,
+        /// The local CA reached again, one hop back (not beyond `from`).
+        back: bool,
     },
     NodeDesc {
         node: usize,
@@ -268,12 +272,12 @@ enum Vq {
         node: usize,
     },
     PortInfo {
-        path: Vec<u8>,
+        path: Rc<[u8]>,
         node: usize,
         port: u8,
     },
     Ext {
-        path: Vec<u8>,
+        path: Rc<[u8]>,
         node: usize,
         port: u8,
     },
@@ -333,6 +337,8 @@ struct Replay<'g> {
     base: Option<NodeInfo>,
     errors: Vec<String>,
     nodes: Vec<Node>,
+    /// What phase 1 read about each node of `nodes`, by the same index.
+    gnodes: Vec<Option<&'g GatheredNode>>,
     by_guid: FastMap<u64, usize>,
     q: VecDeque<Vq>,
     from: Option<PortRef>,
@@ -343,19 +349,14 @@ struct Replay<'g> {
     port_order: Vec<PortRef>,
 }
 
-impl Replay<'_> {
-    fn gnode(&self, node: usize) -> Option<&super::gather::GatheredNode> {
-        self.nodes
-            .get(node)
-            .and_then(|n| self.g.nodes.get(&n.guid()))
+impl<'g> Replay<'g> {
+    fn gnode(&self, node: usize) -> Option<&'g GatheredNode> {
+        self.gnodes.get(node).copied().flatten()
     }
 
     /// The NodeInfo answered at the end of `path` from the scan's start.
     fn walk(&self, path: &[u8]) -> Option<NodeInfo> {
-        let Some(base) = &self.base else {
-            return self.g.walk(path).cloned();
-        };
-        let mut cur = base;
+        let mut cur = self.base.as_ref().or(self.g.root.as_ref())?;
         for &hop in path {
             cur = self.g.via.get(&(cur.node_guid, hop))?;
         }
@@ -364,13 +365,14 @@ impl Replay<'_> {
 
     fn run(&mut self) {
         self.q.push_back(Vq::NodeInfo {
-            path: self.scan.path.clone(),
+            path: self.scan.path.as_slice().into(),
             from: None,
+            back: false,
         });
         while let Some(item) = self.q.pop_front() {
             self.total += 1;
             match item {
-                Vq::NodeInfo { path, from } => self.node_info(path, from),
+                Vq::NodeInfo { path, from, back } => self.node_info(path, from, back),
                 Vq::NodeDesc { node } => {
                     let desc = self.gnode(node).and_then(|g| g.desc.as_ref()).map(|d| {
                         let raw = d.desc;
@@ -418,13 +420,19 @@ impl Replay<'_> {
         }
     }
 
-    fn node_info(&mut self, path: Vec<u8>, from: Option<PortRef>) {
-        let Some(ni) = self.walk(&path) else {
+    fn node_info(&mut self, path: Rc<[u8]>, from: Option<PortRef>, back: bool) {
+        // One hop beyond a node: what its port leads to (as walking the route).
+        let beyond = from
+            .filter(|_| !back)
+            .map(|r| (self.nodes.get(r.node), r.port));
+        let found = match beyond {
+            Some((n, port)) => n.and_then(|n| self.g.via.get(&(n.guid(), port)).cloned()),
+            None => self.walk(&path),
+        };
+        let Some(ni) = found else {
             let lids = self.scan.dr_lids;
             let mut text = format!("DR path slid {lids}; dlid {lids}; 0");
-            for h in &path {
-                text.push_str(&format!(",{h}"));
-            }
+            text.extend(path.iter().map(|h| format!(",{h}")));
             self.errors.push(smp_timeout_line(&text, 0x11, 0));
             return;
         };
@@ -441,10 +449,11 @@ impl Replay<'_> {
                     enhanced_port0: false,
                     smalid: 0,
                     smalmc: 0,
-                    path: path.clone(),
+                    path: path.to_vec(),
                     ports: vec![None; nports + 1],
                     switch_info: None,
                 });
+                self.gnodes.push(self.g.nodes.get(&guid));
                 self.by_guid.insert(guid, i);
                 (i, true)
             }
@@ -537,7 +546,7 @@ impl Replay<'_> {
         }
     }
 
-    fn port_info(&mut self, path: &[u8], node: usize, port_num: u8, mut pi: PortInfo) {
+    fn port_info(&mut self, path: &Rc<[u8]>, node: usize, port_num: u8, mut pi: PortInfo) {
         let Some(n) = self.nodes.get_mut(node) else {
             return;
         };
@@ -613,7 +622,7 @@ impl Replay<'_> {
             };
             if espeed == 0 && self.g.mlx_epi {
                 self.q.push_back(Vq::Ext {
-                    path: path.to_vec(),
+                    path: path.clone(),
                     node,
                     port: port_num,
                 });
@@ -629,7 +638,7 @@ impl Replay<'_> {
             let nports = self.nodes[node].num_ports();
             for p in 1..=nports {
                 self.q.push_back(Vq::PortInfo {
-                    path: path.to_vec(),
+                    path: path.clone(),
                     node,
                     port: p,
                 });
@@ -668,16 +677,16 @@ impl Replay<'_> {
             return;
         }
         let lid_start = self.scan.lid_start.is_some();
-        let next = if !is_switch && from.is_some_and(|f| f.node == node) && path.len() > 1 {
+        let back = !is_switch && from.is_some_and(|f| f.node == node) && path.len() > 1;
+        let next: Rc<[u8]> = if back {
             self.max_hops += 1;
-            path[..path.len() - 1].to_vec()
+            path[..path.len() - 1].into()
         } else {
             // No directed route on through a CA reached by LID.
             if path.len() > 62 || (lid_start && !is_switch) {
                 return;
             }
-            let mut p = path.to_vec();
-            p.push(port_num);
+            let p: Rc<[u8]> = path.iter().copied().chain([port_num]).collect();
             let initial = if lid_start { 0 } else { self.scan.path.len() };
             if (p.len() - initial) as u32 > self.max_hops {
                 self.max_hops += 1;
@@ -690,6 +699,7 @@ impl Replay<'_> {
                 node,
                 port: port_num,
             }),
+            back,
         });
     }
 }
@@ -733,6 +743,7 @@ pub fn replay_scan(g: &Gathered, show: bool, scan: &Scan) -> Option<Scanned> {
         base,
         errors: Vec::new(),
         nodes: Vec::new(),
+        gnodes: Vec::new(),
         by_guid: FastMap::default(),
         q: VecDeque::new(),
         from: None,

@@ -20,6 +20,7 @@ pub mod pcap;
 pub mod sim;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mad_agents::perf::PerfClient;
@@ -90,6 +91,31 @@ fn open_err(message: impl Into<String>) -> OpenError {
 pub const NO_DEVICE: &str = "no InfiniBand device found (libibumad lists none, or is not \
 installed); use --sim[=TOPOLOGY] for the built-in simulated fabric, or --ibsim to reach a \
 running ibsim (IBSIM_SOCKNAME); -C CA -P PORT names a real port";
+
+/// Set by [`exit_after_command`].
+static EXITS_AFTER_COMMAND: AtomicBool = AtomicBool::new(false);
+
+/// Says that the process exits as soon as its command returns (the `mad`
+/// binary, once its output is flushed): what [`drop_or_leave`] is given
+/// is then left for the OS to free instead of being dropped piece by
+/// piece (the built-in fabric of a large topology: hundreds of MB in
+/// millions of allocations). A caller that goes on after a command (a
+/// test, a library user) never calls it.
+pub fn exit_after_command() {
+    EXITS_AFTER_COMMAND.store(true, Ordering::Relaxed);
+}
+
+/// Drops `value`, or leaves it for the OS to free when the process exits
+/// after this command ([`exit_after_command`]). Only for values whose
+/// drop does nothing the OS does not do at exit (no file to flush, no
+/// thread to stop).
+pub fn drop_or_leave<T>(value: T) {
+    if EXITS_AFTER_COMMAND.load(Ordering::Relaxed) {
+        std::mem::forget(value);
+    } else {
+        drop(value);
+    }
+}
 
 /// What the session runs on.
 #[derive(Debug)]
@@ -327,7 +353,8 @@ impl Session {
         }
     }
 
-    /// Stops the stack and closes the capture file.
+    /// Stops the stack and closes the capture file; the built-in fabric
+    /// goes through [`drop_or_leave`].
     ///
     /// # Errors
     /// The capture file could not be written completely.
@@ -336,6 +363,7 @@ impl Session {
         if let Some(rt) = self.rt.take() {
             rt.shutdown();
         }
+        drop_or_leave(std::mem::replace(&mut self.backend, Backend::IbSim));
         match self.capture.take() {
             Some(c) => c.finish().map(|_| ()),
             None => Ok(()),
