@@ -67,19 +67,3 @@ pub fn default_topology() -> Topology {
     #[allow(clippy::expect_used)]
     Topology::parse_str(DEFAULT_TOPOLOGY).expect("the built-in default topology parses")
 }
-
-/// A fabric or subnet of at least this many nodes is freed on a thread
-/// of its own when it goes away ([`free_apart`]).
-pub(crate) const FREE_APART_NODES: usize = 10_000;
-
-/// Frees `parts` on a thread of its own (here, should no thread start):
-/// a big fabric's nodes, ports and forwarding tables are hundreds of
-/// thousands of allocations (about a tenth of a second to free on the
-/// 30,528-node tree), which whoever drops the last handle (a tool on its
-/// way out) need not wait for. For parts that hold no descriptor and do
-/// nothing when freed.
-pub(crate) fn free_apart<T: Send + 'static>(parts: T) {
-    let _ = std::thread::Builder::new()
-        .name("mad-sim-free".to_owned())
-        .spawn(move || drop(parts));
-}

@@ -506,19 +506,6 @@ pub struct SubnetManager {
     background_entries: usize,
 }
 
-impl Drop for SubnetManager {
-    fn drop(&mut self) {
-        // A big subnet's tables go apart, as the fabric's.
-        if self.subnet.nodes().len() >= crate::FREE_APART_NODES {
-            crate::free_apart((
-                std::mem::take(&mut self.subnet),
-                std::mem::take(&mut self.sweep),
-                std::mem::take(&mut self.programmed),
-            ));
-        }
-    }
-}
-
 impl std::fmt::Debug for SubnetManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubnetManager")

@@ -228,21 +228,6 @@ pub(crate) struct Core {
 /// Most MAD buffers [`Core::spare`] keeps.
 const MAX_SPARE: usize = 64;
 
-impl Drop for Core {
-    fn drop(&mut self) {
-        // The nodes and tables of a big fabric go apart; the endpoints
-        // (sockets) go here as ever.
-        if self.nodes.len() >= crate::FREE_APART_NODES {
-            crate::free_apart((
-                std::mem::take(&mut self.nodes),
-                std::mem::take(&mut self.by_id),
-                std::mem::take(&mut self.by_guid),
-                std::mem::take(&mut self.lft_blocks),
-            ));
-        }
-    }
-}
-
 impl Core {
     pub fn node(&self, n: u32) -> Option<&Node> {
         self.nodes.get(n as usize)
