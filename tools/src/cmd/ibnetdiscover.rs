@@ -415,6 +415,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             Some(_) => {}
         };
         if a.ports {
+            // Printed above, with the header lines.
         } else if !a.list.is_empty() {
             put(&format::list(f, a.list, map.as_ref()));
         } else if let Some(old) = &old {
