@@ -31,7 +31,7 @@ use std::time::Duration;
 use cases::*;
 use compare::*;
 use fields::*;
-use mad_agents::sa::{SaClient, SaClientConfig, TableMode};
+use mad_agents::sa::{SaClient, SaClientConfig, SaError, TableMode};
 use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::Transport;
@@ -183,7 +183,7 @@ fn opensm_fixtures_parse_to_what_saquery_printed() {
 /// over with the departed port's GID.
 #[test]
 fn opensm_reports_a_departed_port_to_a_subscribed_client() {
-    let Some((mut sim, _sm)) = console_fabric_with_sm("net", "sweep_interval 1") else {
+    let Some((mut sim, sm)) = console_fabric_with_sm("net", "sweep_interval 1") else {
         return;
     };
     // Reports go to the QPN named in InformInfo: ibsim hands a request to
@@ -257,8 +257,28 @@ fn opensm_reports_a_departed_port_to_a_subscribed_client() {
         }
     };
     assert_eq!(listed(1), 1, "the subscription is listed after the sweep");
-    client.unsubscribe(&sub).expect("unsubscribe");
-    assert_eq!(listed(0), 0, "the subscription is gone after unsubscribe");
+    match client.unsubscribe(&sub) {
+        Ok(()) => assert_eq!(listed(0), 0, "the subscription is gone after unsubscribe"),
+        // OpenSM 3.3 finds the subscription to end by comparing the
+        // request's whole address record (its osm_mad_addr_t) with the
+        // stored one byte for byte (memcmp in match_inf_rec). Once in a
+        // CI run it refused every repeat
+        // with ERR 4307 "Failed to UnSubscribe to non existing inform
+        // object" while its InformInfoRecords still listed the
+        // subscription. Our client asks again while the SA lists it and
+        // then reports the refusal, which is what this accepts — only
+        // with OpenSM's own log saying it could not find it.
+        Err(SaError::RequestInvalid) => {
+            let log = sm.log();
+            assert!(
+                log.contains("ERR 4307"),
+                "unsubscribe refused without OpenSM's ERR 4307; log tail:\n{}",
+                sm.log_tail(20)
+            );
+            eprintln!("OpenSM refused the unsubscribe of a subscription it lists (ERR 4307)");
+        }
+        Err(e) => panic!("unsubscribe: {e:?}"),
+    }
 }
 
 const UMAD_CHILD: &str = "MADSTACK_SA_UMAD_CHILD";
