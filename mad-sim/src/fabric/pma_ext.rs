@@ -305,16 +305,10 @@ impl PerfExtra {
         }
     }
 
-    /// Counts a packet of `words` on `sl` / `vl` crossing the port: a
-    /// sent packet in PortXmitDataSL, a received one in PortRcvDataSL,
-    /// PortOpRcvCounters and PortVLOpPackets/Data.
-    #[cfg(test)]
-    pub fn count(&mut self, way: Way, words: u32, sl: u8, vl: u8) {
-        self.count_n(way, words, sl, vl, 1);
-    }
-
-    /// Counts `n` packets of `words` on `sl` / `vl` crossing the port, as
-    /// [`Self::count`] `n` times would.
+    /// Counts `n` packets of `words` each on `sl` / `vl` crossing the
+    /// port: sent packets in PortXmitDataSL, received ones in
+    /// PortRcvDataSL, PortOpRcvCounters and PortVLOpPackets/Data (the
+    /// same as `n` packets counted one at a time, saturation included).
     pub fn count_n(&mut self, way: Way, words: u32, sl: u8, vl: u8, n: u64) {
         let (sl, vl) = (sl & 0xF, vl & 0xF);
         let w = u64::from(words).saturating_mul(n);
@@ -480,8 +474,8 @@ mod tests {
     #[test]
     fn counts_land_on_the_sl_and_vl_and_sum_saturates() {
         let mut a = PerfExtra::default();
-        a.count(Way::Rcv, 70, 3, 15);
-        a.count(Way::Xmit, 70, 3, 0);
+        a.count_n(Way::Rcv, 70, 3, 15, 1);
+        a.count_n(Way::Xmit, 70, 3, 0, 1);
         a.discard(Discard::DlidMapping);
         let mut b = a.clone();
         let mut req = [0u8; DATA_LEN];
@@ -538,8 +532,8 @@ mod tests {
     #[test]
     fn a_set_clears_only_the_selected_counters() {
         let mut a = PerfExtra::default();
-        a.count(Way::Xmit, 10, 0, 0);
-        a.count(Way::Xmit, 10, 1, 0);
+        a.count_n(Way::Xmit, 10, 0, 0, 1);
+        a.count_n(Way::Xmit, 10, 1, 0, 1);
         let mut req = [0u8; DATA_LEN];
         req[1] = 1;
         req[2..4].copy_from_slice(&0x0002u16.to_be_bytes());
@@ -558,16 +552,16 @@ mod tests {
             counters(attr, set, req, [a].into_iter())
         };
         for _ in 0..3 {
-            a.count(Way::Rcv, 10, 0, 15);
-            a.count(Way::Rcv, 20, 0, 0);
-            a.count(Way::Rcv, 5, 2, 3);
+            a.count_n(Way::Rcv, 10, 0, 15, 1);
+            a.count_n(Way::Rcv, 20, 0, 0, 1);
+            a.count_n(Way::Rcv, 5, 2, 3, 1);
         }
         // Clear PortVLOpPackets of VL 15 and VL 3 only, then count on.
         req[2..4].copy_from_slice(&0x8008u16.to_be_bytes());
         read(&mut a, pm_attr::PORT_VL_OP_PACKETS, true, &req);
-        a.count(Way::Rcv, 10, 0, 15);
-        a.count(Way::Rcv, 10, 0, 15);
-        a.count(Way::Rcv, 5, 2, 3);
+        a.count_n(Way::Rcv, 10, 0, 15, 1);
+        a.count_n(Way::Rcv, 10, 0, 15, 1);
+        a.count_n(Way::Rcv, 5, 2, 3, 1);
         let p = PortVlOpPackets::parse(&read(&mut a, pm_attr::PORT_VL_OP_PACKETS, false, &req))
             .unwrap();
         let d = PortVlOpData::parse(&read(&mut a, pm_attr::PORT_VL_OP_DATA, false, &req)).unwrap();
@@ -588,10 +582,10 @@ mod tests {
     fn hot_counters_saturate_at_their_width() {
         let mut a = PerfExtra::default();
         for _ in 0..70_000 {
-            a.count(Way::Rcv, 0, 0, 15);
+            a.count_n(Way::Rcv, 0, 0, 15, 1);
         }
-        a.count(Way::Xmit, u32::MAX, 0, 0);
-        a.count(Way::Xmit, 7, 0, 0);
+        a.count_n(Way::Xmit, u32::MAX, 0, 0, 1);
+        a.count_n(Way::Xmit, 7, 0, 0, 1);
         let mut req = [0u8; DATA_LEN];
         req[0] = UD_SEND_ONLY;
         let mut read = |attr| counters(attr, false, &req, [&mut a].into_iter());
@@ -661,7 +655,7 @@ mod tests {
                 rng.below(400) as u32
             };
             let way = if rng.chance(0.5) { Way::Rcv } else { Way::Xmit };
-            a.count(way, words, sl, vl);
+            a.count_n(way, words, sl, vl, 1);
             model.count(way, words, sl, vl);
             if rng.chance(0.02) {
                 let why = [
