@@ -151,6 +151,7 @@ mad-core = { path = "../mad-core" }
 mad-rmpp = { path = "../mad-rmpp" }
 mad-agents = { path = "../mad-agents" }
 mad-tools = { path = "../tools" }
+mad-sm = { path = "../mad-sm" }
 mad-sim = { path = "../mad-sim" }
 mad-cm = { path = "../mad-cm" }
 

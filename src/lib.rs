@@ -9,7 +9,10 @@
 //! - [`rmpp`] (`mad-rmpp`): sans-IO RMPP sender and receiver;
 //! - [`agents`] (`mad-agents`): agents, dispatch, send tracking, timeouts,
 //!   the runtime, and the SMP / SA / PerfMgt clients;
-//! - [`sim`] (`mad-sim`): the built-in simulated fabric with its SM-lite.
+//! - [`sm`] (`mad-sm`): SM-lite, the sans-IO subnet manager, and the SA's
+//!   records from its view;
+//! - [`sim`] (`mad-sim`): the built-in simulated fabric (SM-lite runs as
+//!   its SM).
 //!
 //! Its `tests/` hold the cross-crate and interop tests (ibsim, OpenSM,
 //! infiniband-diags, libibmad, tshark) and its `benches/` the criterion
@@ -39,3 +42,4 @@ pub use mad_agents as agents;
 pub use mad_core as core;
 pub use mad_rmpp as rmpp;
 pub use mad_sim as sim;
+pub use mad_sm as sm;

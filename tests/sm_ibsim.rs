@@ -1,4 +1,4 @@
-//! SM-lite (`mad_sim::sm`) as the subnet manager of a real ibsim, checked
+//! SM-lite (`mad_sm`) as the subnet manager of a real ibsim, checked
 //! with infiniband-diags run under libumad2sim against the same ibsim:
 //! `ibnetdiscover` (every port has a unique LID, the same ones SM-lite
 //! assigned), `smpquery portinfo <LID>` (LID routing reaches every port,
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::Transport;
-use mad_sim::sm::{SmConfig, SmDriver, SmEvent, SubnetManager, NO_ROUTE};
+use mad_sm::{SmConfig, SmDriver, SmEvent, SubnetManager, NO_ROUTE};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS};
 
 /// How long SM-lite may take to bring a topology up.

@@ -1,4 +1,4 @@
-//! Operation sequences on SM-lite ([`mad_sim::sm::SubnetManager`]) driving
+//! Operation sequences on SM-lite ([`mad_sm::SubnetManager`]) driving
 //! the built-in fabric (its default topology, whose spines make loops) on a
 //! virtual clock: sweeps, multicast groups set and changed at any moment
 //! (during a sweep too), links pulled and plugged, raw bytes handed to it as
@@ -11,7 +11,7 @@
 use crate::clock::Clock;
 use arbitrary::{Arbitrary, Unstructured};
 use mad_core::transport::{Address, Qp, Transport};
-use mad_sim::sm::{McGroup, SmConfig, SmDriver, SubnetManager};
+use mad_sm::{McGroup, SmConfig, SmDriver, SubnetManager};
 use mad_sim::Fabric;
 use std::time::Duration;
 

@@ -15,10 +15,9 @@
 //!   [`mad_core::transport::Transport`], so the whole stack runs on the
 //!   simulated fabric; [`FaultyPort`] wraps one in mad-core's
 //!   `FaultInjector` for device-level faults ([`EndpointFault`]).
-//! - [`sm`]: SM-lite, a sans-IO subnet manager.
-//! - [`sa`]: the SA's records from SM-lite's view of the subnet.
-//! - [`Subnet`]: a fabric brought up in one call (SM-lite as an in-fabric
-//!   service, the SA responder on the SM's port).
+//! - [`Subnet`]: a fabric brought up in one call (SM-lite of the
+//!   `mad-sm` crate as an in-fabric service, the SA responder on the SM's
+//!   port, fed from SM-lite's view by `mad_sm::sa`).
 //! - [`console`]: the fault console of `mad sim`.
 //! - [`serve`]: the fabric served in ibsim's socket protocol, for stacks
 //!   in other processes (madstack's ibsim transport, libumad2sim).
@@ -33,10 +32,7 @@
 pub mod console;
 pub mod fabric;
 pub mod faulty;
-pub mod lft;
-pub mod sa;
 pub mod serve;
-pub mod sm;
 pub mod subnet;
 pub mod topology;
 

@@ -1,6 +1,6 @@
 //! [`Subnet`]: a fabric brought up in one call — SM-lite at the SM's
 //! port, run as an in-fabric service until SubnetUp and kept running
-//! (traps, re-sweeps), and the SA ([`crate::sa::FabricSa`] behind
+//! (traps, re-sweeps), and the SA ([`mad_sm::sa::FabricSa`] behind
 //! [`mad_agents::sa::SaResponder`]) answering at the same port.
 //!
 //! ```
@@ -47,10 +47,10 @@ use mad_core::transport::{Qp, Transport};
 use mad_core::wire::attr::{Notice, PhysPortState};
 
 use crate::fabric::{Fabric, FabricConfig, NodeSel, PortAddr, ServiceId, SimError};
-use crate::sa::{FabricSa, SubnetView};
-use crate::sm::{SmConfig, SmDriver, SmError, SmEvent, SubnetManager};
 use crate::topology::{NodeKind, Topology, TopologyError};
 use crate::SimPort;
+use mad_sm::sa::{FabricSa, SubnetView};
+use mad_sm::{SmConfig, SmDriver, SmError, SmEvent, SubnetManager};
 
 /// How a [`Subnet`] is brought up.
 #[derive(Debug, Clone)]
@@ -246,6 +246,8 @@ impl SmShared {
                     self.last_errors.push(e.clone());
                 }
             }
+            // Other events (the SM's own state) change nothing kept here.
+            _ => {}
         }
     }
 }

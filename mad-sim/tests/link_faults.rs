@@ -12,8 +12,8 @@ use mad_core::wire::attr::{trap, NodeInfo, PhysPortState, PortState};
 use mad_core::wire::smp::Smp;
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr};
 use mad_sim::fabric::DropReason;
-use mad_sim::sm::SmEvent;
 use mad_sim::{default_topology, Fabric, LinkFaults, SimPort, Subnet, SubnetOptions};
+use mad_sm::SmEvent;
 use mad_testkit::MadBuilder;
 
 fn subnet() -> Subnet {

@@ -13,8 +13,8 @@ use mad_core::wire::attr::{MulticastFwdTable, SwitchInfo};
 use mad_core::wire::sa_records::{McMemberRecord, MftRecord};
 use mad_core::wire::{AttributeId, Method, Repr};
 use mad_sim::fabric::DropReason;
-use mad_sim::sm::{mcast_tables, McGroup, SmEvent};
 use mad_sim::{SimPort, Subnet};
+use mad_sm::{mcast_tables, McGroup, SmEvent};
 
 fn port_gid(s: &Subnet, node: &str) -> [u8; 16] {
     let n = s.fabric().find(node).unwrap();

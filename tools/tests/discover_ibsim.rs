@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use mad_sim::sm::SmConfig;
+use mad_sm::SmConfig;
 use sm_lite::RunningSm;
 use support::opensm::{require_sbin, sbin, OpenSm};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS};

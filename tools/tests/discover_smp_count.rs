@@ -27,7 +27,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use mad_sim::sm::SmConfig;
+use mad_sm::SmConfig;
 use sm_lite::RunningSm;
 use support::opensm::sbin;
 use support::{topologies_dir, topology_files, IbSim, NEEDS_DIAGS};

@@ -159,7 +159,6 @@ use endpoint::SimPort;
 
 pub use engine::faults::{LinkFaultStats, LinkFaults};
 pub(crate) use engine::{check_dr_post, Core, Endpoint, Origin, Packet};
-pub(crate) use node::default_vlarb;
 pub use node::{
     CA_GUID_CAP, CA_PARTITION_CAP, DEFAULT_SL2VL, REVISION, SWITCH_PARTITION_CAP,
     SWITCH_PARTITION_ENFORCEMENT_CAP,
@@ -502,7 +501,7 @@ impl Fabric {
                 resume: VecDeque::new(),
                 faults,
                 spare: Vec::new(),
-                lft_blocks: crate::lft::BlockInterner::default(),
+                lft_blocks: mad_sm::lft::BlockInterner::default(),
             })),
         }
     }

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use mad_core::wire::attr::{
     port_cap, port_cap2, NodeInfo, PhysPortState, PortCounters, PortCountersExt, PortInfo,
-    PortState, SmInfo, SwitchInfo, VlArbTable,
+    PortState, SmInfo, SwitchInfo,
 };
 
 use crate::topology::{speed, width, NodeKind, TopoNode, TopoPort};
@@ -28,8 +28,7 @@ pub const SWITCH_PARTITION_CAP: u16 = 8;
 pub const SWITCH_PARTITION_ENFORCEMENT_CAP: u16 = 64;
 /// GUIDInfo entries of a CA port (PortInfo GUIDCap).
 pub const CA_GUID_CAP: u8 = 32;
-/// The default SL to VL table (SL 15 maps to VL 7, as in ibsim).
-pub const DEFAULT_SL2VL: [u8; 8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7];
+pub use mad_core::wire::attr::DEFAULT_SL2VL;
 /// CapabilityMask of a switch's port 0.
 pub const SWITCH_PORT0_CAPMASK: u32 =
     port_cap::HAS_TRAP | port_cap::HAS_SL_MAP | port_cap::HAS_EXT_SPEEDS | port_cap::HAS_CAP_MASK2;
@@ -103,9 +102,9 @@ pub(crate) struct Traffic {
 pub(crate) struct SwitchState {
     pub info: SwitchInfo,
     /// Linear forwarding table by block, grown on demand, identical
-    /// blocks shared fabric-wide ([`crate::lft`]); missing entries are
+    /// blocks shared fabric-wide ([`mad_sm::lft`]); missing entries are
     /// 0xFF.
-    pub lft: Vec<std::sync::Arc<crate::lft::Block>>,
+    pub lft: Vec<std::sync::Arc<mad_sm::lft::Block>>,
     /// Multicast table: `(mlid index * positions + position)` → mask.
     pub mft: Vec<u16>,
     /// SLtoVL tables that were set, by (input port, output port).
@@ -312,13 +311,4 @@ fn build_port(kind: NodeKind, p: &TopoPort) -> Port {
     }
 }
 
-/// The VLArbitration table a port starts with: low priority VL 1-14
-/// weight 4 (VL 0 weight 0), high priority VL 0 weight 4.
-pub(crate) fn default_vlarb() -> Box<[u16; 128]> {
-    let mut t = Box::new([0u16; 128]);
-    for vl in 0..15u8 {
-        t[usize::from(vl)] = VlArbTable::entry(vl, if vl == 0 { 0 } else { 4 });
-        t[64 + usize::from(vl)] = VlArbTable::entry(vl, if vl == 0 { 4 } else { 0 });
-    }
-    t
-}
+pub(crate) use mad_core::wire::attr::default_vlarb;

@@ -19,7 +19,7 @@
 //! tool against ours with `--ibsim`, compared on stdout, the first line
 //! of stderr and the exit status.
 //!
-//! A second run uses SM-lite (`mad_sim::sm` over madstack's ibsim
+//! A second run uses SM-lite (`mad_sm` over madstack's ibsim
 //! transport) as the subnet manager instead of OpenSM.
 //!
 //! Where each of the 30 programs is compared with infiniband-diags, per
@@ -90,7 +90,7 @@ use mad_agents::smp::{SmpClient, SmpTarget};
 use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::wire::attr::NodeType;
-use mad_sim::sm::SmConfig;
+use mad_sm::SmConfig;
 use sm_lite::RunningSm;
 use support::opensm::{sbin, OpenSm};
 use support::{IbSim, UMAD2SIM};

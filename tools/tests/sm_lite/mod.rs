@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::Transport;
-use mad_sim::sm::{SmConfig, SmDriver, SmEvent, SubnetManager};
+use mad_sm::{SmConfig, SmDriver, SmEvent, SubnetManager};
 
 use crate::support::IbSim;
 

@@ -333,8 +333,8 @@ impl Core {
             } else {
                 let lid = usize::from(pkt.dlid);
                 sw.lft
-                    .get(lid / crate::lft::BLOCK)
-                    .map_or(0xFF, |b| b[lid % crate::lft::BLOCK])
+                    .get(lid / mad_sm::lft::BLOCK)
+                    .map_or(0xFF, |b| b[lid % mad_sm::lft::BLOCK])
             };
             if out != 0 && out != 0xFF && out <= n.num_ports() {
                 return Some(Hop::Transmit { node, port: out });

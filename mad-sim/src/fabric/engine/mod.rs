@@ -222,7 +222,7 @@ pub(crate) struct Core {
     #[allow(clippy::vec_box)] // the boxes themselves are what is reused
     pub spare: Vec<Box<[u8; MAD_LEN]>>,
     /// The switches' LFT blocks, each distinct block once.
-    pub lft_blocks: crate::lft::BlockInterner,
+    pub lft_blocks: mad_sm::lft::BlockInterner,
 }
 
 /// Most MAD buffers [`Core::spare`] keeps.

@@ -119,4 +119,4 @@ pub use perf_ext::{
 pub use port_info::{port_cap, port_cap2, PortInfo};
 pub use sm_info::SmInfo;
 pub use switch::{LinearFwdTable, MulticastFwdTable, SwitchInfo};
-pub use tables::{GuidInfo, PKeyTable, SlToVlTable, VlArbTable};
+pub use tables::{default_vlarb, GuidInfo, PKeyTable, SlToVlTable, VlArbTable, DEFAULT_SL2VL};

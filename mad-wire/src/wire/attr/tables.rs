@@ -65,6 +65,25 @@ crate::wire_struct! {
     }
 }
 
+/// The SLtoVLMappingTable a port holds before an SM programs one, as
+/// ibsim and the built-in fabric give it (8 bytes as on the wire: SL `i`
+/// to VL `i` for SL 0–14, SL 15 to VL 7).
+pub const DEFAULT_SL2VL: [u8; 8] = [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7];
+
+/// The VLArbitration table a port holds before an SM programs one, as
+/// ibsim and the built-in fabric give it: 128 entries (low priority
+/// 0–63, then high priority 0–63); low priority VL 1–14 weight 4 (VL 0
+/// weight 0), high priority VL 0 weight 4.
+#[must_use]
+pub fn default_vlarb() -> Box<[u16; 128]> {
+    let mut t = Box::new([0u16; 128]);
+    for vl in 0..15u8 {
+        t[usize::from(vl)] = VlArbTable::entry(vl, if vl == 0 { 0 } else { 4 });
+        t[64 + usize::from(vl)] = VlArbTable::entry(vl, if vl == 0 { 4 } else { 0 });
+    }
+    t
+}
+
 impl VlArbTable {
     /// Entries per block.
     pub const ENTRIES: usize = 32;

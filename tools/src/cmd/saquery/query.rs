@@ -124,14 +124,14 @@ impl Ctx<'_> {
                             | PathRecord::COMP_SGID
                             | PathRecord::COMP_DGID)
                         == 0
-                    && a.count() >= mad_sim::sa::MAX_ALL_PAIRS_PATHS
+                    && a.count() >= mad_sm::sa::MAX_ALL_PAIRS_PATHS
                 {
                     self.truncated = true;
                     self.truncated_why = Some(format!(
                         "the built-in SA answers at most {} PathRecords to a query that names \
                          neither end, so the table above is cut short; query per source \
                          (saquery PR --slid LID, or -p --slid LID) for the rest",
-                        mad_sim::sa::MAX_ALL_PAIRS_PATHS
+                        mad_sm::sa::MAX_ALL_PAIRS_PATHS
                     ));
                 }
                 Ok(a)

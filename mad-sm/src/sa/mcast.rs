@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::sm::mcast::{mft_blocks, MCAST_LID_BASE};
-use crate::sm::{mcast_tables, McGroup};
+use crate::mcast::{mft_blocks, MCAST_LID_BASE};
+use crate::{mcast_tables, McGroup};
 use mad_core::wire::attr::MulticastFwdTable;
 use mad_core::wire::sa_records::MftRecord;
 

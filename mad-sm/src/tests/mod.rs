@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fake;
-mod on_fabric;
 mod routing_ref;
 
 use std::collections::{BTreeMap, BTreeSet};

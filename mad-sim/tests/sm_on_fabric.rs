@@ -1,9 +1,11 @@
-//! SM-lite over the built-in fabric ([`crate::fabric::Fabric`]) through a
+//! SM-lite over the built-in fabric ([`mad_sim::Fabric`]) through a
 //! [`SimPort`] endpoint, on the shared topology files: after SubnetUp,
 //! LID-routed SMPs and PerfMgt GSI MADs from another endpoint reach every
 //! LID, every switch's LFT (read back by LID routing) is min-hop by an
 //! independent breadth-first search over the fabric's links, and a
 //! re-sweep of the unchanged fabric sends no Set.
+
+#![allow(clippy::unwrap_used, reason = "test code")]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::PathBuf;
@@ -14,9 +16,8 @@ use mad_core::wire::attr::{LinearFwdTable, NodeInfo, PhysPortState, PortState};
 use mad_core::wire::smp::Smp;
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr, MAD_LEN};
 
-use super::super::*;
-use crate::fabric::endpoint::SimPort;
-use crate::fabric::Fabric;
+use mad_sim::{Fabric, SimPort};
+use mad_sm::{routing, SmConfig, SmDriver, SmEvent, SubnetManager};
 
 fn topology(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -98,7 +99,7 @@ fn bring_up_and_check_with(name: &str, background_entries: usize) {
     let mut port = fabric.attach_default().unwrap();
     port.set_is_sm(true);
     let mut sm = SubnetManager::new(SmConfig::default(), port.port_attrs());
-    sm.background_entries = background_entries;
+    sm.set_background_entries(background_entries);
     let mut now = Instant::now();
     sm.start(now);
     let events = run(&mut sm, &mut port, &mut now, |e| *e == SmEvent::SubnetUp);
@@ -111,7 +112,7 @@ fn bring_up_and_check_with(name: &str, background_entries: usize) {
     let nodes = fabric.nodes();
     let mut lids: BTreeMap<u16, (usize, u8)> = BTreeMap::new();
     let mut graph: HashMap<usize, Vec<(u8, usize, u8)>> = HashMap::new();
-    let is_switch = |i: usize| nodes[i].kind == crate::topology::NodeKind::Switch;
+    let is_switch = |i: usize| nodes[i].kind == mad_sim::topology::NodeKind::Switch;
     for n in &nodes {
         let first = u8::from(!is_switch(n.index));
         for p in first..=n.num_ports {

@@ -21,7 +21,7 @@
 //! | SMInfoRecord | the SM | SM-lite's SMInfo (SM_Key 0) |
 //! | ServiceRecord | registered service | SubnAdmSet / Delete by clients |
 //! | MCMemberRecord | member of a group; a well-known group without members once, PortGID 0 (as OpenSM) | SubnAdmSet (join: a new MGID gets an MLID from 0xC001) / Delete (leave); the IPoIB broadcast group of the default partition (MLID 0xC000) exists from the start |
-//! | MulticastForwardingTableRecord | switch, block and position in use | the MFTs SM-lite programs from the members ([`crate::sm::mcast_tables`]) |
+//! | MulticastForwardingTableRecord | switch, block and position in use | the MFTs SM-lite programs from the members ([`crate::mcast_tables`]) |
 //! | InformInfo(Record) | subscription | kept by the responder itself |
 //!
 //! Candidates are narrowed cheaply before the responder matches the
@@ -48,8 +48,8 @@ use mad_core::wire::sa_records::{
 };
 use mad_core::wire::{AttributeId, MadStatus, Repr};
 
-use crate::fabric::DEFAULT_SL2VL;
-use crate::sm::{PortRef, Subnet, SubnetManager, NO_ROUTE};
+use crate::{PortRef, Subnet, SubnetManager, NO_ROUTE};
+use mad_core::wire::attr::DEFAULT_SL2VL;
 
 /// Most PathRecords a query naming neither end gets.
 pub const MAX_ALL_PAIRS_PATHS: usize = 65_536;

@@ -3,12 +3,12 @@
 
 use super::{compute_lfts_on, Candidates, Picker, Plan, NO_ROUTE};
 use crate::lft::{BlockInterner, Lft};
-use crate::sm::subnet::{NodeIdx, Subnet};
+use crate::subnet::{NodeIdx, Subnet};
 
 /// Every switch's table computed on a thread of its own, while the
 /// caller goes on (SM-lite sends its PortInfo Sets and the LFT blocks of
 /// the switches already routed): see [`RouteStream::spawn`].
-pub(in crate::sm) struct RouteStream {
+pub(crate) struct RouteStream {
     /// The switches (node indices) in the order their tables come.
     switches: Vec<NodeIdx>,
     /// Tables taken so far (a prefix of `switches`).
@@ -23,7 +23,7 @@ impl RouteStream {
     /// tables are those of [`compute_lfts`](super::compute_lfts); only what is read from the
     /// subnet is copied (the thread holds no handle to it). Dropping the
     /// stream stops the thread at its next table.
-    pub(in crate::sm) fn spawn(subnet: &Subnet) -> Option<Self> {
+    pub(crate) fn spawn(subnet: &Subnet) -> Option<Self> {
         let plan = Plan::without_distances(subnet);
         let switches = plan.graph.switches.clone();
         // The caller keeps one core busy with the fabric: the searches
@@ -61,7 +61,7 @@ impl RouteStream {
     /// each in its switch's `lft` in `subnet`. Should the routing thread
     /// end before it sent them (a panic), the switches left are routed
     /// on this thread.
-    pub(in crate::sm) fn take_until(&mut self, node: Option<NodeIdx>, subnet: &mut Subnet) {
+    pub(crate) fn take_until(&mut self, node: Option<NodeIdx>, subnet: &mut Subnet) {
         let want = node
             .and_then(|n| self.switches.iter().position(|&s| s == n))
             .map_or(self.switches.len(), |k| k + 1);
@@ -88,7 +88,7 @@ impl RouteStream {
     }
 
     /// True once every table was taken.
-    pub(in crate::sm) fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.taken == self.switches.len()
     }
 }
@@ -97,10 +97,10 @@ impl RouteStream {
 /// routed by a [`RouteStream`] while SM-lite programs them (the 4,176-node
 /// fat tree has 1.5 M; small fabrics are routed before their Sets, where
 /// a thread would cost more than it saves).
-pub(in crate::sm) const BACKGROUND_ENTRIES: usize = 1 << 20;
+pub const BACKGROUND_ENTRIES: usize = 1 << 20;
 
 /// The table entries (switches × LIDs) of `subnet` once routed.
-pub(in crate::sm) fn table_entries(subnet: &Subnet) -> usize {
+pub(crate) fn table_entries(subnet: &Subnet) -> usize {
     let switches = subnet.nodes().iter().filter(|n| n.is_switch()).count();
     switches.saturating_mul(usize::from(subnet.max_lid()) + 1)
 }

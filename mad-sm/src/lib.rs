@@ -1,4 +1,29 @@
-//! SM-lite: a small subnet manager as a sans-IO state machine.
+//! # mad-sm
+//!
+//! SM-lite: madstack's subnet manager, a sans-IO state machine, and the
+//! SA's records from its view of the subnet ([`sa`]). The built-in fabric
+//! (`mad-sim`) runs it as its SM; `mad sm` drives it on a transport
+//! (ibsim, a umad port, the built-in fabric without its own SM).
+//!
+//! ```
+//! use std::time::Instant;
+//! use mad_core::transport::PortAttrs;
+//! use mad_core::wire::{AttributeId, Mad, Method};
+//! use mad_sm::{SmConfig, SubnetManager};
+//!
+//! let local = PortAttrs { port_num: 1, port_guid: 0x10, node_guid: 0x10, ..PortAttrs::default() };
+//! let mut sm = SubnetManager::new(SmConfig::default(), &local);
+//! let now = Instant::now();
+//! sm.start(now);
+//! // The first SMP of a sweep: NodeInfo of the SM's own node, by directed route.
+//! let (mad, _to) = sm.poll_transmit(now).expect("a sweep starts with an SMP");
+//! let hdr = Mad::new_checked(&mad[..]).expect("a whole MAD");
+//! assert_eq!(hdr.method(), Method::GET);
+//! assert_eq!(hdr.attr_id(), AttributeId::NODE_INFO);
+//! assert!(sm.poll_timeout().is_some());
+//! ```
+//!
+//! SM-lite is a small subnet manager as a sans-IO state machine.
 //!
 //! [`SubnetManager`] does no I/O and has no clock of its own (the style of
 //! quinn and neqo): the caller feeds it received MADs and the current
@@ -74,10 +99,12 @@
 
 mod discover;
 pub mod driver;
+pub mod lft;
 pub mod mcast;
 mod program;
 mod recv;
 pub mod routing;
+pub mod sa;
 pub mod subnet;
 
 use std::collections::VecDeque;
@@ -554,6 +581,15 @@ impl SubnetManager {
             subnet_up: false,
             background_entries: routing::BACKGROUND_ENTRIES,
         }
+    }
+
+    /// Routes fabrics of at least `entries` table entries (switches ×
+    /// LIDs) on a thread of their own while the switches routed first are
+    /// programmed (default [`routing::BACKGROUND_ENTRIES`]; 0 routes every
+    /// fabric so, `usize::MAX` none). The tables and SMPs are the same
+    /// either way.
+    pub fn set_background_entries(&mut self, entries: usize) {
+        self.background_entries = entries;
     }
 
     /// Starts the SM: it becomes DISCOVERING and begins the first sweep.

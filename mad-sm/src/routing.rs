@@ -23,7 +23,8 @@ use super::subnet::{NodeIdx, PortRef, Subnet};
 use crate::lft::{BlockInterner, Lft};
 
 mod stream;
-pub(in crate::sm) use stream::{table_entries, RouteStream, BACKGROUND_ENTRIES};
+pub use stream::BACKGROUND_ENTRIES;
+pub(crate) use stream::{table_entries, RouteStream};
 
 /// Highest unicast LID (0xC000 and up are multicast).
 pub const MAX_UNICAST_LID: u16 = 0xBFFF;

@@ -234,7 +234,7 @@ impl SubnetView {
     }
 
     pub(super) fn vlarb_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
-        let table = crate::fabric::default_vlarb();
+        let table = mad_core::wire::attr::default_vlarb();
         let mut out = Vec::new();
         for (l, r) in self.ca_ports(lid) {
             for block in 1u8..=4 {

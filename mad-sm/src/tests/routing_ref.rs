@@ -8,8 +8,8 @@ use std::collections::{HashMap, VecDeque};
 
 use super::fake::Fabric;
 use super::{Harness, SmConfig};
-use crate::sm::routing::{compute_lfts, compute_lfts_on, NO_ROUTE};
-use crate::sm::subnet::{NodeIdx, Subnet};
+use crate::routing::{compute_lfts, compute_lfts_on, NO_ROUTE};
+use crate::subnet::{NodeIdx, Subnet};
 
 /// The min-hop rule written the obvious way (see the routing module
 /// docs): per switch, per LID in LID order, among the ports on a
