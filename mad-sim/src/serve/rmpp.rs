@@ -56,8 +56,11 @@ pub(super) enum Rmpp {
 
 /// How long a client not yet known to do RMPP may take to acknowledge a
 /// segment before the server acknowledges it on its behalf (and from then
-/// on does its RMPP). Under the senders' 2 s ACK timeout, so that no
-/// segment is sent twice.
+/// on does its RMPP). Well under the senders' 2 s ACK timeout. With 1 s,
+/// a libumad2sim client flooding the SA (osmtest `-f f -s2` right after
+/// it attached) left so many answers waiting that the served SA stopped
+/// answering it (not investigated further). A client that does RMPP but
+/// was judged too slow is set right by its next ACK.
 pub(super) const GRACE: Duration = Duration::from_millis(200);
 
 /// The window granted in ACKs sent on a client's behalf (the kernel's).
