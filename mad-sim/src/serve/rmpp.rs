@@ -60,7 +60,9 @@ pub(super) enum Rmpp {
 /// a libumad2sim client flooding the SA (osmtest `-f f -s2` right after
 /// it attached) left so many answers waiting that the served SA stopped
 /// answering it (not investigated further). A client that does RMPP but
-/// was judged too slow is set right by its next ACK.
+/// was judged too slow is known to again by its next ACK; the transfer
+/// that ACK belongs to may have lost segments and time out (its requester
+/// then asks again).
 pub(super) const GRACE: Duration = Duration::from_millis(200);
 
 /// The window granted in ACKs sent on a client's behalf (the kernel's).
