@@ -84,6 +84,7 @@ REPRS = [
     ("sm_info_record", "mad_wire::wire::sa_records::SmInfoRecord"),
     ("sl2vl_record", "mad_wire::wire::sa_records::Sl2VlRecord"),
     ("vl_arb_record", "mad_wire::wire::sa_records::VlArbRecord"),
+    ("multi_path_record", "mad_wire::wire::sa_records::MultiPathRecord"),
     ("cm_req", "mad_wire::wire::cm::CmReq"),
     ("cm_mra", "mad_wire::wire::cm::CmMra"),
     ("cm_rej", "mad_wire::wire::cm::CmRej"),

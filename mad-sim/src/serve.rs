@@ -31,6 +31,12 @@
 //! - A MAD the fabric drops is not returned with status 110; a send the
 //!   endpoint refuses (a malformed directed route, say) is.
 //! - Clients' own QP numbers (`qp` > 1) are not served.
+//! - RMPP: a client that does none (libibumad's under libumad2sim, which
+//!   leave it to a kernel) gets it done by the server: its Active requests
+//!   are made single segments, the segments sent to it are acknowledged on
+//!   its behalf and it gets the first of them; every client gets a Last
+//!   segment at the length it uses, not padded to 256 bytes, as OpenSM's
+//!   answers reach libumad2sim clients (`rmpp`).
 //! - Virtual time follows the wall clock while serving
 //!   ([`ServeConfig::follow_wall_clock`]), so link delays and SM-lite's
 //!   timers run in real time for the clients.
@@ -55,8 +61,11 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::fabric::{Fabric, NodeSel};
+
+mod rmpp;
 use crate::topology::NodeKind;
 use crate::SimPort;
+use rmpp::{Pending, Rmpp};
 
 /// How an [`IbSimServer`] serves.
 #[derive(Debug, Clone)]
@@ -99,12 +108,15 @@ pub struct ServeStats {
     pub undeliverable: u64,
     /// MADs for a port with no client to take them.
     pub unclaimed: u64,
+    /// RMPP segments acknowledged on behalf of clients that do no RMPP.
+    pub rmpp_acked: u64,
 }
 
 struct Client {
     node: usize,
     port: u8,
     issm: bool,
+    rmpp: Rmpp,
 }
 
 /// The endpoint the clients at one port share.
@@ -126,6 +138,11 @@ pub struct IbSimServer {
     stats: ServeStats,
     poll: Poll,
     last_tick: Instant,
+    /// Segments handed to clients not yet known to do RMPP.
+    pending: Vec<Pending>,
+    /// Transfers the server runs for clients that lack RMPP, by client
+    /// and TID, until their Last segment: aborted if the client goes.
+    open: HashMap<(usize, u64), Pending>,
 }
 
 impl std::fmt::Debug for IbSimServer {
@@ -183,6 +200,8 @@ impl IbSimServer {
             stats: ServeStats::default(),
             poll,
             last_tick: Instant::now(),
+            pending: Vec::new(),
+            open: HashMap::new(),
         })
     }
 
@@ -223,6 +242,7 @@ impl IbSimServer {
             self.drain_client(i);
         }
         self.drain_muxes();
+        self.settle_pending(Instant::now());
         Ok(())
     }
 
@@ -452,11 +472,27 @@ impl IbSimServer {
                 m.ep.set_is_sm(true);
             }
         }
-        self.clients[i] = Some(Client { node, port, issm });
+        self.clients[i] = Some(Client {
+            node,
+            port,
+            issm,
+            rmpp: Rmpp::Unknown,
+        });
         Some((i, self.fabric.node(node)?.id))
     }
 
     fn disconnect(&mut self, i: usize) {
+        // Its segments still waiting are acknowledged, so that their
+        // senders do not send them again to whoever attaches next.
+        let (gone, rest): (Vec<Pending>, Vec<Pending>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|p| p.client == i);
+        self.pending = rest;
+        let open: Vec<(usize, u64)> = self.open.keys().filter(|k| k.0 == i).copied().collect();
+        let open = open.into_iter().filter_map(|k| self.open.remove(&k));
+        for p in gone.into_iter().chain(open.collect::<Vec<_>>()) {
+            self.ack_for(p.port, &p.abort, &p.to);
+        }
         if let Some(c) = self.clients.get_mut(i).and_then(Option::take) {
             if c.issm {
                 if let Some(m) = self.muxes.get_mut(&(c.node, c.port)) {
@@ -510,6 +546,14 @@ impl IbSimServer {
                 tid.copy_from_slice(&mad[8..16]);
                 let t = (u64::from_be_bytes(tid) & 0x0000_FFFF_FFFF_FFFF) | ((i as u64) << 48);
                 mad[8..16].copy_from_slice(&t.to_be_bytes());
+            }
+            if let Some(speaks) = rmpp::active(&mad).map(|v| rmpp::well_formed(&v)) {
+                if let Some(c) = self.clients[i].as_mut() {
+                    c.rmpp = if speaks { Rmpp::Speaks } else { Rmpp::Lacks };
+                }
+                if !speaks {
+                    rmpp::as_single_segment(&mut mad);
+                }
             }
             let qp = if MgmtClass(mad[1]).is_smp() {
                 Qp::Qp0
@@ -584,16 +628,88 @@ impl IbSimServer {
             })
         };
         let Some(i) = target else {
+            // A segment of a transfer whose client went away: ended here.
+            if let Some(v) = rmpp::active(&r.mad) {
+                if v.rmpp_type() == mad_core::wire::rmpp::RmppType::DATA {
+                    let to = Address {
+                        lid: r.src.lid,
+                        qpn: r.src.qpn,
+                        qkey: GSI_QKEY,
+                        ..Address::default()
+                    };
+                    self.ack_for(key, &rmpp::abort(&r.mad), &to);
+                }
+            }
             self.stats.unclaimed += 1;
             return;
         };
+        let mut len = r.mad.len();
+        if let Some(v) = rmpp::active(&r.mad) {
+            let kind = self.clients[i].as_ref().map_or(Rmpp::Unknown, |c| c.rmpp);
+            if v.rmpp_type() != mad_core::wire::rmpp::RmppType::DATA {
+                if kind == Rmpp::Lacks {
+                    // The ACK / STOP / ABORT of a transfer the server runs
+                    // for this client.
+                    return;
+                }
+            } else {
+                len = rmpp::used_len(&v, len);
+                let first = v.seg_num() == 1;
+                let to = Address {
+                    lid: r.src.lid,
+                    qpn: r.src.qpn,
+                    qkey: GSI_QKEY,
+                    ..Address::default()
+                };
+                match kind {
+                    Rmpp::Speaks => {}
+                    Rmpp::Lacks => {
+                        let tid = r.mad.get(8..16).map_or(0, |b| {
+                            let mut t = [0u8; 8];
+                            t.copy_from_slice(b);
+                            u64::from_be_bytes(t)
+                        });
+                        if v.is_last() {
+                            self.open.remove(&(i, tid));
+                        } else {
+                            self.open.entry((i, tid)).or_insert_with(|| Pending {
+                                client: i,
+                                port: key,
+                                to,
+                                ack: Vec::new(),
+                                abort: rmpp::abort(&r.mad),
+                                since: Instant::now(),
+                            });
+                        }
+                        self.ack_for(key, &rmpp::ack(&r.mad), &to);
+                        if !first {
+                            return;
+                        }
+                    }
+                    // Only a first segment can be this client's: the sender
+                    // waits for its ACK before the next.
+                    Rmpp::Unknown if !first => {
+                        self.ack_for(key, &rmpp::ack(&r.mad), &to);
+                        return;
+                    }
+                    Rmpp::Unknown => self.pending.push(Pending {
+                        client: i,
+                        port: key,
+                        to,
+                        ack: rmpp::ack(&r.mad),
+                        abort: rmpp::abort(&r.mad),
+                        since: Instant::now(),
+                    }),
+                }
+            }
+        }
         let dr = r.mad.get(1).copied() == Some(MgmtClass::SUBN_DIRECTED_ROUTE.0);
         let req = SimRequest::new(
             if dr { PERMISSIVE_LID } else { own_lid },
             if dr { PERMISSIVE_LID } else { r.src.lid },
             r.qp.qpn(),
             r.src.qpn,
-            &r.mad,
+            &r.mad[..len],
         );
         if self.outs[i].send(&req.encode()).is_ok() {
             self.stats.to_clients += 1;

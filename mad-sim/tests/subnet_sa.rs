@@ -172,8 +172,54 @@ fn the_sa_answers_every_record_type_from_sm_lites_view() {
     // 12 LID-bearing ports + the cabled switch ports (2 x 6 + 2 x 2).
     assert_eq!(pk.len(), 12 + 16);
     assert!(pk.iter().all(|r| r.pkey_table.pkeys[0] == 0xFFFF));
-    assert_eq!(sa.all::<Sl2VlRecord>().unwrap().records.len(), 8);
-    assert_eq!(sa.all::<VlArbRecord>().unwrap().records.len(), 8 * 4);
+    // SL2VL and VLArb by OpenSM's rules: one SL2VL per CA port and one
+    // per (output, input) pair of a switch's ports, port 0 included;
+    // blocks 1-4 of every CA port and of every switch port.
+    let switch_ports: Vec<usize> = f
+        .nodes()
+        .iter()
+        .filter(|n| n.kind == mad_sim::topology::NodeKind::Switch)
+        .map(|n| usize::from(n.num_ports) + 1)
+        .collect();
+    let sl2vl = sa.all::<Sl2VlRecord>().unwrap().records;
+    assert_eq!(
+        sl2vl.len(),
+        8 + switch_ports.iter().map(|p| p * p).sum::<usize>()
+    );
+    let vlarb = sa.all::<VlArbRecord>().unwrap().records;
+    assert_eq!(vlarb.len(), (8 + switch_ports.iter().sum::<usize>()) * 4);
+    // A CA's VLArb asked at port 0 is its own port's (OpenSM's reading).
+    let h2 = lid(&f, "host-2");
+    let t = sa
+        .get_table(
+            &VlArbRecord {
+                lid: h2,
+                output_port: 0,
+                block_num: 1,
+                ..VlArbRecord::default()
+            },
+            VlArbRecord::COMP_LID | VlArbRecord::COMP_OUTPUT_PORT | VlArbRecord::COMP_BLOCK_NUM,
+        )
+        .unwrap()
+        .records;
+    assert_eq!(t.len(), 1);
+    assert_eq!((t[0].lid, t[0].output_port, t[0].block_num), (h2, 1, 1));
+    // A switch port's SL2VL for one input port.
+    let sw = f.port_info(f.find("spine-1").unwrap(), 0).unwrap().lid;
+    let t = sa
+        .get_table(
+            &Sl2VlRecord {
+                lid: sw,
+                input_port: 2,
+                output_port: 1,
+                ..Sl2VlRecord::default()
+            },
+            Sl2VlRecord::COMP_LID | Sl2VlRecord::COMP_INPUT_PORT | Sl2VlRecord::COMP_OUTPUT_PORT,
+        )
+        .unwrap()
+        .records;
+    assert_eq!(t.len(), 1);
+    assert_eq!((t[0].lid, t[0].input_port, t[0].output_port), (sw, 2, 1));
     let smi = sa.all::<SmInfoRecord>().unwrap().records;
     assert_eq!(smi.len(), 1);
     assert_eq!(smi[0].lid, s.sm_lid());

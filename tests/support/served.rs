@@ -23,9 +23,22 @@ impl Served {
     /// When it cannot start or ends before its console is up.
     #[must_use]
     pub fn start(mad: &Path, tag: &str) -> Self {
+        Self::start_on(mad, tag, None)
+    }
+
+    /// As [`Served::start`], on the fabric of topology file `topology`
+    /// (`None`: the built-in default fat tree).
+    ///
+    /// # Panics
+    /// As [`Served::start`].
+    #[must_use]
+    pub fn start_on(mad: &Path, tag: &str, topology: Option<&Path>) -> Self {
         let name = format!("madsrv{}{tag}", std::process::id());
+        let mut args = vec![std::ffi::OsString::from("sim")];
+        args.extend(topology.map(|t| t.as_os_str().to_owned()));
+        args.extend(["--serve".into(), name.clone().into()]);
         let mut child = Command::new(mad)
-            .args(["sim", "--serve", &name])
+            .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -231,6 +231,14 @@ static LAYOUTS: &[ComponentLayout] = &[
         ignored: &[],
     },
     ComponentLayout {
+        attr_id: AttributeId::SA_MULTIPATH_RECORD,
+        widths: &[
+            1, 3, 20, 8, 8, 1, 7, 16, 12, 4, 2, 6, 2, 6, 2, 6, 8, 2, 6, 8, 8, 56,
+        ],
+        selectors: &[(10, 11), (12, 13), (14, 15)],
+        ignored: &[6, 19, 20],
+    },
+    ComponentLayout {
         attr_id: AttributeId::SA_INFORMINFO_RECORD,
         widths: widths!([128u16, 16, 48], INFORM_INFO),
         selectors: &[],

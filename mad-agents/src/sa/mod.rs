@@ -57,6 +57,7 @@
 
 pub mod client;
 pub mod components;
+mod multipath;
 pub mod responder;
 
 #[cfg(test)]

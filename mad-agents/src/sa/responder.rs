@@ -88,6 +88,17 @@ pub trait RecordSource: Send + Sync {
     /// not served.
     fn records(&self, query: &RecordQuery<'_>) -> Option<Vec<Vec<u8>>>;
 
+    /// True when [`RecordSource::records`] already returns exactly the
+    /// records that answer `query`, by rules of the source's own that a
+    /// ComponentMask match would not give (OpenSM answers a
+    /// VLArbitrationTableRecord query for a CA's port 0 with the CA's own
+    /// port, say): the responder then takes them without matching.
+    /// Default: false.
+    fn exact(&self, query: &RecordQuery<'_>) -> bool {
+        let _ = query;
+        false
+    }
+
     /// SubnAdmSet of `query.template` (other than InformInfo): the record
     /// to answer with, or an SA status. Default: 0x000C (unsupported).
     ///
@@ -256,7 +267,8 @@ impl std::fmt::Debug for SaResponder {
 
 impl SaResponder {
     /// Registers the SA agent (class 0x03 version 2, methods Get, Set,
-    /// GetTable, Delete, with RMPP) on `rt`, answering from `source`.
+    /// GetTable, Delete, GetTraceTable and GetMulti, with RMPP) on `rt`,
+    /// answering from `source`.
     ///
     /// # Errors
     /// [`SaError::Register`] if another agent owns those methods.
@@ -269,7 +281,14 @@ impl SaResponder {
             &cfg.name,
             MgmtClass::SUBN_ADM,
             SA_CLASS_VERSION,
-            &[Method::GET, Method::SET, Method::GET_TABLE, Method::DELETE],
+            &[
+                Method::GET,
+                Method::SET,
+                Method::GET_TABLE,
+                Method::DELETE,
+                Method::GET_TRACE_TABLE,
+                Method::GET_MULTI,
+            ],
         )
         .with_rmpp();
         let inner = Arc::new(Inner {
@@ -373,20 +392,40 @@ fn same_subscription(a: &InformInfo, b: &InformInfo) -> bool {
 }
 
 /// What to answer a request with.
-struct Answer {
-    status: u16,
-    attr_offset: u16,
-    data: Vec<u8>,
-    table: bool,
+pub(super) struct Answer {
+    pub(super) status: u16,
+    pub(super) attr_offset: u16,
+    pub(super) data: Vec<u8>,
+    pub(super) table: bool,
+    /// The response's AttributeID when it is not the request's (the
+    /// PathRecords answering a MultiPathRecord).
+    pub(super) attr: Option<AttributeId>,
 }
 
 impl Answer {
-    fn status(status: u16) -> Self {
+    pub(super) fn status(status: u16) -> Self {
         Self {
             status,
             attr_offset: 0,
             data: Vec::new(),
             table: false,
+            attr: None,
+        }
+    }
+
+    /// A table of records `stride` bytes apart (AttributeOffset 0 when
+    /// it is empty).
+    pub(super) fn table(data: Vec<u8>, stride: usize) -> Self {
+        Self {
+            status: 0,
+            attr_offset: if data.is_empty() {
+                0
+            } else {
+                (stride / 8) as u16
+            },
+            data,
+            table: true,
+            attr: None,
         }
     }
 }
@@ -472,10 +511,8 @@ impl Inner {
             }
             return match self.cfg.class_port_info.to_vec() {
                 Ok(data) => Answer {
-                    status: 0,
-                    attr_offset: 0,
                     data,
-                    table: false,
+                    ..Answer::status(0)
                 },
                 Err(_) => Answer::status(MadStatus::SA_NO_RESOURCES.0),
             };
@@ -487,16 +524,18 @@ impl Inner {
                 Answer::status(MadStatus::METHOD_ATTR_UNSUPPORTED.0)
             };
         }
+        if q.attr_id == AttributeId::SA_MULTIPATH_RECORD {
+            return super::multipath::answer(self.source.as_ref(), self.cfg.gid_prefix, q);
+        }
         let (Some(info), Some(layout)) = (record_info(q.attr_id), component_layout(q.attr_id))
         else {
             return Answer::status(MadStatus::METHOD_ATTR_UNSUPPORTED.0);
         };
         let single = |r: Result<Vec<u8>, u16>| match r {
             Ok(rec) => Answer {
-                status: 0,
                 attr_offset: (info.padded_len / 8) as u16,
                 data: fit(rec, info.padded_len),
-                table: false,
+                ..Answer::status(0)
             },
             Err(s) => Answer::status(s),
         };
@@ -533,14 +572,16 @@ impl Inner {
                 }
             }
         }
+        let exact = self.source.exact(q);
         let matches: Vec<Vec<u8>> = candidates
             .into_iter()
             .filter(|c| {
-                record_matches(layout, template, c, comp_mask)
-                    && cap_masks.iter().all(|&(off, len)| {
-                        let want = get_bits(template, off, len);
-                        get_bits(c, off, len) & want == want
-                    })
+                exact
+                    || record_matches(layout, template, c, comp_mask)
+                        && cap_masks.iter().all(|&(off, len)| {
+                            let want = get_bits(template, off, len);
+                            get_bits(c, off, len) & want == want
+                        })
             })
             .collect();
         if q.method == Method::GET {
@@ -554,16 +595,7 @@ impl Inner {
         for rec in matches {
             data.extend_from_slice(&fit(rec, info.padded_len));
         }
-        Answer {
-            status: 0,
-            attr_offset: if data.is_empty() {
-                0
-            } else {
-                (info.padded_len / 8) as u16
-            },
-            data,
-            table: true,
-        }
+        Answer::table(data, info.padded_len)
     }
 
     fn inform_set(&self, q: &RecordQuery<'_>) -> Answer {
@@ -591,10 +623,9 @@ impl Inner {
         }
         match info.to_vec() {
             Ok(data) => Answer {
-                status: 0,
                 attr_offset: (InformInfo::PADDED_LEN / 8) as u16,
                 data,
-                table: false,
+                ..Answer::status(0)
             },
             Err(_) => Answer::status(MadStatus::SA_REQ_INVALID.0),
         }
@@ -662,6 +693,9 @@ fn build_response(req: &[u8], method: Method, a: &Answer) -> Vec<u8> {
         let mut v = Mad::new_unchecked(&mut resp[..]);
         v.set_method(resp_method, true);
         v.set_status(MadStatus(a.status));
+        if let Some(attr) = a.attr {
+            v.set_attr_id(attr);
+        }
     }
     resp[MAD_HEADER_LEN..RMPP_HEADER_END].fill(0);
     if a.table {

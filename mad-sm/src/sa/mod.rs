@@ -16,7 +16,8 @@
 //! | PathRecord | pair of LID-bearing ports with a route | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key 0xFFFF, SL 0, PacketLifeTime 18, reversible |
 //! | GUIDInfoRecord | LID-bearing port | block 0, GUID 0 the port GUID |
 //! | P_KeyTableRecord | LID-bearing port and linked switch port | block 0: 0xFFFF (SM-lite runs the default partition only) |
-//! | SLtoVLMappingTableRecord, VLArbitrationTableRecord | CA port | the fabric's defaults |
+//! | SLtoVLMappingTableRecord | CA port (InputPort / OutputPort 0); switch: pair of its ports, port 0 included | the fabric's defaults, listed by OpenSM's rules (the source matches these itself, [`RecordSource::exact`]) |
+//! | VLArbitrationTableRecord | block 1–4 of a CA port (a query for the CA's port 0 gets its own port, as OpenSM answers) and of every switch port | the fabric's defaults, as above |
 //! | LinearForwardingTableRecord | switch, 64-LID block up to LinearFDBTop | the LFTs SM-lite computed |
 //! | SMInfoRecord | the SM | SM-lite's SMInfo (SM_Key 0) |
 //! | ServiceRecord | registered service | SubnAdmSet / Delete by clients |
@@ -291,8 +292,8 @@ impl RecordSource for FabricSa {
             AttributeId::SA_LINK_RECORD => v.link_records(lid),
             AttributeId::SA_GUIDINFO_RECORD => v.guid_records(lid),
             AttributeId::SA_PKEY_TABLE_RECORD => v.pkey_records(lid),
-            AttributeId::SA_SL2VL_RECORD => v.sl2vl_records(lid),
-            AttributeId::SA_VLARB_RECORD => v.vlarb_records(lid),
+            AttributeId::SA_SL2VL_RECORD => v.sl2vl_records(q),
+            AttributeId::SA_VLARB_RECORD => v.vlarb_records(q),
             AttributeId::SA_SMINFO_RECORD => v.sm_info_records(lid),
             AttributeId::SA_PATH_RECORD => v.path_records(q),
             AttributeId::SA_MFT_RECORD => self.mft_records(&v, lid),
@@ -304,6 +305,13 @@ impl RecordSource for FabricSa {
             _ => return None,
         };
         Some(recs)
+    }
+
+    fn exact(&self, q: &RecordQuery<'_>) -> bool {
+        matches!(
+            q.attr_id,
+            AttributeId::SA_SL2VL_RECORD | AttributeId::SA_VLARB_RECORD
+        )
     }
 
     fn set(&self, q: &RecordQuery<'_>) -> Result<Vec<u8>, u16> {

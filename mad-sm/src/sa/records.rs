@@ -214,46 +214,45 @@ impl SubnetView {
         out
     }
 
-    pub(super) fn sl2vl_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+    /// SLtoVLMappingTableRecords by OpenSM's rules (`osm_sa_slvl_record.c`):
+    /// a CA port has one record, InputPort and OutputPort 0, whatever
+    /// ports the query names; a switch has one per (output, input) pair
+    /// of its ports, port 0 included, narrowed by the query's ports.
+    pub(super) fn sl2vl_records(&self, q: &RecordQuery<'_>) -> Vec<Vec<u8>> {
         let mut t = SlToVlTable::default();
         for (sl, vl) in t.vl.iter_mut().enumerate() {
             let b = DEFAULT_SL2VL[sl / 2];
             *vl = if sl % 2 == 0 { b >> 4 } else { b & 0x0F };
         }
-        self.ca_ports(lid)
-            .map(|(l, _)| {
-                Sl2VlRecord {
-                    lid: l,
-                    sl2vl: t.clone(),
-                    ..Sl2VlRecord::default()
-                }
-                .to_vec()
-                .unwrap_or_default()
-            })
-            .collect()
-    }
-
-    pub(super) fn vlarb_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
-        let table = mad_core::wire::attr::default_vlarb();
+        let want = |comp: u64, at: usize| (q.comp_mask & comp != 0).then(|| byte(q.template, at));
+        let (want_in, want_out) = (
+            want(Sl2VlRecord::COMP_INPUT_PORT, 2),
+            want(Sl2VlRecord::COMP_OUTPUT_PORT, 3),
+        );
         let mut out = Vec::new();
-        for (l, r) in self.ca_ports(lid) {
-            for block in 1u8..=4 {
-                let first = match block {
-                    1 => 0,
-                    2 => 32,
-                    3 => 64,
-                    _ => 96,
-                };
-                let mut t = VlArbTable::default();
-                t.entries.copy_from_slice(&table[first..first + 32]);
+        for (l, r) in self.qos_ports(lid_filter(q)) {
+            let n = &self.subnet.nodes()[r.0];
+            let pairs: Vec<(u8, u8)> = if n.is_switch() {
+                let ports: Vec<u8> = n.ports.iter().flatten().map(|p| p.num).collect();
+                ports
+                    .iter()
+                    .flat_map(|&o| ports.iter().map(move |&i| (i, o)))
+                    .filter(|&(i, o)| {
+                        want_in.is_none_or(|w| w == i) && want_out.is_none_or(|w| w == o)
+                    })
+                    .collect()
+            } else {
+                vec![(0, 0)]
+            };
+            for (input_port, output_port) in pairs {
                 push(
                     &mut out,
-                    &VlArbRecord {
+                    &Sl2VlRecord {
                         lid: l,
-                        output_port: r.1,
-                        block_num: block,
-                        vl_arb: t,
-                        ..VlArbRecord::default()
+                        input_port,
+                        output_port,
+                        sl2vl: t.clone(),
+                        ..Sl2VlRecord::default()
                     },
                 );
             }
@@ -261,11 +260,57 @@ impl SubnetView {
         out
     }
 
-    pub(super) fn ca_ports(&self, lid: Option<u16>) -> impl Iterator<Item = (u16, PortRef)> + '_ {
-        self.lids.iter().copied().filter(move |&(l, r)| {
-            lid.is_none_or(|x| x == l)
-                && self.subnet.nodes().get(r.0).is_some_and(|n| !n.is_switch())
-        })
+    /// VLArbitrationTableRecords by OpenSM's rules
+    /// (`osm_sa_vlarb_record.c`): blocks 1–4 of every port of a switch
+    /// (port 0 included), of a CA's own port whatever port the query
+    /// names (OpenSM reads a CA query's port 0 as the CA's port),
+    /// narrowed by the query's port and block.
+    pub(super) fn vlarb_records(&self, q: &RecordQuery<'_>) -> Vec<Vec<u8>> {
+        let table = mad_core::wire::attr::default_vlarb();
+        let want = |comp: u64, at: usize| (q.comp_mask & comp != 0).then(|| byte(q.template, at));
+        let want_port = want(VlArbRecord::COMP_OUTPUT_PORT, 2);
+        let want_block = want(VlArbRecord::COMP_BLOCK_NUM, 3);
+        let mut out = Vec::new();
+        for (l, r) in self.qos_ports(lid_filter(q)) {
+            let n = &self.subnet.nodes()[r.0];
+            let ports: Vec<u8> = if n.is_switch() {
+                n.ports
+                    .iter()
+                    .flatten()
+                    .map(|p| p.num)
+                    .filter(|p| want_port.is_none_or(|w| w == *p))
+                    .collect()
+            } else {
+                vec![r.1]
+            };
+            for port in ports {
+                for block in (1u8..=4).filter(|b| want_block.is_none_or(|w| w == *b)) {
+                    let first = usize::from(block - 1) * 32;
+                    let mut t = VlArbTable::default();
+                    t.entries.copy_from_slice(&table[first..first + 32]);
+                    push(
+                        &mut out,
+                        &VlArbRecord {
+                            lid: l,
+                            output_port: port,
+                            block_num: block,
+                            vl_arb: t,
+                            ..VlArbRecord::default()
+                        },
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// The LID-bearing ports QoS records are listed for: CA ports and
+    /// switches' port 0, optionally only the one holding `lid`.
+    fn qos_ports(&self, lid: Option<u16>) -> impl Iterator<Item = (u16, PortRef)> + '_ {
+        self.lids
+            .iter()
+            .copied()
+            .filter(move |&(l, _)| lid.is_none_or(|x| x == l))
     }
 
     pub(super) fn sm_info_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {

@@ -596,3 +596,4 @@ fn responses_carry_sm_key_zero_and_the_request_tid_and_mask() {
 }
 
 mod informs;
+mod multipath;

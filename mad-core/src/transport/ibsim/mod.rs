@@ -312,7 +312,7 @@ impl IbSimTransport {
                 qkey: if qp == Qp::Qp0 { 0 } else { GSI_QKEY },
                 ..Address::default()
             },
-            mad: crate::MadBuf::from_slice(r.mad_bytes()),
+            mad: crate::MadBuf::from_slice(whole_segment(r.mad_bytes(), &r.mad)),
         };
         if r.status != 0 {
             self.undeliverable_count += 1;
@@ -651,5 +651,30 @@ impl Drop for IbSimTransport {
         }
         let id = self.client_id;
         self.disconnect(id);
+    }
+}
+
+/// The MAD bytes to deliver from a datagram whose declared length is
+/// `used` (out of the 256 in `whole`): an RMPP DATA segment (version 1,
+/// First or Last set) shorter than a MAD is a segment a served fabric cut
+/// to the length it uses, as libumad2sim clients count records by length
+/// (`mad sim --serve`); the RMPP layer takes segments whole, so it is
+/// given back its zero padding. Anything else is delivered as declared.
+fn whole_segment<'a>(used: &'a [u8], whole: &'a [u8]) -> &'a [u8] {
+    use crate::wire::rmpp::{RmppType, RmppView, RMPP_FLAG_FIRST, RMPP_FLAG_LAST, RMPP_VERSION};
+    let cut = used.len() < whole.len()
+        && used
+            .get(1)
+            .is_some_and(|c| crate::wire::MgmtClass(*c).is_rmpp_class())
+        && RmppView::new_checked(used).is_ok_and(|v| {
+            v.is_active()
+                && v.version() == RMPP_VERSION
+                && v.rmpp_type() == RmppType::DATA
+                && v.flags() & (RMPP_FLAG_FIRST | RMPP_FLAG_LAST) != 0
+        });
+    if cut {
+        whole
+    } else {
+        used
     }
 }

@@ -111,3 +111,35 @@ fn qp_transitions_follow_verbs() {
     assert!(!qp_transition_allowed(QpState::Err, QpState::Rts));
     assert!(!qp_transition_allowed(QpState::Reset, QpState::Rts));
 }
+
+#[test]
+fn a_segment_served_at_its_used_length_is_delivered_whole_anything_else_as_declared() {
+    use crate::wire::rmpp::{
+        RmppType, RmppView, RMPP_FLAG_ACTIVE, RMPP_FLAG_FIRST, RMPP_FLAG_LAST,
+    };
+    let mut whole = [0u8; 256];
+    whole[1] = 0x03; // SA
+    whole[3] = 0x92;
+    {
+        let mut v = RmppView::new_unchecked(&mut whole[..]);
+        v.set_version(1);
+        v.set_rmpp_type(RmppType::DATA);
+        v.set_flags(RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST | RMPP_FLAG_LAST);
+        v.set_seg_num(1);
+        v.set_payload_len(20 + 64);
+    }
+    // A single segment cut to 36 + PayloadLength: given back whole.
+    assert_eq!(whole_segment(&whole[..120], &whole).len(), 256);
+    // A MAD without RMPP (OpenSM's answers through libumad2sim carry the
+    // Active flag only): as declared.
+    let mut plain = whole;
+    plain[24..36].fill(0);
+    assert_eq!(whole_segment(&plain[..120], &plain).len(), 120);
+    let mut active_only = plain;
+    active_only[26] = RMPP_FLAG_ACTIVE;
+    assert_eq!(whole_segment(&active_only[..120], &active_only).len(), 120);
+    // Not an RMPP class (an SMP): as declared.
+    let mut smp = whole;
+    smp[1] = 0x81;
+    assert_eq!(whole_segment(&smp[..120], &smp).len(), 120);
+}

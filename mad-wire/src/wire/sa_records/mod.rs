@@ -115,6 +115,7 @@ mod guid;
 mod inform;
 mod link;
 mod mcmember;
+mod multipath;
 mod node;
 mod path;
 mod pkey;
@@ -129,6 +130,7 @@ pub use guid::GuidInfoRecord;
 pub use inform::{InformInfo, InformInfoRecord};
 pub use link::LinkRecord;
 pub use mcmember::McMemberRecord;
+pub use multipath::MultiPathRecord;
 pub use node::NodeRecord;
 pub use path::PathRecord;
 pub use pkey::PKeyTableRecord;
@@ -191,6 +193,7 @@ pub fn all_records() -> Vec<RecordInfo> {
         RecordInfo::of::<PathRecord>(),
         RecordInfo::of::<VlArbRecord>(),
         RecordInfo::of::<McMemberRecord>(),
+        RecordInfo::of::<MultiPathRecord>(),
         RecordInfo::of::<InformInfoRecord>(),
     ]
 }
