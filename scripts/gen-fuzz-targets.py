@@ -122,6 +122,8 @@ OTHERS = [
     ("cm_ops", "cm::run"),
     # fuzz/src/sm_lite.rs: SM-lite on the built-in fabric, multicast included.
     ("sm_lite_ops", "sm_lite::run"),
+    # fuzz/src/sa_subscriptions.rs: the SA responder's InformInfo subscriptions.
+    ("sa_subscriptions_ops", "sa_subscriptions::run"),
 ]
 
 # Hand-written target files (owned by the crates they fuzz), kept as they are

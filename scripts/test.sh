@@ -40,6 +40,7 @@ DEB_PACKAGES=(tshark libibmad-dev ibsim-utils libumad2sim0 opensm infiniband-dia
               # image itself is downloaded (not installed) by tests/kvm/build.sh
               qemu-system-x86 busybox-static libibumad-dev libibverbs1 ibverbs-providers
               iproute2 kmod cpio
+              time  # GNU time: the peak RSS of a refused cache file in tools/tests/input_limits.rs
               rdmacm-utils)  # rping: the kernel CM's user in tools/tests/kernel_vm_kcm.rs
 
 as_root() {

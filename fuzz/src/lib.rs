@@ -16,7 +16,9 @@
 //!   [`clock::Clock`], with its invariants checked after every step:
 //!   [`rmpp_sender_ops`] (one RMPP `Sender` against a hostile receiver),
 //!   [`rmpp_receiver_ops`] (a `ReceiverTable` fed by several peers) and
-//!   [`engine_ops`] (the agent `Engine` over an in-memory transport).
+//!   [`engine_ops`] (the agent `Engine` over an in-memory transport),
+//!   [`sa_subscriptions::run`] (the SA responder's InformInfo
+//!   subscriptions against a plain list).
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a fuzz finding")]
 
 use mad_wire::wire::{FieldValue, Fields, Repr};
@@ -28,6 +30,7 @@ pub mod ops;
 pub mod raw_rmpp;
 pub mod rmpp_receiver;
 pub mod rmpp_sender;
+pub mod sa_subscriptions;
 pub mod sm_lite;
 
 /// Operation sequences on an RMPP `Sender`; see [`rmpp_sender`].

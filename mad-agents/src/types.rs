@@ -1,6 +1,7 @@
 //! The agent layer's value types: ids, messages, send requests, completion
 //! statuses, events, configuration, errors and counters.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -258,6 +259,43 @@ pub enum AgentEvent {
         /// placeholder for any other payload).
         message: String,
     },
+}
+
+impl AgentEvent {
+    /// A port event: [`AgentEvent::Async`], [`AgentEvent::ResetPending`],
+    /// [`AgentEvent::ResetEnd`], [`AgentEvent::DeviceFatal`] or
+    /// [`AgentEvent::Reopened`]. An agent's queue holds at most one of
+    /// each: an equal one still queued is folded into the newer one
+    /// ([`AgentStats::port_events_coalesced`]).
+    #[must_use]
+    pub fn is_port_event(&self) -> bool {
+        matches!(
+            self,
+            Self::Async(_)
+                | Self::ResetPending
+                | Self::ResetEnd
+                | Self::DeviceFatal
+                | Self::Reopened
+        )
+    }
+}
+
+/// Makes room in `queue` for the port event `ev`, about to be appended:
+/// an equal port event still queued is taken out (the new one stands
+/// for both; the order of the latest occurrences is kept, so an agent
+/// still learns the last state of the port). Returns true if one was
+/// taken out. So a queue never holds two equal port events: an agent
+/// that does not read holds at most one of each (there are about twenty
+/// distinct ones), however many the port reports. Received MADs and send
+/// completions are never touched.
+pub(crate) fn coalesce_port_event(queue: &mut VecDeque<AgentEvent>, ev: &AgentEvent) -> bool {
+    if !ev.is_port_event() {
+        return false;
+    }
+    match queue.iter().rposition(|e| e == ev) {
+        Some(pos) => queue.remove(pos).is_some(),
+        None => false,
+    }
 }
 
 /// Where the low 32 bits of a request's TID come from.
@@ -535,6 +573,10 @@ pub struct AgentStats {
     pub received: u64,
     /// Requests dropped because the receive queue was full.
     pub recv_dropped: u64,
+    /// Port events folded into a later equal one while still queued for
+    /// this agent (its engine queue or its channel): see
+    /// [`AgentEvent::is_port_event`].
+    pub port_events_coalesced: u64,
     /// RMPP messages reassembled for this agent.
     pub rmpp_reassembled: u64,
     /// Requests that waited in the agent's backlog for the flow-control
@@ -580,6 +622,9 @@ pub struct EngineStats {
     pub unsupported_answered: u64,
     /// Requests dropped because an agent's queue was full.
     pub recv_dropped: u64,
+    /// Port events folded into a later equal one while still queued
+    /// (all agents; [`AgentStats::port_events_coalesced`]).
+    pub port_events_coalesced: u64,
     /// MADs dropped as malformed (short, bad base version, class on the
     /// wrong QP): those the port refused to parse
     /// ([`mad_core::port::PortStats::recv_malformed`]) and those handed to

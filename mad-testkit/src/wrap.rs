@@ -12,7 +12,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use mad_core::transport::{Address, Qp, Received, Transport, TransportError, WrId};
+use mad_core::transport::{Address, AsyncEvent, Qp, Received, Transport, TransportError, WrId};
 use mad_core::wire::MgmtClass;
 
 /// What a wrapper may see or change. Every method has a default that
@@ -52,6 +52,12 @@ pub trait Hooks: Send {
         None
     }
 
+    /// A port event to report before asking the inner transport (an
+    /// injected one); `None` asks the inner transport.
+    fn event(&mut self) -> Option<AsyncEvent> {
+        None
+    }
+
     /// The descriptor to report instead of the inner transport's
     /// (`Some(None)`: none at all); `None` keeps the inner one.
     fn raw_fd(&self) -> Option<Option<RawFd>> {
@@ -86,7 +92,6 @@ impl<T: Transport, H: Hooks> Transport for Wrapped<T, H> {
         refresh_port_attrs,
         send_queue_depth,
         poll_send_completions,
-        poll_event,
         qp_state,
         modify_qp,
         recreate_queues
@@ -128,6 +133,9 @@ impl<T: Transport, H: Hooks> Transport for Wrapped<T, H> {
     }
     fn raw_fd(&self) -> Option<RawFd> {
         self.hooks.raw_fd().unwrap_or_else(|| self.inner.raw_fd())
+    }
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        self.hooks.event().or_else(|| self.inner.poll_event())
     }
     fn bounded_far_side(&self) -> bool {
         match self.hooks.raw_fd() {

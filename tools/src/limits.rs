@@ -10,6 +10,7 @@
 //! | `mad decode` hex text or pcap file, or its standard input | [`MAX_DECODE_INPUT_LEN`] (64 MiB) |
 //! | node name maps (`--node-name-map`, the default map) | [`MAX_NODE_NAME_MAP_LEN`] (16 MiB) |
 //! | topology files (`--sim FILE`, `ibhosts` / `ibswitches` topology) | [`mad_sim::topology::MAX_TOPOLOGY_BYTES`] (64 MiB, includes included) |
+//! | ibnetdiscover cache files (`--load-cache`, `--diff`, `ibcacheedit`; the header is checked before the rest is read) | [`MAX_CACHE_FILE_LEN`] (128 MiB) |
 //! | `ibtracert --ports-file` | [`MAX_PORTS_FILE_LEN`] (16 MiB) |
 //! | the ibdiag configuration file | [`MAX_CONFIG_FILE_LEN`] (1 MiB) |
 //! | the time-zone file (`ctime` in `ibnetdiscover` output) | [`MAX_ZONE_FILE_LEN`] (1 MiB) |
@@ -27,6 +28,10 @@ pub const MAX_DECODE_INPUT_LEN: u64 = 64 * MIB;
 /// A node name map: `GUID "name"` lines (a fabric of 100 000 nodes needs
 /// about 5 MiB).
 pub const MAX_NODE_NAME_MAP_LEN: u64 = 16 * MIB;
+/// An ibnetdiscover cache file (`--load-cache`, `--diff`, `ibcacheedit`):
+/// 95 bytes a port and about 250 a node, so a fabric of 1 million ports
+/// needs about 100 MiB.
+pub const MAX_CACHE_FILE_LEN: u64 = 128 * MIB;
 /// An `ibtracert --ports-file`.
 pub const MAX_PORTS_FILE_LEN: u64 = 16 * MIB;
 /// The ibdiag configuration file.

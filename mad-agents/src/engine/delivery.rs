@@ -32,6 +32,14 @@ impl<T: Transport> Engine<T> {
         }
     }
 
+    /// Counts a port event that a runtime folded into a later equal one in
+    /// `agent`'s delivery channel.
+    pub(crate) fn count_port_event_coalesced(&mut self, agent: AgentId) {
+        if let Some(idx) = self.agent_idx(agent) {
+            self.count_port_event_coalesced_at(idx);
+        }
+    }
+
     /// Takes every queued event of `agent` out of the queue (in order).
     pub(crate) fn take_events(&mut self, agent: AgentId) -> Vec<AgentEvent> {
         let mut v = Vec::new();

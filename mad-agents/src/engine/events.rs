@@ -1,5 +1,7 @@
 //! The agents' event queues: received messages (bounded), completions,
-//! broadcast port events, handed out round-robin by [`Engine::poll_event`].
+//! broadcast port events (at most one of each queued: an equal one still
+//! queued is folded into the new one, [`crate::types::coalesce_port_event`]),
+//! handed out round-robin by [`Engine::poll_event`].
 
 use super::*;
 
@@ -38,8 +40,16 @@ impl<T: Transport> Engine<T> {
             .map(|(i, _)| i)
             .collect();
         for i in idxs {
+            if crate::types::coalesce_port_event(&mut self.agents[i].events, ev) {
+                self.count_port_event_coalesced_at(i);
+            }
             self.push_event(i, ev.clone());
         }
+    }
+
+    pub(super) fn count_port_event_coalesced_at(&mut self, aidx: usize) {
+        self.agents[aidx].stats.port_events_coalesced += 1;
+        self.stats.port_events_coalesced += 1;
     }
 
     pub(super) fn pop_event(&mut self, delivering: bool) -> Option<(AgentId, AgentEvent)> {

@@ -161,6 +161,7 @@
 //! |---|---|---|
 //! | inbound RMPP reassembly, per RMPP agent | about 275 MiB (256 MiB of buffers, 16 MiB pool, records) | [`mad_rmpp::ReceiverConfig`], the `mad_rmpp` crate docs |
 //! | received messages its owner has not taken, per agent | [`EngineConfig::recv_queue_bytes`] (64 MiB) plus one message, and [`EngineConfig::recv_queue_bound`] (1024) messages | this engine's queue, and a channel agent's channel |
+//! | port events its owner has not taken, per agent | one of each distinct port event (about twenty: [`AgentEvent::is_port_event`]) | this engine's queue, and a channel agent's channel |
 //! | sends waiting for room on the QPs | about 3 MiB | [`mad_core::port::PortConfig::overflow_limit`] |
 //!
 //! So a port with one RMPP agent (an SA client, say) holds at most about
@@ -168,8 +169,28 @@
 //! what the owner asked for and is not counted. The tests
 //! `a_hostile_flood_stays_within_the_documented_worst_case` (mad-rmpp),
 //! `messages_an_agent_does_not_take_are_bounded_in_bytes_not_just_in_count`
-//! (tests/rmpp.rs) and the port's overflow-bound tests drive floods
-//! against each row.
+//! (tests/rmpp/main.rs), the port's overflow-bound tests and
+//! tests/event_storm.rs drive floods against each row.
+//!
+//! Port events are **coalesced**, never dropped by age: a port event
+//! equal to one still queued for the agent (not yet taken from the
+//! engine, or not yet taken from its channel) replaces it — the older copy
+//! is taken out and the new one appended, so the agent still sees the
+//! latest occurrence of each event in order and learns the port's last
+//! state — and each replacement is counted in
+//! [`AgentStats::port_events_coalesced`] /
+//! [`EngineStats::port_events_coalesced`]. Received MADs are bounded as
+//! above; send completions are never dropped or coalesced (each send
+//! completes exactly once; how many there are is the owner's doing).
+//!
+//! During such a storm a send may be refused with
+//! [`mad_core::port::PortError::OverflowFull`] (its QP's send queue and
+//! the bounded overflow queue are full because the thread that drives
+//! the port is busy with the events): that is the intended back-pressure.
+//! The refusal is immediate and counted, nothing accepted is lost, and
+//! the caller decides whether to wait and send again; the alternative, an
+//! unbounded queue of sends, is what the overflow bound exists to
+//! prevent.
 //!
 //! # Deregistration
 //!

@@ -85,7 +85,13 @@ impl<T: Transport> Engine<T> {
     /// it waits for its response, so that a repeated final ACK gets the DS
     /// ACK again (RMPP.md §4 step 5); a STOP or ABORT then concerns the
     /// response's reassembly (the requester's sender ignores it), so it
-    /// goes on to the receive path.
+    /// goes on to the receive path. So does a STOP or ABORT with the
+    /// method of a response being reassembled while the request is still
+    /// being sent: the receiver answers one with a status that is not an
+    /// abort status with ABORT(BAD_STATUS), its method the received one's
+    /// with the response bit flipped (the kernel's `nack_recv`), and the
+    /// waiting send fails with that status; the request's sender sends
+    /// nothing for it (the kernel's `abort_send` only ends the send).
     pub(super) fn on_rmpp_control(&mut self, key: (u64, u8), m: &Inbound, now: Instant) -> bool {
         let Some(list) = self.rmpp_out.get(&key) else {
             return false;
@@ -104,6 +110,18 @@ impl<T: Transport> Engine<T> {
         if tx.sender.is_all_acked() && m.rmpp_active() != Some(RmppType::ACK) {
             return false;
         }
+        let aidx = self.sends[idx].agent;
+        if matches!(m.rmpp_active(), Some(RmppType::STOP | RmppType::ABORT))
+            && self.agents[aidx]
+                .rmpp_rx
+                .as_ref()
+                .is_some_and(|rx| rx.receives(m.bytes(), m.src()))
+        {
+            return false;
+        }
+        let Some(tx) = self.sends[idx].rmpp.as_mut() else {
+            return false;
+        };
         tx.sender.handle_reply(m.bytes(), now);
         self.pump_rmpp(idx, now);
         true

@@ -156,7 +156,9 @@ impl Shared {
         let mut fill = tx.fill();
         for ev in evs.drain(..) {
             if self.admit(queued, &ev) {
-                fill.push(ev);
+                if fill.push(ev) {
+                    core.engine.count_port_event_coalesced(agent);
+                }
             } else {
                 core.engine.count_recv_drop(agent);
             }

@@ -83,10 +83,14 @@ pub(super) struct Fill<'a> {
 }
 
 impl Fill<'_> {
-    /// Puts `ev` at the end of the queue.
-    pub(super) fn push(&mut self, ev: AgentEvent) {
+    /// Puts `ev` at the end of the queue. A port event equal to one the
+    /// receiver has not taken yet replaces it (taken out, this one at the
+    /// end: [`crate::types::coalesce_port_event`]): returns true then.
+    pub(super) fn push(&mut self, ev: AgentEvent) -> bool {
+        let coalesced = crate::types::coalesce_port_event(&mut self.state.events, &ev);
         self.state.events.push_back(ev);
         self.added = true;
+        coalesced
     }
 }
 
@@ -108,9 +112,10 @@ impl Sender {
         }
     }
 
-    /// Puts one event in.
-    pub(super) fn send(&self, ev: AgentEvent) {
-        self.fill().push(ev);
+    /// Puts one event in; true if it replaced an equal port event (see
+    /// [`Fill::push`]).
+    pub(super) fn send(&self, ev: AgentEvent) -> bool {
+        self.fill().push(ev)
     }
 }
 

@@ -142,6 +142,8 @@ pub(super) enum Step {
 pub(super) struct Pending {
     pub(super) agent: AgentId,
     pub(super) dropped: bool,
+    /// A port event folded into this one in the agent's channel.
+    pub(super) coalesced: bool,
     pub(super) callback: bool,
 }
 
@@ -325,6 +327,9 @@ impl Shared {
             if p.dropped {
                 core.engine.count_recv_drop(p.agent);
             }
+            if p.coalesced {
+                core.engine.count_port_event_coalesced(p.agent);
+            }
             if p.callback {
                 core.stats.callbacks += 1;
             } else {
@@ -346,17 +351,18 @@ impl Shared {
     /// Loop step 2 (unlocked): hands the event over — the callback runs
     /// here.
     pub(super) fn hand_over(&self, agent: AgentId, ev: AgentEvent, route: Route) -> Pending {
-        let (dropped, callback) = match (route, ev) {
+        let (dropped, coalesced, callback) = match (route, ev) {
             (Route::Waiter(tx), AgentEvent::SendDone(c)) => {
                 tx.send(c);
-                (false, false)
+                (false, false, false)
             }
             (Route::Sink(sink), ev) => self.deliver(agent, &sink, ev),
-            _ => (false, false),
+            _ => (false, false, false),
         };
         Pending {
             agent,
             dropped,
+            coalesced,
             callback,
         }
     }
@@ -589,14 +595,16 @@ impl Shared {
             .map(|(_, a)| a)
     }
 
-    /// Hands one event to `sink` (no lock held). Returns true if a
-    /// received MAD was dropped for a full channel.
+    /// Hands one event to `sink` (no lock held). Returns whether a
+    /// received MAD was dropped for a full channel, whether an equal port
+    /// event still in the channel was folded into this one, and whether a
+    /// callback ran.
     pub(super) fn deliver(
         &self,
         agent: AgentId,
         sink: &Mutex<Sink>,
         ev: AgentEvent,
-    ) -> (bool, bool) {
+    ) -> (bool, bool, bool) {
         self.deliver_to(agent, &mut lock(sink), ev)
     }
 
@@ -605,7 +613,7 @@ impl Shared {
         agent: AgentId,
         sink: &mut Sink,
         ev: AgentEvent,
-    ) -> (bool, bool) {
+    ) -> (bool, bool, bool) {
         match sink {
             Sink::Callback(f) => {
                 let prev = IN_CALLBACK.with(|c| c.replace(Some((self.id, agent))));
@@ -626,14 +634,13 @@ impl Shared {
                     }
                 }
                 IN_CALLBACK.with(|c| c.set(prev));
-                (false, true)
+                (false, false, true)
             }
             Sink::Channel { tx, queued } => {
                 if !self.admit(queued, &ev) {
-                    return (true, false);
+                    return (true, false, false);
                 }
-                tx.send(ev);
-                (false, false)
+                (false, tx.send(ev), false)
             }
         }
     }

@@ -59,6 +59,7 @@ pub mod client;
 pub mod components;
 mod multipath;
 pub mod responder;
+pub mod subscriptions;
 
 #[cfg(test)]
 mod tests;
@@ -69,8 +70,9 @@ pub use client::{
 pub use components::{component_layout, record_matches, ComponentLayout};
 pub use responder::{
     inform_selects, RecordQuery, RecordSource, SaResponder, SaResponderConfig, SaResponderStats,
-    StaticRecords, Subscriber,
+    StaticRecords,
 };
+pub use subscriptions::{Refused, Subscribed, Subscriber, SubscriptionLimits, Subscriptions};
 
 use mad_core::wire::rmpp::RmppStatus;
 use mad_core::wire::sa::{SaHeader, SA_CLASS_VERSION};

@@ -32,7 +32,10 @@
 //! SubnAdmSet(InformInfo) with Subscribe = 1 adds a subscription of the
 //! requesting port (its LID, the InformInfo's QPN); Subscribe = 0 removes
 //! the same subscription (status 0x0200 when there is none). Both are
-//! answered with the InformInfo. InformInfoRecord GetTable lists them
+//! answered with the InformInfo. The subscriptions are bounded per port
+//! and in total ([`SaResponderConfig::subscription_limits`]): a new one
+//! beyond a limit is answered 0x0100 (`ERR_NO_RESOURCES`), see
+//! [`super::subscriptions`]. InformInfoRecord GetTable lists them
 //! (SubscriberGID = the subscriber's port GID from its NodeRecord, when the
 //! source has one). [`SaResponder::report`] sends a Notice as
 //! SubnAdmReport to every subscription that selects it (opensm's
@@ -57,6 +60,7 @@ use mad_core::wire::{
 };
 
 use super::components::{component_layout, record_matches};
+use super::subscriptions::{Subscriber, SubscriptionLimits, Subscriptions};
 use super::{lock, SaError};
 use crate::runtime::{Agent, AgentRef, Runtime};
 use crate::spec::AgentSpec;
@@ -185,6 +189,8 @@ pub struct SaResponderConfig {
     pub report_retries: u32,
     /// Subnet prefix of the SubscriberGIDs listed in InformInfoRecords.
     pub gid_prefix: u64,
+    /// How many InformInfo subscriptions are held, per port and in total.
+    pub subscription_limits: SubscriptionLimits,
 }
 
 impl Default for SaResponderConfig {
@@ -200,6 +206,7 @@ impl Default for SaResponderConfig {
             report_timeout: Duration::from_millis(500),
             report_retries: 3,
             gid_prefix: 0xfe80_0000_0000_0000,
+            subscription_limits: SubscriptionLimits::default(),
         }
     }
 }
@@ -227,22 +234,16 @@ pub struct SaResponderStats {
     pub reports_acked: u64,
     /// Reports that failed (timeout, ...).
     pub reports_failed: u64,
-}
-
-/// One subscription kept by the responder.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subscriber {
-    /// The subscriber's LID (the request's source).
-    pub lid: u16,
-    /// The subscription (QPN: where Reports go).
-    pub info: InformInfo,
+    /// InformInfo subscriptions refused with `ERR_NO_RESOURCES` (a port's
+    /// or the total limit reached).
+    pub subscriptions_refused: u64,
 }
 
 struct Inner {
     cfg: SaResponderConfig,
     source: Arc<dyn RecordSource>,
     agent: OnceLock<AgentRef>,
-    subs: Mutex<Vec<Subscriber>>,
+    subs: Mutex<Subscriptions>,
     stats: Mutex<SaResponderStats>,
 }
 
@@ -291,11 +292,12 @@ impl SaResponder {
             ],
         )
         .with_rmpp();
+        let subs = Subscriptions::new(cfg.subscription_limits);
         let inner = Arc::new(Inner {
             cfg,
             source,
             agent: OnceLock::new(),
-            subs: Mutex::new(Vec::new()),
+            subs: Mutex::new(subs),
             stats: Mutex::new(SaResponderStats::default()),
         });
         let cb = inner.clone();
@@ -310,10 +312,10 @@ impl SaResponder {
         *lock(&self.inner.stats)
     }
 
-    /// The subscriptions held.
+    /// The subscriptions held, in the order they were made.
     #[must_use]
     pub fn subscribers(&self) -> Vec<Subscriber> {
-        lock(&self.inner.subs).clone()
+        lock(&self.inner.subs).iter().cloned().collect()
     }
 
     /// The agent's handle.
@@ -384,11 +386,6 @@ pub fn inform_selects(i: &InformInfo, n: &Notice) -> bool {
     }
     i.producer_type_or_vendor_id == InformInfo::PRODUCER_TYPE_ALL
         || i.producer_type_or_vendor_id == n.producer_type_or_vendor_id
-}
-
-/// The same subscription (all but Subscribe and the reserved bits).
-fn same_subscription(a: &InformInfo, b: &InformInfo) -> bool {
-    a.same_traps(b) && a.qpn == b.qpn
 }
 
 /// What to answer a request with.
@@ -599,28 +596,17 @@ impl Inner {
     }
 
     fn inform_set(&self, q: &RecordQuery<'_>) -> Answer {
-        let Ok(info) = InformInfo::parse(q.template) else {
-            return Answer::status(MadStatus::SA_REQ_INVALID.0);
+        let done = lock(&self.subs).set(q.src.lid, q.template);
+        let info = match done {
+            Ok(info) => info,
+            Err(refused) => {
+                let status = refused.status();
+                if status == MadStatus::SA_NO_RESOURCES {
+                    lock(&self.stats).subscriptions_refused += 1;
+                }
+                return Answer::status(status.0);
+            }
         };
-        let mut subs = lock(&self.subs);
-        if info.subscribe == 1 {
-            let s = Subscriber {
-                lid: q.src.lid,
-                info: info.clone(),
-            };
-            if !subs
-                .iter()
-                .any(|x| x.lid == s.lid && same_subscription(&x.info, &s.info))
-            {
-                subs.push(s);
-            }
-        } else {
-            let before = subs.len();
-            subs.retain(|x| !(x.lid == q.src.lid && same_subscription(&x.info, &info)));
-            if subs.len() == before {
-                return Answer::status(MadStatus::SA_REQ_INVALID.0);
-            }
-        }
         match info.to_vec() {
             Ok(data) => Answer {
                 attr_offset: (InformInfo::PADDED_LEN / 8) as u16,
@@ -633,7 +619,7 @@ impl Inner {
 
     /// The subscriptions as InformInfoRecords.
     fn inform_records(&self) -> Vec<Vec<u8>> {
-        let subs = lock(&self.subs).clone();
+        let subs: Vec<Subscriber> = lock(&self.subs).iter().cloned().collect();
         let nodes = self.source.records(&RecordQuery {
             method: Method::GET_TABLE,
             attr_id: NodeRecord::ATTR_ID,

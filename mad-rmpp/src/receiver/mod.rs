@@ -325,6 +325,15 @@ impl ReceiverTable {
         self.active
     }
 
+    /// True if `mad`, received from `src`, belongs to a transfer being
+    /// received (same TID, class, method and peer as its segments): a
+    /// STOP or ABORT that concerns that reassembly, not a transfer of
+    /// ours with the same TID.
+    #[must_use]
+    pub fn receives(&self, mad: &[u8], src: &Address) -> bool {
+        TransferKey::of(mad, Peer::of(src)).is_some_and(|k| self.is_active(&k))
+    }
+
     /// What `src` holds in the table now: each field within its
     /// per-source bound of [`ReceiverConfig`] (all zero for a source the
     /// table holds nothing of).

@@ -308,15 +308,9 @@ fn fits(c: &Cursor<'_>, count: u32, each: usize, what: &str) -> Result<(), Cache
     Ok(())
 }
 
-/// Reads a cache file into the model, as `ibnd_load_fabric` does (the
-/// node list in the file's order, newest first).
-///
-/// # Errors
-/// A file that is not a version-1 cache, is truncated, or whose records
-/// do not make one consistent fabric: the message names what is wrong.
-pub fn decode(buf: &[u8]) -> Result<Fabric, CacheError> {
-    let mut c = Cursor { buf, at: 0 };
-    let h = c.take(HEADER_LEN, &|| "the header".to_owned())?;
+/// Checks the magic and version of a header (its first [`HEADER_LEN`]
+/// bytes); returns its node and port counts.
+fn check_header(h: &[u8]) -> Result<(u32, u32), CacheError> {
     let magic = u32_at(h, 0);
     if magic != MAGIC {
         return err(format!(
@@ -329,7 +323,66 @@ pub fn decode(buf: &[u8]) -> Result<Fabric, CacheError> {
             "unsupported cache version {version} (this reads version {VERSION})"
         ));
     }
-    let (node_count, port_count) = (u32_at(h, 8), u32_at(h, 12));
+    Ok((u32_at(h, 8), u32_at(h, 12)))
+}
+
+/// The most bytes a file whose header promises `nodes` and `ports` can
+/// hold (every node with 255 port keys).
+fn max_file_len(nodes: u32, ports: u32) -> u64 {
+    let per_node = (NODE_LEN + usize::from(u8::MAX) * KEY_LEN) as u64;
+    (HEADER_LEN as u64)
+        .saturating_add(u64::from(nodes).saturating_mul(per_node))
+        .saturating_add(u64::from(ports).saturating_mul(PORT_LEN as u64))
+}
+
+/// Reads the bytes of the cache file at `path` with bounded reads: a
+/// regular file longer than `limit` is refused before anything is read;
+/// otherwise the header is read and checked first (so `/dev/zero` or a
+/// sparse file of zeros fails on its magic after 28 bytes), then at most
+/// what its counts allow, never more than `limit` bytes in all.
+fn read_bounded(path: &str, limit: u64) -> Result<Vec<u8>, CacheError> {
+    use std::io::Read;
+    let named = |e: &dyn fmt::Display| CacheError(format!("{path}: {e}"));
+    let what = "an ibnetdiscover cache file";
+    let file = std::fs::File::open(path).map_err(|e| named(&e))?;
+    if let Ok(m) = file.metadata() {
+        if m.is_file() && m.len() > limit {
+            return Err(named(&mad_core::limits::too_large(limit, what)));
+        }
+    }
+    let mut buf = Vec::with_capacity(HEADER_LEN);
+    let mut file = file;
+    (&mut file)
+        .take(HEADER_LEN as u64)
+        .read_to_end(&mut buf)
+        .map_err(|e| named(&e))?;
+    if buf.len() < HEADER_LEN {
+        // decode names the truncation.
+        return Ok(buf);
+    }
+    let (nodes, ports) = check_header(&buf).map_err(|e| named(&e))?;
+    // One byte past what the counts allow (decode names the bytes after
+    // the last record) or past the limit.
+    let most = max_file_len(nodes, ports).min(limit);
+    file.take(most - HEADER_LEN as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| named(&e))?;
+    if buf.len() as u64 > limit {
+        return Err(named(&mad_core::limits::too_large(limit, what)));
+    }
+    Ok(buf)
+}
+
+/// Reads a cache file into the model, as `ibnd_load_fabric` does (the
+/// node list in the file's order, newest first).
+///
+/// # Errors
+/// A file that is not a version-1 cache, is truncated, or whose records
+/// do not make one consistent fabric: the message names what is wrong.
+pub fn decode(buf: &[u8]) -> Result<Fabric, CacheError> {
+    let mut c = Cursor { buf, at: 0 };
+    let h = c.take(HEADER_LEN, &|| "the header".to_owned())?;
+    let (node_count, port_count) = check_header(h)?;
     let from_guid = u64_at(h, 16);
     let max_hops = u32_at(h, 24);
     fits(&c, node_count, NODE_LEN, "nodes")?;
@@ -506,12 +559,14 @@ fn remote_ref(
     })
 }
 
-/// Reads and decodes the cache file at `path`.
+/// Reads and decodes the cache file at `path`, at most
+/// [`MAX_CACHE_FILE_LEN`](crate::limits::MAX_CACHE_FILE_LEN) bytes of it.
 ///
 /// # Errors
-/// The file cannot be read, or [`decode`] rejects it.
+/// The file cannot be read, is longer than the limit (the message names
+/// the file and the limit), or [`decode`] rejects it.
 pub fn load(path: &str) -> Result<Fabric, CacheError> {
-    let buf = std::fs::read(path).map_err(|e| CacheError(format!("{path}: {e}")))?;
+    let buf = read_bounded(path, crate::limits::MAX_CACHE_FILE_LEN)?;
     decode(&buf).map_err(|e| CacheError(format!("{path}: {e}")))
 }
 

@@ -614,6 +614,7 @@ impl World {
                         self.pending = Some(Pending {
                             agent,
                             dropped: false,
+                            coalesced: false,
                             callback: true,
                         });
                         L::Inline {

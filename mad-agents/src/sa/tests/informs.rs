@@ -359,3 +359,154 @@ fn port_info_records_match_capability_masks_bitwise_when_attr_mod_bit_31_is_set(
     assert_eq!(lids(1 << 31), vec![1, 2], "bitwise: IsSM set");
     assert_eq!(lids(0), vec![1], "without bit 31: equality");
 }
+
+/// An SA alone on a Loopback port: requests are pushed into its receive
+/// queue from any source LID, and the status of every answer it sends is
+/// recorded (answer LID, status), in order.
+struct LoneSa {
+    port: Arc<Mutex<Loopback>>,
+    answers: Arc<Mutex<Vec<(u16, u16)>>>,
+    sa: SaResponder,
+    _rt: Runtime,
+    next_tid: u64,
+}
+
+impl LoneSa {
+    fn start(cfg: SaResponderConfig) -> Self {
+        let answers: Arc<Mutex<Vec<(u16, u16)>>> = Arc::default();
+        let seen = answers.clone();
+        let lb = Loopback::new(Loopback::attrs("sm", 1, SA_LID), 4096).with_responder(Box::new(
+            move |_qp, mad: &[u8], dest: &Address| {
+                let status = u16::from_be_bytes([mad[4], mad[5]]);
+                seen.lock().unwrap().push((dest.lid, status));
+                Vec::new()
+            },
+        ));
+        let (tap, port) = Tap::new(lb);
+        let rt = Runtime::start(tap, EngineConfig::default()).unwrap();
+        let sa = SaResponder::start(&rt, Arc::new(StaticRecords::new()), cfg).unwrap();
+        Self {
+            port,
+            answers,
+            sa,
+            _rt: rt,
+            next_tid: 1,
+        }
+    }
+
+    /// Sends InformInfo Sets of `infos` from `lid`, a batch at a time
+    /// (within the agent's receive queue bound), and returns the status
+    /// of each answer.
+    fn set_all(&mut self, lid: u16, infos: &[InformInfo]) -> Vec<u16> {
+        let start = self.answers.lock().unwrap().len();
+        for batch in infos.chunks(256) {
+            let want = self.answers.lock().unwrap().len() + batch.len();
+            for info in batch {
+                let data = info.to_vec().unwrap();
+                let mut mad = build_request(Method::SET, InformInfo::ATTR_ID, 0, 0xFFFF, &data);
+                mad[8..16].copy_from_slice(&self.next_tid.to_be_bytes());
+                self.next_tid += 1;
+                self.port.lock().unwrap().push_recv(Received {
+                    qp: Qp::Qp1,
+                    src: Address {
+                        lid,
+                        qpn: 1,
+                        ..Address::default()
+                    },
+                    mad: mad.into(),
+                });
+            }
+            wait_until("the batch's answers", || {
+                self.answers.lock().unwrap().len() >= want
+            });
+        }
+        let answers = self.answers.lock().unwrap();
+        assert!(answers[start..].iter().all(|&(to, _)| to == lid));
+        answers[start..].iter().map(|&(_, s)| s).collect()
+    }
+}
+
+fn unsubscription(trap: u16) -> InformInfo {
+    InformInfo {
+        subscribe: 0,
+        ..subscription(trap)
+    }
+}
+
+#[test]
+fn a_flood_of_20000_subscriptions_from_one_port_is_capped_and_other_ports_still_subscribe() {
+    let limits = crate::sa::SubscriptionLimits::default();
+    let mut lone = LoneSa::start(SaResponderConfig::default());
+    let flood: Vec<InformInfo> = (0..20_000u16)
+        .map(|n| InformInfo {
+            subscribe: 1,
+            ..subscription(n)
+        })
+        .collect();
+    let statuses = lone.set_all(7, &flood);
+    let ok = statuses.iter().filter(|&&s| s == 0).count();
+    assert_eq!(ok, limits.per_port, "the per-port cap holds");
+    assert!(statuses[limits.per_port..]
+        .iter()
+        .all(|&s| s == MadStatus::SA_NO_RESOURCES.0));
+    assert_eq!(sa_count(&lone.sa, 7), limits.per_port);
+    assert_eq!(
+        lone.sa.stats().subscriptions_refused,
+        (20_000 - limits.per_port) as u64
+    );
+    // A second port subscribes.
+    let s64 = InformInfo {
+        subscribe: 1,
+        ..subscription(64)
+    };
+    assert_eq!(lone.set_all(8, std::slice::from_ref(&s64)), [0]);
+    // A held subscription repeated by the full port is still accepted,
+    // and kept once.
+    assert_eq!(lone.set_all(7, std::slice::from_ref(&flood[3])), [0]);
+    assert_eq!(lone.set_all(8, std::slice::from_ref(&s64)), [0]);
+    assert_eq!(sa_count(&lone.sa, 7), limits.per_port);
+    assert_eq!(sa_count(&lone.sa, 8), 1);
+    // Unsubscribing frees a slot of that port; unknown ones are refused.
+    assert_eq!(lone.set_all(7, &[unsubscription(3)]), [0]);
+    assert_eq!(
+        lone.set_all(7, &[unsubscription(3)]),
+        [MadStatus::SA_REQ_INVALID.0]
+    );
+    assert_eq!(lone.set_all(7, std::slice::from_ref(&flood[19_999])), [0]);
+    assert_eq!(
+        lone.set_all(7, std::slice::from_ref(&flood[19_998])),
+        [MadStatus::SA_NO_RESOURCES.0]
+    );
+    assert_eq!(sa_count(&lone.sa, 7), limits.per_port);
+}
+
+#[test]
+fn the_total_subscription_limit_refuses_every_port_once_reached() {
+    let cfg = SaResponderConfig {
+        subscription_limits: crate::sa::SubscriptionLimits {
+            per_port: 10,
+            total: 25,
+        },
+        ..SaResponderConfig::default()
+    };
+    let mut lone = LoneSa::start(cfg);
+    let ten: Vec<InformInfo> = (0..10)
+        .map(|n| InformInfo {
+            subscribe: 1,
+            ..subscription(n)
+        })
+        .collect();
+    for lid in [10, 11] {
+        assert!(lone.set_all(lid, &ten).iter().all(|&s| s == 0));
+    }
+    let third = lone.set_all(12, &ten);
+    assert_eq!(third.iter().filter(|&&s| s == 0).count(), 5);
+    assert!(third[5..]
+        .iter()
+        .all(|&s| s == MadStatus::SA_NO_RESOURCES.0));
+    assert_eq!(lone.sa.subscribers().len(), 25);
+}
+
+fn sa_count(sa: &SaResponder, lid: u16) -> usize {
+    sa.subscribers().iter().filter(|s| s.lid == lid).count()
+}

@@ -4,7 +4,10 @@
 
 use std::time::{Duration, Instant};
 
+#[path = "../support/mod.rs"]
 mod support;
+
+mod aborts;
 
 use support::{completions, gsi_from, recv_and_poll, with_receiver};
 
