@@ -38,6 +38,23 @@ pub struct CmStats {
     pub user_timeouts: u64,
 }
 
+/// How many entries each of the CM's tables holds: every one is bounded
+/// by [`CmConfig::max_connections`] (the peers' by the connections they
+/// made), whatever peers send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CmTables {
+    /// Connections (timewait included).
+    pub connections: usize,
+    /// Connections filed by the peer's (CA GUID, Communication ID).
+    pub by_remote_id: usize,
+    /// Connections filed by the peer's (CA GUID, QPN).
+    pub by_remote_qpn: usize,
+    /// Peers holding connections their REQs made.
+    pub peers: usize,
+    /// Pending deadlines.
+    pub timers: usize,
+}
+
 /// The connection manager of one port (sans-IO).
 #[derive(Debug)]
 pub struct Cm {
@@ -327,6 +344,18 @@ impl Cm {
     #[must_use]
     pub fn info(&self, id: ConnId) -> Option<&ConnInfo> {
         self.conns.get(&id).map(|c| &c.info)
+    }
+
+    /// The sizes of the CM's tables.
+    #[must_use]
+    pub fn tables(&self) -> CmTables {
+        CmTables {
+            connections: self.conns.len(),
+            by_remote_id: self.by_remote.len(),
+            by_remote_qpn: self.by_qpn.len(),
+            peers: self.per_peer.len(),
+            timers: self.timers.len(),
+        }
     }
 
     /// Number of connections held (timewait included).
