@@ -261,9 +261,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     s.deadline = Instant::now() + wait;
     let mut session = ibdiag::open_session(inv, &p.common)?;
+    let defaults = CmConfig::default();
     let cfg = CmConfig {
         response_timeout: s.response_timeout,
-        ..CmConfig::default()
+        // A request MRAed for --delay is kept that long (and a little
+        // more) for this side's own accept.
+        max_user_wait: defaults
+            .max_user_wait
+            .max(s.delay.unwrap_or_default() + Duration::from_secs(10)),
+        ..defaults
     };
     let cm = CmService::start(session.runtime(), cfg)
         .map_err(|e| CliError::Failed(format!("cm: {e}")))?;
@@ -643,6 +649,8 @@ fn listen(inv: &mut Invocation<'_, '_>, cm: &CmService, s: &Settings) -> Result<
                 }
             }
             CmEvent::TimewaitExit | CmEvent::ConnectError { .. } | CmEvent::Rejected { .. } => {
+                // A request the peer gave up on is not accepted later.
+                accepts.retain(|(_, a)| *a != id);
                 ended += 1;
             }
             // The device is gone: every connection's removal is printed
