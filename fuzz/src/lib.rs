@@ -16,13 +16,16 @@
 //!   [`clock::Clock`], with its invariants checked after every step:
 //!   [`rmpp_sender_ops`] (one RMPP `Sender` against a hostile receiver),
 //!   [`rmpp_receiver_ops`] (a `ReceiverTable` fed by several peers) and
-//!   [`engine_ops`] (the agent `Engine` over an in-memory transport).
+//!   [`engine_ops`] (the agent `Engine` over an in-memory transport),
+//!   [`cm::run`] (two CMs over a lossy wire) and [`cm_peers::run`] (one
+//!   CM under attack from many peers while an honest one connects).
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a fuzz finding")]
 
 use mad_wire::wire::{FieldValue, Fields, Repr};
 
 pub mod clock;
 pub mod cm;
+pub mod cm_peers;
 pub mod engine;
 pub mod ops;
 pub mod raw_rmpp;
