@@ -256,7 +256,9 @@ pub fn run(data: &[u8]) {
         sent: Vec::new(),
         wire: Vec::new(),
     };
-    for _ in 0..256 {
+    let mut steps = 0;
+    while !u.is_empty() && steps < 256 {
+        steps += 1;
         let Ok(op) = Op::arbitrary(&mut u) else { break };
         let now = w.clock.now();
         match op {

@@ -106,9 +106,11 @@ fn describe(info: &ConnInfo) -> String {
 }
 
 fn info_json(info: &ConnInfo) -> Json {
-    let gid = (info.path.remote_gid != [0; 16])
-        .then(|| Json::String(Ipv6Addr::from(info.path.remote_gid).to_string()))
-        .unwrap_or(Json::Null);
+    let gid = if info.path.remote_gid == [0; 16] {
+        Json::Null
+    } else {
+        Json::String(Ipv6Addr::from(info.path.remote_gid).to_string())
+    };
     Json::obj()
         .with("remote_lid", Json::from(info.path.remote_lid))
         .with("remote_gid", gid)
