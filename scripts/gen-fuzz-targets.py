@@ -120,6 +120,8 @@ OTHERS = [
     ("engine_ops", "engine_ops"),
     # fuzz/src/cm.rs: two connection managers over a lossy wire.
     ("cm_ops", "cm::run"),
+    # fuzz/src/cm_peers.rs: one port's CM under attack from many peers.
+    ("cm_peers_ops", "cm_peers::run"),
     # fuzz/src/sm_lite.rs: SM-lite on the built-in fabric, multicast included.
     ("sm_lite_ops", "sm_lite::run"),
     # fuzz/src/sa_subscriptions.rs: the SA responder's InformInfo subscriptions.

@@ -18,13 +18,16 @@
 //!   [`rmpp_receiver_ops`] (a `ReceiverTable` fed by several peers) and
 //!   [`engine_ops`] (the agent `Engine` over an in-memory transport),
 //!   [`sa_subscriptions::run`] (the SA responder's InformInfo
-//!   subscriptions against a plain list).
+//!   subscriptions against a plain list), [`cm::run`] (two CMs over a
+//!   lossy wire) and [`cm_peers::run`] (one CM under attack from many
+//!   peers while an honest one connects).
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a fuzz finding")]
 
 use mad_wire::wire::{FieldValue, Fields, Repr};
 
 pub mod clock;
 pub mod cm;
+pub mod cm_peers;
 pub mod engine;
 pub mod ops;
 pub mod raw_rmpp;

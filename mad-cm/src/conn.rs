@@ -105,17 +105,27 @@ pub(crate) struct Conn {
     pub timewait: Duration,
     /// Active: send the RTU as soon as the REP arrives.
     pub auto_rtu: bool,
+    /// Passive: how long the peer waits for this side's answer to its REQ
+    /// (its resends included): how long the user may take.
+    pub user_wait: Duration,
+    /// The extra wait the last MRA this side sent gave the peer.
+    pub mra_wait: Option<Duration>,
+    /// The (remote CA GUID, remote Communication ID) key this connection
+    /// holds in the CM's index, exactly as inserted.
+    pub remote_key: Option<(u64, u32)>,
+    /// The (remote CA GUID, remote QPN) key this connection holds in the
+    /// CM's index, exactly as inserted.
+    pub qpn_key: Option<(u64, u32)>,
+    /// Passive: the peer whose REQ made this connection (counted against
+    /// its cap).
+    pub peer_key: Option<PeerKey>,
 }
 
-impl Conn {
-    /// The remote (CA GUID, Communication ID) key, once known.
-    pub fn remote_key(&self) -> Option<(u64, u32)> {
-        (self.info.remote_comm_id != 0)
-            .then_some((self.info.remote_ca_guid, self.info.remote_comm_id))
-    }
+/// A peer as the fabric names it: the source LID and, when the MAD came
+/// with a GRH, the source GID (zero without one).
+pub(crate) type PeerKey = (u16, [u8; 16]);
 
-    /// The remote (CA GUID, QPN) key, once known.
-    pub fn qpn_key(&self) -> Option<(u64, u32)> {
-        (self.info.remote_qpn != 0).then_some((self.info.remote_ca_guid, self.info.remote_qpn))
-    }
+/// The peer `src` names.
+pub(crate) fn peer_key(src: &Address) -> PeerKey {
+    (src.lid, src.grh.map_or([0; 16], |g| g.gid))
 }

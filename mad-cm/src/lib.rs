@@ -57,7 +57,7 @@ mod conn;
 pub mod service;
 mod types;
 
-pub use cm::{Cm, CmStats};
+pub use cm::{Cm, CmStats, CmTables};
 pub use conn::State;
 pub use types::{
     iboe_mtu, AcceptParams, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnInfo, ConnectParams,

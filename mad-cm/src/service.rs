@@ -19,8 +19,8 @@ use mad_core::wire::cm::{RejectReason, CM_CLASS_VERSION};
 use mad_core::wire::{Method, MgmtClass};
 
 use crate::{
-    AcceptParams, Cm, CmConfig, CmError, CmEvent, CmPath, CmStats, ConnId, ConnectParams, ListenId,
-    State,
+    AcceptParams, Cm, CmConfig, CmError, CmEvent, CmPath, CmStats, CmTables, ConnId, ConnectParams,
+    ListenId, State,
 };
 
 /// Longest the driver thread sleeps when no deadline is due sooner.
@@ -239,6 +239,12 @@ impl CmService {
     #[must_use]
     pub fn stats(&self) -> CmStats {
         self.shared.lock().stats()
+    }
+
+    /// The sizes of the CM's tables (each bounded, whatever peers send).
+    #[must_use]
+    pub fn tables(&self) -> CmTables {
+        self.shared.lock().tables()
     }
 
     /// Sends the port refused (the CM's retries resend them).

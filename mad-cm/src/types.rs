@@ -46,7 +46,9 @@ pub struct CmPath {
     pub sl: u8,
     /// Both ports are in one subnet (no GRH needed).
     pub subnet_local: bool,
-    /// Packet lifetime, 4.096 µs × 2^value (6 bits).
+    /// Packet lifetime, 4.096 µs × 2^value (6 bits: 0–63;
+    /// [`Cm::connect`](crate::Cm::connect) refuses more with
+    /// [`CmError::OutOfRange`]).
     pub packet_life_time: u8,
     /// Partition key.
     pub pkey: u16,
@@ -111,7 +113,7 @@ impl CmPath {
     /// doubled, as the kernel's `cm_ack_timeout` does without a CA delay).
     #[must_use]
     pub fn ack_timeout(&self) -> u8 {
-        (self.packet_life_time + 1).min(31)
+        self.packet_life_time.saturating_add(1).min(31)
     }
 
     /// The packet lifetime as a duration.
@@ -172,7 +174,8 @@ pub struct ConnectParams {
     pub rnr_retry_count: u8,
     /// The primary path.
     pub path: CmPath,
-    /// How often the REQ (and later the DREQ) is resent (at most 15).
+    /// How often the REQ (and later the DREQ) is resent (4 bits: at most
+    /// 15; more is refused).
     pub max_cm_retries: u8,
     /// How long the peer's CM may take to answer, 4.096 µs × 2^value.
     pub remote_cm_response_timeout: u8,
@@ -387,6 +390,16 @@ pub enum CmError {
     /// Too many connections.
     #[error("the CM already holds {0} connections")]
     TooManyConnections(usize),
+    /// A parameter outside the range its field allows.
+    #[error("{what} {value} is out of range (0 to {max})")]
+    OutOfRange {
+        /// The parameter.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+        /// The largest value allowed.
+        max: u64,
+    },
 }
 
 /// A CM MAD to send.
@@ -408,8 +421,22 @@ pub struct CmConfig {
     pub response_timeout: u8,
     /// Most connections held at once (timewait included).
     pub max_connections: usize,
-    /// First local Communication ID (they count up from here, never 0).
-    pub first_comm_id: u32,
+    /// Most connections one peer (one source LID, or GID when the REQ
+    /// came with a GRH) may hold here through its REQs, timewait included:
+    /// past it that peer's REQs get REJ(NoResources) while other peers'
+    /// are still taken.
+    pub max_per_peer: usize,
+    /// Longest a connection waits for its user's answer (accept / reject
+    /// / MRA to a REQ, establish after a REP): the wait is what the peer
+    /// waits for that answer (its retries included), cut to this. Past
+    /// it the connection is dropped with a REJ(ConsumerReject), as the
+    /// kernel's `ib_cm` rejects an ID destroyed in REQ received.
+    pub max_user_wait: Duration,
+    /// Seed of the local Communication IDs: `None` (the default) seeds
+    /// them from the operating system, so that they cannot be guessed;
+    /// `Some` gives a reproducible sequence (tests). Either way each ID is
+    /// a random nonzero 32-bit number not in use.
+    pub comm_id_seed: Option<u64>,
 }
 
 impl Default for CmConfig {
@@ -418,7 +445,9 @@ impl Default for CmConfig {
             ca_guid: 0,
             response_timeout: 20,
             max_connections: 65_536,
-            first_comm_id: 1,
+            max_per_peer: 1024,
+            max_user_wait: Duration::from_secs(120),
+            comm_id_seed: None,
         }
     }
 }

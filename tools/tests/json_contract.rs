@@ -112,6 +112,7 @@ const SUCCESSES: &[(&str, &[&str])] = &[
         "ibccconfig",
         &["ibccconfig", "SP", "2", "3", "1", "0", "5", "8", "100"],
     ),
+    ("cm", &["cm", "connect", "--hold", "10", "-w", "30"]),
     ("ibping", &["ibping", "-f", "-c", "2", "3"]),
     ("ibping", &["ibping", "-f", "-c", "1", "2"]),
     ("ibsysstat", &["ibsysstat", "3"]),
@@ -238,6 +239,12 @@ fn failures_are_json_with_the_error_and_the_exit_status() {
         ),
         ("mad", &["--json", "frobnicate"], 2, "unknown command"),
         ("decode", &["--json", "decode"], 1, "'x' is not a hex digit"),
+        (
+            "cm",
+            &["--sim", "--json", "cm", "connect", "-w", "-1"],
+            2,
+            "-w \"-1\": want seconds from 0 to",
+        ),
         (
             "sminfo",
             &["--sim=/nonexistent/topology", "--json", "sminfo"],

@@ -11,8 +11,10 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
 
 use mad_core::wire::cm::{timeout_duration, CmMessage, MsgRef, RejectReason};
+use rand::rngs::{StdRng, SysRng};
+use rand::{Rng, SeedableRng};
 
-use crate::conn::{Conn, Side, State};
+use crate::conn::{Conn, PeerKey, Side, State};
 use crate::types::{
     AcceptParams, CmConfig, CmError, CmEvent, ConnId, ConnInfo, ConnectParams, ListenId, Transmit,
 };
@@ -26,8 +28,31 @@ pub struct CmStats {
     pub duplicates: u64,
     /// REQs or REPs refused as stale connections.
     pub stale: u64,
-    /// Messages for no known connection.
+    /// Messages for no known connection (both Communication IDs must
+    /// match; neither is a wildcard).
     pub unknown: u64,
+    /// REQs refused before any state was made: LocalCommID 0, the table
+    /// or the peer's share of it full (REJ(NoResources)).
+    pub refused: u64,
+    /// Connections dropped because their user did not answer in time.
+    pub user_timeouts: u64,
+}
+
+/// How many entries each of the CM's tables holds: every one is bounded
+/// by [`CmConfig::max_connections`] (the peers' by the connections they
+/// made), whatever peers send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CmTables {
+    /// Connections (timewait included).
+    pub connections: usize,
+    /// Connections filed by the peer's (CA GUID, Communication ID).
+    pub by_remote_id: usize,
+    /// Connections filed by the peer's (CA GUID, QPN).
+    pub by_remote_qpn: usize,
+    /// Peers holding connections their REQs made.
+    pub peers: usize,
+    /// Pending deadlines.
+    pub timers: usize,
 }
 
 /// The connection manager of one port (sans-IO).
@@ -44,7 +69,10 @@ pub struct Cm {
     timers: BTreeSet<(Instant, ConnId)>,
     transmits: VecDeque<Transmit>,
     events: VecDeque<(ConnId, CmEvent)>,
-    next_comm_id: u32,
+    /// Connections each peer's REQs made, held until they are removed.
+    per_peer: HashMap<PeerKey, usize>,
+    /// Where local Communication IDs come from.
+    rng: StdRng,
     next_tid: u32,
     stats: CmStats,
 }
@@ -53,8 +81,20 @@ impl Cm {
     /// A CM with no connections.
     #[must_use]
     pub fn new(cfg: CmConfig) -> Self {
+        let rng = match cfg.comm_id_seed {
+            Some(seed) => StdRng::seed_from_u64(seed),
+            // The OS failing to give entropy is next to impossible; the
+            // clock still makes the IDs differ between runs then.
+            None => StdRng::try_from_rng(&mut SysRng).unwrap_or_else(|_| {
+                let t = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                StdRng::seed_from_u64(t.as_nanos() as u64 ^ u64::from(std::process::id()))
+            }),
+        };
         Self {
-            next_comm_id: cfg.first_comm_id.max(1),
+            rng,
+            per_peer: HashMap::new(),
             cfg,
             conns: HashMap::new(),
             by_remote: HashMap::new(),
@@ -101,10 +141,21 @@ impl Cm {
     /// Starts a connection: sends a REQ along `params.path`.
     ///
     /// # Errors
-    /// Private data over 92 bytes, a value too wide for its field, or too
+    /// Private data over 92 bytes, a value too wide for its field (the
+    /// packet lifetime over 63 included: [`CmError::OutOfRange`]), or too
     /// many connections.
     pub fn connect(&mut self, now: Instant, params: ConnectParams) -> Result<ConnId, CmError> {
+        if params.path.packet_life_time > 63 {
+            return Err(CmError::OutOfRange {
+                what: "packet_life_time",
+                value: params.path.packet_life_time.into(),
+                max: 63,
+            });
+        }
         self.check_room()?;
+        // Checked before an ID is taken, so that a refused call leaves the
+        // sequence of IDs as it was.
+        msgs::req(&self.cfg, ConnId(1), &params)?;
         let id = self.alloc_id();
         let req = msgs::req(&self.cfg, id, &params)?;
         let path = params.path;
@@ -128,9 +179,14 @@ impl Cm {
             deadline: None,
             answer_wait: path.packet_life() * 2
                 + timeout_duration(params.remote_cm_response_timeout),
-            max_retries: params.max_cm_retries.min(15),
+            max_retries: params.max_cm_retries,
             timewait: timeout_duration(path.ack_timeout()),
             auto_rtu: params.auto_rtu,
+            user_wait: self.cfg.max_user_wait,
+            mra_wait: None,
+            remote_key: None,
+            qpn_key: None,
+            peer_key: None,
         };
         self.conns.insert(id, conn);
         self.send_retried(now, id, &req)?;
@@ -185,11 +241,7 @@ impl Cm {
             // The peer's QP never got connected: a new REQ from it is a
             // new request, not a stale one (only a repeat of this REQ is
             // answered with this REJ).
-            if let Some(k) = c.qpn_key() {
-                if self.by_qpn.get(&k) == Some(&id) {
-                    self.by_qpn.remove(&k);
-                }
-            }
+            self.unindex_qpn(id);
             self.arm(id, Some(deadline));
         } else {
             let to = c.peer;
@@ -200,11 +252,13 @@ impl Cm {
     }
 
     /// Sends an MRA for the REQ (passive) or REP (active) being considered:
-    /// the peer waits `4.096 µs × 2^service_timeout` longer.
+    /// the peer waits `4.096 µs × 2^service_timeout` longer, and so may
+    /// the user (within [`CmConfig::max_user_wait`]).
     ///
     /// # Errors
-    /// Unknown connection, or no REQ / REP to acknowledge.
-    pub fn delay(&mut self, _now: Instant, id: ConnId, service_timeout: u8) -> Result<(), CmError> {
+    /// Unknown connection, no REQ / REP to acknowledge, a service timeout
+    /// over 31.
+    pub fn delay(&mut self, now: Instant, id: ConnId, service_timeout: u8) -> Result<(), CmError> {
         let c = self.conn_in(id, &[State::ReqRcvd, State::RepRcvd], "send an MRA")?;
         let (of, next) = if c.state == State::ReqRcvd {
             (MsgRef::REQ, State::MraReqSent)
@@ -212,7 +266,10 @@ impl Cm {
             (MsgRef::REP, State::MraRepSent)
         };
         let mra = msgs::mra(id.0, c.info.remote_comm_id, of, service_timeout)?;
-        self.conn_reply(id, &mra)?.state = next;
+        let c = self.conn_reply(id, &mra)?;
+        c.state = next;
+        c.mra_wait = Some(timeout_duration(service_timeout) + c.info.path.packet_life());
+        self.arm_user_wait(now, id);
         Ok(())
     }
 
@@ -272,6 +329,7 @@ impl Cm {
         self.conns.clear();
         self.by_remote.clear();
         self.by_qpn.clear();
+        self.per_peer.clear();
         self.timers.clear();
         self.transmits.clear();
     }
@@ -286,6 +344,18 @@ impl Cm {
     #[must_use]
     pub fn info(&self, id: ConnId) -> Option<&ConnInfo> {
         self.conns.get(&id).map(|c| &c.info)
+    }
+
+    /// The sizes of the CM's tables.
+    #[must_use]
+    pub fn tables(&self) -> CmTables {
+        CmTables {
+            connections: self.conns.len(),
+            by_remote_id: self.by_remote.len(),
+            by_remote_qpn: self.by_qpn.len(),
+            peers: self.per_peer.len(),
+            timers: self.timers.len(),
+        }
     }
 
     /// Number of connections held (timewait included).
@@ -325,11 +395,13 @@ impl Cm {
         Ok(())
     }
 
+    /// A new local Communication ID: random (the kernel XORs its
+    /// counter with a random number for the same reason: a peer must not
+    /// guess the IDs of others' connections), never 0, not in use.
     fn alloc_id(&mut self) -> ConnId {
         loop {
-            let id = ConnId(self.next_comm_id);
-            self.next_comm_id = self.next_comm_id.wrapping_add(1).max(1);
-            if !self.conns.contains_key(&id) {
+            let id = ConnId(self.rng.next_u32());
+            if id != ConnId::NONE && !self.conns.contains_key(&id) {
                 return id;
             }
         }

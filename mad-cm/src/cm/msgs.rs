@@ -47,7 +47,7 @@ pub(super) fn req(cfg: &CmConfig, id: ConnId, p: &ConnectParams) -> Result<CmMes
         pkey: path.pkey,
         path_mtu: path.mtu,
         rnr_retry_count: p.rnr_retry_count,
-        max_cm_retries: p.max_cm_retries.min(15),
+        max_cm_retries: p.max_cm_retries,
         primary_local_lid: path.local_lid,
         primary_remote_lid: path.remote_lid,
         primary_local_gid: path.local_gid,

@@ -11,7 +11,7 @@ use mad_core::wire::cm::{
 use mad_core::wire::{MadHeader, Method, Repr, METHOD_RESPONSE_BIT};
 
 use super::{msgs, Cm};
-use crate::conn::{Conn, Side, State};
+use crate::conn::{peer_key, Conn, Side, State};
 use crate::types::{CmError, CmEvent, CmPath, ConnId, ConnInfo, DisconnectCause, Transmit};
 
 impl Cm {
@@ -48,7 +48,7 @@ impl Cm {
             CmMessage::Req(m) => self.on_req(now, &reply_to, &m),
             CmMessage::Mra(m) => self.on_mra(now, &m),
             CmMessage::Rej(m) => self.on_rej(now, &m),
-            CmMessage::Rep(m) => self.on_rep(&reply_to, &m),
+            CmMessage::Rep(m) => self.on_rep(now, &reply_to, &m),
             CmMessage::Rtu(m) => self.on_rtu(&m),
             CmMessage::Dreq(m) => self.on_dreq(now, &reply_to, &m),
             CmMessage::Drep(m) => self.on_drep(now, &m),
@@ -95,17 +95,14 @@ impl Cm {
     }
 
     fn on_req(&mut self, now: Instant, src: &Address, req: &CmReq) -> Result<(), CmError> {
+        if req.local_comm_id == 0 {
+            // 0 is no connection: a REQ naming none makes no state (every
+            // answer to it would be addressed to nobody).
+            self.stats.refused += 1;
+            return self.reject_unknown(src, 0, MsgRef::REQ, RejectReason::INVALID_COMM_ID);
+        }
         if let Some(&id) = self.by_remote.get(&(req.local_ca_guid, req.local_comm_id)) {
-            // A repeated REQ: answer from state (MRA or REJ), else drop it.
-            if matches!(
-                self.conns.get(&id).map(|c| c.state),
-                Some(State::MraReqSent | State::RejSent)
-            ) {
-                self.resend_last(id);
-            } else {
-                self.stats.duplicates += 1;
-            }
-            return Ok(());
+            return self.on_repeated_req(now, id);
         }
         if let Some(&old) = self.by_qpn.get(&(req.local_ca_guid, req.local_qpn)) {
             // The QP is still in use (or in timewait) for another
@@ -138,7 +135,10 @@ impl Cm {
                 RejectReason::INVALID_TRANSPORT_TYPE,
             );
         }
-        if self.check_room().is_err() {
+        let peer = peer_key(src);
+        let peer_full = self.per_peer.get(&peer).copied().unwrap_or(0) >= self.cfg.max_per_peer;
+        if peer_full || self.check_room().is_err() {
+            self.stats.refused += 1;
             return self.reject_unknown(
                 src,
                 req.local_comm_id,
@@ -191,27 +191,66 @@ impl Cm {
             max_retries: req.max_cm_retries,
             timewait: timeout_duration(req.primary_local_ack_timeout),
             auto_rtu: false,
+            // The peer sends its REQ max_cm_retries + 1 times, waiting
+            // for this side's answer each time; one wait more, so that
+            // its REJ(Timeout) normally comes first.
+            user_wait: (path.packet_life() * 2 + timeout_duration(req.remote_cm_response_timeout))
+                * (u32::from(req.max_cm_retries) + 2),
+            mra_wait: None,
+            remote_key: None,
+            qpn_key: None,
+            peer_key: Some(peer),
         };
-        self.by_remote
-            .insert((req.local_ca_guid, req.local_comm_id), id);
-        self.by_qpn.insert((req.local_ca_guid, req.local_qpn), id);
         self.conns.insert(id, conn);
+        *self.per_peer.entry(peer).or_default() += 1;
+        self.index_remote(id, (req.local_ca_guid, req.local_comm_id));
+        self.index_qpn(id, (req.local_ca_guid, req.local_qpn));
+        self.arm_user_wait(now, id);
         self.events
             .push_back((id, CmEvent::ConnectRequest { listener, info }));
         Ok(())
     }
 
-    /// The connection a reply names as ours (`remote_comm_id` of the
-    /// message), if the sender is the peer we know.
+    /// A REQ repeated for connection `id` (the same peer CA and
+    /// Communication ID), answered as the kernel's `cm_dup_req_handler`
+    /// does: the MRA again (the peer is alive: its wait starts over), the
+    /// REJ again, REJ(StaleConnection) in timewait; otherwise dropped.
+    fn on_repeated_req(&mut self, now: Instant, id: ConnId) -> Result<(), CmError> {
+        let Some(c) = self.conns.get(&id) else {
+            return Ok(());
+        };
+        match c.state {
+            State::MraReqSent => {
+                self.resend_last(id);
+                self.arm_user_wait(now, id);
+            }
+            State::RejSent => self.resend_last(id),
+            State::Timewait => {
+                self.stats.stale += 1;
+                let (remote, to) = (c.info.remote_comm_id, c.peer);
+                let rej = msgs::rej(
+                    id.0,
+                    remote,
+                    MsgRef::OTHER,
+                    RejectReason::STALE_CONN,
+                    &[],
+                    &[],
+                )?;
+                self.send(to, &rej)?;
+            }
+            _ => self.stats.duplicates += 1,
+        }
+        Ok(())
+    }
+
+    /// The connection a message names: ours is its RemoteCommID, and the
+    /// sender's LocalCommID must be the remote ID the connection knows,
+    /// exactly (0 only while it knows none), as the kernel's
+    /// `cm_acquire_id` matches both.
     fn addressed(&mut self, ours: u32, theirs: u32) -> Option<ConnId> {
         let id = ConnId(ours);
-        let c = self.conns.get(&id);
-        match c {
-            Some(c)
-                if c.info.remote_comm_id == 0 || theirs == 0 || c.info.remote_comm_id == theirs =>
-            {
-                Some(id)
-            }
+        match self.conns.get(&id) {
+            Some(c) if id != ConnId::NONE && c.info.remote_comm_id == theirs => Some(id),
             _ => {
                 self.stats.unknown += 1;
                 None
@@ -219,8 +258,20 @@ impl Cm {
         }
     }
 
+    /// The active connection a message answering its REQ names (an MRA or
+    /// REJ of the REQ): ours is its RemoteCommID and the connection knows
+    /// no remote ID yet (the kernel's `cm_acquire_id(id, 0)`).
+    fn addressed_req(&mut self, ours: u32) -> Option<ConnId> {
+        self.addressed(ours, 0)
+    }
+
     fn on_mra(&mut self, now: Instant, m: &CmMra) -> Result<(), CmError> {
-        let Some(id) = self.addressed(m.remote_comm_id, m.local_comm_id) else {
+        let found = if m.message_mraed == MsgRef::REQ {
+            self.addressed_req(m.remote_comm_id)
+        } else {
+            self.addressed(m.remote_comm_id, m.local_comm_id)
+        };
+        let Some(id) = found else {
             return Ok(());
         };
         let Some(c) = self.conns.get_mut(&id) else {
@@ -237,8 +288,33 @@ impl Cm {
         Ok(())
     }
 
+    /// The connection a REJ names, found as the kernel's
+    /// `cm_acquire_rejected_id` finds it: a REJ(Timeout) by the sender's
+    /// CA GUID (its ARI) and Communication ID; a REJ of our REQ by our ID
+    /// while we know no remote one; any other by both IDs.
+    fn rejected(&mut self, m: &CmRej) -> Option<ConnId> {
+        if m.reason == RejectReason::TIMEOUT {
+            let mut guid = [0u8; 8];
+            guid.copy_from_slice(&m.ari[..8]);
+            let found = self
+                .by_remote
+                .get(&(u64::from_be_bytes(guid), m.local_comm_id))
+                .copied();
+            if found.is_none() {
+                self.stats.unknown += 1;
+            }
+            found
+        } else if m.message_rejected == MsgRef::REQ {
+            self.addressed_req(m.remote_comm_id)
+        } else {
+            self.addressed(m.remote_comm_id, m.local_comm_id)
+        }
+    }
+
+    /// A REJ, handled in every state the kernel's `cm_rej_handler`
+    /// handles it in.
     fn on_rej(&mut self, now: Instant, m: &CmRej) -> Result<(), CmError> {
-        let Some(id) = self.addressed(m.remote_comm_id, m.local_comm_id) else {
+        let Some(id) = self.rejected(m) else {
             return Ok(());
         };
         let Some(c) = self.conns.get(&id) else {
@@ -251,7 +327,12 @@ impl Cm {
             private_data: m.private_data.to_vec(),
         };
         match c.state {
-            State::ReqSent | State::MraReqRcvd => {
+            State::ReqSent
+            | State::MraReqRcvd
+            | State::RepSent
+            | State::MraRepRcvd
+            | State::ReqRcvd
+            | State::MraReqSent => {
                 self.events.push_back((id, event));
                 if m.reason == RejectReason::STALE_CONN {
                     self.enter_timewait(now, id);
@@ -259,7 +340,7 @@ impl Cm {
                     self.remove(id);
                 }
             }
-            State::RepSent | State::MraRepRcvd | State::RepRcvd | State::MraRepSent => {
+            State::RepRcvd | State::MraRepSent => {
                 self.events.push_back((id, event));
                 self.enter_timewait(now, id);
             }
@@ -278,11 +359,11 @@ impl Cm {
         Ok(())
     }
 
-    fn on_rep(&mut self, src: &Address, m: &CmRep) -> Result<(), CmError> {
+    fn on_rep(&mut self, now: Instant, src: &Address, m: &CmRep) -> Result<(), CmError> {
         let Some(c) = self
             .conns
             .get(&ConnId(m.remote_comm_id))
-            .filter(|c| c.side == Side::Active)
+            .filter(|c| c.side == Side::Active && m.local_comm_id != 0)
         else {
             self.stats.unknown += 1;
             return self.reject_unknown(
@@ -294,7 +375,7 @@ impl Cm {
         };
         let id = c.id;
         match c.state {
-            State::ReqSent | State::MraReqRcvd => {}
+            State::ReqSent | State::MraReqRcvd if c.info.remote_comm_id == 0 => {}
             State::Established | State::MraRepSent if c.info.remote_comm_id == m.local_comm_id => {
                 self.resend_last(id);
                 return Ok(());
@@ -327,16 +408,15 @@ impl Cm {
         c.info.private_data = m.private_data.to_vec();
         c.retry = None;
         let (auto, info) = (c.auto_rtu, c.info.clone());
-        self.by_remote
-            .insert((m.local_ca_guid, m.local_comm_id), id);
-        self.by_qpn.insert(qkey, id);
+        self.index_remote(id, (m.local_ca_guid, m.local_comm_id));
+        self.index_qpn(id, qkey);
         if auto {
             let rtu = msgs::rtu(id.0, m.local_comm_id, &[])?;
             self.conn_reply(id, &rtu)?;
             self.established(id);
         } else {
             self.conn_mut(id)?.state = State::RepRcvd;
-            self.arm(id, None);
+            self.arm_user_wait(now, id);
             self.events
                 .push_back((id, CmEvent::ConnectResponse { info }));
         }
@@ -361,6 +441,11 @@ impl Cm {
         let Some(c) = self.conns.get(&id) else {
             return Ok(());
         };
+        if c.info.local_qpn != m.remote_qpn_eecn {
+            // Not our QP: the kernel drops it too.
+            self.stats.unknown += 1;
+            return Ok(());
+        }
         let event = match c.state {
             State::Established | State::DreqSent => CmEvent::Disconnected {
                 private_data: m.private_data.to_vec(),

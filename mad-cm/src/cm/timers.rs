@@ -1,5 +1,5 @@
-//! Deadlines (retries, MRA waits, timewait) and the transitions every
-//! handler shares.
+//! Deadlines (retries, MRA waits, the user's answer, timewait), the
+//! lookup tables, and the transitions every handler shares.
 
 use std::time::Instant;
 
@@ -11,8 +11,8 @@ use crate::types::{CmError, CmEvent, ConnId, DisconnectCause};
 
 impl Cm {
     /// Handles every deadline at or before `now`: resends a message whose
-    /// answer is late while retries last, then gives up on it; ends
-    /// timewait.
+    /// answer is late while retries last, then gives up on it; drops a
+    /// connection whose user did not answer in time; ends timewait.
     pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(&(at, id)) = self.timers.first() {
             if at > now {
@@ -36,6 +36,9 @@ impl Cm {
                 self.remove(id);
             }
             State::RejSent => self.remove(id),
+            State::ReqRcvd | State::MraReqSent | State::RepRcvd | State::MraRepSent => {
+                self.user_timeout(now, id);
+            }
             State::ReqSent
             | State::MraReqRcvd
             | State::RepSent
@@ -61,6 +64,47 @@ impl Cm {
         }
     }
 
+    /// The user did not answer the peer's REQ (passive) or REP (active)
+    /// in time: the peer is told with a REJ(ConsumerReject), what the
+    /// kernel sends for an ID destroyed in those states, and the user
+    /// with a `ConnectError`. The passive side forgets the connection
+    /// (it never had a QP connected); the active side keeps its QP in
+    /// timewait.
+    fn user_timeout(&mut self, now: Instant, id: ConnId) {
+        let Some(c) = self.conns.get(&id) else {
+            return;
+        };
+        self.stats.user_timeouts += 1;
+        let passive = matches!(c.state, State::ReqRcvd | State::MraReqSent);
+        let of = if passive { MsgRef::REQ } else { MsgRef::REP };
+        let (remote, to) = (c.info.remote_comm_id, c.peer);
+        if let Ok(rej) = msgs::rej(id.0, remote, of, RejectReason::CONSUMER_DEFINED, &[], &[]) {
+            let _ = self.send(to, &rej);
+        }
+        let why = if passive {
+            "the REQ was not answered in time"
+        } else {
+            "the connection was not established in time after the REP"
+        };
+        self.events.push_back((id, CmEvent::ConnectError { why }));
+        if passive {
+            self.remove(id);
+        } else {
+            self.enter_timewait(now, id);
+        }
+    }
+
+    /// Arms the deadline of the user's answer to connection `id`: what the
+    /// peer waits (after the last MRA this side sent, if any), at most
+    /// [`CmConfig::max_user_wait`](crate::CmConfig::max_user_wait).
+    pub(super) fn arm_user_wait(&mut self, now: Instant, id: ConnId) {
+        let Some(c) = self.conns.get(&id) else {
+            return;
+        };
+        let wait = (c.user_wait + c.mra_wait.unwrap_or_default()).min(self.cfg.max_user_wait);
+        self.arm(id, Some(now + wait));
+    }
+
     /// The message being retried got no answer at all.
     fn give_up(&mut self, now: Instant, id: ConnId) {
         let Some(c) = self.conns.get_mut(&id) else {
@@ -69,6 +113,17 @@ impl Cm {
         c.retry = None;
         match c.state {
             State::ReqSent => {
+                // Tell the peer (it may hold the REQ), as the kernel does
+                // when it destroys an ID whose REQ went unanswered: its
+                // REJ(Timeout) names this CA in the ARI, by which the peer
+                // finds the connection without knowing this side's ID.
+                let guid = self.cfg.ca_guid.to_be_bytes();
+                let to = c.peer;
+                if let Ok(rej) =
+                    msgs::rej(id.0, 0, MsgRef::OTHER, RejectReason::TIMEOUT, &guid, &[])
+                {
+                    let _ = self.send(to, &rej);
+                }
                 self.events.push_back((id, CmEvent::Unreachable));
                 self.remove(id);
             }
@@ -157,19 +212,58 @@ impl Cm {
         self.events.push_back((id, CmEvent::Established { info }));
     }
 
-    /// Forgets connection `id` and its index entries.
+    /// Forgets connection `id`, its index entries and its count against
+    /// its peer's cap.
     pub(super) fn remove(&mut self, id: ConnId) {
         self.arm(id, None);
+        self.unindex_qpn(id);
         if let Some(c) = self.conns.remove(&id) {
-            if let Some(k) = c.remote_key() {
+            if let Some(k) = c.remote_key {
                 if self.by_remote.get(&k) == Some(&id) {
                     self.by_remote.remove(&k);
                 }
             }
-            if let Some(k) = c.qpn_key() {
-                if self.by_qpn.get(&k) == Some(&id) {
-                    self.by_qpn.remove(&k);
+            if let Some(p) = c.peer_key {
+                if let Some(n) = self.per_peer.get_mut(&p) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        self.per_peer.remove(&p);
+                    }
                 }
+            }
+        }
+    }
+
+    /// Files connection `id` under the peer's (CA GUID, Communication ID).
+    pub(super) fn index_remote(&mut self, id: ConnId, key: (u64, u32)) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            if let Some(old) = c.remote_key.replace(key) {
+                if old != key && self.by_remote.get(&old) == Some(&id) {
+                    self.by_remote.remove(&old);
+                }
+            }
+            self.by_remote.insert(key, id);
+        }
+    }
+
+    /// Files connection `id` under the peer's (CA GUID, QPN), unless the
+    /// QPN is 0 (no RC QP is): what finds stale connections.
+    pub(super) fn index_qpn(&mut self, id: ConnId, key: (u64, u32)) {
+        if key.1 == 0 {
+            return;
+        }
+        self.unindex_qpn(id);
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.qpn_key = Some(key);
+            self.by_qpn.insert(key, id);
+        }
+    }
+
+    /// Takes connection `id` out of the (CA GUID, QPN) index.
+    pub(super) fn unindex_qpn(&mut self, id: ConnId) {
+        if let Some(k) = self.conns.get_mut(&id).and_then(|c| c.qpn_key.take()) {
+            if self.by_qpn.get(&k) == Some(&id) {
+                self.by_qpn.remove(&k);
             }
         }
     }

@@ -34,7 +34,12 @@
 //! del`) every connection and the listener print DEVICE_REMOVAL and the
 //! command closes the device and exits. Exit status 0 when the
 //! connection was made and ended cleanly, 1 when it was rejected,
-//! unreachable or failed, or the device was removed.
+//! unreachable or failed, or the device was removed. `-w`, `--hold` and
+//! `--delay` take up to ten years (`MAX_SECS`); more, or a negative
+//! number, is a usage error (status 2). `--json` collects the events for
+//! one JSON object at the end (its shape in `report`).
+
+mod report;
 
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +49,7 @@ use std::time::{Duration, Instant};
 use mad_agents::{EngineConfig, Runtime};
 
 use mad_cm::service::{resolve_route, CmService};
-use mad_cm::{AcceptParams, CmConfig, CmEvent, CmPath, ConnId, ConnInfo, ConnectParams};
+use mad_cm::{AcceptParams, CmConfig, CmEvent, CmPath, ConnId, ConnectParams};
 use mad_core::wire::cm::cma::{self, CmaHeader, PortSpace};
 use mad_core::wire::cm::RejectReason;
 use mad_core::wire::Repr;
@@ -52,8 +57,10 @@ use mad_core::wire::Repr;
 use crate::cnum::c_strtoul_full;
 use crate::command::{CliError, Invocation};
 use crate::ibdiag::{self, Opt, ToolSpec};
+use crate::json::{u64_hex, Json, JsonExt};
 use crate::session::sim::SimFabric;
 use crate::session::Backend;
+use report::Report;
 
 const OPT_REJECT: i32 = 1;
 const OPT_QPN: i32 = 2;
@@ -167,15 +174,37 @@ struct Settings {
     retries: u8,
     response_timeout: u8,
     deadline: Instant,
-    /// `-v`: print each disconnect's cause.
-    verbose: bool,
+    /// Where the events go (text lines or `--json`).
+    report: Report,
 }
 
-/// `text` as a number no larger than `max`, else a usage error naming the option.
-fn bounded(text: &str, name: &str, max: u64) -> Result<u64, CliError> {
+/// The longest `-w`, `--hold` or `--delay`: ten years, in seconds.
+const MAX_SECS: u64 = 10 * 365 * 24 * 3600;
+
+/// `text` as a number from 0 to `max` (a minus sign refused: strtoul
+/// would wrap it), else a usage error naming the option.
+fn bounded(text: &str, option: &str, max: u64) -> Result<u64, CliError> {
+    bounded_unit(text, option, "a number", max)
+}
+
+fn bounded_unit(text: &str, option: &str, unit: &str, max: u64) -> Result<u64, CliError> {
     c_strtoul_full(text)
-        .filter(|n| *n <= max)
-        .ok_or_else(|| CliError::Usage(format!("cm: --{name} {text:?}: want a number up to {max}")))
+        .filter(|n| *n <= max && !text.trim_start().starts_with('-'))
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "cm: {option} {text:?}: want {unit} from 0 to {max}"
+            ))
+        })
+}
+
+/// `text` as a duration in milliseconds (`millis`) or seconds, up to
+/// [`MAX_SECS`], else a usage error naming the option.
+fn duration(text: &str, option: &str, millis: bool) -> Result<Duration, CliError> {
+    if millis {
+        bounded_unit(text, option, "milliseconds", MAX_SECS * 1000).map(Duration::from_millis)
+    } else {
+        bounded_unit(text, option, "seconds", MAX_SECS).map(Duration::from_secs)
+    }
 }
 
 /// Runs `mad cm`.
@@ -195,9 +224,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         retries: 15,
         response_timeout: 20,
         deadline: Instant::now(),
-        verbose: false,
+        report: Report::new(p.common.verbose > 0, p.common.json),
     };
-    let mut wait = 30u64;
+    let mut wait = Duration::from_secs(30);
     let mut cma_addrs = None;
     let mut auto_rtu = true;
     for (k, v) in &p.custom {
@@ -214,47 +243,53 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             .ok_or_else(|| CliError::Usage(format!("cm: {text:?} is not a number")))?;
         match *k {
             k if k == i32::from(b'S') => s.sid = n,
-            OPT_REJECT => s.reject = Some(RejectReason(u16::try_from(n).unwrap_or(u16::MAX))),
-            OPT_QPN => s.qpn = u32::try_from(n).unwrap_or(u32::MAX),
-            OPT_HOLD => s.hold = Some(Duration::from_millis(n)),
-            OPT_DELAY => s.delay = Some(Duration::from_millis(n)),
-            OPT_RETRIES => s.retries = bounded(text, "retries", 15)? as u8,
+            OPT_REJECT => s.reject = Some(RejectReason(bounded(text, "--reject", 0xFFFF)? as u16)),
+            OPT_QPN => s.qpn = bounded(text, "--qpn", 0xFF_FFFF)? as u32,
+            OPT_HOLD => s.hold = Some(duration(text, "--hold", true)?),
+            OPT_DELAY => s.delay = Some(duration(text, "--delay", true)?),
+            OPT_RETRIES => s.retries = bounded(text, "--retries", 15)? as u8,
             OPT_RESPONSE_TIMEOUT => {
-                s.response_timeout = bounded(text, "response-timeout", 31)? as u8;
+                s.response_timeout = bounded(text, "--response-timeout", 31)? as u8;
             }
             k if k == i32::from(b'n') => s.count = n.max(1),
-            _ => wait = n,
+            _ => wait = duration(text, "-w", false)?,
         }
     }
     let private_data = match cma_addrs {
         Some(text) => cma_header(text, s.sid)?,
         None => Vec::new(),
     };
-    if p.common.json {
-        return Err(CliError::Usage(
-            "cm: prints events as text lines; --json is not supported".into(),
-        ));
-    }
-    s.deadline = Instant::now() + Duration::from_secs(wait);
-    s.verbose = p.common.verbose > 0;
+    s.deadline = Instant::now() + wait;
     let mut session = ibdiag::open_session(inv, &p.common)?;
+    let defaults = CmConfig::default();
     let cfg = CmConfig {
         response_timeout: s.response_timeout,
-        ..CmConfig::default()
+        // A request MRAed for --delay is kept that long (and a little
+        // more) for this side's own accept.
+        max_user_wait: defaults
+            .max_user_wait
+            .max(s.delay.unwrap_or_default() + Duration::from_secs(10)),
+        ..defaults
     };
     let cm = CmService::start(session.runtime(), cfg)
         .map_err(|e| CliError::Failed(format!("cm: {e}")))?;
+    let mode = p.args.first().cloned().unwrap_or_default();
+    let a = session.port_attrs();
+    let local = Json::obj()
+        .with("lid", Json::from(a.lid))
+        .with("gid", Json::String(Ipv6Addr::from(a.gid()).to_string()));
     let r = match (p.args.first().map(String::as_str), p.args.get(1)) {
         (Some("listen"), None) => {
             cm.listen(s.sid)
                 .map_err(|e| CliError::Failed(format!("cm: {e}")))?;
-            let a = session.port_attrs();
-            inv.io.out(&format!(
-                "listening on service {:#x} at LID {} GID {}\n",
-                s.sid,
-                a.lid,
-                Ipv6Addr::from(a.gid())
-            ));
+            if !p.common.json {
+                inv.io.out(&format!(
+                    "listening on service {:#x} at LID {} GID {}\n",
+                    s.sid,
+                    a.lid,
+                    Ipv6Addr::from(a.gid())
+                ));
+            }
             listen(inv, &cm, &s)
         }
         (Some("connect"), d) => {
@@ -288,7 +323,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             };
             let r = connect(inv, &cm, params, &s);
             if let Some(p) = peer {
-                p.finish(inv, s.verbose);
+                p.finish(inv, &s.report);
             }
             r
         }
@@ -298,6 +333,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     drop(cm);
     let _ = session.close();
+    if p.common.json && matches!(mode.as_str(), "listen" | "connect") {
+        let body = Json::obj()
+            .with("command", Json::String("cm".into()))
+            .with("mode", Json::String(mode))
+            .with("service_id", u64_hex(s.sid))
+            .with("local", local)
+            .with("events", Json::Array(s.report.take_json()));
+        ibdiag::print_json(inv, &body);
+    }
     r
 }
 
@@ -467,61 +511,13 @@ fn sim_peer(sim: &SimFabric, sid: u64, qpn: u32) -> Result<SimPeer, CliError> {
 impl SimPeer {
     /// Stops the peer (once its connection has ended) and prints its
     /// events.
-    fn finish(self, inv: &mut Invocation<'_, '_>, verbose: bool) {
+    fn finish(self, inv: &mut Invocation<'_, '_>, report: &Report) {
         self.stop.store(true, Ordering::Relaxed);
         let seen = self.thread.join().unwrap_or_default();
         for (id, e) in &seen {
-            inv.io.out("peer ");
-            print(inv, *id, e, verbose);
+            report.event(inv, "peer", *id, e);
         }
     }
-}
-
-fn describe(info: &ConnInfo) -> String {
-    let gid = if info.path.remote_gid == [0; 16] {
-        String::new()
-    } else {
-        format!(" GID {}", Ipv6Addr::from(info.path.remote_gid))
-    };
-    format!(
-        "remote LID {}{gid} QPN {:#x} PSN {:#x} CA {:#018x}, MTU code {}, responder resources {}, initiator depth {}",
-        info.path.remote_lid,
-        info.remote_qpn,
-        info.remote_psn,
-        info.remote_ca_guid,
-        info.path.mtu,
-        info.responder_resources,
-        info.initiator_depth,
-    )
-}
-
-/// Prints one event as rdma_cm names it; with `-v`, a disconnect's
-/// cause follows its name.
-fn print(inv: &mut Invocation<'_, '_>, id: ConnId, e: &CmEvent, verbose: bool) {
-    let line = match e {
-        CmEvent::ConnectRequest { listener, info } => {
-            format!(
-                "CONNECT_REQUEST service {:#x}: {}",
-                listener.0,
-                describe(info)
-            )
-        }
-        CmEvent::ConnectResponse { info } => format!("CONNECT_RESPONSE {}", describe(info)),
-        CmEvent::Established { info } => format!("ESTABLISHED {}", describe(info)),
-        CmEvent::Rejected { reason, .. } => format!("REJECTED reason {} ({reason})", reason.0),
-        CmEvent::Unreachable => "UNREACHABLE".to_owned(),
-        CmEvent::ConnectError { why } => format!("CONNECT_ERROR {why}"),
-        CmEvent::Disconnected { cause, .. } if verbose => {
-            format!("DISCONNECTED ({})", cause.describe())
-        }
-        CmEvent::Disconnected { .. } => "DISCONNECTED".to_owned(),
-        CmEvent::TimewaitExit => "TIMEWAIT_EXIT".to_owned(),
-        CmEvent::DeviceRemoval => "DEVICE_REMOVAL".to_owned(),
-        CmEvent::ListenerRemoved { listener } => {
-            format!("DEVICE_REMOVAL listener service {:#x}", listener.0)
-        }
-    };
-    inv.io.out(&format!("{:#010x} {line}\n", id.0));
 }
 
 /// The next event before the command's deadline, printed.
@@ -559,16 +555,22 @@ fn next_by(
             Ok(None)
         };
     };
-    print(inv, id, &e, s.verbose);
+    s.report.event(inv, "local", id, &e);
     Ok(Some((id, e)))
 }
 
 /// Disconnects `id` unless the peer already has.
-fn disconnect(inv: &mut Invocation<'_, '_>, cm: &CmService, id: ConnId) -> Result<(), CliError> {
+fn disconnect(
+    inv: &mut Invocation<'_, '_>,
+    cm: &CmService,
+    id: ConnId,
+    s: &Settings,
+) -> Result<(), CliError> {
     if cm.state(id) != Some(mad_cm::State::Established) {
         return Ok(());
     }
-    inv.io.out(&format!("{:#010x} disconnecting\n", id.0));
+    s.report
+        .step(inv, id, "disconnecting", "disconnecting", Json::obj());
     match cm.disconnect(id, &[]) {
         // The peer's DREQ got in between: nothing left to end.
         Ok(()) | Err(mad_cm::CmError::InvalidState { .. }) => Ok(()),
@@ -611,7 +613,7 @@ fn listen(inv: &mut Invocation<'_, '_>, cm: &CmService, s: &Settings) -> Result<
             cm.accept(id, accept_params(s.qpn)).map_err(failed)?;
         }
         for id in due(&mut hangups, now) {
-            disconnect(inv, cm, id)?;
+            disconnect(inv, cm, id, s)?;
         }
         let until = accepts
             .iter()
@@ -631,11 +633,12 @@ fn listen(inv: &mut Invocation<'_, '_>, cm: &CmService, s: &Settings) -> Result<
                 (None, Some(d)) => {
                     let exp = service_timeout(d);
                     cm.delay(id, exp).map_err(failed)?;
-                    inv.io.out(&format!(
-                        "{:#010x} MRA sent: service timeout {exp}, accepting in {} ms\n",
-                        id.0,
-                        d.as_millis()
-                    ));
+                    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+                    let text = format!("MRA sent: service timeout {exp}, accepting in {ms} ms");
+                    let fields = Json::obj()
+                        .with("service_timeout", Json::from(exp))
+                        .with("accept_in_ms", Json::from(ms));
+                    s.report.step(inv, id, "MRA", &text, fields);
                     accepts.push((Instant::now() + d, id));
                 }
                 (None, None) => cm.accept(id, accept_params(s.qpn)).map_err(failed)?,
@@ -646,6 +649,8 @@ fn listen(inv: &mut Invocation<'_, '_>, cm: &CmService, s: &Settings) -> Result<
                 }
             }
             CmEvent::TimewaitExit | CmEvent::ConnectError { .. } | CmEvent::Rejected { .. } => {
+                // A request the peer gave up on is not accepted later.
+                accepts.retain(|(_, a)| *a != id);
                 ended += 1;
             }
             // The device is gone: every connection's removal is printed
@@ -728,7 +733,7 @@ fn connect(
             track(eid, &e, id, &mut timewait, &mut disconnected)?;
         }
         if !disconnected {
-            disconnect(inv, cm, id)?;
+            disconnect(inv, cm, id, s)?;
         }
         while !disconnected {
             let (eid, e) = next(inv, cm, s)?;
