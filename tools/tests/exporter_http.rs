@@ -1,6 +1,7 @@
-//! `mad exporter`'s HTTP side against hostile clients, each test a
-//! running `mad --sim exporter` process (stopped by PID) and an attacker
-//! on loopback:
+//! `mad exporter`'s HTTP side, each test a running `mad --sim exporter`
+//! process (stopped by PID) and a client on loopback.
+//!
+//! Against hostile clients:
 //!
 //! - `a_pipelining_client_that_never_reads_stalls_no_one`: 2,000 `GET
 //!   /metrics` written on one connection that is never read;
@@ -15,6 +16,11 @@
 //! `/metrics` within 2 s, the exporter's RSS (`VmRSS`) stays under 64 MB
 //! and its thread count (`Threads`) stays within 4 of what it was
 //! before the attack. Every attack loop is bounded in count and time.
+//!
+//! And for scrapes at fabric scale:
+//! `a_gzip_scrape_decodes_to_the_identity_text` (`Accept-Encoding:
+//! gzip`, and HEAD) and `lean_series_carry_the_port_key_and_one_info_series_per_port`
+//! (`--lean`).
 
 #![allow(
     clippy::unwrap_used,
@@ -58,6 +64,24 @@ fn rss_and_threads(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("Threads:"))
 }
 
+/// `request` (a whole request head) on a fresh connection, read to its
+/// end; the response head and the body's bytes.
+fn raw(addr: &str, request: &str) -> (String, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    let at = all
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no response head in {all:?}"));
+    (
+        String::from_utf8_lossy(&all[..at]).to_ascii_lowercase(),
+        all[at + 4..].to_vec(),
+    )
+}
+
 /// One request on a fresh connection, read to its end; the status line
 /// and the body.
 fn get(addr: &str, path: &str, timeout: Duration) -> Result<(String, String), String> {
@@ -84,6 +108,11 @@ impl Exporter {
     /// Starts the exporter (under `prlimit --nofile=N` when `nofile` is
     /// given) and waits for its first sweep.
     fn start(nofile: Option<u32>) -> Self {
+        Self::start_with(nofile, &[])
+    }
+
+    /// [`Exporter::start`] with more options.
+    fn start_with(nofile: Option<u32>, more: &[&str]) -> Self {
         let mad = env!("CARGO_BIN_EXE_mad");
         let mut c = match nofile {
             Some(n) => {
@@ -102,6 +131,7 @@ impl Exporter {
                 "--interval",
                 "3600",
             ])
+            .args(more)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -128,7 +158,7 @@ impl Exporter {
         };
         let start = Instant::now();
         while !get(&e.addr, "/metrics", SCRAPE_BOUND)
-            .is_ok_and(|(_, b)| b.contains("infiniband_scrape_ok 1"))
+            .is_ok_and(|(_, b)| b.contains("\ninfiniband_scrape_ok 1\n"))
         {
             assert!(start.elapsed() < Duration::from_secs(60), "no first sweep");
             std::thread::sleep(Duration::from_millis(100));
@@ -145,7 +175,7 @@ impl Exporter {
         let took = t.elapsed();
         let (status, body) = r.unwrap_or_else(|e| panic!("{during}: a scrape failed: {e}"));
         assert!(
-            status.contains(" 200 ") && body.contains("infiniband_scrape_ok 1"),
+            status.contains(" 200 ") && body.contains("\ninfiniband_scrape_ok 1\n"),
             "{during}: {status}"
         );
         assert!(took < SCRAPE_BOUND, "{during}: a scrape took {took:?}");
@@ -289,4 +319,105 @@ fn a_ten_megabyte_header_is_refused_with_431() {
         "a 10 MB header got {status:?} (whole request sent: {wrote_all})"
     );
     e.still_serves("after a 10 MB header");
+}
+
+#[test]
+fn a_gzip_scrape_decodes_to_the_identity_text() {
+    let e = Exporter::start(None);
+    let req = |extra: &str, method: &str| {
+        format!(
+            "{method} /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n{extra}\r\n",
+            e.addr
+        )
+    };
+    let (head, plain) = raw(&e.addr, &req("", "GET"));
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(!head.contains("content-encoding"), "{head}");
+    let (head, gz) = raw(
+        &e.addr,
+        &req("Accept-Encoding: deflate, gzip;q=0.9\r\n", "GET"),
+    );
+    assert!(head.contains("content-encoding: gzip"), "{head}");
+    assert!(head.contains("vary: accept, accept-encoding"), "{head}");
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut text)
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&text),
+        String::from_utf8_lossy(&plain)
+    );
+    assert!(
+        gz.len() * 5 < plain.len(),
+        "{} vs {}",
+        gz.len(),
+        plain.len()
+    );
+    // gzip refused with q=0: identity.
+    let (head, body) = raw(&e.addr, &req("Accept-Encoding: gzip;q=0\r\n", "GET"));
+    assert!(!head.contains("content-encoding"), "{head}");
+    assert_eq!(body, plain);
+    // HEAD: the GET's headers, no body.
+    let (head, body) = raw(&e.addr, &req("", "HEAD"));
+    assert!(
+        head.contains(&format!("content-length: {}", plain.len())),
+        "{head}"
+    );
+    assert!(body.is_empty(), "{} bytes after HEAD", body.len());
+    // Other methods: 405 naming the allowed ones.
+    let (head, _) = raw(&e.addr, &req("Content-Length: 0\r\n", "POST"));
+    assert!(head.starts_with("http/1.1 405"), "{head}");
+    assert!(head.contains("allow: get, head"), "{head}");
+}
+
+#[test]
+fn lean_series_carry_the_port_key_and_one_info_series_per_port() {
+    let e = Exporter::start_with(None, &["--lean"]);
+    let (status, body) = get(&e.addr, "/metrics", SCRAPE_BOUND).unwrap();
+    assert!(status.contains(" 200 "), "{status}");
+    let info: Vec<&str> = body
+        .lines()
+        .filter(|l| l.starts_with("infiniband_port_info{"))
+        .collect();
+    // 4 switches of 8 ports and 8 CAs: 40 ports, each one info series
+    // with the cable's labels.
+    assert_eq!(info.len(), 40, "{body}");
+    let cable = "local_guid=\"0x0000000000200001\",local_port=\"3\",remote_guid=\"0x0000000000100012\",remote_port=\"1\",remote_name=\"host-7 HCA-1\"";
+    assert!(
+        info.iter().any(
+            |l| l.contains("local_name=\"leaf-2 madsim 8-port leaf switch\"")
+                && l.contains(cable)
+                && l.ends_with(" 1")
+        ),
+        "{info:?}"
+    );
+    // Every other port series has the key alone.
+    let xmit: Vec<&str> = body
+        .lines()
+        .filter(|l| l.starts_with("infiniband_portxmitdata_total{"))
+        .collect();
+    assert_eq!(xmit.len(), 40);
+    assert!(
+        xmit.iter().any(|l| l.starts_with(
+            "infiniband_portxmitdata_total{local_guid=\"0x0000000000200001\",local_port=\"3\"} "
+        )),
+        "{xmit:?}"
+    );
+    assert!(
+        !body
+            .lines()
+            .any(|l| !l.starts_with("infiniband_port_info") && l.contains("remote_guid")),
+        "{body}"
+    );
+    // OpenMetrics names the family's type `info`.
+    let om = raw(
+        &e.addr,
+        &format!(
+            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n",
+            e.addr
+        ),
+    );
+    let om = String::from_utf8_lossy(&om.1).into_owned();
+    assert!(om.contains("# TYPE infiniband_port info\n"), "{om}");
+    assert!(om.ends_with("# EOF\n"), "{om}");
 }
