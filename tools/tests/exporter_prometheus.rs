@@ -500,4 +500,25 @@ fn once_prints_the_metrics_and_exits_3_when_ports_went_unanswered() {
         sample(&out, "infiniband_exporter_ports_failed", &[]).is_some_and(|v| v > 0.0),
         "{out}"
     );
+    // With --json: the same sweep as one object, incomplete, the unread
+    // ports under `missing`, exit status 3.
+    let o = fabric
+        .mad(&["exporter", "--once", "--json", "-t", "100"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["complete"], false, "{out}");
+    assert_eq!(v["scrape_ok"], false, "{out}");
+    assert_eq!(v["missing"][0]["what"], "ports", "{out}");
+    let unread = v["missing"][0]["count"].as_u64().unwrap();
+    assert!(unread > 0, "{out}");
+    let with_error = v["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["error"].is_string() && p["counters"].is_null())
+        .count();
+    assert_eq!(with_error as u64, unread, "{out}");
 }
