@@ -4,7 +4,7 @@
 //! ```text
 //! mad [--sim|--ibsim|-C CA -P PORT] exporter [--listen ADDR:PORT] [--interval S]
 //!     [--rediscover S] [--node-name-map FILE] [--can-reset-counter]
-//!     [-o N] [--per-node N] [-t MS] [--once] [--sweeps N] [-v]
+//!     [-o N] [--per-node N] [-t MS] [--once [--json]] [--sweeps N] [--lean] [-v]
 //! ```
 //!
 //! It discovers the fabric ([`crate::discover`]), keeps the model, and
@@ -22,15 +22,20 @@
 //! guilbaults/infiniband-exporter, whose metric and label names these
 //! are). `--once` sweeps once and prints the exposition on stdout
 //! instead of serving it (exit status 3 when some port or discovery
-//! query went unanswered); `--sweeps N` stops after N sweeps.
+//! query went unanswered; `--json`: the snapshot as JSON, [`json`]);
+//! `--sweeps N` stops after N sweeps. `--lean` writes lean series (the
+//! port key alone on each, the cable's labels on one
+//! `infiniband_port_info` series per port).
 //! `--can-reset-counter` resets the PortCounters of a port when one of
 //! them passes half its range (a 32-bit counter stops counting when it
 //! saturates); the drop shows as a counter reset to Prometheus.
 //!
 //! Module layout: [`snapshot`] turns a sweep into rows (labels, link
 //! gauges, counters), [`state`] keeps the exporter's totals between
-//! sweeps, [`encode`] writes them with `prometheus-client`, [`http`]
-//! serves them with `tiny_http`; this file parses the command line and
+//! sweeps, [`encode`] writes them with `prometheus-client`, [`body`]
+//! encodes and gzips them once per snapshot, [`http`] serves them with
+//! hyper ([`conn`]: a connection's write timeout and the cap's choice),
+//! [`json`] is `--once --json`; this file parses the command line and
 //! runs the sweep loop.
 
 pub mod body;
