@@ -19,8 +19,9 @@
 //!   memory, it closes a connection, waits 50 ms and accepts again; the
 //!   listener is never given up;
 //! - the body encoded off the runtime thread, at most two encodings at
-//!   a time, once per snapshot and format ([`super::body`]), so a large
-//!   scrape does not hold up `/-/healthy` or another client.
+//!   a time, a gzip one once per snapshot and format and ahead of the
+//!   scrape ([`super::body`]), so a large scrape does not hold up
+//!   `/-/healthy` or another client.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -258,6 +259,7 @@ fn out_of_resources(e: &std::io::Error) -> bool {
 /// Accepts connections until `stop`, each served by a task.
 async fn accept_loop(listener: tokio::net::TcpListener, bodies: Arc<Bodies>, stop: Arc<Notify>) {
     let cap = connection_cap();
+    tokio::spawn(Arc::clone(&bodies).warm());
     let mut conns: Vec<Arc<Conn>> = Vec::new();
     let mut said: Option<Instant> = None;
     let close_one = |conns: &mut Vec<Arc<Conn>>| {
