@@ -16,7 +16,9 @@
 //!   counter counts the exporter's own MADs, so it moves: the value must
 //!   lie in that window, and above the reading taken before the
 //!   exporter started). `promtool check metrics` finds nothing in
-//!   `/metrics`.
+//!   `/metrics`. A second exporter with `--lean`, scraped as job `lean`:
+//!   its series carry the port key alone, and PromQL's join with
+//!   `infiniband_port_info` gives each its cable's names back.
 //! - `the_exporter_keeps_serving_through_packet_loss_and_a_pulled_cable`:
 //!   every packet dropped on one link, then a cable pulled and plugged
 //!   back: `/metrics` keeps answering, the timeouts show in the
@@ -227,10 +229,14 @@ fn prometheus_scrapes_the_exporter_and_stores_every_cable() {
     // One sweep (the interval outlasts the test): the counters stand
     // still after it but for perfquery's own MADs.
     let (exporter, addr) = fabric.exporter(&["--interval", "3600"]);
-    wait_for("the first sweep", Duration::from_secs(60), || {
-        http_get(&format!("http://{addr}/metrics"), None)
-            .is_ok_and(|m| sample(&m, "infiniband_scrape_ok", &[]) == Some(1.0))
-    });
+    // A second one with lean series, scraped as job "lean".
+    let (lean_exporter, lean) = fabric.exporter(&["--interval", "3600", "--lean"]);
+    for a in [&addr, &lean] {
+        wait_for("the first sweep", Duration::from_secs(60), || {
+            http_get(&format!("http://{a}/metrics"), None)
+                .is_ok_and(|m| sample(&m, "infiniband_scrape_ok", &[]) == Some(1.0))
+        });
+    }
 
     let dir = tmp_dir("prom");
     let prom = format!("127.0.0.1:{}", free_port());
@@ -239,7 +245,8 @@ fn prometheus_scrapes_the_exporter_and_stores_every_cable() {
         &config,
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: infiniband\n    static_configs:\n      - targets: ['{addr}']\n"
+             scrape_configs:\n  - job_name: infiniband\n    static_configs:\n      - targets: ['{addr}']\n  \
+             - job_name: lean\n    static_configs:\n      - targets: ['{lean}']\n"
         ),
     )
     .unwrap();
@@ -262,8 +269,10 @@ fn prometheus_scrapes_the_exporter_and_stores_every_cable() {
     wait_for("two scrapes by Prometheus", Duration::from_secs(90), || {
         http_get(&format!("http://{prom}/-/ready"), None).is_ok()
             && query(&prom, "count_over_time(infiniband_scrape_ok[5m])")
-                .first()
-                .is_some_and(|s| value_of(s) >= 2.0)
+                .iter()
+                .filter(|s| value_of(s) >= 2.0)
+                .count()
+                == 2
     });
     let up = query(&prom, "up{job=\"infiniband\"}");
     assert_eq!(up.len(), 1, "{up:?}\n{}", prometheus.log());
@@ -272,9 +281,9 @@ fn prometheus_scrapes_the_exporter_and_stores_every_cable() {
     assert!((value_of(&ok[0]) - 1.0).abs() < f64::EPSILON, "{ok:?}");
 
     // Every port of the fabric is a series: 4 switches of 8 ports, 8 CAs.
-    let all = query(&prom, "infiniband_portxmitdata_total");
+    let all = query(&prom, "infiniband_portxmitdata_total{job=\"infiniband\"}");
     assert_eq!(all.len(), 40, "{all:?}");
-    let sel = format!("{{local_guid=\"{LEAF2}\",local_port=\"{LEAF2_PORT}\"}}");
+    let sel = format!("{{job=\"infiniband\",local_guid=\"{LEAF2}\",local_port=\"{LEAF2_PORT}\"}}");
     let cable = query(&prom, &format!("infiniband_portxmitdata_total{sel}"));
     assert_eq!(cable.len(), 1, "{cable:?}");
     let m = &cable[0]["metric"];
@@ -312,7 +321,10 @@ fn prometheus_scrapes_the_exporter_and_stores_every_cable() {
         assert_eq!(s.len(), 1, "{metric}: {s:?}");
         assert!((value_of(&s[0]) - want).abs() < 1e-9, "{metric}: {s:?}");
     }
-    let mads = query(&prom, "infiniband_exporter_mads_sent_total");
+    let mads = query(
+        &prom,
+        "infiniband_exporter_mads_sent_total{job=\"infiniband\"}",
+    );
     assert_eq!(mads.len(), 2, "{mads:?}");
     assert!(mads.iter().all(|s| value_of(s) > 0.0), "{mads:?}");
 
@@ -352,7 +364,32 @@ fn prometheus_scrapes_the_exporter_and_stores_every_cable() {
         om.contains("# TYPE infiniband_portxmitdata counter"),
         "{om}"
     );
+    // The lean exporter's series carry the port key alone; PromQL joins
+    // them with infiniband_port_info for the cable's names.
+    let key = format!("local_guid=\"{LEAF2}\",local_port=\"{LEAF2_PORT}\"");
+    let bare = query(
+        &prom,
+        &format!("infiniband_portxmitdata_total{{job=\"lean\",{key}}}"),
+    );
+    assert_eq!(bare.len(), 1, "{bare:?}");
+    assert!(bare[0]["metric"].get("remote_name").is_none(), "{bare:?}");
+    let joined = query(
+        &prom,
+        "infiniband_portxmitdata_total{job=\"lean\"} * on (local_guid, local_port) \
+         group_left (local_name, remote_name) infiniband_port_info{job=\"lean\"}",
+    );
+    assert_eq!(joined.len(), 40, "{joined:?}");
+    let cable = joined
+        .iter()
+        .find(|s| s["metric"]["local_guid"] == LEAF2 && s["metric"]["local_port"] == LEAF2_PORT)
+        .unwrap();
+    assert_eq!(cable["metric"]["remote_name"], "host-7 HCA-1", "{cable}");
+    assert_eq!(
+        cable["metric"]["local_name"], "leaf-2 madsim 8-port leaf switch",
+        "{cable}"
+    );
     drop(prometheus);
+    drop(lean_exporter);
     drop(exporter);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -500,4 +537,25 @@ fn once_prints_the_metrics_and_exits_3_when_ports_went_unanswered() {
         sample(&out, "infiniband_exporter_ports_failed", &[]).is_some_and(|v| v > 0.0),
         "{out}"
     );
+    // With --json: the same sweep as one object, incomplete, the unread
+    // ports under `missing`, exit status 3.
+    let o = fabric
+        .mad(&["exporter", "--once", "--json", "-t", "100"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["complete"], false, "{out}");
+    assert_eq!(v["scrape_ok"], false, "{out}");
+    assert_eq!(v["missing"][0]["what"], "ports", "{out}");
+    let unread = v["missing"][0]["count"].as_u64().unwrap();
+    assert!(unread > 0, "{out}");
+    let with_error = v["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["error"].is_string() && p["counters"].is_null())
+        .count();
+    assert_eq!(with_error as u64, unread, "{out}");
 }

@@ -134,6 +134,8 @@ const SUCCESSES: &[(&str, &[&str])] = &[
     ("ibhosts", &["ibhosts"]),
     ("ibswitches", &["ibswitches"]),
     ("sweep", &["sweep"]),
+    ("exporter", &["exporter", "--once"]),
+    ("exporter", &["exporter", "--once", "--lean"]),
     ("iblinkinfo", &["iblinkinfo"]),
     ("ibqueryerrors", &["ibqueryerrors"]),
     ("ibnodes", &["ibnodes"]),
@@ -238,6 +240,12 @@ fn failures_are_json_with_the_error_and_the_exit_status() {
             "not a switch",
         ),
         ("mad", &["--json", "frobnicate"], 2, "unknown command"),
+        (
+            "exporter",
+            &["--sim", "--json", "exporter"],
+            2,
+            "--json goes with --once",
+        ),
         ("decode", &["--json", "decode"], 1, "'x' is not a hex digit"),
         (
             "cm",
@@ -287,6 +295,19 @@ fn sweep_and_perfquery_name_counters_alike() {
             "{k} is not snake case"
         );
         assert!(theirs.contains_key(k), "perfquery has no {k}");
+    }
+    // The exporter's too (its data and packet counters are the extended
+    // ones where the PMA has them).
+    let ex = mad(&["--sim", "--json", "exporter", "--once"], "");
+    let ex = validated("exporter", &["exporter"], &ex);
+    let extended = sweep["nodes"][0]["ports"][0]["extended"].as_object();
+    let exported = ex["ports"][0]["counters"].as_object().unwrap();
+    assert!(exported.len() >= 16, "{exported:?}");
+    for k in exported.keys() {
+        assert!(
+            ours.contains_key(k) || extended.is_some_and(|e| e.contains_key(k)),
+            "sweep has no {k}"
+        );
     }
 }
 

@@ -9,6 +9,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::info::Info;
 use prometheus_client::metrics::TypedMetric;
 use prometheus_client::registry::Registry;
 
@@ -51,10 +52,12 @@ impl Format {
     }
 }
 
-/// Writes the families of the current snapshot.
+/// Writes the families of one snapshot (none yet: `infiniband_scrape_ok
+/// 0` alone).
 #[derive(Debug, Clone)]
 pub struct FabricCollector {
-    shared: Shared,
+    snap: Option<Arc<Snapshot>>,
+    lean: bool,
 }
 
 type Fam<'a> = [(&'static str, &'a str); 7];
@@ -98,25 +101,64 @@ where
     Ok(())
 }
 
+/// The ports of a snapshot and how their series are labelled.
+#[derive(Clone, Copy)]
+struct Ports<'a> {
+    rows: &'a [PortRow],
+    /// Only `local_guid` and `local_port` on each series (the rest on
+    /// `infiniband_port_info`).
+    lean: bool,
+}
+
 /// One family over every port.
 fn port_family<M: EncodeMetric + TypedMetric>(
     enc: &mut DescriptorEncoder<'_>,
     name: &str,
     help: &str,
-    ports: &[PortRow],
+    ports: Ports<'_>,
     value: impl Fn(&PortRow) -> Option<M>,
 ) -> Result<(), std::fmt::Error> {
-    if !ports.iter().any(|r| value(r).is_some()) {
+    if !ports.rows.iter().any(|r| value(r).is_some()) {
         return Ok(());
     }
     let mut me = enc.encode_descriptor(name, help, None, M::TYPE)?;
-    for r in ports {
+    for r in ports.rows {
         if let Some(m) = value(r) {
-            m.encode(me.encode_family(&labels(r))?)?;
+            if ports.lean {
+                let l = &r.labels;
+                let key = [
+                    (PORT_LABELS[2], l[2].as_str()),
+                    (PORT_LABELS[3], l[3].as_str()),
+                ];
+                m.encode(me.encode_family(&key)?)?;
+            } else {
+                m.encode(me.encode_family(&labels(r))?)?;
+            }
         }
     }
     Ok(())
 }
+
+/// The info family of lean series: one `infiniband_port_info` sample
+/// (value 1) per port with every label of the cable.
+fn port_info(enc: &mut DescriptorEncoder<'_>, rows: &[PortRow]) -> Result<(), std::fmt::Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut me = enc.encode_descriptor(
+        "infiniband_port",
+        "The cable of a port: its node's component and name, the remote end. Join on local_guid and local_port.",
+        None,
+        prometheus_client::metrics::MetricType::Info,
+    )?;
+    for r in rows {
+        Info::new(labels(r)).encode(me.encode_family(&NO_LABELS)?)?;
+    }
+    Ok(())
+}
+
+/// No labels of its own (an info sample's are its family's).
+const NO_LABELS: [(&str, &str); 0] = [];
 
 fn scalar<M: EncodeMetric + TypedMetric>(
     enc: &mut DescriptorEncoder<'_>,
@@ -132,21 +174,16 @@ fn link<M>(f: impl Fn(&Link) -> M) -> impl Fn(&PortRow) -> Option<M> {
 }
 
 impl FabricCollector {
-    /// A collector of `shared`.
+    /// A collector of `snap`, with lean series when `lean`.
     #[must_use]
-    pub fn new(shared: Shared) -> Self {
-        Self { shared }
+    pub fn new(snap: Option<Arc<Snapshot>>, lean: bool) -> Self {
+        Self { snap, lean }
     }
 }
 
 impl Collector for FabricCollector {
     fn encode(&self, mut enc: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let snap = self
-            .shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let Some(s) = snap else {
+        let Some(s) = &self.snap else {
             return scalar(
                 &mut enc,
                 "infiniband_scrape_ok",
@@ -154,14 +191,25 @@ impl Collector for FabricCollector {
                 &ConstGauge::new(0i64),
             );
         };
-        encode_snapshot(&mut enc, &s)
+        encode_snapshot(&mut enc, s, self.lean)
     }
 }
 
-fn encode_snapshot(enc: &mut DescriptorEncoder<'_>, s: &Snapshot) -> Result<(), std::fmt::Error> {
+fn encode_snapshot(
+    enc: &mut DescriptorEncoder<'_>,
+    s: &Snapshot,
+    lean: bool,
+) -> Result<(), std::fmt::Error> {
+    let p = Ports {
+        rows: &s.ports,
+        lean,
+    };
+    if lean {
+        port_info(enc, &s.ports)?;
+    }
     for (i, (name, help, _)) in COUNTERS.iter().enumerate() {
         let metric = format!("infiniband_{}", name.to_ascii_lowercase());
-        port_family(enc, &metric, help, &s.ports, |r| {
+        port_family(enc, &metric, help, p, |r| {
             r.counters.get(i).copied().flatten().map(ConstCounter::new)
         })?;
     }
@@ -169,36 +217,36 @@ fn encode_snapshot(enc: &mut DescriptorEncoder<'_>, s: &Snapshot) -> Result<(), 
         enc,
         "infiniband_speed",
         "Link current speed per lane, Gbit/s.",
-        &s.ports,
+        p,
         link(|l| ConstGauge::new(l.speed)),
     )?;
     port_family(
         enc,
         "infiniband_width",
         "Lanes per link.",
-        &s.ports,
+        p,
         link(|l| ConstGauge::new(i64::from(l.width))),
     )?;
     port_family(
         enc,
         "infiniband_link_state",
         "PortState: 1 Down, 2 Init, 3 Armed, 4 Active.",
-        &s.ports,
+        p,
         link(|l| ConstGauge::new(i64::from(l.state))),
     )?;
-    port_family(enc, "infiniband_physical_state", "PortPhysicalState: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 PhyTest.", &s.ports, link(|l| ConstGauge::new(i64::from(l.phys))))?;
+    port_family(enc, "infiniband_physical_state", "PortPhysicalState: 1 Sleep, 2 Polling, 3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, 6 LinkErrorRecovery, 7 PhyTest.", p, link(|l| ConstGauge::new(i64::from(l.phys))))?;
     port_family(
         enc,
         "infiniband_lid",
         "LID the port's counters are read at (a switch's: its port 0's).",
-        &s.ports,
+        p,
         |r| Some(ConstGauge::new(i64::from(r.lid))),
     )?;
     port_family(
         enc,
         "infiniband_exporter_port_query_ok",
         "1 if the port's counters were read in the last sweep, else 0.",
-        &s.ports,
+        p,
         |r| Some(ConstGauge::new(i64::from(r.error.is_none()))),
     )?;
     let t = &s.totals;
@@ -313,23 +361,44 @@ fn encode_snapshot(enc: &mut DescriptorEncoder<'_>, s: &Snapshot) -> Result<(), 
     Ok(())
 }
 
-/// The registry `/metrics` encodes: one [`FabricCollector`].
+/// The snapshot `shared` holds now.
 #[must_use]
-pub fn registry(shared: Shared) -> Registry {
-    let mut r = Registry::default();
-    r.register_collector(Box::new(FabricCollector::new(shared)));
-    r
+pub fn current(shared: &Shared) -> Option<Arc<Snapshot>> {
+    shared
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
 }
 
-/// The text `/metrics` serves in `format`.
+/// Writes the exposition of `snap` in `format` to `out` (lean series
+/// when `lean`).
+///
+/// # Errors
+/// `out` refused a write.
+pub fn write_exposition(
+    snap: Option<Arc<Snapshot>>,
+    lean: bool,
+    format: Format,
+    out: &mut impl std::fmt::Write,
+) -> Result<(), std::fmt::Error> {
+    let mut r = Registry::default();
+    r.register_collector(Box::new(FabricCollector::new(snap, lean)));
+    match format {
+        Format::OpenMetrics => prometheus_client::encoding::text::encode(out, &r),
+        Format::Text => prometheus_client::encoding::prometheus_text::encode(out, &r),
+    }
+}
+
+/// The exposition of `snap` in `format` as text.
 ///
 /// # Errors
 /// Formatting failed (it writes to a `String`, so only a bug would).
-pub fn exposition(r: &Registry, format: Format) -> Result<String, std::fmt::Error> {
+pub fn exposition(
+    snap: Option<Arc<Snapshot>>,
+    lean: bool,
+    format: Format,
+) -> Result<String, std::fmt::Error> {
     let mut out = String::new();
-    match format {
-        Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, r)?,
-        Format::Text => prometheus_client::encoding::prometheus_text::encode(&mut out, r)?,
-    }
+    write_exposition(snap, lean, format, &mut out)?;
     Ok(out)
 }

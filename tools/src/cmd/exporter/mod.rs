@@ -4,7 +4,7 @@
 //! ```text
 //! mad [--sim|--ibsim|-C CA -P PORT] exporter [--listen ADDR:PORT] [--interval S]
 //!     [--rediscover S] [--node-name-map FILE] [--can-reset-counter]
-//!     [-o N] [--per-node N] [-t MS] [--once] [--sweeps N] [-v]
+//!     [-o N] [--per-node N] [-t MS] [--once [--json]] [--sweeps N] [--lean] [-v]
 //! ```
 //!
 //! It discovers the fabric ([`crate::discover`]), keeps the model, and
@@ -22,19 +22,27 @@
 //! guilbaults/infiniband-exporter, whose metric and label names these
 //! are). `--once` sweeps once and prints the exposition on stdout
 //! instead of serving it (exit status 3 when some port or discovery
-//! query went unanswered); `--sweeps N` stops after N sweeps.
+//! query went unanswered; `--json`: the snapshot as JSON, [`json`]);
+//! `--sweeps N` stops after N sweeps. `--lean` writes lean series (the
+//! port key alone on each, the cable's labels on one
+//! `infiniband_port_info` series per port).
 //! `--can-reset-counter` resets the PortCounters of a port when one of
 //! them passes half its range (a 32-bit counter stops counting when it
 //! saturates); the drop shows as a counter reset to Prometheus.
 //!
 //! Module layout: [`snapshot`] turns a sweep into rows (labels, link
 //! gauges, counters), [`state`] keeps the exporter's totals between
-//! sweeps, [`encode`] writes them with `prometheus-client`, [`http`]
-//! serves them with `tiny_http`; this file parses the command line and
+//! sweeps, [`encode`] writes them with `prometheus-client`, [`body`]
+//! encodes and gzips them once per snapshot, [`http`] serves them with
+//! hyper ([`conn`]: a connection's write timeout and the cap's choice),
+//! [`json`] is `--once --json`; this file parses the command line and
 //! runs the sweep loop.
 
+pub mod body;
+pub mod conn;
 pub mod encode;
 pub mod http;
+pub mod json;
 pub mod snapshot;
 pub mod state;
 
@@ -64,6 +72,7 @@ const OPT_NAME_MAP: i32 = 14;
 const OPT_CAN_RESET: i32 = 15;
 const OPT_ONCE: i32 = 16;
 const OPT_SWEEPS: i32 = 17;
+const OPT_LEAN: i32 = 18;
 /// `--per-node`: `mad sweep`'s key.
 use crate::ibdiag::OPT_PER_NODE;
 
@@ -109,6 +118,13 @@ pub const OPTS: &[Opt] = &[
         "sweep once, print the metrics on stdout, exit",
     ),
     Opt::long(
+        "lean",
+        OPT_LEAN,
+        false,
+        None,
+        "port series keyed by local_guid and local_port only; the rest on infiniband_port_info",
+    ),
+    Opt::long(
         "sweeps",
         OPT_SWEEPS,
         true,
@@ -125,7 +141,12 @@ pub const SPEC: ToolSpec<'static> = ToolSpec {
     opts: OPTS,
     exclude: "DGLKs",
     usage_args: "",
-    examples: &["--listen 127.0.0.1:9683 --interval 5", "--once"],
+    examples: &[
+        "--listen 127.0.0.1:9683 --interval 5",
+        "--once",
+        "--once --json",
+        "--lean",
+    ],
 };
 
 /// The settings of a run.
@@ -145,6 +166,8 @@ pub struct Settings {
     pub once: bool,
     /// `--sweeps` (0: no end).
     pub sweeps: u64,
+    /// `--lean`.
+    pub lean: bool,
     /// `-o`.
     pub window: Option<usize>,
     /// `--per-node`.
@@ -161,6 +184,7 @@ impl Default for Settings {
             can_reset: false,
             once: false,
             sweeps: 0,
+            lean: false,
             window: None,
             per_node: None,
         }
@@ -213,6 +237,7 @@ pub fn settings(custom: &[(i32, Option<String>)]) -> Result<Settings, String> {
             OPT_NAME_MAP => s.name_map = Some(v.to_owned()),
             OPT_CAN_RESET => s.can_reset = true,
             OPT_ONCE => s.once = true,
+            OPT_LEAN => s.lean = true,
             OPT_SWEEPS => s.sweeps = count("--sweeps", v)?,
             OPT_PER_NODE => {
                 s.per_node = Some(usize::try_from(count("--per-node", v)?).unwrap_or(usize::MAX))
@@ -426,9 +451,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             "exporter takes no argument ({extra:?})"
         )));
     }
-    if p.common.json {
+    if p.common.json && !settings.once {
         return Err(CliError::Usage(
-            "exporter: --json is not offered: /metrics (and --once) print the Prometheus exposition format".into(),
+            "exporter: --json goes with --once (/metrics serves the Prometheus exposition format)"
+                .into(),
         ));
     }
     let mut lim = limits(settings.window, p.common.timeout_ms);
@@ -440,7 +466,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let server = if settings.once {
         None
     } else {
-        let s = http::HttpServer::start(&settings.listen, Arc::clone(&shared))
+        let s = http::HttpServer::start(&settings.listen, Arc::clone(&shared), settings.lean)
             .map_err(|e| CliError::Failed(format!("exporter: {e}")))?;
         inv.io.err(&format!(
             "{}: serving http://{}/metrics\n",
@@ -480,19 +506,38 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             let Some(snap) = snap else {
                 break Err(CliError::Failed("exporter: no sweep could be made".into()));
             };
-            let reg = encode::registry(Arc::clone(&shared));
-            match encode::exposition(&reg, encode::Format::Text) {
-                Ok(text) => inv.io.out(&text),
-                Err(e) => break Err(CliError::Failed(format!("exporter: {e}"))),
+            if p.common.json {
+                ibdiag::print_json(inv, &json::to_json(&snap));
+            } else {
+                match encode::exposition(
+                    Some(Arc::clone(&snap)),
+                    run.settings.lean,
+                    encode::Format::Text,
+                ) {
+                    Ok(text) => inv.io.out(&text),
+                    Err(e) => break Err(CliError::Failed(format!("exporter: {e}"))),
+                }
             }
             break if snap.ok {
                 Ok(())
             } else {
-                Err(CliError::Incomplete(format!(
-                    "exporter: incomplete sweep: {} ports unread, {} discovery queries unanswered \
-                     (infiniband_exporter_port_query_ok and the failure metrics say which)",
-                    snap.ports_failed, snap.totals.discovery_failures
-                )))
+                let unread: Vec<String> = snap
+                    .ports
+                    .iter()
+                    .filter(|r| r.error.is_some())
+                    .map(|r| format!("0x{:016x} port {}", r.key.0, r.key.1))
+                    .collect();
+                Err(ibdiag::incomplete(
+                    inv,
+                    "ports",
+                    Some(snap.ports_failed),
+                    unread,
+                    format!(
+                        "exporter: incomplete sweep: {} ports unread, {} discovery queries unanswered \
+                         (infiniband_exporter_port_query_ok and the failure metrics say which)",
+                        snap.ports_failed, snap.totals.discovery_failures
+                    ),
+                ))
             };
         }
         if run.settings.sweeps > 0 && swept >= run.settings.sweeps {
