@@ -177,26 +177,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         // (its replies then go to stderr).
         let sum = subnet.summary();
         let st = subnet.sm_status();
-        let mut body = serde_json::json!({
-            "fabric": sum.name,
-            "nodes": sum.nodes,
-            "switches": sum.switches,
-            "cas": sum.cas,
-            "routers": sum.routers,
-            "links": sum.links,
-            "links_up": sum.links_up,
-            "lids": sum.lids,
-            "max_lid": sum.max_lid,
-            "sm_lid": sum.sm_lid,
-            "sm_smps": st.smps_sent,
-            "sa": !a.no_sa,
-        });
-        if let Some(name) = &a.serve {
-            body["serving_as"] = serde_json::Value::String(name.clone());
-        }
-        let mut t = crate::json::Envelope::new(inv.command, body).to_text();
-        t.push('\n');
-        inv.io.out(&t);
+        let mut body = fabric_json(&sum, a.serve.as_deref());
+        body["sm_lid"] = sum.sm_lid.into();
+        body["sm_smps"] = st.smps_sent.into();
+        body["sa"] = (!a.no_sa).into();
+        print_json(inv, body);
         // Printed: failures from here on are text on stderr.
         inv.session.json = false;
     }
@@ -251,6 +236,26 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The summary's counts as JSON (and where the fabric is served).
+fn fabric_json(sum: &mad_sim::Summary, serve: Option<&str>) -> serde_json::Value {
+    let mut body = serde_json::json!({
+        "fabric": sum.name, "nodes": sum.nodes, "switches": sum.switches, "cas": sum.cas,
+        "routers": sum.routers, "links": sum.links, "links_up": sum.links_up,
+        "lids": sum.lids, "max_lid": sum.max_lid,
+    });
+    if let Some(n) = serve {
+        body["serving_as"] = serde_json::Value::String(n.to_owned());
+    }
+    body
+}
+
+/// Prints the summary in the JSON envelope.
+fn print_json(inv: &mut Invocation<'_, '_>, body: serde_json::Value) {
+    let mut t = crate::json::Envelope::new(inv.command, body).to_text();
+    t.push('\n');
+    inv.io.out(&t);
+}
+
 /// `mad sim --no-sm`: the fabric as loaded, every port in Initialize,
 /// served and driven by the console like the fabric with its SM.
 fn run_without_sm(
@@ -282,17 +287,10 @@ fn run_without_sm(
     sum.name = name;
     let json = inv.session.json || a.json;
     if json {
-        let mut body = serde_json::json!({
-            "fabric": sum.name, "nodes": sum.nodes, "switches": sum.switches, "cas": sum.cas,
-            "routers": sum.routers, "links": sum.links, "links_up": sum.links_up,
-            "lids": sum.lids, "max_lid": sum.max_lid, "sm": false, "sa": false,
-        });
-        if let Some(n) = &a.serve {
-            body["serving_as"] = serde_json::Value::String(n.clone());
-        }
-        let mut t = crate::json::Envelope::new(inv.command, body).to_text();
-        t.push('\n');
-        inv.io.out(&t);
+        let mut body = fabric_json(&sum, a.serve.as_deref());
+        body["sm"] = false.into();
+        body["sa"] = false.into();
+        print_json(inv, body);
         inv.session.json = false;
     } else if !a.quiet {
         let mut s = sum.to_string();
