@@ -94,7 +94,7 @@ impl SmOpts {
 
 /// `mad sm`'s usage.
 pub const USAGE: &str = "\
-Usage: mad [--ibsim | --sim[=TOPOLOGY]] sm [OPTIONS]
+Usage: mad --ibsim sm [OPTIONS]
        mad sm -C CA -P PORT [OPTIONS]
 Runs SM-lite as the subnet manager of the fabric at this port, with the
 SA answering at the same port, until SIGINT / SIGTERM (or one sweep with -o).
