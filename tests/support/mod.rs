@@ -7,6 +7,7 @@
 //! helper, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod diags;
 pub mod ibnetdiscover;
 pub mod opensm;
 pub mod served;

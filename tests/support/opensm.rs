@@ -7,7 +7,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -84,6 +84,20 @@ impl OpenSm {
     /// time (its log is kept and named).
     #[must_use]
     pub fn start(sim: &IbSim, extra_conf: &str, timeout: Duration) -> OpenSm {
+        Self::start_cmd(
+            sim.umad2sim_command(sbin("opensm").to_str().unwrap_or("opensm")),
+            extra_conf,
+            timeout,
+        )
+    }
+
+    /// As [`OpenSm::start`], from `cmd`: OpenSM set up to run under
+    /// libumad2sim against some ibsim-protocol server (`mad sim --serve`).
+    ///
+    /// # Panics
+    /// As [`OpenSm::start`].
+    #[must_use]
+    pub fn start_cmd(mut cmd: Command, extra_conf: &str, timeout: Duration) -> OpenSm {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("madstack-opensm-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
@@ -95,7 +109,6 @@ impl OpenSm {
         let out = fs::File::create(dir.join("opensm.out"))
             .unwrap_or_else(|e| panic!("create opensm.out: {e}"));
         let err = out.try_clone().unwrap_or_else(|e| panic!("{e}"));
-        let mut cmd = sim.umad2sim_command(sbin("opensm").to_str().unwrap_or("opensm"));
         cmd.current_dir(&dir)
             .env("OSM_TMP_DIR", &dir)
             .env("OSM_CACHE_DIR", &dir)

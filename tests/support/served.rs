@@ -23,7 +23,7 @@ impl Served {
     /// When it cannot start or ends before its console is up.
     #[must_use]
     pub fn start(mad: &Path, tag: &str) -> Self {
-        Self::start_on(mad, tag, None)
+        Self::start_with(mad, tag, &[])
     }
 
     /// As [`Served::start`], on the fabric of topology file `topology`
@@ -33,12 +33,23 @@ impl Served {
     /// As [`Served::start`].
     #[must_use]
     pub fn start_on(mad: &Path, tag: &str, topology: Option<&Path>) -> Self {
+        match topology {
+            Some(t) => Self::start_with(mad, tag, &[&t.to_string_lossy()]),
+            None => Self::start_with(mad, tag, &[]),
+        }
+    }
+
+    /// As [`Served::start`], with more `mad sim` arguments (a topology
+    /// file, `--no-sm`).
+    ///
+    /// # Panics
+    /// When it cannot start or ends before its console is up.
+    #[must_use]
+    pub fn start_with(mad: &Path, tag: &str, extra: &[&str]) -> Self {
         let name = format!("madsrv{}{tag}", std::process::id());
-        let mut args = vec![std::ffi::OsString::from("sim")];
-        args.extend(topology.map(|t| t.as_os_str().to_owned()));
-        args.extend(["--serve".into(), name.clone().into()]);
         let mut child = Command::new(mad)
-            .args(&args)
+            .args(["sim", "--serve", &name])
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -90,6 +101,19 @@ impl Served {
             answer.push_str(&line);
         }
         answer
+    }
+
+    /// `program` set up to run under libumad2sim against this fabric.
+    #[must_use]
+    pub fn umad2sim_command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.current_dir(std::env::temp_dir())
+            .env("LD_PRELOAD", super::UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &self.name)
+            .env_remove("SIM_HOST")
+            .env_remove("SIM_SET_ISSM")
+            .env_remove("IBSIM_SERVER_NAME");
+        c
     }
 
     /// `mad --ibsim ARGS` on this fabric, not started.

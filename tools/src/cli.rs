@@ -288,6 +288,11 @@ pub const COMMANDS: &[Command] = &[
         "run the simulated fabric, take fault commands",
         crate::cmd::sim::run,
     ),
+    Command::sub(
+        "sm",
+        "run SM-lite as the subnet manager (and SA) on ibsim or a umad port",
+        crate::cmd::sm::run,
+    ),
 ];
 
 /// Programs the binary runs when started under their own name.

@@ -34,6 +34,7 @@ pub mod ibtracert;
 pub mod perfquery;
 pub mod saquery;
 pub mod sim;
+pub mod sm;
 pub mod sminfo;
 pub mod smpdump;
 pub mod smpquery;

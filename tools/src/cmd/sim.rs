@@ -6,8 +6,11 @@
 //! at an endpoint, stats, quit).
 //!
 //! ```text
-//! mad sim [TOPOLOGY] [--seed N] [--no-sa] [--serve NAME] [--script FILE] [-q] [--json]
+//! mad sim [TOPOLOGY] [--seed N] [--no-sa] [--no-sm] [--serve NAME] [--script FILE] [-q] [--json]
 //! ```
+//! `--no-sm` leaves the fabric without an SM (no SM-lite, no SA): every
+//! port waits in Initialize, without a LID, for an SM another process
+//! runs over `--serve` (OpenSM under libumad2sim, `mad --ibsim sm`).
 //! `TOPOLOGY` may also come as the global `--sim=TOPOLOGY`. `--seed`
 //! seeds the link-fault RNGs (default 0); `--serve NAME` also serves the
 //! fabric in ibsim's socket protocol under `IBSIM_SOCKNAME=NAME`
@@ -30,10 +33,11 @@ use crate::getopt::{getopt_long, HasArg, LongOpt};
 use crate::session::TransportChoice;
 
 const USAGE: &str = "\
-usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--serve NAME] [--script FILE] [-q] [--json]
+usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--no-sm] [--serve NAME] [--script FILE] [-q] [--json]
   TOPOLOGY       topology file (ibnetdiscover / ibsim format); default: the built-in fat tree
   --seed N       seed of the link-fault RNGs (default 0)
   --no-sa        do not run the SA at the SM's port
+  --no-sm        no SM at all (ports wait in Initialize for OpenSM or mad sm over --serve)
   --serve NAME   serve the fabric as ibsim does, under IBSIM_SOCKNAME=NAME
   --script FILE  read console commands from FILE instead of standard input
   -q, --quiet    no summary
@@ -46,6 +50,7 @@ struct Args {
     topology: Option<PathBuf>,
     seed: u64,
     no_sa: bool,
+    no_sm: bool,
     script: Option<PathBuf>,
     serve: Option<String>,
     quiet: bool,
@@ -58,12 +63,14 @@ const K_SEED: i32 = 2;
 const K_SCRIPT: i32 = 3;
 const K_SERVE: i32 = 4;
 const K_JSON: i32 = 5;
+const K_NO_SM: i32 = 6;
 
 /// `mad sim`'s options, for [`crate::getopt`].
 const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("help", HasArg::No, 'h' as i32),
     LongOpt::new("quiet", HasArg::No, 'q' as i32),
     LongOpt::new("no-sa", HasArg::No, K_NO_SA),
+    LongOpt::new("no-sm", HasArg::No, K_NO_SM),
     LongOpt::new("json", HasArg::No, K_JSON),
     LongOpt::new("seed", HasArg::Required, K_SEED),
     LongOpt::new("script", HasArg::Required, K_SCRIPT),
@@ -87,6 +94,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             K_SCRIPT => a.script = Some(PathBuf::from(v)),
             K_SERVE => a.serve = Some(v),
             K_NO_SA => a.no_sa = true,
+            K_NO_SM => a.no_sm = true,
             K_JSON => a.json = true,
             k if k == 'q' as i32 => a.quiet = true,
             _ => a.help = true,
@@ -127,6 +135,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             inv.io.err(&format!("mad sim: warning: {w}\n"));
         }
     }
+    if a.no_sm {
+        return run_without_sm(inv, &a, topology.as_deref());
+    }
     let spinner = crate::discover::progress::Spinner::start(&format!(
         "SM-lite: bringing up {}",
         topology.as_ref().map_or_else(
@@ -166,26 +177,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         // (its replies then go to stderr).
         let sum = subnet.summary();
         let st = subnet.sm_status();
-        let mut body = serde_json::json!({
-            "fabric": sum.name,
-            "nodes": sum.nodes,
-            "switches": sum.switches,
-            "cas": sum.cas,
-            "routers": sum.routers,
-            "links": sum.links,
-            "links_up": sum.links_up,
-            "lids": sum.lids,
-            "max_lid": sum.max_lid,
-            "sm_lid": sum.sm_lid,
-            "sm_smps": st.smps_sent,
-            "sa": !a.no_sa,
-        });
-        if let Some(name) = &a.serve {
-            body["serving_as"] = serde_json::Value::String(name.clone());
-        }
-        let mut t = crate::json::Envelope::new(inv.command, body).to_text();
-        t.push('\n');
-        inv.io.out(&t);
+        let mut body = fabric_json(&sum, a.serve.as_deref());
+        body["sm_lid"] = sum.sm_lid.into();
+        body["sm_smps"] = st.smps_sent.into();
+        body["sa"] = (!a.no_sa).into();
+        print_json(inv, body);
         // Printed: failures from here on are text on stderr.
         inv.session.json = false;
     }
@@ -240,6 +236,90 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The summary's counts as JSON (and where the fabric is served).
+fn fabric_json(sum: &mad_sim::Summary, serve: Option<&str>) -> serde_json::Value {
+    let mut body = serde_json::json!({
+        "fabric": sum.name, "nodes": sum.nodes, "switches": sum.switches, "cas": sum.cas,
+        "routers": sum.routers, "links": sum.links, "links_up": sum.links_up,
+        "lids": sum.lids, "max_lid": sum.max_lid,
+    });
+    if let Some(n) = serve {
+        body["serving_as"] = serde_json::Value::String(n.to_owned());
+    }
+    body
+}
+
+/// Prints the summary in the JSON envelope.
+fn print_json(inv: &mut Invocation<'_, '_>, body: serde_json::Value) {
+    let mut t = crate::json::Envelope::new(inv.command, body).to_text();
+    t.push('\n');
+    inv.io.out(&t);
+}
+
+/// `mad sim --no-sm`: the fabric as loaded, every port in Initialize,
+/// served and driven by the console like the fabric with its SM.
+fn run_without_sm(
+    inv: &mut Invocation<'_, '_>,
+    a: &Args,
+    topology: Option<&std::path::Path>,
+) -> Result<(), CliError> {
+    let (topo, name) = match topology {
+        Some(t) => (
+            mad_sim::Topology::load(t).map_err(|e| CliError::Input(format!("sim: {e}")))?,
+            t.display().to_string(),
+        ),
+        None => (
+            mad_sim::default_topology(),
+            mad_sim::DEFAULT_TOPOLOGY_NAME.to_owned(),
+        ),
+    };
+    let fabric = mad_sim::Fabric::with_config(&topo, mad_sim::FabricConfig::default());
+    fabric.set_fault_seed(a.seed);
+    let _server = match &a.serve {
+        Some(n) => Some(
+            IbSimServer::bind(&fabric, ServeConfig::new(n.clone()))
+                .and_then(IbSimServer::spawn)
+                .map_err(|e| CliError::Failed(format!("sim: cannot serve as {n:?}: {e}")))?,
+        ),
+        None => None,
+    };
+    let mut sum = mad_sim::Summary::of(&fabric);
+    sum.name = name;
+    let json = inv.session.json || a.json;
+    if json {
+        let mut body = fabric_json(&sum, a.serve.as_deref());
+        body["sm"] = false.into();
+        body["sa"] = false.into();
+        print_json(inv, body);
+        inv.session.json = false;
+    } else if !a.quiet {
+        let mut s = sum.to_string();
+        s.push_str("no SM: every port waits in Initialize for an SM\n");
+        if let Some(n) = &a.serve {
+            s.push_str(&format!("serving as ibsim: IBSIM_SOCKNAME={n}\n"));
+        }
+        s.push_str("type help for the console commands, quit to end\n");
+        inv.io.out(&s);
+    }
+    let io_err = |e: std::io::Error| CliError::Failed(format!("sim: {e}"));
+    let out: &mut dyn std::io::Write = if json {
+        &mut *inv.io.stderr
+    } else {
+        &mut *inv.io.stdout
+    };
+    match &a.script {
+        Some(f) => {
+            let file = std::fs::File::open(f)
+                .map_err(|e| CliError::Input(format!("sim: {}: {e}", f.display())))?;
+            console::run(&fabric, None, BufReader::new(file), out).map_err(io_err)?;
+        }
+        None => {
+            console::run(&fabric, None, BufReader::new(&mut *inv.io.stdin), out).map_err(io_err)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +357,8 @@ mod tests {
             parse(&args(&["--bogus"])).unwrap_err(),
             "sim: unrecognized option '--bogus'\n"
         );
-        assert!(parse(&args(&["--sc=f", "--no", "-qh"])).is_ok_and(|a| a.no_sa && a.help));
+        assert!(parse(&args(&["--sc=f", "--no-sa", "-qh"])).is_ok_and(|a| a.no_sa && a.help));
+        assert!(parse(&args(&["--no-sm"])).is_ok_and(|a| a.no_sm && !a.no_sa));
+        assert!(parse(&args(&["--no"])).unwrap_err().contains("ambiguous"));
     }
 }

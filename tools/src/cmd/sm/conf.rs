@@ -1,0 +1,352 @@
+//! `mad sm`'s settings: OpenSM 3.3's command-line options and the
+//! opensm.conf keys it honours (`-F FILE` reads them, `-c FILE` writes
+//! them with their defaults). A key `mad sm` does not honour is an error
+//! naming it and its line, never silently ignored.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::getopt::{getopt_long, HasArg, LongOpt};
+
+/// Everything `mad sm` was told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmOpts {
+    /// `-p`, `sm_priority`.
+    pub priority: u8,
+    /// `-g`, `guid`: the port GUID to run on (0: any).
+    pub guid: u64,
+    /// `-s`, `sweep_interval`: seconds between resweeps (0: none).
+    pub sweep_interval: u64,
+    /// `-o`: one sweep, then exit.
+    pub once: bool,
+    /// `-r`, `reassign_lids`.
+    pub reassign_lids: bool,
+    /// `-t`, `transaction_timeout` (ms).
+    pub timeout_ms: u64,
+    /// `--retries`, `transaction_retries`.
+    pub retries: u32,
+    /// `-n`, `max_wire_smps`.
+    pub max_smps: usize,
+    /// `-f`, `log_file` (None: stderr).
+    pub log_file: Option<PathBuf>,
+    /// `-k`, `sm_key`.
+    pub sm_key: u64,
+    /// `subnet_prefix`.
+    pub subnet_prefix: u64,
+    /// `subnet_timeout`.
+    pub subnet_timeout: u8,
+    /// `--json`: events as JSON lines on stdout.
+    pub json: bool,
+    /// `-c FILE`: write the honoured keys with their defaults and exit.
+    pub create_config: Option<PathBuf>,
+    /// `-C`: the CA (umad).
+    pub ca: Option<String>,
+    /// `-P`: the CA port (umad).
+    pub port: Option<u32>,
+    /// `-h`.
+    pub help: bool,
+}
+
+impl Default for SmOpts {
+    fn default() -> Self {
+        Self {
+            priority: 0,
+            guid: 0,
+            sweep_interval: 10,
+            once: false,
+            reassign_lids: false,
+            timeout_ms: 200,
+            retries: 3,
+            // OpenSM's default of 4 SMPs on the wire is for hardware; over
+            // ibsim and the built-in fabric a wider window is what makes a
+            // bring-up fast, so mad sm keeps SM-lite's 64.
+            max_smps: 64,
+            log_file: None,
+            sm_key: 1,
+            subnet_prefix: 0xfe80_0000_0000_0000,
+            subnet_timeout: 18,
+            json: false,
+            create_config: None,
+            ca: None,
+            port: None,
+            help: false,
+        }
+    }
+}
+
+impl SmOpts {
+    /// The SM-lite configuration these options ask for.
+    #[must_use]
+    pub fn sm_config(&self) -> mad_sm::SmConfig {
+        mad_sm::SmConfig {
+            max_in_flight: self.max_smps,
+            timeout: Duration::from_millis(self.timeout_ms),
+            retries: self.retries,
+            priority: self.priority,
+            sm_key: self.sm_key,
+            subnet_prefix: self.subnet_prefix,
+            subnet_timeout: self.subnet_timeout,
+            honor_existing_lids: !self.reassign_lids,
+            ..mad_sm::SmConfig::default()
+        }
+    }
+}
+
+/// `mad sm`'s usage.
+pub const USAGE: &str = "\
+Usage: mad --ibsim sm [OPTIONS]
+       mad sm -C CA -P PORT [OPTIONS]
+Runs SM-lite as the subnet manager of the fabric at this port, with the
+SA answering at the same port, until SIGINT / SIGTERM (or one sweep with -o).
+On ibsim it attaches as the SM of the node SIM_HOST names (default: the
+first node of the topology) and sets IsSM there.
+
+Options (OpenSM's names):
+  -p, --priority N        SMInfo priority, 0-15 (0)
+  -g, --guid GUID         only run if this is the port's GUID (umad: the
+                          port with this GUID among the CAs' ports)
+  -s, --sweep SECONDS     resweep interval, 0 for none (10)
+  -o, --once              one sweep, then exit: status 0 if SUBNET UP was
+                          reached, 1 if not
+  -r, --reassign_lids     give every port a new LID instead of keeping
+                          the one it holds
+  -t, --timeout MS        SMP timeout (200)
+      --retries N         resends of an unanswered SMP (3)
+  -n, --maxsmps N         most SMPs outstanding (64)
+  -f, --log_file FILE     log to FILE instead of stderr
+  -k, --smkey KEY         SM_Key (1)
+  -F, --config FILE       read opensm.conf-style KEY VALUE lines
+  -c, --create-config FILE  write the keys -F honours with their defaults
+  -C CA, -P PORT          a umad port (also under libumad2sim)
+      --json              one JSON object per event on stdout
+  -h, --help              this text
+";
+
+const K_RETRIES: i32 = 1;
+const K_JSON: i32 = 2;
+
+const LONG: &[LongOpt<'static>] = &[
+    LongOpt::new("priority", HasArg::Required, 'p' as i32),
+    LongOpt::new("guid", HasArg::Required, 'g' as i32),
+    LongOpt::new("sweep", HasArg::Required, 's' as i32),
+    LongOpt::new("once", HasArg::No, 'o' as i32),
+    LongOpt::new("reassign_lids", HasArg::No, 'r' as i32),
+    LongOpt::new("timeout", HasArg::Required, 't' as i32),
+    LongOpt::new("retries", HasArg::Required, K_RETRIES),
+    LongOpt::new("maxsmps", HasArg::Required, 'n' as i32),
+    LongOpt::new("log_file", HasArg::Required, 'f' as i32),
+    LongOpt::new("smkey", HasArg::Required, 'k' as i32),
+    LongOpt::new("config", HasArg::Required, 'F' as i32),
+    LongOpt::new("create-config", HasArg::Required, 'c' as i32),
+    LongOpt::new("Ca", HasArg::Required, 'C' as i32),
+    LongOpt::new("Port", HasArg::Required, 'P' as i32),
+    LongOpt::new("json", HasArg::No, K_JSON),
+    LongOpt::new("help", HasArg::No, 'h' as i32),
+];
+
+/// A number in decimal or `0x` hexadecimal.
+fn num(what: &str, v: &str) -> Result<u64, String> {
+    let v = v.trim();
+    let r = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => v.parse(),
+    };
+    r.map_err(|_| format!("{what}: {v:?} is not a number"))
+}
+
+fn ranged(what: &str, v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    let n = num(what, v)?;
+    if n < lo || n > hi {
+        return Err(format!("{what}: {n} is out of range {lo}-{hi}"));
+    }
+    Ok(n)
+}
+
+fn boolean(what: &str, v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_uppercase().as_str() {
+        "TRUE" => Ok(true),
+        "FALSE" => Ok(false),
+        _ => Err(format!("{what}: {v:?} is neither TRUE nor FALSE")),
+    }
+}
+
+/// Sets the value of opensm.conf key `key`; `Ok(false)` for a key
+/// `mad sm` does not honour.
+fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
+    match key {
+        "guid" => o.guid = num(key, v)?,
+        "sm_priority" => o.priority = ranged(key, v, 0, 15)? as u8,
+        "sm_key" => o.sm_key = num(key, v)?,
+        "subnet_prefix" => o.subnet_prefix = num(key, v)?,
+        "subnet_timeout" => o.subnet_timeout = ranged(key, v, 0, 31)? as u8,
+        "sweep_interval" => o.sweep_interval = num(key, v)?,
+        "reassign_lids" => o.reassign_lids = boolean(key, v)?,
+        "max_wire_smps" => o.max_smps = ranged(key, v, 1, 256)? as usize,
+        "transaction_timeout" => o.timeout_ms = ranged(key, v, 1, 3_600_000)?,
+        "transaction_retries" => o.retries = ranged(key, v, 0, 100)? as u32,
+        "log_file" => o.log_file = Some(PathBuf::from(v.trim())),
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// Reads opensm.conf-style text (`KEY VALUE` lines, `#` comments).
+///
+/// # Errors
+/// A key not honoured or a bad value, naming the key and its line.
+pub fn read_config(o: &mut SmOpts, text: &str, name: &str) -> Result<(), String> {
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let at = format!("{name}:{}", i + 1);
+        match set_key(o, key, value) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(format!(
+                    "{at}: key \"{key}\" is not supported by mad sm (mad sm -c FILE lists the keys it honours)"
+                ))
+            }
+            Err(e) => return Err(format!("{at}: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// The keys `-F` honours, with the defaults, as `-c` writes them.
+#[must_use]
+pub fn default_config() -> String {
+    let d = SmOpts::default();
+    format!(
+        "# mad sm configuration: the opensm.conf keys mad sm honours\n\
+         # (any other key is an error).\n\n\
+         # Port GUID to run on (0: the port the transport opens)\n\
+         guid 0x{:016x}\n\n\
+         # SM priority, 0 (lowest) to 15 (highest)\n\
+         sm_priority {}\n\n\
+         # SM_Key\n\
+         sm_key 0x{:016x}\n\n\
+         # GID prefix programmed into every port\n\
+         subnet_prefix 0x{:016x}\n\n\
+         # PortInfo SubnetTimeOut programmed into every port\n\
+         subnet_timeout {}\n\n\
+         # Seconds between resweeps (0: none)\n\
+         sweep_interval {}\n\n\
+         # Give every port a new LID instead of keeping the one it holds\n\
+         reassign_lids {}\n\n\
+         # Most SMPs outstanding at once\n\
+         max_wire_smps {}\n\n\
+         # SMP timeout in ms\n\
+         transaction_timeout {}\n\n\
+         # Resends of an unanswered SMP\n\
+         transaction_retries {}\n\n\
+         # Log file (none: standard error)\n\
+         # log_file /var/log/mad-sm.log\n",
+        d.guid,
+        d.priority,
+        d.sm_key,
+        d.subnet_prefix,
+        d.subnet_timeout,
+        d.sweep_interval,
+        if d.reassign_lids { "TRUE" } else { "FALSE" },
+        d.max_smps,
+        d.timeout_ms,
+        d.retries,
+    )
+}
+
+/// Parses `mad sm`'s arguments; `-F` files are read where they stand,
+/// so options after one override it.
+///
+/// # Errors
+/// A usage or configuration error, for stderr.
+pub fn parse(args: &[String]) -> Result<SmOpts, String> {
+    let m = getopt_long("sm", args, "p:g:s:ort:n:f:k:F:c:C:P:h", LONG)?;
+    if let Some(extra) = m.operands.first() {
+        return Err(format!("sm: unexpected argument {extra:?}"));
+    }
+    let mut o = SmOpts::default();
+    for (key, v) in m.opts {
+        let v = v.unwrap_or_default();
+        let c = u8::try_from(key).map(char::from).unwrap_or('\0');
+        match (key, c) {
+            (K_RETRIES, _) => o.retries = ranged("--retries", &v, 0, 100)? as u32,
+            (K_JSON, _) => o.json = true,
+            (_, 'p') => o.priority = ranged("--priority", &v, 0, 15)? as u8,
+            (_, 'g') => o.guid = num("--guid", &v)?,
+            (_, 's') => o.sweep_interval = num("--sweep", &v)?,
+            (_, 'o') => o.once = true,
+            (_, 'r') => o.reassign_lids = true,
+            (_, 't') => o.timeout_ms = ranged("--timeout", &v, 1, 3_600_000)?,
+            (_, 'n') => o.max_smps = ranged("--maxsmps", &v, 1, 256)? as usize,
+            (_, 'f') => o.log_file = Some(PathBuf::from(v)),
+            (_, 'k') => o.sm_key = num("--smkey", &v)?,
+            (_, 'F') => {
+                let text = std::fs::read_to_string(&v)
+                    .map_err(|e| format!("sm: cannot read config {v}: {e}"))?;
+                read_config(&mut o, &text, &v)?;
+            }
+            (_, 'c') => o.create_config = Some(PathBuf::from(v)),
+            (_, 'C') => o.ca = Some(v),
+            (_, 'P') => o.port = Some(ranged("-P", &v, 0, 255)? as u32),
+            _ => o.help = true,
+        }
+    }
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn opensm_option_names_set_the_sm_config() {
+        let o = parse(&args(&[
+            "-p",
+            "7",
+            "--retries",
+            "5",
+            "-t",
+            "50",
+            "-n",
+            "16",
+            "-r",
+            "-k",
+            "0x42",
+            "-o",
+        ]))
+        .unwrap();
+        let c = o.sm_config();
+        assert_eq!(c.priority, 7);
+        assert_eq!(c.retries, 5);
+        assert_eq!(c.timeout, Duration::from_millis(50));
+        assert_eq!(c.max_in_flight, 16);
+        assert!(!c.honor_existing_lids);
+        assert_eq!(c.sm_key, 0x42);
+        assert!(o.once);
+        assert!(parse(&args(&["-p", "16"])).unwrap_err().contains("0-15"));
+    }
+
+    #[test]
+    fn the_written_config_reads_back_as_the_defaults() {
+        let mut o = SmOpts::default();
+        read_config(&mut o, &default_config(), "x.conf").unwrap();
+        assert_eq!(o, SmOpts::default());
+    }
+
+    #[test]
+    fn an_unsupported_key_is_an_error_naming_it_and_its_line() {
+        let mut o = SmOpts::default();
+        let e = read_config(&mut o, "sm_priority 3\n\nlmc 1\n", "a.conf").unwrap_err();
+        assert!(e.contains("a.conf:3") && e.contains("\"lmc\""), "{e}");
+        let e = read_config(&mut o, "reassign_lids maybe\n", "a.conf").unwrap_err();
+        assert!(e.contains("a.conf:1") && e.contains("reassign_lids"), "{e}");
+        assert_eq!(o.priority, 3);
+    }
+}

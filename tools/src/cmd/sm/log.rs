@@ -1,0 +1,116 @@
+//! `mad sm`'s log: OpenSM-like lines (`Dec 06 05:30:00 123456 [mad-sm]
+//! SUBNET UP`) to `-f FILE` or stderr, or with `--json` one JSON object
+//! per event on stdout.
+
+use std::fs::File;
+use std::io::Write;
+use std::time::Duration;
+
+use mad_sm::SmEvent;
+use serde_json::{json, Value};
+
+use super::conf::SmOpts;
+use crate::command::{CliError, Io};
+
+/// Where the log goes.
+pub struct Log<'a, 'b> {
+    io: &'a mut Io<'b>,
+    file: Option<File>,
+    json: bool,
+    tz: jiff::tz::TimeZone,
+}
+
+impl<'a, 'b> Log<'a, 'b> {
+    /// The log `o` asks for.
+    ///
+    /// # Errors
+    /// The log file cannot be opened.
+    pub fn open(o: &SmOpts, io: &'a mut Io<'b>) -> Result<Self, CliError> {
+        let file = match &o.log_file {
+            Some(p) => Some(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| {
+                        CliError::Failed(format!("sm: cannot open log file {}: {e}", p.display()))
+                    })?,
+            ),
+            None => None,
+        };
+        Ok(Self {
+            io,
+            file,
+            json: o.json,
+            tz: jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC),
+        })
+    }
+
+    /// Logs `text`, or prints `event` (with `--json`; a log file still
+    /// gets `text`).
+    pub fn line(&mut self, text: &str, mut event: Value) {
+        let now = jiff::Timestamp::now();
+        let stamp = now
+            .to_zoned_datetime(self.tz.clone())
+            .strftime("%b %d %H:%M:%S%.6f");
+        let line = format!("{stamp} [mad-sm] {text}\n");
+        if let Some(f) = &mut self.file {
+            let _ = f.write_all(line.as_bytes());
+            let _ = f.flush();
+        }
+        if self.json {
+            if let Value::Object(m) = &mut event {
+                m.insert("time".to_owned(), Value::from(now.to_string()));
+            }
+            self.io.out(&format!("{event}\n"));
+        } else if self.file.is_none() {
+            self.io.err(&line);
+        }
+    }
+
+    /// Logs the end of a sweep.
+    pub fn sweep_done(&mut self, ev: &SmEvent, since_start: Duration) {
+        if let SmEvent::SweepDone {
+            nodes,
+            switches,
+            lids,
+            sets,
+            smps,
+            retries,
+            errors,
+        } = ev
+        {
+            self.line(
+                &format!(
+                    "sweep done after {:.3} s: {nodes} nodes ({switches} switches), {lids} LIDs, \
+                     {sets} Sets, {smps} SMPs, {retries} retries, {errors} errors",
+                    since_start.as_secs_f64()
+                ),
+                json!({"event": "sweep_done", "nodes": nodes, "switches": switches, "lids": lids,
+                       "sets": sets, "smps": smps, "retries": retries, "errors": errors,
+                       "seconds": since_start.as_secs_f64()}),
+            );
+        }
+    }
+
+    /// Logs a trap or an error.
+    pub fn event(&mut self, ev: &SmEvent) {
+        match ev {
+            SmEvent::Trap { number, issuer_lid } => {
+                let n = number.map_or_else(|| "?".to_owned(), |n| n.to_string());
+                self.line(
+                    &format!("Received Trap {n} from LID {issuer_lid}"),
+                    json!({"event": "trap", "number": number, "issuer_lid": issuer_lid}),
+                );
+            }
+            SmEvent::Error(e) => self.line(
+                &format!("ERR: {e}"),
+                json!({"event": "error", "message": e.to_string()}),
+            ),
+            other => self.line(
+                &format!("{other:?}"),
+                json!({"event": "other", "text": format!("{other:?}")}),
+            ),
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! `mad [TRANSPORT] sm [OPTIONS]`: SM-lite as a long-running subnet
+//! manager on ibsim or a umad port, with the SA answering at its port.
+//!
+//! One transport, split by QP ([`split`]): this thread pumps the
+//! [`SmDriver`] over the QP0 half; an agent [`Runtime`] runs the
+//! [`SaResponder`] (fed by a [`FabricSa`] from the SM's model after every
+//! sweep) over the QP1 half. The log's key lines read like OpenSM's
+//! ("Entering MASTER state", "SUBNET UP"); `--json` prints one JSON
+//! object per event on stdout instead of the log on stderr.
+
+pub mod conf;
+mod log;
+pub mod split;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mad_agents::sa::{SaResponder, SaResponderConfig};
+use mad_agents::{EngineConfig, Runtime};
+use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
+use mad_core::transport::umad::{self, UmadTransport};
+use mad_core::transport::Transport;
+use mad_sm::sa::{FabricSa, SubnetView};
+use mad_sm::{SmDriver, SmEvent, SubnetManager};
+
+use crate::command::{CliError, Invocation};
+use crate::session::TransportChoice;
+use conf::SmOpts;
+use log::Log;
+use serde_json::json;
+
+/// Runs `mad sm`.
+///
+/// # Errors
+/// Bad options (usage), a transport that cannot be opened, a failing
+/// transport, or (with `-o`) a sweep that did not reach SUBNET UP.
+pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
+    let mut o = conf::parse(&inv.args).map_err(|e| CliError::Usage(format!("{e}\n")))?;
+    if o.help {
+        inv.io.out(conf::USAGE);
+        return Ok(());
+    }
+    if let Some(path) = &o.create_config {
+        std::fs::write(path, conf::default_config())
+            .map_err(|e| CliError::Failed(format!("sm: cannot write {}: {e}", path.display())))?;
+        return Ok(());
+    }
+    o.json |= inv.session.json;
+    o.ca = o.ca.take().or_else(|| inv.session.ca.clone());
+    o.port = o.port.or(inv.session.port);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut sig = Vec::new();
+    for s in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let id = signal_hook::flag::register(s, stop.clone())
+            .map_err(|e| CliError::Failed(format!("sm: cannot catch signal {s}: {e}")))?;
+        sig.push(id);
+    }
+    let mut log = Log::open(&o, inv.io)?;
+    let r = match &inv.session.transport {
+        TransportChoice::IbSim => {
+            let mut cfg = IbSimConfig::from_env();
+            cfg.issm = true;
+            let at = cfg.location();
+            let t = IbSimTransport::attach(cfg).map_err(|e| {
+                CliError::Failed(format!("sm: cannot attach to ibsim at {at}: {e}"))
+            })?;
+            if o.guid != 0 && t.port_attrs().port_guid != o.guid {
+                return Err(CliError::Failed(format!(
+                    "sm: ibsim attached at {} (port GUID {:#018x}), not GUID {:#018x}: ibsim picks \
+                     the node by SIM_HOST",
+                    t.port_attrs().ca_name,
+                    t.port_attrs().port_guid,
+                    o.guid
+                )));
+            }
+            serve(t, &o, &mut log, &stop)
+        }
+        TransportChoice::Sim(_) => Err(CliError::Usage(
+            "sm: the built-in fabric runs SM-lite already; run mad sm with --ibsim or on a \
+             umad port (-C CA -P PORT)\n"
+                .to_owned(),
+        )),
+        TransportChoice::Umad | TransportChoice::Auto => {
+            let (ca, port) = umad_port(&o)?;
+            let t = UmadTransport::open(ca.as_deref(), port)
+                .map_err(|e| CliError::Failed(format!("sm: {e}")))?;
+            serve(t, &o, &mut log, &stop)
+        }
+    };
+    for id in sig {
+        signal_hook::low_level::unregister(id);
+    }
+    r
+}
+
+/// The umad port to open: `-C/-P`, or the port whose GUID `-g` names.
+fn umad_port(o: &SmOpts) -> Result<(Option<String>, u8), CliError> {
+    let port = u8::try_from(o.port.unwrap_or(0)).unwrap_or(0);
+    if o.guid == 0 || o.ca.is_some() {
+        return Ok((o.ca.clone(), port));
+    }
+    let cas = umad::list_cas().map_err(|e| CliError::Failed(format!("sm: {e}")))?;
+    cas.iter()
+        .flat_map(|c| c.ports.iter().map(move |p| (c, p)))
+        .find(|(_, p)| p.port_guid == o.guid)
+        .map(|(c, p)| (Some(c.name.clone()), p.port_num))
+        .ok_or_else(|| CliError::Failed(format!("sm: no local port has GUID {:#018x}", o.guid)))
+}
+
+/// Runs the SM and the SA on `t` until stopped (or one sweep with
+/// `-o`).
+fn serve<T: split::Waitable + 'static>(
+    t: T,
+    o: &SmOpts,
+    log: &mut Log<'_, '_>,
+    stop: &AtomicBool,
+) -> Result<(), CliError> {
+    let attrs = t.port_attrs().clone();
+    let (mut qp0, qp1) = split::split(t);
+    let source = Arc::new(FabricSa::new(SubnetView::default()));
+    let rt = Runtime::start(qp1, EngineConfig::default())
+        .map_err(|e| CliError::Failed(format!("sm: cannot start the SA's runtime: {e}")))?;
+    let cfg = SaResponderConfig {
+        name: "mad-sm-sa".to_owned(),
+        gid_prefix: o.subnet_prefix,
+        ..SaResponderConfig::default()
+    };
+    let responder = SaResponder::start(&rt, source.clone(), cfg)
+        .map_err(|e| CliError::Failed(format!("sm: cannot start the SA: {e}")))?;
+    log.line(
+        &format!(
+            "mad sm: SM port GUID {:#018x} on {} port {}, priority {}",
+            attrs.port_guid, attrs.ca_name, attrs.port_num, o.priority
+        ),
+        json!({"event": "start", "port_guid": format!("{:#018x}", attrs.port_guid), "ca": attrs.ca_name.clone(), "port": u64::from(attrs.port_num)}),
+    );
+    let mut sm = SubnetManager::new(o.sm_config(), &attrs);
+    let mut drv = SmDriver::new();
+    let start = Instant::now();
+    sm.start(start);
+    let mut state = None;
+    let mut mc_gen = 0;
+    let mut next_sweep = None;
+    let interval = (o.sweep_interval > 0).then(|| Duration::from_secs(o.sweep_interval));
+    let mut outcome = None;
+    while !stop.load(Ordering::Relaxed) && outcome.is_none() {
+        let now = Instant::now();
+        let g = source.mc_generation();
+        if g != mc_gen {
+            mc_gen = g;
+            sm.set_mcast_groups(source.mc_groups());
+        }
+        let busy = drv
+            .pump(&mut sm, &mut qp0, now)
+            .map_err(|e| CliError::Failed(format!("sm: transport failed: {e}")))?;
+        let s = sm.sm_info().sm_state;
+        if state != Some(s) {
+            state = Some(s);
+            let name = s.to_string().to_uppercase().replace(' ', "");
+            log.line(
+                &format!("Entering {name} state"),
+                json!({"event": "state", "state": name}),
+            );
+        }
+        while let Some(ev) = sm.poll_event() {
+            match &ev {
+                SmEvent::SweepDone { errors, .. } => {
+                    source.update(SubnetView::from_sm(&sm));
+                    log.sweep_done(&ev, start.elapsed());
+                    if let Some(i) = interval {
+                        next_sweep = Some(now + i);
+                    }
+                    if o.once && *errors > 0 {
+                        outcome = Some(false);
+                    }
+                }
+                SmEvent::SubnetUp => {
+                    log.line(
+                        "SUBNET UP",
+                        json!({"event": "subnet_up", "seconds": start.elapsed().as_secs_f64(), "smps": drv.sent()}),
+                    );
+                    if o.once {
+                        outcome = Some(true);
+                    }
+                }
+                other => log.event(other),
+            }
+        }
+        if let Some(at) = next_sweep {
+            if now >= at && !sm.is_sweeping() {
+                next_sweep = None;
+                sm.resweep(now);
+            }
+        }
+        if !busy {
+            let wait = sm.poll_timeout().map_or(Duration::from_millis(1), |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            qp0.wait(wait.min(Duration::from_millis(1)));
+        }
+    }
+    let sa_stats = responder.stats();
+    drop(responder);
+    rt.shutdown();
+    // IsSM goes with the attachment: ibsim clears it when its SM client
+    // detaches, the kernel when the issm device is closed.
+    drop(qp0);
+    log.line(
+        &format!(
+            "mad sm: exiting after {} SMPs sent, {} received; the SA answered {} queries",
+            drv.sent(),
+            drv.received(),
+            sa_stats.requests
+        ),
+        json!({"event": "exit", "smps_sent": drv.sent(), "smps_received": drv.received(), "sa_queries": sa_stats.requests}),
+    );
+    match outcome {
+        Some(false) => Err(CliError::Failed(
+            "sm: the sweep did not reach SUBNET UP".to_owned(),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,208 @@
+//! One transport, two owners: [`split`] hands out a QP0 half (for the
+//! SM's [`mad_sm::SmDriver`]) and a QP1 half (for the agent
+//! [`mad_agents::Runtime`] that runs the SA responder) of the same port.
+//!
+//! ibsim delivers requests to a port's QP0 and QP1 only to the one client
+//! that attached there as SM, and a umad port's SM owns the QP0 agents of
+//! that port: so `mad sm` keeps a single transport and splits it by QP.
+//! Whichever half polls drains the transport and queues what belongs to
+//! the other half; send completions go to the half of their QP. The QP1
+//! half has no file descriptor (the runtime then ticks, every
+//! [`mad_agents::EngineConfig::fallback_tick`]): the QP0 half's thread
+//! may have drained the SA's request from the shared descriptor already.
+//! Asynchronous events go to the QP1 half (the runtime's port layer);
+//! a dead device shows on the QP0 half as failed sends.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use mad_core::transport::ibsim::IbSimTransport;
+use mad_core::transport::umad::UmadTransport;
+use mad_core::transport::{
+    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, WrId,
+};
+use mad_core::wire::MgmtClass;
+
+/// A transport the QP0 half can wait on.
+pub trait Waitable: Transport {
+    /// Waits up to `timeout` for a receive (or returns at once when the
+    /// transport cannot wait).
+    fn wait_for(&mut self, timeout: Duration);
+}
+
+impl Waitable for IbSimTransport {
+    fn wait_for(&mut self, timeout: Duration) {
+        let _ = self.wait_readable(timeout);
+    }
+}
+
+impl Waitable for UmadTransport {
+    fn wait_for(&mut self, timeout: Duration) {
+        // libumad2sim hands out descriptors no poll(2) may see; a short
+        // sleep bounds the delay instead.
+        std::thread::sleep(timeout.min(Duration::from_micros(200)));
+    }
+}
+
+struct Shared<T> {
+    inner: T,
+    recv: [VecDeque<Received>; 2],
+    done: [Vec<SendCompletion>; 2],
+    scratch: Vec<SendCompletion>,
+}
+
+/// One QP's half of a split transport (see the module docs).
+pub struct Half<T> {
+    shared: Arc<Mutex<Shared<T>>>,
+    qp: Qp,
+    attrs: PortAttrs,
+}
+
+/// Splits `t` into its QP0 half and its QP1 half.
+pub fn split<T: Transport>(t: T) -> (Half<T>, Half<T>) {
+    let attrs = t.port_attrs().clone();
+    let shared = Arc::new(Mutex::new(Shared {
+        inner: t,
+        recv: [VecDeque::new(), VecDeque::new()],
+        done: [Vec::new(), Vec::new()],
+        scratch: Vec::new(),
+    }));
+    let half = |qp| Half {
+        shared: shared.clone(),
+        qp,
+        attrs: attrs.clone(),
+    };
+    (half(Qp::Qp0), half(Qp::Qp1))
+}
+
+impl<T> Half<T> {
+    fn lock(&self) -> MutexGuard<'_, Shared<T>> {
+        match self.shared.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Runs `f` on the whole transport (locked).
+    pub fn with_inner<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(&mut self.lock().inner)
+    }
+}
+
+impl<T: Waitable> Half<T> {
+    /// Waits up to `timeout` (at most 1 ms at a time, not to hold the
+    /// other half off) for something to receive.
+    pub fn wait(&self, timeout: Duration) {
+        let mut g = self.lock();
+        if g.recv[self.qp.index()].is_empty() {
+            g.inner.wait_for(timeout.min(Duration::from_millis(1)));
+        }
+    }
+}
+
+impl<T: Transport> Transport for Half<T> {
+    fn port_attrs(&self) -> &PortAttrs {
+        &self.attrs
+    }
+
+    fn refresh_port_attrs(&mut self) -> Result<(), TransportError> {
+        let a = {
+            let mut g = self.lock();
+            g.inner.refresh_port_attrs()?;
+            g.inner.port_attrs().clone()
+        };
+        self.attrs = a;
+        Ok(())
+    }
+
+    fn send_queue_depth(&self) -> usize {
+        self.lock().inner.send_queue_depth()
+    }
+
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        self.lock().inner.post_send(qp, mad, dest)
+    }
+
+    fn post_request(
+        &mut self,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+        wait: Duration,
+    ) -> Result<WrId, TransportError> {
+        self.lock().inner.post_request(qp, mad, dest, wait)
+    }
+
+    fn poll_send_completions(
+        &mut self,
+        out: &mut Vec<SendCompletion>,
+    ) -> Result<usize, TransportError> {
+        let mut g = self.lock();
+        let g = &mut *g;
+        g.scratch.clear();
+        g.inner.poll_send_completions(&mut g.scratch)?;
+        for c in g.scratch.drain(..) {
+            g.done[c.qp.index()].push(c);
+        }
+        let mine = &mut g.done[self.qp.index()];
+        let n = mine.len();
+        out.append(mine);
+        Ok(n)
+    }
+
+    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
+        let mut g = self.lock();
+        if let Some(r) = g.recv[self.qp.index()].pop_front() {
+            return Ok(Some(r));
+        }
+        while let Some(r) = g.inner.poll_recv()? {
+            if r.qp == self.qp {
+                return Ok(Some(r));
+            }
+            g.recv[r.qp.index()].push_back(r);
+        }
+        Ok(None)
+    }
+
+    fn poll_event(&mut self) -> Option<AsyncEvent> {
+        if self.qp == Qp::Qp1 {
+            self.lock().inner.poll_event()
+        } else {
+            None
+        }
+    }
+
+    fn qp_state(&self, qp: Qp) -> QpState {
+        self.lock().inner.qp_state(qp)
+    }
+
+    fn modify_qp(&mut self, qp: Qp, to: QpState) -> Result<(), TransportError> {
+        self.lock().inner.modify_qp(qp, to)
+    }
+
+    fn recreate_queues(&mut self) -> Result<(), TransportError> {
+        self.lock().inner.recreate_queues()
+    }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
+    fn bounded_far_side(&self) -> bool {
+        true
+    }
+
+    fn register_requests(
+        &mut self,
+        class: MgmtClass,
+        class_version: u8,
+        methods: u128,
+        oui: Option<[u8; 3]>,
+    ) -> Result<(), TransportError> {
+        self.lock()
+            .inner
+            .register_requests(class, class_version, methods, oui)
+    }
+}
