@@ -54,6 +54,7 @@ pub fn run_scan(
     max_depth: Option<usize>,
     pick: &mut dyn FnMut(&Gathered) -> Option<Scan>,
 ) -> Result<(Discovery, Vec<String>), CliError> {
+    session.discovering();
     let mut ex = AgentExchange::new(session.runtime()).map_err(|e| {
         inv.io.err(&format!("{}: {e}\n", inv.prog));
         CliError::IbExit("discover failed".into())
