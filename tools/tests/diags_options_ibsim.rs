@@ -1,7 +1,9 @@
 //! Options of the infiniband-diags programs beyond those the other
 //! comparison files drive, against the real programs over ibsim: the
 //! Perl scripts' `--help` and `--version`, which Perl's Getopt::Std
-//! answers itself (its texts on stderr, then the scan goes on).
+//! answers itself (its texts on stderr, then the scan goes on); the
+//! common `-e`, `-d` and `-s`; libibmad's warnings on fabrics the other
+//! files do not reach; saquery's exit status on a table ibsim cut short.
 
 #![expect(
     clippy::unwrap_used,
@@ -86,7 +88,14 @@ fn sm_lid(sim: &IbSim) -> String {
 #[test]
 fn errors_and_debug_options_print_libibmads_lines() {
     diags_compare::on_each_routed(
-        &["smpquery", "perfquery", "ibaddr", "ibportstate", "sminfo"],
+        &[
+            "smpquery",
+            "perfquery",
+            "ibaddr",
+            "ibportstate",
+            "sminfo",
+            "ibtracert",
+        ],
         &["net.2sw2path4hca2port"],
         |name, sim, fails| {
             let cases: &[(&str, &[&str])] = &[
@@ -101,6 +110,8 @@ fn errors_and_debug_options_print_libibmads_lines() {
                 ("ibportstate", &["-d", "1", "0"]),
                 ("ibportstate", &["-e", "-t", "100", "77", "1"]),
                 ("sminfo", &["-e", "-t", "100", "77"]),
+                ("ibtracert", &["-e", "-t", "100", "1", "77"]),
+                ("ibtracert", &["-e", "-t", "100", "-m", "0xc000", "1", "77"]),
             ];
             for (tool, args) in cases {
                 diags_compare::compare_full(sim, name, tool, args, fails);
@@ -170,4 +181,37 @@ fn port_info_extended_and_unanswered_peer_warn_as_libibmad() {
             }
         },
     );
+}
+
+/// saquery on a table OpenSM's answer through ibsim cuts to its first
+/// MAD (no RMPP segments there; the real saquery prints what arrived and
+/// exits 0): ours prints the same records and exits 3 with a line on
+/// stderr saying so (tools/README.md's rule), `complete: false` and
+/// `truncated: true` with `--json`. An answer that fits in one MAD exits 0.
+#[test]
+fn saquery_tables_cut_by_ibsim_exit_3_with_a_line_on_stderr() {
+    diags_compare::on_each_routed(&["saquery"], &["net.torus3x3"], |name, sim, fails| {
+        for q in ["SWIR", "SL2VL", "NR"] {
+            let o = diags_compare::ours_output(sim, "saquery", &[q]);
+            let err = String::from_utf8_lossy(&o.stderr);
+            if o.status.code() != Some(3)
+                || !err.contains("arrived cut to its first MAD")
+                || o.stdout.is_empty()
+            {
+                fails.push(format!("{name}: saquery {q}: {o:?}"));
+            }
+            let j = diags_compare::ours_output(sim, "saquery", &["--json", q]);
+            let out = String::from_utf8_lossy(&j.stdout);
+            if j.status.code() != Some(3)
+                || !out.contains("\"complete\":false")
+                || !out.contains("\"truncated\":true")
+            {
+                fails.push(format!("{name}: saquery --json {q}: {j:?}"));
+            }
+        }
+        let o = diags_compare::ours_output(sim, "saquery", &["PIR", "1/1"]);
+        if o.status.code() != Some(0) || o.stdout.is_empty() {
+            fails.push(format!("{name}: saquery PIR 1/1 (fits in one MAD): {o:?}"));
+        }
+    });
 }

@@ -91,14 +91,10 @@ pub fn serve(
 }
 
 /// libibmad's warning for a vendor call that got no answer
-/// (`ib_vendor_call_via` goes through `mad_rpc_rmpp`); a status answer
-/// or a malformed one is not warned.
+/// (`ib_vendor_call_via` goes through `mad_rpc_rmpp`), after what `-e`
+/// shows of it; a status answer or a malformed one is not warned without
+/// `-e`.
 pub fn warn_vendor_failed(inv: &mut Invocation<'_, '_>, dest: &str, e: &mad_agents::QueryError) {
-    use mad_agents::QueryError;
-    if !matches!(e, QueryError::Status { .. } | QueryError::Malformed(_)) {
-        inv.io.err(&format!(
-            "ibwarn: [{}] mad_rpc_rmpp: _do_madrpc failed; dport ({dest})\n",
-            std::process::id()
-        ));
-    }
+    let lines = crate::ibdiag::ibdebug::rpc_failure_lines(&inv.mad_diag, "mad_rpc_rmpp", &dest, e);
+    inv.io.err(&lines);
 }

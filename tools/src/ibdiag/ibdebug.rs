@@ -17,9 +17,9 @@
 //! is unbuffered, so they keep their order with the command's own lines.
 //! Levels above 1 (libibmad's packet hex dumps) print what level 1 prints.
 
-use mad_agents::QueryError;
+use std::fmt::Display;
 
-use crate::diags::PortIdText;
+use mad_agents::QueryError;
 
 /// What `-d` and `-e` asked for, and the timeout the errors name.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub fn eprint_ibwarn(func: &str, msg: &str) {
 /// and the timeout after the last try, or the answer's MAD status; empty
 /// without `-e` or for other failures.
 #[must_use]
-pub fn errs_lines(diag: &MadDiag, func: &str, dest: &PortIdText, e: &QueryError) -> String {
+pub fn errs_lines(diag: &MadDiag, func: &str, dest: &dyn Display, e: &QueryError) -> String {
     if !diag.show_errors {
         return String::new();
     }
@@ -85,7 +85,7 @@ pub fn errs_lines(diag: &MadDiag, func: &str, dest: &PortIdText, e: &QueryError)
 /// `func` (`mad_rpc`, `mad_rpc_rmpp`): the `-e` lines, then, when no
 /// answer came, `_do_madrpc failed; dport (...)`.
 #[must_use]
-pub fn rpc_failure_lines(diag: &MadDiag, func: &str, dest: &PortIdText, e: &QueryError) -> String {
+pub fn rpc_failure_lines(diag: &MadDiag, func: &str, dest: &dyn Display, e: &QueryError) -> String {
     let mut s = errs_lines(diag, func, dest, e);
     match e {
         QueryError::Status { .. } | QueryError::Malformed(_) => {}
@@ -112,6 +112,7 @@ pub fn iberror_line(diag: &MadDiag, prog: &str, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diags::PortIdText;
     use mad_core::wire::MadStatus;
 
     #[test]

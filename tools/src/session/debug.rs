@@ -46,6 +46,7 @@ pub struct DebugTap<T: Transport> {
 #[derive(Debug, Clone, Default)]
 pub struct WalkNames(Arc<AtomicU8>);
 
+const AS_GIVEN: u8 = 0;
 const NAMED_AS_WALK: u8 = 1;
 const DISCOVERY: u8 = 2;
 
@@ -59,6 +60,11 @@ impl WalkNames {
     /// No line (libibnetdisc's discovery).
     pub fn discover(&self) {
         self.0.store(DISCOVERY, Ordering::Relaxed);
+    }
+
+    /// Lines again, directed routes named as given (the default).
+    pub fn as_given(&self) {
+        self.0.store(AS_GIVEN, Ordering::Relaxed);
     }
 }
 

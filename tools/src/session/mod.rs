@@ -345,6 +345,14 @@ impl Session {
         }
     }
 
+    /// Ends [`Self::discovering`]: with `-d`, the requests sent from now
+    /// on print their lines again.
+    pub fn discovered(&self) {
+        if let Some(w) = &self.debug {
+            w.as_given();
+        }
+    }
+
     /// The LID SA queries go to: `-s`, else the port's SM LID (0: none).
     #[must_use]
     pub fn sa_lid(&self) -> u16 {

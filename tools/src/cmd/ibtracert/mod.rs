@@ -118,6 +118,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             force: p.has('f' as i32),
             text: String::new(),
             warn: String::new(),
+            diag: inv.mad_diag,
             hops: Vec::new(),
             ends: Vec::new(),
         };
