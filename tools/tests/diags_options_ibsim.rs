@@ -111,6 +111,8 @@ fn errors_and_debug_options_print_libibmads_lines() {
                 ("ibportstate", &["-e", "-t", "100", "77", "1"]),
                 ("sminfo", &["-e", "-t", "100", "77"]),
                 ("ibtracert", &["-e", "-t", "100", "1", "77"]),
+                ("ibroute", &["-t", "100", "77"]),
+                ("ibroute", &["-e", "-t", "100", "77"]),
                 ("ibtracert", &["-e", "-t", "100", "-m", "0xc000", "1", "77"]),
             ];
             for (tool, args) in cases {
