@@ -55,22 +55,8 @@ pub fn run_scan(
     pick: &mut dyn FnMut(&Gathered) -> Option<Scan>,
 ) -> Result<(Discovery, Vec<String>), CliError> {
     // libibnetdisc's SMPs print no libibmad DEBUG line (-d); the tool's
-    // own queries after the discovery do again.
-    session.discovering();
-    let r = scan(inv, session, limits, m_key, show, max_depth, pick);
-    session.discovered();
-    r
-}
-
-fn scan(
-    inv: &mut Invocation<'_, '_>,
-    session: &Session,
-    limits: Limits,
-    m_key: u64,
-    show: bool,
-    max_depth: Option<usize>,
-    pick: &mut dyn FnMut(&Gathered) -> Option<Scan>,
-) -> Result<(Discovery, Vec<String>), CliError> {
+    // own queries after the discovery do again (when this guard drops).
+    let _quiet = session.discovering();
     let mut ex = AgentExchange::new(session.runtime()).map_err(|e| {
         inv.io.err(&format!("{}: {e}\n", inv.prog));
         CliError::IbExit("discover failed".into())

@@ -20,7 +20,7 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use mad_core::transport::{Address, Qp, Received, Transport, TransportError, WrId};
+use mad_core::transport::{Address, Qp, Transport, TransportError, WrId};
 
 use crate::diags::PortIdText;
 
@@ -196,11 +196,8 @@ impl<T: Transport> Transport for DebugTap<T> {
         self.inner.post_request(qp, mad, dest, wait)
     }
 
-    fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
-        self.inner.poll_recv()
-    }
-
     mad_core::forward_transport!(
+        poll_recv,
         port_attrs,
         refresh_port_attrs,
         send_queue_depth,

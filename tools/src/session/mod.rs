@@ -159,6 +159,18 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// A discovery under way ([`Session::discovering`]).
+#[derive(Debug)]
+pub struct Discovering<'a>(&'a Session);
+
+impl Drop for Discovering<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = &self.0.debug {
+            w.as_given();
+        }
+    }
+}
+
 /// libibmad's default response timeout (`MAD_DEF_TIMEOUT_MS`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1000);
 /// Resends after the first try: libibmad tries `MAD_DEF_RETRIES` (3)
@@ -336,21 +348,16 @@ impl Session {
         }
     }
 
-    /// Says that the command discovers the fabric now: with `-d`, its
-    /// SMPs print no line, as libibnetdisc's do not
-    /// ([`debug::WalkNames::discover`]).
-    pub fn discovering(&self) {
+    /// Says that the command discovers the fabric until the guard is
+    /// dropped: with `-d`, its SMPs print no line, as libibnetdisc's do
+    /// not ([`debug::WalkNames::discover`]); afterwards the requests print
+    /// their lines again.
+    #[must_use = "the discovery ends when the guard drops"]
+    pub fn discovering(&self) -> Discovering<'_> {
         if let Some(w) = &self.debug {
             w.discover();
         }
-    }
-
-    /// Ends [`Self::discovering`]: with `-d`, the requests sent from now
-    /// on print their lines again.
-    pub fn discovered(&self) {
-        if let Some(w) = &self.debug {
-            w.as_given();
-        }
+        Discovering(self)
     }
 
     /// The LID SA queries go to: `-s`, else the port's SM LID (0: none).
