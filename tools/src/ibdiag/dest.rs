@@ -219,7 +219,11 @@ pub fn resolve_dest(
             if guid == 0 {
                 return None;
             }
-            resolve_guid(session, common, guid).map(Dest::lid)
+            // The destination's resolution prints as libibmad's does, on
+            // the process's stderr (no command streams here).
+            let (lid, told) = resolve_guid_told(session, common, guid);
+            eprint!("{told}");
+            lid.map(Dest::lid)
         }
         DestType::DrSlid => {
             let lid = c_strtol(addr);
@@ -254,14 +258,23 @@ pub fn resolve_dest(
 }
 
 /// The LID of the port with GUID `guid`, from a PathRecord the SA gives
-/// for our GID to its GID (`resolve_guid` through `ib_path_query_via`),
-/// the SA reached at `-s` or the port's SM LID. A failure is told on
-/// stderr as libibmad tells it: with no SM LID, `sa_rpc_call: only lid
-/// routes are supported`; no answer, `mad_rpc_rmpp: _do_madrpc failed;
-/// dport (Lid N)` (after the `-e` lines); then `ib_path_query_via: sa
-/// call path_query failed`.
+/// for our GID to its GID (`resolve_guid`), the SA reached at `-s` or
+/// the port's SM LID; nothing printed ([`resolve_guid_told`] tells).
 pub fn resolve_guid(session: &mut Session, common: &Common, guid: u64) -> Option<u16> {
-    use super::ibdebug::{eprint_ibwarn, rpc_failure_lines, MadDiag};
+    resolve_guid_told(session, common, guid).0
+}
+
+/// [`resolve_guid`], with what libibmad prints on stderr meanwhile:
+/// with `-d`, `sa_rpc_call`'s `DEBUG` line; on failure, with no SM LID
+/// `sa_rpc_call: only lid routes are supported`, with no answer
+/// `mad_rpc_rmpp: _do_madrpc failed; dport (Lid N)` (after `-e`'s
+/// lines), then `ib_path_query_via: sa call path_query failed`.
+pub fn resolve_guid_told(
+    session: &mut Session,
+    common: &Common,
+    guid: u64,
+) -> (Option<u16>, String) {
+    use super::ibdebug::{ibwarn, rpc_failure_lines, MadDiag};
     let a = session.port_attrs();
     let prefix = if a.gid_prefix != 0 {
         a.gid_prefix
@@ -278,16 +291,22 @@ pub fn resolve_guid(session: &mut Session, common: &Common, guid: u64) -> Option
     let dgid = gid(guid);
     let sa_lid = session.sa_lid();
     let sa_dest = PortIdText::lid(sa_lid);
+    let mut told = String::new();
     if common.debug > 0 {
-        eprint_ibwarn("sa_rpc_call", &format!("attr 0x35 mod 0x0 route {sa_dest}"));
+        told.push_str(&ibwarn(
+            "sa_rpc_call",
+            &format!("attr 0x35 mod 0x0 route {sa_dest}"),
+        ));
     }
-    let path_query_failed = || eprint_ibwarn("ib_path_query_via", "sa call path_query failed");
+    let path_query_failed = ibwarn("ib_path_query_via", "sa call path_query failed");
     if sa_lid == 0 {
-        eprint_ibwarn("sa_rpc_call", "only lid routes are supported");
-        path_query_failed();
-        return None;
+        told.push_str(&ibwarn("sa_rpc_call", "only lid routes are supported"));
+        told.push_str(&path_query_failed);
+        return (None, told);
     }
-    let sa = session.sa().ok()?;
+    let Ok(sa) = session.sa() else {
+        return (None, told);
+    };
     // ib_path_query_via: a PathRecord Get by SGID and DGID.
     let t = mad_core::wire::sa_records::PathRecord {
         sgid,
@@ -317,12 +336,12 @@ pub fn resolve_guid(session: &mut Session, common: &Common, guid: u64) -> Option
                     None => QueryError::Malformed(other.to_string()),
                 },
             };
-            eprint!("{}", rpc_failure_lines(&diag, "mad_rpc_rmpp", &sa_dest, &e));
-            path_query_failed();
-            return None;
+            told.push_str(&rpc_failure_lines(&diag, "mad_rpc_rmpp", &sa_dest, &e));
+            told.push_str(&path_query_failed);
+            return (None, told);
         }
     };
-    (pr.dlid != 0).then_some(pr.dlid)
+    ((pr.dlid != 0).then_some(pr.dlid), told)
 }
 
 /// A Get of an SMP attribute at `d`. A combined route (a LID with a
@@ -381,10 +400,14 @@ pub fn resolve_guid_warned(
     tail: &str,
 ) -> (u64, bool) {
     let guid = c_strtoul(g);
-    let resolved = guid != 0 && resolve_guid(session, common, guid).is_some();
+    let resolved = guid != 0 && {
+        let (lid, told) = resolve_guid_told(session, common, guid);
+        inv.io.err(&told);
+        lid.is_some()
+    };
     if !resolved {
         let pid = std::process::id();
-        // A query that was made told its own failure (resolve_guid).
+        // A query that was made told its own failure.
         if guid == 0 {
             if session.sa_lid() == 0 {
                 inv.io.err(&format!(
