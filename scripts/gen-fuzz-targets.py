@@ -114,6 +114,7 @@ OTHERS = [
     ("ibnetdisc_cache", "ibnetdisc_cache"),
     ("lft_balance", "lft_balance"),
     ("perl_topology", "perl_topology"),
+    ("mad_debug_line", "mad_debug_line"),
     # Stateful: operation sequences (fuzz/src/rmpp_sender.rs, rmpp_receiver.rs, engine.rs).
     ("rmpp_sender_ops", "rmpp_sender_ops"),
     ("rmpp_receiver_ops", "rmpp_receiver_ops"),

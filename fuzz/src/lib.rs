@@ -288,6 +288,20 @@ pub fn decode(data: &[u8]) {
     assert!(json.starts_with('{') && json.ends_with('}'));
 }
 
+/// `-d`'s libibmad line for a request going out (tools'
+/// `session::debug::debug_line`): any bytes, any destination LID, either
+/// route naming; never panics, and a line names the function it is for.
+pub fn mad_debug_line(data: &[u8]) {
+    let (lid, walk, mad) = match data {
+        [a, b, c, rest @ ..] => (u16::from_be_bytes([*a, *b]), c & 1 == 1, rest),
+        _ => return,
+    };
+    let dest = mad_core::transport::Address::smi(lid);
+    if let Some((func, text)) = mad_tools::session::debug::debug_line(mad, &dest, walk) {
+        assert!(!func.is_empty() && !text.contains('\n'));
+    }
+}
+
 /// The pcap reader: never panics, always ends.
 pub fn pcap(data: &[u8]) {
     let Ok(mut r) = mad_wire::pcap::PcapReader::new(data) else {

@@ -360,7 +360,11 @@ fn call(c: &Command, inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     }
     match r {
         Err(CliError::IbExit(m)) => {
-            inv.io.out(&crate::diags::format_iberror(&inv.prog, &m));
+            inv.io.out(&crate::ibdiag::ibdebug::iberror_line(
+                &inv.mad_diag,
+                &inv.prog,
+                &m,
+            ));
             Err(CliError::Exit(255))
         }
         Err(CliError::Incomplete(m)) => {
@@ -459,6 +463,7 @@ fn dispatch(argv: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
             io,
             command: c.name,
             json_body: None,
+            mad_diag: crate::ibdiag::ibdebug::MadDiag::default(),
         };
         return call(c, &mut inv);
     }
@@ -513,6 +518,7 @@ fn dispatch(argv: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
                     io,
                     command: c.name,
                     json_body: None,
+                    mad_diag: crate::ibdiag::ibdebug::MadDiag::default(),
                 };
                 call(c, &mut inv)
             }

@@ -106,6 +106,10 @@ pub struct Invocation<'a, 'b> {
     /// and printed by the dispatcher in its envelope when the command
     /// returns (see [`crate::json`]).
     pub json_body: Option<crate::json::Json>,
+    /// libibmad's diagnostics the command's `-d` and `-e` turned on
+    /// (set by [`crate::ibdiag::parse`] and the session's timeout by
+    /// [`crate::ibdiag::open_session`]).
+    pub mad_diag: crate::ibdiag::ibdebug::MadDiag,
 }
 
 /// A command's entry point.

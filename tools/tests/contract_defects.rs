@@ -269,3 +269,68 @@ fn version_says_madstack_and_the_diags_release_it_matches() {
         "{err}"
     );
 }
+
+/// `mad sweep` lists only the common options it honours: not `-e` (its
+/// failed reads are reported anyway), which it refuses as unknown; `-d`
+/// prints libibmad's `DEBUG` line for each PerfMgt query it makes.
+#[test]
+fn sweep_lists_only_the_common_options_it_honours() {
+    let o = mad(&["--sim", "sweep", "-h"], &[]);
+    let help = text(&o.stderr);
+    assert!(
+        help.contains("--debug, -d") && !help.contains("--errors, -e"),
+        "{help}"
+    );
+    let o = mad(&["--sim", "sweep", "-e"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let o = mad(&["--sim", "sweep", "-d"], &[]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.lines().any(|l| l.contains("] pma_query_via: lid ")),
+        "{err}"
+    );
+}
+
+/// `-s LID`: the SA query that resolves a `-G` GUID goes to that LID
+/// (seen in `--pcap`), and with nobody there the GUID does not resolve;
+/// without `-s` it goes to the port's SM and resolves.
+#[test]
+fn sm_port_option_sends_the_sa_query_to_that_lid() {
+    let sa_dlids = |pcap: &PathBuf| -> Vec<u16> {
+        let bytes = std::fs::read(pcap).unwrap();
+        let mut r = mad_core::pcap::PcapReader::new(&bytes[..]).unwrap();
+        let mut v = Vec::new();
+        while let Some(rec) = r.next_record().unwrap() {
+            if rec.meta.direction == mad_core::pcap::Direction::Sent && rec.mad[1] == 0x03 {
+                v.push(rec.meta.dlid);
+            }
+        }
+        v
+    };
+    // The built-in fabric's own port (ibstat -p).
+    let guid = "0x0000000000100004";
+    let pcap = tmp("sm-port.pcap");
+    let p = pcap.to_str().unwrap();
+    let o = mad(
+        &[
+            "--sim", "--pcap", p, "smpquery", "-G", "-s", "99", "-t", "100", "nodeinfo", guid,
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(255), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("mad_rpc_rmpp: _do_madrpc failed; dport (Lid 99)"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(sa_dlids(&pcap), [99, 99, 99], "three tries to LID 99");
+    let o = mad(
+        &["--sim", "--pcap", p, "smpquery", "-G", "nodeinfo", guid],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let to = sa_dlids(&pcap);
+    assert!(!to.is_empty() && !to.contains(&99), "{to:?}");
+    let _ = std::fs::remove_file(&pcap);
+}

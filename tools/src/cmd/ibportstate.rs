@@ -15,6 +15,7 @@
 //! "peer":{"port":N,"port_info":{...}}|null,"messages":[...]}`.
 
 use mad_agents::smp::SmpTarget;
+use mad_agents::QueryError;
 use mad_core::wire::attr::{NodeInfo, NodeType, PortInfo};
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::AttributeId;
@@ -233,6 +234,8 @@ struct Out {
     text: String,
     warnings: Vec<String>,
     json: Json,
+    /// Failed queries, for libibmad's `mad_rpc` warnings.
+    failed: Vec<(PortIdText, QueryError)>,
 }
 
 fn ibexit(o: Out, msg: &str) -> (Out, Option<String>) {
@@ -245,17 +248,17 @@ fn get_port_info(
     d: &Dest,
     port: i32,
     is_switch: bool,
-) -> Result<(PortInfo, bool), &'static str> {
+) -> Result<(PortInfo, bool), (&'static str, QueryError)> {
     let cap_from = if is_switch {
         Some(
             ibdiag::smp_get::<PortInfo>(s, d, AttributeId::PORT_INFO, 0)
-                .map_err(|_| "smp query port 0 portinfo failed")?,
+                .map_err(|e| ("smp query port 0 portinfo failed", e))?,
         )
     } else {
         None
     };
     let pi = ibdiag::smp_get::<PortInfo>(s, d, AttributeId::PORT_INFO, port as u32)
-        .map_err(|_| "smp query portinfo failed")?;
+        .map_err(|e| ("smp query portinfo failed", e))?;
     let cap = cap_from.as_ref().unwrap_or(&pi).capability_mask;
     Ok((
         pi.clone(),
@@ -275,11 +278,16 @@ fn work(
         text: String::new(),
         warnings: Vec::new(),
         json: Json::obj(),
+        failed: Vec::new(),
     };
     let port_op = a.op.unwrap_or(PortOp::Query);
     let changed = !a.values.is_empty();
-    let Ok(ni) = s.smp().node_info(&dest.target) else {
-        return ibexit(o, "smp query nodeinfo failed");
+    let ni = match s.smp().node_info(&dest.target) {
+        Ok(ni) => ni,
+        Err(e) => {
+            o.failed.push((dest.text.clone(), e));
+            return ibexit(o, "smp query nodeinfo failed");
+        }
     };
     let is_switch = ni.node_type == NodeType::SWITCH;
     o.json.push("is_switch", Json::Bool(is_switch));
@@ -297,7 +305,10 @@ fn work(
     }
     let (pi, espeed_cap) = match get_port_info(s, dest, portnum, is_switch) {
         Ok(x) => x,
-        Err(m) => return ibexit(o, m),
+        Err((m, e)) => {
+            o.failed.push((dest.text.clone(), e));
+            return ibexit(o, m);
+        }
     };
     o.text.push_str(&show_port_info(
         &dest.text, &pi, portnum, espeed_cap, is_switch, show_keys,
@@ -389,6 +400,7 @@ fn work(
                 if std::env::var_os("MAD_DEBUG").is_some() {
                     o.warnings.push(format!("set: {e}"));
                 }
+                o.failed.push((dest.text.clone(), e));
                 return ibexit(o, "smp set portinfo failed");
             }
         }
@@ -434,8 +446,14 @@ fn work(
                 }
             }
         }
-        let Ok(pni) = pni else {
-            return ibexit(o, "smp query nodeinfo failed");
+        let pni = match pni {
+            Ok(pni) => pni,
+            Err(e) => {
+                // libibmad names the port as it was asked (the combined
+                // route from the switch's LID).
+                o.failed.push((peer.text.clone(), e));
+                return ibexit(o, "smp query nodeinfo failed");
+            }
         };
         let peer = peer_q;
         let peer_switch = pni.node_type == NodeType::SWITCH;
@@ -443,7 +461,10 @@ fn work(
         o.text.push_str("Peer PortInfo:\n");
         let (ppi, peer_espeed) = match get_port_info(s, &peer, peer_port, peer_switch) {
             Ok(x) => x,
-            Err(m) => return ibexit(o, m),
+            Err((m, e)) => {
+                o.failed.push((peer.text.clone(), e));
+                return ibexit(o, m);
+            }
         };
         if mlnx_epi(pni.vendor_id, pni.device_id) {
             return ibexit(o, "smp query ext portinfo failed");
@@ -554,6 +575,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     let (o, err) = work(&session, &dest, portnum, &args, p.common.show_keys);
     let close = session.close();
+    for (d, e) in &o.failed {
+        ibdiag::warn_failed(inv, d, e);
+    }
     for w in &o.warnings {
         inv.io
             .err(&format!("ibwarn: [{}] {w}\n", std::process::id()));

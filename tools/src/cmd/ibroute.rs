@@ -84,8 +84,15 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     });
     drop(fast);
     let close = session.close();
-    if let Err((_, Some(e))) = &r {
+    if let Err((m, Some(e))) = &r {
         ibdiag::warn_failed(inv, &dest.text, e);
+        if m.starts_with("node info failed") {
+            // checkswitch's xdump of its NodeInfo buffer, still zero.
+            inv.io.err("nodeinfo\n");
+            for _ in 0..4 {
+                inv.io.err(&format!("{}\n", ["0000"; 8].join(" ")));
+            }
+        }
     }
     inv.io.err(&out.err);
     if p.common.json {

@@ -475,8 +475,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         ..
     } = c;
     for w in warnings {
-        inv.io
-            .err(&format!("ibwarn: [{}] smpquery: {w}\n", std::process::id()));
+        // Raised by infiniband-diags' is_port_info_extended_supported.
+        inv.io.err(&ibdiag::ibdebug::ibwarn(
+            "is_port_info_extended_supported",
+            &w,
+        ));
     }
     if let Some(e) = &failed {
         ibdiag::warn_failed(inv, &dest.text, e);

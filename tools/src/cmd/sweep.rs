@@ -29,10 +29,12 @@ use crate::ibdiag::OPT_PER_NODE;
 /// The options of `mad sweep`: its sweep window.
 pub const OPTS: &[Opt] = &ibdiag::SWEEP_WINDOW_OPTS;
 
-/// The command line of `mad sweep`.
+/// The command line of `mad sweep`: no destination options, no `-s`
+/// (no GUID to resolve), no `-e` (every port whose counters could not be
+/// read is reported anyway, a line each).
 pub const SPEC: ToolSpec<'static> = ToolSpec {
     opts: OPTS,
-    exclude: "DGLKs",
+    exclude: "DGLKse",
     usage_args: "",
     examples: &["--json", "-o 64 --per-node 2"],
 };

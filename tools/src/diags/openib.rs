@@ -6,29 +6,21 @@ use mad_core::wire::openib::{host_and_domain, OPENIB_CLASS_VERSION};
 use mad_core::wire::{Mad, Method, MgmtClass, VENDOR_DATA_OFFSET};
 
 use crate::command::{CliError, Invocation};
-use crate::ibdiag::{self, Common, Dest, DestType};
+use crate::ibdiag::{self, Common, Dest};
 use crate::session::Session;
 
-/// `resolve_portid_str` of the destination `arg`; a GUID the SA does not
-/// resolve is warned as libibmad warns (`ib_path_query_via: sa call
-/// path_query failed`) before the `IBEXIT`.
+/// `resolve_portid_str` of the destination `arg` (a GUID the SA does not
+/// resolve is warned by [`ibdiag::resolve_dest`] as libibmad warns).
 ///
 /// # Errors
 /// The `IBEXIT` when `arg` does not resolve.
 pub fn dest(
-    inv: &mut Invocation<'_, '_>,
+    _inv: &mut Invocation<'_, '_>,
     session: Session,
     common: &Common,
     arg: &str,
 ) -> Result<(Session, Dest), CliError> {
-    let r = ibdiag::dest_arg(session, common, arg);
-    if r.is_err() && common.dest_type == DestType::Guid {
-        inv.io.err(&format!(
-            "ibwarn: [{}] ib_path_query_via: sa call path_query failed\n",
-            std::process::id()
-        ));
-    }
-    r
+    ibdiag::dest_arg(session, common, arg)
 }
 
 /// This host's `hostname.domainname` (`get_host_and_domain`; Linux says
@@ -91,14 +83,10 @@ pub fn serve(
 }
 
 /// libibmad's warning for a vendor call that got no answer
-/// (`ib_vendor_call_via` goes through `mad_rpc_rmpp`); a status answer
-/// or a malformed one is not warned.
+/// (`ib_vendor_call_via` goes through `mad_rpc_rmpp`), after what `-e`
+/// shows of it; a status answer or a malformed one is not warned without
+/// `-e`.
 pub fn warn_vendor_failed(inv: &mut Invocation<'_, '_>, dest: &str, e: &mad_agents::QueryError) {
-    use mad_agents::QueryError;
-    if !matches!(e, QueryError::Status { .. } | QueryError::Malformed(_)) {
-        inv.io.err(&format!(
-            "ibwarn: [{}] mad_rpc_rmpp: _do_madrpc failed; dport ({dest})\n",
-            std::process::id()
-        ));
-    }
+    let lines = crate::ibdiag::ibdebug::rpc_failure_lines(&inv.mad_diag, "mad_rpc_rmpp", &dest, e);
+    inv.io.err(&lines);
 }

@@ -59,11 +59,14 @@ pub fn open_session(inv: &mut Invocation<'_, '_>, common: &Common) -> Result<Ses
     if common.port.is_some() {
         opts.port = common.port;
     }
+    opts.debug = common.debug;
+    opts.sm_lid = common.sm_lid;
     match Session::open(&opts) {
         Ok(mut s) => {
             if let Some(ms) = common.timeout_ms {
                 s.set_timeout(Duration::from_millis(u64::from(ms)));
             }
+            inv.mad_diag.timeout_ms = u64::try_from(s.timeout().as_millis()).unwrap_or(u64::MAX);
             s.set_m_key(common.m_key);
             if common.verbose > 0 {
                 inv.io.err(&format!("# {}\n", s.describe()));
@@ -186,6 +189,13 @@ pub fn str2drpath(s: &str) -> Option<Vec<u8>> {
     (v.len() <= 64).then_some(v)
 }
 
+/// libibmad's `DEBUG` line of `str2drpath` (`-d`).
+fn debug_str2drpath(common: &Common, route: &str) {
+    if common.debug > 0 {
+        super::ibdebug::eprint_ibwarn("str2drpath", &format!("DR str: {route}"));
+    }
+}
+
 /// `resolve_portid_str`: the destination `addr` read as `dest_type`.
 /// `None` where the C function returns -1 ("can't resolve destination
 /// port").
@@ -200,13 +210,20 @@ pub fn resolve_dest(
             let lid = c_strtol(addr);
             (1..=0xBFFF).contains(&lid).then(|| Dest::lid(lid as u16))
         }
-        DestType::DrPath => Dest::dr(&str2drpath(addr)?),
+        DestType::DrPath => {
+            debug_str2drpath(common, addr);
+            Dest::dr(&str2drpath(addr)?)
+        }
         DestType::Guid => {
             let guid = c_strtoul(addr);
             if guid == 0 {
                 return None;
             }
-            resolve_guid(session, common, guid).map(Dest::lid)
+            // The destination's resolution prints as libibmad's does, on
+            // the process's stderr (no command streams here).
+            let (lid, told) = resolve_guid_told(session, common, guid);
+            eprint!("{told}");
+            lid.map(Dest::lid)
         }
         DestType::DrSlid => {
             let lid = c_strtol(addr);
@@ -220,6 +237,7 @@ pub fn resolve_dest(
                 .find(|c: char| !c.is_ascii_alphanumeric())
                 .unwrap_or(addr.len());
             let route = addr.get(digits + 1..).unwrap_or("");
+            debug_str2drpath(common, route);
             let path = str2drpath(route)?;
             let self_lid = session.port_attrs().lid;
             let hops = path.get(1..).unwrap_or(&[]);
@@ -240,8 +258,23 @@ pub fn resolve_dest(
 }
 
 /// The LID of the port with GUID `guid`, from a PathRecord the SA gives
-/// for our GID to its GID (`resolve_guid`).
-pub fn resolve_guid(session: &mut Session, _common: &Common, guid: u64) -> Option<u16> {
+/// for our GID to its GID (`resolve_guid`), the SA reached at `-s` or
+/// the port's SM LID; nothing printed ([`resolve_guid_told`] tells).
+pub fn resolve_guid(session: &mut Session, common: &Common, guid: u64) -> Option<u16> {
+    resolve_guid_told(session, common, guid).0
+}
+
+/// [`resolve_guid`], with what libibmad prints on stderr meanwhile:
+/// with `-d`, `sa_rpc_call`'s `DEBUG` line; on failure, with no SM LID
+/// `sa_rpc_call: only lid routes are supported`, with no answer
+/// `mad_rpc_rmpp: _do_madrpc failed; dport (Lid N)` (after `-e`'s
+/// lines), then `ib_path_query_via: sa call path_query failed`.
+pub fn resolve_guid_told(
+    session: &mut Session,
+    common: &Common,
+    guid: u64,
+) -> (Option<u16>, String) {
+    use super::ibdebug::{ibwarn, rpc_failure_lines, MadDiag};
     let a = session.port_attrs();
     let prefix = if a.gid_prefix != 0 {
         a.gid_prefix
@@ -256,7 +289,24 @@ pub fn resolve_guid(session: &mut Session, _common: &Common, guid: u64) -> Optio
     };
     let sgid = gid(a.port_guid);
     let dgid = gid(guid);
-    let sa = session.sa().ok()?;
+    let sa_lid = session.sa_lid();
+    let sa_dest = PortIdText::lid(sa_lid);
+    let mut told = String::new();
+    if common.debug > 0 {
+        told.push_str(&ibwarn(
+            "sa_rpc_call",
+            &format!("attr 0x35 mod 0x0 route {sa_dest}"),
+        ));
+    }
+    let path_query_failed = ibwarn("ib_path_query_via", "sa call path_query failed");
+    if sa_lid == 0 {
+        told.push_str(&ibwarn("sa_rpc_call", "only lid routes are supported"));
+        told.push_str(&path_query_failed);
+        return (None, told);
+    }
+    let Ok(sa) = session.sa() else {
+        return (None, told);
+    };
     // ib_path_query_via: a PathRecord Get by SGID and DGID.
     let t = mad_core::wire::sa_records::PathRecord {
         sgid,
@@ -268,13 +318,30 @@ pub fn resolve_guid(session: &mut Session, _common: &Common, guid: u64) -> Optio
     let pr = match sa.get(&t, mask) {
         Ok(pr) => pr,
         Err(e) => {
-            if std::env::var_os("MAD_DEBUG").is_some() {
-                eprintln!("resolve_guid: {e}");
-            }
-            return None;
+            let diag = MadDiag {
+                debug: common.debug,
+                show_errors: common.errors || common.debug > 0,
+                timeout_ms: u64::try_from(session.timeout().as_millis()).unwrap_or(u64::MAX),
+            };
+            let e = match e {
+                mad_agents::sa::SaError::Timeout { attempts, .. } => QueryError::Timeout {
+                    retries: attempts.saturating_sub(1),
+                },
+                mad_agents::sa::SaError::Transfer(st) => QueryError::Failed(st),
+                other => match other.status() {
+                    Some(st) => QueryError::Status {
+                        status: mad_core::wire::MadStatus(st),
+                        meaning: "",
+                    },
+                    None => QueryError::Malformed(other.to_string()),
+                },
+            };
+            told.push_str(&rpc_failure_lines(&diag, "mad_rpc_rmpp", &sa_dest, &e));
+            told.push_str(&path_query_failed);
+            return (None, told);
         }
     };
-    (pr.dlid != 0).then_some(pr.dlid)
+    ((pr.dlid != 0).then_some(pr.dlid), told)
 }
 
 /// A Get of an SMP attribute at `d`. A combined route (a LID with a
@@ -333,17 +400,26 @@ pub fn resolve_guid_warned(
     tail: &str,
 ) -> (u64, bool) {
     let guid = c_strtoul(g);
-    let resolved = guid != 0 && resolve_guid(session, common, guid).is_some();
+    let resolved = guid != 0 && {
+        let (lid, told) = resolve_guid_told(session, common, guid);
+        inv.io.err(&told);
+        lid.is_some()
+    };
     if !resolved {
         let pid = std::process::id();
-        if session.port_attrs().sm_lid == 0 {
+        // A query that was made told its own failure.
+        if guid == 0 {
+            if session.sa_lid() == 0 {
+                inv.io.err(&format!(
+                    "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
+                ));
+            }
             inv.io.err(&format!(
-                "ibwarn: [{pid}] sa_rpc_call: only lid routes are supported\n"
+                "ibwarn: [{pid}] ib_path_query_via: sa call path_query failed\n"
             ));
         }
         inv.io.err(&format!(
-            "ibwarn: [{pid}] ib_path_query_via: sa call path_query failed\n\
-             ibwarn: [{pid}] main: Failed to resolve {g}; attempting full scan{tail}"
+            "ibwarn: [{pid}] main: Failed to resolve {g}; attempting full scan{tail}"
         ));
     }
     (guid, resolved)

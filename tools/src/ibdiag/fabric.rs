@@ -54,6 +54,9 @@ pub fn run_scan(
     max_depth: Option<usize>,
     pick: &mut dyn FnMut(&Gathered) -> Option<Scan>,
 ) -> Result<(Discovery, Vec<String>), CliError> {
+    // libibnetdisc's SMPs print no libibmad DEBUG line (-d); the tool's
+    // own queries after the discovery do again (when this guard drops).
+    let _quiet = session.discovering();
     let mut ex = AgentExchange::new(session.runtime()).map_err(|e| {
         inv.io.err(&format!("{}: {e}\n", inv.prog));
         CliError::IbExit("discover failed".into())

@@ -9,6 +9,7 @@
 //!   print, the JSON result and its incomplete marks;
 //! - [`fabric`]: what the fabric-wide tools share (a discovery, its
 //!   limits, the node name map, how a link is printed);
+//! - [`ibdebug`]: libibmad's debug and error lines (`-d`, `-e`);
 //! - [`trace`]: ibtracert's route walk, also used by ibportstate;
 //! - [`fts`]: a switch's forwarding tables as ibroute and dump_fts print them.
 //!
@@ -19,6 +20,7 @@ pub mod dest;
 pub mod fabric;
 pub mod fts;
 pub mod getopt_std;
+pub mod ibdebug;
 pub mod ops;
 pub mod options;
 pub mod perl_cache;

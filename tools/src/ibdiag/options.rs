@@ -205,7 +205,8 @@ pub struct Common {
     pub port: Option<u32>,
     /// `-t` in milliseconds.
     pub timeout_ms: Option<u32>,
-    /// `-s`: the SM's LID.
+    /// `-s`: the LID SA queries go to instead of the port's SM LID (as
+    /// `ibd_sm_id`: the SA PathRecord that resolves a `-G` GUID).
     pub sm_lid: Option<u16>,
     /// `-K`.
     pub show_keys: bool,
@@ -213,9 +214,9 @@ pub struct Common {
     pub m_key: u64,
     /// `-v` count.
     pub verbose: u32,
-    /// `-d` count.
+    /// `-d` count: libibmad's debug lines ([`super::ibdebug`]).
     pub debug: u32,
-    /// `-e`.
+    /// `-e`: libibmad's send and receive errors ([`super::ibdebug`]).
     pub errors: bool,
     /// `--json`.
     pub json: bool,
@@ -436,6 +437,9 @@ pub fn parse(inv: &mut Invocation<'_, '_>, spec: &ToolSpec<'_>) -> Result<Parsed
     }
     p.common.json |= inv.session.json;
     inv.session.json = p.common.json;
+    // `-d` also shows the errors (`madrpc_show_errors(1)` in both cases).
+    inv.mad_diag.debug = p.common.debug;
+    inv.mad_diag.show_errors = p.common.errors || p.common.debug > 0;
     Ok(p)
 }
 

@@ -23,12 +23,11 @@ pub fn rpc_failed_warning(dest: &PortIdText) -> String {
 }
 
 /// Prints libibmad's warning for a failed query (a timeout or transport
-/// failure; a status answer prints nothing there).
+/// failure; a status answer prints nothing there unless `-e` or `-d`
+/// show the errors, see [`super::ibdebug`]).
 pub fn warn_failed(inv: &mut Invocation<'_, '_>, dest: &PortIdText, e: &QueryError) {
-    match e {
-        QueryError::Status { .. } | QueryError::Malformed(_) => {}
-        _ => inv.io.err(&rpc_failed_warning(dest)),
-    }
+    let lines = super::ibdebug::rpc_failure_lines(&inv.mad_diag, "mad_rpc", dest, e);
+    inv.io.err(&lines);
 }
 
 /// The JSON object of an attribute: its fields by their snake-case

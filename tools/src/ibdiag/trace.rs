@@ -109,6 +109,8 @@ pub(crate) struct Tracer<'a> {
     pub(crate) force: bool,
     pub(crate) text: String,
     pub(crate) warn: String,
+    /// What `-e` / `-d` show of a failed query ([`super::ibdebug`]).
+    pub(crate) diag: super::ibdebug::MadDiag,
     pub(crate) hops: Vec<Json>,
     pub(crate) ends: Vec<(&'static str, Json)>,
 }
@@ -148,12 +150,27 @@ impl Tracer<'_> {
         r
     }
 
-    /// `get_node`: NodeInfo, NodeDescription, PortInfo (port 0) at `at`.
-    pub(crate) fn get_node(&self, at: &PortId) -> Option<(Node, Port)> {
+    /// `get_node`: NodeInfo, NodeDescription, PortInfo (port 0) at `at`;
+    /// a failed query warned as libibmad's `mad_rpc` warns.
+    pub(crate) fn get_node(&mut self, at: &PortId) -> Option<(Node, Port)> {
         let t = at.target()?;
-        let ni = self.s.smp().node_info(&t).ok()?;
-        let nd = self.s.smp().node_description(&t).ok()?;
-        let pi = self.s.smp().port_info(&t, 0).ok()?;
+        let r = self.s.smp().node_info(&t).and_then(|ni| {
+            let nd = self.s.smp().node_description(&t)?;
+            let pi = self.s.smp().port_info(&t, 0)?;
+            Ok((ni, nd, pi))
+        });
+        let (ni, nd, pi) = match r {
+            Ok(x) => x,
+            Err(e) => {
+                self.warn.push_str(&super::ibdebug::rpc_failure_lines(
+                    &self.diag,
+                    "mad_rpc",
+                    &at.text(),
+                    &e,
+                ));
+                return None;
+            }
+        };
         Some((
             Node {
                 guid: ni.node_guid,
@@ -469,6 +486,7 @@ pub fn dr_route_to(s: &Session, lid: u16) -> Option<Vec<u8>> {
         force: false,
         text: String::new(),
         warn: String::new(),
+        diag: super::ibdebug::MadDiag::default(),
         hops: Vec::new(),
         ends: Vec::new(),
     };

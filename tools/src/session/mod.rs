@@ -16,6 +16,7 @@
 //! SMP / PerfMgt / SA clients of mad-agents on top. `--pcap FILE` wraps
 //! the transport in a [`pcap::PcapTap`].
 
+pub mod debug;
 pub mod pcap;
 pub mod sim;
 
@@ -63,6 +64,11 @@ pub struct SessionOpts {
     pub pcap: Option<PathBuf>,
     /// `--json` given globally.
     pub json: bool,
+    /// `-d` count: libibmad's debug line for each SMP and PerfMgt
+    /// request sent ([`debug::DebugTap`]).
+    pub debug: u32,
+    /// `-s`: where SA queries go instead of the port's SM LID.
+    pub sm_lid: Option<u16>,
 }
 
 /// Why a session could not be opened.
@@ -139,6 +145,8 @@ pub struct Session {
     smp: SmpClient,
     perf: PerfClient,
     sa: Option<SaClient>,
+    sm_lid: Option<u16>,
+    debug: Option<debug::WalkNames>,
     timeout: Duration,
     retries: u32,
 }
@@ -151,6 +159,18 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// A discovery under way ([`Session::discovering`]).
+#[derive(Debug)]
+pub struct Discovering<'a>(&'a Session);
+
+impl Drop for Discovering<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = &self.0.debug {
+            w.as_given();
+        }
+    }
+}
+
 /// libibmad's default response timeout (`MAD_DEF_TIMEOUT_MS`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1000);
 /// Resends after the first try: libibmad tries `MAD_DEF_RETRIES` (3)
@@ -160,10 +180,17 @@ pub const DEFAULT_RETRIES: u32 = 2;
 fn start<T: Transport + 'static>(
     t: T,
     capture: Option<&pcap::Capture>,
+    debug: Option<&debug::WalkNames>,
 ) -> Result<Runtime, OpenError> {
-    let r = match capture {
-        Some(c) => Runtime::start(pcap::PcapTap::new(t, c.clone()), EngineConfig::default()),
-        None => Runtime::start(t, EngineConfig::default()),
+    let cfg = EngineConfig::default();
+    let r = match (capture, debug) {
+        (Some(c), Some(w)) => Runtime::start(
+            debug::DebugTap::new(pcap::PcapTap::new(t, c.clone()), w.clone()),
+            cfg,
+        ),
+        (Some(c), None) => Runtime::start(pcap::PcapTap::new(t, c.clone()), cfg),
+        (None, Some(w)) => Runtime::start(debug::DebugTap::new(t, w.clone()), cfg),
+        (None, None) => Runtime::start(t, cfg),
     };
     r.map_err(|e| open_err(format!("cannot start the agent runtime: {e}")))
 }
@@ -179,6 +206,7 @@ impl Session {
             Some(p) => Some(pcap::Capture::create(p).map_err(open_err)?),
             None => None,
         };
+        let debug = (opts.debug > 0).then(debug::WalkNames::default);
         let choice = match &opts.transport {
             TransportChoice::Auto if opts.ca.is_some() || opts.port.is_some() => {
                 TransportChoice::Umad
@@ -200,14 +228,17 @@ impl Session {
                 let f = sim::bring_up(topo.as_deref()).map_err(open_err)?;
                 let at = f.endpoint_at(opts.sim_node.as_deref()).map_err(open_err)?;
                 let port = f.attach(at).map_err(open_err)?;
-                (start(port, capture.as_ref())?, Backend::Sim(Box::new(f)))
+                (
+                    start(port, capture.as_ref(), debug.as_ref())?,
+                    Backend::Sim(Box::new(f)),
+                )
             }
             TransportChoice::IbSim => {
                 let cfg = IbSimConfig::from_env();
                 let where_ = cfg.location();
                 let t = IbSimTransport::attach(cfg)
                     .map_err(|e| open_err(format!("cannot attach to ibsim at {where_}: {e}")))?;
-                (start(t, capture.as_ref())?, Backend::IbSim)
+                (start(t, capture.as_ref(), debug.as_ref())?, Backend::IbSim)
             }
             TransportChoice::Umad | TransportChoice::Auto => {
                 let port = opts.port.unwrap_or(0);
@@ -217,7 +248,10 @@ impl Session {
                 let t = UmadTransport::open(opts.ca.as_deref(), port)
                     .map_err(|e| open_err(e.to_string()))?;
                 let ca = t.port_attrs().ca_name.clone();
-                (start(t, capture.as_ref())?, Backend::Umad { ca })
+                (
+                    start(t, capture.as_ref(), debug.as_ref())?,
+                    Backend::Umad { ca },
+                )
             }
         };
         let smp = SmpClient::new(&rt).map_err(|e| open_err(format!("SMP agent: {e}")))?;
@@ -229,6 +263,8 @@ impl Session {
             smp,
             perf,
             sa: None,
+            sm_lid: opts.sm_lid,
+            debug,
             timeout: DEFAULT_TIMEOUT,
             retries: DEFAULT_RETRIES,
         };
@@ -303,7 +339,35 @@ impl Session {
         mad_agents::query::response_bytes(&c, attr).map(<[u8]>::to_vec)
     }
 
-    /// The SA client (created on first use).
+    /// Says that the command walks the fabric now: with `-d`, the
+    /// directed routes it sends are named as ibtracert names its own
+    /// ([`debug::WalkNames::walk`]).
+    pub fn walking(&self) {
+        if let Some(w) = &self.debug {
+            w.walk();
+        }
+    }
+
+    /// Says that the command discovers the fabric until the guard is
+    /// dropped: with `-d`, its SMPs print no line, as libibnetdisc's do
+    /// not ([`debug::WalkNames::discover`]); afterwards the requests print
+    /// their lines again.
+    #[must_use = "the discovery ends when the guard drops"]
+    pub fn discovering(&self) -> Discovering<'_> {
+        if let Some(w) = &self.debug {
+            w.discover();
+        }
+        Discovering(self)
+    }
+
+    /// The LID SA queries go to: `-s`, else the port's SM LID (0: none).
+    #[must_use]
+    pub fn sa_lid(&self) -> u16 {
+        self.sm_lid.unwrap_or_else(|| self.port_attrs().sm_lid)
+    }
+
+    /// The SA client (created on first use): its queries go to QP1 at
+    /// [`Self::sa_lid`].
     ///
     /// # Errors
     /// The SA agent cannot be registered.
@@ -313,6 +377,7 @@ impl Session {
                 timeout: self.timeout,
                 retries: self.retries,
                 receive_reports: false,
+                sa_address: self.sm_lid.map(mad_core::transport::Address::gsi),
                 ..SaClientConfig::default()
             };
             let c = SaClient::new(self.runtime(), cfg).map_err(|e| format!("SA client: {e}"))?;

@@ -119,6 +119,12 @@ pub fn summarize(o: &Output) -> Run {
 
 /// Our `mad --ibsim TOOL ARGS` against `sim`.
 pub fn ours(sim: &IbSim, tool: &str, args: &[&str]) -> Run {
+    summarize(&ours_output(sim, tool, args))
+}
+
+/// Our `mad --ibsim TOOL ARGS` against `sim`: what the process gave
+/// (a panic fails the test).
+pub fn ours_output(sim: &IbSim, tool: &str, args: &[&str]) -> Output {
     let o = Command::new(env!("CARGO_BIN_EXE_mad"))
         .current_dir(std::env::temp_dir())
         .arg("--ibsim")
@@ -131,19 +137,23 @@ pub fn ours(sim: &IbSim, tool: &str, args: &[&str]) -> Run {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    let r = summarize(&o);
     assert!(
         !String::from_utf8_lossy(&o.stderr).contains("panicked"),
         "{tool} {args:?} panicked: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    r
+    o
 }
 
 /// infiniband-diags' `tool args` under libumad2sim against `sim`, by
 /// its bare name (found in PATH, so that argv[0] is the bare name as
 /// ours is).
 pub fn theirs(sim: &IbSim, tool: &str, args: &[&str]) -> Run {
+    summarize(&theirs_output(sim, tool, args))
+}
+
+/// As [`theirs`]: what the process gave.
+pub fn theirs_output(sim: &IbSim, tool: &str, args: &[&str]) -> Output {
     let dir = sbin(tool).parent().unwrap().to_path_buf();
     let o = support::output_attached(tool, || {
         let mut c = sim.umad2sim_command(tool);
@@ -155,7 +165,69 @@ pub fn theirs(sim: &IbSim, tool: &str, args: &[&str]) -> Run {
         .stdin(Stdio::null());
         c
     });
-    summarize(&o)
+    o
+}
+
+/// A run with all of its stderr: libumad2sim's own lines left out, and
+/// the PIDs of libibmad's `[PID]` and `[pid PID]` masked in both streams.
+#[derive(Debug, PartialEq, Eq)]
+pub struct FullRun {
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// The exit status.
+    pub code: Option<i32>,
+}
+
+/// `text` with each `[PID]` and `[pid PID]` of libibmad's lines masked.
+pub fn mask_pids(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find('[') {
+        out.push_str(&rest[..=i]);
+        rest = &rest[i + 1..];
+        let (prefix, body) = match rest.strip_prefix("pid ") {
+            Some(b) => ("pid ", b),
+            None => ("", rest),
+        };
+        let digits = body.len() - body.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 && body[digits..].starts_with(']') {
+            out.push_str(prefix);
+            out.push_str("PID");
+            rest = &body[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// [`FullRun`] of a finished process.
+pub fn full(o: &Output) -> FullRun {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let stderr: String = err
+        .lines()
+        .filter(|l| !l.contains("sim_connect: attached as client"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    FullRun {
+        stdout: mask_pids(&String::from_utf8_lossy(&o.stdout)),
+        stderr: mask_pids(&stderr),
+        code: o.status.code(),
+    }
+}
+
+/// Compares one case with all of stderr ([`FullRun`]); a difference is
+/// collected in `fails`.
+pub fn compare_full(sim: &IbSim, what: &str, tool: &str, args: &[&str], fails: &mut Vec<String>) {
+    let t = full(&theirs_output(sim, tool, args));
+    let o = full(&ours_output(sim, tool, args));
+    if t != o {
+        fails.push(format!(
+            "{what}: {tool} {args:?}\n--- infiniband-diags ({:?}):\n{}{}--- ours ({:?}):\n{}{}",
+            t.code, t.stderr, t.stdout, o.code, o.stderr, o.stdout
+        ));
+    }
 }
 
 /// Compares one case; a difference is collected in `fails`.

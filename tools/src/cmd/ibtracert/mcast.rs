@@ -49,10 +49,7 @@ pub(super) fn trace(t: &mut Tracer<'_>, src: &PortId, dest: u16, mlid: u32, dump
     let target = match t.get_node(&PortId::lid(dest)) {
         Some((_, p)) => p.guid,
         None => {
-            // libibmad's warning for the unanswered NodeInfo first.
-            let to = PortId::lid(dest).text();
-            t.warn
-                .push_str(&crate::ibdiag::report::rpc_failed_warning(&to));
+            // (get_node warned as libibmad does for the failed query.)
             t.warn("find_target_portguid", "can't find to port\n");
             u64::MAX
         }

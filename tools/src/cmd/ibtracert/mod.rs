@@ -85,6 +85,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         c.dest_type = DestType::Lid;
     }
     let mut session = ibdiag::open_session(inv, &c)?;
+    session.walking();
     let pairs: Vec<(String, String, usize)> = match &ports_file {
         None => vec![(p.args[0].clone(), p.args[1].clone(), 0)],
         Some(f) => match read_pairs(f) {
@@ -117,6 +118,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             force: p.has('f' as i32),
             text: String::new(),
             warn: String::new(),
+            diag: inv.mad_diag,
             hops: Vec::new(),
             ends: Vec::new(),
         };

@@ -101,8 +101,14 @@ impl Ctx<'_> {
                     get_table,
                 };
                 if get_table && a.bytes.len() == 256 {
-                    // An RMPP answer cut to one MAD (libumad2sim).
-                    let flags = a.bytes.get(25).copied().unwrap_or(0);
+                    // An RMPP answer cut to one MAD (ibsim, libumad2sim):
+                    // RMPPFlags (the low 3 bits of byte 26) say Active but
+                    // not First and Last together — OpenSM's answers through
+                    // ibsim carry Active alone, the built-in SA's
+                    // Active|First. (Byte 25, RMPPType, was read here
+                    // before: DATA (1) from the built-in SA passed for
+                    // Active, OpenSM's 0 hid every cut table.)
+                    let flags = a.bytes.get(26).copied().unwrap_or(0) & 0x07;
                     if flags & 1 != 0 && flags & 6 != 6 {
                         self.truncated = true;
                         self.truncated_why = Some(format!(

@@ -1,0 +1,268 @@
+//! `-d`: libibmad's `DEBUG` line for each request a tool makes, written
+//! as the request goes out (the transport layer sees every MAD whichever
+//! client sends it): `smp_query_status_via` / `smp_set_status_via` for an
+//! SMP Get / Set (`attr 0x11 mod 0x0 route Lid 1`), `pma_query_via` /
+//! `performance_reset_via` for a PerfMgt Get / Set (`lid 1 port 0`, with
+//! `mask 0x...` for a reset). A resend (the same TID) is not a new query
+//! and prints nothing (libibmad prints these lines once, before its
+//! tries).
+//!
+//! A directed route is named as the tool named it: a route given on the
+//! command line (`-D 0,1`) with DR SLID and DLID 65535, as `str2drpath`
+//! sets them; the routes a fabric walk builds (libibnetdisc, ibtracert)
+//! with 0 and 0, as their zeroed `ib_portid_t` has them (both go out as
+//! the permissive LID): [`WalkNames`]. A discovery (libibnetdisc's
+//! engine, which sends its SMPs without libibmad's query functions)
+//! prints none. The lines go to the process's stderr, as libibmad's do
+//! ([`crate::ibdiag::ibdebug`]).
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use mad_core::transport::{Address, Qp, Transport, TransportError, WrId};
+
+use crate::diags::PortIdText;
+
+/// TIDs remembered to tell a resend from a new query: more than any
+/// command keeps in flight, so memory stays bounded however long a
+/// command runs.
+const TIDS_KEPT: usize = 4096;
+
+const PERMISSIVE_LID: u16 = 0xFFFF;
+
+/// A transport layer printing libibmad's `DEBUG` line for each new SMP
+/// and PerfMgt request it posts.
+pub struct DebugTap<T: Transport> {
+    inner: T,
+    seen: HashSet<u64>,
+    order: VecDeque<u64>,
+    walk: WalkNames,
+}
+
+/// How the requests sent from now on are told (as given by default): set once the command
+/// walks the fabric ([`WalkNames::walk`]) or discovers it
+/// ([`WalkNames::discover`]).
+#[derive(Debug, Clone, Default)]
+pub struct WalkNames(Arc<AtomicU8>);
+
+const AS_GIVEN: u8 = 0;
+const NAMED_AS_WALK: u8 = 1;
+const DISCOVERY: u8 = 2;
+
+impl WalkNames {
+    /// Directed routes with the permissive DR SLID and DLID are named
+    /// with 0 and 0 (ibtracert's walk).
+    pub fn walk(&self) {
+        self.0.store(NAMED_AS_WALK, Ordering::Relaxed);
+    }
+
+    /// No line (libibnetdisc's discovery).
+    pub fn discover(&self) {
+        self.0.store(DISCOVERY, Ordering::Relaxed);
+    }
+
+    /// Lines again, directed routes named as given (the default).
+    pub fn as_given(&self) {
+        self.0.store(AS_GIVEN, Ordering::Relaxed);
+    }
+}
+
+impl<T: Transport> DebugTap<T> {
+    /// Wraps `inner`; `walk` says how directed routes are named.
+    pub fn new(inner: T, walk: WalkNames) -> Self {
+        Self {
+            inner,
+            seen: HashSet::new(),
+            order: VecDeque::new(),
+            walk,
+        }
+    }
+
+    /// The line for `mad` to `dest` unless its TID was seen (a resend).
+    fn note(&mut self, mad: &[u8], dest: &Address) {
+        let state = self.walk.0.load(Ordering::Relaxed);
+        if state == DISCOVERY {
+            return;
+        }
+        let Some(line) = debug_line(mad, dest, state == NAMED_AS_WALK) else {
+            return;
+        };
+        let Some(tid) = mad.get(8..16).and_then(|b| <[u8; 8]>::try_from(b).ok()) else {
+            return;
+        };
+        let tid = u64::from_be_bytes(tid);
+        if !self.seen.insert(tid) {
+            return;
+        }
+        self.order.push_back(tid);
+        if self.order.len() > TIDS_KEPT {
+            if let Some(old) = self.order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+        let (func, msg) = line;
+        crate::ibdiag::ibdebug::eprint_ibwarn(func, &msg);
+    }
+}
+
+fn be16(mad: &[u8], at: usize) -> u16 {
+    mad.get(at..at + 2)
+        .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+}
+
+fn be32(mad: &[u8], at: usize) -> u32 {
+    mad.get(at..at + 4)
+        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// libibmad's function and `DEBUG` text for the request `mad` to `dest`,
+/// if it is an SMP or a PerfMgt Get or Set; `walk`: a permissive DR SLID
+/// and DLID are named 0 ([`WalkNames`]).
+#[must_use]
+pub fn debug_line(mad: &[u8], dest: &Address, walk: bool) -> Option<(&'static str, String)> {
+    let class = *mad.get(1)?;
+    let method = *mad.get(3)?;
+    let attr = be16(mad, 16);
+    let attr_mod = be32(mad, 20);
+    match (class, method) {
+        (0x01 | 0x81, 0x01 | 0x02) => {
+            let route = if class == 0x01 {
+                PortIdText::lid(dest.lid)
+            } else {
+                let hops = usize::from(*mad.get(7)? & 0x3F);
+                let named = |lid: u16| {
+                    if walk && lid == PERMISSIVE_LID {
+                        0
+                    } else {
+                        lid
+                    }
+                };
+                PortIdText {
+                    lid: if dest.lid == PERMISSIVE_LID {
+                        0
+                    } else {
+                        dest.lid
+                    },
+                    gid: None,
+                    drslid: named(be16(mad, 32)),
+                    drdlid: named(be16(mad, 34)),
+                    path: mad.get(128..=128 + hops)?.to_vec(),
+                }
+            };
+            let func = if method == 0x01 {
+                "smp_query_status_via"
+            } else {
+                "smp_set_status_via"
+            };
+            Some((
+                func,
+                format!("attr 0x{attr:x} mod 0x{attr_mod:x} route {route}"),
+            ))
+        }
+        (0x04, 0x01) => Some((
+            "pma_query_via",
+            format!("lid {} port {}", dest.lid, mad.get(65)?),
+        )),
+        (0x04, 0x02) => Some((
+            "performance_reset_via",
+            format!(
+                "lid {} port {} mask 0x{:x}",
+                dest.lid,
+                mad.get(65)?,
+                be16(mad, 66)
+            ),
+        )),
+        _ => None,
+    }
+}
+
+mad_core::transport_layer!([T: Transport] DebugTap<T>, inner: T);
+
+impl<T: Transport> Transport for DebugTap<T> {
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        self.note(mad, dest);
+        self.inner.post_send(qp, mad, dest)
+    }
+
+    fn post_request(
+        &mut self,
+        qp: Qp,
+        mad: &[u8],
+        dest: &Address,
+        wait: std::time::Duration,
+    ) -> Result<WrId, TransportError> {
+        self.note(mad, dest);
+        self.inner.post_request(qp, mad, dest, wait)
+    }
+
+    mad_core::forward_transport!(
+        poll_recv,
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        poll_send_completions,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues,
+        raw_fd,
+        watch_fd,
+        bounded_far_side,
+        register_requests,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn smp(class: u8, method: u8, attr: u16, attr_mod: u32) -> Vec<u8> {
+        let mut m = vec![0u8; 256];
+        m[0] = 1;
+        m[1] = class;
+        m[2] = 1;
+        m[3] = method;
+        m[16..18].copy_from_slice(&attr.to_be_bytes());
+        m[20..24].copy_from_slice(&attr_mod.to_be_bytes());
+        m
+    }
+
+    #[test]
+    fn smp_and_pma_requests_get_libibmads_debug_text() {
+        let m = smp(0x01, 0x01, 0x11, 0);
+        assert_eq!(
+            debug_line(&m, &Address::smi(1), false),
+            Some((
+                "smp_query_status_via",
+                "attr 0x11 mod 0x0 route Lid 1".to_owned()
+            ))
+        );
+        let mut dr = smp(0x81, 0x02, 0x15, 3);
+        dr[7] = 1;
+        dr[32..34].copy_from_slice(&0xFFFFu16.to_be_bytes());
+        dr[34..36].copy_from_slice(&0xFFFFu16.to_be_bytes());
+        dr[129] = 1;
+        assert_eq!(
+            debug_line(&dr, &Address::smi(PERMISSIVE_LID), false),
+            Some((
+                "smp_set_status_via",
+                "attr 0x15 mod 0x3 route DR path slid 65535; dlid 65535; 0,1".to_owned()
+            ))
+        );
+        let mut pma = smp(0x04, 0x01, 0x12, 0);
+        pma[65] = 2;
+        assert_eq!(
+            debug_line(&dr, &Address::smi(PERMISSIVE_LID), true).map(|l| l.1),
+            Some("attr 0x15 mod 0x3 route DR path slid 0; dlid 0; 0,1".to_owned())
+        );
+        assert_eq!(
+            debug_line(&pma, &Address::gsi(4), false),
+            Some(("pma_query_via", "lid 4 port 2".to_owned()))
+        );
+        assert_eq!(
+            debug_line(&smp(0x03, 0x01, 0x11, 0), &Address::gsi(1), false),
+            None
+        );
+    }
+}
