@@ -151,9 +151,10 @@ const OPTS: &[Opt] = &[
     ),
 ];
 
+/// No `-e`: the CM's errors are its events, printed anyway.
 const SPEC: ToolSpec<'static> = ToolSpec {
     opts: OPTS,
-    exclude: "DGLKsS",
+    exclude: "DGLKsSe",
     usage_args: "listen | connect <dlid|dgid>",
     examples: &[
         "listen",
