@@ -17,112 +17,17 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+#[path = "support/sm_lite.rs"]
+mod sm_lite;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mad_core::transport::ibsim::IbSimTransport;
-use mad_core::transport::Transport;
-use mad_sm::{SmConfig, SmDriver, SmEvent, SubnetManager, NO_ROUTE};
+use mad_sm::{SmConfig, SmEvent, NO_ROUTE};
+use sm_lite::{ibnetdiscover_lids, ibroute_entries, RunningSm};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS};
-
-/// How long SM-lite may take to bring a topology up.
-const UP_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The name of the first node in a topology file (where ibsim attaches
-/// a client that names none).
-fn first_node(netfile: &Path) -> String {
-    let text = std::fs::read_to_string(netfile).unwrap();
-    text.lines()
-        .map(str::trim)
-        .find(|l| l.starts_with("Switch") || l.starts_with("Hca") || l.starts_with("Ca"))
-        .and_then(|l| l.split('"').nth(1))
-        .map(str::to_owned)
-        .unwrap_or_else(|| panic!("no node in {}", netfile.display()))
-}
-
-/// SM-lite running in its own thread over an ibsim transport.
-struct RunningSm {
-    stop: Arc<AtomicBool>,
-    events: mpsc::Receiver<SmEvent>,
-    thread: Option<JoinHandle<SubnetManager>>,
-}
-
-impl RunningSm {
-    fn start(sim: &IbSim, cfg: SmConfig) -> Self {
-        let mut tc = sim.config().node(first_node(sim.netfile()));
-        tc.issm = true;
-        let mut t = IbSimTransport::attach(tc).unwrap_or_else(|e| panic!("attach as SM: {e}"));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, events) = mpsc::channel();
-        let stop2 = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut sm = SubnetManager::new(cfg, t.port_attrs());
-            let mut drv = SmDriver::new();
-            sm.start(Instant::now());
-            while !stop2.load(Ordering::Relaxed) {
-                let now = Instant::now();
-                let busy = drv
-                    .pump(&mut sm, &mut t, now)
-                    .unwrap_or_else(|e| panic!("SM transport: {e}"));
-                while let Some(e) = sm.poll_event() {
-                    let _ = tx.send(e);
-                }
-                if !busy {
-                    let wait = sm
-                        .poll_timeout()
-                        .map_or(Duration::from_millis(10), |d| {
-                            d.saturating_duration_since(Instant::now())
-                        })
-                        .min(Duration::from_millis(10));
-                    t.wait_readable(wait)
-                        .unwrap_or_else(|e| panic!("SM wait: {e}"));
-                }
-            }
-            sm
-        });
-        Self {
-            stop,
-            events,
-            thread: Some(thread),
-        }
-    }
-
-    /// Waits for SubnetUp; panics on timeout, listing the events seen.
-    fn wait_up(&self, sim: &IbSim) -> Vec<SmEvent> {
-        let deadline = Instant::now() + UP_TIMEOUT;
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(left) {
-                Ok(SmEvent::SubnetUp) => return seen,
-                Ok(e) => seen.push(e),
-                Err(_) => panic!(
-                    "no SubnetUp within {UP_TIMEOUT:?}; events: {seen:#?}\nibsim: {}",
-                    sim.output()
-                ),
-            }
-        }
-    }
-
-    fn stop(mut self) -> SubnetManager {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().unwrap().join().unwrap()
-    }
-}
-
-impl Drop for RunningSm {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
 
 /// Runs a diag tool under libumad2sim; returns its stdout, panicking
 /// with its output when it fails.
@@ -171,47 +76,6 @@ fn diags_parallel(sim: &IbSim, program: &str, arg_sets: &[Vec<String>]) -> Vec<S
         out[k] = stdout;
     }
     out
-}
-
-/// LIDs as ibnetdiscover prints them: switch node GUID -> LID (from
-/// `base port 0 lid N`) and CA port GUID -> LID (from a CA port line's
-/// `# lid N`).
-fn ibnetdiscover_lids(text: &str) -> BTreeMap<u64, u16> {
-    let num_after = |s: &str, key: &str| -> Option<u16> {
-        let (_, rest) = s.split_once(key)?;
-        rest.split_whitespace().next()?.parse().ok()
-    };
-    let mut lids = BTreeMap::new();
-    let mut in_ca = false;
-    for l in text.lines() {
-        if l.starts_with("Switch") {
-            in_ca = false;
-            let id = l.split('"').nth(1).unwrap();
-            let guid = u64::from_str_radix(id.split_once('-').unwrap().1, 16).unwrap();
-            let lid = num_after(l, "base port 0 lid ").unwrap_or(0);
-            lids.insert(guid, lid);
-        } else if l.starts_with("Ca") {
-            in_ca = true;
-        } else if in_ca && l.starts_with('[') {
-            let pg = l.split_once('(').unwrap().1.split_once(')').unwrap().0;
-            let guid = u64::from_str_radix(pg, 16).unwrap();
-            let comment = l.split_once('#').unwrap().1;
-            lids.insert(guid, num_after(comment, "lid ").unwrap_or(0));
-        }
-    }
-    lids
-}
-
-/// `ibroute` lines `0x0001 000 : (...)` -> (LID, port).
-fn ibroute_entries(text: &str) -> BTreeMap<u16, u8> {
-    text.lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let lid = u16::from_str_radix(w.next()?.strip_prefix("0x")?, 16).ok()?;
-            let port = w.next()?.parse().ok()?;
-            (w.next()? == ":").then_some((lid, port))
-        })
-        .collect()
 }
 
 /// `Name:.....value` -> value, from smpquery-style output.

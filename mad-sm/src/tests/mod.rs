@@ -5,6 +5,8 @@
 
 mod fake;
 mod routing_ref;
+mod sweeps;
+mod two_sms;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
