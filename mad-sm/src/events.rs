@@ -184,6 +184,9 @@ pub struct SmStats {
     pub smps: u64,
     /// Traps received.
     pub traps: u64,
+    /// LinearForwardingTable blocks sent in all (each block once,
+    /// resends not counted).
+    pub lft_blocks: u64,
     /// SMPs of the last heavy sweep, resends included.
     pub last_sweep_smps: usize,
     /// Set SMPs of the last heavy sweep.

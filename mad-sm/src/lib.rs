@@ -81,11 +81,42 @@
 //! changed") runs the same steps, but only sends the Sets whose values
 //! differ from what the ports and switches hold now.
 //!
+//! A re-sweep also follows Traps 129–131 (link integrity, buffer
+//! overrun, flow-control watchdog) and 144 (a port's local changes, as
+//! an SM coming up). With [`SmConfig::sweep_interval`] set, a Master
+//! makes a light sweep that often: SwitchInfo of every switch, nothing
+//! set; a switch reporting PortStateChange, not answering, or holding
+//! another LinearFDBTop starts a heavy sweep ([`SmEvent::LightSweepDone`]).
+//! The first heavy sweep as master sets ClientReregister on the CA
+//! ports that support it, so SA clients subscribe again.
+//! [`SubnetManager::stats`] counts sweeps, SMPs and LFT blocks sent.
+//!
+//! # Other SMs (IBTA vol. 1, 14.4)
+//! SM-lite is NotActive until [`SubnetManager::start`], then Discovering.
+//! A sweep that finds a port with IsSM in its CapabilityMask (a CA port,
+//! or switch port 0) asks it for SMInfo. The better SM is the one of
+//! higher priority, then lower port GUID. After discovery a Discovering
+//! SM-lite that found a Master (of any priority) or a better SM that is
+//! Discovering or Standby stands by without configuring anything, sends
+//! Trap 144 to the master's LID, and polls the master's SMInfo every
+//! [`SmConfig::sminfo_polling_timeout`]; after
+//! [`SmConfig::polling_retry_number`] polls in a row go unanswered it
+//! goes Discovering and sweeps, keeping the LIDs the ports hold
+//! ([`SmConfig::honor_existing_lids`]) and writing every switch table
+//! anew. A Master that finds a better SM standing by sends it SMInfo Set
+//! HANDOVER and stands by once it is answered; a Standby that receives
+//! HANDOVER answers, sends ACKNOWLEDGE back and becomes Master. SMInfo
+//! Set controls are taken as OpenSM 3.3 takes them (`negotiate.rs`):
+//! DISABLE (Standby → NotActive), STANDBY (NotActive → Standby), DISCOVER
+//! (Standby → Discovering), HANDOVER; others are answered with status
+//! "invalid field". [`SmEvent::StateChanged`] reports every change of
+//! state.
+//!
 //! SM-lite also answers, as a responder, SMInfo Get/Set addressed to its
-//! port (GUID, ActCount, priority, state), represses every trap it
-//! receives with a TrapRepress, and answers any other Get/Set that reaches
-//! it with status "method/attribute not supported". Such answers come out
-//! of [`SubnetManager::poll_transmit`] before any sweep SMP.
+//! port (GUID, SM_Key, ActCount, priority, state), represses every trap
+//! it receives with a TrapRepress, and answers any other Get/Set that
+//! reaches it with status "method/attribute not supported". Such answers
+//! come out of [`SubnetManager::poll_transmit`] before any sweep SMP.
 //!
 //! **Multicast**: the SA hands SM-lite the groups and their members
 //! ([`SubnetManager::set_mcast_groups`]); SM-lite builds a spanning tree
@@ -93,10 +124,14 @@
 //! MulticastFDBTop ([`mcast`]), in a sweep's Configure phase or, when the
 //! groups change between sweeps, in a Multicast phase of its own.
 //!
-//! Not done (SM-lite is not OpenSM): SM negotiation with other SMs
-//! (SMInfo polling / handover), M_Key protection, LMC > 0, partitions,
-//! QoS (SL2VL, VL arbitration), periodic light sweeps.
+//! Not done (SM-lite is not OpenSM): M_Key protection, LMC > 0,
+//! partitions, QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
+//! (OpenSM 3.3 makes none either); a Master that finds a better Master
+//! stands by at once, where OpenSM stays Master and waits for its
+//! HANDOVER; a light sweep reads switches only (a CA-to-CA link with no
+//! switch is seen by traps and heavy sweeps only).
 
+mod config;
 mod discover;
 pub mod driver;
 mod events;
@@ -111,7 +146,7 @@ pub mod sa;
 pub mod subnet;
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mad_core::hash::{FastMap, FastSet};
 use mad_core::transport::{Address, PortAttrs, PERMISSIVE_LID};
@@ -124,6 +159,7 @@ use mad_core::wire::{
     AttributeId, MadStatus, Method, MgmtClass, Repr, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET,
 };
 
+pub use config::SmConfig;
 pub use driver::SmDriver;
 pub use events::{SmError, SmEvent, SmStats};
 pub use mcast::{mcast_tables, McGroup};
@@ -135,74 +171,6 @@ pub use subnet::{NodeIdx, PortRef, SmNode, SmPort, Subnet};
 pub const TID_MASK: u64 = (1 << 48) - 1;
 /// Marker SM-lite puts in TID bits 32–47 ("SM").
 const TID_MARK: u64 = 0x534D << 32;
-
-/// SM-lite's settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmConfig {
-    /// Most SMPs outstanding at once (default 64; keep ≤ 256 on ibsim).
-    pub max_in_flight: usize,
-    /// How long to wait for each answer before resending (default 200 ms).
-    pub timeout: Duration,
-    /// Resends of an unanswered SMP before it counts as failed (default 3).
-    pub retries: u32,
-    /// SMInfo priority, 0–15 (default 0).
-    pub priority: u8,
-    /// SM_Key, returned in SMInfo only to a requester that presents it.
-    pub sm_key: u64,
-    /// M_Key sent in every SMP and programmed into every port (default 0).
-    pub m_key: u64,
-    /// GID prefix programmed into every port (default 0xfe80::).
-    pub subnet_prefix: u64,
-    /// PortInfo SubnetTimeOut programmed into every port (default 18,
-    /// about 1.07 s; 4.096 µs × 2^value).
-    pub subnet_timeout: u8,
-    /// Lowest LID given out (default 1).
-    pub first_lid: u16,
-    /// Keep a LID a port already holds when nobody else has it (default
-    /// true, as OpenSM does); LIDs are stable across SM restarts then.
-    pub honor_existing_lids: bool,
-    /// After a sweep with errors, sweep again after this long (default
-    /// 1 s; `None`: only when told). Not after a sweep that found more
-    /// ports than unicast LIDs or a switch table too small for the
-    /// highest LID: sweeping again would find the same.
-    pub error_resweep_delay: Option<Duration>,
-    /// While Standby, how often to poll the master's SMInfo (OpenSM's
-    /// `sminfo_polling_timeout`, default 10 s).
-    pub sminfo_polling_timeout: Duration,
-    /// Polls in a row the master may leave unanswered before SM-lite
-    /// takes over (OpenSM's `polling_retry_number`, default 4). Each
-    /// poll waits [`SmConfig::timeout`] for its answer; a dead master is
-    /// noticed within `sminfo_polling_timeout` × `polling_retry_number`
-    /// plus that one timeout.
-    pub polling_retry_number: u32,
-    /// While Master, a light sweep (SwitchInfo of every switch: did a
-    /// port change state?) this often; a change found starts a heavy
-    /// sweep (OpenSM's `sweep_interval`, 10 s there; default here
-    /// `None`: no light sweeps, as before, for embedders that drive
-    /// re-sweeps themselves).
-    pub sweep_interval: Option<Duration>,
-}
-
-impl Default for SmConfig {
-    fn default() -> Self {
-        Self {
-            max_in_flight: 64,
-            timeout: Duration::from_millis(200),
-            retries: 3,
-            priority: 0,
-            sm_key: 0,
-            m_key: 0,
-            subnet_prefix: 0xfe80_0000_0000_0000,
-            subnet_timeout: 18,
-            first_lid: 1,
-            honor_existing_lids: true,
-            error_resweep_delay: Some(Duration::from_secs(1)),
-            sminfo_polling_timeout: Duration::from_secs(10),
-            polling_retry_number: 4,
-            sweep_interval: None,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {

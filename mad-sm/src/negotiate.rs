@@ -185,7 +185,9 @@ impl SubnetManager {
             return;
         };
         let (lid, sm_lid, cap) = (p.info.lid, p.info.master_sm_lid, p.info.capability_mask);
-        if lid == 0 || sm_lid == 0 {
+        // (A port still naming this SM as master, after a handover:
+        // no trap to itself.)
+        if lid == 0 || sm_lid == 0 || sm_lid == lid {
             return;
         }
         let producer = match sub.local().map(|(i, _)| sub.nodes()[i].is_switch()) {

@@ -358,6 +358,7 @@ impl SubnetManager {
         self.stats.last_sweep_smps = sweep.smps;
         self.stats.last_sweep_sets = sweep.sets;
         self.stats.last_lft_blocks = sweep.lft_blocks;
+        self.stats.lft_blocks += sweep.lft_blocks as u64;
         self.stats.last_port_sets = sweep.port_sets;
         let swept = sweep.subnet.local().is_some();
         self.phase = Phase::Idle;

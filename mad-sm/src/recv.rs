@@ -81,10 +81,12 @@ impl SubnetManager {
         rep.resize(MAD_LEN, 0);
         let status = if smp.attr_id() == AttributeId::SM_INFO {
             let sender = SmInfo::parse(smp.data()).ok();
-            let asked_key = sender.as_ref().map_or(0, |s| s.sm_key);
+            let trusted = sender
+                .as_ref()
+                .is_some_and(|s| s.sm_key == self.cfg.sm_key || s.sm_state == SmState::MASTER);
             // The answer is our SMInfo as it was when the request came.
             let mut info = self.sm_info();
-            if smp.method() == Method::GET && asked_key != self.cfg.sm_key {
+            if smp.method() == Method::GET && self.cfg.hide_sm_key && !trusted {
                 info.sm_key = 0;
             }
             let status = match (smp.method(), sender) {

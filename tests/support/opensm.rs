@@ -84,6 +84,24 @@ impl OpenSm {
     /// time (its log is kept and named).
     #[must_use]
     pub fn start(sim: &IbSim, extra_conf: &str, timeout: Duration) -> OpenSm {
+        Self::start_at(sim, None, extra_conf, "SUBNET UP", timeout)
+    }
+
+    /// Starts OpenSM on `sim` at node `host` (`SIM_HOST`; `None`: ibsim's
+    /// default node) with `extra_conf`, and waits up to `timeout` for
+    /// `until` in its log (e.g. "SUBNET UP", or "Entering STANDBY state"
+    /// when another SM is master).
+    ///
+    /// # Panics
+    /// As [`OpenSm::start`].
+    #[must_use]
+    pub fn start_at(
+        sim: &IbSim,
+        host: Option<&str>,
+        extra_conf: &str,
+        until: &str,
+        timeout: Duration,
+    ) -> OpenSm {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("madstack-opensm-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
@@ -96,6 +114,9 @@ impl OpenSm {
             .unwrap_or_else(|e| panic!("create opensm.out: {e}"));
         let err = out.try_clone().unwrap_or_else(|e| panic!("{e}"));
         let mut cmd = sim.umad2sim_command(sbin("opensm").to_str().unwrap_or("opensm"));
+        if let Some(h) = host {
+            cmd.env("SIM_HOST", h);
+        }
         cmd.current_dir(&dir)
             .env("OSM_TMP_DIR", &dir)
             .env("OSM_CACHE_DIR", &dir)
@@ -112,19 +133,19 @@ impl OpenSm {
         let mut sm = OpenSm { child, dir };
         let end = Instant::now() + timeout;
         loop {
-            if sm.log().contains("SUBNET UP") {
+            if sm.log().contains(until) {
                 return sm;
             }
             if let Ok(Some(st)) = sm.child.try_wait() {
                 panic!(
-                    "opensm exited ({st}) before SUBNET UP; output:\n{}\nlog tail:\n{}",
+                    "opensm exited ({st}) before {until:?}; output:\n{}\nlog tail:\n{}",
                     sm.output(),
                     sm.log_tail(30)
                 );
             }
             assert!(
                 Instant::now() < end,
-                "opensm: no SUBNET UP after {timeout:?}; log tail:\n{}",
+                "opensm: no {until:?} after {timeout:?}; log tail:\n{}",
                 sm.log_tail(30)
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -161,6 +182,18 @@ impl OpenSm {
     #[must_use]
     pub fn output(&self) -> String {
         fs::read_to_string(self.dir.join("opensm.out")).unwrap_or_default()
+    }
+
+    /// Waits up to `timeout` for `text` in the log; true when it came.
+    pub fn wait_log(&self, text: &str, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if self.log().contains(text) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.log().contains(text)
     }
 
     /// True while the process runs.

@@ -83,16 +83,14 @@ impl RunningSm {
                 let busy = drv
                     .pump(&mut sm, &mut t, now)
                     .unwrap_or_else(|e| panic!("SM transport: {e}"));
-                let mut any = false;
-                while let Some(e) = sm.poll_event() {
-                    any = true;
-                    let _ = tx.send((now, e));
+                // The status first: a test that saw an event reads the
+                // status as of that event or later.
+                if let Ok(mut s) = status2.lock() {
+                    s.state = sm.sm_state();
+                    s.stats = sm.stats();
                 }
-                if any {
-                    if let Ok(mut s) = status2.lock() {
-                        s.state = sm.sm_state();
-                        s.stats = sm.stats();
-                    }
+                while let Some(e) = sm.poll_event() {
+                    let _ = tx.send((now, e));
                 }
                 if !busy {
                     let wait = sm
