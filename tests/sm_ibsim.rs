@@ -26,22 +26,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mad_sm::{SmConfig, SmEvent, NO_ROUTE};
-use sm_lite::{ibnetdiscover_lids, ibroute_entries, RunningSm};
+use sm_lite::{diag, ibnetdiscover_lids, ibroute_entries, RunningSm};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS};
-
-/// Runs a diag tool under libumad2sim; returns its stdout, panicking
-/// with its output when it fails.
-fn diag(sim: &IbSim, program: &str, args: &[&str]) -> String {
-    let out = sim.umad2sim_output(program, args);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
 
 /// Starts several diag tool runs at once (a few at a time, ibsim takes
 /// 10 clients and SM-lite holds one) and returns their outputs in order.

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use mad_core::wire::attr::SmState;
 use mad_sm::{SmConfig, SmEvent};
-use sm_lite::{ibnetdiscover_lids, ibroute_entries, RunningSm};
+use sm_lite::{diag, ibnetdiscover_lids, ibroute_entries, RunningSm};
 use support::opensm::{require_sbin, OpenSm, NEEDS_OPENSM};
 use support::IbSim;
 
@@ -62,23 +62,18 @@ fn needs() -> bool {
         ])
 }
 
-fn diag(sim: &IbSim, program: &str, args: &[&str]) -> String {
-    let out = sim.umad2sim_output(program, args);
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
 /// Every port's LID as ibnetdiscover reads it (by GUID).
 fn lids(sim: &IbSim) -> BTreeMap<u64, u16> {
     let l = ibnetdiscover_lids(&diag(sim, "ibnetdiscover", &[]));
     assert!(l.values().all(|&x| x != 0), "a port without a LID: {l:?}");
     l
+}
+
+/// OpenSM at Hca2 with priority `priority` and the tests' polling
+/// settings, once `until` is in its log.
+fn opensm(sim: &IbSim, priority: u8, until: &str) -> OpenSm {
+    let conf = format!("sm_priority {priority}\n{OSM_POLLING}");
+    OpenSm::start_at(sim, Some("Hca2"), &conf, until, Duration::from_secs(60))
 }
 
 fn state_change(to: SmState) -> impl Fn(&SmEvent) -> bool {
@@ -91,14 +86,7 @@ fn sm_lite_stands_by_under_a_better_opensm_and_takes_over_when_it_dies_keeping_e
         return;
     }
     let sim = IbSim::start(support::topologies_dir().join(TOPOLOGY));
-    let osm_conf = format!("sm_priority 15\n{OSM_POLLING}");
-    let osm = OpenSm::start_at(
-        &sim,
-        Some("Hca2"),
-        &osm_conf,
-        "SUBNET UP",
-        Duration::from_secs(60),
-    );
+    let osm = opensm(&sim, 15, "SUBNET UP");
     let before = lids(&sim);
     let sm = RunningSm::start_at(&sim, "Hca1", cfg(1));
     sm.wait_for(Duration::from_secs(30), state_change(SmState::STANDBY))
@@ -149,14 +137,7 @@ fn opensm_stands_by_under_a_better_sm_lite() {
     let sim = IbSim::start(support::topologies_dir().join(TOPOLOGY));
     let sm = RunningSm::start_at(&sim, "Hca1", cfg(15));
     sm.wait_up(&sim);
-    let osm_conf = format!("sm_priority 1\n{OSM_POLLING}");
-    let osm = OpenSm::start_at(
-        &sim,
-        Some("Hca2"),
-        &osm_conf,
-        "Entering STANDBY state",
-        Duration::from_secs(60),
-    );
+    let osm = opensm(&sim, 1, "Entering STANDBY state");
     // A few polling periods later: SM-lite still master, OpenSM still
     // standing by.
     if let Ok((_, seen)) = sm.wait_for(Duration::from_secs(4), state_change(SmState::STANDBY)) {
@@ -182,14 +163,7 @@ fn a_better_opensm_joining_gets_the_fabric_by_handover_and_no_lid_changes() {
     // OpenSM (priority 15) finds SM-lite master and stands by, telling
     // it with Trap 144; SM-lite sweeps, finds a better SM standing by,
     // sends it HANDOVER and stands by; OpenSM becomes master.
-    let osm_conf = format!("sm_priority 15\n{OSM_POLLING}");
-    let osm = OpenSm::start_at(
-        &sim,
-        Some("Hca2"),
-        &osm_conf,
-        "Entering STANDBY state",
-        Duration::from_secs(60),
-    );
+    let osm = opensm(&sim, 15, "Entering STANDBY state");
     let (_, seen) = sm
         .wait_for(Duration::from_secs(30), state_change(SmState::STANDBY))
         .unwrap_or_else(|seen| panic!("SM-lite did not hand over: {seen:#?}"));

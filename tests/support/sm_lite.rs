@@ -209,3 +209,17 @@ pub fn ibroute_entries(text: &str) -> BTreeMap<u16, u8> {
         })
         .collect()
 }
+
+/// Runs a diag tool under libumad2sim; returns its stdout, panicking
+/// with its output when it fails.
+pub fn diag(sim: &IbSim, program: &str, args: &[&str]) -> String {
+    let out = sim.umad2sim_output(program, args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
