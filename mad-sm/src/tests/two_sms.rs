@@ -414,3 +414,23 @@ fn disable_and_standby_controls_are_honoured_and_illegal_ones_refused() {
     assert!(d.run_until(Duration::from_secs(60), |d| d.standby(0)));
     assert!(d.up(1));
 }
+
+#[test]
+fn sminfo_answers_carry_the_sm_key_unless_hidden_as_opensm_expects() {
+    // OpenSM 3.3.23 asks with an all-zero SMInfo and ignores an SM whose
+    // answer carries another key than its own (0 included).
+    for (hide, want) in [(false, 0x55), (true, 0)] {
+        let c = SmConfig {
+            sm_key: 0x55,
+            hide_sm_key: hide,
+            ..cfg()
+        };
+        let mut d = Duo::new(Fabric::fat_tree(2, 1, 2), [(0, 1), (3, 1)], [1, 1], &c);
+        let mut mad = DrPath::local().build_request(Method::GET, AttributeId::SM_INFO, 0, 9, 0);
+        mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + 21].fill(0);
+        d.sms[0].handle_recv(d.now, &mad, &Address::smi(PERMISSIVE_LID));
+        let (rep, _) = d.sms[0].poll_transmit(d.now).expect("an answer");
+        let r = Smp::new_checked(&rep[..]).unwrap();
+        assert_eq!(SmInfo::parse(r.data()).unwrap().sm_key, want, "hide {hide}");
+    }
+}
