@@ -17,112 +17,17 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+#[path = "support/sm_lite.rs"]
+mod sm_lite;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mad_core::transport::ibsim::IbSimTransport;
-use mad_core::transport::Transport;
-use mad_sm::{SmConfig, SmDriver, SmEvent, SubnetManager, NO_ROUTE};
+use mad_sm::{SmConfig, SmEvent, NO_ROUTE};
+use sm_lite::RunningSm;
 use support::diags::{diag, diags_parallel, field, ibnetdiscover_lids, ibroute_entries};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS};
-
-/// How long SM-lite may take to bring a topology up.
-const UP_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The name of the first node in a topology file (where ibsim attaches
-/// a client that names none).
-fn first_node(netfile: &Path) -> String {
-    let text = std::fs::read_to_string(netfile).unwrap();
-    text.lines()
-        .map(str::trim)
-        .find(|l| l.starts_with("Switch") || l.starts_with("Hca") || l.starts_with("Ca"))
-        .and_then(|l| l.split('"').nth(1))
-        .map(str::to_owned)
-        .unwrap_or_else(|| panic!("no node in {}", netfile.display()))
-}
-
-/// SM-lite running in its own thread over an ibsim transport.
-struct RunningSm {
-    stop: Arc<AtomicBool>,
-    events: mpsc::Receiver<SmEvent>,
-    thread: Option<JoinHandle<SubnetManager>>,
-}
-
-impl RunningSm {
-    fn start(sim: &IbSim, cfg: SmConfig) -> Self {
-        let mut tc = sim.config().node(first_node(sim.netfile()));
-        tc.issm = true;
-        let mut t = IbSimTransport::attach(tc).unwrap_or_else(|e| panic!("attach as SM: {e}"));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, events) = mpsc::channel();
-        let stop2 = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut sm = SubnetManager::new(cfg, t.port_attrs());
-            let mut drv = SmDriver::new();
-            sm.start(Instant::now());
-            while !stop2.load(Ordering::Relaxed) {
-                let now = Instant::now();
-                let busy = drv
-                    .pump(&mut sm, &mut t, now)
-                    .unwrap_or_else(|e| panic!("SM transport: {e}"));
-                while let Some(e) = sm.poll_event() {
-                    let _ = tx.send(e);
-                }
-                if !busy {
-                    let wait = sm
-                        .poll_timeout()
-                        .map_or(Duration::from_millis(10), |d| {
-                            d.saturating_duration_since(Instant::now())
-                        })
-                        .min(Duration::from_millis(10));
-                    t.wait_readable(wait)
-                        .unwrap_or_else(|e| panic!("SM wait: {e}"));
-                }
-            }
-            sm
-        });
-        Self {
-            stop,
-            events,
-            thread: Some(thread),
-        }
-    }
-
-    /// Waits for SubnetUp; panics on timeout, listing the events seen.
-    fn wait_up(&self, sim: &IbSim) -> Vec<SmEvent> {
-        let deadline = Instant::now() + UP_TIMEOUT;
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(left) {
-                Ok(SmEvent::SubnetUp) => return seen,
-                Ok(e) => seen.push(e),
-                Err(_) => panic!(
-                    "no SubnetUp within {UP_TIMEOUT:?}; events: {seen:#?}\nibsim: {}",
-                    sim.output()
-                ),
-            }
-        }
-    }
-
-    fn stop(mut self) -> SubnetManager {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().unwrap().join().unwrap()
-    }
-}
-
-impl Drop for RunningSm {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
 
 fn bring_up_and_check(name: &str) {
     if !support::require(NEEDS_DIAGS)

@@ -9,7 +9,12 @@ impl SubnetManager {
     // ------------------------------------------------------------------
 
     pub(super) fn begin_sweep(&mut self) {
-        self.sweep = Sweep::default();
+        self.drop_light();
+        self.sweep = Sweep {
+            rereg: self.neg.first_master_sweep,
+            ..Sweep::default()
+        };
+        self.light_at = None;
         self.phase = Phase::Discover;
         self.resweep_pending = false;
         self.ready.push_back(Request {
@@ -61,7 +66,15 @@ impl SubnetManager {
         self.events.push_back(SmEvent::Error(e));
     }
 
-    pub(super) fn fail(&mut self, req: Request, err: SmError) {
+    pub(super) fn fail(&mut self, now: Instant, req: Request, err: SmError) {
+        match req.kind {
+            Kind::GetSmInfo { .. } => return self.sm_info_failed(now, false),
+            Kind::PollSmInfo { .. } => return self.sm_info_failed(now, true),
+            // A control that was not answered changes nothing.
+            Kind::SetSmInfo { .. } => return,
+            Kind::LightSwitchInfo { node } => return self.light_answer(node, None),
+            _ => {}
+        }
         let local_lost = matches!(req.kind, Kind::NodeInfo { from: None });
         self.error(err);
         if local_lost {
@@ -77,7 +90,7 @@ impl SubnetManager {
         });
     }
 
-    pub(super) fn succeed(&mut self, mut req: Request, data: &[u8]) {
+    pub(super) fn succeed(&mut self, now: Instant, mut req: Request, data: &[u8]) {
         // The kind is taken out (not copied): the rest of `req` only
         // names the SMP in errors.
         let kind = std::mem::replace(&mut req.kind, Kind::NodeInfo { from: None });
@@ -152,6 +165,19 @@ impl SubnetManager {
                 want,
             } => self.mft_set_done(&req, guid, (block, pos), *want, data),
             Kind::SetMcastTop { guid, top } => self.mcast_top_done(&req, guid, top, data),
+            Kind::GetSmInfo { guid } | Kind::PollSmInfo { guid } => {
+                let poll = matches!(kind, Kind::PollSmInfo { .. });
+                match SmInfo::parse(data) {
+                    Ok(info) => self.got_sm_info(poll, guid, info),
+                    Err(_) => self.sm_info_failed(now, poll),
+                }
+            }
+            Kind::SetSmInfo { guid, control } => {
+                self.control_answered(now, guid, control, &req.path);
+            }
+            Kind::LightSwitchInfo { node } => {
+                self.light_answer(node, SwitchInfo::parse(data).ok());
+            }
         }
     }
 
@@ -214,6 +240,9 @@ impl SubnetManager {
         let Some(n) = sub.node_mut(node) else { return };
         let is_switch = n.is_switch();
         let link_up = pi.port_phys_state == PhysPortState::LINK_UP;
+        // Another SM runs at this port (a CA port, or switch port 0).
+        let lid_bearing = !is_switch || port == 0;
+        let other_sm = lid_bearing && pi.has_cap(port_cap::IS_SM);
         if let Some(slot) = n.ports.get_mut(usize::from(port)) {
             *slot = Some(SmPort {
                 num: port,
@@ -223,6 +252,10 @@ impl SubnetManager {
                 lid: 0,
             });
         }
+        if other_sm {
+            self.found_sm_port(guid, path);
+        }
+        let sub = &mut self.sweep.subnet;
         let expand = if is_switch {
             port != 0 && sub.remote((node, port)).is_none()
         } else {

@@ -81,11 +81,42 @@
 //! changed") runs the same steps, but only sends the Sets whose values
 //! differ from what the ports and switches hold now.
 //!
+//! A re-sweep also follows Traps 129–131 (link integrity, buffer
+//! overrun, flow-control watchdog) and 144 (a port's local changes, as
+//! an SM coming up). With [`SmConfig::sweep_interval`] set, a Master
+//! makes a light sweep that often: SwitchInfo of every switch, nothing
+//! set; a switch reporting PortStateChange, not answering, or holding
+//! another LinearFDBTop starts a heavy sweep ([`SmEvent::LightSweepDone`]).
+//! The first heavy sweep as master sets ClientReregister on the CA
+//! ports that support it, so SA clients subscribe again.
+//! [`SubnetManager::stats`] counts sweeps, SMPs and LFT blocks sent.
+//!
+//! # Other SMs (IBTA vol. 1, 14.4)
+//! SM-lite is NotActive until [`SubnetManager::start`], then Discovering.
+//! A sweep that finds a port with IsSM in its CapabilityMask (a CA port,
+//! or switch port 0) asks it for SMInfo. The better SM is the one of
+//! higher priority, then lower port GUID. After discovery a Discovering
+//! SM-lite that found a Master (of any priority) or a better SM that is
+//! Discovering or Standby stands by without configuring anything, sends
+//! Trap 144 to the master's LID, and polls the master's SMInfo every
+//! [`SmConfig::sminfo_polling_timeout`]; after
+//! [`SmConfig::polling_retry_number`] polls in a row go unanswered it
+//! goes Discovering and sweeps, keeping the LIDs the ports hold
+//! ([`SmConfig::honor_existing_lids`]) and writing every switch table
+//! anew. A Master that finds a better SM standing by sends it SMInfo Set
+//! HANDOVER and stands by once it is answered; a Standby that receives
+//! HANDOVER answers, sends ACKNOWLEDGE back and becomes Master. SMInfo
+//! Set controls are taken as OpenSM 3.3 takes them (`negotiate.rs`):
+//! DISABLE (Standby → NotActive), STANDBY (NotActive → Standby), DISCOVER
+//! (Standby → Discovering), HANDOVER; others are answered with status
+//! "invalid field". [`SmEvent::StateChanged`] reports every change of
+//! state.
+//!
 //! SM-lite also answers, as a responder, SMInfo Get/Set addressed to its
-//! port (GUID, ActCount, priority, state), represses every trap it
-//! receives with a TrapRepress, and answers any other Get/Set that reaches
-//! it with status "method/attribute not supported". Such answers come out
-//! of [`SubnetManager::poll_transmit`] before any sweep SMP.
+//! port (GUID, SM_Key, ActCount, priority, state), represses every trap
+//! it receives with a TrapRepress, and answers any other Get/Set that
+//! reaches it with status "method/attribute not supported". Such answers
+//! come out of [`SubnetManager::poll_transmit`] before any sweep SMP.
 //!
 //! **Multicast**: the SA hands SM-lite the groups and their members
 //! ([`SubnetManager::set_mcast_groups`]); SM-lite builds a spanning tree
@@ -93,14 +124,21 @@
 //! MulticastFDBTop ([`mcast`]), in a sweep's Configure phase or, when the
 //! groups change between sweeps, in a Multicast phase of its own.
 //!
-//! Not done (SM-lite is not OpenSM): SM negotiation with other SMs
-//! (SMInfo polling / handover), M_Key protection, LMC > 0, partitions,
-//! QoS (SL2VL, VL arbitration), periodic light sweeps.
+//! Not done (SM-lite is not OpenSM): M_Key protection, LMC > 0,
+//! partitions, QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
+//! (OpenSM 3.3 makes none either); a Master that finds a better Master
+//! stands by at once, where OpenSM stays Master and waits for its
+//! HANDOVER; a light sweep reads switches only (a CA-to-CA link with no
+//! switch is seen by traps and heavy sweeps only).
 
+mod config;
 mod discover;
 pub mod driver;
+mod events;
 pub mod lft;
+mod light;
 pub mod mcast;
+mod negotiate;
 mod program;
 mod recv;
 pub mod routing;
@@ -108,12 +146,12 @@ pub mod sa;
 pub mod subnet;
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mad_core::hash::{FastMap, FastSet};
 use mad_core::transport::{Address, PortAttrs, PERMISSIVE_LID};
 use mad_core::wire::attr::{
-    LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
+    port_cap, LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
     PortState, SmInfo, SmState, SwitchInfo,
 };
 use mad_core::wire::smp::{DrPath, Smp, DR_DIRECTION_BIT, DR_MAX_HOPS};
@@ -121,7 +159,9 @@ use mad_core::wire::{
     AttributeId, MadStatus, Method, MgmtClass, Repr, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET,
 };
 
+pub use config::SmConfig;
 pub use driver::SmDriver;
+pub use events::{SmError, SmEvent, SmStats};
 pub use mcast::{mcast_tables, McGroup};
 pub use routing::{LidBook, MAX_UNICAST_LID, NO_ROUTE};
 pub use subnet::{NodeIdx, PortRef, SmNode, SmPort, Subnet};
@@ -132,182 +172,6 @@ pub const TID_MASK: u64 = (1 << 48) - 1;
 /// Marker SM-lite puts in TID bits 32–47 ("SM").
 const TID_MARK: u64 = 0x534D << 32;
 
-/// SM-lite's settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SmConfig {
-    /// Most SMPs outstanding at once (default 64; keep ≤ 256 on ibsim).
-    pub max_in_flight: usize,
-    /// How long to wait for each answer before resending (default 200 ms).
-    pub timeout: Duration,
-    /// Resends of an unanswered SMP before it counts as failed (default 3).
-    pub retries: u32,
-    /// SMInfo priority, 0–15 (default 0).
-    pub priority: u8,
-    /// SM_Key, returned in SMInfo only to a requester that presents it.
-    pub sm_key: u64,
-    /// M_Key sent in every SMP and programmed into every port (default 0).
-    pub m_key: u64,
-    /// GID prefix programmed into every port (default 0xfe80::).
-    pub subnet_prefix: u64,
-    /// PortInfo SubnetTimeOut programmed into every port (default 18,
-    /// about 1.07 s; 4.096 µs × 2^value).
-    pub subnet_timeout: u8,
-    /// Lowest LID given out (default 1).
-    pub first_lid: u16,
-    /// Keep a LID a port already holds when nobody else has it (default
-    /// true, as OpenSM does); LIDs are stable across SM restarts then.
-    pub honor_existing_lids: bool,
-    /// After a sweep with errors, sweep again after this long (default
-    /// 1 s; `None`: only when told). Not after a sweep that found more
-    /// ports than unicast LIDs or a switch table too small for the
-    /// highest LID: sweeping again would find the same.
-    pub error_resweep_delay: Option<Duration>,
-}
-
-impl Default for SmConfig {
-    fn default() -> Self {
-        Self {
-            max_in_flight: 64,
-            timeout: Duration::from_millis(200),
-            retries: 3,
-            priority: 0,
-            sm_key: 0,
-            m_key: 0,
-            subnet_prefix: 0xfe80_0000_0000_0000,
-            subnet_timeout: 18,
-            first_lid: 1,
-            honor_existing_lids: true,
-            error_resweep_delay: Some(Duration::from_secs(1)),
-        }
-    }
-}
-
-/// Something that went wrong, reported as [`SmEvent::Error`]. None of
-/// them stops SM-lite; a sweep with errors raises no SubnetUp and is
-/// repeated after [`SmConfig::error_resweep_delay`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SmError {
-    /// An SMP went unanswered after every retry.
-    #[error("{method} {attr} (modifier {attr_mod:#x}) via {path}: no answer after {tries} tries")]
-    Timeout {
-        /// Method sent.
-        method: Method,
-        /// Attribute.
-        attr: AttributeId,
-        /// Attribute modifier.
-        attr_mod: u32,
-        /// Directed route.
-        path: DrPath,
-        /// Times it was sent.
-        tries: u32,
-    },
-    /// An SMP was answered with a non-zero status.
-    #[error("{method} {attr} (modifier {attr_mod:#x}) via {path}: status {status:#06x}")]
-    Status {
-        /// Method sent.
-        method: Method,
-        /// Attribute.
-        attr: AttributeId,
-        /// Attribute modifier.
-        attr_mod: u32,
-        /// Directed route.
-        path: DrPath,
-        /// The status (15 bits for DR SMPs).
-        status: u16,
-    },
-    /// An answer whose attribute could not be parsed.
-    #[error("{attr} via {path}: unparsable answer: {reason}")]
-    Malformed {
-        /// Attribute.
-        attr: AttributeId,
-        /// Directed route.
-        path: DrPath,
-        /// Why.
-        reason: String,
-    },
-    /// A PortInfo Set did not leave the port as asked.
-    #[error("node {node_guid:#018x} port {port}: asked for {wanted} (LID {lid}), port reports {got} (LID {got_lid})")]
-    PortNotSet {
-        /// Node GUID.
-        node_guid: u64,
-        /// Port number.
-        port: u8,
-        /// State asked for (NoChange: none).
-        wanted: PortState,
-        /// State reported.
-        got: PortState,
-        /// LID asked for (0: none).
-        lid: u16,
-        /// LID reported.
-        got_lid: u16,
-    },
-    /// A LinearForwardingTable or SwitchInfo Set was answered with other
-    /// contents than were set.
-    #[error("switch {switch_guid:#018x}: {attr} (modifier {attr_mod:#x}) not taken")]
-    SwitchNotSet {
-        /// Switch GUID.
-        switch_guid: u64,
-        /// Attribute.
-        attr: AttributeId,
-        /// Attribute modifier.
-        attr_mod: u32,
-    },
-    /// The unicast LID space (1–0xBFFF) ran out.
-    #[error("{ports} ports left without a LID: unicast LIDs exhausted")]
-    LidsExhausted {
-        /// Ports without a LID.
-        ports: usize,
-    },
-    /// A switch's LinearFDBCap is below the highest LID.
-    #[error("switch {switch_guid:#018x}: LinearFDBCap {cap} cannot hold LID {max_lid}")]
-    FdbCap {
-        /// Switch GUID.
-        switch_guid: u64,
-        /// Its LinearFDBCap.
-        cap: u16,
-        /// Highest LID.
-        max_lid: u16,
-    },
-    /// The SM's own port did not answer NodeInfo: nothing was swept.
-    #[error("the SM's own port did not answer NodeInfo")]
-    LocalUnreachable,
-}
-
-/// What SM-lite reports through [`SubnetManager::poll_event`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SmEvent {
-    /// A sweep finished (configured or not).
-    SweepDone {
-        /// Nodes found.
-        nodes: usize,
-        /// Of which switches.
-        switches: usize,
-        /// LIDs in use.
-        lids: usize,
-        /// Set SMPs sent (each counted once, resends not).
-        sets: usize,
-        /// SMPs sent in all, resends included.
-        smps: usize,
-        /// Resends after a timeout.
-        retries: usize,
-        /// Errors reported during the sweep.
-        errors: usize,
-    },
-    /// Every port found is configured and Active, every switch routed.
-    SubnetUp,
-    /// A trap (SubnTrap Notice) reached the SM; it was repressed.
-    Trap {
-        /// Generic trap number (None for a vendor trap).
-        number: Option<u16>,
-        /// IssuerLID.
-        issuer_lid: u16,
-    },
-    /// Something failed.
-    Error(SmError),
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Idle,
@@ -316,6 +180,8 @@ enum Phase {
     Activate,
     /// Writing MFTs after a change of multicast membership (no sweep).
     Multicast,
+    /// A light sweep: SwitchInfo of every switch, nothing set.
+    Light,
 }
 
 #[derive(Debug, Clone)]
@@ -359,6 +225,24 @@ enum Kind {
     SetMcastTop {
         guid: u64,
         top: u16,
+    },
+    /// SMInfo of another SM found during discovery (port GUID `guid`).
+    GetSmInfo {
+        guid: u64,
+    },
+    /// SMInfo of the SM polled while standing by.
+    PollSmInfo {
+        guid: u64,
+    },
+    /// SMInfo Set with control `control` (HANDOVER, ACKNOWLEDGE) to
+    /// the SM with port GUID `guid`.
+    SetSmInfo {
+        guid: u64,
+        control: u32,
+    },
+    /// SwitchInfo of a switch in a light sweep.
+    LightSwitchInfo {
+        node: NodeIdx,
     },
 }
 
@@ -449,6 +333,17 @@ struct Sweep {
     /// The switches' tables still being computed on a routing thread
     /// (a big fabric), taken as their LFT Sets come up.
     routes: Option<routing::RouteStream>,
+    /// Other SMs found (ports with IsSM) and what they answered.
+    others: Vec<negotiate::RemoteSm>,
+    /// Set ClientReregister on CA ports in this sweep (the first sweep
+    /// as master).
+    rereg: bool,
+    /// LinearForwardingTable blocks sent.
+    lft_blocks: usize,
+    /// PortInfo Sets sent.
+    port_sets: usize,
+    /// Light sweep: a switch reported a change.
+    changed: bool,
 }
 
 /// A Set of the sweep, kept small until it is sent: a big fabric has
@@ -531,6 +426,11 @@ pub struct SubnetManager {
     /// thread while the switches routed first are programmed
     /// ([`routing::BACKGROUND_ENTRIES`]; tests lower it).
     background_entries: usize,
+    /// SMInfo negotiation with other SMs: polling, handover.
+    neg: negotiate::Negotiation,
+    /// When the next light sweep is due (Master with a sweep interval).
+    light_at: Option<Instant>,
+    stats: SmStats,
 }
 
 impl std::fmt::Debug for SubnetManager {
@@ -580,6 +480,9 @@ impl SubnetManager {
             resweep_at: None,
             subnet_up: false,
             background_entries: routing::BACKGROUND_ENTRIES,
+            neg: negotiate::Negotiation::new(),
+            light_at: None,
+            stats: SmStats::default(),
         }
     }
 
@@ -600,7 +503,7 @@ impl SubnetManager {
             return;
         }
         self.started = true;
-        self.sm_state = SmState::DISCOVERING;
+        self.set_state(SmState::DISCOVERING);
         self.begin_sweep();
     }
 
@@ -611,7 +514,12 @@ impl SubnetManager {
             self.start(now);
             return;
         }
-        if self.phase == Phase::Idle {
+        if self.sm_state == SmState::NOT_ACTIVE {
+            // Disabled by another SM: only its STANDBY control wakes it.
+            return;
+        }
+        if matches!(self.phase, Phase::Idle | Phase::Light) {
+            self.drop_light();
             self.resweep_at = None;
             self.begin_sweep();
         } else {
@@ -634,6 +542,7 @@ impl SubnetManager {
     pub fn poll_transmit_into(&mut self, now: Instant, mad: &mut [u8; MAD_LEN]) -> Option<Address> {
         if let Some((r, to)) = self.responses.pop_front() {
             self.act_count = self.act_count.wrapping_add(1);
+            self.stats.smps += 1;
             let n = r.len().min(MAD_LEN);
             mad[..n].copy_from_slice(&r[..n]);
             mad[n..].fill(0);
@@ -645,6 +554,7 @@ impl SubnetManager {
                 o.deadline = Some(now + self.cfg.timeout);
                 self.sweep.smps += 1;
                 self.sweep.retries += 1;
+                self.stats.smps += 1;
                 self.act_count = self.act_count.wrapping_add(1);
                 // The same MAD again (same TID), made anew from the request.
                 build(&o.req, tid, self.cfg.m_key, &self.sweep.subnet, mad);
@@ -670,6 +580,12 @@ impl SubnetManager {
         if req.method == Method::SET {
             self.sweep.sets += 1;
         }
+        match req.kind {
+            Kind::SetLft { .. } => self.sweep.lft_blocks += 1,
+            Kind::SetPortInfo { .. } => self.sweep.port_sets += 1,
+            _ => {}
+        }
+        self.stats.smps += 1;
         self.sweep.smps += 1;
         self.act_count = self.act_count.wrapping_add(1);
         self.outstanding.insert(
@@ -696,11 +612,11 @@ impl SubnetManager {
         }
         let method = smp.method();
         if smp.response_bit() {
-            self.on_answer(&smp);
+            self.on_answer(now, &smp);
         } else if method == Method::TRAP {
             self.on_trap(now, &smp, src);
         } else if method == Method::GET || method == Method::SET {
-            self.on_request(&smp, src);
+            self.on_request(now, &smp, src);
         }
         self.advance(now);
     }
@@ -715,10 +631,10 @@ impl SubnetManager {
             .map(|(t, _)| *t)
             .collect();
         for tid in late {
-            let retry = self
-                .outstanding
-                .get(&tid)
-                .is_some_and(|o| o.tries <= self.cfg.retries);
+            // A poll is not resent: the next poll is its retry.
+            let retry = self.outstanding.get(&tid).is_some_and(|o| {
+                o.tries <= self.cfg.retries && !matches!(o.req.kind, Kind::PollSmInfo { .. })
+            });
             if retry {
                 if let Some(o) = self.outstanding.get_mut(&tid) {
                     o.deadline = None;
@@ -732,12 +648,18 @@ impl SubnetManager {
                     path: o.req.path.clone(),
                     tries: o.tries,
                 };
-                self.fail(o.req, err);
+                self.fail(now, o.req, err);
             }
         }
         if self.resweep_at.is_some_and(|t| t <= now) {
             self.resweep_at = None;
             self.resweep(now);
+        }
+        if self.neg.poll_at.is_some_and(|t| t <= now) {
+            self.poll_tick(now);
+        }
+        if self.light_at.is_some_and(|t| t <= now) {
+            self.light_tick(now);
         }
         self.advance(now);
     }
@@ -746,10 +668,10 @@ impl SubnetManager {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let d = self.outstanding.values().filter_map(|o| o.deadline).min();
-        match (d, self.resweep_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [d, self.resweep_at, self.neg.poll_at, self.light_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The next event.
@@ -803,6 +725,27 @@ impl SubnetManager {
     #[must_use]
     pub fn config(&self) -> &SmConfig {
         &self.cfg
+    }
+
+    /// The SM's state (SMInfo SMState): NotActive before
+    /// [`SubnetManager::start`] and when disabled, Discovering while it
+    /// sweeps to become master, Standby while another SM is master,
+    /// Master.
+    #[must_use]
+    pub fn sm_state(&self) -> SmState {
+        self.sm_state
+    }
+
+    /// Port GUID of the SM this one polls while Standby.
+    #[must_use]
+    pub fn master_guid(&self) -> Option<u64> {
+        self.neg.polled.as_ref().map(|(g, _)| *g)
+    }
+
+    /// Sweep and SMP counters.
+    #[must_use]
+    pub fn stats(&self) -> SmStats {
+        self.stats.clone()
     }
 }
 

@@ -22,6 +22,10 @@ impl SubnetManager {
                         self.finish(now);
                         continue;
                     }
+                    if !self.negotiate_after_discovery(now) {
+                        self.discovered_only();
+                        continue;
+                    }
                     self.route();
                     self.configure();
                     self.phase = Phase::Configure;
@@ -32,6 +36,7 @@ impl SubnetManager {
                     self.phase = Phase::Activate;
                 }
                 Phase::Activate => self.finish(now),
+                Phase::Light => self.light_done(now),
                 Phase::Multicast => {
                     self.phase = Phase::Idle;
                     // A block that was not taken is written again by a
@@ -109,7 +114,13 @@ impl SubnetManager {
         pi.link_speed_enabled = 0;
         pi.link_speed_ext_enabled = 0;
         pi.link_speed_ext_enabled2 = 0;
-        pi.client_reregister = false;
+        // The first sweep as master asks every CA port's clients to
+        // register with the SA again (OpenSM does the same), where the
+        // port supports it.
+        pi.client_reregister = self.sweep.rereg
+            && self.phase == Phase::Configure
+            && !node.is_switch()
+            && port.info.has_cap(port_cap::HAS_CLIENT_REREG);
         pi
     }
 
@@ -148,7 +159,10 @@ impl SubnetManager {
                         _ => PortState::NO_CHANGE,
                     }
                 };
-                if state == PortState::NO_CHANGE && !self.needs_config(n, p) {
+                let rereg = self.sweep.rereg
+                    && !n.is_switch()
+                    && p.info.has_cap(port_cap::HAS_CLIENT_REREG);
+                if state == PortState::NO_CHANGE && !rereg && !self.needs_config(n, p) {
                     continue;
                 }
                 self.sweep.todo.push(Todo::Port {
@@ -320,9 +334,32 @@ impl SubnetManager {
         self.sweep.todo_at = (0, 0);
     }
 
+    /// A sweep that found a master (or a better SM) ends after
+    /// discovery: SM-lite stands by and configures nothing.
+    pub(super) fn discovered_only(&mut self) {
+        let sweep = std::mem::take(&mut self.sweep);
+        self.phase = Phase::Idle;
+        self.resweep_pending = false;
+        self.events.push_back(SmEvent::SweepDone {
+            nodes: sweep.subnet.nodes().len(),
+            switches: sweep.subnet.switch_count(),
+            lids: 0,
+            sets: sweep.sets,
+            smps: sweep.smps,
+            retries: sweep.retries,
+            errors: sweep.errors,
+        });
+    }
+
     pub(super) fn finish(&mut self, now: Instant) {
         self.take_routes(None);
         let sweep = std::mem::take(&mut self.sweep);
+        self.stats.heavy_sweeps += 1;
+        self.stats.last_sweep_smps = sweep.smps;
+        self.stats.last_sweep_sets = sweep.sets;
+        self.stats.last_lft_blocks = sweep.lft_blocks;
+        self.stats.lft_blocks += sweep.lft_blocks as u64;
+        self.stats.last_port_sets = sweep.port_sets;
         let swept = sweep.subnet.local().is_some();
         self.phase = Phase::Idle;
         self.events.push_back(SmEvent::SweepDone {
@@ -337,16 +374,20 @@ impl SubnetManager {
         if swept {
             self.subnet = sweep.subnet;
         }
-        if swept && sweep.errors == 0 {
-            self.sm_state = SmState::MASTER;
+        let master_bound = matches!(self.sm_state, SmState::DISCOVERING | SmState::MASTER);
+        if swept && sweep.errors == 0 && master_bound {
+            self.set_state(SmState::MASTER);
+            self.neg.first_master_sweep = false;
             self.subnet_up = true;
             self.events.push_back(SmEvent::SubnetUp);
+            self.handover_if_better(&sweep.others);
         } else if let Some(d) = self.cfg.error_resweep_delay.filter(|_| !sweep.unroutable) {
             // Sweeping the same fabric again cannot find more LIDs or
             // bigger tables: only a change (a trap, a resweep asked for)
             // sweeps again.
             self.resweep_at = Some(now + d);
         }
+        self.schedule_light(now);
         if self.resweep_pending {
             self.resweep_at = None;
             self.begin_sweep();

@@ -8,7 +8,7 @@ impl SubnetManager {
     // Receiving
     // ------------------------------------------------------------------
 
-    pub(super) fn on_answer(&mut self, smp: &Smp<&[u8]>) {
+    pub(super) fn on_answer(&mut self, now: Instant, smp: &Smp<&[u8]>) {
         let tid = smp.tid() & TID_MASK;
         let o = match self.outstanding.entry(tid) {
             std::collections::hash_map::Entry::Occupied(o) if o.get().req.attr == smp.attr_id() => {
@@ -29,10 +29,10 @@ impl SubnetManager {
                 path: o.req.path.clone(),
                 status,
             };
-            self.fail(o.req, err);
+            self.fail(now, o.req, err);
             return;
         }
-        self.succeed(o.req, smp.data());
+        self.succeed(now, o.req, smp.data());
     }
 
     pub(super) fn on_trap(&mut self, now: Instant, smp: &Smp<&[u8]>, src: &Address) {
@@ -50,31 +50,59 @@ impl SubnetManager {
         let Ok(n) = Notice::parse(&b) else {
             return;
         };
+        self.stats.traps += 1;
         self.events.push_back(SmEvent::Trap {
             number: n.trap_number(),
             issuer_lid: n.issuer_lid,
         });
-        // A link state change means a re-sweep, once the SM runs.
-        if self.started && n.trap_number() == Some(mad_core::wire::attr::trap::LINK_STATE_CHANGE) {
+        // A link state change (128), a link integrity, buffer overrun or
+        // flow-control watchdog threshold (129-131) or a port's local
+        // change (144: e.g. its CapabilityMask, as an SM starting up
+        // sets IsSM) means a re-sweep, once the SM is (becoming) master.
+        use mad_core::wire::attr::trap;
+        let resweep = matches!(
+            n.trap_number(),
+            Some(
+                trap::LINK_STATE_CHANGE
+                    | trap::LINK_INTEGRITY_THRESHOLD
+                    | trap::BUFFER_OVERRUN_THRESHOLD
+                    | trap::WATCHDOG_TIMER_EXPIRED
+                    | trap::LOCAL_CHANGES
+            )
+        );
+        let master = matches!(self.sm_state, SmState::MASTER | SmState::DISCOVERING);
+        if self.started && resweep && master {
             self.resweep(now);
         }
     }
 
-    pub(super) fn on_request(&mut self, smp: &Smp<&[u8]>, src: &Address) {
+    pub(super) fn on_request(&mut self, now: Instant, smp: &Smp<&[u8]>, src: &Address) {
         let mut rep = smp.as_bytes().to_vec();
         rep.resize(MAD_LEN, 0);
         let status = if smp.attr_id() == AttributeId::SM_INFO {
-            let asked_key = SmInfo::parse(smp.data()).map_or(0, |s| s.sm_key);
+            let sender = SmInfo::parse(smp.data()).ok();
+            let trusted = sender
+                .as_ref()
+                .is_some_and(|s| s.sm_key == self.cfg.sm_key || s.sm_state == SmState::MASTER);
+            // The answer is our SMInfo as it was when the request came.
             let mut info = self.sm_info();
-            if smp.method() == Method::GET && asked_key != self.cfg.sm_key {
+            if smp.method() == Method::GET && self.cfg.hide_sm_key && !trusted {
                 info.sm_key = 0;
             }
+            let status = match (smp.method(), sender) {
+                (Method::SET, Some(s)) => {
+                    let path = self.path_to_port(s.guid);
+                    self.sm_info_set(now, smp.attr_mod(), &s, path)
+                }
+                (Method::SET, None) => MadStatus::INVALID_FIELD.0,
+                _ => 0,
+            };
             if let Ok(b) = info.to_vec() {
                 let d = &mut rep[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN];
                 d.fill(0);
                 d[..b.len()].copy_from_slice(&b);
             }
-            0
+            status
         } else {
             MadStatus::METHOD_ATTR_UNSUPPORTED.0
         };
@@ -86,6 +114,28 @@ impl SubnetManager {
         };
         rep[4..6].copy_from_slice(&word.to_be_bytes());
         self.responses.push_back((rep, reply_address(smp, src)));
+    }
+}
+
+impl SubnetManager {
+    /// The directed route to the port with GUID `guid`, as the last
+    /// sweeps found it (a CA port, or a switch's port 0).
+    fn path_to_port(&self, guid: u64) -> Option<DrPath> {
+        if let Some(p) = self.neg.sm_paths.get(&guid) {
+            return Some(p.clone());
+        }
+        self.subnet.nodes().iter().find_map(|n| {
+            if n.is_switch() {
+                (n.guid() == guid || n.port(0).is_some_and(|p| p.guid == guid))
+                    .then(|| n.path.clone())
+            } else {
+                n.ports
+                    .iter()
+                    .flatten()
+                    .find(|p| p.guid == guid)
+                    .map(|p| p.path.clone())
+            }
+        })
     }
 }
 

@@ -84,11 +84,29 @@ impl OpenSm {
     /// time (its log is kept and named).
     #[must_use]
     pub fn start(sim: &IbSim, extra_conf: &str, timeout: Duration) -> OpenSm {
-        Self::start_cmd(
-            sim.umad2sim_command(sbin("opensm").to_str().unwrap_or("opensm")),
-            extra_conf,
-            timeout,
-        )
+        Self::start_at(sim, None, extra_conf, "SUBNET UP", timeout)
+    }
+
+    /// Starts OpenSM on `sim` at node `host` (`SIM_HOST`; `None`: ibsim's
+    /// default node) with `extra_conf`, and waits up to `timeout` for
+    /// `until` in its log (e.g. "SUBNET UP", or "Entering STANDBY state"
+    /// when another SM is master).
+    ///
+    /// # Panics
+    /// As [`OpenSm::start`].
+    #[must_use]
+    pub fn start_at(
+        sim: &IbSim,
+        host: Option<&str>,
+        extra_conf: &str,
+        until: &str,
+        timeout: Duration,
+    ) -> OpenSm {
+        let mut cmd = sim.umad2sim_command(sbin("opensm").to_str().unwrap_or("opensm"));
+        if let Some(h) = host {
+            cmd.env("SIM_HOST", h);
+        }
+        Self::start_cmd_until(cmd, extra_conf, until, timeout)
     }
 
     /// As [`OpenSm::start`], from `cmd`: OpenSM set up to run under
@@ -97,7 +115,17 @@ impl OpenSm {
     /// # Panics
     /// As [`OpenSm::start`].
     #[must_use]
-    pub fn start_cmd(mut cmd: Command, extra_conf: &str, timeout: Duration) -> OpenSm {
+    pub fn start_cmd(cmd: Command, extra_conf: &str, timeout: Duration) -> OpenSm {
+        Self::start_cmd_until(cmd, extra_conf, "SUBNET UP", timeout)
+    }
+
+    /// As [`OpenSm::start_cmd`], waiting for `until` in its log.
+    fn start_cmd_until(
+        mut cmd: Command,
+        extra_conf: &str,
+        until: &str,
+        timeout: Duration,
+    ) -> OpenSm {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("madstack-opensm-{}-{n}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
@@ -125,19 +153,19 @@ impl OpenSm {
         let mut sm = OpenSm { child, dir };
         let end = Instant::now() + timeout;
         loop {
-            if sm.log().contains("SUBNET UP") {
+            if sm.log().contains(until) {
                 return sm;
             }
             if let Ok(Some(st)) = sm.child.try_wait() {
                 panic!(
-                    "opensm exited ({st}) before SUBNET UP; output:\n{}\nlog tail:\n{}",
+                    "opensm exited ({st}) before {until:?}; output:\n{}\nlog tail:\n{}",
                     sm.output(),
                     sm.log_tail(30)
                 );
             }
             assert!(
                 Instant::now() < end,
-                "opensm: no SUBNET UP after {timeout:?}; log tail:\n{}",
+                "opensm: no {until:?} after {timeout:?}; log tail:\n{}",
                 sm.log_tail(30)
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -174,6 +202,18 @@ impl OpenSm {
     #[must_use]
     pub fn output(&self) -> String {
         fs::read_to_string(self.dir.join("opensm.out")).unwrap_or_default()
+    }
+
+    /// Waits up to `timeout` for `text` in the log; true when it came.
+    pub fn wait_log(&self, text: &str, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if self.log().contains(text) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.log().contains(text)
     }
 
     /// True while the process runs.

@@ -86,6 +86,11 @@ pub struct Fabric {
     pub sets: Vec<(AttributeId, usize, u32)>,
     /// Every SMP the SMA answered.
     pub answered: usize,
+    /// Ports where an SM runs (IsSM in their CapabilityMask): a CA
+    /// port, or a switch's port 0.
+    pub sm_ports: Vec<(usize, u8)>,
+    /// PortInfo Sets with ClientReregister, by (node, port).
+    pub rereg: Vec<(usize, u8)>,
 }
 
 impl Fabric {
@@ -98,6 +103,8 @@ impl Fabric {
             lid_routed: Vec::new(),
             sets: Vec::new(),
             answered: 0,
+            sm_ports: Vec::new(),
+            rereg: Vec::new(),
         }
     }
 
@@ -252,6 +259,10 @@ impl Fabric {
                 0x0010_0848
             } else {
                 0x0251_0a68
+            } | if self.sm_ports.contains(&(n, p)) {
+                mad_core::wire::attr::port_cap::IS_SM
+            } else {
+                0
             },
             local_port_num: if node.switch { in_port } else { p },
             link_width_enabled: 3,
@@ -276,6 +287,31 @@ impl Fabric {
     /// Delivers an SMP the SM sent from its port; returns the answer the
     /// SM gets back, if any.
     pub fn deliver(&mut self, mad: &[u8], to: &Address) -> Option<Vec<u8>> {
+        self.deliver_from(self.sm_at, mad, to)
+    }
+
+    /// Where a directed-route SMP sent from `from` ends: the node and
+    /// the port it entered by (None: lost on the way).
+    pub fn dr_target(&self, from: (usize, u8), mad: &[u8]) -> Option<(usize, u8)> {
+        let smp = Smp::new_checked(mad).ok()?;
+        let (mut node, mut port) = from;
+        for h in 1..=smp.hop_cnt() {
+            let egress = smp.initial_path()[usize::from(h)];
+            let nd = &self.nodes[node];
+            if !nd.switch && (h > 1 || egress != port) {
+                return None;
+            }
+            let fp = nd.ports.get(usize::from(egress))?;
+            if egress == 0 || fp.phys != PhysPortState::LINK_UP {
+                return None;
+            }
+            (node, port) = fp.remote?;
+        }
+        Some((node, port))
+    }
+
+    /// [`Fabric::deliver`] for an SMP sent from `from` (an SM's port).
+    pub fn deliver_from(&mut self, from: (usize, u8), mad: &[u8], to: &Address) -> Option<Vec<u8>> {
         let smp = Smp::new_checked(mad).ok()?;
         if smp.mgmt_class() == MgmtClass::SUBN_LID_ROUTED {
             self.lid_routed.push((mad.to_vec(), *to));
@@ -290,21 +326,7 @@ impl Fabric {
             self.violations.push("DR SMP with LID-routed parts".into());
             return None;
         }
-        // Walk the initial path.
-        let (mut node, mut port) = self.sm_at;
-        let hc = smp.hop_cnt();
-        for h in 1..=hc {
-            let egress = smp.initial_path()[usize::from(h)];
-            let nd = &self.nodes[node];
-            if !nd.switch && (h > 1 || egress != port) {
-                return None;
-            }
-            let fp = nd.ports.get(usize::from(egress))?;
-            if egress == 0 || fp.phys != PhysPortState::LINK_UP {
-                return None;
-            }
-            (node, port) = fp.remote?;
-        }
+        let (node, port) = self.dr_target(from, mad)?;
         let mut rep = mad.to_vec();
         rep.resize(MAD_LEN, 0);
         let tid = (smp.tid() & ((1 << 48) - 1)) | (u64::from(self.tid_hi) << 48);
@@ -392,6 +414,9 @@ impl Fabric {
                     if let Err(v) = self.setport_info(n, p, &want) {
                         self.violations.push(v);
                         return INVALID;
+                    }
+                    if want.client_reregister {
+                        self.rereg.push((n, p));
                     }
                 }
                 put(data, &self.port_info(n, p, in_port));

@@ -5,6 +5,8 @@
 
 mod fake;
 mod routing_ref;
+mod sweeps;
+mod two_sms;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -677,6 +679,7 @@ fn sminfo_get_is_answered_with_guid_priority_state_and_activity() {
         SmConfig {
             priority: 7,
             sm_key: 0x1234,
+            hide_sm_key: true,
             ..SmConfig::default()
         },
     );

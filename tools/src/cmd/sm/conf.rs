@@ -15,8 +15,12 @@ pub struct SmOpts {
     pub priority: u8,
     /// `-g`, `guid`: the port GUID to run on (0: any).
     pub guid: u64,
-    /// `-s`, `sweep_interval`: seconds between resweeps (0: none).
+    /// `-s`, `sweep_interval`: seconds between light sweeps (0: none).
     pub sweep_interval: u64,
+    /// `sminfo_polling_timeout` (ms): how often a standby polls the master.
+    pub polling_timeout_ms: u64,
+    /// `polling_retry_number`: unanswered polls before a standby takes over.
+    pub polling_retries: u32,
     /// `-o`: one sweep, then exit.
     pub once: bool,
     /// `-r`, `reassign_lids`.
@@ -53,6 +57,8 @@ impl Default for SmOpts {
             priority: 0,
             guid: 0,
             sweep_interval: 10,
+            polling_timeout_ms: 10_000,
+            polling_retries: 4,
             once: false,
             reassign_lids: false,
             timeout_ms: 200,
@@ -87,6 +93,10 @@ impl SmOpts {
             subnet_prefix: self.subnet_prefix,
             subnet_timeout: self.subnet_timeout,
             honor_existing_lids: !self.reassign_lids,
+            sweep_interval: (self.sweep_interval > 0)
+                .then(|| Duration::from_secs(self.sweep_interval)),
+            sminfo_polling_timeout: Duration::from_millis(self.polling_timeout_ms),
+            polling_retry_number: self.polling_retries,
             ..mad_sm::SmConfig::default()
         }
     }
@@ -105,7 +115,7 @@ Options (OpenSM's names):
   -p, --priority N        SMInfo priority, 0-15 (0)
   -g, --guid GUID         only run if this is the port's GUID (umad: the
                           port with this GUID among the CAs' ports)
-  -s, --sweep SECONDS     resweep interval, 0 for none (10)
+  -s, --sweep SECONDS     light sweep interval, 0 for none (10)
   -o, --once              one sweep, then exit: status 0 if SUBNET UP was
                           reached, 1 if not
   -r, --reassign_lids     give every port a new LID instead of keeping
@@ -180,6 +190,8 @@ fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
         "subnet_prefix" => o.subnet_prefix = num(key, v)?,
         "subnet_timeout" => o.subnet_timeout = ranged(key, v, 0, 31)? as u8,
         "sweep_interval" => o.sweep_interval = num(key, v)?,
+        "sminfo_polling_timeout" => o.polling_timeout_ms = ranged(key, v, 1, 3_600_000)?,
+        "polling_retry_number" => o.polling_retries = ranged(key, v, 1, 100)? as u32,
         "reassign_lids" => o.reassign_lids = boolean(key, v)?,
         "max_wire_smps" => o.max_smps = ranged(key, v, 1, 256)? as usize,
         "transaction_timeout" => o.timeout_ms = ranged(key, v, 1, 3_600_000)?,
@@ -232,8 +244,12 @@ pub fn default_config() -> String {
          subnet_prefix 0x{:016x}\n\n\
          # PortInfo SubnetTimeOut programmed into every port\n\
          subnet_timeout {}\n\n\
-         # Seconds between resweeps (0: none)\n\
+         # Seconds between light sweeps (0: none)\n\
          sweep_interval {}\n\n\
+         # How often (ms) a standby SM polls the master's SMInfo\n\
+         sminfo_polling_timeout {}\n\n\
+         # Unanswered polls before a standby takes over\n\
+         polling_retry_number {}\n\n\
          # Give every port a new LID instead of keeping the one it holds\n\
          reassign_lids {}\n\n\
          # Most SMPs outstanding at once\n\
@@ -250,6 +266,8 @@ pub fn default_config() -> String {
         d.subnet_prefix,
         d.subnet_timeout,
         d.sweep_interval,
+        d.polling_timeout_ms,
+        d.polling_retries,
         if d.reassign_lids { "TRUE" } else { "FALSE" },
         d.max_smps,
         d.timeout_ms,

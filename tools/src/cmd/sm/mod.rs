@@ -141,8 +141,6 @@ fn serve<T: split::Waitable + 'static>(
     sm.start(start);
     let mut state = None;
     let mut mc_gen = 0;
-    let mut next_sweep = None;
-    let interval = (o.sweep_interval > 0).then(|| Duration::from_secs(o.sweep_interval));
     let mut outcome = None;
     while !stop.load(Ordering::Relaxed) && outcome.is_none() {
         let now = Instant::now();
@@ -168,9 +166,6 @@ fn serve<T: split::Waitable + 'static>(
                 SmEvent::SweepDone { errors, .. } => {
                     source.update(SubnetView::from_sm(&sm));
                     log.sweep_done(&ev, start.elapsed());
-                    if let Some(i) = interval {
-                        next_sweep = Some(now + i);
-                    }
                     if o.once && *errors > 0 {
                         outcome = Some(false);
                     }
@@ -185,12 +180,6 @@ fn serve<T: split::Waitable + 'static>(
                     }
                 }
                 other => log.event(other),
-            }
-        }
-        if let Some(at) = next_sweep {
-            if now >= at && !sm.is_sweeping() {
-                next_sweep = None;
-                sm.resweep(now);
             }
         }
         if !busy {

@@ -1,0 +1,78 @@
+//! SM-lite's settings.
+
+use std::time::Duration;
+
+/// SM-lite's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmConfig {
+    /// Most SMPs outstanding at once (default 64; keep ≤ 256 on ibsim).
+    pub max_in_flight: usize,
+    /// How long to wait for each answer before resending (default 200 ms).
+    pub timeout: Duration,
+    /// Resends of an unanswered SMP before it counts as failed (default 3).
+    pub retries: u32,
+    /// SMInfo priority, 0–15 (default 0).
+    pub priority: u8,
+    /// SM_Key, returned in SMInfo (see [`SmConfig::hide_sm_key`]).
+    pub sm_key: u64,
+    /// Answer SMInfo Get with SM_Key 0 unless the requester presents
+    /// the key or says it is Master (IBTA 14.4.2). Default false, as
+    /// OpenSM 3.3.23 does: it returns its key to every requester and
+    /// ignores an SM whose answer carries another key, 0 included
+    /// ("ERR 2F18 ... Ignoring SMInfo"); its own requests carry no key.
+    pub hide_sm_key: bool,
+    /// M_Key sent in every SMP and programmed into every port (default 0).
+    pub m_key: u64,
+    /// GID prefix programmed into every port (default 0xfe80::).
+    pub subnet_prefix: u64,
+    /// PortInfo SubnetTimeOut programmed into every port (default 18,
+    /// about 1.07 s; 4.096 µs × 2^value).
+    pub subnet_timeout: u8,
+    /// Lowest LID given out (default 1).
+    pub first_lid: u16,
+    /// Keep a LID a port already holds when nobody else has it (default
+    /// true, as OpenSM does); LIDs are stable across SM restarts then.
+    pub honor_existing_lids: bool,
+    /// After a sweep with errors, sweep again after this long (default
+    /// 1 s; `None`: only when told). Not after a sweep that found more
+    /// ports than unicast LIDs or a switch table too small for the
+    /// highest LID: sweeping again would find the same.
+    pub error_resweep_delay: Option<Duration>,
+    /// While Standby, how often to poll the master's SMInfo (OpenSM's
+    /// `sminfo_polling_timeout`, default 10 s).
+    pub sminfo_polling_timeout: Duration,
+    /// Polls in a row the master may leave unanswered before SM-lite
+    /// takes over (OpenSM's `polling_retry_number`, default 4). Each
+    /// poll waits [`SmConfig::timeout`] for its answer; a dead master is
+    /// noticed within `sminfo_polling_timeout` × `polling_retry_number`
+    /// plus that one timeout.
+    pub polling_retry_number: u32,
+    /// While Master, a light sweep (SwitchInfo of every switch: did a
+    /// port change state?) this often; a change found starts a heavy
+    /// sweep (OpenSM's `sweep_interval`, 10 s there; default here
+    /// `None`: no light sweeps, as before, for embedders that drive
+    /// re-sweeps themselves).
+    pub sweep_interval: Option<Duration>,
+}
+
+impl Default for SmConfig {
+    fn default() -> Self {
+        Self {
+            max_in_flight: 64,
+            timeout: Duration::from_millis(200),
+            retries: 3,
+            priority: 0,
+            sm_key: 0,
+            hide_sm_key: false,
+            m_key: 0,
+            subnet_prefix: 0xfe80_0000_0000_0000,
+            subnet_timeout: 18,
+            first_lid: 1,
+            honor_existing_lids: true,
+            error_resweep_delay: Some(Duration::from_secs(1)),
+            sminfo_polling_timeout: Duration::from_secs(10),
+            polling_retry_number: 4,
+            sweep_interval: None,
+        }
+    }
+}
