@@ -59,6 +59,7 @@ pub mod client;
 pub mod components;
 mod multipath;
 pub mod responder;
+mod source;
 pub mod subscriptions;
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use mad_core::wire::sa_records::{MultiPathRecord, NodeRecord, PathRecord, SaReco
 use mad_core::wire::{AttributeId, MadStatus, Method, Repr};
 
 use super::components::{component_layout, record_matches};
-use super::responder::{Answer, RecordQuery, RecordSource};
+use super::source::{Answer, RecordQuery, RecordSource};
 
 /// MultiPathRecord components carried over to the PathRecord template,
 /// each with its PathRecord component.
