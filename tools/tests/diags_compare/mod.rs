@@ -230,9 +230,24 @@ pub fn compare_full(sim: &IbSim, what: &str, tool: &str, args: &[&str], fails: &
     }
 }
 
-/// Compares one case; a difference is collected in `fails`.
+/// Compares one case; a difference is collected in `fails`. The one
+/// difference accepted is the documented one of [`cut_table`].
 pub fn compare(sim: &IbSim, what: &str, tool: &str, args: &[&str], fails: &mut Vec<String>) {
-    compare_with(sim, what, tool, args, fails, |t, o| t == o);
+    compare_with(sim, what, tool, args, fails, |t, o| {
+        t == o || cut_table(tool, t, o)
+    });
+}
+
+/// The documented difference (tools/README.md, exit statuses): an SA
+/// answer that arrived cut to its first MAD (no RMPP under libumad2sim
+/// or over ibsim's protocol) is printed as saquery prints it, but ours
+/// says so on stderr and exits 3 where saquery exits 0.
+pub fn cut_table(tool: &str, theirs: &Run, ours: &Run) -> bool {
+    tool == "saquery"
+        && theirs.code == Some(0)
+        && ours.code == Some(3)
+        && theirs.stdout == ours.stdout
+        && ours.stderr_first.contains("arrived cut to its first MAD")
 }
 
 /// Compares one case by `same(theirs, ours)`; a difference is collected
