@@ -84,11 +84,6 @@ impl<T> Half<T> {
             Err(p) => p.into_inner(),
         }
     }
-
-    /// Runs `f` on the whole transport (locked).
-    pub fn with_inner<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut self.lock().inner)
-    }
 }
 
 impl<T: Waitable> Half<T> {
