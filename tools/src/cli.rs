@@ -434,7 +434,14 @@ fn finish_json(inv: &mut Invocation<'_, '_>, r: Result<(), CliError>) -> Result<
             CliError::Exit(_) => {}
             _ => {
                 if let Some(err) = &env.error {
-                    inv.io.err(&format!("{}: {}\n", inv.prog, err.message));
+                    // Commands that name themselves in their messages
+                    // ("exporter: --listen takes ...") are not named twice.
+                    let prefix = format!("{}: ", inv.prog);
+                    if err.message.starts_with(&prefix) {
+                        inv.io.err(&format!("{}\n", err.message));
+                    } else {
+                        inv.io.err(&format!("{prefix}{}\n", err.message));
+                    }
                 }
             }
         }

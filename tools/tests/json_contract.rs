@@ -272,6 +272,14 @@ fn failures_are_json_with_the_error_and_the_exit_status() {
             !String::from_utf8_lossy(&out.stdout).contains("iberror"),
             "{argv:?}: no text on stdout under --json"
         );
+        // The message goes to stderr too, naming the command once
+        // (it was "exporter: exporter: ..." and "cm: cm: ...").
+        let err = String::from_utf8_lossy(&out.stderr);
+        if matches!(*command, "exporter" | "cm") {
+            assert!(err.contains(words), "{argv:?}: stderr {err:?}");
+        }
+        let twice = format!("{command}: {command}: ");
+        assert!(!err.contains(&twice), "{argv:?}: stderr {err:?}");
     }
 }
 
