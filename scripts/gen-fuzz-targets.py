@@ -123,6 +123,8 @@ OTHERS = [
     ("cm_ops", "cm::run"),
     # fuzz/src/cm_peers.rs: one port's CM under attack from many peers.
     ("cm_peers_ops", "cm_peers::run"),
+    # fuzz/src/cm_service.rs: CmService itself on the built-in fabric, under attack.
+    ("cm_service_ops", "cm_service::run"),
     # fuzz/src/sm_lite.rs: SM-lite on the built-in fabric, multicast included.
     ("sm_lite_ops", "sm_lite::run"),
     # fuzz/src/sa_subscriptions.rs: the SA responder's InformInfo subscriptions.
@@ -160,6 +162,7 @@ mad-tools = { path = "../tools" }
 mad-sm = { path = "../mad-sm" }
 mad-sim = { path = "../mad-sim" }
 mad-cm = { path = "../mad-cm" }
+mad-testkit = { path = "../mad-testkit" }
 
 # Not part of the main workspace (the root Cargo.toml excludes fuzz/).
 [workspace]

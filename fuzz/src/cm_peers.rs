@@ -37,7 +37,7 @@ const LID_A: u16 = 1;
 
 /// An ID a hostile message names: 0, a small guess, or one in use.
 #[derive(Arbitrary, Debug, Clone, Copy)]
-enum IdPick {
+pub(crate) enum IdPick {
     Zero,
     Guess(u8),
     Known(u8),
@@ -45,7 +45,7 @@ enum IdPick {
 }
 
 #[derive(Arbitrary, Debug)]
-enum Hostile {
+pub(crate) enum Hostile {
     Req { id: IdPick, qpn: u8, guid: u8, service: bool, timeout: u8, retries: u8, ack: u8 },
     Mra { ours: IdPick, theirs: IdPick, of: u8, timeout: u8 },
     Rej { ours: IdPick, theirs: IdPick, of: u8, reason: u8, ari_guid: u8 },
@@ -158,64 +158,7 @@ impl World {
     }
 
     fn hostile(&self, msg: &Hostile) -> Option<Vec<u8>> {
-        let m = match *msg {
-            Hostile::Req { id, qpn, guid, service, timeout, retries, ack } => CmMessage::Req(Box::new(CmReq {
-                local_comm_id: self.id(id),
-                service_id: if service { SERVICE } else { 0x99 },
-                local_ca_guid: 0xBAD0 + u64::from(guid % 4),
-                local_qpn: u32::from(qpn),
-                transport_type: TransportType::RC,
-                remote_cm_response_timeout: timeout % 32,
-                local_cm_response_timeout: timeout % 32,
-                max_cm_retries: retries % 16,
-                primary_local_ack_timeout: ack % 32,
-                path_mtu: 4,
-                ..CmReq::default()
-            })),
-            Hostile::Mra { ours, theirs, of, timeout } => CmMessage::Mra(Box::new(CmMra {
-                local_comm_id: self.id(theirs),
-                remote_comm_id: self.id(ours),
-                message_mraed: MsgRef(of % 3),
-                service_timeout: timeout % 32,
-                ..CmMra::default()
-            })),
-            Hostile::Rej { ours, theirs, of, reason, ari_guid } => {
-                let mut ari = [0u8; 72];
-                let guid = if ari_guid % 2 == 0 { 0xA } else { 0xBAD0 + u64::from(ari_guid % 4) };
-                ari[..8].copy_from_slice(&guid.to_be_bytes());
-                CmMessage::Rej(Box::new(CmRej {
-                    local_comm_id: self.id(theirs),
-                    remote_comm_id: self.id(ours),
-                    message_rejected: MsgRef(of % 3),
-                    reason: RejectReason(u16::from(reason % 36)),
-                    reject_info_length: 8,
-                    ari,
-                    ..CmRej::default()
-                }))
-            }
-            Hostile::Rep { ours, theirs, qpn } => CmMessage::Rep(Box::new(CmRep {
-                local_comm_id: self.id(theirs),
-                remote_comm_id: self.id(ours),
-                local_qpn: u32::from(qpn),
-                local_ca_guid: 0xBAD0,
-                ..CmRep::default()
-            })),
-            Hostile::Rtu { ours, theirs } => {
-                CmMessage::Rtu(Box::new(CmRtu { local_comm_id: self.id(theirs), remote_comm_id: self.id(ours), ..CmRtu::default() }))
-            }
-            Hostile::Dreq { ours, theirs, qpn } => CmMessage::Dreq(Box::new(CmDreq {
-                local_comm_id: self.id(theirs),
-                remote_comm_id: self.id(ours),
-                remote_qpn_eecn: if qpn == 0 { 0x500 } else { u32::from(qpn) },
-                ..CmDreq::default()
-            })),
-            Hostile::Drep { ours, theirs } => {
-                CmMessage::Drep(Box::new(CmDrep { local_comm_id: self.id(theirs), remote_comm_id: self.id(ours), ..CmDrep::default() }))
-            }
-            Hostile::Replay { pick } => return self.sent.get(usize::from(pick) % self.sent.len().max(1)).map(|m| m.to_vec()),
-            Hostile::Raw { ref bytes } => return Some(bytes.clone()),
-        };
-        m.to_mad(0x1234).ok().map(|m| m.to_vec())
+        hostile_mad(msg, |p| self.id(p), &self.sent)
     }
 
     /// The LocalCommID of a well-formed CM message (REQ, MRA, REJ, REP,
@@ -233,6 +176,70 @@ impl World {
         }
     }
 }
+
+/// The MAD a hostile peer sends for `msg`: IDs picked by `id`, replays
+/// taken from `sent` (what the CM under test sent).
+pub(crate) fn hostile_mad(msg: &Hostile, pick_id: impl Fn(IdPick) -> u32, sent: &[[u8; 256]]) -> Option<Vec<u8>> {
+    let m = match *msg {
+        Hostile::Req { id, qpn, guid, service, timeout, retries, ack } => CmMessage::Req(Box::new(CmReq {
+            local_comm_id: pick_id(id),
+            service_id: if service { SERVICE } else { 0x99 },
+            local_ca_guid: 0xBAD0 + u64::from(guid % 4),
+            local_qpn: u32::from(qpn),
+            transport_type: TransportType::RC,
+            remote_cm_response_timeout: timeout % 32,
+            local_cm_response_timeout: timeout % 32,
+            max_cm_retries: retries % 16,
+            primary_local_ack_timeout: ack % 32,
+            path_mtu: 4,
+            ..CmReq::default()
+        })),
+        Hostile::Mra { ours, theirs, of, timeout } => CmMessage::Mra(Box::new(CmMra {
+            local_comm_id: pick_id(theirs),
+            remote_comm_id: pick_id(ours),
+            message_mraed: MsgRef(of % 3),
+            service_timeout: timeout % 32,
+            ..CmMra::default()
+        })),
+        Hostile::Rej { ours, theirs, of, reason, ari_guid } => {
+            let mut ari = [0u8; 72];
+            let guid = if ari_guid % 2 == 0 { 0xA } else { 0xBAD0 + u64::from(ari_guid % 4) };
+            ari[..8].copy_from_slice(&guid.to_be_bytes());
+            CmMessage::Rej(Box::new(CmRej {
+                local_comm_id: pick_id(theirs),
+                remote_comm_id: pick_id(ours),
+                message_rejected: MsgRef(of % 3),
+                reason: RejectReason(u16::from(reason % 36)),
+                reject_info_length: 8,
+                ari,
+                ..CmRej::default()
+            }))
+        }
+        Hostile::Rep { ours, theirs, qpn } => CmMessage::Rep(Box::new(CmRep {
+            local_comm_id: pick_id(theirs),
+            remote_comm_id: pick_id(ours),
+            local_qpn: u32::from(qpn),
+            local_ca_guid: 0xBAD0,
+            ..CmRep::default()
+        })),
+        Hostile::Rtu { ours, theirs } => {
+            CmMessage::Rtu(Box::new(CmRtu { local_comm_id: pick_id(theirs), remote_comm_id: pick_id(ours), ..CmRtu::default() }))
+        }
+        Hostile::Dreq { ours, theirs, qpn } => CmMessage::Dreq(Box::new(CmDreq {
+            local_comm_id: pick_id(theirs),
+            remote_comm_id: pick_id(ours),
+            remote_qpn_eecn: if qpn == 0 { 0x500 } else { u32::from(qpn) },
+            ..CmDreq::default()
+        })),
+        Hostile::Drep { ours, theirs } => {
+            CmMessage::Drep(Box::new(CmDrep { local_comm_id: pick_id(theirs), remote_comm_id: pick_id(ours), ..CmDrep::default() }))
+        }
+        Hostile::Replay { pick } => return sent.get(usize::from(pick) % sent.len().max(1)).map(|m| m.to_vec()),
+        Hostile::Raw { ref bytes } => return Some(bytes.clone()),
+    };
+    m.to_mad(0x1234).ok().map(|m| m.to_vec())
+}
+
 
 /// Runs one input.
 pub fn run(data: &[u8]) {

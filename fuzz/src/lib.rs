@@ -20,7 +20,9 @@
 //!   [`sa_subscriptions::run`] (the SA responder's InformInfo
 //!   subscriptions against a plain list), [`cm::run`] (two CMs over a
 //!   lossy wire) and [`cm_peers::run`] (one CM under attack from many
-//!   peers while an honest one connects).
+//!   peers while an honest one connects) and [`cm_service::run`] (the
+//!   same attack on `CmService` itself, through the whole stack on the
+//!   built-in fabric).
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a fuzz finding")]
 
 use mad_wire::wire::{FieldValue, Fields, Repr};
@@ -28,6 +30,7 @@ use mad_wire::wire::{FieldValue, Fields, Repr};
 pub mod clock;
 pub mod cm;
 pub mod cm_peers;
+pub mod cm_service;
 pub mod engine;
 pub mod ops;
 pub mod raw_rmpp;

@@ -7,6 +7,10 @@
 //! `rdma_resolve_route` gets them on InfiniBand, or on RoCE from the GIDs
 //! ([`CmPath::roce`](crate::CmPath::roce)). QP transitions stay with the user: the
 //! events carry what they need ([`ConnInfo`](crate::ConnInfo)).
+//!
+//! A program with its own event loop (and a test or fuzz target on a
+//! virtual clock) starts the service with [`CmService::start_driven`]
+//! instead: no thread, and the caller pumps it with [`CmPump::pump`].
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
@@ -14,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mad_agents::sa::{SaClient, SaError};
-use mad_agents::{Agent, AgentEvent, AgentRef, AgentSpec, Runtime, SendRequest};
+use mad_agents::{Agent, AgentEvent, AgentReceiver, AgentRef, AgentSpec, Runtime, SendRequest};
 use mad_core::wire::cm::{RejectReason, CM_CLASS_VERSION};
 use mad_core::wire::{Method, MgmtClass};
 
@@ -37,12 +41,17 @@ pub enum StartError {
     Thread(#[from] std::io::Error),
 }
 
+/// Where the service reads the time: the real clock, or the caller's
+/// (a virtual clock in tests and fuzzing, see [`CmService::start_driven`]).
+pub type CmClock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
 struct Shared {
     cm: Mutex<Cm>,
     agent: AgentRef,
     events: Mutex<mpsc::Sender<(ConnId, CmEvent)>>,
     stop: AtomicBool,
     send_errors: AtomicU64,
+    clock: CmClock,
 }
 
 impl Shared {
@@ -76,7 +85,7 @@ impl Shared {
     /// Runs `f` on the CM, then flushes.
     fn with<R>(&self, f: impl FnOnce(&mut Cm, Instant) -> R) -> R {
         let mut cm = self.lock();
-        let r = f(&mut cm, Instant::now());
+        let r = f(&mut cm, (self.clock)());
         self.flush(&mut cm);
         r
     }
@@ -101,12 +110,42 @@ impl std::fmt::Debug for CmService {
 
 impl CmService {
     /// Registers the CM agent on `rt`'s port (class 0x07 version 2, Send
-    /// and Get) and starts the thread that drives it. A `cfg.ca_guid` of 0
-    /// is replaced by the port's node GUID.
+    /// and Get) and starts the thread that drives it on the real clock. A
+    /// `cfg.ca_guid` of 0 is replaced by the port's node GUID.
     ///
     /// # Errors
     /// [`StartError`].
-    pub fn start(rt: &Runtime, mut cfg: CmConfig) -> Result<Self, StartError> {
+    pub fn start(rt: &Runtime, cfg: CmConfig) -> Result<Self, StartError> {
+        let (mut service, pump) = Self::start_driven(rt, cfg, Arc::new(Instant::now))?;
+        let shared = service.shared.clone();
+        let driver = std::thread::Builder::new()
+            .name("mad-cm".to_owned())
+            .spawn(move || {
+                while !shared.stop.load(Ordering::Relaxed) {
+                    let wait = pump.poll_timeout().map_or(IDLE_TICK, |t| {
+                        t.saturating_duration_since(Instant::now()).min(IDLE_TICK)
+                    });
+                    pump.pump(wait);
+                }
+            })?;
+        service.driver = Some(driver);
+        Ok(service)
+    }
+
+    /// Registers the CM agent like [`CmService::start`], but starts no
+    /// thread: the caller drives the service with the returned
+    /// [`CmPump`], and the service reads the time from `clock` (for the
+    /// user's calls and for the pump). This is how a program with its own
+    /// event loop runs the CM, and how tests and fuzzing run it on a
+    /// virtual clock.
+    ///
+    /// # Errors
+    /// [`StartError::Register`].
+    pub fn start_driven(
+        rt: &Runtime,
+        mut cfg: CmConfig,
+        clock: CmClock,
+    ) -> Result<(Self, CmPump), StartError> {
         if cfg.ca_guid == 0 {
             cfg.ca_guid = rt.port_attrs().node_guid;
         }
@@ -124,36 +163,21 @@ impl CmService {
             events: Mutex::new(tx),
             stop: AtomicBool::new(false),
             send_errors: AtomicU64::new(0),
+            clock,
         });
-        let s = shared.clone();
-        let driver = std::thread::Builder::new()
-            .name("mad-cm".to_owned())
-            .spawn(move || {
-                while !s.stop.load(Ordering::Relaxed) {
-                    let wait = s.lock().poll_timeout().map_or(IDLE_TICK, |t| {
-                        t.saturating_duration_since(Instant::now()).min(IDLE_TICK)
-                    });
-                    let ev = rx.recv_timeout(wait);
-                    let mut cm = s.lock();
-                    let now = Instant::now();
-                    match ev {
-                        Some(AgentEvent::Received(m)) => {
-                            // A malformed MAD is counted by the CM and dropped.
-                            let _ = cm.handle_recv(now, m.src(), m.bytes());
-                        }
-                        Some(AgentEvent::DeviceFatal) => cm.device_removed(),
-                        _ => {}
-                    }
-                    cm.handle_timeout(now);
-                    s.flush(&mut cm);
-                }
-            })?;
-        Ok(Self {
-            shared,
-            events: Mutex::new(events),
-            driver: Some(driver),
-            agent: Some(agent),
-        })
+        let pump = CmPump {
+            shared: shared.clone(),
+            rx,
+        };
+        Ok((
+            Self {
+                shared,
+                events: Mutex::new(events),
+                driver: None,
+                agent: Some(agent),
+            },
+            pump,
+        ))
     }
 
     /// `rdma_listen`: takes REQs to `service_id`.
@@ -256,6 +280,65 @@ impl CmService {
     /// The port went away (`RDMA_CM_EVENT_DEVICE_REMOVAL` for every ID).
     pub fn device_removed(&self) {
         self.shared.with(|cm, _| cm.device_removed());
+    }
+}
+
+/// What drives a [`CmService`] started with [`CmService::start_driven`]:
+/// feeds it the MADs its agent received and fires its deadlines. The
+/// thread of [`CmService::start`] is a loop over [`CmPump::pump`].
+pub struct CmPump {
+    shared: Arc<Shared>,
+    rx: AgentReceiver,
+}
+
+impl std::fmt::Debug for CmPump {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CmPump").finish_non_exhaustive()
+    }
+}
+
+impl CmPump {
+    /// Most MADs one [`CmPump::pump`] takes before it returns, so that a
+    /// flood cannot keep the caller's loop (or the deadlines) waiting.
+    pub const BATCH: usize = 256;
+
+    /// The CM's next deadline, on the service's clock.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.shared.lock().poll_timeout()
+    }
+
+    /// Waits up to `wait` for a MAD, takes it and those already queued
+    /// (at most [`CmPump::BATCH`]), fires the deadlines due on the
+    /// service's clock, sends what the CM queued and hands its events to
+    /// [`CmService::next_event`]. Returns how many MADs it took.
+    pub fn pump(&self, wait: Duration) -> usize {
+        let mut taken = 0;
+        let mut next = if wait.is_zero() {
+            self.rx.try_recv()
+        } else {
+            self.rx.recv_timeout(wait)
+        };
+        let mut cm = self.shared.lock();
+        while let Some(ev) = next {
+            let now = (self.shared.clock)();
+            match ev {
+                AgentEvent::Received(m) => {
+                    taken += 1;
+                    // A malformed MAD is counted by the CM and dropped.
+                    let _ = cm.handle_recv(now, m.src(), m.bytes());
+                }
+                AgentEvent::DeviceFatal => cm.device_removed(),
+                _ => {}
+            }
+            if taken >= Self::BATCH {
+                break;
+            }
+            next = self.rx.try_recv();
+        }
+        cm.handle_timeout((self.shared.clock)());
+        self.shared.flush(&mut cm);
+        taken
     }
 }
 

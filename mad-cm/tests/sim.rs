@@ -249,3 +249,98 @@ fn a_removed_device_gives_every_connection_and_listener_device_removal() {
     assert_eq!(server.cm.state(sb), None);
     assert_eq!(server.cm.next_event(Duration::from_millis(300)), None);
 }
+
+/// A virtual clock shared by the services of one test: a base instant
+/// plus an offset the test moves.
+#[derive(Clone)]
+struct VirtualClock {
+    base: std::time::Instant,
+    offset_ms: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl VirtualClock {
+    fn new() -> Self {
+        Self {
+            base: std::time::Instant::now(),
+            offset_ms: Arc::default(),
+        }
+    }
+    fn clock(&self) -> mad_cm::service::CmClock {
+        let c = self.clone();
+        Arc::new(move || c.base + Duration::from_millis(c.offset_ms.load(Ordering::SeqCst)))
+    }
+    fn advance(&self, d: Duration) {
+        self.offset_ms
+            .fetch_add(u64::try_from(d.as_millis()).unwrap(), Ordering::SeqCst);
+    }
+}
+
+/// Pumps `pumps` (without waiting on the real clock for a deadline) until
+/// `h` has an event, which must be `what`.
+fn pump_until(
+    pumps: &[&mad_cm::service::CmPump],
+    h: &mad_cm::service::CmService,
+    what: &str,
+) -> (ConnId, CmEvent) {
+    for _ in 0..2000 {
+        for p in pumps {
+            p.pump(Duration::from_millis(1));
+        }
+        if let Some((id, e)) = h.next_event(Duration::ZERO) {
+            let name = format!("{e:?}");
+            assert!(name.starts_with(what), "wanted {what}, got {name}");
+            return (id, e);
+        }
+    }
+    panic!("no {what} event");
+}
+
+/// `CmService::start_driven`: no thread, the caller pumps, and every
+/// deadline follows the caller's clock. A REQ the server's user never
+/// answers is given up when the virtual clock passes what the peer waits
+/// (at most `max_user_wait`, 120 s), not while real time passes: the server's user gets
+/// a `ConnectError`, the peer a REJ(ConsumerReject), and the server keeps
+/// nothing of it.
+#[test]
+fn a_driven_service_follows_the_callers_clock_for_an_unanswered_req() {
+    let s = Subnet::builtin().unwrap();
+    let vc = VirtualClock::new();
+    let start = |name: &str| {
+        let ep = s.fabric().attach(name, 1).unwrap();
+        let rt = Runtime::start(ep, EngineConfig::default()).unwrap();
+        let lid = rt.port_attrs().lid;
+        let (cm, pump) = CmService::start_driven(&rt, CmConfig::default(), vc.clock()).unwrap();
+        (rt, lid, cm, pump)
+    };
+    let (crt, clid, client, cpump) = start("host-3");
+    let (_srt, slid, server, spump) = start("host-4");
+    let sa = SaClient::new(&crt, SaClientConfig::default()).unwrap();
+    let path = resolve_route(&sa, clid, slid).unwrap();
+    server.listen(0x1000).unwrap();
+    let p = ConnectParams {
+        remote_cm_response_timeout: 20,
+        ..ConnectParams::new(0x1000, 9, 1, path)
+    };
+    client.connect(p).unwrap();
+    let (id, _) = pump_until(&[&cpump, &spump], &server, "ConnectRequest");
+    assert_eq!(server.tables().connections, 1);
+    // Real time passes, virtual time does not: nothing happens.
+    for _ in 0..20 {
+        spump.pump(Duration::from_millis(5));
+        cpump.pump(Duration::ZERO);
+    }
+    assert!(server.state(id).is_some(), "no deadline on the real clock");
+    assert!(client.next_event(Duration::ZERO).is_none());
+    // The virtual clock passes the peer's wait (2 x the path's packet
+    // life + 4.096 us x 2^20), which is capped at `max_user_wait`.
+    vc.advance(CmConfig::default().max_user_wait + Duration::from_secs(1));
+    let (sid, _) = pump_until(&[&spump], &server, "ConnectError");
+    assert_eq!(sid, id);
+    assert!(server.state(id).is_none(), "the abandoned REQ is gone");
+    assert_eq!(server.tables().connections, 0);
+    let (_, e) = pump_until(&[&cpump], &client, "Rejected");
+    assert!(
+        matches!(e, CmEvent::Rejected { reason, .. } if reason == RejectReason::CONSUMER_DEFINED),
+        "{e:?}"
+    );
+}
