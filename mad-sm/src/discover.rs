@@ -70,8 +70,9 @@ impl SubnetManager {
         match req.kind {
             Kind::GetSmInfo { .. } => return self.sm_info_failed(now, false),
             Kind::PollSmInfo { .. } => return self.sm_info_failed(now, true),
-            // A control that was not answered changes nothing.
-            Kind::SetSmInfo { .. } => return,
+            // A control that was not answered changes nothing, but a
+            // HANDOVER that failed leaves SM-lite Master.
+            Kind::SetSmInfo { control, .. } => return self.handover_failed(now, control),
             Kind::LightSwitchInfo { node } => return self.light_answer(node, None),
             _ => {}
         }

@@ -103,8 +103,18 @@
 //! [`SmConfig::polling_retry_number`] polls in a row go unanswered it
 //! goes Discovering and sweeps, keeping the LIDs the ports hold
 //! ([`SmConfig::honor_existing_lids`]) and writing every switch table
-//! anew. A Master that finds a better SM standing by sends it SMInfo Set
-//! HANDOVER and stands by once it is answered; a Standby that receives
+//! anew. A Master whose discovery finds a better SM standing by (or
+//! still discovering) configures nothing more: it sends it SMInfo Set
+//! HANDOVER and stands by once it is answered. Meanwhile it holds the
+//! SMInfo Gets other SMs send it (up to 100 ms) and answers them after,
+//! with its new state: a standby OpenSM sends Trap 144 to a master of
+//! lower priority that answers its poll, and on ibsim (which drops
+//! TrapRepress) that trap would stay outstanding in OpenSM for ever. A
+//! Master that has found no other SM sweeps when one asks it for
+//! SMInfo (an SM starting up), and when its own SMInfo Get to another SM
+//! is still unanswered as that SM asks, sends it again at once (OpenSM
+//! ignores SMInfo Gets until it has found its own port). A poll is
+//! resent once within its polling period. A Standby that receives
 //! HANDOVER answers, sends ACKNOWLEDGE back and becomes Master. SMInfo
 //! Set controls are taken as OpenSM 3.3 takes them (`negotiate.rs`):
 //! DISABLE (Standby → NotActive), STANDBY (NotActive → Standby), DISCOVER
@@ -631,9 +641,17 @@ impl SubnetManager {
             .map(|(t, _)| *t)
             .collect();
         for tid in late {
-            // A poll is not resent: the next poll is its retry.
+            // A poll is resent as long as it fits in its polling period
+            // (the next poll is its retry after that): a master busy
+            // starting up may miss one (OpenSM ignores SMInfo Gets until
+            // it has found its own port).
             let retry = self.outstanding.get(&tid).is_some_and(|o| {
-                o.tries <= self.cfg.retries && !matches!(o.req.kind, Kind::PollSmInfo { .. })
+                let retries = if matches!(o.req.kind, Kind::PollSmInfo { .. }) {
+                    self.poll_retries()
+                } else {
+                    self.cfg.retries
+                };
+                o.tries <= retries
             });
             if retry {
                 if let Some(o) = self.outstanding.get_mut(&tid) {
@@ -661,17 +679,33 @@ impl SubnetManager {
         if self.light_at.is_some_and(|t| t <= now) {
             self.light_tick(now);
         }
+        if self.held_deadline().is_some_and(|t| t <= now) {
+            self.release_held(Some(now));
+        }
         self.advance(now);
+    }
+
+    /// Resends of a poll: one, when it fits in the polling period (a
+    /// dead master is then noticed at most one SMP timeout later).
+    fn poll_retries(&self) -> u32 {
+        let fits = self.cfg.timeout * 2 <= self.cfg.sminfo_polling_timeout;
+        u32::from(fits).min(self.cfg.retries)
     }
 
     /// The earliest time [`SubnetManager::handle_timeout`] has work.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
         let d = self.outstanding.values().filter_map(|o| o.deadline).min();
-        [d, self.resweep_at, self.neg.poll_at, self.light_at]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            d,
+            self.resweep_at,
+            self.neg.poll_at,
+            self.light_at,
+            self.held_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The next event.

@@ -46,7 +46,25 @@ pub(super) struct Negotiation {
     pub first_master_sweep: bool,
     /// Routes to the other SMs' ports, as sweeps found them.
     pub sm_paths: FastMap<u64, DrPath>,
+    /// A HANDOVER was sent to the SM with this port GUID and is not
+    /// answered yet.
+    pub handover_to: Option<u64>,
+    /// SMInfo Get answers held while a HANDOVER is under way (the answer
+    /// as made when the Get came, where it goes, and when it must go at
+    /// the latest): answered once the HANDOVER is, with the state then.
+    pub held: VecDeque<(Vec<u8>, Address, Instant)>,
+    /// An SMInfo Get from an SM no sweep had found started a re-sweep
+    /// (once, until a sweep finds another SM).
+    pub unknown_get_swept: bool,
 }
+
+/// How long an SMInfo Get from another SM is held while a HANDOVER is
+/// under way. A standby OpenSM whose poll is answered by a master of
+/// lower priority sends it Trap 144; under libumad2sim on ibsim (which
+/// drops TrapRepress, and never times out a request) that trap stays
+/// outstanding for ever and OpenSM's sweeps as master never end. Held,
+/// the poll is answered after the HANDOVER, by a Standby.
+pub const HOLD_SM_INFO_GET: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl Negotiation {
     pub(super) fn new() -> Self {
@@ -100,6 +118,7 @@ impl SubnetManager {
             return;
         }
         self.neg.sm_paths.insert(guid, path.clone());
+        self.neg.unknown_get_swept = false;
         self.sweep.others.push(RemoteSm {
             guid,
             path: path.clone(),
@@ -267,6 +286,16 @@ impl SubnetManager {
 
     /// After discovery: stand by (false) or go on configuring (true).
     pub(super) fn negotiate_after_discovery(&mut self, now: Instant) -> bool {
+        let go_on = self.negotiate(now);
+        if self.neg.handover_to.is_none() {
+            // No HANDOVER under way: the SMInfo Gets held for the
+            // negotiation are answered.
+            self.release_held(None);
+        }
+        go_on
+    }
+
+    fn negotiate(&mut self, now: Instant) -> bool {
         let mut masters: Vec<(SmInfo, DrPath)> = Vec::new();
         let mut better_sms: Vec<(SmInfo, DrPath)> = Vec::new();
         for r in &self.sweep.others {
@@ -292,6 +321,13 @@ impl SubnetManager {
                 }
                 // Two masters and we are the better: the other steps down.
                 self.send_control(info.guid, path, SmInfo::ATTR_MOD_HANDOVER, SmState::MASTER);
+            }
+            // A better SM standing by (or still discovering) gets the
+            // fabric at once: nothing more is configured, so that the
+            // new master finds it as it was.
+            if let Some((info, path)) = best(&mut better_sms) {
+                self.send_handover(info.guid, path);
+                return false;
             }
             return true;
         }
@@ -326,9 +362,109 @@ impl SubnetManager {
             .collect();
         cands.sort_by(|(a, _), (b, _)| b.priority.cmp(&a.priority).then(a.guid.cmp(&b.guid)));
         if let Some((info, path)) = cands.into_iter().next() {
-            self.events
-                .push_back(SmEvent::HandoverSent { guid: info.guid });
-            self.send_control(info.guid, path, SmInfo::ATTR_MOD_HANDOVER, SmState::MASTER);
+            self.send_handover(info.guid, path);
+        }
+    }
+
+    /// SMInfo Set HANDOVER to the SM at `guid`: SMInfo Gets from other
+    /// SMs are held until it is answered ([`HOLD_SM_INFO_GET`]).
+    fn send_handover(&mut self, guid: u64, path: DrPath) {
+        self.events.push_back(SmEvent::HandoverSent { guid });
+        self.neg.handover_to = Some(guid);
+        self.send_control(guid, path, SmInfo::ATTR_MOD_HANDOVER, SmState::MASTER);
+    }
+
+    /// The HANDOVER under way was answered (or failed): the SMInfo Gets
+    /// held meanwhile are answered with the state now.
+    fn handover_done(&mut self) {
+        self.neg.handover_to = None;
+        self.release_held(None);
+    }
+
+    /// Answers the held SMInfo Gets (those due by `due`; all with None)
+    /// with SMInfo as it is now.
+    pub(super) fn release_held(&mut self, due: Option<Instant>) {
+        let mut keep = VecDeque::new();
+        while let Some((mut rep, to, at)) = self.neg.held.pop_front() {
+            if due.is_some_and(|d| at > d) {
+                keep.push_back((rep, to, at));
+                continue;
+            }
+            if let Ok(b) = self.sm_info().to_vec() {
+                let d = &mut rep[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN];
+                d.fill(0);
+                d[..b.len()].copy_from_slice(&b);
+            }
+            self.responses.push_back((rep, to));
+        }
+        self.neg.held = keep;
+    }
+
+    /// When the next held SMInfo Get must be answered.
+    pub(super) fn held_deadline(&self) -> Option<Instant> {
+        self.neg.held.iter().map(|(_, _, at)| *at).min()
+    }
+
+    /// An SMInfo Get (answer `rep` to `to`) came from another SM: held
+    /// while a HANDOVER is under way (true), else answered at once. A
+    /// Master that has not found another SM sweeps: an SM is starting
+    /// up (OpenSM asks during its discovery), and it may be better.
+    pub(super) fn sm_info_get(
+        &mut self,
+        now: Instant,
+        rep: &[u8],
+        to: Address,
+        sender: Option<&SmInfo>,
+    ) -> bool {
+        if self.neg.handover_to.is_some() {
+            self.neg
+                .held
+                .push_back((rep.to_vec(), to, now + HOLD_SM_INFO_GET));
+            return true;
+        }
+        // Our own SMInfo Gets still unanswered: the other SM answers
+        // now that it asks (OpenSM ignores them until it has found its
+        // own port), so they go again at once, and this Get waits for
+        // what they decide (a HANDOVER, perhaps).
+        let unanswered: Vec<u64> = self
+            .outstanding
+            .iter()
+            .filter(|(_, o)| matches!(o.req.kind, Kind::GetSmInfo { .. }))
+            .map(|(t, _)| *t)
+            .collect();
+        if !unanswered.is_empty() && self.sm_state == SmState::MASTER {
+            for tid in unanswered {
+                if let Some(o) = self.outstanding.get_mut(&tid) {
+                    if o.deadline.take().is_some() {
+                        self.resend.push_back(tid);
+                    }
+                }
+            }
+            self.neg
+                .held
+                .push_back((rep.to_vec(), to, now + HOLD_SM_INFO_GET));
+            return true;
+        }
+        let known = match sender.map(|s| s.guid).filter(|&g| g != 0) {
+            Some(g) => g == self.port_guid || self.neg.sm_paths.contains_key(&g),
+            None => !self.neg.sm_paths.is_empty(),
+        };
+        if !known && !self.neg.unknown_get_swept && self.sm_state == SmState::MASTER {
+            self.neg.unknown_get_swept = true;
+            self.resweep(now);
+        }
+        false
+    }
+
+    /// The HANDOVER to `guid` failed (no answer, or refused): SM-lite
+    /// stays Master and sweeps again later.
+    pub(super) fn handover_failed(&mut self, now: Instant, control: u32) {
+        if control != SmInfo::ATTR_MOD_HANDOVER || self.neg.handover_to.is_none() {
+            return;
+        }
+        self.handover_done();
+        if self.resweep_at.is_none() {
+            self.resweep_at = self.cfg.error_resweep_delay.map(|d| now + d);
         }
     }
 
@@ -342,6 +478,9 @@ impl SubnetManager {
     ) {
         if control == SmInfo::ATTR_MOD_HANDOVER && self.sm_state == SmState::MASTER {
             self.enter_standby(now, guid, path.clone());
+        }
+        if control == SmInfo::ATTR_MOD_HANDOVER {
+            self.handover_done();
         }
     }
 

@@ -113,7 +113,14 @@ impl SubnetManager {
             status
         };
         rep[4..6].copy_from_slice(&word.to_be_bytes());
-        self.responses.push_back((rep, reply_address(smp, src)));
+        let to = reply_address(smp, src);
+        if smp.attr_id() == AttributeId::SM_INFO && smp.method() == Method::GET {
+            let sender = SmInfo::parse(smp.data()).ok();
+            if self.sm_info_get(now, &rep, to, sender.as_ref()) {
+                return;
+            }
+        }
+        self.responses.push_back((rep, to));
     }
 }
 
