@@ -106,10 +106,13 @@ impl SmOpts {
 pub const USAGE: &str = "\
 Usage: mad --ibsim sm [OPTIONS]
        mad sm -C CA -P PORT [OPTIONS]
+       mad --sim[=TOPOLOGY] --no-sm sm [OPTIONS]
 Runs SM-lite as the subnet manager of the fabric at this port, with the
 SA answering at the same port, until SIGINT / SIGTERM (or one sweep with -o).
 On ibsim it attaches as the SM of the node SIM_HOST names (default: the
-first node of the topology) and sets IsSM there.
+first node of the topology) and sets IsSM there. With --sim --no-sm it
+runs in this process on the built-in fabric left without an SM of its own
+(at --sim-node NAME, default the first node).
 
 Options (OpenSM's names):
   -p, --priority N        SMInfo priority, 0-15 (0)

@@ -76,9 +76,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             }
             serve(t, &o, &mut log, &stop)
         }
+        TransportChoice::Sim(topo) if inv.session.no_sm => {
+            let t = sim_port(topo.as_deref(), inv.session.sim_node.as_deref(), &o)?;
+            serve(t, &o, &mut log, &stop)
+        }
         TransportChoice::Sim(_) => Err(CliError::Usage(
-            "sm: the built-in fabric runs SM-lite already; run mad sm with --ibsim or on a \
-             umad port (-C CA -P PORT)\n"
+            "sm: the built-in fabric runs SM-lite already; add --no-sm (mad --sim --no-sm sm) \
+             for a fabric with no SM of its own, or run mad sm with --ibsim or on a umad port \
+             (-C CA -P PORT)\n"
                 .to_owned(),
         )),
         TransportChoice::Umad | TransportChoice::Auto => {
@@ -92,6 +97,32 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         signal_hook::low_level::unregister(id);
     }
     r
+}
+
+/// The SM's port on the built-in fabric without an SM (`mad --sim
+/// --no-sm sm`): at `--sim-node`, else the first node's first end port
+/// (where SM-lite runs otherwise); IsSM set there.
+fn sim_port(
+    topo: Option<&str>,
+    node: Option<&str>,
+    o: &SmOpts,
+) -> Result<mad_sim::SimPort, CliError> {
+    let failed = |e: String| CliError::Failed(format!("sm: {e}"));
+    let f = crate::session::sim::load_bare(topo).map_err(failed)?;
+    let at = f.sm_endpoint(node).map_err(failed)?;
+    let mut t = f.attach(at).map_err(failed)?;
+    if o.guid != 0 && t.port_attrs().port_guid != o.guid {
+        return Err(failed(format!(
+            "{} port {} has port GUID {:#018x}, not {:#018x}: on the built-in fabric \
+             --sim-node NAME picks the SM's node",
+            t.port_attrs().ca_name,
+            t.port_attrs().port_num,
+            t.port_attrs().port_guid,
+            o.guid
+        )));
+    }
+    t.set_is_sm(true);
+    Ok(t)
 }
 
 /// The umad port to open: `-C/-P`, or the port whose GUID `-g` names.
