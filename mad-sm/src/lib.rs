@@ -484,6 +484,20 @@ impl SubnetManager {
             light_at: None,
             stats: SmStats::default(),
         }
+        .with_guid2lid()
+    }
+
+    /// Records [`SmConfig::guid2lid`] in the LID book (at start, and
+    /// after the book is emptied on coming out of standby).
+    fn with_guid2lid(mut self) -> Self {
+        self.reserve_guid2lid();
+        self
+    }
+
+    fn reserve_guid2lid(&mut self) {
+        for &(guid, lid) in &self.cfg.guid2lid {
+            self.book.reserve(guid, lid);
+        }
     }
 
     /// Routes fabrics of at least `entries` table entries (switches ×

@@ -9,6 +9,7 @@
 //! object per event on stdout instead of the log on stderr.
 
 pub mod conf;
+pub mod guid2lid;
 mod log;
 pub mod split;
 
@@ -57,6 +58,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         sig.push(id);
     }
     let mut log = Log::open(&o, inv.io)?;
+    if o.honor_guid2lid {
+        honor_guid2lid(&mut o, &mut log)?;
+    }
     let r = match &inv.session.transport {
         TransportChoice::IbSim => {
             let mut cfg = IbSimConfig::from_env();
@@ -97,6 +101,26 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         signal_hook::low_level::unregister(id);
     }
     r
+}
+
+/// `-x`: reads OpenSM's guid2lid file into `o.guid2lid`.
+fn honor_guid2lid(o: &mut SmOpts, log: &mut Log<'_, '_>) -> Result<(), CliError> {
+    let path = guid2lid::default_path();
+    let shown = path.display().to_string();
+    match guid2lid::read(&path).map_err(|e| CliError::Input(format!("sm: {e}")))? {
+        Some(entries) => {
+            log.line(
+                &format!("Honoring guid2lid file {shown}: {} LIDs", entries.len()),
+                json!({"event": "guid2lid", "path": shown, "lids": entries.len()}),
+            );
+            o.guid2lid = entries;
+        }
+        None => log.line(
+            &format!("No guid2lid file at {shown}: LIDs are given as without -x"),
+            json!({"event": "guid2lid", "path": shown, "lids": serde_json::Value::Null}),
+        ),
+    }
+    Ok(())
 }
 
 /// The SM's port on the built-in fabric without an SM (`mad --sim
