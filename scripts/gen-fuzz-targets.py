@@ -115,6 +115,7 @@ OTHERS = [
     ("lft_balance", "lft_balance"),
     ("perl_topology", "perl_topology"),
     ("mad_debug_line", "mad_debug_line"),
+    ("sm_guid2lid", "sm_guid2lid"),
     # Stateful: operation sequences (fuzz/src/rmpp_sender.rs, rmpp_receiver.rs, engine.rs).
     ("rmpp_sender_ops", "rmpp_sender_ops"),
     ("rmpp_receiver_ops", "rmpp_receiver_ops"),

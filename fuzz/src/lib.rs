@@ -368,6 +368,20 @@ pub fn lft_balance(data: &[u8]) {
     }
 }
 
+/// `mad sm -x`'s guid2lid parser over any text: never panics; what it
+/// accepts has unicast LIDs, no GUID 0 and no GUID or LID twice.
+pub fn sm_guid2lid(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(v) = mad_tools::cmd::sm::guid2lid::parse(&text, "fuzz") {
+        let mut guids = std::collections::HashSet::new();
+        let mut lids = std::collections::HashSet::new();
+        for (g, l) in v {
+            assert!(g != 0 && (1..=0xBFFF).contains(&l));
+            assert!(guids.insert(g) && lids.insert(l));
+        }
+    }
+}
+
 /// ibfindnodesusing over an arbitrary topology file: the switch named by
 /// the first line's words (GUID or pattern) and port; never panics, and
 /// a found switch's GUID is `0x` and the file's text. Host lists of the

@@ -15,6 +15,7 @@
 //! drop NODE PORT RATE              drop probability on that link (0 clears)
 //! faults NODE PORT [drop=P] [dup=P] [reorder=P] [delay=P@MS]
 //! clear                            remove every link fault
+//! sma NODE mute|status S|ok        the node's SMA never answers / answers status S
 //! seed N                           re-seed the link-fault RNGs
 //! fatal|reset|cqerror NODE PORT    device fatal / soft reset / CQ overflow
 //! wrerror NODE PORT [STATUS]       the next send fails (IBV_WC_GENERAL_ERR)
@@ -37,7 +38,7 @@ use std::time::Duration;
 use mad_core::transport::{AsyncEvent, Qp, WcStatus};
 use mad_core::wire::attr::PhysPortState;
 
-use crate::fabric::{DropReason, Fabric, LinkFaultStats, LinkFaults, NodeSel};
+use crate::fabric::{DropReason, Fabric, LinkFaultStats, LinkFaults, NodeSel, SmaFault};
 use crate::faulty::EndpointFault;
 use crate::subnet::{Subnet, Summary};
 use crate::topology::NodeKind;
@@ -52,6 +53,9 @@ commands:
   drop NODE PORT RATE              drop probability on that link (0 clears)
   faults NODE PORT [drop=P] [dup=P] [reorder=P] [delay=P@MS]
   clear                            remove every link fault
+  sma NODE mute|status S|ok        the node's SMA never answers, answers every
+                                   request with MAD status S (e.g. 0x1c), or
+                                   is itself again
   seed N                           re-seed the link-fault RNGs
   fatal NODE PORT                  device fatal at the endpoint there
   reset NODE PORT                  soft reset at the endpoint there
@@ -217,6 +221,7 @@ impl<'a> Console<'a> {
             "link" => self.link(args),
             "drop" => self.drop_rate(args),
             "faults" => self.faults(args),
+            "sma" => self.sma(args),
             "clear" => {
                 self.fabric.clear_link_faults();
                 Ok("ok: every link fault removed\n".to_owned())
@@ -492,6 +497,30 @@ impl<'a> Console<'a> {
         self.set_faults(n, p, &f)
     }
 
+    fn sma(&self, args: &[&str]) -> Answer {
+        let usage = "usage: sma NODE mute|status S|ok";
+        let n = self.node(args.first().copied().ok_or(usage)?)?;
+        let (fault, said) = match args.get(1..) {
+            Some(["mute"]) => (Some(SmaFault::Mute), "never answers".to_owned()),
+            Some(["status", v]) => {
+                let st = parse_u64(v)
+                    .filter(|x| *x > 0 && *x <= 0x7FFF)
+                    .ok_or_else(|| format!("bad status {v:?} (1 to 0x7fff)"))?;
+                let st = u16::try_from(st).unwrap_or(0x7FFF);
+                (
+                    Some(SmaFault::Status(st)),
+                    format!("answers status {st:#06x}"),
+                )
+            }
+            Some(["ok"]) => (None, "answers again".to_owned()),
+            _ => return Err(usage.to_owned()),
+        };
+        self.fabric
+            .set_sma_fault(n, fault)
+            .map_err(|e| e.to_string())?;
+        Ok(format!("ok: {}'s SMA {said}\n", self.name(n)))
+    }
+
     fn seed(&self, args: &[&str]) -> Answer {
         let s = args
             .first()
@@ -713,6 +742,19 @@ mod tests {
     }
 
     #[test]
+    fn sma_sets_and_clears_a_nodes_sma_fault() {
+        let f = Fabric::builtin();
+        let c = Console::new(&f, None);
+        let leaf = c.node("leaf-1").unwrap();
+        assert!(exec(&c, "sma leaf-1 mute").starts_with("ok: leaf-1's SMA never answers"));
+        assert_eq!(f.sma_faults(), vec![(leaf, SmaFault::Mute)]);
+        assert!(exec(&c, "sma leaf-1 status 0x1c").contains("answers status 0x001c"));
+        assert_eq!(f.sma_faults(), vec![(leaf, SmaFault::Status(0x1c))]);
+        assert!(exec(&c, "sma leaf-1 ok").starts_with("ok: "));
+        assert!(f.sma_faults().is_empty());
+    }
+
+    #[test]
     fn bad_commands_answer_an_error_and_change_nothing() {
         let f = Fabric::builtin();
         let c = Console::new(&f, None);
@@ -728,11 +770,18 @@ mod tests {
             "fatal host-1 1",
             "sweep",
             "advance soon",
+            "sma",
+            "sma nowhere mute",
+            "sma host-1 loud",
+            "sma host-1 status 0",
+            "sma host-1 status 0x8000",
+            "sma host-1 status",
         ] {
             assert!(exec(&c, l).starts_with("error: "), "{l}: {}", exec(&c, l));
         }
         assert_eq!(f.traps_sent(), 0);
         assert!(f.all_link_faults().is_empty());
+        assert!(f.sma_faults().is_empty());
         assert_eq!(exec(&c, "   # a comment"), "");
         assert_eq!(c.execute("quit").1, Flow::Quit);
     }

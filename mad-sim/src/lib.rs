@@ -41,7 +41,8 @@ pub use endpoint::SimPort;
 /// fabric core it shares state with).
 pub use fabric::endpoint;
 pub use fabric::{
-    Fabric, FabricConfig, LinkFaults, NodeSel, SimError, FULL_LINEAR_FDB_CAP, IBSIM_LINEAR_FDB_CAP,
+    Fabric, FabricConfig, LinkFaults, NodeSel, SimError, SmaFault, FULL_LINEAR_FDB_CAP,
+    IBSIM_LINEAR_FDB_CAP,
 };
 pub use faulty::{EndpointFault, FaultyPort};
 pub use subnet::{Subnet, SubnetOptions, Summary, UpError};

@@ -33,6 +33,13 @@ pub struct SmConfig {
     /// Keep a LID a port already holds when nobody else has it (default
     /// true, as OpenSM does); LIDs are stable across SM restarts then.
     pub honor_existing_lids: bool,
+    /// LIDs to give these port GUIDs whatever the ports hold, at every
+    /// sweep as master (the first one, and on coming out of standby):
+    /// OpenSM's guid2lid file, honoured as `honor_guid2lid_file` does. A
+    /// LID is kept for its GUID even while that port is absent. An entry
+    /// whose LID is not unicast (1–0xBFFF) or is listed twice is skipped
+    /// (`mad sm -x` refuses such a file, naming the line). Default empty.
+    pub guid2lid: Vec<(u64, u16)>,
     /// After a sweep with errors, sweep again after this long (default
     /// 1 s; `None`: only when told). Not after a sweep that found more
     /// ports than unicast LIDs or a switch table too small for the
@@ -69,6 +76,7 @@ impl Default for SmConfig {
             subnet_timeout: 18,
             first_lid: 1,
             honor_existing_lids: true,
+            guid2lid: Vec::new(),
             error_resweep_delay: Some(Duration::from_secs(1)),
             sminfo_polling_timeout: Duration::from_secs(10),
             polling_retry_number: 4,

@@ -77,10 +77,39 @@ impl SubnetManager {
             _ => {}
         }
         let local_lost = matches!(req.kind, Kind::NodeInfo { from: None });
+        if let Kind::NodeInfo {
+            from: Some((via, port)),
+        } = req.kind
+        {
+            return self.unreachable(via, port, req.path, &err);
+        }
         self.error(err);
         if local_lost {
             self.error(SmError::LocalUnreachable);
         }
+    }
+
+    /// The node behind `port` of `via` could not be read (`err`).
+    fn unreachable(&mut self, via: NodeIdx, port: u8, path: DrPath, err: &SmError) {
+        let reason = match err {
+            SmError::Timeout { tries, .. } => format!("no answer after {tries} tries"),
+            SmError::Status { status, .. } => format!("status {status:#06x}"),
+            SmError::Malformed { reason, .. } => format!("unparsable answer: {reason}"),
+            other => other.to_string(),
+        };
+        let (via_guid, via_desc) = self
+            .sweep
+            .subnet
+            .nodes()
+            .get(via)
+            .map_or((0, String::new()), |n| (n.guid(), n.desc.clone()));
+        self.error(SmError::NodeUnreachable {
+            via_guid,
+            via_desc,
+            port,
+            path,
+            reason,
+        });
     }
 
     pub(super) fn malformed(&mut self, req: &Request, e: impl std::fmt::Display) {

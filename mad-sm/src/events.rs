@@ -91,6 +91,26 @@ pub enum SmError {
         /// Highest LID.
         max_lid: u16,
     },
+    /// The node behind a port of a node the sweep did read could not
+    /// be read (its NodeInfo unanswered, refused or unparsable): it and
+    /// whatever lies only behind it are left as they are, and the link
+    /// to it is not armed. The sweep is repeated after
+    /// [`SmConfig::error_resweep_delay`](crate::SmConfig::error_resweep_delay).
+    #[error(
+        "not configured: the node behind {via_desc:?} ({via_guid:#018x}) port {port}: NodeInfo via {path}: {reason}"
+    )]
+    NodeUnreachable {
+        /// GUID of the node it hangs on.
+        via_guid: u64,
+        /// NodeDescription of that node.
+        via_desc: String,
+        /// The port of that node it hangs on.
+        port: u8,
+        /// The directed route to it.
+        path: DrPath,
+        /// What went wrong ("no answer after 4 tries", "status 0x001c").
+        reason: String,
+    },
     /// The SM's own port did not answer NodeInfo: nothing was swept.
     #[error("the SM's own port did not answer NodeInfo")]
     LocalUnreachable,

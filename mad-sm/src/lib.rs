@@ -67,8 +67,19 @@
 //!    each of them (a port must be Armed before it may go Active, and its
 //!    neighbour must be Armed or Active). Ports whose physical link is not
 //!    LinkUp are left alone.
-//! 5. [`SmEvent::SweepDone`], then [`SmEvent::SubnetUp`] when every Set
-//!    succeeded; the SM is then MASTER.
+//! 5. [`SmEvent::SweepDone`]; the SM is then MASTER, and raises
+//!    [`SmEvent::SubnetUp`] when every SMP of the sweep succeeded.
+//!
+//! # A hostile fabric
+//! A node that does not answer NodeInfo (a switch whose management
+//! processor hangs), answers with a bad status or an unparsable
+//! attribute is named in [`SmError::NodeUnreachable`] (the node and port
+//! it hangs on); the link to it is not armed, and what lies only behind
+//! it is left as it is. The rest is configured and served, and the sweep
+//! is repeated after [`SmConfig::error_resweep_delay`] until it succeeds.
+//! Nothing carries over from one sweep to the next but the LIDs given
+//! and what was written into the switches, so a fabric that keeps
+//! failing the same way keeps [`SubnetManager::backlog`] the same.
 //!
 //! Every SMP of a sweep is directed-route with permissive DrSLID/DrDLID,
 //! so nothing depends on LIDs being configured. At most
@@ -494,6 +505,20 @@ impl SubnetManager {
             light_at: None,
             stats: SmStats::default(),
         }
+        .with_guid2lid()
+    }
+
+    /// Records [`SmConfig::guid2lid`] in the LID book (at start, and
+    /// after the book is emptied on coming out of standby).
+    fn with_guid2lid(mut self) -> Self {
+        self.reserve_guid2lid();
+        self
+    }
+
+    fn reserve_guid2lid(&mut self) {
+        for &(guid, lid) in &self.cfg.guid2lid {
+            self.book.reserve(guid, lid);
+        }
     }
 
     /// Routes fabrics of at least `entries` table entries (switches ×
@@ -774,6 +799,17 @@ impl SubnetManager {
     #[must_use]
     pub fn master_guid(&self) -> Option<u64> {
         self.neg.polled.as_ref().map(|(g, _)| *g)
+    }
+
+    /// SMPs SM-lite holds: outstanding (at most
+    /// [`SmConfig::max_in_flight`]), queued to send, and answers not yet
+    /// taken by [`SubnetManager::poll_transmit`]. A sweep's queue is at
+    /// most one request per port it found; nothing carries over from one
+    /// sweep to the next, so a fabric that keeps failing the same way
+    /// keeps this the same.
+    #[must_use]
+    pub fn backlog(&self) -> usize {
+        self.outstanding.len() + self.ready.len() + self.responses.len()
     }
 
     /// Sweep and SMP counters.

@@ -193,6 +193,7 @@ impl SubnetManager {
         self.mcast = mcast::McState::default();
         if self.cfg.honor_existing_lids {
             self.book = LidBook::default();
+            self.reserve_guid2lid();
         }
     }
 

@@ -147,7 +147,11 @@ impl SubnetManager {
                 if !port0 && !p.link_up() {
                     continue;
                 }
-                let state = if port0 {
+                // A link whose far end the sweep could not read is left
+                // alone (that end cannot be armed: activating this one
+                // would only fail).
+                let far_unknown = !port0 && sub.remote((i, p.num)).is_none();
+                let state = if port0 || far_unknown {
                     PortState::NO_CHANGE
                 } else {
                     match p.info.port_state {
@@ -375,8 +379,13 @@ impl SubnetManager {
             self.subnet = sweep.subnet;
         }
         let master_bound = matches!(self.sm_state, SmState::DISCOVERING | SmState::MASTER);
-        if swept && sweep.errors == 0 && master_bound {
+        // Master once its sweep went through, as OpenSM: what could not
+        // be configured (a switch that never answers) is named in the
+        // errors and tried again, and the rest of the fabric is served.
+        if swept && master_bound {
             self.set_state(SmState::MASTER);
+        }
+        if swept && sweep.errors == 0 && master_bound {
             self.neg.first_master_sweep = false;
             self.subnet_up = true;
             self.events.push_back(SmEvent::SubnetUp);

@@ -57,6 +57,23 @@ impl LidBook {
         self.by_guid.is_empty()
     }
 
+    /// Records `lid` for `guid` ahead of any sweep (a guid2lid entry),
+    /// so that [`assign_lids`] gives it that LID and nobody else. False,
+    /// and nothing recorded, when `lid` is not unicast or is taken, or
+    /// `guid` is 0 or has a LID already.
+    pub fn reserve(&mut self, guid: u64, lid: u16) -> bool {
+        if guid == 0
+            || lid == 0
+            || lid > MAX_UNICAST_LID
+            || self.owner.contains_key(&lid)
+            || self.by_guid.contains_key(&guid)
+        {
+            return false;
+        }
+        self.claim(guid, lid);
+        true
+    }
+
     fn claim(&mut self, guid: u64, lid: u16) {
         self.by_guid.insert(guid, lid);
         self.owner.insert(lid, guid);

@@ -14,6 +14,9 @@
 //!   built into the binary), brought up by SM-lite before the command runs;
 //! - `--sim-node NAME`: where the command's port is attached on that
 //!   fabric (default: the first CA);
+//! - `--no-sm`: that fabric without an SM or SA of its own (every port in
+//!   Initialize, LID 0), for `mad --sim --no-sm sm` to bring up, or to
+//!   see a fabric before its SM has swept it;
 //! - `--ibsim`: a running ibsim, reached through its environment
 //!   (`IBSIM_SOCKNAME`, `IBSIM_SERVER_NAME`, `IBSIM_SERVER_PORT`,
 //!   `SIM_HOST`);
@@ -290,7 +293,7 @@ pub const COMMANDS: &[Command] = &[
     ),
     Command::sub(
         "sm",
-        "run SM-lite as the subnet manager (and SA) on ibsim or a umad port",
+        "run SM-lite as the subnet manager (and SA) on ibsim, a umad port or --sim --no-sm",
         crate::cmd::sm::run,
     ),
 ];
@@ -307,6 +310,9 @@ among the command's arguments):
                      brought up by SM-lite before the command runs
   --sim-node NAME    attach the command's port at node NAME of that fabric
                      (default: the first CA port that is not the SM's)
+  --no-sm            that fabric with no SM or SA of its own: every port in
+                     Initialize with LID 0 (`mad --sim --no-sm sm` runs the SM
+                     on it; directed-route commands work, LID-routed fail)
   --ibsim            a running ibsim (IBSIM_SOCKNAME, IBSIM_SERVER_NAME,
                      IBSIM_SERVER_PORT, SIM_HOST)
   -C CA -P PORT      a real port through libibumad (the default when
@@ -343,6 +349,11 @@ fn program_name(argv0: &str) -> &str {
 
 /// Runs `c`; an `IBEXIT` is printed under the command's own name. Under
 /// `--json` the result goes out in its envelope instead ([`finish_json`]).
+/// Said after a command fails on the built-in fabric without an SM.
+const NO_SM_NOTE: &str = "mad: note: the built-in fabric runs without an SM (--no-sm): every \
+port is in Initialize with LID 0, so nothing answers at a LID and there is no SA; directed \
+routes work (-D, ibnetdiscover); `mad --sim --no-sm sm` brings it up\n";
+
 fn call(c: &Command, inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if inv.session.json
         || inv
@@ -355,6 +366,16 @@ fn call(c: &Command, inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         crate::discover::progress::set_enabled(false);
     }
     let r = (c.run)(inv);
+    if r.is_err()
+        && inv.session.no_sm
+        && matches!(
+            inv.session.transport,
+            crate::session::TransportChoice::Sim(_)
+        )
+        && !matches!(c.name, "sim" | "sm")
+    {
+        inv.io.err(NO_SM_NOTE);
+    }
     if inv.session.json || inv.json_body.is_some() {
         return finish_json(inv, r);
     }

@@ -1,5 +1,5 @@
 //! `mad`'s global options: the transport choice (`--sim[=TOPOLOGY]`,
-//! `--sim-node`, `--ibsim`, `-C`/`-P`), `--pcap` and `--json`, taken before
+//! `--sim-node`, `--no-sm`, `--ibsim`, `-C`/`-P`), `--pcap` and `--json`, taken before
 //! the command and (the transport ones) from among a command's arguments.
 //! [`crate::cli`] documents them for users.
 
@@ -77,6 +77,10 @@ fn try_session_opt(
     }
     if a == "--ibsim" {
         set_transport(opts, TransportChoice::IbSim)?;
+        return Ok(true);
+    }
+    if a == "--no-sm" {
+        opts.no_sm = true;
         return Ok(true);
     }
     if a == "--sim-node" || a.starts_with("--sim-node=") {

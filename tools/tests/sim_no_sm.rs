@@ -2,7 +2,9 @@
 //! own, every port in Initialize, brought up by another process over
 //! ibsim's protocol: OpenSM 3.3 under libumad2sim (then `mad --ibsim`
 //! commands see OpenSM's LIDs, as its guid2lid file lists them, and its
-//! routes), and `mad --ibsim sm`. Every process is stopped by its PID
+//! routes), and `mad --ibsim sm`. And `mad --sim --no-sm COMMAND`, the
+//! same fabric in the command's own process: `sm` brings it up there,
+//! other commands see it unconfigured. Every process is stopped by its PID
 //! (the served fabric by `quit` on its console, then reaped). Outside
 //! CI a missing OpenSM / libumad2sim makes these tests print "NOT RUN";
 //! with `CI=true` it fails them.
@@ -140,4 +142,97 @@ fn mad_sm_brings_up_the_served_fabric_without_sm() {
     );
     let l: Vec<u16> = seen.values().copied().collect();
     traces(&s, l[0], l[l.len() - 1]);
+}
+
+/// `mad --sim=net.medium --no-sm ARGS...`.
+fn in_process(args: &[&str]) -> std::process::Output {
+    let topo = support::topologies_dir().join(TOPOLOGY);
+    let sim = format!("--sim={}", topo.display());
+    std::process::Command::new(MAD)
+        .arg(&sim)
+        .arg("--no-sm")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn mad_sm_brings_up_the_in_process_fabric_without_sm() {
+    let o = in_process(&["--json", "sm", "-o"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let done = events
+        .iter()
+        .find(|e| e["event"] == "sweep_done")
+        .unwrap_or_else(|| panic!("no sweep_done: {out}"));
+    // Every node got a LID: on a fabric with its own SM there would be
+    // nothing to set and no second SM would be Master.
+    assert_eq!(done["nodes"], 351, "{out}");
+    assert_eq!(done["lids"], 351, "{out}");
+    assert_eq!(done["errors"], 0, "{out}");
+    assert!(done["sets"].as_u64().unwrap() > 351, "{out}");
+    assert!(events.iter().any(|e| e["event"] == "subnet_up"), "{out}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "state" && e["state"] == "MASTER"),
+        "{out}"
+    );
+}
+
+#[test]
+fn without_sm_directed_routes_answer_and_lid_routes_fail_with_a_note() {
+    let o = in_process(&["ibnetdiscover"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    let l = ibnetdiscover_lids(&text);
+    assert_eq!(l.len(), 351);
+    assert!(l.values().all(|v| *v == 0), "a LID without an SM: {l:?}");
+    let o = in_process(&["smpquery", "-D", "nodeinfo", "0,1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("NodeType:"));
+    let o = in_process(&["smpquery", "-t", "50", "nodeinfo", "1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(255), "{err}");
+    assert!(
+        err.contains("without an SM (--no-sm)") && err.contains("LID 0"),
+        "{err}"
+    );
+    let o = in_process(&["saquery"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("there is no SA"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_sm_is_refused_off_the_built_in_fabric_and_sm_on_it_asks_for_it() {
+    let o = std::process::Command::new(MAD)
+        .args(["--ibsim", "--no-sm", "sminfo"])
+        .output()
+        .unwrap();
+    // sminfo says it on stdout as infiniband-diags' IBEXIT lines go.
+    let err = String::from_utf8_lossy(&o.stdout) + String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--no-sm is for the built-in fabric"),
+        "{err}"
+    );
+    let o = std::process::Command::new(MAD)
+        .args(["--sim", "sm", "-o"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.code() == Some(2) && err.contains("add --no-sm"),
+        "{err}"
+    );
 }

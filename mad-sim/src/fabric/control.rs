@@ -93,6 +93,40 @@ impl Fabric {
             .collect()
     }
 
+    /// Sets (`Some`) or clears (`None`) the fault of `node`'s SMA: mute
+    /// (requests taken, never answered) or a status it answers every
+    /// request with ([`SmaFault`]).
+    ///
+    /// # Errors
+    /// No such node.
+    pub fn set_sma_fault(
+        &self,
+        node: impl Into<NodeSel>,
+        fault: Option<SmaFault>,
+    ) -> Result<(), SimError> {
+        let sel = node.into();
+        let mut c = self.lock();
+        let Some(n) = resolve(&c, &sel) else {
+            return Err(SimError::NoSuchNode(sel));
+        };
+        match fault {
+            Some(f) => c.faults.sma.insert(n, f),
+            None => c.faults.sma.remove(&n),
+        };
+        Ok(())
+    }
+
+    /// Every node whose SMA has a fault, with it.
+    #[must_use]
+    pub fn sma_faults(&self) -> Vec<(usize, SmaFault)> {
+        let c = self.lock();
+        c.faults
+            .sma
+            .iter()
+            .map(|(n, f)| (*n as usize, *f))
+            .collect()
+    }
+
     /// Re-seeds the RNG of every link direction (and of those given faults
     /// later): the same seed and the same traffic give the same faults.
     pub fn set_fault_seed(&self, seed: u64) {

@@ -157,7 +157,7 @@ use mad_core::wire::attr::{port_cap, PortCounters, PortCountersExt, PortInfo, Sm
 use crate::topology::{NodeKind, Topology, TopologyError};
 use endpoint::SimPort;
 
-pub use engine::faults::{LinkFaultStats, LinkFaults};
+pub use engine::faults::{LinkFaultStats, LinkFaults, SmaFault};
 pub(crate) use engine::{check_dr_post, Core, Endpoint, Origin, Packet};
 pub use node::{
     CA_GUID_CAP, CA_PARTITION_CAP, DEFAULT_SL2VL, REVISION, SWITCH_PARTITION_CAP,

@@ -54,6 +54,9 @@ pub enum DropReason {
     HopLimit,
     /// A link fault ([`Fabric::set_link_faults`](super::Fabric::set_link_faults)) lost it on the wire.
     LinkFault,
+    /// A muted SMA ([`SmaFault::Mute`](super::SmaFault::Mute)) took it
+    /// and never answered.
+    SmaMute,
 }
 
 impl DropReason {
@@ -80,6 +83,7 @@ impl DropReason {
         Self::LinkFilter,
         Self::HopLimit,
         Self::LinkFault,
+        Self::SmaMute,
     ];
 
     pub(super) fn index(self) -> usize {

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fake;
+mod lids;
 mod routing_ref;
 mod sweeps;
 mod two_sms;

@@ -135,7 +135,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             inv.io.err(&format!("mad sim: warning: {w}\n"));
         }
     }
-    if a.no_sm {
+    if a.no_sm || inv.session.no_sm {
         return run_without_sm(inv, &a, topology.as_deref());
     }
     let spinner = crate::discover::progress::Spinner::start(&format!(

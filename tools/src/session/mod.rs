@@ -56,6 +56,9 @@ pub struct SessionOpts {
     pub transport: TransportChoice,
     /// `--sim-node`: where to attach on the built-in fabric.
     pub sim_node: Option<String>,
+    /// `--no-sm`: the built-in fabric without an SM or SA of its own
+    /// (every port in Initialize, LID 0).
+    pub no_sm: bool,
     /// `-C`: the CA (umad).
     pub ca: Option<String>,
     /// `-P`: the CA port (umad; 0 or none: the first active one).
@@ -97,6 +100,10 @@ fn open_err(message: impl Into<String>) -> OpenError {
 pub const NO_DEVICE: &str = "no InfiniBand device found (libibumad lists none, or is not \
 installed); use --sim[=TOPOLOGY] for the built-in simulated fabric, or --ibsim to reach a \
 running ibsim (IBSIM_SOCKNAME); -C CA -P PORT names a real port";
+
+/// The message when `--no-sm` is given without `--sim`.
+pub const NO_SM_WITHOUT_SIM: &str = "--no-sm is for the built-in fabric: use it with \
+--sim[=TOPOLOGY] (on ibsim or a real port the SM is whatever runs there)";
 
 /// Set by [`exit_after_command`].
 static EXITS_AFTER_COMMAND: AtomicBool = AtomicBool::new(false);
@@ -207,6 +214,9 @@ impl Session {
             None => None,
         };
         let debug = (opts.debug > 0).then(debug::WalkNames::default);
+        if opts.no_sm && !matches!(opts.transport, TransportChoice::Sim(_)) {
+            return Err(open_err(NO_SM_WITHOUT_SIM));
+        }
         let choice = match &opts.transport {
             TransportChoice::Auto if opts.ca.is_some() || opts.port.is_some() => {
                 TransportChoice::Umad
@@ -225,7 +235,12 @@ impl Session {
         };
         let (rt, backend) = match choice {
             TransportChoice::Sim(topo) => {
-                let f = sim::bring_up(topo.as_deref()).map_err(open_err)?;
+                let f = if opts.no_sm {
+                    sim::load_bare(topo.as_deref())
+                } else {
+                    sim::bring_up(topo.as_deref())
+                }
+                .map_err(open_err)?;
                 let at = f.endpoint_at(opts.sim_node.as_deref()).map_err(open_err)?;
                 let port = f.attach(at).map_err(open_err)?;
                 (
@@ -400,19 +415,29 @@ impl Session {
     pub fn describe(&self) -> String {
         let a = self.port_attrs();
         match &self.backend {
-            Backend::Sim(f) => {
-                let st = f.subnet.sm_status();
-                format!(
-                    "built-in fabric {} ({} nodes, SM-lite at LID {} after {} SMPs), port {} port {} LID {}",
+            Backend::Sim(f) => match &f.subnet {
+                Some(sub) => {
+                    let st = sub.sm_status();
+                    format!(
+                        "built-in fabric {} ({} nodes, SM-lite at LID {} after {} SMPs), port {} port {} LID {}",
+                        f.name(),
+                        f.fabric.node_count(),
+                        st.sm_lid,
+                        st.smps_sent,
+                        a.ca_name,
+                        a.port_num,
+                        a.lid
+                    )
+                }
+                None => format!(
+                    "built-in fabric {} ({} nodes, no SM: ports in Initialize), port {} port {} LID {}",
                     f.name(),
-                    f.subnet.fabric().node_count(),
-                    st.sm_lid,
-                    st.smps_sent,
+                    f.fabric.node_count(),
                     a.ca_name,
                     a.port_num,
                     a.lid
-                )
-            }
+                ),
+            },
             Backend::IbSim => format!("ibsim node {} port {} LID {}", a.ca_name, a.port_num, a.lid),
             Backend::Umad { ca } => format!("{ca} port {} LID {}", a.port_num, a.lid),
         }

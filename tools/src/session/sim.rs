@@ -2,7 +2,10 @@
 //! fabric of a topology file, or mad-sim's built-in default topology,
 //! brought up by SM-lite (which keeps running in the fabric, in virtual
 //! time) with the SA answering at the SM's port — and the place a
-//! command's port is attached.
+//! command's port is attached. With `--no-sm` ([`load_bare`]) the fabric
+//! has no SM and no SA: every port waits in Initialize with LID 0, for
+//! `mad --sim --no-sm sm` to bring it up, and other commands see it as a
+//! fabric without an SM (directed routes work, LID routes do not).
 
 use mad_sim::topology::NodeKind;
 use mad_sim::{Fabric, SimPort, Subnet, SubnetOptions, Topology};
@@ -10,18 +13,21 @@ use mad_sim::{Fabric, SimPort, Subnet, SubnetOptions, Topology};
 /// The name the default topology goes by in messages.
 pub use mad_sim::DEFAULT_TOPOLOGY_NAME;
 
-/// A fabric that SM-lite has brought up.
+/// The built-in fabric of a session: brought up by SM-lite, or (with
+/// `--no-sm`) left without an SM.
 pub struct SimFabric {
-    /// The subnet (fabric, SM-lite, SA).
-    pub subnet: Subnet,
-    /// The fabric (another handle to `subnet`'s).
+    /// The subnet (fabric, SM-lite, SA); `None` under `--no-sm`.
+    pub subnet: Option<Subnet>,
+    /// The fabric (another handle to `subnet`'s when there is one).
     pub fabric: Fabric,
+    name: String,
 }
 
 impl std::fmt::Debug for SimFabric {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SimFabric")
-            .field("name", &self.subnet.name())
+            .field("name", &self.name)
+            .field("sm", &self.subnet.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -64,7 +70,34 @@ pub fn bring_up(topology: Option<&str>) -> Result<SimFabric, String> {
             None => format!("{DEFAULT_TOPOLOGY_NAME} topology: {e}"),
         })?;
     let fabric = subnet.fabric().clone();
-    Ok(SimFabric { subnet, fabric })
+    let name = subnet.name().to_owned();
+    Ok(SimFabric {
+        subnet: Some(subnet),
+        fabric,
+        name,
+    })
+}
+
+/// Builds the fabric of `topology` (a file; `None`: the built-in
+/// default) with no SM and no SA (`--no-sm`): every port in Initialize
+/// with LID 0, as a fabric is before an SM sweeps it.
+///
+/// # Errors
+/// An unreadable topology.
+pub fn load_bare(topology: Option<&str>) -> Result<SimFabric, String> {
+    if let Some(path) = topology {
+        for w in check_topology_file(std::path::Path::new(path))? {
+            eprintln!("mad: warning: {w}");
+        }
+    }
+    let (topo, name) = load_topology(topology)?;
+    let fabric = Fabric::with_config(&topo, mad_sim::FabricConfig::default());
+    crate::session::drop_or_leave(topo);
+    Ok(SimFabric {
+        subnet: None,
+        fabric,
+        name,
+    })
 }
 
 /// Checks a topology file before the loader reads it, for what the
@@ -140,7 +173,29 @@ impl SimFabric {
     /// The topology's name (its file, or [`DEFAULT_TOPOLOGY_NAME`]).
     #[must_use]
     pub fn name(&self) -> &str {
-        self.subnet.name()
+        &self.name
+    }
+
+    /// True when the fabric runs SM-lite (not `--no-sm`).
+    #[must_use]
+    pub fn has_sm(&self) -> bool {
+        self.subnet.is_some()
+    }
+
+    /// Where the SM goes on a fabric without one (`mad --sim --no-sm
+    /// sm`): node `name` as [`SimFabric::endpoint_at`] picks it, else
+    /// the first node's first end port (where SM-lite runs otherwise).
+    ///
+    /// # Errors
+    /// No such node, or an empty fabric.
+    pub fn sm_endpoint(&self, name: Option<&str>) -> Result<(usize, u8), String> {
+        if name.is_some() {
+            return self.endpoint_at(name);
+        }
+        match self.fabric.node(0) {
+            Some(n) => Ok((0, u8::from(n.kind != NodeKind::Switch))),
+            None => Err(format!("{}: the fabric has no nodes", self.name())),
+        }
     }
 
     /// Where a command's port goes: node `name` (by id or description;
@@ -150,7 +205,7 @@ impl SimFabric {
     /// # Errors
     /// No such node, or no free CA port.
     pub fn endpoint_at(&self, name: Option<&str>) -> Result<(usize, u8), String> {
-        let fabric = self.subnet.fabric();
+        let fabric = &self.fabric;
         match name {
             Some(want) => {
                 let nodes = fabric.nodes();
@@ -177,10 +232,11 @@ impl SimFabric {
                 });
                 Ok((n.index, linked.unwrap_or(1)))
             }
-            None => self
-                .subnet
-                .free_endpoint()
-                .ok_or_else(|| format!("{}: no CA port free for the command", self.name())),
+            None => match &self.subnet {
+                Some(s) => s.free_endpoint(),
+                None => first_ca_port(fabric),
+            }
+            .ok_or_else(|| format!("{}: no CA port free for the command", self.name())),
         }
     }
 
@@ -189,9 +245,9 @@ impl SimFabric {
     /// # Errors
     /// The fabric's refusal (the SM's own port is taken), as text.
     pub fn attach(&self, at: (usize, u8)) -> Result<SimPort, String> {
-        self.subnet.attach(at.0, at.1).map_err(|e| {
-            let sm = self.subnet.sm_port();
-            if (sm.node, sm.port) == at {
+        self.fabric.attach(at.0, at.1).map_err(|e| {
+            let sm = self.subnet.as_ref().map(Subnet::sm_port);
+            if sm.is_some_and(|sm| (sm.node, sm.port) == at) {
                 format!(
                     "{}: {e} (SM-lite and the SA run there; choose another --sim-node)",
                     self.name()
@@ -203,6 +259,23 @@ impl SimFabric {
     }
 }
 
+/// The first CA port with its link up (on a fabric without an SM, no
+/// port is the SM's yet).
+fn first_ca_port(f: &Fabric) -> Option<(usize, u8)> {
+    f.nodes().iter().find_map(|n| {
+        if n.kind == NodeKind::Switch {
+            return None;
+        }
+        (1..=n.num_ports)
+            .find(|p| {
+                f.port_info(n.index, *p).is_some_and(|pi| {
+                    pi.port_phys_state == mad_core::wire::attr::PhysPortState::LINK_UP
+                })
+            })
+            .map(|p| (n.index, p))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,10 +284,10 @@ mod tests {
     fn the_default_topology_comes_up_and_commands_attach_beside_the_sm() {
         let s = bring_up(None).unwrap();
         assert_eq!(s.name(), DEFAULT_TOPOLOGY_NAME);
-        let sm_lid = s.subnet.sm_lid();
+        let sm_lid = s.subnet.as_ref().unwrap().sm_lid();
         assert_ne!(sm_lid, 0);
         let (n, p) = s.endpoint_at(None).unwrap();
-        let f = s.subnet.fabric();
+        let f = &s.fabric;
         assert_eq!(f.node(n).unwrap().id, "host-2");
         assert_eq!(p, 1);
         let pi = f.port_info(n, p).unwrap();

@@ -103,9 +103,24 @@ pub(crate) struct DirFaults {
     pub stats: LinkFaultStats,
 }
 
+/// A fault of a node's SMA ([`crate::fabric::Fabric::set_sma_fault`]):
+/// what it does with the SMP requests (Get, Set) that reach it. Directed
+/// routes through the node are still relayed, and its PMA, traps and
+/// SM are not touched: a management processor that hangs or refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmaFault {
+    /// Takes every request and never answers.
+    Mute,
+    /// Answers every request with this MAD status (15 bits for
+    /// directed route) and zero data, changing nothing.
+    Status(u16),
+}
+
 /// Fault state of the whole fabric.
 #[derive(Debug, Default)]
 pub(crate) struct FaultState {
+    /// SMA faults by node.
+    pub sma: BTreeMap<u32, SmaFault>,
     pub seed: u64,
     /// By the port packets leave (node, port); ordered so that releases
     /// happen in a fixed order.

@@ -144,7 +144,16 @@ impl Core {
             self.drop_pkt(DropReason::NoReceiver, node, port);
             return;
         }
-        self.sma(node, port, pkt);
+        match self.faults.sma.get(&node).copied() {
+            None => self.sma(node, port, pkt),
+            Some(super::faults::SmaFault::Mute) => {
+                self.drop_pkt(DropReason::SmaMute, node, port);
+            }
+            Some(super::faults::SmaFault::Status(status)) => {
+                self.stats.to_sma += 1;
+                self.respond_smp(node, port, pkt, status, &[0u8; 64]);
+            }
+        }
     }
 
     /// Gives an SMInfo request, trap or report to the SM at this node: an

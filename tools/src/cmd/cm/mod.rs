@@ -456,8 +456,7 @@ fn sim_peer(sim: &SimFabric, sid: u64, qpn: u32) -> Result<SimPeer, CliError> {
     let failed = |e: String| CliError::Failed(format!("cm: peer: {e}"));
     // The first CA port nobody uses (the session holds one already).
     let ep = sim
-        .subnet
-        .fabric()
+        .fabric
         .nodes()
         .iter()
         .filter(|n| n.kind == mad_sim::topology::NodeKind::Ca)

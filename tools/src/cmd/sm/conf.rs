@@ -25,6 +25,12 @@ pub struct SmOpts {
     pub once: bool,
     /// `-r`, `reassign_lids`.
     pub reassign_lids: bool,
+    /// `-x`, `honor_guid2lid_file`: give the ports the LIDs of OpenSM's
+    /// guid2lid file ([`super::guid2lid`]).
+    pub honor_guid2lid: bool,
+    /// The guid2lid file's entries, read when `honor_guid2lid` is set
+    /// (filled by `mad sm` before it starts the SM).
+    pub guid2lid: Vec<(u64, u16)>,
     /// `-t`, `transaction_timeout` (ms).
     pub timeout_ms: u64,
     /// `--retries`, `transaction_retries`.
@@ -61,6 +67,8 @@ impl Default for SmOpts {
             polling_retries: 4,
             once: false,
             reassign_lids: false,
+            honor_guid2lid: false,
+            guid2lid: Vec::new(),
             timeout_ms: 200,
             retries: 3,
             // OpenSM's default of 4 SMPs on the wire is for hardware; over
@@ -93,6 +101,7 @@ impl SmOpts {
             subnet_prefix: self.subnet_prefix,
             subnet_timeout: self.subnet_timeout,
             honor_existing_lids: !self.reassign_lids,
+            guid2lid: self.guid2lid.clone(),
             sweep_interval: (self.sweep_interval > 0)
                 .then(|| Duration::from_secs(self.sweep_interval)),
             sminfo_polling_timeout: Duration::from_millis(self.polling_timeout_ms),
@@ -106,10 +115,13 @@ impl SmOpts {
 pub const USAGE: &str = "\
 Usage: mad --ibsim sm [OPTIONS]
        mad sm -C CA -P PORT [OPTIONS]
+       mad --sim[=TOPOLOGY] --no-sm sm [OPTIONS]
 Runs SM-lite as the subnet manager of the fabric at this port, with the
 SA answering at the same port, until SIGINT / SIGTERM (or one sweep with -o).
 On ibsim it attaches as the SM of the node SIM_HOST names (default: the
-first node of the topology) and sets IsSM there.
+first node of the topology) and sets IsSM there. With --sim --no-sm it
+runs in this process on the built-in fabric left without an SM of its own
+(at --sim-node NAME, default the first node).
 
 Options (OpenSM's names):
   -p, --priority N        SMInfo priority, 0-15 (0)
@@ -120,6 +132,10 @@ Options (OpenSM's names):
                           reached, 1 if not
   -r, --reassign_lids     give every port a new LID instead of keeping
                           the one it holds
+  -x, --honor_guid2lid    give the ports the LIDs of OpenSM's guid2lid file
+                          ($OSM_CACHE_DIR/guid2lid, default
+                          /var/cache/opensm/guid2lid) if it exists, at start
+                          and on coming out of standby; a bad line is an error
   -t, --timeout MS        SMP timeout (200)
       --retries N         resends of an unanswered SMP (3)
   -n, --maxsmps N         most SMPs outstanding (64)
@@ -141,6 +157,7 @@ const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("sweep", HasArg::Required, 's' as i32),
     LongOpt::new("once", HasArg::No, 'o' as i32),
     LongOpt::new("reassign_lids", HasArg::No, 'r' as i32),
+    LongOpt::new("honor_guid2lid", HasArg::No, 'x' as i32),
     LongOpt::new("timeout", HasArg::Required, 't' as i32),
     LongOpt::new("retries", HasArg::Required, K_RETRIES),
     LongOpt::new("maxsmps", HasArg::Required, 'n' as i32),
@@ -193,6 +210,7 @@ fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
         "sminfo_polling_timeout" => o.polling_timeout_ms = ranged(key, v, 1, 3_600_000)?,
         "polling_retry_number" => o.polling_retries = ranged(key, v, 1, 100)? as u32,
         "reassign_lids" => o.reassign_lids = boolean(key, v)?,
+        "honor_guid2lid_file" => o.honor_guid2lid = boolean(key, v)?,
         "max_wire_smps" => o.max_smps = ranged(key, v, 1, 256)? as usize,
         "transaction_timeout" => o.timeout_ms = ranged(key, v, 1, 3_600_000)?,
         "transaction_retries" => o.retries = ranged(key, v, 0, 100)? as u32,
@@ -252,6 +270,9 @@ pub fn default_config() -> String {
          polling_retry_number {}\n\n\
          # Give every port a new LID instead of keeping the one it holds\n\
          reassign_lids {}\n\n\
+         # If TRUE give the ports the LIDs of OpenSM's guid2lid file\n\
+         # ($OSM_CACHE_DIR/guid2lid) if it exists\n\
+         honor_guid2lid_file {}\n\n\
          # Most SMPs outstanding at once\n\
          max_wire_smps {}\n\n\
          # SMP timeout in ms\n\
@@ -269,6 +290,7 @@ pub fn default_config() -> String {
         d.polling_timeout_ms,
         d.polling_retries,
         if d.reassign_lids { "TRUE" } else { "FALSE" },
+        if d.honor_guid2lid { "TRUE" } else { "FALSE" },
         d.max_smps,
         d.timeout_ms,
         d.retries,
@@ -281,7 +303,7 @@ pub fn default_config() -> String {
 /// # Errors
 /// A usage or configuration error, for stderr.
 pub fn parse(args: &[String]) -> Result<SmOpts, String> {
-    let m = getopt_long("sm", args, "p:g:s:ort:n:f:k:F:c:C:P:h", LONG)?;
+    let m = getopt_long("sm", args, "p:g:s:orxt:n:f:k:F:c:C:P:h", LONG)?;
     if let Some(extra) = m.operands.first() {
         return Err(format!("sm: unexpected argument {extra:?}"));
     }
@@ -297,6 +319,7 @@ pub fn parse(args: &[String]) -> Result<SmOpts, String> {
             (_, 's') => o.sweep_interval = num("--sweep", &v)?,
             (_, 'o') => o.once = true,
             (_, 'r') => o.reassign_lids = true,
+            (_, 'x') => o.honor_guid2lid = true,
             (_, 't') => o.timeout_ms = ranged("--timeout", &v, 1, 3_600_000)?,
             (_, 'n') => o.max_smps = ranged("--maxsmps", &v, 1, 256)? as usize,
             (_, 'f') => o.log_file = Some(PathBuf::from(v)),

@@ -9,6 +9,7 @@
 //! object per event on stdout instead of the log on stderr.
 
 pub mod conf;
+pub mod guid2lid;
 mod log;
 pub mod split;
 
@@ -57,6 +58,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         sig.push(id);
     }
     let mut log = Log::open(&o, inv.io)?;
+    if o.honor_guid2lid {
+        honor_guid2lid(&mut o, &mut log)?;
+    }
     let r = match &inv.session.transport {
         TransportChoice::IbSim => {
             let mut cfg = IbSimConfig::from_env();
@@ -76,9 +80,14 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             }
             serve(t, &o, &mut log, &stop)
         }
+        TransportChoice::Sim(topo) if inv.session.no_sm => {
+            let t = sim_port(topo.as_deref(), inv.session.sim_node.as_deref(), &o)?;
+            serve(t, &o, &mut log, &stop)
+        }
         TransportChoice::Sim(_) => Err(CliError::Usage(
-            "sm: the built-in fabric runs SM-lite already; run mad sm with --ibsim or on a \
-             umad port (-C CA -P PORT)\n"
+            "sm: the built-in fabric runs SM-lite already; add --no-sm (mad --sim --no-sm sm) \
+             for a fabric with no SM of its own, or run mad sm with --ibsim or on a umad port \
+             (-C CA -P PORT)\n"
                 .to_owned(),
         )),
         TransportChoice::Umad | TransportChoice::Auto => {
@@ -92,6 +101,52 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         signal_hook::low_level::unregister(id);
     }
     r
+}
+
+/// `-x`: reads OpenSM's guid2lid file into `o.guid2lid`.
+fn honor_guid2lid(o: &mut SmOpts, log: &mut Log<'_, '_>) -> Result<(), CliError> {
+    let path = guid2lid::default_path();
+    let shown = path.display().to_string();
+    match guid2lid::read(&path).map_err(|e| CliError::Input(format!("sm: {e}")))? {
+        Some(entries) => {
+            log.line(
+                &format!("Honoring guid2lid file {shown}: {} LIDs", entries.len()),
+                json!({"event": "guid2lid", "path": shown, "lids": entries.len()}),
+            );
+            o.guid2lid = entries;
+        }
+        None => log.line(
+            &format!("No guid2lid file at {shown}: LIDs are given as without -x"),
+            json!({"event": "guid2lid", "path": shown, "lids": serde_json::Value::Null}),
+        ),
+    }
+    Ok(())
+}
+
+/// The SM's port on the built-in fabric without an SM (`mad --sim
+/// --no-sm sm`): at `--sim-node`, else the first node's first end port
+/// (where SM-lite runs otherwise); IsSM set there.
+fn sim_port(
+    topo: Option<&str>,
+    node: Option<&str>,
+    o: &SmOpts,
+) -> Result<mad_sim::SimPort, CliError> {
+    let failed = |e: String| CliError::Failed(format!("sm: {e}"));
+    let f = crate::session::sim::load_bare(topo).map_err(failed)?;
+    let at = f.sm_endpoint(node).map_err(failed)?;
+    let mut t = f.attach(at).map_err(failed)?;
+    if o.guid != 0 && t.port_attrs().port_guid != o.guid {
+        return Err(failed(format!(
+            "{} port {} has port GUID {:#018x}, not {:#018x}: on the built-in fabric \
+             --sim-node NAME picks the SM's node",
+            t.port_attrs().ca_name,
+            t.port_attrs().port_num,
+            t.port_attrs().port_guid,
+            o.guid
+        )));
+    }
+    t.set_is_sm(true);
+    Ok(t)
 }
 
 /// The umad port to open: `-C/-P`, or the port whose GUID `-g` names.

@@ -46,6 +46,14 @@ impl Waitable for UmadTransport {
     }
 }
 
+impl Waitable for mad_sim::SimPort {
+    fn wait_for(&mut self, timeout: Duration) {
+        // The built-in fabric answers inside the post; what else arrives
+        // (traps, SA queries of other endpoints) waits a short sleep.
+        std::thread::sleep(timeout.min(Duration::from_micros(200)));
+    }
+}
+
 struct Shared<T> {
     inner: T,
     recv: [VecDeque<Received>; 2],
