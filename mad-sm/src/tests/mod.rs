@@ -3,6 +3,7 @@
 //! SMInfo, loss and duplication.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod engines;
 mod fake;
 mod routing_ref;
 mod sweeps;
