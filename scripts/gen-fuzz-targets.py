@@ -113,6 +113,7 @@ OTHERS = [
     ("hex_parser", "hex"),
     ("ibnetdisc_cache", "ibnetdisc_cache"),
     ("lft_balance", "lft_balance"),
+    ("routing_check", "routing_check"),
     ("perl_topology", "perl_topology"),
     ("mad_debug_line", "mad_debug_line"),
     ("sm_guid2lid", "sm_guid2lid"),

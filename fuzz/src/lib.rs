@@ -352,6 +352,56 @@ pub fn ibnetdisc_cache(data: &[u8]) {
     assert_eq!(once, twice);
 }
 
+/// mad-sm's routing inputs and route check: the engine list (`-R`) and
+/// a `root_guid_file` from the text, and the deadlock check over tables
+/// made from the bytes (up to 8 switches of 6 ports, 8 CAs, any links
+/// and entries): never panics, and a cycle it reports is one.
+pub fn routing_check(data: &[u8]) {
+    use mad_sm::routing::check::{check, CaPort, Peer, SwitchTables, Tables};
+    use mad_sm::routing::engines::{parse_guid_file, Engine};
+    let text = String::from_utf8_lossy(data);
+    let _ = Engine::parse_list(&text);
+    let _ = parse_guid_file(&text);
+    let mut b = data.iter().copied();
+    let mut next = || b.next().unwrap_or(0);
+    let (nsw, nca) = (usize::from(next() % 8) + 1, usize::from(next() % 8));
+    let mut t = Tables::default();
+    for k in 0..nsw {
+        let links = (0..7)
+            .map(|p| {
+                let v = next();
+                if p == 0 || v % 4 == 0 {
+                    None
+                } else if v % 4 == 1 {
+                    Some(Peer::Ca(usize::from(v >> 2) % (nca + 1)))
+                } else {
+                    Some(Peer::Switch { sw: usize::from(v >> 2) % (nsw + 1), port: v % 7 })
+                }
+            })
+            .collect();
+        let lft = (0..20).map(|_| next() % 9).collect();
+        t.switches.push(SwitchTables { guid: k as u64, name: String::new(), lft, links });
+    }
+    for k in 0..nca {
+        let (lid, lmc, sw, port) = (next() % 20, next() % 3, next(), next());
+        t.cas.push(CaPort {
+            guid: k as u64,
+            name: String::new(),
+            lid: u16::from(lid),
+            lmc,
+            attach: (sw % 2 == 0).then_some((usize::from(sw >> 1) % (nsw + 1), port % 7)),
+        });
+    }
+    let r = check(&t);
+    for (k, c) in r.cycle.iter().enumerate() {
+        let next = r.cycle[(k + 1) % r.cycle.len()];
+        assert!(matches!(
+            t.switches[c.sw].links[usize::from(c.port)],
+            Some(Peer::Switch { sw, .. }) if sw == next.sw
+        ));
+    }
+}
+
 /// check_lft_balance over an arbitrary forwarding-table dump, without
 /// and with a fabric, plain, `-v` and `-e`: never panics, and `-v`
 /// prints at least what the plain form prints.

@@ -60,6 +60,9 @@ pub struct SmConfig {
     /// `None`: no light sweeps, as before, for embedders that drive
     /// re-sweeps themselves).
     pub sweep_interval: Option<Duration>,
+    /// The routing engines to try and their settings (OpenSM's
+    /// `routing_engine`, `root_guid_file`); default min-hop alone.
+    pub routing: crate::routing::engines::RoutingConfig,
 }
 
 impl Default for SmConfig {
@@ -81,6 +84,7 @@ impl Default for SmConfig {
             sminfo_polling_timeout: Duration::from_secs(10),
             polling_retry_number: 4,
             sweep_interval: None,
+            routing: crate::routing::engines::RoutingConfig::default(),
         }
     }
 }

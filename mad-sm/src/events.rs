@@ -180,6 +180,16 @@ pub enum SmEvent {
         /// Port GUID of the SM that stopped answering.
         guid: u64,
     },
+    /// A heavy sweep routed the fabric with a routing engine other than
+    /// min-hop alone ([`crate::SmConfig::routing`]): the engine whose
+    /// tables are programmed, and what the engines tried said (why one
+    /// fell back to the next, which root `updn` chose).
+    Routed {
+        /// The engine that routed.
+        engine: crate::routing::engines::Engine,
+        /// The engines' notes, in order.
+        notes: Vec<String>,
+    },
     /// A light sweep (SwitchInfo of every switch) finished.
     LightSweepDone {
         /// A switch reported a port state change, did not answer, or

@@ -69,10 +69,17 @@ impl SubnetManager {
         // A big fabric is routed on a thread of its own while the Sets
         // go out: PortInfo first, then each switch's blocks as soon as its
         // table is there (same tables, same SMPs in the same order).
-        if routing::table_entries(sub) >= self.background_entries {
+        if !self.cfg.routing.is_min_hop() {
+            // Another engine than min-hop: routed here, whatever the size.
+            let r = routing::engines::route(sub, &self.cfg.routing);
+            self.events.push_back(SmEvent::Routed {
+                engine: r.engine,
+                notes: r.notes,
+            });
+        } else if routing::table_entries(sub) >= self.background_entries {
             self.sweep.routes = routing::RouteStream::spawn(sub);
         }
-        if self.sweep.routes.is_none() {
+        if self.sweep.routes.is_none() && self.cfg.routing.is_min_hop() {
             routing::compute_lfts(sub);
         }
         self.sm_lid = sub

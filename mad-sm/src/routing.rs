@@ -22,6 +22,8 @@ use mad_core::hash::FastMap;
 use super::subnet::{NodeIdx, PortRef, Subnet};
 use crate::lft::{BlockInterner, Lft};
 
+pub mod check;
+pub mod engines;
 mod stream;
 pub use stream::BACKGROUND_ENTRIES;
 pub(crate) use stream::{table_entries, RouteStream};

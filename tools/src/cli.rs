@@ -267,6 +267,11 @@ pub const COMMANDS: &[Command] = &[
         crate::cmd::ibfindnodesusing::run,
     ),
     Command::sub(
+        "check-routes",
+        "can the unicast routes deadlock? cycles of the channel dependency graph, unreachable pairs, balance",
+        crate::cmd::check_routes::run,
+    ),
+    Command::sub(
         "sweep",
         "read PortCounters/PortCountersExtended of every port, in parallel",
         crate::cmd::sweep::run,

@@ -134,6 +134,8 @@ const SUCCESSES: &[(&str, &[&str])] = &[
     ("ibhosts", &["ibhosts"]),
     ("ibswitches", &["ibswitches"]),
     ("sweep", &["sweep"]),
+    ("check-routes", &["check-routes"]),
+    ("check-routes", &["check-routes", "-R", "updn"]),
     ("exporter", &["exporter", "--once"]),
     ("exporter", &["exporter", "--once", "--lean"]),
     ("iblinkinfo", &["iblinkinfo"]),

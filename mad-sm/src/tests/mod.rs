@@ -3,6 +3,7 @@
 //! SMInfo, loss and duplication.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod engines;
 mod fake;
 mod lids;
 mod routing_ref;

@@ -12,6 +12,7 @@
 
 pub mod bench;
 pub mod check_lft_balance;
+pub mod check_routes;
 pub mod cm;
 pub mod dump_fts;
 pub mod exporter;

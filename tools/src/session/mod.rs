@@ -72,6 +72,9 @@ pub struct SessionOpts {
     pub debug: u32,
     /// `-s`: where SA queries go instead of the port's SM LID.
     pub sm_lid: Option<u16>,
+    /// How the built-in fabric's SM-lite routes (`mad check-routes -R`);
+    /// default min-hop.
+    pub sim_routing: mad_sm::routing::engines::RoutingConfig,
 }
 
 /// Why a session could not be opened.
@@ -238,7 +241,7 @@ impl Session {
                 let f = if opts.no_sm {
                     sim::load_bare(topo.as_deref())
                 } else {
-                    sim::bring_up(topo.as_deref())
+                    sim::bring_up_routed(topo.as_deref(), &opts.sim_routing)
                 }
                 .map_err(open_err)?;
                 let at = f.endpoint_at(opts.sim_node.as_deref()).map_err(open_err)?;

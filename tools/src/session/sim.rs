@@ -55,6 +55,20 @@ pub fn load_topology(topology: Option<&str>) -> Result<(Topology, String), Strin
 /// # Errors
 /// An unreadable topology, or a fabric that does not come up.
 pub fn bring_up(topology: Option<&str>) -> Result<SimFabric, String> {
+    bring_up_routed(
+        topology,
+        &mad_sm::routing::engines::RoutingConfig::default(),
+    )
+}
+
+/// [`bring_up`] with SM-lite routing by `routing`'s engines.
+///
+/// # Errors
+/// As [`bring_up`].
+pub fn bring_up_routed(
+    topology: Option<&str>,
+    routing: &mad_sm::routing::engines::RoutingConfig,
+) -> Result<SimFabric, String> {
     if let Some(path) = topology {
         for w in check_topology_file(std::path::Path::new(path))? {
             eprintln!("mad: warning: {w}");
@@ -64,11 +78,27 @@ pub fn bring_up(topology: Option<&str>) -> Result<SimFabric, String> {
         "SM-lite: bringing up {}",
         topology.unwrap_or(DEFAULT_TOPOLOGY_NAME)
     ));
-    let subnet = Subnet::load(topology.map(std::path::Path::new), SubnetOptions::default())
-        .map_err(|e| match topology {
+    let mut opts = SubnetOptions::default();
+    opts.sm.routing = routing.clone();
+    let subnet =
+        Subnet::load(topology.map(std::path::Path::new), opts).map_err(|e| match topology {
             Some(t) => format!("topology {t}: {e}"),
             None => format!("{DEFAULT_TOPOLOGY_NAME} topology: {e}"),
         })?;
+    if *routing != mad_sm::routing::engines::RoutingConfig::default() {
+        // What the engines said (a fallback, the root updn chose).
+        for e in subnet.take_sm_events() {
+            if let mad_sm::SmEvent::Routed { engine, notes } = e {
+                for n in notes {
+                    eprintln!("mad: built-in SM: {n}");
+                }
+                eprintln!(
+                    "mad: built-in SM: routing engine {} routed the fabric",
+                    engine.name()
+                );
+            }
+        }
+    }
     let fabric = subnet.fabric().clone();
     let name = subnet.name().to_owned();
     Ok(SimFabric {

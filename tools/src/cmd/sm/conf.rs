@@ -53,6 +53,11 @@ pub struct SmOpts {
     pub ca: Option<String>,
     /// `-P`: the CA port (umad).
     pub port: Option<u32>,
+    /// `-R`, `routing_engine`: the engines to try, in order.
+    pub routing_engines: Vec<mad_sm::routing::engines::Engine>,
+    /// `-a`, `root_guid_file`: the file and the root switch GUIDs it
+    /// lists (for `updn`).
+    pub root_guid_file: Option<(PathBuf, Vec<u64>)>,
     /// `-h`.
     pub help: bool,
 }
@@ -83,6 +88,8 @@ impl Default for SmOpts {
             create_config: None,
             ca: None,
             port: None,
+            routing_engines: vec![mad_sm::routing::engines::Engine::MinHop],
+            root_guid_file: None,
             help: false,
         }
     }
@@ -106,6 +113,14 @@ impl SmOpts {
                 .then(|| Duration::from_secs(self.sweep_interval)),
             sminfo_polling_timeout: Duration::from_millis(self.polling_timeout_ms),
             polling_retry_number: self.polling_retries,
+            routing: mad_sm::routing::engines::RoutingConfig {
+                engines: self.routing_engines.clone(),
+                root_guids: self
+                    .root_guid_file
+                    .as_ref()
+                    .map(|(_, g)| g.clone())
+                    .unwrap_or_default(),
+            },
             ..mad_sm::SmConfig::default()
         }
     }
@@ -143,6 +158,13 @@ Options (OpenSM's names):
   -k, --smkey KEY         SM_Key (1)
   -F, --config FILE       read opensm.conf-style KEY VALUE lines
   -c, --create-config FILE  write the keys -F honours with their defaults
+  -R, --routing_engine LIST  routing engines to try in order, comma-
+                          separated: minhop, updn, ftree (minhop); one that
+                          cannot route the fabric logs why and the next is
+                          tried, min-hop when none can
+  -a, --root_guid_file FILE  root switches' GUIDs for updn, one a line
+                          (default: found as OpenSM finds them, else the
+                          most central switch)
   -C CA, -P PORT          a umad port (also under libumad2sim)
       --json              one JSON object per event on stdout
   -h, --help              this text
@@ -168,6 +190,8 @@ const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("Ca", HasArg::Required, 'C' as i32),
     LongOpt::new("Port", HasArg::Required, 'P' as i32),
     LongOpt::new("json", HasArg::No, K_JSON),
+    LongOpt::new("routing_engine", HasArg::Required, 'R' as i32),
+    LongOpt::new("root_guid_file", HasArg::Required, 'a' as i32),
     LongOpt::new("help", HasArg::No, 'h' as i32),
 ];
 
@@ -197,6 +221,24 @@ fn boolean(what: &str, v: &str) -> Result<bool, String> {
     }
 }
 
+/// The engines of `-R` / `routing_engine`.
+fn engines(v: &str) -> Result<Vec<mad_sm::routing::engines::Engine>, String> {
+    mad_sm::routing::engines::Engine::parse_list(v.trim())
+        .map_err(|e| format!("routing_engine: {e}"))
+}
+
+/// Reads a `root_guid_file` (`(null)`, as OpenSM writes it: none).
+fn root_guids(path: &str) -> Result<Option<(PathBuf, Vec<u64>)>, String> {
+    if path == "(null)" || path.is_empty() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("root_guid_file: cannot read {path}: {e}"))?;
+    let guids = mad_sm::routing::engines::parse_guid_file(&text)
+        .map_err(|e| format!("root_guid_file {path}: {e}"))?;
+    Ok(Some((PathBuf::from(path), guids)))
+}
+
 /// Sets the value of opensm.conf key `key`; `Ok(false)` for a key
 /// `mad sm` does not honour.
 fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
@@ -215,6 +257,8 @@ fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
         "transaction_timeout" => o.timeout_ms = ranged(key, v, 1, 3_600_000)?,
         "transaction_retries" => o.retries = ranged(key, v, 0, 100)? as u32,
         "log_file" => o.log_file = Some(PathBuf::from(v.trim())),
+        "routing_engine" => o.routing_engines = engines(v)?,
+        "root_guid_file" => o.root_guid_file = root_guids(v.trim())?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -280,7 +324,11 @@ pub fn default_config() -> String {
          # Resends of an unanswered SMP\n\
          transaction_retries {}\n\n\
          # Log file (none: standard error)\n\
-         # log_file /var/log/mad-sm.log\n",
+         # log_file /var/log/mad-sm.log\n\n\
+         # Routing engines to try in order (minhop, updn, ftree)\n\
+         routing_engine minhop\n\n\
+         # Root switches' GUIDs for updn, one a line (none: found automatically)\n\
+         root_guid_file (null)\n",
         d.guid,
         d.priority,
         d.sm_key,
@@ -303,7 +351,7 @@ pub fn default_config() -> String {
 /// # Errors
 /// A usage or configuration error, for stderr.
 pub fn parse(args: &[String]) -> Result<SmOpts, String> {
-    let m = getopt_long("sm", args, "p:g:s:orxt:n:f:k:F:c:C:P:h", LONG)?;
+    let m = getopt_long("sm", args, "p:g:s:orxt:n:f:k:F:c:C:P:R:a:h", LONG)?;
     if let Some(extra) = m.operands.first() {
         return Err(format!("sm: unexpected argument {extra:?}"));
     }
@@ -330,6 +378,8 @@ pub fn parse(args: &[String]) -> Result<SmOpts, String> {
                 read_config(&mut o, &text, &v)?;
             }
             (_, 'c') => o.create_config = Some(PathBuf::from(v)),
+            (_, 'R') => o.routing_engines = engines(&v).map_err(|e| format!("sm: {e}"))?,
+            (_, 'a') => o.root_guid_file = root_guids(&v).map_err(|e| format!("sm: {e}"))?,
             (_, 'C') => o.ca = Some(v),
             (_, 'P') => o.port = Some(ranged("-P", &v, 0, 255)? as u32),
             _ => o.help = true,
@@ -372,6 +422,32 @@ mod tests {
         assert_eq!(c.sm_key, 0x42);
         assert!(o.once);
         assert!(parse(&args(&["-p", "16"])).unwrap_err().contains("0-15"));
+    }
+
+    #[test]
+    fn routing_engines_and_root_guids_set_the_routing_config() {
+        use mad_sm::routing::engines::Engine;
+        let dir = std::env::temp_dir().join(format!("mad-sm-roots-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let roots = dir.join("roots");
+        std::fs::write(&roots, "0x10\n# x\n0x20\n").unwrap();
+        let bad = dir.join("bad");
+        std::fs::write(&bad, "0x10\nspine\n").unwrap();
+        let r = roots.display().to_string();
+        let o = parse(&args(&["-R", "ftree,updn", "-a", &r])).unwrap();
+        let c = o.sm_config();
+        assert_eq!(c.routing.engines, vec![Engine::FatTree, Engine::UpDown]);
+        assert_eq!(c.routing.root_guids, vec![0x10, 0x20]);
+        let conf = dir.join("c.conf");
+        std::fs::write(&conf, format!("routing_engine updn\nroot_guid_file {r}\n")).unwrap();
+        let o = parse(&args(&["-F", &conf.display().to_string()])).unwrap();
+        assert_eq!(o.sm_config().routing.engines, vec![Engine::UpDown]);
+        assert_eq!(o.sm_config().routing.root_guids, vec![0x10, 0x20]);
+        let e = parse(&args(&["--routing_engine", "lash"])).unwrap_err();
+        assert!(e.contains("'lash'"), "{e}");
+        let e = parse(&args(&["-a", &bad.display().to_string()])).unwrap_err();
+        assert!(e.contains("line 2") && e.contains("spine"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -107,6 +107,15 @@ impl<'a, 'b> Log<'a, 'b> {
                 &format!("ERR: {e}"),
                 json!({"event": "error", "message": e.to_string()}),
             ),
+            SmEvent::Routed { engine, notes } => {
+                for n in notes {
+                    self.line(n, json!({"event": "routing_note", "text": n}));
+                }
+                self.line(
+                    &format!("routing engine {} routed the fabric", engine.name()),
+                    json!({"event": "routed", "engine": engine.name()}),
+                );
+            }
             other => self.line(
                 &format!("{other:?}"),
                 json!({"event": "other", "text": format!("{other:?}")}),
