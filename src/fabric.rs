@@ -157,3 +157,10 @@ pub fn sweep_with(
 pub fn sweep_json(fabric: &Fabric, sweep: &Sweep) -> serde_json::Value {
     mad_tools::discover::counters::to_json(fabric, sweep)
 }
+
+/// The `mad ibnetdiscover --json` object of a discovery (nodes in the
+/// topology output's order, their ports and remote ends, a summary).
+#[must_use]
+pub fn discovery_json(d: &Discovery) -> serde_json::Value {
+    mad_tools::cmd::ibnetdiscover::fabric_json(&d.fabric, None, d)
+}
