@@ -50,6 +50,9 @@ pub struct Attribute {
     pub name: &'static str,
     /// Its fields in wire order, reserved ones left out.
     pub fields: Vec<(&'static str, Value)>,
+    /// Each field's label, as libibmad (smpquery, perfquery) prints it,
+    /// in the order of `fields`.
+    pub labels: Vec<&'static str>,
     /// What `mad --json` prints for it.
     json: Json,
     /// Its bytes on the wire.
@@ -65,11 +68,12 @@ impl Attribute {
     #[must_use]
     pub fn from_fields(f: &dyn Fields, bytes: Vec<u8>) -> Self {
         let mut fields = Vec::new();
+        let mut labels = Vec::new();
         for (i, d) in f.field_descs().iter().enumerate() {
-            if d.is_reserved() {
+            let (Some(label), Some(v)) = (d.label, f.field_value(i)) else {
                 continue;
-            }
-            let Some(v) = f.field_value(i) else { continue };
+            };
+            labels.push(label);
             let v = match v {
                 FieldValue::Uint(v) => Value::Uint(v),
                 FieldValue::Bytes(b) if is_text(d.name) => {
@@ -87,6 +91,7 @@ impl Attribute {
         Self {
             name: f.struct_name(),
             fields,
+            labels,
             json: mad_tools::ibdiag::attr_json(f),
             bytes,
         }

@@ -279,7 +279,9 @@ impl Port {
 
     /// SubnSet of the SMP attribute `name`: the current value is read,
     /// `fields` are changed in it, and it is written back; returns what
-    /// the node answered.
+    /// the node answered. PortInfo's PortState and PortPhysicalState are
+    /// sent as 0 (no change) unless `fields` set them, as ibportstate
+    /// does.
     ///
     /// # Errors
     /// As [`Port::smp_get`], and a field that does not exist or whose
@@ -296,7 +298,20 @@ impl Port {
         let mut data = [0u8; SMP_DATA_LEN];
         let n = now.bytes.len().min(SMP_DATA_LEN);
         data[..n].copy_from_slice(&now.bytes[..n]);
-        kind.write(&mut data[..kind.len.min(SMP_DATA_LEN)], fields)?;
+        let data_len = kind.len.min(SMP_DATA_LEN);
+        if kind.attr_id == mad_core::wire::AttributeId::PORT_INFO {
+            // As ibportstate: PortState and PortPhysicalState go as 0
+            // (NoChange) unless asked for; writing back "Active" is an
+            // invalid transition the SMA refuses.
+            kind.write(
+                &mut data[..data_len],
+                &[
+                    ("port_state".to_owned(), Input::Uint(0)),
+                    ("port_phys_state".to_owned(), Input::Uint(0)),
+                ],
+            )?;
+        }
+        kind.write(&mut data[..data_len], fields)?;
         self.smp_rpc(kind, Method::SET, target, attr_mod, &data)
     }
 

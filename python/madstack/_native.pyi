@@ -1,7 +1,7 @@
 """Type stubs of madstack._native, the pyo3 extension (use the
 ``madstack`` package's API; this module is its engine)."""
 
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 class MadError(Exception):
     """Any failure of madstack."""
@@ -39,6 +39,9 @@ class Attribute:
     @property
     def fields(self) -> List[str]:
         """The field names in wire order (reserved fields left out)."""
+    @property
+    def labels(self) -> List[Tuple[str, str]]:
+        """(field name, label as smpquery / perfquery print it) pairs."""
     @property
     def raw(self) -> bytes:
         """The structure's bytes on the wire."""

@@ -21,13 +21,43 @@ use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-create_exception!(_native, MadError, PyException, "Any failure of madstack; `cause` holds the Rust error's text.");
-create_exception!(_native, OpenError, MadError, "The port could not be opened.");
-create_exception!(_native, RegistrationError, MadError, "An agent registration was refused.");
-create_exception!(_native, MadTimeout, MadError, "No answer within the timeout and retries.");
-create_exception!(_native, StatusError, MadError, "The answer carried a non-zero MAD status (`status`).");
-create_exception!(_native, ClosedError, MadError, "The Port was closed.");
-create_exception!(_native, InputError, MadError, "Bad input: an unknown attribute or field, a value that does not fit.");
+create_exception!(
+    madstack,
+    MadError,
+    PyException,
+    "Any failure of madstack; `cause` holds the Rust error's text."
+);
+create_exception!(
+    madstack,
+    OpenError,
+    MadError,
+    "The port could not be opened."
+);
+create_exception!(
+    madstack,
+    RegistrationError,
+    MadError,
+    "An agent registration was refused."
+);
+create_exception!(
+    madstack,
+    MadTimeout,
+    MadError,
+    "No answer within the timeout and retries."
+);
+create_exception!(
+    madstack,
+    StatusError,
+    MadError,
+    "The answer carried a non-zero MAD status (`status`)."
+);
+create_exception!(madstack, ClosedError, MadError, "The Port was closed.");
+create_exception!(
+    madstack,
+    InputError,
+    MadError,
+    "Bad input: an unknown attribute or field, a value that does not fit."
+);
 
 /// The Python exception of a front-door error, with `cause` and (for a
 /// MAD status) `status` set.
@@ -62,7 +92,9 @@ fn blocking<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send
                 .map(|s| (*s).to_owned())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic".to_owned());
-            Err(MadError::new_err(format!("internal error in madstack (Rust panic): {msg}")))
+            Err(MadError::new_err(format!(
+                "internal error in madstack (Rust panic): {msg}"
+            )))
         }
     }
 }
@@ -79,7 +111,11 @@ fn json_to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<PyObject> {
             } else if let Some(i) = n.as_i64() {
                 i.into_pyobject(py)?.into_any().unbind()
             } else {
-                n.as_f64().unwrap_or(0.0).into_pyobject(py)?.into_any().unbind()
+                n.as_f64()
+                    .unwrap_or(0.0)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()
             }
         }
         J::String(s) => PyString::new(py, s).into_any().unbind(),
@@ -106,7 +142,13 @@ fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
         Value::Text(s) => PyString::new(py, s).into_any().unbind(),
         Value::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
         Value::Array(a) => PyList::new(py, a)?.into_any().unbind(),
-        Value::Nested(a) => Py::new(py, Attribute { inner: (**a).clone() })?.into_any(),
+        Value::Nested(a) => Py::new(
+            py,
+            Attribute {
+                inner: (**a).clone(),
+            },
+        )?
+        .into_any(),
     })
 }
 
@@ -130,6 +172,18 @@ impl Attribute {
     #[getter]
     fn fields(&self) -> Vec<&'static str> {
         self.inner.fields.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// Each field's label as smpquery / perfquery print it
+    /// (`{"node_guid": "Guid", ...}`).
+    #[getter]
+    fn labels(&self) -> Vec<(&'static str, &'static str)> {
+        self.inner
+            .fields
+            .iter()
+            .map(|(n, _)| *n)
+            .zip(self.inner.labels.iter().copied())
+            .collect()
     }
 
     /// The structure's bytes as they were on the wire.
@@ -158,7 +212,7 @@ impl Attribute {
 
     fn __dir__(&self) -> Vec<&'static str> {
         let mut v = self.fields();
-        v.extend(["name", "fields", "raw", "to_dict"]);
+        v.extend(["name", "fields", "labels", "raw", "to_dict"]);
         v
     }
 
@@ -202,8 +256,13 @@ impl Events {
                 None => Duration::from_millis(100),
             };
             let got = blocking(py, || {
-                let g = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                let ev = g.as_ref().ok_or_else(|| Error::Input("the event stream was closed".into()))?;
+                let g = self
+                    .inner
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let ev = g
+                    .as_ref()
+                    .ok_or_else(|| Error::Input("the event stream was closed".into()))?;
                 Ok(ev.next(slice))
             })
             .map_err(|e| {
@@ -222,7 +281,10 @@ impl Events {
 
     /// Stops listening (the agent is deregistered).
     fn close(&self) {
-        *self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        *self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 }
 
@@ -359,6 +421,7 @@ impl Port {
         Ok(Attribute { inner })
     }
 
+    #[allow(clippy::too_many_arguments)] // the Python signature
     #[pyo3(signature = (name, fields, lid=None, dr=None, guid=None, attr_mod=0))]
     fn smp_set(
         &self,
@@ -381,13 +444,24 @@ impl Port {
         Ok(Attribute { inner })
     }
 
-    fn reset_counters(&self, py: Python<'_>, lid: u16, port: u8, extended: bool) -> PyResult<Attribute> {
+    fn reset_counters(
+        &self,
+        py: Python<'_>,
+        lid: u16,
+        port: u8,
+        extended: bool,
+    ) -> PyResult<Attribute> {
         let inner = self.with(py, |p| p.reset_counters(lid, port, extended))?;
         Ok(Attribute { inner })
     }
 
     #[pyo3(signature = (name, fields=None))]
-    fn sa_get(&self, py: Python<'_>, name: &str, fields: Option<&Bound<'_, PyDict>>) -> PyResult<Attribute> {
+    fn sa_get(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Attribute> {
         let f = inputs(fields)?;
         let inner = self.with(py, |p| p.sa_get(name, &f))?;
         Ok(Attribute { inner })
@@ -463,16 +537,24 @@ impl Port {
 
     fn events(&self, py: Python<'_>) -> PyResult<Events> {
         let e = self.with(py, madstack::Port::events)?;
-        Ok(Events { inner: Mutex::new(Some(e)) })
+        Ok(Events {
+            inner: Mutex::new(Some(e)),
+        })
     }
 
     /// Built-in fabric only: pulls (`up=False`) or plugs back the cable
     /// at `node`/`port`.
     fn sim_cable(&self, py: Python<'_>, node: String, port: u8, up: bool) -> PyResult<()> {
         self.with(py, |p| {
-            let s = p.sim().ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
+            let s = p
+                .sim()
+                .ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
             let f = s.fabric();
-            let r = if up { f.link_up(node.as_str(), port) } else { f.link_down(node.as_str(), port) };
+            let r = if up {
+                f.link_up(node.as_str(), port)
+            } else {
+                f.link_down(node.as_str(), port)
+            };
             r.map_err(|e| Error::Input(e.to_string()))
         })
     }
@@ -493,7 +575,9 @@ impl Port {
         .find(|e| madstack::events::event_name(e) == name)
         .ok_or_else(|| InputError::new_err(format!("no event {name:?}")))?;
         self.with(py, |p| {
-            let s = p.sim().ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
+            let s = p
+                .sim()
+                .ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
             let a = p.attrs();
             s.fabric()
                 .inject(a.ca_name.as_str(), a.port_num, EndpointFault::Event(ev))
@@ -543,18 +627,27 @@ fn open(
             } else if let Ok(t) = s.extract::<String>() {
                 Some(Some(t))
             } else {
-                return Err(InputError::new_err("sim= takes True or a topology file name"));
+                return Err(InputError::new_err(
+                    "sim= takes True or a topology file name",
+                ));
             }
         }
     };
-    let chosen = usize::from(sim.is_some()) + usize::from(ibsim) + usize::from(ca.is_some() || port.is_some());
+    let chosen = usize::from(sim.is_some())
+        + usize::from(ibsim)
+        + usize::from(ca.is_some() || port.is_some());
     if chosen > 1 {
-        return Err(InputError::new_err("give one of sim=, ibsim=True or ca=/port="));
+        return Err(InputError::new_err(
+            "give one of sim=, ibsim=True or ca=/port=",
+        ));
     }
     let backend = match (sim, ibsim) {
         (Some(t), _) => Backend::Sim(t),
         (None, true) => Backend::IbSim,
-        (None, false) => Backend::Umad { ca, port: port.unwrap_or(0) },
+        (None, false) => Backend::Umad {
+            ca,
+            port: port.unwrap_or(0),
+        },
     };
     let mut o = Options::on(backend);
     o.sim_node = sim_node;
@@ -562,7 +655,9 @@ fn open(
         o.timeout = Duration::from_secs_f64(t.max(0.001));
     }
     let p = blocking(py, || madstack::open(&o))?;
-    Ok(Port { inner: Mutex::new(Some(p)) })
+    Ok(Port {
+        inner: Mutex::new(Some(p)),
+    })
 }
 
 /// The names of the structures `smp_get`, `counters` and the SA calls
@@ -574,16 +669,26 @@ fn known_attributes(class_: &str) -> PyResult<Vec<&'static str>> {
         "smp" => Class::Smp,
         "perf" => Class::Perf,
         "sa" => Class::Sa,
-        other => return Err(InputError::new_err(format!("no class {other:?} (smp, perf, sa)"))),
+        other => {
+            return Err(InputError::new_err(format!(
+                "no class {other:?} (smp, perf, sa)"
+            )))
+        }
     };
-    Ok(KINDS.iter().filter(|k| k.class == c).map(|k| k.name).collect())
+    Ok(KINDS
+        .iter()
+        .filter(|k| k.class == c)
+        .map(|k| k.name)
+        .collect())
 }
 
 /// Panics on purpose (for the tests that prove a Rust panic becomes an
 /// exception).
 #[pyfunction]
 fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
-    blocking(py, || -> Result<(), Error> { panic!("panic requested by the test") })
+    blocking(py, || -> Result<(), Error> {
+        panic!("panic requested by the test")
+    })
 }
 
 #[pymodule]
