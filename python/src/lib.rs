@@ -559,6 +559,18 @@ impl Port {
         })
     }
 
+    /// Built-in fabric only: SM-lite sweeps now (and reports what
+    /// changed to the subscribers of its SA).
+    fn sim_resweep(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |p| {
+            let s = p
+                .sim()
+                .ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
+            s.resweep();
+            Ok(())
+        })
+    }
+
     /// Built-in fabric only: raises the event `name` (`"lid_change"`,
     /// `"sm_change"`, `"client_reregister"`, ...) at this port.
     fn sim_event(&self, py: Python<'_>, name: &str) -> PyResult<()> {
