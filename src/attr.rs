@@ -11,7 +11,8 @@
 //! answer to their own name (`NodeRecord`'s `node_guid` is
 //! `node_info.node_guid`).
 
-use mad_agents::sa::component_layout;
+use mad_agents::sa::client::{parse_record, parse_table};
+use mad_agents::sa::{component_layout, SaError};
 use mad_core::wire::attr::{
     ClassPortInfo, GuidInfo, LinearFwdTable, MulticastFwdTable, NodeDescription, NodeInfo,
     PKeyTable, PortCounters, PortCountersExt, PortInfo, SlToVlTable, SmInfo, SwitchInfo,
@@ -160,7 +161,12 @@ pub struct Kind {
     pub len: usize,
     parse: fn(&[u8]) -> Option<Attribute>,
     leaves: fn() -> Vec<Leaf>,
+    sa_answer: Option<SaAnswerFn>,
 }
+
+/// Reads an SA answer's records (a GetTable's when the flag is set) and
+/// whether it was cut.
+type SaAnswerFn = fn(&[u8], bool) -> Result<(Vec<Attribute>, bool), SaError>;
 
 /// A field at the bottom of a (possibly nested) structure.
 #[derive(Debug, Clone)]
@@ -201,6 +207,20 @@ fn parse_as<R: Repr + Fields>(b: &[u8]) -> Option<Attribute> {
     ))
 }
 
+/// The records of an SA answer `mad` (a GetTable's when `table`, else a
+/// Get's one), through mad-agents' parsers, and whether it was cut.
+fn sa_answer_as<R: SaRecord + Fields>(
+    mad: &[u8],
+    table: bool,
+) -> Result<(Vec<Attribute>, bool), SaError> {
+    if table {
+        let t = parse_table::<R>(mad)?;
+        Ok((t.records.iter().map(Attribute::of).collect(), t.truncated))
+    } else {
+        parse_record::<R>(mad).map(|r| (vec![Attribute::of(&r)], false))
+    }
+}
+
 fn leaves_as<R: Repr + Fields + Default>() -> Vec<Leaf> {
     let mut v = Vec::new();
     leaves_of(&R::default(), 0, &mut v);
@@ -217,6 +237,7 @@ macro_rules! kind {
             len: <$ty as Repr>::LEN,
             parse: parse_as::<$ty>,
             leaves: leaves_as::<$ty>,
+            sa_answer: None,
         }
     };
     (Sa, $ty:ty, $name:literal, [$($alias:literal),*]) => {
@@ -228,6 +249,7 @@ macro_rules! kind {
             len: <$ty as Repr>::LEN,
             parse: parse_as::<$ty>,
             leaves: leaves_as::<$ty>,
+            sa_answer: Some(sa_answer_as::<$ty>),
         }
     };
 }
@@ -395,6 +417,18 @@ impl Kind {
                 bytes.len()
             ))
         })
+    }
+
+    /// The records of the SA answer `mad` (a GetTable's when `table`)
+    /// and whether it arrived cut to one MAD.
+    ///
+    /// # Errors
+    /// Not an SA record; the answer's inconsistencies.
+    pub fn sa_records(&self, mad: &[u8], table: bool) -> Result<(Vec<Attribute>, bool), Error> {
+        match self.sa_answer {
+            Some(f) => Ok(f(mad, table)?),
+            None => Err(Error::Input(format!("{} is no SA record", self.name))),
+        }
     }
 
     /// Its fields at the bottom of every nesting, reserved ones included.

@@ -86,7 +86,7 @@ pub mod port;
 
 pub use attr::{Attribute, Input, Value};
 pub use events::Events;
-pub use port::{open, Backend, Options, Port, Target};
+pub use port::{open, Backend, Options, Port, SaTable, Target};
 
 use mad_agents::sa::SaError;
 use mad_agents::QueryError;

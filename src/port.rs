@@ -160,19 +160,14 @@ pub fn open(opts: &Options) -> Result<Port, Error> {
     };
     let mut session = Session::open(&so).map_err(|e| Error::Open(e.message))?;
     session.set_timeout(opts.timeout);
-    let sa = session
-        .sa()
-        .map(|_| ())
-        .map_err(Error::Register)
-        .and_then(|()| {
-            let cfg = mad_agents::sa::SaClientConfig {
-                timeout: opts.timeout,
-                retries: mad_tools::session::DEFAULT_RETRIES,
-                receive_reports: true,
-                ..mad_agents::sa::SaClientConfig::default()
-            };
-            SaClient::new(session.runtime(), cfg).map_err(|e| Error::Register(e.to_string()))
-        })?;
+    let cfg = mad_agents::sa::SaClientConfig {
+        timeout: opts.timeout,
+        retries: mad_tools::session::DEFAULT_RETRIES,
+        receive_reports: true,
+        table_mode: session.sa_table_mode(),
+        ..mad_agents::sa::SaClientConfig::default()
+    };
+    let sa = SaClient::new(session.runtime(), cfg).map_err(|e| Error::Register(e.to_string()))?;
     Ok(Port { session, sa })
 }
 
@@ -364,7 +359,18 @@ impl Port {
         name: &str,
         fields: &[(String, Input)],
     ) -> Result<Vec<Attribute>, Error> {
-        self.sa_query(name, fields, Method::GET_TABLE)
+        self.sa_table(name, fields).map(|t| t.records)
+    }
+
+    /// [`Port::sa_get_table`], saying whether the table arrived cut to
+    /// its first MAD (on ibsim and under libumad2sim the SA's RMPP
+    /// answers do: `mad saquery` says the same).
+    ///
+    /// # Errors
+    /// As [`Port::sa_get_table`].
+    pub fn sa_table(&self, name: &str, fields: &[(String, Input)]) -> Result<SaTable, Error> {
+        let (records, truncated) = self.sa_query_cut(name, fields, Method::GET_TABLE)?;
+        Ok(SaTable { records, truncated })
     }
 
     fn sa_query(
@@ -373,6 +379,15 @@ impl Port {
         fields: &[(String, Input)],
         method: Method,
     ) -> Result<Vec<Attribute>, Error> {
+        self.sa_query_cut(name, fields, method).map(|(r, _)| r)
+    }
+
+    fn sa_query_cut(
+        &self,
+        name: &str,
+        fields: &[(String, Input)],
+        method: Method,
+    ) -> Result<(Vec<Attribute>, bool), Error> {
         let kind = Kind::find(Class::Sa, name)?;
         let mut rec = vec![0u8; kind.len];
         let mask = kind.write(&mut rec, fields)?;
@@ -380,25 +395,12 @@ impl Port {
         let m = resp.mad();
         let status = m.status();
         if status == mad_core::wire::MadStatus::SA_NO_RECORDS && method == Method::GET_TABLE {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         if status.0 != 0 {
             return Err(Error::Sa(SaError::from_status(status.0)));
         }
-        let d = decode_mad(resp.bytes()).map_err(|e| Error::Malformed(e.to_string()))?;
-        let mut out = Vec::new();
-        for l in d
-            .layers
-            .iter()
-            .filter(|l| l.name == kind.name || l.index.is_some())
-        {
-            let b = resp.bytes();
-            let rec = b
-                .get(l.offset..(l.offset + kind.len).min(b.len()))
-                .unwrap_or(&[]);
-            out.push(kind.parse(rec)?);
-        }
-        Ok(out)
+        kind.sa_records(resp.bytes(), method == Method::GET_TABLE)
     }
 
     /// The directed route (egress ports, first hop first) from this port
@@ -445,6 +447,16 @@ impl Port {
         drop(sa);
         session.close().map_err(Error::Open)
     }
+}
+
+/// An SA table and whether it arrived whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaTable {
+    /// The records.
+    pub records: Vec<Attribute>,
+    /// True when the answer was cut to its first MAD (ibsim,
+    /// libumad2sim): more records exist than `records` holds.
+    pub truncated: bool,
 }
 
 /// A MAD's length, for callers that build their own.

@@ -38,6 +38,7 @@ __all__ = [
     "Port",
     "Attribute",
     "Fabric",
+    "Table",
     "Node",
     "Link",
     "known_attributes",
@@ -135,9 +136,12 @@ class Sa:
         (:class:`StatusError` when none or several match)."""
         return self._p._native.sa_get(name, fields)
 
-    def get_table(self, name: str, **fields: Union[int, bytes, str]) -> List[Attribute]:
-        """SubnAdmGetTable of every record ``name`` matching ``fields``."""
-        return self._p._native.sa_get_table(name, fields)
+    def get_table(self, name: str, **fields: Union[int, bytes, str]) -> "Table":
+        """SubnAdmGetTable of every record ``name`` matching ``fields``: a
+        :class:`Table` (a list) whose ``truncated`` says the answer came
+        cut to its first MAD (ibsim and libumad2sim do no RMPP)."""
+        records, truncated = self._p._native.sa_get_table(name, fields)
+        return Table(records, truncated)
 
     def subscribe(self, trap: int, timeout: Optional[float] = None) -> Iterator[Attribute]:
         """Subscribes to trap ``trap`` (64: GID in service, 65: out of
@@ -154,6 +158,15 @@ class Sa:
                     continue
                 return
             yield r
+
+
+class Table(list):
+    """The records of a GetTable; ``truncated`` is True when the SA's
+    answer arrived cut to its first MAD (on ibsim, under libumad2sim)."""
+
+    def __init__(self, records: List[Attribute], truncated: bool = False) -> None:
+        super().__init__(records)
+        self.truncated = truncated
 
 
 class Node:

@@ -467,16 +467,23 @@ impl Port {
         Ok(Attribute { inner })
     }
 
+    /// The records and whether the table arrived cut to one MAD.
     #[pyo3(signature = (name, fields=None))]
     fn sa_get_table(
         &self,
         py: Python<'_>,
         name: &str,
         fields: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Vec<Attribute>> {
+    ) -> PyResult<(Vec<Attribute>, bool)> {
         let f = inputs(fields)?;
-        let v = self.with(py, |p| p.sa_get_table(name, &f))?;
-        Ok(v.into_iter().map(|inner| Attribute { inner }).collect())
+        let t = self.with(py, |p| p.sa_table(name, &f))?;
+        Ok((
+            t.records
+                .into_iter()
+                .map(|inner| Attribute { inner })
+                .collect(),
+            t.truncated,
+        ))
     }
 
     /// Subscribes to trap `trap` (InformInfo Set); returns the
