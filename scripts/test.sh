@@ -10,7 +10,8 @@
 #      boot Debian's kernel under qemu with two soft-RoCE ports, tests/kvm;
 #      tools/tests/kernel_vm_kcm.rs boots two such VMs, one with the
 #      kernel's own CM);
-#   3. every fuzz target under fuzz/ for a bounded number of runs and time.
+#   3. the Python package: a venv, pip install ./python, pytest python/tests;
+#   4. every fuzz target under fuzz/ for a bounded number of runs and time.
 #
 # Environment knobs: FUZZ_RUNS (default 20000) and FUZZ_SECONDS (default 10)
 # bound each fuzz target; SKIP_FUZZ=1 skips step 3 (for quick local runs).
@@ -32,7 +33,8 @@ elapsed() { echo "$(( $(date +%s) - START ))s"; }
 fail() { FAILED+=("$1"); printf '!! FAILED: %s\n' "$1"; }
 
 # ---------------------------------------------------------------- packages
-DEB_PACKAGES=(tshark libibmad-dev ibsim-utils libumad2sim0 opensm infiniband-diags
+DEB_PACKAGES=(python3-venv  # the madstack Python package's venv (python/)
+              tshark libibmad-dev ibsim-utils libumad2sim0 opensm infiniband-diags
               libibumad3 libopensm-dev gcc
               prometheus  # mad exporter's test: a real Prometheus scrapes it, promtool checks /metrics
               # the kernel VM (tests/kvm): qemu under TCG, a busybox initramfs,
@@ -102,6 +104,23 @@ cargo bench --workspace --no-run || fail "cargo bench --no-run"
 step "cargo test --workspace --no-fail-fast ($(elapsed))"
 cargo test --workspace --no-fail-fast 2>&1 | tee "$LOGDIR/test.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || fail "cargo test --workspace"
+
+# ---------------------------------------------------------------- python
+# The madstack Python package (python/): a venv, `pip install ./python`
+# (maturin builds the pyo3 extension; its own target dir keeps rebuilds
+# incremental), then pytest against the built-in fabric, ibsim + OpenSM
+# and the examples. With CI=true a missing piece fails the tests.
+step "python: pip install ./python, pytest python/tests ($(elapsed))"
+PYVENV="$ROOT/target/python-venv"
+if { [ -x "$PYVENV/bin/python" ] || python3 -m venv "$PYVENV"; } \
+    && "$PYVENV/bin/pip" install -q --upgrade maturin pytest networkx prometheus_client \
+    && CARGO_TARGET_DIR="$ROOT/target/python" "$PYVENV/bin/pip" install -q --force-reinstall --no-deps ./python; then
+    cargo build -q -p mad-tools --bin mad || fail "cargo build --bin mad (for the Python JSON tests)"
+    (cd "$ROOT/python/tests" && MAD_BIN="$ROOT/target/debug/mad" CI="${CI:-}" \
+        "$PYVENV/bin/python" -m pytest -q -p no:cacheprovider .) || fail "pytest python/tests"
+else
+    fail "python venv / pip install ./python"
+fi
 
 # ---------------------------------------------------------------- fuzz
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then

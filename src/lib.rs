@@ -1,7 +1,36 @@
 //! # madstack
 //!
-//! A user-space InfiniBand MAD (management datagram) stack with RMPP. This
-//! facade crate re-exports the layers, bottom up:
+//! A user-space InfiniBand MAD (management datagram) stack with RMPP.
+//!
+//! ## Quick start
+//!
+//! Open a port ([`open`]: the built-in fabric here, `--ibsim` or a real
+//! port with other [`Options`]), then ask by attribute name:
+//!
+//! ```
+//! use madstack::{open, Options, Target};
+//!
+//! let port = open(&Options::sim())?;
+//! let ni = port.smp_get("NodeInfo", &Target::Lid(port.attrs().lid), 0)?;
+//! println!("node GUID {:#018x}, {} ports", ni.uint("node_guid").unwrap(), ni.uint("num_ports").unwrap());
+//! let paths = port.sa_get_table("PathRecord", &[("slid".into(), madstack::Input::Uint(port.attrs().lid.into()))])?;
+//! assert!(!paths.is_empty());
+//! for p in &paths {
+//!     println!("{}", p.to_json()); // the object `mad saquery --json` prints
+//! }
+//! port.close()?;
+//! # Ok::<(), madstack::Error>(())
+//! ```
+//!
+//! Typed clients are there too ([`Port::smp`], [`Port::perf`],
+//! [`Port::sa`]), and so are discovery and the counter sweep
+//! ([`fabric`]), port events ([`Port::events`]) and trap subscriptions
+//! ([`Port::subscribe`]). `examples/` has a program per task
+//! (`cargo run --example port_errors -- --sim`).
+//!
+//! ## The layers
+//!
+//! The facade re-exports the crates, bottom up:
 //!
 //! - [`core`] (`mad-core`): wire formats, the pcap writer/reader, the
 //!   `Transport` trait with its umad / ibsim / loopback / fault-injecting
@@ -12,7 +41,11 @@
 //! - [`sm`] (`mad-sm`): SM-lite, the sans-IO subnet manager, and the SA's
 //!   records from its view;
 //! - [`sim`] (`mad-sim`): the built-in simulated fabric (SM-lite runs as
-//!   its SM).
+//!   its SM);
+//! - [`cm`] (`mad-cm`): the connection manager and its rdma_cm-style
+//!   events;
+//! - [`tools`] (`mad-tools`): the `mad` commands' library (sessions,
+//!   discovery, the infiniband-diags formatters, the JSON contract).
 //!
 //! Its `tests/` hold the cross-crate and interop tests (ibsim, OpenSM,
 //! infiniband-diags, libibmad, tshark) and its `benches/` the criterion
@@ -39,7 +72,72 @@
 #![forbid(unsafe_code)]
 
 pub use mad_agents as agents;
+pub use mad_cm as cm;
 pub use mad_core as core;
 pub use mad_rmpp as rmpp;
 pub use mad_sim as sim;
 pub use mad_sm as sm;
+pub use mad_tools as tools;
+
+pub mod attr;
+pub mod events;
+pub mod fabric;
+pub mod port;
+
+pub use attr::{Attribute, Input, Value};
+pub use events::Events;
+pub use port::{open, Backend, Options, Port, SaTable, Target};
+
+use mad_agents::sa::SaError;
+use mad_agents::QueryError;
+
+/// Why a front-door call failed; the cause is kept.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The port could not be opened (no such topology, device, ibsim).
+    #[error("cannot open the port: {0}")]
+    Open(String),
+    /// An agent could not be registered on the port.
+    #[error("agent registration refused: {0}")]
+    Register(String),
+    /// The caller's input: an unknown attribute or field, a bad value.
+    #[error("{0}")]
+    Input(String),
+    /// An SMP or PerfMgt query failed (timeout, MAD status, ...).
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    /// An SA query failed (no records, a status, a timeout, ...).
+    #[error(transparent)]
+    Sa(#[from] SaError),
+    /// An answer that does not parse as what was asked.
+    #[error("malformed answer: {0}")]
+    Malformed(String),
+    /// Discovery or the sweep failed as a whole.
+    #[error("discovery: {0}")]
+    Discover(String),
+    /// The caller interrupted a discovery or sweep.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl Error {
+    /// True for a timeout (no answer after the retries).
+    #[must_use]
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            Error::Query(QueryError::Timeout { .. }) | Error::Sa(SaError::Timeout { .. })
+        )
+    }
+
+    /// The MAD status of an answer that carried one.
+    #[must_use]
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Error::Query(QueryError::Status { status, .. }) => Some(status.0),
+            Error::Sa(e) => e.status(),
+            _ => None,
+        }
+    }
+}

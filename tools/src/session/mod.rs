@@ -407,6 +407,20 @@ impl Session {
         }
     }
 
+    /// How SA tables travel on this session: RMPP, except where the
+    /// SA's answers come cut to one MAD: under libumad2sim (no RMPP
+    /// there), and on ibsim (its SMs run under libumad2sim).
+    #[must_use]
+    pub fn sa_table_mode(&self) -> mad_agents::sa::TableMode {
+        use mad_agents::sa::TableMode;
+        let umad2sim = std::env::var("LD_PRELOAD").is_ok_and(|v| v.contains("umad2sim"));
+        match self.backend() {
+            Backend::IbSim => TableMode::SingleMad,
+            Backend::Umad { .. } if umad2sim => TableMode::SingleMad,
+            Backend::Sim(_) | Backend::Umad { .. } => TableMode::Rmpp,
+        }
+    }
+
     /// What the session runs on.
     #[must_use]
     pub fn backend(&self) -> &Backend {

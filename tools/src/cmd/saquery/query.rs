@@ -11,7 +11,7 @@ use crate::diags::{dump, sa};
 use crate::ibdiag;
 use crate::json::Json;
 use crate::namemap::NameMap;
-use crate::session::{Backend, Session};
+use crate::session::Session;
 
 /// An SA answer as `sa_query` keeps it.
 #[derive(Default)]
@@ -294,16 +294,10 @@ pub(super) fn pton6(s: &str) -> Option<[u8; 16]> {
     s.parse::<std::net::Ipv6Addr>().ok().map(|a| a.octets())
 }
 
-/// RMPP tables, except where the SA's answers come cut to one MAD: under
-/// libumad2sim (no RMPP there), and on ibsim (its SMs run under
-/// libumad2sim).
+/// RMPP tables, except where the SA's answers come cut to one MAD
+/// ([`Session::sa_table_mode`]).
 pub(super) fn table_mode(s: &Session) -> TableMode {
-    let umad2sim = std::env::var("LD_PRELOAD").is_ok_and(|v| v.contains("umad2sim"));
-    match s.backend() {
-        Backend::IbSim => TableMode::SingleMad,
-        Backend::Umad { .. } if umad2sim => TableMode::SingleMad,
-        _ => TableMode::Rmpp,
-    }
+    s.sa_table_mode()
 }
 
 #[cfg(test)]

@@ -1,0 +1,730 @@
+//! `madstack._native`: the pyo3 bindings of the madstack facade's front
+//! door (`madstack::open`, `madstack::Port`). The Python package
+//! (`python/madstack/__init__.py`) wraps these in its public API.
+//!
+//! Every call that waits on the fabric releases the GIL; a Rust panic in
+//! a call is caught and raised as `madstack.MadError`; a `Port` used
+//! after `close()` raises `madstack.ClosedError`. One `Port` may be used
+//! from several Python threads: calls on it take turns.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use madstack::attr::{Input, Value};
+use madstack::core::transport::AsyncEvent;
+use madstack::fabric::{self, Bounds};
+use madstack::sim::EndpointFault;
+use madstack::{Backend, Error, Options, Target};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+
+create_exception!(
+    madstack,
+    MadError,
+    PyException,
+    "Any failure of madstack; `cause` holds the Rust error's text."
+);
+create_exception!(
+    madstack,
+    OpenError,
+    MadError,
+    "The port could not be opened."
+);
+create_exception!(
+    madstack,
+    RegistrationError,
+    MadError,
+    "An agent registration was refused."
+);
+create_exception!(
+    madstack,
+    MadTimeout,
+    MadError,
+    "No answer within the timeout and retries."
+);
+create_exception!(
+    madstack,
+    StatusError,
+    MadError,
+    "The answer carried a non-zero MAD status (`status`)."
+);
+create_exception!(madstack, ClosedError, MadError, "The Port was closed.");
+create_exception!(
+    madstack,
+    InputError,
+    MadError,
+    "Bad input: an unknown attribute or field, a value that does not fit."
+);
+
+/// The Python exception of a front-door error, with `cause` and (for a
+/// MAD status) `status` set.
+fn to_py(e: Error) -> PyErr {
+    let text = e.to_string();
+    let err = match &e {
+        Error::Interrupted => return PyKeyboardInterrupt::new_err("interrupted"),
+        Error::Open(_) => OpenError::new_err(text.clone()),
+        Error::Register(_) => RegistrationError::new_err(text.clone()),
+        Error::Input(_) => InputError::new_err(text.clone()),
+        _ if e.is_timeout() => MadTimeout::new_err(text.clone()),
+        _ if e.status().is_some() => StatusError::new_err(text.clone()),
+        _ => MadError::new_err(text.clone()),
+    };
+    Python::with_gil(|py| {
+        let v = err.value(py);
+        let _ = v.setattr("cause", text);
+        let _ = v.setattr("status", e.status());
+    });
+    err
+}
+
+/// Runs `f` without the GIL, a panic caught and raised as `MadError`.
+fn blocking<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
+    let r = py.allow_threads(|| catch_unwind(AssertUnwindSafe(f)));
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(to_py(e)),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_owned());
+            Err(MadError::new_err(format!(
+                "internal error in madstack (Rust panic): {msg}"
+            )))
+        }
+    }
+}
+
+/// A JSON value as the Python object `json.loads` would give.
+fn json_to_py(py: Python<'_>, v: &serde_json::Value) -> PyResult<PyObject> {
+    use serde_json::Value as J;
+    Ok(match v {
+        J::Null => py.None(),
+        J::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
+        J::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any().unbind()
+            } else if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any().unbind()
+            } else {
+                n.as_f64()
+                    .unwrap_or(0.0)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()
+            }
+        }
+        J::String(s) => PyString::new(py, s).into_any().unbind(),
+        J::Array(a) => {
+            let l = PyList::empty(py);
+            for x in a {
+                l.append(json_to_py(py, x)?)?;
+            }
+            l.into_any().unbind()
+        }
+        J::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, x) in o {
+                d.set_item(k, json_to_py(py, x)?)?;
+            }
+            d.into_any().unbind()
+        }
+    })
+}
+
+fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
+    Ok(match v {
+        Value::Uint(u) => u.into_pyobject(py)?.into_any().unbind(),
+        Value::Text(s) => PyString::new(py, s).into_any().unbind(),
+        Value::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
+        Value::Array(a) => PyList::new(py, a)?.into_any().unbind(),
+        Value::Nested(a) => Py::new(
+            py,
+            Attribute {
+                inner: (**a).clone(),
+            },
+        )?
+        .into_any(),
+    })
+}
+
+/// One structure read from the fabric (an SMP or PerfMgt attribute, an
+/// SA record, a Notice): its fields are attributes of the object
+/// (`ni.node_guid`), `to_dict()` gives what `mad --json` prints.
+#[pyclass(module = "madstack._native", frozen)]
+struct Attribute {
+    inner: madstack::Attribute,
+}
+
+#[pymethods]
+impl Attribute {
+    /// The structure's name (`"NodeInfo"`).
+    #[getter]
+    fn name(&self) -> &'static str {
+        self.inner.name
+    }
+
+    /// The field names, in wire order (reserved fields left out).
+    #[getter]
+    fn fields(&self) -> Vec<&'static str> {
+        self.inner.fields.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// Each field's label as smpquery / perfquery print it
+    /// (`{"node_guid": "Guid", ...}`).
+    #[getter]
+    fn labels(&self) -> Vec<(&'static str, &'static str)> {
+        self.inner
+            .fields
+            .iter()
+            .map(|(n, _)| *n)
+            .zip(self.inner.labels.iter().copied())
+            .collect()
+    }
+
+    /// The structure's bytes as they were on the wire.
+    #[getter]
+    fn raw<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.inner.bytes)
+    }
+
+    fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<PyObject> {
+        match self.inner.get(name) {
+            Some(v) => value_to_py(py, v),
+            None => Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+                "{} has no field {name:?} (fields: {})",
+                self.inner.name,
+                self.fields().join(", ")
+            ))),
+        }
+    }
+
+    fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<PyObject> {
+        match self.inner.get(name) {
+            Some(v) => value_to_py(py, v),
+            None => Err(pyo3::exceptions::PyKeyError::new_err(name.to_owned())),
+        }
+    }
+
+    fn __dir__(&self) -> Vec<&'static str> {
+        let mut v = self.fields();
+        v.extend(["name", "fields", "labels", "raw", "to_dict"]);
+        v
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .downcast::<Attribute>()
+            .is_ok_and(|o| o.get().inner == self.inner)
+    }
+
+    /// The fields as `mad --json` prints them: integers over 32 bits as
+    /// `"0x…"` strings, text as text, other bytes as hex.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<PyObject> {
+        json_to_py(py, self.inner.to_json())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<{} {}>", self.inner.name, self.inner.to_json())
+    }
+}
+
+/// A stream of the port's events.
+#[pyclass(module = "madstack._native", frozen)]
+struct Events {
+    inner: Mutex<Option<madstack::Events>>,
+}
+
+#[pymethods]
+impl Events {
+    /// The next event's name (`"port_error"`, `"lid_change"`, ...), or
+    /// `None` when none came within `timeout` seconds. Ctrl-C interrupts
+    /// the wait.
+    #[pyo3(signature = (timeout=None))]
+    fn next(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<&'static str>> {
+        let end = timeout.map(|t| std::time::Instant::now() + Duration::from_secs_f64(t.max(0.0)));
+        loop {
+            let slice = match end {
+                Some(e) => match e.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) => left.min(Duration::from_millis(100)),
+                    None => return Ok(None),
+                },
+                None => Duration::from_millis(100),
+            };
+            let got = blocking(py, || {
+                let g = self
+                    .inner
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let ev = g
+                    .as_ref()
+                    .ok_or_else(|| Error::Input("the event stream was closed".into()))?;
+                Ok(ev.next(slice))
+            })
+            .map_err(|e| {
+                if e.to_string().contains("was closed") {
+                    ClosedError::new_err("the event stream was closed")
+                } else {
+                    e
+                }
+            })?;
+            if let Some(e) = got {
+                return Ok(Some(madstack::events::event_name(&e)));
+            }
+            py.check_signals()?;
+        }
+    }
+
+    /// Stops listening (the agent is deregistered).
+    fn close(&self) {
+        *self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
+/// An open port (see `madstack.open`).
+#[pyclass(module = "madstack._native", frozen)]
+struct Port {
+    inner: Mutex<Option<madstack::Port>>,
+}
+
+fn guard(m: &Mutex<Option<madstack::Port>>) -> MutexGuard<'_, Option<madstack::Port>> {
+    // A panic inside a call is raised as MadError; the port stays usable.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn closed() -> Error {
+    Error::Input("the Port is closed".to_owned())
+}
+
+fn target(lid: Option<u16>, dr: Option<Vec<u8>>, guid: Option<u64>) -> PyResult<Target> {
+    match (lid, dr, guid) {
+        (Some(l), None, None) => Ok(Target::Lid(l)),
+        (None, Some(d), None) => Ok(Target::Dr(d)),
+        (None, None, Some(g)) => Ok(Target::Guid(g)),
+        (None, None, None) => Ok(Target::Dr(Vec::new())),
+        _ => Err(InputError::new_err("give one of lid=, dr= or guid=")),
+    }
+}
+
+fn inputs(fields: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, Input)>> {
+    let mut v = Vec::new();
+    if let Some(d) = fields {
+        for (k, x) in d.iter() {
+            let k: String = k.extract()?;
+            let i = if let Ok(n) = x.extract::<u64>() {
+                Input::Uint(n)
+            } else if let Ok(b) = x.extract::<Vec<u8>>().and_then(|b| {
+                if x.is_instance_of::<PyBytes>() {
+                    Ok(b)
+                } else {
+                    Err(PyValueError::new_err(""))
+                }
+            }) {
+                Input::Bytes(b)
+            } else if let Ok(s) = x.extract::<String>() {
+                Input::Bytes(s.into_bytes())
+            } else {
+                return Err(InputError::new_err(format!(
+                    "{k}= takes a non-negative integer, bytes or text, not {}",
+                    x.get_type().name()?
+                )));
+            };
+            v.push((k, i));
+        }
+    }
+    Ok(v)
+}
+
+impl Port {
+    fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&madstack::Port) -> Result<T, Error> + Send,
+    ) -> PyResult<T> {
+        blocking(py, || {
+            let g = guard(&self.inner);
+            let p = g.as_ref().ok_or_else(closed)?;
+            f(p)
+        })
+        .map_err(|e| {
+            if e.to_string().contains("the Port is closed") {
+                ClosedError::new_err("the Port is closed")
+            } else {
+                e
+            }
+        })
+    }
+}
+
+fn bounds(window: Option<usize>, per_node: Option<usize>, timeout: Option<f64>) -> Bounds {
+    let mut b = Bounds::default();
+    if let Some(w) = window {
+        b.window = w.max(1);
+    }
+    if let Some(n) = per_node {
+        b.per_node = n.max(1);
+    }
+    if let Some(t) = timeout {
+        b.timeout = Duration::from_secs_f64(t.max(0.001));
+    }
+    b
+}
+
+fn signalled() -> bool {
+    Python::with_gil(|py| py.check_signals().is_err())
+}
+
+#[pymethods]
+impl Port {
+    /// The port's attributes: `ca`, `port`, `lid`, `lmc`, `sm_lid`,
+    /// `node_guid`, `port_guid`, `state`, `phys_state`, `is_switch`.
+    fn attrs(&self, py: Python<'_>) -> PyResult<PyObject> {
+        let a = self.with(py, |p| Ok(p.attrs()))?;
+        let d = PyDict::new(py);
+        d.set_item("ca", a.ca_name)?;
+        d.set_item("port", a.port_num)?;
+        d.set_item("lid", a.lid)?;
+        d.set_item("lmc", a.lmc)?;
+        d.set_item("sm_lid", a.sm_lid)?;
+        d.set_item("node_guid", a.node_guid)?;
+        d.set_item("port_guid", a.port_guid)?;
+        d.set_item("state", a.state)?;
+        d.set_item("phys_state", a.phys_state)?;
+        d.set_item("is_switch", a.is_switch)?;
+        Ok(d.into_any().unbind())
+    }
+
+    /// One line saying where the port is.
+    fn describe(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |p| Ok(p.describe()))
+    }
+
+    #[pyo3(signature = (name, lid=None, dr=None, guid=None, attr_mod=0))]
+    fn smp_get(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lid: Option<u16>,
+        dr: Option<Vec<u8>>,
+        guid: Option<u64>,
+        attr_mod: u32,
+    ) -> PyResult<Attribute> {
+        let t = target(lid, dr, guid)?;
+        let inner = self.with(py, |p| p.smp_get(name, &t, attr_mod))?;
+        Ok(Attribute { inner })
+    }
+
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    #[pyo3(signature = (name, fields, lid=None, dr=None, guid=None, attr_mod=0))]
+    fn smp_set(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        fields: &Bound<'_, PyDict>,
+        lid: Option<u16>,
+        dr: Option<Vec<u8>>,
+        guid: Option<u64>,
+        attr_mod: u32,
+    ) -> PyResult<Attribute> {
+        let t = target(lid, dr, guid)?;
+        let f = inputs(Some(fields))?;
+        let inner = self.with(py, |p| p.smp_set(name, &t, attr_mod, &f))?;
+        Ok(Attribute { inner })
+    }
+
+    fn counters(&self, py: Python<'_>, lid: u16, port: u8, extended: bool) -> PyResult<Attribute> {
+        let inner = self.with(py, |p| p.counters(lid, port, extended))?;
+        Ok(Attribute { inner })
+    }
+
+    fn reset_counters(
+        &self,
+        py: Python<'_>,
+        lid: u16,
+        port: u8,
+        extended: bool,
+    ) -> PyResult<Attribute> {
+        let inner = self.with(py, |p| p.reset_counters(lid, port, extended))?;
+        Ok(Attribute { inner })
+    }
+
+    #[pyo3(signature = (name, fields=None))]
+    fn sa_get(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Attribute> {
+        let f = inputs(fields)?;
+        let inner = self.with(py, |p| p.sa_get(name, &f))?;
+        Ok(Attribute { inner })
+    }
+
+    /// The records and whether the table arrived cut to one MAD.
+    #[pyo3(signature = (name, fields=None))]
+    fn sa_get_table(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        fields: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<(Vec<Attribute>, bool)> {
+        let f = inputs(fields)?;
+        let t = self.with(py, |p| p.sa_table(name, &f))?;
+        Ok((
+            t.records
+                .into_iter()
+                .map(|inner| Attribute { inner })
+                .collect(),
+            t.truncated,
+        ))
+    }
+
+    /// Subscribes to trap `trap` (InformInfo Set); returns the
+    /// subscription's id.
+    fn subscribe(&self, py: Python<'_>, trap: u16) -> PyResult<u64> {
+        self.with(py, |p| p.subscribe(trap).map(|s| s.id))
+    }
+
+    /// The next Report (its Notice), or `None` after `timeout` seconds.
+    fn next_report(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<Attribute>> {
+        let t = Duration::from_secs_f64(timeout.max(0.0));
+        let r = self.with(py, |p| Ok(p.next_report(t)))?;
+        Ok(r.map(|r| Attribute {
+            inner: madstack::Attribute::of(&r.notice),
+        }))
+    }
+
+    /// `mad ibnetdiscover --json`'s object of a fresh discovery.
+    #[pyo3(signature = (window=None, per_node=None, timeout=None))]
+    fn discover(
+        &self,
+        py: Python<'_>,
+        window: Option<usize>,
+        per_node: Option<usize>,
+        timeout: Option<f64>,
+    ) -> PyResult<PyObject> {
+        let b = bounds(window, per_node, timeout);
+        let j = self.with(py, |p| {
+            fabric::discover_with(p, b, &mut signalled).map(|d| fabric::discovery_json(&d))
+        })?;
+        json_to_py(py, &j)
+    }
+
+    /// `mad sweep --json`'s object of a fresh discovery and sweep.
+    #[pyo3(signature = (window=None, per_node=None, timeout=None))]
+    fn sweep(
+        &self,
+        py: Python<'_>,
+        window: Option<usize>,
+        per_node: Option<usize>,
+        timeout: Option<f64>,
+    ) -> PyResult<PyObject> {
+        let b = bounds(window, per_node, timeout);
+        let j = self.with(py, |p| {
+            let d = fabric::discover_with(p, b, &mut signalled)?;
+            let s = fabric::sweep_with(p, &d.fabric, b, &mut signalled)?;
+            Ok(fabric::sweep_json(&d.fabric, &s))
+        })?;
+        json_to_py(py, &j)
+    }
+
+    /// The directed route (egress ports) to `lid` through the
+    /// forwarding tables, or `None`.
+    fn route_to(&self, py: Python<'_>, lid: u16) -> PyResult<Option<Vec<u32>>> {
+        let r = self.with(py, |p| Ok(p.route_to(lid)))?;
+        Ok(r.map(|v| v.into_iter().map(u32::from).collect()))
+    }
+
+    fn events(&self, py: Python<'_>) -> PyResult<Events> {
+        let e = self.with(py, madstack::Port::events)?;
+        Ok(Events {
+            inner: Mutex::new(Some(e)),
+        })
+    }
+
+    /// Built-in fabric only: pulls (`up=False`) or plugs back the cable
+    /// at `node`/`port`.
+    fn sim_cable(&self, py: Python<'_>, node: String, port: u8, up: bool) -> PyResult<()> {
+        self.with(py, |p| {
+            let s = p
+                .sim()
+                .ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
+            let f = s.fabric();
+            let r = if up {
+                f.link_up(node.as_str(), port)
+            } else {
+                f.link_down(node.as_str(), port)
+            };
+            r.map_err(|e| Error::Input(e.to_string()))
+        })
+    }
+
+    /// Built-in fabric only: SM-lite sweeps now (and reports what
+    /// changed to the subscribers of its SA).
+    fn sim_resweep(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |p| {
+            let s = p
+                .sim()
+                .ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
+            s.resweep();
+            Ok(())
+        })
+    }
+
+    /// Built-in fabric only: raises the event `name` (`"lid_change"`,
+    /// `"sm_change"`, `"client_reregister"`, ...) at this port.
+    fn sim_event(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let ev = [
+            AsyncEvent::PortActive,
+            AsyncEvent::PortError,
+            AsyncEvent::LidChange,
+            AsyncEvent::PkeyChange,
+            AsyncEvent::GidChange,
+            AsyncEvent::SmChange,
+            AsyncEvent::ClientReregister,
+        ]
+        .into_iter()
+        .find(|e| madstack::events::event_name(e) == name)
+        .ok_or_else(|| InputError::new_err(format!("no event {name:?}")))?;
+        self.with(py, |p| {
+            let s = p
+                .sim()
+                .ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
+            let a = p.attrs();
+            s.fabric()
+                .inject(a.ca_name.as_str(), a.port_num, EndpointFault::Event(ev))
+                .map_err(|e| Error::Input(e.to_string()))
+        })
+    }
+
+    /// True once closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        guard(&self.inner).is_none()
+    }
+
+    /// Stops the port's threads; later calls raise `ClosedError`.
+    /// Closing twice does nothing.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        blocking(py, || {
+            let p = guard(&self.inner).take();
+            match p {
+                Some(p) => p.close(),
+                None => Ok(()),
+            }
+        })
+    }
+}
+
+/// Opens a port: `sim` (True or a topology file), `ibsim`, or `ca` /
+/// `port` (a real port); `sim_node` where to attach on the built-in
+/// fabric; `timeout` in seconds.
+#[pyfunction]
+#[pyo3(signature = (sim=None, ibsim=false, ca=None, port=None, sim_node=None, timeout=None))]
+fn open(
+    py: Python<'_>,
+    sim: Option<&Bound<'_, PyAny>>,
+    ibsim: bool,
+    ca: Option<String>,
+    port: Option<u8>,
+    sim_node: Option<String>,
+    timeout: Option<f64>,
+) -> PyResult<Port> {
+    let sim: Option<Option<String>> = match sim {
+        None => None,
+        Some(s) if s.is_none() => None,
+        Some(s) => {
+            if let Ok(b) = s.extract::<bool>() {
+                b.then_some(None)
+            } else if let Ok(t) = s.extract::<String>() {
+                Some(Some(t))
+            } else {
+                return Err(InputError::new_err(
+                    "sim= takes True or a topology file name",
+                ));
+            }
+        }
+    };
+    let chosen = usize::from(sim.is_some())
+        + usize::from(ibsim)
+        + usize::from(ca.is_some() || port.is_some());
+    if chosen > 1 {
+        return Err(InputError::new_err(
+            "give one of sim=, ibsim=True or ca=/port=",
+        ));
+    }
+    let backend = match (sim, ibsim) {
+        (Some(t), _) => Backend::Sim(t),
+        (None, true) => Backend::IbSim,
+        (None, false) => Backend::Umad {
+            ca,
+            port: port.unwrap_or(0),
+        },
+    };
+    let mut o = Options::on(backend);
+    o.sim_node = sim_node;
+    if let Some(t) = timeout {
+        o.timeout = Duration::from_secs_f64(t.max(0.001));
+    }
+    let p = blocking(py, || madstack::open(&o))?;
+    Ok(Port {
+        inner: Mutex::new(Some(p)),
+    })
+}
+
+/// The names of the structures `smp_get`, `counters` and the SA calls
+/// know, by class (`"smp"`, `"perf"`, `"sa"`).
+#[pyfunction]
+fn known_attributes(class_: &str) -> PyResult<Vec<&'static str>> {
+    use madstack::attr::{Class, KINDS};
+    let c = match class_ {
+        "smp" => Class::Smp,
+        "perf" => Class::Perf,
+        "sa" => Class::Sa,
+        other => {
+            return Err(InputError::new_err(format!(
+                "no class {other:?} (smp, perf, sa)"
+            )))
+        }
+    };
+    Ok(KINDS
+        .iter()
+        .filter(|k| k.class == c)
+        .map(|k| k.name)
+        .collect())
+}
+
+/// Panics on purpose (for the tests that prove a Rust panic becomes an
+/// exception).
+#[pyfunction]
+fn _panic_for_test(py: Python<'_>) -> PyResult<()> {
+    blocking(py, || -> Result<(), Error> {
+        panic!("panic requested by the test")
+    })
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(known_attributes, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    m.add_class::<Port>()?;
+    m.add_class::<Attribute>()?;
+    m.add_class::<Events>()?;
+    m.add("MadError", py.get_type::<MadError>())?;
+    m.add("OpenError", py.get_type::<OpenError>())?;
+    m.add("RegistrationError", py.get_type::<RegistrationError>())?;
+    m.add("MadTimeout", py.get_type::<MadTimeout>())?;
+    m.add("StatusError", py.get_type::<StatusError>())?;
+    m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("InputError", py.get_type::<InputError>())?;
+    Ok(())
+}
