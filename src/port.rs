@@ -214,7 +214,7 @@ impl Port {
     #[must_use]
     pub fn sim(&self) -> Option<&mad_sim::Subnet> {
         match self.session.backend() {
-            SessionBackend::Sim(f) => Some(&f.subnet),
+            SessionBackend::Sim(f) => f.subnet.as_ref(),
             _ => None,
         }
     }
