@@ -1,7 +1,10 @@
 //! The body of `/metrics`: the format and content coding a request asks
 //! for, each body encoded off the HTTP thread, and each gzip body once
 //! per snapshot, ahead of the scrape when that format was scraped
-//! before, then shared by every scrape of that snapshot.
+//! before, then shared by every scrape of that snapshot. While a new
+//! snapshot's gzip body is still being encoded (seconds at fabric scale),
+//! a scrape gets the last body that was finished, one sweep older, at
+//! once: a scrape never waits for an encoding but the very first.
 //!
 //! The text is written by `prometheus-client` straight into the gzip
 //! encoder (or into the one `String` an identity body is), so the body is
@@ -98,6 +101,9 @@ struct Cache {
     /// The formats asked for gzipped so far: encoded ahead for each new
     /// snapshot.
     wanted: [bool; 2],
+    /// The newest gzip body finished in each format, and its snapshot:
+    /// what a scrape gets while the current snapshot's is encoded.
+    last: [Option<(Option<Arc<Snapshot>>, Bytes)>; 2],
 }
 
 /// `/metrics` bodies of the served snapshot.
@@ -143,30 +149,52 @@ impl Bodies {
         Arc::clone(c.cells[i].get_or_insert_with(Cell::default))
     }
 
-    /// Fills `cell` with the gzip body of `snap` in `format`, encoded on
-    /// the runtime's blocking pool, unless another caller did.
+    /// Fills `cell` with the gzip body of `snap` in `format` (index `i`),
+    /// encoded on the runtime's blocking pool, unless another caller did;
+    /// a body of the snapshot still current becomes the format's last
+    /// finished one.
     async fn fill(
         &self,
         cell: &Cell,
         snap: Option<Arc<Snapshot>>,
+        i: usize,
         format: Format,
     ) -> Result<Bytes, String> {
         let lean = self.lean;
-        cell.get_or_try_init(|| async move {
-            tokio::task::spawn_blocking(move || encode_body(snap, format, true, lean))
-                .await
-                .map_err(|e| format!("the encoding task failed: {e}"))?
-        })
-        .await
-        .cloned()
+        let s = snap.clone();
+        let body = cell
+            .get_or_try_init(|| async move {
+                tokio::task::spawn_blocking(move || encode_body(s, format, true, lean))
+                    .await
+                    .map_err(|e| format!("the encoding task failed: {e}"))?
+            })
+            .await
+            .cloned()?;
+        let mut c = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if same(c.snap.as_ref(), snap.as_ref()) {
+            c.last[i] = Some((snap, body.clone()));
+        }
+        Ok(body)
+    }
+
+    /// The last finished gzip body in format `i`, if it is of another
+    /// snapshot than `snap` (an older one, `snap`'s being encoded).
+    fn older(&self, snap: Option<&Arc<Snapshot>>, i: usize) -> Option<Bytes> {
+        let c = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        c.last[i]
+            .as_ref()
+            .filter(|(s, _)| !same(s.as_ref(), snap))
+            .map(|(_, b)| b.clone())
     }
 
     /// The body of the current snapshot in `format`, gzipped when
     /// `gzip`, encoded on the runtime's blocking pool. A gzip body is
     /// encoded once per snapshot (by the first scrape that asks, or ahead
-    /// by [`Bodies::warm`]) and shared by the scrapes after it; an
-    /// identity body (curl, a human) is encoded for its request alone, so
-    /// that the hundreds of MB of text of a large fabric are not kept.
+    /// by [`Bodies::warm`]) and shared by the scrapes after it; until it
+    /// is ready, a scrape gets the last finished one (of the snapshot
+    /// before) rather than wait. An identity body (curl, a human) is
+    /// encoded for its request alone, so that the hundreds of MB of text
+    /// of a large fabric are not kept.
     ///
     /// # Errors
     /// The encoding failed or its task could not run.
@@ -180,7 +208,15 @@ impl Bodies {
         }
         let i = usize::from(format == Format::OpenMetrics);
         let cell = self.cell(snap.as_ref(), i, true);
-        self.fill(&cell, snap, format).await
+        if let Some(body) = cell.get() {
+            return Ok(body.clone());
+        }
+        if let Some(body) = self.older(snap.as_ref(), i) {
+            // [`Bodies::warm`] is encoding this snapshot's (the format
+            // was scraped before); the next scrape gets it.
+            return Ok(body);
+        }
+        self.fill(&cell, snap, i, format).await
     }
 
     /// Runs for ever: when the sweep loop publishes a new snapshot,
@@ -205,7 +241,7 @@ impl Bodies {
                 if wanted[i] {
                     let cell = self.cell(snap.as_ref(), i, false);
                     // A failure here is the next scrape's to report.
-                    let _ = self.fill(&cell, snap.clone(), format).await;
+                    let _ = self.fill(&cell, snap.clone(), i, format).await;
                 }
             }
         }
@@ -262,5 +298,36 @@ mod tests {
         // the classic text format was not: left to its first scrape.
         assert!(ready(&bodies, 1));
         assert!(!ready(&bodies, 0));
+    }
+
+    #[test]
+    fn a_scrape_during_the_encoding_gets_the_last_finished_body_at_once() {
+        let shared: Shared = Arc::default();
+        let bodies = Arc::new(Bodies::new(Arc::clone(&shared), false));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let gz = |s: Option<Arc<Snapshot>>| {
+            encode_body(s, Format::OpenMetrics, true, false).unwrap_or_default()
+        };
+        let first = gz(None);
+        let snap = Arc::new(Snapshot::default());
+        let second = gz(Some(Arc::clone(&snap)));
+        assert_ne!(first, second, "the two snapshots read differently");
+        rt.block_on(async {
+            let got = bodies.get(Format::OpenMetrics, true).await;
+            assert_eq!(got.ok(), Some(first.clone()), "the very first scrape waits");
+            // A new snapshot, not encoded yet (nothing warms it here):
+            // the scrape gets the one before, without waiting.
+            *shared.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&snap));
+            let got = bodies.get(Format::OpenMetrics, true).await;
+            assert_eq!(got.ok(), Some(first.clone()));
+            // Once it is encoded, scrapes get it.
+            tokio::spawn(Arc::clone(&bodies).warm());
+            tokio::time::sleep(WARM_EVERY * 5).await;
+            let got = bodies.get(Format::OpenMetrics, true).await;
+            assert_eq!(got.ok(), Some(second.clone()));
+        });
     }
 }
