@@ -89,6 +89,24 @@ class Smp:
             name, lid=lid, dr=None if dr is None else list(dr), guid=guid, attr_mod=mod
         )
 
+    def get_many(
+        self,
+        name: str,
+        *,
+        lids: Optional[Sequence[int]] = None,
+        drs: Optional[Sequence[Sequence[int]]] = None,
+        mod: int = 0,
+    ) -> List[Union[Attribute, MadError]]:
+        """SubnGet of ``name`` at every LID of ``lids`` (or directed route
+        of ``drs``), all in flight at once: one entry per target, in order,
+        a failed target's entry being its exception (not raised)."""
+        return self._p._native.smp_get_many(
+            name,
+            lids=None if lids is None else list(lids),
+            drs=None if drs is None else [list(d) for d in drs],
+            attr_mod=mod,
+        )
+
     def set(
         self,
         name: str,

@@ -74,6 +74,13 @@ class Port:
         guid: Optional[int] = None,
         attr_mod: int = 0,
     ) -> Attribute: ...
+    def smp_get_many(
+        self,
+        name: str,
+        lids: Optional[List[int]] = None,
+        drs: Optional[List[List[int]]] = None,
+        attr_mod: int = 0,
+    ) -> List[Union[Attribute, MadError]]: ...
     def smp_set(
         self,
         name: str,

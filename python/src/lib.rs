@@ -421,6 +421,32 @@ impl Port {
         Ok(Attribute { inner })
     }
 
+    /// SubnGet of `name` at every LID of `lids` (or directed route of
+    /// `drs`), all in flight at once; a list of Attributes, a failed
+    /// target's entry being its exception (not raised).
+    #[pyo3(signature = (name, lids=None, drs=None, attr_mod=0))]
+    fn smp_get_many(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lids: Option<Vec<u16>>,
+        drs: Option<Vec<Vec<u8>>>,
+        attr_mod: u32,
+    ) -> PyResult<Vec<PyObject>> {
+        let targets: Vec<Target> = match (lids, drs) {
+            (Some(l), None) => l.into_iter().map(Target::Lid).collect(),
+            (None, Some(d)) => d.into_iter().map(Target::Dr).collect(),
+            _ => return Err(InputError::new_err("give one of lids= or drs=")),
+        };
+        let rs = self.with(py, |p| p.smp_get_many(name, &targets, attr_mod))?;
+        rs.into_iter()
+            .map(|r| match r {
+                Ok(inner) => Ok(Py::new(py, Attribute { inner })?.into_any()),
+                Err(e) => Ok(to_py(e).into_value(py).into_any()),
+            })
+            .collect()
+    }
+
     #[allow(clippy::too_many_arguments)] // the Python signature
     #[pyo3(signature = (name, fields, lid=None, dr=None, guid=None, attr_mod=0))]
     fn smp_set(

@@ -263,3 +263,15 @@ def test_help_reads_well():
     assert "SubnGet" in madstack.Smp.get.__doc__
     assert "ComponentMask" in madstack.Sa.__doc__
     assert madstack.open.__doc__ and "ibsim" in madstack.open.__doc__
+
+
+def test_get_many_sends_a_batch_and_answers_in_order(sim_port):
+    lids = [1, 3, 12, 999, 3]
+    with madstack.open(sim=True, timeout=0.05) as p:
+        got = p.smp.get_many("NodeInfo", lids=lids)
+    assert [g.node_guid for g in got if isinstance(g, madstack.Attribute)] == [
+        sim_port.smp.get("NodeInfo", lid=l).node_guid for l in (1, 3, 12, 3)
+    ]
+    assert isinstance(got[3], madstack.MadTimeout)
+    drs = sim_port.smp.get_many("NodeDescription", drs=[[], [1], [1, 1]])
+    assert drs[0].desc == "host-2 HCA-1" and "switch" in drs[1].desc
