@@ -275,3 +275,32 @@ def test_get_many_sends_a_batch_and_answers_in_order(sim_port):
     assert isinstance(got[3], madstack.MadTimeout)
     drs = sim_port.smp.get_many("NodeDescription", drs=[[], [1], [1, 1]])
     assert drs[0].desc == "host-2 HCA-1" and "switch" in drs[1].desc
+
+
+def test_ctrl_c_during_a_long_discover_raises_keyboard_interrupt_promptly():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import madstack, sys\n"
+        f"p = madstack.open(sim={str(TOPOLOGIES / 'net.large')!r})\n"
+        "print('discovering', flush=True)\n"
+        "for _ in range(200):\n"
+        "    p.discover()\n"
+        "print('done', flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "discovering"
+        time.sleep(0.3)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode != 0
+    assert "KeyboardInterrupt: interrupted" in err, err[-2000:]
