@@ -302,5 +302,9 @@ def test_ctrl_c_during_a_long_discover_raises_keyboard_interrupt_promptly():
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
+    # Inside the fabric wait the Rust side sees the signal and raises
+    # KeyboardInterrupt("interrupted"); between waits (the model's replay,
+    # the conversion to Python) Python raises its own. Either way the
+    # process stops at once, without "done".
     assert proc.returncode != 0
-    assert "KeyboardInterrupt: interrupted" in err, err[-2000:]
+    assert "KeyboardInterrupt" in err, err[-2000:]
