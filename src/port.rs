@@ -15,9 +15,8 @@ use mad_agents::smp::{self, SmpClient, SmpTarget};
 use mad_agents::{query, AgentSpec, QueryError};
 use mad_core::transport::PortAttrs;
 use mad_core::transport::Qp;
-use mad_core::wire::decode::decode_mad;
 use mad_core::wire::sa_records::NodeRecord;
-use mad_core::wire::{Method, MAD_LEN, SMP_DATA_LEN};
+use mad_core::wire::{Method, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET};
 use mad_tools::session::{Backend as SessionBackend, Session, SessionOpts, TransportChoice};
 
 use crate::attr::{Attribute, Class, Input, Kind};
@@ -144,10 +143,10 @@ impl std::fmt::Debug for Port {
 
 /// The attribute a completed SMP query answered.
 fn smp_answer(kind: &Kind, done: &mad_agents::Completion) -> Result<Attribute, Error> {
+    // LID-routed and directed-route SMPs alike carry the attribute at
+    // byte 64.
     let bytes = query::response_bytes(done, kind.attr_id.0)?;
-    let d = decode_mad(bytes).map_err(|e| Error::Malformed(e.to_string()))?;
-    let off = d.layers.last().map_or(0, |l| l.offset);
-    kind.parse(bytes.get(off..).unwrap_or(&[]))
+    kind.parse(bytes.get(SMP_DATA_OFFSET..).unwrap_or(&[]))
 }
 
 /// Opens a port as `opts` says and starts the stack on it.
@@ -329,7 +328,7 @@ impl Port {
         }
         Ok(out
             .into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(Error::Query(QueryError::Timeout { retries }))))
+            .map(|r| r.unwrap_or(Err(Error::Query(QueryError::Timeout { retries }))))
             .collect())
     }
 

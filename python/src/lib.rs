@@ -225,7 +225,7 @@ impl Attribute {
     /// The fields as `mad --json` prints them: integers over 32 bits as
     /// `"0x…"` strings, text as text, other bytes as hex.
     fn to_dict(&self, py: Python<'_>) -> PyResult<PyObject> {
-        json_to_py(py, self.inner.to_json())
+        json_to_py(py, &self.inner.to_json())
     }
 
     fn __repr__(&self) -> String {

@@ -3,7 +3,7 @@ time (``port.smp.get``) and in batches (``port.smp.get_many``), beside
 ``mad --sim bench`` (the Rust runtime) run in the same go. Prints one
 line per measurement and, with ``--json``, the numbers as JSON.
 
-    python python/bench.py [--mad target/release/mad] [--seconds 2]
+    python python/benches/smp_rate.py [--mad target/release/mad] [--seconds 2]
 
 Both query NodeInfo of the local port and of the first switch by
 directed route, round-robin (``mad bench``'s default targets)."""
