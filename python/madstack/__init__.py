@@ -19,6 +19,7 @@ error's text and ``status`` the MAD status when there was one.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _native
@@ -327,7 +328,7 @@ class Port:
         """Discovers the fabric (``mad ibnetdiscover``'s parallel discovery;
         ``window`` MADs in flight, ``per_node`` per node, ``timeout`` in
         seconds). Ctrl-C stops it with :class:`KeyboardInterrupt`."""
-        return Fabric(self._native.discover(window=window, per_node=per_node, timeout=timeout))
+        return Fabric(json.loads(self._native.discover(window=window, per_node=per_node, timeout=timeout)))
 
     def sweep(
         self, *, window: Optional[int] = None, per_node: Optional[int] = None, timeout: Optional[float] = None
@@ -335,7 +336,7 @@ class Port:
         """Discovers the fabric and reads the counters of every port, as
         ``mad sweep --json`` prints them (``nodes`` → ``ports`` →
         ``counters`` / ``extended`` / ``error``, and a ``summary``)."""
-        return self._native.sweep(window=window, per_node=per_node, timeout=timeout)
+        return json.loads(self._native.sweep(window=window, per_node=per_node, timeout=timeout))
 
     def route_to(self, lid: int) -> Optional[List[int]]:
         """The directed route (egress ports) to ``lid`` through the
