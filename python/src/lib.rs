@@ -377,8 +377,17 @@ fn bounds(window: Option<usize>, per_node: Option<usize>, timeout: Option<f64>) 
     b
 }
 
-fn signalled() -> bool {
-    Python::with_gil(|py| py.check_signals().is_err())
+/// A cancel check for long waits: runs Python's signal handlers (Ctrl-C)
+/// at most every 50 ms, the GIL taken only then.
+fn signal_check() -> impl FnMut() -> bool + Send {
+    let mut last = std::time::Instant::now();
+    move || {
+        if last.elapsed() < Duration::from_millis(50) {
+            return false;
+        }
+        last = std::time::Instant::now();
+        Python::with_gil(|py| py.check_signals().is_err())
+    }
 }
 
 #[pymethods]
@@ -540,7 +549,7 @@ impl Port {
     ) -> PyResult<String> {
         let b = bounds(window, per_node, timeout);
         self.with(py, |p| {
-            fabric::discover_with(p, b, &mut signalled)
+            fabric::discover_with(p, b, &mut signal_check())
                 .map(|d| fabric::discovery_json(&d).to_string())
         })
     }
@@ -557,8 +566,8 @@ impl Port {
     ) -> PyResult<String> {
         let b = bounds(window, per_node, timeout);
         self.with(py, |p| {
-            let d = fabric::discover_with(p, b, &mut signalled)?;
-            let s = fabric::sweep_with(p, &d.fabric, b, &mut signalled)?;
+            let d = fabric::discover_with(p, b, &mut signal_check())?;
+            let s = fabric::sweep_with(p, &d.fabric, b, &mut signal_check())?;
             Ok(fabric::sweep_json(&d.fabric, &s).to_string())
         })
     }
