@@ -308,3 +308,17 @@ def test_ctrl_c_during_a_long_discover_raises_keyboard_interrupt_promptly():
     # process stops at once, without "done".
     assert proc.returncode != 0
     assert "KeyboardInterrupt" in err, err[-2000:]
+
+
+def test_every_public_call_has_a_docstring_and_a_line_in_the_readme():
+    import inspect
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    for cls in (madstack.Port, madstack.Smp, madstack.Perf, madstack.Sa, madstack.Fabric):
+        for name, member in inspect.getmembers(cls):
+            if name.startswith("_") or not (inspect.isfunction(member) or isinstance(member, property)):
+                continue
+            assert (member.__doc__ or "").strip(), f"{cls.__name__}.{name} has no docstring"
+            if cls in (madstack.Smp, madstack.Perf, madstack.Sa):
+                assert f"port.{cls.__name__.lower()}.{name}(" in readme, f"README lacks {cls.__name__}.{name}"
