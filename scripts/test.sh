@@ -107,14 +107,17 @@ cargo test --workspace --no-fail-fast 2>&1 | tee "$LOGDIR/test.log"
 
 # ---------------------------------------------------------------- python
 # The madstack Python package (python/): a venv, `pip install ./python`
-# (maturin builds the pyo3 extension; its own target dir keeps rebuilds
-# incremental), then pytest against the built-in fabric, ibsim + OpenSM
-# and the examples. With CI=true a missing piece fails the tests.
+# (maturin builds the pyo3 extension in the dev profile into the
+# workspace's target dir, so that it reuses what `cargo test` built:
+# seconds instead of a release build of every crate), then pytest against
+# the built-in fabric, ibsim + OpenSM and the examples. With CI=true a
+# missing piece fails the tests.
 step "python: pip install ./python, pytest python/tests ($(elapsed))"
 PYVENV="$ROOT/target/python-venv"
 if { [ -x "$PYVENV/bin/python" ] || python3 -m venv "$PYVENV"; } \
     && "$PYVENV/bin/pip" install -q --upgrade maturin pytest networkx prometheus_client \
-    && CARGO_TARGET_DIR="$ROOT/target/python" "$PYVENV/bin/pip" install -q --force-reinstall --no-deps ./python; then
+    && MATURIN_PEP517_ARGS="--profile dev" CARGO_TARGET_DIR="$ROOT/target" \
+        "$PYVENV/bin/pip" install -q --force-reinstall --no-deps ./python; then
     cargo build -q -p mad-tools --bin mad || fail "cargo build --bin mad (for the Python JSON tests)"
     (cd "$ROOT/python/tests" && MAD_BIN="$ROOT/target/debug/mad" CI="${CI:-}" \
         "$PYVENV/bin/python" -m pytest -q -p no:cacheprovider .) || fail "pytest python/tests"

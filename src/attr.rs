@@ -54,8 +54,9 @@ pub struct Attribute {
     /// Each field's label, as libibmad (smpquery, perfquery) prints it,
     /// in the order of `fields`.
     pub labels: Vec<&'static str>,
-    /// What `mad --json` prints for it.
-    json: Json,
+    /// Each field's width in bits (an array's: of one element), in the
+    /// order of `fields`: what the JSON form needs.
+    widths: Vec<u32>,
     /// Its bytes on the wire.
     pub bytes: Vec<u8>,
 }
@@ -70,11 +71,16 @@ impl Attribute {
     pub fn from_fields(f: &dyn Fields, bytes: Vec<u8>) -> Self {
         let mut fields = Vec::new();
         let mut labels = Vec::new();
+        let mut widths = Vec::new();
         for (i, d) in f.field_descs().iter().enumerate() {
             let (Some(label), Some(v)) = (d.label, f.field_value(i)) else {
                 continue;
             };
             labels.push(label);
+            widths.push(match d.kind {
+                FieldKind::Array { elem_bits, .. } => elem_bits,
+                _ => d.bit_len,
+            });
             let v = match v {
                 FieldValue::Uint(v) => Value::Uint(v),
                 FieldValue::Bytes(b) if is_text(d.name) => {
@@ -93,7 +99,7 @@ impl Attribute {
             name: f.struct_name(),
             fields,
             labels,
-            json: mad_tools::ibdiag::attr_json(f),
+            widths,
             bytes,
         }
     }
@@ -130,8 +136,26 @@ impl Attribute {
     /// The object `mad --json` prints for this structure (reserved fields
     /// left out; integers over 32 bits as `"0x…"` strings).
     #[must_use]
-    pub fn to_json(&self) -> &Json {
-        &self.json
+    pub fn to_json(&self) -> Json {
+        // The rules of `mad_tools::ibdiag::attr_json` (tested equal to
+        // `mad --json` in python/tests/test_json_contract.py), from the
+        // owned values: built only when asked for.
+        let mut o = serde_json::Map::new();
+        for ((name, v), bits) in self.fields.iter().zip(&self.widths) {
+            let j = match v {
+                Value::Uint(x) => mad_tools::json::uint_field(*bits, *x),
+                Value::Text(t) => Json::String(t.clone()),
+                Value::Bytes(b) => Json::String(b.iter().map(|x| format!("{x:02x}")).collect()),
+                Value::Array(a) => Json::Array(
+                    a.iter()
+                        .map(|x| mad_tools::json::uint_field(*bits, *x))
+                        .collect(),
+                ),
+                Value::Nested(n) => n.to_json(),
+            };
+            o.insert((*name).to_owned(), j);
+        }
+        Json::Object(o)
     }
 }
 

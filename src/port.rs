@@ -12,11 +12,11 @@ use std::time::Duration;
 use mad_agents::perf::PerfClient;
 use mad_agents::sa::{SaClient, SaError};
 use mad_agents::smp::{self, SmpClient, SmpTarget};
-use mad_agents::{query, QueryError};
+use mad_agents::{query, AgentSpec, QueryError};
 use mad_core::transport::PortAttrs;
-use mad_core::wire::decode::decode_mad;
+use mad_core::transport::Qp;
 use mad_core::wire::sa_records::NodeRecord;
-use mad_core::wire::{Method, MAD_LEN, SMP_DATA_LEN};
+use mad_core::wire::{Method, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET};
 use mad_tools::session::{Backend as SessionBackend, Session, SessionOpts, TransportChoice};
 
 use crate::attr::{Attribute, Class, Input, Kind};
@@ -141,6 +141,14 @@ impl std::fmt::Debug for Port {
     }
 }
 
+/// The attribute a completed SMP query answered.
+fn smp_answer(kind: &Kind, done: &mad_agents::Completion) -> Result<Attribute, Error> {
+    // LID-routed and directed-route SMPs alike carry the attribute at
+    // byte 64.
+    let bytes = query::response_bytes(done, kind.attr_id.0)?;
+    kind.parse(bytes.get(SMP_DATA_OFFSET..).unwrap_or(&[]))
+}
+
 /// Opens a port as `opts` says and starts the stack on it.
 ///
 /// # Errors
@@ -256,10 +264,72 @@ impl Port {
         let req = smp::request(&t, method, kind.attr_id, attr_mod, data, c.m_key)
             .expect_response(self.session.timeout(), mad_tools::session::DEFAULT_RETRIES);
         let done = c.agent().send_and_wait(req).map_err(QueryError::from)?;
-        let bytes = query::response_bytes(&done, kind.attr_id.0)?;
-        let d = decode_mad(bytes).map_err(|e| Error::Malformed(e.to_string()))?;
-        let off = d.layers.last().map_or(0, |l| l.offset);
-        kind.parse(bytes.get(off..).unwrap_or(&[]))
+        smp_answer(kind, &done)
+    }
+
+    /// SubnGet of the SMP attribute `name` at every target of `targets`,
+    /// all sent at once (the engine's flow control bounds what is in
+    /// flight); one result per target, in order.
+    ///
+    /// # Errors
+    /// An unknown name, or an agent that cannot be registered; each
+    /// target's own failure is in its result.
+    pub fn smp_get_many(
+        &self,
+        name: &str,
+        targets: &[Target],
+        attr_mod: u32,
+    ) -> Result<Vec<Result<Attribute, Error>>, Error> {
+        let kind = Kind::find(Class::Smp, name)?;
+        let (agent, rx) = self
+            .runtime()
+            .register_channel(AgentSpec::send_only("smp-batch", Qp::Qp0))
+            .map_err(|e| Error::Register(e.to_string()))?;
+        let mut out: Vec<Option<Result<Attribute, Error>>> = targets.iter().map(|_| None).collect();
+        let timeout = self.session.timeout();
+        let retries = mad_tools::session::DEFAULT_RETRIES;
+        let m_key = self.smp().m_key;
+        let mut reqs = Vec::with_capacity(targets.len());
+        for (i, t) in targets.iter().enumerate() {
+            match self.smp_target(t) {
+                Ok(st) => reqs.push(
+                    smp::request(&st, Method::GET, kind.attr_id, attr_mod, &[], m_key)
+                        .expect_response(timeout, retries)
+                        .cookie(i as u64),
+                ),
+                Err(e) => out[i] = Some(Err(e)),
+            }
+        }
+        let mut pending = reqs.len();
+        agent
+            .send_batch(reqs, |cookie, e| {
+                if let Some(slot) = out.get_mut(cookie as usize) {
+                    *slot = Some(Err(QueryError::from(e).into()));
+                    pending -= 1;
+                }
+            })
+            .map_err(|e| Error::Query(QueryError::from(e)))?;
+        // Every send completes (answer, timeout after its retries, or
+        // failure); the guard only covers a runtime that stopped.
+        let guard = timeout * (retries + 2) + Duration::from_secs(5);
+        while pending > 0 {
+            match rx.recv_timeout(guard) {
+                Some(mad_agents::AgentEvent::SendDone(c)) => {
+                    if let Some(slot) = out.get_mut(c.cookie as usize) {
+                        if slot.is_none() {
+                            *slot = Some(smp_answer(kind, &c));
+                            pending -= 1;
+                        }
+                    }
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|r| r.unwrap_or(Err(Error::Query(QueryError::Timeout { retries }))))
+            .collect())
     }
 
     /// SubnGet of the SMP attribute `name` (`"NodeInfo"`, `"PortInfo"`,

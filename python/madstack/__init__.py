@@ -19,6 +19,7 @@ error's text and ``status`` the MAD status when there was one.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _native
@@ -87,6 +88,24 @@ class Smp:
         with attribute modifier ``mod`` (e.g. the port number of PortInfo)."""
         return self._p._native.smp_get(
             name, lid=lid, dr=None if dr is None else list(dr), guid=guid, attr_mod=mod
+        )
+
+    def get_many(
+        self,
+        name: str,
+        *,
+        lids: Optional[Sequence[int]] = None,
+        drs: Optional[Sequence[Sequence[int]]] = None,
+        mod: int = 0,
+    ) -> List[Union[Attribute, MadError]]:
+        """SubnGet of ``name`` at every LID of ``lids`` (or directed route
+        of ``drs``), all in flight at once: one entry per target, in order,
+        a failed target's entry being its exception (not raised)."""
+        return self._p._native.smp_get_many(
+            name,
+            lids=None if lids is None else list(lids),
+            drs=None if drs is None else [list(d) for d in drs],
+            attr_mod=mod,
         )
 
     def set(
@@ -309,7 +328,7 @@ class Port:
         """Discovers the fabric (``mad ibnetdiscover``'s parallel discovery;
         ``window`` MADs in flight, ``per_node`` per node, ``timeout`` in
         seconds). Ctrl-C stops it with :class:`KeyboardInterrupt`."""
-        return Fabric(self._native.discover(window=window, per_node=per_node, timeout=timeout))
+        return Fabric(json.loads(self._native.discover(window=window, per_node=per_node, timeout=timeout)))
 
     def sweep(
         self, *, window: Optional[int] = None, per_node: Optional[int] = None, timeout: Optional[float] = None
@@ -317,7 +336,7 @@ class Port:
         """Discovers the fabric and reads the counters of every port, as
         ``mad sweep --json`` prints them (``nodes`` → ``ports`` →
         ``counters`` / ``extended`` / ``error``, and a ``summary``)."""
-        return self._native.sweep(window=window, per_node=per_node, timeout=timeout)
+        return json.loads(self._native.sweep(window=window, per_node=per_node, timeout=timeout))
 
     def route_to(self, lid: int) -> Optional[List[int]]:
         """The directed route (egress ports) to ``lid`` through the

@@ -74,6 +74,13 @@ class Port:
         guid: Optional[int] = None,
         attr_mod: int = 0,
     ) -> Attribute: ...
+    def smp_get_many(
+        self,
+        name: str,
+        lids: Optional[List[int]] = None,
+        drs: Optional[List[List[int]]] = None,
+        attr_mod: int = 0,
+    ) -> List[Union[Attribute, MadError]]: ...
     def smp_set(
         self,
         name: str,
@@ -93,10 +100,12 @@ class Port:
     def next_report(self, timeout: float) -> Optional[Attribute]: ...
     def discover(
         self, window: Optional[int] = None, per_node: Optional[int] = None, timeout: Optional[float] = None
-    ) -> Dict[str, Any]: ...
+    ) -> str:
+        """``mad ibnetdiscover --json``'s object, as JSON text."""
     def sweep(
         self, window: Optional[int] = None, per_node: Optional[int] = None, timeout: Optional[float] = None
-    ) -> Dict[str, Any]: ...
+    ) -> str:
+        """``mad sweep --json``'s object, as JSON text."""
     def route_to(self, lid: int) -> Optional[List[int]]: ...
     def events(self) -> Events: ...
     def sim_cable(self, node: str, port: int, up: bool) -> None:

@@ -225,7 +225,7 @@ impl Attribute {
     /// The fields as `mad --json` prints them: integers over 32 bits as
     /// `"0x…"` strings, text as text, other bytes as hex.
     fn to_dict(&self, py: Python<'_>) -> PyResult<PyObject> {
-        json_to_py(py, self.inner.to_json())
+        json_to_py(py, &self.inner.to_json())
     }
 
     fn __repr__(&self) -> String {
@@ -377,8 +377,17 @@ fn bounds(window: Option<usize>, per_node: Option<usize>, timeout: Option<f64>) 
     b
 }
 
-fn signalled() -> bool {
-    Python::with_gil(|py| py.check_signals().is_err())
+/// A cancel check for long waits: runs Python's signal handlers (Ctrl-C)
+/// at most every 50 ms, the GIL taken only then.
+fn signal_check() -> impl FnMut() -> bool + Send {
+    let mut last = std::time::Instant::now();
+    move || {
+        if last.elapsed() < Duration::from_millis(50) {
+            return false;
+        }
+        last = std::time::Instant::now();
+        Python::with_gil(|py| py.check_signals().is_err())
+    }
 }
 
 #[pymethods]
@@ -419,6 +428,32 @@ impl Port {
         let t = target(lid, dr, guid)?;
         let inner = self.with(py, |p| p.smp_get(name, &t, attr_mod))?;
         Ok(Attribute { inner })
+    }
+
+    /// SubnGet of `name` at every LID of `lids` (or directed route of
+    /// `drs`), all in flight at once; a list of Attributes, a failed
+    /// target's entry being its exception (not raised).
+    #[pyo3(signature = (name, lids=None, drs=None, attr_mod=0))]
+    fn smp_get_many(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        lids: Option<Vec<u16>>,
+        drs: Option<Vec<Vec<u8>>>,
+        attr_mod: u32,
+    ) -> PyResult<Vec<PyObject>> {
+        let targets: Vec<Target> = match (lids, drs) {
+            (Some(l), None) => l.into_iter().map(Target::Lid).collect(),
+            (None, Some(d)) => d.into_iter().map(Target::Dr).collect(),
+            _ => return Err(InputError::new_err("give one of lids= or drs=")),
+        };
+        let rs = self.with(py, |p| p.smp_get_many(name, &targets, attr_mod))?;
+        rs.into_iter()
+            .map(|r| match r {
+                Ok(inner) => Ok(Py::new(py, Attribute { inner })?.into_any()),
+                Err(e) => Ok(to_py(e).into_value(py).into_any()),
+            })
+            .collect()
     }
 
     #[allow(clippy::too_many_arguments)] // the Python signature
@@ -501,7 +536,9 @@ impl Port {
         }))
     }
 
-    /// `mad ibnetdiscover --json`'s object of a fresh discovery.
+    /// `mad ibnetdiscover --json`'s object of a fresh discovery, as JSON
+    /// text (the package's `json.loads` makes the Python objects faster
+    /// than building them one by one here).
     #[pyo3(signature = (window=None, per_node=None, timeout=None))]
     fn discover(
         &self,
@@ -509,15 +546,16 @@ impl Port {
         window: Option<usize>,
         per_node: Option<usize>,
         timeout: Option<f64>,
-    ) -> PyResult<PyObject> {
+    ) -> PyResult<String> {
         let b = bounds(window, per_node, timeout);
-        let j = self.with(py, |p| {
-            fabric::discover_with(p, b, &mut signalled).map(|d| fabric::discovery_json(&d))
-        })?;
-        json_to_py(py, &j)
+        self.with(py, |p| {
+            fabric::discover_with(p, b, &mut signal_check())
+                .map(|d| fabric::discovery_json(&d).to_string())
+        })
     }
 
-    /// `mad sweep --json`'s object of a fresh discovery and sweep.
+    /// `mad sweep --json`'s object of a fresh discovery and sweep, as
+    /// JSON text.
     #[pyo3(signature = (window=None, per_node=None, timeout=None))]
     fn sweep(
         &self,
@@ -525,14 +563,13 @@ impl Port {
         window: Option<usize>,
         per_node: Option<usize>,
         timeout: Option<f64>,
-    ) -> PyResult<PyObject> {
+    ) -> PyResult<String> {
         let b = bounds(window, per_node, timeout);
-        let j = self.with(py, |p| {
-            let d = fabric::discover_with(p, b, &mut signalled)?;
-            let s = fabric::sweep_with(p, &d.fabric, b, &mut signalled)?;
-            Ok(fabric::sweep_json(&d.fabric, &s))
-        })?;
-        json_to_py(py, &j)
+        self.with(py, |p| {
+            let d = fabric::discover_with(p, b, &mut signal_check())?;
+            let s = fabric::sweep_with(p, &d.fabric, b, &mut signal_check())?;
+            Ok(fabric::sweep_json(&d.fabric, &s).to_string())
+        })
     }
 
     /// The directed route (egress ports) to `lid` through the

@@ -91,6 +91,7 @@ class IbSimSm:
             self.sockname += "x"
         env = dict(os.environ, IBSIM_SOCKNAME=self.sockname)
         log = open(self.dir / "ibsim.log", "w")
+        self._files = [log]
         self.ibsim = subprocess.Popen(
             [sbin("ibsim") or "ibsim", "-s", "--no-console", str(TOPOLOGIES / topology)],
             env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
@@ -105,6 +106,7 @@ class IbSimSm:
         conf.write_text("force_log_flush TRUE\n")
         self.osm_log = self.dir / "osm.log"
         out = open(self.dir / "opensm.out", "w")
+        self._files.append(out)
         self.opensm = subprocess.Popen(
             [sbin("opensm") or "opensm", "-F", str(conf), "-f", str(self.osm_log)],
             env=self.env(OSM_TMP_DIR=str(self.dir), OSM_CACHE_DIR=str(self.dir)),
@@ -148,6 +150,8 @@ class IbSimSm:
         if self.opensm is not None:
             _stop(self.opensm)
         _stop(self.ibsim)
+        for f in self._files:
+            f.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

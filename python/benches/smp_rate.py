@@ -1,0 +1,65 @@
+"""SMP queries per second from Python on the built-in fabric: one at a
+time (``port.smp.get``) and in batches (``port.smp.get_many``), beside
+``mad --sim bench`` (the Rust runtime) run in the same go. Prints one
+line per measurement and, with ``--json``, the numbers as JSON.
+
+    python python/benches/smp_rate.py [--mad target/release/mad] [--seconds 2]
+
+Both query NodeInfo of the local port and of the first switch by
+directed route, round-robin (``mad bench``'s default targets)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import time
+
+import madstack
+
+
+def rate(fn, seconds: float) -> float:
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        n += fn()
+    return n / (time.perf_counter() - start)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mad", default="target/release/mad")
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    routes = [[], [1]]
+    out = {}
+    with madstack.open(sim=True) as p:
+        i = [0]
+
+        def one() -> int:
+            p.smp.get("NodeInfo", dr=routes[i[0] % 2])
+            i[0] += 1
+            return 1
+
+        def batch() -> int:
+            got = p.smp.get_many("NodeInfo", drs=(routes * (a.batch // 2))[: a.batch])
+            assert all(isinstance(g, madstack.Attribute) for g in got)
+            return len(got)
+
+        rate(one, 0.2)
+        out["python_one_at_a_time"] = rate(one, a.seconds)
+        out[f"python_batch_{a.batch}"] = rate(batch, a.seconds)
+    r = subprocess.run([a.mad, "--sim", "bench", "--w", f"1,{a.batch}", "--seconds", str(a.seconds), "--json"],
+                       capture_output=True, text=True, check=True)
+    for m in json.loads(r.stdout)["smp"]:
+        out[f"mad_bench_{m['impl']}_w{m['outstanding']}"] = m["qps"]
+    if a.json:
+        print(json.dumps(out))
+    else:
+        for k, v in out.items():
+            print(f"{k}: {v:,.0f} SMPs/s")
+
+
+if __name__ == "__main__":
+    main()
