@@ -139,7 +139,6 @@ fn serve<T: split::Waitable + 'static>(
     let mut drv = SmDriver::new();
     let start = Instant::now();
     sm.start(start);
-    let mut state = None;
     let mut mc_gen = 0;
     let mut outcome = None;
     while !stop.load(Ordering::Relaxed) && outcome.is_none() {
@@ -152,17 +151,15 @@ fn serve<T: split::Waitable + 'static>(
         let busy = drv
             .pump(&mut sm, &mut qp0, now)
             .map_err(|e| CliError::Failed(format!("sm: transport failed: {e}")))?;
-        let s = sm.sm_info().sm_state;
-        if state != Some(s) {
-            state = Some(s);
-            let name = s.to_string().to_uppercase().replace(' ', "");
-            log.line(
-                &format!("Entering {name} state"),
-                json!({"event": "state", "state": name}),
-            );
-        }
         while let Some(ev) = sm.poll_event() {
             match &ev {
+                SmEvent::StateChanged { to, .. } => {
+                    let name = to.to_string().to_uppercase().replace(' ', "");
+                    log.line(
+                        &format!("Entering {name} state"),
+                        json!({"event": "state", "state": name}),
+                    );
+                }
                 SmEvent::SweepDone { errors, .. } => {
                     source.update(SubnetView::from_sm(&sm));
                     log.sweep_done(&ev, start.elapsed());
