@@ -290,6 +290,44 @@ fn mad_sm_once_over_umad_under_libumad2sim_brings_up_the_fat_tree() {
     check_lfts(&sim, name, &lids);
 }
 
+/// `mad sm -C ibsim0 -P 1` under libumad2sim, running: it sets IsSM
+/// through the issm device, answers the real `sminfo` (the SMInfo Get
+/// reaches it: it registered for SMP requests), and IsSM is clear again
+/// once it exits on SIGTERM.
+#[test]
+fn mad_sm_over_umad_sets_issm_answers_sminfo_and_clears_issm_on_exit() {
+    if !needs() {
+        return;
+    }
+    // (ibsim's default node there is a CA.)
+    let sim = IbSim::start(fixture("net.medium"));
+    let mut c = sim.umad2sim_command(MAD);
+    c.args(["sm", "--json", "-t", "1000", "-C", "ibsim0", "-P", "1"]);
+    let mut sm = MadSm::spawn(c);
+    sm.wait("subnet_up", UP_TIMEOUT);
+    let guid = sm.seen("start", "port_guid");
+    let guid = u64::from_str_radix(guid.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let out = diag(&sim, "sminfo", &[]);
+    assert!(
+        out.contains("SMINFO_MASTER") && out.contains(&format!("sm guid {guid:#x},")),
+        "sminfo does not show mad sm (GUID {guid:#x}) as MASTER:\n{out}"
+    );
+    let sm_lid: u16 = out
+        .split("sm lid ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_ne!(cap_mask(&sim, sm_lid) & IS_SM, 0, "IsSM not set over umad");
+    sm.stop();
+    assert_eq!(
+        cap_mask(&sim, sm_lid) & IS_SM,
+        0,
+        "IsSM left set after exit"
+    );
+}
+
 /// `-c FILE` writes the keys `-F` honours; `-F` reads them back, and a
 /// key it does not honour is a usage error naming the key and its line.
 #[test]

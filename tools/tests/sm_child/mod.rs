@@ -41,6 +41,12 @@ impl MadSm {
         if let Some(h) = host {
             c.env("SIM_HOST", h);
         }
+        Self::spawn(c)
+    }
+
+    /// `c` (a `mad ... sm --json` command, e.g. under libumad2sim)
+    /// started, its events read.
+    pub fn spawn(mut c: Command) -> Self {
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());

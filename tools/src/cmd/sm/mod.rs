@@ -21,6 +21,7 @@ use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
 use mad_core::transport::umad::{self, UmadTransport};
 use mad_core::transport::Transport;
+use mad_core::wire::{Method, MgmtClass};
 use mad_sm::sa::{FabricSa, SubnetView};
 use mad_sm::{SmDriver, SmEvent, SubnetManager};
 
@@ -83,8 +84,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         )),
         TransportChoice::Umad | TransportChoice::Auto => {
             let (ca, port) = umad_port(&o)?;
-            let t = UmadTransport::open(ca.as_deref(), port)
+            let mut t = UmadTransport::open(ca.as_deref(), port)
                 .map_err(|e| CliError::Failed(format!("sm: {e}")))?;
+            claim_sm_port(&mut t)?;
             serve(t, &o, &mut log, &stop)
         }
     };
@@ -92,6 +94,27 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         signal_hook::low_level::unregister(id);
     }
     r
+}
+
+/// Makes the umad port an SM's: IsSM set (the issm device held open
+/// until the transport is dropped) and the SMP requests other managers
+/// send the SM (SMInfo Get/Set, traps) delivered to it: the kernel's MAD
+/// layer passes on only the methods an agent registered for.
+fn claim_sm_port(t: &mut UmadTransport) -> Result<(), CliError> {
+    t.set_issm()
+        .map_err(|e| CliError::Failed(format!("sm: cannot set IsSM: {e}")))?;
+    let methods: u128 = [Method::GET, Method::SET, Method::TRAP]
+        .iter()
+        .fold(0, |m, x| m | 1u128 << x.0);
+    for class in [MgmtClass::SUBN_LID_ROUTED, MgmtClass::SUBN_DIRECTED_ROUTE] {
+        t.register_requests(class, 1, methods, None).map_err(|e| {
+            CliError::Failed(format!(
+                "sm: cannot register for {class} requests: {e} (is another SM running on \
+                 this port?)"
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// The umad port to open: `-C/-P`, or the port whose GUID `-g` names.
