@@ -147,6 +147,9 @@ fn serve<T: split::Waitable + 'static>(
     let cfg = SaResponderConfig {
         name: "mad-sm-sa".to_owned(),
         gid_prefix: o.subnet_prefix,
+        // OpenSM's sa_key defaults to its sm_key (1): the requests that
+        // carry the SM_Key are the trusted ones.
+        trusted_key: Some(o.sm_key),
         ..SaResponderConfig::default()
     };
     let responder = SaResponder::start(&rt, source.clone(), cfg)
