@@ -121,11 +121,12 @@
 //! with its new state: a standby OpenSM sends Trap 144 to a master of
 //! lower priority that answers its poll, and on ibsim (which drops
 //! TrapRepress) that trap would stay outstanding in OpenSM for ever. A
-//! Master that has found no other SM sweeps when one asks it for
-//! SMInfo (an SM starting up), and when its own SMInfo Get to another SM
-//! is still unanswered as that SM asks, sends it again at once (OpenSM
-//! ignores SMInfo Gets until it has found its own port). A poll is
-//! resent once within its polling period. A Standby that receives
+//! Master that has found no other SM sweeps when it is asked for SMInfo
+//! by directed route (an SM starting up), and holds the SMInfo Gets that
+//! come while it discovers the same way; its own SMInfo Gets still
+//! unanswered then go again at once (OpenSM ignores SMInfo Gets until it
+//! has found its own port). A poll is resent once within its polling
+//! period. A Standby that receives
 //! HANDOVER answers, sends ACKNOWLEDGE back and becomes Master. SMInfo
 //! Set controls are taken as OpenSM 3.3 takes them (`negotiate.rs`):
 //! DISABLE (Standby → NotActive), STANDBY (NotActive → Standby), DISCOVER

@@ -393,6 +393,10 @@ impl SubnetManager {
             }
             if let Ok(b) = self.sm_info().to_vec() {
                 let d = &mut rep[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN];
+                // The SM_Key (bytes 8-15) stays as the Get was answered
+                // when it came (hidden from a requester without it).
+                let mut b = b;
+                b[8..16].copy_from_slice(&d[8..16]);
                 d.fill(0);
                 d[..b.len()].copy_from_slice(&b);
             }
@@ -407,40 +411,19 @@ impl SubnetManager {
     }
 
     /// An SMInfo Get (answer `rep` to `to`) came from another SM: held
-    /// while a HANDOVER is under way (true), else answered at once. A
-    /// Master that has not found another SM sweeps: an SM is starting
-    /// up (OpenSM asks during its discovery), and it may be better.
+    /// (true) while a HANDOVER is under way or a Master discovers, else
+    /// answered at once. A Master that has not found another SM sweeps:
+    /// an SM is starting up (OpenSM asks during its discovery), and it
+    /// may be better.
     pub(super) fn sm_info_get(
         &mut self,
         now: Instant,
         rep: &[u8],
         to: Address,
         sender: Option<&SmInfo>,
+        directed: bool,
     ) -> bool {
         if self.neg.handover_to.is_some() {
-            self.neg
-                .held
-                .push_back((rep.to_vec(), to, now + HOLD_SM_INFO_GET));
-            return true;
-        }
-        // Our own SMInfo Gets still unanswered: the other SM answers
-        // now that it asks (OpenSM ignores them until it has found its
-        // own port), so they go again at once, and this Get waits for
-        // what they decide (a HANDOVER, perhaps).
-        let unanswered: Vec<u64> = self
-            .outstanding
-            .iter()
-            .filter(|(_, o)| matches!(o.req.kind, Kind::GetSmInfo { .. }))
-            .map(|(t, _)| *t)
-            .collect();
-        if !unanswered.is_empty() && self.sm_state == SmState::MASTER {
-            for tid in unanswered {
-                if let Some(o) = self.outstanding.get_mut(&tid) {
-                    if o.deadline.take().is_some() {
-                        self.resend.push_back(tid);
-                    }
-                }
-            }
             self.neg
                 .held
                 .push_back((rep.to_vec(), to, now + HOLD_SM_INFO_GET));
@@ -450,11 +433,37 @@ impl SubnetManager {
             Some(g) => g == self.port_guid || self.neg.sm_paths.contains_key(&g),
             None => !self.neg.sm_paths.is_empty(),
         };
-        if !known && !self.neg.unknown_get_swept && self.sm_state == SmState::MASTER {
+        // (An SM sweeping asks by directed route; a diagnostic tool such
+        // as sminfo mostly by LID.)
+        if directed && !known && !self.neg.unknown_get_swept && self.sm_state == SmState::MASTER {
             self.neg.unknown_get_swept = true;
             self.resweep(now);
         }
-        false
+        if self.sm_state != SmState::MASTER || self.phase != Phase::Discover {
+            return false;
+        }
+        // A Master discovering: what it finds may make it hand over, so
+        // the Get waits for that (up to HOLD_SM_INFO_GET). Its own SMInfo
+        // Gets still unanswered go again at once: the other SM answers
+        // now that it asks (OpenSM ignores them until it has found its
+        // own port).
+        let unanswered: Vec<u64> = self
+            .outstanding
+            .iter()
+            .filter(|(_, o)| matches!(o.req.kind, Kind::GetSmInfo { .. }))
+            .map(|(t, _)| *t)
+            .collect();
+        for tid in unanswered {
+            if let Some(o) = self.outstanding.get_mut(&tid) {
+                if o.deadline.take().is_some() {
+                    self.resend.push_back(tid);
+                }
+            }
+        }
+        self.neg
+            .held
+            .push_back((rep.to_vec(), to, now + HOLD_SM_INFO_GET));
+        true
     }
 
     /// The HANDOVER to `guid` failed (no answer, or refused): SM-lite

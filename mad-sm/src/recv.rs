@@ -116,7 +116,7 @@ impl SubnetManager {
         let to = reply_address(smp, src);
         if smp.attr_id() == AttributeId::SM_INFO && smp.method() == Method::GET {
             let sender = SmInfo::parse(smp.data()).ok();
-            if self.sm_info_get(now, &rep, to, sender.as_ref()) {
+            if self.sm_info_get(now, &rep, to, sender.as_ref(), smp.is_directed_route()) {
                 return;
             }
         }

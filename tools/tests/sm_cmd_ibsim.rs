@@ -17,17 +17,16 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod sm_child;
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufRead;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use sm_child::MadSm;
 use support::diags::{diag, diags_parallel, field, ibnetdiscover_lids, ibroute_entries};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS};
 
@@ -56,105 +55,6 @@ fn needs() -> bool {
             ("saquery", "infiniband-diags"),
             ("dump_lfts", "infiniband-diags"),
         ])
-}
-
-/// `mad --ibsim sm --json` running as a child, its events read by a thread.
-struct MadSm {
-    child: Child,
-    events: mpsc::Receiver<Value>,
-    seen: Vec<Value>,
-}
-
-impl MadSm {
-    fn start(sim: &IbSim, extra: &[&str]) -> Self {
-        let mut c = Command::new(MAD);
-        c.args(["--ibsim", "sm", "--json", "-t", "1000"])
-            .args(extra)
-            .env("IBSIM_SOCKNAME", sim.sockname())
-            .env_remove("SIM_HOST")
-            .env_remove("IBSIM_SERVER_NAME")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut child = c.spawn().unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, events) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
-                    panic!("mad sm printed a line that is not JSON ({e}): {line}")
-                });
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            child,
-            events,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits for the event named `name`; panics listing what came.
-    fn wait(&mut self, name: &str, within: Duration) -> Value {
-        let deadline = Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(left) {
-                Ok(v) => {
-                    self.seen.push(v.clone());
-                    if v["event"] == name {
-                        return v;
-                    }
-                }
-                Err(_) => panic!(
-                    "no {name} event within {within:?}; events: {:#?}",
-                    self.seen
-                ),
-            }
-        }
-    }
-
-    /// The value of `key` in the first event named `name` seen so far.
-    fn seen(&self, name: &str, key: &str) -> Value {
-        self.seen
-            .iter()
-            .find(|v| v["event"] == name)
-            .map(|v| v[key].clone())
-            .unwrap_or(Value::Null)
-    }
-
-    /// SIGTERM by PID; mad sm must say "exit" and exit 0 within 10 s.
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let st = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        assert!(st.success());
-        self.wait("exit", Duration::from_secs(10));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                assert!(st.success(), "mad sm exited with {st} after SIGTERM");
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "mad sm still running 10 s after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for MadSm {
-    fn drop(&mut self) {
-        // Child::kill: SIGKILL to this child's PID only.
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
 }
 
 /// A seeded sample (xorshift64) of `n` pairs of distinct items, or every
@@ -388,6 +288,44 @@ fn mad_sm_once_over_umad_under_libumad2sim_brings_up_the_fat_tree() {
     let (lids, cas) = check_lids(&sim, name);
     check_routes(&sim, name, &cas[..40]);
     check_lfts(&sim, name, &lids);
+}
+
+/// `mad sm -C ibsim0 -P 1` under libumad2sim, running: it sets IsSM
+/// through the issm device, answers the real `sminfo` (the SMInfo Get
+/// reaches it: it registered for SMP requests), and IsSM is clear again
+/// once it exits on SIGTERM.
+#[test]
+fn mad_sm_over_umad_sets_issm_answers_sminfo_and_clears_issm_on_exit() {
+    if !needs() {
+        return;
+    }
+    // (ibsim's default node there is a CA.)
+    let sim = IbSim::start(fixture("net.medium"));
+    let mut c = sim.umad2sim_command(MAD);
+    c.args(["sm", "--json", "-t", "1000", "-C", "ibsim0", "-P", "1"]);
+    let mut sm = MadSm::spawn(c);
+    sm.wait("subnet_up", UP_TIMEOUT);
+    let guid = sm.seen("start", "port_guid");
+    let guid = u64::from_str_radix(guid.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let out = diag(&sim, "sminfo", &[]);
+    assert!(
+        out.contains("SMINFO_MASTER") && out.contains(&format!("sm guid {guid:#x},")),
+        "sminfo does not show mad sm (GUID {guid:#x}) as MASTER:\n{out}"
+    );
+    let sm_lid: u16 = out
+        .split("sm lid ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_ne!(cap_mask(&sim, sm_lid) & IS_SM, 0, "IsSM not set over umad");
+    sm.stop();
+    assert_eq!(
+        cap_mask(&sim, sm_lid) & IS_SM,
+        0,
+        "IsSM left set after exit"
+    );
 }
 
 /// `-c FILE` writes the keys `-F` honours; `-F` reads them back, and a

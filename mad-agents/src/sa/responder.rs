@@ -83,6 +83,11 @@ pub struct SaResponderConfig {
     pub gid_prefix: u64,
     /// How many InformInfo subscriptions are held, per port and in total.
     pub subscription_limits: SubscriptionLimits,
+    /// The SM_Key of trusted requests: P_KeyTableRecords are given only
+    /// to a request carrying it (IBTA 15.2.5.11, as OpenSM checks its
+    /// `sa_key`); any other key gets status "request invalid" (0x0200).
+    /// `None`: every requester is trusted.
+    pub trusted_key: Option<u64>,
 }
 
 impl Default for SaResponderConfig {
@@ -99,6 +104,7 @@ impl Default for SaResponderConfig {
             report_retries: 3,
             gid_prefix: 0xfe80_0000_0000_0000,
             subscription_limits: SubscriptionLimits::default(),
+            trusted_key: None,
         }
     }
 }
@@ -324,7 +330,13 @@ impl Inner {
             template: view.data(),
             src: msg.src(),
         };
-        let answer = self.answer(&query);
+        let untrusted = query.attr_id == AttributeId::SA_PKEY_TABLE_RECORD
+            && self.cfg.trusted_key.is_some_and(|k| view.sm_key() != k);
+        let answer = if untrusted {
+            Answer::status(MadStatus::SA_REQ_INVALID.0)
+        } else {
+            self.answer(&query)
+        };
         self.count(answer.status, answer.data.len());
         let resp = build_response(req, method, &answer);
         let dest = Address {

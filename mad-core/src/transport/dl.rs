@@ -40,5 +40,18 @@ macro_rules! symbols {
             _lib: $lib,
         }
     };
+    ($lib:ident, $lib_name:expr, $prefix:literal, $lib_ty:ident { $($field:ident),* $(,)? } with { $($extra:ident: $val:expr),* $(,)? }) => {
+        $lib_ty {
+            $(
+                $field: $crate::transport::dl::symbol(
+                    &$lib,
+                    $lib_name,
+                    concat!($prefix, stringify!($field), "\0").as_bytes(),
+                )?,
+            )*
+            $($extra: $val,)*
+            _lib: $lib,
+        }
+    };
 }
 pub(crate) use symbols;

@@ -716,12 +716,22 @@ fn sminfo_get_is_answered_with_guid_priority_state_and_activity() {
     assert_eq!(s.sm_state, SmState::MASTER);
     assert_eq!(s.sm_key, 0, "SM_Key hidden from a requester without it");
     assert!(s.act_count > 0);
-    // Directed-route Get presenting the key: answered returning, DR.
+    // Directed-route Get presenting the key, from no SM a sweep found:
+    // an SM starting up, so the master sweeps (it may be better), and
+    // holds the answer while it discovers (at most 100 ms). Answered
+    // returning, DR.
     h.sm.handle_recv(
         h.now,
         &sm_info_request(MgmtClass::SUBN_DIRECTED_ROUTE, Method::GET, 0x1234),
         &Address::smi(PERMISSIVE_LID),
     );
+    assert!(h.sm.is_sweeping(), "an unknown SM's Get starts a sweep");
+    while let Some((m, _)) = h.sm.poll_transmit(h.now) {
+        let smp = Smp::new_checked(&m[..]).unwrap();
+        assert!(!smp.response_bit(), "answered before 100 ms");
+    }
+    h.now += Duration::from_millis(100);
+    h.sm.handle_timeout(h.now);
     let (rep, to) = h.sm.poll_transmit(h.now).unwrap();
     assert_eq!(to.lid, PERMISSIVE_LID);
     let r = Smp::new_checked(&rep[..]).unwrap();

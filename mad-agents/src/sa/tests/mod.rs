@@ -597,3 +597,47 @@ fn responses_carry_sm_key_zero_and_the_request_tid_and_mask() {
 
 mod informs;
 mod multipath;
+
+/// With a trusted key set, P_KeyTableRecords go only to a request that
+/// carries it (as OpenSM checks its sa_key); another key, or none, gets
+/// ERR_REQ_INVALID. Other records are given to anyone.
+#[test]
+fn pkey_table_records_only_for_the_trusted_key() {
+    let e = env();
+    let cfg = SaResponderConfig {
+        trusted_key: Some(0x42),
+        ..SaResponderConfig::default()
+    };
+    let _sa = SaResponder::start(&e.sa_rt, e.source.clone(), cfg).unwrap();
+    let rec = PKeyTableRecord { lid: 1, ..base(1) };
+    e.source.set_records(std::slice::from_ref(&rec)).unwrap();
+    let node = NodeRecord { lid: 1, ..base(1) };
+    e.source.set_records(std::slice::from_ref(&node)).unwrap();
+    let any_pkey = PKeyTableRecord::parse(&noise(7, PKeyTableRecord::LEN)).unwrap();
+    let any_node = NodeRecord::parse(&noise(7, NodeRecord::LEN)).unwrap();
+    for key in [0, 0x41] {
+        let c = client_with(
+            &e,
+            SaClientConfig {
+                sm_key: key,
+                ..SaClientConfig::default()
+            },
+        );
+        assert!(
+            matches!(c.get_table(&any_pkey, 0), Err(SaError::RequestInvalid)),
+            "key {key:#x}"
+        );
+        assert_eq!(
+            c.get_table(&any_node, 0).unwrap().records,
+            vec![node.clone()]
+        );
+    }
+    let c = client_with(
+        &e,
+        SaClientConfig {
+            sm_key: 0x42,
+            ..SaClientConfig::default()
+        },
+    );
+    assert_eq!(c.get_table(&any_pkey, 0).unwrap().records, vec![rec]);
+}

@@ -63,6 +63,9 @@ type FnUnregister = unsafe extern "C" fn(c_int, c_int) -> c_int;
 type FnSend = unsafe extern "C" fn(c_int, c_int, *mut c_void, c_int, c_int, c_int) -> c_int;
 type FnRecv = unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, c_int) -> c_int;
 type FnGetFd = unsafe extern "C" fn(c_int) -> c_int;
+/// `umad_get_issm_path(ca_name, portnum, path, max)`.
+pub(super) type FnGetIssmPath =
+    unsafe extern "C" fn(*const c_char, c_int, *mut c_char, c_int) -> c_int;
 
 /// The libibumad entry points madstack uses, resolved from the shared object.
 pub(super) struct Lib {
@@ -80,6 +83,8 @@ pub(super) struct Lib {
     pub(super) send: FnSend,
     pub(super) recv: FnRecv,
     pub(super) get_fd: FnGetFd,
+    /// Absent from very old libibumad builds: only setting IsSM needs it.
+    pub(super) get_issm_path: Option<FnGetIssmPath>,
 }
 
 // SAFETY: the struct holds plain function pointers into a library that
@@ -105,6 +110,10 @@ pub(super) fn load_lib_from(name: &str) -> Result<Lib, String> {
              (apt-get install {LIBIBUMAD_PACKAGE})"
         )
     })?;
+    // SAFETY: umad_get_issm_path has this signature in libibumad 3
+    // (rdma-core umad.h); the pointer is kept while the library is.
+    let issm: Option<FnGetIssmPath> =
+        unsafe { symbol(&lib, LIBIBUMAD, b"umad_get_issm_path\0") }.ok();
     // SAFETY: each symbol has its field's C signature in libibumad 3
     // (rdma-core umad.h); the pointers are copied out while the library
     // stays loaded in `Lib`.
@@ -129,6 +138,8 @@ pub(super) fn load_lib_from(name: &str) -> Result<Lib, String> {
                     send,
                     recv,
                     get_fd
+                } with {
+                    get_issm_path: issm
                 }
             ),
         )

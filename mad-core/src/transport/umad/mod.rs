@@ -141,6 +141,9 @@ pub struct UmadTransport {
     last_link: Option<AsyncEvent>,
     /// The port's GID when last reported (at open or by a GID change).
     last_gid: [u8; 16],
+    /// The issm device held open while this port claims IsSM
+    /// ([`UmadTransport::set_issm`]).
+    issm_fd: Option<c_int>,
     /// Device events dropped because they repeated what was already
     /// reported (a second PORT_ACTIVE for one link up, a GID change that
     /// leaves the GID as it was).
@@ -234,8 +237,82 @@ impl UmadTransport {
             dead: false,
             last_link,
             last_gid,
+            issm_fd: None,
             duplicate_events: 0,
         })
+    }
+
+    /// Sets IsSM in the port's CapabilityMask, as a subnet manager does:
+    /// opens the port's issm device (`umad_get_issm_path`, e.g.
+    /// `/dev/infiniband/issm0`; under libumad2sim its stand-in, which
+    /// sets the bit in ibsim). The bit is cleared when the device is
+    /// closed: by [`UmadTransport::clear_issm`] or when the transport is
+    /// dropped. Setting it twice does nothing more.
+    ///
+    /// # Errors
+    /// libibumad has no `umad_get_issm_path`, no issm device for this
+    /// port, or it cannot be opened (not allowed, or another process
+    /// holds it: the kernel lets one opener at a time).
+    pub fn set_issm(&mut self) -> Result<(), TransportError> {
+        if self.issm_fd.is_some() {
+            return Ok(());
+        }
+        let get = self.lib.get_issm_path.ok_or_else(|| {
+            open_error("this libibumad has no umad_get_issm_path: cannot set IsSM")
+        })?;
+        let cname = c_name(&self.attrs.ca_name)?;
+        let mut path = [0 as std::ffi::c_char; 256];
+        // SAFETY: NUL-terminated name; `path` holds 256 bytes and is
+        // NUL-terminated by libibumad on success.
+        let rc = unsafe {
+            get(
+                cname.as_ptr(),
+                c_int::from(self.attrs.port_num),
+                path.as_mut_ptr(),
+                256,
+            )
+        };
+        if rc < 0 {
+            return Err(open_error(&format!(
+                "no issm device for CA {:?} port {} ({rc})",
+                self.attrs.ca_name, self.attrs.port_num
+            )));
+        }
+        // SAFETY: libibumad wrote a NUL-terminated path into `path`.
+        let p = unsafe { std::ffi::CStr::from_ptr(path.as_ptr()) };
+        // `open` (not open64, as std would call): libumad2sim replaces
+        // exactly this symbol.
+        // SAFETY: NUL-terminated path; plain flags.
+        let fd = unsafe { libc::open(p.as_ptr(), libc::O_RDWR) };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(open_error(&format!(
+                "cannot open {} to set IsSM: {e}{}",
+                p.to_string_lossy(),
+                if e.raw_os_error() == Some(libc::EBUSY) {
+                    " (another subnet manager holds it)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        self.issm_fd = Some(fd);
+        Ok(())
+    }
+
+    /// Clears IsSM again (closes the issm device [`UmadTransport::set_issm`]
+    /// opened); nothing when it is not set.
+    pub fn clear_issm(&mut self) {
+        if let Some(fd) = self.issm_fd.take() {
+            // SAFETY: fd was opened by set_issm and is closed once.
+            unsafe { libc::close(fd) };
+        }
+    }
+
+    /// True while this port claims IsSM ([`UmadTransport::set_issm`]).
+    #[must_use]
+    pub fn is_sm(&self) -> bool {
+        self.issm_fd.is_some()
     }
 
     /// Why this port reports no device events (libibverbs, its provider
@@ -723,6 +800,7 @@ impl Transport for UmadTransport {
 
 impl Drop for UmadTransport {
     fn drop(&mut self) {
+        self.clear_issm();
         // The epoll set and the verbs context close with their fields.
         for id in self.agent_qp.keys() {
             // SAFETY: ids registered on this open port.

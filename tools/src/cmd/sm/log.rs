@@ -93,7 +93,8 @@ impl<'a, 'b> Log<'a, 'b> {
         }
     }
 
-    /// Logs a trap or an error.
+    /// Logs a trap, another SM found, a HANDOVER sent, the master lost,
+    /// or an error.
     pub fn event(&mut self, ev: &SmEvent) {
         match ev {
             SmEvent::Trap { number, issuer_lid } => {
@@ -103,6 +104,28 @@ impl<'a, 'b> Log<'a, 'b> {
                     json!({"event": "trap", "number": number, "issuer_lid": issuer_lid}),
                 );
             }
+            SmEvent::RemoteSm {
+                guid,
+                priority,
+                state,
+            } => {
+                let st = state.to_string().to_uppercase().replace(' ', "");
+                self.line(
+                    &format!(
+                        "Found remote SM with GUID {guid:#018x}, priority {priority}, state {st}"
+                    ),
+                    json!({"event": "remote_sm", "guid": format!("{guid:#018x}"),
+                           "priority": priority, "state": st}),
+                );
+            }
+            SmEvent::HandoverSent { guid } => self.line(
+                &format!("Sending HANDOVER to SM with GUID {guid:#018x}"),
+                json!({"event": "handover_sent", "guid": format!("{guid:#018x}")}),
+            ),
+            SmEvent::MasterLost { guid } => self.line(
+                &format!("SM with GUID {guid:#018x} stopped answering: master lost"),
+                json!({"event": "master_lost", "guid": format!("{guid:#018x}")}),
+            ),
             SmEvent::Error(e) => self.line(
                 &format!("ERR: {e}"),
                 json!({"event": "error", "message": e.to_string()}),

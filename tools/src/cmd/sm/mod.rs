@@ -22,6 +22,7 @@ use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
 use mad_core::transport::umad::{self, UmadTransport};
 use mad_core::transport::Transport;
+use mad_core::wire::{Method, MgmtClass};
 use mad_sm::sa::{FabricSa, SubnetView};
 use mad_sm::{SmDriver, SmEvent, SubnetManager};
 
@@ -92,8 +93,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         )),
         TransportChoice::Umad | TransportChoice::Auto => {
             let (ca, port) = umad_port(&o)?;
-            let t = UmadTransport::open(ca.as_deref(), port)
+            let mut t = UmadTransport::open(ca.as_deref(), port)
                 .map_err(|e| CliError::Failed(format!("sm: {e}")))?;
+            claim_sm_port(&mut t)?;
             serve(t, &o, &mut log, &stop)
         }
     };
@@ -119,6 +121,27 @@ fn honor_guid2lid(o: &mut SmOpts, log: &mut Log<'_, '_>) -> Result<(), CliError>
             &format!("No guid2lid file at {shown}: LIDs are given as without -x"),
             json!({"event": "guid2lid", "path": shown, "lids": serde_json::Value::Null}),
         ),
+    }
+    Ok(())
+}
+
+/// Makes the umad port an SM's: IsSM set (the issm device held open
+/// until the transport is dropped) and the SMP requests other managers
+/// send the SM (SMInfo Get/Set, traps) delivered to it: the kernel's MAD
+/// layer passes on only the methods an agent registered for.
+fn claim_sm_port(t: &mut UmadTransport) -> Result<(), CliError> {
+    t.set_issm()
+        .map_err(|e| CliError::Failed(format!("sm: cannot set IsSM: {e}")))?;
+    let methods: u128 = [Method::GET, Method::SET, Method::TRAP]
+        .iter()
+        .fold(0, |m, x| m | 1u128 << x.0);
+    for class in [MgmtClass::SUBN_LID_ROUTED, MgmtClass::SUBN_DIRECTED_ROUTE] {
+        t.register_requests(class, 1, methods, None).map_err(|e| {
+            CliError::Failed(format!(
+                "sm: cannot register for {class} requests: {e} (is another SM running on \
+                 this port?)"
+            ))
+        })?;
     }
     Ok(())
 }
@@ -179,6 +202,9 @@ fn serve<T: split::Waitable + 'static>(
     let cfg = SaResponderConfig {
         name: "mad-sm-sa".to_owned(),
         gid_prefix: o.subnet_prefix,
+        // OpenSM's sa_key defaults to its sm_key (1): the requests that
+        // carry the SM_Key are the trusted ones.
+        trusted_key: Some(o.sm_key),
         ..SaResponderConfig::default()
     };
     let responder = SaResponder::start(&rt, source.clone(), cfg)
@@ -194,7 +220,6 @@ fn serve<T: split::Waitable + 'static>(
     let mut drv = SmDriver::new();
     let start = Instant::now();
     sm.start(start);
-    let mut state = None;
     let mut mc_gen = 0;
     let mut outcome = None;
     while !stop.load(Ordering::Relaxed) && outcome.is_none() {
@@ -207,17 +232,15 @@ fn serve<T: split::Waitable + 'static>(
         let busy = drv
             .pump(&mut sm, &mut qp0, now)
             .map_err(|e| CliError::Failed(format!("sm: transport failed: {e}")))?;
-        let s = sm.sm_info().sm_state;
-        if state != Some(s) {
-            state = Some(s);
-            let name = s.to_string().to_uppercase().replace(' ', "");
-            log.line(
-                &format!("Entering {name} state"),
-                json!({"event": "state", "state": name}),
-            );
-        }
         while let Some(ev) = sm.poll_event() {
             match &ev {
+                SmEvent::StateChanged { to, .. } => {
+                    let name = to.to_string().to_uppercase().replace(' ', "");
+                    log.line(
+                        &format!("Entering {name} state"),
+                        json!({"event": "state", "state": name}),
+                    );
+                }
                 SmEvent::SweepDone { errors, .. } => {
                     source.update(SubnetView::from_sm(&sm));
                     log.sweep_done(&ev, start.elapsed());
