@@ -152,6 +152,7 @@ pub mod mcast;
 mod negotiate;
 mod program;
 mod recv;
+mod reroute;
 pub mod routing;
 pub mod sa;
 pub mod subnet;
@@ -193,6 +194,9 @@ enum Phase {
     Multicast,
     /// A light sweep: SwitchInfo of every switch, nothing set.
     Light,
+    /// After a Trap 128 of a configured switch: its ports read again
+    /// ([`SubnetManager::link_trap`], `reroute.rs`).
+    Reroute,
 }
 
 #[derive(Debug, Clone)]
@@ -253,6 +257,15 @@ enum Kind {
     },
     /// SwitchInfo of a switch in a light sweep.
     LightSwitchInfo {
+        node: NodeIdx,
+    },
+    /// PortInfo of a port of a switch that sent Trap 128, read again.
+    ReroutePortInfo {
+        node: NodeIdx,
+        port: u8,
+    },
+    /// SwitchInfo of a switch that sent Trap 128, read again.
+    RerouteSwitchInfo {
         node: NodeIdx,
     },
 }
@@ -355,6 +368,16 @@ struct Sweep {
     port_sets: usize,
     /// Light sweep: a switch reported a change.
     changed: bool,
+    /// Reroute: the switches whose ports are read again, and what they
+    /// answered; a read that failed or found what only a heavy sweep
+    /// handles.
+    reroute: Vec<(NodeIdx, DrPath)>,
+    reroute_queue: VecDeque<NodeIdx>,
+    reread: Vec<(NodeIdx, u8, PortInfo)>,
+    /// Switches whose reads failed (each is read once more), and those
+    /// read a second time.
+    reroute_failed: Vec<NodeIdx>,
+    reroute_retried: Vec<NodeIdx>,
 }
 
 /// A Set of the sweep, kept small until it is sent: a big fabric has
