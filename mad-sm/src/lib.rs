@@ -92,6 +92,12 @@
 //! changed") runs the same steps, but only sends the Sets whose values
 //! differ from what the ports and switches hold now.
 //!
+//! A Trap 128 of a switch while Master with the subnet up is first
+//! taken without a heavy sweep (`reroute.rs`): that switch is read
+//! again, and if links to other switches went down the fabric is routed
+//! around them from the model and only the changed LFT blocks are sent;
+//! anything else falls back to the heavy sweep.
+//!
 //! A re-sweep also follows Traps 129–131 (link integrity, buffer
 //! overrun, flow-control watchdog) and 144 (a port's local changes, as
 //! an SM coming up). With [`SmConfig::sweep_interval`] set, a Master
@@ -195,7 +201,7 @@ enum Phase {
     /// A light sweep: SwitchInfo of every switch, nothing set.
     Light,
     /// After a Trap 128 of a configured switch: its ports read again
-    /// ([`SubnetManager::link_trap`], `reroute.rs`).
+    /// (`reroute.rs`).
     Reroute,
 }
 
