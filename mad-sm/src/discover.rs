@@ -74,6 +74,13 @@ impl SubnetManager {
             // HANDOVER that failed leaves SM-lite Master.
             Kind::SetSmInfo { control, .. } => return self.handover_failed(now, control),
             Kind::LightSwitchInfo { node } => return self.light_answer(node, None),
+            // A switch that does not answer now: a heavy sweep sees why.
+            Kind::ReroutePortInfo { node, .. } | Kind::RerouteSwitchInfo { node } => {
+                if !self.sweep.reroute_failed.contains(&node) {
+                    self.sweep.reroute_failed.push(node);
+                }
+                return;
+            }
             _ => {}
         }
         let local_lost = matches!(req.kind, Kind::NodeInfo { from: None });
@@ -144,6 +151,18 @@ impl SubnetManager {
                     }
                 }
                 Err(e) => self.malformed(&req, e),
+            },
+            Kind::RerouteSwitchInfo { node } => match SwitchInfo::parse(data) {
+                Ok(si) => {
+                    if let Some(n) = self.sweep.subnet.node_mut(node) {
+                        n.switch_info = Some(si);
+                    }
+                }
+                Err(_) => self.sweep.reroute_failed.push(node),
+            },
+            Kind::ReroutePortInfo { node, port } => match PortInfo::parse(data) {
+                Ok(pi) => self.sweep.reread.push((node, port, pi)),
+                Err(_) => self.sweep.reroute_failed.push(node),
             },
             Kind::PortInfo { node, port, guid } => match PortInfo::parse(data) {
                 Ok(pi) => self.got_port_info(&req.path, node, port, guid, pi),

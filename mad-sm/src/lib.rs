@@ -92,6 +92,12 @@
 //! changed") runs the same steps, but only sends the Sets whose values
 //! differ from what the ports and switches hold now.
 //!
+//! A Trap 128 of a switch while Master with the subnet up is first
+//! taken without a heavy sweep (`reroute.rs`): that switch is read
+//! again, and if links to other switches went down the fabric is routed
+//! around them from the model and only the changed LFT blocks are sent;
+//! anything else falls back to the heavy sweep.
+//!
 //! A re-sweep also follows Traps 129–131 (link integrity, buffer
 //! overrun, flow-control watchdog) and 144 (a port's local changes, as
 //! an SM coming up). With [`SmConfig::sweep_interval`] set, a Master
@@ -163,6 +169,7 @@ pub mod mcast;
 mod negotiate;
 mod program;
 mod recv;
+mod reroute;
 pub mod routing;
 pub mod sa;
 pub mod subnet;
@@ -204,6 +211,9 @@ enum Phase {
     Multicast,
     /// A light sweep: SwitchInfo of every switch, nothing set.
     Light,
+    /// After a Trap 128 of a configured switch: its ports read again
+    /// (`reroute.rs`).
+    Reroute,
 }
 
 #[derive(Debug, Clone)]
@@ -264,6 +274,15 @@ enum Kind {
     },
     /// SwitchInfo of a switch in a light sweep.
     LightSwitchInfo {
+        node: NodeIdx,
+    },
+    /// PortInfo of a port of a switch that sent Trap 128, read again.
+    ReroutePortInfo {
+        node: NodeIdx,
+        port: u8,
+    },
+    /// SwitchInfo of a switch that sent Trap 128, read again.
+    RerouteSwitchInfo {
         node: NodeIdx,
     },
 }
@@ -366,6 +385,16 @@ struct Sweep {
     port_sets: usize,
     /// Light sweep: a switch reported a change.
     changed: bool,
+    /// Reroute: the switches whose ports are read again, and what they
+    /// answered; a read that failed or found what only a heavy sweep
+    /// handles.
+    reroute: Vec<(NodeIdx, DrPath)>,
+    reroute_queue: VecDeque<NodeIdx>,
+    reread: Vec<(NodeIdx, u8, PortInfo)>,
+    /// Switches whose reads failed (each is read once more), and those
+    /// read a second time.
+    reroute_failed: Vec<NodeIdx>,
+    reroute_retried: Vec<NodeIdx>,
 }
 
 /// A Set of the sweep, kept small until it is sent: a big fabric has

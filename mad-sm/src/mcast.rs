@@ -382,6 +382,14 @@ impl SubnetManager {
         }
     }
 
+    /// The links changed without a heavy sweep (a reroute): the trees
+    /// are made again over the new subnet once it is in place.
+    pub(super) fn mcast_links_changed(&mut self) {
+        if !self.mcast.groups.is_empty() {
+            self.mcast.dirty = true;
+        }
+    }
+
     /// After a sweep or a Multicast phase: write what changed meanwhile.
     pub(super) fn mcast_after_phase(&mut self) {
         if self.phase == Phase::Idle && self.mcast.dirty && self.subnet.local().is_some() {

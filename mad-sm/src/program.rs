@@ -37,6 +37,7 @@ impl SubnetManager {
                 }
                 Phase::Activate => self.finish(now),
                 Phase::Light => self.light_done(now),
+                Phase::Reroute => self.reroute_read(now),
                 Phase::Multicast => {
                     self.phase = Phase::Idle;
                     // A block that was not taken is written again by a

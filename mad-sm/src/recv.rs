@@ -72,7 +72,11 @@ impl SubnetManager {
         );
         let master = matches!(self.sm_state, SmState::MASTER | SmState::DISCOVERING);
         if self.started && resweep && master {
-            self.resweep(now);
+            if n.trap_number() == Some(trap::LINK_STATE_CHANGE) {
+                self.link_trap(now, n.issuer_lid);
+            } else {
+                self.resweep(now);
+            }
         }
     }
 

@@ -237,6 +237,14 @@ impl Subnet {
         i
     }
 
+    /// Forgets the link at `a` (both of its ends).
+    pub(crate) fn remove_link(&mut self, a: PortRef) {
+        let inner = self.m();
+        if let Some(b) = inner.links.remove(&a) {
+            inner.links.remove(&b);
+        }
+    }
+
     pub(crate) fn add_link(&mut self, a: PortRef, b: PortRef) {
         let links = &mut self.m().links;
         links.insert(a, b);

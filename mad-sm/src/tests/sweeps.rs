@@ -163,3 +163,60 @@ fn traps_129_to_131_and_144_are_repressed_and_start_a_sweep() {
     assert!(!h.sm.is_sweeping());
     assert_eq!(h.sm.stats().traps, 5);
 }
+
+#[test]
+fn a_trap_128_of_an_inter_switch_link_down_reroutes_without_a_heavy_sweep() {
+    // Leaf 4 port 3 to spine 6 port 1, as above; this time both switches
+    // trap.
+    let mut h = Harness::new(Fabric::fat_tree(2, 2, 2), light(10));
+    h.bring_up();
+    let lids = fabric_lids(&h.fab);
+    let original = lfts(&h.fab);
+    let (from, answered) = (h.fab.sets.len(), h.fab.answered);
+    let heavy = h.sm.stats().heavy_sweeps;
+    let traps = h.fab.set_link(4, 3, false);
+    assert_eq!(traps.len(), 2);
+    for (t, src) in &traps {
+        h.sm.handle_recv(h.now, t, src);
+    }
+    assert!(h.run_until(Duration::from_secs(5), |e| *e == SmEvent::SubnetUp));
+    assert!(h.fab.violations.is_empty(), "{:#?}", h.fab.violations);
+    assert_eq!(fabric_lids(&h.fab), lids);
+    check_configured(&h);
+    let rerouted = lfts(&h.fab);
+    assert!(!h.fab.nodes[4].lft.contains(&3) && !h.fab.nodes[6].lft.contains(&1));
+    // No discovery: the two switches' SwitchInfo and PortInfo read again
+    // (1 + ports each: the leaf has 4, the spine 2), the changed LFT
+    // blocks and two SwitchInfo Sets clearing PortStateChange.
+    let sent = lft_sets(&h.fab, from);
+    let want = changed_blocks(&original, &rerouted);
+    assert_eq!(sent.iter().copied().collect::<BTreeSet<_>>(), want);
+    assert_eq!(sent.len(), want.len());
+    let read = (1 + 4) + (1 + 2);
+    assert_eq!(
+        h.fab.answered - answered,
+        read + want.len() + 2,
+        "{:?}",
+        &h.fab.sets[from..]
+    );
+    assert!(!h.fab.nodes[4].port_change && !h.fab.nodes[6].port_change);
+    assert_eq!(h.sm.stats().heavy_sweeps, heavy + 1);
+    assert_eq!(h.sm.subnet().nodes().len(), h.fab.nodes.len());
+    // The next light sweep finds nothing to do.
+    assert!(h.run_until(Duration::from_secs(15), |e| matches!(
+        e,
+        SmEvent::LightSweepDone { .. }
+    )));
+    assert!(matches!(
+        h.events.last(),
+        Some(SmEvent::LightSweepDone { changed: false, .. })
+    ));
+    // Back up: Initialize on both ends, which takes a heavy sweep; the
+    // original routes return.
+    for (t, src) in &h.fab.set_link(4, 3, true) {
+        h.sm.handle_recv(h.now, t, src);
+    }
+    assert!(h.run_until(Duration::from_secs(30), |e| *e == SmEvent::SubnetUp));
+    check_configured(&h);
+    assert_eq!(lfts(&h.fab), original);
+}
