@@ -18,9 +18,17 @@
 //!   leaves are all at the same distance from the top rank, and the
 //!   switches of one rank have the same number of up links and of down
 //!   links. Its routes are up/down routes with the top rank as roots,
-//!   destinations taken leaf by leaf (CA ports in port order), each
-//!   switch sending each destination out of its least loaded candidate
-//!   port, so that routes spread evenly over the uplinks and spines.
+//!   destinations taken leaf by leaf (CA ports in port order).
+//!
+//! Among its candidate ports a switch sends a CA LID out of the one
+//! whose routes carry the fewest (source CA, destination) pairs so far,
+//! then the fewest CA LIDs, then the lowest (a LID no source sends
+//! through the switch: the fewest CA LIDs first): per destination the
+//! switches choose in the order traffic reaches them (up-going switches
+//! deepest first, then down-going ones from the top), each knowing how
+//! many sources its choice carries. Counting LFT entries alone would
+//! let every level of a 3-level fat tree pick in the same rhythm, and
+//! an aggregation switch would send all it gets up one core link.
 //!
 //! Both up/down engines are min-hop within the up/down rule: a switch
 //! that can reach the destination going down only goes down (the fewest
@@ -237,11 +245,25 @@ fn updown(
     let mut by_key: Vec<usize> = (0..n).collect();
     by_key.sort_by_key(|&s| key[s]);
     let up = |s: usize, t: usize| key[t] < key[s];
+    // Per port: CA LIDs routed out of it, and (source CA, CA LID) pairs
+    // whose route leaves by it.
     let mut load: Vec<Vec<u32>> = g.adj.iter().map(|a| vec![0; a.len()]).collect();
-    // Per target switch: down-only distance and up/down distance.
+    let mut pairs: Vec<Vec<u64>> = g.adj.iter().map(|a| vec![0; a.len()]).collect();
+    // Source CAs on each switch.
+    let mut cas = vec![0u64; n];
+    for &(_, t, _, is_ca) in dests {
+        cas[t] += u64::from(is_ca);
+    }
+    // Per target switch: down-only distance, up/down distance, and the
+    // order the switches choose in: those going up deepest first, then
+    // those going down from the top, so that a switch chooses once every
+    // switch that may send it traffic for the target has.
     let mut cache_for = usize::MAX;
     let mut down = vec![u32::MAX; n];
     let mut any = vec![u32::MAX; n];
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    // Sources whose route toward the current LID reaches each switch.
+    let mut inflow = vec![0u64; n];
     for &(lid, t, egress, is_ca) in dests {
         let li = usize::from(lid);
         lfts[t][li] = egress;
@@ -271,9 +293,13 @@ fn updown(
                         .unwrap_or(u32::MAX)
                 };
             }
+            order.clear();
+            order.extend(by_key.iter().rev().filter(|&&s| down[s] == u32::MAX));
+            order.extend(by_key.iter().filter(|&&s| down[s] != u32::MAX));
         }
+        inflow.copy_from_slice(&cas);
         let mut plain: Option<Vec<u32>> = None;
-        for s in 0..n {
+        for &s in &order {
             if s == t {
                 continue;
             }
@@ -309,9 +335,16 @@ fn updown(
                         up(s, u) && any[u].saturating_add(1) == want
                     }
                 })
-                .min_by_key(|&(k, &(port, _))| (load[s][k], port))
-                .map(|(k, &(port, _))| (k, port));
-            let Some((k, port)) = best else {
+                .min_by_key(|&(k, &(port, _))| {
+                    // A LID no source sends through here: the fewest LIDs.
+                    if inflow[s] == 0 {
+                        (u64::from(load[s][k]), pairs[s][k], port)
+                    } else {
+                        (pairs[s][k], u64::from(load[s][k]), port)
+                    }
+                })
+                .map(|(k, &(port, u))| (k, port, u));
+            let Some((k, port, next)) = best else {
                 return Err(format!(
                     "switch {:#018x}: no port toward LID {lid}",
                     subnet.nodes()[g.switches[s]].guid()
@@ -320,6 +353,8 @@ fn updown(
             lfts[s][li] = port;
             if is_ca {
                 load[s][k] += 1;
+                pairs[s][k] += inflow[s];
+                inflow[next] += inflow[s];
             }
         }
     }
