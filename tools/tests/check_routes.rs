@@ -354,3 +354,30 @@ fn mad_sm_routing_engines_program_ibsim_without_cycles() {
         &ibsim_check(&sim),
     );
 }
+
+#[test]
+fn mad_sim_routes_its_served_fabric_with_the_engine_asked_for() {
+    use support::served::Served;
+    let torus = fixture("net.torus4x4");
+    let t = torus.to_str().unwrap();
+    let mad = std::path::Path::new(MAD);
+    // Min-hop (the default): the cycle, read through the served fabric.
+    let s = Served::start_with(mad, "minhop", &[t]);
+    let (code, v, _) = parse(&s.mad(&["check-routes", "--json"]));
+    assert!(!deadlock_free(&v) && code == 1);
+    drop(s);
+    let s = Served::start_with(mad, "updn", &[t, "-R", "updn"]);
+    assert_clean(
+        "mad sim -R updn, served",
+        &parse(&s.mad(&["check-routes", "--json"])),
+    );
+    drop(s);
+    // -R without an SM is refused.
+    let out = Command::new(MAD)
+        .args(["sim", "--no-sm", "-R", "updn", t])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-sm"));
+}
