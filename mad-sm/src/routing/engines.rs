@@ -6,7 +6,8 @@
 //! - `updn`: up/down routing. Switches are ranked by their distance from
 //!   the root switches (from `root_guid_file`, else found as OpenSM's
 //!   `updn` finds them: a switch is a root when one hop count alone
-//!   reaches more than 90 % of the CAs and no other reaches more than 5 %;
+//!   reaches more than 90 % of the CAs and no other reaches more than 5 %,
+//!   of those the ones whose hop count is the smallest;
 //!   when that finds none, as on a torus, the most central switch is the
 //!   root, and the log says which). A link goes *up* toward the lower
 //!   (rank, node GUID); every route goes up zero or more links and then
@@ -361,12 +362,16 @@ fn updown(
     Ok(g.switches.iter().copied().zip(lfts).collect())
 }
 
-/// OpenSM's automatic root detection for `updn` (see the module docs).
+/// OpenSM's automatic root detection for `updn` (see the module docs),
+/// keeping of the switches it finds those whose dominant hop count is
+/// the smallest: on a 3-level fat tree of many pods OpenSM's rule also
+/// takes the aggregation switches (their own pod's CAs are under 5 %),
+/// and roots on two levels leave some pairs without an up/down route.
 fn roots_by_min_hop(g: &SwitchGraph, cas_per_switch: &[u32]) -> Vec<usize> {
     let total: u32 = cas_per_switch.iter().sum();
     let (thd1, thd2) = (f64::from(total) * 0.9, f64::from(total) * 0.05);
-    (0..g.switches.len())
-        .filter(|&s| {
+    let found: Vec<(usize, usize)> = (0..g.switches.len())
+        .filter_map(|s| {
             let d = bfs(&g.adj, &[s]);
             let mut hist: Vec<u32> = Vec::new();
             for (t, &c) in cas_per_switch.iter().enumerate() {
@@ -378,10 +383,18 @@ fn roots_by_min_hop(g: &SwitchGraph, cas_per_switch: &[u32]) -> Vec<usize> {
                     hist[h] += c;
                 }
             }
-            let over1 = hist.iter().filter(|&&h| f64::from(h) > thd1).count();
+            let over1: Vec<usize> = (0..hist.len())
+                .filter(|&h| f64::from(hist[h]) > thd1)
+                .collect();
             let over2 = hist.iter().filter(|&&h| f64::from(h) > thd2).count();
-            over1 == 1 && over2 == 1
+            (over1.len() == 1 && over2 == 1).then(|| (s, over1[0]))
         })
+        .collect();
+    let nearest = found.iter().map(|&(_, h)| h).min().unwrap_or(0);
+    found
+        .into_iter()
+        .filter(|&(_, h)| h == nearest)
+        .map(|(s, _)| s)
         .collect()
 }
 
