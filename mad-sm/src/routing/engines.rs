@@ -263,6 +263,8 @@ fn updown(
     let mut down = vec![u32::MAX; n];
     let mut any = vec![u32::MAX; n];
     let mut order: Vec<usize> = Vec::with_capacity(n);
+    let mut cand: Vec<usize> = Vec::new();
+    let mut cand_at: Vec<usize> = Vec::with_capacity(n + 1);
     // Sources whose route toward the current LID reaches each switch.
     let mut inflow = vec![0u64; n];
     for &(lid, t, egress, is_ca) in dests {
@@ -297,6 +299,29 @@ fn updown(
             order.clear();
             order.extend(by_key.iter().rev().filter(|&&s| down[s] == u32::MAX));
             order.extend(by_key.iter().filter(|&&s| down[s] != u32::MAX));
+            // The candidate ports (neighbour indices) of every switch
+            // toward this target: the same for each of its LIDs.
+            cand.clear();
+            cand_at.clear();
+            for s in 0..n {
+                cand_at.push(cand.len());
+                let goes_down = down[s] != u32::MAX;
+                let want = if goes_down { down[s] } else { any[s] };
+                if s == t || want == u32::MAX {
+                    continue;
+                }
+                for (k, &(_, u)) in g.adj[s].iter().enumerate() {
+                    let ok = if goes_down {
+                        !up(s, u) && down[u].saturating_add(1) == want
+                    } else {
+                        up(s, u) && any[u].saturating_add(1) == want
+                    };
+                    if ok {
+                        cand.push(k);
+                    }
+                }
+            }
+            cand_at.push(cand.len());
         }
         inflow.copy_from_slice(&cas);
         let mut plain: Option<Vec<u32>> = None;
@@ -304,9 +329,8 @@ fn updown(
             if s == t {
                 continue;
             }
-            let goes_down = down[s] != u32::MAX;
-            let want = if goes_down { down[s] } else { any[s] };
-            if want == u32::MAX && !is_ca {
+            let mine = &cand[cand_at[s]..cand_at[s + 1]];
+            if mine.is_empty() && !is_ca {
                 // A switch's own LID (management traffic, on VL15 or to
                 // the switch's port 0: no CA route depends on it) that
                 // up/down cannot reach, as one root from another: the
@@ -320,37 +344,22 @@ fn updown(
                 }
                 continue;
             }
-            if want == u32::MAX {
+            let best = mine.iter().copied().min_by_key(|&k| {
+                let port = g.adj[s][k].0;
+                // A LID no source sends through here: the fewest LIDs.
+                if inflow[s] == 0 {
+                    (u64::from(load[s][k]), pairs[s][k], port)
+                } else {
+                    (pairs[s][k], u64::from(load[s][k]), port)
+                }
+            });
+            let Some(k) = best else {
                 return Err(format!(
                     "switch {:#018x} has no up/down route to LID {lid}",
                     subnet.nodes()[g.switches[s]].guid()
                 ));
-            }
-            let best = g.adj[s]
-                .iter()
-                .enumerate()
-                .filter(|&(_, &(_, u))| {
-                    if goes_down {
-                        !up(s, u) && down[u].saturating_add(1) == want
-                    } else {
-                        up(s, u) && any[u].saturating_add(1) == want
-                    }
-                })
-                .min_by_key(|&(k, &(port, _))| {
-                    // A LID no source sends through here: the fewest LIDs.
-                    if inflow[s] == 0 {
-                        (u64::from(load[s][k]), pairs[s][k], port)
-                    } else {
-                        (pairs[s][k], u64::from(load[s][k]), port)
-                    }
-                })
-                .map(|(k, &(port, u))| (k, port, u));
-            let Some((k, port, next)) = best else {
-                return Err(format!(
-                    "switch {:#018x}: no port toward LID {lid}",
-                    subnet.nodes()[g.switches[s]].guid()
-                ));
             };
+            let (port, next) = g.adj[s][k];
             lfts[s][li] = port;
             if is_ca {
                 load[s][k] += 1;
