@@ -164,6 +164,32 @@ fn ftree_routes_the_fat_trees_without_cycles_builtin_sm() {
                 assert!(hi - lo <= 1, "{name}: leaf {} uplinks {ups:?}", s["name"]);
             }
         }
+        // And the traffic: uniform all-to-all spreads over every spine
+        // port, none idle, none with more than twice another's pairs (as
+        // OpenSM's ftree: 48-60 on net.ft3-k8, 972-1278 on net.large3;
+        // counting LFT entries alone left some at 0 and others at 192).
+        let spine_pairs: Vec<u64> = r.1["per_switch"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| {
+                s["ports"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|p| p["to"] == "switch")
+            })
+            .flat_map(|s| s["ports"].as_array().unwrap().iter())
+            .map(|p| p["pairs"].as_u64().unwrap())
+            .collect();
+        let (lo, hi) = (
+            *spine_pairs.iter().min().unwrap(),
+            *spine_pairs.iter().max().unwrap(),
+        );
+        assert!(
+            lo > 0 && hi <= 2 * lo,
+            "{name}: spine ports carry {lo} to {hi} pairs"
+        );
     }
 }
 
@@ -327,4 +353,31 @@ fn mad_sm_routing_engines_program_ibsim_without_cycles() {
         "mad sm -R ftree on the ibsim 3-level fat tree",
         &ibsim_check(&sim),
     );
+}
+
+#[test]
+fn mad_sim_routes_its_served_fabric_with_the_engine_asked_for() {
+    use support::served::Served;
+    let torus = fixture("net.torus4x4");
+    let t = torus.to_str().unwrap();
+    let mad = std::path::Path::new(MAD);
+    // Min-hop (the default): the cycle, read through the served fabric.
+    let s = Served::start_with(mad, "minhop", &[t]);
+    let (code, v, _) = parse(&s.mad(&["check-routes", "--json"]));
+    assert!(!deadlock_free(&v) && code == 1);
+    drop(s);
+    let s = Served::start_with(mad, "updn", &[t, "-R", "updn"]);
+    assert_clean(
+        "mad sim -R updn, served",
+        &parse(&s.mad(&["check-routes", "--json"])),
+    );
+    drop(s);
+    // -R without an SM is refused.
+    let out = Command::new(MAD)
+        .args(["sim", "--no-sm", "-R", "updn", t])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-sm"));
 }

@@ -163,6 +163,9 @@ pub struct PortRoutes {
     pub port: u8,
     /// CA LIDs the switch's table sends out of it.
     pub routes: u32,
+    /// (source CA port, destination LID) pairs whose route leaves by it:
+    /// its share of uniform all-to-all traffic.
+    pub pairs: u64,
     /// The port leads to another switch (not to a CA).
     pub to_switch: bool,
 }
@@ -269,6 +272,7 @@ pub fn check(t: &Tables) -> Report {
     let mut examples = Vec::new();
     let mut pairs = 0usize;
     let mut counts: Vec<Vec<u32>> = t.switches.iter().map(|s| vec![0; s.links.len()]).collect();
+    let mut through: Vec<Vec<u64>> = t.switches.iter().map(|s| vec![0; s.links.len()]).collect();
     for (dst, d) in t.cas.iter().enumerate() {
         for dlid in lid_range(d) {
             let li = usize::from(dlid);
@@ -291,6 +295,8 @@ pub fn check(t: &Tables) -> Report {
                         edges.insert((ca, cb));
                     }
                 });
+                let sources = cas.iter().filter(|&&c| c != dst).count() as u64;
+                count_pairs(t, *start, li, sources, &mut through);
                 for &src in cas {
                     if src == dst {
                         continue;
@@ -334,6 +340,7 @@ pub fn check(t: &Tables) -> Report {
                     Some(PortRoutes {
                         port: p as u8,
                         routes: counts[s][p],
+                        pairs: through[s][p],
                         to_switch: matches!(peer, Peer::Switch { .. }),
                     })
                 })
@@ -414,6 +421,27 @@ fn follow(
         fate[w] = f;
     }
     end
+}
+
+/// Adds `sources` pairs to every port on the route toward LID `li`
+/// from switch `start` (at most one visit per switch: a routing loop
+/// ends it).
+fn count_pairs(t: &Tables, start: usize, li: usize, sources: u64, through: &mut [Vec<u64>]) {
+    if sources == 0 {
+        return;
+    }
+    let mut s = start;
+    for _ in 0..t.switches.len() {
+        let e = t.switches[s].lft.get(li).copied().unwrap_or(NO_ROUTE);
+        let Some(peer) = t.switches[s].links.get(usize::from(e)).copied().flatten() else {
+            return;
+        };
+        through[s][usize::from(e)] += sources;
+        match peer {
+            Peer::Switch { sw, .. } if sw < t.switches.len() => s = sw,
+            _ => return,
+        }
+    }
 }
 
 /// The channel switch `s` sends LID `li` out of, when it leads to a
@@ -550,6 +578,10 @@ mod tests {
         // sw1 port 1 carries LIDs 3 and 4; port 2 carries LID 1.
         let b = &r.balance[1];
         assert_eq!(b.switch_port_range(), Some((1, 2)));
+        // Port 1 of sw1 carries ca0 and ca1 to LIDs 3 and 4 (4 pairs);
+        // port 2 carries ca1, ca2 and ca3 to LID 1 (3 pairs).
+        let pairs: Vec<(u8, u64)> = b.ports.iter().map(|p| (p.port, p.pairs)).collect();
+        assert_eq!(pairs, vec![(1, 4), (2, 3), (3, 3)]);
         assert_eq!(b.port_range(), Some((1, 2)));
     }
 

@@ -6,7 +6,8 @@
 //! - `updn`: up/down routing. Switches are ranked by their distance from
 //!   the root switches (from `root_guid_file`, else found as OpenSM's
 //!   `updn` finds them: a switch is a root when one hop count alone
-//!   reaches more than 90 % of the CAs and no other reaches more than 5 %;
+//!   reaches more than 90 % of the CAs and no other reaches more than 5 %,
+//!   of those the ones whose hop count is the smallest;
 //!   when that finds none, as on a torus, the most central switch is the
 //!   root, and the log says which). A link goes *up* toward the lower
 //!   (rank, node GUID); every route goes up zero or more links and then
@@ -18,9 +19,17 @@
 //!   leaves are all at the same distance from the top rank, and the
 //!   switches of one rank have the same number of up links and of down
 //!   links. Its routes are up/down routes with the top rank as roots,
-//!   destinations taken leaf by leaf (CA ports in port order), each
-//!   switch sending each destination out of its least loaded candidate
-//!   port, so that routes spread evenly over the uplinks and spines.
+//!   destinations taken leaf by leaf (CA ports in port order).
+//!
+//! Among its candidate ports a switch sends a CA LID out of the one
+//! whose routes carry the fewest (source CA, destination) pairs so far,
+//! then the fewest CA LIDs, then the lowest (a LID no source sends
+//! through the switch: the fewest CA LIDs first): per destination the
+//! switches choose in the order traffic reaches them (up-going switches
+//! deepest first, then down-going ones from the top), each knowing how
+//! many sources its choice carries. Counting LFT entries alone would
+//! let every level of a 3-level fat tree pick in the same rhythm, and
+//! an aggregation switch would send all it gets up one core link.
 //!
 //! Both up/down engines are min-hop within the up/down rule: a switch
 //! that can reach the destination going down only goes down (the fewest
@@ -237,11 +246,27 @@ fn updown(
     let mut by_key: Vec<usize> = (0..n).collect();
     by_key.sort_by_key(|&s| key[s]);
     let up = |s: usize, t: usize| key[t] < key[s];
+    // Per port: CA LIDs routed out of it, and (source CA, CA LID) pairs
+    // whose route leaves by it.
     let mut load: Vec<Vec<u32>> = g.adj.iter().map(|a| vec![0; a.len()]).collect();
-    // Per target switch: down-only distance and up/down distance.
+    let mut pairs: Vec<Vec<u64>> = g.adj.iter().map(|a| vec![0; a.len()]).collect();
+    // Source CAs on each switch.
+    let mut cas = vec![0u64; n];
+    for &(_, t, _, is_ca) in dests {
+        cas[t] += u64::from(is_ca);
+    }
+    // Per target switch: down-only distance, up/down distance, and the
+    // order the switches choose in: those going up deepest first, then
+    // those going down from the top, so that a switch chooses once every
+    // switch that may send it traffic for the target has.
     let mut cache_for = usize::MAX;
     let mut down = vec![u32::MAX; n];
     let mut any = vec![u32::MAX; n];
+    let mut order: Vec<usize> = Vec::with_capacity(n);
+    let mut cand: Vec<usize> = Vec::new();
+    let mut cand_at: Vec<usize> = Vec::with_capacity(n + 1);
+    // Sources whose route toward the current LID reaches each switch.
+    let mut inflow = vec![0u64; n];
     for &(lid, t, egress, is_ca) in dests {
         let li = usize::from(lid);
         lfts[t][li] = egress;
@@ -271,15 +296,41 @@ fn updown(
                         .unwrap_or(u32::MAX)
                 };
             }
+            order.clear();
+            order.extend(by_key.iter().rev().filter(|&&s| down[s] == u32::MAX));
+            order.extend(by_key.iter().filter(|&&s| down[s] != u32::MAX));
+            // The candidate ports (neighbour indices) of every switch
+            // toward this target: the same for each of its LIDs.
+            cand.clear();
+            cand_at.clear();
+            for s in 0..n {
+                cand_at.push(cand.len());
+                let goes_down = down[s] != u32::MAX;
+                let want = if goes_down { down[s] } else { any[s] };
+                if s == t || want == u32::MAX {
+                    continue;
+                }
+                for (k, &(_, u)) in g.adj[s].iter().enumerate() {
+                    let ok = if goes_down {
+                        !up(s, u) && down[u].saturating_add(1) == want
+                    } else {
+                        up(s, u) && any[u].saturating_add(1) == want
+                    };
+                    if ok {
+                        cand.push(k);
+                    }
+                }
+            }
+            cand_at.push(cand.len());
         }
+        inflow.copy_from_slice(&cas);
         let mut plain: Option<Vec<u32>> = None;
-        for s in 0..n {
+        for &s in &order {
             if s == t {
                 continue;
             }
-            let goes_down = down[s] != u32::MAX;
-            let want = if goes_down { down[s] } else { any[s] };
-            if want == u32::MAX && !is_ca {
+            let mine = &cand[cand_at[s]..cand_at[s + 1]];
+            if mine.is_empty() && !is_ca {
                 // A switch's own LID (management traffic, on VL15 or to
                 // the switch's port 0: no CA route depends on it) that
                 // up/down cannot reach, as one root from another: the
@@ -293,45 +344,43 @@ fn updown(
                 }
                 continue;
             }
-            if want == u32::MAX {
+            let best = mine.iter().copied().min_by_key(|&k| {
+                let port = g.adj[s][k].0;
+                // A LID no source sends through here: the fewest LIDs.
+                if inflow[s] == 0 {
+                    (u64::from(load[s][k]), pairs[s][k], port)
+                } else {
+                    (pairs[s][k], u64::from(load[s][k]), port)
+                }
+            });
+            let Some(k) = best else {
                 return Err(format!(
                     "switch {:#018x} has no up/down route to LID {lid}",
                     subnet.nodes()[g.switches[s]].guid()
                 ));
-            }
-            let best = g.adj[s]
-                .iter()
-                .enumerate()
-                .filter(|&(_, &(_, u))| {
-                    if goes_down {
-                        !up(s, u) && down[u].saturating_add(1) == want
-                    } else {
-                        up(s, u) && any[u].saturating_add(1) == want
-                    }
-                })
-                .min_by_key(|&(k, &(port, _))| (load[s][k], port))
-                .map(|(k, &(port, _))| (k, port));
-            let Some((k, port)) = best else {
-                return Err(format!(
-                    "switch {:#018x}: no port toward LID {lid}",
-                    subnet.nodes()[g.switches[s]].guid()
-                ));
             };
+            let (port, next) = g.adj[s][k];
             lfts[s][li] = port;
             if is_ca {
                 load[s][k] += 1;
+                pairs[s][k] += inflow[s];
+                inflow[next] += inflow[s];
             }
         }
     }
     Ok(g.switches.iter().copied().zip(lfts).collect())
 }
 
-/// OpenSM's automatic root detection for `updn` (see the module docs).
+/// OpenSM's automatic root detection for `updn` (see the module docs),
+/// keeping of the switches it finds those whose dominant hop count is
+/// the smallest: on a 3-level fat tree of many pods OpenSM's rule also
+/// takes the aggregation switches (their own pod's CAs are under 5 %),
+/// and roots on two levels leave some pairs without an up/down route.
 fn roots_by_min_hop(g: &SwitchGraph, cas_per_switch: &[u32]) -> Vec<usize> {
     let total: u32 = cas_per_switch.iter().sum();
     let (thd1, thd2) = (f64::from(total) * 0.9, f64::from(total) * 0.05);
-    (0..g.switches.len())
-        .filter(|&s| {
+    let found: Vec<(usize, usize)> = (0..g.switches.len())
+        .filter_map(|s| {
             let d = bfs(&g.adj, &[s]);
             let mut hist: Vec<u32> = Vec::new();
             for (t, &c) in cas_per_switch.iter().enumerate() {
@@ -343,10 +392,18 @@ fn roots_by_min_hop(g: &SwitchGraph, cas_per_switch: &[u32]) -> Vec<usize> {
                     hist[h] += c;
                 }
             }
-            let over1 = hist.iter().filter(|&&h| f64::from(h) > thd1).count();
+            let over1: Vec<usize> = (0..hist.len())
+                .filter(|&h| f64::from(hist[h]) > thd1)
+                .collect();
             let over2 = hist.iter().filter(|&&h| f64::from(h) > thd2).count();
-            over1 == 1 && over2 == 1
+            (over1.len() == 1 && over2 == 1).then(|| (s, over1[0]))
         })
+        .collect();
+    let nearest = found.iter().map(|&(_, h)| h).min().unwrap_or(0);
+    found
+        .into_iter()
+        .filter(|&(_, h)| h == nearest)
+        .map(|(s, _)| s)
         .collect()
 }
 

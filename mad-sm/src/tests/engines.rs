@@ -152,3 +152,33 @@ fn updn_takes_its_roots_from_the_guid_list() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn updn_takes_only_the_top_of_roots_found_on_two_levels() {
+    // 21 pods of one leaf (one CA) and one aggregation switch, one core
+    // over them: OpenSM's rule takes the core (every CA 2 hops away) and
+    // each aggregation switch too (its own CA is under 5 %); roots on
+    // two levels would leave pairs without an up/down route.
+    let mut f = Fabric::new();
+    let mut cas = Vec::new();
+    for p in 0..21 {
+        cas.push(f.ca(&format!("P{p} host"), 1));
+    }
+    let core = f.switch("core", 21);
+    for (p, &ca) in cas.iter().enumerate() {
+        let leaf = f.switch(&format!("P{p} leaf"), 2);
+        let agg = f.switch(&format!("P{p} agg"), 2);
+        f.link(ca, 1, leaf, 1);
+        f.link(leaf, 2, agg, 1);
+        f.link(agg, 2, core, p as u8 + 1);
+    }
+    f.sm_at = (cas[0], 1);
+    let core_guid = f.nodes[core].guid;
+    let (r, ev) = route(f, &[Engine::UpDown], &[]);
+    assert!(r.cycle.is_empty() && r.unreachable == 0);
+    let Some(SmEvent::Routed { engine, notes }) = ev else {
+        panic!("no Routed event");
+    };
+    assert_eq!(engine, Engine::UpDown, "{notes:?}");
+    assert_eq!(notes, vec![format!("updn: roots {core_guid:#018x}")]);
+}

@@ -9,7 +9,9 @@
 //! ```text
 //! mad [--sim[=TOPO]|--ibsim|-C CA -P PORT] check-routes [--json] [-v] [-R LIST [-a FILE]]
 //! ```
-//! `-v` lists every switch's ports. On the built-in fabric (`--sim`),
+//! `-v` lists every switch's ports (routes: CA LIDs its table sends out
+//! of the port; pairs: (source CA, destination LID) pairs whose route
+//! leaves by it). On the built-in fabric (`--sim`),
 //! `-R LIST` / `-a FILE` route it with those engines (as `mad sm -R` /
 //! `--root_guid_file`) before the check.
 //!
@@ -25,7 +27,7 @@
 //!  "unreachable": 0, "unreachable_examples": [{"src_guid": "0x...", "src_name": "...", "dlid": 5}],
 //!  "balance": {"switch_port_min": 3, "switch_port_max": 9},
 //!  "per_switch": [{"guid": "0x...", "name": "...", "min": 3, "max": 9,
-//!                  "ports": [{"port": 1, "routes": 3, "to": "switch"}]}]}
+//!                  "ports": [{"port": 1, "routes": 3, "pairs": 12, "to": "switch"}]}]}
 //! ```
 
 use mad_agents::smp::SmpTarget;
@@ -198,7 +200,7 @@ fn text(t: &Tables, r: &Report, verbose: bool) -> String {
         s.push_str(&format!("{}: routes per port min {lo} max {hi}", sw(b.sw)));
         if verbose {
             for p in &b.ports {
-                s.push_str(&format!(" {}:{}", p.port, p.routes));
+                s.push_str(&format!(" {}:{}/{}", p.port, p.routes, p.pairs));
             }
         }
         s.push('\n');
@@ -250,6 +252,7 @@ fn to_json(t: &Tables, r: &Report) -> Json {
                 "ports": b.ports.iter().map(|p| json!({
                     "port": p.port,
                     "routes": p.routes,
+                    "pairs": p.pairs,
                     "to": if p.to_switch { "switch" } else { "ca" },
                 })).collect::<Vec<_>>(),
             })

@@ -33,8 +33,11 @@ use crate::getopt::{getopt_long, HasArg, LongOpt};
 use crate::session::TransportChoice;
 
 const USAGE: &str = "\
-usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--no-sm] [--serve NAME] [--script FILE] [-q] [--json]
+usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--no-sm] [-R LIST [-a FILE]] [--serve NAME] [--script FILE] [-q] [--json]
   TOPOLOGY       topology file (ibnetdiscover / ibsim format); default: the built-in fat tree
+  -R, --routing_engine LIST  SM-lite's routing engines, tried in order: minhop,
+                 updn, ftree (as mad sm -R; default minhop)
+  -a, --root_guid_file FILE  updn's root switch GUIDs, one a line
   --seed N       seed of the link-fault RNGs (default 0)
   --no-sa        do not run the SA at the SM's port
   --no-sm        no SM at all (ports wait in Initialize for OpenSM or mad sm over --serve)
@@ -56,6 +59,7 @@ struct Args {
     quiet: bool,
     help: bool,
     json: bool,
+    routing: mad_sm::routing::engines::RoutingConfig,
 }
 
 const K_NO_SA: i32 = 1;
@@ -75,11 +79,13 @@ const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("seed", HasArg::Required, K_SEED),
     LongOpt::new("script", HasArg::Required, K_SCRIPT),
     LongOpt::new("serve", HasArg::Required, K_SERVE),
+    LongOpt::new("routing_engine", HasArg::Required, 'R' as i32),
+    LongOpt::new("root_guid_file", HasArg::Required, 'a' as i32),
 ];
 
 /// Parses `mad sim`'s arguments (getopt_long rules).
 fn parse(args: &[String]) -> Result<Args, String> {
-    let m = getopt_long("sim", args, "hq", LONG)?;
+    let m = getopt_long("sim", args, "hqR:a:", LONG)?;
     let mut a = Args::default();
     for (key, v) in m.opts {
         let v = v.unwrap_or_default();
@@ -97,6 +103,19 @@ fn parse(args: &[String]) -> Result<Args, String> {
             K_NO_SM => a.no_sm = true,
             K_JSON => a.json = true,
             k if k == 'q' as i32 => a.quiet = true,
+            k if k == 'R' as i32 => {
+                a.routing.engines = mad_sm::routing::engines::Engine::parse_list(&v)
+                    .map_err(|e| format!("sim: -R: {e}\n"))?;
+            }
+            k if k == 'a' as i32 => {
+                let text = std::fs::read_to_string(&v)
+                    .map_err(|e| format!("sim: cannot read root_guid_file {v}: {e}\n"))?;
+                a.routing.root_guids = mad_sm::routing::engines::parse_guid_file(&text)
+                    .map_err(|e| format!("sim: root_guid_file {v}: {e}\n"))?;
+                if a.routing.engines.is_empty() {
+                    a.routing.engines = vec![mad_sm::routing::engines::Engine::UpDown];
+                }
+            }
             _ => a.help = true,
         }
     }
@@ -124,10 +143,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         (None, TransportChoice::Sim(Some(t))) => Some(PathBuf::from(t)),
         _ => None,
     };
-    let opts = SubnetOptions {
+    let mut opts = SubnetOptions {
         sa: !a.no_sa,
         ..SubnetOptions::default()
     };
+    opts.sm.routing = a.routing.clone();
     if let Some(t) = &topology {
         let warnings = crate::session::sim::check_topology_file(t)
             .map_err(|e| CliError::Input(format!("sim: {e}")))?;
@@ -136,6 +156,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         }
     }
     if a.no_sm || inv.session.no_sm {
+        if a.routing != mad_sm::routing::engines::RoutingConfig::default() {
+            return Err(CliError::Usage(format!(
+                "sim: -R / -a choose how SM-lite routes; with --no-sm there is none\n{USAGE}"
+            )));
+        }
         return run_without_sm(inv, &a, topology.as_deref());
     }
     let spinner = crate::discover::progress::Spinner::start(&format!(
@@ -157,6 +182,20 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             )
         )),
     })?;
+    if a.routing != mad_sm::routing::engines::RoutingConfig::default() {
+        // What the routing engines said (a fallback, the root updn chose).
+        for e in subnet.take_sm_events() {
+            if let mad_sm::SmEvent::Routed { engine, notes } = e {
+                for n in notes {
+                    inv.io.err(&format!("mad sim: {n}\n"));
+                }
+                inv.io.err(&format!(
+                    "mad sim: routing engine {} routed the fabric\n",
+                    engine.name()
+                ));
+            }
+        }
+    }
     subnet.fabric().set_fault_seed(a.seed);
     let _server = match &a.serve {
         Some(name) => {
