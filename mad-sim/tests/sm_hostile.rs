@@ -141,14 +141,20 @@ impl Rig {
         mad.set_attr_id(AttributeId::SM_INFO);
         ep.post_send(Qp::Qp0, &m, &Address::smi(self.sm.sm_lid()))
             .unwrap();
-        self.drv
-            .pump(&mut self.sm, &mut self.port, self.now)
-            .unwrap();
-        while let Some(r) = ep.poll_recv().unwrap() {
-            let smp = Smp::new_checked(&r.mad[..]).unwrap();
-            if smp.tid() == 0x4242 && smp.response_bit() {
-                return SmInfo::parse(smp.data()).unwrap().sm_state;
+        // A Master in the middle of a sweep holds another SM's SMInfo Get
+        // for up to 100 ms (what it finds may make it hand over): pump on
+        // for up to 300 ms of virtual time.
+        for _ in 0..30 {
+            self.drv
+                .pump(&mut self.sm, &mut self.port, self.now)
+                .unwrap();
+            while let Some(r) = ep.poll_recv().unwrap() {
+                let smp = Smp::new_checked(&r.mad[..]).unwrap();
+                if smp.tid() == 0x4242 && smp.response_bit() {
+                    return SmInfo::parse(smp.data()).unwrap().sm_state;
+                }
             }
+            self.now += Duration::from_millis(10);
         }
         panic!("SMInfo unanswered");
     }
