@@ -282,3 +282,113 @@ fn sm_lite_brings_up_the_built_in_fabric_on_net_medium() {
 fn sm_lite_routing_on_its_thread_during_the_sets_brings_up_net_medium_min_hop() {
     bring_up_and_check_with("net.medium", 0);
 }
+
+/// Every LID-bearing port of `fabric`: LID -> node GUID.
+fn lid_guids(fabric: &Fabric) -> BTreeMap<u16, u64> {
+    let mut m = BTreeMap::new();
+    for n in fabric.nodes() {
+        let switch = n.kind == mad_sim::topology::NodeKind::Switch;
+        for p in u8::from(!switch)..=if switch { 0 } else { n.num_ports } {
+            let lid = fabric.port_info(n.index, p).map_or(0, |pi| pi.lid);
+            if lid != 0 {
+                m.insert(lid, n.node_guid);
+            }
+        }
+    }
+    m
+}
+
+/// LID-routed NodeInfo from `ep` to every LID answers with its node.
+fn every_lid_answers(ep: &mut SimPort, lids: &BTreeMap<u16, u64>, tid: &mut u64) {
+    for (lid, guid) in lids {
+        *tid += 1;
+        let ans = ask(
+            ep,
+            Qp::Qp0,
+            &lid_routed_get(AttributeId::NODE_INFO, 0, *tid),
+            Address::smi(*lid),
+        )
+        .unwrap_or_else(|| panic!("NodeInfo to LID {lid} unanswered"));
+        let ni = NodeInfo::parse(Smp::new_checked(&ans[..]).unwrap().data()).unwrap();
+        assert_eq!(ni.node_guid, *guid, "LID {lid}");
+    }
+}
+
+#[test]
+fn an_inter_switch_link_down_is_rerouted_from_its_traps_without_rediscovery() {
+    let fabric = Fabric::load(topology("net.medium")).unwrap();
+    let mut port = fabric.attach_default().unwrap();
+    port.set_is_sm(true);
+    let cfg = SmConfig {
+        sweep_interval: Some(std::time::Duration::from_secs(10)),
+        ..SmConfig::default()
+    };
+    let mut sm = SubnetManager::new(cfg, port.port_attrs());
+    let mut now = Instant::now();
+    sm.start(now);
+    run(&mut sm, &mut port, &mut now, |e| *e == SmEvent::SubnetUp);
+    let heavy_smps = sm.stats().last_sweep_smps;
+    let lids = lid_guids(&fabric);
+    // The first inter-switch link of the file.
+    let nodes = fabric.nodes();
+    let is_switch = |i: usize| nodes[i].kind == mad_sim::topology::NodeKind::Switch;
+    let (sw, p) = nodes
+        .iter()
+        .filter(|n| is_switch(n.index))
+        .find_map(|n| {
+            (1..=n.num_ports).find_map(|p| {
+                let r = fabric.remote(n.index, p)?;
+                is_switch(r.node).then_some((n.index, p))
+            })
+        })
+        .unwrap();
+    let ca = nodes
+        .iter()
+        .rev()
+        .find(|n| !is_switch(n.index))
+        .unwrap()
+        .index;
+    let mut ep = fabric.attach(ca, 1).unwrap();
+    let mut tid = 0x1000;
+    fabric.link_down(sw, p).unwrap();
+    let events = run(&mut sm, &mut port, &mut now, |e| *e == SmEvent::SubnetUp);
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            SmEvent::Trap {
+                number: Some(128),
+                ..
+            }
+        )),
+        "{events:#?}"
+    );
+    let st = sm.stats();
+    // The two switches read again and the changed blocks: no discovery.
+    assert!(
+        st.last_sweep_smps < heavy_smps / 10,
+        "{} SMPs after the trap, {heavy_smps} in the heavy sweep",
+        st.last_sweep_smps
+    );
+    assert!(st.last_lft_blocks > 0);
+    assert_eq!(lid_guids(&fabric), lids, "no LID changed");
+    every_lid_answers(&mut ep, &lids, &mut tid);
+    // The next light sweep finds nothing to do.
+    let events = run(&mut sm, &mut port, &mut now, |e| {
+        matches!(e, SmEvent::LightSweepDone { .. })
+    });
+    assert!(
+        matches!(
+            events.last(),
+            Some(SmEvent::LightSweepDone { changed: false, .. })
+        ),
+        "{events:#?}"
+    );
+    // Plugged back: a heavy sweep arms it; every LID still answers.
+    fabric.link_up(sw, p).unwrap();
+    run(&mut sm, &mut port, &mut now, |e| *e == SmEvent::SubnetUp);
+    assert_eq!(
+        fabric.port_info(sw, p).unwrap().port_state,
+        PortState::ACTIVE
+    );
+    every_lid_answers(&mut ep, &lids, &mut tid);
+}

@@ -6,13 +6,15 @@
 //! down, it forgets them, gives the nodes whose directed route crossed
 //! them a new one, routes the fabric it knows again, and sends the
 //! LinearForwardingTable blocks that changed plus a SwitchInfo Set that
-//! clears each trapping switch's PortStateChange (so that the next light
-//! sweep finds nothing); the multicast trees are made again over the new
-//! links once the reroute ends. Anything else (a link that came up, a port back
-//! in Initialize, a CA cut off, a read that failed, a switch no longer
-//! reachable) falls back to the heavy sweep. The traps of a link's two
+//! clears the PortStateChange of each switch read (so that the next
+//! light sweep finds nothing); the multicast trees are made again over
+//! the new links once the reroute ends. Anything else (a link that came
+//! up, a port back in Initialize, a CA cut off, a read that failed
+//! twice, a switch no longer reachable) falls back to the heavy sweep. The traps of a link's two
 //! ends are taken one switch after the other: the second switch is read
-//! along a route that avoids what the first one's reads found down.
+//! along a route that avoids what the first one's reads found down (and
+//! is read even when its trap is lost, as it is when its route to the
+//! SM crossed the dead link).
 
 use std::collections::VecDeque;
 
@@ -191,6 +193,13 @@ impl SubnetManager {
                         }
                     }
                     self.sweep.changed = true;
+                    // The far switch's trap may not reach the SM (its
+                    // route to it may have crossed this link): it is
+                    // read too, and its PortStateChange cleared.
+                    let far_read = self.sweep.reroute.iter().any(|(n, _)| *n == far.0);
+                    if !far_read && !self.sweep.reroute_queue.contains(&far.0) {
+                        self.sweep.reroute_queue.push_back(far.0);
+                    }
                 }
                 (false, false, _) => {}
                 // Up and Active as configured: unchanged.

@@ -435,3 +435,34 @@ fn sminfo_answers_carry_the_sm_key_unless_hidden_as_opensm_expects() {
         assert_eq!(SmInfo::parse(r.data()).unwrap().sm_key, want, "hide {hide}");
     }
 }
+
+#[test]
+fn a_standby_taking_over_gives_the_guid2lid_lids_over_those_the_ports_hold() {
+    let mut d = duo([1, 15]);
+    d.sms[1].start(d.now);
+    assert!(d.run_until(Duration::from_secs(60), |d| d.up(1)));
+    let mut lids = fabric_lids(&d.fab);
+    // SM 0 (on CA 0) is given a guid2lid list naming CA 1's port.
+    let guid = d.fab.nodes[1].port_guid(1);
+    let (n, p) = d.at[0];
+    let attrs = PortAttrs {
+        port_num: p,
+        node_guid: d.fab.nodes[n].guid,
+        port_guid: d.fab.nodes[n].port_guid(p),
+        ..PortAttrs::default()
+    };
+    let c = SmConfig {
+        priority: 1,
+        guid2lid: vec![(guid, 40)],
+        ..cfg()
+    };
+    d.sms[0] = SubnetManager::new(c, &attrs);
+    d.sms[0].start(d.now);
+    assert!(d.run_until(Duration::from_secs(60), |d| d.standby(0)));
+    assert_eq!(fabric_lids(&d.fab), lids, "a standby sets nothing");
+    d.alive[1] = false;
+    assert!(d.run_until(Duration::from_secs(60), |d| d.up(0)));
+    // Every LID kept but the listed one, which the list gives.
+    lids.insert((1, 1), 40);
+    assert_eq!(fabric_lids(&d.fab), lids);
+}
