@@ -139,6 +139,23 @@ impl<'a, 'b> Log<'a, 'b> {
                     json!({"event": "routed", "engine": engine.name()}),
                 );
             }
+            SmEvent::StateChanged { to, .. } => {
+                let name = to.to_string().to_uppercase().replace(' ', "");
+                self.line(
+                    &format!("Entering {name} state"),
+                    json!({"event": "state", "state": name}),
+                );
+            }
+            // Quiet when nothing changed, as OpenSM's log is between
+            // sweeps that find nothing.
+            SmEvent::LightSweepDone { changed: false, .. } => {}
+            SmEvent::LightSweepDone {
+                changed: true,
+                smps,
+            } => self.line(
+                &format!("light sweep found a change ({smps} SMPs): heavy sweep"),
+                json!({"event": "light_sweep_changed", "smps": smps}),
+            ),
             other => self.line(
                 &format!("{other:?}"),
                 json!({"event": "other", "text": format!("{other:?}")}),

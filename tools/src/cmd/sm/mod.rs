@@ -234,13 +234,6 @@ fn serve<T: split::Waitable + 'static>(
             .map_err(|e| CliError::Failed(format!("sm: transport failed: {e}")))?;
         while let Some(ev) = sm.poll_event() {
             match &ev {
-                SmEvent::StateChanged { to, .. } => {
-                    let name = to.to_string().to_uppercase().replace(' ', "");
-                    log.line(
-                        &format!("Entering {name} state"),
-                        json!({"event": "state", "state": name}),
-                    );
-                }
                 SmEvent::SweepDone { errors, .. } => {
                     source.update(SubnetView::from_sm(&sm));
                     log.sweep_done(&ev, start.elapsed());
