@@ -84,8 +84,11 @@ class Smp:
         guid: Optional[int] = None,
         mod: int = 0,
     ) -> Attribute:
-        """SubnGet of attribute ``name`` (``"NodeInfo"``, ``"PortInfo"``, ...)
-        with attribute modifier ``mod`` (e.g. the port number of PortInfo)."""
+        """SubnGet of attribute ``name`` (``"NodeInfo"``, ``"PortInfo"``,
+        ``"SwitchInfo"``, ``"P_KeyTable"``, ``"LFT"``, ...: as ``mad decode``
+        names them or smpquery's ops; :func:`known_attributes` ``("smp")``
+        lists them) with attribute modifier ``mod`` (e.g. the port number
+        of PortInfo). No destination: the local port."""
         return self._p._native.smp_get(
             name, lid=lid, dr=None if dr is None else list(dr), guid=guid, attr_mod=mod
         )
