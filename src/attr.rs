@@ -69,10 +69,13 @@ impl Attribute {
     /// The attribute of a parsed structure `f` whose bytes are `bytes`.
     #[must_use]
     pub fn from_fields(f: &dyn Fields, bytes: Vec<u8>) -> Self {
-        let mut fields = Vec::new();
-        let mut labels = Vec::new();
-        let mut widths = Vec::new();
-        for (i, d) in f.field_descs().iter().enumerate() {
+        // Sized once: growing three vectors field by field was a good part
+        // of an SMP batch's time per answer (python/benches/smp_rate.py).
+        let descs = f.field_descs();
+        let mut fields = Vec::with_capacity(descs.len());
+        let mut labels = Vec::with_capacity(descs.len());
+        let mut widths = Vec::with_capacity(descs.len());
+        for (i, d) in descs.iter().enumerate() {
             let (Some(label), Some(v)) = (d.label, f.field_value(i)) else {
                 continue;
             };

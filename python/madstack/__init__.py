@@ -84,8 +84,11 @@ class Smp:
         guid: Optional[int] = None,
         mod: int = 0,
     ) -> Attribute:
-        """SubnGet of attribute ``name`` (``"NodeInfo"``, ``"PortInfo"``, ...)
-        with attribute modifier ``mod`` (e.g. the port number of PortInfo)."""
+        """SubnGet of attribute ``name`` (``"NodeInfo"``, ``"PortInfo"``,
+        ``"SwitchInfo"``, ``"P_KeyTable"``, ``"LFT"``, ...: as ``mad decode``
+        names them or smpquery's ops; :func:`known_attributes` ``("smp")``
+        lists them) with attribute modifier ``mod`` (e.g. the port number
+        of PortInfo). No destination: the local port."""
         return self._p._native.smp_get(
             name, lid=lid, dr=None if dr is None else list(dr), guid=guid, attr_mod=mod
         )
@@ -237,22 +240,31 @@ class Fabric:
         self._d = d
         self.nodes: List[Node] = [Node(n) for n in d["nodes"]]
         self.summary: Dict[str, Any] = d["summary"]
-        by_guid = {n.guid: n for n in self.nodes}
-        self.links: List[Link] = []
-        seen = set()
-        for n in self.nodes:
+        self._links: Optional[List[Link]] = None
+
+    @property
+    def links(self) -> List[Link]:
+        """Every cable once, in the order of its first end in
+        :attr:`nodes` (made on first use)."""
+        if self._links is None:
+            self._links = self._make_links()
+        return self._links
+
+    def _make_links(self) -> List[Link]:
+        # The remote ends name their node by the JSON's GUID text: index
+        # the nodes by it, and take a cable at the end met first.
+        at = {n._d["guid"]: i for i, n in enumerate(self.nodes)}
+        links: List[Link] = []
+        for i, n in enumerate(self.nodes):
             for p in n.ports:
                 r = p.get("remote")
                 if not r:
                     continue
-                other = by_guid.get(_hex(r["guid"]))
-                if other is None:
+                j = at.get(r["guid"])
+                if j is None or (j, r["port"]) < (i, p["port"]):
                     continue
-                key = tuple(sorted([(n.guid, p["port"]), (other.guid, r["port"])]))
-                if key in seen:
-                    continue
-                seen.add(key)
-                self.links.append(Link((n, p["port"]), (other, r["port"])))
+                links.append(Link((n, p["port"]), (self.nodes[j], r["port"])))
+        return links
 
     def node(self, name: str) -> Node:
         """The node whose description is ``name`` (:class:`KeyError` if none)."""
