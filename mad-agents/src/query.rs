@@ -23,7 +23,7 @@ pub enum QueryError {
     #[error("the request did not complete: {0}")]
     Failed(SendStatus),
     /// The responder answered with a non-zero MAD status.
-    #[error("MAD status {status} ({meaning})")]
+    #[error("MAD status {status}")]
     Status {
         /// The status (for directed-route SMPs without the D bit).
         status: MadStatus,
