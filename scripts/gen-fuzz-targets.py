@@ -85,6 +85,7 @@ REPRS = [
     ("sl2vl_record", "mad_wire::wire::sa_records::Sl2VlRecord"),
     ("vl_arb_record", "mad_wire::wire::sa_records::VlArbRecord"),
     ("multi_path_record", "mad_wire::wire::sa_records::MultiPathRecord"),
+    ("trace_record", "mad_wire::wire::sa_records::TraceRecord"),
     ("cm_req", "mad_wire::wire::cm::CmReq"),
     ("cm_mra", "mad_wire::wire::cm::CmMra"),
     ("cm_rej", "mad_wire::wire::cm::CmRej"),

@@ -157,8 +157,9 @@ fn a_table_answer_with_the_get_resp_method_is_refused_naming_the_method() {
 
 #[test]
 fn a_table_answer_with_the_get_trace_table_resp_method_is_refused() {
-    // GetTableResp is 0x92 (GetTable 0x12 | 0x80); 0x93 answers
-    // GetTraceTable.
+    // GetTableResp is 0x92 (GetTable 0x12 | 0x80); 0x93 is no SA method
+    // (GetTraceTable is answered with GetTableResp too: OpenSM's
+    // ib_sa_resp_method_str and Wireshark's SUBA_Methods name no 0x93).
     let e = table_error(Answer {
         method: 0x93,
         ..two_paths()

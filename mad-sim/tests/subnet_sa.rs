@@ -365,3 +365,55 @@ fn sa_clients_on_several_threads_keep_getting_tables_while_cables_flap() {
     assert_eq!(st.lids, 12);
     assert!(st.up);
 }
+
+#[test]
+fn trace_table_follows_the_fabrics_cables_from_every_host_to_every_other() {
+    let s = Subnet::builtin().unwrap();
+    let f = s.fabric().clone();
+    let c = client(&s, "host-2");
+    let hosts: Vec<_> = f
+        .nodes()
+        .into_iter()
+        .filter(|n| n.kind != NodeKind::Switch && f.remote(n.index, 1).is_some())
+        .collect();
+    assert_eq!(hosts.len(), 8);
+    let by_guid = |g: u64| f.nodes().into_iter().find(|n| n.node_guid == g).unwrap();
+    let mask = PathRecord::COMP_SLID | PathRecord::COMP_DLID;
+    for a in &hosts {
+        for b in &hosts {
+            let path = PathRecord {
+                slid: lid(&f, &a.id),
+                dlid: lid(&f, &b.id),
+                ..PathRecord::default()
+            };
+            let t = c.sa.trace_table(&path, mask).unwrap().records;
+            let (first, last) = (&t[0], &t[t.len() - 1]);
+            assert_eq!((first.node_id, first.entry_port), (a.node_guid, 0));
+            assert_eq!((last.node_id, last.exit_port), (b.node_guid, 0));
+            if a.index == b.index {
+                assert_eq!(t.len(), 1);
+                continue;
+            }
+            assert_eq!(first.exit_port_id, a.node_guid + 1, "host port 1's GUID");
+            for w in t.windows(2) {
+                let (here, next) = (by_guid(w[0].node_id), by_guid(w[1].node_id));
+                assert_eq!(
+                    f.remote(here.index, w[0].exit_port),
+                    Some(mad_sim::fabric::PortAddr {
+                        node: next.index,
+                        port: w[1].entry_port,
+                    }),
+                    "{} -> {}: hop {} port {}",
+                    a.id,
+                    b.id,
+                    here.id,
+                    w[0].exit_port
+                );
+                assert_eq!(w[0].chassis_id, here.system_image_guid);
+            }
+            for mid in &t[1..t.len() - 1] {
+                assert_eq!(mid.node_type, NodeType::SWITCH.0);
+            }
+        }
+    }
+}

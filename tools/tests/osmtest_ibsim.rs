@@ -21,9 +21,10 @@
 //!   ours refuses no SM_Key there), so only that part is compared.
 //!
 //! And madstack's SA client does the same MultiPathRecord queries
-//! ([`SaClient::multipath`]) against both, and an error status (0x000C,
-//! not silence) for GetTraceTable(TraceRecord) from ours (OpenSM 3.3.23
-//! leaves GetTraceTable unanswered).
+//! ([`SaClient::multipath`]) against both, and GetTraceTable
+//! ([`SaClient::trace_table`]): OpenSM 3.3.23 leaves it unanswered (it
+//! registers no such method), ours answers the TraceRecords of the path,
+//! on the served fabric and from `mad sm`.
 //!
 //! Every osmtest run is bounded (killed by its PID after its time); the
 //! flows `-f a` and the other floods are left out: `a` runs `v`, and the
@@ -50,9 +51,10 @@ use std::time::{Duration, Instant};
 use mad_agents::sa::{SaClient, SaClientConfig, SaError, TableMode};
 use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
+use mad_core::transport::PortAttrs;
 use mad_core::transport::Transport;
-use mad_core::wire::sa_records::MultiPathRecord;
-use mad_core::wire::{AttributeId, Method};
+use mad_core::wire::attr::NodeType;
+use mad_core::wire::sa_records::{MultiPathRecord, NodeRecord, PathRecord};
 use support::opensm::{require_sbin, sbin, OpenSm, NEEDS_OPENSM};
 use support::served::Served;
 use support::{IbSim, UMAD2SIM};
@@ -256,29 +258,122 @@ fn client_multipath(cfg: IbSimConfig, mode: TableMode, what: &str, trace_answere
         matches!(e, SaError::Status { status: 0x0500, .. }),
         "{what}: a multicast DGID: {e}"
     );
-    // GetTraceTable(TraceRecord) is answered with a status, not left
-    // unanswered (our SA lists no TraceRecords; OpenSM 3.3.23 registers no
-    // GetTraceTable and leaves it unanswered, so it is asked of ours only).
+    let path = PathRecord {
+        slid: a.lid,
+        dlid: sa.sm_address().lid,
+        ..PathRecord::default()
+    };
+    let mask = PathRecord::COMP_SLID | PathRecord::COMP_DLID;
     if !trace_answered {
+        // OpenSM 3.3.23 registers no GetTraceTable method for its SA
+        // (libvendor/osm_vendor_ibumad.c) and drops one that reaches it
+        // (osm_sa_mad_ctrl.c, ERR 1A05): no answer at all, and it goes on
+        // answering PathRecords.
+        let e = sa.trace_table(&path, mask).unwrap_err();
+        assert!(
+            matches!(e, SaError::Timeout { .. }),
+            "{what}: GetTraceTable is left unanswered: {e}"
+        );
+        assert!(
+            !sa.path_records(a.lid, path.dlid)
+                .unwrap()
+                .records
+                .is_empty(),
+            "{what}: a PathRecord after the GetTraceTable"
+        );
+        eprintln!("{what}: GetTraceTable left unanswered ({e})");
         return;
     }
-    let trace = sa
-        .request(
-            Method::GET_TRACE_TABLE,
-            AttributeId::SA_TRACE_RECORD,
-            0,
-            0,
-            &[0u8; 64],
-        )
-        .unwrap_or_else(|e| panic!("{what}: GetTraceTable(TraceRecord): {e}"));
-    assert_ne!(
-        trace.mad().status().0,
-        0,
-        "{what}: GetTraceTable(TraceRecord) answered without an error status"
+    trace_of(&sa, &a, what);
+}
+
+/// GetTraceTable from `sa` (an SA of ours) at the port of `a`: the trace
+/// of the path to the SM's port starts at this node's port and ends at
+/// the SM's LID; the trace to every other CA port ends at that port,
+/// switches between; the trace of the path to itself is this node alone;
+/// a request naming no destination is answered 0x0600.
+fn trace_of(sa: &SaClient, a: &PortAttrs, what: &str) {
+    let mask = PathRecord::COMP_SLID | PathRecord::COMP_DLID;
+    let to_sm = PathRecord {
+        slid: a.lid,
+        dlid: sa.sm_address().lid,
+        ..PathRecord::default()
+    };
+    let t = sa
+        .trace_table(&to_sm, mask)
+        .unwrap_or_else(|e| panic!("{what}: GetTraceTable to the SM: {e}"))
+        .records;
+    let first = &t[0];
+    assert_eq!(
+        (
+            first.node_id,
+            first.entry_port,
+            first.exit_port,
+            first.exit_port_id
+        ),
+        (a.node_guid, 0, a.port_num, a.port_guid),
+        "{what}: the trace starts at {NODE}: {t:?}"
     );
+    assert_eq!(t[t.len() - 1].exit_port, 0, "{what}: {t:?}");
+    assert!(t.len() >= 2, "{what}: {NODE} is not the SM's node: {t:?}");
+    eprintln!("{what}: GetTraceTable {NODE} -> the SM: {} nodes", t.len());
+    // To every other CA port: the trace ends at that port.
+    let cas: Vec<NodeRecord> = sa
+        .all::<NodeRecord>()
+        .unwrap()
+        .records
+        .into_iter()
+        .filter(|n| n.node_info.node_type == NodeType::CA && n.node_info.node_guid != a.node_guid)
+        .collect();
+    assert!(!cas.is_empty(), "{what}: other CAs");
+    let mut longest = 0;
+    for n in &cas {
+        let p = PathRecord {
+            dlid: n.lid,
+            ..to_sm.clone()
+        };
+        let t = sa
+            .trace_table(&p, mask)
+            .unwrap_or_else(|e| panic!("{what}: GetTraceTable to LID {}: {e}", n.lid))
+            .records;
+        let last = &t[t.len() - 1];
+        assert_eq!(
+            (
+                last.node_id,
+                last.entry_port,
+                last.entry_port_id,
+                last.exit_port
+            ),
+            (
+                n.node_info.node_guid,
+                n.node_info.local_port_num,
+                n.node_info.port_guid,
+                0
+            ),
+            "{what}: the trace to LID {} ends at its port: {t:?}",
+            n.lid
+        );
+        assert!(t[1..t.len() - 1]
+            .iter()
+            .all(|h| h.node_type == NodeType::SWITCH.0));
+        longest = longest.max(t.len());
+    }
     eprintln!(
-        "{what}: GetTraceTable(TraceRecord) answered with status {:#06x}",
-        trace.mad().status().0
+        "{what}: GetTraceTable to {} CA ports, the longest {longest} nodes",
+        cas.len()
+    );
+    let own = PathRecord {
+        dlid: a.lid,
+        ..to_sm.clone()
+    };
+    let t = sa.trace_table(&own, mask).unwrap().records;
+    assert_eq!(t.len(), 1, "{what}: the path of {NODE} to itself: {t:?}");
+    assert!(
+        matches!(
+            sa.trace_table(&to_sm, PathRecord::COMP_SLID),
+            Err(SaError::InsufficientComponents)
+        ),
+        "{what}: no destination named"
     );
 }
 
@@ -352,7 +447,8 @@ fn osmtest_flows_that_pass_against_opensm_pass_against_the_served_fabric() {
 
 /// osmtest against `mad sm`'s SA (`mad --ibsim sm` as the subnet
 /// manager of an ibsim `net`): `-f c` (the inventory) and `-f q` (QoS
-/// records) pass, as they do against OpenSM. Not yet: `-f f -s2` and
+/// records) pass, as they do against OpenSM; then madstack's client gets
+/// a GetTraceTable answered from mad sm's model. Not yet: `-f f -s2` and
 /// `-f v` after another flow: mad sm's multi-segment RMPP answers to an
 /// osmtest under libumad2sim are never acknowledged, the SA keeps
 /// resending their segments after that osmtest exited, and the next
@@ -378,5 +474,19 @@ fn osmtest_create_and_qos_flows_pass_against_mad_sm() {
     }
     let counts = inventory_counts(&t.inventory());
     assert!(counts.iter().all(|(_, n)| *n > 0), "{counts:?}");
+    // GetTraceTable, answered from mad sm's own model.
+    let port = IbSimTransport::attach(sim.config().node(NODE)).unwrap();
+    let a = port.port_attrs().clone();
+    let rt = Runtime::start(port, EngineConfig::default()).unwrap();
+    let sa = SaClient::new(
+        &rt,
+        SaClientConfig {
+            timeout: Duration::from_secs(2),
+            retries: 2,
+            ..SaClientConfig::default()
+        },
+    )
+    .unwrap();
+    trace_of(&sa, &a, "mad sm");
     sm.stop();
 }

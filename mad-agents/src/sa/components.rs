@@ -239,6 +239,12 @@ static LAYOUTS: &[ComponentLayout] = &[
         ignored: &[6, 19, 20],
     },
     ComponentLayout {
+        attr_id: AttributeId::SA_TRACE_RECORD,
+        widths: &[64, 16, 8, 8, 64, 64, 64, 64, 8, 8],
+        selectors: &[],
+        ignored: &[],
+    },
+    ComponentLayout {
         attr_id: AttributeId::SA_INFORMINFO_RECORD,
         widths: widths!([128u16, 16, 48], INFORM_INFO),
         selectors: &[],

@@ -61,6 +61,7 @@ mod multipath;
 pub mod responder;
 mod source;
 pub mod subscriptions;
+mod trace;
 
 #[cfg(test)]
 mod tests;

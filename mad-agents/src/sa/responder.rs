@@ -25,6 +25,11 @@
 //!   RMPP-active — one First|Last segment for a small table, an RMPP
 //!   transfer through the agent layer for a large one.
 //! - ClassPortInfo Get: [`SaResponderConfig::class_port_info`].
+//! - GetMulti(MultiPathRecord): the PathRecords of every GID pair
+//!   (`super::multipath`); GetTraceTable(TraceRecord) with a PathRecord:
+//!   the TraceRecords of the nodes the path crosses, walked over the
+//!   source's NodeRecords, LinkRecords and LFT records (`super::trace`;
+//!   OpenSM 3.3.23 does not answer this method at all).
 //! - SM_Key is 0 in every response; the TID, attribute, modifier and
 //!   ComponentMask are the request's.
 //!
@@ -389,6 +394,9 @@ impl Inner {
         if q.attr_id == AttributeId::SA_MULTIPATH_RECORD {
             return super::multipath::answer(self.source.as_ref(), self.cfg.gid_prefix, q);
         }
+        if q.attr_id == AttributeId::SA_TRACE_RECORD {
+            return super::trace::answer(self.source.as_ref(), self.cfg.gid_prefix, q);
+        }
         let (Some(info), Some(layout)) = (record_info(q.attr_id), component_layout(q.attr_id))
         else {
             return Answer::status(MadStatus::METHOD_ATTR_UNSUPPORTED.0);
@@ -538,6 +546,7 @@ fn build_response(req: &[u8], method: Method, a: &Answer) -> Vec<u8> {
     }
     let resp_method = match method {
         Method::SET => Method::GET,
+        Method::GET_TRACE_TABLE => Method::GET_TABLE,
         m => m,
     };
     {

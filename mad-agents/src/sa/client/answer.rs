@@ -39,13 +39,14 @@ pub(super) fn completion_response(c: &Completion, lid: u16) -> Result<Message, S
 
 /// The method byte (with the response bit) that answers `asked`: Get and
 /// Set are answered with GetResp (0x81), GetTable with GetTableResp
-/// (0x92 | 0x80), Delete with DeleteResp (0x95).
+/// (0x12 | 0x80), GetTraceTable with GetTableResp too (IBA 15.4.2),
+/// Delete with DeleteResp (0x95).
 #[must_use]
 pub fn answer_method(asked: Method) -> u8 {
-    let m = if asked == Method::SET {
-        Method::GET
-    } else {
-        asked
+    let m = match asked {
+        Method::SET => Method::GET,
+        Method::GET_TRACE_TABLE => Method::GET_TABLE,
+        m => m,
     };
     m.0 | mad_core::wire::METHOD_RESPONSE_BIT
 }

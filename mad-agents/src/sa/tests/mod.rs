@@ -597,6 +597,7 @@ fn responses_carry_sm_key_zero_and_the_request_tid_and_mask() {
 
 mod informs;
 mod multipath;
+mod trace;
 
 /// With a trusted key set, P_KeyTableRecords go only to a request that
 /// carries it (as OpenSM checks its sa_key); another key, or none, gets

@@ -1,5 +1,5 @@
 //! SubnAdmGetMulti(MultiPathRecord) between the client and the responder
-//! (a double-sided RMPP transaction), and GetTraceTable(TraceRecord).
+//! (a double-sided RMPP transaction).
 
 use mad_core::wire::sa_records::MultiPathRecord;
 use mad_core::wire::AttributeId;
@@ -126,21 +126,6 @@ fn multipath_refuses_as_opensm_does() {
             0,
             0,
             &data,
-        )
-        .unwrap();
-    assert_eq!(r.mad().status(), MadStatus::METHOD_ATTR_UNSUPPORTED);
-}
-
-#[test]
-fn get_trace_table_is_answered_with_a_status() {
-    let (_e, _sa, c) = sa_and_client(SaClientConfig::default());
-    let r = c
-        .request(
-            Method::GET_TRACE_TABLE,
-            AttributeId::SA_TRACE_RECORD,
-            0,
-            0,
-            &[0u8; 64],
         )
         .unwrap();
     assert_eq!(r.mad().status(), MadStatus::METHOD_ATTR_UNSUPPORTED);

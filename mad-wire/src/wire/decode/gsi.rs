@@ -117,7 +117,13 @@ pub(super) fn decode_sa(buf: &[u8], d: &mut DecodedMad) -> Result<(), Error> {
     let sa = SaMad::new_checked(buf)?;
     let rmpp = push_rmpp(d, buf)?;
     push_fields(d, "SA", boxed::<SaHeader>, buf, SA_HEADER_OFFSET)?;
-    let known = sa_attribute(d.header.attr_id);
+    // A GetTraceTable request names TraceRecord but carries the PathRecord
+    // of the path to trace (IBA 15.4.2); its answer carries TraceRecords.
+    let known = if d.header.method == crate::wire::Method::GET_TRACE_TABLE && !d.header.response {
+        sa_attribute(AttributeId::SA_PATH_RECORD)
+    } else {
+        sa_attribute(d.header.attr_id)
+    };
     let data = sa.data();
     let table = sa.is_table_response();
     match rmpp_part(&rmpp, buf.len()) {

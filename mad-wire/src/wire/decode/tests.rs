@@ -542,3 +542,15 @@ proptest::proptest! {
         let _ = decode_mad(&bytes);
     }
 }
+
+#[test]
+fn sa_get_trace_table_request_shows_its_path_record_and_the_answer_trace_records() {
+    let mut b = mad(0x03, 0x13, 0x0039);
+    b[56 + 36..56 + 38].copy_from_slice(&7u16.to_be_bytes()); // DLID
+    let d = decode_mad(&b).unwrap();
+    let l = d.layer("PathRecord").expect("the request's PathRecord");
+    assert_eq!(l.offset, 56);
+    assert!(d.layer("TraceRecord").is_none());
+    let r = mad(0x03, 0x81, 0x0039);
+    assert!(decode_mad(&r).unwrap().layer("TraceRecord").is_some());
+}

@@ -124,6 +124,7 @@ mod qos;
 mod service;
 mod sm;
 mod switch;
+mod trace;
 
 pub use fwd::{LftRecord, MftRecord};
 pub use guid::GuidInfoRecord;
@@ -139,6 +140,7 @@ pub use qos::{Sl2VlRecord, VlArbRecord};
 pub use service::ServiceRecord;
 pub use sm::SmInfoRecord;
 pub use switch::SwitchInfoRecord;
+pub use trace::TraceRecord;
 
 /// Static facts about one record type, for generic code (decoders, the
 /// SA server) that only knows the attribute ID.
@@ -193,6 +195,7 @@ pub fn all_records() -> Vec<RecordInfo> {
         RecordInfo::of::<PathRecord>(),
         RecordInfo::of::<VlArbRecord>(),
         RecordInfo::of::<McMemberRecord>(),
+        RecordInfo::of::<TraceRecord>(),
         RecordInfo::of::<MultiPathRecord>(),
         RecordInfo::of::<InformInfoRecord>(),
     ]
