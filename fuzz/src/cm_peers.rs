@@ -99,18 +99,28 @@ struct World {
     wire: Vec<(bool, [u8; 256])>,
 }
 
+/// The Communication ID `p` names among the `known` local IDs.
+pub(crate) fn id_among(known: &[ConnId], p: IdPick) -> u32 {
+    match p {
+        IdPick::Zero => 0,
+        IdPick::Guess(g) => u32::from(g),
+        IdPick::Known(k) => known.get(usize::from(k) % known.len().max(1)).map_or(1, |c| c.0),
+        IdPick::Any(v) => v,
+    }
+}
+
+/// The `i`-th (modulo) of the `known` local IDs (1 when none).
+pub(crate) fn pick_among(known: &[ConnId], i: u8) -> ConnId {
+    known.get(usize::from(i) % known.len().max(1)).copied().unwrap_or(ConnId(1))
+}
+
 impl World {
     fn id(&self, p: IdPick) -> u32 {
-        match p {
-            IdPick::Zero => 0,
-            IdPick::Guess(g) => u32::from(g),
-            IdPick::Known(k) => self.known.get(usize::from(k) % self.known.len().max(1)).map_or(1, |c| c.0),
-            IdPick::Any(v) => v,
-        }
+        id_among(&self.known, p)
     }
 
     fn pick(&self, i: u8) -> ConnId {
-        self.known.get(usize::from(i) % self.known.len().max(1)).copied().unwrap_or(ConnId(1))
+        pick_among(&self.known, i)
     }
 
     /// Takes `b`'s and `a`'s output: MADs to the wire (those for hostile

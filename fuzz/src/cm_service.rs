@@ -12,7 +12,7 @@
 //! hostile ports silent and the clock run on for weeks: only established
 //! connections are left, and the honest peer still connects.
 
-use crate::cm_peers::{hostile_mad, Hostile, IdPick};
+use crate::cm_peers::{hostile_mad, id_among, pick_among, Hostile, IdPick};
 use arbitrary::{Arbitrary, Unstructured};
 use mad_agents::{Agent, AgentSpec, EngineConfig, Runtime, SendRequest};
 use mad_cm::service::{CmClock, CmPump, CmService};
@@ -138,16 +138,11 @@ impl World {
     }
 
     fn id(&self, p: IdPick) -> u32 {
-        match p {
-            IdPick::Zero => 0,
-            IdPick::Guess(g) => u32::from(g),
-            IdPick::Known(k) => self.known.get(usize::from(k) % self.known.len().max(1)).map_or(1, |c| c.0),
-            IdPick::Any(v) => v,
-        }
+        id_among(&self.known, p)
     }
 
     fn pick(&self, i: u8) -> ConnId {
-        self.known.get(usize::from(i) % self.known.len().max(1)).copied().unwrap_or(ConnId(1))
+        pick_among(&self.known, i)
     }
 
     /// Pumps both services once and notes their events.
