@@ -28,16 +28,11 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-opts=$(sed -n 's/^# ibsim needs: //p' "$net" | head -1)
+# shellcheck source=scripts/lib/ibsim.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/ibsim.sh"
 name=expbench$$
-# shellcheck disable=SC2086
-IBSIM_SOCKNAME=$name ibsim -s $opts --no-console "$net" >"$work/ibsim.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 600); do
-    grep -q "@$name:ctl@" /proc/net/unix && break
-    sleep 0.1
-done
-grep -q "@$name:ctl@" /proc/net/unix || { echo "ibsim did not start: $(cat "$work/ibsim.log")" >&2; exit 1; }
+start_ibsim "$name" "$net" "$work"
+pids+=("$ibsim_pid")
 export IBSIM_SOCKNAME=$name
 echo "bringing the fabric up: $after --ibsim sm --once"
 "$after" --ibsim sm --once -f "$work/sm.log" >/dev/null

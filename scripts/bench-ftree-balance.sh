@@ -20,20 +20,9 @@ mad=$(realpath "${2:-target/release/mad}")
 umad2sim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-opts=$(sed -n 's/^# ibsim needs: //p' "$net" | head -1)
 
-start_ibsim() {
-    local name=$1
-    # shellcheck disable=SC2086
-    IBSIM_SOCKNAME=$name ibsim -s $opts --no-console "$net" >"$work/$name.ibsim.log" 2>&1 &
-    ibsim_pid=$!
-    for _ in $(seq 300); do
-        grep -q "@$name:ctl@" /proc/net/unix && return 0
-        sleep 0.1
-    done
-    echo "ibsim did not start: $(cat "$work/$name.ibsim.log")" >&2
-    exit 1
-}
+# shellcheck source=scripts/lib/ibsim.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/ibsim.sh"
 
 # One row of the table from check-routes' JSON.
 row() {
@@ -47,14 +36,14 @@ row() {
 }
 
 name=ftbal$$a
-start_ibsim "$name"
+start_ibsim "$name" "$net" "$work"
 IBSIM_SOCKNAME=$name "$mad" --ibsim sm --once -R ftree -f "$work/mad.log" || true
 IBSIM_SOCKNAME=$name "$mad" --ibsim check-routes --json >"$work/mad.json" || true
 kill "$ibsim_pid"; wait "$ibsim_pid" 2>/dev/null || true
 mad_engine=$(sed -n 's/.*routing engine \([a-z]*\) routed the fabric.*/\1/p' "$work/mad.log" | tail -1)
 
 name=ftbal$$b
-start_ibsim "$name"
+start_ibsim "$name" "$net" "$work"
 printf 'force_log_flush TRUE\nrouting_engine ftree\n' >"$work/osm.conf"
 (cd "$work" && OSM_TMP_DIR=$work OSM_CACHE_DIR=$work IBSIM_SOCKNAME=$name LD_PRELOAD=$umad2sim \
     /usr/sbin/opensm --once -F "$work/osm.conf" -f "$work/osm.log" >"$work/osm.out" 2>&1) || true

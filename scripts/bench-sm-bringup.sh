@@ -15,20 +15,9 @@ mad=$(realpath "${2:-target/release/mad}")
 umad2sim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-opts=$(sed -n 's/^# ibsim needs: //p' "$net" | head -1)
 
-start_ibsim() {
-    local name=$1
-    # shellcheck disable=SC2086
-    IBSIM_SOCKNAME=$name ibsim -s $opts --no-console "$net" >"$work/$name.ibsim.log" 2>&1 &
-    ibsim_pid=$!
-    for _ in $(seq 300); do
-        grep -q "@$name:ctl@" /proc/net/unix && return 0
-        sleep 0.1
-    done
-    echo "ibsim did not start: $(cat "$work/$name.ibsim.log")" >&2
-    exit 1
-}
+# shellcheck source=scripts/lib/ibsim.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/ibsim.sh"
 
 # The seconds between the first log line and the SUBNET UP line of an
 # OpenSM-style log ("Mon DD HH:MM:SS.micro" or "Mon DD HH:MM:SS micro").
@@ -49,13 +38,13 @@ rss() { sed -n 's/.*Maximum resident set size (kbytes): //p' "$1"; }
 wall() { sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$1"; }
 
 name=smbench$$a
-start_ibsim "$name"
+start_ibsim "$name" "$net" "$work"
 IBSIM_SOCKNAME=$name /usr/bin/time -v -o "$work/mad.time" \
     "$mad" --ibsim sm --once -f "$work/mad.log" || true
 kill "$ibsim_pid"; wait "$ibsim_pid" 2>/dev/null || true
 
 name=smbench$$b
-start_ibsim "$name"
+start_ibsim "$name" "$net" "$work"
 printf 'force_log_flush TRUE\n' >"$work/osm.conf"
 (cd "$work" && OSM_TMP_DIR=$work OSM_CACHE_DIR=$work IBSIM_SOCKNAME=$name LD_PRELOAD=$umad2sim \
     /usr/bin/time -v -o "$work/osm.time" /usr/sbin/opensm --once -F "$work/osm.conf" \
