@@ -351,30 +351,25 @@ fn osmtest_flows_that_pass_against_opensm_pass_against_the_served_fabric() {
 }
 
 /// osmtest against `mad sm`'s SA (`mad --ibsim sm` as the subnet
-/// manager of an ibsim `net`): `-f c` (the inventory) and `-f q` (QoS
-/// records) pass, as they do against OpenSM.
+/// manager of an ibsim `net`): `-f c` (the inventory), `-f q` (QoS
+/// records) and `-f f -s2` (the flood of 4,002 multi-MAD answers) pass,
+/// as they do against OpenSM. (The flood used to hang when the run before
+/// it had the same TID high bits: the SA's unacknowledged multi-segment
+/// answers to that run were resent to it and its answers refused as
+/// duplicate TIDs; the agent layer now ends an answer nothing
+/// acknowledged at its first ACK timeout and lets a new answer with its
+/// TID replace it, tested in mad-agents/tests/rmpp. It also took 52 s
+/// while mad sm's SM loop waited with the shared transport locked.)
 ///
-/// Not yet against mad sm:
-/// - `-f f -s2` passes, with no error logged, but took 52 s on this
-///   machine under a load of 8 (4,002 sequential queries, 12-24 ms per
-///   round trip through ibsim), over the 30 s a run may take here. (It
-///   used to hang when the run before it had the same TID high bits: the
-///   SA's unacknowledged multi-segment answers to that run were resent
-///   to it and its answers refused as duplicate TIDs; the agent layer now
-///   ends an answer nothing acknowledged at its first ACK timeout and
-///   lets a new answer with its TID replace it, tested in
-///   mad-agents/tests/rmpp. The TIDs' high bits, which osmtest does not
-///   choose, came back different for consecutive runs only some of the
-///   time, so no run order here shows it reliably.)
-/// - `-f v` fails at its first MultiPathRecord query: osmtest under
-///   libumad2sim sends GetMulti as one Active MAD with RMPP version 0
-///   (for a kernel to segment), and the agent layer answers it
-///   ABORT(UNV), as the kernel would. The served fabric's server makes
-///   such a MAD a single segment and drops the ACKs to such clients
-///   (mad-sim/src/serve/rmpp.rs); over plain ibsim nothing does that
-///   for mad sm.
+/// Not yet against mad sm: `-f v` fails at its first MultiPathRecord
+/// query: osmtest under libumad2sim sends GetMulti as one Active MAD
+/// with RMPP version 0 (for a kernel to segment), and the agent layer
+/// answers it ABORT(UNV), as the kernel would. The served fabric's
+/// server makes such a MAD a single segment and drops the ACKs to such
+/// clients (mad-sim/src/serve/rmpp.rs); over plain ibsim nothing does
+/// that for mad sm.
 #[test]
-fn osmtest_create_and_qos_flows_pass_against_mad_sm() {
+fn osmtest_create_qos_and_flood_flows_pass_against_mad_sm() {
     let mut needs = NEEDS_OPENSM.to_vec();
     needs.push(("osmtest", "opensm"));
     if !require_sbin(&needs) {
@@ -384,11 +379,12 @@ fn osmtest_create_and_qos_flows_pass_against_mad_sm() {
     let mut sm = sm_child::MadSm::start(&sim, &[]);
     sm.wait("subnet_up", Duration::from_secs(60));
     let t = Target::new("mad-sm", sim.sockname());
-    for flow in ["c", "q"] {
-        let r = t.osmtest(&["-f", flow], Duration::from_secs(30), None);
+    for flow in [&["-f", "c"][..], &["-f", "q"], &["-f", "f", "-s2"]] {
+        let r = t.osmtest(flow, Duration::from_secs(30), None);
         assert!(
             r.passed(),
-            "mad sm: osmtest -f {flow} (which passes against OpenSM) failed:\n{}",
+            "mad sm: osmtest {} (which passes against OpenSM) failed:\n{}",
+            flow.join(" "),
             r.log
         );
     }
