@@ -353,23 +353,19 @@ fn osmtest_flows_that_pass_against_opensm_pass_against_the_served_fabric() {
 /// osmtest against `mad sm`'s SA (`mad --ibsim sm` as the subnet
 /// manager of an ibsim `net`): `-f c` (the inventory), `-f q` (QoS
 /// records) and `-f f -s2` (the flood of 4,002 multi-MAD answers) pass,
-/// as they do against OpenSM. (The flood used to hang when the run before
-/// it had the same TID high bits: the SA's unacknowledged multi-segment
-/// answers to that run were resent to it and its answers refused as
-/// duplicate TIDs; the agent layer now ends an answer nothing
+/// as they do against OpenSM, and `-f v` gets past its MultiPathRecord
+/// queries with OpenSM's statuses. Before: the flood hung when the run
+/// before it had the same TID high bits (the SA's unacknowledged
+/// multi-segment answers to that run were resent to it and its answers
+/// refused as duplicate TIDs; the agent layer now ends an answer nothing
 /// acknowledged at its first ACK timeout and lets a new answer with its
-/// TID replace it, tested in mad-agents/tests/rmpp. It also took 52 s
-/// while mad sm's SM loop waited with the shared transport locked.)
-///
-/// Not yet against mad sm: `-f v` fails at its first MultiPathRecord
-/// query: osmtest under libumad2sim sends GetMulti as one Active MAD
-/// with RMPP version 0 (for a kernel to segment), and the agent layer
-/// answers it ABORT(UNV), as the kernel would. The served fabric's
-/// server makes such a MAD a single segment and drops the ACKs to such
-/// clients (mad-sim/src/serve/rmpp.rs); over plain ibsim nothing does
-/// that for mad sm.
+/// TID replace it, tested in mad-agents/tests/rmpp), and took 52 s while
+/// mad sm's SM loop waited with the shared transport locked; `-f v` got
+/// ABORT(UNV) for its GetMulti, which osmtest under libumad2sim sends as
+/// one Active MAD with RMPP version 0 (the ibsim transport now delivers
+/// such a request as the single MAD it is).
 #[test]
-fn osmtest_create_qos_and_flood_flows_pass_against_mad_sm() {
+fn osmtest_flows_that_pass_against_opensm_pass_against_mad_sm() {
     let mut needs = NEEDS_OPENSM.to_vec();
     needs.push(("osmtest", "opensm"));
     if !require_sbin(&needs) {
@@ -388,6 +384,28 @@ fn osmtest_create_qos_and_flood_flows_pass_against_mad_sm() {
             r.log
         );
     }
+    let v = t.osmtest(
+        &["-f", "v"],
+        Duration::from_secs(20),
+        Some(&|log: &str| past_multipath(log)),
+    );
+    assert!(
+        past_multipath(&v.log),
+        "mad sm: osmtest -f v did not get past its MultiPathRecord queries:\n{}",
+        v.log
+    );
+    // OpenSM's (see the test above): 0x0600 without SGIDCount /
+    // DGIDCount, 0x0500 for a multicast GID.
+    assert_eq!(
+        multipath_errors(&v.log),
+        [
+            "IB_SA_MAD_STATUS_INSUF_COMPS",
+            "IB_SA_MAD_STATUS_INSUF_COMPS",
+            "IB_SA_MAD_STATUS_INVALID_GID",
+            "IB_SA_MAD_STATUS_INVALID_GID"
+        ],
+        "mad sm: MultiPathRecord statuses"
+    );
     let counts = inventory_counts(&t.inventory());
     assert!(counts.iter().all(|(_, n)| *n > 0), "{counts:?}");
     sm.stop();
