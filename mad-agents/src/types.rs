@@ -642,6 +642,13 @@ pub struct EngineStats {
     /// RMPP sends that failed with [`SendStatus::Timeout`] because their
     /// absolute deadline passed while the transfer was still going.
     pub rmpp_deadline_expired: u64,
+    /// RMPP transfers that expect no response (answers) ended at their
+    /// first ACK timeout because the receiver had acknowledged nothing
+    /// (see the [engine documentation](crate::Engine)).
+    pub rmpp_unacknowledged_ended: u64,
+    /// Such unacknowledged answers ended because their peer asked again
+    /// with the same TID and the new answer took their place.
+    pub rmpp_unacknowledged_replaced: u64,
     /// Events delivered.
     pub events: u64,
 }

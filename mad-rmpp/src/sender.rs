@@ -290,6 +290,17 @@ impl Sender {
         self.finish(Outcome::Canceled);
     }
 
+    /// Ends the transfer as [`Outcome::TimedOut`] without resending and
+    /// without the ABORT(TMR) that [`Sender::handle_timeout`] sends when
+    /// the retries run out: for an owner that gives up on a receiver that
+    /// never acknowledged anything (nothing has reassembly state to free,
+    /// or it never answers), where a stray ABORT would only reach
+    /// whoever holds the receiver's address and TID next. Does nothing to
+    /// a finished transfer.
+    pub fn give_up(&mut self) {
+        self.finish(Outcome::TimedOut);
+    }
+
     /// Writes segment `n` (1-based) into `out` (at least 256 bytes).
     fn write_segment(&self, n: u32, out: &mut [u8]) {
         let g = &self.geom;
@@ -623,6 +634,17 @@ mod tests {
         let h = read_header(&out[0]).unwrap();
         assert_eq!((h.rmpp_type, h.status), (RmppType::ABORT, RmppStatus::TMR));
         assert_eq!(s.poll_event(), Some(SendEvent::Finished(Outcome::TimedOut)));
+    }
+
+    #[test]
+    fn giving_up_ends_the_transfer_timed_out_without_an_abort() {
+        let t0 = Instant::now();
+        let mut s = with_retries(2, 500, t0);
+        assert_eq!(drain(&mut s, t0).len(), 1);
+        s.give_up();
+        assert!(drain(&mut s, t0).is_empty(), "no ABORT, no segment");
+        assert_eq!(s.poll_event(), Some(SendEvent::Finished(Outcome::TimedOut)));
+        assert!(s.is_finished() && s.poll_timeout().is_none());
     }
 
     #[test]

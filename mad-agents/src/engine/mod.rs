@@ -143,6 +143,24 @@
 //! RMPP segment, a retry) that send fails with the port's error and
 //! completes once, when its posted work requests have completed.
 //!
+//! An answer whose receiver acknowledges nothing (an RMPP transfer that
+//! expects no response, none of whose segments was acknowledged when its
+//! first ACK timer expires) ends there, as [`SendStatus::Timeout`],
+//! without resending and without an ABORT
+//! ([`EngineStats::rmpp_unacknowledged_ended`]). Such a receiver does no
+//! RMPP — a program under libumad2sim, which has no kernel to reassemble
+//! for it, takes the first segment as the whole answer — or never got the
+//! segment, and then its request times out and is asked again, which
+//! starts a new transfer. The kernel resends (and its `ib_umad` refuses a
+//! new answer with the same TID to that peer meanwhile): to a program
+//! that exits and is followed at the same port by another that reuses its
+//! TIDs, those resends arrive as answers to the newcomer's requests, and
+//! its answers were refused. For the same reason a new answer to the
+//! same peer with the TID of such an unacknowledged answer ends the old
+//! one and goes out ([`EngineStats::rmpp_unacknowledged_replaced`]),
+//! where an answer whose receiver has acknowledged a segment still
+//! refuses it ([`SendError::DuplicateTid`]).
+//!
 //! An RMPP send never outlives its absolute deadline: its RMPP timer is
 //! armed at the earlier of the sender's ACK timer and that deadline
 //! ([`EngineStats::rmpp_deadline_expired`]). A request whose segments are

@@ -247,8 +247,58 @@ impl<T: Transport> Engine<T> {
             self.settle(idx, Some(now));
             return;
         }
-        tx.sender.handle_timeout(now);
+        if !tx.cfg.expects_response
+            && tx.sender.last_ack() == 0
+            && tx.sender.poll_timeout().is_some_and(|d| d <= now)
+        {
+            // An answer whose receiver acknowledged nothing: it ends here,
+            // not resent (see the engine documentation).
+            self.stats.rmpp_unacknowledged_ended += 1;
+            tx.sender.give_up();
+        } else {
+            tx.sender.handle_timeout(now);
+        }
         self.pump_rmpp(idx, now);
+    }
+
+    /// Ends the unacknowledged answers (RMPP transfers that expect no
+    /// response, none of whose segments was acknowledged) with `key` to
+    /// the peer of `dest`, so that a new answer with that TID can go
+    /// there. True if no transfer with `key` to that peer is left.
+    pub(super) fn replace_unacknowledged(
+        &mut self,
+        key: (u64, u8),
+        dest: &Address,
+        now: Instant,
+    ) -> bool {
+        let peer = Peer::of(dest);
+        let same: Vec<usize> = self
+            .rmpp_out
+            .get(&key)
+            .map(|l| {
+                l.iter()
+                    .copied()
+                    .filter(|&i| Peer::of(&self.sends[i].dest) == peer)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let unacked = |e: &Self, i: usize| {
+            e.sends[i]
+                .rmpp
+                .as_ref()
+                .is_some_and(|tx| !tx.cfg.expects_response && tx.sender.last_ack() == 0)
+        };
+        if !same.iter().all(|&i| unacked(self, i)) {
+            return false;
+        }
+        for i in same {
+            self.stats.rmpp_unacknowledged_replaced += 1;
+            if let Some(tx) = self.sends[i].rmpp.as_mut() {
+                tx.sender.give_up();
+            }
+            self.pump_rmpp(i, now);
+        }
+        !self.rmpp_out_conflict(key, dest)
     }
 
     /// The RMPP transfer no longer holds the send. It stays routed while

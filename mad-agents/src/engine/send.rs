@@ -94,7 +94,9 @@ impl<T: Transport> Engine<T> {
         };
         let key = tid::match_key(tid, class.0);
         if (!timeout.is_zero() && !allocated && self.waiting.contains_key(&key))
-            || (rmpp_transfer && self.rmpp_out_conflict(key, &dest))
+            || (rmpp_transfer
+                && self.rmpp_out_conflict(key, &dest)
+                && !(is_response && self.replace_unacknowledged(key, &dest, now)))
         {
             return Err(SendError::DuplicateTid { tid, class });
         }

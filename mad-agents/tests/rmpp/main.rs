@@ -15,7 +15,7 @@ use mad_agents::{
     AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, Message, SendRequest, SendStatus,
 };
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, Received};
+use mad_core::transport::{Address, Qp, Received, Transport};
 use mad_core::wire::rmpp::RmppStatus;
 use mad_core::wire::{Method, MgmtClass, SA_DATA_OFFSET, VENDOR_DATA_OFFSET};
 use mad_rmpp::ReceiverConfig;
@@ -759,4 +759,65 @@ fn messages_an_agent_does_not_take_are_bounded_in_bytes_not_just_in_count() {
         30,
         "every message is either queued or counted as dropped"
     );
+}
+
+/// Segments of transfer `tid` that reached the raw end `b` so far.
+fn segments_at(b: &mut Loopback, tid: u64) -> usize {
+    let mut n = 0;
+    while let Ok(Some(r)) = b.poll_recv() {
+        if r.mad[8..16] == tid.to_be_bytes() {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn an_answer_whose_receiver_acknowledges_nothing_ends_at_the_first_ack_timeout_and_a_reused_tid_replaces_it(
+) {
+    // A receiver that does no RMPP (a program under libumad2sim) takes
+    // the first segment and never acknowledges it. The answer is not
+    // resent after that first wait (the segments would reach whoever
+    // attaches there next, under its reused TIDs), and while it waits a
+    // new request with its TID and peer gets the new answer instead of a
+    // duplicate-TID refusal.
+    let (a, mut b) = Loopback::pair(Loopback::attrs("a", 1, 1), Loopback::attrs("b", 1, 2), 64);
+    let mut a = Engine::new(a, EngineConfig::default());
+    let tx = vendor_agent(&mut a, "tx", &[]);
+    let t0 = Instant::now();
+    let answer = |tid: u64| {
+        let mut m = vendor_msg(Method(Method::GET.0 | 0x80), &payload(2_000));
+        m[8..16].copy_from_slice(&tid.to_be_bytes());
+        m
+    };
+    let first = a
+        .send(tx, SendRequest::new(answer(7), Address::gsi(2)), t0)
+        .unwrap();
+    a.poll(t0);
+    assert_eq!(segments_at(&mut b, 7), 1, "the first window: one segment");
+    // Before the ACK timeout the same TID to the same peer replaces it.
+    let second = a
+        .send(tx, SendRequest::new(answer(7), Address::gsi(2)), t0 + MS)
+        .unwrap();
+    a.poll(t0 + MS);
+    assert_eq!(segments_at(&mut b, 7), 1, "the new answer's first segment");
+    let mut done = Vec::new();
+    for i in 0..10_000u32 {
+        a.poll(t0 + i * MS);
+        done.extend(std::iter::from_fn(|| a.poll_event()));
+    }
+    assert_eq!(segments_at(&mut b, 7), 0, "nothing resent in 10 s");
+    let c = completions(&done);
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert!(c.iter().all(|c| c.status == SendStatus::Timeout), "{c:?}");
+    assert!(c.iter().any(|c| c.send == first) && c.iter().any(|c| c.send == second));
+    let st = a.stats();
+    assert_eq!(
+        (
+            st.rmpp_unacknowledged_replaced,
+            st.rmpp_unacknowledged_ended
+        ),
+        (1, 1)
+    );
+    assert_eq!(a.outstanding(), 0);
 }

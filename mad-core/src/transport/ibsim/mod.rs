@@ -312,7 +312,10 @@ impl IbSimTransport {
                 qkey: if qp == Qp::Qp0 { 0 } else { GSI_QKEY },
                 ..Address::default()
             },
-            mad: crate::MadBuf::from_slice(whole_segment(r.mad_bytes(), &r.mad)),
+            mad: crate::MadBuf::from_slice(&unsegmented_request(whole_segment(
+                r.mad_bytes(),
+                &r.mad,
+            ))),
         };
         if r.status != 0 {
             self.undeliverable_count += 1;
@@ -651,6 +654,29 @@ impl Drop for IbSimTransport {
         }
         let id = self.client_id;
         self.disconnect(id);
+    }
+}
+
+/// A request of an RMPP class with the Active flag and RMPP version 0 is
+/// what a program under libumad2sim sends for a kernel to segment (osmtest's
+/// GetMulti): no kernel is there, the whole request is this one MAD, and
+/// an RMPP receiver would answer it ABORT(UNV). It is delivered as the
+/// single MAD it is, its RMPP header cleared (as OpenSM's vendor layer
+/// clears the header of a MAD it does not send as RMPP). Anything else is
+/// delivered as it came.
+fn unsegmented_request(mad: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    use crate::wire::rmpp::RMPP_FLAG_ACTIVE;
+    let lone = mad.len() >= 28
+        && crate::wire::MgmtClass(mad[1]).is_rmpp_class()
+        && mad[3] & crate::wire::METHOD_RESPONSE_BIT == 0
+        && mad[24] == 0
+        && mad[26] & RMPP_FLAG_ACTIVE != 0;
+    if lone {
+        let mut m = mad.to_vec();
+        m[24..28].fill(0);
+        std::borrow::Cow::Owned(m)
+    } else {
+        std::borrow::Cow::Borrowed(mad)
     }
 }
 

@@ -143,3 +143,31 @@ fn a_segment_served_at_its_used_length_is_delivered_whole_anything_else_as_decla
     smp[1] = 0x81;
     assert_eq!(whole_segment(&smp[..120], &smp).len(), 120);
 }
+
+#[test]
+fn an_unsegmented_active_request_is_delivered_as_a_single_mad_anything_else_as_it_came() {
+    use crate::wire::rmpp::RMPP_FLAG_ACTIVE;
+    // osmtest's GetMulti under libumad2sim: SA class, method 0x14,
+    // Active with RMPP version 0.
+    let mut m = [0u8; 256];
+    m[..4].copy_from_slice(&[1, 0x03, 2, 0x14]);
+    m[26] = RMPP_FLAG_ACTIVE;
+    m[60] = 7;
+    let d = super::unsegmented_request(&m);
+    assert_eq!(d[24..28], [0, 0, 0, 0], "RMPP header cleared");
+    assert_eq!(
+        (&d[..24], &d[28..]),
+        (&m[..24], &m[28..]),
+        "the rest as it came"
+    );
+    // A segment (version 1), a response, a class without RMPP: untouched.
+    let mut seg = m;
+    seg[24] = 1;
+    let mut resp = m;
+    resp[3] = 0x94;
+    let mut smp = m;
+    smp[1] = 0x81;
+    for x in [seg, resp, smp] {
+        assert_eq!(&*super::unsegmented_request(&x), &x[..]);
+    }
+}
