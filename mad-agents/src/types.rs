@@ -459,6 +459,14 @@ pub struct EngineConfig {
     /// descriptor it cannot wait on (none, or one epoll refuses, as
     /// under libumad2sim) while nothing is outstanding.
     pub fallback_tick: Duration,
+    /// End an RMPP answer whose receiver acknowledged nothing at its
+    /// first ACK timeout, and let a new answer with its TID to that peer
+    /// replace it (see [`crate::engine`#rmpp]). Off by default: the
+    /// kernel resends such an answer and refuses the duplicate TID. On
+    /// for ports whose clients may do no RMPP at all (programs under
+    /// libumad2sim on ibsim, which have no kernel to reassemble for
+    /// them): `mad --ibsim sm`'s SA.
+    pub end_unacknowledged_answers: bool,
 }
 
 impl Default for EngineConfig {
@@ -474,6 +482,7 @@ impl Default for EngineConfig {
             max_unanswered_per_port: FlowLimit::Auto,
             check_response_source: true,
             fallback_tick: Duration::from_millis(1),
+            end_unacknowledged_answers: false,
         }
     }
 }

@@ -54,6 +54,7 @@ struct Setup {
     per_agent: u8,
     per_port: u8,
     check_response_source: bool,
+    end_unacknowledged_answers: bool,
     rx_window: u8,
     rx_max_total: u8,
     rx_max_per_source: u8,
@@ -569,6 +570,7 @@ pub fn run(data: &[u8]) {
         max_unanswered_per_agent: limit(setup.per_agent),
         max_unanswered_per_port: limit(setup.per_port),
         check_response_source: setup.check_response_source,
+        end_unacknowledged_answers: setup.end_unacknowledged_answers,
         ..EngineConfig::default()
     };
     let log: Log = Arc::default();

@@ -143,9 +143,10 @@
 //! RMPP segment, a retry) that send fails with the port's error and
 //! completes once, when its posted work requests have completed.
 //!
-//! An answer whose receiver acknowledges nothing (an RMPP transfer that
-//! expects no response, none of whose segments was acknowledged when its
-//! first ACK timer expires) ends there, as [`SendStatus::Timeout`],
+//! With [`EngineConfig::end_unacknowledged_answers`] (off by default, as
+//! the kernel has no such rule), an answer whose receiver acknowledges
+//! nothing (an RMPP transfer that expects no response, none of whose
+//! segments was acknowledged when its first ACK timer expires) ends there, as [`SendStatus::Timeout`],
 //! without resending and without an ABORT
 //! ([`EngineStats::rmpp_unacknowledged_ended`]). Such a receiver does no
 //! RMPP — a program under libumad2sim, which has no kernel to reassemble

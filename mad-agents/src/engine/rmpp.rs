@@ -247,7 +247,8 @@ impl<T: Transport> Engine<T> {
             self.settle(idx, Some(now));
             return;
         }
-        if !tx.cfg.expects_response
+        if self.cfg.end_unacknowledged_answers
+            && !tx.cfg.expects_response
             && tx.sender.last_ack() == 0
             && tx.sender.poll_timeout().is_some_and(|d| d <= now)
         {

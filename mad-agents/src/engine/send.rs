@@ -96,7 +96,9 @@ impl<T: Transport> Engine<T> {
         if (!timeout.is_zero() && !allocated && self.waiting.contains_key(&key))
             || (rmpp_transfer
                 && self.rmpp_out_conflict(key, &dest)
-                && !(is_response && self.replace_unacknowledged(key, &dest, now)))
+                && !(is_response
+                    && self.cfg.end_unacknowledged_answers
+                    && self.replace_unacknowledged(key, &dest, now)))
         {
             return Err(SendError::DuplicateTid { tid, class });
         }

@@ -782,7 +782,13 @@ fn an_answer_whose_receiver_acknowledges_nothing_ends_at_the_first_ack_timeout_a
     // new request with its TID and peer gets the new answer instead of a
     // duplicate-TID refusal.
     let (a, mut b) = Loopback::pair(Loopback::attrs("a", 1, 1), Loopback::attrs("b", 1, 2), 64);
-    let mut a = Engine::new(a, EngineConfig::default());
+    let mut a = Engine::new(
+        a,
+        EngineConfig {
+            end_unacknowledged_answers: true,
+            ..EngineConfig::default()
+        },
+    );
     let tx = vendor_agent(&mut a, "tx", &[]);
     let t0 = Instant::now();
     let answer = |tid: u64| {

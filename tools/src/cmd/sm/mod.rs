@@ -79,11 +79,11 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                     o.guid
                 )));
             }
-            serve(t, &o, &mut log, &stop)
+            serve(t, true, &o, &mut log, &stop)
         }
         TransportChoice::Sim(topo) if inv.session.no_sm => {
             let t = sim_port(topo.as_deref(), inv.session.sim_node.as_deref(), &o)?;
-            serve(t, &o, &mut log, &stop)
+            serve(t, false, &o, &mut log, &stop)
         }
         TransportChoice::Sim(_) => Err(CliError::Usage(
             "sm: the built-in fabric runs SM-lite already; add --no-sm (mad --sim --no-sm sm) \
@@ -96,7 +96,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             let mut t = UmadTransport::open(ca.as_deref(), port)
                 .map_err(|e| CliError::Failed(format!("sm: {e}")))?;
             claim_sm_port(&mut t)?;
-            serve(t, &o, &mut log, &stop)
+            serve(t, false, &o, &mut log, &stop)
         }
     };
     for id in sig {
@@ -187,9 +187,10 @@ fn umad_port(o: &SmOpts) -> Result<(Option<String>, u8), CliError> {
 }
 
 /// Runs the SM and the SA on `t` until stopped (or one sweep with
-/// `-o`).
+/// `-o`); `ibsim` when `t` is on ibsim (see `end_unacknowledged_answers`).
 fn serve<T: split::Waitable + 'static>(
     t: T,
+    ibsim: bool,
     o: &SmOpts,
     log: &mut Log<'_, '_>,
     stop: &AtomicBool,
@@ -197,7 +198,15 @@ fn serve<T: split::Waitable + 'static>(
     let attrs = t.port_attrs().clone();
     let (mut qp0, qp1) = split::split(t);
     let source = Arc::new(FabricSa::new(SubnetView::default()));
-    let rt = Runtime::start(qp1, EngineConfig::default())
+    // On ibsim the SA's clients are programs under libumad2sim, which do
+    // no RMPP (osmtest takes a table's first segment and never ACKs): an
+    // answer nobody acknowledges ends at its first ACK timeout rather
+    // than being resent to the next program at that port.
+    let engine = EngineConfig {
+        end_unacknowledged_answers: ibsim,
+        ..EngineConfig::default()
+    };
+    let rt = Runtime::start(qp1, engine)
         .map_err(|e| CliError::Failed(format!("sm: cannot start the SA's runtime: {e}")))?;
     let cfg = SaResponderConfig {
         name: "mad-sm-sa".to_owned(),
