@@ -187,18 +187,7 @@ fn bring_up_and_check(name: &str) {
     .unwrap();
 
     // sminfo: mad sm is the master, at the LID it holds.
-    let out = diag(&sim, "sminfo", &[]);
-    assert!(
-        out.contains("SMINFO_MASTER") && out.contains(&format!("sm guid {guid:#x},")),
-        "{name}: sminfo does not show mad sm (GUID {guid:#x}) as MASTER:\n{out}"
-    );
-    let sm_lid: u16 = out
-        .split("sm lid ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap()
-        .parse()
-        .unwrap();
+    let sm_lid = sminfo_master_lid(&sim, guid, name);
     assert_ne!(
         cap_mask(&sim, sm_lid) & IS_SM,
         0,
@@ -235,6 +224,22 @@ fn bring_up_and_check(name: &str) {
         0,
         "{name}: IsSM left set after mad sm exited"
     );
+}
+
+/// The real `sminfo` shows mad sm (port GUID `guid`) as MASTER: the
+/// LID it reports.
+fn sminfo_master_lid(sim: &IbSim, guid: u64, name: &str) -> u16 {
+    let out = diag(sim, "sminfo", &[]);
+    assert!(
+        out.contains("SMINFO_MASTER") && out.contains(&format!("sm guid {guid:#x},")),
+        "{name}: sminfo does not show mad sm (GUID {guid:#x}) as MASTER:\n{out}"
+    );
+    out.split("sm lid ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -307,18 +312,7 @@ fn mad_sm_over_umad_sets_issm_answers_sminfo_and_clears_issm_on_exit() {
     sm.wait("subnet_up", UP_TIMEOUT);
     let guid = sm.seen("start", "port_guid");
     let guid = u64::from_str_radix(guid.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
-    let out = diag(&sim, "sminfo", &[]);
-    assert!(
-        out.contains("SMINFO_MASTER") && out.contains(&format!("sm guid {guid:#x},")),
-        "sminfo does not show mad sm (GUID {guid:#x}) as MASTER:\n{out}"
-    );
-    let sm_lid: u16 = out
-        .split("sm lid ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap()
-        .parse()
-        .unwrap();
+    let sm_lid = sminfo_master_lid(&sim, guid, "umad");
     assert_ne!(cap_mask(&sim, sm_lid) & IS_SM, 0, "IsSM not set over umad");
     sm.stop();
     assert_eq!(

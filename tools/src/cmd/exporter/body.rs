@@ -275,14 +275,20 @@ mod tests {
         assert!(String::from_utf8_lossy(&plain).contains("infiniband_scrape_ok 0"));
     }
 
-    #[test]
-    fn a_format_scraped_gzipped_is_encoded_ahead_for_the_next_snapshot() {
+    /// An empty snapshot slot, its bodies, and a current-thread runtime.
+    fn setup() -> (Shared, Arc<Bodies>, tokio::runtime::Runtime) {
         let shared: Shared = Arc::default();
         let bodies = Arc::new(Bodies::new(Arc::clone(&shared), false));
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
+        (shared, bodies, rt)
+    }
+
+    #[test]
+    fn a_format_scraped_gzipped_is_encoded_ahead_for_the_next_snapshot() {
+        let (shared, bodies, rt) = setup();
         let ready = |b: &Bodies, i: usize| {
             let c = b.cache.lock().unwrap_or_else(PoisonError::into_inner);
             c.snap.is_some() && c.cells[i].as_ref().is_some_and(|c| c.initialized())
@@ -302,12 +308,7 @@ mod tests {
 
     #[test]
     fn a_scrape_during_the_encoding_gets_the_last_finished_body_at_once() {
-        let shared: Shared = Arc::default();
-        let bodies = Arc::new(Bodies::new(Arc::clone(&shared), false));
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (shared, bodies, rt) = setup();
         let gz = |s: Option<Arc<Snapshot>>| {
             encode_body(s, Format::OpenMetrics, true, false).unwrap_or_default()
         };
