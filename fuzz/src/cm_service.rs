@@ -258,9 +258,14 @@ pub fn run(data: &[u8]) {
     for id in w.honest.clone() {
         let _ = w.a.cm.disconnect(id, &[]);
     }
-    for _ in 0..4 {
+    // Each pump fires what is due once; a REP resent 16 times needs as
+    // many rounds (what cm_peers_ops does in 32).
+    for _ in 0..48 {
+        if w.b.pump.poll_timeout().is_none() && w.a.pump.poll_timeout().is_none() {
+            break;
+        }
         w.clock.advance(Duration::from_secs(7 * 24 * 3600));
-        for _ in 0..3 {
+        for _ in 0..2 {
             w.pump();
         }
         w.check();
