@@ -29,17 +29,9 @@ pub(crate) unsafe fn symbol<T: Copy>(
 /// promise [`symbol`] asks for.
 macro_rules! symbols {
     ($lib:ident, $lib_name:expr, $prefix:literal, $lib_ty:ident { $($field:ident),* $(,)? }) => {
-        $lib_ty {
-            $(
-                $field: $crate::transport::dl::symbol(
-                    &$lib,
-                    $lib_name,
-                    concat!($prefix, stringify!($field), "\0").as_bytes(),
-                )?,
-            )*
-            _lib: $lib,
-        }
+        $crate::transport::dl::symbols!($lib, $lib_name, $prefix, $lib_ty { $($field),* } with {})
     };
+    // The same, with more fields set to given values (optional symbols).
     ($lib:ident, $lib_name:expr, $prefix:literal, $lib_ty:ident { $($field:ident),* $(,)? } with { $($extra:ident: $val:expr),* $(,)? }) => {
         $lib_ty {
             $(
