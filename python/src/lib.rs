@@ -590,9 +590,7 @@ impl Port {
     /// at `node`/`port`.
     fn sim_cable(&self, py: Python<'_>, node: String, port: u8, up: bool) -> PyResult<()> {
         self.with(py, |p| {
-            let s = p
-                .sim()
-                .ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
+            let s = on_sim(p)?;
             let f = s.fabric();
             let r = if up {
                 f.link_up(node.as_str(), port)
@@ -607,9 +605,7 @@ impl Port {
     /// changed to the subscribers of its SA).
     fn sim_resweep(&self, py: Python<'_>) -> PyResult<()> {
         self.with(py, |p| {
-            let s = p
-                .sim()
-                .ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
+            let s = on_sim(p)?;
             s.resweep();
             Ok(())
         })
@@ -631,9 +627,7 @@ impl Port {
         .find(|e| madstack::events::event_name(e) == name)
         .ok_or_else(|| InputError::new_err(format!("no event {name:?}")))?;
         self.with(py, |p| {
-            let s = p
-                .sim()
-                .ok_or_else(|| Error::Input("not on the built-in fabric".into()))?;
+            let s = on_sim(p)?;
             let a = p.attrs();
             s.fabric()
                 .inject(a.ca_name.as_str(), a.port_num, EndpointFault::Event(ev))
@@ -764,4 +758,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ClosedError", py.get_type::<ClosedError>())?;
     m.add("InputError", py.get_type::<InputError>())?;
     Ok(())
+}
+
+/// The built-in fabric under `p`, for the `sim_*` calls.
+fn on_sim(p: &madstack::Port) -> Result<&madstack::sim::Subnet, Error> {
+    p.sim()
+        .ok_or_else(|| Error::Input("not on the built-in fabric".into()))
 }
