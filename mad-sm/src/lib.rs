@@ -190,7 +190,7 @@ use mad_core::wire::{
 
 pub use config::SmConfig;
 pub use driver::SmDriver;
-pub use events::{SmError, SmEvent, SmStats};
+pub use events::{SmError, SmEvent, SmStats, EVENT_QUEUE_CAP};
 pub use mcast::{mcast_tables, McGroup};
 pub use routing::{LidBook, MAX_UNICAST_LID, NO_ROUTE};
 pub use subnet::{NodeIdx, PortRef, SmNode, SmPort, Subnet};
@@ -469,7 +469,7 @@ pub struct SubnetManager {
     resend: VecDeque<u64>,
     responses: VecDeque<(Vec<u8>, Address)>,
     next_tid: u32,
-    events: VecDeque<SmEvent>,
+    events: events::EventQueue,
     resweep_pending: bool,
     resweep_at: Option<Instant>,
     subnet_up: bool,
@@ -526,7 +526,7 @@ impl SubnetManager {
             resend: VecDeque::new(),
             responses: VecDeque::new(),
             next_tid: 0,
-            events: VecDeque::new(),
+            events: events::EventQueue::default(),
             resweep_pending: false,
             resweep_at: None,
             subnet_up: false,
@@ -845,7 +845,10 @@ impl SubnetManager {
     /// Sweep and SMP counters.
     #[must_use]
     pub fn stats(&self) -> SmStats {
-        self.stats.clone()
+        SmStats {
+            events_dropped: self.events.dropped(),
+            ..self.stats.clone()
+        }
     }
 }
 
