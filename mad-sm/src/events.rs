@@ -8,7 +8,7 @@ use mad_core::wire::{AttributeId, Method};
 
 /// Something that went wrong, reported as [`SmEvent::Error`]. None of
 /// them stops SM-lite; a sweep with errors raises no SubnetUp and is
-/// repeated after [`SmConfig::error_resweep_delay`].
+/// repeated after [`crate::SmConfig::error_resweep_delay`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SmError {
@@ -118,7 +118,7 @@ pub enum SmError {
     LocalUnreachable,
 }
 
-/// What SM-lite reports through [`SubnetManager::poll_event`].
+/// What SM-lite reports through [`crate::SubnetManager::poll_event`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SmEvent {

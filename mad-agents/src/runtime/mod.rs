@@ -104,7 +104,7 @@
 //!   deregistering one, instead of deadlocking on that lock.
 //! - If the loop thread ends anyway (a panic outside any callback, such as
 //!   in the transport), the runtime stops as if shut down: every thread in
-//!   [`AgentRef::send_and_wait`] gets [`SendError::Stopped`], deregistering
+//!   [`AgentRef::send_and_wait`] gets [`crate::SendError::Stopped`], deregistering
 //!   threads and drops of [`Agent`]s return (their sends are abandoned
 //!   with the loop), channels close ([`AgentReceiver::recv`] returns
 //!   `None` once the events already in it are taken), and later
