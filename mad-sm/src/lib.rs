@@ -427,25 +427,24 @@ struct Programmed {
 /// A set of LinearForwardingTable block numbers, one bit each (a switch
 /// has at most 768 blocks).
 #[derive(Debug, Clone, Default)]
-struct BlockSet(Vec<u64>);
+struct BlockSet(bitvec::vec::BitVec<u64>);
 
 impl BlockSet {
     fn contains(&self, block: u32) -> bool {
-        let (w, b) = (block as usize / 64, block % 64);
-        self.0.get(w).is_some_and(|x| x & (1 << b) != 0)
+        self.0.get(block as usize).is_some_and(|b| *b)
     }
 
     fn insert(&mut self, block: u32) {
-        let (w, b) = (block as usize / 64, block % 64);
-        if self.0.len() <= w {
-            self.0.resize(w + 1, 0);
+        let i = block as usize;
+        if self.0.len() <= i {
+            self.0.resize(i + 1, false);
         }
-        self.0[w] |= 1 << b;
+        self.0.set(i, true);
     }
 
     fn remove(&mut self, block: u32) {
-        if let Some(x) = self.0.get_mut(block as usize / 64) {
-            *x &= !(1 << (block % 64));
+        if let Some(mut b) = self.0.get_mut(block as usize) {
+            *b = false;
         }
     }
 }
