@@ -177,12 +177,23 @@ fn path_pairs(out: &str) -> Vec<(u16, u16)> {
 }
 
 #[test]
-fn mad_sm_lmc_2_gives_four_lids_a_port_distinct_paths_and_paths_from_the_sa() {
+fn mad_sm_lmc_2_ftree_gives_four_lids_a_port_distinct_paths_and_paths_from_the_sa() {
+    mad_sm_lmc_2("ftree");
+}
+
+/// The same with min-hop (its own picker: a round robin over a leaf's
+/// uplinks).
+#[test]
+fn mad_sm_lmc_2_minhop_gives_four_lids_a_port_distinct_paths_and_paths_from_the_sa() {
+    mad_sm_lmc_2("minhop");
+}
+
+fn mad_sm_lmc_2(engine: &str) {
     if !needs() {
         return;
     }
     let sim = IbSim::start(support::topologies_dir().join(FABRIC));
-    let mut sm = MadSm::start(&sim, &["-l", "2", "-R", "ftree"]);
+    let mut sm = MadSm::start(&sim, &["-l", "2", "-R", engine]);
     sm.wait("subnet_up", UP_TIMEOUT);
     assert_eq!(sm.seen("sweep_done", "errors"), 0, "{:#?}", sm.seen);
     let (cas, text) = ca_lids(&sim);
@@ -214,7 +225,7 @@ fn mad_sm_lmc_2_gives_four_lids_a_port_distinct_paths_and_paths_from_the_sa() {
         );
         assert_eq!(field(&pi, "Lid"), Some(l.to_string().as_str()), "{pi}");
     }
-    let crossed = four_paths(&sim, "mad sm", &cas);
+    let crossed = four_paths(&sim, &format!("mad sm -R {engine}"), &cas);
     assert!(
         crossed >= 12,
         "only {crossed} sampled pairs crossed the spines"
