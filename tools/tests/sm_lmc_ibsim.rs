@@ -313,3 +313,38 @@ fn opensm_lmc_2_on_the_same_fabric_gives_the_same_shape() {
     assert_eq!(r["deadlock_free"], true, "{r}");
     drop(osm);
 }
+
+/// `mad sm --lmc 8`, `mad sm -l x`, `mad sim -l 9` are refused (exit 2)
+/// naming the option; an LMC whose ranges do not fit the switches'
+/// tables is reported by `mad sim`, not a panic.
+#[test]
+fn a_bad_lmc_is_refused_naming_the_option_and_ranges_that_do_not_fit_are_reported() {
+    for args in [
+        &["sm", "--lmc", "8"][..],
+        &["sm", "-l", "x"],
+        &["sm", "--lmc=", "-o"],
+        &["sim", "-l", "9"],
+        &["sim", "--lmc", "two"],
+    ] {
+        let o = Command::new(MAD).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--lmc"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // 324 CA ports x 128 LIDs: LID 41599 is past the built-in switches'
+    // LinearFDBCap (30720).
+    let o = Command::new(MAD)
+        .args(["sim", "-l", "7", "-q", "--script", "/dev/null"])
+        .arg(support::topologies_dir().join(FABRIC))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("did not bring the subnet up")
+            && err.contains("LinearFDBCap 30720 cannot hold LID 41599"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
