@@ -49,16 +49,18 @@
 //!    switches, PortInfo of every switch port and of each CA port entered.
 //!    Links are found by sending NodeInfo out of every switch port whose
 //!    physical link is up and whose far end is not yet known.
-//! 2. **Route**: LIDs (LMC 0; a switch gets one, on port 0; each CA port
-//!    one; from 1 up, stable by port GUID across sweeps) and min-hop
-//!    linear forwarding tables ([`routing`]). A big fabric (over 1 M
+//! 2. **Route**: LIDs (a switch gets one, on port 0; each CA port an
+//!    aligned range of 2^LMC, [`SmConfig::lmc`]; from 1 up, stable by
+//!    port GUID across sweeps) and linear forwarding tables routing every
+//!    LID of every range ([`routing`]; the LIDs of one port leave each
+//!    switch toward different neighbours where it has them). A big fabric (over 1 M
 //!    table entries) is routed on a thread of its own while the Sets of
 //!    step 3 go out; each switch's LFT blocks wait for its table only.
 //!    The tables and the SMPs are the same either way: the thread only
 //!    computes, and SM-lite stays free of I/O and clocks.
 //! 3. **Configure**: PortInfo Set where something differs (LID, MasterSMLID,
-//!    SubnetTimeOut, GID prefix, M_Key 0, LMC 0 on CA ports and switch
-//!    port 0) or a port in Initialize is to be Armed; SwitchInfo Set
+//!    SubnetTimeOut, GID prefix, M_Key 0, LMC: the configured one on CA
+//!    ports, 0 on switch port 0) or a port in Initialize is to be Armed; SwitchInfo Set
 //!    (LinearFDBTop = highest LID, PortStateChange cleared); every
 //!    LinearForwardingTable block that differs from what SM-lite last
 //!    programmed into that switch. PortInfo and LFT Sets wait in a
@@ -152,8 +154,8 @@
 //! MulticastFDBTop ([`mcast`]), in a sweep's Configure phase or, when the
 //! groups change between sweeps, in a Multicast phase of its own.
 //!
-//! Not done (SM-lite is not OpenSM): M_Key protection, LMC > 0,
-//! partitions, QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
+//! Not done (SM-lite is not OpenSM): M_Key protection, `lmc_esp0`
+//! (LMC on switch port 0), partitions, QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
 //! (OpenSM 3.3 makes none either); a Master that finds a better Master
 //! stands by at once, where OpenSM stays Master and waits for its
 //! HANDOVER; a light sweep reads switches only (a CA-to-CA link with no

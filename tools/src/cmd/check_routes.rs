@@ -7,13 +7,15 @@
 //! looks at).
 //!
 //! ```text
-//! mad [--sim[=TOPO]|--ibsim|-C CA -P PORT] check-routes [--json] [-v] [-R LIST [-a FILE]]
+//! mad [--sim[=TOPO]|--ibsim|-C CA -P PORT] check-routes [--json] [-v] [-R LIST [-a FILE]] [-l LMC]
 //! ```
 //! `-v` lists every switch's ports (routes: CA LIDs its table sends out
 //! of the port; pairs: (source CA, destination LID) pairs whose route
 //! leaves by it). On the built-in fabric (`--sim`),
 //! `-R LIST` / `-a FILE` route it with those engines (as `mad sm -R` /
-//! `--root_guid_file`) before the check.
+//! `--root_guid_file`) and `-l N` gives its CA ports LMC N (as `mad sm
+//! -l`) before the check. Every LID of a port's LMC range is a
+//! destination of the check (the pairs count each).
 //!
 //! Exit status: 0 when the routes have no cycle and connect every CA
 //! pair; 1 when they do not (the report says why); 3 when discovery or a
@@ -61,6 +63,13 @@ const OPTS: &[Opt] = &[
         true,
         Some("<file>"),
         "on the built-in fabric (--sim): updn's root switch GUIDs",
+    ),
+    Opt::new(
+        "lmc",
+        'l',
+        true,
+        Some("<0-7>"),
+        "on the built-in fabric (--sim): give CA ports 2^N LIDs first (as mad sm -l)",
     ),
 ];
 
@@ -323,11 +332,21 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         )));
     }
     let mut routing = RoutingConfig::default();
+    let mut lmc = None;
     for (key, val) in &p.custom {
         let v = val.as_deref().unwrap_or("");
         if *key == i32::from(b'R') {
             routing.engines = Engine::parse_list(v)
                 .map_err(|e| CliError::Usage(format!("check-routes: -R: {e}")))?;
+        } else if *key == i32::from(b'l') {
+            lmc = Some(match v.trim().parse::<u8>() {
+                Ok(n) if n <= 7 => n,
+                _ => {
+                    return Err(CliError::Usage(format!(
+                        "check-routes: --lmc: {v:?} is not an LMC (0-7)"
+                    )))
+                }
+            });
         } else if *key == i32::from(b'a') {
             let text = std::fs::read_to_string(v).map_err(|e| {
                 CliError::Input(format!("check-routes: cannot read root_guid_file {v}: {e}"))
@@ -336,13 +355,16 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 .map_err(|e| CliError::Input(format!("check-routes: root_guid_file {v}: {e}")))?;
         }
     }
-    if routing != RoutingConfig::default() {
+    if routing != RoutingConfig::default() || lmc.is_some() {
         if !matches!(inv.session.transport, TransportChoice::Sim(_)) {
             return Err(CliError::Usage(
-                "check-routes: -R and -a route the built-in fabric (--sim); on another fabric its SM chose the routes"
+                "check-routes: -R, -a and -l route the built-in fabric (--sim); on another fabric its SM chose the routes"
                     .into(),
             ));
         }
+        inv.session.sim_lmc = lmc.unwrap_or(0);
+    }
+    if routing != RoutingConfig::default() {
         if routing.engines.is_empty() {
             routing.engines = vec![Engine::UpDown];
         }
