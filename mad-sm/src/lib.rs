@@ -167,6 +167,7 @@ pub mod lft;
 mod light;
 pub mod mcast;
 mod negotiate;
+pub mod partitions;
 mod program;
 mod recv;
 mod reroute;
