@@ -63,6 +63,11 @@ pub struct SmConfig {
     /// The routing engines to try and their settings (OpenSM's
     /// `routing_engine`, `root_guid_file`); default min-hop alone.
     pub routing: crate::routing::engines::RoutingConfig,
+    /// The partitions to program (OpenSM's `partitions.conf`, `-P`):
+    /// P_Key tables on every end port and on the switch ports facing
+    /// them, with partition enforcement there ([`crate::partitions`]).
+    /// Default `None`: P_Key tables are left as the ports hold them.
+    pub partitions: Option<crate::partitions::PartitionConfig>,
 }
 
 impl Default for SmConfig {
@@ -85,6 +90,7 @@ impl Default for SmConfig {
             polling_retry_number: 4,
             sweep_interval: None,
             routing: crate::routing::engines::RoutingConfig::default(),
+            partitions: None,
         }
     }
 }

@@ -181,8 +181,8 @@ use std::time::Instant;
 use mad_core::hash::{FastMap, FastSet};
 use mad_core::transport::{Address, PortAttrs, PERMISSIVE_LID};
 use mad_core::wire::attr::{
-    port_cap, LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
-    PortState, SmInfo, SmState, SwitchInfo,
+    port_cap, LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PKeyTable,
+    PhysPortState, PortInfo, PortState, SmInfo, SmState, SwitchInfo,
 };
 use mad_core::wire::smp::{DrPath, Smp, DR_DIRECTION_BIT, DR_MAX_HOPS};
 use mad_core::wire::{
@@ -258,6 +258,14 @@ enum Kind {
     SetMcastTop {
         guid: u64,
         top: u16,
+    },
+    /// P_KeyTable block `block` of port `port` of the node with GUID
+    /// `guid`, set to `want`.
+    SetPKeys {
+        guid: u64,
+        port: u8,
+        block: u16,
+        want: Box<[u16; 32]>,
     },
     /// SMInfo of another SM found during discovery (port GUID `guid`).
     GetSmInfo {
@@ -463,6 +471,9 @@ pub struct SubnetManager {
     subnet: Subnet,
     book: LidBook,
     programmed: FastMap<u64, Programmed>,
+    /// P_Key tables SM-lite wrote and had confirmed, by (node GUID,
+    /// port number).
+    pkeys_written: FastMap<(u64, u8), Vec<u16>>,
     mcast: mcast::McState,
     sm_lid: u16,
     ready: VecDeque<Request>,
@@ -520,6 +531,7 @@ impl SubnetManager {
             subnet: Subnet::default(),
             book: LidBook::default(),
             programmed: FastMap::default(),
+            pkeys_written: FastMap::default(),
             mcast: mcast::McState::default(),
             sm_lid: 0,
             ready: VecDeque::new(),

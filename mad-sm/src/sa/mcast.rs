@@ -74,6 +74,16 @@ impl FabricSa {
             r.mgid = g;
         }
         let group = mc.group(&r.mgid);
+        // A member must be in the group's partition (OpenSM refuses the
+        // join otherwise).
+        let gpkey = group
+            .as_ref()
+            .map_or(if r.pkey == 0 { 0xFFFF } else { r.pkey }, |g| g.pkey);
+        let mut guid = [0u8; 8];
+        guid.copy_from_slice(&r.port_gid[8..]);
+        if !self.view().may_join(u64::from_be_bytes(guid), gpkey) {
+            return Err(MadStatus::SA_REQ_INVALID.0);
+        }
         match group {
             Some(g) => {
                 r.mlid = g.mlid;

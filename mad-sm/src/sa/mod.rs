@@ -13,9 +13,9 @@
 //! | PortInfoRecord | port read in the sweep (every switch port, the CA ports with a link) | PortInfo as read, with what SM-lite set (LID, MasterSMLID, GID prefix, SubnetTimeOut, LMC 0, M_Key, state Active for a linked port once the subnet is up) |
 //! | SwitchInfoRecord | switch | SwitchInfo with LinearFDBTop as programmed, PortStateChange clear |
 //! | LinkRecord | link, each direction | the links the sweep found (switch port 0 LID for switch ends) |
-//! | PathRecord | pair of LID-bearing ports with a route | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key 0xFFFF, SL 0, PacketLifeTime 18, reversible |
+//! | PathRecord | pair of LID-bearing ports with a route | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key the first the ends share (none shared: no record; 0xFFFF without partitions), SL 0, PacketLifeTime 18, reversible |
 //! | GUIDInfoRecord | LID-bearing port | block 0, GUID 0 the port GUID |
-//! | P_KeyTableRecord | LID-bearing port and linked switch port | block 0: 0xFFFF (SM-lite runs the default partition only) |
+//! | P_KeyTableRecord | LID-bearing port and linked switch port, each block | the tables SM-lite programs from the partitions ([`crate::partitions`]); without them block 0: 0xFFFF |
 //! | SLtoVLMappingTableRecord | CA port (InputPort / OutputPort 0); switch: pair of its ports, port 0 included | the fabric's defaults, listed by OpenSM's rules (the source matches these itself, [`RecordSource::exact`]) |
 //! | VLArbitrationTableRecord | block 1–4 of a CA port (a query for the CA's port 0 gets its own port, as OpenSM answers) and of every switch port | the fabric's defaults, as above |
 //! | LinearForwardingTableRecord | switch, 64-LID block up to LinearFDBTop | the LFTs SM-lite computed |
@@ -291,7 +291,12 @@ impl RecordSource for FabricSa {
             }
             AttributeId::SA_LINK_RECORD => v.link_records(lid),
             AttributeId::SA_GUIDINFO_RECORD => v.guid_records(lid),
-            AttributeId::SA_PKEY_TABLE_RECORD => v.pkey_records(lid),
+            AttributeId::SA_PKEY_TABLE_RECORD => {
+                // BlockNum at 2 (component 1).
+                let block = (q.comp_mask & 2 != 0)
+                    .then(|| u16::from_be_bytes([byte(q.template, 2), byte(q.template, 3)]));
+                v.pkey_records(lid, block)
+            }
             AttributeId::SA_SL2VL_RECORD => v.sl2vl_records(q),
             AttributeId::SA_VLARB_RECORD => v.vlarb_records(q),
             AttributeId::SA_SMINFO_RECORD => v.sm_info_records(lid),
