@@ -152,8 +152,15 @@
 //! MulticastFDBTop ([`mcast`]), in a sweep's Configure phase or, when the
 //! groups change between sweeps, in a Multicast phase of its own.
 //!
+//! **Partitions** ([`SmConfig::partitions`], OpenSM's partitions.conf,
+//! [`partitions`]): in the Configure phase every end port gets its
+//! P_KeyTable Set, and every switch port facing one gets the same keys
+//! and PortInfo partition enforcement (inbound and outbound; off
+//! between switches); a block is sent again only when it differs from
+//! what the port confirmed. Without them P_Key tables are left alone.
+//!
 //! Not done (SM-lite is not OpenSM): M_Key protection, LMC > 0,
-//! partitions, QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
+//! QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
 //! (OpenSM 3.3 makes none either); a Master that finds a better Master
 //! stands by at once, where OpenSM stays Master and waits for its
 //! HANDOVER; a light sweep reads switches only (a CA-to-CA link with no

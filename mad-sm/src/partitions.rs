@@ -313,7 +313,10 @@ impl PartitionConfig {
             if trimmed.is_empty() {
                 continue;
             }
-            if trimmed.len() >= 5 && trimmed[..5].eq_ignore_ascii_case("mgid=") {
+            if trimmed
+                .get(..5)
+                .is_some_and(|h| h.eq_ignore_ascii_case("mgid="))
+            {
                 part.groups.push(group_line(trimmed, ln)?);
                 continue;
             }
@@ -751,6 +754,24 @@ mod tests {
             assert!(e.to_string().contains(what), "{text:?}: {e}");
             assert!(e.to_string().starts_with(&format!("line {line}: ")));
         }
+    }
+
+    #[test]
+    fn odd_text_is_an_error_not_a_panic() {
+        for text in [
+            "a=0x1 : mgi\u{20ac}x;",
+            "\u{20ac}=0x1 : ALL;",
+            "a=0x1 : =full;",
+            "a=0x1 : 0x1=;",
+            "=0x1,,, : ,,;",
+            ";;;",
+            "a=0x1 : mgid=;",
+            "a=0x1 : ALL=full : SELF;",
+            "a=0x1, rate=99999999999999999999 : ALL;",
+        ] {
+            let _ = PartitionConfig::parse(text);
+        }
+        assert!(PartitionConfig::parse("a=0x1 : mgi\u{20ac}x;").is_err());
     }
 
     #[test]
