@@ -502,6 +502,84 @@ fn group_line(t: &str, line: usize) -> Result<GroupSpec, ParseError> {
     Ok(GroupSpec { mgid, flags, line })
 }
 
+/// A multicast group a partition asks for: the IPoIB broadcast group of
+/// an `ipoib` partition, or an `mgid=` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionGroup {
+    /// The MGID (scope nibble set, an IP group's P_Key bits filled in).
+    pub mgid: [u8; 16],
+    /// The partition's P_Key, full-member bit set.
+    pub pkey: u16,
+    /// Q_Key (0x0b1b for IP groups unless given, else 0).
+    pub qkey: u32,
+    /// MTU code (default 4, 2048).
+    pub mtu: u8,
+    /// Rate code (default 3, 10 Gb/s).
+    pub rate: u8,
+    /// Service level (default 0).
+    pub sl: u8,
+    /// Traffic class (default 0).
+    pub tclass: u8,
+    /// Flow label (default 0).
+    pub flow_label: u32,
+    /// Scope (default 2, link-local).
+    pub scope: u8,
+}
+
+/// The multicast groups `cfg`'s partitions ask for, as OpenSM makes
+/// them at start: for an `ipoib` partition the IPoIB broadcast group
+/// `ff1S:401b:PPPP::ffff:ffff` (P_Key with the full bit, scope S from
+/// its `scope=` flags, default 2) with the definition's flags; for each
+/// `mgid=` line its group, once per `scope=` given. An IP group
+/// (signature 401b or 601b) whose P_Key bits are 0 gets the partition's.
+#[must_use]
+pub fn partition_groups(cfg: &PartitionConfig) -> Vec<PartitionGroup> {
+    let mut out: Vec<PartitionGroup> = Vec::new();
+    let mut add = |mgid: [u8; 16], pkey: u16, f: &GroupFlags| {
+        let ip = matches!([mgid[2], mgid[3]], [0x40, 0x1B] | [0x60, 0x1B]);
+        let scopes = if f.scope.is_empty() {
+            vec![mgid[1] & 0x0F]
+        } else {
+            f.scope.clone()
+        };
+        for scope in scopes {
+            let mut g = mgid;
+            g[1] = (g[1] & 0xF0) | (scope & 0x0F);
+            if ip && g[4] == 0 && g[5] == 0 {
+                g[4..6].copy_from_slice(&pkey.to_be_bytes());
+            }
+            if out.iter().any(|x| x.mgid == g) {
+                continue;
+            }
+            out.push(PartitionGroup {
+                mgid: g,
+                pkey,
+                qkey: f.qkey.unwrap_or(if ip { 0x0B1B } else { 0 }),
+                mtu: f.mtu.unwrap_or(4),
+                rate: f.rate.unwrap_or(3),
+                sl: f.sl.unwrap_or(0),
+                tclass: f.tclass.unwrap_or(0),
+                flow_label: f.flow_label.unwrap_or(0),
+                scope: scope & 0x0F,
+            });
+        }
+    };
+    for p in &cfg.partitions {
+        let pkey = p.pkey | FULL_MEMBER;
+        if p.ipoib {
+            let mut g = [0u8; 16];
+            g[..4].copy_from_slice(&[0xFF, 0x12, 0x40, 0x1B]);
+            g[4..6].copy_from_slice(&pkey.to_be_bytes());
+            g[12..].copy_from_slice(&[0xFF; 4]);
+            add(g, pkey, &p.flags);
+        }
+        for grp in &p.groups {
+            add(grp.mgid, pkey, &grp.flags);
+        }
+    }
+    out
+}
+
 /// What [`pkey_tables`] gives a subnet's ports.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PKeyPlan {
@@ -772,6 +850,36 @@ mod tests {
             let _ = PartitionConfig::parse(text);
         }
         assert!(PartitionConfig::parse("a=0x1 : mgi\u{20ac}x;").is_err());
+    }
+
+    #[test]
+    fn ipoib_partitions_and_mgid_lines_make_groups() {
+        let c = PartitionConfig::parse(
+            "Default=0x7fff,ipoib : ALL=full;\n\
+             t=0x0001,ipoib,mtu=5,scope=2,scope=5 :\n\
+             mgid=ff12:401b::0707,sl=1\n\
+             mgid=ff15::1,Q_Key=0x11\n\
+             ALL;",
+        )
+        .expect("parses");
+        let g = partition_groups(&c);
+        let mgids: Vec<String> = g
+            .iter()
+            .map(|x| Ipv6Addr::from(x.mgid).to_string())
+            .collect();
+        assert_eq!(
+            mgids,
+            [
+                "ff12:401b:ffff::ffff:ffff",
+                "ff12:401b:8001::ffff:ffff",
+                "ff15:401b:8001::ffff:ffff",
+                "ff12:401b:8001::707",
+                "ff15::1",
+            ]
+        );
+        assert_eq!((g[1].mtu, g[1].qkey, g[1].pkey), (5, 0x0B1B, 0x8001));
+        assert_eq!((g[3].sl, g[3].qkey), (1, 0x0B1B));
+        assert_eq!((g[4].qkey, g[4].scope), (0x11, 5));
     }
 
     #[test]

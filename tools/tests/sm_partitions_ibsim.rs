@@ -4,9 +4,11 @@
 //! Hca4, each pair across the two switches) gives the P_Key tables
 //! `smpquery pkeys` shows on the CA ports, the SM's port and the switch
 //! ports facing the CAs; `saquery` gets a PathRecord within a tenant,
-//! with its P_Key, and none between tenants. OpenSM 3.3 given the same
+//! with its P_Key, and none between tenants; the IPoIB broadcast groups
+//! of the `ipoib` partitions are listed by `saquery -g` to their members
+//! only. OpenSM 3.3 given the same
 //! file on its own ibsim of the same fabric programs the same tables and
-//! refuses the same PathRecord. A malformed line is refused naming it.
+//! refuses the same PathRecord and lists the same broadcast groups. A malformed line is refused naming it.
 //! Every process started is stopped by its PID. Outside CI a missing
 //! ibsim / OpenSM / infiniband-diags / libumad2sim makes these tests
 //! print "NOT RUN"; with `CI=true` it fails them.
@@ -74,7 +76,7 @@ fn partitions_file(test: &str) -> PathBuf {
         format!(
             "# two tenants; the default partition limited but for the SM\n\
              Default=0x7fff,ipoib : ALL=limited, SELF=full ;\n\
-             tenantA=0x0001 : {HCA1:#x}=full, {HCA2:#x}=full ;\n\
+             tenantA=0x0001, ipoib : {HCA1:#x}=full, {HCA2:#x}=full ;\n\
              tenantB=0x0002, defmember=full :\n    {HCA3:#x},\n    {HCA4:#x} ;\n"
         ),
     )
@@ -128,6 +130,46 @@ fn path_pkey(sim: &IbSim, a: u64, b: u64) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The MGIDs `saquery -g` lists (MCMemberRecords), asked from `host`
+/// (`SIM_HOST`; None: Switch1, the SM's node).
+fn mgids(sim: &IbSim, host: Option<&str>) -> std::collections::BTreeSet<String> {
+    let mut c = sim.umad2sim_command("saquery");
+    c.arg("-g");
+    if let Some(h) = host {
+        c.env("SIM_HOST", h);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "saquery -g: {o:?}");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("MGID"))
+        .map(|r| r.trim_start_matches('.').to_owned())
+        // saquery under libumad2sim counts records from the MAD's length;
+        // mad sm's answers over ibsim are whole 256-byte MADs, so a short
+        // table comes with all-zero records after it (MGID ::).
+        .filter(|m| m != "::")
+        .collect()
+}
+
+/// The IPoIB broadcast groups of the two `ipoib` partitions.
+const BROADCAST: [&str; 2] = ["ff12:401b:8001::ffff:ffff", "ff12:401b:ffff::ffff:ffff"];
+
+/// Tenant A's broadcast group is listed to Hca1 (a member), not to the
+/// SM's port (in the default partition only), nor to Hca3 (tenant B).
+fn check_groups(sim: &IbSim, who: &str) {
+    let g = mgids(sim, Some("Hca1"));
+    assert_eq!(
+        g,
+        BROADCAST.iter().map(|m| (*m).to_owned()).collect(),
+        "{who}, Hca1"
+    );
+    for host in [None, Some("Hca3")] {
+        let g = mgids(sim, host);
+        assert_eq!(g.len(), 1, "{who}, {host:?}: {g:?}");
+        assert!(g.contains(BROADCAST[1]), "{who}, {host:?}: {g:?}");
+    }
+}
+
 #[test]
 fn mad_sm_pconfig_programs_p_key_tables_and_refuses_paths_between_tenants() {
     if !needs() {
@@ -148,6 +190,7 @@ fn mad_sm_pconfig_programs_p_key_tables_and_refuses_paths_between_tenants() {
     assert_eq!(path_pkey(&sim, HCA3, HCA4).as_deref(), Some("0x8002"));
     assert_eq!(path_pkey(&sim, HCA1, HCA3), None, "between tenants");
     assert_eq!(path_pkey(&sim, HCA4, HCA2), None, "between tenants");
+    check_groups(&sim, "mad sm");
     sm.stop();
     let _ = std::fs::remove_dir_all(parts.parent().unwrap());
 }
@@ -170,6 +213,7 @@ fn opensm_given_the_same_partitions_programs_the_same_tables() {
     }
     assert_eq!(path_pkey(&sim, HCA1, HCA2).as_deref(), Some("0x8001"));
     assert_eq!(path_pkey(&sim, HCA1, HCA3), None, "OpenSM: between tenants");
+    check_groups(&sim, "OpenSM");
     drop(osm);
     let _ = std::fs::remove_dir_all(parts.parent().unwrap());
 }

@@ -72,6 +72,8 @@ pub struct SubnetView {
     lids: Vec<(u16, PortRef)>,
     by_lid: HashMap<u16, PortRef>,
     by_guid: HashMap<u64, PortRef>,
+    /// The groups the partitions ask for (IPoIB broadcast, `mgid=`).
+    groups: Vec<crate::partitions::PartitionGroup>,
 }
 
 impl SubnetView {
@@ -79,7 +81,12 @@ impl SubnetView {
     #[must_use]
     pub fn from_sm(sm: &SubnetManager) -> Self {
         let cfg = sm.config();
-        Self::new(
+        let groups = cfg
+            .partitions
+            .as_ref()
+            .map(crate::partitions::partition_groups)
+            .unwrap_or_default();
+        let v = Self::new(
             sm.subnet().clone(),
             sm.sm_lid(),
             sm.sm_info(),
@@ -87,7 +94,8 @@ impl SubnetView {
             cfg.subnet_timeout,
             cfg.m_key,
             sm.is_subnet_up(),
-        )
+        );
+        Self { groups, ..v }
     }
 
     /// A view of `subnet` with the SM at `sm_lid` answering `sm_info`, the
@@ -120,6 +128,7 @@ impl SubnetView {
             lids,
             by_lid,
             by_guid,
+            groups: Vec::new(),
         }
     }
 
@@ -230,15 +239,19 @@ impl FabricSa {
     /// A source serving `view`.
     #[must_use]
     pub fn new(view: SubnetView) -> Self {
+        let mut mc = McStore::with_default_groups();
+        mc.add_partition_groups(&view.groups);
         Self {
             view: RwLock::new(Arc::new(view)),
-            mcast: Mutex::new(McStore::with_default_groups()),
+            mcast: Mutex::new(mc),
             ..Self::default()
         }
     }
 
-    /// Serves `view` from now on (after a re-sweep).
+    /// Serves `view` from now on (after a re-sweep); groups its
+    /// partitions ask for that do not exist yet are made.
     pub fn update(&self, view: SubnetView) {
+        lock(&self.mcast).add_partition_groups(&view.groups);
         *self.view.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(view);
     }
 
@@ -306,7 +319,7 @@ impl RecordSource for FabricSa {
                 .iter()
                 .filter_map(|r| r.to_vec().ok())
                 .collect(),
-            AttributeId::SA_MCMEMBER_RECORD => self.mc_records(),
+            AttributeId::SA_MCMEMBER_RECORD => self.mc_records(&v, q.src.lid),
             _ => return None,
         };
         Some(recs)
