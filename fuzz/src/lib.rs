@@ -432,6 +432,34 @@ pub fn sm_guid2lid(data: &[u8]) {
     }
 }
 
+/// The partitions.conf parser (`mad sm --Pconfig`) over any text: never
+/// panics; an error names a line of the text; what it accepts has one
+/// partition per P_Key, every P_Key in 1-0x7fff, the default partition
+/// 0x7fff among them, and P_Keys two of its partitions' full members
+/// share are found by [`mad_sm::partitions::shared_pkey`].
+pub fn sm_partitions(data: &[u8]) {
+    use mad_sm::partitions::{shared_pkey, PartitionConfig, DEFAULT_PKEY, FULL_MEMBER};
+    let text = String::from_utf8_lossy(data);
+    match PartitionConfig::parse(&text) {
+        Ok(c) => {
+            let mut seen = std::collections::HashSet::new();
+            for p in &c.partitions {
+                assert!((1..=0x7FFF).contains(&p.pkey), "{:#x}", p.pkey);
+                assert!(seen.insert(p.pkey), "P_Key {:#x} twice", p.pkey);
+                let full = p.pkey | FULL_MEMBER;
+                assert_eq!(shared_pkey(&[full], &[p.pkey], None), Some(full));
+                assert_eq!(shared_pkey(&[p.pkey], &[p.pkey], None), None);
+            }
+            assert!(c.partition(DEFAULT_PKEY).is_some());
+        }
+        Err(e) => {
+            let lines = text.lines().count().max(1);
+            assert!(e.line >= 1 && e.line <= lines, "line {} of {lines}", e.line);
+            assert!(e.to_string().starts_with(&format!("line {}: ", e.line)));
+        }
+    }
+}
+
 /// ibfindnodesusing over an arbitrary topology file: the switch named by
 /// the first line's words (GUID or pattern) and port; never panics, and
 /// a found switch's GUID is `0x` and the file's text. Host lists of the

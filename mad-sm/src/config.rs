@@ -69,6 +69,11 @@ pub struct SmConfig {
     /// The routing engines to try and their settings (OpenSM's
     /// `routing_engine`, `root_guid_file`); default min-hop alone.
     pub routing: crate::routing::engines::RoutingConfig,
+    /// The partitions to program (OpenSM's `partitions.conf`, `-P`):
+    /// P_Key tables on every end port and on the switch ports facing
+    /// them, with partition enforcement there ([`crate::partitions`]).
+    /// Default `None`: P_Key tables are left as the ports hold them.
+    pub partitions: Option<crate::partitions::PartitionConfig>,
 }
 
 impl Default for SmConfig {
@@ -92,6 +97,7 @@ impl Default for SmConfig {
             sweep_interval: None,
             lmc: 0,
             routing: crate::routing::engines::RoutingConfig::default(),
+            partitions: None,
         }
     }
 }

@@ -214,6 +214,12 @@ impl SubnetManager {
                 want,
             } => self.mft_set_done(&req, guid, (block, pos), *want, data),
             Kind::SetMcastTop { guid, top } => self.mcast_top_done(&req, guid, top, data),
+            Kind::SetPKeys {
+                guid,
+                port,
+                block,
+                want,
+            } => self.pkeys_set_done(guid, port, block, &want, data),
             Kind::GetSmInfo { guid } | Kind::PollSmInfo { guid } => {
                 let poll = matches!(kind, Kind::PollSmInfo { .. });
                 match SmInfo::parse(data) {

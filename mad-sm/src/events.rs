@@ -66,6 +66,27 @@ pub enum SmError {
         /// LID reported.
         got_lid: u16,
     },
+    /// A P_KeyTable Set was answered with another block than sent.
+    #[error("node {node_guid:#018x} port {port}: P_KeyTable block {block} not set as asked")]
+    PKeysNotSet {
+        /// Node GUID.
+        node_guid: u64,
+        /// Port number.
+        port: u8,
+        /// Block number.
+        block: u16,
+    },
+    /// A port's P_Key table cannot hold every partition it is in: these
+    /// P_Keys were left out (and a switch port gets no enforcement).
+    #[error("node {node_guid:#018x} port {port}: P_Key table full, {dropped:04x?} left out")]
+    PKeyTableFull {
+        /// Node GUID.
+        node_guid: u64,
+        /// Port number.
+        port: u8,
+        /// The P_Keys that did not fit.
+        dropped: Vec<u16>,
+    },
     /// A LinearForwardingTable or SwitchInfo Set was answered with other
     /// contents than were set.
     #[error("switch {switch_guid:#018x}: {attr} (modifier {attr_mod:#x}) not taken")]

@@ -154,8 +154,15 @@
 //! MulticastFDBTop ([`mcast`]), in a sweep's Configure phase or, when the
 //! groups change between sweeps, in a Multicast phase of its own.
 //!
+//! **Partitions** ([`SmConfig::partitions`], OpenSM's partitions.conf,
+//! [`partitions`]): in the Configure phase every end port gets its
+//! P_KeyTable Set, and every switch port facing one gets the same keys
+//! and PortInfo partition enforcement (inbound and outbound; off
+//! between switches); a block is sent again only when it differs from
+//! what the port confirmed. Without them P_Key tables are left alone.
+//!
 //! Not done (SM-lite is not OpenSM): M_Key protection, `lmc_esp0`
-//! (LMC on switch port 0), partitions, QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
+//! (LMC on switch port 0), QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
 //! (OpenSM 3.3 makes none either); a Master that finds a better Master
 //! stands by at once, where OpenSM stays Master and waits for its
 //! HANDOVER; a light sweep reads switches only (a CA-to-CA link with no
@@ -169,6 +176,7 @@ pub mod lft;
 mod light;
 pub mod mcast;
 mod negotiate;
+pub mod partitions;
 mod program;
 mod recv;
 mod reroute;
@@ -182,8 +190,8 @@ use std::time::Instant;
 use mad_core::hash::{FastMap, FastSet};
 use mad_core::transport::{Address, PortAttrs, PERMISSIVE_LID};
 use mad_core::wire::attr::{
-    port_cap, LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
-    PortState, SmInfo, SmState, SwitchInfo,
+    port_cap, LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PKeyTable,
+    PhysPortState, PortInfo, PortState, SmInfo, SmState, SwitchInfo,
 };
 use mad_core::wire::smp::{DrPath, Smp, DR_DIRECTION_BIT, DR_MAX_HOPS};
 use mad_core::wire::{
@@ -259,6 +267,14 @@ enum Kind {
     SetMcastTop {
         guid: u64,
         top: u16,
+    },
+    /// P_KeyTable block `block` of port `port` of the node with GUID
+    /// `guid`, set to `want`.
+    SetPKeys {
+        guid: u64,
+        port: u8,
+        block: u16,
+        want: Box<[u16; 32]>,
     },
     /// SMInfo of another SM found during discovery (port GUID `guid`).
     GetSmInfo {
@@ -463,6 +479,9 @@ pub struct SubnetManager {
     subnet: Subnet,
     book: LidBook,
     programmed: FastMap<u64, Programmed>,
+    /// P_Key tables SM-lite wrote and had confirmed, by (node GUID,
+    /// port number).
+    pkeys_written: FastMap<(u64, u8), Vec<u16>>,
     mcast: mcast::McState,
     sm_lid: u16,
     ready: VecDeque<Request>,
@@ -520,6 +539,7 @@ impl SubnetManager {
             subnet: Subnet::default(),
             book: LidBook::default(),
             programmed: FastMap::default(),
+            pkeys_written: FastMap::default(),
             mcast: mcast::McState::default(),
             sm_lid: 0,
             ready: VecDeque::new(),

@@ -68,6 +68,23 @@ impl SubnetManager {
             self.sweep.unroutable = true;
         }
         let sub = &mut self.sweep.subnet;
+        let plan = self
+            .cfg
+            .partitions
+            .as_ref()
+            .map(|c| partitions::pkey_tables(c, sub));
+        if let Some(p) = &plan {
+            for (r, dropped) in &p.overflow {
+                let node_guid = sub.nodes().get(r.0).map_or(0, SmNode::guid);
+                self.events
+                    .push_back(SmEvent::Error(SmError::PKeyTableFull {
+                        node_guid,
+                        port: r.1,
+                        dropped: dropped.clone(),
+                    }));
+            }
+        }
+        sub.set_pkey_plan(plan);
         // A big fabric is routed on a thread of its own while the Sets
         // go out: PortInfo first, then each switch's blocks as soon as its
         // table is there (same tables, same SMPs in the same order).
@@ -115,6 +132,10 @@ impl SubnetManager {
             pi.m_key_protect_bits = 0;
             pi.m_key_lease_period = 0;
         }
+        if let Some(e) = want_enforcement(&self.sweep.subnet, node, port) {
+            pi.partition_enforcement_inbound = e;
+            pi.partition_enforcement_outbound = e;
+        }
         pi.port_state = state;
         pi.port_phys_state = PhysPortState::NO_CHANGE;
         // 0 = "no change" for the enable fields: leave link speed and
@@ -133,9 +154,12 @@ impl SubnetManager {
         pi
     }
 
-    pub(super) fn needs_config(&self, node: &SmNode, port: &SmPort) -> bool {
+    pub(super) fn needs_config(&self, sub: &Subnet, node: &SmNode, port: &SmPort) -> bool {
         if node.is_switch() && port.num != 0 {
-            return false;
+            return want_enforcement(sub, node, port).is_some_and(|e| {
+                port.info.partition_enforcement_inbound != e
+                    || port.info.partition_enforcement_outbound != e
+            });
         }
         let pi = &port.info;
         pi.lid != port.lid
@@ -175,7 +199,8 @@ impl SubnetManager {
                 let rereg = self.sweep.rereg
                     && !n.is_switch()
                     && p.info.has_cap(port_cap::HAS_CLIENT_REREG);
-                if state == PortState::NO_CHANGE && !rereg && !self.needs_config(n, p) {
+                self.queue_pkeys(&sub, i, n, p);
+                if state == PortState::NO_CHANGE && !rereg && !self.needs_config(&sub, n, p) {
                     continue;
                 }
                 self.sweep.todo.push(Todo::Port {
@@ -243,6 +268,85 @@ impl SubnetManager {
             self.sweep.todo.push(Todo::Lft { node: i, blocks });
         }
         self.sweep.subnet = sub;
+    }
+
+    /// P_KeyTable Sets for the blocks of `p` (port of node `i`) that
+    /// differ from what SM-lite last had confirmed there (every block the
+    /// table needs, the first time).
+    fn queue_pkeys(&mut self, sub: &Subnet, i: NodeIdx, n: &SmNode, p: &SmPort) {
+        let Some(want) = sub.pkey_table((i, p.num)) else {
+            return;
+        };
+        let key = (n.guid(), p.num);
+        let had = self.pkeys_written.get(&key).cloned();
+        let blocks = want
+            .len()
+            .max(had.as_ref().map_or(0, Vec::len))
+            .div_ceil(PKeyTable::ENTRIES)
+            .max(1);
+        for b in 0..blocks {
+            let block = |t: &[u16]| {
+                let mut x = [0u16; PKeyTable::ENTRIES];
+                for (k, v) in x.iter_mut().enumerate() {
+                    *v = t.get(b * PKeyTable::ENTRIES + k).copied().unwrap_or(0);
+                }
+                x
+            };
+            let w = block(want);
+            if had.as_deref().is_some_and(|h| block(h) == w) {
+                continue;
+            }
+            let Ok(data) = (PKeyTable { pkeys: w }).to_vec() else {
+                continue;
+            };
+            let mut attr_mod = b as u32;
+            if n.is_switch() {
+                attr_mod |= u32::from(p.num) << 16;
+            }
+            self.set(
+                AttributeId::PKEY_TABLE,
+                attr_mod,
+                p.path.clone(),
+                &data,
+                Kind::SetPKeys {
+                    guid: n.guid(),
+                    port: p.num,
+                    block: b as u16,
+                    want: Box::new(w),
+                },
+            );
+        }
+    }
+
+    /// The answer to a P_KeyTable Set: the block is recorded as written
+    /// when the port holds what was sent.
+    pub(super) fn pkeys_set_done(
+        &mut self,
+        guid: u64,
+        port: u8,
+        block: u16,
+        want: &[u16; 32],
+        data: &[u8],
+    ) {
+        let got = PKeyTable::parse(data).ok();
+        if got.as_ref().is_some_and(|g| g.pkeys == *want) {
+            let t = self.pkeys_written.entry((guid, port)).or_default();
+            let at = usize::from(block) * PKeyTable::ENTRIES;
+            if t.len() < at + PKeyTable::ENTRIES {
+                t.resize(at + PKeyTable::ENTRIES, 0);
+            }
+            t[at..at + PKeyTable::ENTRIES].copy_from_slice(want);
+            while t.last() == Some(&0) {
+                t.pop();
+            }
+        } else {
+            self.pkeys_written.remove(&(guid, port));
+            self.error(SmError::PKeysNotSet {
+                node_guid: guid,
+                port,
+                block,
+            });
+        }
     }
 
     /// The next Set of the sweep's to-do list (see [`Todo`]), made when
@@ -412,4 +516,17 @@ impl SubnetManager {
         }
         self.mcast_after_phase();
     }
+}
+
+/// Partition enforcement (inbound and outbound) a switch external port
+/// of `sub` is to have: on where it faces an end port whose P_Key table
+/// fits it, off elsewhere; `None` (left alone) for other ports and when
+/// partitions are not managed.
+fn want_enforcement(sub: &Subnet, node: &SmNode, port: &SmPort) -> Option<bool> {
+    if !node.is_switch() || port.num == 0 {
+        return None;
+    }
+    let plan = sub.pkey_plan()?;
+    let i = sub.index_of(node.guid())?;
+    Some(plan.enforce.binary_search(&(i, port.num)).is_ok())
 }

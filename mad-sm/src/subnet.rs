@@ -125,6 +125,7 @@ struct Inner {
     links: FastMap<PortRef, PortRef>,
     local: Option<PortRef>,
     max_lid: u16,
+    pkeys: Option<Arc<crate::partitions::PKeyPlan>>,
 }
 
 impl Subnet {
@@ -247,7 +248,25 @@ impl Subnet {
             .map(|p| p.lid)
     }
 
+    /// The P_Key tables SM-lite programs (`None`: partitions are not
+    /// managed, the ports keep what they hold).
+    #[must_use]
+    pub fn pkey_plan(&self) -> Option<&crate::partitions::PKeyPlan> {
+        self.inner.pkeys.as_deref()
+    }
+
+    /// The P_Key table SM-lite gives port `r` (an end port, or a switch
+    /// port facing one), when partitions are managed.
+    #[must_use]
+    pub fn pkey_table(&self, r: PortRef) -> Option<&[u16]> {
+        self.pkey_plan()?.tables.get(&r).map(Vec::as_slice)
+    }
+
     // ---- building (crate-internal) ----
+
+    pub(crate) fn set_pkey_plan(&mut self, plan: Option<crate::partitions::PKeyPlan>) {
+        self.m().pkeys = plan.map(Arc::new);
+    }
 
     /// The contents, for a change (copied first if a clone shares them).
     fn m(&mut self) -> &mut Inner {

@@ -43,6 +43,39 @@ impl McStore {
         }
     }
 
+    /// Makes the groups the partitions ask for that do not exist yet
+    /// (each a new MLID, as a join's).
+    pub(super) fn add_partition_groups(&mut self, groups: &[crate::partitions::PartitionGroup]) {
+        for g in groups {
+            if self.group(&g.mgid).is_some() {
+                continue;
+            }
+            if self.next_mlid == 0 {
+                self.next_mlid = 0xC001;
+            }
+            let mlid = self.next_mlid;
+            self.next_mlid = self.next_mlid.saturating_add(1).min(0xFFFE);
+            self.well_known.push(McMemberRecord {
+                mgid: g.mgid,
+                qkey: g.qkey,
+                mlid,
+                mtu_selector: Selector::EXACTLY,
+                mtu: g.mtu,
+                tclass: g.tclass,
+                pkey: g.pkey,
+                rate_selector: Selector::EXACTLY,
+                rate: g.rate,
+                packet_life_time_selector: Selector::EXACTLY,
+                packet_life_time: PACKET_LIFE_TIME,
+                sl: g.sl,
+                flow_label: g.flow_label,
+                scope: g.scope,
+                ..McMemberRecord::default()
+            });
+            self.generation += 1;
+        }
+    }
+
     /// The group record of `mgid`: a member's, or a well-known group's.
     fn group(&self, mgid: &[u8; 16]) -> Option<McMemberRecord> {
         self.members
@@ -74,6 +107,16 @@ impl FabricSa {
             r.mgid = g;
         }
         let group = mc.group(&r.mgid);
+        // A member must be in the group's partition (OpenSM refuses the
+        // join otherwise).
+        let gpkey = group
+            .as_ref()
+            .map_or(if r.pkey == 0 { 0xFFFF } else { r.pkey }, |g| g.pkey);
+        let mut guid = [0u8; 8];
+        guid.copy_from_slice(&r.port_gid[8..]);
+        if !self.view().may_join(u64::from_be_bytes(guid), gpkey) {
+            return Err(MadStatus::SA_REQ_INVALID.0);
+        }
         match group {
             Some(g) => {
                 r.mlid = g.mlid;
@@ -148,16 +191,23 @@ impl FabricSa {
 
 impl FabricSa {
     /// MCMemberRecords: every member, then each well-known group without
-    /// members once, with PortGID 0 and JoinState 0 (as OpenSM lists it).
-    pub(super) fn mc_records(&self) -> Vec<Vec<u8>> {
+    /// members once, with PortGID 0 and JoinState 0 (as OpenSM lists it);
+    /// with partitions, only the groups of partitions the requester (the
+    /// port with LID `requester`) is in, as OpenSM answers.
+    pub(super) fn mc_records(&self, v: &SubnetView, requester: u16) -> Vec<Vec<u8>> {
         let mc = lock(&self.mcast);
         let empty = mc
             .well_known
             .iter()
             .filter(|g| !mc.members.iter().any(|m| m.mgid == g.mgid));
+        let guid = v
+            .port_by_lid(requester)
+            .and_then(|(i, p)| v.subnet().nodes().get(i)?.port(p))
+            .map_or(0, |p| p.guid);
         mc.members
             .iter()
             .chain(empty)
+            .filter(|r| v.may_join(guid, r.pkey))
             .filter_map(|r| r.to_vec().ok())
             .collect()
     }

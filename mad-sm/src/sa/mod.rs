@@ -13,9 +13,9 @@
 //! | PortInfoRecord | port read in the sweep (every switch port, the CA ports with a link) | PortInfo as read, with what SM-lite set (LID, MasterSMLID, GID prefix, SubnetTimeOut, LMC, M_Key, state Active for a linked port once the subnet is up) |
 //! | SwitchInfoRecord | switch | SwitchInfo with LinearFDBTop as programmed, PortStateChange clear |
 //! | LinkRecord | link, each direction | the links the sweep found (switch port 0 LID for switch ends) |
-//! | PathRecord | pair of LID-bearing ports with a route, each (SLID, DLID) pair of their LID ranges (the pairs of equal path bits first, as OpenSM lists them) | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key 0xFFFF, SL 0, PacketLifeTime 18, reversible |
+//! | PathRecord | pair of LID-bearing ports with a route, each (SLID, DLID) pair of their LID ranges (the pairs of equal path bits first, as OpenSM lists them) | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key the first the ends share (none shared: no record; 0xFFFF without partitions), SL 0, PacketLifeTime 18, reversible |
 //! | GUIDInfoRecord | LID-bearing port | block 0, GUID 0 the port GUID |
-//! | P_KeyTableRecord | LID-bearing port and linked switch port | block 0: 0xFFFF (SM-lite runs the default partition only) |
+//! | P_KeyTableRecord | LID-bearing port and linked switch port, each block | the tables SM-lite programs from the partitions ([`crate::partitions`]); without them block 0: 0xFFFF |
 //! | SLtoVLMappingTableRecord | CA port (InputPort / OutputPort 0); switch: pair of its ports, port 0 included | the fabric's defaults, listed by OpenSM's rules (the source matches these itself, [`RecordSource::exact`]) |
 //! | VLArbitrationTableRecord | block 1–4 of a CA port (a query for the CA's port 0 gets its own port, as OpenSM answers) and of every switch port | the fabric's defaults, as above |
 //! | LinearForwardingTableRecord | switch, 64-LID block up to LinearFDBTop | the LFTs SM-lite computed |
@@ -72,6 +72,8 @@ pub struct SubnetView {
     lids: Vec<(u16, PortRef)>,
     by_lid: HashMap<u16, PortRef>,
     by_guid: HashMap<u64, PortRef>,
+    /// The groups the partitions ask for (IPoIB broadcast, `mgid=`).
+    groups: Vec<crate::partitions::PartitionGroup>,
 }
 
 impl SubnetView {
@@ -79,7 +81,12 @@ impl SubnetView {
     #[must_use]
     pub fn from_sm(sm: &SubnetManager) -> Self {
         let cfg = sm.config();
-        Self::new(
+        let groups = cfg
+            .partitions
+            .as_ref()
+            .map(crate::partitions::partition_groups)
+            .unwrap_or_default();
+        let v = Self::new(
             sm.subnet().clone(),
             sm.sm_lid(),
             sm.sm_info(),
@@ -87,7 +94,8 @@ impl SubnetView {
             cfg.subnet_timeout,
             cfg.m_key,
             sm.is_subnet_up(),
-        )
+        );
+        Self { groups, ..v }
     }
 
     /// A view of `subnet` with the SM at `sm_lid` answering `sm_info`, the
@@ -120,6 +128,7 @@ impl SubnetView {
             lids,
             by_lid,
             by_guid,
+            groups: Vec::new(),
         }
     }
 
@@ -241,15 +250,19 @@ impl FabricSa {
     /// A source serving `view`.
     #[must_use]
     pub fn new(view: SubnetView) -> Self {
+        let mut mc = McStore::with_default_groups();
+        mc.add_partition_groups(&view.groups);
         Self {
             view: RwLock::new(Arc::new(view)),
-            mcast: Mutex::new(McStore::with_default_groups()),
+            mcast: Mutex::new(mc),
             ..Self::default()
         }
     }
 
-    /// Serves `view` from now on (after a re-sweep).
+    /// Serves `view` from now on (after a re-sweep); groups its
+    /// partitions ask for that do not exist yet are made.
     pub fn update(&self, view: SubnetView) {
+        lock(&self.mcast).add_partition_groups(&view.groups);
         *self.view.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(view);
     }
 
@@ -302,7 +315,12 @@ impl RecordSource for FabricSa {
             }
             AttributeId::SA_LINK_RECORD => v.link_records(lid),
             AttributeId::SA_GUIDINFO_RECORD => v.guid_records(lid),
-            AttributeId::SA_PKEY_TABLE_RECORD => v.pkey_records(lid),
+            AttributeId::SA_PKEY_TABLE_RECORD => {
+                // BlockNum at 2 (component 1).
+                let block = (q.comp_mask & 2 != 0)
+                    .then(|| u16::from_be_bytes([byte(q.template, 2), byte(q.template, 3)]));
+                v.pkey_records(lid, block)
+            }
             AttributeId::SA_SL2VL_RECORD => v.sl2vl_records(q),
             AttributeId::SA_VLARB_RECORD => v.vlarb_records(q),
             AttributeId::SA_SMINFO_RECORD => v.sm_info_records(lid),
@@ -312,7 +330,7 @@ impl RecordSource for FabricSa {
                 .iter()
                 .filter_map(|r| r.to_vec().ok())
                 .collect(),
-            AttributeId::SA_MCMEMBER_RECORD => self.mc_records(),
+            AttributeId::SA_MCMEMBER_RECORD => self.mc_records(&v, q.src.lid),
             _ => return None,
         };
         Some(recs)

@@ -183,7 +183,7 @@ impl SubnetView {
         out
     }
 
-    pub(super) fn pkey_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
+    pub(super) fn pkey_records(&self, lid: Option<u16>, block: Option<u16>) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         for i in self.nodes_for(lid) {
             let n = &self.subnet.nodes()[i];
@@ -197,21 +197,61 @@ impl SubnetView {
                 if !listed || l == 0 || !self.selects(lid, i, p.num) {
                     continue;
                 }
-                let mut t = PKeyTable::default();
-                t.pkeys[0] = 0xFFFF;
-                push(
-                    &mut out,
-                    &PKeyTableRecord {
-                        lid: l,
-                        block_num: 0,
-                        port_num: p.num,
-                        pkey_table: t,
-                        ..PKeyTableRecord::default()
-                    },
-                );
+                // The table SM-lite programmed; without partitions the
+                // default 0xFFFF the ports hold.
+                let table: &[u16] = match self.subnet.pkey_plan() {
+                    Some(plan) => plan.tables.get(&(i, p.num)).map_or(&[], Vec::as_slice),
+                    None => &[0xFFFF],
+                };
+                let blocks = table.len().div_ceil(PKeyTable::ENTRIES).max(1);
+                for b in 0..blocks {
+                    if block.is_some_and(|x| usize::from(x) != b) {
+                        continue;
+                    }
+                    let mut t = PKeyTable::default();
+                    for (k, v) in t.pkeys.iter_mut().enumerate() {
+                        *v = table.get(b * PKeyTable::ENTRIES + k).copied().unwrap_or(0);
+                    }
+                    push(
+                        &mut out,
+                        &PKeyTableRecord {
+                            lid: l,
+                            block_num: b as u16,
+                            port_num: p.num,
+                            pkey_table: t,
+                            ..PKeyTableRecord::default()
+                        },
+                    );
+                }
             }
         }
         out
+    }
+
+    /// The P_Key PathRecords between `s` and `d` carry: 0xFFFF without
+    /// partitions; with them, the first of `s`'s P_Keys `d` shares (not
+    /// both limited), or `want` when the query names one they share;
+    /// `None` when they share none (no path, as OpenSM answers).
+    pub(super) fn path_pkey(&self, s: PortRef, d: PortRef, want: Option<u16>) -> Option<u16> {
+        let Some(plan) = self.subnet.pkey_plan() else {
+            return Some(want.unwrap_or(0xFFFF));
+        };
+        let a = plan.tables.get(&s)?;
+        let b = plan.tables.get(&d)?;
+        crate::partitions::shared_pkey(a, b, want)
+    }
+
+    /// True when the port with GUID `guid` may join a group of P_Key
+    /// `pkey` (it has that P_Key; always without partitions).
+    pub(super) fn may_join(&self, guid: u64, pkey: u16) -> bool {
+        let Some(plan) = self.subnet.pkey_plan() else {
+            return true;
+        };
+        let base = pkey & 0x7FFF;
+        self.by_guid
+            .get(&guid)
+            .and_then(|r| plan.tables.get(r))
+            .is_some_and(|t| t.iter().any(|k| k & 0x7FFF == base))
     }
 
     /// SLtoVLMappingTableRecords by OpenSM's rules (`osm_sa_slvl_record.c`):
@@ -442,9 +482,15 @@ impl SubnetView {
         } else {
             0
         };
+        // P_Key at 50.
+        let want_pkey = (m & PathRecord::COMP_PKEY != 0)
+            .then(|| u16::from_be_bytes([byte(t, 50), byte(t, 51)]));
         let mut out = Vec::new();
         'outer: for &(s, s_lid) in &src {
             for &(d, d_lid) in &dst {
+                let Some(pkey) = self.path_pkey(s, d, want_pkey) else {
+                    continue;
+                };
                 for (slid, dlid) in self.lid_pairs(s, s_lid, d, d_lid) {
                     if capped && out.len() >= MAX_ALL_PAIRS_PATHS {
                         break 'outer;
@@ -462,7 +508,7 @@ impl SubnetView {
                             slid,
                             reversible: true,
                             numb_path: 0,
-                            pkey: 0xFFFF,
+                            pkey,
                             mtu_selector: Selector::EXACTLY,
                             mtu,
                             rate_selector: Selector::EXACTLY,

@@ -33,12 +33,14 @@ use crate::getopt::{getopt_long, HasArg, LongOpt};
 use crate::session::TransportChoice;
 
 const USAGE: &str = "\
-usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--no-sm] [-R LIST [-a FILE]] [-l LMC] [--serve NAME] [--script FILE] [-q] [--json]
+usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--no-sm] [-R LIST [-a FILE]] [-l LMC] [--Pconfig FILE] [--serve NAME] [--script FILE] [-q] [--json]
   TOPOLOGY       topology file (ibnetdiscover / ibsim format); default: the built-in fat tree
   -R, --routing_engine LIST  SM-lite's routing engines, tried in order: minhop,
                  updn, ftree (as mad sm -R; default minhop)
   -a, --root_guid_file FILE  updn's root switch GUIDs, one a line
   -l, --lmc N    SM-lite gives every CA port 2^N LIDs, 0-7 (as mad sm -l; default 0)
+  --Pconfig FILE SM-lite's partitions (OpenSM's partitions.conf, as mad sm
+                 --Pconfig): P_Key tables and switch partition enforcement
   --seed N       seed of the link-fault RNGs (default 0)
   --no-sa        do not run the SA at the SM's port
   --no-sm        no SM at all (ports wait in Initialize for OpenSM or mad sm over --serve)
@@ -62,6 +64,7 @@ struct Args {
     json: bool,
     routing: mad_sm::routing::engines::RoutingConfig,
     lmc: Option<u8>,
+    partitions: Option<mad_sm::partitions::PartitionConfig>,
 }
 
 const K_NO_SA: i32 = 1;
@@ -70,6 +73,7 @@ const K_SCRIPT: i32 = 3;
 const K_SERVE: i32 = 4;
 const K_JSON: i32 = 5;
 const K_NO_SM: i32 = 6;
+const K_PCONFIG: i32 = 7;
 
 /// `mad sim`'s options, for [`crate::getopt`].
 const LONG: &[LongOpt<'static>] = &[
@@ -84,6 +88,7 @@ const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("routing_engine", HasArg::Required, 'R' as i32),
     LongOpt::new("root_guid_file", HasArg::Required, 'a' as i32),
     LongOpt::new("lmc", HasArg::Required, 'l' as i32),
+    LongOpt::new("Pconfig", HasArg::Required, K_PCONFIG),
 ];
 
 /// Parses `mad sim`'s arguments (getopt_long rules).
@@ -105,6 +110,13 @@ fn parse(args: &[String]) -> Result<Args, String> {
             K_NO_SA => a.no_sa = true,
             K_NO_SM => a.no_sm = true,
             K_JSON => a.json = true,
+            K_PCONFIG => {
+                let text = std::fs::read_to_string(&v)
+                    .map_err(|e| format!("sim: cannot read partitions file {v}: {e}\n"))?;
+                let c = mad_sm::partitions::PartitionConfig::parse(&text)
+                    .map_err(|e| format!("sim: partitions file {v}: {e}\n"))?;
+                a.partitions = Some(c);
+            }
             k if k == 'q' as i32 => a.quiet = true,
             k if k == 'R' as i32 => {
                 a.routing.engines = mad_sm::routing::engines::Engine::parse_list(&v)
@@ -158,6 +170,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     };
     opts.sm.routing = a.routing.clone();
     opts.sm.lmc = a.lmc.unwrap_or(0);
+    opts.sm.partitions = a.partitions.clone();
     if let Some(t) = &topology {
         let warnings = crate::session::sim::check_topology_file(t)
             .map_err(|e| CliError::Input(format!("sim: {e}")))?;
@@ -169,6 +182,12 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         if a.routing != mad_sm::routing::engines::RoutingConfig::default() || a.lmc.is_some() {
             return Err(CliError::Usage(format!(
                 "sim: -R / -a / -l choose how SM-lite routes; with --no-sm there is none\n{USAGE}"
+            )));
+        }
+        if a.partitions.is_some() {
+            return Err(CliError::Usage(format!(
+                "sim: --Pconfig gives SM-lite's partitions; with --no-sm there is none \
+                 (give it to the SM you run: mad sm --Pconfig, opensm -P)\n{USAGE}"
             )));
         }
         return run_without_sm(inv, &a, topology.as_deref());

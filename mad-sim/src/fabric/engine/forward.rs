@@ -383,7 +383,11 @@ impl Core {
             Direction::Inbound => p.info.partition_enforcement_inbound,
             Direction::Outbound => p.info.partition_enforcement_outbound,
         };
-        if !enforced || pkey_index(&p.pkeys, pkt.pkey).is_some() {
+        // A switch compares the low 15 bits only (IBA 10.9.4): its
+        // table mirrors the end port's, limited keys included, and a
+        // limited member's packets must pass its own switch port.
+        let base = pkt.pkey & 0x7FFF;
+        if !enforced || (base != 0 && p.pkeys.iter().any(|&e| e & 0x7FFF == base)) {
             return false;
         }
         if let Some(p) = self.port_mut(node, port) {

@@ -60,6 +60,9 @@ pub struct SmOpts {
     /// `-a`, `root_guid_file`: the file and the root switch GUIDs it
     /// lists (for `updn`).
     pub root_guid_file: Option<(PathBuf, Vec<u64>)>,
+    /// `--Pconfig`, `partition_config_file`: the partitions file and
+    /// what it says (None: P_Key tables are left as the ports hold them).
+    pub partitions: Option<(PathBuf, mad_sm::partitions::PartitionConfig)>,
     /// `-h`.
     pub help: bool,
 }
@@ -93,6 +96,7 @@ impl Default for SmOpts {
             routing_engines: vec![mad_sm::routing::engines::Engine::MinHop],
             root_guid_file: None,
             lmc: 0,
+            partitions: None,
             help: false,
         }
     }
@@ -125,6 +129,7 @@ impl SmOpts {
                     .map(|(_, g)| g.clone())
                     .unwrap_or_default(),
             },
+            partitions: self.partitions.as_ref().map(|(_, c)| c.clone()),
             ..mad_sm::SmConfig::default()
         }
     }
@@ -171,6 +176,12 @@ Options (OpenSM's names):
                           most central switch)
   -l, --lmc N             LMC of every CA port, 0-7 (0): 2^N LIDs a port,
                           spread over different paths where there are
+      --Pconfig FILE      partitions in OpenSM's partitions.conf syntax: P_Key
+                          tables on the CA ports and the switch ports facing
+                          them (partition enforcement there), PathRecords
+                          only within a partition; a bad line is an error
+                          naming it (none: P_Key tables are left alone).
+                          OpenSM's short -P is the umad port here
   -C CA, -P PORT          a umad port (also under libumad2sim)
       --json              one JSON object per event on stdout
   -h, --help              this text
@@ -178,6 +189,7 @@ Options (OpenSM's names):
 
 const K_RETRIES: i32 = 1;
 const K_JSON: i32 = 2;
+const K_PCONFIG: i32 = 3;
 
 const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("priority", HasArg::Required, 'p' as i32),
@@ -199,6 +211,7 @@ const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("routing_engine", HasArg::Required, 'R' as i32),
     LongOpt::new("root_guid_file", HasArg::Required, 'a' as i32),
     LongOpt::new("lmc", HasArg::Required, 'l' as i32),
+    LongOpt::new("Pconfig", HasArg::Required, K_PCONFIG),
     LongOpt::new("help", HasArg::No, 'h' as i32),
 ];
 
@@ -246,6 +259,20 @@ fn root_guids(path: &str) -> Result<Option<(PathBuf, Vec<u64>)>, String> {
     Ok(Some((PathBuf::from(path), guids)))
 }
 
+/// Reads a partitions file (`(null)`: none).
+fn partitions(
+    path: &str,
+) -> Result<Option<(PathBuf, mad_sm::partitions::PartitionConfig)>, String> {
+    if path == "(null)" || path.is_empty() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("partition_config_file: cannot read {path}: {e}"))?;
+    let c = mad_sm::partitions::PartitionConfig::parse(&text)
+        .map_err(|e| format!("partition_config_file {path}: {e}"))?;
+    Ok(Some((PathBuf::from(path), c)))
+}
+
 /// Sets the value of opensm.conf key `key`; `Ok(false)` for a key
 /// `mad sm` does not honour.
 fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
@@ -267,6 +294,7 @@ fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
         "routing_engine" => o.routing_engines = engines(v)?,
         "root_guid_file" => o.root_guid_file = root_guids(v.trim())?,
         "lmc" => o.lmc = ranged(key, v, 0, 7)? as u8,
+        "partition_config_file" => o.partitions = partitions(v.trim())?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -338,7 +366,10 @@ pub fn default_config() -> String {
          # Root switches' GUIDs for updn, one a line (none: found automatically)\n\
          root_guid_file (null)\n\n\
          # LMC: 2^lmc LIDs for every CA port (0-7)\n\
-         lmc {}\n",
+         lmc {}\n\n\
+         # Partitions file in OpenSM's partitions.conf syntax ((null): P_Key\n\
+         # tables are left as the ports hold them)\n\
+         partition_config_file (null)\n",
         d.guid,
         d.priority,
         d.sm_key,
@@ -373,6 +404,7 @@ pub fn parse(args: &[String]) -> Result<SmOpts, String> {
         match (key, c) {
             (K_RETRIES, _) => o.retries = ranged("--retries", &v, 0, 100)? as u32,
             (K_JSON, _) => o.json = true,
+            (K_PCONFIG, _) => o.partitions = partitions(&v).map_err(|e| format!("sm: {e}"))?,
             (_, 'p') => o.priority = ranged("--priority", &v, 0, 15)? as u8,
             (_, 'g') => o.guid = num("--guid", &v)?,
             (_, 's') => o.sweep_interval = num("--sweep", &v)?,
@@ -478,6 +510,37 @@ mod tests {
             e.contains("a.conf:2") && e.contains("lmc") && e.contains("0-7"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn pconfig_reads_partitions_and_a_bad_line_is_named() {
+        let dir = std::env::temp_dir().join(format!("mad-sm-parts-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let good = dir.join("partitions.conf");
+        std::fs::write(&good, "Default=0x7fff : ALL=full;\nA=0x1 : 0x10=full;\n").unwrap();
+        let bad = dir.join("bad.conf");
+        std::fs::write(
+            &bad,
+            "Default=0x7fff : ALL=full;\n\nA=0x1 : 0x10=fulll, spine;\n",
+        )
+        .unwrap();
+        let g = good.display().to_string();
+        let o = parse(&args(&["--Pconfig", &g])).unwrap();
+        let c = o.sm_config().partitions.unwrap();
+        assert_eq!(c.partition(1).unwrap().name, "A");
+        let conf = dir.join("c.conf");
+        std::fs::write(&conf, format!("partition_config_file {g}\n")).unwrap();
+        let o = parse(&args(&["-F", &conf.display().to_string()])).unwrap();
+        assert!(o.sm_config().partitions.is_some());
+        let b = bad.display().to_string();
+        let e = parse(&args(&["--Pconfig", &b])).unwrap_err();
+        assert!(
+            e.contains(&b) && e.contains("line 3") && e.contains("'spine'"),
+            "{e}"
+        );
+        let e = parse(&args(&["--Pconfig", "/nonexistent/p.conf"])).unwrap_err();
+        assert!(e.contains("cannot read /nonexistent/p.conf"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

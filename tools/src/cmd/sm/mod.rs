@@ -62,6 +62,19 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     if o.honor_guid2lid {
         honor_guid2lid(&mut o, &mut log)?;
     }
+    if let Some((path, c)) = &o.partitions {
+        let shown = path.display().to_string();
+        for w in &c.warnings {
+            log.line(
+                &format!("Partitions file {shown}: {w}"),
+                json!({"event": "partition_warning", "path": shown, "warning": w}),
+            );
+        }
+        log.line(
+            &format!("Partitions from {shown}: {} partitions", c.partitions.len()),
+            json!({"event": "partitions", "path": shown, "partitions": c.partitions.len()}),
+        );
+    }
     let r = match &inv.session.transport {
         TransportChoice::IbSim => {
             let mut cfg = IbSimConfig::from_env();
