@@ -107,6 +107,17 @@ impl Attribute {
         }
     }
 
+    /// A structure `name` with no fields and no bytes.
+    fn empty(name: &'static str) -> Self {
+        Self {
+            name,
+            fields: Vec::new(),
+            labels: Vec::new(),
+            widths: Vec::new(),
+            bytes: Vec::new(),
+        }
+    }
+
     /// The attribute of a `Repr` value.
     #[must_use]
     pub fn of<R: Repr + Fields>(r: &R) -> Self {
@@ -160,6 +171,100 @@ impl Attribute {
         }
         Json::Object(o)
     }
+}
+
+/// An answer kept as its bytes and decoded into an [`Attribute`] when its
+/// fields are first read: what a batch of SMPs returns
+/// ([`crate::Port::smp_get_batch`]), so that answers nobody reads field
+/// by field cost one copy of their bytes, not a decode.
+#[derive(Debug)]
+pub struct Answer {
+    name: &'static str,
+    /// The structure's kind and bytes, until decoded; `None` for an
+    /// answer made of an [`Attribute`].
+    raw: Option<(&'static Kind, Vec<u8>)>,
+    decoded: std::sync::OnceLock<Attribute>,
+}
+
+impl Answer {
+    /// The answer of structure `kind` whose bytes start `bytes`.
+    ///
+    /// # Errors
+    /// [`Error::Malformed`] when `bytes` are shorter than the structure.
+    pub fn new(kind: &'static Kind, bytes: &[u8]) -> Result<Self, Error> {
+        let b = bytes.get(..kind.len).ok_or_else(|| {
+            Error::Malformed(format!(
+                "{} needs {} bytes, the answer has {}",
+                kind.name,
+                kind.len,
+                bytes.len()
+            ))
+        })?;
+        Ok(Self {
+            name: kind.name,
+            raw: Some((kind, b.to_vec())),
+            decoded: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The structure's name (`"NodeInfo"`), without decoding.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The structure's bytes on the wire, without decoding.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        match &self.raw {
+            Some((_, b)) => b,
+            None => self.attribute().bytes.as_slice(),
+        }
+    }
+
+    /// The decoded attribute (decoded on the first call, kept).
+    #[must_use]
+    pub fn attribute(&self) -> &Attribute {
+        self.decoded.get_or_init(|| match &self.raw {
+            Some((kind, b)) => decode(kind, b),
+            // An answer made of an Attribute has it set from the start.
+            None => Attribute::empty(self.name),
+        })
+    }
+
+    /// The decoded attribute, owned.
+    #[must_use]
+    pub fn into_attribute(self) -> Attribute {
+        match self.decoded.into_inner() {
+            Some(a) => a,
+            None => match &self.raw {
+                Some((kind, b)) => decode(kind, b),
+                None => Attribute::empty(self.name),
+            },
+        }
+    }
+}
+
+impl From<Attribute> for Answer {
+    fn from(a: Attribute) -> Self {
+        Self {
+            name: a.name,
+            raw: None,
+            decoded: std::sync::OnceLock::from(a),
+        }
+    }
+}
+
+impl PartialEq for Answer {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.attribute() == other.attribute()
+    }
+}
+
+/// `b` (at least `kind.len` bytes: [`Answer::new`] checked) decoded.
+fn decode(kind: &Kind, b: &[u8]) -> Attribute {
+    // The structures' parsers fail only on too few bytes.
+    (kind.parse)(b).unwrap_or_else(|| Attribute::empty(kind.name))
 }
 
 /// Which management class an attribute name belongs to.
