@@ -106,10 +106,12 @@ class Smp:
         """SubnGet of ``name`` at every LID of ``lids`` (or directed route
         of ``drs``), all in flight at once: one entry per target, in order,
         a failed target's entry being its exception (not raised)."""
+        # The native call takes any sequence of routes (lists, tuples):
+        # no per-route copy here.
         return self._p._native.smp_get_many(
             name,
-            lids=None if lids is None else list(lids),
-            drs=None if drs is None else [list(d) for d in drs],
+            lids=lids if lids is None or isinstance(lids, list) else list(lids),
+            drs=drs if drs is None or isinstance(drs, list) else list(drs),
             attr_mod=mod,
         )
 
