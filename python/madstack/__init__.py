@@ -201,8 +201,6 @@ class Node:
     ``num_ports`` and ``ports`` (dicts as ``mad ibnetdiscover --json``
     writes them, made when first read)."""
 
-    __slots__ = ("_f", "_k", "_d", "guid", "type", "description", "num_ports", "lid")
-
     def __init__(self, native: Any, position: int) -> None:
         self._f = native
         self._k = position
