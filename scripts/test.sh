@@ -110,7 +110,9 @@ cargo test --workspace --no-fail-fast 2>&1 | tee "$LOGDIR/test.log"
 # (maturin builds the pyo3 extension in the dev profile into the
 # workspace's target dir, so that it reuses what `cargo test` built:
 # seconds instead of a release build of every crate), then pytest against
-# the built-in fabric, ibsim + OpenSM and the examples. With CI=true a
+# the built-in fabric, ibsim + OpenSM, the kernel VM (test_kernel_vm.py:
+# one boot of tests/kvm with this CPython and the package inside, for the
+# port's events) and the examples. With CI=true a
 # missing piece fails the tests.
 step "python: pip install ./python, pytest python/tests ($(elapsed))"
 PYVENV="$ROOT/target/python-venv"

@@ -107,6 +107,17 @@ impl Attribute {
         }
     }
 
+    /// A structure `name` with no fields and no bytes.
+    fn empty(name: &'static str) -> Self {
+        Self {
+            name,
+            fields: Vec::new(),
+            labels: Vec::new(),
+            widths: Vec::new(),
+            bytes: Vec::new(),
+        }
+    }
+
     /// The attribute of a `Repr` value.
     #[must_use]
     pub fn of<R: Repr + Fields>(r: &R) -> Self {
@@ -160,6 +171,128 @@ impl Attribute {
         }
         Json::Object(o)
     }
+}
+
+/// An answer kept as its bytes and decoded into an [`Attribute`] when its
+/// fields are first read: what a batch of SMPs returns
+/// ([`crate::Port::smp_get_batch`]), so that answers nobody reads field
+/// by field cost one copy of their bytes, not a decode.
+#[derive(Debug)]
+pub struct Answer {
+    name: &'static str,
+    /// The structure's kind and bytes; `None` for an answer made of an
+    /// [`Attribute`].
+    raw: Option<(&'static Kind, RawBytes)>,
+    decoded: std::sync::OnceLock<Attribute>,
+}
+
+impl Answer {
+    /// The answer of structure `kind` whose bytes start `bytes`.
+    ///
+    /// # Errors
+    /// [`Error::Malformed`] when `bytes` are shorter than the structure.
+    pub fn new(kind: &'static Kind, bytes: &[u8]) -> Result<Self, Error> {
+        let b = bytes.get(..kind.len).ok_or_else(|| {
+            Error::Malformed(format!(
+                "{} needs {} bytes, the answer has {}",
+                kind.name,
+                kind.len,
+                bytes.len()
+            ))
+        })?;
+        Ok(Self {
+            name: kind.name,
+            raw: Some((kind, RawBytes::of(b))),
+            decoded: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The structure's name (`"NodeInfo"`), without decoding.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The structure's bytes on the wire, without decoding.
+    #[must_use]
+    pub fn bytes(&self) -> &[u8] {
+        match &self.raw {
+            Some((_, b)) => b.as_slice(),
+            None => self.attribute().bytes.as_slice(),
+        }
+    }
+
+    /// The decoded attribute (decoded on the first call, kept).
+    #[must_use]
+    pub fn attribute(&self) -> &Attribute {
+        self.decoded.get_or_init(|| match &self.raw {
+            Some((kind, b)) => decode(kind, b.as_slice()),
+            // An answer made of an Attribute has it set from the start.
+            None => Attribute::empty(self.name),
+        })
+    }
+
+    /// The decoded attribute, owned.
+    #[must_use]
+    pub fn into_attribute(self) -> Attribute {
+        match self.decoded.into_inner() {
+            Some(a) => a,
+            None => match &self.raw {
+                Some((kind, b)) => decode(kind, b.as_slice()),
+                None => Attribute::empty(self.name),
+            },
+        }
+    }
+}
+
+impl From<Attribute> for Answer {
+    fn from(a: Attribute) -> Self {
+        Self {
+            name: a.name,
+            raw: None,
+            decoded: std::sync::OnceLock::from(a),
+        }
+    }
+}
+
+impl PartialEq for Answer {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.attribute() == other.attribute()
+    }
+}
+
+/// An answer's bytes: in place up to an SMP's 64 bytes of data (no
+/// allocation per answer of a batch), on the heap beyond.
+#[derive(Debug)]
+enum RawBytes {
+    Inline(u8, [u8; 64]),
+    Heap(Vec<u8>),
+}
+
+impl RawBytes {
+    fn of(b: &[u8]) -> Self {
+        match u8::try_from(b.len()) {
+            Ok(n) if b.len() <= 64 => {
+                let mut a = [0u8; 64];
+                a[..b.len()].copy_from_slice(b);
+                Self::Inline(n, a)
+            }
+            _ => Self::Heap(b.to_vec()),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Inline(n, a) => &a[..usize::from(*n)],
+            Self::Heap(v) => v,
+        }
+    }
+}
+
+/// `b` (at least `kind.len` bytes: [`Answer::new`] checked) decoded.
+fn decode(kind: &Kind, b: &[u8]) -> Attribute {
+    // The structures' parsers fail only on too few bytes.
+    (kind.parse)(b).unwrap_or_else(|| Attribute::empty(kind.name))
 }
 
 /// Which management class an attribute name belongs to.
@@ -596,6 +729,34 @@ mod tests {
                 assert_ne!(k.component_bits(l), 0, "{}.{}", k.name, l.name);
             }
         }
+    }
+
+    #[test]
+    fn an_answer_decodes_when_read_to_what_the_eager_parse_gives() {
+        let k = Kind::find(Class::Smp, "NodeInfo").unwrap();
+        let ni = NodeInfo {
+            node_guid: 0x1234_5678_9abc,
+            num_ports: 3,
+            ..NodeInfo::default()
+        };
+        // As an SMP's data: the structure, then padding to 64 bytes.
+        let mut b = ni.to_vec().unwrap();
+        b.resize(64, 0xee);
+        let a = Answer::new(k, &b).unwrap();
+        assert_eq!(a.name(), "NodeInfo");
+        assert_eq!(a.bytes(), &b[..k.len]);
+        assert_eq!(a.attribute(), &k.parse(&b).unwrap());
+        assert_eq!(a.attribute().uint("node_guid"), Some(0x1234_5678_9abc));
+        assert_eq!(
+            Answer::new(k, &b).unwrap().into_attribute(),
+            k.parse(&b).unwrap()
+        );
+        let e = Answer::new(k, &b[..10]).unwrap_err();
+        assert!(e.to_string().contains("NodeInfo needs 40 bytes"), "{e}");
+        // An answer made of an Attribute keeps it.
+        let from = Answer::from(k.parse(&b).unwrap());
+        assert_eq!(from.bytes(), a.bytes());
+        assert!(from == a);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use mad_tools::discover::pipeline::{Exchange, Outcome, Outgoing, StartError};
 use mad_tools::discover::{self as disc, GatherOptions};
 
 pub use mad_tools::discover::counters::{NodeSample, PortSample, Sweep};
-pub use mad_tools::discover::model::{Fabric, Node, Port, PortRef};
+pub use mad_tools::discover::model::{type_word, Fabric, Node, Port, PortRef};
 pub use mad_tools::discover::{Discovery, Limits, QueryFailure};
 
 use crate::Error;
@@ -163,4 +163,39 @@ pub fn sweep_json(fabric: &Fabric, sweep: &Sweep) -> serde_json::Value {
 #[must_use]
 pub fn discovery_json(d: &Discovery) -> serde_json::Value {
     mad_tools::cmd::ibnetdiscover::fabric_json(&d.fabric, None, d)
+}
+
+/// The indices into `d.fabric.nodes` of [`discovery_json`]'s `nodes`, in
+/// its order (switches, CAs, routers, each as `ibnetdiscover` lists
+/// them): for reading the model a node at a time.
+#[must_use]
+pub fn json_order(d: &Discovery) -> Vec<usize> {
+    mad_tools::cmd::ibnetdiscover::json_order(&d.fabric)
+}
+
+/// Node `i` of `d.fabric.nodes` as [`discovery_json`] writes it (its
+/// ports and their remote ends).
+#[must_use]
+pub fn node_json(d: &Discovery, i: usize) -> serde_json::Value {
+    mad_tools::cmd::ibnetdiscover::node_json(&d.fabric, None, i)
+}
+
+/// Node `i`'s description as [`discovery_json`] writes it (non-printable
+/// bytes as spaces).
+#[must_use]
+pub fn node_name(d: &Discovery, i: usize) -> String {
+    mad_tools::cmd::ibnetdiscover::json_name(&d.fabric, None, i)
+}
+
+/// [`discovery_json`]'s `summary` object (node and link counts, SMPs
+/// sent, the time the discovery took).
+#[must_use]
+pub fn summary_json(d: &Discovery) -> serde_json::Value {
+    mad_tools::cmd::ibnetdiscover::summary_json(&d.fabric, d)
+}
+
+/// [`discovery_json`]'s `from` object (where the discovery started).
+#[must_use]
+pub fn from_json(d: &Discovery) -> serde_json::Value {
+    mad_tools::cmd::ibnetdiscover::from_json(&d.fabric)
 }

@@ -84,7 +84,7 @@ pub mod events;
 pub mod fabric;
 pub mod port;
 
-pub use attr::{Attribute, Input, Value};
+pub use attr::{Answer, Attribute, Input, Value};
 pub use events::Events;
 pub use port::{open, Backend, Options, Port, SaTable, Target};
 

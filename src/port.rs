@@ -19,7 +19,7 @@ use mad_core::wire::sa_records::NodeRecord;
 use mad_core::wire::{Method, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET};
 use mad_tools::session::{Backend as SessionBackend, Session, SessionOpts, TransportChoice};
 
-use crate::attr::{Attribute, Class, Input, Kind};
+use crate::attr::{Answer, Attribute, Class, Input, Kind};
 use crate::Error;
 
 /// Where to open a port.
@@ -141,12 +141,12 @@ impl std::fmt::Debug for Port {
     }
 }
 
-/// The attribute a completed SMP query answered.
-fn smp_answer(kind: &Kind, done: &mad_agents::Completion) -> Result<Attribute, Error> {
+/// The attribute a completed SMP query answered, not yet decoded.
+fn smp_answer(kind: &'static Kind, done: &mad_agents::Completion) -> Result<Answer, Error> {
     // LID-routed and directed-route SMPs alike carry the attribute at
     // byte 64.
     let bytes = query::response_bytes(done, kind.attr_id.0)?;
-    kind.parse(bytes.get(SMP_DATA_OFFSET..).unwrap_or(&[]))
+    Answer::new(kind, bytes.get(SMP_DATA_OFFSET..).unwrap_or(&[]))
 }
 
 /// Opens a port as `opts` says and starts the stack on it.
@@ -253,12 +253,12 @@ impl Port {
 
     fn smp_rpc(
         &self,
-        kind: &Kind,
+        kind: &'static Kind,
         method: Method,
         target: &Target,
         attr_mod: u32,
         data: &[u8],
-    ) -> Result<Attribute, Error> {
+    ) -> Result<Answer, Error> {
         let t = self.smp_target(target)?;
         let c = self.smp();
         let req = smp::request(&t, method, kind.attr_id, attr_mod, data, c.m_key)
@@ -280,12 +280,30 @@ impl Port {
         targets: &[Target],
         attr_mod: u32,
     ) -> Result<Vec<Result<Attribute, Error>>, Error> {
+        Ok(self
+            .smp_get_batch(name, targets, attr_mod)?
+            .into_iter()
+            .map(|r| r.map(Answer::into_attribute))
+            .collect())
+    }
+
+    /// [`Port::smp_get_many`] with the answers kept as their bytes, each
+    /// decoded when its fields are first read ([`Answer::attribute`]).
+    ///
+    /// # Errors
+    /// As [`Port::smp_get_many`].
+    pub fn smp_get_batch(
+        &self,
+        name: &str,
+        targets: &[Target],
+        attr_mod: u32,
+    ) -> Result<Vec<Result<Answer, Error>>, Error> {
         let kind = Kind::find(Class::Smp, name)?;
         let (agent, rx) = self
             .runtime()
             .register_channel(AgentSpec::send_only("smp-batch", Qp::Qp0))
             .map_err(|e| Error::Register(e.to_string()))?;
-        let mut out: Vec<Option<Result<Attribute, Error>>> = targets.iter().map(|_| None).collect();
+        let mut out: Vec<Option<Result<Answer, Error>>> = targets.iter().map(|_| None).collect();
         let timeout = self.session.timeout();
         let retries = mad_tools::session::DEFAULT_RETRIES;
         let m_key = self.smp().m_key;
@@ -338,6 +356,21 @@ impl Port {
     /// # Errors
     /// An unknown name, a timeout, a non-zero MAD status.
     pub fn smp_get(&self, name: &str, target: &Target, attr_mod: u32) -> Result<Attribute, Error> {
+        self.smp_get_answer(name, target, attr_mod)
+            .map(Answer::into_attribute)
+    }
+
+    /// [`Port::smp_get`] with the answer kept as its bytes, decoded when
+    /// its fields are first read.
+    ///
+    /// # Errors
+    /// As [`Port::smp_get`].
+    pub fn smp_get_answer(
+        &self,
+        name: &str,
+        target: &Target,
+        attr_mod: u32,
+    ) -> Result<Answer, Error> {
         let kind = Kind::find(Class::Smp, name)?;
         self.smp_rpc(kind, Method::GET, target, attr_mod, &[])
     }
@@ -361,8 +394,8 @@ impl Port {
         let kind = Kind::find(Class::Smp, name)?;
         let now = self.smp_rpc(kind, Method::GET, target, attr_mod, &[])?;
         let mut data = [0u8; SMP_DATA_LEN];
-        let n = now.bytes.len().min(SMP_DATA_LEN);
-        data[..n].copy_from_slice(&now.bytes[..n]);
+        let n = now.bytes().len().min(SMP_DATA_LEN);
+        data[..n].copy_from_slice(&now.bytes()[..n]);
         let data_len = kind.len.min(SMP_DATA_LEN);
         if kind.attr_id == mad_core::wire::AttributeId::PORT_INFO {
             // As ibportstate: PortState and PortPhysicalState go as 0
@@ -378,6 +411,7 @@ impl Port {
         }
         kind.write(&mut data[..data_len], fields)?;
         self.smp_rpc(kind, Method::SET, target, attr_mod, &data)
+            .map(Answer::into_attribute)
     }
 
     /// PortCounters (or, `extended`, PortCountersExtended) of `port` of

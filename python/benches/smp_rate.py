@@ -3,15 +3,19 @@ time (``port.smp.get``) and in batches (``port.smp.get_many``), beside
 ``mad --sim bench`` (the Rust runtime) run in the same go. Prints one
 line per measurement and, with ``--json``, the numbers as JSON.
 
-    python python/benches/smp_rate.py [--mad target/release/mad] [--seconds 2]
+    python python/benches/smp_rate.py [--mad target/release/mad] [--seconds 2] [--rounds 5]
 
 Both query NodeInfo of the local port and of the first switch by
-directed route, round-robin (``mad bench``'s default targets)."""
+directed route, round-robin (``mad bench``'s default targets). Each
+round measures Python and then ``mad bench`` right after it, so that a
+round's ratio compares the two under the same load; the medians of the
+rounds' ratios are printed last."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import time
 
@@ -30,10 +34,11 @@ def main() -> None:
     ap.add_argument("--mad", default="target/release/mad")
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     routes = [[], [1]]
-    out = {}
+    rounds = []
     with madstack.open(sim=True) as p:
         i = [0]
 
@@ -48,17 +53,27 @@ def main() -> None:
             return len(got)
 
         rate(one, 0.2)
-        out["python_one_at_a_time"] = rate(one, a.seconds)
-        out[f"python_batch_{a.batch}"] = rate(batch, a.seconds)
-    r = subprocess.run([a.mad, "--sim", "bench", "--w", f"1,{a.batch}", "--seconds", str(a.seconds), "--json"],
-                       capture_output=True, text=True, check=True)
-    for m in json.loads(r.stdout)["smp"]:
-        out[f"mad_bench_{m['impl']}_w{m['outstanding']}"] = m["qps"]
+        for _ in range(a.rounds):
+            out = {}
+            out["python_one_at_a_time"] = rate(one, a.seconds)
+            out[f"python_batch_{a.batch}"] = rate(batch, a.seconds)
+            r = subprocess.run(
+                [a.mad, "--sim", "bench", "--w", f"1,{a.batch}", "--seconds", str(a.seconds), "--json"],
+                capture_output=True, text=True, check=True)
+            for m in json.loads(r.stdout)["smp"]:
+                out[f"mad_bench_{m['impl']}_w{m['outstanding']}"] = m["qps"]
+            out["ratio_one"] = out["mad_bench_runtime_w1"] / out["python_one_at_a_time"]
+            out["ratio_batch"] = out[f"mad_bench_runtime_w{a.batch}"] / out[f"python_batch_{a.batch}"]
+            rounds.append(out)
     if a.json:
-        print(json.dumps(out))
-    else:
-        for k, v in out.items():
-            print(f"{k}: {v:,.0f} SMPs/s")
+        print(json.dumps(rounds))
+        return
+    for n, out in enumerate(rounds):
+        print(f"round {n + 1}: " + "  ".join(
+            f"{k}={v:.2f}x" if k.startswith("ratio") else f"{k}={v:,.0f}/s" for k, v in out.items()))
+    for k in ("ratio_one", "ratio_batch"):
+        print(f"median {k} (mad bench runtime / Python, same window): "
+              f"{statistics.median(r[k] for r in rounds):.2f}x")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ error's text and ``status`` the MAD status when there was one.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+import operator
+from collections.abc import Sequence
+from typing import Any, Dict, Iterator, List, Optional, Union
 
 from . import _native
 from ._native import (
@@ -104,10 +106,12 @@ class Smp:
         """SubnGet of ``name`` at every LID of ``lids`` (or directed route
         of ``drs``), all in flight at once: one entry per target, in order,
         a failed target's entry being its exception (not raised)."""
+        # The native call takes any sequence of routes (lists, tuples):
+        # no per-route copy here.
         return self._p._native.smp_get_many(
             name,
-            lids=None if lids is None else list(lids),
-            drs=None if drs is None else [list(d) for d in drs],
+            lids=lids if lids is None or isinstance(lids, list) else list(lids),
+            drs=drs if drs is None or isinstance(drs, list) else list(drs),
             attr_mod=mod,
         )
 
@@ -194,16 +198,26 @@ class Table(list):
 class Node:
     """A node of a discovered :class:`Fabric`: ``guid``, ``type``
     (``"Switch"``, ``"Ca"``, ``"Router"``), ``description``, ``lid``,
-    ``ports`` (dicts as ``mad ibnetdiscover --json`` writes them)."""
+    ``num_ports`` and ``ports`` (dicts as ``mad ibnetdiscover --json``
+    writes them, made when first read)."""
 
-    def __init__(self, d: Dict[str, Any]) -> None:
-        self._d = d
-        self.guid: int = _hex(d["guid"])
-        self.type: str = d["type"]
-        self.description: str = d["description"]
-        self.num_ports: int = d["num_ports"]
-        self.lid: int = d["lid"]
-        self.ports: List[Dict[str, Any]] = d["ports"]
+    def __init__(self, native: Any, position: int) -> None:
+        self._f = native
+        self._k = position
+        self._d: Optional[Dict[str, Any]] = None
+        self.guid: int
+        self.type: str
+        self.description: str
+        self.num_ports: int
+        self.lid: int
+        self.guid, self.type, self.description, self.num_ports, self.lid = native.node_info(position)
+
+    @property
+    def ports(self) -> List[Dict[str, Any]]:
+        """The node's ports as ``mad ibnetdiscover --json`` writes them
+        (``port``, ``guid``, ``lid``, ``width``, ``speed``, ``state``,
+        ``remote``, ...)."""
+        return self.to_dict()["ports"]
 
     def port_lid(self, num: int) -> int:
         """The LID of port ``num`` (a switch's ports: the switch's LID)."""
@@ -214,6 +228,8 @@ class Node:
 
     def to_dict(self) -> Dict[str, Any]:
         """The node as ``mad ibnetdiscover --json`` writes it."""
+        if self._d is None:
+            self._d = self._f.node_dict(self._k)
         return self._d
 
     def __repr__(self) -> str:
@@ -231,50 +247,91 @@ class Link:
         return f"<Link {self.a[0].description}[{self.a[1]}] - {self.b[0].description}[{self.b[1]}]>"
 
 
+class _Nodes(Sequence):  # type: ignore[type-arg]
+    """The nodes of a :class:`Fabric` as a read-only sequence: a
+    :class:`Node` is made when it is first indexed or iterated over, and
+    kept (the same object every time)."""
+
+    def __init__(self, native: Any) -> None:
+        self._f = native
+        self._made: List[Optional[Node]] = [None] * len(native)
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    def _at(self, k: int) -> Node:
+        n = self._made[k]
+        if n is None:
+            n = self._made[k] = Node(self._f, k)
+        return n
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self._at(i) for i in range(*k.indices(len(self._made)))]
+        k = operator.index(k)
+        if k < 0:
+            k += len(self._made)
+        if not 0 <= k < len(self._made):
+            raise IndexError(f"node index {k} out of range ({len(self._made)} nodes)")
+        return self._at(k)
+
+    def __iter__(self) -> Iterator[Node]:
+        for k in range(len(self._made)):
+            yield self._at(k)
+
+    def __repr__(self) -> str:
+        return f"<{len(self._made)} nodes>"
+
+
 class Fabric:
     """The fabric as ``ibnetdiscover`` models it: :attr:`nodes` (switches,
-    CAs, routers in its output order), :attr:`links`, and
-    :meth:`to_networkx`."""
+    CAs, routers in its output order), :attr:`links`, :attr:`summary` and
+    :meth:`to_networkx`. The model stays in Rust: Python objects are made
+    of the nodes, ports and links that are read, when they are read."""
 
-    def __init__(self, d: Dict[str, Any]) -> None:
-        self._d = d
-        self.nodes: List[Node] = [Node(n) for n in d["nodes"]]
-        self.summary: Dict[str, Any] = d["summary"]
+    def __init__(self, native: Any) -> None:
+        self._native = native
+        self._nodes = _Nodes(native)
+        self._summary: Optional[Dict[str, Any]] = None
         self._links: Optional[List[Link]] = None
+        self._d: Optional[Dict[str, Any]] = None
+
+    @property
+    def nodes(self) -> Sequence[Node]:
+        """The nodes in ``ibnetdiscover``'s order: a sequence that makes
+        each :class:`Node` when it is first indexed or iterated over."""
+        return self._nodes
+
+    @property
+    def summary(self) -> Dict[str, Any]:
+        """``mad ibnetdiscover --json``'s ``summary``: ``nodes``,
+        ``switches``, ``cas``, ``routers``, ``links``, ``smps``,
+        ``elapsed_us``."""
+        if self._summary is None:
+            self._summary = self._native.summary()
+        return self._summary
 
     @property
     def links(self) -> List[Link]:
         """Every cable once, in the order of its first end in
         :attr:`nodes` (made on first use)."""
         if self._links is None:
-            self._links = self._make_links()
+            at = self._nodes._at
+            self._links = [Link((at(i), p), (at(j), q)) for i, p, j, q in self._native.links()]
         return self._links
-
-    def _make_links(self) -> List[Link]:
-        # The remote ends name their node by the JSON's GUID text: index
-        # the nodes by it, and take a cable at the end met first.
-        at = {n._d["guid"]: i for i, n in enumerate(self.nodes)}
-        links: List[Link] = []
-        for i, n in enumerate(self.nodes):
-            for p in n.ports:
-                r = p.get("remote")
-                if not r:
-                    continue
-                j = at.get(r["guid"])
-                if j is None or (j, r["port"]) < (i, p["port"]):
-                    continue
-                links.append(Link((n, p["port"]), (self.nodes[j], r["port"])))
-        return links
 
     def node(self, name: str) -> Node:
         """The node whose description is ``name`` (:class:`KeyError` if none)."""
-        for n in self.nodes:
-            if n.description == name:
-                return n
-        raise KeyError(name)
+        k = self._native.find(name)
+        if k is None:
+            raise KeyError(name)
+        return self._nodes._at(k)
 
     def to_dict(self) -> Dict[str, Any]:
-        """The object ``mad ibnetdiscover --json`` writes (envelope aside)."""
+        """The object ``mad ibnetdiscover --json`` writes (envelope aside),
+        made on first use."""
+        if self._d is None:
+            self._d = json.loads(self._native.to_json())
         return self._d
 
     def to_networkx(self) -> Any:
@@ -293,7 +350,7 @@ class Fabric:
         return g
 
     def __repr__(self) -> str:
-        return f"<Fabric {len(self.nodes)} nodes, {len(self.links)} links>"
+        return f"<Fabric {len(self.nodes)} nodes, {self.summary['links']} links>"
 
 
 class Port:
@@ -340,7 +397,7 @@ class Port:
         """Discovers the fabric (``mad ibnetdiscover``'s parallel discovery;
         ``window`` MADs in flight, ``per_node`` per node, ``timeout`` in
         seconds). Ctrl-C stops it with :class:`KeyboardInterrupt`."""
-        return Fabric(json.loads(self._native.discover(window=window, per_node=per_node, timeout=timeout)))
+        return Fabric(self._native.discover(window=window, per_node=per_node, timeout=timeout))
 
     def sweep(
         self, *, window: Optional[int] = None, per_node: Optional[int] = None, timeout: Optional[float] = None

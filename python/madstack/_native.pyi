@@ -59,6 +59,25 @@ class Events:
     def close(self) -> None:
         """Stops listening."""
 
+class Fabric:
+    """A discovered fabric: the Rust model, read a node at a time by its
+    position in ``mad ibnetdiscover --json``'s ``nodes``; see
+    ``madstack.Fabric``."""
+
+    def __len__(self) -> int: ...
+    def node_info(self, k: int) -> Tuple[int, str, str, int, int]:
+        """Node ``k``'s ``(guid, type, description, num_ports, lid)``."""
+    def node_dict(self, k: int) -> Dict[str, Any]:
+        """Node ``k`` as ``mad ibnetdiscover --json`` writes it."""
+    def find(self, name: str) -> Optional[int]:
+        """The position of the first node described ``name``."""
+    def links(self) -> List[Tuple[int, int, int, int]]:
+        """Every cable once: ``(position, port, position, port)``."""
+    def summary(self) -> Dict[str, Any]:
+        """The ``summary`` object of ``mad ibnetdiscover --json``."""
+    def to_json(self) -> str:
+        """The whole ``mad ibnetdiscover --json`` object as JSON text."""
+
 class Port:
     """The native port; see ``madstack.Port``."""
 
@@ -100,8 +119,8 @@ class Port:
     def next_report(self, timeout: float) -> Optional[Attribute]: ...
     def discover(
         self, window: Optional[int] = None, per_node: Optional[int] = None, timeout: Optional[float] = None
-    ) -> str:
-        """``mad ibnetdiscover --json``'s object, as JSON text."""
+    ) -> Fabric:
+        """A fresh discovery: the Rust model."""
     def sweep(
         self, window: Optional[int] = None, per_node: Optional[int] = None, timeout: Optional[float] = None
     ) -> str:

@@ -142,22 +142,38 @@ fn value_to_py(py: Python<'_>, v: &Value) -> PyResult<PyObject> {
         Value::Text(s) => PyString::new(py, s).into_any().unbind(),
         Value::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
         Value::Array(a) => PyList::new(py, a)?.into_any().unbind(),
-        Value::Nested(a) => Py::new(
-            py,
-            Attribute {
-                inner: (**a).clone(),
-            },
-        )?
-        .into_any(),
+        Value::Nested(a) => Py::new(py, Attribute::from((**a).clone()))?.into_any(),
     })
 }
 
 /// One structure read from the fabric (an SMP or PerfMgt attribute, an
 /// SA record, a Notice): its fields are attributes of the object
 /// (`ni.node_guid`), `to_dict()` gives what `mad --json` prints.
+///
+/// The answers of SMP queries keep their bytes and decode the fields when
+/// one is first read (`madstack::Answer`): a batch whose answers are not
+/// read field by field pays no decode.
 #[pyclass(module = "madstack._native", frozen)]
 struct Attribute {
-    inner: madstack::Attribute,
+    inner: madstack::Answer,
+}
+
+impl From<madstack::Attribute> for Attribute {
+    fn from(a: madstack::Attribute) -> Self {
+        Self { inner: a.into() }
+    }
+}
+
+impl From<madstack::Answer> for Attribute {
+    fn from(inner: madstack::Answer) -> Self {
+        Self { inner }
+    }
+}
+
+impl Attribute {
+    fn attr(&self) -> &madstack::Attribute {
+        self.inner.attribute()
+    }
 }
 
 #[pymethods]
@@ -165,46 +181,46 @@ impl Attribute {
     /// The structure's name (`"NodeInfo"`).
     #[getter]
     fn name(&self) -> &'static str {
-        self.inner.name
+        self.inner.name()
     }
 
     /// The field names, in wire order (reserved fields left out).
     #[getter]
     fn fields(&self) -> Vec<&'static str> {
-        self.inner.fields.iter().map(|(n, _)| *n).collect()
+        self.attr().fields.iter().map(|(n, _)| *n).collect()
     }
 
     /// Each field's label as smpquery / perfquery print it
     /// (`{"node_guid": "Guid", ...}`).
     #[getter]
     fn labels(&self) -> Vec<(&'static str, &'static str)> {
-        self.inner
-            .fields
+        let a = self.attr();
+        a.fields
             .iter()
             .map(|(n, _)| *n)
-            .zip(self.inner.labels.iter().copied())
+            .zip(a.labels.iter().copied())
             .collect()
     }
 
     /// The structure's bytes as they were on the wire.
     #[getter]
     fn raw<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.bytes)
+        PyBytes::new(py, self.inner.bytes())
     }
 
     fn __getattr__(&self, py: Python<'_>, name: &str) -> PyResult<PyObject> {
-        match self.inner.get(name) {
+        match self.attr().get(name) {
             Some(v) => value_to_py(py, v),
             None => Err(pyo3::exceptions::PyAttributeError::new_err(format!(
                 "{} has no field {name:?} (fields: {})",
-                self.inner.name,
+                self.inner.name(),
                 self.fields().join(", ")
             ))),
         }
     }
 
     fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<PyObject> {
-        match self.inner.get(name) {
+        match self.attr().get(name) {
             Some(v) => value_to_py(py, v),
             None => Err(pyo3::exceptions::PyKeyError::new_err(name.to_owned())),
         }
@@ -225,11 +241,107 @@ impl Attribute {
     /// The fields as `mad --json` prints them: integers over 32 bits as
     /// `"0x…"` strings, text as text, other bytes as hex.
     fn to_dict(&self, py: Python<'_>) -> PyResult<PyObject> {
-        json_to_py(py, &self.inner.to_json())
+        json_to_py(py, &self.attr().to_json())
     }
 
     fn __repr__(&self) -> String {
-        format!("<{} {}>", self.inner.name, self.inner.to_json())
+        format!("<{} {}>", self.inner.name(), self.attr().to_json())
+    }
+}
+
+/// A discovered fabric: the Rust model of `mad ibnetdiscover`, its nodes
+/// read one at a time by their position in `mad ibnetdiscover --json`'s
+/// `nodes` (switches, CAs, routers).
+#[pyclass(module = "madstack._native", frozen)]
+struct Fabric {
+    d: fabric::Discovery,
+    /// Position → index into the model's nodes.
+    order: Vec<usize>,
+    /// Index into the model's nodes → position (`usize::MAX`: not listed).
+    pos: Vec<usize>,
+}
+
+impl Fabric {
+    fn new(d: fabric::Discovery) -> Self {
+        let order = fabric::json_order(&d);
+        let mut pos = vec![usize::MAX; d.fabric.nodes.len()];
+        for (k, &i) in order.iter().enumerate() {
+            pos[i] = k;
+        }
+        Self { d, order, pos }
+    }
+
+    fn index(&self, k: usize) -> PyResult<usize> {
+        self.order.get(k).copied().ok_or_else(|| {
+            pyo3::exceptions::PyIndexError::new_err(format!(
+                "node position {k} out of range (the fabric has {} nodes)",
+                self.order.len()
+            ))
+        })
+    }
+}
+
+#[pymethods]
+impl Fabric {
+    fn __len__(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Node `k`'s `(guid, type, description, num_ports, lid)`.
+    fn node_info(&self, k: usize) -> PyResult<(u64, &'static str, String, u8, u16)> {
+        let i = self.index(k)?;
+        let n = &self.d.fabric.nodes[i];
+        Ok((
+            n.guid(),
+            madstack::fabric::type_word(n.node_type()),
+            fabric::node_name(&self.d, i),
+            n.num_ports(),
+            n.smalid,
+        ))
+    }
+
+    /// Node `k` as `mad ibnetdiscover --json` writes it.
+    fn node_dict(&self, py: Python<'_>, k: usize) -> PyResult<PyObject> {
+        let i = self.index(k)?;
+        json_to_py(py, &fabric::node_json(&self.d, i))
+    }
+
+    /// The position of the first node described `name`, or `None`.
+    fn find(&self, name: &str) -> Option<usize> {
+        self.order
+            .iter()
+            .position(|&i| fabric::node_name(&self.d, i) == name)
+    }
+
+    /// Every cable once as `(position, port, position, port)`, in the
+    /// order of its first end among the nodes (ports in order).
+    fn links(&self) -> Vec<(usize, u8, usize, u8)> {
+        let f = &self.d.fabric;
+        let mut v = Vec::new();
+        for (k, &i) in self.order.iter().enumerate() {
+            for p in f.nodes[i].ports.iter().skip(1).flatten() {
+                let Some(r) = p.remote else { continue };
+                let Some(&j) = self.pos.get(r.node) else {
+                    continue;
+                };
+                if j == usize::MAX || (j, r.port) < (k, p.num) {
+                    continue;
+                }
+                v.push((k, p.num, j, r.port));
+            }
+        }
+        v
+    }
+
+    /// The `summary` object of `mad ibnetdiscover --json`.
+    fn summary(&self, py: Python<'_>) -> PyResult<PyObject> {
+        json_to_py(py, &fabric::summary_json(&self.d))
+    }
+
+    /// The whole `mad ibnetdiscover --json` object (envelope aside), as
+    /// JSON text.
+    fn to_json(&self) -> String {
+        fabric::discovery_json(&self.d).to_string()
     }
 }
 
@@ -426,7 +538,7 @@ impl Port {
         attr_mod: u32,
     ) -> PyResult<Attribute> {
         let t = target(lid, dr, guid)?;
-        let inner = self.with(py, |p| p.smp_get(name, &t, attr_mod))?;
+        let inner = self.with(py, |p| p.smp_get_answer(name, &t, attr_mod))?;
         Ok(Attribute { inner })
     }
 
@@ -447,7 +559,7 @@ impl Port {
             (None, Some(d)) => d.into_iter().map(Target::Dr).collect(),
             _ => return Err(InputError::new_err("give one of lids= or drs=")),
         };
-        let rs = self.with(py, |p| p.smp_get_many(name, &targets, attr_mod))?;
+        let rs = self.with(py, |p| p.smp_get_batch(name, &targets, attr_mod))?;
         rs.into_iter()
             .map(|r| match r {
                 Ok(inner) => Ok(Py::new(py, Attribute { inner })?.into_any()),
@@ -470,13 +582,13 @@ impl Port {
     ) -> PyResult<Attribute> {
         let t = target(lid, dr, guid)?;
         let f = inputs(Some(fields))?;
-        let inner = self.with(py, |p| p.smp_set(name, &t, attr_mod, &f))?;
-        Ok(Attribute { inner })
+        let a = self.with(py, |p| p.smp_set(name, &t, attr_mod, &f))?;
+        Ok(a.into())
     }
 
     fn counters(&self, py: Python<'_>, lid: u16, port: u8, extended: bool) -> PyResult<Attribute> {
-        let inner = self.with(py, |p| p.counters(lid, port, extended))?;
-        Ok(Attribute { inner })
+        let a = self.with(py, |p| p.counters(lid, port, extended))?;
+        Ok(a.into())
     }
 
     fn reset_counters(
@@ -486,8 +598,8 @@ impl Port {
         port: u8,
         extended: bool,
     ) -> PyResult<Attribute> {
-        let inner = self.with(py, |p| p.reset_counters(lid, port, extended))?;
-        Ok(Attribute { inner })
+        let a = self.with(py, |p| p.reset_counters(lid, port, extended))?;
+        Ok(a.into())
     }
 
     #[pyo3(signature = (name, fields=None))]
@@ -498,8 +610,8 @@ impl Port {
         fields: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Attribute> {
         let f = inputs(fields)?;
-        let inner = self.with(py, |p| p.sa_get(name, &f))?;
-        Ok(Attribute { inner })
+        let a = self.with(py, |p| p.sa_get(name, &f))?;
+        Ok(a.into())
     }
 
     /// The records and whether the table arrived cut to one MAD.
@@ -513,10 +625,7 @@ impl Port {
         let f = inputs(fields)?;
         let t = self.with(py, |p| p.sa_table(name, &f))?;
         Ok((
-            t.records
-                .into_iter()
-                .map(|inner| Attribute { inner })
-                .collect(),
+            t.records.into_iter().map(Attribute::from).collect(),
             t.truncated,
         ))
     }
@@ -531,14 +640,11 @@ impl Port {
     fn next_report(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<Attribute>> {
         let t = Duration::from_secs_f64(timeout.max(0.0));
         let r = self.with(py, |p| Ok(p.next_report(t)))?;
-        Ok(r.map(|r| Attribute {
-            inner: madstack::Attribute::of(&r.notice),
-        }))
+        Ok(r.map(|r| madstack::Attribute::of(&r.notice).into()))
     }
 
-    /// `mad ibnetdiscover --json`'s object of a fresh discovery, as JSON
-    /// text (the package's `json.loads` makes the Python objects faster
-    /// than building them one by one here).
+    /// A fresh discovery: the Rust model, read a node at a time (the
+    /// package's `Fabric` makes Python objects only of what is asked).
     #[pyo3(signature = (window=None, per_node=None, timeout=None))]
     fn discover(
         &self,
@@ -546,12 +652,10 @@ impl Port {
         window: Option<usize>,
         per_node: Option<usize>,
         timeout: Option<f64>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Fabric> {
         let b = bounds(window, per_node, timeout);
-        self.with(py, |p| {
-            fabric::discover_with(p, b, &mut signal_check())
-                .map(|d| fabric::discovery_json(&d).to_string())
-        })
+        let d = self.with(py, |p| fabric::discover_with(p, b, &mut signal_check()))?;
+        Ok(Fabric::new(d))
     }
 
     /// `mad sweep --json`'s object of a fresh discovery and sweep, as
@@ -750,6 +854,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Port>()?;
     m.add_class::<Attribute>()?;
     m.add_class::<Events>()?;
+    m.add_class::<Fabric>()?;
     m.add("MadError", py.get_type::<MadError>())?;
     m.add("OpenError", py.get_type::<OpenError>())?;
     m.add("RegistrationError", py.get_type::<RegistrationError>())?;

@@ -167,6 +167,41 @@ def test_discover_gives_the_ibnetdiscover_model(sim_port):
         f.node("nobody")
 
 
+def test_fabric_read_from_the_rust_model_equals_its_json_form(sim_port):
+    f = sim_port.discover()
+    d = f.to_dict()
+    assert len(f.nodes) == len(d["nodes"]) == 12
+    assert [n.to_dict() for n in f.nodes] == d["nodes"]
+    for n, j in zip(f.nodes, d["nodes"]):
+        assert (n.guid, n.type, n.description, n.num_ports, n.lid) == (
+            int(j["guid"], 16), j["type"], j["description"], j["num_ports"], j["lid"])
+        assert n.ports == j["ports"]
+    assert f.summary == d["summary"]
+    # The links: every cable once, at its first end in the nodes' order,
+    # as the JSON's remote ends say.
+    at = {j["guid"]: i for i, j in enumerate(d["nodes"])}
+    want = [(i, p["port"], at[p["remote"]["guid"]], p["remote"]["port"])
+            for i, j in enumerate(d["nodes"]) for p in j["ports"]
+            if p["remote"] and (at[p["remote"]["guid"]], p["remote"]["port"]) >= (i, p["port"])]
+    pos = {id(n): i for i, n in enumerate(f.nodes)}
+    assert [(pos[id(l.a[0])], l.a[1], pos[id(l.b[0])], l.b[1]) for l in f.links] == want
+    assert len(want) == f.summary["links"]
+
+
+def test_fabric_nodes_are_a_sequence_made_on_demand_and_kept(sim_port):
+    f = sim_port.discover()
+    assert f.nodes[0] is f.nodes[0] and f.nodes[-1] is f.nodes[11]
+    assert f.nodes[2:4] == [f.nodes[2], f.nodes[3]]
+    assert f.node("host-8 HCA-1") is next(n for n in f.nodes if n.description == "host-8 HCA-1")
+    assert f.links[0].a[0] is f.nodes[0]
+    with pytest.raises(IndexError):
+        f.nodes[12]
+    with pytest.raises(IndexError):
+        f.nodes[-13]
+    with pytest.raises(TypeError):
+        f.nodes["host-8 HCA-1"]
+
+
 def test_to_networkx_builds_the_graph_when_networkx_is_there(sim_port):
     if os.environ.get("CI") == "true":
         import networkx as nx  # installed by scripts/test.sh: missing fails

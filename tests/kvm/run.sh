@@ -23,7 +23,10 @@
 #
 # Environment: MADSTACK_KVM_DIR (base image cache, default target/kvm),
 # KVM_TIMEOUT, KVM_MEM (MiB, default 1024), KVM_LOG (console copy; with a
-# peer, the peer's goes to KVM_LOG.peer), KVM_PEER_BODY.
+# peer, the peer's goes to KVM_LOG.peer), KVM_PEER_BODY, KVM_TREE (a
+# directory whose contents are added to the guest's root as they are:
+# files PROGRAM does not cover, e.g. an interpreter's library, as
+# python/tests/test_kernel_vm.py ships CPython and the madstack package).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -43,6 +46,10 @@ cleanup() { for p in "${QPIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$T";
 trap cleanup EXIT
 O="$T/root"
 mkdir -p "$O/kvm/bin" "$O/lib/x86_64-linux-gnu"
+if [ -n "${KVM_TREE:-}" ]; then
+    [ -d "$KVM_TREE" ] || die "KVM_TREE is no directory: $KVM_TREE"
+    cp -a "$KVM_TREE"/. "$O"/ || die "cannot copy KVM_TREE $KVM_TREE"
+fi
 for p in "$@"; do
     [ -x "$p" ] || die "not an executable: $p"
     cp -L "$p" "$O/kvm/bin/"

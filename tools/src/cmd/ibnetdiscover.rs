@@ -120,113 +120,135 @@ fn width_speed(
     (w.to_owned(), s.to_owned())
 }
 
+/// The node indices of the `--json` form's `nodes`, in its order:
+/// switches, then CAs, then routers, each newest first (the topology
+/// output's order).
+#[must_use]
+pub fn json_order(f: &Fabric) -> Vec<usize> {
+    f.listed_of(NodeType::SWITCH)
+        .chain(f.listed_of(NodeType::CA))
+        .chain(f.listed_of(NodeType::ROUTER))
+        .collect()
+}
+
+/// A node's description as the `--json` form writes it: its name in
+/// `map`, else its cleaned NodeDescription.
+#[must_use]
+pub fn json_name(f: &Fabric, map: Option<&NameMap>, i: usize) -> String {
+    let n = &f.nodes[i];
+    map.and_then(|m| m.get(n.guid()))
+        .map_or_else(|| n.clean_desc(), str::to_owned)
+}
+
+/// One object of the `--json` form's `nodes`: node `i` of `f` (an index
+/// into [`Fabric::nodes`]) with its ports and their remote ends.
+#[must_use]
+pub fn node_json(f: &Fabric, map: Option<&NameMap>, i: usize) -> Json {
+    let g = |v: u64| ibdiag::hex(v, 16);
+    let n = &f.nodes[i];
+    let cap0 = if n.is_switch() {
+        n.port(0)
+            .and_then(|p| p.info.as_ref())
+            .map_or(0, |pi| pi.capability_mask)
+    } else {
+        0
+    };
+    let mut ports = Vec::new();
+    for p in n.ports.iter().skip(1).flatten() {
+        let cap = if n.is_switch() {
+            cap0
+        } else {
+            p.info.as_ref().map_or(0, |pi| pi.capability_mask)
+        };
+        let (w, s) = width_speed(p.info.as_ref(), cap, p.ext_speed_active);
+        let remote = p.remote.map_or(Json::Null, |r| {
+            let rn = &f.nodes[r.node];
+            Json::obj()
+                .with("guid", g(rn.guid()))
+                .with("port", Json::from(u64::from(r.port)))
+                .with("type", Json::String(type_word(rn.node_type()).into()))
+                .with("description", Json::String(json_name(f, map, r.node)))
+        });
+        ports.push(
+            Json::obj()
+                .with("port", Json::from(u64::from(p.num)))
+                .with("guid", g(p.guid))
+                .with("lid", Json::from(u64::from(n.lid_of(p.num))))
+                .with(
+                    "lmc",
+                    Json::from(u64::from(if n.is_switch() { n.smalmc } else { p.lmc })),
+                )
+                .with("width", Json::String(w))
+                .with("speed", Json::String(s))
+                .with(
+                    "state",
+                    Json::from(p.info.as_ref().map_or(0, |pi| u64::from(pi.port_state.0))),
+                )
+                .with(
+                    "phys_state",
+                    Json::from(
+                        p.info
+                            .as_ref()
+                            .map_or(0, |pi| u64::from(pi.port_phys_state.0)),
+                    ),
+                )
+                .with("remote", remote),
+        );
+    }
+    Json::obj()
+        .with("guid", g(n.guid()))
+        .with("type", Json::String(type_word(n.node_type()).into()))
+        .with("description", Json::String(json_name(f, map, i)))
+        .with("num_ports", Json::from(u64::from(n.num_ports())))
+        .with("vendor_id", ibdiag::hex(u64::from(n.info.vendor_id), 6))
+        .with("device_id", ibdiag::hex(u64::from(n.info.device_id), 4))
+        .with("system_image_guid", g(n.info.system_image_guid))
+        .with("port_guid", g(n.info.port_guid))
+        .with("lid", Json::from(u64::from(n.smalid)))
+        .with("lmc", Json::from(u64::from(n.smalmc)))
+        .with("enhanced_port0", Json::Bool(n.enhanced_port0))
+        .with("ports", Json::Array(ports))
+}
+
+/// The `--json` form's `from` object: where discovery started.
+#[must_use]
+pub fn from_json(f: &Fabric) -> Json {
+    let g = |v: u64| ibdiag::hex(v, 16);
+    let from = &f.nodes[f.from_node];
+    Json::obj()
+        .with("node_guid", g(from.guid()))
+        .with("port_guid", g(from.info.port_guid))
+        .with("port", Json::from(u64::from(f.from_port)))
+}
+
+/// The `--json` form's `summary` object: counts, SMPs sent, time taken.
+#[must_use]
+pub fn summary_json(f: &Fabric, d: &Discovery) -> Json {
+    let count = |t: NodeType| f.listed_of(t).count() as u64;
+    Json::obj()
+        .with("nodes", Json::from(f.nodes.len() as u64))
+        .with("switches", Json::from(count(NodeType::SWITCH)))
+        .with("cas", Json::from(count(NodeType::CA)))
+        .with("routers", Json::from(count(NodeType::ROUTER)))
+        .with("links", Json::from(f.links().len() as u64))
+        .with("smps", Json::from(d.stats.sent))
+        .with(
+            "elapsed_us",
+            Json::from(u64::try_from(d.elapsed.as_micros()).unwrap_or(u64::MAX)),
+        )
+}
+
 /// The `--json` form of a discovered fabric (see the module docs).
 #[must_use]
 pub fn fabric_json(f: &Fabric, map: Option<&NameMap>, d: &Discovery) -> Json {
-    let g = |v: u64| ibdiag::hex(v, 16);
-    let name = |i: usize| {
-        let n = &f.nodes[i];
-        map.and_then(|m| m.get(n.guid()))
-            .map_or_else(|| n.clean_desc(), str::to_owned)
-    };
-    let order: Vec<usize> = f
-        .listed_of(NodeType::SWITCH)
-        .chain(f.listed_of(NodeType::CA))
-        .chain(f.listed_of(NodeType::ROUTER))
+    let nodes = json_order(f)
+        .into_iter()
+        .map(|i| node_json(f, map, i))
         .collect();
-    let mut nodes = Vec::new();
-    for &i in &order {
-        let n = &f.nodes[i];
-        let cap0 = if n.is_switch() {
-            n.port(0)
-                .and_then(|p| p.info.as_ref())
-                .map_or(0, |pi| pi.capability_mask)
-        } else {
-            0
-        };
-        let mut ports = Vec::new();
-        for p in n.ports.iter().skip(1).flatten() {
-            let cap = if n.is_switch() {
-                cap0
-            } else {
-                p.info.as_ref().map_or(0, |pi| pi.capability_mask)
-            };
-            let (w, s) = width_speed(p.info.as_ref(), cap, p.ext_speed_active);
-            let remote = p.remote.map_or(Json::Null, |r| {
-                let rn = &f.nodes[r.node];
-                Json::obj()
-                    .with("guid", g(rn.guid()))
-                    .with("port", Json::from(u64::from(r.port)))
-                    .with("type", Json::String(type_word(rn.node_type()).into()))
-                    .with("description", Json::String(name(r.node)))
-            });
-            ports.push(
-                Json::obj()
-                    .with("port", Json::from(u64::from(p.num)))
-                    .with("guid", g(p.guid))
-                    .with("lid", Json::from(u64::from(n.lid_of(p.num))))
-                    .with(
-                        "lmc",
-                        Json::from(u64::from(if n.is_switch() { n.smalmc } else { p.lmc })),
-                    )
-                    .with("width", Json::String(w))
-                    .with("speed", Json::String(s))
-                    .with(
-                        "state",
-                        Json::from(p.info.as_ref().map_or(0, |pi| u64::from(pi.port_state.0))),
-                    )
-                    .with(
-                        "phys_state",
-                        Json::from(
-                            p.info
-                                .as_ref()
-                                .map_or(0, |pi| u64::from(pi.port_phys_state.0)),
-                        ),
-                    )
-                    .with("remote", remote),
-            );
-        }
-        nodes.push(
-            Json::obj()
-                .with("guid", g(n.guid()))
-                .with("type", Json::String(type_word(n.node_type()).into()))
-                .with("description", Json::String(name(i)))
-                .with("num_ports", Json::from(u64::from(n.num_ports())))
-                .with("vendor_id", ibdiag::hex(u64::from(n.info.vendor_id), 6))
-                .with("device_id", ibdiag::hex(u64::from(n.info.device_id), 4))
-                .with("system_image_guid", g(n.info.system_image_guid))
-                .with("port_guid", g(n.info.port_guid))
-                .with("lid", Json::from(u64::from(n.smalid)))
-                .with("lmc", Json::from(u64::from(n.smalmc)))
-                .with("enhanced_port0", Json::Bool(n.enhanced_port0))
-                .with("ports", Json::Array(ports)),
-        );
-    }
-    let count = |t: NodeType| f.listed_of(t).count() as u64;
-    let from = &f.nodes[f.from_node];
     Json::obj()
-        .with(
-            "from",
-            Json::obj()
-                .with("node_guid", g(from.guid()))
-                .with("port_guid", g(from.info.port_guid))
-                .with("port", Json::from(u64::from(f.from_port))),
-        )
+        .with("from", from_json(f))
         .with("nodes", Json::Array(nodes))
-        .with(
-            "summary",
-            Json::obj()
-                .with("nodes", Json::from(f.nodes.len() as u64))
-                .with("switches", Json::from(count(NodeType::SWITCH)))
-                .with("cas", Json::from(count(NodeType::CA)))
-                .with("routers", Json::from(count(NodeType::ROUTER)))
-                .with("links", Json::from(f.links().len() as u64))
-                .with("smps", Json::from(d.stats.sent))
-                .with(
-                    "elapsed_us",
-                    Json::from(u64::try_from(d.elapsed.as_micros()).unwrap_or(u64::MAX)),
-                ),
-        )
+        .with("summary", summary_json(f, d))
 }
 
 /// What ibnetdiscover was asked to do, from its own options.
