@@ -653,7 +653,7 @@ impl IbSimServer {
                     return;
                 }
             } else {
-                len = rmpp::used_len(&v, len);
+                len = v.used_len(len);
                 let first = v.seg_num() == 1;
                 let to = Address {
                     lid: r.src.lid,

@@ -140,15 +140,19 @@ fn mgids(sim: &IbSim, host: Option<&str>) -> std::collections::BTreeSet<String> 
     }
     let o = c.output().unwrap();
     assert!(o.status.success(), "saquery -g: {o:?}");
-    String::from_utf8_lossy(&o.stdout)
+    let listed: Vec<String> = String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter_map(|l| l.trim().strip_prefix("MGID"))
         .map(|r| r.trim_start_matches('.').to_owned())
-        // saquery under libumad2sim counts records from the MAD's length;
-        // mad sm's answers over ibsim are whole 256-byte MADs, so a short
-        // table comes with all-zero records after it (MGID ::).
-        .filter(|m| m != "::")
-        .collect()
+        .collect();
+    // saquery under libumad2sim counts records from the datagram's
+    // length: an answer sent whole (256 bytes) would list its zero
+    // padding as records with MGID ::.
+    assert!(
+        !listed.iter().any(|m| m == "::"),
+        "zero padding read as records: {listed:?}"
+    );
+    listed.into_iter().collect()
 }
 
 /// The IPoIB broadcast groups of the two `ipoib` partitions.

@@ -27,7 +27,7 @@
 //!   on a client that detaches are aborted ([`abort`]), so that no old
 //!   answer reaches the next client at the port under a reused TID;
 //! - to every client, a Last segment goes at the length it uses (the RMPP
-//!   header and its PayloadLength, [`used_len`]), not padded to 256 bytes
+//!   header and its PayloadLength, [`RmppView::used_len`]), not padded to 256 bytes
 //!   (madstack's ibsim transport pads it back for its RMPP layer).
 
 use std::time::{Duration, Instant};
@@ -101,18 +101,6 @@ pub(super) fn as_single_segment(mad: &mut [u8]) {
     v.set_status(RmppStatus::SUCCESS);
     v.set_seg_num(1);
     v.set_payload_len(payload);
-}
-
-/// The bytes of `len` a DATA segment `v` uses: for a Last segment its
-/// RMPP header and PayloadLength (in the Last segment, the bytes of that
-/// segment after the RMPP header), else all of them.
-pub(super) fn used_len(v: &RmppView<&[u8]>, len: usize) -> usize {
-    if v.rmpp_type() == RmppType::DATA && v.is_last() {
-        let used = RMPP_HEADER_END.saturating_add(v.payload_len() as usize);
-        used.clamp(RMPP_HEADER_END, len)
-    } else {
-        len
-    }
 }
 
 /// The ACK a receiver sends for DATA segment `data` (its class header,
@@ -253,9 +241,9 @@ mod tests {
         );
         let v = active(&m).unwrap();
         assert!(well_formed(&v));
-        assert_eq!(used_len(&v, m.len()), 36 + 20 + 72);
+        assert_eq!(v.used_len(m.len()), 36 + 20 + 72);
         let first = seg(RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST, 1, 1000);
-        assert_eq!(used_len(&active(&first).unwrap(), 256), 256);
+        assert_eq!(active(&first).unwrap().used_len(256), 256);
     }
 
     #[test]

@@ -252,6 +252,23 @@ impl<T: AsRef<[u8]>> RmppView<T> {
     pub fn new_window_last(&self) -> u32 {
         self.data2()
     }
+    /// The bytes of a MAD of `len` bytes this segment uses: for an
+    /// active Last DATA segment its RMPP header and PayloadLength (in a
+    /// Last segment, the bytes after the RMPP header that carry data), at
+    /// most `len`; else `len`. What a kernel hands a receiver as the
+    /// segment's length, and what a transport without a kernel (ibsim,
+    /// where libumad2sim's clients read the datagram's length) must send.
+    #[must_use]
+    pub fn used_len(&self, len: usize) -> usize {
+        if self.is_active() && self.rmpp_type() == RmppType::DATA && self.is_last() {
+            RMPP_HEADER_END
+                .saturating_add(self.payload_len() as usize)
+                .clamp(RMPP_HEADER_END, len.max(RMPP_HEADER_END))
+                .min(len)
+        } else {
+            len
+        }
+    }
     /// Everything after the RMPP header (class header included).
     pub fn payload(&self) -> &[u8] {
         bytes::sub(self.as_bytes(), RMPP_HEADER_END..)
@@ -482,5 +499,48 @@ mod tests {
             (h.data1_label(), h.data2_label()),
             ("RmppData1", "RmppData2")
         );
+    }
+}
+
+#[cfg(test)]
+mod used_len_tests {
+    use super::*;
+
+    fn segment(flags: u8, t: RmppType, paylen: u32) -> [u8; 256] {
+        let mut m = [0u8; 256];
+        m[1] = 0x03;
+        let mut v = RmppView::new_unchecked(&mut m[..]);
+        v.set_version(RMPP_VERSION);
+        v.set_rmpp_type(t);
+        v.set_flags(flags);
+        v.set_seg_num(1);
+        v.set_payload_len(paylen);
+        m
+    }
+
+    #[test]
+    fn a_last_data_segment_uses_its_rmpp_header_and_payload_length_and_nothing_else_is_cut() {
+        let all = RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST | RMPP_FLAG_LAST;
+        let m = segment(all, RmppType::DATA, 20 + 64);
+        assert_eq!(RmppView::new_unchecked(&m[..]).used_len(256), 36 + 20 + 64);
+        // A claim past the MAD, or under the header: clamped.
+        let m = segment(all, RmppType::DATA, 5000);
+        assert_eq!(RmppView::new_unchecked(&m[..]).used_len(256), 256);
+        let m = segment(all, RmppType::DATA, 0);
+        assert_eq!(RmppView::new_unchecked(&m[..]).used_len(256), 36);
+        assert_eq!(RmppView::new_unchecked(&m[..]).used_len(30), 30);
+        // Not Last, not DATA, not active: the whole length.
+        for (flags, t) in [
+            (RMPP_FLAG_ACTIVE | RMPP_FLAG_FIRST, RmppType::DATA),
+            (all, RmppType::ACK),
+            (RMPP_FLAG_FIRST | RMPP_FLAG_LAST, RmppType::DATA),
+        ] {
+            let m = segment(flags, t, 20);
+            assert_eq!(
+                RmppView::new_unchecked(&m[..]).used_len(256),
+                256,
+                "{flags:#x} {t:?}"
+            );
+        }
     }
 }

@@ -547,7 +547,17 @@ impl Transport for IbSimTransport {
         } else {
             0
         };
-        let req = SimRequest::new(dest.lid, slid, dest.qpn, sqp, mad).encode();
+        // A Last RMPP segment goes at the length it uses, as a kernel
+        // would hand it over: libumad2sim's clients (saquery, osmtest)
+        // count records from the datagram's length, and would take the
+        // zero padding for records.
+        let used = if crate::wire::MgmtClass(class).is_rmpp_class() {
+            crate::wire::rmpp::RmppView::new_checked(mad)
+                .map_or(mad.len(), |v| v.used_len(mad.len()))
+        } else {
+            mad.len()
+        };
+        let req = SimRequest::new(dest.lid, slid, dest.qpn, sqp, &mad[..used]).encode();
         loop {
             match self.data.send(&req) {
                 Ok(_) => break,
