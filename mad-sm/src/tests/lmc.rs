@@ -398,7 +398,7 @@ fn held_lids_are_kept_when_their_range_is_aligned_and_a_resweep_changes_nothing(
     let mut h = up_with(f, 2, Engine::MinHop);
     assert_eq!(h.fab.nodes[0].ports[1].lid, 8);
     let moved = h.fab.nodes[1].ports[1].lid;
-    assert!(moved % 4 == 0 && moved != 8, "H0-1 got {moved}");
+    assert!(moved.is_multiple_of(4) && moved != 8, "H0-1 got {moved}");
     let before = fabric_lids(&h.fab);
     let sets = h.fab.sets.len();
     h.sm.resweep(h.now);
