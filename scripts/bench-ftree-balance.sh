@@ -11,9 +11,10 @@
 # and of the (source CA, destination LID) pairs whose route leaves by it
 # (the port's share of uniform all-to-all traffic).
 #
-# usage: scripts/bench-ftree-balance.sh NETFILE [MAD_BINARY]
+# usage: [LMC=N] scripts/bench-ftree-balance.sh NETFILE [MAD_BINARY]
 # (MAD_BINARY default: target/release/mad; build it with
-#  cargo build --release -p mad-tools)
+#  cargo build --release -p mad-tools). LMC=N runs both SMs with LMC N
+# (`mad sm -l N`, opensm.conf `lmc N`): every LID of a range is counted.
 set -euo pipefail
 net=${1:?usage: $0 NETFILE [MAD_BINARY]}
 mad=$(realpath "${2:-target/release/mad}")
@@ -37,14 +38,15 @@ row() {
 
 name=ftbal$$a
 start_ibsim "$name" "$net" "$work"
-IBSIM_SOCKNAME=$name "$mad" --ibsim sm --once -R ftree -f "$work/mad.log" || true
+lmc=${LMC:-0}
+IBSIM_SOCKNAME=$name "$mad" --ibsim sm --once -R ftree -l "$lmc" -f "$work/mad.log" || true
 IBSIM_SOCKNAME=$name "$mad" --ibsim check-routes --json >"$work/mad.json" || true
 kill "$ibsim_pid"; wait "$ibsim_pid" 2>/dev/null || true
 mad_engine=$(sed -n 's/.*routing engine \([a-z]*\) routed the fabric.*/\1/p' "$work/mad.log" | tail -1)
 
 name=ftbal$$b
 start_ibsim "$name" "$net" "$work"
-printf 'force_log_flush TRUE\nrouting_engine ftree\n' >"$work/osm.conf"
+printf 'force_log_flush TRUE\nrouting_engine ftree\nlmc %s\n' "$lmc" >"$work/osm.conf"
 (cd "$work" && OSM_TMP_DIR=$work OSM_CACHE_DIR=$work IBSIM_SOCKNAME=$name LD_PRELOAD=$umad2sim \
     /usr/sbin/opensm --once -F "$work/osm.conf" -f "$work/osm.log" >"$work/osm.out" 2>&1) || true
 IBSIM_SOCKNAME=$name "$mad" --ibsim check-routes --json >"$work/osm.json" || true

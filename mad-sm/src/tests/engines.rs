@@ -11,7 +11,7 @@ use crate::SmEvent;
 
 /// A `w` × `h` torus of switches (ports 1 east, 2 west, 3 south, 4
 /// north, 5 a CA); the SM on switch 0.
-fn torus(w: usize, h: usize) -> Fabric {
+pub(super) fn torus(w: usize, h: usize) -> Fabric {
     let mut f = Fabric::new();
     let sw: Vec<usize> = (0..w * h)
         .map(|k| f.switch(&format!("T{}x{}", k / w, k % w), 5))

@@ -375,3 +375,38 @@ fn the_sa_lists_a_path_per_lid_pair_and_finds_ports_by_any_lid_of_their_range() 
     let pi = mad_core::wire::sa_records::PortInfoRecord::parse(&recs[0]).unwrap();
     assert_eq!((pi.lid, pi.port_info.lmc), (d_lid, 2));
 }
+
+#[test]
+fn updn_with_lmc_2_on_a_torus_keeps_every_lid_reachable_and_no_cycle() {
+    let h = up_with(super::engines::torus(4, 4), 2, Engine::UpDown);
+    let r = check(&Tables::from_subnet(h.sm.subnet()));
+    assert!(r.cycle.is_empty(), "{:?}", r.cycle);
+    assert_eq!((r.unreachable, r.pairs), (0, 16 * 15 * 4));
+    // min-hop's LMC routes on the torus have the cycle its LMC-0 ones have.
+    let h = up_with(super::engines::torus(4, 4), 2, Engine::MinHop);
+    let r = check(&Tables::from_subnet(h.sm.subnet()));
+    assert!(!r.cycle.is_empty());
+    assert_eq!((r.unreachable, r.pairs), (0, 16 * 15 * 4));
+}
+
+#[test]
+fn held_lids_are_kept_when_their_range_is_aligned_and_a_resweep_changes_nothing() {
+    let mut f = Fabric::fat_tree(2, 2, 2);
+    // H0-0 holds 8 (aligned for LMC 2), H0-1 holds 13 (not aligned).
+    f.nodes[0].ports[1].lid = 8;
+    f.nodes[1].ports[1].lid = 13;
+    let mut h = up_with(f, 2, Engine::MinHop);
+    assert_eq!(h.fab.nodes[0].ports[1].lid, 8);
+    let moved = h.fab.nodes[1].ports[1].lid;
+    assert!(moved.is_multiple_of(4) && moved != 8, "H0-1 got {moved}");
+    let before = fabric_lids(&h.fab);
+    let sets = h.fab.sets.len();
+    h.sm.resweep(h.now);
+    assert!(h.run_until(Duration::from_secs(60), |e| *e == SmEvent::SubnetUp));
+    assert_eq!(fabric_lids(&h.fab), before);
+    assert_eq!(
+        h.fab.sets.len(),
+        sets,
+        "Sets on an unchanged subnet with LMC 2"
+    );
+}
