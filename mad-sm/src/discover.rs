@@ -214,6 +214,10 @@ impl SubnetManager {
                 want,
             } => self.mft_set_done(&req, guid, (block, pos), *want, data),
             Kind::SetMcastTop { guid, top } => self.mcast_top_done(&req, guid, top, data),
+            Kind::SetQos { guid, port, hash } => {
+                self.qos_done
+                    .insert((guid, port, req.attr.0, req.attr_mod), hash);
+            }
             Kind::GetSmInfo { guid } | Kind::PollSmInfo { guid } => {
                 let poll = matches!(kind, Kind::PollSmInfo { .. });
                 match SmInfo::parse(data) {

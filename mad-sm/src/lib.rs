@@ -62,7 +62,10 @@
 //!    (LinearFDBTop = highest LID, PortStateChange cleared); every
 //!    LinearForwardingTable block that differs from what SM-lite last
 //!    programmed into that switch. PortInfo and LFT Sets wait in a
-//!    compact to-do list and are made as the SMP window frees up.
+//!    compact to-do list and are made as the SMP window frees up. With
+//!    QoS on ([`SmConfig::qos`]), the SLtoVLMappingTable and
+//!    VLArbitrationTable Sets OpenSM's `osm_qos.c` would send ([`qos`]),
+//!    less those a port holds already.
 //! 4. **Activate**: once every link end is Armed, PortInfo Set Active on
 //!    each of them (a port must be Armed before it may go Active, and its
 //!    neighbour must be Armed or Active). Ports whose physical link is not
@@ -153,7 +156,8 @@
 //! groups change between sweeps, in a Multicast phase of its own.
 //!
 //! Not done (SM-lite is not OpenSM): M_Key protection, LMC > 0,
-//! partitions, QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
+//! partitions, OpenSM's QoS policy file and optimized SL2VL programming;
+//! SM_Key checks on SMInfo Sets
 //! (OpenSM 3.3 makes none either); a Master that finds a better Master
 //! stands by at once, where OpenSM stays Master and waits for its
 //! HANDOVER; a light sweep reads switches only (a CA-to-CA link with no
@@ -168,6 +172,7 @@ mod light;
 pub mod mcast;
 mod negotiate;
 mod program;
+pub mod qos;
 mod recv;
 mod reroute;
 pub mod routing;
@@ -257,6 +262,13 @@ enum Kind {
     SetMcastTop {
         guid: u64,
         top: u16,
+    },
+    /// SLtoVLMappingTable or VLArbitrationTable Set of port `port` of
+    /// the node with GUID `guid` (data hashed to `hash`).
+    SetQos {
+        guid: u64,
+        port: u8,
+        hash: u64,
     },
     /// SMInfo of another SM found during discovery (port GUID `guid`).
     GetSmInfo {
@@ -395,6 +407,8 @@ struct Sweep {
     /// read a second time.
     reroute_failed: Vec<NodeIdx>,
     reroute_retried: Vec<NodeIdx>,
+    /// The QoS Sets of the node being programmed, last first.
+    qos_queue: Vec<Request>,
 }
 
 /// A Set of the sweep, kept small until it is sent: a big fabric has
@@ -410,6 +424,9 @@ enum Todo {
     /// LinearForwardingTable blocks 0..blocks of a switch (those it holds
     /// already are skipped).
     Lft { node: NodeIdx, blocks: usize },
+    /// The QoS tables of a node ([`qos::node_sets`]; those it holds
+    /// already are skipped).
+    Qos { node: NodeIdx },
 }
 
 /// What SM-lite last wrote into a switch.
@@ -462,6 +479,9 @@ pub struct SubnetManager {
     subnet: Subnet,
     book: LidBook,
     programmed: FastMap<u64, Programmed>,
+    /// QoS tables confirmed written: (node GUID, port, attribute,
+    /// AttributeModifier) → hash of the data.
+    qos_done: FastMap<(u64, u8, u16, u32), u64>,
     mcast: mcast::McState,
     sm_lid: u16,
     ready: VecDeque<Request>,
@@ -519,6 +539,7 @@ impl SubnetManager {
             subnet: Subnet::default(),
             book: LidBook::default(),
             programmed: FastMap::default(),
+            qos_done: FastMap::default(),
             mcast: mcast::McState::default(),
             sm_lid: 0,
             ready: VecDeque::new(),

@@ -6,6 +6,7 @@
 mod engines;
 mod fake;
 mod lids;
+mod qos;
 mod routing_ref;
 mod sweeps;
 mod two_sms;

@@ -1,0 +1,111 @@
+//! QoS: SLtoVL and VLArbitration tables programmed by OpenSM's rules.
+
+use super::*;
+use crate::qos::{parse_sl2vl, parse_vlarb, QosConfig};
+
+fn qos_cfg() -> SmConfig {
+    let mut q = QosConfig {
+        enabled: true,
+        ..QosConfig::default()
+    };
+    q.default.sl2vl =
+        Some(parse_sl2vl("qos_sl2vl", "0,1,2,3,4,5,6,7,8,9,10,11,12,13,15,7").unwrap());
+    q.ca.sl2vl = Some(parse_sl2vl("qos_ca_sl2vl", "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1").unwrap());
+    q.swe.vlarb_low = Some(parse_vlarb("qos_swe_vlarb_low", "0:9,9:1").unwrap());
+    q.default.high_limit = Some(4);
+    SmConfig {
+        qos: q,
+        ..SmConfig::default()
+    }
+}
+
+fn qos_sets(f: &fake::Fabric) -> usize {
+    f.sets
+        .iter()
+        .filter(|(a, _, _)| *a == AttributeId::SL_TO_VL_TABLE || *a == AttributeId::VL_ARB_TABLE)
+        .count()
+}
+
+#[test]
+fn qos_tables_go_to_every_ca_port_and_every_live_switch_port_pair_masked_to_the_operational_vls() {
+    let mut h = Harness::new(Fabric::ibsim_net(), qos_cfg());
+    h.bring_up();
+    check_configured(&h);
+    // OperationalVLs 4 (VL0-7): VLs above 7 are masked with 7, VL 15 kept.
+    let swe = [0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0xF7];
+    for (i, n) in h.fab.nodes.iter().enumerate() {
+        if n.switch {
+            let live: Vec<u8> = (1..=n.num_ports())
+                .filter(|&p| n.ports[usize::from(p)].state != PortState::DOWN)
+                .collect();
+            let mut want = BTreeMap::new();
+            for &o in &live {
+                for i in 0..=n.num_ports() {
+                    want.insert((i, o), swe);
+                }
+            }
+            assert_eq!(n.sl2vl, want, "switch {i}");
+            for p in 0..=n.num_ports() {
+                let fp = &n.ports[usize::from(p)];
+                if !live.contains(&p) {
+                    assert!(fp.vlarb.is_empty(), "switch {i} port {p}");
+                    continue;
+                }
+                let low = fp.vlarb[&1];
+                // 0:9, 9:1 (VL 9 masked to 1), the rest of the 8 entries 0.
+                assert_eq!(&low[..4], &[0, 9, 1, 1]);
+                assert!(low[4..].iter().all(|&b| b == 0));
+                // The default high table: 0:4 then VLs 1-7 weight 0.
+                let high = fp.vlarb[&3];
+                assert_eq!(&high[..4], &[0, 4, 1, 0]);
+                assert_eq!(&high[14..16], &[7, 0]);
+                assert!(high[16..].iter().all(|&b| b == 0));
+                assert_eq!(fp.vl_high_limit, 4, "switch {i} port {p}");
+            }
+        } else {
+            assert_eq!(n.sl2vl.get(&(0, 0)), Some(&[0x11; 8]), "CA {i}");
+            for p in 1..=n.num_ports() {
+                let fp = &n.ports[usize::from(p)];
+                if fp.remote.is_some() {
+                    assert_eq!(fp.vlarb[&1][..4], [0, 0, 1, 4], "CA {i} port {p}");
+                    assert_eq!(fp.vl_high_limit, 4);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_resweep_writes_no_qos_table_a_port_already_holds_and_qos_off_writes_none() {
+    let mut h = Harness::new(Fabric::ibsim_net(), qos_cfg());
+    h.bring_up();
+    let first = qos_sets(&h.fab);
+    // 2 switches: 8 + 9 ... each live out port (s1: 4, s2: 2) has 9 in
+    // ports and 2 VLArb blocks; 2 CAs 1 SL2VL + 2 blocks.
+    assert_eq!(first, 4 * 11 + 2 * 11 + 2 * 3);
+    h.sm.resweep(h.now);
+    assert!(h.run_until(Duration::from_secs(10), |e| matches!(
+        e,
+        SmEvent::SweepDone { .. }
+    )));
+    assert_eq!(qos_sets(&h.fab), first, "a second sweep rewrote tables");
+
+    // The tables of a port that went down and came back up through
+    // Initialize (it may have lost them) are written again; only those.
+    h.fab.set_link(1, 3, false);
+    h.fab.set_link(1, 3, true);
+    h.fab.nodes[1].sl2vl.clear();
+    h.fab.nodes[1].ports[3].vlarb.clear();
+    h.sm.resweep(h.now);
+    assert!(h.run_until(Duration::from_secs(10), |e| matches!(
+        e,
+        SmEvent::SweepDone { .. }
+    )));
+    let again: Vec<(u8, u8)> = h.fab.nodes[1].sl2vl.keys().copied().collect();
+    assert_eq!(again, (0..=8).map(|i| (i, 3)).collect::<Vec<_>>());
+    assert_eq!(h.fab.nodes[1].ports[3].vlarb.len(), 2);
+
+    let mut h = Harness::new(Fabric::ibsim_net(), SmConfig::default());
+    h.bring_up();
+    assert_eq!(qos_sets(&h.fab), 0);
+}
