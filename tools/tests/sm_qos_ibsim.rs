@@ -17,6 +17,7 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+mod sm_child;
 #[path = "../../tests/support/mod.rs"]
 mod support;
 
@@ -238,4 +239,85 @@ fn mad_sm_programs_the_qos_tables_opensm_programs_on_the_builtin_fabric() {
         let hl = field(&pi, "VLHighLimit").unwrap().trim();
         assert_eq!(hl, "3", "GUID {guid:#x}:\n{pi}");
     }
+}
+
+/// The SLs of the PathRecords in `saquery PR` output (records with a
+/// DLID).
+fn pr_sls(text: &str) -> Vec<u8> {
+    text.split("PathRecord dump:")
+        .filter_map(|rec| {
+            let dlid = field(rec.trim_start(), "dlid").or_else(|| {
+                rec.lines()
+                    .find_map(|l| l.trim().strip_prefix("dlid"))
+                    .map(|v| v.trim_start_matches('.'))
+            })?;
+            if dlid.trim() == "0" {
+                return None;
+            }
+            let sl = rec
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("sl."))?
+                .trim_start_matches('.')
+                .trim();
+            u8::from_str_radix(sl.trim_start_matches("0x"), 16).ok()
+        })
+        .collect()
+}
+
+/// `saquery PR` from Hca1 to Hca2 (by their GUIDs' LIDs) with each SL
+/// option, on a fabric whose SM runs `QOS_CONF` with the switches
+/// dropping SL 0: the SLs of the records each query gets.
+fn path_sls(sim: &IbSim) -> Vec<(String, Vec<u8>)> {
+    let lids = ibnetdiscover_lids(&support::diags::diag(sim, "ibnetdiscover", &[]));
+    // Hca1 and Hca2 (port GUIDs of net.2sw2path4hca): across both switches.
+    let (a, b) = (lids[&0x10_0001].to_string(), lids[&0x10_0004].to_string());
+    let mut out = Vec::new();
+    for sl in [None, Some("0"), Some("4"), Some("15")] {
+        let mut args = vec!["PR", "--slid", &a, "--dlid", &b];
+        if let Some(s) = sl {
+            args.extend(["--sl", s]);
+        }
+        let o = sim.umad2sim_output(sbin("saquery").to_str().unwrap(), &args);
+        out.push((
+            format!("{sl:?}"),
+            pr_sls(&String::from_utf8_lossy(&o.stdout)),
+        ));
+    }
+    out
+}
+
+#[test]
+fn path_records_per_sl_are_opensms_with_qos_on_ibsim() {
+    if !needs() {
+        return;
+    }
+    let conf_text = format!("{QOS_CONF}qos_swe_sl2vl 15,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\n");
+    let dir = std::env::temp_dir().join(format!("mad-sm-qos-pr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("qos.conf");
+    std::fs::write(&conf, &conf_text).unwrap();
+
+    let sim = IbSim::start(topology());
+    let mut sm = sm_child::MadSm::start(&sim, &["-Q", "-F", conf.to_str().unwrap()]);
+    sm.wait("subnet_up", Duration::from_secs(60));
+    let mad = path_sls(&sim);
+    sm.stop();
+    drop(sim);
+
+    let sim = IbSim::start(topology());
+    let osm = OpenSm::start(&sim, &conf_text, Duration::from_secs(60));
+    let opensm = path_sls(&sim);
+    drop(osm);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // SL 0 and 15 go to VL 15 on the switches: refused; not asking is
+    // asking for the default partition's SL 0.
+    let want = vec![
+        ("None".to_owned(), vec![]),
+        ("Some(\"0\")".to_owned(), vec![]),
+        ("Some(\"4\")".to_owned(), vec![4]),
+        ("Some(\"15\")".to_owned(), vec![]),
+    ];
+    assert_eq!(opensm, want, "OpenSM");
+    assert_eq!(mad, want, "mad sm");
 }

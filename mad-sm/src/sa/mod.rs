@@ -13,7 +13,7 @@
 //! | PortInfoRecord | port read in the sweep (every switch port, the CA ports with a link) | PortInfo as read, with what SM-lite set (LID, MasterSMLID, GID prefix, SubnetTimeOut, LMC 0, M_Key, state Active for a linked port once the subnet is up) |
 //! | SwitchInfoRecord | switch | SwitchInfo with LinearFDBTop as programmed, PortStateChange clear |
 //! | LinkRecord | link, each direction | the links the sweep found (switch port 0 LID for switch ends) |
-//! | PathRecord | pair of LID-bearing ports with a route | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key 0xFFFF, SL 0, PacketLifeTime 18, reversible |
+//! | PathRecord | pair of LID-bearing ports with a route | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key 0xFFFF, PacketLifeTime 18, reversible; SL the one asked for (ComponentMask SL), else 0 (the default partition's); with QoS on, as OpenSM: an SL whose VL is 15 on the source port's or a switch output port's SL2VL table gets no record |
 //! | GUIDInfoRecord | LID-bearing port | block 0, GUID 0 the port GUID |
 //! | P_KeyTableRecord | LID-bearing port and linked switch port | block 0: 0xFFFF (SM-lite runs the default partition only) |
 //! | SLtoVLMappingTableRecord | CA port (InputPort / OutputPort 0); switch: pair of its ports, port 0 included | the fabric's defaults, listed by OpenSM's rules (the source matches these itself, [`RecordSource::exact`]) |
@@ -72,6 +72,8 @@ pub struct SubnetView {
     lids: Vec<(u16, PortRef)>,
     by_lid: HashMap<u16, PortRef>,
     by_guid: HashMap<u64, PortRef>,
+    /// The QoS tables programmed (QoS on), for the SLs PathRecords give.
+    qos: Option<crate::qos::QosConfig>,
 }
 
 impl SubnetView {
@@ -88,6 +90,16 @@ impl SubnetView {
             cfg.m_key,
             sm.is_subnet_up(),
         )
+        .with_qos(cfg.qos.enabled.then(|| cfg.qos.clone()))
+    }
+
+    /// The view with the QoS tables SM-lite programmed (`None`: QoS off):
+    /// a PathRecord's SL is then one whose VL is not 15 along the path,
+    /// as OpenSM chooses it.
+    #[must_use]
+    pub fn with_qos(mut self, qos: Option<crate::qos::QosConfig>) -> Self {
+        self.qos = qos;
+        self
     }
 
     /// A view of `subnet` with the SM at `sm_lid` answering `sm_info`, the
@@ -120,6 +132,7 @@ impl SubnetView {
             lids,
             by_lid,
             by_guid,
+            qos: None,
         }
     }
 

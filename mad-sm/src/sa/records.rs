@@ -336,7 +336,38 @@ impl SubnetView {
 
     /// The route from LID-bearing port `s` to `d` by the switches' LFTs:
     /// (switch hops, MTU, rate).
-    pub(super) fn route(&self, s: PortRef, d: PortRef) -> Option<(u32, u8, u8)> {
+    /// The SLs whose VL is 15 (dropped) in the SL2VL table SM-lite
+    /// programmed into port `a` (as an output port, or a CA's port), one
+    /// bit each; 0 with QoS off.
+    fn sl_drops(&self, a: PortRef) -> u16 {
+        use crate::qos::PortClass;
+        let Some(q) = &self.qos else {
+            return 0;
+        };
+        let Some(n) = self.subnet.nodes().get(a.0) else {
+            return 0;
+        };
+        let class = if !n.is_switch() {
+            if n.info.node_type == mad_core::wire::attr::NodeType::ROUTER {
+                PortClass::Router
+            } else {
+                PortClass::Ca
+            }
+        } else if a.1 == 0 {
+            return 0;
+        } else {
+            PortClass::SwitchExternal
+        };
+        // Masking by OperationalVLs keeps VL 15: only the option counts.
+        let t = q.tables(class).sl2vl;
+        (0..16u8)
+            .filter(|&sl| t[usize::from(sl)] == 15)
+            .fold(0, |m, sl| m | (1 << sl))
+    }
+
+    /// The hops, MTU, rate and dropped SLs ([`Self::sl_drops`]) of the
+    /// route from `s` to `d`.
+    pub(super) fn route(&self, s: PortRef, d: PortRef) -> Option<(u32, u8, u8, u16)> {
         let nodes = self.subnet.nodes();
         let dlid = self.record_lid(d.0, d.1);
         let mut mtu = u8::MAX;
@@ -349,9 +380,10 @@ impl SubnetView {
                 }
             }
         };
+        let mut drops = self.sl_drops(s);
         if s == d {
             take(s);
-            return Some((0, mtu, rate_code(gbps)));
+            return Some((0, mtu, rate_code(gbps), drops));
         }
         let mut cur = if nodes.get(s.0)?.is_switch() {
             s.0
@@ -360,7 +392,7 @@ impl SubnetView {
             let r = self.subnet.remote(s)?;
             take(r);
             if r == d {
-                return Some((1, mtu, rate_code(gbps)));
+                return Some((1, mtu, rate_code(gbps), drops));
             }
             if !nodes.get(r.0)?.is_switch() {
                 return None;
@@ -371,18 +403,19 @@ impl SubnetView {
         for _ in 0..=nodes.len() {
             if d == (cur, 0) {
                 take(d);
-                return Some((hops, mtu, rate_code(gbps)));
+                return Some((hops, mtu, rate_code(gbps), drops));
             }
             let out = *nodes[cur].lft.get(usize::from(dlid))?;
             if out == NO_ROUTE || out == 0 {
                 return None;
             }
             take((cur, out));
+            drops |= self.sl_drops((cur, out));
             let next = self.subnet.remote((cur, out))?;
             take(next);
             hops += 1;
             if next == d {
-                return Some((hops, mtu, rate_code(gbps)));
+                return Some((hops, mtu, rate_code(gbps), drops));
             }
             if !nodes.get(next.0)?.is_switch() {
                 return None;
@@ -440,15 +473,25 @@ impl SubnetView {
         } else {
             0
         };
+        // PathRecord SL: byte 53, low nibble.
+        let want_sl = (m & PathRecord::COMP_SL != 0).then(|| byte(t, 53) & 0x0F);
         let mut out = Vec::new();
         'outer: for &s in &src {
             for &d in &dst {
                 if capped && out.len() >= MAX_ALL_PAIRS_PATHS {
                     break 'outer;
                 }
-                let Some((_, mtu, rate)) = self.route(s, d) else {
+                let Some((_, mtu, rate, drops)) = self.route(s, d) else {
                     continue;
                 };
+                // OpenSM's choice of SL: the one asked for, else the
+                // partition's (the default partition's is 0); with QoS
+                // on, one dropped (VL 15) on the way gets no record.
+                let valid = !drops;
+                let sl = want_sl.unwrap_or(0);
+                if valid & (1 << sl) == 0 {
+                    continue;
+                }
                 push(
                     &mut out,
                     &PathRecord {
@@ -460,6 +503,7 @@ impl SubnetView {
                         reversible: true,
                         numb_path: 0,
                         pkey: 0xFFFF,
+                        sl,
                         mtu_selector: Selector::EXACTLY,
                         mtu,
                         rate_selector: Selector::EXACTLY,

@@ -109,3 +109,79 @@ fn a_resweep_writes_no_qos_table_a_port_already_holds_and_qos_off_writes_none() 
     h.bring_up();
     assert_eq!(qos_sets(&h.fab), 0);
 }
+
+/// PathRecords from Hca1 (node 2) to Hca2 (node 3) the SA of `h` gives
+/// for a query naming both LIDs and, if `sl` is set, the SL.
+fn paths(h: &Harness, sl: Option<u8>) -> Vec<mad_core::wire::sa_records::PathRecord> {
+    use mad_agents::sa::{RecordQuery, RecordSource};
+    use mad_core::wire::sa_records::PathRecord;
+    let sa = crate::sa::FabricSa::new(crate::sa::SubnetView::from_sm(&h.sm));
+    let lids = fabric_lids(&h.fab);
+    let mut t = PathRecord {
+        slid: lids[&(2, 1)],
+        dlid: lids[&(3, 2)],
+        sl: sl.unwrap_or(0),
+        ..PathRecord::default()
+    }
+    .to_vec()
+    .unwrap();
+    t.resize(64, 0);
+    let mut mask = PathRecord::COMP_SLID | PathRecord::COMP_DLID;
+    if sl.is_some() {
+        mask |= PathRecord::COMP_SL;
+    }
+    let src = Address::smi(1);
+    let q = RecordQuery {
+        method: Method::GET_TABLE,
+        attr_id: AttributeId::SA_PATH_RECORD,
+        attr_mod: 0,
+        comp_mask: mask,
+        template: &t,
+        src: &src,
+    };
+    sa.records(&q)
+        .unwrap()
+        .iter()
+        .map(|r| PathRecord::parse(r).unwrap())
+        .collect()
+}
+
+#[test]
+fn path_records_carry_the_sl_asked_for_and_with_qos_none_for_an_sl_dropped_to_vl15() {
+    // QoS off: SL 0 unless asked, any SL asked is given.
+    let h = Harness::up(Fabric::ibsim_net());
+    assert_eq!(
+        paths(&h, None).iter().map(|p| p.sl).collect::<Vec<_>>(),
+        [0]
+    );
+    assert_eq!(
+        paths(&h, Some(15)).iter().map(|p| p.sl).collect::<Vec<_>>(),
+        [15]
+    );
+
+    // QoS: the switches drop SL 14 (VL 15), the CAs do not.
+    let mut h = Harness::new(Fabric::ibsim_net(), qos_cfg());
+    h.bring_up();
+    assert_eq!(
+        paths(&h, None).iter().map(|p| p.sl).collect::<Vec<_>>(),
+        [0]
+    );
+    assert_eq!(
+        paths(&h, Some(5)).iter().map(|p| p.sl).collect::<Vec<_>>(),
+        [5]
+    );
+    assert!(paths(&h, Some(14)).is_empty(), "SL 14 leads to VL 15");
+
+    // Every switch port drops SL 0: a query not naming an SL gets the
+    // default partition's SL 0, dropped, so no record (as OpenSM).
+    let mut cfg = qos_cfg();
+    cfg.qos.swe.sl2vl =
+        Some(parse_sl2vl("qos_swe_sl2vl", "15,15,2,3,4,5,6,7,8,9,10,11,12,13,14,7").unwrap());
+    let mut h = Harness::new(Fabric::ibsim_net(), cfg);
+    h.bring_up();
+    assert!(paths(&h, None).is_empty());
+    assert_eq!(
+        paths(&h, Some(2)).iter().map(|p| p.sl).collect::<Vec<_>>(),
+        [2]
+    );
+}
