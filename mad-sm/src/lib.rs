@@ -155,7 +155,16 @@
 //! MulticastFDBTop ([`mcast`]), in a sweep's Configure phase or, when the
 //! groups change between sweeps, in a Multicast phase of its own.
 //!
-//! Not done (SM-lite is not OpenSM): M_Key protection, LMC > 0,
+//! **M_Key** ([`SmConfig::m_key`], [`SmConfig::m_key_protect_bits`],
+//! [`SmConfig::m_key_lease_period`]): programmed into every CA port and
+//! switch port 0 with the rest of PortInfo and presented in every SMP
+//! (and in the TrapRepresses, which carry the trap's key), so a fabric
+//! that refuses SMPs without the key stays managed; with protection on,
+//! light sweeps also read those ports' PortInfo, which stops lease timers
+//! and finds a port whose lease ran out anyway (a heavy sweep protects it
+//! again).
+//!
+//! Not done (SM-lite is not OpenSM): LMC > 0,
 //! partitions, OpenSM's QoS policy file and optimized SL2VL programming;
 //! SM_Key checks on SMInfo Sets
 //! (OpenSM 3.3 makes none either); a Master that finds a better Master
@@ -288,6 +297,11 @@ enum Kind {
     LightSwitchInfo {
         node: NodeIdx,
     },
+    /// PortInfo of a LID-bearing port in a light sweep (M_Key protection
+    /// on: did its protection lapse?).
+    LightPortInfo {
+        guid: u64,
+    },
     /// PortInfo of a port of a switch that sent Trap 128, read again.
     ReroutePortInfo {
         node: NodeIdx,
@@ -409,6 +423,9 @@ struct Sweep {
     reroute_retried: Vec<NodeIdx>,
     /// The QoS Sets of the node being programmed, last first.
     qos_queue: Vec<Request>,
+    /// (port GUID, M_Key, M_KeyProtectBits) the PortInfo Sets' answers
+    /// showed.
+    mkey_got: Vec<(u64, u64, u8)>,
 }
 
 /// A Set of the sweep, kept small until it is sent: a big fabric has
@@ -482,6 +499,9 @@ pub struct SubnetManager {
     /// QoS tables confirmed written: (node GUID, port, attribute,
     /// AttributeModifier) → hash of the data.
     qos_done: FastMap<(u64, u8, u16, u32), u64>,
+    /// The M_Key and protect bits each LID-bearing port held at the end
+    /// of the last heavy sweep (by port GUID): what a light sweep expects.
+    mkey_held: FastMap<u64, (u64, u8)>,
     mcast: mcast::McState,
     sm_lid: u16,
     ready: VecDeque<Request>,
@@ -540,6 +560,7 @@ impl SubnetManager {
             book: LidBook::default(),
             programmed: FastMap::default(),
             qos_done: FastMap::default(),
+            mkey_held: FastMap::default(),
             mcast: mcast::McState::default(),
             sm_lid: 0,
             ready: VecDeque::new(),

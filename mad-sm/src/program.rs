@@ -523,6 +523,7 @@ impl SubnetManager {
         });
         if swept {
             self.subnet = sweep.subnet;
+            self.note_mkeys(&sweep.mkey_got);
         }
         let master_bound = matches!(self.sm_state, SmState::DISCOVERING | SmState::MASTER);
         // Master once its sweep went through, as OpenSM: what could not
@@ -548,6 +549,25 @@ impl SubnetManager {
             self.begin_sweep();
         }
         self.mcast_after_phase();
+    }
+}
+
+impl SubnetManager {
+    /// Records the M_Key and protect bits each LID-bearing port holds
+    /// after a heavy sweep: as read, or as the sweep's Sets answered.
+    fn note_mkeys(&mut self, got: &[(u64, u64, u8)]) {
+        self.mkey_held.clear();
+        for n in self.subnet.nodes() {
+            for p in n.ports.iter().flatten() {
+                if !n.is_switch() || p.num == 0 {
+                    self.mkey_held
+                        .insert(p.guid, (p.info.m_key, p.info.m_key_protect_bits));
+                }
+            }
+        }
+        for &(guid, key, bits) in got {
+            self.mkey_held.insert(guid, (key, bits));
+        }
     }
 }
 

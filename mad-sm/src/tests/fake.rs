@@ -27,6 +27,11 @@ pub struct FPort {
     pub m_key: u64,
     pub op_vls: u8,
     pub vl_high_limit: u8,
+    /// M_KeyProtectBits and M_KeyLeasePeriod as set.
+    pub mkey_protect: u8,
+    pub mkey_lease: u16,
+    /// SMPs refused for a wrong M_Key (M_KeyViolations).
+    pub mkey_violations: u16,
     /// VLArbitration blocks written (block 1-4 → data).
     pub vlarb: std::collections::BTreeMap<u32, [u8; 64]>,
 }
@@ -45,6 +50,9 @@ impl Default for FPort {
             m_key: 0,
             op_vls: 4,
             vl_high_limit: 0,
+            mkey_protect: 0,
+            mkey_lease: 0,
+            mkey_violations: 0,
             vlarb: std::collections::BTreeMap::new(),
         }
     }
@@ -261,6 +269,9 @@ impl Fabric {
         let fp = &node.ports[usize::from(p)];
         PortInfo {
             m_key: fp.m_key,
+            m_key_protect_bits: fp.mkey_protect,
+            m_key_lease_period: fp.mkey_lease,
+            m_key_violations: fp.mkey_violations,
             gid_prefix: fp.gid_prefix,
             lid: fp.lid,
             master_sm_lid: fp.smlid,
@@ -339,6 +350,17 @@ impl Fabric {
             return None;
         }
         let (node, port) = self.dr_target(from, mad)?;
+        // IBA 14.2.4: with a port M_Key set, a Set with another key, and
+        // a Get at protection level 2 or 3, are dropped and counted.
+        let mgmt = if self.nodes[node].switch { 0 } else { port };
+        let fp = &mut self.nodes[node].ports[usize::from(mgmt)];
+        if fp.m_key != 0
+            && smp.m_key() != fp.m_key
+            && (smp.method() == Method::SET || fp.mkey_protect >= 2)
+        {
+            fp.mkey_violations = fp.mkey_violations.saturating_add(1);
+            return None;
+        }
         let mut rep = mad.to_vec();
         rep.resize(MAD_LEN, 0);
         let tid = (smp.tid() & ((1 << 48) - 1)) | (u64::from(self.tid_hi) << 48);
@@ -576,6 +598,8 @@ impl Fabric {
             fp.timeout = want.subnet_timeout;
             fp.gid_prefix = want.gid_prefix;
             fp.m_key = want.m_key;
+            fp.mkey_protect = want.m_key_protect_bits;
+            fp.mkey_lease = want.m_key_lease_period;
         }
         fp.op_vls = want.operational_vls;
         fp.vl_high_limit = want.vl_high_limit;

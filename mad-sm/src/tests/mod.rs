@@ -6,6 +6,7 @@
 mod engines;
 mod fake;
 mod lids;
+mod mkey;
 mod qos;
 mod routing_ref;
 mod sweeps;
