@@ -14,7 +14,7 @@ net=${1:?usage: $0 NETFILE [MAD_BINARY]}
 mad=$(realpath "${2:-target/release/mad}")
 umad2sim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$work"' EXIT
 
 # shellcheck source=scripts/lib/ibsim.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/ibsim.sh"

@@ -62,8 +62,12 @@ pub fn run(data: &[u8]) {
         return;
     };
     port.set_is_sm(true);
+    // The first byte picks the LMC (0-7): LID ranges, their routes and
+    // the PortInfo Sets that program them are fuzzed too.
+    let lmc = u.arbitrary::<u8>().unwrap_or(0) % 8;
     let cfg = SmConfig {
         max_in_flight: 16,
+        lmc,
         ..SmConfig::default()
     };
     let mut sm = SubnetManager::new(cfg, port.port_attrs());

@@ -417,3 +417,52 @@ fn trace_table_follows_the_fabrics_cables_from_every_host_to_every_other() {
         }
     }
 }
+
+/// With LMC 2 ([`mad_sm::SmConfig::lmc`]) every CA port of the built-in
+/// fabric holds four LIDs, the SA lists a PathRecord for each (SLID,
+/// DLID) pair of two ports asked by GIDs (the four of equal path bits
+/// first; the whole table over RMPP), one for a pair asked by LIDs, and
+/// a NodeRecord / PortInfoRecord asked by any LID of a range (through the
+/// responder's ComponentMask match) answers with the base LID and LMC 2.
+#[test]
+fn with_lmc_2_the_sa_lists_a_path_per_lid_pair_and_finds_ports_by_any_lid_of_a_range() {
+    let mut opts = mad_sim::SubnetOptions::default();
+    opts.sm.lmc = 2;
+    let s = Subnet::load(None, opts).unwrap();
+    let f = s.fabric().clone();
+    let (h2, h8) = (f.find("host-2").unwrap(), f.find("host-8").unwrap());
+    for h in [h2, h8] {
+        let pi = f.port_info(h, 1).unwrap();
+        assert_eq!((pi.lmc, pi.lid % 4), (2, 0), "{pi:?}");
+    }
+    let c = client(&s, "host-2");
+    let sa = &c.sa;
+    let gid = |n: usize| {
+        let mut g = [0u8; 16];
+        g[..8].copy_from_slice(&0xfe80_0000_0000_0000u64.to_be_bytes());
+        g[8..].copy_from_slice(&(f.node(n).unwrap().node_guid + 1).to_be_bytes());
+        g
+    };
+    let (a, b) = (lid(&f, "host-2"), lid(&f, "host-8"));
+    let paths = sa.path_records_by_gid(gid(h2), gid(h8)).unwrap().records;
+    let pairs: Vec<(u16, u16)> = paths.iter().map(|p| (p.slid, p.dlid)).collect();
+    assert_eq!(pairs.len(), 16, "{pairs:?}");
+    assert_eq!(
+        pairs[..4],
+        [(a, b), (a + 1, b + 1), (a + 2, b + 2), (a + 3, b + 3)]
+    );
+    let distinct: BTreeSet<(u16, u16)> = pairs.iter().copied().collect();
+    assert_eq!(distinct.len(), 16);
+    let p = sa.path_record(a + 3, b + 1).unwrap();
+    assert_eq!((p.slid, p.dlid), (a + 3, b + 1));
+    let n = sa.node_record(b + 3).unwrap();
+    assert_eq!(
+        (n.lid, n.node_info.port_guid),
+        (b, f.node(h8).unwrap().node_guid + 1)
+    );
+    let pir = sa.port_info_records(b + 2).unwrap().records;
+    assert_eq!(pir.len(), 1, "{pir:?}");
+    assert_eq!((pir[0].lid, pir[0].port_info.lmc), (b, 2));
+    // A LID past the range is nobody's.
+    assert!(sa.node_record(b + 4).map_or(true, |r| r.lid != b));
+}

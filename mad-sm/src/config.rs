@@ -74,6 +74,12 @@ pub struct SmConfig {
     /// `None`: no light sweeps, as before, for embedders that drive
     /// re-sweeps themselves).
     pub sweep_interval: Option<Duration>,
+    /// LMC of every CA port, 0–7 (OpenSM's `lmc`, `-l`; default 0): a CA
+    /// port gets 2^lmc LIDs, the range aligned, and the routes spread the
+    /// LIDs of one port over different paths where the fabric has them.
+    /// A switch's port 0 keeps LMC 0, as OpenSM gives it unless
+    /// `lmc_esp0` is set. A value over 7 is taken as 7.
+    pub lmc: u8,
     /// The routing engines to try and their settings (OpenSM's
     /// `routing_engine`, `root_guid_file`); default min-hop alone.
     pub routing: crate::routing::engines::RoutingConfig,
@@ -101,6 +107,7 @@ impl Default for SmConfig {
             sminfo_polling_timeout: Duration::from_secs(10),
             polling_retry_number: 4,
             sweep_interval: None,
+            lmc: 0,
             routing: crate::routing::engines::RoutingConfig::default(),
         }
     }

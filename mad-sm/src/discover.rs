@@ -307,6 +307,7 @@ impl SubnetManager {
                 info: pi,
                 path: path.clone(),
                 lid: 0,
+                lmc: 0,
             });
         }
         if other_sm {

@@ -1,12 +1,14 @@
 //! What SM-lite reports: its events, its errors and its counters.
 
+use std::collections::VecDeque;
+
 use mad_core::wire::attr::{PortState, SmState};
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Method};
 
 /// Something that went wrong, reported as [`SmEvent::Error`]. None of
 /// them stops SM-lite; a sweep with errors raises no SubnetUp and is
-/// repeated after [`SmConfig::error_resweep_delay`].
+/// repeated after [`crate::SmConfig::error_resweep_delay`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SmError {
@@ -116,7 +118,7 @@ pub enum SmError {
     LocalUnreachable,
 }
 
-/// What SM-lite reports through [`SubnetManager::poll_event`].
+/// What SM-lite reports through [`crate::SubnetManager::poll_event`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SmEvent {
@@ -226,4 +228,62 @@ pub struct SmStats {
     pub last_lft_blocks: usize,
     /// PortInfo Sets of the last heavy sweep.
     pub last_port_sets: usize,
+    /// Events dropped, oldest first, because nobody took them with
+    /// [`crate::SubnetManager::poll_event`] while [`EVENT_QUEUE_CAP`] were queued.
+    pub events_dropped: u64,
+}
+
+/// The most events SM-lite keeps for [`crate::SubnetManager::poll_event`]; an
+/// embedder that never asks for them costs at most this many (the oldest
+/// go first and are counted in [`SmStats::events_dropped`]).
+pub const EVENT_QUEUE_CAP: usize = 4096;
+
+/// SM-lite's event queue, bounded at [`EVENT_QUEUE_CAP`].
+#[derive(Debug, Default)]
+pub(crate) struct EventQueue {
+    queue: VecDeque<SmEvent>,
+    dropped: u64,
+}
+
+impl EventQueue {
+    /// Queues `ev`, dropping the oldest event when full.
+    pub(crate) fn push_back(&mut self, ev: SmEvent) {
+        if self.queue.len() >= EVENT_QUEUE_CAP {
+            self.queue.pop_front();
+            self.dropped += 1;
+        }
+        self.queue.push_back(ev);
+    }
+
+    /// The oldest event queued.
+    pub(crate) fn pop_front(&mut self) -> Option<SmEvent> {
+        self.queue.pop_front()
+    }
+
+    /// Events dropped so far.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
+#[cfg(test)]
+mod queue_tests {
+    use super::*;
+
+    #[test]
+    fn an_event_queue_nobody_reads_keeps_the_newest_cap_events_and_counts_the_rest() {
+        let mut q = EventQueue::default();
+        let extra = 904;
+        for i in 0..EVENT_QUEUE_CAP + extra {
+            q.push_back(SmEvent::MasterLost { guid: i as u64 });
+        }
+        assert_eq!(q.dropped(), extra as u64);
+        let mut kept = Vec::new();
+        while let Some(SmEvent::MasterLost { guid }) = q.pop_front() {
+            kept.push(guid);
+        }
+        assert_eq!(kept.len(), EVENT_QUEUE_CAP);
+        assert_eq!(kept.first(), Some(&(extra as u64)));
+        assert_eq!(kept.last(), Some(&((EVENT_QUEUE_CAP + extra - 1) as u64)));
+    }
 }

@@ -49,16 +49,18 @@
 //!    switches, PortInfo of every switch port and of each CA port entered.
 //!    Links are found by sending NodeInfo out of every switch port whose
 //!    physical link is up and whose far end is not yet known.
-//! 2. **Route**: LIDs (LMC 0; a switch gets one, on port 0; each CA port
-//!    one; from 1 up, stable by port GUID across sweeps) and min-hop
-//!    linear forwarding tables ([`routing`]). A big fabric (over 1 M
+//! 2. **Route**: LIDs (a switch gets one, on port 0; each CA port an
+//!    aligned range of 2^LMC, [`SmConfig::lmc`]; from 1 up, stable by
+//!    port GUID across sweeps) and linear forwarding tables routing every
+//!    LID of every range ([`routing`]; the LIDs of one port leave each
+//!    switch toward different neighbours where it has them). A big fabric (over 1 M
 //!    table entries) is routed on a thread of its own while the Sets of
 //!    step 3 go out; each switch's LFT blocks wait for its table only.
 //!    The tables and the SMPs are the same either way: the thread only
 //!    computes, and SM-lite stays free of I/O and clocks.
 //! 3. **Configure**: PortInfo Set where something differs (LID, MasterSMLID,
-//!    SubnetTimeOut, GID prefix, M_Key 0, LMC 0 on CA ports and switch
-//!    port 0) or a port in Initialize is to be Armed; SwitchInfo Set
+//!    SubnetTimeOut, GID prefix, M_Key 0, LMC: the configured one on CA
+//!    ports, 0 on switch port 0) or a port in Initialize is to be Armed; SwitchInfo Set
 //!    (LinearFDBTop = highest LID, PortStateChange cleared); every
 //!    LinearForwardingTable block that differs from what SM-lite last
 //!    programmed into that switch. PortInfo and LFT Sets wait in a
@@ -164,8 +166,8 @@
 //! and finds a port whose lease ran out anyway (a heavy sweep protects it
 //! again).
 //!
-//! Not done (SM-lite is not OpenSM): LMC > 0,
-//! partitions, OpenSM's QoS policy file and optimized SL2VL programming;
+//! Not done (SM-lite is not OpenSM): `lmc_esp0` (LMC on switch port
+//! 0), partitions, OpenSM's QoS policy file and optimized SL2VL programming;
 //! SM_Key checks on SMInfo Sets
 //! (OpenSM 3.3 makes none either); a Master that finds a better Master
 //! stands by at once, where OpenSM stays Master and waits for its
@@ -204,7 +206,7 @@ use mad_core::wire::{
 
 pub use config::SmConfig;
 pub use driver::SmDriver;
-pub use events::{SmError, SmEvent, SmStats};
+pub use events::{SmError, SmEvent, SmStats, EVENT_QUEUE_CAP};
 pub use mcast::{mcast_tables, McGroup};
 pub use routing::{LidBook, MAX_UNICAST_LID, NO_ROUTE};
 pub use subnet::{NodeIdx, PortRef, SmNode, SmPort, Subnet};
@@ -461,25 +463,24 @@ struct Programmed {
 /// A set of LinearForwardingTable block numbers, one bit each (a switch
 /// has at most 768 blocks).
 #[derive(Debug, Clone, Default)]
-struct BlockSet(Vec<u64>);
+struct BlockSet(bitvec::vec::BitVec<u64>);
 
 impl BlockSet {
     fn contains(&self, block: u32) -> bool {
-        let (w, b) = (block as usize / 64, block % 64);
-        self.0.get(w).is_some_and(|x| x & (1 << b) != 0)
+        self.0.get(block as usize).is_some_and(|b| *b)
     }
 
     fn insert(&mut self, block: u32) {
-        let (w, b) = (block as usize / 64, block % 64);
-        if self.0.len() <= w {
-            self.0.resize(w + 1, 0);
+        let i = block as usize;
+        if self.0.len() <= i {
+            self.0.resize(i + 1, false);
         }
-        self.0[w] |= 1 << b;
+        self.0.set(i, true);
     }
 
     fn remove(&mut self, block: u32) {
-        if let Some(x) = self.0.get_mut(block as usize / 64) {
-            *x &= !(1 << (block % 64));
+        if let Some(mut b) = self.0.get_mut(block as usize) {
+            *b = false;
         }
     }
 }
@@ -509,7 +510,7 @@ pub struct SubnetManager {
     resend: VecDeque<u64>,
     responses: VecDeque<(Vec<u8>, Address)>,
     next_tid: u32,
-    events: VecDeque<SmEvent>,
+    events: events::EventQueue,
     resweep_pending: bool,
     resweep_at: Option<Instant>,
     subnet_up: bool,
@@ -568,7 +569,7 @@ impl SubnetManager {
             resend: VecDeque::new(),
             responses: VecDeque::new(),
             next_tid: 0,
-            events: VecDeque::new(),
+            events: events::EventQueue::default(),
             resweep_pending: false,
             resweep_at: None,
             subnet_up: false,
@@ -887,7 +888,10 @@ impl SubnetManager {
     /// Sweep and SMP counters.
     #[must_use]
     pub fn stats(&self) -> SmStats {
-        self.stats.clone()
+        SmStats {
+            events_dropped: self.events.dropped(),
+            ..self.stats.clone()
+        }
     }
 }
 

@@ -62,6 +62,7 @@ impl SubnetManager {
             &mut self.book,
             self.cfg.first_lid,
             self.cfg.honor_existing_lids,
+            self.cfg.lmc,
         ) {
             self.error(SmError::LidsExhausted { ports });
             self.sweep.unroutable = true;
@@ -120,7 +121,7 @@ impl SubnetManager {
             pi.master_sm_lid = self.sm_lid;
             pi.gid_prefix = self.cfg.subnet_prefix;
             pi.subnet_timeout = self.cfg.subnet_timeout & 0x1F;
-            pi.lmc = 0;
+            pi.lmc = port.lmc;
             pi.m_key = self.cfg.m_key;
             pi.m_key_protect_bits = self.cfg.m_key_protect_bits & 3;
             pi.m_key_lease_period = self.cfg.m_key_lease_period;
@@ -203,7 +204,7 @@ impl SubnetManager {
             || pi.master_sm_lid != self.sm_lid
             || pi.gid_prefix != self.cfg.subnet_prefix
             || pi.subnet_timeout != self.cfg.subnet_timeout & 0x1F
-            || pi.lmc != 0
+            || pi.lmc != port.lmc
             || pi.m_key != self.cfg.m_key
             || pi.m_key_protect_bits != self.cfg.m_key_protect_bits & 3
             || pi.m_key_lease_period != self.cfg.m_key_lease_period

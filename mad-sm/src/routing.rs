@@ -11,6 +11,12 @@
 //!   ports the one carrying the fewest CA LIDs so far is chosen (lowest
 //!   port number on a tie), which spreads routes over parallel links and
 //!   redundant uplinks much as OpenSM's min-hop engine does.
+//! - With LMC > 0 every LID of a CA port's range is a destination of its
+//!   own, and a switch sends the LIDs of one range after the first
+//!   toward a neighbour switch none of the range's earlier LIDs took,
+//!   where its candidates have one (OpenSM's engines likewise avoid the
+//!   remote node an earlier LID of the port went to): the LIDs of one
+//!   port take distinct paths through a fat tree.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -77,8 +83,40 @@ impl LidBook {
     }
 
     fn claim(&mut self, guid: u64, lid: u16) {
-        self.by_guid.insert(guid, lid);
-        self.owner.insert(lid, guid);
+        self.claim_range(guid, lid, 1);
+    }
+
+    /// Records `base .. base + count` for `guid` (the book's LID of
+    /// `guid` is `base`).
+    fn claim_range(&mut self, guid: u64, base: u16, count: u32) {
+        self.by_guid.insert(guid, base);
+        for l in u32::from(base)..u32::from(base) + count {
+            if let Ok(l) = u16::try_from(l) {
+                self.owner.insert(l, guid);
+            }
+        }
+    }
+
+    /// Forgets every LID of `guid`.
+    fn release(&mut self, guid: u64) {
+        if self.by_guid.remove(&guid).is_some() {
+            self.owner.retain(|_, g| *g != guid);
+        }
+    }
+
+    /// True when `base .. base + count` is a unicast range aligned to
+    /// `count` whose LIDs are free or `guid`'s already.
+    fn fits(&self, guid: u64, base: u16, count: u32) -> bool {
+        let b = u32::from(base);
+        b >= 1
+            && b % count == 0
+            && b + count - 1 <= u32::from(MAX_UNICAST_LID)
+            && (b..b + count).all(|l| {
+                u16::try_from(l)
+                    .ok()
+                    .and_then(|l| self.owner.get(&l))
+                    .is_none_or(|g| *g == guid)
+            })
     }
 }
 
@@ -102,26 +140,51 @@ fn lid_ports(subnet: &Subnet) -> Vec<(PortRef, u64, u16)> {
     v
 }
 
-/// Gives every LID-bearing port of `subnet` a LID (LMC 0) and records it
-/// in the ports' `lid` and the subnet's `max_lid`. A port keeps the LID
-/// `book` has for its GUID; otherwise, with `honor_existing`, the LID it
-/// already has when that is a valid unicast LID nobody else holds;
-/// otherwise the lowest free LID from `first_lid` up.
+/// Gives every LID-bearing port of `subnet` its LIDs and records them in
+/// the ports' `lid` / `lmc` and the subnet's `max_lid`: a CA port gets
+/// the aligned range of 2^`lmc` LIDs (`lmc` up to 7), a switch's port 0
+/// one LID (LMC 0, as OpenSM without `lmc_esp0`). A port keeps the LID
+/// `book` has for its GUID when its range is still free and aligned;
+/// otherwise, with `honor_existing`, the LID it already has when that
+/// range is valid and nobody else holds it; otherwise the lowest free
+/// range from `first_lid` up.
 ///
 /// # Errors
-/// The number of ports left without a LID when the unicast LID space
+/// The number of ports left without LIDs when the unicast LID space
 /// (up to 0xBFFF) runs out; the others are assigned.
 pub fn assign_lids(
     subnet: &mut Subnet,
     book: &mut LidBook,
     first_lid: u16,
     honor_existing: bool,
+    lmc: u8,
 ) -> Result<(), usize> {
+    let lmc = lmc.min(7);
     let ports = lid_ports(subnet);
+    let count_of = |(node, _): PortRef| -> u32 {
+        if subnet.nodes()[node].is_switch() {
+            1
+        } else {
+            1 << lmc
+        }
+    };
+    let counts: Vec<u32> = ports.iter().map(|(r, _, _)| count_of(*r)).collect();
     let mut chosen: Vec<Option<u16>> = Vec::with_capacity(ports.len());
-    // Pass 1: what the book knows.
-    for (_, guid, _) in &ports {
-        chosen.push(book.lid(*guid));
+    // Pass 1: what the book knows, when its range still fits (an LMC
+    // changed, a guid2lid LID not aligned: the port is given a new one).
+    for (k, (_, guid, _)) in ports.iter().enumerate() {
+        let c = match book.lid(*guid) {
+            Some(l) if book.fits(*guid, l, counts[k]) => {
+                book.claim_range(*guid, l, counts[k]);
+                Some(l)
+            }
+            Some(_) => {
+                book.release(*guid);
+                None
+            }
+            None => None,
+        };
+        chosen.push(c);
     }
     // Pass 2: honour LIDs already configured in the ports.
     if honor_existing {
@@ -129,40 +192,60 @@ pub fn assign_lids(
             if chosen[k].is_some() {
                 continue;
             }
-            let valid = *cur >= 1 && *cur <= MAX_UNICAST_LID;
-            if valid && !book.owner.contains_key(cur) {
-                book.claim(*guid, *cur);
+            let mine = book.lid(*guid).is_none();
+            if mine && *cur <= MAX_UNICAST_LID && book.fits(*guid, *cur, counts[k]) {
+                book.claim_range(*guid, *cur, counts[k]);
                 chosen[k] = Some(*cur);
             }
         }
     }
-    // Pass 3: the lowest free LIDs for the rest.
-    let mut next = first_lid.max(1);
+    // Pass 3: the lowest free ranges for the rest (switches' single
+    // LIDs and the CAs' aligned ranges each from their own cursor).
+    let first = u32::from(first_lid.max(1));
+    let mut next = [first, first];
     let mut unassigned = 0usize;
     for (k, (_, guid, _)) in ports.iter().enumerate() {
         if chosen[k].is_some() {
             continue;
         }
-        while next <= MAX_UNICAST_LID && book.owner.contains_key(&next) {
-            next += 1;
+        let count = counts[k];
+        let cur = &mut next[usize::from(count > 1)];
+        *cur = cur.div_ceil(count) * count;
+        let found = loop {
+            let Ok(base) = u16::try_from(*cur) else {
+                break None;
+            };
+            if *cur + count - 1 > u32::from(MAX_UNICAST_LID) {
+                break None;
+            }
+            if book.fits(*guid, base, count) {
+                break Some(base);
+            }
+            *cur += count;
+        };
+        match found {
+            Some(base) => {
+                book.claim_range(*guid, base, count);
+                chosen[k] = Some(base);
+            }
+            None => unassigned += 1,
         }
-        if next > MAX_UNICAST_LID {
-            unassigned += 1;
-            continue;
-        }
-        book.claim(*guid, next);
-        chosen[k] = Some(next);
     }
     let mut max_lid = 0;
     for (k, ((node, port), _, _)) in ports.iter().enumerate() {
         let lid = chosen[k].unwrap_or(0);
-        max_lid = max_lid.max(lid);
+        let port_lmc = if counts[k] > 1 { lmc } else { 0 };
+        if lid != 0 {
+            let last = u32::from(lid) + counts[k] - 1;
+            max_lid = max_lid.max(u16::try_from(last).unwrap_or(MAX_UNICAST_LID));
+        }
         if let Some(p) = subnet
             .node_mut(*node)
             .and_then(|n| n.ports.get_mut(usize::from(*port)))
             .and_then(Option::as_mut)
         {
             p.lid = lid;
+            p.lmc = if lid == 0 { 0 } else { port_lmc };
         }
     }
     subnet.set_max_lid(max_lid);
@@ -454,25 +537,44 @@ impl Picker {
 
     /// Routes `lids` (consecutive in LID order) toward switch `t`: as
     /// many [`Picker::least_loaded`] picks in a row, the round robin of
-    /// a private set done in one pass.
+    /// a private set done in one pass. `offsets[i]` is the place of
+    /// `lids[i]` in its port's LID range (LMC > 0): the LIDs of one range
+    /// after the first go out toward a neighbour switch none of the
+    /// range's earlier LIDs took, where the candidates have one, so that
+    /// they take distinct paths.
     fn route_run(
         &mut self,
         t: usize,
         counts: bool,
         lids: &[u16],
+        offsets: &[u8],
         adj: &[(u8, usize)],
         lft: &mut [u8],
     ) {
         let Some(&g) = self.group_of.get(t) else {
             return;
         };
+        let spread = offsets.iter().any(|&o| o != 0);
         if let (true, Some(Pick::RoundRobin(order, next))) =
             (counts, self.picks.get_mut(g as usize))
         {
-            let (order, load): (&[usize], &mut [u32]) = (order, &mut self.load);
+            let (order, load): (&mut [usize], &mut [u32]) = (order, &mut self.load);
             let len = order.len();
             let mut i = *next;
-            for &lid in lids {
+            let mut used: Vec<usize> = Vec::new();
+            for (n, &lid) in lids.iter().enumerate() {
+                if spread {
+                    if offsets[n] == 0 {
+                        used.clear();
+                    }
+                    // The first candidate left in this round toward an
+                    // unused neighbour takes this turn (the round still
+                    // visits every candidate once).
+                    if let Some(j) = (i..len).find(|&j| !used.contains(&adj[order[j]].1)) {
+                        order.swap(i, j);
+                    }
+                    used.push(adj[order[i]].1);
+                }
                 let k = order[i];
                 lft[usize::from(lid)] = adj[k].0;
                 load[k] += 1;
@@ -484,11 +586,50 @@ impl Picker {
             *next = i;
             return;
         }
-        for &lid in lids {
-            if let Some(k) = self.least_loaded(t, counts) {
+        if !spread {
+            for &lid in lids {
+                if let Some(k) = self.least_loaded(t, counts) {
+                    lft[usize::from(lid)] = adj[k].0;
+                }
+            }
+            return;
+        }
+        let mut used: Vec<usize> = Vec::new();
+        for (&lid, &off) in lids.iter().zip(offsets) {
+            if off == 0 {
+                used.clear();
+            }
+            if let Some(k) = self.least_loaded_avoiding(g as usize, counts, adj, &used) {
                 lft[usize::from(lid)] = adj[k].0;
+                used.push(adj[k].1);
             }
         }
+    }
+
+    /// Like [`Picker::least_loaded`] for candidate set `g`, toward a
+    /// neighbour switch not in `used` first (one LID range's earlier
+    /// picks), by a scan of the set's candidates.
+    fn least_loaded_avoiding(
+        &mut self,
+        g: usize,
+        counts: bool,
+        adj: &[(u8, usize)],
+        used: &[usize],
+    ) -> Option<usize> {
+        let members: &[usize] = match self.picks.get(g)? {
+            Pick::None => return None,
+            Pick::RoundRobin(m, _) | Pick::Heap(m, _) => m,
+        };
+        let k = members
+            .iter()
+            .copied()
+            .min_by_key(|&k| (used.contains(&adj[k].1), self.load[k], k))?;
+        if counts {
+            // Heap entries are lower bounds of the loads: a stale one is
+            // mended when it comes to the top.
+            self.load[k] += 1;
+        }
+        Some(k)
     }
 
     /// The neighbour index to route toward switch `t` by, if any; a CA
@@ -561,6 +702,8 @@ struct Plan {
     /// switch (0 for a switch's LID), cut into runs.
     lids: Vec<u16>,
     egress: Vec<u8>,
+    /// Each LID's place in its port's range (0 for a base LID).
+    offsets: Vec<u8>,
     runs: Vec<Run>,
     has_ca: Vec<bool>,
     /// Entries per table (highest LID + 1).
@@ -594,10 +737,13 @@ impl Plan {
             dist,
             lids: Vec::new(),
             egress: Vec::new(),
+            offsets: Vec::new(),
             runs: Vec::new(),
             size: usize::from(subnet.max_lid()) + 1,
         };
-        for (lid, (node, port)) in subnet.lids() {
+        for (lid, (node, port)) in subnet.all_lids() {
+            let base = subnet.nodes()[node].port(port).map_or(lid, |p| p.lid);
+            let offset = u8::try_from(lid.saturating_sub(base)).unwrap_or(0);
             let (sw, egress, is_ca) = if let Some(&k) = pos.get(&node) {
                 (k, 0, false)
             } else if let Some(&(k, rp)) = subnet
@@ -621,6 +767,7 @@ impl Plan {
             }
             plan.lids.push(lid);
             plan.egress.push(egress);
+            plan.offsets.push(offset);
         }
         plan
     }
@@ -638,7 +785,8 @@ impl Plan {
                     lft[usize::from(lid)] = e;
                 }
             } else {
-                pick.route_run(r.sw, r.is_ca, lids, adj, lft);
+                let offsets = &self.offsets[r.start..r.start + r.len];
+                pick.route_run(r.sw, r.is_ca, lids, offsets, adj, lft);
             }
         }
     }

@@ -33,9 +33,24 @@ pub struct SmPort {
     /// LID SM-lite assigned (CA ports and switch port 0; 0 for switch
     /// external ports and ports without a LID).
     pub lid: u16,
+    /// LMC SM-lite assigned with the LID: the port holds the aligned
+    /// range `lid .. lid + 2^lmc` (0 for a switch's port 0, as OpenSM
+    /// gives it without `lmc_esp0`).
+    pub lmc: u8,
 }
 
 impl SmPort {
+    /// The LIDs the port holds: `lid .. lid + 2^lmc` (empty without a
+    /// LID).
+    #[must_use]
+    pub fn lid_range(&self) -> std::ops::Range<u32> {
+        if self.lid == 0 {
+            return 0..0;
+        }
+        let base = u32::from(self.lid);
+        base..base + (1u32 << self.lmc.min(7))
+    }
+
     /// True when the physical link is up (PortPhysicalState LinkUp).
     #[must_use]
     pub fn link_up(&self) -> bool {
@@ -164,8 +179,31 @@ impl Subnet {
         self.inner.nodes.iter().filter(|n| n.is_switch()).count()
     }
 
-    /// Every (LID, node, port) assigned, in LID order: switch port 0 and
-    /// CA ports.
+    /// Every LID routed, with the port holding it, in LID order: each
+    /// LID of every port's range (see [`SmPort::lmc`]), switch port 0
+    /// and CA ports. With LMC 0 the same as [`Subnet::lids`].
+    #[must_use]
+    pub fn all_lids(&self) -> Vec<(u16, PortRef)> {
+        let mut v: Vec<(u16, PortRef)> = self
+            .inner
+            .nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, n)| {
+                n.ports.iter().flatten().flat_map(move |p| {
+                    p.lid_range()
+                        .filter_map(|l| u16::try_from(l).ok())
+                        .map(move |l| (l, (i, p.num)))
+                })
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Every (base LID, node, port) assigned, in LID order: switch port 0
+    /// and CA ports (one entry a port; [`Subnet::all_lids`] has every
+    /// LID of the ranges).
     #[must_use]
     pub fn lids(&self) -> Vec<(u16, PortRef)> {
         let mut v: Vec<(u16, PortRef)> = self
@@ -185,13 +223,16 @@ impl Subnet {
         v
     }
 
-    /// The port that holds `lid`.
+    /// The port that holds `lid` (any LID of its range).
     #[must_use]
     pub fn port_by_lid(&self, lid: u16) -> Option<PortRef> {
-        self.lids()
-            .into_iter()
-            .find(|(l, _)| *l == lid)
-            .map(|(_, r)| r)
+        self.inner.nodes.iter().enumerate().find_map(|(i, n)| {
+            n.ports
+                .iter()
+                .flatten()
+                .find(|p| p.lid_range().contains(&u32::from(lid)))
+                .map(|p| (i, p.num))
+        })
     }
 
     /// The LID of the port with this port GUID (a switch's GUID gives

@@ -9,7 +9,7 @@
 //! - [`far`]: loopback far sides ([`far::answering`], [`far::get_resp`]).
 //! - [`fabric`]: a far side that answers like the simulated fabric
 //!   because it *is* the simulated fabric ([`fabric::builtin`],
-//!   [`fabric::pair`], [`fabric::drain`]).
+//!   [`fabric::from_text`], [`fabric::drain`]).
 //! - [`pair`]: a quinn-`Pair`-style harness, two [`mad_agents::Engine`]s
 //!   over a connected loopback pair on a virtual clock ([`Pair`]), with
 //!   loss and duplication on each side's receive path.

@@ -4,7 +4,7 @@
 //! the earlier of the two engines' next timeouts, until neither has one.
 //! Each side's receive path can lose or duplicate MADs ([`Pair::set_loss`],
 //! [`Pair::set_duplication`], [`Pair::lose_next`]), drawn from the kit's
-//! seeded [`Rng`](crate::Rng).
+//! seeded [`Rng`].
 
 use std::time::{Duration, Instant};
 

@@ -75,7 +75,7 @@ impl Command {
         }
     }
 
-    /// A command that also runs as a program of its own name (argv[0]).
+    /// A command that also runs as a program of its own name (`argv[0]`).
     #[must_use]
     pub const fn tool(name: &'static str, summary: &'static str, run: CommandFn) -> Self {
         Self {
@@ -583,7 +583,7 @@ fn dispatch(argv: &[String], io: &mut Io<'_>) -> Result<(), CliError> {
     }
 }
 
-/// Runs the binary with `argv` (argv[0] included) and returns the exit status.
+/// Runs the binary with `argv` (`argv[0]` included) and returns the exit status.
 /// Errors are written to `io.stderr` (an `IBEXIT` line to `io.stdout`, as
 /// infiniband-diags does); usage errors add the usage text.
 pub fn run(argv: &[String], io: &mut Io<'_>) -> i32 {

@@ -11,7 +11,7 @@
 //! ([`namemap`]), their output formatters ([`diags`]), fabric discovery
 //! ([`discover`]), the `mad decode` subcommand ([`decode_cmd`]) with its
 //! hex input parser ([`hex`], also used by the fuzz targets), the text
-//! and JSON printers of decoded MADs ([`print`]), the JSON output
+//! and JSON printers of decoded MADs ([`mod@print`]), the JSON output
 //! contract ([`json`]) and the size limits on the files it reads
 //! ([`limits`]).
 //!

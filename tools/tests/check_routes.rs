@@ -381,3 +381,31 @@ fn mad_sim_routes_its_served_fabric_with_the_engine_asked_for() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--no-sm"));
 }
+
+/// `-l 2` on the built-in fabric: SM-lite gives every CA port four LIDs
+/// and the check reads the LMC back from the fabric and follows every
+/// LID of every range (four times the pairs of LMC 0), with no cycle
+/// under ftree; an LMC over 7 is refused naming the option.
+#[test]
+fn lmc_2_routes_and_checks_every_lid_of_a_range_builtin_sm() {
+    let medium = fixture("net.medium");
+    let base = sim_check(&medium, &["-R", "ftree"]);
+    assert_clean("ftree", &base);
+    let r = sim_check(&medium, &["-R", "ftree", "-l", "2"]);
+    assert_clean("ftree -l 2", &r);
+    assert_eq!(r.1["ca_ports"], 324);
+    assert_eq!(base.1["pairs"], 324 * 323);
+    assert_eq!(r.1["pairs"], 324 * 323 * 4);
+    let r = sim_check(&medium, &["-l", "2"]);
+    assert_eq!(r.1["pairs"], 324 * 323 * 4, "min-hop: {}", r.2);
+    assert_eq!(r.1["unreachable"], 0);
+    for bad in ["8", "x", "-1"] {
+        let out = Command::new(MAD)
+            .args(["--sim", "check-routes", "-l", bad])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("--lmc") && err.contains("0-7"), "{err}");
+    }
+}

@@ -367,9 +367,10 @@ fn sweep_of_a_thousand_cas() {
         d.elapsed,
         d.stats.sent
     );
-    // A debug build on a loaded machine is far slower than the release
-    // figure; this only catches a sweep gone serial.
-    assert!(took < Duration::from_secs(20), "{took:?}");
+    // The sweep keeps its window full (a sweep gone serial would show as
+    // one request in flight, not as a slow test): the time is the
+    // benchmark's to judge.
+    assert!(s.stats.max_in_flight > 1, "{:?}", s.stats);
 }
 
 // Partial scans: reading only what lies within the scan's reach

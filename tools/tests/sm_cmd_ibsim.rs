@@ -343,7 +343,7 @@ fn sm_config_file_round_trips_and_names_an_unsupported_key() {
     ] {
         assert!(text.contains(&format!("\n{k}\n")), "{k} missing:\n{text}");
     }
-    std::fs::write(&conf, format!("{text}lmc 1\n")).unwrap();
+    std::fs::write(&conf, format!("{text}lmc_esp0 TRUE\n")).unwrap();
     let lines = text.lines().count() + 1;
     let o = Command::new(MAD)
         .args(["sm", "-F", conf.to_str().unwrap()])
@@ -352,7 +352,9 @@ fn sm_config_file_round_trips_and_names_an_unsupported_key() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.contains(&format!("sm.conf:{lines}: key \"lmc\" is not supported")),
+        err.contains(&format!(
+            "sm.conf:{lines}: key \"lmc_esp0\" is not supported"
+        )),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -88,7 +88,7 @@ impl<T: Transport> Engine<T> {
     }
 
     /// Starts deregistering `agent` (see the [module
-    /// documentation](self#deregistration)); idempotent. The agent may be
+    /// documentation](crate::engine#deregistration)); idempotent. The agent may be
     /// gone when this returns (nothing was outstanding).
     ///
     /// # Errors

@@ -10,7 +10,7 @@ impl<T: Transport> Engine<T> {
     /// caller's ([`crate::tid`]). The send completes later, exactly once,
     /// as [`AgentEvent::SendDone`]. A request awaiting a response that the
     /// flow-control limits hold back waits in the agent's backlog (see
-    /// [Flow control](self#flow-control)).
+    /// [Flow control](crate::engine#flow-control)).
     ///
     /// # Errors
     /// Unknown or deregistering agent; a MAD that is too short, longer

@@ -180,7 +180,7 @@ impl AgentRef {
 }
 
 /// A registered agent. Dropping it deregisters it (synchronously; see the
-/// [module documentation](self#deregistration)). Dereferences to
+/// [module documentation](crate::runtime#deregistration)). Dereferences to
 /// [`AgentRef`].
 pub struct Agent {
     pub(super) agent: AgentRef,
@@ -209,7 +209,7 @@ impl Agent {
 
     /// Deregisters the agent and returns once its sends have all completed
     /// and no callback of it runs; see the [module
-    /// documentation](self#deregistration). The returned events are empty
+    /// documentation](crate::runtime#deregistration). The returned events are empty
     /// except when called from the agent's own callback: then they are the
     /// agent's remaining events (completions), which can no longer go to
     /// its callback.
@@ -287,7 +287,7 @@ impl SendHandle {
 }
 
 /// The receiving end of an agent registered with
-/// [`Runtime::register_channel`].
+/// [`crate::Runtime::register_channel`].
 #[derive(Debug)]
 pub struct AgentReceiver {
     pub(super) rx: super::channel::Receiver,

@@ -104,7 +104,7 @@
 //!   deregistering one, instead of deadlocking on that lock.
 //! - If the loop thread ends anyway (a panic outside any callback, such as
 //!   in the transport), the runtime stops as if shut down: every thread in
-//!   [`AgentRef::send_and_wait`] gets [`SendError::Stopped`], deregistering
+//!   [`AgentRef::send_and_wait`] gets [`crate::SendError::Stopped`], deregistering
 //!   threads and drops of [`Agent`]s return (their sends are abandoned
 //!   with the loop), channels close ([`AgentReceiver::recv`] returns
 //!   `None` once the events already in it are taken), and later
@@ -141,7 +141,7 @@ mod shared;
 mod waiter;
 
 pub use handles::{Agent, AgentReceiver, AgentRef, SendHandle};
-pub use shared::{Callback, RuntimeStats, Wakeup, TICK};
+pub use shared::{Callback, RuntimeStats, Wakeup, IDLE, TICK};
 use shared::{ChannelLoad, Deviation, Pending, Shared, Sink, Step, MIN_TICK, TRANSPORT, WAKER};
 use waiter::lock;
 
@@ -347,6 +347,8 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
     // transport whose descriptor costs system calls (the built-in
     // fabric's) makes none on the callers' round trips.
     let mut watched = true;
+    // Wake-ups by the transport's descriptor not yet added to the stats.
+    let mut transport_wakes = 0;
     loop {
         // Deliver queued events one at a time, each under its own lock
         // cycle, so that a deregistration in between is seen at once.
@@ -357,7 +359,11 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
             continue;
         }
         // Nothing to deliver: drive the engine, then wait.
-        let step = shared.drive(&mut shared.core(), Instant::now());
+        let step = {
+            let mut core = shared.core();
+            core.stats.transport_wakes += std::mem::take(&mut transport_wakes);
+            shared.drive(&mut core, Instant::now())
+        };
         shared.bury();
         match step {
             Step::Again => {}
@@ -373,6 +379,9 @@ fn run(shared: &Arc<Shared>, mut poll: Poll) {
                     if e.kind() != std::io::ErrorKind::Interrupted {
                         std::thread::sleep(TICK);
                     }
+                }
+                if events.iter().any(|e| e.token() == TRANSPORT) {
+                    transport_wakes += 1;
                 }
             }
         }

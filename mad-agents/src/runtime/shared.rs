@@ -26,7 +26,7 @@ use crate::types::{
 pub const TICK: Duration = Duration::from_micros(200);
 /// The longest the loop sleeps with nothing outstanding when it waits on
 /// the transport's fd (a safety net for a missed edge).
-pub(super) const IDLE: Duration = Duration::from_millis(100);
+pub const IDLE: Duration = Duration::from_millis(100);
 /// The shortest idle poll interval [`EngineConfig::fallback_tick`] may set.
 pub(super) const MIN_TICK: Duration = Duration::from_micros(50);
 
@@ -65,6 +65,13 @@ pub(super) struct ChannelLoad {
 pub struct RuntimeStats {
     /// Loop iterations that waited in `mio::Poll::poll`.
     pub waits: u64,
+    /// Waits that ended because the transport's descriptor became
+    /// readable (event-driven wake-ups; 0 without a usable descriptor).
+    pub transport_wakes: u64,
+    /// The longest the loop was prepared to sleep at its latest wait: the
+    /// tick without a usable descriptor, the idle safety net with one,
+    /// shorter while work is posted or a deadline is near.
+    pub last_wait: Duration,
     /// Events delivered to callbacks.
     pub callbacks: u64,
     /// Events put into channels.
@@ -411,6 +418,7 @@ impl Shared {
             t = t.min(d.saturating_duration_since(now));
         }
         core.stats.waits += 1;
+        core.stats.last_wait = t;
         Step::Wait(t)
     }
 

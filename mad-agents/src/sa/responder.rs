@@ -427,7 +427,7 @@ impl Inner {
         // PortInfoRecord with AttributeModifier bit 31 (IBTA 1.2 errata,
         // as OpenSM and saquery -s use it): CapabilityMask / CapabilityMask2
         // match when every bit the template sets is set, not on equality.
-        let mut comp_mask = q.comp_mask;
+        let mut comp_mask = q.comp_mask & !self.source.matched_components(q);
         let mut cap_masks: Vec<(usize, usize)> = Vec::new();
         if q.attr_id == AttributeId::SA_PORTINFO_RECORD && q.attr_mod & (1 << 31) != 0 {
             for comp in [

@@ -48,6 +48,16 @@ pub trait RecordSource: Send + Sync {
         false
     }
 
+    /// ComponentMask bits of `query` that [`RecordSource::records`]
+    /// already matched by rules of its own, so the responder does not
+    /// compare them: OpenSM finds a NodeRecord or PortInfoRecord by any
+    /// LID of a port's LMC range and answers with the base LID, which a
+    /// comparison with the template's LID would drop. Default: none.
+    fn matched_components(&self, query: &RecordQuery<'_>) -> u64 {
+        let _ = query;
+        0
+    }
+
     /// SubnAdmSet of `query.template` (other than InformInfo): the record
     /// to answer with, or an SA status. Default: 0x000C (unsupported).
     ///

@@ -1,6 +1,7 @@
 //! Placing DATA segments: starting a transfer on segment 1, windowed
 //! placement of the rest, completion and the lingering bound.
 
+use bitvec::vec::BitVec;
 use std::time::Instant;
 
 use super::budget::Usage;
@@ -85,7 +86,7 @@ impl ReceiverTable {
             seg_size: MAD_LEN - hdr_len,
             data,
             pooled,
-            have: Vec::new(),
+            have: BitVec::new(),
             seg_num: 0,
             max_seen: 0,
             newwin: 1,
@@ -265,7 +266,7 @@ impl ReceiverTable {
         if !t.pooled {
             message.shrink_to_fit();
         }
-        t.have = Vec::new();
+        t.have = BitVec::new();
         t.state = State::Complete;
         let src = t.reply;
         self.active -= 1;

@@ -1,6 +1,7 @@
 //! The state of one inbound transfer: its reassembly buffer, the bitmap
 //! of segments placed, and the window.
 
+use bitvec::{order::Lsb0, vec::BitVec};
 use mad_wire::addr::Address;
 use std::time::Instant;
 
@@ -39,7 +40,7 @@ pub(super) struct Transfer {
     /// `data` came from the pool: it is delivered at its capacity (the
     /// owner is expected to recycle it), not shrunk.
     pub(super) pooled: bool,
-    pub(super) have: Vec<u64>,
+    pub(super) have: BitVec<u64, Lsb0>,
     /// Highest in-order segment.
     pub(super) seg_num: u32,
     /// Highest segment received at all.
@@ -71,15 +72,13 @@ impl Transfer {
 
     pub(super) fn has(&self, n: u32) -> bool {
         let i = (n - 1) as usize;
-        self.have
-            .get(i / 64)
-            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+        self.have.get(i).is_some_and(|b| *b)
     }
     pub(super) fn set(&mut self, n: u32) {
         let i = (n - 1) as usize;
-        if self.have.len() <= i / 64 {
-            self.have.resize(i / 64 + 1, 0);
+        if self.have.len() <= i {
+            self.have.resize(i + 1, false);
         }
-        self.have[i / 64] |= 1 << (i % 64);
+        self.have.set(i, true);
     }
 }

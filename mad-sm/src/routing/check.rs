@@ -113,7 +113,7 @@ impl Tables {
                     guid: p.guid,
                     name: n.desc.clone(),
                     lid: p.lid,
-                    lmc: 0,
+                    lmc: p.lmc,
                     attach,
                 });
             }

@@ -211,22 +211,28 @@ fn bfs(adj: &[Vec<(u8, usize)>], from: &[usize]) -> Vec<u32> {
     d
 }
 
-/// The destinations: (LID, target switch position, egress port at the
-/// target: 0 for a switch's own LID, is a CA LID).
-fn destinations(subnet: &Subnet, g: &SwitchGraph) -> Vec<(u16, usize, u8, bool)> {
+/// One LID to route: (LID, target switch position, egress port at the
+/// target: 0 for a switch's own LID, is a CA LID, place of the LID in
+/// its port's range: 0 for the base LID).
+type Dest = (u16, usize, u8, bool, u8);
+
+/// The destinations, every LID of every port's range.
+fn destinations(subnet: &Subnet, g: &SwitchGraph) -> Vec<Dest> {
     let mut pos = vec![usize::MAX; subnet.nodes().len()];
     for (k, &i) in g.switches.iter().enumerate() {
         pos[i] = k;
     }
     subnet
-        .lids()
+        .all_lids()
         .into_iter()
         .filter_map(|(lid, (node, port))| {
+            let base = subnet.nodes()[node].port(port).map_or(lid, |p| p.lid);
+            let offset = u8::try_from(lid.saturating_sub(base)).unwrap_or(0);
             if pos[node] != usize::MAX {
-                return Some((lid, pos[node], 0, false));
+                return Some((lid, pos[node], 0, false, offset));
             }
             let (r, rp) = subnet.remote((node, port))?;
-            (pos[r] != usize::MAX).then(|| (lid, pos[r], rp, true))
+            (pos[r] != usize::MAX).then(|| (lid, pos[r], rp, true, offset))
         })
         .collect()
 }
@@ -237,7 +243,7 @@ fn updown(
     subnet: &Subnet,
     g: &SwitchGraph,
     key: &[(u32, u64)],
-    dests: &[(u16, usize, u8, bool)],
+    dests: &[Dest],
 ) -> Result<Vec<(NodeIdx, Vec<u8>)>, String> {
     let n = g.switches.len();
     let size = usize::from(subnet.max_lid()) + 1;
@@ -252,8 +258,8 @@ fn updown(
     let mut pairs: Vec<Vec<u64>> = g.adj.iter().map(|a| vec![0; a.len()]).collect();
     // Source CAs on each switch.
     let mut cas = vec![0u64; n];
-    for &(_, t, _, is_ca) in dests {
-        cas[t] += u64::from(is_ca);
+    for &(_, t, _, is_ca, offset) in dests {
+        cas[t] += u64::from(is_ca && offset == 0);
     }
     // Per target switch: down-only distance, up/down distance, and the
     // order the switches choose in: those going up deepest first, then
@@ -267,7 +273,19 @@ fn updown(
     let mut cand_at: Vec<usize> = Vec::with_capacity(n + 1);
     // Sources whose route toward the current LID reaches each switch.
     let mut inflow = vec![0u64; n];
-    for &(lid, t, egress, is_ca) in dests {
+    // Per switch, the neighbours (positions) the earlier LIDs of the
+    // current LID range went to: a range's other LIDs go elsewhere where
+    // a candidate allows (as OpenSM's engines avoid the remote switch an
+    // earlier LID of the port took), so that they take distinct paths.
+    let spread = dests.iter().any(|d| d.4 != 0);
+    let mut used: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut dirty: Vec<usize> = Vec::new();
+    for &(lid, t, egress, is_ca, offset) in dests {
+        if offset == 0 {
+            for s in dirty.drain(..) {
+                used[s].clear();
+            }
+        }
         let li = usize::from(lid);
         lfts[t][li] = egress;
         if cache_for != t {
@@ -345,12 +363,13 @@ fn updown(
                 continue;
             }
             let best = mine.iter().copied().min_by_key(|&k| {
-                let port = g.adj[s][k].0;
+                let (port, next) = g.adj[s][k];
+                let taken = used[s].contains(&next);
                 // A LID no source sends through here: the fewest LIDs.
                 if inflow[s] == 0 {
-                    (u64::from(load[s][k]), pairs[s][k], port)
+                    (taken, u64::from(load[s][k]), pairs[s][k], port)
                 } else {
-                    (pairs[s][k], u64::from(load[s][k]), port)
+                    (taken, pairs[s][k], u64::from(load[s][k]), port)
                 }
             });
             let Some(k) = best else {
@@ -361,6 +380,12 @@ fn updown(
             };
             let (port, next) = g.adj[s][k];
             lfts[s][li] = port;
+            if spread {
+                if used[s].is_empty() {
+                    dirty.push(s);
+                }
+                used[s].push(next);
+            }
             if is_ca {
                 load[s][k] += 1;
                 pairs[s][k] += inflow[s];
@@ -410,8 +435,8 @@ fn roots_by_min_hop(g: &SwitchGraph, cas_per_switch: &[u32]) -> Vec<usize> {
 /// CAs (LID-bearing CA ports) on each switch.
 fn cas_per_switch(subnet: &Subnet, g: &SwitchGraph) -> Vec<u32> {
     let mut c = vec![0u32; g.switches.len()];
-    for &(_, t, _, is_ca) in &destinations(subnet, g) {
-        if is_ca {
+    for &(_, t, _, is_ca, offset) in &destinations(subnet, g) {
+        if is_ca && offset == 0 {
             c[t] += 1;
         }
     }
@@ -540,7 +565,7 @@ fn ftree_tables(subnet: &Subnet) -> Result<Vec<(NodeIdx, Vec<u8>)>, String> {
     // Destinations leaf by leaf (leaves in GUID order), each leaf's CA
     // ports in port order, then the switches' own LIDs.
     let mut dests = destinations(subnet, &g);
-    dests.sort_by_key(|&(lid, t, egress, is_ca)| (!is_ca, guid(t), egress, lid));
+    dests.sort_by_key(|&(lid, t, egress, is_ca, _)| (!is_ca, guid(t), egress, lid));
     updown(subnet, &g, &key, &dests)
 }
 

@@ -94,7 +94,7 @@ impl RouteStream {
 }
 
 /// Fabrics of at least this many table entries (switches × LIDs) are
-/// routed by a [`RouteStream`] while SM-lite programs them (the 4,176-node
+/// routed by a `RouteStream` while SM-lite programs them (the 4,176-node
 /// fat tree has 1.5 M; small fabrics are routed before their Sets, where
 /// a thread would cost more than it saves).
 pub const BACKGROUND_ENTRIES: usize = 1 << 20;

@@ -10,10 +10,10 @@
 //! | record | one per | from |
 //! |---|---|---|
 //! | NodeRecord | LID-bearing port (a CA port; a switch's port 0) | NodeInfo (PortGUID / LocalPortNum of that port), NodeDescription |
-//! | PortInfoRecord | port read in the sweep (every switch port, the CA ports with a link) | PortInfo as read, with what SM-lite set (LID, MasterSMLID, GID prefix, SubnetTimeOut, LMC 0, M_Key, state Active for a linked port once the subnet is up) |
+//! | PortInfoRecord | port read in the sweep (every switch port, the CA ports with a link) | PortInfo as read, with what SM-lite set (LID, MasterSMLID, GID prefix, SubnetTimeOut, LMC, M_Key, state Active for a linked port once the subnet is up) |
 //! | SwitchInfoRecord | switch | SwitchInfo with LinearFDBTop as programmed, PortStateChange clear |
 //! | LinkRecord | link, each direction | the links the sweep found (switch port 0 LID for switch ends) |
-//! | PathRecord | pair of LID-bearing ports with a route | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key 0xFFFF, PacketLifeTime 18, reversible; SL the one asked for (ComponentMask SL), else 0 (the default partition's); with QoS on, as OpenSM: an SL whose VL is 15 on the source port's or a switch output port's SL2VL table gets no record |
+//! | PathRecord | pair of LID-bearing ports with a route, each (SLID, DLID) pair of their LID ranges (the pairs of equal path bits first, as OpenSM lists them) | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key 0xFFFF, PacketLifeTime 18, reversible; SL the one asked for (ComponentMask SL), else 0 (the default partition's); with QoS on, as OpenSM: an SL whose VL is 15 on the source port's or a switch output port's SL2VL table gets no record |
 //! | GUIDInfoRecord | LID-bearing port | block 0, GUID 0 the port GUID |
 //! | P_KeyTableRecord | LID-bearing port and linked switch port | block 0: 0xFFFF (SM-lite runs the default partition only) |
 //! | SLtoVLMappingTableRecord | CA port (InputPort / OutputPort 0); switch: pair of its ports, port 0 included | the fabric's defaults, listed by OpenSM's rules (the source matches these itself, [`RecordSource::exact`]) |
@@ -116,7 +116,7 @@ impl SubnetView {
         up: bool,
     ) -> Self {
         let lids = subnet.lids();
-        let by_lid = lids.iter().map(|&(l, r)| (l, r)).collect();
+        let by_lid = subnet.all_lids().into_iter().collect();
         let by_guid = lids
             .iter()
             .filter_map(|&(_, r)| Some((subnet.nodes().get(r.0)?.port(r.1)?.guid, r)))
@@ -154,7 +154,7 @@ impl SubnetView {
         &self.lids
     }
 
-    /// The port holding `lid`.
+    /// The port holding `lid` (any LID of its range).
     #[must_use]
     pub fn port_by_lid(&self, lid: u16) -> Option<PortRef> {
         self.by_lid.get(&lid).copied()
@@ -195,13 +195,24 @@ impl SubnetView {
             pi.master_sm_lid = self.sm_lid;
             pi.gid_prefix = self.prefix;
             pi.subnet_timeout = self.subnet_timeout & 0x1F;
-            pi.lmc = 0;
+            pi.lmc = p.lmc;
             pi.m_key = self.m_key;
         }
         if self.up && port != 0 && p.link_up() {
             pi.port_state = PortState::ACTIVE;
         }
         Some(pi)
+    }
+
+    /// True when a record of `node`'s port `port` answers a query for
+    /// `lid` (`None`: any): `lid` is one of the LIDs of that port's range,
+    /// or of the switch's port 0 for a switch port. OpenSM looks records
+    /// up by any LID of a port's range and answers with the base LID.
+    fn selects(&self, lid: Option<u16>, node: usize, port: u8) -> bool {
+        let Some(l) = lid else { return true };
+        self.by_lid.get(&l).is_some_and(|&(n, p)| {
+            n == node && (p == port || self.subnet.nodes().get(n).is_some_and(|x| x.is_switch()))
+        })
     }
 
     /// Nodes to list for a query whose template LID is `lid` (when its
@@ -318,6 +329,18 @@ impl RecordSource for FabricSa {
             _ => return None,
         };
         Some(recs)
+    }
+
+    fn matched_components(&self, q: &RecordQuery<'_>) -> u64 {
+        // A LID-keyed record asked for by a LID of a port's range: the
+        // candidates are that port's, and carry its base LID.
+        match q.attr_id {
+            AttributeId::SA_NODE_RECORD
+            | AttributeId::SA_PORTINFO_RECORD
+            | AttributeId::SA_GUIDINFO_RECORD
+            | AttributeId::SA_PKEY_TABLE_RECORD => q.comp_mask & 1,
+            _ => 0,
+        }
     }
 
     fn exact(&self, q: &RecordQuery<'_>) -> bool {

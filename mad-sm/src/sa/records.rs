@@ -20,7 +20,7 @@ impl SubnetView {
             };
             for port in ports {
                 let l = self.record_lid(i, port);
-                if l == 0 || lid.is_some_and(|x| x != l) {
+                if l == 0 || !self.selects(lid, i, port) {
                     continue;
                 }
                 let mut ni = n.info.clone();
@@ -48,7 +48,7 @@ impl SubnetView {
             let n = &self.subnet.nodes()[i];
             for p in n.ports.iter().flatten() {
                 let l = self.record_lid(i, p.num);
-                if lid.is_some_and(|x| x != l) || (n.is_switch() && l == 0) {
+                if !self.selects(lid, i, p.num) || (n.is_switch() && l == 0) {
                     continue;
                 }
                 let Some(pi) = self.port_info(i, p.num) else {
@@ -162,7 +162,7 @@ impl SubnetView {
     pub(super) fn guid_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         for &(l, r) in &self.lids {
-            if lid.is_some_and(|x| x != l) {
+            if !self.selects(lid, r.0, r.1) {
                 continue;
             }
             let Some(p) = self.subnet.nodes().get(r.0).and_then(|n| n.port(r.1)) else {
@@ -194,7 +194,7 @@ impl SubnetView {
                 } else {
                     p.lid != 0
                 };
-                if !listed || l == 0 || lid.is_some_and(|x| x != l) {
+                if !listed || l == 0 || !self.selects(lid, i, p.num) {
                     continue;
                 }
                 let mut t = PKeyTable::default();
@@ -310,7 +310,7 @@ impl SubnetView {
         self.lids
             .iter()
             .copied()
-            .filter(move |&(l, _)| lid.is_none_or(|x| x == l))
+            .filter(move |&(_, r)| self.selects(lid, r.0, r.1))
     }
 
     pub(super) fn sm_info_records(&self, lid: Option<u16>) -> Vec<Vec<u8>> {
@@ -334,8 +334,6 @@ impl SubnetView {
         out
     }
 
-    /// The route from LID-bearing port `s` to `d` by the switches' LFTs:
-    /// (switch hops, MTU, rate).
     /// The SLs whose VL is 15 (dropped) in the SL2VL table SM-lite
     /// programmed into port `a` (as an output port, or a CA's port), one
     /// bit each; 0 with QoS off.
@@ -365,11 +363,11 @@ impl SubnetView {
             .fold(0, |m, sl| m | (1 << sl))
     }
 
-    /// The hops, MTU, rate and dropped SLs ([`Self::sl_drops`]) of the
-    /// route from `s` to `d`.
-    pub(super) fn route(&self, s: PortRef, d: PortRef) -> Option<(u32, u8, u8, u16)> {
+    /// The route from LID-bearing port `s` to `d` by the switches' LFTs
+    /// toward `dlid`, one LID of `d`'s range: (switch hops, MTU, rate,
+    /// dropped SLs ([`Self::sl_drops`])).
+    pub(super) fn route_to(&self, s: PortRef, d: PortRef, dlid: u16) -> Option<(u32, u8, u8, u16)> {
         let nodes = self.subnet.nodes();
-        let dlid = self.record_lid(d.0, d.1);
         let mut mtu = u8::MAX;
         let mut gbps = u32::MAX;
         let mut take = |a: PortRef| {
@@ -436,13 +434,16 @@ impl SubnetView {
             }
             u64::from_be_bytes(b)
         };
-        // PathRecord: DGID at 8, SGID at 24, DLID at 40, SLID at 42.
+        // PathRecord: DGID at 8, SGID at 24, DLID at 40, SLID at 42. An
+        // end named by LID is that LID alone (any of its port's range);
+        // one named by GID, or not named, is every LID of the port.
         let end = |lid_bit: u64, lid_off: usize, gid_bit: u64, gid_off: usize| {
             if m & lid_bit != 0 {
+                let l = lid_at(lid_off);
                 Some(
                     self.by_lid
-                        .get(&lid_at(lid_off))
-                        .copied()
+                        .get(&l)
+                        .map(|&r| (r, Some(l)))
                         .into_iter()
                         .collect(),
                 )
@@ -450,7 +451,7 @@ impl SubnetView {
                 Some(
                     self.by_guid
                         .get(&guid_at(gid_off))
-                        .copied()
+                        .map(|&r| (r, None))
                         .into_iter()
                         .collect(),
                 )
@@ -458,9 +459,9 @@ impl SubnetView {
                 None
             }
         };
-        let all: Vec<PortRef> = self.lids.iter().map(|&(_, r)| r).collect();
-        let src: Option<Vec<PortRef>> = end(PathRecord::COMP_SLID, 42, PathRecord::COMP_SGID, 24);
-        let dst: Option<Vec<PortRef>> = end(PathRecord::COMP_DLID, 40, PathRecord::COMP_DGID, 8);
+        let all: Vec<(PortRef, Option<u16>)> = self.lids.iter().map(|&(_, r)| (r, None)).collect();
+        let src: Option<Vec<_>> = end(PathRecord::COMP_SLID, 42, PathRecord::COMP_SGID, 24);
+        let dst: Option<Vec<_>> = end(PathRecord::COMP_DLID, 40, PathRecord::COMP_DGID, 8);
         let capped = src.is_none() && dst.is_none();
         let src = src.unwrap_or_else(|| all.clone());
         let dst = dst.unwrap_or(all);
@@ -476,46 +477,86 @@ impl SubnetView {
         // PathRecord SL: byte 53, low nibble.
         let want_sl = (m & PathRecord::COMP_SL != 0).then(|| byte(t, 53) & 0x0F);
         let mut out = Vec::new();
-        'outer: for &s in &src {
-            for &d in &dst {
-                if capped && out.len() >= MAX_ALL_PAIRS_PATHS {
-                    break 'outer;
+        'outer: for &(s, s_lid) in &src {
+            for &(d, d_lid) in &dst {
+                for (slid, dlid) in self.lid_pairs(s, s_lid, d, d_lid) {
+                    if capped && out.len() >= MAX_ALL_PAIRS_PATHS {
+                        break 'outer;
+                    }
+                    let Some((_, mtu, rate, drops)) = self.route_to(s, d, dlid) else {
+                        continue;
+                    };
+                    // OpenSM's choice of SL: the one asked for, else the
+                    // partition's (the default partition's is 0); with QoS
+                    // on, one dropped (VL 15) on the way gets no record.
+                    let sl = want_sl.unwrap_or(0);
+                    if !drops & (1 << sl) == 0 {
+                        continue;
+                    }
+                    push(
+                        &mut out,
+                        &PathRecord {
+                            service_id,
+                            dgid: self.gid(d),
+                            sgid: self.gid(s),
+                            dlid,
+                            slid,
+                            reversible: true,
+                            numb_path: 0,
+                            pkey: 0xFFFF,
+                            sl,
+                            mtu_selector: Selector::EXACTLY,
+                            mtu,
+                            rate_selector: Selector::EXACTLY,
+                            rate,
+                            packet_life_time_selector: Selector::EXACTLY,
+                            packet_life_time: PACKET_LIFE_TIME,
+                            ..PathRecord::default()
+                        },
+                    );
                 }
-                let Some((_, mtu, rate, drops)) = self.route(s, d) else {
-                    continue;
-                };
-                // OpenSM's choice of SL: the one asked for, else the
-                // partition's (the default partition's is 0); with QoS
-                // on, one dropped (VL 15) on the way gets no record.
-                let valid = !drops;
-                let sl = want_sl.unwrap_or(0);
-                if valid & (1 << sl) == 0 {
-                    continue;
-                }
-                push(
-                    &mut out,
-                    &PathRecord {
-                        service_id,
-                        dgid: self.gid(d),
-                        sgid: self.gid(s),
-                        dlid: self.record_lid(d.0, d.1),
-                        slid: self.record_lid(s.0, s.1),
-                        reversible: true,
-                        numb_path: 0,
-                        pkey: 0xFFFF,
-                        sl,
-                        mtu_selector: Selector::EXACTLY,
-                        mtu,
-                        rate_selector: Selector::EXACTLY,
-                        rate,
-                        packet_life_time_selector: Selector::EXACTLY,
-                        packet_life_time: PACKET_LIFE_TIME,
-                        ..PathRecord::default()
-                    },
-                );
             }
         }
         out
+    }
+
+    /// The (SLID, DLID) pairs between ports `s` and `d`, an end fixed to
+    /// one LID where the query named it, else over its port's range, as
+    /// OpenSM's SA lists them: first the pairs of the same place in both
+    /// ranges (the LIDs of one path-bits value), then every other pair.
+    fn lid_pairs(
+        &self,
+        s: PortRef,
+        s_lid: Option<u16>,
+        d: PortRef,
+        d_lid: Option<u16>,
+    ) -> Vec<(u16, u16)> {
+        let range = |r: PortRef, fixed: Option<u16>| -> Vec<u16> {
+            if let Some(l) = fixed {
+                return vec![l];
+            }
+            let base = self.record_lid(r.0, r.1);
+            let count = self
+                .subnet
+                .nodes()
+                .get(r.0)
+                .and_then(|n| n.port(r.1))
+                .filter(|_| !self.subnet.nodes()[r.0].is_switch())
+                .map_or(1, |p| 1u32 << p.lmc.min(7));
+            (0..count)
+                .filter_map(|k| u16::try_from(u32::from(base) + k).ok())
+                .collect()
+        };
+        let (ss, ds) = (range(s, s_lid), range(d, d_lid));
+        let mut v: Vec<(u16, u16)> = ss.iter().copied().zip(ds.iter().copied()).collect();
+        for (i, &a) in ss.iter().enumerate() {
+            for (j, &b) in ds.iter().enumerate() {
+                if i != j {
+                    v.push((a, b));
+                }
+            }
+        }
+        v
     }
 }
 

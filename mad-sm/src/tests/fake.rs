@@ -612,25 +612,40 @@ impl Fabric {
     /// Follows LID routing from `n:p` (a CA port) to `dlid`; returns the
     /// number of links crossed.
     pub fn lid_route(&self, n: usize, p: u8, dlid: u16) -> Result<usize, String> {
+        self.lid_path(n, p, dlid).map(|v| v.len())
+    }
+
+    /// The switch (node, egress port) hops of LID routing from `n:p` (a
+    /// CA port) to `dlid`, which the reached port must hold (any LID of
+    /// its LMC range); the last entry is the port reached.
+    pub fn lid_path(&self, n: usize, p: u8, dlid: u16) -> Result<Vec<(usize, u8)>, String> {
+        let holds = |fp: &FPort| {
+            fp.lid != 0
+                && u32::from(dlid) >= u32::from(fp.lid)
+                && u32::from(dlid) < u32::from(fp.lid) + (1u32 << fp.lmc.min(7))
+        };
         let src = &self.nodes[n].ports[usize::from(p)];
-        if src.lid == dlid {
-            return Ok(0);
+        if holds(src) {
+            return Ok(Vec::new());
         }
+        let mut path = Vec::new();
         if src.state != PortState::ACTIVE {
             return Err(format!("source {n}:{p} not Active"));
         }
         let (mut node, mut port) = src.remote.ok_or("source not cabled")?;
-        for links in 1..=64 {
+        for _ in 1..=64 {
             let nd = &self.nodes[node];
             if !nd.switch {
-                return if nd.ports[usize::from(port)].lid == dlid {
-                    Ok(links)
+                path.push((node, port));
+                return if holds(&nd.ports[usize::from(port)]) {
+                    Ok(path)
                 } else {
                     Err(format!("reached CA {} for LID {dlid}", nd.desc))
                 };
             }
-            if nd.ports[0].lid == dlid {
-                return Ok(links);
+            if holds(&nd.ports[0]) {
+                path.push((node, 0));
+                return Ok(path);
             }
             if dlid > nd.fdb_top {
                 return Err(format!(
@@ -647,6 +662,7 @@ impl Fabric {
                 return Err(format!("{}: port {out} not Active", nd.desc));
             }
             let (rn, rp) = op.remote.ok_or("LFT points at an uncabled port")?;
+            path.push((node, out));
             if self.nodes[rn].ports[usize::from(rp)].state != PortState::ACTIVE {
                 return Err(format!("{} port {rp} not Active", self.nodes[rn].desc));
             }

@@ -6,6 +6,7 @@
 mod engines;
 mod fake;
 mod lids;
+mod lmc;
 mod mkey;
 mod qos;
 mod routing_ref;

@@ -7,13 +7,15 @@
 //! looks at).
 //!
 //! ```text
-//! mad [--sim[=TOPO]|--ibsim|-C CA -P PORT] check-routes [--json] [-v] [-R LIST [-a FILE]]
+//! mad [--sim[=TOPO]|--ibsim|-C CA -P PORT] check-routes [--json] [-v] [-R LIST [-a FILE]] [-l LMC]
 //! ```
 //! `-v` lists every switch's ports (routes: CA LIDs its table sends out
 //! of the port; pairs: (source CA, destination LID) pairs whose route
 //! leaves by it). On the built-in fabric (`--sim`),
 //! `-R LIST` / `-a FILE` route it with those engines (as `mad sm -R` /
-//! `--root_guid_file`) before the check.
+//! `--root_guid_file`) and `-l N` gives its CA ports LMC N (as `mad sm
+//! -l`) before the check. Every LID of a port's LMC range is a
+//! destination of the check (the pairs count each).
 //!
 //! Exit status: 0 when the routes have no cycle and connect every CA
 //! pair; 1 when they do not (the report says why); 3 when discovery or a
@@ -30,17 +32,19 @@
 //!                  "ports": [{"port": 1, "routes": 3, "pairs": 12, "to": "switch"}]}]}
 //! ```
 
-use mad_agents::smp::SmpTarget;
+use mad_core::transport::{Address, Qp, PERMISSIVE_LID};
 use mad_core::wire::attr::NodeType;
-use mad_core::wire::smp::DrPath;
-use mad_core::wire::AttributeId;
+use mad_core::wire::smp::{DrPath, Smp};
+use mad_core::wire::{AttributeId, Method};
 use mad_sm::routing::check::{check, CaPort, Peer, Report, SwitchTables, Tables};
 use mad_sm::routing::engines::{parse_guid_file, Engine, RoutingConfig};
 use serde_json::json;
 
 use crate::command::{CliError, Invocation};
+use crate::discover::agent::AgentExchange;
 use crate::discover::model::Fabric;
-use crate::ibdiag::{self, limits, run_discovery, Opt, RawSmpData, ToolSpec};
+use crate::discover::pipeline::{Limits, Outcome, Pipeline, Request};
+use crate::ibdiag::{self, limits, run_discovery, Opt, ToolSpec};
 use crate::json::Json;
 use crate::session::{Session, TransportChoice};
 
@@ -60,6 +64,13 @@ const OPTS: &[Opt] = &[
         Some("<file>"),
         "on the built-in fabric (--sim): updn's root switch GUIDs",
     ),
+    Opt::new(
+        "lmc",
+        'l',
+        true,
+        Some("<0-7>"),
+        "on the built-in fabric (--sim): give CA ports 2^N LIDs first (as mad sm -l)",
+    ),
 ];
 
 /// The command line: no destination options.
@@ -71,11 +82,19 @@ pub const SPEC: ToolSpec<'static> = ToolSpec {
 };
 
 /// Reads every switch's LFT through `session` and builds the check's
-/// model of `f`. Returns the tables and the switches whose blocks could
-/// not all be read.
-fn tables(session: &Session, f: &Fabric) -> (Tables, Vec<String>) {
+/// model of `f`. The blocks of all switches are read in parallel (the
+/// discovery's pipeline: `lim.window` in flight, `lim.per_dest` per
+/// switch). Returns the tables and the blocks that could not be read.
+///
+/// # Errors
+/// The port failed as a whole (not one block: those are listed).
+fn tables(
+    session: &Session,
+    f: &Fabric,
+    lim: Limits,
+    m_key: u64,
+) -> Result<(Tables, Vec<String>), String> {
     let mut t = Tables::default();
-    let mut failed = Vec::new();
     let mut sw_pos = vec![usize::MAX; f.nodes.len()];
     let mut ca_pos: std::collections::HashMap<(usize, u8), usize> = Default::default();
     for (i, n) in f.nodes.iter().enumerate() {
@@ -93,38 +112,77 @@ fn tables(session: &Session, f: &Fabric) -> (Tables, Vec<String>) {
             });
         }
     }
+    // (switch, block) of each request; a block not read stays NO_ROUTE.
+    let mut p: Pipeline<(usize, u32)> = Pipeline::new(lim);
+    let mut unroutable = Vec::new();
     for (i, n) in f.nodes.iter().enumerate() {
         if n.node_type() != NodeType::SWITCH {
             continue;
         }
-        sw_pos[i] = t.switches.len();
-        let name = String::from_utf8_lossy(&n.desc).into_owned();
+        let sw = t.switches.len();
+        sw_pos[i] = sw;
         let top = n.switch_info.as_ref().map_or(0, |si| si.linear_fdb_top);
-        let mut lft = Vec::with_capacity(usize::from(top) + 1);
-        let target = DrPath::from_hops(&n.path).ok().map(SmpTarget::Dr);
-        for block in 0..=u32::from(top) / 64 {
-            let got = target.as_ref().and_then(|tg| {
-                session
-                    .smp()
-                    .get::<RawSmpData>(tg, AttributeId::LINEAR_FWD_TABLE, block)
-                    .ok()
-            });
-            match got {
-                Some(d) => lft.extend_from_slice(&d.0),
-                None => {
-                    failed.push(format!("0x{:016x} {name:?} LFT block {block}", n.guid()));
-                    lft.extend_from_slice(&[mad_sm::NO_ROUTE; 64]);
+        let blocks = u32::from(top) / 64 + 1;
+        match DrPath::from_hops(&n.path) {
+            Ok(route) => {
+                for block in 0..blocks {
+                    p.submit(Request {
+                        qp: Qp::Qp0,
+                        mad: route.build_request(
+                            Method::GET,
+                            AttributeId::LINEAR_FWD_TABLE,
+                            block,
+                            0,
+                            m_key,
+                        ),
+                        dest: Address::smi(PERMISSIVE_LID),
+                        dest_key: Some(n.guid()),
+                        ctx: (sw, block),
+                    });
                 }
             }
+            Err(e) => unroutable.push((sw, blocks, e.to_string())),
         }
-        lft.truncate(usize::from(top) + 1);
         t.switches.push(SwitchTables {
             guid: n.guid(),
-            name,
-            lft,
+            name: String::from_utf8_lossy(&n.desc).into_owned(),
+            lft: vec![mad_sm::NO_ROUTE; usize::from(top) + 1],
             links: vec![None; usize::from(n.num_ports()) + 1],
         });
     }
+    let mut failed = Vec::new();
+    for (sw, blocks, why) in unroutable {
+        let s = &t.switches[sw];
+        failed.extend(
+            (0..blocks).map(|b| format!("0x{:016x} {:?} LFT block {b}: {why}", s.guid, s.name)),
+        );
+    }
+    let mut ex = AgentExchange::new(session.runtime())?;
+    let switches = &mut t.switches;
+    let mut handler = |_: &mut Pipeline<(usize, u32)>, (sw, block): (usize, u32), o: Outcome| {
+        let s = &mut switches[sw];
+        let why = match o {
+            Outcome::Answer(mad) => match Smp::new_checked(&mad[..]) {
+                Ok(smp) if smp.dr_status() & 0x7FFF == 0 => {
+                    let at = block as usize * 64;
+                    let n = s.lft.len().saturating_sub(at).min(64);
+                    s.lft[at..at + n].copy_from_slice(&smp.data()[..n]);
+                    return Ok(());
+                }
+                Ok(smp) => format!("status 0x{:x}", smp.dr_status() & 0x7FFF),
+                Err(_) => format!("short answer ({} bytes)", mad.len()),
+            },
+            Outcome::Timeout => "timeout".to_owned(),
+            Outcome::Failed(e) => e,
+        };
+        failed.push(format!(
+            "0x{:016x} {:?} LFT block {block}: {why}",
+            s.guid, s.name
+        ));
+        Ok(())
+    };
+    p.run(&mut ex, &mut handler).map_err(|e| e.to_string())?;
+    failed.sort();
     for (i, n) in f.nodes.iter().enumerate() {
         for p in n.ports.iter().flatten() {
             let Some(r) = p.remote else { continue };
@@ -147,7 +205,7 @@ fn tables(session: &Session, f: &Fabric) -> (Tables, Vec<String>) {
             }
         }
     }
-    (t, failed)
+    Ok((t, failed))
 }
 
 /// The report as text.
@@ -274,11 +332,21 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         )));
     }
     let mut routing = RoutingConfig::default();
+    let mut lmc = None;
     for (key, val) in &p.custom {
         let v = val.as_deref().unwrap_or("");
         if *key == i32::from(b'R') {
             routing.engines = Engine::parse_list(v)
                 .map_err(|e| CliError::Usage(format!("check-routes: -R: {e}")))?;
+        } else if *key == i32::from(b'l') {
+            lmc = Some(match v.trim().parse::<u8>() {
+                Ok(n) if n <= 7 => n,
+                _ => {
+                    return Err(CliError::Usage(format!(
+                        "check-routes: --lmc: {v:?} is not an LMC (0-7)"
+                    )))
+                }
+            });
         } else if *key == i32::from(b'a') {
             let text = std::fs::read_to_string(v).map_err(|e| {
                 CliError::Input(format!("check-routes: cannot read root_guid_file {v}: {e}"))
@@ -287,27 +355,26 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
                 .map_err(|e| CliError::Input(format!("check-routes: root_guid_file {v}: {e}")))?;
         }
     }
-    if routing != RoutingConfig::default() {
+    if routing != RoutingConfig::default() || lmc.is_some() {
         if !matches!(inv.session.transport, TransportChoice::Sim(_)) {
             return Err(CliError::Usage(
-                "check-routes: -R and -a route the built-in fabric (--sim); on another fabric its SM chose the routes"
+                "check-routes: -R, -a and -l route the built-in fabric (--sim); on another fabric its SM chose the routes"
                     .into(),
             ));
         }
+        inv.session.sim_lmc = lmc.unwrap_or(0);
+    }
+    if routing != RoutingConfig::default() {
         if routing.engines.is_empty() {
             routing.engines = vec![Engine::UpDown];
         }
         inv.session.sim_routing = routing;
     }
     let session = ibdiag::open_session(inv, &p.common)?;
-    let d = run_discovery(
-        inv,
-        &session,
-        limits(None, p.common.timeout_ms),
-        p.common.m_key,
-        false,
-    )?;
-    let (t, failed) = tables(&session, &d.fabric);
+    let lim = limits(None, p.common.timeout_ms);
+    let d = run_discovery(inv, &session, lim, p.common.m_key, false)?;
+    let (t, failed) = tables(&session, &d.fabric, lim, p.common.m_key)
+        .map_err(|e| CliError::Failed(format!("check-routes: reading the LFTs: {e}")))?;
     let _ = session.close();
     let r = check(&t);
     if p.common.json {

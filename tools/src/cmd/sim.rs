@@ -33,11 +33,12 @@ use crate::getopt::{getopt_long, HasArg, LongOpt};
 use crate::session::TransportChoice;
 
 const USAGE: &str = "\
-usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--no-sm] [-R LIST [-a FILE]] [--serve NAME] [--script FILE] [-q] [--json]
+usage: mad sim [TOPOLOGY] [--seed N] [--no-sa] [--no-sm] [-R LIST [-a FILE]] [-l LMC] [--serve NAME] [--script FILE] [-q] [--json]
   TOPOLOGY       topology file (ibnetdiscover / ibsim format); default: the built-in fat tree
   -R, --routing_engine LIST  SM-lite's routing engines, tried in order: minhop,
                  updn, ftree (as mad sm -R; default minhop)
   -a, --root_guid_file FILE  updn's root switch GUIDs, one a line
+  -l, --lmc N    SM-lite gives every CA port 2^N LIDs, 0-7 (as mad sm -l; default 0)
   --seed N       seed of the link-fault RNGs (default 0)
   --no-sa        do not run the SA at the SM's port
   --no-sm        no SM at all (ports wait in Initialize for OpenSM or mad sm over --serve)
@@ -60,6 +61,7 @@ struct Args {
     help: bool,
     json: bool,
     routing: mad_sm::routing::engines::RoutingConfig,
+    lmc: Option<u8>,
 }
 
 const K_NO_SA: i32 = 1;
@@ -81,11 +83,12 @@ const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("serve", HasArg::Required, K_SERVE),
     LongOpt::new("routing_engine", HasArg::Required, 'R' as i32),
     LongOpt::new("root_guid_file", HasArg::Required, 'a' as i32),
+    LongOpt::new("lmc", HasArg::Required, 'l' as i32),
 ];
 
 /// Parses `mad sim`'s arguments (getopt_long rules).
 fn parse(args: &[String]) -> Result<Args, String> {
-    let m = getopt_long("sim", args, "hqR:a:", LONG)?;
+    let m = getopt_long("sim", args, "hqR:a:l:", LONG)?;
     let mut a = Args::default();
     for (key, v) in m.opts {
         let v = v.unwrap_or_default();
@@ -106,6 +109,12 @@ fn parse(args: &[String]) -> Result<Args, String> {
             k if k == 'R' as i32 => {
                 a.routing.engines = mad_sm::routing::engines::Engine::parse_list(&v)
                     .map_err(|e| format!("sim: -R: {e}\n"))?;
+            }
+            k if k == 'l' as i32 => {
+                a.lmc = Some(match v.trim().parse::<u8>() {
+                    Ok(n) if n <= 7 => n,
+                    _ => return Err(format!("sim: --lmc: {v:?} is not an LMC (0-7)\n")),
+                });
             }
             k if k == 'a' as i32 => {
                 let text = std::fs::read_to_string(&v)
@@ -148,6 +157,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         ..SubnetOptions::default()
     };
     opts.sm.routing = a.routing.clone();
+    opts.sm.lmc = a.lmc.unwrap_or(0);
     if let Some(t) = &topology {
         let warnings = crate::session::sim::check_topology_file(t)
             .map_err(|e| CliError::Input(format!("sim: {e}")))?;
@@ -156,9 +166,9 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
         }
     }
     if a.no_sm || inv.session.no_sm {
-        if a.routing != mad_sm::routing::engines::RoutingConfig::default() {
+        if a.routing != mad_sm::routing::engines::RoutingConfig::default() || a.lmc.is_some() {
             return Err(CliError::Usage(format!(
-                "sim: -R / -a choose how SM-lite routes; with --no-sm there is none\n{USAGE}"
+                "sim: -R / -a / -l choose how SM-lite routes; with --no-sm there is none\n{USAGE}"
             )));
         }
         return run_without_sm(inv, &a, topology.as_deref());

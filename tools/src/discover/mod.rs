@@ -3,7 +3,7 @@
 //!
 //! # Design
 //! Discovery runs in two phases over any
-//! [`Transport`](mad_core::transport::Transport):
+//! [`Transport`]:
 //! 1. [`gather`]: a directed-route sweep with many SMPs in flight,
 //!    bounded per destination node and per port ([`pipeline`]), that reads
 //!    every answer libibnetdisc's algorithm would look at (NodeInfo beyond
@@ -15,7 +15,7 @@
 //!    ibnetdiscover (newest node first), is the one infiniband-diags
 //!    builds, although the fabric was read in parallel.
 //!
-//! [`format`] prints the model byte for byte as ibnetdiscover, ibhosts and
+//! [`mod@format`] prints the model byte for byte as ibnetdiscover, ibhosts and
 //! ibswitches do; [`counters`] reads PortCounters / PortCountersExtended of
 //! every port of a discovered fabric in parallel.
 //!

@@ -113,7 +113,7 @@ impl Dest {
         }
     }
 
-    /// A directed route given as libibmad's `p[0..=cnt]` (p[0] is not a
+    /// A directed route given as libibmad's `p[0..=cnt]` (`p[0]` is not a
     /// hop); `None` beyond 63 hops.
     #[must_use]
     pub fn dr(path: &[u8]) -> Option<Self> {

@@ -75,6 +75,9 @@ pub struct SessionOpts {
     /// How the built-in fabric's SM-lite routes (`mad check-routes -R`);
     /// default min-hop.
     pub sim_routing: mad_sm::routing::engines::RoutingConfig,
+    /// The LMC the built-in fabric's SM-lite gives CA ports (`mad
+    /// check-routes -l`); default 0.
+    pub sim_lmc: u8,
 }
 
 /// Why a session could not be opened.
@@ -241,7 +244,7 @@ impl Session {
                 let f = if opts.no_sm {
                     sim::load_bare(topo.as_deref())
                 } else {
-                    sim::bring_up_routed(topo.as_deref(), &opts.sim_routing)
+                    sim::bring_up_routed(topo.as_deref(), &opts.sim_routing, opts.sim_lmc)
                 }
                 .map_err(open_err)?;
                 let at = f.endpoint_at(opts.sim_node.as_deref()).map_err(open_err)?;

@@ -58,16 +58,19 @@ pub fn bring_up(topology: Option<&str>) -> Result<SimFabric, String> {
     bring_up_routed(
         topology,
         &mad_sm::routing::engines::RoutingConfig::default(),
+        0,
     )
 }
 
-/// [`bring_up`] with SM-lite routing by `routing`'s engines.
+/// [`bring_up`] with SM-lite routing by `routing`'s engines and giving
+/// CA ports LMC `lmc`.
 ///
 /// # Errors
 /// As [`bring_up`].
 pub fn bring_up_routed(
     topology: Option<&str>,
     routing: &mad_sm::routing::engines::RoutingConfig,
+    lmc: u8,
 ) -> Result<SimFabric, String> {
     if let Some(path) = topology {
         for w in check_topology_file(std::path::Path::new(path))? {
@@ -80,6 +83,7 @@ pub fn bring_up_routed(
     ));
     let mut opts = SubnetOptions::default();
     opts.sm.routing = routing.clone();
+    opts.sm.lmc = lmc;
     let subnet =
         Subnet::load(topology.map(std::path::Path::new), opts).map_err(|e| match topology {
             Some(t) => format!("topology {t}: {e}"),

@@ -14,7 +14,7 @@ use crate::types::{Completion, Message, SendStatus};
 pub struct Table<R> {
     /// The records, in the SA's order.
     pub records: Vec<R>,
-    /// The answer was cut to one MAD ([`TableMode::SingleMad`]): the SA
+    /// The answer was cut to one MAD ([`crate::sa::TableMode::SingleMad`]): the SA
     /// sent, or may have sent, more records than these.
     pub truncated: bool,
     /// The AttributeOffset of the answer (record stride / 8; 0 when

@@ -40,7 +40,7 @@
 //!   32 P_Keys are available this way.
 //! - **Sends never fail.** A datagram written to ibsim is a completed
 //!   send: every [`Transport::post_send`] queues a
-//!   [`WcStatus::Success`] completion at once. The QP state machine is
+//!   [`crate::transport::WcStatus::Success`] completion at once. The QP state machine is
 //!   kept only so the port layer can drive it; ibsim itself never puts a
 //!   QP in error, never overflows a CQ and raises no async events.
 //!   The one failure that remains is ibsim going away: the first send or

@@ -8,7 +8,7 @@
 //! connection as a task, so no client gets a thread. Around it this file
 //! adds what hyper leaves to the caller:
 //!
-//! - a write timeout per connection ([`conn::WRITE_TIMEOUT`] without
+//! - a write timeout per connection (`conn::WRITE_TIMEOUT` without
 //!   progress closes it: a client that stops reading cannot hold an
 //!   answer for ever);
 //! - a cap on open connections ([`MAX_CONNECTIONS`], lowered to half the

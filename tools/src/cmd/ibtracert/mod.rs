@@ -4,7 +4,7 @@
 //! the switches' forwarding tables, then from the source to the
 //! destination, printing each hop. `--ports-file` reads many pairs.
 //! `-m MLID` traces the multicast tree of MLID from the source to the
-//! destination instead ([`mcast`]).
+//! destination instead (`mcast`).
 //!
 //! `--json` prints `{"command":"ibtracert","routes":[{"from":{...},
 //! "hops":[{"out_port":N,"type":"switch","port_guid":"0x...","port":N,

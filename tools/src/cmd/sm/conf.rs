@@ -55,6 +55,8 @@ pub struct SmOpts {
     pub port: Option<u32>,
     /// `-R`, `routing_engine`: the engines to try, in order.
     pub routing_engines: Vec<mad_sm::routing::engines::Engine>,
+    /// `-l`, `lmc`: LMC of every CA port, 0-7.
+    pub lmc: u8,
     /// `-a`, `root_guid_file`: the file and the root switch GUIDs it
     /// lists (for `updn`).
     pub root_guid_file: Option<(PathBuf, Vec<u64>)>,
@@ -98,6 +100,7 @@ impl Default for SmOpts {
             port: None,
             routing_engines: vec![mad_sm::routing::engines::Engine::MinHop],
             root_guid_file: None,
+            lmc: 0,
             qos: mad_sm::qos::QosConfig::default(),
             m_key: 0,
             m_key_protect_bits: 0,
@@ -125,6 +128,7 @@ impl SmOpts {
                 .then(|| Duration::from_secs(self.sweep_interval)),
             sminfo_polling_timeout: Duration::from_millis(self.polling_timeout_ms),
             polling_retry_number: self.polling_retries,
+            lmc: self.lmc,
             routing: mad_sm::routing::engines::RoutingConfig {
                 engines: self.routing_engines.clone(),
                 root_guids: self
@@ -181,6 +185,8 @@ Options (OpenSM's names):
   -a, --root_guid_file FILE  root switches' GUIDs for updn, one a line
                           (default: found as OpenSM finds them, else the
                           most central switch)
+  -l, --lmc N             LMC of every CA port, 0-7 (0): 2^N LIDs a port,
+                          spread over different paths where there are
   -Q, --qos               program SL2VL and VL arbitration tables from the
                           qos_* keys of -F (OpenSM's defaults otherwise)
   -C CA, -P PORT          a umad port (also under libumad2sim)
@@ -210,6 +216,7 @@ const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("json", HasArg::No, K_JSON),
     LongOpt::new("routing_engine", HasArg::Required, 'R' as i32),
     LongOpt::new("root_guid_file", HasArg::Required, 'a' as i32),
+    LongOpt::new("lmc", HasArg::Required, 'l' as i32),
     LongOpt::new("qos", HasArg::No, 'Q' as i32),
     LongOpt::new("help", HasArg::No, 'h' as i32),
 ];
@@ -278,6 +285,7 @@ fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
         "log_file" => o.log_file = Some(PathBuf::from(v.trim())),
         "routing_engine" => o.routing_engines = engines(v)?,
         "root_guid_file" => o.root_guid_file = root_guids(v.trim())?,
+        "lmc" => o.lmc = ranged(key, v, 0, 7)? as u8,
         "qos" => o.qos.enabled = boolean(key, v)?,
         "max_op_vls" => o.qos.max_op_vls = ranged(key, v, 1, 5)? as u8,
         "m_key" => o.m_key = num(key, v)?,
@@ -370,6 +378,8 @@ pub fn default_config() -> String {
          routing_engine minhop\n\n\
          # Root switches' GUIDs for updn, one a line (none: found automatically)\n\
          root_guid_file (null)\n\n\
+         # LMC: 2^lmc LIDs for every CA port (0-7)\n\
+         lmc {}\n\n\
          # M_Key programmed into every port and sent in every SMP\n\
          m_key 0x{:016x}\n\n\
          # M_KeyProtectBits, 0-3 (2: SMPs without the key are refused)\n\
@@ -400,6 +410,7 @@ pub fn default_config() -> String {
         d.max_smps,
         d.timeout_ms,
         d.retries,
+        d.lmc,
         d.m_key,
         d.m_key_protect_bits,
         d.m_key_lease_period,
@@ -419,7 +430,7 @@ pub fn default_config() -> String {
 /// # Errors
 /// A usage or configuration error, for stderr.
 pub fn parse(args: &[String]) -> Result<SmOpts, String> {
-    let m = getopt_long("sm", args, "p:g:s:orxt:n:f:k:F:c:C:P:R:a:Qh", LONG)?;
+    let m = getopt_long("sm", args, "p:g:s:orxt:n:f:k:F:c:C:P:R:a:l:Qh", LONG)?;
     if let Some(extra) = m.operands.first() {
         return Err(format!("sm: unexpected argument {extra:?}"));
     }
@@ -447,6 +458,7 @@ pub fn parse(args: &[String]) -> Result<SmOpts, String> {
             }
             (_, 'c') => o.create_config = Some(PathBuf::from(v)),
             (_, 'R') => o.routing_engines = engines(&v).map_err(|e| format!("sm: {e}"))?,
+            (_, 'l') => o.lmc = ranged("--lmc", &v, 0, 7)? as u8,
             (_, 'a') => o.root_guid_file = root_guids(&v).map_err(|e| format!("sm: {e}"))?,
             (_, 'Q') => o.qos.enabled = true,
             (_, 'C') => o.ca = Some(v),
@@ -563,6 +575,24 @@ mod tests {
     }
 
     #[test]
+    fn lmc_is_set_by_l_and_the_lmc_key_and_a_bad_value_is_refused_naming_it() {
+        assert_eq!(parse(&args(&["-l", "2"])).unwrap().sm_config().lmc, 2);
+        assert_eq!(parse(&args(&["--lmc", "7"])).unwrap().sm_config().lmc, 7);
+        let e = parse(&args(&["--lmc", "8"])).unwrap_err();
+        assert!(e.contains("--lmc") && e.contains("0-7"), "{e}");
+        let e = parse(&args(&["-l", "x"])).unwrap_err();
+        assert!(e.contains("--lmc") && e.contains("\"x\""), "{e}");
+        let mut o = SmOpts::default();
+        read_config(&mut o, "lmc 3\n", "a.conf").unwrap();
+        assert_eq!(o.sm_config().lmc, 3);
+        let e = read_config(&mut o, "\nlmc 9\n", "a.conf").unwrap_err();
+        assert!(
+            e.contains("a.conf:2") && e.contains("lmc") && e.contains("0-7"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn the_written_config_reads_back_as_the_defaults() {
         let mut o = SmOpts::default();
         read_config(&mut o, &default_config(), "x.conf").unwrap();
@@ -572,8 +602,8 @@ mod tests {
     #[test]
     fn an_unsupported_key_is_an_error_naming_it_and_its_line() {
         let mut o = SmOpts::default();
-        let e = read_config(&mut o, "sm_priority 3\n\nlmc 1\n", "a.conf").unwrap_err();
-        assert!(e.contains("a.conf:3") && e.contains("\"lmc\""), "{e}");
+        let e = read_config(&mut o, "sm_priority 3\n\nlmc_esp0 TRUE\n", "a.conf").unwrap_err();
+        assert!(e.contains("a.conf:3") && e.contains("\"lmc_esp0\""), "{e}");
         let e = read_config(&mut o, "reassign_lids maybe\n", "a.conf").unwrap_err();
         assert!(e.contains("a.conf:1") && e.contains("reassign_lids"), "{e}");
         assert_eq!(o.priority, 3);
