@@ -16,8 +16,8 @@
 //! | PathRecord | pair of LID-bearing ports with a route, each (SLID, DLID) pair of their LID ranges (the pairs of equal path bits first, as OpenSM lists them) | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key 0xFFFF, PacketLifeTime 18, reversible; SL the one asked for (ComponentMask SL), else 0 (the default partition's); with QoS on, as OpenSM: an SL whose VL is 15 on the source port's or a switch output port's SL2VL table gets no record |
 //! | GUIDInfoRecord | LID-bearing port | block 0, GUID 0 the port GUID |
 //! | P_KeyTableRecord | LID-bearing port and linked switch port | block 0: 0xFFFF (SM-lite runs the default partition only) |
-//! | SLtoVLMappingTableRecord | CA port (InputPort / OutputPort 0); switch: pair of its ports, port 0 included | the fabric's defaults, listed by OpenSM's rules (the source matches these itself, [`RecordSource::exact`]) |
-//! | VLArbitrationTableRecord | block 1–4 of a CA port (a query for the CA's port 0 gets its own port, as OpenSM answers) and of every switch port | the fabric's defaults, as above |
+//! | SLtoVLMappingTableRecord | CA port (InputPort / OutputPort 0); switch: pair of its ports, port 0 included | with QoS on, the table SM-lite programmed there (`crate::qos::node_sets`), else the fabric's defaults; listed by OpenSM's rules (the source matches these itself, [`RecordSource::exact`]) |
+//! | VLArbitrationTableRecord | block 1–4 of a CA port (a query for the CA's port 0 gets its own port, as OpenSM answers) and of every switch port | as above: the block SM-lite programmed, else the default |
 //! | LinearForwardingTableRecord | switch, 64-LID block up to LinearFDBTop | the LFTs SM-lite computed |
 //! | SMInfoRecord | the SM | SM-lite's SMInfo (SM_Key 0) |
 //! | ServiceRecord | registered service | SubnAdmSet / Delete by clients |

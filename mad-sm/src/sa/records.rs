@@ -232,6 +232,7 @@ impl SubnetView {
         let mut out = Vec::new();
         for (l, r) in self.qos_ports(lid_filter(q)) {
             let n = &self.subnet.nodes()[r.0];
+            let programmed = self.qos_sets(r.0);
             let pairs: Vec<(u8, u8)> = if n.is_switch() {
                 let ports: Vec<u8> = n.ports.iter().flatten().map(|p| p.num).collect();
                 ports
@@ -245,13 +246,19 @@ impl SubnetView {
                 vec![(0, 0)]
             };
             for (input_port, output_port) in pairs {
+                let amod = (u32::from(input_port) << 8) | u32::from(output_port);
+                let sl2vl = programmed
+                    .iter()
+                    .find(|s| s.attr == AttributeId::SL_TO_VL_TABLE && s.attr_mod == amod)
+                    .and_then(|s| SlToVlTable::parse(&s.data[..8]).ok())
+                    .unwrap_or_else(|| t.clone());
                 push(
                     &mut out,
                     &Sl2VlRecord {
                         lid: l,
                         input_port,
                         output_port,
-                        sl2vl: t.clone(),
+                        sl2vl,
                         ..Sl2VlRecord::default()
                     },
                 );
@@ -273,6 +280,7 @@ impl SubnetView {
         let mut out = Vec::new();
         for (l, r) in self.qos_ports(lid_filter(q)) {
             let n = &self.subnet.nodes()[r.0];
+            let programmed = self.qos_sets(r.0);
             let ports: Vec<u8> = if n.is_switch() {
                 n.ports
                     .iter()
@@ -286,8 +294,17 @@ impl SubnetView {
             for port in ports {
                 for block in (1u8..=4).filter(|b| want_block.is_none_or(|w| w == *b)) {
                     let first = usize::from(block - 1) * 32;
-                    let mut t = VlArbTable::default();
-                    t.entries.copy_from_slice(&table[first..first + 32]);
+                    let amod =
+                        (u32::from(block) << 16) | if n.is_switch() { u32::from(port) } else { 0 };
+                    let t = programmed
+                        .iter()
+                        .find(|s| s.attr == AttributeId::VL_ARB_TABLE && s.attr_mod == amod)
+                        .and_then(|s| VlArbTable::parse(&s.data).ok())
+                        .unwrap_or_else(|| {
+                            let mut t = VlArbTable::default();
+                            t.entries.copy_from_slice(&table[first..first + 32]);
+                            t
+                        });
                     push(
                         &mut out,
                         &VlArbRecord {
@@ -302,6 +319,33 @@ impl SubnetView {
             }
         }
         out
+    }
+
+    /// The QoS Sets SM-lite sent node `node` (none with QoS off): what
+    /// its tables hold where SM-lite programmed them.
+    fn qos_sets(&self, node: usize) -> Vec<crate::qos::QosSet> {
+        let Some(q) = &self.qos else {
+            return Vec::new();
+        };
+        let Some(n) = self.subnet.nodes().get(node) else {
+            return Vec::new();
+        };
+        crate::qos::node_sets(q, n, |num| {
+            n.port(num).map_or(1, |p| {
+                let base_port0 = n.is_switch()
+                    && num == 0
+                    && !n.switch_info.as_ref().is_some_and(|s| s.enhanced_port0);
+                if base_port0 {
+                    return p.info.operational_vls;
+                }
+                let remote = self
+                    .subnet
+                    .remote((node, num))
+                    .and_then(|(rn, rp)| self.subnet.nodes().get(rn)?.port(rp))
+                    .map(|r| &r.info);
+                crate::qos::op_vls(&p.info, remote, q.max_op_vls)
+            })
+        })
     }
 
     /// The LID-bearing ports QoS records are listed for: CA ports and

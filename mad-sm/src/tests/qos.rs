@@ -185,3 +185,58 @@ fn path_records_carry_the_sl_asked_for_and_with_qos_none_for_an_sl_dropped_to_vl
         [2]
     );
 }
+
+#[test]
+fn the_sa_lists_the_qos_tables_sm_lite_programmed() {
+    use mad_agents::sa::{RecordQuery, RecordSource};
+    use mad_core::wire::sa_records::{Sl2VlRecord, VlArbRecord};
+    let mut h = Harness::new(Fabric::ibsim_net(), qos_cfg());
+    h.bring_up();
+    let sa = crate::sa::FabricSa::new(crate::sa::SubnetView::from_sm(&h.sm));
+    let lids = fabric_lids(&h.fab);
+    let src = Address::smi(1);
+    let query = |attr: AttributeId, lid: u16| {
+        let mut t = vec![0u8; 64];
+        t[..2].copy_from_slice(&lid.to_be_bytes());
+        let q = RecordQuery {
+            method: Method::GET_TABLE,
+            attr_id: attr,
+            attr_mod: 0,
+            comp_mask: 1,
+            template: &t,
+            src: &src,
+        };
+        sa.records(&q).unwrap()
+    };
+    // Hca1 (node 2 port 1): its SL2VL table and VLArb low block.
+    let ca = lids[&(2, 1)];
+    let r = query(AttributeId::SA_SL2VL_RECORD, ca);
+    let rec = Sl2VlRecord::parse(&r[0]).unwrap();
+    assert_eq!(rec.sl2vl.vl, [1; 16]);
+    let blocks: Vec<VlArbRecord> = query(AttributeId::SA_VLARB_RECORD, ca)
+        .iter()
+        .map(|b| VlArbRecord::parse(b).unwrap())
+        .collect();
+    let low = blocks.iter().find(|b| b.block_num == 1).unwrap();
+    assert_eq!(low.vl_arb.entries[..2], [0x0000, 0x0104]);
+    // Switch1 (node 0): output port 3 (live) holds the masked table for
+    // every input port; port 5 (down) the fabric's default.
+    let sw = lids[&(0, 0)];
+    let recs: Vec<Sl2VlRecord> = query(AttributeId::SA_SL2VL_RECORD, sw)
+        .iter()
+        .map(|b| Sl2VlRecord::parse(b).unwrap())
+        .collect();
+    let at = |i: u8, o: u8| {
+        recs.iter()
+            .find(|r| r.input_port == i && r.output_port == o)
+            .unwrap()
+            .sl2vl
+            .vl
+    };
+    assert_eq!(at(0, 3), [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 15, 7]);
+    assert_eq!(at(7, 3), at(0, 3));
+    assert_eq!(
+        at(0, 5),
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 7]
+    );
+}
