@@ -514,3 +514,37 @@ pub fn openib_view(data: &[u8]) {
         assert_eq!(c_text(&d), t);
     }
 }
+
+/// `mad sm`'s QoS option parsers (`qos_vlarb_*`, `qos_sl2vl`, and the
+/// opensm.conf lines that carry them) over any text: never panic; an
+/// accepted VLArbitration list has at most 64 entries of VL 0-14, an
+/// accepted SL2VL list 16 VLs of 0-15, and the tables they build mask
+/// to 4-bit VLs; an error names the key.
+pub fn sm_qos_options(data: &[u8]) {
+    use mad_sm::qos::{parse_sl2vl, parse_vlarb, QosConfig};
+    let text = String::from_utf8_lossy(data);
+    match parse_vlarb("qos_vlarb_high", &text) {
+        Ok(v) => {
+            assert!(v.len() <= 64);
+            assert!(v.iter().all(|(vl, _)| *vl <= 14));
+        }
+        Err(e) => assert!(e.to_string().starts_with("qos_vlarb_high: ")),
+    }
+    match parse_sl2vl("qos_ca_sl2vl", &text) {
+        Ok(t) => assert!(t.iter().all(|vl| *vl <= 15)),
+        Err(e) => assert!(e.to_string().starts_with("qos_ca_sl2vl: ")),
+    }
+    let mut o = mad_tools::cmd::sm::conf::SmOpts::default();
+    if mad_tools::cmd::sm::conf::read_config(&mut o, &text, "fuzz").is_ok() {
+        let q: QosConfig = o.qos;
+        for class in [
+            mad_sm::qos::PortClass::Ca,
+            mad_sm::qos::PortClass::SwitchPort0,
+            mad_sm::qos::PortClass::SwitchExternal,
+            mad_sm::qos::PortClass::Router,
+        ] {
+            let t = q.tables(class);
+            assert!(t.sl2vl.iter().all(|vl| *vl <= 15));
+        }
+    }
+}

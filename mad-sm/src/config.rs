@@ -21,8 +21,22 @@ pub struct SmConfig {
     /// ignores an SM whose answer carries another key, 0 included
     /// ("ERR 2F18 ... Ignoring SMInfo"); its own requests carry no key.
     pub hide_sm_key: bool,
-    /// M_Key sent in every SMP and programmed into every port (default 0).
+    /// M_Key sent in every SMP and programmed into every port (default 0;
+    /// OpenSM's `m_key`).
     pub m_key: u64,
+    /// M_KeyProtectBits programmed with [`SmConfig::m_key`], 0-3 (OpenSM's
+    /// `m_key_protection_level`, default 0): 1 hides the key from Gets
+    /// without it, 2 also refuses those Gets, 3 as 2 (IBA 14.2.4.1).
+    pub m_key_protect_bits: u8,
+    /// M_KeyLeasePeriod programmed with the key, in seconds (OpenSM's
+    /// `m_key_lease_period`, default 0: the protection never lapses).
+    /// After a violation a port drops its protection when this long
+    /// passes without an SMP carrying the key; the next heavy sweep
+    /// programs it again.
+    pub m_key_lease_period: u16,
+    /// QoS: the SL2VL and VLArbitration tables to program (OpenSM's
+    /// `qos` and `qos_*` options) and `max_op_vls`.
+    pub qos: crate::qos::QosConfig,
     /// GID prefix programmed into every port (default 0xfe80::).
     pub subnet_prefix: u64,
     /// PortInfo SubnetTimeOut programmed into every port (default 18,
@@ -86,6 +100,9 @@ impl Default for SmConfig {
             sm_key: 0,
             hide_sm_key: false,
             m_key: 0,
+            m_key_protect_bits: 0,
+            m_key_lease_period: 0,
+            qos: crate::qos::QosConfig::default(),
             subnet_prefix: 0xfe80_0000_0000_0000,
             subnet_timeout: 18,
             first_lid: 1,

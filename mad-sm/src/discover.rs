@@ -74,6 +74,7 @@ impl SubnetManager {
             // HANDOVER that failed leaves SM-lite Master.
             Kind::SetSmInfo { control, .. } => return self.handover_failed(now, control),
             Kind::LightSwitchInfo { node } => return self.light_answer(node, None),
+            Kind::LightPortInfo { guid } => return self.light_port_answer(guid, None),
             // A switch that does not answer now: a heavy sweep sees why.
             Kind::ReroutePortInfo { node, .. } | Kind::RerouteSwitchInfo { node } => {
                 if !self.sweep.reroute_failed.contains(&node) {
@@ -220,6 +221,10 @@ impl SubnetManager {
                 block,
                 want,
             } => self.pkeys_set_done(guid, port, block, &want, data),
+            Kind::SetQos { guid, port, hash } => {
+                self.qos_done
+                    .insert((guid, port, req.attr.0, req.attr_mod), hash);
+            }
             Kind::GetSmInfo { guid } | Kind::PollSmInfo { guid } => {
                 let poll = matches!(kind, Kind::PollSmInfo { .. });
                 match SmInfo::parse(data) {
@@ -232,6 +237,9 @@ impl SubnetManager {
             }
             Kind::LightSwitchInfo { node } => {
                 self.light_answer(node, SwitchInfo::parse(data).ok());
+            }
+            Kind::LightPortInfo { guid } => {
+                self.light_port_answer(guid, PortInfo::parse(data).ok());
             }
         }
     }
@@ -344,6 +352,13 @@ impl SubnetManager {
             return;
         };
         let lid_bearing = !n.is_switch() || port == 0;
+        if lid_bearing {
+            if let Some(p) = n.port(port) {
+                self.sweep
+                    .mkey_got
+                    .push((p.guid, got.m_key, got.m_key_protect_bits));
+            }
+        }
         let state_ok = match want.port_state {
             PortState::NO_CHANGE => true,
             s => got.port_state == s,

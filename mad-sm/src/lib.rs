@@ -64,7 +64,10 @@
 //!    (LinearFDBTop = highest LID, PortStateChange cleared); every
 //!    LinearForwardingTable block that differs from what SM-lite last
 //!    programmed into that switch. PortInfo and LFT Sets wait in a
-//!    compact to-do list and are made as the SMP window frees up.
+//!    compact to-do list and are made as the SMP window frees up. With
+//!    QoS on ([`SmConfig::qos`]), the SLtoVLMappingTable and
+//!    VLArbitrationTable Sets OpenSM's `osm_qos.c` would send ([`qos`]),
+//!    less those a port holds already.
 //! 4. **Activate**: once every link end is Armed, PortInfo Set Active on
 //!    each of them (a port must be Armed before it may go Active, and its
 //!    neighbour must be Armed or Active). Ports whose physical link is not
@@ -161,8 +164,18 @@
 //! between switches); a block is sent again only when it differs from
 //! what the port confirmed. Without them P_Key tables are left alone.
 //!
-//! Not done (SM-lite is not OpenSM): M_Key protection, `lmc_esp0`
-//! (LMC on switch port 0), QoS (SL2VL, VL arbitration); SM_Key checks on SMInfo Sets
+//! **M_Key** ([`SmConfig::m_key`], [`SmConfig::m_key_protect_bits`],
+//! [`SmConfig::m_key_lease_period`]): programmed into every CA port and
+//! switch port 0 with the rest of PortInfo and presented in every SMP
+//! (and in the TrapRepresses, which carry the trap's key), so a fabric
+//! that refuses SMPs without the key stays managed; with protection on,
+//! light sweeps also read those ports' PortInfo, which stops lease timers
+//! and finds a port whose lease ran out anyway (a heavy sweep protects it
+//! again).
+//!
+//! Not done (SM-lite is not OpenSM): `lmc_esp0` (LMC on switch port
+//! 0), OpenSM's QoS policy file and optimized SL2VL programming;
+//! SM_Key checks on SMInfo Sets
 //! (OpenSM 3.3 makes none either); a Master that finds a better Master
 //! stands by at once, where OpenSM stays Master and waits for its
 //! HANDOVER; a light sweep reads switches only (a CA-to-CA link with no
@@ -178,6 +191,7 @@ pub mod mcast;
 mod negotiate;
 pub mod partitions;
 mod program;
+pub mod qos;
 mod recv;
 mod reroute;
 pub mod routing;
@@ -275,6 +289,12 @@ enum Kind {
         port: u8,
         block: u16,
         want: Box<[u16; 32]>,
+    /// SLtoVLMappingTable or VLArbitrationTable Set of port `port` of
+    /// the node with GUID `guid` (data hashed to `hash`).
+    SetQos {
+        guid: u64,
+        port: u8,
+        hash: u64,
     },
     /// SMInfo of another SM found during discovery (port GUID `guid`).
     GetSmInfo {
@@ -293,6 +313,11 @@ enum Kind {
     /// SwitchInfo of a switch in a light sweep.
     LightSwitchInfo {
         node: NodeIdx,
+    },
+    /// PortInfo of a LID-bearing port in a light sweep (M_Key protection
+    /// on: did its protection lapse?).
+    LightPortInfo {
+        guid: u64,
     },
     /// PortInfo of a port of a switch that sent Trap 128, read again.
     ReroutePortInfo {
@@ -413,6 +438,11 @@ struct Sweep {
     /// read a second time.
     reroute_failed: Vec<NodeIdx>,
     reroute_retried: Vec<NodeIdx>,
+    /// The QoS Sets of the node being programmed, last first.
+    qos_queue: Vec<Request>,
+    /// (port GUID, M_Key, M_KeyProtectBits) the PortInfo Sets' answers
+    /// showed.
+    mkey_got: Vec<(u64, u64, u8)>,
 }
 
 /// A Set of the sweep, kept small until it is sent: a big fabric has
@@ -428,6 +458,9 @@ enum Todo {
     /// LinearForwardingTable blocks 0..blocks of a switch (those it holds
     /// already are skipped).
     Lft { node: NodeIdx, blocks: usize },
+    /// The QoS tables of a node ([`qos::node_sets`]; those it holds
+    /// already are skipped).
+    Qos { node: NodeIdx },
 }
 
 /// What SM-lite last wrote into a switch.
@@ -482,6 +515,12 @@ pub struct SubnetManager {
     /// P_Key tables SM-lite wrote and had confirmed, by (node GUID,
     /// port number).
     pkeys_written: FastMap<(u64, u8), Vec<u16>>,
+    /// QoS tables confirmed written: (node GUID, port, attribute,
+    /// AttributeModifier) → hash of the data.
+    qos_done: FastMap<(u64, u8, u16, u32), u64>,
+    /// The M_Key and protect bits each LID-bearing port held at the end
+    /// of the last heavy sweep (by port GUID): what a light sweep expects.
+    mkey_held: FastMap<u64, (u64, u8)>,
     mcast: mcast::McState,
     sm_lid: u16,
     ready: VecDeque<Request>,
@@ -540,6 +579,8 @@ impl SubnetManager {
             book: LidBook::default(),
             programmed: FastMap::default(),
             pkeys_written: FastMap::default(),
+            qos_done: FastMap::default(),
+            mkey_held: FastMap::default(),
             mcast: mcast::McState::default(),
             sm_lid: 0,
             ready: VecDeque::new(),

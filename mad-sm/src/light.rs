@@ -4,6 +4,14 @@
 //! LinearFDBTop other than SM-lite wrote (it was reset), or no answer
 //! means the fabric changed: a heavy sweep follows. An unchanged fabric
 //! costs one SMP per switch and no Set.
+//!
+//! With M_Key protection on ([`SmConfig::m_key_protect_bits`] above 0),
+//! a light sweep also reads PortInfo of every LID-bearing port (CA ports,
+//! switch port 0) with the key: that stops the lease timer a violation
+//! started (as OpenSM's sweeps do, within `m_key_lease_period`), and a
+//! port whose protection lapsed all the same (its lease ran out: IBA
+//! 14.2.4.2 clears its protect bits) or that holds another M_Key makes a
+//! heavy sweep, which programs it again.
 
 use super::*;
 
@@ -36,6 +44,45 @@ impl SubnetManager {
                 path,
                 Kind::LightSwitchInfo { node },
             );
+        }
+        if self.cfg.m_key_protect_bits & 3 == 0 {
+            return;
+        }
+        let ports: Vec<(u8, u64, DrPath)> = self
+            .subnet
+            .nodes()
+            .iter()
+            .flat_map(|n| {
+                n.ports
+                    .iter()
+                    .flatten()
+                    .filter(move |p| p.lid != 0 && (!n.is_switch() || p.num == 0))
+                    .map(|p| (p.num, p.guid, p.path.clone()))
+            })
+            .collect();
+        for (port, guid, path) in ports {
+            self.get(
+                AttributeId::PORT_INFO,
+                u32::from(port),
+                path,
+                Kind::LightPortInfo { guid },
+            );
+        }
+    }
+
+    /// A light sweep's PortInfo answer of port `guid` (M_Key protection
+    /// on): a port that holds another key or protection than it did after
+    /// the last heavy sweep (its lease ran out), or did not answer, is a
+    /// change. (What it held then, not the configuration: ibsim keeps no
+    /// M_Key, and a sweep cannot change that.)
+    pub(super) fn light_port_answer(&mut self, guid: u64, pi: Option<PortInfo>) {
+        let same = pi.is_some_and(|pi| {
+            self.mkey_held
+                .get(&guid)
+                .is_none_or(|&(k, b)| pi.m_key == k && pi.m_key_protect_bits == b)
+        });
+        if !same {
+            self.sweep.changed = true;
         }
     }
 
@@ -83,10 +130,10 @@ impl SubnetManager {
         if self.phase != Phase::Light {
             return;
         }
-        self.ready
-            .retain(|r| !matches!(r.kind, Kind::LightSwitchInfo { .. }));
-        self.outstanding
-            .retain(|_, o| !matches!(o.req.kind, Kind::LightSwitchInfo { .. }));
+        let light =
+            |k: &Kind| matches!(k, Kind::LightSwitchInfo { .. } | Kind::LightPortInfo { .. });
+        self.ready.retain(|r| !light(&r.kind));
+        self.outstanding.retain(|_, o| !light(&o.req.kind));
         self.resend.retain(|t| self.outstanding.contains_key(t));
         self.phase = Phase::Idle;
     }

@@ -119,9 +119,20 @@ impl SubnetManager {
         }
     }
 
-    /// The PortInfo SM-lite wants `port` of `node` to hold, with `state`.
-    pub(super) fn desired(&self, node: &SmNode, port: &SmPort, state: PortState) -> PortInfo {
+    /// The PortInfo SM-lite wants `port` of `node` (index `idx` in
+    /// `sub`) to hold, with `state`.
+    pub(super) fn desired(
+        &self,
+        sub: &Subnet,
+        idx: NodeIdx,
+        node: &SmNode,
+        port: &SmPort,
+        state: PortState,
+    ) -> PortInfo {
         let mut pi = port.info.clone();
+        let base_port0 = node.is_switch()
+            && port.num == 0
+            && !node.switch_info.as_ref().is_some_and(|s| s.enhanced_port0);
         if !node.is_switch() || port.num == 0 {
             pi.lid = port.lid;
             pi.master_sm_lid = self.sm_lid;
@@ -129,8 +140,14 @@ impl SubnetManager {
             pi.subnet_timeout = self.cfg.subnet_timeout & 0x1F;
             pi.lmc = port.lmc;
             pi.m_key = self.cfg.m_key;
-            pi.m_key_protect_bits = 0;
-            pi.m_key_lease_period = 0;
+            pi.m_key_protect_bits = self.cfg.m_key_protect_bits & 3;
+            pi.m_key_lease_period = self.cfg.m_key_lease_period;
+        }
+        if !base_port0 {
+            pi.operational_vls = self.want_op_vls(sub, idx, port);
+            if let Some(class) = self.qos_class(node, port) {
+                pi.vl_high_limit = qos::high_limit(&self.cfg.qos, class, &port.info);
+            }
         }
         if let Some(e) = want_enforcement(&self.sweep.subnet, node, port) {
             pi.partition_enforcement_inbound = e;
@@ -154,20 +171,67 @@ impl SubnetManager {
         pi
     }
 
-    pub(super) fn needs_config(&self, sub: &Subnet, node: &SmNode, port: &SmPort) -> bool {
-        if node.is_switch() && port.num != 0 {
-            return want_enforcement(sub, node, port).is_some_and(|e| {
-                port.info.partition_enforcement_inbound != e
-                    || port.info.partition_enforcement_outbound != e
-            });
+    /// OperationalVLs for `port` of node `idx` ([`qos::op_vls`]).
+    pub(super) fn want_op_vls(&self, sub: &Subnet, idx: NodeIdx, port: &SmPort) -> u8 {
+        let remote = sub
+            .remote((idx, port.num))
+            .and_then(|(n, p)| sub.nodes().get(n).and_then(|n| n.port(p)))
+            .map(|p| &p.info);
+        qos::op_vls(&port.info, remote, self.cfg.qos.max_op_vls)
+    }
+
+    /// The QoS class of a port when QoS is on (`None` for a switch's base
+    /// port 0, which OpenSM leaves alone).
+    fn qos_class(&self, node: &SmNode, port: &SmPort) -> Option<qos::PortClass> {
+        if !self.cfg.qos.enabled {
+            return None;
         }
+        Some(if !node.is_switch() {
+            if node.info.node_type == mad_core::wire::attr::NodeType::ROUTER {
+                qos::PortClass::Router
+            } else {
+                qos::PortClass::Ca
+            }
+        } else if port.num == 0 {
+            if !node.switch_info.as_ref().is_some_and(|s| s.enhanced_port0) {
+                return None;
+            }
+            qos::PortClass::SwitchPort0
+        } else {
+            qos::PortClass::SwitchExternal
+        })
+    }
+
+    pub(super) fn needs_config(
+        &self,
+        sub: &Subnet,
+        idx: NodeIdx,
+        node: &SmNode,
+        port: &SmPort,
+    ) -> bool {
         let pi = &port.info;
-        pi.lid != port.lid
+        let base_port0 = node.is_switch()
+            && port.num == 0
+            && !node.switch_info.as_ref().is_some_and(|s| s.enhanced_port0);
+        let vls = !base_port0
+            && (pi.operational_vls != self.want_op_vls(sub, idx, port)
+                || self
+                    .qos_class(node, port)
+                    .is_some_and(|c| pi.vl_high_limit != qos::high_limit(&self.cfg.qos, c, pi)));
+        if node.is_switch() && port.num != 0 {
+            return vls
+                || want_enforcement(sub, node, port).is_some_and(|e| {
+                    pi.partition_enforcement_inbound != e || pi.partition_enforcement_outbound != e
+                });
+        }
+        vls || pi.lid != port.lid
             || pi.master_sm_lid != self.sm_lid
             || pi.gid_prefix != self.cfg.subnet_prefix
             || pi.subnet_timeout != self.cfg.subnet_timeout & 0x1F
             || pi.lmc != port.lmc
             || pi.m_key != self.cfg.m_key
+            || pi.m_key_protect_bits != self.cfg.m_key_protect_bits & 3
+            || pi.m_key_lease_period != self.cfg.m_key_lease_period
     }
 
     pub(super) fn configure(&mut self) {
@@ -200,7 +264,7 @@ impl SubnetManager {
                     && !n.is_switch()
                     && p.info.has_cap(port_cap::HAS_CLIENT_REREG);
                 self.queue_pkeys(&sub, i, n, p);
-                if state == PortState::NO_CHANGE && !rereg && !self.needs_config(&sub, n, p) {
+                if state == PortState::NO_CHANGE && !rereg && !self.needs_config(&sub, i, n, p) {
                     continue;
                 }
                 self.sweep.todo.push(Todo::Port {
@@ -208,6 +272,10 @@ impl SubnetManager {
                     port: p.num,
                     state,
                 });
+            }
+            if self.cfg.qos.enabled {
+                self.forget_qos(n);
+                self.sweep.todo.push(Todo::Qos { node: i });
             }
             if !n.is_switch() {
                 continue;
@@ -239,6 +307,7 @@ impl SubnetManager {
             if !known {
                 self.programmed.remove(&guid);
                 self.mcast.forget(guid);
+                self.qos_done.retain(|k, _| k.0 != guid);
             }
             let mtop = mcast::mcast_top(&self.queue_mft(n, mcast.get(&i)));
             let mtop_differs = self.mcast.top_differs(guid, si.multicast_fdb_top, mtop);
@@ -365,6 +434,19 @@ impl SubnetManager {
                     }
                 }
                 Todo::Lft { node, blocks } => (node, blocks),
+                Todo::Qos { node } => {
+                    if b == 0 {
+                        self.queue_qos(node);
+                        self.sweep.todo_at = (k, 1);
+                    }
+                    match self.sweep.qos_queue.pop() {
+                        Some(r) => return Some(r),
+                        None => {
+                            self.sweep.todo_at = (k + 1, 0);
+                            continue;
+                        }
+                    }
+                }
             };
             if b == 0 {
                 self.take_routes(Some(node));
@@ -411,7 +493,7 @@ impl SubnetManager {
     fn port_set(&mut self, node: NodeIdx, port: u8, state: PortState) -> Option<Request> {
         let n = self.sweep.subnet.nodes().get(node)?;
         let p = n.port(port)?;
-        let want = self.desired(n, p, state);
+        let want = self.desired(&self.sweep.subnet, node, n, p, state);
         let path = p.path.clone();
         // Written in place: no Vec per PortInfo Set.
         let mut b = [0u8; SMP_DATA_LEN];
@@ -436,6 +518,62 @@ impl SubnetManager {
                 None
             }
         }
+    }
+
+    /// Forgets the QoS tables written into the ports of `n` that are
+    /// coming up (Initialize): a port that went down may have lost them.
+    fn forget_qos(&mut self, n: &SmNode) {
+        let guid = n.guid();
+        for p in n.ports.iter().flatten() {
+            if p.info.port_state == PortState::INIT {
+                let num = p.num;
+                self.qos_done.retain(|k, _| !(k.0 == guid && k.1 == num));
+            }
+        }
+    }
+
+    /// Queues the QoS Sets of `node` whose table the node does not hold
+    /// already.
+    fn queue_qos(&mut self, node: NodeIdx) {
+        let sub = &self.sweep.subnet;
+        let Some(n) = sub.nodes().get(node) else {
+            return;
+        };
+        let guid = n.guid();
+        let sets = qos::node_sets(&self.cfg.qos, n, |num| {
+            n.port(num).map_or(1, |p| {
+                let base_port0 = n.is_switch()
+                    && num == 0
+                    && !n.switch_info.as_ref().is_some_and(|s| s.enhanced_port0);
+                if base_port0 {
+                    p.info.operational_vls
+                } else {
+                    self.want_op_vls(sub, node, p)
+                }
+            })
+        });
+        let mut q = Vec::with_capacity(sets.len());
+        for s in sets {
+            let hash = qos_hash(&s.data);
+            let key = (guid, s.port, s.attr.0, s.attr_mod);
+            if self.qos_done.get(&key) == Some(&hash) {
+                continue;
+            }
+            let path = n.path.clone();
+            q.push(Request::set(
+                s.attr,
+                s.attr_mod,
+                path,
+                &s.data,
+                Kind::SetQos {
+                    guid,
+                    port: s.port,
+                    hash,
+                },
+            ));
+        }
+        q.reverse();
+        self.sweep.qos_queue = q;
     }
 
     pub(super) fn activate(&mut self) {
@@ -490,6 +628,7 @@ impl SubnetManager {
         });
         if swept {
             self.subnet = sweep.subnet;
+            self.note_mkeys(&sweep.mkey_got);
         }
         let master_bound = matches!(self.sm_state, SmState::DISCOVERING | SmState::MASTER);
         // Master once its sweep went through, as OpenSM: what could not
@@ -529,4 +668,31 @@ fn want_enforcement(sub: &Subnet, node: &SmNode, port: &SmPort) -> Option<bool> 
     let plan = sub.pkey_plan()?;
     let i = sub.index_of(node.guid())?;
     Some(plan.enforce.binary_search(&(i, port.num)).is_ok())
+}
+
+impl SubnetManager {
+    /// Records the M_Key and protect bits each LID-bearing port holds
+    /// after a heavy sweep: as read, or as the sweep's Sets answered.
+    fn note_mkeys(&mut self, got: &[(u64, u64, u8)]) {
+        self.mkey_held.clear();
+        for n in self.subnet.nodes() {
+            for p in n.ports.iter().flatten() {
+                if !n.is_switch() || p.num == 0 {
+                    self.mkey_held
+                        .insert(p.guid, (p.info.m_key, p.info.m_key_protect_bits));
+                }
+            }
+        }
+        for &(guid, key, bits) in got {
+            self.mkey_held.insert(guid, (key, bits));
+        }
+    }
+}
+
+/// A hash of a QoS table's data (what was written is kept as this).
+fn qos_hash(d: &[u8; 64]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    d.hash(&mut h);
+    h.finish()
 }

@@ -63,7 +63,11 @@
 //!   and 1 (level 1 answers PortInfo with M_Key 0), and Get at levels 2–3,
 //!   Set and TrapRepress are dropped, counted in M_KeyViolations and start
 //!   the lease timer (M_KeyLeasePeriod seconds of virtual time; at expiry
-//!   the protect bits return to 0). Switches use port 0's M_Key.
+//!   the protect bits return to 0; an SMP with the right key stops the
+//!   timer). Switches use port 0's M_Key. Each violation also sends the
+//!   port's SM (its MasterSMLID, once it has a LID) Trap 256 "Bad M_Key"
+//!   (DataDetails: the requester's LID, DrSLID, method, attribute and
+//!   modifier, the key it presented, DRNotice and hop count).
 //!
 //! # Differences from ibsim 0.10 (deliberate)
 //! Defaults are ibsim's (see `node.rs` and `tests/ibsim_compare.rs`).

@@ -13,11 +13,11 @@
 //! | PortInfoRecord | port read in the sweep (every switch port, the CA ports with a link) | PortInfo as read, with what SM-lite set (LID, MasterSMLID, GID prefix, SubnetTimeOut, LMC, M_Key, state Active for a linked port once the subnet is up) |
 //! | SwitchInfoRecord | switch | SwitchInfo with LinearFDBTop as programmed, PortStateChange clear |
 //! | LinkRecord | link, each direction | the links the sweep found (switch port 0 LID for switch ends) |
-//! | PathRecord | pair of LID-bearing ports with a route, each (SLID, DLID) pair of their LID ranges (the pairs of equal path bits first, as OpenSM lists them) | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key the first the ends share (none shared: no record; 0xFFFF without partitions), SL 0, PacketLifeTime 18, reversible |
+//! | PathRecord | pair of LID-bearing ports with a route, each (SLID, DLID) pair of their LID ranges (the pairs of equal path bits first, as OpenSM lists them) | following the switches' LFTs: MTU the smallest MTUCap, rate the slowest link, P_Key the first the ends share (none shared: no record; 0xFFFF without partitions), PacketLifeTime 18, reversible; SL the one asked for (ComponentMask SL), else 0 (the default partition's); with QoS on, as OpenSM: an SL whose VL is 15 on the source port's or a switch output port's SL2VL table gets no record |
 //! | GUIDInfoRecord | LID-bearing port | block 0, GUID 0 the port GUID |
 //! | P_KeyTableRecord | LID-bearing port and linked switch port, each block | the tables SM-lite programs from the partitions ([`crate::partitions`]); without them block 0: 0xFFFF |
-//! | SLtoVLMappingTableRecord | CA port (InputPort / OutputPort 0); switch: pair of its ports, port 0 included | the fabric's defaults, listed by OpenSM's rules (the source matches these itself, [`RecordSource::exact`]) |
-//! | VLArbitrationTableRecord | block 1–4 of a CA port (a query for the CA's port 0 gets its own port, as OpenSM answers) and of every switch port | the fabric's defaults, as above |
+//! | SLtoVLMappingTableRecord | CA port (InputPort / OutputPort 0); switch: pair of its ports, port 0 included | with QoS on, the table SM-lite programmed there (`crate::qos::node_sets`), else the fabric's defaults; listed by OpenSM's rules (the source matches these itself, [`RecordSource::exact`]) |
+//! | VLArbitrationTableRecord | block 1–4 of a CA port (a query for the CA's port 0 gets its own port, as OpenSM answers) and of every switch port | as above: the block SM-lite programmed, else the default |
 //! | LinearForwardingTableRecord | switch, 64-LID block up to LinearFDBTop | the LFTs SM-lite computed |
 //! | SMInfoRecord | the SM | SM-lite's SMInfo (SM_Key 0) |
 //! | ServiceRecord | registered service | SubnAdmSet / Delete by clients |
@@ -74,6 +74,8 @@ pub struct SubnetView {
     by_guid: HashMap<u64, PortRef>,
     /// The groups the partitions ask for (IPoIB broadcast, `mgid=`).
     groups: Vec<crate::partitions::PartitionGroup>,
+    /// The QoS tables programmed (QoS on), for the SLs PathRecords give.
+    qos: Option<crate::qos::QosConfig>,
 }
 
 impl SubnetView {
@@ -95,7 +97,16 @@ impl SubnetView {
             cfg.m_key,
             sm.is_subnet_up(),
         );
-        Self { groups, ..v }
+        Self { groups, ..v }.with_qos(cfg.qos.enabled.then(|| cfg.qos.clone()))
+    }
+
+    /// The view with the QoS tables SM-lite programmed (`None`: QoS off):
+    /// a PathRecord's SL is then one whose VL is not 15 along the path,
+    /// as OpenSM chooses it.
+    #[must_use]
+    pub fn with_qos(mut self, qos: Option<crate::qos::QosConfig>) -> Self {
+        self.qos = qos;
+        self
     }
 
     /// A view of `subnet` with the SM at `sm_lid` answering `sm_info`, the
@@ -129,6 +140,7 @@ impl SubnetView {
             by_lid,
             by_guid,
             groups: Vec::new(),
+            qos: None,
         }
     }
 

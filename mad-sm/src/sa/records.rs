@@ -272,6 +272,7 @@ impl SubnetView {
         let mut out = Vec::new();
         for (l, r) in self.qos_ports(lid_filter(q)) {
             let n = &self.subnet.nodes()[r.0];
+            let programmed = self.qos_sets(r.0);
             let pairs: Vec<(u8, u8)> = if n.is_switch() {
                 let ports: Vec<u8> = n.ports.iter().flatten().map(|p| p.num).collect();
                 ports
@@ -285,13 +286,19 @@ impl SubnetView {
                 vec![(0, 0)]
             };
             for (input_port, output_port) in pairs {
+                let amod = (u32::from(input_port) << 8) | u32::from(output_port);
+                let sl2vl = programmed
+                    .iter()
+                    .find(|s| s.attr == AttributeId::SL_TO_VL_TABLE && s.attr_mod == amod)
+                    .and_then(|s| SlToVlTable::parse(&s.data[..8]).ok())
+                    .unwrap_or_else(|| t.clone());
                 push(
                     &mut out,
                     &Sl2VlRecord {
                         lid: l,
                         input_port,
                         output_port,
-                        sl2vl: t.clone(),
+                        sl2vl,
                         ..Sl2VlRecord::default()
                     },
                 );
@@ -313,6 +320,7 @@ impl SubnetView {
         let mut out = Vec::new();
         for (l, r) in self.qos_ports(lid_filter(q)) {
             let n = &self.subnet.nodes()[r.0];
+            let programmed = self.qos_sets(r.0);
             let ports: Vec<u8> = if n.is_switch() {
                 n.ports
                     .iter()
@@ -326,8 +334,17 @@ impl SubnetView {
             for port in ports {
                 for block in (1u8..=4).filter(|b| want_block.is_none_or(|w| w == *b)) {
                     let first = usize::from(block - 1) * 32;
-                    let mut t = VlArbTable::default();
-                    t.entries.copy_from_slice(&table[first..first + 32]);
+                    let amod =
+                        (u32::from(block) << 16) | if n.is_switch() { u32::from(port) } else { 0 };
+                    let t = programmed
+                        .iter()
+                        .find(|s| s.attr == AttributeId::VL_ARB_TABLE && s.attr_mod == amod)
+                        .and_then(|s| VlArbTable::parse(&s.data).ok())
+                        .unwrap_or_else(|| {
+                            let mut t = VlArbTable::default();
+                            t.entries.copy_from_slice(&table[first..first + 32]);
+                            t
+                        });
                     push(
                         &mut out,
                         &VlArbRecord {
@@ -342,6 +359,33 @@ impl SubnetView {
             }
         }
         out
+    }
+
+    /// The QoS Sets SM-lite sent node `node` (none with QoS off): what
+    /// its tables hold where SM-lite programmed them.
+    fn qos_sets(&self, node: usize) -> Vec<crate::qos::QosSet> {
+        let Some(q) = &self.qos else {
+            return Vec::new();
+        };
+        let Some(n) = self.subnet.nodes().get(node) else {
+            return Vec::new();
+        };
+        crate::qos::node_sets(q, n, |num| {
+            n.port(num).map_or(1, |p| {
+                let base_port0 = n.is_switch()
+                    && num == 0
+                    && !n.switch_info.as_ref().is_some_and(|s| s.enhanced_port0);
+                if base_port0 {
+                    return p.info.operational_vls;
+                }
+                let remote = self
+                    .subnet
+                    .remote((node, num))
+                    .and_then(|(rn, rp)| self.subnet.nodes().get(rn)?.port(rp))
+                    .map(|r| &r.info);
+                crate::qos::op_vls(&p.info, remote, q.max_op_vls)
+            })
+        })
     }
 
     /// The LID-bearing ports QoS records are listed for: CA ports and
@@ -374,9 +418,39 @@ impl SubnetView {
         out
     }
 
+    /// The SLs whose VL is 15 (dropped) in the SL2VL table SM-lite
+    /// programmed into port `a` (as an output port, or a CA's port), one
+    /// bit each; 0 with QoS off.
+    fn sl_drops(&self, a: PortRef) -> u16 {
+        use crate::qos::PortClass;
+        let Some(q) = &self.qos else {
+            return 0;
+        };
+        let Some(n) = self.subnet.nodes().get(a.0) else {
+            return 0;
+        };
+        let class = if !n.is_switch() {
+            if n.info.node_type == mad_core::wire::attr::NodeType::ROUTER {
+                PortClass::Router
+            } else {
+                PortClass::Ca
+            }
+        } else if a.1 == 0 {
+            return 0;
+        } else {
+            PortClass::SwitchExternal
+        };
+        // Masking by OperationalVLs keeps VL 15: only the option counts.
+        let t = q.tables(class).sl2vl;
+        (0..16u8)
+            .filter(|&sl| t[usize::from(sl)] == 15)
+            .fold(0, |m, sl| m | (1 << sl))
+    }
+
     /// The route from LID-bearing port `s` to `d` by the switches' LFTs
-    /// toward `dlid`, one LID of `d`'s range: (switch hops, MTU, rate).
-    pub(super) fn route_to(&self, s: PortRef, d: PortRef, dlid: u16) -> Option<(u32, u8, u8)> {
+    /// toward `dlid`, one LID of `d`'s range: (switch hops, MTU, rate,
+    /// dropped SLs ([`Self::sl_drops`])).
+    pub(super) fn route_to(&self, s: PortRef, d: PortRef, dlid: u16) -> Option<(u32, u8, u8, u16)> {
         let nodes = self.subnet.nodes();
         let mut mtu = u8::MAX;
         let mut gbps = u32::MAX;
@@ -388,9 +462,10 @@ impl SubnetView {
                 }
             }
         };
+        let mut drops = self.sl_drops(s);
         if s == d {
             take(s);
-            return Some((0, mtu, rate_code(gbps)));
+            return Some((0, mtu, rate_code(gbps), drops));
         }
         let mut cur = if nodes.get(s.0)?.is_switch() {
             s.0
@@ -399,7 +474,7 @@ impl SubnetView {
             let r = self.subnet.remote(s)?;
             take(r);
             if r == d {
-                return Some((1, mtu, rate_code(gbps)));
+                return Some((1, mtu, rate_code(gbps), drops));
             }
             if !nodes.get(r.0)?.is_switch() {
                 return None;
@@ -410,18 +485,19 @@ impl SubnetView {
         for _ in 0..=nodes.len() {
             if d == (cur, 0) {
                 take(d);
-                return Some((hops, mtu, rate_code(gbps)));
+                return Some((hops, mtu, rate_code(gbps), drops));
             }
             let out = *nodes[cur].lft.get(usize::from(dlid))?;
             if out == NO_ROUTE || out == 0 {
                 return None;
             }
             take((cur, out));
+            drops |= self.sl_drops((cur, out));
             let next = self.subnet.remote((cur, out))?;
             take(next);
             hops += 1;
             if next == d {
-                return Some((hops, mtu, rate_code(gbps)));
+                return Some((hops, mtu, rate_code(gbps), drops));
             }
             if !nodes.get(next.0)?.is_switch() {
                 return None;
@@ -485,6 +561,8 @@ impl SubnetView {
         // P_Key at 50.
         let want_pkey = (m & PathRecord::COMP_PKEY != 0)
             .then(|| u16::from_be_bytes([byte(t, 50), byte(t, 51)]));
+        // PathRecord SL: byte 53, low nibble.
+        let want_sl = (m & PathRecord::COMP_SL != 0).then(|| byte(t, 53) & 0x0F);
         let mut out = Vec::new();
         'outer: for &(s, s_lid) in &src {
             for &(d, d_lid) in &dst {
@@ -495,9 +573,16 @@ impl SubnetView {
                     if capped && out.len() >= MAX_ALL_PAIRS_PATHS {
                         break 'outer;
                     }
-                    let Some((_, mtu, rate)) = self.route_to(s, d, dlid) else {
+                    let Some((_, mtu, rate, drops)) = self.route_to(s, d, dlid) else {
                         continue;
                     };
+                    // OpenSM's choice of SL: the one asked for, else the
+                    // partition's (the default partition's is 0); with QoS
+                    // on, one dropped (VL 15) on the way gets no record.
+                    let sl = want_sl.unwrap_or(0);
+                    if !drops & (1 << sl) == 0 {
+                        continue;
+                    }
                     push(
                         &mut out,
                         &PathRecord {
@@ -509,6 +594,7 @@ impl SubnetView {
                             reversible: true,
                             numb_path: 0,
                             pkey,
+                            sl,
                             mtu_selector: Selector::EXACTLY,
                             mtu,
                             rate_selector: Selector::EXACTLY,

@@ -26,6 +26,14 @@ pub struct FPort {
     pub gid_prefix: u64,
     pub m_key: u64,
     pub op_vls: u8,
+    pub vl_high_limit: u8,
+    /// M_KeyProtectBits and M_KeyLeasePeriod as set.
+    pub mkey_protect: u8,
+    pub mkey_lease: u16,
+    /// SMPs refused for a wrong M_Key (M_KeyViolations).
+    pub mkey_violations: u16,
+    /// VLArbitration blocks written (block 1-4 → data).
+    pub vlarb: std::collections::BTreeMap<u32, [u8; 64]>,
 }
 
 impl Default for FPort {
@@ -41,6 +49,11 @@ impl Default for FPort {
             gid_prefix: 0,
             m_key: 0,
             op_vls: 4,
+            vl_high_limit: 0,
+            mkey_protect: 0,
+            mkey_lease: 0,
+            mkey_violations: 0,
+            vlarb: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -56,6 +69,9 @@ pub struct FNode {
     pub fdb_top: u16,
     pub fdb_cap: u16,
     pub port_change: bool,
+    /// SLtoVL tables written: (input port, output port) → table (a CA's
+    /// under (0, 0)).
+    pub sl2vl: std::collections::BTreeMap<(u8, u8), [u8; 8]>,
 }
 
 impl FNode {
@@ -130,6 +146,7 @@ impl Fabric {
             fdb_top: 0,
             fdb_cap: if switch { 0xC000 } else { 0 },
             port_change: false,
+            sl2vl: std::collections::BTreeMap::new(),
         });
         i
     }
@@ -252,6 +269,9 @@ impl Fabric {
         let fp = &node.ports[usize::from(p)];
         PortInfo {
             m_key: fp.m_key,
+            m_key_protect_bits: fp.mkey_protect,
+            m_key_lease_period: fp.mkey_lease,
+            m_key_violations: fp.mkey_violations,
             gid_prefix: fp.gid_prefix,
             lid: fp.lid,
             master_sm_lid: fp.smlid,
@@ -279,6 +299,9 @@ impl Fabric {
             vl_cap: 4,
             mtu_cap: 4,
             operational_vls: fp.op_vls,
+            vl_high_limit: fp.vl_high_limit,
+            vl_arb_high_cap: 8,
+            vl_arb_low_cap: 8,
             subnet_timeout: fp.timeout,
             ..PortInfo::default()
         }
@@ -327,6 +350,17 @@ impl Fabric {
             return None;
         }
         let (node, port) = self.dr_target(from, mad)?;
+        // IBA 14.2.4: with a port M_Key set, a Set with another key, and
+        // a Get at protection level 2 or 3, are dropped and counted.
+        let mgmt = if self.nodes[node].switch { 0 } else { port };
+        let fp = &mut self.nodes[node].ports[usize::from(mgmt)];
+        if fp.m_key != 0
+            && smp.m_key() != fp.m_key
+            && (smp.method() == Method::SET || fp.mkey_protect >= 2)
+        {
+            fp.mkey_violations = fp.mkey_violations.saturating_add(1);
+            return None;
+        }
         let mut rep = mad.to_vec();
         rep.resize(MAD_LEN, 0);
         let tid = (smp.tid() & ((1 << 48) - 1)) | (u64::from(self.tid_hi) << 48);
@@ -465,6 +499,45 @@ impl Fabric {
                 data.copy_from_slice(&nd.lft[start..start + 64]);
                 0
             }
+            AttributeId::SL_TO_VL_TABLE => {
+                let nports = self.nodes[n].num_ports();
+                let (i, o) = if is_switch {
+                    (((attr_mod >> 8) & 0xFF) as u8, (attr_mod & 0xFF) as u8)
+                } else {
+                    (0, 0)
+                };
+                if i > nports || o > nports {
+                    return INVALID;
+                }
+                let nd = &mut self.nodes[n];
+                if set {
+                    let mut t = [0u8; 8];
+                    t.copy_from_slice(&data[..8]);
+                    nd.sl2vl.insert((i, o), t);
+                }
+                let t = nd.sl2vl.get(&(i, o)).copied().unwrap_or_default();
+                data.fill(0);
+                data[..8].copy_from_slice(&t);
+                0
+            }
+            AttributeId::VL_ARB_TABLE => {
+                let port = if is_switch {
+                    (attr_mod & 0xFFFF) as u8
+                } else {
+                    in_port
+                };
+                let block = attr_mod >> 16;
+                // Capacity 8: only the first block of each table.
+                if port > self.nodes[n].num_ports() || !matches!(block, 1 | 3) {
+                    return INVALID;
+                }
+                let fp = &mut self.nodes[n].ports[usize::from(port)];
+                if set {
+                    fp.vlarb.insert(block, *data);
+                }
+                *data = fp.vlarb.get(&block).copied().unwrap_or([0; 64]);
+                0
+            }
             _ => MadStatus::METHOD_ATTR_UNSUPPORTED.0,
         }
     }
@@ -525,8 +598,11 @@ impl Fabric {
             fp.timeout = want.subnet_timeout;
             fp.gid_prefix = want.gid_prefix;
             fp.m_key = want.m_key;
+            fp.mkey_protect = want.m_key_protect_bits;
+            fp.mkey_lease = want.m_key_lease_period;
         }
         fp.op_vls = want.operational_vls;
+        fp.vl_high_limit = want.vl_high_limit;
         fp.state = new_state;
         Ok(())
     }

@@ -7,6 +7,8 @@ mod engines;
 mod fake;
 mod lids;
 mod lmc;
+mod mkey;
+mod qos;
 mod routing_ref;
 mod sweeps;
 mod two_sms;

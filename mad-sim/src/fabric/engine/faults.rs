@@ -359,22 +359,34 @@ impl Core {
         let Some(sw) = n.sw.as_mut() else { return };
         sw.info.port_state_change = true;
         let Some(p0) = n.port(0) else { return };
-        let (lid, sm_lid, sm_sl, m_key) = (
-            p0.info.lid,
-            p0.info.master_sm_lid,
-            p0.info.master_sm_sl,
-            p0.info.m_key,
-        );
-        if lid == 0 || sm_lid == 0 || sm_lid >= 0xC000 {
-            return;
-        }
+        let lid = p0.info.lid;
         let mut notice = Notice::generic(
             Notice::TYPE_URGENT,
             Notice::PRODUCER_SWITCH,
             trap::LINK_STATE_CHANGE,
         );
-        notice.issuer_lid = lid;
         notice.data_details[..2].copy_from_slice(&lid.to_be_bytes());
+        self.trap_to_sm(node, 0, notice);
+    }
+
+    /// Sends `notice` (IssuerLID filled in) as a Trap from management
+    /// port `port` of `node` to the SM that port knows (LID-routed
+    /// SubnTrap(Notice) on QP0, with the port's M_Key and MasterSMSL), as
+    /// SMAs do; nothing while the port has no LID or knows no SM.
+    pub(crate) fn trap_to_sm(&mut self, node: u32, port: u8, mut notice: Notice) {
+        let Some(p) = self.node(node).and_then(|n| n.port(port)) else {
+            return;
+        };
+        let (lid, sm_lid, sm_sl, m_key) = (
+            p.info.lid,
+            p.info.master_sm_lid,
+            p.info.master_sm_sl,
+            p.info.m_key,
+        );
+        if lid == 0 || sm_lid == 0 || sm_lid >= 0xC000 {
+            return;
+        }
+        notice.issuer_lid = lid;
         let mut nb = [0u8; 80];
         if notice.emit(&mut nb).is_err() {
             return;
@@ -408,7 +420,7 @@ impl Core {
             vl15: true,
             grh: None,
             origin: None,
-            start: (node, 0),
+            start: (node, port),
         });
     }
 }

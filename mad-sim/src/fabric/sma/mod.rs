@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use mad_core::transport::AsyncEvent;
 use mad_core::wire::attr::{
-    GuidInfo, LinearFwdTable, MulticastFwdTable, NodeInfo, PKeyTable, PhysPortState, PortInfo,
-    PortState, SwitchInfo, VlArbTable,
+    trap, GuidInfo, LinearFwdTable, MulticastFwdTable, NodeInfo, Notice, PKeyTable, PhysPortState,
+    PortInfo, PortState, SwitchInfo, VlArbTable,
 };
 use mad_core::wire::smp::Smp;
 use mad_core::wire::{AttributeId, Mad, MadStatus, Method, Repr};
@@ -77,6 +77,7 @@ impl Core {
             // Nothing to answer; only the M_Key rules apply.
             if self.mkey_check(node, in_port, method, m_key) == Mkey::Violation {
                 self.drop_pkt(DropReason::MKey, node, in_port);
+                self.bad_mkey_trap(node, in_port, pkt);
             }
             return;
         }
@@ -87,6 +88,7 @@ impl Core {
         let hide = match self.mkey_check(node, in_port, method, m_key) {
             Mkey::Violation => {
                 self.drop_pkt(DropReason::MKey, node, in_port);
+                self.bad_mkey_trap(node, in_port, pkt);
                 return;
             }
             Mkey::PassHidden => true,
@@ -154,6 +156,36 @@ impl Core {
         }
         self.stats.mkey_violations += 1;
         Mkey::Violation
+    }
+
+    /// Trap 256 "Bad M_Key" to the SM for the SMP `pkt` refused at
+    /// `in_port` of `node` (IBA 14.2.5.1 DataDetails: the requester's
+    /// LID, DrSLID, Method, AttributeID, AttributeModifier, the M_Key it
+    /// presented, DRNotice and hop count).
+    fn bad_mkey_trap(&mut self, node: u32, in_port: u8, pkt: &Packet) {
+        let Some(n) = self.node(node) else {
+            return;
+        };
+        let mgmt = n.mgmt_port(in_port);
+        let producer = if n.is_switch() {
+            Notice::PRODUCER_SWITCH
+        } else {
+            Notice::PRODUCER_CA
+        };
+        let smp = Smp::new_unchecked(&pkt.mad[..]);
+        let mad = smp.mad();
+        let mut notice = Notice::generic(Notice::TYPE_SECURITY, producer, trap::BAD_MKEY);
+        let d = &mut notice.data_details;
+        d[0..2].copy_from_slice(&pkt.slid.to_be_bytes());
+        if smp.is_directed_route() {
+            d[2..4].copy_from_slice(&smp.dr_slid().to_be_bytes());
+            d[20] = 0x80 | (smp.hop_cnt() & 0x3F);
+        }
+        d[4] = mad.method().0;
+        d[6..8].copy_from_slice(&mad.attr_id().0.to_be_bytes());
+        d[8..12].copy_from_slice(&mad.attr_mod().to_be_bytes());
+        d[12..20].copy_from_slice(&smp.m_key().to_be_bytes());
+        self.trap_to_sm(node, mgmt, notice);
     }
 
     fn node_desc(&self, node: u32, set: bool) -> (u16, Data) {

@@ -63,6 +63,14 @@ pub struct SmOpts {
     /// `--Pconfig`, `partition_config_file`: the partitions file and
     /// what it says (None: P_Key tables are left as the ports hold them).
     pub partitions: Option<(PathBuf, mad_sm::partitions::PartitionConfig)>,
+    /// `-Q`, `qos`, `qos_*`, `max_op_vls`: the QoS tables to program.
+    pub qos: mad_sm::qos::QosConfig,
+    /// `m_key`: the M_Key programmed into every port and sent in every SMP.
+    pub m_key: u64,
+    /// `m_key_protection_level`, 0-3.
+    pub m_key_protect_bits: u8,
+    /// `m_key_lease_period` (seconds).
+    pub m_key_lease_period: u16,
     /// `-h`.
     pub help: bool,
 }
@@ -97,6 +105,10 @@ impl Default for SmOpts {
             root_guid_file: None,
             lmc: 0,
             partitions: None,
+            qos: mad_sm::qos::QosConfig::default(),
+            m_key: 0,
+            m_key_protect_bits: 0,
+            m_key_lease_period: 0,
             help: false,
         }
     }
@@ -130,6 +142,10 @@ impl SmOpts {
                     .unwrap_or_default(),
             },
             partitions: self.partitions.as_ref().map(|(_, c)| c.clone()),
+            qos: self.qos.clone(),
+            m_key: self.m_key,
+            m_key_protect_bits: self.m_key_protect_bits,
+            m_key_lease_period: self.m_key_lease_period,
             ..mad_sm::SmConfig::default()
         }
     }
@@ -182,6 +198,8 @@ Options (OpenSM's names):
                           only within a partition; a bad line is an error
                           naming it (none: P_Key tables are left alone).
                           OpenSM's short -P is the umad port here
+  -Q, --qos               program SL2VL and VL arbitration tables from the
+                          qos_* keys of -F (OpenSM's defaults otherwise)
   -C CA, -P PORT          a umad port (also under libumad2sim)
       --json              one JSON object per event on stdout
   -h, --help              this text
@@ -212,6 +230,7 @@ const LONG: &[LongOpt<'static>] = &[
     LongOpt::new("root_guid_file", HasArg::Required, 'a' as i32),
     LongOpt::new("lmc", HasArg::Required, 'l' as i32),
     LongOpt::new("Pconfig", HasArg::Required, K_PCONFIG),
+    LongOpt::new("qos", HasArg::No, 'Q' as i32),
     LongOpt::new("help", HasArg::No, 'h' as i32),
 ];
 
@@ -295,9 +314,31 @@ fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
         "root_guid_file" => o.root_guid_file = root_guids(v.trim())?,
         "lmc" => o.lmc = ranged(key, v, 0, 7)? as u8,
         "partition_config_file" => o.partitions = partitions(v.trim())?,
-        _ => return Ok(false),
+        "qos" => o.qos.enabled = boolean(key, v)?,
+        "max_op_vls" => o.qos.max_op_vls = ranged(key, v, 1, 5)? as u8,
+        "m_key" => o.m_key = num(key, v)?,
+        "m_key_protection_level" => o.m_key_protect_bits = ranged(key, v, 0, 3)? as u8,
+        "m_key_lease_period" => o.m_key_lease_period = ranged(key, v, 0, 65535)? as u16,
+        _ => return qos_key(o, key, v),
     }
     Ok(true)
+}
+
+/// Sets one of OpenSM's `qos_[ca_|sw0_|swe_|rtr_]{max_vls,high_limit,
+/// vlarb_high,vlarb_low,sl2vl}` keys; `Ok(false)` for another key.
+fn qos_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
+    let Some(rest) = key.strip_prefix("qos_") else {
+        return Ok(false);
+    };
+    let q = &mut o.qos;
+    let (set, what) = match rest.split_once('_') {
+        Some(("ca", w)) => (&mut q.ca, w),
+        Some(("sw0", w)) => (&mut q.sw0, w),
+        Some(("swe", w)) => (&mut q.swe, w),
+        Some(("rtr", w)) => (&mut q.rtr, w),
+        _ => (&mut q.default, rest),
+    };
+    set.set(key, what, v.trim()).map_err(|e| e.to_string())
 }
 
 /// Reads opensm.conf-style text (`KEY VALUE` lines, `#` comments).
@@ -369,7 +410,24 @@ pub fn default_config() -> String {
          lmc {}\n\n\
          # Partitions file in OpenSM's partitions.conf syntax ((null): P_Key\n\
          # tables are left as the ports hold them)\n\
-         partition_config_file (null)\n",
+         partition_config_file (null)\n\n\
+         # M_Key programmed into every port and sent in every SMP\n\
+         m_key 0x{:016x}\n\n\
+         # M_KeyProtectBits, 0-3 (2: SMPs without the key are refused)\n\
+         m_key_protection_level {}\n\n\
+         # Seconds a port keeps its protection after a violation (0: for ever)\n\
+         m_key_lease_period {}\n\n\
+         # Most OperationalVLs a port is given (1: VL0 ... 5: VL0-14)\n\
+         max_op_vls {}\n\n\
+         # Program SL2VL and VL arbitration tables (as -Q)\n\
+         qos {}\n\n\
+         # QoS tables (OpenSM's defaults; qos_ca_, qos_sw0_, qos_swe_ and\n\
+         # qos_rtr_ variants of each key override them for one kind of port)\n\
+         # qos_max_vls {}\n\
+         # qos_high_limit {}\n\
+         # qos_vlarb_high {}\n\
+         # qos_vlarb_low {}\n\
+         # qos_sl2vl {}\n",
         d.guid,
         d.priority,
         d.sm_key,
@@ -384,6 +442,16 @@ pub fn default_config() -> String {
         d.timeout_ms,
         d.retries,
         d.lmc,
+        d.m_key,
+        d.m_key_protect_bits,
+        d.m_key_lease_period,
+        d.qos.max_op_vls,
+        if d.qos.enabled { "TRUE" } else { "FALSE" },
+        mad_sm::qos::DEFAULT_MAX_VLS,
+        mad_sm::qos::DEFAULT_HIGH_LIMIT,
+        mad_sm::qos::DEFAULT_VLARB_HIGH,
+        mad_sm::qos::DEFAULT_VLARB_LOW,
+        mad_sm::qos::DEFAULT_SL2VL,
     )
 }
 
@@ -393,7 +461,7 @@ pub fn default_config() -> String {
 /// # Errors
 /// A usage or configuration error, for stderr.
 pub fn parse(args: &[String]) -> Result<SmOpts, String> {
-    let m = getopt_long("sm", args, "p:g:s:orxt:n:f:k:F:c:C:P:R:a:l:h", LONG)?;
+    let m = getopt_long("sm", args, "p:g:s:orxt:n:f:k:F:c:C:P:R:a:l:Qh", LONG)?;
     if let Some(extra) = m.operands.first() {
         return Err(format!("sm: unexpected argument {extra:?}"));
     }
@@ -424,6 +492,7 @@ pub fn parse(args: &[String]) -> Result<SmOpts, String> {
             (_, 'R') => o.routing_engines = engines(&v).map_err(|e| format!("sm: {e}"))?,
             (_, 'l') => o.lmc = ranged("--lmc", &v, 0, 7)? as u8,
             (_, 'a') => o.root_guid_file = root_guids(&v).map_err(|e| format!("sm: {e}"))?,
+            (_, 'Q') => o.qos.enabled = true,
             (_, 'C') => o.ca = Some(v),
             (_, 'P') => o.port = Some(ranged("-P", &v, 0, 255)? as u32),
             _ => o.help = true,
@@ -492,6 +561,49 @@ mod tests {
         let e = parse(&args(&["-a", &bad.display().to_string()])).unwrap_err();
         assert!(e.contains("line 2") && e.contains("spine"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn qos_options_and_keys_set_the_qos_config() {
+        use mad_sm::qos::PortClass;
+        let dir = std::env::temp_dir().join(format!("mad-sm-qos-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let conf = dir.join("q.conf");
+        std::fs::write(
+            &conf,
+            "qos_high_limit 5\nqos_swe_vlarb_low 0:8,1:16\nqos_ca_sl2vl 0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,15\n\
+             qos_sw0_max_vls 8\nqos_rtr_vlarb_high 2:1\nmax_op_vls 3\n\
+             m_key 0x1234\nm_key_protection_level 2\nm_key_lease_period 60\n",
+        )
+        .unwrap();
+        let o = parse(&args(&["-Q", "-F", &conf.display().to_string()])).unwrap();
+        let c = o.sm_config();
+        assert!(c.qos.enabled);
+        assert_eq!(c.qos.max_op_vls, 3);
+        assert_eq!(c.qos.tables(PortClass::Ca).high_limit, 5);
+        assert_eq!(c.qos.tables(PortClass::Ca).sl2vl[15], 15);
+        assert_eq!(c.qos.swe.vlarb_low, Some(vec![(0, 8), (1, 16)]));
+        assert_eq!(c.qos.sw0.max_vls, Some(8));
+        assert_eq!(c.qos.rtr.vlarb_high, Some(vec![(2, 1)]));
+        assert_eq!(
+            (c.m_key, c.m_key_protect_bits, c.m_key_lease_period),
+            (0x1234, 2, 60)
+        );
+        assert!(parse(&args(&["--qos"])).unwrap().qos.enabled);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_malformed_qos_value_is_an_error_naming_the_key_and_line() {
+        let mut o = SmOpts::default();
+        let e = read_config(&mut o, "qos TRUE\nqos_vlarb_high 0:4,1:x\n", "q.conf").unwrap_err();
+        assert!(e.starts_with("q.conf:2: qos_vlarb_high: entry 2"), "{e}");
+        let e = read_config(&mut o, "qos_swe_sl2vl 1,2\n", "q.conf").unwrap_err();
+        assert!(e.contains("q.conf:1: qos_swe_sl2vl: 2 VLs"), "{e}");
+        let e = read_config(&mut o, "qos_ca_bogus 1\n", "q.conf").unwrap_err();
+        assert!(e.contains("\"qos_ca_bogus\" is not supported"), "{e}");
+        let e = read_config(&mut o, "m_key_protection_level 4\n", "q.conf").unwrap_err();
+        assert!(e.contains("0-3"), "{e}");
     }
 
     #[test]
