@@ -90,6 +90,8 @@ mod timers;
 mod types;
 
 pub use engine::{AgentState, Engine};
+/// The cause of a refused send ([`SendError::BadSend`]), from mad-core.
+pub use mad_core::transport::Unsendable;
 pub use query::QueryError;
 pub use runtime::{Agent, AgentReceiver, AgentRef, Runtime, RuntimeStats, SendHandle, Wakeup};
 pub use spec::{AgentSpec, MethodMask, RequestFilter};

@@ -1,9 +1,14 @@
-//! [`Deadlines`]: the agent layer's timeout lists (one per agent for
-//! response timeouts, one for RMPP sender timers).
+//! [`Deadlines`]: the engine's one timer table, and [`Timer`], what each
+//! of its entries is for (a send's response timer, a send's RMPP timer,
+//! an agent's RMPP reassembly timers). The next deadline of the engine is
+//! [`Deadlines::first`], one lookup; an entry is set, moved and cleared by
+//! its key, and the table holds each key's deadline
+//! ([`Deadlines::get`]), so no send keeps a copy of it. (quinn-proto's
+//! `TimerTable` keeps one slot per kind of a connection's timers; here a
+//! kind times one of many sends, so the slots are keyed by send too.)
 //!
-//! Sends of one agent mostly share one timeout, so their deadlines arrive
-//! in order; a send with a shorter timeout than the others is the earliest
-//! of all. Entries are kept in a sorted deque when they fit at either end
+//! Sends mostly share one timeout, so their deadlines arrive in order; a
+//! send with a shorter timeout than the others is the earliest of all. Entries are kept in a sorted deque when they fit at either end
 //! (not earlier than its back, or not later than its front: O(1)), any
 //! other in an ordered tree. A removal from the deque only clears the
 //! entry's ticket (kept per send index): the stale entry is dropped when it
@@ -25,6 +30,42 @@ const SLACK: usize = 64;
 
 /// Marks a send index whose entry is in the tree.
 const IN_TREE: u64 = 1 << 63;
+
+/// What an entry of the engine's timer table is for. Its key in
+/// [`Deadlines`] packs the kind with the send's or agent's slab index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Timer {
+    /// The response timer of send `idx` (wait, retry, give up).
+    Response(usize),
+    /// The RMPP timer of send `idx`'s transfer (ACK timeout, absolute
+    /// deadline).
+    RmppSend(usize),
+    /// The earliest timer of agent `idx`'s RMPP reassemblies.
+    RmppRecv(usize),
+}
+
+impl Timer {
+    const KINDS: usize = 3;
+
+    /// Its key in the table.
+    pub(crate) fn key(self) -> usize {
+        match self {
+            Timer::Response(i) => i * Self::KINDS,
+            Timer::RmppSend(i) => i * Self::KINDS + 1,
+            Timer::RmppRecv(i) => i * Self::KINDS + 2,
+        }
+    }
+
+    /// The timer a key names.
+    pub(crate) fn of(key: usize) -> Self {
+        let i = key / Self::KINDS;
+        match key % Self::KINDS {
+            0 => Timer::Response(i),
+            1 => Timer::RmppSend(i),
+            _ => Timer::RmppRecv(i),
+        }
+    }
+}
 
 /// A set of `(deadline, index)` ordered by deadline then index, with at
 /// most one entry per index.
@@ -49,6 +90,19 @@ impl Deadlines {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.sorted_live + self.tree.len()
+    }
+
+    /// The deadline of `idx`'s entry, if it has one.
+    pub(crate) fn get(&self, idx: usize) -> Option<Instant> {
+        self.slots
+            .get(idx)
+            .filter(|&&(t, _)| t != 0)
+            .map(|&(_, d)| d)
+    }
+
+    /// True if `idx` has an entry.
+    pub(crate) fn contains(&self, idx: usize) -> bool {
+        self.slots.get(idx).is_some_and(|&(t, _)| t != 0)
     }
 
     /// The earliest entry (smallest deadline, then smallest index).

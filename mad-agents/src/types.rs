@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mad_core::port::PortError;
-use mad_core::transport::{Address, AsyncEvent, Qp, Received, WcStatus};
+use mad_core::transport::{Address, AsyncEvent, Qp, Received, Unsendable, WcStatus};
 use mad_core::wire::{Mad, MgmtClass};
 use mad_core::MadBuf;
 use mad_rmpp::{ReceiverConfig, RmppStatus};
@@ -537,9 +537,13 @@ pub enum SendError {
     /// Modify on a send that expects no response.
     #[error("{0} expects no response; its timeout cannot be changed")]
     NotWaiting(SendId),
-    /// The MAD cannot be sent.
+    /// The MAD cannot be sent: the cause.
     #[error("bad send: {0}")]
-    BadSend(String),
+    BadSend(Unsendable),
+    /// An RMPP agent's message that cannot be cut into segments (shorter
+    /// than its class header, or longer than RMPP numbers).
+    #[error("bad send: the message cannot be segmented for RMPP: {0}")]
+    Segmentation(mad_rmpp::Error),
     /// Another outstanding request uses this TID and class (for an RMPP
     /// transfer: another transfer with this TID and class to the same
     /// peer; transfers to different peers may share a TID).
@@ -660,6 +664,12 @@ pub struct EngineStats {
     pub rmpp_unacknowledged_replaced: u64,
     /// Events delivered.
     pub events: u64,
+    /// State moves of a send that its phase refused where the engine's
+    /// own bookkeeping said they were legal: each one a bug of the engine
+    /// (a debug build stops at it with an assertion; a release build
+    /// counts it here and leaves the send's state as it was). Zero in a
+    /// healthy engine.
+    pub refused_moves: u64,
 }
 
 #[cfg(test)]

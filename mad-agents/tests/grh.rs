@@ -34,13 +34,11 @@ struct Roce {
 
 impl Hooks for Roce {
     fn send(&mut self, _: Qp, _: &[u8], dest: &Address) -> Option<Result<WrId, TransportError>> {
-        if dest.grh.is_none() {
-            return Some(Err(TransportError::BadSend(
-                "EIO: a RoCE port needs a GRH".into(),
-            )));
-        }
-        if self.refuse_all.load(Ordering::SeqCst) {
-            return Some(Err(TransportError::BadSend("EIO: refused".into())));
+        if dest.grh.is_none() || self.refuse_all.load(Ordering::SeqCst) {
+            return Some(Err(TransportError::Io {
+                context: "umad_send on roce0:1".into(),
+                source: std::io::Error::from_raw_os_error(5), // EIO
+            }));
         }
         None
     }

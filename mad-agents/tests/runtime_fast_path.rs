@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use mad_agents::{
     AgentEvent, AgentReceiver, AgentSpec, EngineConfig, Runtime, SendError, SendId, SendRequest,
-    SendStatus,
+    SendStatus, Unsendable,
 };
 use mad_core::transport::{Address, Qp, Received};
 use mad_core::wire::{Method, MgmtClass};
@@ -370,7 +370,13 @@ fn a_batch_sends_each_request_once_and_reports_each_refusal_by_its_cookie() {
     assert_eq!(sent, 5);
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0].0, 99);
-    assert!(matches!(refused[0].1, SendError::BadSend(_)), "{refused:?}");
+    assert!(
+        matches!(
+            refused[0].1,
+            SendError::BadSend(Unsendable::Truncated { len: 10 })
+        ),
+        "{refused:?}"
+    );
     let (mut cookies, rx) = within(move || {
         let mut cookies = Vec::new();
         while cookies.len() < 5 {

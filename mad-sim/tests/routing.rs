@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use mad_core::transport::{Address, Qp, Transport, TransportError, PERMISSIVE_LID};
+use mad_core::transport::{Address, Qp, Transport, TransportError, Unsendable, PERMISSIVE_LID};
 use mad_core::wire::attr::{NodeInfo, PKeyTable};
 use mad_core::wire::smp::{DrPath, Smp};
 use mad_core::wire::{AttributeId, Mad, MadStatus, Method, MgmtClass, Repr};
@@ -52,7 +52,12 @@ fn posts_the_kernel_would_refuse_are_refused() {
     let m = Req::get(&[2], AttributeId::NODE_INFO, 0).build(1);
     assert!(matches!(
         t.post_send(Qp::Qp0, &m, &smi),
-        Err(TransportError::BadSend(_))
+        Err(TransportError::BadSend(Unsendable::InvalidRoute {
+            hop_ptr: 0,
+            hop_cnt: 1,
+            direction: 0,
+            ..
+        }))
     ));
     // A request must start with HopPointer 0.
     let m = Req::get(&[1, 3], AttributeId::NODE_INFO, 0)
@@ -62,33 +67,46 @@ fn posts_the_kernel_would_refuse_are_refused() {
         .build();
     assert!(matches!(
         t.post_send(Qp::Qp0, &m, &smi),
-        Err(TransportError::BadSend(_))
+        Err(TransportError::BadSend(Unsendable::InvalidRoute {
+            hop_ptr: 1,
+            hop_cnt: 2,
+            ..
+        }))
     ));
     // LID-routed parts of a directed route are not supported.
     let mut m = Req::get(&[1, 3], AttributeId::NODE_INFO, 0).build(1);
     m[32..34].copy_from_slice(&1u16.to_be_bytes());
     assert!(matches!(
         t.post_send(Qp::Qp0, &m, &smi),
-        Err(TransportError::BadSend(_))
+        Err(TransportError::BadSend(Unsendable::DrLidRouted))
     ));
     // SMP classes only on QP0, others only on QP1.
     let gsi = gsi_mad(0x04, 1, Method::GET, 0x0001, 1);
     assert!(matches!(
         t.post_send(Qp::Qp0, &gsi, &smi),
-        Err(TransportError::BadSend(_))
+        Err(TransportError::BadSend(Unsendable::WrongQp {
+            class: MgmtClass::PERF_MGT,
+            qp: Qp::Qp0
+        }))
     ));
     let m = Req::get(&[1], AttributeId::NODE_INFO, 0).build(1);
     assert!(matches!(
         t.post_send(Qp::Qp1, &m, &Address::gsi(1)),
-        Err(TransportError::BadSend(_))
+        Err(TransportError::BadSend(Unsendable::WrongQp {
+            class: MgmtClass::SUBN_DIRECTED_ROUTE,
+            qp: Qp::Qp1
+        }))
     ));
     // Lengths, P_Key index.
-    assert!(t.post_send(Qp::Qp1, &gsi[..20], &Address::gsi(1)).is_err());
+    assert!(matches!(
+        t.post_send(Qp::Qp1, &gsi[..20], &Address::gsi(1)),
+        Err(TransportError::BadSend(Unsendable::Truncated { len: 20 }))
+    ));
     let mut a = Address::gsi(1);
     a.pkey_index = 5;
     assert!(matches!(
         t.post_send(Qp::Qp1, &gsi, &a),
-        Err(TransportError::BadSend(_))
+        Err(TransportError::BadSend(Unsendable::NoPKey { index: 5 }))
     ));
     assert_eq!(completions_ok(&mut t), 0, "refused posts complete nothing");
 }

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent, PortRegistry, SendToken};
 use mad_core::transport::fault::{FaultConfig, FaultInjector, Trigger};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, AsyncEvent, Qp, QpState, Received, TransportError, WcStatus};
+use mad_core::transport::{
+    Address, AsyncEvent, Qp, QpState, Received, TransportError, Unsendable, WcStatus,
+};
 use mad_core::wire::MgmtClass;
 
 mod sharing;

@@ -171,11 +171,14 @@ fn queued_sends_keep_order_and_bad_input_is_refused() {
     assert!(p.stats().queued > 0);
     assert!(matches!(
         p.post(c, Qp::Qp1, &[0u8; 10], &Address::gsi(1), 0),
-        Err(PortError::BadSend(_))
+        Err(PortError::BadSend(Unsendable::Truncated { len: 10 }))
     ));
     assert!(matches!(
         p.post(c, Qp::Qp1, &[0u8; 257], &Address::gsi(1), 0),
-        Err(PortError::BadSend(_))
+        Err(PortError::BadSend(Unsendable::TooLong {
+            len: 257,
+            max: 256
+        }))
     ));
     p.unregister(c).unwrap();
     assert!(matches!(

@@ -68,7 +68,6 @@ impl<T: Transport> Engine<T> {
             hi,
             closing: false,
             sends: SendList::default(),
-            timeouts: Deadlines::default(),
             events: VecDeque::new(),
             queued_recv: 0,
             queued_recv_bytes: 0,
@@ -112,6 +111,7 @@ impl<T: Transport> Engine<T> {
             rx.clear();
             while rx.poll_output().is_some() {}
         }
+        self.arm_rx(idx);
         let sends = self.agent_sends(idx);
         for s in sends {
             if self.sends[s].state.is_active() {
@@ -135,6 +135,7 @@ impl<T: Transport> Engine<T> {
         };
         if a.closing && a.sends.len == 0 && a.events.is_empty() && a.delivering == 0 {
             let a = self.agents.remove(idx);
+            self.timers.remove(Timer::RmppRecv(idx).key());
             self.by_hi.remove(&a.hi);
             self.reaped.push(a.id);
             self.release_reset_hold(idx);

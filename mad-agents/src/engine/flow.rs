@@ -16,7 +16,9 @@ impl<T: Transport> Engine<T> {
     /// Request `idx`, open and awaiting its response, takes a slot.
     pub(super) fn take_flow_slot(&mut self, idx: usize) {
         let s = &mut self.sends[idx];
-        if s.state.take_slot().is_ok() {
+        // Taken once, by an open request awaiting its answer.
+        let r = s.state.take_slot();
+        if must(&mut self.stats, Move::TakeSlot, r).is_some() {
             self.agents[s.agent].unanswered += 1;
             self.flow.unanswered += 1;
         }
@@ -80,8 +82,9 @@ impl<T: Transport> Engine<T> {
     /// First post of a request that waited in the backlog.
     pub(super) fn post_queued(&mut self, idx: usize, now: Instant) {
         let s = &mut self.sends[idx];
-        // Cannot be refused: it came out of the backlog.
-        if s.state.dequeue().unwrap_or(false) {
+        // It came out of the backlog.
+        let r = s.state.dequeue();
+        if must(&mut self.stats, Move::Dequeue, r).unwrap_or(false) {
             // A modify while queued: the total follows the new timeout.
             s.total = s
                 .total

@@ -226,12 +226,14 @@
 use mad_core::hash::{FastMap, FastSet};
 use mad_core::MadBuf;
 
-use crate::timers::Deadlines;
+use crate::timers::{Deadlines, Timer};
 use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use mad_core::port::{ClientId, Inbound, InboundError, Port, PortConfig, PortError, PortEvent};
-use mad_core::transport::{Address, Qp, Received, Transport, WcStatus, GSI_QKEY, PERMISSIVE_LID};
+use mad_core::transport::{
+    Address, Qp, Received, Transport, Unsendable, WcStatus, GSI_QKEY, PERMISSIVE_LID,
+};
 use mad_core::wire::rmpp::{RmppType, RmppView};
 use mad_core::wire::smp::{DR_DIRECTION_BIT, DR_STATUS_MASK};
 use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
@@ -248,7 +250,7 @@ mod send;
 mod state;
 mod timeout;
 
-use state::SendState;
+use state::{must, Move, SendState};
 
 use crate::spec::{AgentSpec, RegTable};
 use crate::tid;
@@ -278,7 +280,6 @@ struct AgentSlot {
     /// This agent's sends: a list linked through [`SendSlot::prev`] /
     /// [`SendSlot::next`] (O(1) to add and drop, no hashing).
     sends: SendList,
-    timeouts: Deadlines,
     events: VecDeque<AgentEvent>,
     queued_recv: usize,
     /// Bytes of the received messages in `events`.
@@ -299,7 +300,6 @@ struct AgentSlot {
 
 struct RmppTx {
     sender: Sender,
-    deadline: Option<Instant>,
     /// The sender's settings, to start the transfer again on a retry.
     cfg: SenderConfig,
 }
@@ -327,13 +327,12 @@ struct SendSlot {
     dest: Address,
     timeout: Duration,
     retries_left: u32,
+    /// Retries so far; also the attempt number (0 for the first), which
+    /// sets the backoff ([`Engine::interval`]).
     retries_used: u32,
-    attempt: u32,
     abs_deadline: Option<Instant>,
     /// Its lifecycle: phase, references, outcome ([`state`]).
     state: SendState<Message>,
-    /// In the agent's timeout list.
-    deadline: Option<Instant>,
     rmpp: Option<Box<RmppTx>>,
     cookie: u64,
     /// The total timeout (from the first post), for a send still queued.
@@ -374,7 +373,9 @@ pub struct Engine<T: Transport = Box<dyn Transport>> {
     /// Outbound RMPP transfers by TID and class; several may share them,
     /// each to a different peer (told apart by the control MAD's source).
     rmpp_out: FastMap<(u64, u8), Vec<usize>>,
-    rmpp_timers: Deadlines,
+    /// Every timer of the engine: responses, RMPP transfers and
+    /// reassemblies ([`Timer`]).
+    timers: Deadlines,
     next_low: u32,
     ready: VecDeque<usize>,
     reset_hold: Option<FastSet<usize>>,
@@ -433,7 +434,7 @@ impl<T: Transport> Engine<T> {
             sends: Slab::new(),
             waiting: FastMap::default(),
             rmpp_out: FastMap::default(),
-            rmpp_timers: Deadlines::default(),
+            timers: Deadlines::default(),
             next_low: 1,
             ready: VecDeque::new(),
             reset_hold: None,
@@ -613,22 +614,17 @@ impl<T: Transport> Engine<T> {
             .map(ReceiverTable::stats)
     }
 
-    /// The earliest time [`Engine::poll`] has timed work: the response
-    /// deadlines of every agent, RMPP timers, and the port's own.
+    /// The earliest time [`Engine::poll`] has timed work: the first
+    /// entry of the engine's timer table (response deadlines, RMPP
+    /// transfers and reassemblies, of every agent) or the port's own
+    /// deadline. Two lookups, whatever the number of agents and sends.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut t = self.port.next_deadline();
-        let mut take = |d: Option<Instant>| {
-            if let Some(d) = d {
-                t = Some(t.map_or(d, |x: Instant| x.min(d)));
-            }
-        };
-        take(self.rmpp_timers.first().map(|(d, _)| d));
-        for (_, a) in &self.agents {
-            take(a.timeouts.first().map(|(d, _)| d));
-            take(a.rmpp_rx.as_ref().and_then(ReceiverTable::poll_timeout));
+        let t = self.timers.first().map(|(d, _)| d);
+        match (t, self.port.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
-        t
     }
 }
 
@@ -639,6 +635,9 @@ fn port_failure(e: &PortError) -> SendStatus {
         _ => SendStatus::WcError(WcStatus::LocQpOpErr),
     }
 }
+
+#[cfg(test)]
+mod moves_tests;
 
 #[cfg(test)]
 mod active_rmpp_tests {

@@ -13,8 +13,10 @@ use mad_core::wire::rmpp::RmppType;
 use mad_core::wire::{Method, MgmtClass, METHOD_RESPONSE_BIT};
 use mad_rmpp::{Output, Peer, ReceiverTable, SendEvent, Sender, TransferKey};
 
+use super::state::{must, Move};
 use super::{port_failure, Engine, INTERNAL};
 use crate::tid;
+use crate::timers::Timer;
 use crate::types::{Message, SendStatus};
 
 impl<T: Transport> Engine<T> {
@@ -197,8 +199,9 @@ impl<T: Transport> Engine<T> {
         match Sender::from_message(tx.sender.message().to_vec(), hdr_len, tx.cfg, now) {
             Ok(sender) => {
                 tx.sender = sender;
-                // Cannot be refused: only an open send is retried.
-                let _ = s.state.restart_transfer();
+                // Only an open send is retried.
+                let r = s.state.restart_transfer();
+                must(&mut self.stats, Move::RestartTransfer, r);
                 self.route_rmpp(idx);
                 self.pump_rmpp(idx, now);
             }
@@ -212,19 +215,19 @@ impl<T: Transport> Engine<T> {
     /// the send's absolute deadline, so a transfer whose peer keeps it
     /// going never outlives the send's deadline.
     pub(super) fn rearm_rmpp(&mut self, idx: usize) {
-        let s = &mut self.sends[idx];
-        if let Some(tx) = s.rmpp.as_mut() {
-            if tx.deadline.take().is_some() {
-                self.rmpp_timers.remove(idx);
-            }
-            if s.state.rmpp_active() {
-                tx.deadline = match (tx.sender.poll_timeout(), s.abs_deadline) {
-                    (Some(d), Some(a)) => Some(d.min(a)),
-                    (d, a) => d.or(a),
-                };
-                if let Some(d) = tx.deadline {
-                    self.rmpp_timers.insert(d, idx);
-                }
+        let s = &self.sends[idx];
+        let key = Timer::RmppSend(idx).key();
+        let due = match s.rmpp.as_ref() {
+            Some(tx) if s.state.rmpp_active() => match (tx.sender.poll_timeout(), s.abs_deadline) {
+                (Some(d), Some(a)) => Some(d.min(a)),
+                (d, a) => d.or(a),
+            },
+            _ => None,
+        };
+        match due {
+            Some(d) => self.timers.insert(d, key),
+            None => {
+                self.timers.remove(key);
             }
         }
     }
@@ -240,7 +243,6 @@ impl<T: Transport> Engine<T> {
         let Some(tx) = s.rmpp.as_mut() else {
             return;
         };
-        tx.deadline = None;
         if past_deadline {
             self.stats.rmpp_deadline_expired += 1;
             self.fail(idx, SendStatus::Timeout);
@@ -347,6 +349,27 @@ impl<T: Transport> Engine<T> {
     /// Acts on what an agent's RMPP receiver produced: ACKs and answers go
     /// to the transfer's source address as received (GRH included), and a
     /// reassembled message carries that address as its source.
+    /// Sets agent `aidx`'s reassembly timer in the engine's table to its
+    /// receiver's earliest deadline (after anything that may move it:
+    /// segments, timeouts, a deregistration's clear).
+    pub(super) fn arm_rx(&mut self, aidx: usize) {
+        let key = Timer::RmppRecv(aidx).key();
+        let due = self
+            .agents
+            .get(aidx)
+            .and_then(|a| a.rmpp_rx.as_ref())
+            .and_then(ReceiverTable::poll_timeout);
+        if self.timers.get(key) == due {
+            return;
+        }
+        match due {
+            Some(d) => self.timers.insert(d, key),
+            None => {
+                self.timers.remove(key);
+            }
+        }
+    }
+
     pub(super) fn drain_rx(&mut self, aidx: usize, now: Instant) {
         let qp = self.agents[aidx].spec.qp;
         while let Some(out) = self.agents[aidx]
@@ -393,5 +416,6 @@ impl<T: Transport> Engine<T> {
                 }
             }
         }
+        self.arm_rx(aidx);
     }
 }

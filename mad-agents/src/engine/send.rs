@@ -39,10 +39,7 @@ impl<T: Transport> Engine<T> {
             cookie,
         } = req;
         if mad.len() < MAD_HEADER_LEN {
-            return Err(SendError::BadSend(format!(
-                "a MAD has at least {MAD_HEADER_LEN} bytes, not {}",
-                mad.len()
-            )));
+            return Err(SendError::BadSend(Unsendable::Truncated { len: mad.len() }));
         }
         let (qp, hi, rmpp_agent) = {
             let a = &self.agents[aidx];
@@ -50,23 +47,14 @@ impl<T: Transport> Engine<T> {
         };
         let class = Mad::new_unchecked(&mad[..]).mgmt_class();
         if class.is_smp() != (qp == Qp::Qp0) {
-            return Err(SendError::BadSend(format!(
-                "class {:#04x} does not belong on {qp:?}",
-                class.0
-            )));
+            return Err(SendError::BadSend(Unsendable::WrongQp { class, qp }));
         }
         if rmpp_agent && !class.is_rmpp_class() {
-            return Err(SendError::BadSend(format!(
-                "an RMPP agent cannot send class {:#04x}, which does not use RMPP",
-                class.0
-            )));
+            return Err(SendError::BadSend(Unsendable::NotRmppClass { class }));
         }
         let rmpp_transfer = rmpp_agent && (mad.len() > MAD_LEN || active_rmpp(&mad).is_some());
         if !rmpp_transfer && mad.len() > MAD_LEN {
-            return Err(SendError::BadSend(format!(
-                "{} bytes do not fit one MAD; register the agent with RMPP",
-                mad.len()
-            )));
+            return Err(SendError::BadSend(Unsendable::NeedsRmpp { len: mad.len() }));
         }
         let is_response = Mad::new_unchecked(&mad[..]).is_response();
         // An allocated TID is one no waiting send has (checked below once).
@@ -119,12 +107,8 @@ impl<T: Transport> Engine<T> {
             // already a Vec); a retry starts again from its bytes.
             let message = std::mem::take(&mut mad).into_vec();
             let sender = Sender::from_message(message, class.data_offset(), cfg, now)
-                .map_err(|e| SendError::BadSend(e.to_string()))?;
-            Some(Box::new(RmppTx {
-                sender,
-                deadline: None,
-                cfg,
-            }))
+                .map_err(SendError::Segmentation)?;
+            Some(Box::new(RmppTx { sender, cfg }))
         } else {
             None
         };
@@ -158,14 +142,12 @@ impl<T: Transport> Engine<T> {
             timeout,
             retries_left: retries,
             retries_used: 0,
-            attempt: 0,
             abs_deadline,
             state: if queue {
                 SendState::queued(self.flow.seq + 1)
             } else {
                 SendState::open(!timeout.is_zero(), rmpp_transfer)
             },
-            deadline: None,
             rmpp,
             cookie,
             total,
@@ -262,8 +244,9 @@ impl<T: Transport> Engine<T> {
             self.count_post_failure(Some(agent));
             return Err(e);
         }
-        // Cannot be refused: a queued send is dequeued before its post.
-        let _ = self.sends[idx].state.wr_posted();
+        // A queued send is dequeued before its post.
+        let r = self.sends[idx].state.wr_posted();
+        must(&mut self.stats, Move::WrPosted, r);
         self.stats.posted += 1;
         Ok(())
     }
@@ -299,9 +282,7 @@ impl<T: Transport> Engine<T> {
                 }
             }
         }
-        if s.deadline.take().is_some() {
-            self.agents[s.agent].timeouts.remove(idx);
-        }
+        self.timers.remove(Timer::Response(idx).key());
         if let Some(tx) = s.rmpp.as_mut() {
             tx.sender.cancel();
             while tx.sender.poll_event().is_some() {}
@@ -321,7 +302,7 @@ impl<T: Transport> Engine<T> {
             return;
         }
         if let Some(now) = now {
-            if s.state.ready_to_wait() && s.deadline.is_none() {
+            if s.state.ready_to_wait() && !self.timers.contains(Timer::Response(idx).key()) {
                 self.start_wait(idx, now);
             }
         }
@@ -374,18 +355,13 @@ impl<T: Transport> Engine<T> {
         // (`stop_waiting`).
         debug_assert!(self.waiting.get(&s.key) != Some(&idx));
         // Only an RMPP transfer is routed by `rmpp_out`.
-        if let Some(tx) = &s.rmpp {
+        if s.rmpp.is_some() {
             self.unroute_rmpp(s.key, idx);
-            if tx.deadline.is_some() {
-                self.rmpp_timers.remove(idx);
-            }
+            self.timers.remove(Timer::RmppSend(idx).key());
         }
+        self.timers.remove(Timer::Response(idx).key());
         let (status, response) = s.state.into_outcome();
         let aidx = s.agent;
-        let a = &mut self.agents[aidx];
-        if s.deadline.is_some() {
-            a.timeouts.remove(idx);
-        }
         self.unlink_send(aidx, s.prev, s.next);
         let a = &mut self.agents[aidx];
         a.stats.completed += 1;
@@ -455,22 +431,19 @@ impl<T: Transport> Engine<T> {
             return Err(SendError::NotWaiting(send));
         }
         s.timeout = timeout;
-        if s.deadline.is_none() {
+        let timer = Timer::Response(idx).key();
+        if !self.timers.contains(timer) {
             // Queued or still in flight: the new timeout counts from the
-            // first post or the completion. (Cannot be refused: the send
-            // is active.)
-            let _ = s.state.mark_extend();
-            return Ok(());
+            // first post or the completion. Refused only for a send with
+            // an outcome, as checked above.
+            return s
+                .state
+                .mark_extend()
+                .map_err(|state::Refused| SendError::NotActive(send));
         }
         let cover = now + timeout.saturating_mul(s.retries_left.saturating_add(1));
         s.abs_deadline = Some(s.abs_deadline.map_or(cover, |a| a.max(cover)));
-        if s.deadline.take().is_some() {
-            let a = s.agent;
-            self.agents[a].timeouts.remove(idx);
-            let nd = now + timeout;
-            self.sends[idx].deadline = Some(nd);
-            self.agents[a].timeouts.insert(nd, idx);
-        }
+        self.timers.insert(now + timeout, timer);
         Ok(())
     }
 
@@ -479,9 +452,11 @@ impl<T: Transport> Engine<T> {
             return;
         };
         let s = &mut self.sends[idx];
-        // A completion with none in flight (never from a sane port) is
-        // still judged by its status, as before.
-        let _ = s.state.wr_completed();
+        // The port completes each work request once, and only those it
+        // was given: a completion with none in flight is a bug (it is
+        // still judged by its status).
+        let r = s.state.wr_completed();
+        must(&mut self.stats, Move::WrCompleted, r);
         if status != WcStatus::Success
             && s.state.failure().is_none()
             && s.state.response().is_some()

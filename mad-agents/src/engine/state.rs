@@ -14,9 +14,15 @@
 //! ([`SendState::late_error`]).
 //!
 //! Every transition refuses a move its phase does not allow with
-//! [`Refused`] and leaves the state unchanged; nothing here panics.
+//! [`Refused`] and leaves the state unchanged; nothing here panics. The
+//! engine never drops a refusal: a move its own bookkeeping promises is
+//! legal goes through [`must`], so a refusal there (a bug) trips a debug
+//! assertion in debug builds and is counted in
+//! [`EngineStats::refused_moves`] in every build; a move that may be
+//! refused in normal operation (the first outcome wins, a flush is
+//! reposted once per attempt) is matched where it is made.
 
-use crate::types::SendStatus;
+use crate::types::{EngineStats, SendStatus};
 
 /// Where a send is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +66,39 @@ pub(super) enum Phase<R> {
 /// A move the send's phase does not allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Refused;
+
+/// The moves the engine makes only where its bookkeeping says they are
+/// legal: a refusal of one is a bug (see [`must`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Move {
+    /// [`SendState::wr_posted`] after the port accepted a post.
+    WrPosted,
+    /// [`SendState::wr_completed`] for a completion of the send's.
+    WrCompleted,
+    /// [`SendState::dequeue`] of a request taken out of the backlog.
+    Dequeue,
+    /// [`SendState::take_slot`] by a request posted awaiting its answer.
+    TakeSlot,
+    /// [`SendState::new_attempt`] of a retried send.
+    NewAttempt,
+    /// [`SendState::restart_transfer`] of a retried RMPP send.
+    RestartTransfer,
+}
+
+/// Applies a move the engine's bookkeeping promises is legal. A refusal
+/// is counted in [`EngineStats::refused_moves`] and trips a debug
+/// assertion naming the move; a release build goes on with the state as
+/// it was. `None` when refused.
+pub(super) fn must<T>(stats: &mut EngineStats, mv: Move, r: Result<T, Refused>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(Refused) => {
+            stats.refused_moves += 1;
+            debug_assert!(false, "refused state move {mv:?}");
+            None
+        }
+    }
+}
 
 /// What a send gave up when it reached its outcome (failed or answered).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -6,10 +6,12 @@ use super::*;
 impl<T: Transport> Engine<T> {
     pub(super) fn interval(&self, s: &SendSlot) -> Duration {
         let linear = self.cfg.linear_retries;
-        if s.attempt < linear {
+        // The attempt is the retries used so far.
+        let attempt = s.retries_used;
+        if attempt < linear {
             s.timeout
         } else {
-            let shift = (s.attempt - linear + 1).min(20);
+            let shift = (attempt - linear + 1).min(20);
             s.timeout
                 .saturating_mul(1u32 << shift)
                 .min(self.cfg.max_backoff.max(s.timeout))
@@ -27,54 +29,34 @@ impl<T: Transport> Engine<T> {
         if let Some(a) = s.abs_deadline {
             d = d.min(a);
         }
-        s.deadline = Some(d);
-        self.agents[s.agent].timeouts.insert(d, idx);
+        self.timers.insert(d, Timer::Response(idx).key());
     }
 
+    /// Runs every timer of the engine's table due at `now`, earliest
+    /// first; true if one ran. One lookup per timer run and one to see
+    /// that none is due; nothing is allocated.
     pub(super) fn handle_timeouts(&mut self, now: Instant) -> bool {
         let mut progress = false;
-        let due: Vec<usize> = self
-            .agents
-            .iter()
-            .filter(|(_, a)| a.timeouts.first().is_some_and(|(d, _)| d <= now))
-            .map(|(i, _)| i)
-            .collect();
-        for aidx in due {
-            while let Some((d, sidx)) = self.agents[aidx].timeouts.first() {
-                if d > now {
-                    break;
-                }
-                self.agents[aidx].timeouts.remove(sidx);
-                self.sends[sidx].deadline = None;
-                self.on_response_timeout(sidx, now);
-                progress = true;
-            }
-        }
-        while let Some((d, sidx)) = self.rmpp_timers.first() {
+        while let Some((d, key)) = self.timers.first() {
             if d > now {
                 break;
             }
-            self.rmpp_timers.remove(sidx);
-            self.on_rmpp_timer(sidx, now);
+            self.timers.remove(key);
             progress = true;
-        }
-        let rx_due: Vec<usize> = self
-            .agents
-            .iter()
-            .filter(|(_, a)| {
-                a.rmpp_rx
-                    .as_ref()
-                    .and_then(ReceiverTable::poll_timeout)
-                    .is_some_and(|d| d <= now)
-            })
-            .map(|(i, _)| i)
-            .collect();
-        for aidx in rx_due {
-            if let Some(rx) = self.agents[aidx].rmpp_rx.as_mut() {
-                rx.handle_timeout(now);
+            match Timer::of(key) {
+                Timer::Response(sidx) => self.on_response_timeout(sidx, now),
+                Timer::RmppSend(sidx) => self.on_rmpp_timer(sidx, now),
+                Timer::RmppRecv(aidx) => {
+                    let Some(a) = self.agents.get_mut(aidx) else {
+                        continue;
+                    };
+                    if let Some(rx) = a.rmpp_rx.as_mut() {
+                        rx.handle_timeout(now);
+                    }
+                    // Acts on the outcome and sets the next timer.
+                    self.drain_rx(aidx, now);
+                }
             }
-            self.drain_rx(aidx, now);
-            progress = true;
         }
         progress
     }
@@ -113,9 +95,9 @@ impl<T: Transport> Engine<T> {
             let s = &mut self.sends[idx];
             s.retries_left -= 1;
             s.retries_used += 1;
-            s.attempt += 1;
-            // Cannot be refused: the send is open.
-            let _ = s.state.new_attempt();
+            // Only a posted send's response timer runs: it is open.
+            let r = s.state.new_attempt();
+            must(&mut self.stats, Move::NewAttempt, r);
             let aidx = s.agent;
             self.agents[aidx].stats.retries += 1;
             self.stats.retries += 1;

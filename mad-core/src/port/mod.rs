@@ -133,8 +133,8 @@ use std::time::Instant;
 
 use crate::hash::FastMap;
 use crate::transport::{
-    Address, PortAttrs, Qp, QpState, Received, SendCompletion, Transport, TransportError, WcStatus,
-    WrId,
+    Address, PortAttrs, Qp, QpState, Received, SendCompletion, Transport, TransportError,
+    Unsendable, WcStatus, WrId,
 };
 use crate::wire::{MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 
@@ -488,11 +488,14 @@ impl<T: Transport> Port<T> {
         if self.dead {
             return Err(self.dead_error());
         }
-        if !(MAD_HEADER_LEN..=MAD_LEN).contains(&mad.len()) {
-            return Err(PortError::BadSend(format!(
-                "MAD of {} bytes (must be {MAD_HEADER_LEN}..={MAD_LEN})",
-                mad.len()
-            )));
+        if mad.len() < MAD_HEADER_LEN {
+            return Err(PortError::BadSend(Unsendable::Truncated { len: mad.len() }));
+        }
+        if mad.len() > MAD_LEN {
+            return Err(PortError::BadSend(Unsendable::TooLong {
+                len: mad.len(),
+                max: MAD_LEN,
+            }));
         }
         let meta = Meta {
             token: SendToken(self.next_token),

@@ -100,9 +100,9 @@ pub enum PortError {
     /// The client id is not (or no longer) registered with this port.
     #[error("{0} is not registered with this port")]
     UnknownClient(ClientId),
-    /// The MAD cannot be sent (e.g. wrong length).
+    /// The MAD cannot be sent (e.g. wrong length): the cause.
     #[error("bad send: {0}")]
-    BadSend(String),
+    BadSend(crate::transport::Unsendable),
     /// `ack_reset` without a soft reset in progress.
     #[error("no soft reset is pending")]
     NoResetPending,

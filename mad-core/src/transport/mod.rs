@@ -345,9 +345,10 @@ pub enum TransportError {
     /// The device had a fatal error; reopen the port explicitly.
     #[error("device {0} is dead after a fatal error; reopen the port")]
     DeviceDead(String),
-    /// A MAD that cannot be sent (length, class on the wrong QP, ...).
+    /// A MAD that cannot be sent (length, class on the wrong QP, ...):
+    /// the cause.
     #[error("bad send: {0}")]
-    BadSend(String),
+    BadSend(#[from] Unsendable),
     /// The named component could not be found or opened.
     #[error("{0}")]
     Open(String),
@@ -494,6 +495,8 @@ pub mod ibsim;
 mod layer;
 pub mod loopback;
 pub mod umad;
+mod unsendable;
 pub mod verbs;
 
 pub use layer::TransportLayer;
+pub use unsendable::Unsendable;

@@ -38,10 +38,10 @@
 use mad_core::transport::loopback::qp_transition_allowed;
 use mad_core::transport::{
     AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion, Transport, TransportError,
-    WcStatus, WrId,
+    Unsendable, WcStatus, WrId,
 };
 use mad_core::wire::attr::port_cap;
-use mad_core::wire::{MgmtClass, MAD_HEADER_LEN, MAD_LEN};
+use mad_core::wire::{MgmtClass, MAD_LEN};
 
 use std::io::Read;
 use std::os::fd::AsRawFd;
@@ -228,19 +228,7 @@ impl Transport for SimPort {
         mad: &[u8],
         dest: &mad_core::transport::Address,
     ) -> Result<WrId, TransportError> {
-        if mad.len() < MAD_HEADER_LEN || mad.len() > MAD_LEN {
-            return Err(TransportError::BadSend(format!(
-                "a MAD of {} bytes (24..=256 expected)",
-                mad.len()
-            )));
-        }
-        let class = MgmtClass(mad[1]);
-        if (qp == Qp::Qp0) != class.is_smp() {
-            return Err(TransportError::BadSend(format!(
-                "management class {:#04x} cannot be sent on {qp:?}",
-                class.0
-            )));
-        }
+        let class = Unsendable::check_post(mad, qp, MAD_LEN)?;
         let mut c = self.fabric.lock();
         // Only what the packet needs, copied out of the node (no clone of
         // the P_Key table or PortInfo per send).
@@ -270,9 +258,7 @@ impl Transport for SimPort {
             .and_then(Option::as_mut)
             .ok_or_else(|| TransportError::DeviceDead(self.attrs.ca_name.clone()))?;
         if !ep.owns[qp.index()] {
-            return Err(TransportError::BadSend(format!(
-                "{qp:?} of this port belongs to another endpoint (attach_qp)"
-            )));
+            return Err(Unsendable::QpNotOwned { qp }.into());
         }
         let state = ep.qp_state[qp.index()];
         match state {
@@ -303,17 +289,17 @@ impl Transport for SimPort {
             match pkey_at_index {
                 Some(k) if k & 0x7FFF != 0 => k,
                 _ => {
-                    return Err(TransportError::BadSend(format!(
-                        "P_Key index {} names no P_Key of this port",
-                        dest.pkey_index
-                    )))
+                    return Err(Unsendable::NoPKey {
+                        index: dest.pkey_index,
+                    }
+                    .into())
                 }
             }
         } else {
             first_pkey.unwrap_or(0xFFFF)
         };
         if class == MgmtClass::SUBN_DIRECTED_ROUTE {
-            super::check_dr_post(mad, is_switch, self.port).map_err(TransportError::BadSend)?;
+            super::check_dr_post(mad, is_switch, self.port)?;
         }
         buf[..mad.len()].copy_from_slice(mad);
         buf[mad.len()..].fill(0);

@@ -103,7 +103,7 @@ use crate::wire::field::{be_u16, be_u32, be_u64};
 use self::proto::{CtlType, SimClientInfo, SimCtl, SimRequest, CTL_DATA_LEN, SIM_MAGIC};
 use super::{
     Address, AsyncEvent, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WrId, GSI_QKEY, PERMISSIVE_LID,
+    TransportError, Unsendable, WrId, GSI_QKEY, PERMISSIVE_LID,
 };
 
 /// Most requests one client should leave unanswered at ibsim (see "Flow
@@ -484,10 +484,6 @@ fn attr_events(old: &PortAttrs, new: &PortAttrs) -> Vec<AsyncEvent> {
     ev
 }
 
-fn is_smp_class(class: u8) -> bool {
-    class == 0x01 || class == 0x81
-}
-
 impl Transport for IbSimTransport {
     fn port_attrs(&self) -> &PortAttrs {
         &self.attrs
@@ -522,20 +518,9 @@ impl Transport for IbSimTransport {
         if state != QpState::Rts {
             return Err(TransportError::QpNotReady { qp, state });
         }
-        if mad.len() < crate::wire::MAD_HEADER_LEN || mad.len() > proto::REQUEST_MAD_LEN {
-            return Err(TransportError::BadSend(format!(
-                "a MAD of {} bytes (ibsim carries 24..=256)",
-                mad.len()
-            )));
-        }
-        let class = mad[1];
-        if (qp == Qp::Qp0) != is_smp_class(class) {
-            return Err(TransportError::BadSend(format!(
-                "management class {class:#04x} cannot be sent on {qp:?}"
-            )));
-        }
+        Unsendable::check_post(mad, qp, proto::REQUEST_MAD_LEN)?;
         if dest.grh.is_some() {
-            return Err(TransportError::BadSend("ibsim carries no GRH".into()));
+            return Err(Unsendable::GrhUnsupported.into());
         }
         let sqp = match qp {
             Qp::Qp0 => 0,

@@ -80,7 +80,7 @@
 use super::verbs::{DeviceEvents, WakeSet};
 use super::{
     Address, AsyncEvent, Grh, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion,
-    Transport, TransportError, WrId,
+    Transport, TransportError, Unsendable, WrId,
 };
 use crate::wire::{Mad, MgmtClass};
 use std::collections::{HashMap, VecDeque};
@@ -554,20 +554,8 @@ impl Transport for UmadTransport {
         if self.dead {
             return Err(self.dead_error());
         }
-        let view = Mad::new_checked(mad)
-            .map_err(|e| TransportError::BadSend(format!("not a MAD: {e}")))?;
-        if mad.len() > MAD_LEN {
-            return Err(TransportError::BadSend(format!(
-                "MAD of {} bytes: the umad transport sends single MADs of at most 256 bytes",
-                mad.len()
-            )));
-        }
-        let class = view.mgmt_class();
-        if class.is_smp() != (qp == Qp::Qp0) {
-            return Err(TransportError::BadSend(format!(
-                "class {class} cannot be sent on {qp:?}"
-            )));
-        }
+        let class = Unsendable::check_post(mad, qp, MAD_LEN)?;
+        let view = Mad::new_unchecked(mad);
         let agent = self.agent_for(class, view.class_version())?;
         let view_is_response = view.is_response();
         if !view_is_response {

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mad_core::transport::{
-    Address, AsyncEvent, Grh, Qp, QpState, Received, SendCompletion, WcStatus, WrId, GSI_QKEY,
-    PERMISSIVE_LID,
+    Address, AsyncEvent, Grh, Qp, QpState, Received, SendCompletion, Unsendable, WcStatus, WrId,
+    GSI_QKEY, PERMISSIVE_LID,
 };
 use mad_core::wire::attr::{PhysPortState, PortInfo, PortState};
 use mad_core::wire::smp::{
@@ -373,7 +373,7 @@ fn dr_send_port<T: AsRef<[u8]>>(smp: &Smp<T>, is_switch: bool, port: u8) -> u8 {
 /// at `port` of a node posts: `Err` with the reason when the kernel would
 /// refuse the post (`-EINVAL`). A MAD shorter than 256 bytes reads as if
 /// padded with zeros.
-pub(crate) fn check_dr_post(mad: &[u8], is_switch: bool, port: u8) -> Result<(), String> {
+pub(crate) fn check_dr_post(mad: &[u8], is_switch: bool, port: u8) -> Result<(), Unsendable> {
     if mad.len() < MAD_LEN {
         let mut padded = [0u8; MAD_LEN];
         padded[..mad.len()].copy_from_slice(mad);
@@ -381,21 +381,16 @@ pub(crate) fn check_dr_post(mad: &[u8], is_switch: bool, port: u8) -> Result<(),
     }
     let smp = Smp::new_unchecked(mad);
     if smp.dr_slid() != PERMISSIVE_LID || smp.dr_dlid() != PERMISSIVE_LID {
-        return Err(
-            "directed-route SMPs with LID-routed parts (DrSLID/DrDLID not 0xFFFF) are not \
-             supported by the simulated fabric"
-                .into(),
-        );
+        return Err(Unsendable::DrLidRouted);
     }
     let cand = dr_send_port(&smp, is_switch, port);
     if dr_check_send(&smp, is_switch, cand) == DrVerdict::Discard {
-        return Err(format!(
-            "invalid directed route for a send from port {port} (hop pointer {}, hop count {}, \
-             direction {})",
-            smp.hop_ptr(),
-            smp.hop_cnt(),
-            u8::from(smp.direction()),
-        ));
+        return Err(Unsendable::InvalidRoute {
+            port,
+            hop_ptr: smp.hop_ptr(),
+            hop_cnt: smp.hop_cnt(),
+            direction: u8::from(smp.direction()),
+        });
     }
     Ok(())
 }
