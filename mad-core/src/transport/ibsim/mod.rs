@@ -536,7 +536,7 @@ impl Transport for IbSimTransport {
         // would hand it over: libumad2sim's clients (saquery, osmtest)
         // count records from the datagram's length, and would take the
         // zero padding for records.
-        let used = if crate::wire::MgmtClass(class).is_rmpp_class() {
+        let used = if crate::wire::MgmtClass(mad[1]).is_rmpp_class() {
             crate::wire::rmpp::RmppView::new_checked(mad)
                 .map_or(mad.len(), |v| v.used_len(mad.len()))
         } else {
