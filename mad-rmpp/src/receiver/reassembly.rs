@@ -1,7 +1,6 @@
 //! Placing DATA segments: starting a transfer on segment 1, windowed
 //! placement of the rest, completion and the lingering bound.
 
-use bitvec::vec::BitVec;
 use std::time::Instant;
 
 use super::budget::Usage;
@@ -86,7 +85,7 @@ impl ReceiverTable {
             seg_size: MAD_LEN - hdr_len,
             data,
             pooled,
-            have: BitVec::new(),
+            have: Vec::new(),
             seg_num: 0,
             max_seen: 0,
             newwin: 1,
@@ -266,7 +265,7 @@ impl ReceiverTable {
         if !t.pooled {
             message.shrink_to_fit();
         }
-        t.have = BitVec::new();
+        t.have = Vec::new();
         t.state = State::Complete;
         let src = t.reply;
         self.active -= 1;

@@ -1,7 +1,6 @@
 //! The state of one inbound transfer: its reassembly buffer, the bitmap
 //! of segments placed, and the window.
 
-use bitvec::{order::Lsb0, vec::BitVec};
 use mad_wire::addr::Address;
 use std::time::Instant;
 
@@ -40,7 +39,7 @@ pub(super) struct Transfer {
     /// `data` came from the pool: it is delivered at its capacity (the
     /// owner is expected to recycle it), not shrunk.
     pub(super) pooled: bool,
-    pub(super) have: BitVec<u64, Lsb0>,
+    pub(super) have: Vec<u64>,
     /// Highest in-order segment.
     pub(super) seg_num: u32,
     /// Highest segment received at all.
@@ -72,13 +71,15 @@ impl Transfer {
 
     pub(super) fn has(&self, n: u32) -> bool {
         let i = (n - 1) as usize;
-        self.have.get(i).is_some_and(|b| *b)
+        self.have
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
     pub(super) fn set(&mut self, n: u32) {
         let i = (n - 1) as usize;
-        if self.have.len() <= i {
-            self.have.resize(i + 1, false);
+        if self.have.len() <= i / 64 {
+            self.have.resize(i / 64 + 1, 0);
         }
-        self.have.set(i, true);
+        self.have[i / 64] |= 1 << (i % 64);
     }
 }
