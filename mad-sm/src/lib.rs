@@ -289,6 +289,7 @@ enum Kind {
         port: u8,
         block: u16,
         want: Box<[u16; 32]>,
+    },
     /// SLtoVLMappingTable or VLArbitrationTable Set of port `port` of
     /// the node with GUID `guid` (data hashed to `hash`).
     SetQos {
