@@ -24,12 +24,16 @@
 //! Among its candidate ports a switch sends a CA LID out of the one
 //! whose routes carry the fewest (source CA, destination) pairs so far,
 //! then the fewest CA LIDs, then the lowest (a LID no source sends
-//! through the switch: the fewest CA LIDs first): per destination the
-//! switches choose in the order traffic reaches them (up-going switches
-//! deepest first, then down-going ones from the top), each knowing how
-//! many sources its choice carries. Counting LFT entries alone would
-//! let every level of a 3-level fat tree pick in the same rhythm, and
-//! an aggregation switch would send all it gets up one core link.
+//! through the switch: the fewest CA LIDs, then the *most* pairs, then
+//! the lowest; the port with the fewest pairs takes the next LID that
+//! carries traffic, so a free LID there could leave it a LID over its
+//! share at the end, as one up port of 3-level trees was): per
+//! destination the switches choose in the order traffic reaches them
+//! (up-going switches deepest first, then down-going ones from the
+//! top), each knowing how many sources its choice carries. Counting LFT
+//! entries alone would let every level of a 3-level fat tree pick in
+//! the same rhythm, and an aggregation switch would send all it gets up
+//! one core link.
 //!
 //! Both up/down engines are min-hop within the up/down rule: a switch
 //! that can reach the destination going down only goes down (the fewest
@@ -365,9 +369,12 @@ fn updown(
             let best = mine.iter().copied().min_by_key(|&k| {
                 let (port, next) = g.adj[s][k];
                 let taken = used[s].contains(&next);
-                // A LID no source sends through here: the fewest LIDs.
+                // A LID no source sends through here: the fewest LIDs,
+                // then the most pairs (the port with the fewest takes the
+                // next LID that carries traffic, whatever its LIDs: a
+                // free LID there would leave it one over at the end).
                 if inflow[s] == 0 {
-                    (taken, u64::from(load[s][k]), pairs[s][k], port)
+                    (taken, u64::from(load[s][k]), u64::MAX - pairs[s][k], port)
                 } else {
                     (taken, pairs[s][k], u64::from(load[s][k]), port)
                 }

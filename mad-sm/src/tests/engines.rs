@@ -182,3 +182,99 @@ fn updn_takes_only_the_top_of_roots_found_on_two_levels() {
     assert_eq!(engine, Engine::UpDown, "{notes:?}");
     assert_eq!(notes, vec![format!("updn: roots {core_guid:#018x}")]);
 }
+
+/// A 3-level k-ary fat tree of `pods` pods as
+/// `gen_fattree.py 3level --radix k --pods pods` lays it out: per pod
+/// k/2 leaves ("PpLi", ports 1..k/2 to one CA each, k/2+1+a to
+/// aggregation switch a) and k/2 aggregation switches ("PpAa", port 1+i
+/// to leaf i, k/2+1+j to core a·k/2+j); (k/2)² cores ("Cc", port 1+p to
+/// pod p). The SM on the first CA.
+fn k_ary_tree(k: u8, pods: u8) -> Fabric {
+    let half = k / 2;
+    let mut f = Fabric::new();
+    let cores: Vec<usize> = (0..usize::from(half) * usize::from(half))
+        .map(|c| f.switch(&format!("C{c}"), k))
+        .collect();
+    let mut first_ca = None;
+    for p in 0..pods {
+        let mut leaves = Vec::new();
+        let mut aggs = Vec::new();
+        for i in 0..half {
+            leaves.push(f.switch(&format!("P{p}L{i}"), k));
+            aggs.push(f.switch(&format!("P{p}A{i}"), k));
+        }
+        for (i, &leaf) in leaves.iter().enumerate() {
+            for hp in 1..=half {
+                let ca = f.ca(&format!("P{p}L{i}H{hp}"), 1);
+                first_ca.get_or_insert(ca);
+                f.link(leaf, hp, ca, 1);
+            }
+            for (a, &agg) in aggs.iter().enumerate() {
+                f.link(leaf, half + 1 + a as u8, agg, 1 + i as u8);
+            }
+        }
+        for (a, &agg) in aggs.iter().enumerate() {
+            for j in 0..half {
+                let core = cores[a * usize::from(half) + usize::from(j)];
+                f.link(agg, half + 1 + j, core, 1 + p);
+            }
+        }
+    }
+    f.sm_at = (first_ca.unwrap_or(0), 1);
+    f
+}
+
+#[test]
+fn ftree_gives_every_aggregation_up_port_its_share_of_lids_and_pairs() {
+    // Each aggregation switch sends the CAs of the other pods up its k/2
+    // core links: (pods - 1)·(k/2)² LIDs over k/2 ports, and the pod's
+    // (k/2)² sources share the k/2 aggregation switches: (pods - 1)·(k/2)²
+    // pairs per up port. A free LID (no source sends it through the
+    // switch) put on the port with the fewest pairs left that port a LID
+    // over its share, and another one under (e.g. [5, 3] for k = 4, 3
+    // pods), as on the 11,664-CA tree of k = 36, 36 pods (631 / 629).
+    for (k, pods) in [(4u8, 3u8), (4, 4), (6, 6), (8, 5), (10, 8)] {
+        let mut h = Harness::new(
+            k_ary_tree(k, pods),
+            SmConfig {
+                routing: RoutingConfig {
+                    engines: vec![Engine::FatTree],
+                    root_guids: Vec::new(),
+                },
+                ..SmConfig::default()
+            },
+        );
+        h.bring_up();
+        let tables = Tables::from_subnet(h.sm.subnet());
+        let r = check(&tables);
+        assert!(
+            r.cycle.is_empty() && r.unreachable == 0,
+            "k={k} pods={pods}"
+        );
+        let half = u32::from(k / 2);
+        let share = (u32::from(pods) - 1) * half;
+        let pair_share = u64::from(share * half);
+        let mut aggs = 0;
+        for b in &r.balance {
+            if !tables.switches[b.sw].name.contains('A') {
+                continue;
+            }
+            let ups: Vec<_> = b.ports.iter().filter(|p| p.port > k / 2).collect();
+            assert_eq!(ups.len(), usize::from(k / 2));
+            aggs += 1;
+            let lids: Vec<u32> = ups.iter().map(|p| p.routes).collect();
+            let pairs: Vec<u64> = ups.iter().map(|p| p.pairs).collect();
+            assert!(
+                lids.iter().all(|&l| l == share),
+                "k={k} pods={pods} switch {}: LIDs per up port {lids:?}, want {share} each",
+                b.sw
+            );
+            assert!(
+                pairs.iter().all(|&p| p == pair_share),
+                "k={k} pods={pods} switch {}: pairs per up port {pairs:?}, want {pair_share} each",
+                b.sw
+            );
+        }
+        assert_eq!(aggs, u32::from(pods) * half);
+    }
+}
