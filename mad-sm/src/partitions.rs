@@ -580,19 +580,7 @@ pub fn partition_groups(cfg: &PartitionConfig) -> Vec<PartitionGroup> {
     out
 }
 
-/// What [`pkey_tables`] gives a subnet's ports.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PKeyPlan {
-    /// The P_Key table of each port (end ports, and switch ports linked
-    /// to end ports), index 0 first, no trailing zeros.
-    pub tables: FastMap<PortRef, Vec<u16>>,
-    /// Switch external ports to enforce partitions on (inbound and
-    /// outbound); every other switch external port gets none.
-    pub enforce: Vec<PortRef>,
-    /// Ports whose table was cut to their capacity, with the P_Keys
-    /// that did not fit.
-    pub overflow: Vec<(PortRef, Vec<u16>)>,
-}
+pub use crate::subnet::PKeyPlan;
 
 /// The P_Key tables `cfg` gives the ports of `sub` (see the module docs).
 #[must_use]

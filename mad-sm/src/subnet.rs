@@ -125,7 +125,7 @@ struct Inner {
     links: FastMap<PortRef, PortRef>,
     local: Option<PortRef>,
     max_lid: u16,
-    pkeys: Option<Arc<crate::partitions::PKeyPlan>>,
+    pkeys: Option<Arc<PKeyPlan>>,
 }
 
 impl Subnet {
@@ -251,7 +251,7 @@ impl Subnet {
     /// The P_Key tables SM-lite programs (`None`: partitions are not
     /// managed, the ports keep what they hold).
     #[must_use]
-    pub fn pkey_plan(&self) -> Option<&crate::partitions::PKeyPlan> {
+    pub fn pkey_plan(&self) -> Option<&PKeyPlan> {
         self.inner.pkeys.as_deref()
     }
 
@@ -264,7 +264,7 @@ impl Subnet {
 
     // ---- building (crate-internal) ----
 
-    pub(crate) fn set_pkey_plan(&mut self, plan: Option<crate::partitions::PKeyPlan>) {
+    pub(crate) fn set_pkey_plan(&mut self, plan: Option<PKeyPlan>) {
         self.m().pkeys = plan.map(Arc::new);
     }
 
@@ -318,4 +318,20 @@ impl Subnet {
     pub(crate) fn set_max_lid(&mut self, lid: u16) {
         self.m().max_lid = lid;
     }
+}
+
+/// The P_Key tables partitions give a subnet's ports
+/// ([`crate::partitions::pkey_tables`]); kept with the subnet it was made
+/// for ([`Subnet::pkey_plan`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PKeyPlan {
+    /// The P_Key table of each port (end ports, and switch ports linked
+    /// to end ports), index 0 first, no trailing zeros.
+    pub tables: FastMap<PortRef, Vec<u16>>,
+    /// Switch external ports to enforce partitions on (inbound and
+    /// outbound); every other switch external port gets none.
+    pub enforce: Vec<PortRef>,
+    /// Ports whose table was cut to their capacity, with the P_Keys
+    /// that did not fit.
+    pub overflow: Vec<(PortRef, Vec<u16>)>,
 }
