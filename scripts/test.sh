@@ -4,7 +4,9 @@
 #
 #   1. installs the Debian packages the tests use, when one is missing
 #      (apt-get, as root or through sudo), and cargo-fuzz when missing;
-#   2. cargo fmt --check, cargo clippy -D warnings, cargo bench --no-run
+#   2. cargo fmt --check, cargo clippy -D warnings, the static checks
+#      (scripts/module-cycles.py, scripts/check-mad-offsets.py),
+#      cargo bench --no-run
 #      (the benchmarks build), cargo test --workspace (which includes the
 #      real-kernel tests: tests/kernel_vm.rs and tools/tests/kernel_vm_diags.rs
 #      boot Debian's kernel under qemu with two soft-RoCE ports, tests/kvm;
@@ -97,6 +99,9 @@ cargo clippy --workspace --all-targets -- -D warnings || fail "cargo clippy"
 
 step "no import cycles between the modules of a crate ($(elapsed))"
 python3 scripts/module-cycles.py || fail "module import cycles (scripts/module-cycles.py)"
+
+step "no MAD header byte indexed by offset outside mad-wire ($(elapsed))"
+python3 scripts/check-mad-offsets.py || fail "raw MAD header offsets (scripts/check-mad-offsets.py)"
 
 step "cargo bench --workspace --no-run ($(elapsed))"
 cargo bench --workspace --no-run || fail "cargo bench --no-run"

@@ -382,7 +382,7 @@ impl SendRequest {
     /// The management class of the MAD (0 if it is too short).
     #[must_use]
     pub fn class(&self) -> MgmtClass {
-        MgmtClass(self.mad.get(1).copied().unwrap_or(0))
+        Mad::new_unchecked(&self.mad[..]).mgmt_class()
     }
 }
 

@@ -16,7 +16,7 @@ pub use mad_wire::wire::rmpp::{
     RmppHeader as Header, RmppStatus, RmppType, RMPP_FLAG_ACTIVE as FLAG_ACTIVE,
     RMPP_FLAG_FIRST as FLAG_FIRST, RMPP_FLAG_LAST as FLAG_LAST,
 };
-use mad_wire::wire::Repr;
+use mad_wire::wire::{Mad, Repr};
 
 /// Reads the RMPP header (bytes 24..36) of `mad`.
 ///
@@ -60,9 +60,11 @@ pub fn header(
 
 /// Flips the response bit of the method byte (ACK / ABORT replies do so).
 pub(crate) fn flip_response_bit(mad: &mut [u8]) {
-    if let Some(m) = mad.get_mut(3) {
-        *m ^= 0x80;
-    }
+    // A buffer shorter than the method byte is left alone (the view
+    // drops the write).
+    let mut m = Mad::new_unchecked(mad);
+    let r = m.response_bit();
+    m.set_response_bit(!r);
 }
 
 /// Segment geometry of one message.

@@ -31,7 +31,7 @@ use crate::segment::{
 };
 use crate::{Error, Outcome};
 use mad_wire::wire::rmpp::{RmppView, RMPP_HEADER_LEN};
-use mad_wire::wire::{Repr, MAD_HEADER_LEN, RMPP_HEADER_END};
+use mad_wire::wire::{Mad, Repr, MAD_HEADER_LEN, RMPP_HEADER_END};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -207,9 +207,7 @@ impl Sender {
     /// The TID of the message (header bytes 8..16).
     #[must_use]
     pub fn tid(&self) -> u64 {
-        let mut t = [0u8; 8];
-        t.copy_from_slice(&self.message[8..16]);
-        u64::from_be_bytes(t)
+        Mad::new_unchecked(&self.message[..]).tid()
     }
 
     /// True once the transfer has ended (any outcome).

@@ -56,7 +56,7 @@ use mad_core::transport::ibsim::proto::{
     STATUS_UNDELIVERABLE,
 };
 use mad_core::transport::{Address, Qp, Transport, GSI_QKEY, PERMISSIVE_LID};
-use mad_core::wire::{MgmtClass, Repr};
+use mad_core::wire::{Mad, MgmtClass, Repr};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
@@ -539,13 +539,11 @@ impl IbSimServer {
             if mad.len() < 24 {
                 continue;
             }
-            let response = mad[3] & 0x80 != 0;
-            if !response {
+            let mut head = Mad::new_unchecked(&mut mad[..]);
+            if !head.response_bit() {
                 // ibsim: the client number in TID bits 48-63.
-                let mut tid = [0u8; 8];
-                tid.copy_from_slice(&mad[8..16]);
-                let t = (u64::from_be_bytes(tid) & 0x0000_FFFF_FFFF_FFFF) | ((i as u64) << 48);
-                mad[8..16].copy_from_slice(&t.to_be_bytes());
+                let t = (head.tid() & 0x0000_FFFF_FFFF_FFFF) | ((i as u64) << 48);
+                head.set_tid(t);
             }
             if let Some(speaks) = rmpp::active(&mad).map(|v| rmpp::well_formed(&v)) {
                 if let Some(c) = self.clients[i].as_mut() {
@@ -555,7 +553,7 @@ impl IbSimServer {
                     rmpp::as_single_segment(&mut mad);
                 }
             }
-            let qp = if MgmtClass(mad[1]).is_smp() {
+            let qp = if Mad::new_unchecked(&mad[..]).mgmt_class().is_smp() {
                 Qp::Qp0
             } else {
                 Qp::Qp1
@@ -608,14 +606,15 @@ impl IbSimServer {
         own_lid: u16,
         r: &mad_core::transport::Received,
     ) {
-        let Some(&flags) = r.mad.get(3) else { return };
-        let response = flags & 0x80 != 0;
-        let target = if response {
-            let mut tid = [0u8; 8];
-            if let Some(b) = r.mad.get(8..16) {
-                tid.copy_from_slice(b);
-            }
-            let i = (u64::from_be_bytes(tid) >> 48) as usize;
+        let head = Mad::new_unchecked(&r.mad[..]);
+        // Shorter than the first header word (up to the method): nothing
+        // to route.
+        if r.mad.len() < 4 {
+            return;
+        }
+        let target = if head.response_bit() {
+            // A TID not wholly there reads as 0 (client 0).
+            let i = (head.tid() >> 48) as usize;
             self.clients
                 .get(i)
                 .and_then(Option::as_ref)
@@ -664,11 +663,7 @@ impl IbSimServer {
                 match kind {
                     Rmpp::Speaks => {}
                     Rmpp::Lacks => {
-                        let tid = r.mad.get(8..16).map_or(0, |b| {
-                            let mut t = [0u8; 8];
-                            t.copy_from_slice(b);
-                            u64::from_be_bytes(t)
-                        });
+                        let tid = head.tid();
                         if v.is_last() {
                             self.open.remove(&(i, tid));
                         } else {
@@ -703,7 +698,7 @@ impl IbSimServer {
                 }
             }
         }
-        let dr = r.mad.get(1).copied() == Some(MgmtClass::SUBN_DIRECTED_ROUTE.0);
+        let dr = head.mgmt_class() == MgmtClass::SUBN_DIRECTED_ROUTE;
         let req = SimRequest::new(
             if dr { PERMISSIVE_LID } else { own_lid },
             if dr { PERMISSIVE_LID } else { r.src.lid },

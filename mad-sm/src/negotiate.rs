@@ -222,15 +222,18 @@ impl SubnetManager {
         n.data_details[6..10].copy_from_slice(&cap.to_be_bytes());
         let Ok(b) = n.to_vec() else { return };
         let mut mad = vec![0u8; MAD_LEN];
-        mad[0] = 1;
-        mad[1] = MgmtClass::SUBN_LID_ROUTED.0;
-        mad[2] = 1;
-        mad[3] = Method::TRAP.0;
         self.next_tid = self.next_tid.wrapping_add(1);
         let tid = TID_MARK | u64::from(self.next_tid);
-        mad[8..16].copy_from_slice(&tid.to_be_bytes());
-        mad[16..18].copy_from_slice(&AttributeId::NOTICE.0.to_be_bytes());
-        mad[24..32].copy_from_slice(&self.cfg.m_key.to_be_bytes());
+        let mut smp = Smp::new_unchecked(&mut mad[..]);
+        smp.mad_mut().set_request(
+            MgmtClass::SUBN_LID_ROUTED,
+            1,
+            Method::TRAP,
+            AttributeId::NOTICE,
+            0,
+        );
+        smp.mad_mut().set_tid(tid);
+        smp.set_m_key(self.cfg.m_key);
         // In an SMP the Notice is cut to the 64 data bytes.
         mad[SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN].copy_from_slice(&b[..SMP_DATA_LEN]);
         self.responses.push_back((mad, Address::smi(sm_lid)));

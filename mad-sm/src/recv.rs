@@ -38,7 +38,7 @@ impl SubnetManager {
     pub(super) fn on_trap(&mut self, now: Instant, smp: &Smp<&[u8]>, src: &Address) {
         let mut rep = smp.as_bytes().to_vec();
         rep.resize(MAD_LEN, 0);
-        rep[3] = Method::TRAP_REPRESS.0;
+        mad_core::wire::Mad::new_unchecked(&mut rep[..]).set_method(Method::TRAP_REPRESS, false);
         self.responses.push_back((rep, reply_address(smp, src)));
         if smp.attr_id() != AttributeId::NOTICE {
             return;
@@ -110,13 +110,14 @@ impl SubnetManager {
         } else {
             MadStatus::METHOD_ATTR_UNSUPPORTED.0
         };
-        rep[3] = Method::GET.0 | mad_core::wire::METHOD_RESPONSE_BIT;
         let word = if smp.is_directed_route() {
             DR_DIRECTION_BIT | (status & 0x7FFF)
         } else {
             status
         };
-        rep[4..6].copy_from_slice(&word.to_be_bytes());
+        let mut head = mad_core::wire::Mad::new_unchecked(&mut rep[..]);
+        head.set_method(Method::GET, true);
+        head.set_status(MadStatus(word));
         let to = reply_address(smp, src);
         if smp.attr_id() == AttributeId::SM_INFO && smp.method() == Method::GET {
             let sender = SmInfo::parse(smp.data()).ok();

@@ -8,7 +8,7 @@ use mad_core::wire::sa::{attr_offset_for, SaHeader, SA_CLASS_VERSION};
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::vendor::VendorHeader;
 use mad_core::wire::{
-    AttributeId, MadHeader, MadStatus, Method, MgmtClass, Repr, MAD_HEADER_LEN, MAD_LEN,
+    AttributeId, Mad, MadHeader, MadStatus, Method, MgmtClass, Repr, MAD_HEADER_LEN, MAD_LEN,
     RMPP_HEADER_END, SA_DATA_OFFSET, SMP_DATA_OFFSET, VENDOR_DATA_OFFSET,
 };
 use mad_core::MadBuf;
@@ -75,7 +75,7 @@ impl MadBuilder {
         b.bytes = bytes;
         // ClassSpecific of a DR SMP: the hop pointer and count the route
         // wrote.
-        b.header.class_specific = u16::from_be_bytes([bytes[6], bytes[7]]);
+        b.header.class_specific = Mad::new_unchecked(&bytes[..]).class_specific();
         b
     }
 

@@ -31,7 +31,7 @@ use mad_core::wire::{Mad, Method};
 #[must_use]
 pub fn get_resp(mad: &[u8]) -> Vec<u8> {
     let mut r = mad.to_vec();
-    r[3] = 0x80 | Method::GET.0;
+    Mad::new_unchecked(&mut r[..]).set_method(Method::GET, true);
     r
 }
 

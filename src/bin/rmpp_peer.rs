@@ -36,7 +36,7 @@ use mad_agents::{AgentEvent, AgentSpec, EngineConfig, Runtime, SendRequest, Send
 use mad_core::transport::umad::UmadTransport;
 use mad_core::transport::{Address, Grh, Qp, GSI_QKEY};
 use mad_core::wire::sa_records::NodeRecord;
-use mad_core::wire::{Method, MgmtClass, VENDOR_DATA_OFFSET};
+use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, VENDOR_DATA_OFFSET};
 
 const CLASS: MgmtClass = MgmtClass(0x30);
 const OUI: u32 = 0x00_1405;
@@ -59,9 +59,10 @@ fn pattern_mismatch(data: &[u8]) -> Option<usize> {
 /// A vendor message: the 40-byte header, then `data`.
 fn vendor_message(method: Method, response: bool, tid: u64, data: &[u8]) -> Vec<u8> {
     let mut m = vec![0u8; VENDOR_DATA_OFFSET];
-    m[..4].copy_from_slice(&[1, CLASS.0, 1, method.0 | if response { 0x80 } else { 0 }]);
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
-    m[16..18].copy_from_slice(&0xff10u16.to_be_bytes());
+    let mut head = Mad::new_unchecked(&mut m[..]);
+    head.set_request(CLASS, 1, method, AttributeId(0xff10), 0);
+    head.set_response_bit(response);
+    head.set_tid(tid);
     m[37..40].copy_from_slice(&OUI.to_be_bytes()[1..]);
     m.extend_from_slice(data);
     if m.len() < 256 {

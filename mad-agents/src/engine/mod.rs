@@ -400,8 +400,8 @@ impl<T: Transport> std::fmt::Debug for Engine<T> {
 /// class that uses RMPP (other classes' bytes there are no RMPP header:
 /// an SMP's are its M_Key).
 fn active_rmpp(mad: &[u8]) -> Option<RmppView<&[u8]>> {
-    let class = MgmtClass(*mad.get(1)?);
-    if !class.is_rmpp_class() {
+    // A buffer too short for the class reads class 0, no RMPP class.
+    if !Mad::new_unchecked(mad).mgmt_class().is_rmpp_class() {
         return None;
     }
     RmppView::new_checked(mad).ok().filter(RmppView::is_active)

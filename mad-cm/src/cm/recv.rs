@@ -8,7 +8,7 @@ use mad_core::wire::cm::{
     timeout_duration, ApStatus, CmApr, CmDrep, CmDreq, CmMessage, CmMra, CmRej, CmRep, CmReq,
     CmRtu, CmSidrRep, CmSidrReq, MsgRef, RejectReason, SidrStatus, TransportType, CM_CLASS_VERSION,
 };
-use mad_core::wire::{MadHeader, Method, Repr, METHOD_RESPONSE_BIT};
+use mad_core::wire::{Mad, MadHeader, Method, Repr};
 
 use super::{msgs, Cm};
 use crate::conn::{peer_key, Conn, Side, State};
@@ -513,7 +513,7 @@ impl Cm {
             ..ClassPortInfo::default()
         };
         let mut mad = CmMessage::ClassPortInfo(Box::new(cpi)).to_mad(hdr.tid)?;
-        mad[3] = Method::GET.0 | METHOD_RESPONSE_BIT;
+        Mad::new_unchecked(&mut mad[..]).set_method(Method::GET, true);
         self.transmits.push_back(Transmit { to: *src, mad });
         Ok(())
     }

@@ -40,7 +40,7 @@ use crate::FastMap;
 use crate::Outcome;
 use budget::Usage;
 use mad_wire::addr::Address;
-use mad_wire::wire::MgmtClass;
+use mad_wire::wire::{Mad, MgmtClass};
 use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 use transfer::{State, Transfer};
@@ -89,14 +89,14 @@ impl TransferKey {
         if mad.len() < 16 {
             return None;
         }
-        let mut t = [0u8; 8];
-        t.copy_from_slice(&mad[8..16]);
+        // Bytes 0..16 are there: every field read below is.
+        let m = Mad::new_unchecked(mad);
         Some(Self {
-            tid: u64::from_be_bytes(t),
+            tid: m.tid(),
             src,
-            class: mad[1],
-            class_version: mad[2],
-            method: mad[3],
+            class: m.mgmt_class().0,
+            class_version: m.class_version(),
+            method: m.raw_method(),
         })
     }
 }

@@ -13,6 +13,7 @@ use crate::segment::{
 };
 use crate::Outcome;
 use mad_wire::addr::Address;
+use mad_wire::wire::Mad;
 
 impl ReceiverTable {
     /// A reply MAD built from `template` with the response bit flipped.
@@ -32,7 +33,8 @@ impl ReceiverTable {
         if rtype != RmppType::ACK {
             // ABORT/STOP carry no class data. The RMPP header stays, also
             // for a class with no class header (data at byte 24).
-            let h = hdr_len_of(m[1]).clamp(RMPP_HEADER_END, MAD_LEN);
+            let h = hdr_len_of(Mad::new_unchecked(&m[..]).mgmt_class().0)
+                .clamp(RMPP_HEADER_END, MAD_LEN);
             m[h..].iter_mut().for_each(|b| *b = 0);
         }
         m

@@ -39,7 +39,7 @@ use mad_core::wire::rmpp::{
     RmppStatus, RmppType, RmppView, RMPP_FLAG_ACTIVE, RMPP_FLAG_FIRST, RMPP_FLAG_LAST,
     RMPP_NO_RESP_TIME, RMPP_VERSION,
 };
-use mad_core::wire::{MgmtClass, MAD_LEN, METHOD_RESPONSE_BIT, RMPP_HEADER_END};
+use mad_core::wire::{Mad, MAD_LEN, RMPP_HEADER_END};
 
 /// What a client is known to do about RMPP.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -70,8 +70,8 @@ const WINDOW: u32 = 64;
 
 /// The RMPP header of `mad` when it is an Active MAD of an RMPP class.
 pub(super) fn active(mad: &[u8]) -> Option<RmppView<&[u8]>> {
-    let class = MgmtClass(*mad.get(1)?);
-    if !class.is_rmpp_class() {
+    // A buffer too short for the class reads class 0, no RMPP class.
+    if !Mad::new_unchecked(mad).mgmt_class().is_rmpp_class() {
         return None;
     }
     RmppView::new_checked(mad).ok().filter(RmppView::is_active)
@@ -108,13 +108,17 @@ pub(super) fn as_single_segment(mad: &mut [u8]) {
 /// [`WINDOW`] more).
 pub(super) fn ack(data: &[u8]) -> Vec<u8> {
     let mut m = vec![0u8; MAD_LEN];
-    let hdr = data
-        .get(1)
-        .map_or(RMPP_HEADER_END, |c| MgmtClass(*c).data_offset())
+    // (A class not there reads 0, whose offset the clamp raises to the
+    // RMPP header's end.)
+    let hdr = Mad::new_unchecked(data)
+        .mgmt_class()
+        .data_offset()
         .clamp(RMPP_HEADER_END, MAD_LEN)
         .min(data.len());
     m[..hdr].copy_from_slice(&data[..hdr]);
-    m[3] ^= METHOD_RESPONSE_BIT;
+    let mut head = Mad::new_unchecked(&mut m[..]);
+    let response = head.response_bit();
+    head.set_response_bit(!response);
     let (seg, rt) = {
         let v = RmppView::new_unchecked(data);
         (v.seg_num(), v.resp_time())
@@ -135,9 +139,9 @@ pub(super) fn ack(data: &[u8]) -> Vec<u8> {
 /// again to whoever attaches at the port next (reusing the same TIDs).
 pub(super) fn abort(data: &[u8]) -> Vec<u8> {
     let mut m = ack(data);
-    let hdr = m
-        .get(1)
-        .map_or(RMPP_HEADER_END, |c| MgmtClass(*c).data_offset())
+    let hdr = Mad::new_unchecked(&m[..])
+        .mgmt_class()
+        .data_offset()
         .clamp(RMPP_HEADER_END, MAD_LEN);
     m[hdr..].fill(0);
     let mut v = RmppView::new_unchecked(&mut m[..]);
@@ -218,6 +222,7 @@ impl IbSimServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mad_core::wire::MgmtClass;
 
     fn seg(flags: u8, seg_num: u32, paylen: u32) -> Vec<u8> {
         let mut m = vec![0u8; MAD_LEN];

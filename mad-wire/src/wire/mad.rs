@@ -15,7 +15,7 @@ crate::wire_struct! {
         class_version: uint u8 [16, 8] => "ClassVers"
             view pub class_version / pub set_class_version,
         /// Response bit (0x80 of byte 3).
-        response: uint bool [24, 1] => "IsResponse" view pub response_bit / set_response_bit,
+        response: uint bool [24, 1] => "IsResponse" view pub response_bit / pub set_response_bit,
         /// Method, without the response bit.
         method: uint Method [25, 7] => "Method" view pub method / set_method_bits,
         /// Status. For DR SMPs bit 15 is the D bit.

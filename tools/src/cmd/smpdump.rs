@@ -19,7 +19,7 @@
 //! `data` is the 64 bytes as lowercase hex; DEST as in tools/README.md.
 
 use mad_agents::smp::SmpTarget;
-use mad_core::wire::{AttributeId, Method};
+use mad_core::wire::{AttributeId, Mad, Method};
 
 use crate::command::{CliError, Invocation};
 use crate::ibdiag::{self, Dest, DestType, Opt, ToolSpec};
@@ -143,9 +143,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
     let data = mad
         .get(SMP_DATA_OFFSET..SMP_DATA_OFFSET + SMP_DATA_LEN)
         .map_or_else(|| vec![0u8; SMP_DATA_LEN], <[u8]>::to_vec);
-    let status = mad
-        .get(4..6)
-        .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+    let status = Mad::new_unchecked(&mad[..]).status().0;
     if p.common.json {
         ibdiag::print_json(
             inv,

@@ -177,10 +177,10 @@ where
                 let Some(tid) = answer_tid(&rx.mad) else {
                     continue;
                 };
-                let class_ok = self
-                    .out
-                    .get(&tid)
-                    .is_some_and(|s| s.mad.get(1) == rx.mad.get(1));
+                let class_ok = self.out.get(&tid).is_some_and(|s| {
+                    Mad::new_unchecked(&s.mad[..]).mgmt_class()
+                        == Mad::new_unchecked(&rx.mad[..]).mgmt_class()
+                });
                 if !class_ok {
                     continue;
                 }

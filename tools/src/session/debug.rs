@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use mad_core::transport::{Address, Qp, Transport, TransportError, WrId};
+use mad_core::wire::smp::Smp;
+use mad_core::wire::Mad;
 
 use crate::diags::PortIdText;
 
@@ -88,10 +90,11 @@ impl<T: Transport> DebugTap<T> {
         let Some(line) = debug_line(mad, dest, state == NAMED_AS_WALK) else {
             return;
         };
-        let Some(tid) = mad.get(8..16).and_then(|b| <[u8; 8]>::try_from(b).ok()) else {
+        // A MAD too short to hold its TID is not noted (as before).
+        if mad.len() < 16 {
             return;
-        };
-        let tid = u64::from_be_bytes(tid);
+        }
+        let tid = Mad::new_unchecked(mad).tid();
         if !self.seen.insert(tid) {
             return;
         }
@@ -111,26 +114,31 @@ fn be16(mad: &[u8], at: usize) -> u16 {
         .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
 }
 
-fn be32(mad: &[u8], at: usize) -> u32 {
-    mad.get(at..at + 4)
-        .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-}
-
 /// libibmad's function and `DEBUG` text for the request `mad` to `dest`,
 /// if it is an SMP or a PerfMgt Get or Set; `walk`: a permissive DR SLID
 /// and DLID are named 0 ([`WalkNames`]).
 #[must_use]
 pub fn debug_line(mad: &[u8], dest: &Address, walk: bool) -> Option<(&'static str, String)> {
-    let class = *mad.get(1)?;
-    let method = *mad.get(3)?;
-    let attr = be16(mad, 16);
-    let attr_mod = be32(mad, 20);
+    // Shorter than the first header word: no class, no method. Fields not
+    // wholly in `mad` read as 0 through the views.
+    if mad.len() < 4 {
+        return None;
+    }
+    let smp = Smp::new_unchecked(mad);
+    let head = smp.mad();
+    let (class, method) = (head.mgmt_class().0, head.raw_method());
+    let attr = head.attr_id().0;
+    let attr_mod = head.attr_mod();
     match (class, method) {
         (0x01 | 0x81, 0x01 | 0x02) => {
             let route = if class == 0x01 {
                 PortIdText::lid(dest.lid)
             } else {
-                let hops = usize::from(*mad.get(7)? & 0x3F);
+                // Shorter than the class-specific word: no hop count.
+                if mad.len() < 8 {
+                    return None;
+                }
+                let hops = usize::from(smp.hop_cnt() & 0x3F);
                 let named = |lid: u16| {
                     if walk && lid == PERMISSIVE_LID {
                         0
@@ -145,8 +153,8 @@ pub fn debug_line(mad: &[u8], dest: &Address, walk: bool) -> Option<(&'static st
                         dest.lid
                     },
                     gid: None,
-                    drslid: named(be16(mad, 32)),
-                    drdlid: named(be16(mad, 34)),
+                    drslid: named(smp.dr_slid()),
+                    drdlid: named(smp.dr_dlid()),
                     path: mad.get(128..=128 + hops)?.to_vec(),
                 }
             };

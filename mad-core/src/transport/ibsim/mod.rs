@@ -536,7 +536,10 @@ impl Transport for IbSimTransport {
         // would hand it over: libumad2sim's clients (saquery, osmtest)
         // count records from the datagram's length, and would take the
         // zero padding for records.
-        let used = if crate::wire::MgmtClass(mad[1]).is_rmpp_class() {
+        let used = if crate::wire::Mad::new_unchecked(mad)
+            .mgmt_class()
+            .is_rmpp_class()
+        {
             crate::wire::rmpp::RmppView::new_checked(mad)
                 .map_or(mad.len(), |v| v.used_len(mad.len()))
         } else {
@@ -660,12 +663,13 @@ impl Drop for IbSimTransport {
 /// clears the header of a MAD it does not send as RMPP). Anything else is
 /// delivered as it came.
 fn unsegmented_request(mad: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    use crate::wire::rmpp::RMPP_FLAG_ACTIVE;
+    use crate::wire::rmpp::RmppView;
+    let head = crate::wire::Mad::new_unchecked(mad);
     let lone = mad.len() >= 28
-        && crate::wire::MgmtClass(mad[1]).is_rmpp_class()
-        && mad[3] & crate::wire::METHOD_RESPONSE_BIT == 0
-        && mad[24] == 0
-        && mad[26] & RMPP_FLAG_ACTIVE != 0;
+        && head.mgmt_class().is_rmpp_class()
+        && !head.response_bit()
+        && RmppView::new_unchecked(mad).version() == 0
+        && RmppView::new_unchecked(mad).is_active();
     if lone {
         let mut m = mad.to_vec();
         m[24..28].fill(0);
@@ -684,9 +688,9 @@ fn unsegmented_request(mad: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 fn whole_segment<'a>(used: &'a [u8], whole: &'a [u8]) -> &'a [u8] {
     use crate::wire::rmpp::{RmppType, RmppView, RMPP_FLAG_FIRST, RMPP_FLAG_LAST, RMPP_VERSION};
     let cut = used.len() < whole.len()
-        && used
-            .get(1)
-            .is_some_and(|c| crate::wire::MgmtClass(*c).is_rmpp_class())
+        && crate::wire::Mad::new_unchecked(used)
+            .mgmt_class()
+            .is_rmpp_class()
         && RmppView::new_checked(used).is_ok_and(|v| {
             v.is_active()
                 && v.version() == RMPP_VERSION

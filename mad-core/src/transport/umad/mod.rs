@@ -707,7 +707,7 @@ impl Transport for UmadTransport {
                     // Entries leave in insertion order (TID_MEMORY).
                     if let Some((hi, _)) = self.tid_hi.get(&key) {
                         let restored = (u64::from(*hi) << 32) | (tid & 0xFFFF_FFFF);
-                        mad[8..16].copy_from_slice(&restored.to_be_bytes());
+                        Mad::new_unchecked(&mut mad[..]).set_tid(restored);
                     }
                 }
             }

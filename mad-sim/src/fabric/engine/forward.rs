@@ -305,7 +305,7 @@ impl Core {
                 // the switch's own), without the extra step; a
                 // directed-route SMP on QP0 goes to the arrival rules
                 // without looking the switch up again.
-                if pkt.vl15 && pkt.dqpn == 0 && pkt.mad[0] == 1 && pkt.is_dr() {
+                if pkt.vl15 && pkt.dqpn == 0 && pkt.head().base_version() == 1 && pkt.is_dr() {
                     return self.dr_arrived_at(rn, rp, true, nports, pkt);
                 }
                 self.local(rn, rp, pkt)

@@ -6,11 +6,11 @@ use super::*;
 impl Core {
     /// A packet for `node` itself (its QP0 or QP1), received on `port`.
     pub(super) fn local(&mut self, node: u32, port: u8, pkt: &mut Packet) -> Option<Hop> {
-        if pkt.mad[0] != 1 {
+        if pkt.head().base_version() != 1 {
             self.drop_pkt(DropReason::BadBaseVersion, node, port);
             return None;
         }
-        let class = MgmtClass(pkt.mad[1]);
+        let class = pkt.head().mgmt_class();
         match pkt.dqpn {
             0 => {
                 if !pkt.vl15 {

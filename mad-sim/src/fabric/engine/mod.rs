@@ -75,8 +75,12 @@ impl Packet {
     fn words(&self) -> u32 {
         MAD_WORDS + if self.grh.is_some() { GRH_WORDS } else { 0 }
     }
+    /// The common header of the packet's MAD.
+    fn head(&self) -> Mad<&[u8]> {
+        Mad::new_unchecked(&self.mad[..])
+    }
     fn is_dr(&self) -> bool {
-        self.mad[1] == MgmtClass::SUBN_DIRECTED_ROUTE.0
+        self.head().mgmt_class() == MgmtClass::SUBN_DIRECTED_ROUTE
     }
     fn unicast(&self) -> bool {
         !self.multicast()

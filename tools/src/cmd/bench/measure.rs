@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use mad_agents::{AgentEvent, AgentSpec, Engine, SendRequest, SendStatus};
 use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
+use mad_core::wire::sa::SaMad;
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Method};
 
@@ -268,10 +269,7 @@ pub(super) fn rmpp(s: &mut Session, b: Budget) -> Result<Vec<RmppResult>, String
         };
         let first = get()?;
         let bytes = first.bytes().len();
-        let stride = first
-            .bytes()
-            .get(44..46)
-            .map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])) * 8);
+        let stride = usize::from(SaMad::new_unchecked(first.bytes()).attr_offset()) * 8;
         let records = bytes
             .saturating_sub(SA_DATA)
             .checked_div(stride)

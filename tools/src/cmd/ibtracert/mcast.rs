@@ -151,7 +151,7 @@ impl Walk<'_, '_> {
             let (path, np) = (n.path.clone(), n.node.numports);
             return self
                 .switch_mclookup(&path, np, mlid)
-                .filter(|m| m[0])
+                .filter(|bits| bits[0])
                 .map(|_| root);
         }
         let mut leafport = 0u8;

@@ -4,8 +4,9 @@
 
 use mad_agents::sa::{SaClient, SaError, TableMode};
 use mad_core::wire::attr::NodeDescription;
+use mad_core::wire::sa::SaMad;
 use mad_core::wire::sa_records::{NodeRecord, PathRecord, SaRecord};
-use mad_core::wire::{AttributeId, Fields, Method, Repr, SA_DATA_OFFSET};
+use mad_core::wire::{AttributeId, Fields, Mad, Method, Repr, SA_DATA_OFFSET};
 
 use crate::diags::{dump, sa};
 use crate::ibdiag;
@@ -23,9 +24,7 @@ pub(super) struct Answer {
 
 impl Answer {
     pub(super) fn attr_offset(&self) -> u16 {
-        self.bytes
-            .get(44..46)
-            .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+        SaMad::new_unchecked(&self.bytes[..]).attr_offset()
     }
 
     pub(super) fn count(&self) -> usize {
@@ -93,7 +92,7 @@ impl Ctx<'_> {
         {
             Ok(m) => {
                 let bytes = m.bytes().to_vec();
-                let status = bytes.get(4..6).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+                let status = Mad::new_unchecked(&bytes[..]).status().0;
                 let get_table = method == Method::GET_TABLE;
                 let a = Answer {
                     status,
