@@ -185,21 +185,7 @@ impl Subnet {
     /// and CA ports. With LMC 0 the same as [`Subnet::lids`].
     #[must_use]
     pub fn all_lids(&self) -> Vec<(u16, PortRef)> {
-        let mut v: Vec<(u16, PortRef)> = self
-            .inner
-            .nodes
-            .iter()
-            .enumerate()
-            .flat_map(|(i, n)| {
-                n.ports.iter().flatten().flat_map(move |p| {
-                    p.lid_range()
-                        .filter_map(|l| u16::try_from(l).ok())
-                        .map(move |l| (l, (i, p.num)))
-                })
-            })
-            .collect();
-        v.sort_unstable();
-        v
+        self.sorted_lids(|p| p.lid_range())
     }
 
     /// Every (base LID, node, port) assigned, in LID order: switch port 0
@@ -207,19 +193,28 @@ impl Subnet {
     /// LID of the ranges).
     #[must_use]
     pub fn lids(&self) -> Vec<(u16, PortRef)> {
-        let mut v: Vec<(u16, PortRef)> = self
-            .inner
-            .nodes
-            .iter()
-            .enumerate()
-            .flat_map(|(i, n)| {
-                n.ports
-                    .iter()
-                    .flatten()
-                    .filter(|p| p.lid != 0)
-                    .map(move |p| (p.lid, (i, p.num)))
-            })
-            .collect();
+        self.sorted_lids(|p| {
+            let l = u32::from(p.lid);
+            if l == 0 {
+                0..0
+            } else {
+                l..l + 1
+            }
+        })
+    }
+
+    /// The LIDs `of` gives each port, with the port, in LID order.
+    fn sorted_lids(&self, of: impl Fn(&SmPort) -> std::ops::Range<u32>) -> Vec<(u16, PortRef)> {
+        let mut v: Vec<(u16, PortRef)> = Vec::new();
+        for (i, n) in self.inner.nodes.iter().enumerate() {
+            for p in n.ports.iter().flatten() {
+                v.extend(
+                    of(p)
+                        .filter_map(|l| u16::try_from(l).ok())
+                        .map(|l| (l, (i, p.num))),
+                );
+            }
+        }
         v.sort_unstable();
         v
     }
