@@ -118,3 +118,17 @@ impl Default for SmConfig {
         }
     }
 }
+
+/// The highest LMC (IBA: 2^7 LIDs a port).
+pub const MAX_LMC: u8 = 7;
+
+/// An LMC as a command line or a config file gives it, 0-[`MAX_LMC`].
+///
+/// # Errors
+/// A message naming the value when it is not an LMC.
+pub fn parse_lmc(v: &str) -> Result<u8, String> {
+    match v.trim().parse::<u8>() {
+        Ok(n) if n <= MAX_LMC => Ok(n),
+        _ => Err(format!("{v:?} is not an LMC (0-{MAX_LMC})")),
+    }
+}

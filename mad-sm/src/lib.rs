@@ -212,7 +212,7 @@ use mad_core::wire::{
     AttributeId, MadStatus, Method, MgmtClass, Repr, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET,
 };
 
-pub use config::SmConfig;
+pub use config::{parse_lmc, SmConfig, MAX_LMC};
 pub use driver::SmDriver;
 pub use events::{SmError, SmEvent, SmStats, EVENT_QUEUE_CAP};
 pub use mcast::{mcast_tables, McGroup};

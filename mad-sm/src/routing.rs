@@ -159,7 +159,7 @@ pub fn assign_lids(
     honor_existing: bool,
     lmc: u8,
 ) -> Result<(), usize> {
-    let lmc = lmc.min(7);
+    let lmc = lmc.min(crate::MAX_LMC);
     let ports = lid_ports(subnet);
     let count_of = |(node, _): PortRef| -> u32 {
         if subnet.nodes()[node].is_switch() {

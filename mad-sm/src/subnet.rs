@@ -48,7 +48,7 @@ impl SmPort {
             return 0..0;
         }
         let base = u32::from(self.lid);
-        base..base + (1u32 << self.lmc.min(7))
+        base..base + (1u32 << self.lmc.min(crate::MAX_LMC))
     }
 
     /// True when the physical link is up (PortPhysicalState LinkUp).

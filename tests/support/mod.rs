@@ -329,6 +329,19 @@ impl IbSim {
         c
     }
 
+    /// `mad --ibsim ARGS` (the binary `mad`) set up against this ibsim,
+    /// not started.
+    #[must_use]
+    pub fn mad_command(&self, mad: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(mad);
+        c.arg("--ibsim")
+            .args(args)
+            .env("IBSIM_SOCKNAME", &self.sockname)
+            .env_remove("SIM_HOST")
+            .env_remove("IBSIM_SERVER_NAME");
+        c
+    }
+
     /// `program` set up to run under libumad2sim against this ibsim.
     #[must_use]
     pub fn umad2sim_command(&self, program: &str) -> Command {

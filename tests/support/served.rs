@@ -116,13 +116,16 @@ impl Served {
         c
     }
 
-    /// `mad --ibsim ARGS` on this fabric, not started.
+    /// `mad --ibsim ARGS` on this fabric, not started (attached as the
+    /// served fabric's first free port: `SIM_HOST` from the caller's
+    /// environment is not passed on; set it on the command to choose one).
     #[must_use]
     pub fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.mad);
         c.arg("--ibsim")
             .args(args)
             .env("IBSIM_SOCKNAME", &self.name)
+            .env_remove("SIM_HOST")
             .stdin(Stdio::null());
         c
     }

@@ -75,11 +75,8 @@ fn parse(out: &Output) -> (i32, Value, String) {
 
 /// `mad --ibsim check-routes --json` on `sim`.
 fn ibsim_check(sim: &IbSim) -> (i32, Value, String) {
-    let out = Command::new(MAD)
-        .args(["--ibsim", "check-routes", "--json"])
-        .env("IBSIM_SOCKNAME", sim.sockname())
-        .env_remove("SIM_HOST")
-        .env_remove("IBSIM_SERVER_NAME")
+    let out = sim
+        .mad_command(MAD, &["check-routes", "--json"])
         .output()
         .unwrap();
     parse(&out)

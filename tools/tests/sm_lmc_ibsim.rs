@@ -136,11 +136,8 @@ fn four_paths(sim: &IbSim, who: &str, cas: &[u16]) -> usize {
 
 /// `mad --ibsim check-routes --json` on `sim`.
 fn check_routes(sim: &IbSim) -> serde_json::Value {
-    let o = Command::new(MAD)
-        .args(["--ibsim", "check-routes", "--json"])
-        .env("IBSIM_SOCKNAME", sim.sockname())
-        .env_remove("SIM_HOST")
-        .env_remove("IBSIM_SERVER_NAME")
+    let o = sim
+        .mad_command(MAD, &["check-routes", "--json"])
         .output()
         .unwrap();
     assert!(

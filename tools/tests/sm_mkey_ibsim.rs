@@ -146,8 +146,7 @@ fn protection_level_2_refuses_and_counts_smps_without_the_key_while_mad_sm_keeps
     let topo = support::topologies_dir().join(TOPOLOGY);
     let mut s = Served::start_with(Path::new(MAD), "mkey", &[topo.to_str().unwrap(), "--no-sm"]);
     let c = conf("builtin", 0);
-    let mut cmd = s.command(&["sm", "--json", "-t", "1000", "-F", c.to_str().unwrap()]);
-    cmd.env_remove("SIM_HOST");
+    let cmd = s.command(&["sm", "--json", "-t", "1000", "-F", c.to_str().unwrap()]);
     let mut sm = MadSm::spawn(cmd);
     sm.wait("subnet_up", Duration::from_secs(60));
 
@@ -230,8 +229,7 @@ fn at_level_1_a_get_without_the_key_sees_m_key_0_and_a_set_is_refused_and_counte
     let topo = support::topologies_dir().join(TOPOLOGY);
     let s = Served::start_with(Path::new(MAD), "lvl1", &[topo.to_str().unwrap(), "--no-sm"]);
     let c = conf_level("lvl1", 0, 1);
-    let mut cmd = s.command(&["sm", "--json", "-t", "1000", "-F", c.to_str().unwrap()]);
-    cmd.env_remove("SIM_HOST");
+    let cmd = s.command(&["sm", "--json", "-t", "1000", "-F", c.to_str().unwrap()]);
     let mut sm = MadSm::spawn(cmd);
     sm.wait("subnet_up", Duration::from_secs(60));
     let hca2 = lids(&s)[&HCA2].to_string();
@@ -280,8 +278,7 @@ fn light_sweeps_restore_a_protection_whose_lease_ran_out() {
         &[topo.to_str().unwrap(), "--no-sm"],
     );
     let c = conf("lease", 1);
-    let mut cmd = s.command(&["sm", "--json", "-t", "1000", "-F", c.to_str().unwrap()]);
-    cmd.env_remove("SIM_HOST");
+    let cmd = s.command(&["sm", "--json", "-t", "1000", "-F", c.to_str().unwrap()]);
     let mut sm = MadSm::spawn(cmd);
     sm.wait("subnet_up", Duration::from_secs(60));
     let l = lids(&s);

@@ -360,7 +360,11 @@ pub fn check(t: &Tables) -> Report {
 
 /// The LIDs of a CA port (none for LID 0).
 fn lid_range(c: &CaPort) -> impl Iterator<Item = u16> {
-    let count = if c.lid == 0 { 0 } else { 1u32 << c.lmc.min(7) };
+    let count = if c.lid == 0 {
+        0
+    } else {
+        1u32 << c.lmc.min(crate::MAX_LMC)
+    };
     let base = u32::from(c.lid);
     (0..count).filter_map(move |k| u16::try_from(base + k).ok())
 }

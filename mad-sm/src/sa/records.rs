@@ -632,7 +632,7 @@ impl SubnetView {
                 .get(r.0)
                 .and_then(|n| n.port(r.1))
                 .filter(|_| !self.subnet.nodes()[r.0].is_switch())
-                .map_or(1, |p| 1u32 << p.lmc.min(7));
+                .map_or(1, |p| 1u32 << p.lmc.min(crate::MAX_LMC));
             (0..count)
                 .filter_map(|k| u16::try_from(u32::from(base) + k).ok())
                 .collect()

@@ -339,14 +339,10 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             routing.engines = Engine::parse_list(v)
                 .map_err(|e| CliError::Usage(format!("check-routes: -R: {e}")))?;
         } else if *key == i32::from(b'l') {
-            lmc = Some(match v.trim().parse::<u8>() {
-                Ok(n) if n <= 7 => n,
-                _ => {
-                    return Err(CliError::Usage(format!(
-                        "check-routes: --lmc: {v:?} is not an LMC (0-7)"
-                    )))
-                }
-            });
+            lmc = Some(
+                mad_sm::parse_lmc(v)
+                    .map_err(|e| CliError::Usage(format!("check-routes: --lmc: {e}")))?,
+            );
         } else if *key == i32::from(b'a') {
             let text = std::fs::read_to_string(v).map_err(|e| {
                 CliError::Input(format!("check-routes: cannot read root_guid_file {v}: {e}"))

@@ -123,10 +123,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
                     .map_err(|e| format!("sim: -R: {e}\n"))?;
             }
             k if k == 'l' as i32 => {
-                a.lmc = Some(match v.trim().parse::<u8>() {
-                    Ok(n) if n <= 7 => n,
-                    _ => return Err(format!("sim: --lmc: {v:?} is not an LMC (0-7)\n")),
-                });
+                a.lmc = Some(mad_sm::parse_lmc(&v).map_err(|e| format!("sim: --lmc: {e}\n"))?);
             }
             k if k == 'a' as i32 => {
                 let text = std::fs::read_to_string(&v)

@@ -312,7 +312,7 @@ fn set_key(o: &mut SmOpts, key: &str, v: &str) -> Result<bool, String> {
         "log_file" => o.log_file = Some(PathBuf::from(v.trim())),
         "routing_engine" => o.routing_engines = engines(v)?,
         "root_guid_file" => o.root_guid_file = root_guids(v.trim())?,
-        "lmc" => o.lmc = ranged(key, v, 0, 7)? as u8,
+        "lmc" => o.lmc = mad_sm::parse_lmc(v).map_err(|e| format!("{key}: {e}"))?,
         "partition_config_file" => o.partitions = partitions(v.trim())?,
         "qos" => o.qos.enabled = boolean(key, v)?,
         "max_op_vls" => o.qos.max_op_vls = ranged(key, v, 1, 5)? as u8,
@@ -490,7 +490,7 @@ pub fn parse(args: &[String]) -> Result<SmOpts, String> {
             }
             (_, 'c') => o.create_config = Some(PathBuf::from(v)),
             (_, 'R') => o.routing_engines = engines(&v).map_err(|e| format!("sm: {e}"))?,
-            (_, 'l') => o.lmc = ranged("--lmc", &v, 0, 7)? as u8,
+            (_, 'l') => o.lmc = mad_sm::parse_lmc(&v).map_err(|e| format!("--lmc: {e}"))?,
             (_, 'a') => o.root_guid_file = root_guids(&v).map_err(|e| format!("sm: {e}"))?,
             (_, 'Q') => o.qos.enabled = true,
             (_, 'C') => o.ca = Some(v),
