@@ -8,7 +8,8 @@
 //! kind times one of many sends, so the slots are keyed by send too.)
 //!
 //! Sends mostly share one timeout, so their deadlines arrive in order; a
-//! send with a shorter timeout than the others is the earliest of all. Entries are kept in a sorted deque when they fit at either end
+//! send with a shorter timeout than the others is the earliest of all.
+//! Entries are kept in a sorted deque when they fit at either end
 //! (not earlier than its back, or not later than its front: O(1)), any
 //! other in an ordered tree. A removal from the deque only clears the
 //! entry's ticket (kept per send index): the stale entry is dropped when it

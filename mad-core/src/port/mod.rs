@@ -136,7 +136,7 @@ use crate::transport::{
     Address, PortAttrs, Qp, QpState, Received, SendCompletion, Transport, TransportError,
     Unsendable, WcStatus, WrId,
 };
-use crate::wire::{MgmtClass, MAD_HEADER_LEN, MAD_LEN};
+use crate::wire::{MgmtClass, MAD_LEN};
 
 use clients::Clients;
 
@@ -488,15 +488,7 @@ impl<T: Transport> Port<T> {
         if self.dead {
             return Err(self.dead_error());
         }
-        if mad.len() < MAD_HEADER_LEN {
-            return Err(PortError::BadSend(Unsendable::Truncated { len: mad.len() }));
-        }
-        if mad.len() > MAD_LEN {
-            return Err(PortError::BadSend(Unsendable::TooLong {
-                len: mad.len(),
-                max: MAD_LEN,
-            }));
-        }
+        Unsendable::check_len(mad, MAD_LEN).map_err(PortError::BadSend)?;
         let meta = Meta {
             token: SendToken(self.next_token),
             client,

@@ -127,8 +127,12 @@ impl Unsendable {
     ///
     /// # Errors
     /// [`Unsendable::Truncated`], [`Unsendable::TooLong`] or
-    /// [`Unsendable::WrongQp`].
-    pub fn check_post(mad: &[u8], qp: Qp, max: usize) -> Result<MgmtClass, Unsendable> {
+    /// A MAD of `mad.len()` bytes is at least its common header and at
+    /// most `max` bytes.
+    ///
+    /// # Errors
+    /// [`Unsendable::Truncated`] or [`Unsendable::TooLong`].
+    pub fn check_len(mad: &[u8], max: usize) -> Result<(), Unsendable> {
         if mad.len() < MAD_HEADER_LEN {
             return Err(Unsendable::Truncated { len: mad.len() });
         }
@@ -138,6 +142,12 @@ impl Unsendable {
                 max,
             });
         }
+        Ok(())
+    }
+
+    /// [`Unsendable::WrongQp`].
+    pub fn check_post(mad: &[u8], qp: Qp, max: usize) -> Result<MgmtClass, Unsendable> {
+        Self::check_len(mad, max)?;
         let class = mad_wire::wire::Mad::new_unchecked(mad).mgmt_class();
         if class.is_smp() != (qp == Qp::Qp0) {
             return Err(Unsendable::WrongQp { class, qp });
