@@ -490,13 +490,19 @@ impl Sender {
 mod tests {
     use super::*;
 
+    /// An SA GetTableResp's class header (56 bytes), TID 0x55.
     fn sa_header() -> Vec<u8> {
-        let mut h = vec![0u8; 56];
-        h[0] = 1;
-        h[1] = 3;
-        h[2] = 2;
-        h[3] = 0x92;
-        h[8..16].copy_from_slice(&0x55u64.to_be_bytes());
+        use mad_wire::wire::{AttributeId, MadStatus, Method, MgmtClass};
+        let mut h = mad_testkit_wire::MadBuilder::new(
+            MgmtClass::SUBN_ADM,
+            2,
+            Method::GET_TABLE,
+            AttributeId(0),
+        )
+        .response(MadStatus::SUCCESS)
+        .tid(0x55)
+        .to_vec();
+        h.truncate(56);
         h
     }
 
@@ -580,9 +586,9 @@ mod tests {
         let now = Instant::now();
         let mut s = Sender::new(&sa_header(), &[7u8; 2000], SenderConfig::default(), now).unwrap();
         assert_eq!(s.geometry().count, 10);
-        let first = drain(&mut s, now);
-        assert_eq!(first.len(), 1);
-        let h = read_header(&first[0]).unwrap();
+        let opening = drain(&mut s, now);
+        assert_eq!(opening.len(), 1);
+        let h = read_header(&opening[0]).unwrap();
         assert!(h.is_first() && h.is_active() && !h.is_last());
         assert_eq!(h.data2, 10 * 220);
         s.handle_reply(&ack(1, 65), now);

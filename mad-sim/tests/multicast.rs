@@ -11,7 +11,7 @@ use common::{client, drain, gsi_mad, sim_rpc, Client, Req};
 use mad_core::transport::{Address, Qp, Transport};
 use mad_core::wire::attr::{MulticastFwdTable, SwitchInfo};
 use mad_core::wire::sa_records::{McMemberRecord, MftRecord};
-use mad_core::wire::{AttributeId, Method, Repr};
+use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr};
 use mad_sim::fabric::DropReason;
 use mad_sim::{SimPort, Subnet};
 use mad_sm::{mcast_tables, McGroup, SmEvent};
@@ -319,7 +319,10 @@ fn lost_mft_sets_are_written_by_the_re_sweep_after_the_error() {
     s.fabric()
         .set_link_filter(Some(Box::new(|x: &mad_sim::fabric::LinkCrossing<'_>| {
             // SubnSet(MulticastForwardingTable) requests, directed route.
-            let mft = x.mad[1] == 0x81 && x.mad[3] == 0x02 && x.mad[16..18] == [0x00, 0x1B];
+            let h = Mad::new_unchecked(x.mad);
+            let mft = h.mgmt_class() == MgmtClass::SUBN_DIRECTED_ROUTE
+                && h.raw_method() == Method::SET.0
+                && h.attr_id() == AttributeId::MCAST_FWD_TABLE;
             if mft {
                 mad_sim::fabric::LinkVerdict::Drop
             } else {

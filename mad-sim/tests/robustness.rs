@@ -11,7 +11,8 @@ mod common;
 
 use common::*;
 use mad_core::transport::{Address, Grh, Qp, Transport};
-use mad_core::wire::AttributeId;
+use mad_core::wire::{AttributeId, MadStatus, Method, MgmtClass, METHOD_RESPONSE_BIT};
+use mad_testkit::header;
 use mad_sim::{Fabric, SimPort};
 use mad_testkit::Rng;
 
@@ -21,34 +22,41 @@ fn random_mad(r: &mut Rng) -> ([u8; 256], Qp, Address) {
         *b = r.byte();
     }
     let classes = [0x01u8, 0x81, 0x04, 0x03, 0x09, 0x32, r.byte()];
-    m[0] = if r.below(8) == 0 { r.byte() } else { 1 };
-    m[1] = classes[r.below(classes.len() as u64) as usize];
-    m[2] = if r.below(4) == 0 { r.byte() } else { 1 };
-    m[3] = [0x01u8, 0x02, 0x81, 0x05, 0x07, 0x03, r.byte()][r.below(7) as usize];
+    let mut h = header::of(&m);
+    h.base_version = if r.below(8) == 0 { r.byte() } else { 1 };
+    h.mgmt_class = MgmtClass(classes[r.below(classes.len() as u64) as usize]);
+    h.class_version = if r.below(4) == 0 { r.byte() } else { 1 };
+    let raw_method = [0x01u8, 0x02, 0x81, 0x05, 0x07, 0x03, r.byte()][r.below(7) as usize];
+    h.response = raw_method & METHOD_RESPONSE_BIT != 0;
+    h.method = Method(raw_method & !METHOD_RESPONSE_BIT);
     let attrs = [
         0x10u16, 0x11, 0x12, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1B, 0x20, 0x01, 0x1D,
     ];
-    let a = if r.below(8) == 0 {
+    h.attr_id = AttributeId(if r.below(8) == 0 {
         r.next_u64() as u16
     } else {
         attrs[r.below(attrs.len() as u64) as usize]
-    };
-    m[16..18].copy_from_slice(&a.to_be_bytes());
+    });
     if r.below(2) == 0 {
-        m[20..24].copy_from_slice(&(r.below(12) as u32).to_be_bytes());
+        h.attr_mod = r.below(12) as u32;
     }
-    if r.below(3) != 0 {
-        // A plausible directed route: small hop count, hop pointer 0,
-        // permissive LIDs, ports 0-9.
-        m[4] &= 0x7F;
-        m[6] = if r.below(6) == 0 { r.byte() } else { 0 };
-        m[7] = r.below(6) as u8;
+    let directed = r.below(3) != 0;
+    if directed {
+        // A plausible directed route: D bit clear, small hop count, hop
+        // pointer 0, permissive LIDs, ports 0-9.
+        h.status = MadStatus(h.status.0 & 0x7FFF);
+        let hop_ptr = if r.below(6) == 0 { r.byte() } else { 0 };
+        let hop_cnt = r.below(6) as u8;
+        h.class_specific = u16::from_be_bytes([hop_ptr, hop_cnt]);
+    }
+    header::edit(&mut m, |x| *x = h.clone());
+    if directed {
         m[32..36].copy_from_slice(&[0xFF; 4]);
         for e in &mut m[128..140] {
             *e = r.below(10) as u8;
         }
     }
-    let qp = if m[1] == 0x01 || m[1] == 0x81 {
+    let qp = if h.mgmt_class.is_smp() {
         Qp::Qp0
     } else {
         Qp::Qp1

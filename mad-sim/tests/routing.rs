@@ -139,7 +139,8 @@ fn lid_routed_smps_follow_the_lfts_and_vl15_crosses_ports_in_init() {
         pi_set(&mut t, hops, 0, 0, |p| p.lid = lid).unwrap();
     }
     let mut lft = [0xFFu8; 64];
-    lft[1..5].copy_from_slice(&[1, 2, 0, 3]);
+    let ports: [u8; 4] = [1, 2, 0, 3]; // of LIDs 1-4
+    lft[1..5].copy_from_slice(&ports);
     sim_set(&mut t, TO_S1, AttributeId::LINEAR_FWD_TABLE, 0, &lft);
     let mut lft = [0xFFu8; 64];
     lft[1..5].copy_from_slice(&[3, 3, 3, 0]);

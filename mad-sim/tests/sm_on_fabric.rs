@@ -84,7 +84,7 @@ fn lid_routed_get(attr: AttributeId, attr_mod: u32, tid: u64) -> Vec<u8> {
 
 fn perf_class_port_info(tid: u64) -> Vec<u8> {
     let mut m = lid_routed_get(AttributeId::CLASS_PORT_INFO, 0, tid);
-    m[1] = MgmtClass::PERF_MGT.0;
+    mad_testkit::header::edit(&mut m, |h| h.mgmt_class = MgmtClass::PERF_MGT);
     m
 }
 

@@ -1,11 +1,18 @@
-//! The madstack test kit: what a test of the stack needs, written once.
+//! The madstack test kit, upper tier: what a test of the stack needs,
+//! written once.
 //!
+//! Everything of the lower tier, [`mad_testkit_wire`] (on `mad-wire`
+//! alone, so that the tests of `mad-wire`, `mad-core` and `mad-rmpp` can
+//! use it too), is re-exported here under the same names:
 //! - [`build`]: MADs from the wire crate's `Repr`s ([`MadBuilder`]:
 //!   `MadBuilder::perf_get(1, AttributeId::PM_PORT_COUNTERS).tid(7).build()`),
-//!   so that no test pokes header bytes.
+//!   so that no test pokes header bytes; [`header`]: a MAD's header as a
+//!   `Repr` ([`header::of`], [`header::edit`]).
 //! - [`rng`]: the one seeded RNG of the tests and benches ([`Rng`], the
 //!   project's xorshift64* from the fault injector, with a fixed default
 //!   seed and helpers for ranges and bytes).
+//!
+//! What needs the engine, the transports or the simulated fabric is here:
 //! - [`far`]: loopback far sides ([`far::answering`], [`far::get_resp`]).
 //! - [`fabric`]: a far side that answers like the simulated fabric
 //!   because it *is* the simulated fabric ([`fabric::builtin`],
@@ -18,7 +25,7 @@
 //!   [`Hooks`] value see or change sends, receives and registrations);
 //!   [`Recording`], [`Tap`] and [`WithFd`] are the hooks tests use.
 //! - [`text`]: assertions on text output ([`assert_contains_all`]);
-//!   [`hex`]: bytes as plain hex text and back.
+//!   [`hex`]: bytes as plain hex text and back (both from the lower tier).
 //!
 //! Used only as a dev-dependency (`publish = false`).
 //!
@@ -27,7 +34,7 @@
 //! built-in fabric, and the same MAD built by hand from its `Repr`s:
 //! ```
 //! use mad_core::wire::attr::NodeInfo;
-//! use mad_core::wire::{AttributeId, Method, Repr};
+//! use mad_core::wire::{AttributeId, Method, MgmtClass, Repr};
 //! use mad_testkit::{fabric, MadBuilder};
 //!
 //! let (fab, mut port) = fabric::builtin();
@@ -38,19 +45,17 @@
 //! assert_ne!(info.node_guid, 0);
 //!
 //! let mad = MadBuilder::dr(&[], Method::GET, AttributeId::NODE_INFO).tid(7).build();
-//! assert_eq!(mad[1], 0x81, "directed-route SMP class");
+//! assert_eq!(mad_testkit::header::of(&mad).mgmt_class, MgmtClass::SUBN_DIRECTED_ROUTE);
 //! ```
 #![deny(unsafe_code)]
 
-pub mod build;
 pub mod fabric;
 pub mod far;
-pub mod hex;
 pub mod pair;
 pub mod rng;
-pub mod text;
 pub mod wrap;
 
+pub use mad_testkit_wire::{build, header, hex, text};
 pub use build::MadBuilder;
 pub use pair::{Pair, Side};
 pub use rng::Rng;

@@ -377,7 +377,7 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s = Arc::clone(&seen);
         let tap = Tap(Box::new(move |way, mad: &[u8]| {
-            lock(&s).push((way, mad[1]))
+            lock(&s).push((way, crate::header::of(mad).mgmt_class))
         }));
         let mut w = Wrapped::new(port(), Both(fd, tap));
         assert!(w.raw_fd().is_some());
@@ -386,13 +386,13 @@ mod tests {
         lock(&inbox).push_back(Received {
             qp: Qp::Qp0,
             src: Address::smi(2),
-            mad: MadBuilder::smp_get(AttributeId::NODE_INFO).to_buf(),
+            mad: mad[..].into(),
         });
         std::io::Write::write_all(&mut bell, &[1])?;
         let got = w.poll_recv()?.ok_or("the inbox MAD")?;
         assert_eq!(got.mad.as_slice(), &mad[..]);
         assert!(w.poll_recv()?.is_none());
-        assert_eq!(*lock(&seen), [(Way::Received, 0x01)]);
+        assert_eq!(*lock(&seen), [(Way::Received, MgmtClass::SUBN_LID_ROUTED)]);
         Ok(())
     }
 }

@@ -7,6 +7,8 @@
 use std::time::{Duration, Instant};
 
 use mad_core::transport::Address;
+use mad_core::wire::{AttributeId, Method};
+use mad_testkit::header;
 use mad_core::wire::cm::{timeout_duration, CmMessage, RejectReason};
 
 use crate::{
@@ -642,7 +644,8 @@ fn messages_for_unknown_connections_get_the_kernels_answers() {
         .unwrap();
     n.b.handle_recv(n.now, &src, &get).unwrap();
     let resp = n.b.poll_transmit().unwrap().mad;
-    assert_eq!((resp[3], resp[15]), (0x81, 0x77));
+    let h = header::of(&resp);
+    assert_eq!((h.method, h.response, h.tid), (Method::GET, true, 0x77));
 }
 
 #[test]
@@ -651,13 +654,15 @@ fn malformed_mads_are_errors_not_panics() {
     let src = Address::gsi(1);
     assert!(n.b.handle_recv(n.now, &src, &[1, 7, 2]).is_err());
     let mut m = CmMessage::Rtu(Box::default()).to_mad(1).unwrap();
-    m[2] = 1;
+    header::edit(&mut m, |h| h.class_version = 1);
     assert!(matches!(
         n.b.handle_recv(n.now, &src, &m),
         Err(CmError::Wire(_))
     ));
-    m[2] = 2;
-    m[17] = 0x40;
+    header::edit(&mut m, |h| {
+        h.class_version = 2;
+        h.attr_id = AttributeId(0x0040); // no CM attribute
+    });
     assert!(n.b.handle_recv(n.now, &src, &m).is_err());
     assert_eq!(n.b.stats().malformed, 3);
 }

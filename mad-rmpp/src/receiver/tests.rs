@@ -3,17 +3,19 @@
 use super::*;
 use crate::segment::{header, write_header, FLAG_ACTIVE, FLAG_FIRST, FLAG_LAST, MAD_LEN};
 use crate::{Peer, SendEvent, Sender, SenderConfig};
+use mad_testkit_wire::{header as mad_header, MadBuilder};
 use mad_wire::addr::Address;
+use mad_wire::wire::{AttributeId, MadStatus, Method, MgmtClass};
 
 const SRC: (u16, u32) = (9, 1);
 
 fn seg(n: u32, flags: u8, d2: u32) -> Vec<u8> {
-    let mut m = vec![0u8; MAD_LEN];
-    m[0] = 1;
-    m[1] = 3;
-    m[2] = 2;
-    m[3] = 0x92;
-    m[8..16].copy_from_slice(&0xABu64.to_be_bytes());
+    // An SA GetTableResp, TID 0xAB.
+    let mut m = MadBuilder::new(MgmtClass::SUBN_ADM, 2, Method::GET_TABLE, AttributeId(0))
+        .response(MadStatus::SUCCESS)
+        .tid(0xAB)
+        .to_vec();
+    m.truncate(MAD_LEN);
     for (i, b) in m.iter_mut().enumerate().skip(56) {
         *b = (i as u32 + n) as u8;
     }
@@ -140,7 +142,7 @@ fn an_abort_for_a_class_without_a_class_header_keeps_its_rmpp_header() {
     // data starts at byte 24 (no class header) that wiped the RMPP header
     // just written, so the answer was no RMPP MAD at all.
     let mut m = seg(1, FLAG_FIRST, 440);
-    m[1] = 0x20; // no class header: data at byte 24
+    mad_header::edit(&mut m, |h| h.mgmt_class = MgmtClass(0x20)); // no class header: data at byte 24
     m[24] = 2; // unsupported RMPP version
     let now = Instant::now();
     let mut t = ReceiverTable::new(ReceiverConfig::default());
@@ -216,7 +218,7 @@ fn too_many_concurrent_transfers_from_one_source_are_stopped() {
     let mut t = table_with(|c| c.max_per_source = 2);
     for tid in 0..3u64 {
         let mut m = seg(1, FLAG_FIRST, 660);
-        m[8..16].copy_from_slice(&tid.to_be_bytes());
+        mad_header::edit(&mut m, |h| h.tid = tid);
         t.handle(&m, &Address::gsi(SRC.0), now);
     }
     let all = outputs(&mut t);
@@ -359,7 +361,7 @@ fn roce(last: u8) -> Address {
 }
 
 fn with_tid(mut m: Vec<u8>, tid: u64) -> Vec<u8> {
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
+    mad_header::edit(&mut m, |h| h.tid = tid);
     m
 }
 

@@ -222,12 +222,19 @@ impl IbSimServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mad_core::wire::MgmtClass;
+    use mad_core::wire::{AttributeId, MadStatus, Method, MgmtClass};
+    use mad_testkit::MadBuilder;
+
+    /// An SA GetTableResp: the header only.
+    fn sa_mad(method: Method, response: bool) -> Vec<u8> {
+        let b = MadBuilder::new(MgmtClass::SUBN_ADM, 2, method, AttributeId(0));
+        let mut m = if response { b.response(MadStatus::SUCCESS) } else { b }.to_vec();
+        m.truncate(MAD_LEN);
+        m
+    }
 
     fn seg(flags: u8, seg_num: u32, paylen: u32) -> Vec<u8> {
-        let mut m = vec![0u8; MAD_LEN];
-        m[1] = MgmtClass::SUBN_ADM.0;
-        m[3] = 0x92;
+        let mut m = sa_mad(Method::GET_TABLE, true);
         let mut v = RmppView::new_unchecked(&mut m[..]);
         v.set_version(RMPP_VERSION);
         v.set_rmpp_type(RmppType::DATA);
@@ -253,9 +260,7 @@ mod tests {
 
     #[test]
     fn an_active_mad_without_a_segment_becomes_a_single_segment() {
-        let mut m = vec![0u8; MAD_LEN];
-        m[1] = MgmtClass::SUBN_ADM.0;
-        m[3] = 0x14;
+        let mut m = sa_mad(Method::GET_MULTI, false);
         m[26] = RMPP_FLAG_ACTIVE;
         let v = active(&m).unwrap();
         assert!(!well_formed(&v));

@@ -4,6 +4,7 @@
 //! everything an SM must never do ("violations").
 
 use mad_core::transport::Address;
+use mad_testkit_wire::{header, MadBuilder};
 use mad_core::wire::attr::{
     LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
     PortState, SwitchInfo,
@@ -364,7 +365,6 @@ impl Fabric {
         let mut rep = mad.to_vec();
         rep.resize(MAD_LEN, 0);
         let tid = (smp.tid() & ((1 << 48) - 1)) | (u64::from(self.tid_hi) << 48);
-        rep[8..16].copy_from_slice(&tid.to_be_bytes());
         let mut data = [0u8; 64];
         data.copy_from_slice(smp.data());
         let status = self.sma(
@@ -375,8 +375,12 @@ impl Fabric {
             smp.attr_mod(),
             &mut data,
         );
-        rep[3] = Method::GET.0 | 0x80;
-        rep[4..6].copy_from_slice(&(DR_DIRECTION_BIT | status).to_be_bytes());
+        header::edit(&mut rep, |h| {
+            h.tid = tid;
+            h.method = Method::GET;
+            h.response = true;
+            h.status = MadStatus(DR_DIRECTION_BIT | status);
+        });
         rep[64..128].copy_from_slice(&data);
         self.answered += 1;
         Some(rep)
@@ -726,13 +730,10 @@ fn put<R: Repr>(data: &mut [u8; 64], r: &R) {
 
 /// A LID-routed SubnTrap(Notice) for trap 128 from a switch with `lid`.
 pub fn trap128(lid: u16) -> Vec<u8> {
-    let mut m = vec![0u8; MAD_LEN];
-    m[0] = 1;
-    m[1] = MgmtClass::SUBN_LID_ROUTED.0;
-    m[2] = 1;
-    m[3] = Method::TRAP.0;
-    m[8..16].copy_from_slice(&0x0000_1234_0000_0042u64.to_be_bytes());
-    m[16..18].copy_from_slice(&AttributeId::NOTICE.0.to_be_bytes());
+    let mut m = MadBuilder::smp_get(AttributeId::NOTICE)
+        .method(Method::TRAP)
+        .tid(0x0000_1234_0000_0042)
+        .to_vec();
     let mut n = Notice::generic(Notice::TYPE_URGENT, Notice::PRODUCER_SWITCH, 128);
     n.issuer_lid = lid;
     n.data_details[0..2].copy_from_slice(&lid.to_be_bytes());

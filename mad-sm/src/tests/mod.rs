@@ -20,7 +20,7 @@ use fake::Fabric;
 use mad_core::transport::{Address, PortAttrs, PERMISSIVE_LID};
 use mad_core::wire::attr::{PhysPortState, PortState, SmInfo, SmState};
 use mad_core::wire::smp::Smp;
-use mad_core::wire::{AttributeId, Method, MgmtClass, Repr, MAD_LEN};
+use mad_core::wire::{AttributeId, Method, MgmtClass, Repr};
 
 use super::*;
 
@@ -94,7 +94,7 @@ impl Harness {
                     continue;
                 };
                 if self.corrupt_tid {
-                    rep[15] ^= 0x55;
+                    mad_testkit_wire::header::edit(&mut rep, |h| h.tid ^= 0x55);
                 }
                 let lat = Duration::from_micros(self.rand() % (self.max_latency_us + 1));
                 if self.rand() % 100 < self.dup_pct {
@@ -472,7 +472,8 @@ fn a_trap_before_start_is_repressed_but_starts_no_sweep() {
     let mut h = Harness::new(Fabric::ibsim_net(), SmConfig::default());
     h.sm.handle_recv(h.now, &fake::trap128(7), &Address::smi(7));
     let (rep, to) = h.sm.poll_transmit(h.now).expect("TrapRepress");
-    assert_eq!(rep[3], Method::TRAP_REPRESS.0);
+    let head = mad_testkit_wire::header::of(&rep);
+    assert_eq!((head.method, head.response), (Method::TRAP_REPRESS, false));
     assert_eq!(to.lid, 7);
     assert!(!h.sm.is_sweeping());
     assert!(h.sm.poll_transmit(h.now).is_none());
@@ -660,15 +661,12 @@ fn without_honoring_existing_lids_they_are_reassigned_from_one() {
 }
 
 fn sm_info_request(class: MgmtClass, method: Method, key: u64) -> Vec<u8> {
-    let mut m = vec![0u8; MAD_LEN];
-    m[0] = 1;
-    m[1] = class.0;
-    m[2] = 1;
-    m[3] = method.0;
-    m[8..16].copy_from_slice(&0x0005_0000_0000_7777u64.to_be_bytes());
-    m[16..18].copy_from_slice(&AttributeId::SM_INFO.0.to_be_bytes());
-    if class == MgmtClass::SUBN_DIRECTED_ROUTE {
-        m[7] = 1; // one hop
+    let directed = class == MgmtClass::SUBN_DIRECTED_ROUTE;
+    let mut m = mad_testkit_wire::MadBuilder::new(class, 1, method, AttributeId::SM_INFO)
+        .tid(0x0005_0000_0000_7777)
+        .class_specific(u16::from(directed)) // hop pointer 0, one hop
+        .to_vec();
+    if directed {
         m[32..36].copy_from_slice(&[0xFF; 4]);
         m[129] = 1;
         m[193] = 3;

@@ -210,8 +210,8 @@ fn the_sa_lists_the_qos_tables_sm_lite_programmed() {
     };
     // Hca1 (node 2 port 1): its SL2VL table and VLArb low block.
     let ca = lids[&(2, 1)];
-    let r = query(AttributeId::SA_SL2VL_RECORD, ca);
-    let rec = Sl2VlRecord::parse(&r[0]).unwrap();
+    let recs = query(AttributeId::SA_SL2VL_RECORD, ca);
+    let rec = Sl2VlRecord::parse(&recs[0]).unwrap();
     assert_eq!(rec.sl2vl.vl, [1; 16]);
     let blocks: Vec<VlArbRecord> = query(AttributeId::SA_VLARB_RECORD, ca)
         .iter()

@@ -3,15 +3,14 @@
 //! [`SaHeader`]), the vendor header ([`VendorHeader`]) and any attribute
 //! `Repr` as data. A test says what the MAD is, not where its bytes go.
 
-use mad_core::wire::rmpp::{RmppHeader, RmppType, RMPP_FLAG_ACTIVE};
-use mad_core::wire::sa::{attr_offset_for, SaHeader, SA_CLASS_VERSION};
-use mad_core::wire::smp::DrPath;
-use mad_core::wire::vendor::VendorHeader;
-use mad_core::wire::{
+use mad_wire::wire::rmpp::{RmppHeader, RmppType, RMPP_FLAG_ACTIVE};
+use mad_wire::wire::sa::{attr_offset_for, SaHeader, SA_CLASS_VERSION};
+use mad_wire::wire::smp::DrPath;
+use mad_wire::wire::vendor::VendorHeader;
+use mad_wire::wire::{
     AttributeId, Mad, MadHeader, MadStatus, Method, MgmtClass, Repr, MAD_HEADER_LEN, MAD_LEN,
     RMPP_HEADER_END, SA_DATA_OFFSET, SMP_DATA_OFFSET, VENDOR_DATA_OFFSET,
 };
-use mad_core::MadBuf;
 
 /// Where the SA header starts (right after the RMPP header).
 const SA_HEADER_OFFSET: usize = RMPP_HEADER_END;
@@ -68,7 +67,7 @@ impl MadBuilder {
     pub fn dr(hops: &[u8], method: Method, attr: AttributeId) -> Self {
         let hops = &hops[..hops
             .len()
-            .min(usize::from(mad_core::wire::smp::DR_MAX_HOPS))];
+            .min(usize::from(mad_wire::wire::smp::DR_MAX_HOPS))];
         let path = DrPath::from_hops(hops).unwrap_or_else(|_| DrPath::local());
         let bytes = path.build_request(method, attr, 0, 0, 0);
         let mut b = Self::new(MgmtClass::SUBN_DIRECTED_ROUTE, 1, method, attr);
@@ -87,7 +86,7 @@ impl MadBuilder {
         if attr == AttributeId::CLASS_PORT_INFO {
             return b;
         }
-        let select = mad_core::wire::attr::PortCounters {
+        let select = mad_wire::wire::attr::PortCounters {
             port_select: port,
             ..Default::default()
         };
@@ -154,7 +153,7 @@ impl MadBuilder {
     ///
     /// # Errors
     /// `mad` is shorter than the 24-byte header.
-    pub fn parse(mad: &[u8]) -> Result<Self, mad_core::wire::Error> {
+    pub fn parse(mad: &[u8]) -> Result<Self, mad_wire::wire::Error> {
         let header = MadHeader::parse(mad)?;
         let mut bytes = [0; MAD_LEN];
         let n = mad.len().min(MAD_LEN);
@@ -294,21 +293,15 @@ impl MadBuilder {
     pub fn to_vec(&self) -> Vec<u8> {
         self.build().to_vec()
     }
-
-    /// The MAD in a pooled buffer.
-    #[must_use]
-    pub fn to_buf(&self) -> MadBuf {
-        MadBuf::from_slice(&self.build())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mad_core::wire::rmpp::RmppView;
-    use mad_core::wire::sa_records::NodeRecord;
-    use mad_core::wire::smp::Smp;
-    use mad_core::wire::Mad;
+    use mad_wire::wire::rmpp::RmppView;
+    use mad_wire::wire::sa_records::NodeRecord;
+    use mad_wire::wire::smp::Smp;
+    use mad_wire::wire::Mad;
 
     #[test]
     fn header_fields_land_where_the_wire_crate_reads_them() {
