@@ -6,13 +6,23 @@
 //! SMP, PerfMgt and SA clients of `mad-agents` on top. Discovery and the
 //! counter sweep are those of `mad ibnetdiscover` and `mad sweep`
 //! ([`crate::fabric`]); port events come through [`Port::events`].
+//!
+//! The port is shared ([`Port::shared_port`]): services opened on it
+//! ([`Port::open_sa`], [`Port::open_cm`], [`Port::open_reader`],
+//! [`Port::register`]) keep it running after the [`Port`] is closed; the
+//! last of them stops it (see [Services on one
+//! port](crate#services-on-one-port)).
 
 use std::time::Duration;
 
 use mad_agents::perf::PerfClient;
 use mad_agents::sa::{SaClient, SaError};
 use mad_agents::smp::{self, SmpClient, SmpTarget};
-use mad_agents::{query, AgentSpec, QueryError};
+use mad_agents::sa::SaClientConfig;
+use mad_agents::{query, AgentEvent, AgentReceiver, AgentSpec, PortAgent, QueryError, SharedPort};
+use mad_cm::service::CmService;
+use mad_cm::CmConfig;
+use mad_tools::discover::agent::AgentExchange;
 use mad_core::transport::PortAttrs;
 use mad_core::transport::Qp;
 use mad_core::wire::sa_records::NodeRecord;
@@ -175,7 +185,8 @@ pub fn open(opts: &Options) -> Result<Port, Error> {
         table_mode: session.sa_table_mode(),
         ..mad_agents::sa::SaClientConfig::default()
     };
-    let sa = SaClient::new(session.runtime(), cfg).map_err(|e| Error::Register(e.to_string()))?;
+    let sa =
+        SaClient::open(session.shared_port(), cfg).map_err(|e| Error::Register(e.to_string()))?;
     Ok(Port { session, sa })
 }
 
@@ -215,6 +226,70 @@ impl Port {
     #[must_use]
     pub fn runtime(&self) -> &mad_agents::Runtime {
         self.session.runtime()
+    }
+
+    /// A handle on the port, shared with every service opened on it: the
+    /// port (and the built-in fabric under it) lives while any handle
+    /// does, after this `Port` is closed too.
+    #[must_use]
+    pub fn shared_port(&self) -> SharedPort {
+        self.session.shared_port().clone()
+    }
+
+    /// Opens another SA client on the port, holding it. Only one client
+    /// per port receives Reports, and this `Port`'s own ([`Port::sa`])
+    /// does: `cfg.receive_reports` must be off.
+    ///
+    /// # Errors
+    /// [`Error::Register`] (Reports asked for, or the agent refused).
+    pub fn open_sa(&self, cfg: SaClientConfig) -> Result<SaClient, Error> {
+        SaClient::open(self.session.shared_port(), cfg).map_err(|e| Error::Register(e.to_string()))
+    }
+
+    /// Opens the connection manager on the port, holding it.
+    ///
+    /// # Errors
+    /// [`Error::Register`]: another CM owns the class, or its thread
+    /// could not start.
+    pub fn open_cm(&self, cfg: CmConfig) -> Result<CmService, Error> {
+        CmService::open(self.session.shared_port(), cfg).map_err(|e| Error::Register(e.to_string()))
+    }
+
+    /// Opens the exporter's reader (the discovery and counter sweep's
+    /// exchange, `mad_tools::discover::agent`) on the port, holding it.
+    ///
+    /// # Errors
+    /// [`Error::Register`].
+    pub fn open_reader(&self) -> Result<AgentExchange<'static>, Error> {
+        AgentExchange::open(self.session.shared_port()).map_err(Error::Register)
+    }
+
+    /// Registers an agent of your own whose events go to `callback`; it
+    /// holds the port until dropped.
+    ///
+    /// # Errors
+    /// [`Error::Register`].
+    pub fn register(
+        &self,
+        spec: AgentSpec,
+        callback: impl FnMut(AgentEvent) + Send + 'static,
+    ) -> Result<PortAgent, Error> {
+        self.session
+            .shared_port()
+            .register(spec, callback)
+            .map_err(|e| Error::Register(e.to_string()))
+    }
+
+    /// Registers an agent of your own whose events go into a channel; it
+    /// holds the port until dropped.
+    ///
+    /// # Errors
+    /// [`Error::Register`].
+    pub fn register_channel(&self, spec: AgentSpec) -> Result<(PortAgent, AgentReceiver), Error> {
+        self.session
+            .shared_port()
+            .register_channel(spec)
+            .map_err(|e| Error::Register(e.to_string()))
     }
 
     /// The built-in fabric under this port, if it is on one (to pull
@@ -542,7 +617,9 @@ impl Port {
         self.sa.next_report(timeout)
     }
 
-    /// Stops the stack (its threads) and closes the port.
+    /// Stops the stack (its threads) and closes the port — unless services
+    /// opened on it ([`Port::open_cm`], ...) still hold it: then this
+    /// `Port` lets go of its handle and the last of them stops it.
     ///
     /// # Errors
     /// A capture file that could not be written.
