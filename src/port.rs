@@ -16,17 +16,17 @@
 use std::time::Duration;
 
 use mad_agents::perf::PerfClient;
+use mad_agents::sa::SaClientConfig;
 use mad_agents::sa::{SaClient, SaError};
 use mad_agents::smp::{self, SmpClient, SmpTarget};
-use mad_agents::sa::SaClientConfig;
 use mad_agents::{query, AgentEvent, AgentReceiver, AgentSpec, PortAgent, QueryError, SharedPort};
 use mad_cm::service::CmService;
 use mad_cm::CmConfig;
-use mad_tools::discover::agent::AgentExchange;
 use mad_core::transport::PortAttrs;
 use mad_core::transport::Qp;
 use mad_core::wire::sa_records::NodeRecord;
 use mad_core::wire::{Method, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET};
+use mad_tools::discover::agent::AgentExchange;
 use mad_tools::session::{Backend as SessionBackend, Session, SessionOpts, TransportChoice};
 
 use crate::attr::{Answer, Attribute, Class, Input, Kind};

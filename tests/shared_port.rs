@@ -168,7 +168,10 @@ fn expect_cm(cm: &CmService, what: &str) -> (ConnId, CmEvent) {
     let (id, e) = cm
         .next_event(WAIT)
         .unwrap_or_else(|| panic!("no {what} event"));
-    assert!(format!("{e:?}").starts_with(what), "wanted {what}, got {e:?}");
+    assert!(
+        format!("{e:?}").starts_with(what),
+        "wanted {what}, got {e:?}"
+    );
     (id, e)
 }
 
@@ -265,7 +268,9 @@ fn the_creator_drops_first_and_the_services_go_on_until_the_last_drop_joins_the_
     // The SA client: queries, and the Report of its subscription.
     assert_eq!(sa.all::<NodeRecord>().unwrap().records.len(), 12);
     s.fabric().link_down("host-3", 1).unwrap();
-    let r = sa.next_report(WAIT).expect("a Report after the creator went");
+    let r = sa
+        .next_report(WAIT)
+        .expect("a Report after the creator went");
     assert_eq!(r.notice.trap_number(), Some(trap::LINK_STATE_CHANGE));
     s.fabric().link_up("host-3", 1).unwrap();
     // The CM: a connection from the peer, accepted.
@@ -294,8 +299,15 @@ fn the_creator_drops_first_and_the_services_go_on_until_the_last_drop_joins_the_
     // The last: everything deregistered, the loop thread joined.
     drop(sa);
     assert_eq!(watch.holders(), 0);
-    assert!(watch.joined(), "the loop thread was joined by the last drop");
-    assert_eq!(plain.state(), None, "the last drop deregistered every agent");
+    assert!(
+        watch.joined(),
+        "the loop thread was joined by the last drop"
+    );
+    assert_eq!(
+        plain.state(),
+        None,
+        "the last drop deregistered every agent"
+    );
     assert!(!watch.is_gone(), "the plain agent's handle keeps its state");
     drop(plain);
     assert!(watch.is_gone(), "nothing of the runtime is left");
@@ -370,7 +382,11 @@ fn every_service_on_the_port_holds_the_soft_reset_while_it_drains_and_resumes_af
     until("the SA request waits", || sa.reset_stats().waited == 1);
     // The user's agent still drains: the port has not reset.
     assert_eq!(hold.stats().acks, 0);
-    assert_eq!(stats(&port).soft_resets, 0, "reset before every holder let go");
+    assert_eq!(
+        stats(&port).soft_resets,
+        0,
+        "reset before every holder let go"
+    );
     assert_eq!(stats(&port).forced_resets, 0);
 
     // The peer answers: the user's agent has drained and acknowledges;
@@ -391,7 +407,11 @@ fn every_service_on_the_port_holds_the_soft_reset_while_it_drains_and_resumes_af
         (stats(&port).soft_resets, stats(&port).forced_resets),
         (1, 0)
     );
-    assert_eq!(waiting.join().unwrap().unwrap(), 12, "the waiting request went on");
+    assert_eq!(
+        waiting.join().unwrap().unwrap(),
+        12,
+        "the waiting request went on"
+    );
 
     // Work after the reset: every service sends and receives.
     assert_eq!(sa.subscriptions()[0].accepted, 1);
@@ -409,5 +429,8 @@ fn every_service_on_the_port_holds_the_soft_reset_while_it_drains_and_resumes_af
         sa.is_port_dead() && hold.stats().device_fatal == 1 && cm.reset_stats().device_fatal == 1
     });
     assert!(matches!(sa.all::<NodeRecord>(), Err(SaError::PortDead)));
-    assert!(user.send(user_get(4, peer_lid)).is_err(), "a post on a dead port fails");
+    assert!(
+        user.send(user_get(4, peer_lid)).is_err(),
+        "a post on a dead port fails"
+    );
 }

@@ -78,7 +78,10 @@ impl Shared {
     fn flush(&self, cm: &mut Cm) {
         // During a soft reset the CM's MADs wait in it (its deadlines may
         // resend them anyway) until the port is back.
-        while let Some(t) = (!self.reset.is_held()).then(|| cm.poll_transmit()).flatten() {
+        while let Some(t) = (!self.reset.is_held())
+            .then(|| cm.poll_transmit())
+            .flatten()
+        {
             if self
                 .agent
                 .send(SendRequest::new(t.mad.to_vec(), t.to))

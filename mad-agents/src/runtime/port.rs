@@ -30,9 +30,9 @@
 //! ([`super::ResetHold`]): it holds the reset while its work in flight
 //! drains, then resumes.
 
+use std::any::Any;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::any::Any;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use mad_core::transport::Transport;
