@@ -165,11 +165,6 @@ impl<T: Transport> Port<T> {
         }
     }
 
-    /// The two halves: the state and the driver of the transport.
-    pub fn split_mut(&mut self) -> (&mut PortCore, &mut Driver<T>) {
-        (&mut self.core, &mut self.driver)
-    }
-
     // ----- getters -----
 
     /// The port's state.
