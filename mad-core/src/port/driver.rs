@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::transport::{Address, Qp, QpState, SendCompletion, Transport, TransportError, WcStatus};
 
-use super::core::{PortCore, Queued, Recreate};
+use super::state::{PortCore, Queued, Recreate};
 use super::{ClientId, PortError, PortEvent, SendToken};
 
 /// A transport and what its pump reuses; see the [module

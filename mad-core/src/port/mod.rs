@@ -120,16 +120,16 @@
 
 mod boxed;
 mod clients;
-mod core;
 mod driver;
 mod inbound;
 mod recovery;
+mod state;
 mod types;
 
-pub use self::core::PortCore;
 pub use clients::ClientId;
 pub use driver::Driver;
 pub use inbound::{Inbound, InboundError};
+pub use state::PortCore;
 pub use types::{PortConfig, PortError, PortEvent, PortStats, SendToken, DEFAULT_OVERFLOW_LIMIT};
 
 use std::time::Instant;
@@ -387,7 +387,7 @@ mod memory_doc {
     /// is its slot in the overflow queue plus one 256-byte buffer.
     #[test]
     fn a_queued_send_costs_what_the_memory_docs_say() {
-        let slot = std::mem::size_of::<super::core::Queued>();
+        let slot = std::mem::size_of::<super::state::Queued>();
         eprintln!("overflow slot: {slot} bytes");
         assert!(slot < 128, "the docs say under 128 bytes, a slot is {slot}");
         assert!(slot + crate::wire::MAD_LEN <= 390, "the docs say about 380");

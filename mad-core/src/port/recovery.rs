@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::transport::{AsyncEvent, Qp, WcStatus};
 
-use super::core::{PortCore, Recreate, ResetState};
+use super::state::{PortCore, Recreate, ResetState};
 use super::{ClientId, PortError, PortEvent};
 
 impl PortCore {

@@ -11,8 +11,9 @@ use crate::transport::{
 };
 use crate::wire::MAD_LEN;
 
-use super::clients::Clients;
-use super::{ClientId, Inbound, PortConfig, PortError, PortEvent, PortStats, SendToken};
+use super::clients::{ClientId, Clients};
+use super::inbound::Inbound;
+use super::types::{PortConfig, PortError, PortEvent, PortStats, SendToken};
 
 /// Who a send belongs to.
 #[derive(Debug, Clone, Copy)]
