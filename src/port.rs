@@ -13,6 +13,7 @@
 //! last of them stops it (see [Services on one
 //! port](crate#services-on-one-port)).
 
+use std::sync::{Mutex, TryLockError};
 use std::time::Duration;
 
 use mad_agents::perf::PerfClient;
@@ -139,8 +140,39 @@ pub enum Target {
 
 /// An open port with the stack running on it.
 pub struct Port {
+    /// The agent of [`Port::smp_get_batch`], registered by the first
+    /// batch and kept for the next ones (declared first: dropped before
+    /// the session stops the runtime).
+    batch: Mutex<Option<BatchAgent>>,
     session: Session,
     sa: SaClient,
+}
+
+/// The send-only QP0 agent that [`Port::smp_get_batch`] sends through,
+/// kept across batches: registering and deregistering an agent per batch
+/// cost a hand-over to the runtime's loop thread each time (the
+/// deregistration waits for it), which on a loaded machine is most of a
+/// batch's wall time.
+struct BatchAgent {
+    agent: mad_agents::Agent,
+    rx: mad_agents::AgentReceiver,
+    /// The batch number, in the high 32 bits of every cookie it sends:
+    /// a completion of an earlier batch (one that ended early) is
+    /// recognised and dropped.
+    serial: u32,
+}
+
+impl BatchAgent {
+    fn register(rt: &mad_agents::Runtime) -> Result<Self, Error> {
+        let (agent, rx) = rt
+            .register_channel(AgentSpec::send_only("smp-batch", Qp::Qp0))
+            .map_err(|e| Error::Register(e.to_string()))?;
+        Ok(Self {
+            agent,
+            rx,
+            serial: 0,
+        })
+    }
 }
 
 impl std::fmt::Debug for Port {
@@ -187,7 +219,11 @@ pub fn open(opts: &Options) -> Result<Port, Error> {
     };
     let sa =
         SaClient::open(session.shared_port(), cfg).map_err(|e| Error::Register(e.to_string()))?;
-    Ok(Port { session, sa })
+    Ok(Port {
+        batch: Mutex::new(None),
+        session,
+        sa,
+    })
 }
 
 impl Port {
@@ -374,13 +410,68 @@ impl Port {
         attr_mod: u32,
     ) -> Result<Vec<Result<Answer, Error>>, Error> {
         let kind = Kind::find(Class::Smp, name)?;
-        let (agent, rx) = self
-            .runtime()
-            .register_channel(AgentSpec::send_only("smp-batch", Qp::Qp0))
-            .map_err(|e| Error::Register(e.to_string()))?;
-        let mut out: Vec<Option<Result<Answer, Error>>> = targets.iter().map(|_| None).collect();
-        let timeout = self.session.timeout();
+        if u32::try_from(targets.len()).is_err() {
+            return Err(Error::Input(format!(
+                "a batch of {} targets: at most {} at once",
+                targets.len(),
+                u32::MAX
+            )));
+        }
+        // The Port's own batch agent; a thread that finds it in use by
+        // another batch registers one of its own for this batch.
+        let mut kept = match self.batch.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(p)) => {
+                // A batch panicked mid-way: its agent may hold its sends.
+                let mut g = p.into_inner();
+                *g = None;
+                self.batch.clear_poison();
+                Some(g)
+            }
+            Err(TryLockError::WouldBlock) => None,
+        };
+        let mut own = None;
+        let ba: &mut BatchAgent = match kept.as_deref_mut() {
+            Some(slot) => match slot {
+                Some(b) => b,
+                None => slot.insert(BatchAgent::register(self.runtime())?),
+            },
+            None => own.insert(BatchAgent::register(self.runtime())?),
+        };
+        ba.serial = ba.serial.wrapping_add(1);
+        let tag = u64::from(ba.serial) << 32;
+        let (ended, out) = self.run_batch(ba, tag, kind, targets, attr_mod)?;
+        if !ended {
+            // Sends of this batch may still complete: a fresh agent next
+            // time rather than one whose channel they fill.
+            if let Some(slot) = kept.as_deref_mut() {
+                *slot = None;
+            }
+        }
+        drop(kept);
+        Ok(out)
+    }
+
+    /// Sends the batch through `ba` (cookies `tag | index`) and collects
+    /// its completions, one result per target in place (a target whose
+    /// send never completed: a timeout); false with them when the runtime
+    /// stopped before every send completed.
+    fn run_batch(
+        &self,
+        ba: &BatchAgent,
+        tag: u64,
+        kind: &'static Kind,
+        targets: &[Target],
+        attr_mod: u32,
+    ) -> Result<(bool, Vec<Result<Answer, Error>>), Error> {
         let retries = mad_tools::session::DEFAULT_RETRIES;
+        let mut out: Vec<Result<Answer, Error>> = Vec::with_capacity(targets.len());
+        out.resize_with(targets.len(), || {
+            Err(Error::Query(QueryError::Timeout { retries }))
+        });
+        // Which results are in (each completion is taken once).
+        let mut filled = vec![false; targets.len()];
+        let timeout = self.session.timeout();
         let m_key = self.smp().m_key;
         let mut reqs = Vec::with_capacity(targets.len());
         for (i, t) in targets.iter().enumerate() {
@@ -388,16 +479,22 @@ impl Port {
                 Ok(st) => reqs.push(
                     smp::request(&st, Method::GET, kind.attr_id, attr_mod, &[], m_key)
                         .expect_response(timeout, retries)
-                        .cookie(i as u64),
+                        .cookie(tag | i as u64),
                 ),
-                Err(e) => out[i] = Some(Err(e)),
+                Err(e) => {
+                    out[i] = Err(e);
+                    filled[i] = true;
+                }
             }
         }
+        let slot_of =
+            |cookie: u64| (cookie & !0xffff_ffff == tag).then_some((cookie & 0xffff_ffff) as usize);
         let mut pending = reqs.len();
-        agent
+        ba.agent
             .send_batch(reqs, |cookie, e| {
-                if let Some(slot) = out.get_mut(cookie as usize) {
-                    *slot = Some(Err(QueryError::from(e).into()));
+                if let Some(i) = slot_of(cookie).filter(|&i| i < out.len() && !filled[i]) {
+                    out[i] = Err(QueryError::from(e).into());
+                    filled[i] = true;
                     pending -= 1;
                 }
             })
@@ -406,23 +503,19 @@ impl Port {
         // failure); the guard only covers a runtime that stopped.
         let guard = timeout * (retries + 2) + Duration::from_secs(5);
         while pending > 0 {
-            match rx.recv_timeout(guard) {
+            match ba.rx.recv_timeout(guard) {
                 Some(mad_agents::AgentEvent::SendDone(c)) => {
-                    if let Some(slot) = out.get_mut(c.cookie as usize) {
-                        if slot.is_none() {
-                            *slot = Some(smp_answer(kind, &c));
-                            pending -= 1;
-                        }
+                    if let Some(i) = slot_of(c.cookie).filter(|&i| i < out.len() && !filled[i]) {
+                        out[i] = smp_answer(kind, &c);
+                        filled[i] = true;
+                        pending -= 1;
                     }
                 }
                 Some(_) => {}
                 None => break,
             }
         }
-        Ok(out
-            .into_iter()
-            .map(|r| r.unwrap_or(Err(Error::Query(QueryError::Timeout { retries }))))
-            .collect())
+        Ok((pending == 0, out))
     }
 
     /// SubnGet of the SMP attribute `name` (`"NodeInfo"`, `"PortInfo"`,
@@ -624,7 +717,8 @@ impl Port {
     /// # Errors
     /// A capture file that could not be written.
     pub fn close(self) -> Result<(), Error> {
-        let Port { session, sa } = self;
+        let Port { batch, session, sa } = self;
+        drop(batch);
         drop(sa);
         session.close().map_err(Error::Open)
     }
