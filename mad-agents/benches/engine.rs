@@ -22,7 +22,12 @@ const OUTSTANDING: usize = 100_000;
 
 fn perf_get() -> Vec<u8> {
     let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, Method::GET.0]);
+    mad_testkit::header::edit(&mut m, |h| {
+        h.base_version = 1;
+        h.mgmt_class = MgmtClass::PERF_MGT;
+        h.class_version = 1;
+        h.method = Method::GET;
+    });
     m
 }
 
@@ -64,7 +69,10 @@ fn loaded(n: usize, port: FlowLimit) -> (Engine<Loopback>, AgentId, Instant, Pos
 
 fn respond(e: &mut Engine<Loopback>, mad: &[u8]) {
     let mut resp = mad.to_vec();
-    resp[3] = 0x81;
+    mad_testkit::header::edit(&mut resp, |h| {
+        h.method = mad_core::wire::Method::GET;
+        h.response = true;
+    });
     e.port_mut().transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: Address::gsi(7),
@@ -92,7 +100,7 @@ fn bench(c: &mut Criterion) {
                 let s = e.send(a, req(), t0).unwrap();
                 e.poll(t0);
                 let mut resp = perf_get();
-                resp[8..16].copy_from_slice(&e.send_tid(s).unwrap().to_be_bytes());
+                mad_testkit::header::edit(&mut resp, |h| h.tid = e.send_tid(s).unwrap());
                 respond(&mut e, &resp);
                 e.poll(t0);
                 while let Some((_, ev)) = e.poll_event() {

@@ -48,11 +48,14 @@ fn far(script: Arc<Mutex<Script>>, seen: Seen) -> Loopback {
                 return Vec::new();
             }
             let mut r = mad.to_vec();
-            if mad[1] == MgmtClass::SUBN_DIRECTED_ROUTE.0 {
+            if Mad::new_unchecked(mad).mgmt_class() == MgmtClass::SUBN_DIRECTED_ROUTE {
                 let mut smp = Smp::new_checked(&mut r[..]).unwrap();
                 dr_make_response(&mut smp).unwrap();
             } else {
-                r[3] = 0x81;
+                mad_testkit::header::edit(&mut r, |h| {
+                    h.method = mad_core::wire::Method::GET;
+                    h.response = true;
+                });
             }
             let attr = Mad::new_unchecked(mad).attr_id();
             if attr == AttributeId::NODE_INFO {
@@ -60,10 +63,13 @@ fn far(script: Arc<Mutex<Script>>, seen: Seen) -> Loopback {
             }
             match s {
                 Script::Status(st) => {
-                    let keep_d = u16::from_be_bytes([r[4], r[5]]) & 0x8000;
-                    r[4..6].copy_from_slice(&(keep_d | st).to_be_bytes());
+                    mad_testkit::header::edit(&mut r, |h| {
+                        h.status = MadStatus((h.status.0 & 0x8000) | st); // keeps the D bit
+                    });
                 }
-                Script::WrongAttribute => r[16..18].copy_from_slice(&0x0099u16.to_be_bytes()),
+                Script::WrongAttribute => {
+                    mad_testkit::header::edit(&mut r, |h| h.attr_id = AttributeId(0x0099));
+                }
                 _ => {}
             }
             vec![mad_testkit::far::from_dest(qp, dest, qp.qpn(), r)]

@@ -164,7 +164,10 @@ fn the_default_keeps_a_port_with_a_descriptor_at_256_unanswered() {
     assert_eq!(e.agent_backlog(a1) + e.agent_backlog(a2), 144);
     // Responses, and sends expecting none, are not limited.
     let mut resp = perf_get();
-    resp[3] = 0x81;
+    mad_testkit::header::edit(&mut resp, |h| {
+        h.method = mad_core::wire::Method::GET;
+        h.response = true;
+    });
     e.send(a1, SendRequest::new(resp, Address::gsi(FAR)), t0)
         .unwrap();
     e.send(a1, SendRequest::new(perf_get(), Address::gsi(FAR)), t0)
@@ -267,7 +270,7 @@ fn a_response_naming_a_backlogged_tid_does_not_answer_it() {
     let [s1, s2] = [(); 2].map(|()| e.send(a, req(SEC, 0), t0).unwrap());
     run(&mut e, t0);
     let mut stray = perf_get();
-    stray[8..16].copy_from_slice(&e.send_tid(s2).unwrap().to_be_bytes());
+    mad_testkit::header::edit(&mut stray, |h| h.tid = e.send_tid(s2).unwrap());
     e.handle_recv(Instant::now(), answer(Qp::Qp1, &stray, Address::gsi(FAR)))
         .unwrap();
     run(&mut e, t0);

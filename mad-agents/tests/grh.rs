@@ -105,8 +105,13 @@ fn vendor_agent(e: &mut Engine<RoceLike>, methods: &[Method]) -> AgentId {
 /// A vendor range-2 header (40 bytes) with `method` and `tid`.
 fn vendor_header(method: Method, tid: u64) -> Vec<u8> {
     let mut m = vec![0u8; VENDOR_DATA_OFFSET];
-    m[..4].copy_from_slice(&[1, VENDOR.0, 1, method.0]);
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
+    mad_testkit::header::edit(&mut m, |h| {
+        h.base_version = 1;
+        h.mgmt_class = VENDOR;
+        h.class_version = 1;
+        mad_testkit::header::set_method_byte(h, method.0); // a response bit included
+        h.tid = tid;
+    });
     m[37..40].copy_from_slice(&OUI.to_be_bytes()[1..]);
     m
 }
@@ -237,21 +242,27 @@ fn an_rmpp_abort_and_an_unsupported_answer_go_back_with_the_request_grh() {
     push(&mut e, t0, roce(4), &bad);
     // A Get nobody owns: GetResp(0x000C) to its sender.
     let mut get = vec![0u8; 256];
-    get[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, Method::GET.0]);
+    mad_testkit::header::edit(&mut get, |h| {
+        h.base_version = 1;
+        h.mgmt_class = MgmtClass::PERF_MGT;
+        h.class_version = 1;
+        h.method = Method::GET;
+    });
     push(&mut e, t0, roce(9), &get);
     e.poll(t0);
     // What a poll posts goes out at the next one.
     e.poll(t0 + MS);
     let out = take_sent(&sent);
     assert_eq!(out.len(), 2, "{out:?}");
-    let abort = out.iter().find(|(_, m, _)| m[1] == VENDOR.0).unwrap();
+    let class_of = |m: &[u8]| mad_testkit::header::of(m).mgmt_class;
+    let abort = out.iter().find(|(_, m, _)| class_of(m) == VENDOR).unwrap();
     let h = rmpp_header(&abort.1);
     assert_eq!((h.0, h.1), (RmppType::ABORT, RmppStatus::BAD_SEG));
     assert_eq!(abort.2.grh, roce(4).grh);
     assert_eq!(abort.2.qkey, GSI_QKEY);
     let answer = out
         .iter()
-        .find(|(_, m, _)| m[1] == MgmtClass::PERF_MGT.0)
+        .find(|(_, m, _)| class_of(m) == MgmtClass::PERF_MGT)
         .unwrap();
     assert_eq!(answer.2.grh, roce(9).grh);
     assert_eq!(e.stats().unsupported_answered, 1);
@@ -267,15 +278,15 @@ fn a_refused_segment_post_fails_the_send_once_and_every_refusal_is_counted() {
     msg.extend_from_slice(&payload(2000, 3));
     let s = e.send(agent, SendRequest::new(msg, roce(5)), t0).unwrap();
     e.poll(t0);
-    let first = take_sent(&sent);
-    assert_eq!(first.len(), 1, "window of 1");
+    let opening = take_sent(&sent);
+    assert_eq!(opening.len(), 1, "window of 1");
     // The port starts refusing; the peer opens the window.
     refuse_all.store(true, Ordering::SeqCst);
     push(
         &mut e,
         t0 + MS,
         roce(5),
-        &control(&first[0].1, RmppType::ACK, RmppStatus::SUCCESS, 1, 65),
+        &control(&opening[0].1, RmppType::ACK, RmppStatus::SUCCESS, 1, 65),
     );
     let mut done = Vec::new();
     for i in 1..50u32 {
@@ -312,8 +323,13 @@ fn a_refused_segment_post_fails_the_send_once_and_every_refusal_is_counted() {
 /// An SA GetTable request from `src`'s point of view, TID `tid`.
 fn get_table(tid: u64) -> Vec<u8> {
     let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, MgmtClass::SUBN_ADM.0, 2, Method::GET_TABLE.0]);
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
+    mad_testkit::header::edit(&mut m, |h| {
+        h.base_version = 1;
+        h.mgmt_class = MgmtClass::SUBN_ADM;
+        h.class_version = 2;
+        h.method = Method::GET_TABLE;
+    });
+    mad_testkit::header::edit(&mut m, |h| h.tid = tid);
     m
 }
 
@@ -335,7 +351,10 @@ fn rmpp_responses_to_two_requesters_using_the_same_tid_both_complete() {
     for (who, ev) in drain(&mut e) {
         if let AgentEvent::Received(req) = ev {
             let mut resp = req.bytes()[..SA_DATA_OFFSET].to_vec();
-            resp[3] = 0x92;
+            mad_testkit::header::edit(&mut resp, |h| {
+                h.method = mad_core::wire::Method::GET_TABLE;
+                h.response = true;
+            });
             resp.extend_from_slice(&payload(4000, gid_of(req.src()).unwrap()));
             let dest = req.reply_address();
             sends.push(e.send(who, SendRequest::new(resp, dest), t0).unwrap());
@@ -476,7 +495,7 @@ fn a_repeated_final_ack_gets_the_ds_ack_again_and_a_late_abort_does_not_fail_the
     let seg = take_sent(&sent).pop().unwrap().1;
     // The responder's final ACK carries the response method.
     let mut ack = control(&seg, RmppType::ACK, RmppStatus::SUCCESS, 1, 1);
-    ack[3] |= 0x80;
+    mad_testkit::header::edit(&mut ack, |h| h.response = true);
     for round in 0..3u32 {
         push(&mut e, t0 + (round + 1) * MS, roce(6), &ack);
         e.poll(t0 + (round + 1) * MS);
@@ -493,7 +512,7 @@ fn a_repeated_final_ack_gets_the_ds_ack_again_and_a_late_abort_does_not_fail_the
     // A late ABORT (for the request's transfer, response method) does not
     // end the request: it still waits for its response.
     let mut abort = control(&seg, RmppType::ABORT, RmppStatus::T2L, 0, 0);
-    abort[3] |= 0x80;
+    mad_testkit::header::edit(&mut abort, |h| h.response = true);
     push(&mut e, t0 + 10 * MS, roce(6), &abort);
     e.poll(t0 + 10 * MS);
     assert!(completions(&drain(&mut e)).is_empty());

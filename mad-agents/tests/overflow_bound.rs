@@ -24,7 +24,12 @@ fn a_send_past_the_overflow_limit_fails_with_overflow_full_and_leaves_nothing_ou
     let mut e = Engine::with_port(port, EngineConfig::default());
     let a = e.register(AgentSpec::send_only("a", Qp::Qp1)).unwrap();
     let mut mad = vec![0u8; 256];
-    mad[..4].copy_from_slice(&[1, 4, 1, 1]);
+    mad_testkit::header::edit(&mut mad, |h| {
+        h.base_version = 1;
+        h.mgmt_class = mad_core::wire::MgmtClass::PERF_MGT;
+        h.class_version = 1;
+        h.method = mad_core::wire::Method::GET;
+    });
     let now = Instant::now();
     for _ in 0..5 {
         e.send(a, SendRequest::new(mad.clone(), Address::gsi(7)), now)

@@ -66,8 +66,13 @@ fn with_gid(mut a: Address, last: u8) -> Address {
 
 fn smp(class: MgmtClass) -> Vec<u8> {
     let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, class.0, 1, Method::GET.0]);
-    m[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
+    mad_testkit::header::edit(&mut m, |h| {
+        h.base_version = 1;
+        h.mgmt_class = class;
+        h.class_version = 1;
+        h.method = Method::GET;
+    });
+    mad_testkit::header::edit(&mut m, |h| h.attr_id = mad_core::wire::AttributeId(0x0011u16));
     m
 }
 
@@ -185,7 +190,12 @@ fn with_a_grh_the_source_gid_must_be_the_destination_gid() {
 /// A vendor range-2 RMPP message of one segment (Active, First, Last).
 fn one_segment_rmpp() -> Vec<u8> {
     let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, 0x32, 1, Method::SEND.0]);
+    mad_testkit::header::edit(&mut m, |h| {
+        h.base_version = 1;
+        h.mgmt_class = mad_core::wire::MgmtClass(0x32);
+        h.class_version = 1;
+        h.method = Method::SEND;
+    });
     m[37..40].copy_from_slice(&[0x00, 0x14, 0x05]);
     m[24] = 1; // RMPP version
     m[25] = 1; // DATA
@@ -196,7 +206,7 @@ fn one_segment_rmpp() -> Vec<u8> {
 /// The ACK a receiver at `src` sends for segment `seg`.
 fn ack(seg_mad: &[u8], seg: u32, wl: u32, src: u16) -> Received {
     let mut m = seg_mad.to_vec();
-    m[3] ^= 0x80;
+    mad_testkit::header::edit(&mut m, |h| h.response = !h.response);
     m[25] = 2; // ACK
     m[26] = 0x01;
     m[27] = 0;
@@ -258,7 +268,7 @@ fn a_work_request_error_after_the_response_is_reported_with_the_response() {
     assert!(sent.lock().unwrap().is_empty(), "still in the send queue");
     // The response beats the work completion.
     let mut req = perf_get();
-    req[8..16].copy_from_slice(&e.send_tid(s).unwrap().to_be_bytes());
+    mad_testkit::header::edit(&mut req, |h| h.tid = e.send_tid(s).unwrap());
     e.port_mut()
         .transport_mut()
         .inner_mut()

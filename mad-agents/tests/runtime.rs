@@ -327,7 +327,10 @@ fn a_channel_agent_that_does_not_keep_up_holds_at_most_its_byte_budget() {
     let lb = Loopback::new(Loopback::attrs("lb0", 1, 5), 64).with_responder(Box::new(
         |qp, mad: &[u8], _dest: &Address| {
             let mut r = mad.to_vec();
-            r[3] = Method::SET.0;
+            mad_testkit::header::edit(&mut r, |h| {
+                h.method = mad_core::wire::Method::SET;
+                h.response = false;
+            });
             vec![Received {
                 qp,
                 src: Address::gsi(9),
@@ -355,7 +358,10 @@ fn a_channel_agent_that_does_not_keep_up_holds_at_most_its_byte_budget() {
         .register_channel(AgentSpec::send_only("trapper", Qp::Qp1))
         .unwrap();
     let mut trap = perf_get();
-    trap[3] = Method::TRAP.0;
+    mad_testkit::header::edit(&mut trap, |h| {
+        h.method = mad_core::wire::Method::TRAP;
+        h.response = false;
+    });
     for _ in 0..20 {
         sender
             .handle()

@@ -37,7 +37,10 @@ fn start(fd: Fd) -> (Runtime, Inbox) {
 
 fn perf_set() -> Vec<u8> {
     let mut m = perf_get();
-    m[3] = Method::SET.0;
+    mad_testkit::header::edit(&mut m, |h| {
+        h.method = mad_core::wire::Method::SET;
+        h.response = false;
+    });
     m
 }
 

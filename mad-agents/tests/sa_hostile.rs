@@ -11,7 +11,7 @@ use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Received};
 use mad_core::wire::sa_records::{NodeRecord, PathRecord};
-use mad_core::wire::{Repr, SA_DATA_OFFSET};
+use mad_core::wire::{MadStatus, Method, Repr, METHOD_RESPONSE_BIT, SA_DATA_OFFSET};
 
 /// What the hostile SA puts in its answer.
 #[derive(Clone)]
@@ -38,8 +38,11 @@ enum Rmpp {
 
 fn build(req: &[u8], a: &Answer) -> Vec<u8> {
     let mut m = req[..SA_DATA_OFFSET].to_vec();
-    m[3] = a.method;
-    m[4..6].copy_from_slice(&a.status.to_be_bytes());
+    mad_testkit::header::edit(&mut m, |h| {
+        h.response = a.method & METHOD_RESPONSE_BIT != 0;
+        h.method = Method(a.method & !METHOD_RESPONSE_BIT);
+        h.status = MadStatus(a.status);
+    });
     m[24..36].fill(0);
     match a.rmpp {
         Rmpp::Off => {}
@@ -66,7 +69,7 @@ fn client_of(answer: Answer) -> (Runtime, SaClient) {
     let answer = Arc::new(Mutex::new(answer));
     let lb = Loopback::new(Loopback::attrs("lb0", 1, 5), 64).with_responder(Box::new(
         move |qp, mad: &[u8], _dest: &Address| {
-            if mad[3] & 0x80 != 0 {
+            if mad_testkit::header::of(mad).response {
                 return Vec::new();
             }
             vec![Received {

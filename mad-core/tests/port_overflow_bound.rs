@@ -8,12 +8,13 @@ use std::time::Instant;
 use mad_core::port::{Port, PortConfig, PortError, PortEvent, DEFAULT_OVERFLOW_LIMIT};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, WcStatus};
+use mad_core::wire::{AttributeId, Method, MgmtClass};
+use mad_testkit_wire::MadBuilder;
 
 fn mad(tid: u64) -> Vec<u8> {
-    let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, 4, 1, 1]); // PerfMgt Get
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
-    m
+    MadBuilder::new(MgmtClass::PERF_MGT, 1, Method::GET, AttributeId(0))
+        .tid(tid)
+        .to_vec()
 }
 
 /// A port over a stalled loopback with a send queue of 4 and room for

@@ -279,6 +279,12 @@ impl MadBuilder {
         }
     }
 
+    /// The common header as built so far.
+    #[must_use]
+    pub fn header(&self) -> MadHeader {
+        self.header.clone()
+    }
+
     /// The 256-byte MAD.
     #[must_use]
     pub fn build(&self) -> [u8; MAD_LEN] {

@@ -12,7 +12,7 @@
 //! assert_eq!(header::of(&mad).tid, 3, "the rest is kept");
 //! ```
 
-use mad_wire::wire::{MadHeader, Repr, MAD_HEADER_LEN};
+use mad_wire::wire::{MadHeader, Method, Repr, MAD_HEADER_LEN, METHOD_RESPONSE_BIT};
 
 /// The common header of `mad`.
 ///
@@ -42,6 +42,19 @@ pub fn edit(mad: &mut [u8], f: impl FnOnce(&mut MadHeader)) {
     }
 }
 
+/// Sets `h`'s method and response bit from `raw`, byte 3 as sent (a
+/// method drawn from a fuzzer's or a hostile peer's bytes).
+pub fn set_method_byte(h: &mut MadHeader, raw: u8) {
+    h.response = raw & METHOD_RESPONSE_BIT != 0;
+    h.method = Method(raw & !METHOD_RESPONSE_BIT);
+}
+
+/// Byte 3 as sent: `h`'s method with its response bit.
+#[must_use]
+pub fn method_byte(h: &MadHeader) -> u8 {
+    h.method.0 | if h.response { METHOD_RESPONSE_BIT } else { 0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +79,16 @@ mod tests {
         assert_eq!(v.tid(), 9);
         assert_eq!(m[30], 0xab, "the payload is kept");
         assert_eq!(of(&m), v.header().expect("24 bytes"));
+    }
+
+    #[test]
+    fn the_method_byte_splits_into_method_and_response_bit_and_back() {
+        let mut h = MadHeader::default();
+        set_method_byte(&mut h, 0x92);
+        assert_eq!((h.method, h.response), (Method::GET_TABLE, true));
+        assert_eq!(method_byte(&h), 0x92);
+        set_method_byte(&mut h, 0x03);
+        assert_eq!((h.method, h.response, method_byte(&h)), (Method(3), false, 3));
     }
 
     #[test]

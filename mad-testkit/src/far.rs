@@ -20,7 +20,7 @@
 //! ```
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
@@ -64,4 +64,45 @@ pub fn answering(name: &str, lid: u16, depth: usize, silent: Option<Arc<AtomicBo
             vec![from_dest(qp, dest, 1, get_resp(mad))]
         },
     ))
+}
+
+/// What a [`recording`] far side was sent: (QP, MAD, destination).
+pub type Sent = Arc<Mutex<Vec<(Qp, Vec<u8>, Address)>>>;
+
+/// A [`Loopback`] (`name`, port 1, `lid`, `depth` sends) whose far side
+/// records every MAD it is sent and answers nothing (a test answers with
+/// `push_recv`, e.g. an [`answer`]).
+#[must_use]
+pub fn recording(name: &str, lid: u16, depth: usize) -> (Loopback, Sent) {
+    let sent: Sent = Arc::default();
+    let seen = Arc::clone(&sent);
+    let lb = Loopback::new(Loopback::attrs(name, 1, lid), depth).with_responder(Box::new(
+        move |qp, mad: &[u8], dest: &Address| {
+            seen.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((qp, mad.to_vec(), *dest));
+            Vec::new()
+        },
+    ));
+    (lb, sent)
+}
+
+/// `mad` received on QP1 from LID `lid`'s QP1.
+#[must_use]
+pub fn gsi_from(lid: u16, mad: impl Into<mad_core::MadBuf>) -> Received {
+    Received {
+        qp: Qp::Qp1,
+        src: Address::gsi(lid),
+        mad: mad.into(),
+    }
+}
+
+/// The [`get_resp`] to `mad`, received on `qp` from `src`.
+#[must_use]
+pub fn answer(qp: Qp, mad: &[u8], src: Address) -> Received {
+    Received {
+        qp,
+        src,
+        mad: get_resp(mad).into(),
+    }
 }

@@ -758,8 +758,10 @@ mod tests {
     #[test]
     fn decode_reads_hex_from_stdin() {
         let mut mad = vec![0u8; 256];
-        mad[0] = 1;
-        mad[1] = 0x07;
+        mad_testkit::header::edit(&mut mad, |h| {
+            h.base_version = 1;
+            h.mgmt_class = mad_core::wire::MgmtClass::COM_MGT;
+        });
         let hex: String = mad.iter().map(|b| format!("{b:02x} ")).collect();
         let (code, out, err) = run_with(&["mad", "decode"], &hex);
         assert_eq!(code, 0, "{err}");

@@ -200,8 +200,8 @@ mod tests {
 
     #[test]
     fn prefixes_colons_and_commas_are_tolerated() {
-        let m = parse_hex_mads("0x01:0X02,ab  CD\t0xEFff").unwrap();
-        assert_eq!(m[0].bytes, vec![1, 2, 0xab, 0xcd, 0xef, 0xff]);
+        let mads = parse_hex_mads("0x01:0X02,ab  CD\t0xEFff").unwrap();
+        assert_eq!(mads[0].bytes, vec![1, 2, 0xab, 0xcd, 0xef, 0xff]);
     }
 
     #[test]

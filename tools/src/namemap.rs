@@ -145,8 +145,8 @@ mod tests {
 
     #[test]
     fn first_entry_of_a_guid_wins() {
-        let m = NameMap::parse("1 \"a\"\n1 \"b\"\n").unwrap_or_default();
-        assert_eq!(m.get(1), Some("a"));
+        let map = NameMap::parse("1 \"a\"\n1 \"b\"\n").unwrap_or_default();
+        assert_eq!(map.get(1), Some("a"));
     }
 
     #[test]

@@ -400,7 +400,8 @@ fn decodes_congestion_control_mads_with_their_cc_key_and_entries() {
     // A switch's CongestionLog (from byte 32): 3 events counted, the
     // second event from SLID 9 to DLID 10.
     let mut log = [0u8; 40 + 15 * 12];
-    log[..4].copy_from_slice(&[1, 0, 0, 3]);
+    log[0] = 1; // LogType: switch
+    log[2..4].copy_from_slice(&3u16.to_be_bytes()); // LogEventsCounter
     log[52..56].copy_from_slice(&[0, 9, 0, 10]);
     let log = cc_resp(cc_attr::CONGESTION_LOG, key, 32, &log);
     // A LogType neither switch nor CA.

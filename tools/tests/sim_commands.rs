@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mad_core::pcap::{Direction, PcapReader};
+use mad_core::wire::{Method, MgmtClass};
+use mad_testkit::header;
 
 /// `mad --sim ARGS`: (stdout, stderr, exit status).
 fn sim(args: &[&str]) -> (String, String, i32) {
@@ -448,10 +450,12 @@ fn pcap_records_every_mad_the_command_sends_and_receives() {
     }
     assert_eq!(recs.len(), 2, "one NodeInfo Get and its answer");
     assert_eq!(recs[0].meta.direction, Direction::Sent);
-    assert_eq!((recs[0].mad[1], recs[0].mad[3]), (0x01, 0x01));
+    let (get, resp) = (header::of(&recs[0].mad), header::of(&recs[1].mad));
+    let lid_routed = MgmtClass::SUBN_LID_ROUTED;
+    assert_eq!((get.mgmt_class, get.method, get.response), (lid_routed, Method::GET, false));
     assert_eq!(recs[1].meta.direction, Direction::Received);
-    assert_eq!(recs[1].mad[3], 0x81);
-    assert_eq!(recs[0].mad[8..16], recs[1].mad[8..16], "same TID");
+    assert_eq!((resp.method, resp.response), (Method::GET, true));
+    assert_eq!(get.tid, resp.tid, "same TID");
     assert_eq!((recs[0].meta.slid, recs[0].meta.dlid), (3, 4));
     // perfquery: ClassPortInfo and PortCounters, both ways.
     ok_starting(&["perfquery", "--pcap", f, "1", "1"], "# Port counters");
@@ -459,7 +463,7 @@ fn pcap_records_every_mad_the_command_sends_and_receives() {
     let mut r = PcapReader::new(&bytes[..]).unwrap();
     let mut n = 0;
     while let Some(rec) = r.next_record().unwrap() {
-        assert_eq!(rec.mad[1], 0x04, "PerfMgt only");
+        assert_eq!(header::of(&rec.mad).mgmt_class, MgmtClass::PERF_MGT, "PerfMgt only");
         n += 1;
     }
     assert_eq!(n, 4);

@@ -699,8 +699,10 @@ mod active_rmpp_tests {
     /// DATA segment.
     fn last_data_segment_bytes(class: MgmtClass) -> [u8; MAD_LEN] {
         let mut mad = [0u8; MAD_LEN];
-        mad[0] = 1;
-        mad[1] = class.0;
+        mad_testkit_wire::header::edit(&mut mad, |h| {
+            h.base_version = 1;
+            h.mgmt_class = class;
+        });
         let mut v = RmppView::new_unchecked(&mut mad[..]);
         v.set_version(1);
         v.set_rmpp_type(RmppType::DATA);

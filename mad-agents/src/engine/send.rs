@@ -167,6 +167,7 @@ impl<T: Transport> Engine<T> {
             self.stats.backlogged += 1;
             self.mark_flow_ready(aidx);
             self.pump_backlog(now);
+            self.flush_transmits(now);
             return Ok(id);
         }
         // The first work request goes to the port at once: its refusal is
@@ -295,9 +296,11 @@ impl<T: Transport> Engine<T> {
     /// first post of a send, whose refusal is its caller's error).
     pub(super) fn submit(&mut self, t: Transmit) -> Result<(), PortError> {
         self.submit_ref(&t).inspect_err(|_| {
-            if let Transmit::Send { idx, .. } | Transmit::Segment { idx, .. } = t {
-                let r = self.sends[idx].state.wr_completed();
-                must(&mut self.stats, Move::WrCompleted, r);
+            if let Transmit::Send { idx, id, .. } | Transmit::Segment { idx, id, .. } = t {
+                if let Some(s) = self.sends.get_mut(idx).filter(|s| s.id == id) {
+                    let r = s.state.wr_completed();
+                    must(&mut self.stats, Move::WrCompleted, r);
+                }
             }
         })
     }
@@ -305,18 +308,17 @@ impl<T: Transport> Engine<T> {
     /// Posts one work request to the port; counts a refusal.
     fn submit_ref(&mut self, t: &Transmit) -> Result<(), PortError> {
         let (r, agent) = match t {
-            Transmit::Send { idx, id, wait, .. } => {
-                let s = &self.sends[*idx];
-                debug_assert_eq!(s.id, *id);
-                let r =
-                    self.port
-                        .post_waiting(self.client, s.qp, &s.mad, &s.dest, id.as_u64(), *wait);
-                (r, Some(s.agent))
-            }
-            Transmit::Segment {
-                idx, id, mad, wait, ..
-            } => {
-                let s = &self.sends[*idx];
+            Transmit::Send { idx, id, wait, .. } | Transmit::Segment { idx, id, wait, .. } => {
+                // A queued work request holds its send's reference, so the
+                // send is still there.
+                let Some(s) = self.sends.get(*idx).filter(|s| s.id == *id) else {
+                    debug_assert!(false, "a queued work request of a finished send");
+                    return Ok(());
+                };
+                let mad = match t {
+                    Transmit::Segment { mad, .. } => mad,
+                    _ => &s.mad,
+                };
                 let r = self
                     .port
                     .post_waiting(self.client, s.qp, mad, &s.dest, id.as_u64(), *wait);
@@ -355,15 +357,25 @@ impl<T: Transport> Engine<T> {
     /// send gives its reference back and, when refused, does what the
     /// work request's [`OnRefusal`] says.
     fn refused(&mut self, t: Transmit, e: Option<&PortError>, now: Instant) {
-        let (idx, on_refusal) = match t {
+        let (idx, id, on_refusal) = match t {
             Transmit::Send {
-                idx, on_refusal, ..
+                idx,
+                id,
+                on_refusal,
+                ..
             }
             | Transmit::Segment {
-                idx, on_refusal, ..
-            } => (idx, on_refusal),
+                idx,
+                id,
+                on_refusal,
+                ..
+            } => (idx, id, on_refusal),
             Transmit::Internal { .. } => return,
         };
+        if self.send_idx(id) != Some(idx) {
+            debug_assert!(false, "a refused work request of a finished send");
+            return;
+        }
         let r = self.sends[idx].state.wr_completed();
         must(&mut self.stats, Move::WrCompleted, r);
         match (e, on_refusal) {

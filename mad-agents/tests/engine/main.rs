@@ -13,7 +13,7 @@ use mad_agents::{
 use mad_core::transport::fault::FaultInjector;
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, AsyncEvent, Qp, Received, WcStatus};
-use mad_core::wire::{Mad, MadStatus, Method, MgmtClass};
+use mad_core::wire::{AttributeId, Mad, MadStatus, Method, MgmtClass};
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -78,20 +78,17 @@ fn rig(mode: Mode, stalled: bool) -> (Engine<Loopback>, Far, AgentId, Instant) {
 
 fn response_to(mad: &[u8]) -> Vec<u8> {
     let mut r = mad.to_vec();
-    r[3] |= 0x80;
-    r[3] = 0x81;
+    mad_testkit::header::edit(&mut r, |h| h.response = true);
+    mad_testkit::header::edit(&mut r, |h| {
+        h.method = mad_core::wire::Method::GET;
+        h.response = true;
+    });
     r[64] = 0xAB;
     r
 }
 
 fn gsi_get(class: MgmtClass, version: u8) -> Vec<u8> {
-    let mut m = vec![0u8; 256];
-    m[0] = 1;
-    m[1] = class.0;
-    m[2] = version;
-    m[3] = Method::GET.0;
-    m[16..18].copy_from_slice(&0x0012u16.to_be_bytes());
-    m
+    mad_testkit::MadBuilder::new(class, version, Method::GET, AttributeId(0x0012)).to_vec()
 }
 
 fn engine(lb: Loopback) -> Engine<Loopback> {
@@ -247,7 +244,7 @@ fn a_response_that_beats_the_send_completion_completes_on_the_completion() {
     let s = e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.poll(t0);
     let mut req = perf_get();
-    req[8..16].copy_from_slice(&e.send_tid(s).unwrap().to_be_bytes());
+    mad_testkit::header::edit(&mut req, |h| h.tid = e.send_tid(s).unwrap());
     recv_and_poll(&mut e, t0 + MS, gsi_from(7, response_to(&req)));
     assert!(
         drain(&mut e).is_empty(),

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use mad_agents::{Engine, EngineConfig, SendRequest, SendStatus};
 use mad_core::transport::Address;
 use mad_core::wire::rmpp::RmppStatus;
-use mad_core::wire::Method;
+use mad_core::wire::{Mad, Method};
 
 use super::support::{self, completions, gsi_from};
 use super::{payload, vendor_agent, vendor_msg, MS};
@@ -16,7 +16,7 @@ fn sent_kinds(sent: &support::Sent) -> Vec<(u8, u8, u8)> {
     sent.lock()
         .unwrap()
         .iter()
-        .map(|(_, m, _)| (m[3], m[25], m[27]))
+        .map(|(_, m, _)| (Mad::new_unchecked(m).raw_method(), m[25], m[27]))
         .collect()
 }
 
@@ -24,7 +24,7 @@ fn sent_kinds(sent: &support::Sent) -> Vec<(u8, u8, u8)> {
 /// (First 2, Last 4), `status`, data1 and data2, 216 data bytes.
 fn vendor_rmpp(tid: u64, method: u8, rtype: u8, flags: u8, st: u8, d1: u32, d2: u32) -> Vec<u8> {
     let mut m = vendor_msg(Method(method), &[0u8; 216]);
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
+    mad_testkit::header::edit(&mut m, |h| h.tid = tid);
     m[24] = 1; // RMPP version
     m[25] = rtype;
     m[26] = flags | 0x01; // RRespTime 0, Active

@@ -50,7 +50,12 @@ fn payload(n: usize) -> Vec<u8> {
 /// A vendor range-2 message: 40-byte header, then `data`.
 fn vendor_msg(method: Method, data: &[u8]) -> Vec<u8> {
     let mut m = vec![0u8; VENDOR_DATA_OFFSET];
-    m[..4].copy_from_slice(&[1, VENDOR.0, 1, method.0]);
+    mad_testkit::header::edit(&mut m, |h| {
+        h.base_version = 1;
+        h.mgmt_class = VENDOR;
+        h.class_version = 1;
+        mad_testkit::header::set_method_byte(h, method.0); // a response bit included
+    });
     m[37..40].copy_from_slice(&OUI.to_be_bytes()[1..]);
     m.extend_from_slice(data);
     m
@@ -59,8 +64,13 @@ fn vendor_msg(method: Method, data: &[u8]) -> Vec<u8> {
 /// An SA GetTable request (one MAD, RMPP inactive).
 fn sa_get_table() -> Vec<u8> {
     let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, MgmtClass::SUBN_ADM.0, 2, Method::GET_TABLE.0]);
-    m[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
+    mad_testkit::header::edit(&mut m, |h| {
+        h.base_version = 1;
+        h.mgmt_class = MgmtClass::SUBN_ADM;
+        h.class_version = 2;
+        h.method = Method::GET_TABLE;
+    });
+    mad_testkit::header::edit(&mut m, |h| h.attr_id = mad_core::wire::AttributeId(0x0011u16));
     m
 }
 
@@ -180,7 +190,10 @@ fn answer_with_table<'a>(
         if let AgentEvent::Received(req) = ev {
             *requests += 1;
             let mut resp = req.bytes()[..SA_DATA_OFFSET].to_vec();
-            resp[3] = 0x92;
+            mad_testkit::header::edit(&mut resp, |h| {
+                h.method = mad_core::wire::Method::GET_TABLE;
+                h.response = true;
+            });
             resp.extend_from_slice(table);
             let dest = Address::gsi(req.src().lid);
             b.send(*who, SendRequest::new(resp, dest), now).unwrap();
@@ -214,7 +227,8 @@ fn a_request_answered_by_an_rmpp_response_completes_with_the_reassembled_message
     assert_eq!(c.len(), 1);
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
     let r = c[0].response.as_ref().unwrap();
-    assert_eq!(r.bytes()[3], 0x92);
+    let h = mad_testkit::header::of(r.bytes());
+    assert_eq!((h.method, h.response), (Method::GET_TABLE, true));
     assert_eq!(r.tid(), c[0].tid);
     assert_eq!(&r.bytes()[SA_DATA_OFFSET..], &table[..]);
     // The final ACK goes out with A's next poll.
@@ -291,7 +305,10 @@ fn an_agent_without_rmpp_sees_the_raw_first_segment() {
         |b, (who, ev), now| {
             if let AgentEvent::Received(req) = ev {
                 let mut resp = req.bytes()[..SA_DATA_OFFSET].to_vec();
-                resp[3] = 0x92;
+                mad_testkit::header::edit(&mut resp, |h| {
+                    h.method = mad_core::wire::Method::GET_TABLE;
+                    h.response = true;
+                });
                 resp.extend_from_slice(&payload(3_000));
                 b.send(
                     *who,
@@ -369,8 +386,11 @@ fn a_response_segment_nobody_waits_for_allocates_nothing() {
         .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
         .unwrap();
     let mut seg = sa_get_table();
-    seg[3] = 0x92;
-    seg[8..16].copy_from_slice(&0xdead_beefu64.to_be_bytes());
+    mad_testkit::header::edit(&mut seg, |h| {
+        h.method = mad_core::wire::Method::GET_TABLE;
+        h.response = true;
+    });
+    mad_testkit::header::edit(&mut seg, |h| h.tid = 0xdead_beefu64);
     seg[24] = 1; // RMPP version
     seg[25] = 1; // DATA
     seg[26] = 0x03; // Active | First
@@ -402,8 +422,11 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
     a.poll(t0);
     let tid = a.send_tid(s).unwrap();
     let mut resp = sa_get_table();
-    resp[3] = 0x92;
-    resp[8..16].copy_from_slice(&tid.to_be_bytes());
+    mad_testkit::header::edit(&mut resp, |h| {
+        h.method = mad_core::wire::Method::GET_TABLE;
+        h.response = true;
+    });
+    mad_testkit::header::edit(&mut resp, |h| h.tid = tid);
     resp[24] = 1; // RMPP version
     resp[25] = 1; // DATA
     resp[26] = 0x01; // Active only
@@ -435,7 +458,10 @@ fn vendor_request_pair(b_linger: Duration) -> (Engine<Loopback>, Engine<Loopback
 /// The GetResp (one MAD, RMPP inactive) to a received vendor request.
 fn get_resp(req: &Message) -> Vec<u8> {
     let mut r = req.bytes()[..256.min(req.bytes().len())].to_vec();
-    r[3] = 0x81;
+    mad_testkit::header::edit(&mut r, |h| {
+        h.method = mad_core::wire::Method::GET;
+        h.response = true;
+    });
     r[24..36].iter_mut().for_each(|b| *b = 0);
     r
 }
@@ -558,7 +584,7 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     // A one-segment RMPP request (Active, First, Last).
     let mut req = vendor_msg(Method::SET, &payload(100));
     req.resize(256, 0);
-    req[8..16].copy_from_slice(&0x0001_0000_0042u64.to_be_bytes());
+    mad_testkit::header::edit(&mut req, |h| h.tid = 0x0001_0000_0042u64);
     req[24] = 1;
     req[25] = 1; // DATA
     req[26] = 0x07;
@@ -599,7 +625,10 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     sent.lock().unwrap().clear();
     // The response: GetResp of 20 segments.
     let mut resp = got[0].bytes()[..VENDOR_DATA_OFFSET].to_vec();
-    resp[3] = 0x81;
+    mad_testkit::header::edit(&mut resp, |h| {
+        h.method = mad_core::wire::Method::GET;
+        h.response = true;
+    });
     resp[24..36].iter_mut().for_each(|x| *x = 0);
     resp.extend_from_slice(&payload(20 * 220));
     b.send(rx, SendRequest::new(resp, requester), t0).unwrap();
@@ -622,7 +651,7 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
     // Without a DS ACK (another TID) the first window is 1.
     sent.lock().unwrap().clear();
     let mut req2 = req.clone();
-    req2[8..16].copy_from_slice(&0x0001_0000_0043u64.to_be_bytes());
+    mad_testkit::header::edit(&mut req2, |h| h.tid = 0x0001_0000_0043u64);
     recv_and_poll(
         &mut b,
         t0,
@@ -639,7 +668,10 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
         })
         .collect();
     let mut resp = got[0].bytes()[..VENDOR_DATA_OFFSET].to_vec();
-    resp[3] = 0x81;
+    mad_testkit::header::edit(&mut resp, |h| {
+        h.method = mad_core::wire::Method::GET;
+        h.response = true;
+    });
     resp[24..36].iter_mut().for_each(|x| *x = 0);
     resp.extend_from_slice(&payload(20 * 220));
     sent.lock().unwrap().clear();
@@ -765,7 +797,7 @@ fn messages_an_agent_does_not_take_are_bounded_in_bytes_not_just_in_count() {
 fn segments_at(b: &mut Loopback, tid: u64) -> usize {
     let mut n = 0;
     while let Ok(Some(r)) = b.poll_recv() {
-        if r.mad[8..16] == tid.to_be_bytes() {
+        if mad_testkit::header::of(&r.mad).tid == tid {
             n += 1;
         }
     }
@@ -793,7 +825,7 @@ fn an_answer_whose_receiver_acknowledges_nothing_ends_at_the_first_ack_timeout_a
     let t0 = Instant::now();
     let answer = |tid: u64| {
         let mut m = vendor_msg(Method(Method::GET.0 | 0x80), &payload(2_000));
-        m[8..16].copy_from_slice(&tid.to_be_bytes());
+        mad_testkit::header::edit(&mut m, |h| h.tid = tid);
         m
     };
     let first = a

@@ -1,6 +1,8 @@
-//! Shared pieces of the mad-agents integration tests: a far side that
-//! records what was sent, MAD builders, and a Loopback wrapper with a
-//! chosen file descriptor.
+//! Shared pieces of the mad-agents integration tests that are about the
+//! engine and the runtime (draining events, a Loopback wrapper with a
+//! chosen file descriptor, bounded waits); the far sides and MAD builders
+//! are the kit's (`mad_testkit::far`, `MadBuilder`), re-exported here
+//! under the names these tests use.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::io::Write;
@@ -12,24 +14,16 @@ use mad_agents::runtime::Agent;
 use mad_agents::{AgentEvent, AgentId, AgentSpec, Completion, Engine, Runtime, SendRequest};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received, Transport};
-use mad_core::wire::{Mad, Method, MgmtClass};
-use mad_testkit::Wrapped;
+use mad_core::wire::{AttributeId, Method, MgmtClass};
+use mad_testkit::{MadBuilder, Wrapped};
 
 /// What the far side saw: (QP, MAD, destination).
-pub type Sent = Arc<Mutex<Vec<(Qp, Vec<u8>, Address)>>>;
+pub type Sent = mad_testkit::far::Sent;
 
 /// A Loopback whose far side records every MAD it is sent and answers
 /// nothing (tests answer with `push_recv`).
 pub fn recording(lid: u16, depth: usize) -> (Loopback, Sent) {
-    let sent: Sent = Arc::default();
-    let s2 = sent.clone();
-    let lb = Loopback::new(Loopback::attrs("lb0", 1, lid), depth).with_responder(Box::new(
-        move |qp, mad: &[u8], dest: &Address| {
-            s2.lock().unwrap().push((qp, mad.to_vec(), *dest));
-            Vec::new()
-        },
-    ));
-    (lb, sent)
+    mad_testkit::far::recording("lb0", lid, depth)
 }
 
 /// A Loopback (LID 5) whose far side answers every request with a
@@ -40,10 +34,7 @@ pub fn answering(silent: Arc<AtomicBool>) -> Loopback {
 
 /// A PerfMgt Get(PortCounters).
 pub fn perf_get() -> Vec<u8> {
-    let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, Method::GET.0]);
-    m[16..18].copy_from_slice(&0x0012u16.to_be_bytes());
-    m
+    MadBuilder::new(MgmtClass::PERF_MGT, 1, Method::GET, AttributeId::PM_PORT_COUNTERS).to_vec()
 }
 
 /// A PerfMgt Get(PortCounters) to LID 7 that expects a response within
@@ -59,11 +50,7 @@ pub fn perf_requests(name: &str, methods: &[Method]) -> AgentSpec {
 
 /// `mad` received on QP1 from LID `lid`'s QP1.
 pub fn gsi_from(lid: u16, mad: impl Into<mad_core::MadBuf>) -> Received {
-    Received {
-        qp: Qp::Qp1,
-        src: Address::gsi(lid),
-        mad: mad.into(),
-    }
+    mad_testkit::far::gsi_from(lid, mad)
 }
 
 /// The default engine configuration with `rmpp_receiver` as its RMPP
@@ -77,16 +64,12 @@ pub fn with_receiver(rmpp_receiver: mad_rmpp::ReceiverConfig) -> mad_agents::Eng
 
 /// The TID of a MAD.
 pub fn tid_of(mad: &[u8]) -> u64 {
-    Mad::new_unchecked(mad).tid()
+    mad_testkit::header::of(mad).tid
 }
 
 /// The GetResp to `mad`, received on `qp` from `src`.
 pub fn answer(qp: Qp, mad: &[u8], src: Address) -> Received {
-    Received {
-        qp,
-        src,
-        mad: mad_testkit::far::get_resp(mad).into(),
-    }
+    mad_testkit::far::answer(qp, mad, src)
 }
 
 /// Hands `r` to the engine at `now` and polls it then.

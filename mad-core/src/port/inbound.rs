@@ -203,6 +203,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::wire::{AttributeId, MadStatus};
+    use mad_testkit_wire::{header, MadBuilder};
 
     fn received(qp: Qp, head: &[u8], len: usize) -> Received {
         let mut mad = vec![0u8; len];
@@ -238,8 +240,12 @@ mod tests {
     fn rmpp_header_and_oui_come_with_the_classes_that_carry_them() {
         // SA GetTableResp, RMPP DATA with Active | First.
         let mut head = [0u8; 28];
-        head[..4].copy_from_slice(&[1, 0x03, 2, 0x92]);
-        head[8..16].copy_from_slice(&0x1234_u64.to_be_bytes());
+        header::edit(&mut head, |h| {
+            *h = MadBuilder::new(MgmtClass::SUBN_ADM, 2, Method::GET_TABLE, AttributeId(0))
+                .response(MadStatus::SUCCESS)
+                .tid(0x1234)
+                .header();
+        });
         head[24..28].copy_from_slice(&[1, 1, 0x03, 0]);
         let m = Inbound::parse(received(Qp::Qp1, &head, 256)).unwrap();
         assert!(m.is_response());
@@ -248,12 +254,14 @@ mod tests {
         assert_eq!(m.rmpp_active(), Some(RmppType::DATA));
         assert_eq!(m.oui(), None);
         // The same bytes as PerfMgt: no RMPP header.
-        head[1] = 0x04;
+        header::edit(&mut head, |h| h.mgmt_class = MgmtClass::PERF_MGT);
         let m = Inbound::parse(received(Qp::Qp1, &head, 256)).unwrap();
         assert!(m.rmpp().is_none());
         // Vendor range 2: OUI from bytes 37..40, RMPP header too.
         let mut head = [0u8; 40];
-        head[..4].copy_from_slice(&[1, 0x30, 1, 0x01]);
+        header::edit(&mut head, |h| {
+            *h = MadBuilder::new(MgmtClass(0x30), 1, Method::GET, AttributeId(0)).header();
+        });
         head[37..40].copy_from_slice(&[0x00, 0x14, 0x05]);
         let m = Inbound::parse(received(Qp::Qp1, &head, 256)).unwrap();
         assert_eq!(m.oui(), Some(0x0000_1405));

@@ -484,14 +484,19 @@ impl Transport for Loopback {
 mod tests {
     use super::*;
 
+    use crate::wire::{AttributeId, Method, MgmtClass};
+    use mad_testkit_wire::{header, MadBuilder};
+
+    /// A Get of `class` with TID `tid`.
     fn mad(class: u8, tid: u8) -> Vec<u8> {
-        let mut m = vec![0u8; 256];
-        m[0] = 1;
-        m[1] = class;
-        m[2] = 1;
-        m[3] = 1;
-        m[15] = tid;
-        m
+        MadBuilder::new(MgmtClass(class), 1, Method::GET, AttributeId(0))
+            .tid(u64::from(tid))
+            .to_vec()
+    }
+
+    /// The TID of a MAD `mad` made.
+    fn tid(m: &[u8]) -> u8 {
+        u8::try_from(header::of(m).tid).expect("a TID mad() made")
     }
 
     fn drain(t: &mut Loopback) -> Vec<SendCompletion> {
@@ -554,8 +559,8 @@ mod tests {
         }
         assert_eq!(got.len(), 2);
         // QP0 is processed before QP1 by the device.
-        assert_eq!((got[0].qp, got[0].mad[15], got[0].src.qpn), (Qp::Qp0, 2, 0));
-        assert_eq!((got[1].qp, got[1].mad[15], got[1].src.lid), (Qp::Qp1, 1, 5));
+        assert_eq!((got[0].qp, tid(&got[0].mad), got[0].src.qpn), (Qp::Qp0, 2, 0));
+        assert_eq!((got[1].qp, tid(&got[1].mad), got[1].src.lid), (Qp::Qp1, 1, 5));
         assert_eq!(a.stats().undeliverable, 1);
         assert!(a.poll_recv().unwrap().is_none());
     }
@@ -565,7 +570,7 @@ mod tests {
         let mut t = Loopback::new(Loopback::attrs("lo", 1, 5), 4).with_responder(Box::new(
             |qp, m: &[u8], dest: &Address| {
                 let mut r = m.to_vec();
-                r[3] |= 0x80;
+                header::edit(&mut r, |h| h.response = true);
                 vec![Received {
                     qp,
                     src: *dest,
@@ -576,7 +581,8 @@ mod tests {
         t.post_send(Qp::Qp1, &mad(3, 4), &Address::gsi(7)).unwrap();
         drain(&mut t);
         let r = t.poll_recv().unwrap().unwrap();
-        assert_eq!((r.mad[3], r.mad[15], r.src.lid), (0x81, 4, 7));
+        let h = header::of(&r.mad);
+        assert_eq!((h.method, h.response, h.tid, r.src.lid), (Method::GET, true, 4, 7));
     }
 
     #[test]

@@ -161,12 +161,12 @@ mod tests {
     use super::*;
     use mad_wire::wire::MAD_LEN;
 
+    /// `len` bytes of a MAD of `class` (cut short, or padded with zeros).
     fn mad(class: u8, len: usize) -> Vec<u8> {
-        let mut m = vec![0u8; len];
-        if len > 1 {
-            m[0] = 1;
-            m[1] = class;
-        }
+        use mad_testkit_wire::MadBuilder;
+        use mad_wire::wire::{AttributeId, Method, MgmtClass};
+        let mut m = MadBuilder::new(MgmtClass(class), 1, Method::GET, AttributeId(0)).to_vec();
+        m.resize(len, 0);
         m
     }
 

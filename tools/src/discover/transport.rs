@@ -240,6 +240,7 @@ mod tests {
     use crate::discover::pipeline::{Handler, Limits, Pipeline, PipelineError, Request};
     use mad_core::transport::loopback::Loopback;
     use mad_core::transport::Received;
+    use mad_core::wire::{AttributeId, Method, MgmtClass};
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
 
@@ -262,11 +263,13 @@ mod tests {
     }
 
     fn request(lid: u16, ctx: u32) -> Request<u32> {
-        let mut mad = [0u8; MAD_LEN];
-        mad[0] = 1;
-        mad[1] = 0x04; // PerfMgt
-        mad[2] = 1;
-        mad[3] = 0x01; // Get
+        let mad = mad_testkit::MadBuilder::new(
+            MgmtClass::PERF_MGT,
+            1,
+            Method::GET,
+            AttributeId(0),
+        )
+        .build();
         Request {
             qp: Qp::Qp1,
             mad,
@@ -290,7 +293,7 @@ mod tests {
         max_seen.0 = max_seen.0.max(per.values().copied().max().unwrap_or(0));
         max_seen.1 = max_seen.1.max(batch.len());
         for (lid, mut mad) in batch {
-            mad[3] |= 0x80;
+            mad_testkit::header::edit(&mut mad, |h| h.response = true);
             t.push_recv(Received {
                 qp: Qp::Qp1,
                 src: Address::gsi(lid),
@@ -459,10 +462,12 @@ mod tests {
     fn answer_tid_ignores_requests_and_short_buffers() {
         assert_eq!(answer_tid(&[0u8; 10]), None);
         let mut mad = [0u8; MAD_LEN];
-        mad[3] = 0x01; // Get
-        mad[12..16].copy_from_slice(&7u32.to_be_bytes());
+        mad_testkit::header::edit(&mut mad, |h| {
+            h.method = Method::GET;
+            h.tid = 7;
+        });
         assert_eq!(answer_tid(&mad), None);
-        mad[3] = 0x81; // GetResp
+        mad_testkit::header::edit(&mut mad, |h| h.response = true); // GetResp
         assert_eq!(answer_tid(&mad), Some(7));
     }
 }

@@ -226,13 +226,17 @@ mod tests {
     use super::*;
 
     fn smp(class: u8, method: u8, attr: u16, attr_mod: u32) -> Vec<u8> {
+        use mad_core::wire::{AttributeId, Method, MgmtClass, METHOD_RESPONSE_BIT};
         let mut m = vec![0u8; 256];
-        m[0] = 1;
-        m[1] = class;
-        m[2] = 1;
-        m[3] = method;
-        m[16..18].copy_from_slice(&attr.to_be_bytes());
-        m[20..24].copy_from_slice(&attr_mod.to_be_bytes());
+        mad_testkit::header::edit(&mut m, |h| {
+            h.base_version = 1;
+            h.mgmt_class = MgmtClass(class);
+            h.class_version = 1;
+            h.response = method & METHOD_RESPONSE_BIT != 0;
+            h.method = Method(method & !METHOD_RESPONSE_BIT);
+            h.attr_id = AttributeId(attr);
+            h.attr_mod = attr_mod;
+        });
         m
     }
 

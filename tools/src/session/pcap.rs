@@ -171,7 +171,7 @@ mod tests {
         let lb = Loopback::new(PortAttrs::default(), 16).with_responder(Box::new(
             |qp: Qp, m: &[u8], to: &Address| {
                 let mut r = m.to_vec();
-                r[3] |= 0x80;
+                mad_testkit::header::edit(&mut r, |h| h.response = true);
                 vec![Received {
                     qp,
                     src: Address {
@@ -183,11 +183,13 @@ mod tests {
             },
         ));
         let mut t = PcapTap::new(lb, cap.clone());
-        let mut mad = vec![0u8; 256];
-        mad[0] = 1;
-        mad[1] = 0x04;
-        mad[2] = 1;
-        mad[3] = 1;
+        let mad = mad_testkit::MadBuilder::new(
+            mad_core::wire::MgmtClass::PERF_MGT,
+            1,
+            mad_core::wire::Method::GET,
+            mad_core::wire::AttributeId(0),
+        )
+        .to_vec();
         t.post_send(Qp::Qp1, &mad, &Address::gsi(1)).unwrap();
         let mut c = Vec::new();
         t.poll_send_completions(&mut c).unwrap();
@@ -201,7 +203,8 @@ mod tests {
         assert_eq!(first.meta.direction, Direction::Sent);
         let second = r.next_record().unwrap().unwrap();
         assert_eq!(second.meta.direction, Direction::Received);
-        assert_eq!(second.mad[3], 0x81);
+        let h = mad_testkit::header::of(&second.mad);
+        assert_eq!((h.method, h.response), (mad_core::wire::Method::GET, true));
         assert!(r.next_record().unwrap().is_none());
         let _ = std::fs::remove_dir_all(&dir);
     }

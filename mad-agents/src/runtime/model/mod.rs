@@ -240,7 +240,12 @@ struct World {
 
 fn perf(method: Method) -> Vec<u8> {
     let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, method.0]);
+    mad_testkit_wire::header::edit(&mut m, |h| {
+        h.base_version = 1;
+        h.mgmt_class = MgmtClass::PERF_MGT;
+        h.class_version = 1;
+        h.method = method;
+    });
     m
 }
 
@@ -573,7 +578,7 @@ impl World {
                 let mut d = lock(&self.dev);
                 for &tid in tids {
                     let mut mad = perf(Method::SET);
-                    mad[15] = tid;
+                    mad_testkit_wire::header::edit(&mut mad, |h| h.tid = u64::from(tid));
                     d.push_recv(Received {
                         qp: Qp::Qp1,
                         src: Address::gsi(9),

@@ -5,6 +5,7 @@
 //! interleave.
 
 use mad_core::transport::{SendCompletion, WrId};
+use mad_core::wire::Mad;
 
 use super::{lock, World};
 use crate::types::AgentEvent;
@@ -21,7 +22,7 @@ pub(super) struct DevLog {
 
 impl DevLog {
     pub(super) fn posted(&mut self, mad: &[u8], wr: WrId) {
-        if mad.get(3).is_some_and(|m| m & 0x80 == 0) {
+        if Mad::new_checked(mad).is_ok_and(|m| !m.response_bit()) {
             self.requests.push(wr);
         }
     }
@@ -41,9 +42,7 @@ pub(super) const COMPLETIONS: u64 = 0;
 
 /// The TID of a MAD.
 pub(super) fn tid(mad: &[u8]) -> u64 {
-    mad.get(8..16)
-        .and_then(|b| b.try_into().ok())
-        .map_or(u64::MAX, u64::from_be_bytes)
+    Mad::new_checked(mad).map_or(u64::MAX, |m| m.tid())
 }
 
 /// What an event is known by in the device log.

@@ -303,8 +303,11 @@ fn an_answer_for_another_attribute_is_refused() {
     let t = std::thread::spawn(move || {
         if let Some(crate::AgentEvent::Received(m)) = rx.recv_timeout(Duration::from_secs(5)) {
             let mut resp = m.bytes().to_vec();
-            resp[3] = 0x81;
-            resp[16..18].copy_from_slice(&NodeRecord::ATTR_ID.0.to_be_bytes());
+            mad_testkit_wire::header::edit(&mut resp, |h| {
+                h.method = mad_core::wire::Method::GET;
+                h.response = true;
+            });
+            mad_testkit_wire::header::edit(&mut resp, |h| h.attr_id = mad_core::wire::AttributeId(NodeRecord::ATTR_ID.0));
             liar.send(SendRequest::new(resp, *m.src())).unwrap();
         }
         liar
@@ -379,7 +382,7 @@ impl LoneSa {
         let seen = answers.clone();
         let lb = Loopback::new(Loopback::attrs("sm", 1, SA_LID), 4096).with_responder(Box::new(
             move |_qp, mad: &[u8], dest: &Address| {
-                let status = u16::from_be_bytes([mad[4], mad[5]]);
+                let status = mad_testkit_wire::header::of(mad).status.0;
                 seen.lock().unwrap().push((dest.lid, status));
                 Vec::new()
             },
@@ -406,7 +409,7 @@ impl LoneSa {
             for info in batch {
                 let data = info.to_vec().unwrap();
                 let mut mad = build_request(Method::SET, InformInfo::ATTR_ID, 0, 0xFFFF, &data);
-                mad[8..16].copy_from_slice(&self.next_tid.to_be_bytes());
+                mad_testkit_wire::header::edit(&mut mad, |h| h.tid = self.next_tid);
                 self.next_tid += 1;
                 self.port.lock().unwrap().push_recv(Received {
                     qp: Qp::Qp1,

@@ -82,11 +82,13 @@ impl<T: Transport> Transport for Tap<T> {
                 return Ok(None);
             };
             let m = &r.mad;
-            let unsubscribe = m.len() >= SA_DATA_OFFSET + 24
-                && m[1] == mad_core::wire::MgmtClass::SUBN_ADM.0
-                && m[3] == Method::SET.0
-                && m[16..18] == InformInfo::ATTR_ID.0.to_be_bytes()
-                && m[SA_DATA_OFFSET + 23] == 0;
+            let unsubscribe = m.len() >= SA_DATA_OFFSET + 24 && {
+                let h = mad_testkit_wire::header::of(m);
+                h.mgmt_class == mad_core::wire::MgmtClass::SUBN_ADM
+                    && (h.method, h.response) == (Method::SET, false)
+                    && h.attr_id == InformInfo::ATTR_ID
+                    && m[SA_DATA_OFFSET + 23] == 0
+            };
             let refuse = unsubscribe
                 && self
                     .refuse_unsubscribes
@@ -96,8 +98,11 @@ impl<T: Transport> Transport for Tap<T> {
                 return Ok(Some(r));
             }
             let mut resp = m.to_vec();
-            resp[3] = 0x81;
-            resp[4..6].copy_from_slice(&MadStatus::SA_REQ_INVALID.0.to_be_bytes());
+            mad_testkit_wire::header::edit(&mut resp, |h| {
+                h.method = mad_core::wire::Method::GET;
+                h.response = true;
+                h.status = MadStatus::SA_REQ_INVALID;
+            });
             t.post_send(Qp::Qp1, &resp, &r.src)?;
         }
     }
@@ -515,9 +520,18 @@ fn parse_table_reads_opensm_style_and_truncated_answers() {
     // A one-MAD answer as opensm sends it through libumad2sim: Active only,
     // segment 0, 256 bytes, three PathRecords.
     let mut mad = vec![0u8; 256];
-    mad[..4].copy_from_slice(&[1, 3, 2, 0x92]);
-    mad[16..18].copy_from_slice(&0x35u16.to_be_bytes());
-    mad[24..27].copy_from_slice(&[1, 1, 1]);
+    mad_testkit_wire::header::edit(&mut mad, |h| {
+        h.base_version = 1;
+        h.mgmt_class = mad_core::wire::MgmtClass::SUBN_ADM;
+        h.class_version = 2;
+        h.method = Method::GET_TABLE;
+        h.response = true;
+        h.attr_id = mad_core::wire::AttributeId(0x35);
+    });
+    let mut rmpp = mad_core::wire::rmpp::RmppView::new_unchecked(&mut mad[..]);
+    rmpp.set_version(1);
+    rmpp.set_rmpp_type(mad_core::wire::rmpp::RmppType::DATA);
+    rmpp.set_flags(mad_core::wire::rmpp::RMPP_FLAG_ACTIVE);
     mad[44..46].copy_from_slice(&8u16.to_be_bytes());
     for i in 0..3 {
         mad[56 + i * 64 + 41] = i as u8 + 1; // DLID low byte

@@ -1,15 +1,19 @@
 //! Unit tests of the fault injector over a `Loopback`.
 use super::*;
 use crate::transport::loopback::Loopback;
+use crate::wire::{AttributeId, Method, MgmtClass};
+use mad_testkit_wire::{header, MadBuilder};
 
+/// An SA Get with TID `tid`.
 fn mad(tid: u8) -> Vec<u8> {
-    let mut m = vec![0u8; 256];
-    m[0] = 1;
-    m[1] = 3;
-    m[2] = 2;
-    m[3] = 1;
-    m[15] = tid;
-    m
+    MadBuilder::new(MgmtClass::SUBN_ADM, 2, Method::GET, AttributeId(0))
+        .tid(u64::from(tid))
+        .to_vec()
+}
+
+/// The TID of a MAD `mad` made.
+fn tid(m: &[u8]) -> u8 {
+    u8::try_from(header::of(m).tid).expect("a TID mad() made")
 }
 
 fn lo(depth: usize) -> Loopback {
@@ -200,7 +204,7 @@ fn dropped_send_succeeds_but_never_arrives_duplicated_arrives_twice() {
     );
     let mut tids = Vec::new();
     while let Some(r) = b.poll_recv().unwrap() {
-        tids.push(r.mad[15]);
+        tids.push(tid(&r.mad));
     }
     // One duplicate outstanding at a time: the first send is doubled,
     // the second is posted while the duplicate is still below.
@@ -226,7 +230,7 @@ fn delayed_send_is_overtaken_on_the_wire_but_completes_in_order() {
         vec![first, second]
     );
     let order: Vec<u8> = std::iter::from_fn(|| b.poll_recv().unwrap())
-        .map(|r| r.mad[15])
+        .map(|r| tid(&r.mad))
         .collect();
     assert_eq!(order, vec![1, 0]);
 }
@@ -248,17 +252,17 @@ fn receives_can_be_dropped_duplicated_and_delayed() {
     f.config_mut().recv_drop = 0.0;
     f.config_mut().recv_duplicate = 1.0;
     f.inner_mut().push_recv(recv(7));
-    assert_eq!(f.poll_recv().unwrap().unwrap().mad[15], 7);
-    assert_eq!(f.poll_recv().unwrap().unwrap().mad[15], 7);
+    assert_eq!(tid(&f.poll_recv().unwrap().unwrap().mad), 7);
+    assert_eq!(tid(&f.poll_recv().unwrap().unwrap().mad), 7);
     f.config_mut().recv_duplicate = 0.0;
     f.config_mut().recv_delay = 1.0;
     f.inner_mut().push_recv(recv(8));
     assert!(f.poll_recv().unwrap().is_none());
     f.config_mut().recv_delay = 0.0;
     f.inner_mut().push_recv(recv(9));
-    assert_eq!(f.poll_recv().unwrap().unwrap().mad[15], 9);
+    assert_eq!(tid(&f.poll_recv().unwrap().unwrap().mad), 9);
     drain(&mut f); // one poll: the held MAD is due
-    assert_eq!(f.poll_recv().unwrap().unwrap().mad[15], 8);
+    assert_eq!(tid(&f.poll_recv().unwrap().unwrap().mad), 8);
 }
 
 #[test]

@@ -350,7 +350,7 @@ mod tests {
     #[test]
     fn request_layout_matches_ibsim_byte_orders() {
         let mut mad = [0u8; 256];
-        mad[0] = 1;
+        mad_testkit_wire::header::edit(&mut mad, |h| h.base_version = 1);
         mad[255] = 0xEE;
         let r = SimRequest::new(0xFFFF, 0x0102, 0, 1, &mad);
         let b = r.encode();

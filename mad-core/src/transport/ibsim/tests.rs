@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::transport::loopback::qp_transition_allowed;
+use crate::wire::{AttributeId, Method, MgmtClass};
+use mad_testkit_wire::{header, MadBuilder};
 
 #[test]
 fn config_reads_libumad2sim_variables() {
@@ -140,7 +142,7 @@ fn a_segment_served_at_its_used_length_is_delivered_whole_anything_else_as_decla
     assert_eq!(whole_segment(&active_only[..120], &active_only).len(), 120);
     // Not an RMPP class (an SMP): as declared.
     let mut smp = whole;
-    smp[1] = 0x81;
+    header::edit(&mut smp, |h| h.mgmt_class = MgmtClass::SUBN_DIRECTED_ROUTE);
     assert_eq!(whole_segment(&smp[..120], &smp).len(), 120);
 }
 
@@ -149,8 +151,7 @@ fn an_unsegmented_active_request_is_delivered_as_a_single_mad_anything_else_as_i
     use crate::wire::rmpp::RMPP_FLAG_ACTIVE;
     // osmtest's GetMulti under libumad2sim: SA class, method 0x14,
     // Active with RMPP version 0.
-    let mut m = [0u8; 256];
-    m[..4].copy_from_slice(&[1, 0x03, 2, 0x14]);
+    let mut m = MadBuilder::new(MgmtClass::SUBN_ADM, 2, Method::GET_MULTI, AttributeId(0)).build();
     m[26] = RMPP_FLAG_ACTIVE;
     m[60] = 7;
     let d = super::unsegmented_request(&m);
@@ -164,9 +165,9 @@ fn an_unsegmented_active_request_is_delivered_as_a_single_mad_anything_else_as_i
     let mut seg = m;
     seg[24] = 1;
     let mut resp = m;
-    resp[3] = 0x94;
+    header::edit(&mut resp, |h| h.response = true);
     let mut smp = m;
-    smp[1] = 0x81;
+    header::edit(&mut smp, |h| h.mgmt_class = MgmtClass::SUBN_DIRECTED_ROUTE);
     for x in [seg, resp, smp] {
         assert_eq!(&*super::unsegmented_request(&x), &x[..]);
     }
