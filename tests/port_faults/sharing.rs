@@ -94,7 +94,10 @@ fn port_resources_are_shared_and_released_with_the_last_handle() {
 fn receives_go_to_the_subscribers_of_their_qp_and_class() {
     let sma = |qp: Qp, m: &[u8], dest: &Address| {
         let mut r = m.to_vec();
-        r[3] = 0x81; // GetResp
+        mad_testkit::header::edit(&mut r, |h| {
+            h.method = mad_core::wire::Method::GET;
+            h.response = true;
+        });
         vec![Received {
             qp,
             src: *dest,
