@@ -52,7 +52,7 @@ fn responder_port() -> Loopback {
                 return Vec::new();
             }
             let mut r = mad.to_vec();
-            r[3] |= 0x80;
+            mad_testkit::header::edit(&mut r, |h| h.response = true);
             vec![mad_testkit::far::from_dest(qp, dest, qp.qpn(), r)]
         },
     ))

@@ -185,7 +185,8 @@ impl Steady {
         let mut m = std::mem::take(&mut self.message);
         m.clear();
         m.extend_from_slice(header);
-        m[8..16].copy_from_slice(&self.tid.to_be_bytes());
+        let tid = self.tid;
+        mad_testkit::header::edit(&mut m, |h| h.tid = tid);
         m.extend_from_slice(data);
         let mut tx = Sender::from_message(m, header.len(), SenderConfig::default(), self.now)
             .expect("valid SA header");

@@ -41,11 +41,14 @@ fn node_table(data_len: usize) -> (Vec<u8>, usize) {
     let n = data_len / NodeRecord::PADDED_LEN;
     let mut rng = support::Rng::new(0x7461_626c);
     let mut msg = rng.bytes(56 + n * NodeRecord::PADDED_LEN);
-    msg[0] = 1;
-    msg[1] = 0x03;
-    msg[2] = 2;
-    msg[3] = 0x92;
-    msg[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
+    mad_testkit::header::edit(&mut msg, |h| {
+        h.base_version = 1;
+        h.mgmt_class = mad_core::wire::MgmtClass::SUBN_ADM;
+        h.class_version = 2;
+        h.response = true;
+        h.method = mad_core::wire::Method::GET_TABLE;
+        h.attr_id = mad_core::wire::AttributeId::SA_NODE_RECORD;
+    });
     let mut sa = SaMad::new_unchecked(&mut msg[..]);
     sa.set_attr_offset(NodeRecord::ATTR_OFFSET);
     (msg, n)

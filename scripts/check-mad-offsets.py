@@ -29,10 +29,24 @@ line (`path` relative to the repository root); only the two transports
 that frame bytes (umad's `ib_user_mad`, ibsim's `sim_request`) belong
 there, each behind a named view.
 
-Prints each offending line as `path:line: text` and exits 1 when there is
-any.
+Test code is counted, not forbidden: tests compare `Repr`s and typed
+fields (`mad_testkit_wire::header::of`, `MadBuilder`), unless the bytes
+are the point (a framing, a capture, a hostile byte a view cannot write).
+A test file is any `.rs` file under a `tests/`, `benches/` or `fuzz/`
+folder, a test module file (`tests.rs`, `*_tests.rs`, a `#[cfg(test)] mod
+x;`), and a production file's inline `#[cfg(test)]` module (counted under
+that file's path), outside `mad-wire/` and `mad-testkit-wire/` (where
+offsets live). A test file that pokes header bytes the same way as above
+must say why in a comment holding `bytes are the point:`, and at most
+`TEST_FILE_LIMIT` such files may exist.
 
-    scripts/check-mad-offsets.py
+Prints each offending production line as `path:line: text`, and each test
+file that pokes header bytes without saying why, and exits 1 when there is
+any or when the test files that poke are more than the limit.
+`--tests` lists every test file that pokes header bytes, with its count
+of lines.
+
+    scripts/check-mad-offsets.py [--tests]
 """
 import os
 import re
@@ -43,6 +57,11 @@ CRATES = ["mad-core", "mad-rmpp", "mad-agents", "mad-sm", "mad-sim", "mad-cm",
           "mad-testkit", "tools", "."]
 SCANNED = ("src", "examples")
 ALLOW = os.path.join(ROOT, "scripts", "mad-offsets-allow.txt")
+# At most this many test files may poke MAD header bytes (each saying why).
+TEST_FILE_LIMIT = 9
+WHY = "bytes are the point:"
+# Where offsets live: not counted.
+TEST_SKIP = ("mad-wire", "mad-testkit-wire", "target", ".git", "python")
 NAMES = (r"(?:(?:mad|m|smp|rep|reply|resp|response|head|header|hdr|msg|"
          r"message|umad|bytes|raw|r|h|frame|first)|[a-z_]+\.bytes\(\))")
 LIT = r"(?:0x[0-9a-fA-F]+|[0-9]+)"
@@ -136,6 +155,55 @@ def allowed():
     return out
 
 
+def offending_lines(src):
+    """Indexes (0-based) of the lines of `src` that poke header bytes."""
+    lines = src.split("\n")
+    code = [re.sub(r"//.*", "", line) for line in lines]
+    out = []
+    for n, line in enumerate(code):
+        # A call chain split over lines (`mad\n    .get(4..6)`) is read
+        # joined to the line before.
+        joined = line if n == 0 else code[n - 1].rstrip() + line.strip()
+        if offending(line) or (line.lstrip().startswith(".") and offending(joined) and not offending(code[n - 1])):
+            out.append(n)
+    return out
+
+
+def test_files():
+    """(relative path, lines poking header bytes, says why) of each test
+    file that pokes header bytes."""
+    out = {}
+    prod = {}
+    for path, src in production_files():
+        prod[path] = src
+    for dirpath, dirs, files in os.walk(ROOT):
+        rel_dir = os.path.relpath(dirpath, ROOT)
+        if rel_dir == ".":
+            dirs[:] = [d for d in dirs if d not in TEST_SKIP]
+        dirs[:] = sorted(d for d in dirs if d not in ("target", ".git"))
+        parts = rel_dir.split(os.sep)
+        for f in sorted(files):
+            if not f.endswith(".rs"):
+                continue
+            path = os.path.join(dirpath, f)
+            with open(path, encoding="utf-8") as fh:
+                full = fh.read()
+            if path in prod:
+                # Only the inline test modules of a production file.
+                kept = prod[path].split("\n")
+                lines = full.split("\n")
+                src = "\n".join(a if a != b else "" for a, b in zip(lines, kept))
+            elif (set(parts) & {"tests", "benches", "fuzz"} or f == "tests.rs"
+                  or f.endswith("_tests.rs") or "src" in parts):
+                src = full  # a test file, or a `#[cfg(test)] mod x;` file
+            else:
+                continue
+            hits = offending_lines(src)
+            if hits:
+                out[os.path.relpath(path, ROOT)] = (hits, WHY in full)
+    return out
+
+
 def main():
     allow = allowed()
     bad = []
@@ -144,20 +212,35 @@ def main():
         if rel in allow:
             continue
         lines = src.split("\n")
-        code = [re.sub(r"//.*", "", line) for line in lines]
-        for n, line in enumerate(code):
-            # A call chain split over lines (`mad\n    .get(4..6)`) is read
-            # joined to the line before.
-            joined = line if n == 0 else code[n - 1].rstrip() + line.strip()
-            if offending(line) or (line.lstrip().startswith(".") and offending(joined) and not offending(code[n - 1])):
-                bad.append(f"{rel}:{n + 1}: {lines[n].strip()}")
+        for n in offending_lines(src):
+            bad.append(f"{rel}:{n + 1}: {lines[n].strip()}")
     for b in bad:
         print(b)
+    failed = False
     if bad:
         print(f"{len(bad)} MAD header byte(s) indexed by offset outside mad-wire; "
               "use mad-wire's views (Mad, Smp, SaMad, RmppView, ...)", file=sys.stderr)
-        return 1
-    return 0
+        failed = True
+    tests = test_files()
+    if "--tests" in sys.argv[1:]:
+        for rel, (hits, why) in sorted(tests.items()):
+            print(f"{len(hits):3} {'why' if why else '   '} {rel}")
+    for rel, (hits, why) in sorted(tests.items()):
+        if not why:
+            with open(os.path.join(ROOT, rel), encoding="utf-8") as fh:
+                lines = fh.read().split("\n")
+            for n in hits:
+                print(f"{rel}:{n + 1}: {lines[n].strip()}")
+            print(f"{rel}: a test file pokes MAD header bytes without a comment "
+                  f"`{WHY} ...`; compare Reprs (mad_testkit_wire::header::of) "
+                  "or say why the bytes are the point", file=sys.stderr)
+            failed = True
+    if len(tests) > TEST_FILE_LIMIT:
+        print(f"{len(tests)} test files poke MAD header bytes; at most "
+              f"{TEST_FILE_LIMIT} may (scripts/check-mad-offsets.py --tests lists them)",
+              file=sys.stderr)
+        failed = True
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

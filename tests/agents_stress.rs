@@ -19,7 +19,7 @@ use mad_agents::{
 use mad_core::port::PortError;
 use mad_core::transport::fault::{FaultConfig, FaultInjector, Trigger};
 use mad_core::transport::{Address, Qp, WcStatus};
-use mad_core::wire::{Method, MgmtClass};
+use mad_core::wire::{AttributeId, Method, MgmtClass};
 
 const THREADS: usize = 8;
 const ROUNDS: usize = 7;
@@ -40,9 +40,7 @@ impl Rng {
 }
 
 fn perf_get() -> Vec<u8> {
-    let mut m = vec![0u8; 256];
-    m[..4].copy_from_slice(&[1, MgmtClass::PERF_MGT.0, 1, Method::GET.0]);
-    m
+    mad_testkit::MadBuilder::new(MgmtClass::PERF_MGT, 1, Method::GET, AttributeId(0)).to_vec()
 }
 
 #[derive(Default)]

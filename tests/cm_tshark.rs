@@ -31,7 +31,7 @@ use mad_core::pcap::{Direction, PcapWriter, Timestamp};
 use mad_core::wire::cm::cma::{self, CmaHeader, PortSpace};
 use mad_core::wire::cm::*;
 use mad_core::wire::field::{get_bits, set_bits, FieldValue, Fields};
-use mad_core::wire::{AttributeId, MadHeader, Repr};
+use mad_core::wire::{AttributeId, Mad, MadHeader, Repr};
 use mad_testkit::Rng;
 
 /// What tshark should show for a leaf.
@@ -315,7 +315,7 @@ fn case(m: &CmMessage, tid: u64) -> Case {
         ("baseversion", u64::from(h.base_version)),
         ("mgmtclass", u64::from(h.mgmt_class.0)),
         ("classversion", u64::from(h.class_version)),
-        ("method", u64::from(mad[3])),
+        ("method", u64::from(Mad::new_unchecked(&mad).raw_method())),
         ("status", u64::from(h.status.0)),
         ("classspecific", u64::from(h.class_specific)),
         ("transactionid", h.tid),
@@ -326,7 +326,7 @@ fn case(m: &CmMessage, tid: u64) -> Case {
     }
     c.push(
         "infiniband.reserved",
-        Want::Bytes(mad[18..20].to_vec()),
+        Want::Bytes(h.reserved.to_be_bytes().to_vec()),
         "MadHeader.reserved",
     );
     let data = mad[CM_DATA_OFFSET..].to_vec();

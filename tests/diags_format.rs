@@ -31,7 +31,7 @@ use mad_core::wire::sa_records::{
 };
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass, Repr};
-use mad_testkit::MadBuilder;
+use mad_testkit::{header, MadBuilder};
 use mad_tools::diags::{format_iberror, perf, sa, smp, PortIdText};
 use support::{IbSim, NEEDS_DIAGS};
 
@@ -206,7 +206,10 @@ fn run_saquery_seen(sim: &IbSim, args: &[&str]) -> (Vec<Vec<u8>>, String) {
 fn last_with_attr(mads: &[Vec<u8>], attr: u16) -> &[u8] {
     mads.iter()
         .rev()
-        .find(|m| u16::from_be_bytes([m[16], m[17]]) == attr && m[3] & 0x80 != 0)
+        .find(|m| {
+            let h = header::of(m);
+            h.attr_id == AttributeId(attr) && h.response
+        })
         .unwrap_or_else(|| panic!("no response with attribute {attr:#06x} was dumped"))
 }
 
@@ -292,8 +295,8 @@ const UMAD2SIM_VALID_BYTES: usize = 232;
 impl SaAnswer {
     fn from_mad(r: Vec<u8>) -> SaAnswer {
         SaAnswer {
-            status: u16::from_be_bytes([r[4], r[5]]),
-            method: Method(r[3] & 0x7F),
+            status: header::of(&r).status.0,
+            method: header::of(&r).method,
             attr_offset: u16::from_be_bytes([r[44], r[45]]),
             mad: r,
         }
@@ -343,7 +346,7 @@ impl Fetch {
     fn rpc(&mut self, qp: Qp, dest: &Address, mut mad: [u8; 256]) -> Option<Vec<u8>> {
         self.tid += 1;
         let tid = self.tid;
-        mad[8..16].copy_from_slice(&tid.to_be_bytes());
+        header::edit(&mut mad, |h| h.tid = tid);
         self.t
             .post_send(qp, &mad, dest)
             .unwrap_or_else(|e| panic!("post_send: {e}"));
@@ -351,10 +354,9 @@ impl Fetch {
         while Instant::now() < deadline {
             let _ = self.t.wait_readable(Duration::from_millis(5));
             while let Ok(Some(r)) = self.t.poll_recv() {
-                if r.mad.len() >= 24 {
-                    let got = u64::from_be_bytes(r.mad[8..16].try_into().unwrap_or_default());
+                if let Ok(h) = Mad::new_checked(r.mad.as_slice()) {
                     // ibsim owns TID bits 48-63.
-                    if got & 0xFFFF_FFFF_FFFF == tid && r.mad[3] & 0x80 != 0 {
+                    if h.tid() & 0xFFFF_FFFF_FFFF == tid && h.response_bit() {
                         return Some(r.mad.into());
                     }
                 }
@@ -377,7 +379,7 @@ impl Fetch {
             ),
         };
         let r = self.rpc(Qp::Qp0, &dest, mad)?;
-        let status = u16::from_be_bytes([r[4], r[5]]);
+        let status = header::of(&r).status.0;
         let status = if matches!(route, Route::Dr(_)) {
             status & 0x7FFF
         } else {
@@ -402,7 +404,7 @@ impl Fetch {
         let mut mad = m.into_inner();
         mad[65] = port;
         let r = self.rpc(Qp::Qp1, &Address::gsi(lid), mad)?;
-        (u16::from_be_bytes([r[4], r[5]]) == 0).then(|| r[64..256].to_vec())
+        (header::of(&r).status.0 == 0).then(|| r[64..256].to_vec())
     }
 
     /// An SA request to the SM at `sm_lid`.

@@ -36,10 +36,11 @@ fn a_batch_answers_in_order_with_each_targets_own_failure() {
             0,
         )
         .unwrap();
-    assert_eq!(r.len(), 3);
-    assert_eq!(r[0].as_ref().unwrap().uint("node_type"), Some(1));
-    assert!(r[1].as_ref().unwrap_err().is_timeout());
-    assert_eq!(r[2].as_ref().unwrap().uint("node_type"), Some(2));
+    let answers = r;
+    assert_eq!(answers.len(), 3);
+    assert_eq!(answers[0].as_ref().unwrap().uint("node_type"), Some(1));
+    assert!(answers[1].as_ref().unwrap_err().is_timeout());
+    assert_eq!(answers[2].as_ref().unwrap().uint("node_type"), Some(2));
 }
 
 #[test]

@@ -106,7 +106,10 @@ impl World {
         let sent: Arc<Mutex<Vec<[u8; 256]>>> = Arc::default();
         let tap_sent = sent.clone();
         let tap = Tap(Box::new(move |way, mad: &[u8]| {
-            if way == Way::Sent && mad.len() == 256 && mad[1] == 0x07 {
+            if way == Way::Sent
+                && mad.len() == 256
+                && mad_testkit::header::of(mad).mgmt_class == mad_core::wire::MgmtClass::COM_MGT
+            {
                 let mut m = [0u8; 256];
                 m.copy_from_slice(mad);
                 let mut v = tap_sent.lock().unwrap();
@@ -195,9 +198,11 @@ pub fn run(data: &[u8]) {
                 // Raw bytes go out as CM MADs (the stack posts nothing else
                 // on a CM agent's behalf); short ones are padded.
                 mad.resize(256, 0);
-                mad[0] = 1;
-                mad[1] = 0x07;
-                mad[2] = 2;
+                mad_testkit::header::edit(&mut mad, |h| {
+                    h.base_version = 1;
+                    h.mgmt_class = mad_core::wire::MgmtClass::COM_MGT;
+                    h.class_version = 2;
+                });
                 let (agent, _) = &w.hostile[usize::from(port) % 3];
                 for _ in 0..=times % 8 {
                     let _ = agent.send(SendRequest::new(mad.clone(), Address::gsi(w.b.lid)));

@@ -141,8 +141,13 @@ fn build(i: usize, spec: &MsgSpec, npeers: usize, clock: &Clock) -> Msg {
     };
     let method = [0x92, 0x81, 0x03, 0x02, 0x86][usize::from(spec.method) % 5];
     let mut hdr = vec![0u8; hdr_len];
-    hdr[..4].copy_from_slice(&[1, class, 2, method]);
-    hdr[8..16].copy_from_slice(&(0x100 + i as u64).to_be_bytes());
+    mad_testkit::header::edit(&mut hdr, |h| {
+        h.base_version = 1;
+        h.mgmt_class = mad_wire::wire::MgmtClass(class);
+        h.class_version = 2;
+        mad_testkit::header::set_method_byte(h, method);
+        h.tid = 0x100 + i as u64;
+    });
     hdr[36..].iter_mut().for_each(|b| *b = spec.seed);
     let data: Vec<u8> = (0..usize::from(spec.len) % 3000)
         .map(|k| (k as u8).wrapping_mul(7) ^ spec.seed)
@@ -216,7 +221,8 @@ impl Harness {
                 let src = self.peers.iter().find(|a| Peer::of(a) == key.src).unwrap();
                 assert_eq!(to, reply_address(src), "reply address");
                 assert_eq!(mad.len(), MAD_LEN);
-                assert_eq!(mad[3], key.method ^ 0x80, "reply method");
+                let sent = mad_testkit::header::method_byte(&mad_testkit::header::of(&mad));
+                assert_eq!(sent, key.method ^ 0x80, "reply method");
                 let h = read_header(&mad).unwrap();
                 assert!(h.is_active());
                 match h.rmpp_type {

@@ -125,7 +125,7 @@ impl Model {
 
     fn reply(&self, h: &RawRmppHeader) -> Vec<u8> {
         let mut m = self.template.clone();
-        m[3] ^= 0x80;
+        mad_testkit::header::edit(&mut m, |mh| mh.response = !mh.response);
         h.write(&mut m);
         m
     }
@@ -252,8 +252,14 @@ pub fn run(data: &[u8]) {
         _ => (0x03, 36),
     };
     let mut hdr = vec![0u8; hdr_len];
-    hdr[..4].copy_from_slice(&[1, class, 2, 0x92]);
-    hdr[8..16].copy_from_slice(&0x1234_5678_9abc_def0u64.to_be_bytes());
+    mad_testkit::header::edit(&mut hdr, |h| {
+        h.base_version = 1;
+        h.mgmt_class = mad_wire::wire::MgmtClass(class);
+        h.class_version = 2;
+        h.method = mad_wire::wire::Method::GET_TABLE;
+        h.response = true;
+        h.tid = 0x1234_5678_9abc_def0;
+    });
     let data_len = usize::from(setup.data_len) % 6000;
     let body: Vec<u8> = (0..data_len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(setup.seed))

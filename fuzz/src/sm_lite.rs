@@ -130,11 +130,14 @@ pub fn run(data: &[u8]) {
     let mlids: Vec<u16> = sm.mcast_groups().iter().map(|g| g.mlid).collect();
     if let Ok(mut ep) = fabric.attach(2usize, 1) {
         for mlid in mlids {
-            let mut mad = [0u8; 256];
-            mad[0] = 1;
-            mad[1] = 0x0A;
-            mad[2] = 1;
-            mad[3] = 0x03;
+            // A vendor range-1 Send (class 0x0A, method 0x03).
+            let mad = mad_testkit::MadBuilder::new(
+                mad_core::wire::MgmtClass(0x0A),
+                1,
+                mad_core::wire::Method(0x03),
+                mad_core::wire::AttributeId(0),
+            )
+            .build();
             let _ = ep.post_send(Qp::Qp1, &mad, &Address::gsi(mlid));
         }
         fabric.run_until_idle();

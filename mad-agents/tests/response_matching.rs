@@ -72,7 +72,9 @@ fn smp(class: MgmtClass) -> Vec<u8> {
         h.class_version = 1;
         h.method = Method::GET;
     });
-    mad_testkit::header::edit(&mut m, |h| h.attr_id = mad_core::wire::AttributeId(0x0011u16));
+    mad_testkit::header::edit(&mut m, |h| {
+        h.attr_id = mad_core::wire::AttributeId(0x0011u16)
+    });
     m
 }
 

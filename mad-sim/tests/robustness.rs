@@ -12,8 +12,8 @@ mod common;
 use common::*;
 use mad_core::transport::{Address, Grh, Qp, Transport};
 use mad_core::wire::{AttributeId, MadStatus, Method, MgmtClass, METHOD_RESPONSE_BIT};
-use mad_testkit::header;
 use mad_sim::{Fabric, SimPort};
+use mad_testkit::header;
 use mad_testkit::Rng;
 
 fn random_mad(r: &mut Rng) -> ([u8; 256], Qp, Address) {

@@ -88,7 +88,10 @@ mod tests {
         assert_eq!((h.method, h.response), (Method::GET_TABLE, true));
         assert_eq!(method_byte(&h), 0x92);
         set_method_byte(&mut h, 0x03);
-        assert_eq!((h.method, h.response, method_byte(&h)), (Method(3), false, 3));
+        assert_eq!(
+            (h.method, h.response, method_byte(&h)),
+            (Method(3), false, 3)
+        );
     }
 
     #[test]

@@ -55,8 +55,8 @@ pub mod pair;
 pub mod rng;
 pub mod wrap;
 
-pub use mad_testkit_wire::{build, header, hex, text};
 pub use build::MadBuilder;
+pub use mad_testkit_wire::{build, header, hex, text};
 pub use pair::{Pair, Side};
 pub use rng::Rng;
 pub use text::assert_contains_all;

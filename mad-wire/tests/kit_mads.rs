@@ -31,7 +31,10 @@ fn mad_view_and_header_repr_read_the_built_header() {
         ..MadHeader::default()
     };
     assert_eq!(header::of(&m), want);
-    assert_eq!(Mad::new_checked(&m[..]).expect("256 bytes").header(), Ok(want));
+    assert_eq!(
+        Mad::new_checked(&m[..]).expect("256 bytes").header(),
+        Ok(want)
+    );
 }
 
 #[test]
@@ -42,7 +45,10 @@ fn smp_sa_and_rmpp_views_read_the_built_parts() {
     assert_eq!(s.hop_cnt(), 3);
 
     let sa = MadBuilder::sa_get_table(AttributeId(0x11), &NodeRecord::default(), 0b101).build();
-    let h = SaMad::new_checked(&sa[..]).expect("an SA MAD").header().expect("SA header");
+    let h = SaMad::new_checked(&sa[..])
+        .expect("an SA MAD")
+        .header()
+        .expect("SA header");
     assert_eq!(h.comp_mask, 0b101);
 
     let seg = MadBuilder::rmpp_data(

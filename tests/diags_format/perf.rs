@@ -116,7 +116,10 @@ fn perfquery_from_its_mads(args: &[&str], lid: u16, port: i32, mads: &[Vec<u8>])
     let id = PortIdText::lid(lid);
     let all_of = |attr: u16| -> Vec<&[u8]> {
         mads.iter()
-            .filter(|m| u16::from_be_bytes([m[16], m[17]]) == attr && m[1] == 0x04)
+            .filter(|m| {
+                let h = mad_testkit::header::of(m);
+                h.attr_id.0 == attr && h.mgmt_class == mad_core::wire::MgmtClass::PERF_MGT
+            })
             .map(|m| &m[64..])
             .collect()
     };

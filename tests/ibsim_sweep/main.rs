@@ -28,7 +28,7 @@ use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport, IBSIM_MAX_IN_FLIGH
 use mad_core::transport::{Address, AsyncEvent, Qp, Transport, TransportError, PERMISSIVE_LID};
 use mad_core::wire::attr::{NodeInfo, NodeType};
 use mad_core::wire::smp::{DrPath, Smp};
-use mad_core::wire::{AttributeId, Method, MgmtClass, Repr, SMP_DATA_OFFSET};
+use mad_core::wire::{AttributeId, Method, MgmtClass, Repr, MAD_HEADER_LEN, SMP_DATA_OFFSET};
 use mad_testkit::MadBuilder;
 use support::sweep::{compare_with_ibnetdiscover, dr_sweep, Fabric};
 use support::{ibnetdiscover, IbSim, NEEDS_DIAGS, NEEDS_IBSIM};
@@ -525,7 +525,11 @@ fn sends_on_the_wrong_qp_or_with_a_grh_are_refused() {
         .to_string()
         .contains("GRH"));
     assert!(t
-        .post_send(Qp::Qp0, &smp[..20], &Address::smi(PERMISSIVE_LID))
+        .post_send(
+            Qp::Qp0,
+            &smp[..MAD_HEADER_LEN - 4],
+            &Address::smi(PERMISSIVE_LID)
+        ) // shorter than a header
         .is_err());
     let mut done = Vec::new();
     assert_eq!(t.poll_send_completions(&mut done).unwrap(), 0);

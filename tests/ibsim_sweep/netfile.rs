@@ -37,13 +37,13 @@ pub(crate) fn read_netfile(path: &Path) -> Vec<(String, NetNode)> {
     {
         if line.starts_with("Switch") || line.starts_with("Hca") {
             let mut it = line.split('"');
-            let head: Vec<&str> = it.next().unwrap().split_whitespace().collect();
+            let words: Vec<&str> = it.next().unwrap().split_whitespace().collect();
             let name = it.next().unwrap().to_owned();
             nodes.push((
                 name,
                 NetNode {
-                    switch: head[0] == "Switch",
-                    ports: head[1].parse().unwrap(),
+                    switch: words[0] == "Switch",
+                    ports: words[1].parse().unwrap(),
                     links: BTreeMap::new(),
                 },
             ));

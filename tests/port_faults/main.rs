@@ -16,6 +16,7 @@ use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent, SendToken
 use mad_core::transport::fault::{FaultConfig, FaultInjector, Trigger};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, AsyncEvent, Qp, QpState, Received, Unsendable, WcStatus};
+use mad_core::wire::{AttributeId, Method, MgmtClass};
 
 mod sharing;
 
@@ -44,13 +45,9 @@ impl Clock {
 }
 
 fn mad(class: u8, tid: u64) -> Vec<u8> {
-    let mut m = vec![0u8; 256];
-    m[0] = 1;
-    m[1] = class;
-    m[2] = 2;
-    m[3] = 1; // Get
-    m[8..16].copy_from_slice(&tid.to_be_bytes());
-    m
+    mad_testkit::MadBuilder::new(MgmtClass(class), 2, Method::GET, AttributeId(0))
+        .tid(tid)
+        .to_vec()
 }
 
 fn gsi_mad(tid: u64) -> Vec<u8> {

@@ -7,7 +7,10 @@ use super::*;
 fn receives_go_to_every_client_that_takes_them_and_to_no_other() {
     let sma = |qp: Qp, m: &[u8], dest: &Address| {
         let mut r = m.to_vec();
-        r[3] = 0x81; // GetResp
+        mad_testkit::header::edit(&mut r, |h| {
+            h.method = mad_core::wire::Method::GET;
+            h.response = true;
+        });
         vec![Received {
             qp,
             src: *dest,

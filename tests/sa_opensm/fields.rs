@@ -10,7 +10,7 @@ use mad_core::wire::sa_records::{
     PKeyTableRecord, PathRecord, PortInfoRecord, SaRecord, ServiceRecord, SmInfoRecord,
     SwitchInfoRecord,
 };
-use mad_core::wire::{AttributeId, Repr};
+use mad_core::wire::{AttributeId, Method, Repr};
 
 pub(crate) type Fields = Vec<(String, String)>;
 
@@ -347,7 +347,7 @@ pub(crate) fn cpi_fields(c: &ClassPortInfo) -> Fields {
 }
 
 pub(crate) fn mad_status(mad: &[u8]) -> u16 {
-    u16::from_be_bytes([mad[4], mad[5]])
+    mad_testkit::header::of(mad).status.0
 }
 
 pub(crate) fn records_of<R: SaRecord>(
@@ -361,7 +361,8 @@ pub(crate) fn records_of<R: SaRecord>(
     if status != 0 {
         return Ok(Answer::Status(status));
     }
-    if mad[3] == 0x92 {
+    let h = mad_testkit::header::of(mad);
+    if (h.method, h.response) == (Method::GET_TABLE, true) {
         let t = parse_table::<R>(mad).map_err(|e| e.to_string())?;
         Ok(Answer::Records(
             t.records.iter().map(fields).collect(),

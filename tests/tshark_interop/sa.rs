@@ -42,7 +42,12 @@ pub(crate) fn sa_case<T: SaRecord + Fields>(
         .bytes("infiniband.sa.drdlid", &mad[56..], "SA data (the records)");
     // Items tshark draws past the MAD's end run into the ICRC/VCRC bytes.
     let tail = c.pkt[28 + 56..].to_vec();
-    first(&mut c.expect, &recs[0], &bytes[0], &tail);
+    first(
+        &mut c.expect,
+        &recs[0],
+        bytes.first().expect("a record"),
+        &tail,
+    );
     c
 }
 

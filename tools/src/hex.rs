@@ -206,17 +206,17 @@ mod tests {
 
     #[test]
     fn lines_of_a_block_are_concatenated_and_blank_lines_separate_mads() {
-        let m = parse_hex_mads("01 02\n03\n\n\n# comment\n04 05 # trailing\n").unwrap();
-        assert_eq!(m.len(), 2);
+        let mads = parse_hex_mads("01 02\n03\n\n\n# comment\n04 05 # trailing\n").unwrap();
+        assert_eq!(mads.len(), 2);
         assert_eq!(
-            m[0],
+            mads[0],
             HexMad {
                 line: 1,
                 bytes: vec![1, 2, 3]
             }
         );
         assert_eq!(
-            m[1],
+            mads[1],
             HexMad {
                 line: 6,
                 bytes: vec![4, 5]
@@ -228,10 +228,10 @@ mod tests {
     fn a_block_of_full_mad_lines_gives_one_mad_per_line() {
         let line = "00".repeat(256);
         let text = format!("{line}\n{line}\n{line}\n");
-        let m = parse_hex_mads(&text).unwrap();
-        assert_eq!(m.len(), 3);
-        assert_eq!(m[2].line, 3);
-        assert!(m.iter().all(|x| x.bytes.len() == 256));
+        let mads = parse_hex_mads(&text).unwrap();
+        assert_eq!(mads.len(), 3);
+        assert_eq!(mads[2].line, 3);
+        assert!(mads.iter().all(|x| x.bytes.len() == 256));
     }
 
     #[test]

@@ -302,7 +302,9 @@ fn sm_port_option_sends_the_sa_query_to_that_lid() {
         let mut r = mad_core::pcap::PcapReader::new(&bytes[..]).unwrap();
         let mut v = Vec::new();
         while let Some(rec) = r.next_record().unwrap() {
-            if rec.meta.direction == mad_core::pcap::Direction::Sent && mad_testkit::header::of(&rec.mad).mgmt_class == mad_core::wire::MgmtClass::SUBN_ADM
+            if rec.meta.direction == mad_core::pcap::Direction::Sent
+                && mad_testkit::header::of(&rec.mad).mgmt_class
+                    == mad_core::wire::MgmtClass::SUBN_ADM
             {
                 v.push(rec.meta.dlid);
             }

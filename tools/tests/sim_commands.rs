@@ -452,7 +452,10 @@ fn pcap_records_every_mad_the_command_sends_and_receives() {
     assert_eq!(recs[0].meta.direction, Direction::Sent);
     let (get, resp) = (header::of(&recs[0].mad), header::of(&recs[1].mad));
     let lid_routed = MgmtClass::SUBN_LID_ROUTED;
-    assert_eq!((get.mgmt_class, get.method, get.response), (lid_routed, Method::GET, false));
+    assert_eq!(
+        (get.mgmt_class, get.method, get.response),
+        (lid_routed, Method::GET, false)
+    );
     assert_eq!(recs[1].meta.direction, Direction::Received);
     assert_eq!((resp.method, resp.response), (Method::GET, true));
     assert_eq!(get.tid, resp.tid, "same TID");
@@ -463,7 +466,11 @@ fn pcap_records_every_mad_the_command_sends_and_receives() {
     let mut r = PcapReader::new(&bytes[..]).unwrap();
     let mut n = 0;
     while let Some(rec) = r.next_record().unwrap() {
-        assert_eq!(header::of(&rec.mad).mgmt_class, MgmtClass::PERF_MGT, "PerfMgt only");
+        assert_eq!(
+            header::of(&rec.mad).mgmt_class,
+            MgmtClass::PERF_MGT,
+            "PerfMgt only"
+        );
         n += 1;
     }
     assert_eq!(n, 4);

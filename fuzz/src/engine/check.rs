@@ -34,7 +34,8 @@ impl Harness {
                         assert!(c.response.is_some(), "success without the response");
                     }
                     if let Some(r) = &c.response {
-                        let k = mad_agents::tid::match_key(r.tid(), r.bytes()[1]);
+                        let class = mad_testkit::header::of(r.bytes()).mgmt_class;
+                        let k = mad_agents::tid::match_key(r.tid(), class.0);
                         assert_eq!(k.0, mad_agents::tid::match_key(c.tid, 0).0, "response TID");
                         self.check_message(r.bytes());
                     }

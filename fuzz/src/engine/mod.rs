@@ -254,8 +254,8 @@ struct Harness {
 
 /// The (TID, method) of a MAD.
 fn tid_method(mad: &[u8]) -> Option<(u64, u8)> {
-    let b: [u8; 8] = mad.get(8..16)?.try_into().ok()?;
-    Some((u64::from_be_bytes(b), mad[3]))
+    let m = mad_core::wire::Mad::new_checked(mad).ok()?;
+    Some((m.tid(), m.raw_method()))
 }
 
 /// The segments a real sender makes of `message` (`hdr` header bytes).
@@ -370,12 +370,17 @@ impl Harness {
         let hdr = MgmtClass(class).data_offset();
         let len = hdr + usize::from(s.len) % 2000;
         let mut mad = vec![0u8; len.max(256)];
-        mad[..4].copy_from_slice(&[1, class, version, method]);
-        if method & 0x80 != 0 {
-            // A response carries its own TID (it answers some request).
-            mad[8..16].copy_from_slice(&(0xABCD_0000_0000 | u64::from(s.len)).to_be_bytes());
-        }
-        mad[16..18].copy_from_slice(&0x0011u16.to_be_bytes());
+        mad_testkit::header::edit(&mut mad, |h| {
+            h.base_version = 1;
+            h.mgmt_class = MgmtClass(class);
+            h.class_version = version;
+            mad_testkit::header::set_method_byte(h, method);
+            if h.response {
+                // A response carries its own TID (it answers some request).
+                h.tid = 0xABCD_0000_0000 | u64::from(s.len);
+            }
+            h.attr_id = mad_core::wire::AttributeId(0x0011);
+        });
         if class == VENDOR {
             mad[37..40].copy_from_slice(&OUI.to_be_bytes()[1..]);
         }
@@ -436,7 +441,7 @@ impl Harness {
         let Some((qp, mut m, dest)) = self.seen(seen) else {
             return;
         };
-        m[3] ^= 0x80;
+        mad_testkit::header::edit(&mut m, |h| h.response = !h.response);
         let t = match rtype % 4 {
             0 => RmppType::ACK,
             1 => RmppType::STOP,
@@ -466,8 +471,10 @@ impl Harness {
         let Some((qp, mut m, dest)) = self.seen(seen) else {
             return;
         };
-        m[3] |= 0x80;
-        m[4..6].copy_from_slice(&status.to_be_bytes());
+        mad_testkit::header::edit(&mut m, |h| {
+            h.response = true;
+            h.status = mad_core::wire::MadStatus(status);
+        });
         if !keep_rmpp {
             m[24..36].iter_mut().for_each(|b| *b = 0);
         }
@@ -479,17 +486,15 @@ impl Harness {
         let Some((qp, m, dest)) = self.seen(seen) else {
             return;
         };
-        let class = MgmtClass(m[1]);
+        let class = mad_testkit::header::of(&m).mgmt_class;
         if !class.is_rmpp_class() {
             return;
         }
         let hdr = class.data_offset();
         let mut message = m[..hdr].to_vec();
-        message[3] = if m[3] == Method::GET_TABLE.0 {
-            Method::GET_TABLE.0 | 0x80
-        } else {
-            m[3] | 0x80
-        };
+        // The answer to a GetTable is a GetTableResp; to anything else,
+        // the same method with the response bit.
+        mad_testkit::header::edit(&mut message, |h| h.response = true);
         message[24..36].iter_mut().for_each(|b| *b = 0);
         message.extend((0..usize::from(len) % 3000).map(|i| (i as u8) ^ (len as u8)));
         self.expect(&message);
@@ -503,8 +508,13 @@ impl Harness {
     fn inbound(&mut self, tid: u8, method: u8, len: u16, pick: Pick, from: u8) {
         let mut message = vec![0u8; 40];
         let method = [Method::SEND.0, Method::SET.0, Method::GET.0, 0x05][usize::from(method) % 4];
-        message[..4].copy_from_slice(&[1, VENDOR, 1, method]);
-        message[8..16].copy_from_slice(&(0x7700_0000_0000 | u64::from(tid)).to_be_bytes());
+        mad_testkit::header::edit(&mut message, |h| {
+            h.base_version = 1;
+            h.mgmt_class = MgmtClass(VENDOR);
+            h.class_version = 1;
+            mad_testkit::header::set_method_byte(h, method);
+            h.tid = 0x7700_0000_0000 | u64::from(tid);
+        });
         message[37..40].copy_from_slice(&OUI.to_be_bytes()[1..]);
         message.extend((0..usize::from(len) % 3000).map(|i| (i as u8).wrapping_add(tid)));
         self.expect(&message);

@@ -70,7 +70,9 @@ fn sa_get_table() -> Vec<u8> {
         h.class_version = 2;
         h.method = Method::GET_TABLE;
     });
-    mad_testkit::header::edit(&mut m, |h| h.attr_id = mad_core::wire::AttributeId(0x0011u16));
+    mad_testkit::header::edit(&mut m, |h| {
+        h.attr_id = mad_core::wire::AttributeId(0x0011u16)
+    });
     m
 }
 

@@ -34,7 +34,13 @@ pub fn answering(silent: Arc<AtomicBool>) -> Loopback {
 
 /// A PerfMgt Get(PortCounters).
 pub fn perf_get() -> Vec<u8> {
-    MadBuilder::new(MgmtClass::PERF_MGT, 1, Method::GET, AttributeId::PM_PORT_COUNTERS).to_vec()
+    MadBuilder::new(
+        MgmtClass::PERF_MGT,
+        1,
+        Method::GET,
+        AttributeId::PM_PORT_COUNTERS,
+    )
+    .to_vec()
 }
 
 /// A PerfMgt Get(PortCounters) to LID 7 that expects a response within

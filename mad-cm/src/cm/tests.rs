@@ -7,9 +7,9 @@
 use std::time::{Duration, Instant};
 
 use mad_core::transport::Address;
+use mad_core::wire::cm::{timeout_duration, CmMessage, RejectReason};
 use mad_core::wire::{AttributeId, Method};
 use mad_testkit::header;
-use mad_core::wire::cm::{timeout_duration, CmMessage, RejectReason};
 
 use crate::{
     AcceptParams, Cm, CmConfig, CmError, CmEvent, CmPath, ConnId, ConnectParams, DisconnectCause,

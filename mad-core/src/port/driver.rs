@@ -45,7 +45,7 @@ impl<T: Transport> Driver<T> {
         std::mem::replace(&mut self.transport, transport)
     }
 
-    /// Posts one accepted-to-be send of `client` on `qp`: to the
+    /// Accepts one send of `client` on `qp` and posts it: to the
     /// transport at once when the QP has room and nothing waits before
     /// it, else on the core's overflow queue (see
     /// [`Port::post_waiting`](super::Port::post_waiting)).

@@ -246,7 +246,10 @@ mod tests {
                 .tid(0x1234)
                 .header();
         });
-        head[24..28].copy_from_slice(&[1, 1, 0x03, 0]);
+        let mut rmpp = RmppView::new_unchecked(&mut head[..]);
+        rmpp.set_version(1);
+        rmpp.set_rmpp_type(RmppType::DATA);
+        rmpp.set_flags(RMPP_FLAG_ACTIVE | crate::wire::rmpp::RMPP_FLAG_FIRST);
         let m = Inbound::parse(received(Qp::Qp1, &head, 256)).unwrap();
         assert!(m.is_response());
         assert_eq!(m.tid(), 0x1234);

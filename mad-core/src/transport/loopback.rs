@@ -559,8 +559,14 @@ mod tests {
         }
         assert_eq!(got.len(), 2);
         // QP0 is processed before QP1 by the device.
-        assert_eq!((got[0].qp, tid(&got[0].mad), got[0].src.qpn), (Qp::Qp0, 2, 0));
-        assert_eq!((got[1].qp, tid(&got[1].mad), got[1].src.lid), (Qp::Qp1, 1, 5));
+        assert_eq!(
+            (got[0].qp, tid(&got[0].mad), got[0].src.qpn),
+            (Qp::Qp0, 2, 0)
+        );
+        assert_eq!(
+            (got[1].qp, tid(&got[1].mad), got[1].src.lid),
+            (Qp::Qp1, 1, 5)
+        );
         assert_eq!(a.stats().undeliverable, 1);
         assert!(a.poll_recv().unwrap().is_none());
     }
@@ -582,7 +588,10 @@ mod tests {
         drain(&mut t);
         let r = t.poll_recv().unwrap().unwrap();
         let h = header::of(&r.mad);
-        assert_eq!((h.method, h.response, h.tid, r.src.lid), (Method::GET, true, 4, 7));
+        assert_eq!(
+            (h.method, h.response, h.tid, r.src.lid),
+            (Method::GET, true, 4, 7)
+        );
     }
 
     #[test]

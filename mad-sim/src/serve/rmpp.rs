@@ -228,7 +228,12 @@ mod tests {
     /// An SA GetTableResp: the header only.
     fn sa_mad(method: Method, response: bool) -> Vec<u8> {
         let b = MadBuilder::new(MgmtClass::SUBN_ADM, 2, method, AttributeId(0));
-        let mut m = if response { b.response(MadStatus::SUCCESS) } else { b }.to_vec();
+        let mut m = if response {
+            b.response(MadStatus::SUCCESS)
+        } else {
+            b
+        }
+        .to_vec();
         m.truncate(MAD_LEN);
         m
     }

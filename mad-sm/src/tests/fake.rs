@@ -4,13 +4,13 @@
 //! everything an SM must never do ("violations").
 
 use mad_core::transport::Address;
-use mad_testkit_wire::{header, MadBuilder};
 use mad_core::wire::attr::{
     LinearFwdTable, NodeDescription, NodeInfo, NodeType, Notice, PhysPortState, PortInfo,
     PortState, SwitchInfo,
 };
 use mad_core::wire::smp::{Smp, DR_DIRECTION_BIT};
 use mad_core::wire::{AttributeId, MadStatus, Method, MgmtClass, Repr, MAD_LEN};
+use mad_testkit_wire::{header, MadBuilder};
 
 /// Status for a refused Set (invalid attribute or modifier).
 const INVALID: u16 = MadStatus::INVALID_FIELD.0;

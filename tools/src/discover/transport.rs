@@ -263,13 +263,8 @@ mod tests {
     }
 
     fn request(lid: u16, ctx: u32) -> Request<u32> {
-        let mad = mad_testkit::MadBuilder::new(
-            MgmtClass::PERF_MGT,
-            1,
-            Method::GET,
-            AttributeId(0),
-        )
-        .build();
+        let mad = mad_testkit::MadBuilder::new(MgmtClass::PERF_MGT, 1, Method::GET, AttributeId(0))
+            .build();
         Request {
             qp: Qp::Qp1,
             mad,

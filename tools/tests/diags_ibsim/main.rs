@@ -91,8 +91,8 @@ use mad_agents::{EngineConfig, Runtime};
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::wire::attr::NodeType;
 use mad_core::wire::{Method, MgmtClass};
-use mad_testkit::header;
 use mad_sm::SmConfig;
+use mad_testkit::header;
 use sm_lite::RunningSm;
 use support::opensm::{sbin, OpenSm};
 use support::{IbSim, UMAD2SIM};
@@ -752,7 +752,11 @@ fn pcap_records_the_mads_on_the_ibsim_and_umad_transports() {
         assert_eq!(recs.len(), 2, "{how}: a Get and its answer");
         let (get, resp) = (header::of(&recs[0].mad), header::of(&recs[1].mad));
         let direct = MgmtClass::SUBN_DIRECTED_ROUTE;
-        assert_eq!((get.mgmt_class, get.method, get.response), (direct, Method::GET, false), "{how}");
+        assert_eq!(
+            (get.mgmt_class, get.method, get.response),
+            (direct, Method::GET, false),
+            "{how}"
+        );
         assert_eq!((resp.method, resp.response), (Method::GET, true), "{how}");
         assert_eq!(get.tid, resp.tid, "{how}: same TID");
         let _ = std::fs::remove_file(&file);

@@ -307,7 +307,9 @@ fn an_answer_for_another_attribute_is_refused() {
                 h.method = mad_core::wire::Method::GET;
                 h.response = true;
             });
-            mad_testkit_wire::header::edit(&mut resp, |h| h.attr_id = mad_core::wire::AttributeId(NodeRecord::ATTR_ID.0));
+            mad_testkit_wire::header::edit(&mut resp, |h| {
+                h.attr_id = mad_core::wire::AttributeId(NodeRecord::ATTR_ID.0)
+            });
             liar.send(SendRequest::new(resp, *m.src())).unwrap();
         }
         liar
