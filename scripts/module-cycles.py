@@ -16,7 +16,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CRATES = ["mad-wire", "mad-core", "mad-rmpp", "mad-agents", "mad-sm", "mad-sim",
-          "mad-cm", "mad-testkit", "mad-testkit-wire", "tools"]
+          "mad-cm", "mad-testkit-wire", "mad-testkit", "tools", ".", "python"]
 PATH = re.compile(r"\b((?:crate|super|self)(?:::super)*(?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 GROUP = re.compile(r"\buse ((?:crate|super|self)(?:::super)*(?:::[a-z_][a-z0-9_]*)*)::\{([^}]*)\}", re.S)
 

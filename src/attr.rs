@@ -183,7 +183,9 @@ pub struct Answer {
     /// The structure's kind and bytes; `None` for an answer made of an
     /// [`Attribute`].
     raw: Option<(&'static Kind, RawBytes)>,
-    decoded: std::sync::OnceLock<Attribute>,
+    /// Boxed: an undecoded answer stays small to move and to hold in a
+    /// Python object.
+    decoded: std::sync::OnceLock<Box<Attribute>>,
 }
 
 impl Answer {
@@ -226,9 +228,9 @@ impl Answer {
     #[must_use]
     pub fn attribute(&self) -> &Attribute {
         self.decoded.get_or_init(|| match &self.raw {
-            Some((kind, b)) => decode(kind, b.as_slice()),
+            Some((kind, b)) => Box::new(decode(kind, b.as_slice())),
             // An answer made of an Attribute has it set from the start.
-            None => Attribute::empty(self.name),
+            None => Box::new(Attribute::empty(self.name)),
         })
     }
 
@@ -236,7 +238,7 @@ impl Answer {
     #[must_use]
     pub fn into_attribute(self) -> Attribute {
         match self.decoded.into_inner() {
-            Some(a) => a,
+            Some(a) => *a,
             None => match &self.raw {
                 Some((kind, b)) => decode(kind, b.as_slice()),
                 None => Attribute::empty(self.name),
@@ -250,7 +252,7 @@ impl From<Attribute> for Answer {
         Self {
             name: a.name,
             raw: None,
-            decoded: std::sync::OnceLock::from(a),
+            decoded: std::sync::OnceLock::from(Box::new(a)),
         }
     }
 }

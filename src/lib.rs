@@ -28,6 +28,37 @@
 //! ([`Port::subscribe`]). `examples/` has a program per task
 //! (`cargo run --example port_errors -- --sim`).
 //!
+//! ## Services on one port
+//!
+//! A process that runs several services on one port — the SA client with
+//! its subscriptions, the connection manager, the exporter's reader, an
+//! SA, its own agents — opens them all on the [`Port`]'s shared port
+//! ([`Port::shared_port`], an [`agents::SharedPort`]): [`Port::open_sa`],
+//! [`Port::open_cm`], [`Port::open_reader`], [`Port::register`] /
+//! [`Port::register_channel`]. Each service holds a handle and the port
+//! (transport, engine, loop thread, and the built-in fabric under it)
+//! lives while any handle does: closing or dropping the [`Port`] that
+//! opened it stops nothing the services still use, and the last service
+//! to go deregisters everything and joins the port's thread. Every one of
+//! these services holds the port's two-phase soft reset while its work in
+//! flight drains and resumes after it ([`agents::ResetHold`]), and hears
+//! of a device-fatal error (the SA client then fails at once with
+//! [`agents::sa::SaError::PortDead`]; the CM gives every ID
+//! DEVICE_REMOVAL; agents get `AgentEvent::DeviceFatal`).
+//!
+//! ```
+//! use madstack::{open, Options};
+//! use madstack::cm::CmConfig;
+//!
+//! let port = open(&Options::sim())?;
+//! let cm = port.open_cm(CmConfig::default())?;
+//! let lid = port.attrs().lid;
+//! port.close()?; // the CM still runs on the port
+//! assert_eq!(cm.port().map(|p| p.port_attrs().lid), Some(lid));
+//! drop(cm); // the last holder: the port stops here
+//! # Ok::<(), madstack::Error>(())
+//! ```
+//!
 //! ## The layers
 //!
 //! The facade re-exports the crates, bottom up:

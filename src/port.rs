@@ -6,17 +6,28 @@
 //! SMP, PerfMgt and SA clients of `mad-agents` on top. Discovery and the
 //! counter sweep are those of `mad ibnetdiscover` and `mad sweep`
 //! ([`crate::fabric`]); port events come through [`Port::events`].
+//!
+//! The port is shared ([`Port::shared_port`]): services opened on it
+//! ([`Port::open_sa`], [`Port::open_cm`], [`Port::open_reader`],
+//! [`Port::register`]) keep it running after the [`Port`] is closed; the
+//! last of them stops it (see [Services on one
+//! port](crate#services-on-one-port)).
 
+use std::sync::{Mutex, TryLockError};
 use std::time::Duration;
 
 use mad_agents::perf::PerfClient;
+use mad_agents::sa::SaClientConfig;
 use mad_agents::sa::{SaClient, SaError};
 use mad_agents::smp::{self, SmpClient, SmpTarget};
-use mad_agents::{query, AgentSpec, QueryError};
+use mad_agents::{query, AgentEvent, AgentReceiver, AgentSpec, PortAgent, QueryError, SharedPort};
+use mad_cm::service::CmService;
+use mad_cm::CmConfig;
 use mad_core::transport::PortAttrs;
 use mad_core::transport::Qp;
 use mad_core::wire::sa_records::NodeRecord;
 use mad_core::wire::{Method, MAD_LEN, SMP_DATA_LEN, SMP_DATA_OFFSET};
+use mad_tools::discover::agent::AgentExchange;
 use mad_tools::session::{Backend as SessionBackend, Session, SessionOpts, TransportChoice};
 
 use crate::attr::{Answer, Attribute, Class, Input, Kind};
@@ -129,8 +140,39 @@ pub enum Target {
 
 /// An open port with the stack running on it.
 pub struct Port {
+    /// The agent of [`Port::smp_get_batch`], registered by the first
+    /// batch and kept for the next ones (declared first: dropped before
+    /// the session stops the runtime).
+    batch: Mutex<Option<BatchAgent>>,
     session: Session,
     sa: SaClient,
+}
+
+/// The send-only QP0 agent that [`Port::smp_get_batch`] sends through,
+/// kept across batches: registering and deregistering an agent per batch
+/// cost a hand-over to the runtime's loop thread each time (the
+/// deregistration waits for it), which on a loaded machine is most of a
+/// batch's wall time.
+struct BatchAgent {
+    agent: mad_agents::Agent,
+    rx: mad_agents::AgentReceiver,
+    /// The batch number, in the high 32 bits of every cookie it sends:
+    /// a completion of an earlier batch (one that ended early) is
+    /// recognised and dropped.
+    serial: u32,
+}
+
+impl BatchAgent {
+    fn register(rt: &mad_agents::Runtime) -> Result<Self, Error> {
+        let (agent, rx) = rt
+            .register_channel(AgentSpec::send_only("smp-batch", Qp::Qp0))
+            .map_err(|e| Error::Register(e.to_string()))?;
+        Ok(Self {
+            agent,
+            rx,
+            serial: 0,
+        })
+    }
 }
 
 impl std::fmt::Debug for Port {
@@ -175,8 +217,13 @@ pub fn open(opts: &Options) -> Result<Port, Error> {
         table_mode: session.sa_table_mode(),
         ..mad_agents::sa::SaClientConfig::default()
     };
-    let sa = SaClient::new(session.runtime(), cfg).map_err(|e| Error::Register(e.to_string()))?;
-    Ok(Port { session, sa })
+    let sa =
+        SaClient::open(session.shared_port(), cfg).map_err(|e| Error::Register(e.to_string()))?;
+    Ok(Port {
+        batch: Mutex::new(None),
+        session,
+        sa,
+    })
 }
 
 impl Port {
@@ -215,6 +262,70 @@ impl Port {
     #[must_use]
     pub fn runtime(&self) -> &mad_agents::Runtime {
         self.session.runtime()
+    }
+
+    /// A handle on the port, shared with every service opened on it: the
+    /// port (and the built-in fabric under it) lives while any handle
+    /// does, after this `Port` is closed too.
+    #[must_use]
+    pub fn shared_port(&self) -> SharedPort {
+        self.session.shared_port().clone()
+    }
+
+    /// Opens another SA client on the port, holding it. Only one client
+    /// per port receives Reports, and this `Port`'s own ([`Port::sa`])
+    /// does: `cfg.receive_reports` must be off.
+    ///
+    /// # Errors
+    /// [`Error::Register`] (Reports asked for, or the agent refused).
+    pub fn open_sa(&self, cfg: SaClientConfig) -> Result<SaClient, Error> {
+        SaClient::open(self.session.shared_port(), cfg).map_err(|e| Error::Register(e.to_string()))
+    }
+
+    /// Opens the connection manager on the port, holding it.
+    ///
+    /// # Errors
+    /// [`Error::Register`]: another CM owns the class, or its thread
+    /// could not start.
+    pub fn open_cm(&self, cfg: CmConfig) -> Result<CmService, Error> {
+        CmService::open(self.session.shared_port(), cfg).map_err(|e| Error::Register(e.to_string()))
+    }
+
+    /// Opens the exporter's reader (the discovery and counter sweep's
+    /// exchange, `mad_tools::discover::agent`) on the port, holding it.
+    ///
+    /// # Errors
+    /// [`Error::Register`].
+    pub fn open_reader(&self) -> Result<AgentExchange<'static>, Error> {
+        AgentExchange::open(self.session.shared_port()).map_err(Error::Register)
+    }
+
+    /// Registers an agent of your own whose events go to `callback`; it
+    /// holds the port until dropped.
+    ///
+    /// # Errors
+    /// [`Error::Register`].
+    pub fn register(
+        &self,
+        spec: AgentSpec,
+        callback: impl FnMut(AgentEvent) + Send + 'static,
+    ) -> Result<PortAgent, Error> {
+        self.session
+            .shared_port()
+            .register(spec, callback)
+            .map_err(|e| Error::Register(e.to_string()))
+    }
+
+    /// Registers an agent of your own whose events go into a channel; it
+    /// holds the port until dropped.
+    ///
+    /// # Errors
+    /// [`Error::Register`].
+    pub fn register_channel(&self, spec: AgentSpec) -> Result<(PortAgent, AgentReceiver), Error> {
+        self.session
+            .shared_port()
+            .register_channel(spec)
+            .map_err(|e| Error::Register(e.to_string()))
     }
 
     /// The built-in fabric under this port, if it is on one (to pull
@@ -299,13 +410,68 @@ impl Port {
         attr_mod: u32,
     ) -> Result<Vec<Result<Answer, Error>>, Error> {
         let kind = Kind::find(Class::Smp, name)?;
-        let (agent, rx) = self
-            .runtime()
-            .register_channel(AgentSpec::send_only("smp-batch", Qp::Qp0))
-            .map_err(|e| Error::Register(e.to_string()))?;
-        let mut out: Vec<Option<Result<Answer, Error>>> = targets.iter().map(|_| None).collect();
-        let timeout = self.session.timeout();
+        if u32::try_from(targets.len()).is_err() {
+            return Err(Error::Input(format!(
+                "a batch of {} targets: at most {} at once",
+                targets.len(),
+                u32::MAX
+            )));
+        }
+        // The Port's own batch agent; a thread that finds it in use by
+        // another batch registers one of its own for this batch.
+        let mut kept = match self.batch.try_lock() {
+            Ok(g) => Some(g),
+            Err(TryLockError::Poisoned(p)) => {
+                // A batch panicked mid-way: its agent may hold its sends.
+                let mut g = p.into_inner();
+                *g = None;
+                self.batch.clear_poison();
+                Some(g)
+            }
+            Err(TryLockError::WouldBlock) => None,
+        };
+        let mut own = None;
+        let ba: &mut BatchAgent = match kept.as_deref_mut() {
+            Some(slot) => match slot {
+                Some(b) => b,
+                None => slot.insert(BatchAgent::register(self.runtime())?),
+            },
+            None => own.insert(BatchAgent::register(self.runtime())?),
+        };
+        ba.serial = ba.serial.wrapping_add(1);
+        let tag = u64::from(ba.serial) << 32;
+        let (ended, out) = self.run_batch(ba, tag, kind, targets, attr_mod)?;
+        if !ended {
+            // Sends of this batch may still complete: a fresh agent next
+            // time rather than one whose channel they fill.
+            if let Some(slot) = kept.as_deref_mut() {
+                *slot = None;
+            }
+        }
+        drop(kept);
+        Ok(out)
+    }
+
+    /// Sends the batch through `ba` (cookies `tag | index`) and collects
+    /// its completions, one result per target in place (a target whose
+    /// send never completed: a timeout); false with them when the runtime
+    /// stopped before every send completed.
+    fn run_batch(
+        &self,
+        ba: &BatchAgent,
+        tag: u64,
+        kind: &'static Kind,
+        targets: &[Target],
+        attr_mod: u32,
+    ) -> Result<(bool, Vec<Result<Answer, Error>>), Error> {
         let retries = mad_tools::session::DEFAULT_RETRIES;
+        let mut out: Vec<Result<Answer, Error>> = Vec::with_capacity(targets.len());
+        out.resize_with(targets.len(), || {
+            Err(Error::Query(QueryError::Timeout { retries }))
+        });
+        // Which results are in (each completion is taken once).
+        let mut filled = vec![false; targets.len()];
+        let timeout = self.session.timeout();
         let m_key = self.smp().m_key;
         let mut reqs = Vec::with_capacity(targets.len());
         for (i, t) in targets.iter().enumerate() {
@@ -313,16 +479,22 @@ impl Port {
                 Ok(st) => reqs.push(
                     smp::request(&st, Method::GET, kind.attr_id, attr_mod, &[], m_key)
                         .expect_response(timeout, retries)
-                        .cookie(i as u64),
+                        .cookie(tag | i as u64),
                 ),
-                Err(e) => out[i] = Some(Err(e)),
+                Err(e) => {
+                    out[i] = Err(e);
+                    filled[i] = true;
+                }
             }
         }
+        let slot_of =
+            |cookie: u64| (cookie & !0xffff_ffff == tag).then_some((cookie & 0xffff_ffff) as usize);
         let mut pending = reqs.len();
-        agent
+        ba.agent
             .send_batch(reqs, |cookie, e| {
-                if let Some(slot) = out.get_mut(cookie as usize) {
-                    *slot = Some(Err(QueryError::from(e).into()));
+                if let Some(i) = slot_of(cookie).filter(|&i| i < out.len() && !filled[i]) {
+                    out[i] = Err(QueryError::from(e).into());
+                    filled[i] = true;
                     pending -= 1;
                 }
             })
@@ -331,23 +503,19 @@ impl Port {
         // failure); the guard only covers a runtime that stopped.
         let guard = timeout * (retries + 2) + Duration::from_secs(5);
         while pending > 0 {
-            match rx.recv_timeout(guard) {
+            match ba.rx.recv_timeout(guard) {
                 Some(mad_agents::AgentEvent::SendDone(c)) => {
-                    if let Some(slot) = out.get_mut(c.cookie as usize) {
-                        if slot.is_none() {
-                            *slot = Some(smp_answer(kind, &c));
-                            pending -= 1;
-                        }
+                    if let Some(i) = slot_of(c.cookie).filter(|&i| i < out.len() && !filled[i]) {
+                        out[i] = smp_answer(kind, &c);
+                        filled[i] = true;
+                        pending -= 1;
                     }
                 }
                 Some(_) => {}
                 None => break,
             }
         }
-        Ok(out
-            .into_iter()
-            .map(|r| r.unwrap_or(Err(Error::Query(QueryError::Timeout { retries }))))
-            .collect())
+        Ok((pending == 0, out))
     }
 
     /// SubnGet of the SMP attribute `name` (`"NodeInfo"`, `"PortInfo"`,
@@ -542,12 +710,15 @@ impl Port {
         self.sa.next_report(timeout)
     }
 
-    /// Stops the stack (its threads) and closes the port.
+    /// Stops the stack (its threads) and closes the port — unless services
+    /// opened on it ([`Port::open_cm`], ...) still hold it: then this
+    /// `Port` lets go of its handle and the last of them stops it.
     ///
     /// # Errors
     /// A capture file that could not be written.
     pub fn close(self) -> Result<(), Error> {
-        let Port { session, sa } = self;
+        let Port { batch, session, sa } = self;
+        drop(batch);
         drop(sa);
         session.close().map_err(Error::Open)
     }

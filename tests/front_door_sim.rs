@@ -44,6 +44,33 @@ fn a_batch_answers_in_order_with_each_targets_own_failure() {
 }
 
 #[test]
+fn batches_one_after_another_and_from_several_threads_each_get_their_own_answers() {
+    // The Port keeps one batch agent for batch after batch; a thread that
+    // finds it busy sends through an agent of its own.
+    let p = open(&Options::sim()).unwrap();
+    let targets: Vec<Target> = (0..64)
+        .map(|i| Target::Dr(if i % 3 == 0 { vec![] } else { vec![1] }))
+        .collect();
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                for _ in 0..20 {
+                    let r = p.smp_get_batch("NodeInfo", &targets, 0).unwrap();
+                    assert_eq!(r.len(), targets.len());
+                    for (i, a) in r.iter().enumerate() {
+                        let want = if i % 3 == 0 { 1 } else { 2 };
+                        assert_eq!(
+                            a.as_ref().unwrap().attribute().uint("node_type"),
+                            Some(want)
+                        );
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
 fn sa_tables_arrive_whole_on_the_built_in_fabric() {
     let p = open(&Options::sim()).unwrap();
     let t = p.sa_table("NodeRecord", &[]).unwrap();

@@ -218,3 +218,42 @@ fn a_new_mac_gives_gid_change_and_the_ports_gid_equals_sysfs() {
     assert!(parse(&sysfs).is_some(), "sysfs gid {sysfs:?}");
     assert_eq!(parse(&ours), parse(&sysfs), "\n{}", c.text());
 }
+
+#[test]
+fn removing_the_device_under_a_shared_port_ends_each_pending_send_once_and_every_service_hears_it()
+{
+    // Seed 002's device-fatal row on a real device, with the services of
+    // seed 004 on one shared port: `rdma link del rxe0` under 8 pending
+    // user sends and a pending SA request (at a sink on rxe1 that never
+    // answers).
+    let Some(c) = case("shared_port_device_fatal") else {
+        return;
+    };
+    let t = c.text();
+    assert!(
+        t.contains("removal: rdma link del rxe0 returned 0"),
+        "the removal did not finish (the device was not closed):\n{t}"
+    );
+    for want in [
+        // Each pending send ended exactly once, in error.
+        "SHARED user completions 8 of 8, each once true, in error 8",
+        // The SA request in flight failed; later ones fail at once.
+        "SHARED sa after: Err(PortDead)",
+        // A later post on the dead port is refused at once.
+        "SHARED user post after: refused: ",
+        // Every service heard of it.
+        "SHARED heard: user DeviceFatal 1, sa dead true, cm device_fatal 1",
+        // The CM's listener was told its device went.
+        "SHARED cm events: ListenerRemoved",
+        // The last handle closed the port and joined its thread.
+        "SHARED closed: holders 0, joined true",
+        "SHARED done ok true",
+    ] {
+        assert!(t.contains(want), "no {want:?}:\n{t}");
+    }
+    assert!(
+        t.contains("SHARED sa in flight ended: Err("),
+        "the SA request in flight did not fail:\n{t}"
+    );
+    assert_eq!(c.second_rc, 0, "rmpp-peer shared-fatal's exit code:\n{t}");
+}

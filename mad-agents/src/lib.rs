@@ -93,7 +93,10 @@ pub use engine::{AgentState, Engine};
 /// The cause of a refused send ([`SendError::BadSend`]), from mad-core.
 pub use mad_core::transport::Unsendable;
 pub use query::QueryError;
-pub use runtime::{Agent, AgentReceiver, AgentRef, Runtime, RuntimeStats, SendHandle, Wakeup};
+pub use runtime::{
+    Agent, AgentReceiver, AgentRef, PortAgent, PortWatch, ResetHold, ResetHoldStats, ResetPhase,
+    ResetWork, Runtime, RuntimeStats, SendHandle, SharedPort, Wakeup,
+};
 pub use spec::{AgentSpec, MethodMask, RequestFilter};
 pub use types::{
     AgentEvent, AgentId, AgentStats, Completion, EngineConfig, EngineStats, FlowLimit, Message,

@@ -11,6 +11,14 @@
 //! A program with its own event loop (and a test or fuzz target on a
 //! virtual clock) starts the service with [`CmService::start_driven`]
 //! instead: no thread, and the caller pumps it with [`CmPump::pump`].
+//!
+//! [`CmService::open`] starts it on a [`SharedPort`] and keeps a handle:
+//! the port lives while the service does, whoever created it (seed 004).
+//! On any port the CM's agent holds the two-phase soft reset (seed 001,
+//! [`ResetHold`]): on ResetPending what the CM would send stays queued in
+//! it while the sends already posted complete, then the service
+//! acknowledges; on ResetEnd the queued MADs go out. DeviceFatal gives
+//! every ID DEVICE_REMOVAL.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
@@ -18,7 +26,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mad_agents::sa::{SaClient, SaError};
-use mad_agents::{Agent, AgentEvent, AgentReceiver, AgentRef, AgentSpec, Runtime, SendRequest};
+use mad_agents::{
+    Agent, AgentEvent, AgentReceiver, AgentRef, AgentSpec, ResetHold, ResetHoldStats, Runtime,
+    SendRequest, SharedPort,
+};
 use mad_core::wire::cm::{RejectReason, CM_CLASS_VERSION};
 use mad_core::wire::{Method, MgmtClass};
 
@@ -52,6 +63,8 @@ struct Shared {
     stop: AtomicBool,
     send_errors: AtomicU64,
     clock: CmClock,
+    /// The CM's part in the port's soft reset.
+    reset: ResetHold,
 }
 
 impl Shared {
@@ -63,7 +76,12 @@ impl Shared {
 
     /// Sends what the CM queued and hands its events to the user.
     fn flush(&self, cm: &mut Cm) {
-        while let Some(t) = cm.poll_transmit() {
+        // During a soft reset the CM's MADs wait in it (its deadlines may
+        // resend them anyway) until the port is back.
+        while let Some(t) = (!self.reset.is_held())
+            .then(|| cm.poll_transmit())
+            .flatten()
+        {
             if self
                 .agent
                 .send(SendRequest::new(t.mad.to_vec(), t.to))
@@ -98,6 +116,9 @@ pub struct CmService {
     events: Mutex<mpsc::Receiver<(ConnId, CmEvent)>>,
     driver: Option<JoinHandle<()>>,
     agent: Option<Agent>,
+    /// The shared port this service keeps alive ([`CmService::open`]);
+    /// dropped after the agent.
+    port: Option<SharedPort>,
 }
 
 impl std::fmt::Debug for CmService {
@@ -132,6 +153,31 @@ impl CmService {
         Ok(service)
     }
 
+    /// [`CmService::start`] on a shared port, keeping a handle on it: the
+    /// port lives while the service does.
+    ///
+    /// # Errors
+    /// As [`CmService::start`].
+    pub fn open(port: &SharedPort, cfg: CmConfig) -> Result<Self, StartError> {
+        let mut service = Self::start(port.runtime(), cfg)?;
+        service.port = Some(port.clone());
+        Ok(service)
+    }
+
+    /// The shared port this service holds, if it was opened with
+    /// [`CmService::open`].
+    #[must_use]
+    pub fn port(&self) -> Option<&SharedPort> {
+        self.port.as_ref()
+    }
+
+    /// The CM's part in soft resets so far (held, acknowledged, resumed;
+    /// device-fatal errors heard).
+    #[must_use]
+    pub fn reset_stats(&self) -> ResetHoldStats {
+        self.shared.reset.stats()
+    }
+
     /// Registers the CM agent like [`CmService::start`], but starts no
     /// thread: the caller drives the service with the returned
     /// [`CmPump`], and the service reads the time from `clock` (for the
@@ -154,7 +200,8 @@ impl CmService {
             MgmtClass::COM_MGT,
             CM_CLASS_VERSION,
             &[Method::SEND, Method::GET],
-        );
+        )
+        .holding_reset();
         let (agent, rx) = rt.register_channel(spec)?;
         let (tx, events) = mpsc::channel();
         let shared = Arc::new(Shared {
@@ -164,7 +211,9 @@ impl CmService {
             stop: AtomicBool::new(false),
             send_errors: AtomicU64::new(0),
             clock,
+            reset: ResetHold::new(),
         });
+        shared.reset.attach(agent.handle());
         let pump = CmPump {
             shared: shared.clone(),
             rx,
@@ -175,6 +224,7 @@ impl CmService {
                 events: Mutex::new(events),
                 driver: None,
                 agent: Some(agent),
+                port: None,
             },
             pump,
         ))
@@ -322,6 +372,7 @@ impl CmPump {
         let mut cm = self.shared.lock();
         while let Some(ev) = next {
             let now = (self.shared.clock)();
+            self.shared.reset.on_event(&ev);
             match ev {
                 AgentEvent::Received(m) => {
                     taken += 1;
@@ -338,6 +389,10 @@ impl CmPump {
         }
         cm.handle_timeout((self.shared.clock)());
         self.shared.flush(&mut cm);
+        drop(cm);
+        // The drain may have ended (the sends posted before the reset
+        // completed): acknowledge.
+        self.shared.reset.check();
         taken
     }
 }
@@ -349,6 +404,7 @@ impl Drop for CmService {
             let _ = d.join();
         }
         drop(self.agent.take());
+        drop(self.port.take());
     }
 }
 

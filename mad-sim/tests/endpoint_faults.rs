@@ -40,7 +40,7 @@ fn rig() -> Rig {
     let sp = f.attach(node, 1).unwrap();
     let mut port = Port::new(FaultyPort::new(sp, 1), PortConfig::default());
     let client = port.register();
-    port.subscribe(client, Qp::Qp1, MgmtClass(0x09)).unwrap();
+    port.subscribe_all(client).unwrap();
     let to = Address::gsi(f.port_info(f.find("host-7").unwrap(), 1).unwrap().lid);
     Rig {
         subnet,

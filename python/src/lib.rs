@@ -19,7 +19,7 @@ use madstack::{Backend, Error, Options, Target};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 create_exception!(
     madstack,
@@ -475,6 +475,44 @@ impl Port {
     }
 }
 
+/// `f` of every item of `seq` (a list read by index; any other
+/// iterable through the iterator protocol), in order. A `str` is refused
+/// (it iterates as characters).
+fn each<'py, T>(
+    seq: &Bound<'py, PyAny>,
+    mut f: impl FnMut(&Bound<'py, PyAny>) -> PyResult<T>,
+) -> PyResult<Vec<T>> {
+    if let Ok(l) = seq.downcast::<PyList>() {
+        let mut out = Vec::with_capacity(l.len());
+        for x in l.iter() {
+            out.push(f(&x)?);
+        }
+        return Ok(out);
+    }
+    if seq.is_instance_of::<PyString>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "expected a sequence, not a str",
+        ));
+    }
+    let mut out = Vec::new();
+    for x in seq.try_iter()? {
+        out.push(f(&x?)?);
+    }
+    Ok(out)
+}
+
+/// A directed route (egress port numbers) from a list, a tuple or any
+/// other sequence of ints.
+fn route(x: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(l) = x.downcast::<PyList>() {
+        l.iter().map(|h| h.extract::<u8>()).collect()
+    } else if let Ok(t) = x.downcast::<PyTuple>() {
+        t.iter().map(|h| h.extract::<u8>()).collect()
+    } else {
+        x.extract()
+    }
+}
+
 fn bounds(window: Option<usize>, per_node: Option<usize>, timeout: Option<f64>) -> Bounds {
     let mut b = Bounds::default();
     if let Some(w) = window {
@@ -546,26 +584,30 @@ impl Port {
     /// `drs`), all in flight at once; a list of Attributes, a failed
     /// target's entry being its exception (not raised).
     #[pyo3(signature = (name, lids=None, drs=None, attr_mod=0))]
-    fn smp_get_many(
+    fn smp_get_many<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         name: &str,
-        lids: Option<Vec<u16>>,
-        drs: Option<Vec<Vec<u8>>>,
+        lids: Option<&Bound<'py, PyAny>>,
+        drs: Option<&Bound<'py, PyAny>>,
         attr_mod: u32,
-    ) -> PyResult<Vec<PyObject>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let targets: Vec<Target> = match (lids, drs) {
-            (Some(l), None) => l.into_iter().map(Target::Lid).collect(),
-            (None, Some(d)) => d.into_iter().map(Target::Dr).collect(),
+            (Some(l), None) => each(l, |x| Ok(Target::Lid(x.extract()?)))?,
+            (None, Some(d)) => each(d, |x| route(x).map(Target::Dr))?,
             _ => return Err(InputError::new_err("give one of lids= or drs=")),
         };
         let rs = self.with(py, |p| p.smp_get_batch(name, &targets, attr_mod))?;
-        rs.into_iter()
+        drop(targets);
+        // The list made in one pass, the GIL held throughout.
+        let items = rs
+            .into_iter()
             .map(|r| match r {
-                Ok(inner) => Ok(Py::new(py, Attribute { inner })?.into_any()),
-                Err(e) => Ok(to_py(e).into_value(py).into_any()),
+                Ok(inner) => Ok(Bound::new(py, Attribute { inner })?.into_any()),
+                Err(e) => Ok(to_py(e).into_value(py).into_bound(py).into_any()),
             })
-            .collect()
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
     }
 
     #[allow(clippy::too_many_arguments)] // the Python signature

@@ -21,6 +21,12 @@
 //! rmpp-peer events  CA AGENTS STOPFILE            AGENTS agents print every port event until
 //!                                                  STOPFILE exists, then the port's GID
 //! rmpp-peer claim   CA                           try to own class 0x30 / Set
+//! rmpp-peer shared-fatal CA SINK_CA SINK_GID N    services on one shared port of CA (an SA
+//!                                                  client, the CM, a user agent) with N user
+//!                                                  sends and an SA request pending at a sink
+//!                                                  on SINK_CA that never answers; prints
+//!                                                  `SHARED pending`, then, once CA is removed
+//!                                                  (`rdma link del`), how each ended
 //! ```
 //!
 //! Every fact goes to stdout as one line starting with `PEER`; the exit
@@ -372,6 +378,174 @@ fn claim(args: &[String]) -> Result<bool, String> {
     }
 }
 
+/// Seed 002's device-fatal row on a shared port (seed 004): see the
+/// module documentation. Prints `SHARED` lines; true when every pending
+/// send ended in error exactly once, later posts failed at once, and
+/// every service heard of the removal.
+fn shared_fatal(args: &[String]) -> Result<bool, String> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    use mad_agents::SharedPort;
+    use mad_cm::service::CmService;
+    use mad_cm::{CmConfig, CmEvent};
+
+    let ca = arg(args, 0, "CA")?;
+    let sink_rt = open(arg(args, 1, "SINK_CA")?)?;
+    let sink_addr = gid_address(arg(args, 2, "SINK_GID")?)?;
+    let n: usize = num(args, 3, "N")?;
+    // The sink takes the user's requests and the SA's and answers none.
+    let (_sink, _sink_rx) = sink_rt
+        .register_channel(AgentSpec::requests("sink", CLASS, 1, &[Method::SET]).with_oui(OUI))
+        .map_err(|e| e.to_string())?;
+    let sa_spec = AgentSpec::requests(
+        "sink-sa",
+        MgmtClass::SUBN_ADM,
+        mad_core::wire::sa::SA_CLASS_VERSION,
+        &[Method::GET, Method::GET_TABLE],
+    );
+    let (_sink_sa, _sink_sa_rx) = sink_rt
+        .register_channel(sa_spec)
+        .map_err(|e| e.to_string())?;
+
+    let port = SharedPort::from_runtime(open(ca)?);
+    let sa = Arc::new(
+        SaClient::open(
+            &port,
+            SaClientConfig {
+                sa_address: Some(sink_addr),
+                timeout: Duration::from_millis(1500),
+                retries: 3,
+                ..SaClientConfig::default()
+            },
+        )
+        .map_err(|e| e.to_string())?,
+    );
+    let cm = CmService::open(&port, CmConfig::default()).map_err(|e| e.to_string())?;
+    cm.listen(0x1000).map_err(|e| e.to_string())?;
+    // The user's agent counts every completion by send and every
+    // DeviceFatal it hears.
+    /// Each send's completions, and the DeviceFatal events heard.
+    type Heard = (HashMap<u64, Vec<SendStatus>>, usize);
+    let done: Arc<Mutex<Heard>> = Arc::default();
+    let d2 = done.clone();
+    let user = port
+        .register(AgentSpec::send_only("shared-user", Qp::Qp1), move |ev| {
+            let mut d = d2.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match ev {
+                AgentEvent::SendDone(c) => d.0.entry(c.send.as_u64()).or_default().push(c.status),
+                AgentEvent::DeviceFatal => d.1 += 1,
+                _ => {}
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    let mut sends = Vec::new();
+    for i in 0..n {
+        let req = SendRequest::new(vendor_message(Method::SET, false, 0, &[]), sink_addr)
+            .expect_response(Duration::from_millis(1500), 3);
+        let h = user.send(req).map_err(|e| format!("send {i}: {e}"))?;
+        sends.push(h.id().as_u64());
+    }
+    let sa2 = sa.clone();
+    let sa_request = std::thread::spawn(move || sa2.all::<NodeRecord>().map(|t| t.records.len()));
+    let sa_busy = || sa.agent().outstanding() > 0;
+    let until = |what: &str, cond: &dyn Fn() -> bool, secs: u64| {
+        let end = Instant::now() + Duration::from_secs(secs);
+        while !cond() {
+            if Instant::now() > end {
+                println!("SHARED gave up waiting: {what}");
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    };
+    until("the SA request in flight", &sa_busy, 10);
+    println!(
+        "SHARED pending {} user sends, SA request in flight {}",
+        user.outstanding(),
+        sa_busy()
+    );
+
+    let heard = || {
+        let d = done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        d.1 > 0 && sa.is_port_dead() && cm.reset_stats().device_fatal > 0
+    };
+    let mut ok = until("DeviceFatal at every service", &heard, 120);
+    ok &= until("every user send completed", &|| user.outstanding() == 0, 60);
+    let sa_result = sa_request
+        .join()
+        .map_err(|_| "the SA thread panicked".to_owned())?;
+    println!("SHARED sa in flight ended: {sa_result:?}");
+    let after = sa.all::<NodeRecord>();
+    println!("SHARED sa after: {after:?}");
+    ok &= matches!(after, Err(mad_agents::sa::SaError::PortDead)) && sa_result.is_err();
+    let post = user.send(SendRequest::new(
+        vendor_message(Method::SET, false, 0, &[]),
+        sink_addr,
+    ));
+    match &post {
+        Ok(h) => println!(
+            "SHARED user post after: accepted as send {}",
+            h.id().as_u64()
+        ),
+        Err(e) => println!("SHARED user post after: refused: {e}"),
+    }
+    ok &= post.is_err();
+    {
+        let d = done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let once = sends
+            .iter()
+            .all(|s| d.0.get(s).is_some_and(|v| v.len() == 1));
+        let failed = sends
+            .iter()
+            .filter_map(|s| d.0.get(s).and_then(|v| v.first()))
+            .filter(|st| **st != SendStatus::Success)
+            .count();
+        let statuses: Vec<String> = sends
+            .iter()
+            .map(|s| d.0.get(s).map_or("none".into(), |v| format!("{v:?}")))
+            .collect();
+        println!(
+            "SHARED user completions {} of {n}, each once {once}, in error {failed}: {}",
+            d.0.len(),
+            statuses.join(" ")
+        );
+        ok &= once && failed == n && d.0.len() == n;
+        println!(
+            "SHARED heard: user DeviceFatal {}, sa dead {}, cm device_fatal {}",
+            d.1,
+            sa.is_port_dead(),
+            cm.reset_stats().device_fatal
+        );
+    }
+    let mut removal = Vec::new();
+    while let Some((_, e)) = cm.next_event(Duration::from_millis(200)) {
+        removal.push(format!("{e:?}"));
+        ok &= matches!(e, CmEvent::DeviceRemoval | CmEvent::ListenerRemoved { .. });
+    }
+    println!("SHARED cm events: {}", removal.join(", "));
+    ok &= !removal.is_empty();
+    println!("SHARED {}", stats(&port));
+    // Every holder goes: the last closes the device, which lets the
+    // removal finish.
+    let watch = port.watch();
+    drop((user, cm, port));
+    drop(sa);
+    println!(
+        "SHARED closed: holders {}, joined {}",
+        watch.holders(),
+        watch.joined()
+    );
+    ok &= watch.joined();
+    println!("SHARED done ok {ok}");
+    Ok(ok)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rest = args.get(1..).unwrap_or(&[]);
@@ -382,8 +556,9 @@ fn main() -> ExitCode {
         Some("sa-get") => sa_get(rest),
         Some("events") => events(rest),
         Some("claim") => claim(rest),
+        Some("shared-fatal") => shared_fatal(rest),
         _ => Err(
-            "usage: rmpp-peer recv|send|sa-serve|sa-get|events|claim ... \
+            "usage: rmpp-peer recv|send|sa-serve|sa-get|events|claim|shared-fatal ... \
                   (see the example's documentation)"
                 .to_owned(),
         ),

@@ -73,4 +73,33 @@ e=$?
 sed "s/^/events: /" "$OUT/events.log"
 echo "sysfs gid $(cat /sys/class/infiniband/rxe0/ports/1/gids/0)"
 echo "KVM_CASE port_events 0 $e"
+
+# Seed 002's device-fatal row on a shared port (seed 004): an SA client,
+# the CM and a user agent on rxe0's one shared port, with 8 user sends and
+# an SA request pending at a sink on rxe1 that never answers; then
+# `rdma link del rxe0`. The removal returns once the program has closed
+# the device (its last handle on the port gone): up to 60 s. Last case:
+# rxe0 is gone afterwards.
+echo "KVM_BEGIN shared_port_device_fatal"
+rmpp-peer shared-fatal rxe0 rxe1 $GID1 8 > "$OUT/shared.log" 2>&1 &
+sp=$!
+waitfor "$OUT/shared.log" "SHARED pending"
+rdma link del rxe0 &
+dp=$!
+n=0
+while kill -0 $dp 2>/dev/null && [ $n -lt 600 ]; do
+    n=$((n + 1))
+    sleep 0.1
+done
+if kill -0 $dp 2>/dev/null; then
+    echo "removal: rdma link del rxe0 still blocked after 60 s"
+    kill -9 $sp
+else
+    wait $dp
+    echo "removal: rdma link del rxe0 returned $?"
+fi
+wait $sp
+s=$?
+sed "s/^/shared: /" "$OUT/shared.log"
+echo "KVM_CASE shared_port_device_fatal 0 $s"
 exit 0

@@ -10,16 +10,12 @@
 )]
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent, PortRegistry, SendToken};
+use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent, SendToken};
 use mad_core::transport::fault::{FaultConfig, FaultInjector, Trigger};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{
-    Address, AsyncEvent, Qp, QpState, Received, TransportError, Unsendable, WcStatus,
-};
+use mad_core::transport::{Address, AsyncEvent, Qp, QpState, Received, Unsendable, WcStatus};
 use mad_core::wire::{AttributeId, Method, MgmtClass};
 
 mod sharing;

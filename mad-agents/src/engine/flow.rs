@@ -91,14 +91,8 @@ impl<T: Transport> Engine<T> {
                 .max(s.timeout.saturating_mul(s.retries_left.saturating_add(1)));
         }
         s.abs_deadline = Some(now + s.total);
-        match self.post(idx) {
-            Ok(()) => self.take_flow_slot(idx),
-            Err(e) => {
-                let st = port_failure(&e);
-                self.fail(idx, st);
-                self.settle(idx, Some(now));
-            }
-        }
+        self.post(idx, OnRefusal::Fail);
+        self.take_flow_slot(idx);
     }
 
     /// Requests of `agent` on the wire awaiting a response (they hold a

@@ -342,6 +342,54 @@ struct SendSlot {
     next: usize,
 }
 
+/// A work request the engine has made and not yet handed to the port:
+/// every post of the engine (a send's MAD, an RMPP segment, a retry, the
+/// engine's own answers) is queued as one of these and goes to the port,
+/// in order, when the engine flushes its queue
+/// ([`Engine::flush_transmits`]) before it returns to its caller or calls
+/// the port; a refusal comes back to [`Engine::refused`].
+enum Transmit {
+    /// Send `idx`'s own MAD, read from its slot when posted (no copy).
+    Send {
+        idx: usize,
+        id: SendId,
+        wait: Option<Duration>,
+        on_refusal: OnRefusal,
+    },
+    /// An RMPP segment (or ABORT / DS ACK) of send `idx`'s transfer.
+    Segment {
+        idx: usize,
+        id: SendId,
+        mad: MadBuf,
+        wait: Option<Duration>,
+        on_refusal: OnRefusal,
+    },
+    /// A MAD the engine sends on its own behalf (RMPP ACK / STOP / ABORT
+    /// of a reassembly, the unsupported-method answer); a refusal counts
+    /// against agent `agent` when known.
+    Internal {
+        agent: Option<usize>,
+        qp: Qp,
+        mad: MadBuf,
+        dest: Address,
+        /// An unsupported-method answer: counted once posted.
+        unsupported: bool,
+    },
+}
+
+/// What a refused post of a send does to it (beyond being counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnRefusal {
+    /// Fails with the status the port's error stands for
+    /// ([`port_failure`]).
+    Fail,
+    /// Fails as [`SendStatus::Flushed`] (the repost of a flushed work
+    /// request).
+    Flushed,
+    /// Nothing more (a finished transfer's last ABORT or DS ACK).
+    Count,
+}
+
 /// No send (the end of a [`SendList`]).
 const NIL: usize = usize::MAX;
 
@@ -382,6 +430,8 @@ pub struct Engine<T: Transport = Box<dyn Transport>> {
     reaped: Vec<AgentId>,
     stats: EngineStats,
     seg: Vec<u8>,
+    /// Work requests not yet handed to the port, in order.
+    out: Vec<Transmit>,
     flow: Flow,
 }
 
@@ -441,6 +491,7 @@ impl<T: Transport> Engine<T> {
             reaped: Vec::new(),
             stats: EngineStats::default(),
             seg: vec![0u8; MAD_LEN],
+            out: Vec::new(),
             flow: Flow {
                 agent_limit: cfg.max_unanswered_per_agent.resolve(bounded),
                 port_limit: cfg.max_unanswered_per_port.resolve(bounded),

@@ -89,7 +89,7 @@ fn a_post_of_a_send_still_in_the_backlog_is_counted() {
     let idx = waiting_send(&mut e, a, t0);
     e.sends[idx].state = SendState::queued(0);
     refused(&mut e, Move::WrPosted, |e| {
-        let _posted = e.post(idx);
+        e.post(idx, OnRefusal::Fail);
     });
 }
 

@@ -17,6 +17,7 @@ impl<T: Transport> Engine<T> {
         // same call; then whatever the port reports; then the timers its
         // reports made due (a wait whose absolute deadline has passed).
         let mut progress = self.handle_timeouts(now);
+        self.flush_transmits(now);
         self.port.poll(now);
         while let Some(ev) = self.port.poll_client(self.client) {
             progress = true;
@@ -25,6 +26,7 @@ impl<T: Transport> Engine<T> {
         progress |= self.handle_timeouts(now);
         let unanswered = self.flow.unanswered;
         self.pump_backlog(now);
+        self.flush_transmits(now);
         progress |= self.flow.unanswered != unanswered;
         progress
     }
@@ -81,6 +83,7 @@ impl<T: Transport> Engine<T> {
         match Inbound::parse(received) {
             Ok(m) => {
                 self.on_recv(m, now);
+                self.flush_transmits(now);
                 Ok(())
             }
             Err(e) => {
@@ -205,9 +208,7 @@ impl<T: Transport> Engine<T> {
         if class == MgmtClass::SUBN_DIRECTED_ROUTE {
             dest.lid = PERMISSIVE_LID;
         }
-        if self.post_internal(None, r.qp(), &resp, &dest) {
-            self.stats.unsupported_answered += 1;
-        }
+        self.post_internal(None, r.qp(), &resp, &dest, true);
     }
 
     /// Send `idx` is answered by `msg`: it stops waiting (its slot, timer

@@ -7,14 +7,14 @@
 use std::time::Instant;
 
 use mad_core::port::Inbound;
-use mad_core::port::PortError;
 use mad_core::transport::{Address, Qp, Transport};
 use mad_core::wire::rmpp::RmppType;
 use mad_core::wire::{Method, MgmtClass, METHOD_RESPONSE_BIT};
+use mad_core::MadBuf;
 use mad_rmpp::{Output, Peer, ReceiverTable, SendEvent, Sender, TransferKey};
 
 use super::state::{must, Move};
-use super::{port_failure, Engine, INTERNAL};
+use super::{Engine, OnRefusal, Transmit};
 use crate::tid;
 use crate::timers::Timer;
 use crate::types::{Message, SendStatus};
@@ -131,39 +131,30 @@ impl<T: Transport> Engine<T> {
 
     // ----- outbound transfers -----
 
-    /// Posts one due RMPP segment, if any. Ok(false) when none was due. A
-    /// refused post is counted ([`crate::EngineStats::post_failures`]).
+    /// Queues one due RMPP segment, if any ([`Engine::post_wr`]); false
+    /// when none was due.
     pub(super) fn post_next_segment(
         &mut self,
         idx: usize,
         now: Instant,
-    ) -> Result<bool, PortError> {
+        on_refusal: OnRefusal,
+    ) -> bool {
         let s = &mut self.sends[idx];
         let Some(tx) = s.rmpp.as_mut() else {
-            return Ok(false);
+            return false;
         };
         if tx.sender.poll_transmit_into(now, &mut self.seg).is_none() {
-            return Ok(false);
+            return false;
         }
-        self.post_wr(idx, true)?;
-        Ok(true)
+        self.post_wr(idx, true, on_refusal);
+        true
     }
 
     /// Sends what the RMPP sender has due, takes its events and re-arms its
     /// timer. A segment the port refuses ends the send with the port's
     /// error (it completes once its posted segments have completed).
     pub(super) fn pump_rmpp(&mut self, idx: usize, now: Instant) {
-        loop {
-            match self.post_next_segment(idx, now) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(e) => {
-                    let st = port_failure(&e);
-                    self.fail(idx, st);
-                    break;
-                }
-            }
-        }
+        while self.post_next_segment(idx, now, OnRefusal::Fail) {}
         let mut events = Vec::new();
         if let Some(tx) = self.sends[idx].rmpp.as_mut() {
             while let Some(ev) = tx.sender.poll_event() {
@@ -182,7 +173,7 @@ impl<T: Transport> Engine<T> {
         // A finished (or fully acknowledged) sender may still have an
         // ABORT or a DS ACK to send.
         if self.sends[idx].rmpp.is_some() {
-            while let Ok(true) = self.post_next_segment(idx, now) {}
+            while self.post_next_segment(idx, now, OnRefusal::Count) {}
         }
         self.rearm_rmpp(idx);
         self.settle(idx, Some(now));
@@ -326,22 +317,24 @@ impl<T: Transport> Engine<T> {
         }
     }
 
-    /// Posts a MAD the engine sends on its own behalf (RMPP ACK / STOP /
+    /// Queues a MAD the engine sends on its own behalf (RMPP ACK / STOP /
     /// ABORT, unsupported-method answer) to `dest` on `qp`; a refusal is
-    /// counted, for agent `aidx` too when given. True if posted.
+    /// counted, for agent `aidx` too when given.
     pub(super) fn post_internal(
         &mut self,
         aidx: Option<usize>,
         qp: Qp,
         mad: &[u8],
         dest: &Address,
-    ) -> bool {
-        if self.port.post(self.client, qp, mad, dest, INTERNAL).is_ok() {
-            true
-        } else {
-            self.count_post_failure(aidx);
-            false
-        }
+        unsupported: bool,
+    ) {
+        self.out.push(Transmit::Internal {
+            agent: aidx,
+            qp,
+            mad: MadBuf::from_slice(mad),
+            dest: *dest,
+            unsupported,
+        });
     }
 
     // ----- inbound transfers -----
@@ -379,7 +372,7 @@ impl<T: Transport> Engine<T> {
         {
             match out {
                 Output::Send { to, mad, .. } => {
-                    self.post_internal(Some(aidx), qp, &mad, &to);
+                    self.post_internal(Some(aidx), qp, &mad, &to, false);
                 }
                 Output::Delivered { key, src, message } => {
                     self.agents[aidx].stats.rmpp_reassembled += 1;

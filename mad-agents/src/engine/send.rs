@@ -167,16 +167,18 @@ impl<T: Transport> Engine<T> {
             self.stats.backlogged += 1;
             self.mark_flow_ready(aidx);
             self.pump_backlog(now);
+            self.flush_transmits(now);
             return Ok(id);
         }
-        // The first work request: its failure is the caller's error and
-        // nothing completes.
-        let first = if rmpp_transfer {
-            self.post_next_segment(idx, now).map(|_| ())
+        // The first work request goes to the port at once: its refusal is
+        // the caller's error and nothing completes.
+        self.flush_transmits(now);
+        if rmpp_transfer {
+            self.post_next_segment(idx, now, OnRefusal::Fail);
         } else {
-            self.post(idx)
-        };
-        if let Err(e) = first {
+            self.post(idx, OnRefusal::Fail);
+        }
+        if let Some(Err(e)) = self.out.pop().map(|t| self.submit(t)) {
             self.sends.remove(idx);
             return Err(SendError::Port(e));
         }
@@ -195,6 +197,7 @@ impl<T: Transport> Engine<T> {
         if rmpp_transfer {
             self.pump_rmpp(idx, now);
         }
+        self.flush_transmits(now);
         Ok(id)
     }
 
@@ -224,31 +227,163 @@ impl<T: Transport> Engine<T> {
         })
     }
 
-    /// A refused post is counted ([`EngineStats::post_failures`]).
-    pub(super) fn post(&mut self, idx: usize) -> Result<(), PortError> {
-        self.post_wr(idx, false)
+    /// Queues send `idx`'s MAD for the port (a refusal does
+    /// `on_refusal`).
+    pub(super) fn post(&mut self, idx: usize, on_refusal: OnRefusal) {
+        self.post_wr(idx, false, on_refusal);
     }
 
-    /// Posts send `idx`'s MAD, or the RMPP segment in `self.seg` when
-    /// `segment`, with its answer wait ([`Engine::answer_wait`]); a refused
-    /// post is counted.
-    pub(super) fn post_wr(&mut self, idx: usize, segment: bool) -> Result<(), PortError> {
+    /// Queues send `idx`'s MAD, or the RMPP segment in `self.seg` when
+    /// `segment`, with its answer wait ([`Engine::answer_wait`]). The
+    /// send holds the work request's reference from here; a refusal
+    /// gives it back ([`Engine::refused`]).
+    pub(super) fn post_wr(&mut self, idx: usize, segment: bool, on_refusal: OnRefusal) {
         let s = &self.sends[idx];
-        let mad: &[u8] = if segment { &self.seg } else { &s.mad };
-        let wait = self.answer_wait(idx, mad);
-        let agent = s.agent;
-        if let Err(e) = self
-            .port
-            .post_waiting(self.client, s.qp, mad, &s.dest, s.id.as_u64(), wait)
-        {
-            self.count_post_failure(Some(agent));
-            return Err(e);
-        }
+        let id = s.id;
+        let t = if segment {
+            Transmit::Segment {
+                idx,
+                id,
+                mad: MadBuf::from_slice(&self.seg),
+                wait: self.answer_wait(idx, &self.seg),
+                on_refusal,
+            }
+        } else {
+            Transmit::Send {
+                idx,
+                id,
+                wait: self.answer_wait(idx, &s.mad),
+                on_refusal,
+            }
+        };
+        self.out.push(t);
         // A queued send is dequeued before its post.
         let r = self.sends[idx].state.wr_posted();
         must(&mut self.stats, Move::WrPosted, r);
-        self.stats.posted += 1;
-        Ok(())
+    }
+
+    /// Hands every queued work request to the port, in order. A send
+    /// whose post is refused does what its [`OnRefusal`] says, and its
+    /// later work requests of this flush are dropped with it (as a
+    /// refused post stopped the transfer's pump before).
+    pub(super) fn flush_transmits(&mut self, now: Instant) {
+        if self.out.is_empty() {
+            return;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        let mut refused: Option<SendId> = None;
+        for t in out.drain(..) {
+            let of = match &t {
+                Transmit::Send { id, .. } | Transmit::Segment { id, .. } => Some(*id),
+                Transmit::Internal { .. } => None,
+            };
+            if of.is_some() && of == refused {
+                self.refused(t, None, now);
+                continue;
+            }
+            if let Err(e) = self.submit_ref(&t) {
+                refused = of;
+                self.refused(t, Some(&e), now);
+            }
+        }
+        // Refusals queue nothing, so `self.out` is still empty: keep the
+        // allocation.
+        debug_assert!(self.out.is_empty());
+        self.out = out;
+    }
+
+    /// Posts one work request; a refusal is counted and returned (the
+    /// first post of a send, whose refusal is its caller's error).
+    pub(super) fn submit(&mut self, t: Transmit) -> Result<(), PortError> {
+        self.submit_ref(&t).inspect_err(|_| {
+            if let Transmit::Send { idx, id, .. } | Transmit::Segment { idx, id, .. } = t {
+                if let Some(s) = self.sends.get_mut(idx).filter(|s| s.id == id) {
+                    let r = s.state.wr_completed();
+                    must(&mut self.stats, Move::WrCompleted, r);
+                }
+            }
+        })
+    }
+
+    /// Posts one work request to the port; counts a refusal.
+    fn submit_ref(&mut self, t: &Transmit) -> Result<(), PortError> {
+        let (r, agent) = match t {
+            Transmit::Send { idx, id, wait, .. } | Transmit::Segment { idx, id, wait, .. } => {
+                // A queued work request holds its send's reference, so the
+                // send is still there.
+                let Some(s) = self.sends.get(*idx).filter(|s| s.id == *id) else {
+                    debug_assert!(false, "a queued work request of a finished send");
+                    return Ok(());
+                };
+                let mad = match t {
+                    Transmit::Segment { mad, .. } => mad,
+                    _ => &s.mad,
+                };
+                let r = self
+                    .port
+                    .post_waiting(self.client, s.qp, mad, &s.dest, id.as_u64(), *wait);
+                (r, Some(s.agent))
+            }
+            Transmit::Internal {
+                agent,
+                qp,
+                mad,
+                dest,
+                unsupported,
+            } => {
+                let r = self.port.post(self.client, *qp, mad, dest, INTERNAL);
+                if r.is_ok() && *unsupported {
+                    self.stats.unsupported_answered += 1;
+                }
+                (r, *agent)
+            }
+        };
+        match r {
+            Ok(_) => {
+                if !matches!(t, Transmit::Internal { .. }) {
+                    self.stats.posted += 1;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.count_post_failure(agent);
+                Err(e)
+            }
+        }
+    }
+
+    /// A work request of a send did not go out (refused with `e`, or
+    /// dropped behind a refused one of the same send when `None`): the
+    /// send gives its reference back and, when refused, does what the
+    /// work request's [`OnRefusal`] says.
+    fn refused(&mut self, t: Transmit, e: Option<&PortError>, now: Instant) {
+        let (idx, id, on_refusal) = match t {
+            Transmit::Send {
+                idx,
+                id,
+                on_refusal,
+                ..
+            }
+            | Transmit::Segment {
+                idx,
+                id,
+                on_refusal,
+                ..
+            } => (idx, id, on_refusal),
+            Transmit::Internal { .. } => return,
+        };
+        if self.send_idx(id) != Some(idx) {
+            debug_assert!(false, "a refused work request of a finished send");
+            return;
+        }
+        let r = self.sends[idx].state.wr_completed();
+        must(&mut self.stats, Move::WrCompleted, r);
+        match (e, on_refusal) {
+            (Some(e), OnRefusal::Fail) => self.fail(idx, port_failure(e)),
+            (Some(_), OnRefusal::Flushed) => self.fail(idx, SendStatus::Flushed),
+            _ => {}
+        }
+        self.settle(idx, Some(now));
     }
 
     /// Records the send's final failure (the first one wins) and drops
@@ -487,10 +622,8 @@ impl<T: Transport> Engine<T> {
                 && s.state.flush_repost().is_ok()
             {
                 self.stats.flush_reposts += 1;
-                if self.post(idx).is_ok() {
-                    return;
-                }
-                self.fail(idx, SendStatus::Flushed);
+                self.post(idx, OnRefusal::Flushed);
+                return;
             } else if status == WcStatus::WrFlushErr {
                 self.fail(idx, SendStatus::Flushed);
             } else {

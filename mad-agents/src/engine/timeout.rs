@@ -105,9 +105,8 @@ impl<T: Transport> Engine<T> {
                 // An RMPP request: the same message with the same TID as a
                 // new transfer.
                 self.restart_rmpp(idx, now);
-            } else if let Err(e) = self.post(idx) {
-                let st = port_failure(&e);
-                self.fail(idx, st);
+            } else {
+                self.post(idx, OnRefusal::Fail);
             }
         } else {
             self.fail(idx, SendStatus::Timeout);

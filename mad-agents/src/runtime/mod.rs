@@ -136,11 +136,15 @@ mod channel;
 mod handles;
 #[cfg(test)]
 mod model;
+mod port;
 mod relay;
+mod reset;
 mod shared;
 mod waiter;
 
 pub use handles::{Agent, AgentReceiver, AgentRef, SendHandle};
+pub use port::{PortAgent, PortWatch, SharedPort};
+pub use reset::{ResetHold, ResetHoldStats, ResetPhase, ResetWork};
 pub use shared::{Callback, RuntimeStats, Wakeup, IDLE, TICK};
 use shared::{ChannelLoad, Deviation, Pending, Shared, Sink, Step, MIN_TICK, TRANSPORT, WAKER};
 use waiter::lock;

@@ -170,6 +170,10 @@ pub enum SaError {
     /// An agent could not be registered.
     #[error(transparent)]
     Register(#[from] RegisterError),
+    /// The port's device had a fatal error (or was removed): the client
+    /// heard `DeviceFatal` and sends nothing more; open a new port.
+    #[error("the port is dead after a device-fatal error (device removed?); no SA request can be sent, open the port again")]
+    PortDead,
 }
 
 impl SaError {

@@ -3,12 +3,18 @@
 //!
 //! # Design overview
 //!
-//! A [`Port`] owns a [`Transport`] and never performs I/O or reads a clock
-//! of its own: the caller drives it (sans-IO), passing `now` in.
+//! A port is two halves: a [`PortCore`], its state with no transport
+//! (clients, send lists, overflow queues, recovery and soft-reset state,
+//! counters; every call only changes state), and a [`Driver`], the one
+//! pump that moves MADs, completions and events between a [`Transport`]
+//! and a core and runs the recovery the core asks for. [`Port`] is the
+//! two together, for callers that own both. Nothing here performs I/O
+//! of its own or reads a clock: the caller drives it (sans-IO), passing
+//! `now` in.
 //!
 //! - **getters**: [`Port::attrs`], [`Port::stats`], [`Port::qp_state`],
 //!   [`Port::posted`], [`Port::queued`], [`Port::outstanding`], ...
-//! - **commands**: [`Port::register`], [`Port::subscribe`],
+//! - **commands**: [`Port::register`], [`Port::subscribe_all`],
 //!   [`Port::post`], [`Port::ack_reset`], [`Port::request_reset`],
 //!   [`Port::unregister`], [`Port::reopen`];
 //! - **driving**: [`Port::poll`]`(now)` when the transport's fd is readable,
@@ -24,7 +30,7 @@
 //! [`Transport::send_queue_depth`] long, and an ordered *overflow queue*.
 //! [`Port::post`] posts at once when the QP is in RTS, has room and nothing
 //! is queued before it; otherwise the send waits on the overflow queue.
-//! Each completion is matched back to its request by [`WrId`] and reported
+//! Each completion is matched back to its request by [`WrId`](crate::transport::WrId) and reported
 //! to the owner as [`PortEvent::SendComplete`]; queued sends are posted in
 //! order as room appears. If the transport refuses a queued send when its
 //! turn comes (not for lack of room), it completes with
@@ -102,111 +108,49 @@
 //! a base version other than 1 or a class that does not belong on its QP
 //! is dropped and counted ([`PortStats::recv_malformed`]). The
 //! [`Inbound`] goes, as [`PortEvent::Received`], to every client that
-//! subscribed to its QP and management class ([`Port::subscribe`]), in the
-//! order they subscribed, then to every client that takes everything
-//! ([`Port::subscribe_all`]). Class routing is for several clients sharing
-//! one port (a [`PortRegistry`]); the agent engine takes everything and
-//! does the finer dispatch (TID, method, class version, OUI) on the
-//! parsed value. A MAD nobody takes is dropped and counted.
+//! takes receives ([`Port::subscribe_all`]), in the order they asked. The
+//! port does not route by class: its one client in production is the
+//! agent engine, which takes everything and does all the dispatch (TID,
+//! QP, class, method, class version, OUI) on the parsed value, so there
+//! is one routing stage, the engine's. A MAD nobody takes is dropped and
+//! counted.
 //!
-//! # Sharing a port
-//!
-//! [`PortRegistry`] hands out [`PortHandle`]s to one port per (CA name,
-//! port number): the transport is created on first open and dropped (its
-//! QPs, CQ and registrations released) when the last handle goes, the way
-//! seed 004 keeps a receive QP alive until its domain's last reference.
+//! Sharing one port among the services of a process is the runtime's
+//! business (one engine, many agents), not the port's.
 
 mod boxed;
 mod clients;
+mod driver;
 mod inbound;
 mod recovery;
-mod registry;
+mod state;
 mod types;
 
 pub use clients::ClientId;
+pub use driver::Driver;
 pub use inbound::{Inbound, InboundError};
-pub use registry::{PortHandle, PortRegistry, TransportFactory};
+pub use state::PortCore;
 pub use types::{PortConfig, PortError, PortEvent, PortStats, SendToken, DEFAULT_OVERFLOW_LIMIT};
 
-use std::collections::VecDeque;
 use std::time::Instant;
 
-use crate::hash::FastMap;
-use crate::transport::{
-    Address, PortAttrs, Qp, QpState, Received, SendCompletion, Transport, TransportError,
-    Unsendable, WcStatus, WrId,
-};
-use crate::wire::{MgmtClass, MAD_LEN};
+use crate::transport::{Address, PortAttrs, Qp, QpState, Transport};
 
-use clients::Clients;
-
-/// Who a send belongs to.
-#[derive(Debug, Clone, Copy)]
-struct Meta {
-    token: SendToken,
-    client: ClientId,
-    cookie: u64,
-}
-
-/// A send waiting on the overflow queue.
-#[derive(Debug)]
-struct Queued {
-    meta: Meta,
-    mad: crate::MadBuf,
-    dest: Address,
-    /// The answer's wait of a request ([`Port::post_request`]).
-    wait: Option<std::time::Duration>,
-}
-
-#[derive(Debug, Default)]
-struct QpQueues {
-    /// The send list: posted, completion not yet seen; in post order.
-    posted: VecDeque<(WrId, Meta)>,
-    /// Waiting for room, in order.
-    overflow: VecDeque<Queued>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Recreate {
-    CqError,
-    SoftReset,
-}
-
-#[derive(Debug)]
-struct ResetState {
-    deadline: Instant,
-    pending: Vec<ClientId>,
-}
-
-/// One port's QP0/QP1 layer; see the [module documentation](self).
+/// One port's QP0/QP1 layer, a [`PortCore`] and the [`Driver`] of its
+/// transport together; see the [module documentation](self).
 pub struct Port<T: Transport = Box<dyn Transport>> {
-    transport: T,
-    cfg: PortConfig,
-    clients: Clients,
-    subs: FastMap<(Qp, u8), Vec<ClientId>>,
-    /// Clients that take every received MAD ([`Port::subscribe_all`]).
-    catch_all: Vec<ClientId>,
-    qps: [QpQueues; 2],
-    next_token: u64,
-    dead: bool,
-    reset: Option<ResetState>,
-    recreate: Option<Recreate>,
-    stats: PortStats,
-    last_error: Option<String>,
-    scratch: Vec<SendCompletion>,
-    #[cfg(debug_assertions)]
-    live: crate::hash::FastSet<SendToken>,
+    core: PortCore,
+    driver: Driver<T>,
 }
 
 impl<T: Transport> std::fmt::Debug for Port<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let a = self.transport.port_attrs();
         f.debug_struct("Port")
-            .field("ca", &a.ca_name)
-            .field("port", &a.port_num)
-            .field("clients", &self.clients.len())
-            .field("dead", &self.dead)
-            .field("stats", &self.stats)
+            .field("ca", &self.core.ca)
+            .field("port", &self.core.port_num)
+            .field("clients", &self.core.client_count())
+            .field("dead", &self.core.is_dead())
+            .field("stats", &self.core.stats)
             .finish_non_exhaustive()
     }
 }
@@ -216,124 +160,114 @@ impl<T: Transport> Port<T> {
     #[must_use]
     pub fn new(transport: T, cfg: PortConfig) -> Self {
         Self {
-            transport,
-            cfg,
-            clients: Clients::default(),
-            subs: FastMap::default(),
-            catch_all: Vec::new(),
-            qps: [QpQueues::default(), QpQueues::default()],
-            next_token: 1,
-            dead: false,
-            reset: None,
-            recreate: None,
-            stats: PortStats::default(),
-            last_error: None,
-            scratch: Vec::new(),
-            #[cfg(debug_assertions)]
-            live: crate::hash::FastSet::default(),
+            core: PortCore::new(transport.port_attrs(), cfg),
+            driver: Driver::new(transport),
         }
     }
 
     // ----- getters -----
 
+    /// The port's state.
+    #[must_use]
+    pub fn core(&self) -> &PortCore {
+        &self.core
+    }
+
     /// The port's cached attributes.
     #[must_use]
     pub fn attrs(&self) -> &PortAttrs {
-        self.transport.port_attrs()
+        self.driver.transport().port_attrs()
     }
 
     /// The transport.
     #[must_use]
     pub fn transport(&self) -> &T {
-        &self.transport
+        self.driver.transport()
     }
 
     /// The transport, mutably (tests reach a fault injector this way).
     pub fn transport_mut(&mut self) -> &mut T {
-        &mut self.transport
+        self.driver.transport_mut()
     }
 
     /// The configuration.
     #[must_use]
     pub fn config(&self) -> &PortConfig {
-        &self.cfg
+        self.core.config()
     }
 
     /// Counters.
     #[must_use]
     pub fn stats(&self) -> PortStats {
-        self.stats
+        self.core.stats()
     }
 
     /// The last transport error the port swallowed (recovery retries it).
     #[must_use]
     pub fn last_error(&self) -> Option<&str> {
-        self.last_error.as_deref()
+        self.core.last_error()
     }
 
     /// True after a device-fatal error, until [`Port::reopen`].
     #[must_use]
     pub fn is_dead(&self) -> bool {
-        self.dead
+        self.core.is_dead()
     }
 
     /// True between a soft reset request and the reset itself.
     #[must_use]
     pub fn is_reset_pending(&self) -> bool {
-        self.reset.is_some()
+        self.core.is_reset_pending()
     }
 
     /// Clients that have not acknowledged the pending soft reset.
     #[must_use]
     pub fn reset_waiting_for(&self) -> Vec<ClientId> {
-        self.reset
-            .as_ref()
-            .map(|r| r.pending.clone())
-            .unwrap_or_default()
+        self.core.reset_waiting_for()
     }
 
     /// The transport's state of `qp`.
     #[must_use]
     pub fn qp_state(&self, qp: Qp) -> QpState {
-        self.transport.qp_state(qp)
+        self.driver.transport().qp_state(qp)
     }
 
     /// Work requests on `qp`'s send list.
     #[must_use]
     pub fn posted(&self, qp: Qp) -> usize {
-        self.qps[qp.index()].posted.len()
+        self.core.posted(qp)
     }
 
     /// Sends waiting on `qp`'s overflow queue.
     #[must_use]
     pub fn queued(&self, qp: Qp) -> usize {
-        self.qps[qp.index()].overflow.len()
+        self.core.queued(qp)
     }
 
     /// Sends of `client` accepted and not yet completed (0 for an unknown
     /// client). The agent layer waits for 0 before unregistering.
     #[must_use]
     pub fn outstanding(&self, client: ClientId) -> usize {
-        self.clients.get(client).map_or(0, |c| c.outstanding)
+        self.core.outstanding(client)
     }
 
     /// Number of registered clients.
     #[must_use]
     pub fn client_count(&self) -> usize {
-        self.clients.len()
+        self.core.client_count()
     }
 
     /// Ids of the registered clients.
     #[must_use]
     pub fn clients(&self) -> Vec<ClientId> {
-        self.clients.ids()
+        self.core.clients()
     }
 
     /// The earliest time [`Port::poll`] has timed work to do (the soft-reset
     /// deadline), if any.
     #[must_use]
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.reset.as_ref().map(|r| r.deadline)
+        self.core.next_deadline()
     }
 
     // ----- clients -----
@@ -341,106 +275,31 @@ impl<T: Transport> Port<T> {
     /// Registers a client. During a soft reset it is asked to acknowledge
     /// too.
     pub fn register(&mut self) -> ClientId {
-        let id = self.clients.insert();
-        if let Some(r) = &mut self.reset {
-            r.pending.push(id);
-            if let Some(c) = self.clients.get_mut(id) {
-                c.events.push_back(PortEvent::ResetPending);
-            }
-        }
-        id
+        self.core.register()
     }
 
-    /// Unregisters `client`: its subscriptions end, its queued sends are
-    /// dropped (returned as `(token, cookie)`; they never complete), and
-    /// completions of its posted sends are discarded when they come. To
-    /// see every send complete, wait until [`Port::outstanding`] is 0
-    /// first.
+    /// Unregisters `client` ([`PortCore::unregister`]); a soft reset that
+    /// waited only for it runs now.
     ///
     /// # Errors
     /// [`PortError::UnknownClient`].
     pub fn unregister(&mut self, client: ClientId) -> Result<Vec<(SendToken, u64)>, PortError> {
-        if self.clients.remove(client).is_none() {
-            return Err(PortError::UnknownClient(client));
-        }
-        for subs in self.subs.values_mut() {
-            subs.retain(|c| *c != client);
-        }
-        self.subs.retain(|_, v| !v.is_empty());
-        self.catch_all.retain(|c| *c != client);
-        let mut dropped = Vec::new();
-        for q in &mut self.qps {
-            q.overflow.retain(|r| {
-                if r.meta.client == client {
-                    dropped.push((r.meta.token, r.meta.cookie));
-                    false
-                } else {
-                    true
-                }
-            });
-        }
-        self.stats.dropped_on_unregister += dropped.len() as u64;
-        #[cfg(debug_assertions)]
-        for (t, _) in &dropped {
-            self.live.remove(t);
-        }
-        if let Some(r) = &mut self.reset {
-            r.pending.retain(|c| *c != client);
-            if r.pending.is_empty() {
-                self.execute_reset(false);
-            }
-        }
-        Ok(dropped)
+        let r = self.core.unregister(client);
+        self.driver.run_due(&mut self.core);
+        r
     }
 
-    /// Delivers MADs arriving on `qp` with management class `class` to
-    /// `client` (idempotent).
-    ///
-    /// # Errors
-    /// [`PortError::UnknownClient`].
-    pub fn subscribe(
-        &mut self,
-        client: ClientId,
-        qp: Qp,
-        class: MgmtClass,
-    ) -> Result<(), PortError> {
-        if !self.clients.contains(client) {
-            return Err(PortError::UnknownClient(client));
-        }
-        let subs = self.subs.entry((qp, class.0)).or_default();
-        if !subs.contains(&client) {
-            subs.push(client);
-        }
-        Ok(())
-    }
-
-    /// Delivers every received MAD, whatever its QP and class, to
-    /// `client` (idempotent): the subscription of a client that
-    /// dispatches everything itself, such as the agent engine, which must
-    /// see (and answer) MADs of classes no agent registered.
+    /// Delivers every received MAD to `client` ([`PortCore::subscribe_all`]).
     ///
     /// # Errors
     /// [`PortError::UnknownClient`].
     pub fn subscribe_all(&mut self, client: ClientId) -> Result<(), PortError> {
-        if !self.clients.contains(client) {
-            return Err(PortError::UnknownClient(client));
-        }
-        if !self.catch_all.contains(&client) {
-            self.catch_all.push(client);
-        }
-        Ok(())
-    }
-
-    /// Ends a subscription (no-op if there was none).
-    pub fn unsubscribe(&mut self, client: ClientId, qp: Qp, class: MgmtClass) {
-        if let Some(subs) = self.subs.get_mut(&(qp, class.0)) {
-            subs.retain(|c| *c != client);
-        }
+        self.core.subscribe_all(client)
     }
 
     /// The next event for `client`, in order.
     pub fn poll_client(&mut self, client: ClientId) -> Option<PortEvent> {
-        self.clients.get_mut(client)?.events.pop_front()
+        self.core.poll_client(client)
     }
 
     // ----- sends -----
@@ -482,296 +341,43 @@ impl<T: Transport> Port<T> {
         cookie: u64,
         wait: Option<std::time::Duration>,
     ) -> Result<SendToken, PortError> {
-        if !self.clients.contains(client) {
-            return Err(PortError::UnknownClient(client));
-        }
-        if self.dead {
-            return Err(self.dead_error());
-        }
-        Unsendable::check_len(mad, MAD_LEN).map_err(PortError::BadSend)?;
-        let meta = Meta {
-            token: SendToken(self.next_token),
-            client,
-            cookie,
-        };
-        let mut queue = true;
-        if self.can_post_now(qp) {
-            let r = match wait {
-                Some(w) => self.transport.post_request(qp, mad, dest, w),
-                None => self.transport.post_send(qp, mad, dest),
-            };
-            match r {
-                Ok(wr) => {
-                    self.qps[qp.index()].posted.push_back((wr, meta));
-                    self.stats.posted += 1;
-                    queue = false;
-                }
-                Err(TransportError::QueueFull { .. } | TransportError::QpNotReady { .. }) => {}
-                Err(TransportError::DeviceDead(_)) => {
-                    self.go_dead();
-                    return Err(self.dead_error());
-                }
-                Err(e) => return Err(PortError::Transport(e)),
-            }
-        }
-        if queue {
-            let limit = self.cfg.overflow_limit;
-            if self.qps[qp.index()].overflow.len() >= limit {
-                self.stats.overflow_refused += 1;
-                return Err(PortError::OverflowFull { qp, limit });
-            }
-            self.qps[qp.index()].overflow.push_back(Queued {
-                meta,
-                mad: crate::MadBuf::from_slice(mad),
-                dest: *dest,
-                wait,
-            });
-            self.stats.queued += 1;
-        }
-        self.next_token += 1;
-        self.stats.accepted += 1;
-        if let Some(c) = self.clients.get_mut(client) {
-            c.outstanding += 1;
-        }
-        #[cfg(debug_assertions)]
-        {
-            let fresh = self.live.insert(meta.token);
-            debug_assert!(fresh, "send token {:?} issued twice", meta.token);
-        }
-        Ok(meta.token)
-    }
-
-    fn can_post_now(&self, qp: Qp) -> bool {
-        let q = &self.qps[qp.index()];
-        self.reset.is_none()
-            && self.recreate.is_none()
-            && q.overflow.is_empty()
-            && q.posted.len() < self.transport.send_queue_depth()
-            && self.transport.qp_state(qp) == QpState::Rts
-    }
-
-    fn dead_error(&self) -> PortError {
-        let a = self.transport.port_attrs();
-        PortError::Dead {
-            ca: a.ca_name.clone(),
-            port: a.port_num,
-        }
-    }
-
-    /// Finishes one send: the single place where a send completes.
-    fn complete(&mut self, meta: Meta, qp: Qp, status: WcStatus, vendor_err: u32) {
-        #[cfg(debug_assertions)]
-        {
-            let was_live = self.live.remove(&meta.token);
-            debug_assert!(was_live, "send {:?} completed twice", meta.token);
-        }
-        self.stats.completed += 1;
-        match status {
-            WcStatus::Success => self.stats.succeeded += 1,
-            WcStatus::WrFlushErr => self.stats.flushed += 1,
-            _ => self.stats.wr_errors += 1,
-        }
-        match self.clients.get_mut(meta.client) {
-            Some(c) => {
-                c.outstanding = c.outstanding.saturating_sub(1);
-                c.events.push_back(PortEvent::SendComplete {
-                    token: meta.token,
-                    cookie: meta.cookie,
-                    qp,
-                    status,
-                    vendor_err,
-                });
-            }
-            None => self.stats.orphaned += 1,
-        }
-    }
-
-    /// Completes everything on `qp`'s send list as flushed.
-    fn flush_posted(&mut self, qp: Qp) {
-        let posted = std::mem::take(&mut self.qps[qp.index()].posted);
-        for (_, meta) in posted {
-            self.complete(meta, qp, WcStatus::WrFlushErr, 0);
-        }
-    }
-
-    fn broadcast(&mut self, event: &PortEvent) {
-        for c in self.clients.iter_mut() {
-            c.events.push_back(event.clone());
-        }
-    }
-
-    fn transport_error(&mut self, e: &TransportError) {
-        self.stats.transport_errors += 1;
-        self.last_error = Some(e.to_string());
-    }
-
-    /// Handles a failed transport call: device death kills the port.
-    /// Returns true if the port is now dead.
-    fn failed(&mut self, e: &TransportError) -> bool {
-        if let TransportError::DeviceDead(_) = e {
-            self.go_dead();
-            true
-        } else {
-            self.transport_error(e);
-            false
-        }
+        self.driver
+            .post(&mut self.core, client, qp, mad, dest, cookie, wait)
     }
 
     // ----- driving -----
 
-    /// Does everything due at `now`: drains send completions, receives and
-    /// async events from the transport, recovers from errors, forces a
-    /// soft reset whose deadline has passed, and posts queued sends.
+    /// Does everything due at `now` ([`Driver::drive`]): drains send
+    /// completions, receives and async events from the transport, recovers
+    /// from errors, forces a soft reset whose deadline has passed, and
+    /// posts queued sends.
     pub fn poll(&mut self, now: Instant) {
-        if self.dead {
-            return;
-        }
-        self.poll_completions();
-        if !self.dead {
-            self.poll_receives();
-        }
-        if !self.dead {
-            self.poll_events(now);
-        }
-        if !self.dead {
-            self.recover();
-        }
-        if !self.dead && self.reset.as_ref().is_some_and(|r| now >= r.deadline) {
-            self.execute_reset(true);
-        }
-        if !self.dead {
-            self.drain_overflow();
-        }
+        self.driver.drive(&mut self.core, now);
     }
 
-    fn poll_completions(&mut self) {
-        loop {
-            let mut buf = std::mem::take(&mut self.scratch);
-            buf.clear();
-            let r = self.transport.poll_send_completions(&mut buf);
-            for c in buf.drain(..) {
-                self.on_completion(c);
-            }
-            self.scratch = buf;
-            match r {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => {
-                    self.failed(&e);
-                    break;
-                }
-            }
-        }
+    // ----- soft reset and reopening -----
+
+    /// A client asks for an HCA soft reset ([`PortCore::request_reset`]).
+    pub fn request_reset(&mut self, now: Instant) {
+        self.core.request_reset(now);
+        self.driver.run_due(&mut self.core);
     }
 
-    fn on_completion(&mut self, c: SendCompletion) {
-        let q = &mut self.qps[c.qp.index()];
-        // Work requests mostly complete in the order they were posted.
-        let found = if q.posted.front().is_some_and(|(w, _)| *w == c.wr_id) {
-            q.posted.pop_front()
-        } else {
-            let pos = q.posted.iter().position(|(w, _)| *w == c.wr_id);
-            pos.and_then(|pos| q.posted.remove(pos))
-        };
-        let Some((_, meta)) = found else {
-            self.stats.stale_completions += 1;
-            return;
-        };
-        self.complete(meta, c.qp, c.status, c.vendor_err);
+    /// `client` has released what it holds ([`PortCore::ack_reset`]).
+    /// When the last client acknowledges, the port resets at once and
+    /// [`PortEvent::ResetEnd`] is queued for every client.
+    ///
+    /// # Errors
+    /// Unknown client, or no reset pending.
+    pub fn ack_reset(&mut self, client: ClientId) -> Result<(), PortError> {
+        self.core.ack_reset(client)?;
+        self.driver.run_due(&mut self.core);
+        Ok(())
     }
 
-    fn poll_receives(&mut self) {
-        loop {
-            match self.transport.poll_recv() {
-                Ok(Some(r)) => self.dispatch(r),
-                Ok(None) => break,
-                Err(e) => {
-                    self.failed(&e);
-                    break;
-                }
-            }
-        }
-    }
-
-    /// Parses a received MAD once ([`Inbound::parse`]) and hands it to
-    /// the clients subscribed to its QP and class, then to those that
-    /// take everything.
-    fn dispatch(&mut self, r: Received) {
-        let Ok(inbound) = Inbound::parse(r) else {
-            self.stats.recv_malformed += 1;
-            return;
-        };
-        let subs = self
-            .subs
-            .get(&(inbound.qp(), inbound.class().0))
-            .map_or(&[][..], Vec::as_slice);
-        if subs.is_empty() && self.catch_all.is_empty() {
-            self.stats.recv_unclaimed += 1;
-            return;
-        }
-        // The last client takes the parsed MAD itself, the others a clone.
-        let mut ids = subs.iter().chain(&self.catch_all).peekable();
-        let mut inbound = Some(inbound);
-        while let Some(id) = ids.next() {
-            let Some(c) = self.clients.get_mut(*id) else {
-                continue;
-            };
-            let m = if ids.peek().is_none() {
-                inbound.take()
-            } else {
-                inbound.clone()
-            };
-            if let Some(m) = m {
-                c.events.push_back(PortEvent::Received(m));
-                self.stats.recv_delivered += 1;
-            }
-        }
-    }
-
-    /// Posts queued sends while the QPs have room.
-    fn drain_overflow(&mut self) {
-        if self.dead
-            || self.reset.is_some()
-            || self.recreate.is_some()
-            || self.qps.iter().all(|q| q.overflow.is_empty())
-        {
-            return;
-        }
-        let depth = self.transport.send_queue_depth();
-        for qp in [Qp::Qp0, Qp::Qp1] {
-            if self.transport.qp_state(qp) != QpState::Rts {
-                continue;
-            }
-            while self.qps[qp.index()].posted.len() < depth {
-                let Some(r) = self.qps[qp.index()].overflow.pop_front() else {
-                    break;
-                };
-                let posted = match r.wait {
-                    Some(w) => self.transport.post_request(qp, &r.mad, &r.dest, w),
-                    None => self.transport.post_send(qp, &r.mad, &r.dest),
-                };
-                match posted {
-                    Ok(wr) => {
-                        self.qps[qp.index()].posted.push_back((wr, r.meta));
-                        self.stats.posted += 1;
-                    }
-                    Err(TransportError::QueueFull { .. } | TransportError::QpNotReady { .. }) => {
-                        self.qps[qp.index()].overflow.push_front(r);
-                        break;
-                    }
-                    Err(e @ TransportError::DeviceDead(_)) => {
-                        self.qps[qp.index()].overflow.push_front(r);
-                        self.failed(&e);
-                        return;
-                    }
-                    Err(e) => {
-                        self.transport_error(&e);
-                        self.stats.post_failures += 1;
-                        self.complete(r.meta, qp, WcStatus::LocQpOpErr, 0);
-                    }
-                }
-            }
-        }
+    /// Puts a new transport under the port ([`Driver::reopen`]).
+    pub fn reopen(&mut self, transport: T) {
+        self.driver.reopen(&mut self.core, transport);
     }
 }
 
@@ -781,7 +387,7 @@ mod memory_doc {
     /// is its slot in the overflow queue plus one 256-byte buffer.
     #[test]
     fn a_queued_send_costs_what_the_memory_docs_say() {
-        let slot = std::mem::size_of::<super::Queued>();
+        let slot = std::mem::size_of::<super::state::Queued>();
         eprintln!("overflow slot: {slot} bytes");
         assert!(slot < 128, "the docs say under 128 bytes, a slot is {slot}");
         assert!(slot + crate::wire::MAD_LEN <= 390, "the docs say about 380");

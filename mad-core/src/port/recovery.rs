@@ -1,19 +1,25 @@
-//! Recovery: device death, async events, QP and queue recovery, the
-//! two-phase soft reset and reopening.
+//! Recovery as state: device death, async events, the two-phase soft
+//! reset. What needs the transport (QP moves, recreating the queues,
+//! refreshing the attributes) is the [`Driver`](super::Driver)'s.
 
 use std::time::Instant;
 
-use crate::transport::{AsyncEvent, Qp, QpState, Transport, WcStatus};
+use crate::transport::{AsyncEvent, Qp, WcStatus};
 
-use super::{ClientId, Port, PortError, PortEvent, Recreate, ResetState};
+use super::state::{PortCore, Recreate, ResetState};
+use super::{ClientId, PortError, PortEvent};
 
-impl<T: Transport> Port<T> {
-    pub(super) fn go_dead(&mut self) {
+impl PortCore {
+    /// The device is gone: every client hears [`PortEvent::DeviceFatal`],
+    /// everything posted and queued completes as flushed, and every later
+    /// post fails until the port is reopened.
+    pub fn go_dead(&mut self) {
         if self.dead {
             return;
         }
         self.dead = true;
         self.reset = None;
+        self.reset_due = None;
         self.recreate = None;
         self.stats.device_fatal += 1;
         self.broadcast(&PortEvent::DeviceFatal);
@@ -26,35 +32,18 @@ impl<T: Transport> Port<T> {
         }
     }
 
-    pub(super) fn poll_events(&mut self, now: Instant) {
-        while !self.dead {
-            let Some(ev) = self.transport.poll_event() else {
-                break;
-            };
-            self.on_event(ev, now);
-        }
-    }
-
-    pub(super) fn on_event(&mut self, ev: AsyncEvent, now: Instant) {
+    /// An async event from the transport at `now`. For the events that
+    /// change the port's attributes the driver has refreshed them first
+    /// ([`AsyncEvent::changes_attrs`]).
+    pub fn handle_event(&mut self, now: Instant, ev: AsyncEvent) {
         match ev {
             AsyncEvent::PortActive
             | AsyncEvent::PortError
             | AsyncEvent::LidChange
             | AsyncEvent::PkeyChange
             | AsyncEvent::GidChange
-            | AsyncEvent::SmChange => {
-                match self.transport.refresh_port_attrs() {
-                    Ok(()) => self.stats.refreshes += 1,
-                    Err(e) => {
-                        if self.failed(&e) {
-                            return;
-                        }
-                    }
-                }
-                self.stats.events += 1;
-                self.broadcast(&PortEvent::Async(ev));
-            }
-            AsyncEvent::ClientReregister => {
+            | AsyncEvent::SmChange
+            | AsyncEvent::ClientReregister => {
                 self.stats.events += 1;
                 self.broadcast(&PortEvent::Async(ev));
             }
@@ -64,65 +53,11 @@ impl<T: Transport> Port<T> {
                     self.recreate = Some(Recreate::CqError);
                 }
             }
-            // Recovered through the QP state check in `recover`.
+            // Recovered through the driver's QP state check.
             AsyncEvent::QpFatal(_) => self.stats.qp_fatal += 1,
             AsyncEvent::DeviceFatal => self.go_dead(),
             AsyncEvent::SoftResetRequest => self.begin_reset(now),
             AsyncEvent::SoftResetEnd => {}
-        }
-    }
-
-    /// Recreates the queues if a CQ error or a reset asked for it, and
-    /// brings every QP that is not in RTS back.
-    pub(super) fn recover(&mut self) {
-        if let Some(reason) = self.recreate {
-            self.flush_posted(Qp::Qp0);
-            self.flush_posted(Qp::Qp1);
-            match self.transport.recreate_queues() {
-                Ok(()) => {
-                    self.recreate = None;
-                    self.stats.recreates += 1;
-                    if reason == Recreate::SoftReset {
-                        self.stats.soft_resets += 1;
-                        self.broadcast(&PortEvent::ResetEnd);
-                    }
-                }
-                Err(e) => {
-                    self.failed(&e);
-                    return;
-                }
-            }
-        }
-        for qp in [Qp::Qp0, Qp::Qp1] {
-            let state = self.transport.qp_state(qp);
-            if state == QpState::Rts {
-                continue;
-            }
-            // Whatever is still posted dies with the reset of the QP: its
-            // completions were drained before we got here.
-            self.flush_posted(qp);
-            let path: &[QpState] = match state {
-                QpState::Sqe => &[QpState::Rts],
-                QpState::Reset => &[QpState::Init, QpState::Rtr, QpState::Rts],
-                QpState::Init => &[QpState::Rtr, QpState::Rts],
-                QpState::Rtr => &[QpState::Rts],
-                QpState::Err | QpState::Rts => {
-                    &[QpState::Reset, QpState::Init, QpState::Rtr, QpState::Rts]
-                }
-            };
-            let mut ok = true;
-            for &to in path {
-                if let Err(e) = self.transport.modify_qp(qp, to) {
-                    if self.failed(&e) {
-                        return;
-                    }
-                    ok = false;
-                    break;
-                }
-            }
-            if ok {
-                self.stats.qp_recoveries += 1;
-            }
         }
     }
 
@@ -134,8 +69,12 @@ impl<T: Transport> Port<T> {
         self.begin_reset(now);
     }
 
-    pub(super) fn begin_reset(&mut self, now: Instant) {
-        if self.dead || self.reset.is_some() || self.recreate == Some(Recreate::SoftReset) {
+    fn begin_reset(&mut self, now: Instant) {
+        if self.dead
+            || self.reset.is_some()
+            || self.reset_due.is_some()
+            || self.recreate == Some(Recreate::SoftReset)
+        {
             return;
         }
         self.stats.reset_requests += 1;
@@ -145,14 +84,15 @@ impl<T: Transport> Port<T> {
         });
         self.broadcast(&PortEvent::ResetPending);
         if self.clients.len() == 0 {
-            self.execute_reset(false);
+            self.reset = None;
+            self.reset_due = Some(false);
         }
     }
 
     /// `client` has released what it holds (as `mlx4_reset_execute`). When
-    /// the last client acknowledges, the port resets at once and
-    /// [`PortEvent::ResetEnd`] is queued for every client. A repeated
-    /// acknowledgement is harmless.
+    /// the last client acknowledges, the reset is due: the driver resets
+    /// the port at its next step and [`PortEvent::ResetEnd`] is queued for
+    /// every client. A repeated acknowledgement is harmless.
     ///
     /// # Errors
     /// Unknown client, or no reset pending.
@@ -160,47 +100,39 @@ impl<T: Transport> Port<T> {
         if !self.clients.contains(client) {
             return Err(PortError::UnknownClient(client));
         }
-        let Some(r) = &mut self.reset else {
+        if self.reset.is_none() {
             return Err(PortError::NoResetPending);
-        };
-        r.pending.retain(|c| *c != client);
-        if r.pending.is_empty() {
-            self.execute_reset(false);
         }
+        self.acknowledged(client);
         Ok(())
     }
 
-    pub(super) fn execute_reset(&mut self, forced: bool) {
-        self.reset = None;
+    /// `client` no longer holds the pending reset (acknowledged or gone).
+    pub(super) fn acknowledged(&mut self, client: ClientId) {
+        if let Some(r) = &mut self.reset {
+            r.pending.retain(|c| *c != client);
+            if r.pending.is_empty() {
+                self.reset = None;
+                self.reset_due = Some(false);
+            }
+        }
+    }
+
+    /// Makes the reset due if its deadline has passed at `now`.
+    pub(super) fn check_reset_deadline(&mut self, now: Instant) {
+        if self.reset.as_ref().is_some_and(|r| now >= r.deadline) {
+            self.reset = None;
+            self.reset_due = Some(true);
+        }
+    }
+
+    /// The reset is under way (the driver takes it): counted, and the
+    /// queues are to be recreated.
+    pub(super) fn take_reset_due(&mut self) -> Option<bool> {
+        let forced = self.reset_due.take()?;
         if forced {
             self.stats.forced_resets += 1;
         }
-        // Sends the device finished before the reset keep their real status.
-        self.poll_completions();
-        if self.dead {
-            return;
-        }
-        self.recreate = Some(Recreate::SoftReset);
-        self.recover();
-        self.drain_overflow();
-    }
-
-    // ----- reopening -----
-
-    /// Puts a new transport under the port (after a device-fatal error, or
-    /// to replace a working one) and drops the old one. Anything still
-    /// posted on the old transport completes as flushed; queued sends go
-    /// out on the new one. Every client gets [`PortEvent::Reopened`].
-    pub fn reopen(&mut self, transport: T) {
-        self.flush_posted(Qp::Qp0);
-        self.flush_posted(Qp::Qp1);
-        self.transport = transport;
-        self.dead = false;
-        self.reset = None;
-        self.recreate = None;
-        self.stats.reopens += 1;
-        self.broadcast(&PortEvent::Reopened);
-        self.recover();
-        self.drain_overflow();
+        Some(forced)
     }
 }

@@ -33,8 +33,8 @@ pub enum PortEvent {
         /// Vendor syndrome from the transport (0 if none).
         vendor_err: u32,
     },
-    /// A MAD arrived on a QP and class this client subscribed to, parsed
-    /// at the port boundary. Every subscriber gets the same shared buffer.
+    /// A MAD arrived (for a client that takes receives), parsed at the
+    /// port boundary. Every such client gets the same shared buffer.
     Received(super::Inbound),
     /// An asynchronous port event (port active / error, LID, P_Key, GID or
     /// SM change, client reregister). The port's cached attributes have
@@ -175,7 +175,7 @@ pub struct PortStats {
     pub reopens: u64,
     /// Received MADs handed to clients (counted per client).
     pub recv_delivered: u64,
-    /// Received MADs no client subscribed to.
+    /// Received MADs no client took (none takes receives).
     pub recv_unclaimed: u64,
     /// Received MADs that are not MADs of their QP (too short for a
     /// header, base version other than 1, class on the wrong QP).

@@ -240,6 +240,24 @@ pub enum AsyncEvent {
     SoftResetEnd,
 }
 
+impl AsyncEvent {
+    /// True for the events after which the port's attributes are read
+    /// again ([`Transport::refresh_port_attrs`]): port active / error,
+    /// LID, P_Key, GID and SM change.
+    #[must_use]
+    pub fn changes_attrs(self) -> bool {
+        matches!(
+            self,
+            Self::PortActive
+                | Self::PortError
+                | Self::LidChange
+                | Self::PkeyChange
+                | Self::GidChange
+                | Self::SmChange
+        )
+    }
+}
+
 /// QP states (`IBV_QPS_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QpState {

@@ -21,7 +21,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mad_agents::{Agent, AgentEvent, AgentReceiver, AgentSpec, Runtime, SendRequest, SendStatus};
+use mad_agents::{
+    Agent, AgentEvent, AgentReceiver, AgentSpec, Runtime, SendRequest, SendStatus, SharedPort,
+};
 use mad_core::transport::Qp;
 
 use super::pipeline::{Answer, Exchange, Outcome, Outgoing, StartError};
@@ -94,6 +96,9 @@ pub struct AgentExchange<'a> {
     port: Option<JoinHandle<()>>,
     sent: u64,
     resent: u64,
+    /// The shared port this exchange keeps alive ([`AgentExchange::open`]);
+    /// let go of after the port thread (and its agents) ended.
+    shared: Option<SharedPort>,
 }
 
 impl std::fmt::Debug for AgentExchange<'_> {
@@ -117,6 +122,12 @@ impl<'a> AgentExchange<'a> {
     /// # Errors
     /// An agent cannot be registered, or the thread cannot start.
     pub fn new(rt: &'a Runtime) -> Result<Self, String> {
+        Self::start_on(rt)
+    }
+
+    /// Registers the two agents on `rt` and starts the port thread (the
+    /// agents keep the runtime's state; the caller keeps the runtime).
+    fn start_on(rt: &Runtime) -> Result<Self, String> {
         let side = |name: &str, qp: Qp, what: &str| {
             rt.register_channel(AgentSpec::send_only(name, qp))
                 .map(|(agent, rx)| Side {
@@ -144,6 +155,7 @@ impl<'a> AgentExchange<'a> {
             port: Some(port),
             sent: 0,
             resent: 0,
+            shared: None,
         })
     }
 
@@ -155,6 +167,20 @@ impl<'a> AgentExchange<'a> {
             out.push((id, outcome));
         }
         Ok(())
+    }
+}
+
+impl AgentExchange<'static> {
+    /// [`AgentExchange::new`] on a shared port, keeping a handle on it:
+    /// the port lives while the exchange does (the exporter's reader next
+    /// to other services of the process on one port).
+    ///
+    /// # Errors
+    /// As [`AgentExchange::new`].
+    pub fn open(port: &SharedPort) -> Result<Self, String> {
+        let mut ex = Self::start_on(port.runtime())?;
+        ex.shared = Some(port.clone());
+        Ok(ex)
     }
 }
 

@@ -28,7 +28,7 @@ use mad_agents::perf::PerfClient;
 use mad_agents::sa::{SaClient, SaClientConfig};
 use mad_agents::smp::SmpClient;
 use mad_agents::QueryError;
-use mad_agents::{EngineConfig, Runtime};
+use mad_agents::{EngineConfig, Runtime, SharedPort};
 use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
 use mad_core::transport::umad::{self, UmadTransport};
 use mad_core::transport::{PortAttrs, Transport};
@@ -152,7 +152,9 @@ pub enum Backend {
 
 /// One open port with the stack running over it.
 pub struct Session {
-    rt: Option<Runtime>,
+    /// This session's handle on the port, shared with the services opened
+    /// on it ([`Session::shared_port`]).
+    rt: Option<SharedPort>,
     backend: Backend,
     capture: Option<pcap::Capture>,
     smp: SmpClient,
@@ -169,6 +171,13 @@ impl std::fmt::Debug for Session {
         f.debug_struct("Session")
             .field("backend", &self.backend)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Session {
+    /// As [`Session::close`] without the capture file's last error.
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
@@ -278,7 +287,7 @@ impl Session {
         let smp = SmpClient::new(&rt).map_err(|e| open_err(format!("SMP agent: {e}")))?;
         let perf = PerfClient::new(&rt).map_err(|e| open_err(format!("PerfMgt agent: {e}")))?;
         let mut s = Session {
-            rt: Some(rt),
+            rt: Some(SharedPort::from_runtime(rt)),
             backend,
             capture,
             smp,
@@ -320,10 +329,44 @@ impl Session {
     #[must_use]
     #[allow(clippy::missing_panics_doc)]
     pub fn runtime(&self) -> &Runtime {
-        // The runtime is only taken by `close`, which consumes the session.
+        self.shared_port().runtime()
+    }
+
+    /// The port as a [`SharedPort`]: services opened on it
+    /// (`SaClient::open`, `CmService::open`, `AgentExchange::open`,
+    /// [`SharedPort::register`]) keep it running after this session is
+    /// closed or dropped; the last of them to go stops it.
+    ///
+    /// # Panics
+    /// Never: the port is taken only when the session goes.
+    #[must_use]
+    #[allow(clippy::missing_panics_doc)]
+    pub fn shared_port(&self) -> &SharedPort {
+        // Taken only by `release`, when the session goes.
         match &self.rt {
             Some(rt) => rt,
-            None => unreachable!("runtime taken before close"),
+            None => unreachable!("port taken before the session went"),
+        }
+    }
+
+    /// Lets go of the session's handle on the port: the last holder stops
+    /// the stack; while other services hold the port, the built-in fabric
+    /// stays with the port (its SM and SA keep answering) and goes with
+    /// it.
+    fn release(&mut self) {
+        self.sa = None;
+        let backend = std::mem::replace(&mut self.backend, Backend::IbSim);
+        match self.rt.take() {
+            Some(rt) if rt.holders() > 1 => {
+                if matches!(backend, Backend::Sim(_)) {
+                    rt.keep_alive(backend);
+                }
+            }
+            Some(rt) => {
+                drop(rt);
+                drop_or_leave(backend);
+            }
+            None => drop_or_leave(backend),
         }
     }
 
@@ -463,17 +506,16 @@ impl Session {
         }
     }
 
-    /// Stops the stack and closes the capture file; the built-in fabric
+    /// Lets go of the session's handle on the port and closes the capture
+    /// file: the stack stops unless services opened on
+    /// [`Session::shared_port`] still hold it (then the last of them stops
+    /// it, and the built-in fabric goes with it); the built-in fabric
     /// goes through [`drop_or_leave`].
     ///
     /// # Errors
     /// The capture file could not be written completely.
     pub fn close(mut self) -> Result<(), String> {
-        self.sa = None;
-        if let Some(rt) = self.rt.take() {
-            rt.shutdown();
-        }
-        drop_or_leave(std::mem::replace(&mut self.backend, Backend::IbSim));
+        self.release();
         match self.capture.take() {
             Some(c) => c.finish().map(|_| ()),
             None => Ok(()),

@@ -18,6 +18,12 @@ impl Shared {
     }
 
     pub(super) fn on_event(&self, ev: AgentEvent) {
+        // The soft reset (drain, acknowledge, resume) and the device's
+        // death come first: what follows may send.
+        self.reset.on_event(&ev);
+        if ev == AgentEvent::DeviceFatal {
+            self.dead.store(true, std::sync::atomic::Ordering::Release);
+        }
         match ev {
             AgentEvent::Received(msg) => self.on_request(&msg),
             AgentEvent::Async(e) => self.on_async(e),

@@ -43,6 +43,15 @@
 //!
 //! Only one agent per port may own SA Reports: a second client on the same
 //! runtime must be created with [`SaClientConfig::receive_reports`] off.
+//!
+//! # A shared port, soft resets and a dead device
+//! [`SaClient::open`] opens the client on a [`SharedPort`] and keeps a
+//! handle: the port lives while the client does, whoever created it. On
+//! any port the client takes part in the two-phase soft reset (its agent
+//! holds the reset, [`ResetHold`]): on ResetPending new requests wait
+//! while those in flight end, then the client acknowledges; on ResetEnd
+//! they go on ([`SaClient::reset_stats`]). Once the port reports
+//! DeviceFatal every request fails at once with [`SaError::PortDead`].
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -65,7 +74,7 @@ mod answer;
 mod informs;
 
 use super::{build_request, lock, SaError};
-use crate::runtime::{Agent, AgentRef, Runtime};
+use crate::runtime::{Agent, AgentRef, ResetHold, ResetHoldStats, Runtime, SharedPort};
 use crate::spec::AgentSpec;
 use crate::types::{AgentEvent, Completion, Message, SendRequest};
 pub use answer::{answer_method, parse_record, parse_table, Table};
@@ -206,6 +215,10 @@ struct Shared {
     state: Mutex<State>,
     reports_tx: mpsc::SyncSender<Report>,
     reports_rx: Mutex<mpsc::Receiver<Report>>,
+    /// The client's part in the port's soft reset.
+    reset: ResetHold,
+    /// The port reported DeviceFatal.
+    dead: std::sync::atomic::AtomicBool,
 }
 
 /// An SA client on one port of a [`Runtime`]; see the [module
@@ -213,6 +226,9 @@ struct Shared {
 pub struct SaClient {
     shared: Arc<Shared>,
     agent: Agent,
+    /// The shared port this client keeps alive ([`SaClient::open`]);
+    /// dropped after the agent.
+    port: Option<SharedPort>,
 }
 
 impl std::fmt::Debug for SaClient {
@@ -258,6 +274,7 @@ impl SaClient {
         if cfg.table_mode == TableMode::Rmpp {
             spec = spec.with_rmpp();
         }
+        let spec = spec.holding_reset();
         let (tx, rx) = mpsc::sync_channel(cfg.report_queue.max(1));
         let shared = Arc::new(Shared {
             cfg,
@@ -271,15 +288,55 @@ impl SaClient {
             }),
             reports_tx: tx,
             reports_rx: Mutex::new(rx),
+            reset: ResetHold::new(),
+            dead: std::sync::atomic::AtomicBool::new(false),
         });
         let cb = shared.clone();
         let agent = rt.register(spec, move |ev| cb.on_event(ev))?;
         let _ = shared.agent.set(agent.handle());
+        shared.reset.attach(agent.handle());
         // Events may have changed the port between the read above and the
         // registration.
         let sm = sm_of(&agent.port_attrs());
         lock(&shared.state).sm = sm;
-        Ok(Self { shared, agent })
+        Ok(Self {
+            shared,
+            agent,
+            port: None,
+        })
+    }
+
+    /// [`SaClient::new`] on a shared port, keeping a handle on it: the
+    /// port lives while the client does (see the [module
+    /// documentation](self#a-shared-port-soft-resets-and-a-dead-device)).
+    ///
+    /// # Errors
+    /// As [`SaClient::new`].
+    pub fn open(port: &SharedPort, cfg: SaClientConfig) -> Result<Self, SaError> {
+        let mut c = Self::new(port.runtime(), cfg)?;
+        c.port = Some(port.clone());
+        Ok(c)
+    }
+
+    /// The shared port this client holds, if it was opened with
+    /// [`SaClient::open`].
+    #[must_use]
+    pub fn port(&self) -> Option<&SharedPort> {
+        self.port.as_ref()
+    }
+
+    /// The client's part in soft resets so far (held, acknowledged,
+    /// resumed; device-fatal errors heard).
+    #[must_use]
+    pub fn reset_stats(&self) -> ResetHoldStats {
+        self.shared.reset.stats()
+    }
+
+    /// True once the port reported DeviceFatal: every request fails with
+    /// [`SaError::PortDead`].
+    #[must_use]
+    pub fn is_port_dead(&self) -> bool {
+        self.shared.dead.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The configuration.
@@ -338,6 +395,17 @@ impl SaClient {
     /// [`SaClient::request`] does; the answer and how many times the
     /// request was sent again before it came.
     fn send_counting_retries(&self, mut mad: Vec<u8>) -> Result<(Message, u32), SaError> {
+        if self.is_port_dead() {
+            return Err(SaError::PortDead);
+        }
+        // A soft reset pending: wait for it to end (at most as long as the
+        // request itself may take), and hold the next one while this
+        // request is in flight.
+        let cfg = &self.shared.cfg;
+        let _work = self
+            .shared
+            .reset
+            .enter(cfg.timeout.saturating_mul(cfg.retries.saturating_add(1)));
         let dest = self.sm_address();
         if dest.lid == 0 && dest.grh.is_none() {
             return Err(SaError::NoSm);

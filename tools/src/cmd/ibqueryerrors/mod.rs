@@ -53,15 +53,13 @@ use crate::ibdiag::{self, Opt, ToolSpec};
 use crate::ibdiag::{cached_discovery, limits, open_name_map, run_scan, ScanStart};
 use crate::namemap::NameMap;
 
-#[path = "ibqueryerrors_fmt.rs"]
-mod fmt;
-
-#[path = "ibqueryerrors_clear.rs"]
 mod clear;
+mod fmt;
+mod settings;
 
 use clear::clear;
 
-use fmt::Settings;
+use settings::Settings;
 
 const OPT_NODE_NAME_MAP: i32 = 1;
 const OPT_DATA: i32 = 2;
@@ -433,7 +431,7 @@ pub fn run(inv: &mut Invocation<'_, '_>) -> Result<(), CliError> {
             }
         }
     };
-    st.thresholds = fmt::read_thresholds(&threshold_file);
+    st.thresholds = settings::read_thresholds(&threshold_file);
     let f = &d.fabric;
     let selected: Vec<usize> = if let Some(path) = &dr_arg {
         // (The partial scan from there said what went unanswered.)

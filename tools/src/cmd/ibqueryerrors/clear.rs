@@ -4,7 +4,7 @@
 use mad_core::wire::attr::{pm_attr, pm_cap, pm_cap2};
 use mad_core::wire::AttributeId;
 
-use super::fmt::Settings;
+use super::settings::Settings;
 use super::{all_has_errors, round, NodeWork, ALL_PORTS};
 use crate::command::CliError;
 use crate::diags::PortIdText;

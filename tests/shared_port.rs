@@ -1,0 +1,436 @@
+//! Seed 004 in production: one port (transport, engine, loop thread)
+//! shared by refcount among the services of a process — an SA client with
+//! a subscription, the CM service, the exporter's reader and a user's
+//! agent — on the built-in fabric. The creator's handle goes first and the
+//! others go on; the last drop deregisters everything and joins the
+//! thread. Every service holds the two-phase soft reset (seed 001) while
+//! its work drains and resumes after it. (Seed 002's device-fatal row on a
+//! real device is in `tests/kernel_vm.rs`.)
+#![allow(
+    clippy::unwrap_used,
+    reason = "tests: a failed unwrap is a failed test"
+)]
+
+use std::collections::VecDeque;
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mad_testkit::build::MadBuilder;
+use mad_testkit::wrap::{Hooks, Wrapped};
+use madstack::agents::sa::{SaClient, SaClientConfig, SaError};
+use madstack::agents::{
+    AgentEvent, AgentReceiver, AgentRef, AgentSpec, EngineConfig, PortAgent, ResetHold, Runtime,
+    SendRequest, SendStatus, SharedPort,
+};
+use madstack::cm::service::{resolve_route, CmService};
+use madstack::cm::{AcceptParams, CmConfig, CmEvent, CmPath, ConnId, ConnectParams};
+use madstack::core::port::{Port, PortConfig};
+use madstack::core::transport::{Address, AsyncEvent, Qp, PERMISSIVE_LID};
+use madstack::core::wire::attr::trap;
+use madstack::core::wire::sa_records::{InformInfo, NodeRecord};
+use madstack::core::wire::smp::DrPath;
+use madstack::core::wire::{AttributeId, MadStatus, Method, MgmtClass};
+use madstack::sim::Subnet;
+use madstack::tools::discover::agent::AgentExchange;
+use madstack::tools::discover::pipeline::{Exchange, Limits, Outcome, Outgoing};
+
+const WAIT: Duration = Duration::from_secs(20);
+/// A vendor class (range 1) the user's agents speak.
+const USER_CLASS: MgmtClass = MgmtClass(0x09);
+
+/// Port events the test injects into a transport.
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<VecDeque<AsyncEvent>>>);
+
+impl Events {
+    fn push(&self, e: AsyncEvent) {
+        self.0.lock().unwrap().push_back(e);
+    }
+}
+
+impl Hooks for Events {
+    fn event(&mut self) -> Option<AsyncEvent> {
+        self.0.lock().unwrap().pop_front()
+    }
+}
+
+/// A shared port at `node` of `s` whose port events `events` adds to,
+/// with a soft-reset acknowledgement timeout far beyond the test (a reset
+/// ends only when every holder acknowledged).
+fn shared_at(s: &Subnet, node: &str, events: &Events) -> SharedPort {
+    let ep = s.fabric().attach(node, 1).unwrap();
+    let port = Port::new(
+        Box::new(Wrapped::new(ep, events.clone())) as Box<dyn madstack::core::transport::Transport>,
+        PortConfig {
+            reset_ack_timeout: Duration::from_secs(600),
+            ..PortConfig::default()
+        },
+    );
+    SharedPort::from_runtime(Runtime::start_with_port(port, EngineConfig::default()).unwrap())
+}
+
+fn user_spec(name: &str) -> AgentSpec {
+    AgentSpec::requests(name, USER_CLASS, 1, &[Method::GET])
+}
+
+fn user_get(tid_attr: u32, to: u16) -> SendRequest {
+    let mad = MadBuilder::new(USER_CLASS, 1, Method::GET, AttributeId(0xFF00))
+        .attr_mod(tid_attr)
+        .to_vec();
+    SendRequest::new(mad, Address::gsi(to)).expect_response(Duration::from_secs(5), 2)
+}
+
+/// The next event of `rx` that is not a port event.
+fn next_mad(rx: &AgentReceiver) -> AgentEvent {
+    let until = Instant::now() + WAIT;
+    while Instant::now() < until {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Some(e) if e.is_port_event() => {}
+            Some(e) => return e,
+            None => {}
+        }
+    }
+    panic!("no MAD within {WAIT:?}")
+}
+
+/// The next request `rx` receives (completions of its own answers are
+/// passed over).
+fn next_request(rx: &AgentReceiver) -> AgentEvent {
+    loop {
+        let e = next_mad(rx);
+        if matches!(e, AgentEvent::Received(_)) {
+            return e;
+        }
+    }
+}
+
+/// Answers the Get `ev` from `agent` with a GetResp.
+fn answer(agent: &AgentRef, ev: &AgentEvent) {
+    let AgentEvent::Received(m) = ev else {
+        panic!("not a request: {ev:?}")
+    };
+    let resp = MadBuilder::parse(m.bytes())
+        .unwrap()
+        .response(MadStatus::SUCCESS)
+        .to_vec();
+    agent
+        .send(SendRequest::new(resp, m.reply_address()))
+        .unwrap();
+}
+
+/// Waits (bounded) until `cond` holds.
+fn until(what: &str, cond: impl Fn() -> bool) {
+    let end = Instant::now() + WAIT;
+    while !cond() {
+        assert!(Instant::now() < end, "never: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A second host `node` on its own runtime: a CM, an SA client without
+/// Reports, and a user agent (channel).
+struct Peer {
+    cm: CmService,
+    sa: SaClient,
+    user: madstack::agents::Agent,
+    user_rx: AgentReceiver,
+    rt: Runtime,
+}
+
+fn peer(s: &Subnet, node: &str) -> Peer {
+    let rt = Runtime::start(s.fabric().attach(node, 1).unwrap(), EngineConfig::default()).unwrap();
+    let cm = CmService::start(&rt, CmConfig::default()).unwrap();
+    let sa = SaClient::new(
+        &rt,
+        SaClientConfig {
+            receive_reports: false,
+            ..SaClientConfig::default()
+        },
+    )
+    .unwrap();
+    let (user, user_rx) = rt.register_channel(user_spec("peer-user")).unwrap();
+    Peer {
+        cm,
+        sa,
+        user,
+        user_rx,
+        rt,
+    }
+}
+
+fn route(sa: &SaClient, from: u16, to: u16) -> CmPath {
+    let mut p = resolve_route(sa, from, to).unwrap();
+    p.packet_life_time = p.packet_life_time.min(12);
+    p
+}
+
+fn expect_cm(cm: &CmService, what: &str) -> (ConnId, CmEvent) {
+    let (id, e) = cm
+        .next_event(WAIT)
+        .unwrap_or_else(|| panic!("no {what} event"));
+    assert!(
+        format!("{e:?}").starts_with(what),
+        "wanted {what}, got {e:?}"
+    );
+    (id, e)
+}
+
+/// One CM connection from the peer to `cm`'s listener on `service`:
+/// REQ, REP, RTU through the shared port.
+fn connect(peer: &Peer, cm: &CmService, service: u64, from: u16, to: u16, qpn: u32) {
+    let path = route(&peer.sa, from, to);
+    peer.cm
+        .connect(ConnectParams::new(service, qpn, 7, path))
+        .unwrap();
+    let (conn, _) = expect_cm(cm, "ConnectRequest");
+    cm.accept(
+        conn,
+        AcceptParams {
+            qpn: qpn + 0x100,
+            starting_psn: 9,
+            ..AcceptParams::default()
+        },
+    )
+    .unwrap();
+    expect_cm(&peer.cm, "Established");
+    expect_cm(cm, "Established");
+}
+
+/// One SMP through the exporter's reader: NodeInfo of the local node.
+fn read_node_info(ex: &mut AgentExchange<'_>, id: u64) {
+    let mad = DrPath::from_hops(&[])
+        .map(|r| r.build_request(Method::GET, AttributeId::NODE_INFO, 0, 0, 0))
+        .unwrap();
+    let dest = Address::smi(PERMISSIVE_LID);
+    let limits = Limits::default();
+    ex.start(
+        id,
+        Outgoing {
+            qp: Qp::Qp0,
+            mad: &mad,
+            dest: &dest,
+            limits: &limits,
+        },
+    )
+    .unwrap();
+    ex.flush().unwrap();
+    let mut out = Vec::new();
+    let end = Instant::now() + WAIT;
+    while out.is_empty() && Instant::now() < end {
+        ex.poll(Duration::from_millis(100), &mut out).unwrap();
+    }
+    assert!(
+        matches!(out.as_slice(), [(i, Outcome::Answer(_))] if *i == id),
+        "{out:?}"
+    );
+}
+
+fn link_state_change() -> InformInfo {
+    InformInfo {
+        lid_range_begin: InformInfo::LID_RANGE_ALL,
+        is_generic: 1,
+        trap_type: InformInfo::TYPE_ALL,
+        trap_number_or_device_id: trap::LINK_STATE_CHANGE,
+        producer_type_or_vendor_id: InformInfo::PRODUCER_TYPE_ALL,
+        ..InformInfo::default()
+    }
+}
+
+#[test]
+fn the_creator_drops_first_and_the_services_go_on_until_the_last_drop_joins_the_thread() {
+    let s = Subnet::builtin().unwrap();
+    let events = Events::default();
+    let creator = shared_at(&s, "host-6", &events);
+    let watch = creator.watch();
+    let lid = creator.port_attrs().lid;
+    let p = peer(&s, "host-7");
+    let peer_lid = p.rt.port_attrs().lid;
+
+    // The services, each opened on the shared port.
+    let sa = SaClient::open(&creator, SaClientConfig::default()).unwrap();
+    sa.subscribe(&link_state_change()).unwrap();
+    let cm = CmService::open(&creator, CmConfig::default()).unwrap();
+    cm.listen(0x1000).unwrap();
+    let (user, user_rx) = creator.register_channel(user_spec("user")).unwrap();
+    let mut reader = AgentExchange::open(&creator).unwrap();
+    // A plain agent of the runtime, holding no handle: the last drop
+    // deregisters it.
+    let (plain, _plain_rx) = creator
+        .runtime()
+        .register_channel(AgentSpec::send_only("plain", Qp::Qp1))
+        .unwrap();
+    assert_eq!(watch.holders(), 5);
+
+    drop(creator);
+    assert_eq!(watch.holders(), 4);
+    assert!(!watch.joined());
+
+    // The SA client: queries, and the Report of its subscription.
+    assert_eq!(sa.all::<NodeRecord>().unwrap().records.len(), 12);
+    s.fabric().link_down("host-3", 1).unwrap();
+    let r = sa
+        .next_report(WAIT)
+        .expect("a Report after the creator went");
+    assert_eq!(r.notice.trap_number(), Some(trap::LINK_STATE_CHANGE));
+    s.fabric().link_up("host-3", 1).unwrap();
+    // The CM: a connection from the peer, accepted.
+    connect(&p, &cm, 0x1000, peer_lid, lid, 0x40);
+    // The user's agent: a request to the peer answered, and one from it.
+    user.send(user_get(1, peer_lid)).unwrap();
+    let req = next_request(&p.user_rx);
+    answer(&p.user, &req);
+    let AgentEvent::SendDone(c) = next_mad(&user_rx) else {
+        panic!("no completion")
+    };
+    assert_eq!(c.status, SendStatus::Success);
+    assert!(c.response.is_some());
+    p.user.send(user_get(2, lid)).unwrap();
+    assert!(matches!(next_mad(&user_rx), AgentEvent::Received(_)));
+    // The exporter's reader.
+    read_node_info(&mut reader, 7);
+
+    // Three of four go: the port still runs for the last.
+    drop(reader);
+    drop(cm);
+    drop(user);
+    assert_eq!(watch.holders(), 1);
+    assert!(plain.state().is_some(), "the plain agent is still there");
+    assert_eq!(sa.all::<NodeRecord>().unwrap().records.len(), 12);
+    // The last: everything deregistered, the loop thread joined.
+    drop(sa);
+    assert_eq!(watch.holders(), 0);
+    assert!(
+        watch.joined(),
+        "the loop thread was joined by the last drop"
+    );
+    assert_eq!(
+        plain.state(),
+        None,
+        "the last drop deregistered every agent"
+    );
+    assert!(!watch.is_gone(), "the plain agent's handle keeps its state");
+    drop(plain);
+    assert!(watch.is_gone(), "nothing of the runtime is left");
+}
+
+#[test]
+fn the_facade_port_closes_first_and_its_services_keep_the_port_and_the_fabric() {
+    let port = madstack::open(&madstack::Options::sim()).unwrap();
+    let watch = port.shared_port().watch();
+    let sa = port
+        .open_sa(SaClientConfig {
+            receive_reports: false,
+            ..SaClientConfig::default()
+        })
+        .unwrap();
+    let mut reader = port.open_reader().unwrap();
+    let (agent, _rx) = port
+        .register_channel(AgentSpec::send_only("mine", Qp::Qp1))
+        .unwrap();
+    let nodes = sa.all::<NodeRecord>().unwrap().records.len();
+    port.close().unwrap();
+    // The built-in fabric's SM and SA went with the port, not with the
+    // facade's `Port`.
+    assert_eq!(sa.all::<NodeRecord>().unwrap().records.len(), nodes);
+    read_node_info(&mut reader, 1);
+    drop((reader, agent));
+    assert_eq!(watch.holders(), 1);
+    drop(sa);
+    assert!(watch.joined() && watch.is_gone());
+}
+
+#[test]
+fn every_service_on_the_port_holds_the_soft_reset_while_it_drains_and_resumes_after() {
+    let s = Subnet::builtin().unwrap();
+    let events = Events::default();
+    let port = shared_at(&s, "host-6", &events);
+    let p = peer(&s, "host-7");
+    let peer_lid = p.rt.port_attrs().lid;
+    let sa = Arc::new(SaClient::open(&port, SaClientConfig::default()).unwrap());
+    sa.subscribe(&link_state_change()).unwrap();
+    let cm = CmService::open(&port, CmConfig::default()).unwrap();
+    let mut reader = AgentExchange::open(&port).unwrap();
+    // The user's agent holds resets too, through its own ResetHold.
+    let hold = Arc::new(ResetHold::new());
+    let (tx, user_rx) = mpsc::channel();
+    let h2 = hold.clone();
+    let user: PortAgent = port
+        .register(user_spec("user").holding_reset(), move |ev| {
+            h2.on_event(&ev);
+            let _ = tx.send(ev);
+        })
+        .unwrap();
+    hold.attach(user.handle());
+    let stats = |p: &SharedPort| p.with_engine(|e| e.port().stats());
+
+    // The user's agent has a request in flight that the peer holds.
+    user.send(user_get(1, peer_lid)).unwrap();
+    let held = next_request(&p.user_rx);
+
+    events.push(AsyncEvent::SoftResetRequest);
+    port.with_engine(|_| ());
+    until("every service heard ResetPending", || {
+        sa.reset_stats().holds == 1 && cm.reset_stats().holds == 1 && hold.stats().holds == 1
+    });
+    // The SA client and the CM had nothing in flight: drained at once.
+    until("the SA client and the CM acknowledged", || {
+        sa.reset_stats().acks == 1 && cm.reset_stats().acks == 1
+    });
+    // A request begun now waits for the reset to end.
+    let sa2 = sa.clone();
+    let waiting = std::thread::spawn(move || sa2.all::<NodeRecord>().map(|t| t.records.len()));
+    until("the SA request waits", || sa.reset_stats().waited == 1);
+    // The user's agent still drains: the port has not reset.
+    assert_eq!(hold.stats().acks, 0);
+    assert_eq!(
+        stats(&port).soft_resets,
+        0,
+        "reset before every holder let go"
+    );
+    assert_eq!(stats(&port).forced_resets, 0);
+
+    // The peer answers: the user's agent has drained and acknowledges;
+    // the port resets and every service resumes.
+    answer(&p.user, &held);
+    until("the user's agent acknowledged", || hold.stats().acks == 1);
+    until("every service resumed", || {
+        sa.reset_stats().resumes == 1 && cm.reset_stats().resumes == 1 && hold.stats().resumes == 1
+    });
+    let done = std::iter::from_fn(|| user_rx.recv_timeout(WAIT).ok())
+        .find_map(|e| match e {
+            AgentEvent::SendDone(c) => Some(c),
+            _ => None,
+        })
+        .expect("the drained send's completion");
+    assert_eq!(done.status, SendStatus::Success, "drained, not flushed");
+    assert_eq!(
+        (stats(&port).soft_resets, stats(&port).forced_resets),
+        (1, 0)
+    );
+    assert_eq!(
+        waiting.join().unwrap().unwrap(),
+        12,
+        "the waiting request went on"
+    );
+
+    // Work after the reset: every service sends and receives.
+    assert_eq!(sa.subscriptions()[0].accepted, 1);
+    cm.listen(0x2000).unwrap();
+    connect(&p, &cm, 0x2000, peer_lid, port.port_attrs().lid, 0x50);
+    read_node_info(&mut reader, 3);
+    user.send(user_get(3, peer_lid)).unwrap();
+    answer(&p.user, &next_request(&p.user_rx));
+
+    // A device-fatal error: every service hears of it and the SA client
+    // fails fast from then on.
+    events.push(AsyncEvent::DeviceFatal);
+    port.with_engine(|_| ());
+    until("every service heard DeviceFatal", || {
+        sa.is_port_dead() && hold.stats().device_fatal == 1 && cm.reset_stats().device_fatal == 1
+    });
+    assert!(matches!(sa.all::<NodeRecord>(), Err(SaError::PortDead)));
+    assert!(
+        user.send(user_get(4, peer_lid)).is_err(),
+        "a post on a dead port fails"
+    );
+}
