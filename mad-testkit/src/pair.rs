@@ -4,7 +4,11 @@
 //! the earlier of the two engines' next timeouts, until neither has one.
 //! Each side's receive path can lose or duplicate MADs ([`Pair::set_loss`],
 //! [`Pair::set_duplication`], [`Pair::lose_next`]), drawn from the kit's
-//! seeded [`Rng`].
+//! seeded [`Rng`]. Each side may have its own configuration
+//! ([`Pair::with_configs`]); a test that must react to events while the
+//! pair runs (a responder that answers what it receives, a stop condition)
+//! drives it with [`Pair::drive_until`]; a test about how long an exchange
+//! takes gives each step a cost in virtual time ([`Pair::set_step_time`]).
 
 use std::time::{Duration, Instant};
 
@@ -104,6 +108,7 @@ pub struct Pair {
     /// Side B.
     pub b: Engine<PairTransport>,
     now: Instant,
+    step_time: Duration,
 }
 
 impl std::fmt::Debug for Pair {
@@ -125,18 +130,36 @@ impl Pair {
     /// an arbitrary fixed start.
     #[must_use]
     pub fn new(cfg: &EngineConfig) -> Self {
+        Self::with_configs(cfg, cfg)
+    }
+
+    /// Like [`Pair::new`], with A configured by `a_cfg` and B by `b_cfg`
+    /// (a receiver with a smaller RMPP limit, a shorter linger, a byte
+    /// budget on one side only).
+    #[must_use]
+    pub fn with_configs(a_cfg: &EngineConfig, b_cfg: &EngineConfig) -> Self {
         let (la, lb) = Loopback::pair(
             Loopback::attrs("kitA", 1, A_LID),
             Loopback::attrs("kitB", 1, A_LID + 1),
             DEPTH,
         );
-        let a = Engine::new(Wrapped::new(la, Faults::new(1)), cfg.clone());
-        let b = Engine::new(Wrapped::new(lb, Faults::new(2)), cfg.clone());
+        let a = Engine::new(Wrapped::new(la, Faults::new(1)), a_cfg.clone());
+        let b = Engine::new(Wrapped::new(lb, Faults::new(2)), b_cfg.clone());
         Self {
             a,
             b,
             now: Instant::now(),
+            step_time: Duration::ZERO,
         }
+    }
+
+    /// Each step in which something moved also moves the clock on by `d`
+    /// (zero by default: MADs cross in no time, and only timeouts move
+    /// the clock). With, say, 1 ms a step, a transfer of many windows
+    /// spans virtual time, as it does on a real port, so a test can prove
+    /// what happens to timers while it is under way.
+    pub fn set_step_time(&mut self, d: Duration) {
+        self.step_time = d;
     }
 
     /// The virtual time.
@@ -202,7 +225,7 @@ impl Pair {
     /// # Panics
     /// After [`MAX_STEPS`] steps (the two sides never settle).
     pub fn drive(&mut self) -> usize {
-        let steps = self.run(None);
+        let (steps, _) = self.run(None, |_| false);
         assert!(
             steps < MAX_STEPS,
             "pair did not settle in {MAX_STEPS} steps"
@@ -210,23 +233,53 @@ impl Pair {
         steps
     }
 
+    /// Like [`Pair::drive`], but calls `f` with the pair before every
+    /// step and stops as soon as it returns true. `f` is the test's hook
+    /// into the running pair: it may take either engine's events, answer
+    /// them (send from either side at [`Pair::now`]) and say whether what
+    /// the test waits for has happened. Returns whether it has (false:
+    /// the pair settled first).
+    ///
+    /// # Panics
+    /// After [`MAX_STEPS`] steps without `f` returning true.
+    pub fn drive_until(&mut self, f: impl FnMut(&mut Self) -> bool) -> bool {
+        let (steps, done) = self.run(None, f);
+        assert!(
+            done || steps < MAX_STEPS,
+            "pair neither settled nor met the condition in {MAX_STEPS} steps"
+        );
+        done
+    }
+
     /// Like [`Pair::drive`], but stops once virtual time has moved on by
     /// `limit` (for tests with periodic timers that never run out), or
     /// after [`MAX_STEPS`] steps.
     pub fn drive_for(&mut self, limit: Duration) -> usize {
         let end = self.now + limit;
-        let steps = self.run(Some(end));
+        let (steps, _) = self.run(Some(end), |_| false);
         self.now = self.now.max(end);
         steps
     }
 
-    /// Steps, jumping to timeouts up to `end`, until nothing is left or
-    /// [`MAX_STEPS`] steps were taken.
-    fn run(&mut self, end: Option<Instant>) -> usize {
+    /// Steps, jumping to timeouts up to `end`, until `until` returns true
+    /// (checked before each step), nothing is left, or [`MAX_STEPS`] steps
+    /// were taken; returns the steps taken and whether `until` held.
+    fn run(
+        &mut self,
+        end: Option<Instant>,
+        mut until: impl FnMut(&mut Self) -> bool,
+    ) -> (usize, bool) {
         let mut steps = 0;
         while steps < MAX_STEPS {
+            if until(self) {
+                return (steps, true);
+            }
             if self.step() {
                 steps += 1;
+                self.now += self.step_time;
+                if end.is_some_and(|e| self.now >= e) {
+                    break;
+                }
                 continue;
             }
             match self.next_timeout() {
@@ -238,7 +291,7 @@ impl Pair {
                 _ => break,
             }
         }
-        steps
+        (steps, false)
     }
 }
 
@@ -247,7 +300,7 @@ mod tests {
     use super::*;
     use mad_agents::{AgentEvent, AgentSpec, SendRequest, SendStatus};
     use mad_core::transport::{Address, Qp};
-    use mad_core::wire::AttributeId;
+    use mad_core::wire::{AttributeId, Method, MgmtClass};
 
     use crate::MadBuilder;
 
@@ -310,6 +363,61 @@ mod tests {
             (f.lost, f.duplicated),
             (1, 1),
             "first copy lost, the retry doubled"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn drive_until_lets_a_side_answer_what_it_receives() -> Result<(), String> {
+        let mut p = Pair::default();
+        let pma =
+            p.b.register(AgentSpec::requests(
+                "pma",
+                MgmtClass::PERF_MGT,
+                1,
+                &[Method::GET],
+            ))
+            .map_err(|e| e.to_string())?;
+        send_perf_get(&mut p, 0)?;
+        let mut answered = 0;
+        let mut done = Vec::new();
+        let met = p.drive_until(|p| {
+            let now = p.now();
+            while let Some((who, ev)) = p.b.poll_event() {
+                if let AgentEvent::Received(req) = ev {
+                    answered += 1;
+                    let resp = crate::far::get_resp(req.bytes());
+                    let dest = Address::gsi(req.src().lid);
+                    let sent = p.b.send(who, SendRequest::new(resp, dest), now);
+                    assert!(sent.is_ok(), "{sent:?}");
+                }
+            }
+            done.extend(send_done(p));
+            !done.is_empty()
+        });
+        assert!(met, "A's send never completed");
+        assert_eq!(done, [SendStatus::Success]);
+        assert_eq!(answered, 1, "B's agent answered the one request");
+        assert_eq!(p.b.agent_stats(pma).map(|s| s.received), Some(1));
+        Ok(())
+    }
+
+    #[test]
+    fn a_step_time_moves_the_clock_with_every_step_that_moved_something() -> Result<(), String> {
+        let mut p = Pair::default();
+        let start = p.now();
+        send_perf_get(&mut p, 0)?;
+        p.drive();
+        assert_eq!(p.now(), start, "without a step time MADs cross in no time");
+        p.set_step_time(MS);
+        let start = p.now();
+        send_perf_get(&mut p, 0)?;
+        let steps = p.drive();
+        assert!(steps > 0);
+        assert_eq!(
+            p.now() - start,
+            MS * u32::try_from(steps).map_err(|e| e.to_string())?,
+            "1 ms for each step, and no timeout was waited for"
         );
         Ok(())
     }
