@@ -1,5 +1,7 @@
 //! RMPP wired into the agents (issue 5 item 2): two engines back to back
-//! on a Loopback pair, on a virtual clock.
+//! on the kit's [`Pair`] (a connected loopback pair on a virtual clock);
+//! tests of one engine against a peer played by hand use a recording
+//! loopback (or a raw loopback end) instead.
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
@@ -19,22 +21,25 @@ use mad_core::transport::{Address, Qp, Received, Transport};
 use mad_core::wire::rmpp::RmppStatus;
 use mad_core::wire::{Method, MgmtClass, SA_DATA_OFFSET, VENDOR_DATA_OFFSET};
 use mad_rmpp::ReceiverConfig;
+use mad_testkit::pair::PairTransport;
+use mad_testkit::{Pair, Side};
 
 const MS: Duration = Duration::from_millis(1);
 const VENDOR: MgmtClass = MgmtClass(0x32);
 const OUI: u32 = 0x00_1405;
 
-fn pair(b_cfg: EngineConfig) -> (Engine<Loopback>, Engine<Loopback>) {
-    let (a, b) = Loopback::pair(Loopback::attrs("a", 1, 1), Loopback::attrs("b", 1, 2), 64);
-    (
-        Engine::new(a, EngineConfig::default()),
-        Engine::new(b, b_cfg),
-    )
+/// Two engines (A at LID 1, B at LID 2), A with the default
+/// configuration and B with `b_cfg`.
+fn pair(b_cfg: EngineConfig) -> Pair {
+    Pair::with_configs(&EngineConfig::default(), &b_cfg)
 }
+
+/// One side's engine in a [`Pair`].
+type PairEngine = Engine<PairTransport>;
 
 /// Registers an RMPP agent of the test's vendor class on `e`, for
 /// unsolicited requests of `methods`.
-fn vendor_agent(e: &mut Engine<Loopback>, name: &str, methods: &[Method]) -> AgentId {
+fn vendor_agent<T: Transport>(e: &mut Engine<T>, name: &str, methods: &[Method]) -> AgentId {
     e.register(
         AgentSpec::requests(name, VENDOR, 1, methods)
             .with_oui(OUI)
@@ -78,47 +83,30 @@ fn sa_get_table() -> Vec<u8> {
 
 type Evs = Vec<(AgentId, AgentEvent)>;
 
-/// Polls both engines with the clock advancing 1 ms a step until `done`.
+/// Drives the pair until `done`, handing each of B's events to `on_b`
+/// (which may answer it from B at the time given) as it comes; returns
+/// the events of A and of B taken on the way.
 fn run(
-    a: &mut Engine<Loopback>,
-    b: &mut Engine<Loopback>,
-    t0: Instant,
-    steps: u32,
-    mut on_b: impl FnMut(&mut Engine<Loopback>, &(AgentId, AgentEvent), Instant),
+    p: &mut Pair,
+    mut on_b: impl FnMut(&mut PairEngine, &(AgentId, AgentEvent), Instant),
     mut done: impl FnMut(&Evs, &Evs) -> bool,
 ) -> (Evs, Evs) {
     let (mut ea, mut eb) = (Vec::new(), Vec::new());
-    for i in 0..steps {
-        let now = t0 + i * MS;
-        a.poll(now);
-        b.poll(now);
-        ea.extend(std::iter::from_fn(|| a.poll_event()));
-        while let Some(ev) = b.poll_event() {
-            on_b(b, &ev, now);
+    p.drive_until(|p| {
+        let now = p.now();
+        ea.extend(std::iter::from_fn(|| p.a.poll_event()));
+        while let Some(ev) = p.b.poll_event() {
+            on_b(&mut p.b, &ev, now);
             eb.push(ev);
         }
-        if done(&ea, &eb) {
-            break;
-        }
-    }
+        done(&ea, &eb)
+    });
     (ea, eb)
 }
 
-/// Runs both engines until `a` sees its first send complete (5 s of
-/// virtual time at most).
-fn run_until_a_send_completes(
-    a: &mut Engine<Loopback>,
-    b: &mut Engine<Loopback>,
-    t0: Instant,
-) -> (Evs, Evs) {
-    run(
-        a,
-        b,
-        t0,
-        5000,
-        |_, _, _| {},
-        |ea, _| !completions(ea).is_empty(),
-    )
+/// Drives the pair until A sees its first send complete.
+fn run_until_a_send_completes(p: &mut Pair) -> (Evs, Evs) {
+    run(p, |_, _, _| {}, |ea, _| !completions(ea).is_empty())
 }
 
 fn received(evs: &Evs) -> Vec<Message> {
@@ -132,19 +120,19 @@ fn received(evs: &Evs) -> Vec<Message> {
 
 #[test]
 fn a_large_payload_goes_as_an_rmpp_transfer_and_arrives_reassembled() {
-    let (mut a, mut b) = pair(EngineConfig::default());
-    let tx = vendor_agent(&mut a, "tx", &[]);
-    let rx = vendor_agent(&mut b, "rx", &[Method::SEND]);
+    let mut p = pair(EngineConfig::default());
+    let tx = vendor_agent(&mut p.a, "tx", &[]);
+    let rx = vendor_agent(&mut p.b, "rx", &[Method::SEND]);
     let data = payload(20_000);
-    let t0 = Instant::now();
-    let s = a
-        .send(
+    let t0 = p.now();
+    let s =
+        p.a.send(
             tx,
             SendRequest::new(vendor_msg(Method::SEND, &data), Address::gsi(2)),
             t0,
         )
         .unwrap();
-    let (ea, eb) = run_until_a_send_completes(&mut a, &mut b, t0);
+    let (ea, eb) = run_until_a_send_completes(&mut p);
     let c = completions(&ea);
     assert_eq!(c.len(), 1);
     assert_eq!(
@@ -162,24 +150,24 @@ fn a_large_payload_goes_as_an_rmpp_transfer_and_arrives_reassembled() {
     );
     assert!(eb.iter().all(|(who, _)| *who == rx));
     // 20,000 bytes in 216-byte segments: 93 data work requests at least.
-    assert!(a.stats().posted >= 93, "{:?}", a.stats());
-    assert_eq!(a.outstanding(), 0);
-    assert_eq!(b.agent_stats(rx).unwrap().rmpp_reassembled, 1);
+    assert!(p.a.stats().posted >= 93, "{:?}", p.a.stats());
+    assert_eq!(p.a.outstanding(), 0);
+    assert_eq!(p.b.agent_stats(rx).unwrap().rmpp_reassembled, 1);
 }
 
-/// A requester engine `a` with an RMPP send-only client and a responder
-/// engine `b` with an RMPP SA agent owning GetTable: (a, b, client, sa).
-fn sa_pair() -> (Engine<Loopback>, Engine<Loopback>, AgentId, AgentId) {
-    let (mut a, mut b) = pair(EngineConfig::default());
-    let client = a
-        .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
-        .unwrap();
-    let sa = b
-        .register(
+/// A requester engine A with an RMPP send-only client and a responder
+/// engine B with an RMPP SA agent owning GetTable: (pair, client, sa).
+fn sa_pair() -> (Pair, AgentId, AgentId) {
+    let mut p = pair(EngineConfig::default());
+    let client =
+        p.a.register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
+            .unwrap();
+    let sa =
+        p.b.register(
             AgentSpec::requests("sa", MgmtClass::SUBN_ADM, 2, &[Method::GET_TABLE]).with_rmpp(),
         )
         .unwrap();
-    (a, b, client, sa)
+    (p, client, sa)
 }
 
 /// Answers every request `b` receives with a GetTableResp carrying `table`;
@@ -187,7 +175,7 @@ fn sa_pair() -> (Engine<Loopback>, Engine<Loopback>, AgentId, AgentId) {
 fn answer_with_table<'a>(
     table: &'a [u8],
     requests: &'a mut u32,
-) -> impl FnMut(&mut Engine<Loopback>, &(AgentId, AgentEvent), Instant) + 'a {
+) -> impl FnMut(&mut PairEngine, &(AgentId, AgentEvent), Instant) + 'a {
     move |b, (who, ev), now| {
         if let AgentEvent::Received(req) = ev {
             *requests += 1;
@@ -205,11 +193,11 @@ fn answer_with_table<'a>(
 
 #[test]
 fn a_request_answered_by_an_rmpp_response_completes_with_the_reassembled_message() {
-    let (mut a, mut b, client, sa) = sa_pair();
+    let (mut p, client, sa) = sa_pair();
     let table = payload(9_000);
-    let t0 = Instant::now();
-    let s = a
-        .send(
+    let t0 = p.now();
+    let s =
+        p.a.send(
             client,
             SendRequest::new(sa_get_table(), Address::gsi(2))
                 .expect_response(Duration::from_millis(500), 1),
@@ -217,14 +205,9 @@ fn a_request_answered_by_an_rmpp_response_completes_with_the_reassembled_message
         )
         .unwrap();
     let mut requests = 0;
-    let (ea, _) = run(
-        &mut a,
-        &mut b,
-        t0,
-        5000,
-        answer_with_table(&table, &mut requests),
-        |ea, _| !completions(ea).is_empty(),
-    );
+    let (ea, _) = run(&mut p, answer_with_table(&table, &mut requests), |ea, _| {
+        !completions(ea).is_empty()
+    });
     let c = completions(&ea);
     assert_eq!(c.len(), 1);
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
@@ -234,16 +217,13 @@ fn a_request_answered_by_an_rmpp_response_completes_with_the_reassembled_message
     assert_eq!(r.tid(), c[0].tid);
     assert_eq!(&r.bytes()[SA_DATA_OFFSET..], &table[..]);
     // The final ACK goes out with A's next poll.
-    for _ in 0..5 {
-        a.poll(t0 + Duration::from_secs(6));
-        b.poll(t0 + Duration::from_secs(6));
-    }
+    p.drive();
     assert_eq!(
-        b.outstanding(),
+        p.b.outstanding(),
         0,
         "the SA's transfer completed when fully acknowledged"
     );
-    assert_eq!(b.agent_stats(sa).unwrap().succeeded, 1);
+    assert_eq!(p.b.agent_stats(sa).unwrap().succeeded, 1);
 }
 
 #[test]
@@ -251,11 +231,14 @@ fn an_rmpp_answer_longer_than_the_attempt_timeout_is_awaited_not_retried() {
     // The kernel stops a request's timer at its answer's first segment; a
     // retry here would restart the responder's transfer for ever (seen
     // against the real kernel with a 1.1 MB GetTable under qemu).
-    let (mut a, mut b, client, sa) = sa_pair();
+    // Each step takes 1 ms, so the answer's 1,800-odd segments arrive
+    // over far longer than the 5 ms attempt timeout.
+    let (mut p, client, sa) = sa_pair();
+    p.set_step_time(MS);
     let table = payload(400_000);
-    let t0 = Instant::now();
-    let s = a
-        .send(
+    let t0 = p.now();
+    let s =
+        p.a.send(
             client,
             SendRequest::new(sa_get_table(), Address::gsi(2))
                 .expect_response(Duration::from_millis(5), 3)
@@ -264,35 +247,35 @@ fn an_rmpp_answer_longer_than_the_attempt_timeout_is_awaited_not_retried() {
         )
         .unwrap();
     let mut requests = 0;
-    let (ea, _) = run(
-        &mut a,
-        &mut b,
-        t0,
-        4000,
-        answer_with_table(&table, &mut requests),
-        |ea, _| !completions(ea).is_empty(),
-    );
+    let (ea, _) = run(&mut p, answer_with_table(&table, &mut requests), |ea, _| {
+        !completions(ea).is_empty()
+    });
     let c = completions(&ea);
     assert_eq!(c.len(), 1);
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Success));
+    assert!(
+        p.now() - t0 > 10 * 5 * MS,
+        "the answer took {:?}, not ten attempt timeouts",
+        p.now() - t0
+    );
     assert_eq!(c[0].retries, 0, "retried while the answer was arriving");
     assert_eq!(requests, 1, "the SA saw the request more than once");
     let r = c[0].response.as_ref().unwrap();
     assert_eq!(&r.bytes()[SA_DATA_OFFSET..], &table[..]);
-    assert_eq!(b.agent_stats(sa).unwrap().retries, 0);
+    assert_eq!(p.b.agent_stats(sa).unwrap().retries, 0);
 }
 
 #[test]
 fn an_agent_without_rmpp_sees_the_raw_first_segment() {
-    let (mut a, mut b) = pair(EngineConfig::default());
-    let client = a.register(AgentSpec::send_only("raw", Qp::Qp1)).unwrap();
-    let _sa = b
-        .register(
+    let mut p = pair(EngineConfig::default());
+    let client = p.a.register(AgentSpec::send_only("raw", Qp::Qp1)).unwrap();
+    let _sa =
+        p.b.register(
             AgentSpec::requests("sa", MgmtClass::SUBN_ADM, 2, &[Method::GET_TABLE]).with_rmpp(),
         )
         .unwrap();
-    let t0 = Instant::now();
-    a.send(
+    let t0 = p.now();
+    p.a.send(
         client,
         SendRequest::new(sa_get_table(), Address::gsi(2))
             .expect_response(Duration::from_millis(500), 0),
@@ -300,10 +283,7 @@ fn an_agent_without_rmpp_sees_the_raw_first_segment() {
     )
     .unwrap();
     let (ea, _) = run(
-        &mut a,
-        &mut b,
-        t0,
-        200,
+        &mut p,
         |b, (who, ev), now| {
             if let AgentEvent::Received(req) = ev {
                 let mut resp = req.bytes()[..SA_DATA_OFFSET].to_vec();
@@ -335,55 +315,55 @@ fn a_receiver_that_refuses_the_size_ends_the_send_with_its_rmpp_status() {
         max_message_len: 1_000,
         ..ReceiverConfig::default()
     });
-    let (mut a, mut b) = pair(small);
-    let tx = vendor_agent(&mut a, "tx", &[]);
-    vendor_agent(&mut b, "rx", &[Method::SEND]);
-    let t0 = Instant::now();
-    a.send(
+    let mut p = pair(small);
+    let tx = vendor_agent(&mut p.a, "tx", &[]);
+    vendor_agent(&mut p.b, "rx", &[Method::SEND]);
+    let t0 = p.now();
+    p.a.send(
         tx,
         SendRequest::new(vendor_msg(Method::SEND, &payload(5_000)), Address::gsi(2)),
         t0,
     )
     .unwrap();
-    let (ea, eb) = run_until_a_send_completes(&mut a, &mut b, t0);
+    let (ea, eb) = run_until_a_send_completes(&mut p);
     let c = completions(&ea);
     assert_eq!(c.len(), 1);
     assert_eq!(c[0].status, SendStatus::RmppAbort(RmppStatus::RESX));
     assert!(received(&eb).is_empty());
-    assert_eq!(a.outstanding(), 0);
+    assert_eq!(p.a.outstanding(), 0);
 }
 
 #[test]
 fn a_silent_peer_times_the_transfer_out() {
-    let (a, _b) = Loopback::pair(Loopback::attrs("a", 1, 1), Loopback::attrs("b", 1, 2), 64);
-    let mut a = Engine::new(a, EngineConfig::default());
-    let tx = vendor_agent(&mut a, "tx", &[]);
-    let t0 = Instant::now();
-    let s = a
-        .send(
+    // B has an agent for the transfer but loses everything it is sent.
+    let mut p = pair(EngineConfig::default());
+    let tx = vendor_agent(&mut p.a, "tx", &[]);
+    let rx = vendor_agent(&mut p.b, "rx", &[Method::SEND]);
+    p.set_loss(Side::B, 1.0);
+    let t0 = p.now();
+    let s =
+        p.a.send(
             tx,
             SendRequest::new(vendor_msg(Method::SEND, &payload(2_000)), Address::gsi(2))
                 .expect_response(Duration::from_millis(100), 2),
             t0,
         )
         .unwrap();
-    let mut done = Vec::new();
-    for i in 0..20_000u32 {
-        a.poll(t0 + i * MS);
-        done.extend(std::iter::from_fn(|| a.poll_event()));
-        if !done.is_empty() {
-            break;
-        }
-    }
+    let (done, eb) = run_until_a_send_completes(&mut p);
     let c = completions(&done);
     assert_eq!(c.len(), 1);
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Timeout));
-    assert_eq!(a.outstanding(), 0);
+    assert_eq!(p.a.outstanding(), 0);
+    assert!(eb.is_empty(), "B heard nothing: {eb:?}");
+    assert!(p.faults(Side::B).lost > 0);
+    assert_eq!(p.b.agent_stats(rx).unwrap().rmpp_reassembled, 0);
 }
 
 #[test]
 fn a_response_segment_nobody_waits_for_allocates_nothing() {
-    let (mut a, _b) = pair(EngineConfig::default());
+    // One engine; the segment is played by hand.
+    let (lb, _sent) = support::recording(1, 64);
+    let mut a = Engine::new(lb, EngineConfig::default());
     let client = a
         .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
         .unwrap();
@@ -408,7 +388,9 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
     // OpenSM under libumad2sim answers GetTable with RMPP Active but
     // segment 0 and no First flag: the receiver refuses it (ABORT BAD_SEG),
     // and the send must end with that status now, not at its timeout.
-    let (mut a, _b) = pair(EngineConfig::default());
+    // One engine; the SA is played by hand.
+    let (lb, _sent) = support::recording(1, 64);
+    let mut a = Engine::new(lb, EngineConfig::default());
     let client = a
         .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
         .unwrap();
@@ -445,16 +427,17 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
     assert_eq!(a.rmpp_reassemblies(client), 0);
 }
 
-/// B's agent owning vendor Set with RMPP; A's RMPP client.
-fn vendor_request_pair(b_linger: Duration) -> (Engine<Loopback>, Engine<Loopback>, AgentId) {
+/// B's agent owning vendor Set with RMPP (B's receiver forgets a finished
+/// transfer after `b_linger`); A's RMPP client: (pair, client).
+fn vendor_request_pair(b_linger: Duration) -> (Pair, AgentId) {
     let b_cfg = with_receiver(ReceiverConfig {
         linger: b_linger,
         ..ReceiverConfig::default()
     });
-    let (mut a, mut b) = pair(b_cfg);
-    let tx = vendor_agent(&mut a, "tx", &[]);
-    vendor_agent(&mut b, "rx", &[Method::SET]);
-    (a, b, tx)
+    let mut p = pair(b_cfg);
+    let tx = vendor_agent(&mut p.a, "tx", &[]);
+    vendor_agent(&mut p.b, "rx", &[Method::SET]);
+    (p, tx)
 }
 
 /// The GetResp (one MAD, RMPP inactive) to a received vendor request.
@@ -472,24 +455,21 @@ fn get_resp(req: &Message) -> Vec<u8> {
 fn an_rmpp_request_whose_response_times_out_is_sent_again_as_a_new_transfer_with_the_same_tid() {
     // B forgets a finished transfer after 20 ms, so a repeat with the same
     // TID is a new transfer to it; its agent answers only the second.
-    let (mut a, mut b, tx) = vendor_request_pair(20 * MS);
+    let (mut p, tx) = vendor_request_pair(20 * MS);
     let data = payload(2_000);
-    let t0 = Instant::now();
-    let s = a
-        .send(
+    let t0 = p.now();
+    let s =
+        p.a.send(
             tx,
             SendRequest::new(vendor_msg(Method::SET, &data), Address::gsi(2))
                 .expect_response(50 * MS, 2),
             t0,
         )
         .unwrap();
-    let tid = a.send_tid(s).unwrap();
+    let tid = p.a.send_tid(s).unwrap();
     let mut seen = 0;
     let (ea, eb) = run(
-        &mut a,
-        &mut b,
-        t0,
-        5000,
+        &mut p,
         |b, (who, ev), now| {
             if let AgentEvent::Received(req) = ev {
                 seen += 1;
@@ -512,33 +492,34 @@ fn an_rmpp_request_whose_response_times_out_is_sent_again_as_a_new_transfer_with
         assert_eq!(m.tid(), tid, "same TID");
         assert_eq!(&m.bytes()[VENDOR_DATA_OFFSET..], &data[..]);
     }
-    assert_eq!(a.stats().retries, 1);
-    assert_eq!(a.outstanding(), 0);
+    assert_eq!(p.a.stats().retries, 1);
+    assert_eq!(p.a.outstanding(), 0);
 }
 
 #[test]
 fn an_unanswered_rmpp_request_stops_at_its_retries_and_its_absolute_deadline() {
-    let (mut a, mut b, tx) = vendor_request_pair(5 * MS);
-    let t0 = Instant::now();
+    let (mut p, tx) = vendor_request_pair(5 * MS);
+    let t0 = p.now();
     // 2 retries: three transfers, then a timeout.
-    let s = a
-        .send(
+    let s =
+        p.a.send(
             tx,
             SendRequest::new(vendor_msg(Method::SET, &payload(1_000)), Address::gsi(2))
                 .expect_response(30 * MS, 2),
             t0,
         )
         .unwrap();
-    let (ea, eb) = run_until_a_send_completes(&mut a, &mut b, t0);
+    let (ea, eb) = run_until_a_send_completes(&mut p);
     let c = completions(&ea);
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Timeout));
     assert_eq!(c[0].retries, 2);
     assert_eq!(received(&eb).len(), 3);
 
     // An absolute deadline shorter than the retries cuts them.
-    let t1 = t0 + Duration::from_secs(10);
-    let s = a
-        .send(
+    p.advance(Duration::from_secs(10));
+    let t1 = p.now();
+    let s =
+        p.a.send(
             tx,
             SendRequest::new(vendor_msg(Method::SET, &payload(1_000)), Address::gsi(2))
                 .expect_response(30 * MS, 5)
@@ -546,14 +527,7 @@ fn an_unanswered_rmpp_request_stops_at_its_retries_and_its_absolute_deadline() {
             t1,
         )
         .unwrap();
-    let (ea, eb) = run(
-        &mut a,
-        &mut b,
-        t1,
-        5000,
-        |_, _, _| {},
-        |ea, _| !completions(ea).is_empty(),
-    );
+    let (ea, eb) = run_until_a_send_completes(&mut p);
     let c = completions(&ea);
     assert_eq!((c[0].send, c[0].status), (s, SendStatus::Timeout));
     assert!(
@@ -562,7 +536,7 @@ fn an_unanswered_rmpp_request_stops_at_its_retries_and_its_absolute_deadline() {
         c[0].retries
     );
     assert_eq!(received(&eb).len() as u32, c[0].retries + 1);
-    assert_eq!(a.outstanding(), 0);
+    assert_eq!(p.a.outstanding(), 0);
 }
 
 #[test]
@@ -687,29 +661,21 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
 
 #[test]
 fn a_recycled_message_buffer_receives_the_next_rmpp_transfer() {
-    let (mut a, mut b) = pair(EngineConfig::default());
-    let tx = vendor_agent(&mut a, "tx", &[]);
-    let rx = vendor_agent(&mut b, "rx", &[Method::SEND]);
-    let mut t = Instant::now();
-    let mut transfer = |a: &mut Engine<Loopback>, b: &mut Engine<Loopback>, data: &[u8]| {
-        a.send(
+    let mut p = pair(EngineConfig::default());
+    let tx = vendor_agent(&mut p.a, "tx", &[]);
+    let rx = vendor_agent(&mut p.b, "rx", &[Method::SEND]);
+    let transfer = |p: &mut Pair, data: &[u8]| {
+        let now = p.now();
+        p.a.send(
             tx,
             SendRequest::new(vendor_msg(Method::SEND, data), Address::gsi(2)),
-            t,
+            now,
         )
         .unwrap();
-        let (_, mut eb) = run(
-            a,
-            b,
-            t,
-            5000,
-            |_, _, _| {},
-            |_, eb| !received(eb).is_empty(),
-        );
+        let (_, mut eb) = run(p, |_, _, _| {}, |_, eb| !received(eb).is_empty());
         // Past the receiver's linger, so the next transfer is a new one.
-        t += Duration::from_secs(60);
-        a.poll(t);
-        b.poll(t);
+        p.advance(Duration::from_secs(60));
+        p.drive();
         let i = eb
             .iter()
             .position(|(_, e)| matches!(e, AgentEvent::Received(_)))
@@ -719,12 +685,12 @@ fn a_recycled_message_buffer_receives_the_next_rmpp_transfer() {
             _ => unreachable!(),
         }
     };
-    let first = transfer(&mut a, &mut b, &payload(30_000));
+    let first = transfer(&mut p, &payload(30_000));
     let addr = first.bytes().as_ptr();
     assert_eq!(&first.bytes()[VENDOR_DATA_OFFSET..], &payload(30_000)[..]);
-    b.recycle(rx, first);
+    p.b.recycle(rx, first);
     let data: Vec<u8> = payload(25_000).iter().map(|x| x ^ 0x5A).collect();
-    let second = transfer(&mut a, &mut b, &data);
+    let second = transfer(&mut p, &data);
     assert_eq!(
         second.bytes().as_ptr(),
         addr,
@@ -738,7 +704,7 @@ fn a_recycled_message_buffer_receives_the_next_rmpp_transfer() {
     assert_eq!(second.bytes().len(), VENDOR_DATA_OFFSET + data.len());
     // A shared message is not taken: its other holder still reads it.
     let keep = second.clone();
-    b.recycle(rx, second);
+    p.b.recycle(rx, second);
     assert_eq!(&keep.bytes()[VENDOR_DATA_OFFSET..], &data[..]);
     // A fresh buffer would have been cut to the message; this one is the
     // first message's, whole.
@@ -756,38 +722,35 @@ fn messages_an_agent_does_not_take_are_bounded_in_bytes_not_just_in_count() {
     // keep up: the agent's queue holds at most `recv_queue_bytes` (plus one
     // message into an empty queue), however many the count bound allows.
     let budget = 1 << 20;
-    let (mut a, mut b) = pair(EngineConfig {
+    let mut p = pair(EngineConfig {
         recv_queue_bytes: budget,
         ..EngineConfig::default()
     });
-    let tx = vendor_agent(&mut a, "flooder", &[]);
-    let rx = vendor_agent(&mut b, "slow", &[Method::SEND]);
+    let tx = vendor_agent(&mut p.a, "flooder", &[]);
+    let rx = vendor_agent(&mut p.b, "slow", &[Method::SEND]);
     let data = payload(100_000);
-    let t0 = Instant::now();
-    let mut now = t0;
     for _ in 0..30 {
-        a.send(
+        let now = p.now();
+        p.a.send(
             tx,
             SendRequest::new(vendor_msg(Method::SEND, &data), Address::gsi(2)),
             now,
         )
         .unwrap();
-        // Move the transfer along without taking b's events.
-        for _ in 0..200 {
-            now += MS;
-            a.poll(now);
-            b.poll(now);
-            while a.poll_event().is_some() {}
-        }
+        // Move the transfer along, taking A's events but not B's.
+        p.drive_until(|p| {
+            while p.a.poll_event().is_some() {}
+            false
+        });
     }
-    let queued = b.queued_events(rx);
+    let queued = p.b.queued_events(rx);
     let held = queued * (VENDOR_DATA_OFFSET + data.len());
     assert!(queued >= 1, "nothing was delivered");
     assert!(
         held <= budget + VENDOR_DATA_OFFSET + data.len(),
         "{queued} messages ({held} bytes) queued for an agent with a {budget}-byte budget"
     );
-    let dropped = b.agent_stats(rx).unwrap().recv_dropped;
+    let dropped = p.b.agent_stats(rx).unwrap().recv_dropped;
     assert_eq!(
         dropped as usize + queued,
         30,
