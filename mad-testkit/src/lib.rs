@@ -19,7 +19,9 @@
 //!   [`fabric::from_text`], [`fabric::drain`]).
 //! - [`pair`]: a quinn-`Pair`-style harness, two [`mad_agents::Engine`]s
 //!   over a connected loopback pair on a virtual clock ([`Pair`]), with
-//!   loss and duplication on each side's receive path.
+//!   loss and duplication on each side's receive path, a configuration
+//!   per side, a hook between steps ([`Pair::drive_until`]) and an
+//!   optional cost per step in virtual time.
 //! - [`wrap`]: one way to wrap a [`Transport`](mad_core::transport::Transport)
 //!   ([`Wrapped`] forwards every method to the inner transport and lets a
 //!   [`Hooks`] value see or change sends, receives and registrations);
