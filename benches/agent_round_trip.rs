@@ -11,7 +11,7 @@
 // criterion_group!/criterion_main! generate undocumented items.
 #![allow(missing_docs)]
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
-use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
+use mad_agents::{AgentEvent, AgentId, AgentSpec, EngineConfig, SendRequest, SendStatus, Stack};
 use mad_core::transport::{Address, Qp, PERMISSIVE_LID};
 use mad_core::wire::smp::DrPath;
 use mad_core::wire::{AttributeId, Method};
@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 #[path = "support/mod.rs"]
 mod support;
 
-pub(crate) fn setup() -> (Engine<SimPort>, AgentId, Vec<SendRequest>) {
+pub(crate) fn setup() -> (Stack<SimPort>, AgentId, Vec<SendRequest>) {
     let topo = Topology::parse_str(mad_testkit::fabric::IBSIM_EXAMPLE_NET)
         .expect("ibsim's example topology parses");
     let fabric = Fabric::new(&topo);
     let port = fabric.attach_default().expect("Switch1 port 0");
-    let mut e = Engine::new(port, EngineConfig::default());
+    let mut e = Stack::new(port, EngineConfig::default());
     let a = e
         .register(AgentSpec::send_only("bench", Qp::Qp0))
         .expect("a send-only agent registers");
@@ -44,7 +44,7 @@ pub(crate) fn setup() -> (Engine<SimPort>, AgentId, Vec<SendRequest>) {
 /// Sends `w` requests and polls until all completed; returns the number
 /// that succeeded.
 pub(crate) fn round_trips(
-    e: &mut Engine<SimPort>,
+    e: &mut Stack<SimPort>,
     a: AgentId,
     reqs: &[SendRequest],
     w: usize,

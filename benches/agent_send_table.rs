@@ -23,7 +23,7 @@
 #![allow(missing_docs)]
 use criterion::measurement::WallTime;
 use criterion::{black_box, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
-use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
+use mad_agents::{AgentEvent, AgentId, AgentSpec, EngineConfig, SendRequest, SendStatus, Stack};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
 use mad_core::wire::{AttributeId, Mad};
@@ -59,14 +59,14 @@ fn responder_port() -> Loopback {
 }
 
 struct Setup {
-    e: Engine<Loopback>,
+    e: Stack<Loopback>,
     a: AgentId,
     now: Cell<Instant>,
 }
 
 /// An engine with `n` unanswered sends outstanding.
 fn setup(n: usize) -> Setup {
-    let mut e = Engine::new(responder_port(), EngineConfig::default());
+    let mut e = Stack::new(responder_port(), EngineConfig::default());
     let a = e
         .register(AgentSpec::send_only("bench", Qp::Qp1))
         .expect("a send-only agent registers");
@@ -90,7 +90,7 @@ fn setup(n: usize) -> Setup {
     }
 }
 
-fn take_done(e: &mut Engine<Loopback>) -> Option<SendStatus> {
+fn take_done(e: &mut Stack<Loopback>) -> Option<SendStatus> {
     while let Some((_, ev)) = e.poll_event() {
         if let AgentEvent::SendDone(c) = ev {
             return Some(c.status);
@@ -125,7 +125,7 @@ fn timeout_expire(s: &mut Setup, req: &SendRequest) -> Option<SendStatus> {
 }
 
 fn stray_response(s: &mut Setup, resp: &Received) -> Option<SendStatus> {
-    s.e.port_mut().transport_mut().push_recv(resp.clone());
+    s.e.transport_mut().push_recv(resp.clone());
     s.e.poll(s.now.get());
     None
 }

@@ -24,7 +24,7 @@ use madstack::agents::{
 };
 use madstack::cm::service::{resolve_route, CmService};
 use madstack::cm::{AcceptParams, CmConfig, CmEvent, CmPath, ConnId, ConnectParams};
-use madstack::core::port::{Port, PortConfig};
+use madstack::core::port::PortConfig;
 use madstack::core::transport::{Address, AsyncEvent, Qp, PERMISSIVE_LID};
 use madstack::core::wire::attr::trap;
 use madstack::core::wire::sa_records::{InformInfo, NodeRecord};
@@ -59,14 +59,12 @@ impl Hooks for Events {
 /// ends only when every holder acknowledged).
 fn shared_at(s: &Subnet, node: &str, events: &Events) -> SharedPort {
     let ep = s.fabric().attach(node, 1).unwrap();
-    let port = Port::new(
-        Box::new(Wrapped::new(ep, events.clone())) as Box<dyn madstack::core::transport::Transport>,
-        PortConfig {
-            reset_ack_timeout: Duration::from_secs(600),
-            ..PortConfig::default()
-        },
-    );
-    SharedPort::from_runtime(Runtime::start_with_port(port, EngineConfig::default()).unwrap())
+    let port = PortConfig {
+        reset_ack_timeout: Duration::from_secs(600),
+        ..PortConfig::default()
+    };
+    let t = Wrapped::new(ep, events.clone());
+    SharedPort::from_runtime(Runtime::start_with_port(t, port, EngineConfig::default()).unwrap())
 }
 
 fn user_spec(name: &str) -> AgentSpec {

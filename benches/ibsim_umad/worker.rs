@@ -15,7 +15,7 @@
 //! (`mad_agents::Engine` over the same transport: TID allocation, send
 //! table, response timers, dispatch by TID, one completion per send).
 
-use mad_agents::{AgentEvent, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
+use mad_agents::{AgentEvent, AgentSpec, EngineConfig, SendRequest, SendStatus, Stack};
 use mad_core::transport::umad::UmadTransport;
 use mad_core::transport::{Address, Qp, SendCompletion, Transport, PERMISSIVE_LID};
 use mad_core::wire::smp::DrPath;
@@ -142,7 +142,7 @@ pub fn run_agents(p: &Params) -> Result<String, String> {
     let t = UmadTransport::open(None, 0).map_err(|e| format!("open umad: {e}"))?;
     let fd = t.raw_fd();
     let (routes, attrs) = routes_and_attrs(p)?;
-    let mut e = Engine::new(t, EngineConfig::default());
+    let mut e = Stack::new(t, EngineConfig::default());
     let agent = e
         .register(AgentSpec::send_only("bench", Qp::Qp0))
         .map_err(|e| format!("register: {e}"))?;
@@ -274,7 +274,7 @@ pub fn run_agents(p: &Params) -> Result<String, String> {
     report(
         p,
         "madstack-agents",
-        "Engine<UmadTransport>",
+        "Stack<UmadTransport>",
         w,
         lat_ns,
         answered,

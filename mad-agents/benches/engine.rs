@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, FlowLimit, SendRequest};
+use mad_agents::{AgentEvent, AgentId, AgentSpec, EngineConfig, FlowLimit, SendRequest, Stack};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received};
 use mad_core::wire::{Method, MgmtClass};
@@ -40,7 +40,7 @@ type Posted = Arc<Mutex<VecDeque<Vec<u8>>>>;
 /// An engine whose one agent has `n` sends waiting for responses, with a
 /// port limit of `port` unanswered requests; the far side keeps what it
 /// is sent.
-fn loaded(n: usize, port: FlowLimit) -> (Engine<Loopback>, AgentId, Instant, Posted) {
+fn loaded(n: usize, port: FlowLimit) -> (Stack<Loopback>, AgentId, Instant, Posted) {
     let posted: Posted = Arc::default();
     let p2 = posted.clone();
     let lb = Loopback::new(Loopback::attrs("bench", 1, 5), 256).with_responder(Box::new(
@@ -53,7 +53,7 @@ fn loaded(n: usize, port: FlowLimit) -> (Engine<Loopback>, AgentId, Instant, Pos
         max_unanswered_per_port: port,
         ..EngineConfig::default()
     };
-    let mut e = Engine::new(lb, cfg);
+    let mut e = Stack::new(lb, cfg);
     let a = e.register(AgentSpec::send_only("bench", Qp::Qp1)).unwrap();
     let t0 = Instant::now();
     for i in 0..n {
@@ -67,13 +67,13 @@ fn loaded(n: usize, port: FlowLimit) -> (Engine<Loopback>, AgentId, Instant, Pos
     (e, a, t0, posted)
 }
 
-fn respond(e: &mut Engine<Loopback>, mad: &[u8]) {
+fn respond(e: &mut Stack<Loopback>, mad: &[u8]) {
     let mut resp = mad.to_vec();
     mad_testkit::header::edit(&mut resp, |h| {
         h.method = mad_core::wire::Method::GET;
         h.response = true;
     });
-    e.port_mut().transport_mut().push_recv(Received {
+    e.transport_mut().push_recv(Received {
         qp: Qp::Qp1,
         src: Address::gsi(7),
         mad: resp.into(),

@@ -8,8 +8,12 @@
 //!   method (and OUI) and of responses by TID, reference-counted send
 //!   tracking with exactly-once completion, per-agent timeout lists with
 //!   retries and backoff, RMPP for agents that ask for it, synchronous
-//!   deregistration. Sans-IO: it never performs I/O of its own and never
-//!   reads a clock; you pass `now` in.
+//!   deregistration. Sans-IO: it holds the port's state and no transport,
+//!   never performs I/O of its own and never reads a clock; the calls
+//!   that post or pump take the transport's side
+//!   ([`mad_core::port::Io`]) and `now`.
+//! - [`Stack`]: an engine and the driver of its transport together, for
+//!   whoever drives one by hand.
 //! - [`Runtime`]: the same engine driven by a mio event loop on its own
 //!   thread, with agents usable from any thread, completions delivered by
 //!   callback or channel, and blocking `send_and_wait`.
@@ -45,7 +49,7 @@
 //! # Example (poll-style, virtual clock)
 //!
 //! ```
-//! use mad_agents::{AgentEvent, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
+//! use mad_agents::{AgentEvent, AgentSpec, EngineConfig, SendRequest, SendStatus, Stack};
 //! use mad_core::transport::loopback::Loopback;
 //! use mad_core::transport::{Address, Qp, Received};
 //! use std::time::{Duration, Instant};
@@ -58,7 +62,7 @@
 //!         vec![Received { qp, src: Address::gsi(7), mad: r.into() }]
 //!     },
 //! ));
-//! let mut engine = Engine::new(lb, EngineConfig::default());
+//! let mut engine = Stack::new(lb, EngineConfig::default());
 //! let agent = engine.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap();
 //! let mut get = vec![0u8; 256];
 //! get[..4].copy_from_slice(&[1, 0x04, 1, 0x01]); // PerfMgt Get
@@ -85,6 +89,7 @@ pub mod runtime;
 pub mod sa;
 pub mod smp;
 pub mod spec;
+pub mod stack;
 pub mod tid;
 mod timers;
 mod types;
@@ -98,6 +103,7 @@ pub use runtime::{
     ResetWork, Runtime, RuntimeStats, SendHandle, SharedPort, Wakeup,
 };
 pub use spec::{AgentSpec, MethodMask, RequestFilter};
+pub use stack::Stack;
 pub use types::{
     AgentEvent, AgentId, AgentStats, Completion, EngineConfig, EngineStats, FlowLimit, Message,
     RegisterError, SendError, SendId, SendRequest, SendStatus, TidChoice, DEFAULT_PORT_UNANSWERED,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 mod support;
 
-use mad_agents::{AgentEvent, AgentSpec, Engine, EngineConfig, Runtime, SendError, SendId};
+use mad_agents::{AgentEvent, AgentSpec, EngineConfig, Runtime, SendError, SendId, Stack};
 use mad_core::transport::{AsyncEvent, Qp};
 use mad_testkit::{Hooks, Wrapped};
 
@@ -59,13 +59,13 @@ fn tally(evs: impl IntoIterator<Item = AgentEvent>) -> (usize, HashMap<SendId, u
 fn a_port_event_storm_into_an_engine_agent_that_never_polls_stays_bounded_and_loses_no_completion()
 {
     let silent = Arc::default();
-    let mut e = Engine::new(support::answering(silent), EngineConfig::default());
+    let mut e = Stack::new(support::answering(silent), EngineConfig::default());
     let agent = e.register(AgentSpec::send_only("deaf", Qp::Qp1)).unwrap();
     let t0 = Instant::now();
     let mut sent = Vec::new();
     let mut most_queued = 0;
     for i in 0..STORM {
-        e.port_mut().transport_mut().push_event(storm_event(i));
+        e.transport_mut().push_event(storm_event(i));
         if i % SEND_EVERY == 0 {
             sent.push(e.send(agent, request(), t0).unwrap());
             e.poll(t0);

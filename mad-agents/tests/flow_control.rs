@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use mad_agents::{
-    AgentId, AgentSpec, Engine, EngineConfig, FlowLimit, SendId, SendRequest, SendStatus,
+    AgentId, AgentSpec, EngineConfig, FlowLimit, SendId, SendRequest, SendStatus, Stack,
     DEFAULT_PORT_UNANSWERED,
 };
 use mad_core::transport::loopback::Loopback;
@@ -21,14 +21,14 @@ const MS: Duration = Duration::from_millis(1);
 const SEC: Duration = Duration::from_secs(1);
 const FAR: u16 = 7;
 
-fn capped(agent: FlowLimit, port: FlowLimit) -> (Engine<Loopback>, Sent) {
+fn capped(agent: FlowLimit, port: FlowLimit) -> (Stack<Loopback>, Sent) {
     let (lb, sent) = recording(5, 4096);
     let cfg = EngineConfig {
         max_unanswered_per_agent: agent,
         max_unanswered_per_port: port,
         ..EngineConfig::default()
     };
-    (Engine::new(lb, cfg), sent)
+    (Stack::new(lb, cfg), sent)
 }
 
 fn req(timeout: Duration, retries: u32) -> SendRequest {
@@ -37,19 +37,19 @@ fn req(timeout: Duration, retries: u32) -> SendRequest {
 
 /// An engine with at most one unanswered send per agent (none at the
 /// port level), its agent "a", and the start of virtual time.
-fn one_unanswered_per_agent() -> (Engine<Loopback>, Sent, AgentId, Instant) {
+fn one_unanswered_per_agent() -> (Stack<Loopback>, Sent, AgentId, Instant) {
     let (mut e, sent) = capped(FlowLimit::Max(1), FlowLimit::Unlimited);
     let a = agent(&mut e, "a");
     (e, sent, a, Instant::now())
 }
 
-fn agent(e: &mut Engine<Loopback>, name: &str) -> AgentId {
+fn agent(e: &mut Stack<Loopback>, name: &str) -> AgentId {
     e.register(AgentSpec::send_only(name, Qp::Qp1)).unwrap()
 }
 
 /// Polls twice: the second lets the Loopback's "device" send what the
 /// first posted.
-fn run<T: mad_core::transport::Transport>(e: &mut Engine<T>, now: Instant) {
+fn run<T: mad_core::transport::Transport>(e: &mut Stack<T>, now: Instant) {
     e.poll(now);
     e.poll(now);
 }
@@ -64,7 +64,7 @@ fn seen(sent: &Sent) -> Vec<u64> {
 }
 
 /// The far side answers the request it saw with `tid`.
-fn reply(e: &mut Engine<Loopback>, sent: &Sent, tid: u64) {
+fn reply(e: &mut Stack<Loopback>, sent: &Sent, tid: u64) {
     let mad = sent
         .lock()
         .unwrap()
@@ -149,7 +149,7 @@ fn the_port_limit_is_shared_and_agents_with_a_backlog_take_turns() {
 fn the_default_keeps_a_port_with_a_descriptor_at_256_unanswered() {
     let (lb, sent) = recording(5, 4096);
     let (fd, _bell) = support::doorbell();
-    let mut e = Engine::new(support::with_fd(lb, fd), EngineConfig::default());
+    let mut e = Stack::new(support::with_fd(lb, fd), EngineConfig::default());
     assert_eq!(e.flow_limits(), (usize::MAX, DEFAULT_PORT_UNANSWERED));
     let a1 = e.register(AgentSpec::send_only("a1", Qp::Qp1)).unwrap();
     let a2 = e.register(AgentSpec::send_only("a2", Qp::Qp1)).unwrap();
@@ -178,7 +178,7 @@ fn the_default_keeps_a_port_with_a_descriptor_at_256_unanswered() {
     // An in-memory transport without a descriptor has no far-side queue
     // to overflow: no limit unless configured.
     let (lb, _) = recording(5, 64);
-    let e = Engine::new(lb, EngineConfig::default());
+    let e = Stack::new(lb, EngineConfig::default());
     assert_eq!(e.flow_limits(), (usize::MAX, usize::MAX));
 }
 

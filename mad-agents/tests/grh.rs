@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mad_agents::{AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
+use mad_agents::{AgentEvent, AgentId, AgentSpec, EngineConfig, SendRequest, SendStatus, Stack};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Grh, Qp, Received, TransportError, WcStatus, WrId, GSI_QKEY};
 use mad_core::wire::rmpp::{RmppStatus, RmppType};
@@ -52,11 +52,11 @@ type RoceLike = Wrapped<Loopback, Roce>;
 
 /// The engine under test on a RoCE-like port at LID 0, what it sent, and
 /// the switch that makes the port refuse everything.
-fn roce_engine() -> (Engine<RoceLike>, Sent, Arc<AtomicBool>) {
+fn roce_engine() -> (Stack<RoceLike>, Sent, Arc<AtomicBool>) {
     roce_engine_with(EngineConfig::default())
 }
 
-fn roce_engine_with(cfg: EngineConfig) -> (Engine<RoceLike>, Sent, Arc<AtomicBool>) {
+fn roce_engine_with(cfg: EngineConfig) -> (Stack<RoceLike>, Sent, Arc<AtomicBool>) {
     let (lb, sent) = recording(0, 64);
     let refuse_all = Arc::new(AtomicBool::new(false));
     let t = Wrapped::new(
@@ -65,7 +65,7 @@ fn roce_engine_with(cfg: EngineConfig) -> (Engine<RoceLike>, Sent, Arc<AtomicBoo
             refuse_all: refuse_all.clone(),
         },
     );
-    (Engine::new(t, cfg), sent, refuse_all)
+    (Stack::new(t, cfg), sent, refuse_all)
 }
 
 /// A RoCE peer: QP1 at LID 0 with a GRH whose GID ends in `last`, as the
@@ -93,7 +93,7 @@ fn gid_of(a: &Address) -> Option<u8> {
     a.grh.map(|g| g.gid[15])
 }
 
-fn vendor_agent(e: &mut Engine<RoceLike>, methods: &[Method]) -> AgentId {
+fn vendor_agent(e: &mut Stack<RoceLike>, methods: &[Method]) -> AgentId {
     e.register(
         AgentSpec::requests("vendor", VENDOR, 1, methods)
             .with_oui(OUI)
@@ -125,7 +125,7 @@ fn take_sent(sent: &Sent) -> Vec<(Qp, Vec<u8>, Address)> {
     std::mem::take(&mut *sent.lock().unwrap())
 }
 
-fn push(e: &mut Engine<RoceLike>, now: Instant, src: Address, mad: &[u8]) {
+fn push(e: &mut Stack<RoceLike>, now: Instant, src: Address, mad: &[u8]) {
     e.handle_recv(
         now,
         Received {
@@ -405,7 +405,7 @@ fn rmpp_responses_to_two_requesters_using_the_same_tid_both_complete() {
 
 /// A RoCE-like engine with a send-only vendor agent (RMPP), what it sent,
 /// and the start of virtual time.
-fn vendor_sender() -> (Engine<RoceLike>, Sent, AgentId, Instant) {
+fn vendor_sender() -> (Stack<RoceLike>, Sent, AgentId, Instant) {
     let (mut e, sent, _) = roce_engine();
     let agent = vendor_agent(&mut e, &[]);
     (e, sent, agent, Instant::now())
@@ -424,7 +424,7 @@ fn rmpp_request(len: usize) -> SendRequest {
 /// at `roce(6)` may answer: `peer(step, first MAD sent)` gives the MAD it
 /// sends then, if any. Returns the first completion and when it came.
 fn run_acking(
-    e: &mut Engine<RoceLike>,
+    e: &mut Stack<RoceLike>,
     sent: &Sent,
     t0: Instant,
     ms: u32,

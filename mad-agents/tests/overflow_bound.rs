@@ -5,8 +5,8 @@
 
 use std::time::Instant;
 
-use mad_agents::{AgentSpec, Engine, EngineConfig, SendError, SendRequest};
-use mad_core::port::{Port, PortConfig, PortError};
+use mad_agents::{AgentSpec, EngineConfig, SendError, SendRequest, Stack};
+use mad_core::port::{PortConfig, PortError};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Transport};
 
@@ -14,14 +14,15 @@ use mad_core::transport::{Address, Qp, Transport};
 fn a_send_past_the_overflow_limit_fails_with_overflow_full_and_leaves_nothing_outstanding() {
     let mut lb = Loopback::new(Loopback::attrs("lb0", 1, 5), 2);
     lb.set_stalled(true);
-    let port = Port::new(
+    let port = PortConfig {
+        overflow_limit: 3,
+        ..PortConfig::default()
+    };
+    let mut e = Stack::with_port_config(
         Box::new(lb) as Box<dyn Transport>,
-        PortConfig {
-            overflow_limit: 3,
-            ..PortConfig::default()
-        },
+        port,
+        EngineConfig::default(),
     );
-    let mut e = Engine::with_port(port, EngineConfig::default());
     let a = e.register(AgentSpec::send_only("a", Qp::Qp1)).unwrap();
     let mut mad = vec![0u8; 256];
     mad_testkit::header::edit(&mut mad, |h| {

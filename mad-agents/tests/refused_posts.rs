@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mad_agents::{AgentEvent, AgentSpec, Engine, EngineConfig, SendRequest, SendStatus};
+use mad_agents::{AgentEvent, AgentSpec, EngineConfig, SendRequest, SendStatus, Stack};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, TransportError, WcStatus, WrId};
 use mad_core::wire::{AttributeId, Method, MgmtClass};
@@ -35,7 +35,7 @@ fn a_retry_the_port_refuses_fails_the_send_once_with_the_ports_error() {
         Loopback::new(Loopback::attrs("lb0", 1, 5), 16),
         Refuse(refuse.clone()),
     );
-    let mut e = Engine::new(t, EngineConfig::default());
+    let mut e = Stack::new(t, EngineConfig::default());
     let a = e.register(AgentSpec::send_only("a", Qp::Qp1)).unwrap();
     let get = MadBuilder::new(MgmtClass::PERF_MGT, 1, Method::GET, AttributeId(0x12)).to_vec();
     let timeout = Duration::from_millis(10);

@@ -7,7 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use mad_agents::{AgentId, AgentSpec, Engine, EngineConfig, SendId, SendRequest, SendStatus};
+use mad_agents::{AgentId, AgentSpec, EngineConfig, SendId, SendRequest, SendStatus, Stack};
 use mad_core::transport::fault::FaultInjector;
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Grh, Qp, Received, WcStatus, PERMISSIVE_LID};
@@ -18,9 +18,9 @@ use support::{
 
 const MS: Duration = Duration::from_millis(1);
 
-fn engine() -> (Engine<Loopback>, Sent) {
+fn engine() -> (Stack<Loopback>, Sent) {
     let (lb, sent) = recording(5, 64);
-    (Engine::new(lb, EngineConfig::default()), sent)
+    (Stack::new(lb, EngineConfig::default()), sent)
 }
 
 fn last_sent(sent: &Sent) -> Vec<u8> {
@@ -31,7 +31,7 @@ fn last_sent(sent: &Sent) -> Vec<u8> {
 /// within 100 ms, and polls so that it is posted; returns the send and the
 /// MAD that went out.
 fn send_and_post(
-    e: &mut Engine<Loopback>,
+    e: &mut Stack<Loopback>,
     sent: &Sent,
     a: AgentId,
     mad: Vec<u8>,
@@ -101,7 +101,7 @@ fn a_response_from_another_lid_is_counted_and_dropped_and_the_send_keeps_waiting
         check_response_source: false,
         ..EngineConfig::default()
     };
-    let mut e = Engine::new(lb, cfg);
+    let mut e = Stack::new(lb, cfg);
     let a = e.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap();
     let (_, req) = send_and_post(&mut e, &sent, a, perf_get(), Address::gsi(7), t0);
     recv_and_poll(&mut e, t0 + MS, answer(Qp::Qp1, &req, from(9, Qp::Qp1)));
@@ -254,7 +254,7 @@ fn a_work_request_error_after_the_response_is_reported_with_the_response() {
     let (mut lb, sent) = recording(5, 64);
     lb.set_stalled(true);
     let fi = FaultInjector::new(lb, 7);
-    let mut e = Engine::new(fi, EngineConfig::default());
+    let mut e = Stack::new(fi, EngineConfig::default());
     let a = e.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap();
     let t0 = Instant::now();
     // Completions come in order: the failing send completes only after
@@ -262,17 +262,14 @@ fn a_work_request_error_after_the_response_is_reported_with_the_response() {
     let first = e
         .send(a, SendRequest::new(perf_get(), Address::gsi(7)), t0)
         .unwrap();
-    e.port_mut()
-        .transport_mut()
-        .fail_next_send(WcStatus::LocProtErr);
+    e.transport_mut().fail_next_send(WcStatus::LocProtErr);
     let s = e.send(a, perf_request(100 * MS, 0), t0).unwrap();
     e.poll(t0);
     assert!(sent.lock().unwrap().is_empty(), "still in the send queue");
     // The response beats the work completion.
     let mut req = perf_get();
     mad_testkit::header::edit(&mut req, |h| h.tid = e.send_tid(s).unwrap());
-    e.port_mut()
-        .transport_mut()
+    e.transport_mut()
         .inner_mut()
         .push_recv(answer(Qp::Qp1, &req, from(7, Qp::Qp1)));
     e.poll(t0 + MS);
@@ -283,7 +280,7 @@ fn a_work_request_error_after_the_response_is_reported_with_the_response() {
     assert_eq!(e.stats().responses_matched, 1);
     // Then the work request fails: that is what the send reports, and the
     // response that arrived comes with it.
-    e.port_mut().transport_mut().inner_mut().set_stalled(false);
+    e.transport_mut().inner_mut().set_stalled(false);
     for i in 2..10 {
         e.poll(t0 + i * MS);
     }

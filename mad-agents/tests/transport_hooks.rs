@@ -5,7 +5,7 @@
 
 mod support;
 
-use mad_agents::{AgentSpec, Engine, EngineConfig, RegisterError};
+use mad_agents::{AgentSpec, EngineConfig, RegisterError, Stack};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::Qp;
 use mad_core::wire::{Method, MgmtClass};
@@ -16,13 +16,13 @@ use support::perf_requests;
 /// kit's [`Recording`] hooks).
 type Recorded = Wrapped<Loopback, Recording>;
 
-fn engine(refuse: bool) -> (Engine<Recorded>, Recording) {
+fn engine(refuse: bool) -> (Stack<Recorded>, Recording) {
     let rec = Recording::new();
     if refuse {
         rec.record().refuse_register = Some("method 1 already in use".into());
     }
     let t = Wrapped::new(Loopback::new(Loopback::attrs("r", 1, 1), 64), rec.clone());
-    (Engine::new(t, EngineConfig::default()), rec)
+    (Stack::new(t, EngineConfig::default()), rec)
 }
 
 /// The registrations asked for, as (class, version, methods, OUI).

@@ -105,6 +105,18 @@ impl MadBuf {
         })
     }
 
+    /// A full 256-byte fixed buffer whose bytes are whatever its last
+    /// user on this thread left, for a writer that overwrites all of them
+    /// (an RMPP sender writing a segment): no copy, no zeroing.
+    #[must_use]
+    pub fn for_overwrite() -> Self {
+        Self(Repr::Fixed {
+            // Cannot truncate: 256.
+            len: MAD_LEN as u16,
+            bytes: take_fixed(),
+        })
+    }
+
     /// The bytes.
     #[must_use]
     #[inline]

@@ -5,9 +5,9 @@
 
 use std::time::Instant;
 
-use mad_core::port::{Port, PortConfig, PortError, PortEvent, DEFAULT_OVERFLOW_LIMIT};
+use mad_core::port::{Driver, PortConfig, PortCore, PortError, PortEvent, DEFAULT_OVERFLOW_LIMIT};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, WcStatus};
+use mad_core::transport::{Address, Qp, Transport, WcStatus};
 use mad_core::wire::{AttributeId, Method, MgmtClass};
 use mad_testkit_wire::MadBuilder;
 
@@ -18,30 +18,36 @@ fn mad(tid: u64) -> Vec<u8> {
 }
 
 /// A port over a stalled loopback with a send queue of 4 and room for
-/// `limit` sends on each overflow queue.
-fn stalled(limit: usize) -> Port<Loopback> {
+/// `limit` sends on each overflow queue: its state and the driver of
+/// the loopback.
+fn stalled(limit: usize) -> (PortCore, Driver<Loopback>) {
+    port(PortConfig {
+        overflow_limit: limit,
+        ..PortConfig::default()
+    })
+}
+
+/// A port with `cfg` over a stalled loopback with a send queue of 4.
+fn port(cfg: PortConfig) -> (PortCore, Driver<Loopback>) {
     let mut lb = Loopback::new(Loopback::attrs("lb0", 1, 5), 4);
     lb.set_stalled(true);
-    Port::new(
-        lb,
-        PortConfig {
-            overflow_limit: limit,
-            ..PortConfig::default()
-        },
-    )
+    (PortCore::new(lb.port_attrs(), cfg), Driver::new(lb))
 }
 
 #[test]
 fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
-    let mut p = stalled(8);
+    let (mut p, mut d) = stalled(8);
     let c = p.register();
     let dest = Address::gsi(7);
     // 4 posted, 8 queued: all accepted.
     for tid in 0..12 {
-        p.post(c, Qp::Qp1, &mad(tid), &dest, tid).unwrap();
+        d.post(&mut p, c, Qp::Qp1, &mad(tid), &dest, tid, None)
+            .unwrap();
     }
     assert_eq!((p.posted(Qp::Qp1), p.queued(Qp::Qp1)), (4, 8));
-    let e = p.post(c, Qp::Qp1, &mad(12), &dest, 12).unwrap_err();
+    let e = d
+        .post(&mut p, c, Qp::Qp1, &mad(12), &dest, 12, None)
+        .unwrap_err();
     match &e {
         PortError::OverflowFull { qp, limit } => assert_eq!((*qp, *limit), (Qp::Qp1, 8)),
         other => panic!("expected OverflowFull, got {other:?}"),
@@ -53,14 +59,15 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     assert_eq!(p.stats().accepted, 12);
 
     // The other QP has its own bound.
-    p.post(c, Qp::Qp0, &mad(100), &dest, 100).unwrap();
+    d.post(&mut p, c, Qp::Qp0, &mad(100), &dest, 100, None)
+        .unwrap();
 
     // Once the device moves, every accepted send completes exactly once
     // and the queue takes sends again.
-    p.transport_mut().set_stalled(false);
+    d.transport_mut().set_stalled(false);
     let mut done = Vec::new();
     for _ in 0..100 {
-        p.poll(Instant::now());
+        d.drive(&mut p, Instant::now());
         while let Some(ev) = p.poll_client(c) {
             if let PortEvent::SendComplete { cookie, status, .. } = ev {
                 assert_eq!(status, WcStatus::Success);
@@ -75,19 +82,20 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     let mut want: Vec<u64> = (0..12).collect();
     want.push(100);
     assert_eq!(done, want);
-    p.post(c, Qp::Qp1, &mad(13), &dest, 13).unwrap();
+    d.post(&mut p, c, Qp::Qp1, &mad(13), &dest, 13, None)
+        .unwrap();
 }
 
 #[test]
 fn an_overflow_limit_of_zero_refuses_every_send_that_cannot_go_out_at_once() {
-    let mut p = stalled(0);
+    let (mut p, mut d) = stalled(0);
     let c = p.register();
     for tid in 0..4 {
-        p.post(c, Qp::Qp1, &mad(tid), &Address::gsi(7), tid)
+        d.post(&mut p, c, Qp::Qp1, &mad(tid), &Address::gsi(7), tid, None)
             .unwrap();
     }
     assert!(matches!(
-        p.post(c, Qp::Qp1, &mad(4), &Address::gsi(7), 4),
+        d.post(&mut p, c, Qp::Qp1, &mad(4), &Address::gsi(7), 4, None),
         Err(PortError::OverflowFull { limit: 0, .. })
     ));
 }
@@ -95,19 +103,14 @@ fn an_overflow_limit_of_zero_refuses_every_send_that_cannot_go_out_at_once() {
 #[test]
 fn the_default_overflow_limit_bounds_a_caller_that_posts_for_ever() {
     assert_eq!(PortConfig::default().overflow_limit, DEFAULT_OVERFLOW_LIMIT);
-    let mut p = Port::new(
-        {
-            let mut lb = Loopback::new(Loopback::attrs("lb0", 1, 5), 4);
-            lb.set_stalled(true);
-            lb
-        },
-        PortConfig::default(),
-    );
+    let (mut p, mut d) = port(PortConfig::default());
     let c = p.register();
     let m = mad(1);
     let mut accepted = 0usize;
     for tid in 0..(DEFAULT_OVERFLOW_LIMIT as u64 + 100) {
-        if p.post(c, Qp::Qp1, &m, &Address::gsi(7), tid).is_ok() {
+        if d.post(&mut p, c, Qp::Qp1, &m, &Address::gsi(7), tid, None)
+            .is_ok()
+        {
             accepted += 1;
         }
     }

@@ -1,7 +1,7 @@
 //! Device-level faults of an endpoint, injected through the fabric
 //! (`Fabric::inject`, as the `mad sim` console does) into a `FaultyPort`
 //! (a `SimPort` inside mad-core's `FaultInjector`), reaching a port layer
-//! (`mad_core::port::Port`) the way it specifies: work-request errors
+//! (`mad_testkit::PortPair`) the way it specifies: work-request errors
 //! complete in error and the QP recovers, a CQ overflow flushes and
 //! recreates the queues, device fatal kills the port, a soft reset runs
 //! its two phases, and any other event is passed on.
@@ -12,11 +12,11 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::FdWatch;
-use mad_core::port::{Port, PortConfig, PortError, PortEvent};
+use mad_core::port::{PortConfig, PortError, PortEvent};
 use mad_core::transport::{Address, AsyncEvent, Qp, QpState, Transport, WcStatus};
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass};
 use mad_sim::{EndpointFault, FaultyPort, SimError, Subnet};
-use mad_testkit::MadBuilder;
+use mad_testkit::{MadBuilder, PortPair};
 
 /// A vendor-class Send.
 fn mad(tid: u64) -> Vec<u8> {
@@ -27,7 +27,7 @@ fn mad(tid: u64) -> Vec<u8> {
 
 struct Rig {
     subnet: Subnet,
-    port: Port<FaultyPort>,
+    port: PortPair<FaultyPort>,
     client: mad_core::port::ClientId,
     to: Address,
     node: usize,
@@ -38,7 +38,7 @@ fn rig() -> Rig {
     let f = subnet.fabric();
     let node = f.find("host-2").unwrap();
     let sp = f.attach(node, 1).unwrap();
-    let mut port = Port::new(FaultyPort::new(sp, 1), PortConfig::default());
+    let mut port = PortPair::new(FaultyPort::new(sp, 1), PortConfig::default());
     let client = port.register();
     port.subscribe_all(client).unwrap();
     let to = Address::gsi(f.port_info(f.find("host-7").unwrap(), 1).unwrap().lid);

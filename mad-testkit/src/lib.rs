@@ -21,7 +21,10 @@
 //!   over a connected loopback pair on a virtual clock ([`Pair`]), with
 //!   loss and duplication on each side's receive path, a configuration
 //!   per side, a hook between steps ([`Pair::drive_until`]) and an
-//!   optional cost per step in virtual time.
+//!   optional cost per step in virtual time; each engine is a
+//!   [`mad_agents::Stack`] (the engine and the driver of its transport).
+//! - [`port`]: [`PortPair`], a port's state and the driver of its
+//!   transport together, for the tests of the port layer.
 //! - [`wrap`]: one way to wrap a [`Transport`](mad_core::transport::Transport)
 //!   ([`Wrapped`] forwards every method to the inner transport and lets a
 //!   [`Hooks`] value see or change sends, receives and registrations);
@@ -54,12 +57,14 @@
 pub mod fabric;
 pub mod far;
 pub mod pair;
+pub mod port;
 pub mod rng;
 pub mod wrap;
 
 pub use build::MadBuilder;
 pub use mad_testkit_wire::{build, header, hex, text};
 pub use pair::{Pair, Side};
+pub use port::PortPair;
 pub use rng::Rng;
 pub use text::assert_contains_all;
 pub use wrap::{Hooks, Recording, Tap, WithFd, Wrapped};

@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use mad_agents::{Engine, EngineConfig};
+use mad_agents::{EngineConfig, Stack};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::Received;
 
@@ -104,9 +104,9 @@ pub type PairTransport = Wrapped<Loopback, Faults>;
 /// Two engines over a connected loopback pair, on a virtual clock.
 pub struct Pair {
     /// Side A.
-    pub a: Engine<PairTransport>,
+    pub a: Stack<PairTransport>,
     /// Side B.
-    pub b: Engine<PairTransport>,
+    pub b: Stack<PairTransport>,
     now: Instant,
     step_time: Duration,
 }
@@ -143,8 +143,8 @@ impl Pair {
             Loopback::attrs("kitB", 1, A_LID + 1),
             DEPTH,
         );
-        let a = Engine::new(Wrapped::new(la, Faults::new(1)), a_cfg.clone());
-        let b = Engine::new(Wrapped::new(lb, Faults::new(2)), b_cfg.clone());
+        let a = Stack::new(Wrapped::new(la, Faults::new(1)), a_cfg.clone());
+        let b = Stack::new(Wrapped::new(lb, Faults::new(2)), b_cfg.clone());
         Self {
             a,
             b,
@@ -173,8 +173,8 @@ impl Pair {
         self.now += d;
     }
 
-    /// The engine of `side`.
-    pub fn engine(&mut self, side: Side) -> &mut Engine<PairTransport> {
+    /// The engine of `side`, with the driver of its transport.
+    pub fn engine(&mut self, side: Side) -> &mut Stack<PairTransport> {
         match side {
             Side::A => &mut self.a,
             Side::B => &mut self.b,
@@ -183,7 +183,7 @@ impl Pair {
 
     /// The receive-path faults of `side`.
     pub fn faults(&mut self, side: Side) -> &mut Faults {
-        &mut self.engine(side).port_mut().transport_mut().hooks
+        &mut self.engine(side).transport_mut().hooks
     }
 
     /// `side` loses each MAD it receives with probability `p`.

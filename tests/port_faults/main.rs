@@ -1,6 +1,6 @@
 //! The per-port layer under injected faults (issue 3, "Done means").
 //!
-//! Every test drives a `Port` over a seeded `FaultInjector<Loopback>` with a
+//! Every test drives a port (`mad_testkit::PortPair`) over a seeded `FaultInjector<Loopback>` with a
 //! virtual clock, streams at least 1,000 sends through it, and checks with a
 //! ledger that every accepted send completed to its owner exactly once.
 
@@ -12,11 +12,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use mad_core::port::{ClientId, Port, PortConfig, PortError, PortEvent, SendToken};
+use mad_core::port::{ClientId, PortConfig, PortError, PortEvent, SendToken};
 use mad_core::transport::fault::{FaultConfig, FaultInjector, Trigger};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, AsyncEvent, Qp, QpState, Received, Unsendable, WcStatus};
 use mad_core::wire::{AttributeId, Method, MgmtClass};
+use mad_testkit::PortPair;
 
 mod sharing;
 
@@ -54,9 +55,9 @@ fn gsi_mad(tid: u64) -> Vec<u8> {
     mad(0x03, tid)
 }
 
-fn port(depth: usize, seed: u64, cfg: FaultConfig) -> Port<Fi> {
+fn port(depth: usize, seed: u64, cfg: FaultConfig) -> PortPair<Fi> {
     let lo = Loopback::new(Loopback::attrs("lo", 1, 5), depth);
-    Port::new(
+    PortPair::new(
         FaultInjector::with_config(lo, seed, cfg),
         PortConfig::default(),
     )
@@ -75,7 +76,12 @@ struct Ledger {
 }
 
 impl Ledger {
-    fn post(&mut self, p: &mut Port<Fi>, c: ClientId, tid: u64) -> Result<SendToken, PortError> {
+    fn post(
+        &mut self,
+        p: &mut PortPair<Fi>,
+        c: ClientId,
+        tid: u64,
+    ) -> Result<SendToken, PortError> {
         let t = p.post(c, Qp::Qp1, &gsi_mad(tid), &Address::gsi(9), tid)?;
         assert!(
             self.owner.insert(t, (c, tid)).is_none(),
@@ -85,7 +91,7 @@ impl Ledger {
     }
 
     /// Takes every pending event of every client.
-    fn collect(&mut self, p: &mut Port<Fi>) {
+    fn collect(&mut self, p: &mut PortPair<Fi>) {
         for c in p.clients() {
             while let Some(ev) = p.poll_client(c) {
                 match ev {
@@ -135,7 +141,7 @@ impl Ledger {
 }
 
 /// Polls until nothing is posted or queued on QP1 (bounded).
-fn settle(p: &mut Port<Fi>, l: &mut Ledger, clock: &mut Clock) {
+fn settle(p: &mut PortPair<Fi>, l: &mut Ledger, clock: &mut Clock) {
     for _ in 0..10_000 {
         let now = clock.advance(Duration::from_millis(1));
         p.poll(now);
@@ -156,7 +162,7 @@ fn streamed(
     cfg: FaultConfig,
     n: u64,
     burst: u64,
-) -> (Port<Fi>, ClientId, Ledger, Clock) {
+) -> (PortPair<Fi>, ClientId, Ledger, Clock) {
     let mut p = port(depth, seed, cfg);
     let c = p.register();
     let (mut l, mut clock) = (Ledger::default(), Clock::new());
@@ -165,7 +171,14 @@ fn streamed(
 }
 
 /// Streams `n` sends of `c` in bursts of `burst`, polling between bursts.
-fn stream(p: &mut Port<Fi>, l: &mut Ledger, clock: &mut Clock, c: ClientId, n: u64, burst: u64) {
+fn stream(
+    p: &mut PortPair<Fi>,
+    l: &mut Ledger,
+    clock: &mut Clock,
+    c: ClientId,
+    n: u64,
+    burst: u64,
+) {
     for i in 0..n {
         l.post(p, c, i).unwrap();
         if i % burst == burst - 1 {
@@ -176,7 +189,7 @@ fn stream(p: &mut Port<Fi>, l: &mut Ledger, clock: &mut Clock, c: ClientId, n: u
     settle(p, l, clock);
 }
 
-fn assert_rts(p: &Port<Fi>) {
+fn assert_rts(p: &PortPair<Fi>) {
     assert_eq!(p.qp_state(Qp::Qp0), QpState::Rts);
     assert_eq!(p.qp_state(Qp::Qp1), QpState::Rts);
 }
@@ -402,7 +415,7 @@ fn soft_reset_two_phases_with_slow_and_silent_clients() {
         ..PortConfig::default()
     };
     let lo = Loopback::new(Loopback::attrs("lo", 1, 5), 32);
-    let mut p = Port::new(FaultInjector::new(lo, 6), cfg);
+    let mut p = PortPair::new(FaultInjector::new(lo, 6), cfg);
     let (quick, slow, silent) = (p.register(), p.register(), p.register());
     let (mut l, mut clock) = (Ledger::default(), Clock::new());
     stream(&mut p, &mut l, &mut clock, quick, 400, 50);

@@ -18,7 +18,7 @@ fn receives_go_to_every_client_that_takes_them_and_to_no_other() {
         }]
     };
     let lo = Loopback::new(Loopback::attrs("lo", 1, 5), 8).with_responder(Box::new(sma));
-    let mut p = Port::new(FaultInjector::new(lo, 10), PortConfig::default());
+    let mut p = PortPair::new(FaultInjector::new(lo, 10), PortConfig::default());
     let (first, second, none) = (p.register(), p.register(), p.register());
     p.subscribe_all(first).unwrap();
     p.subscribe_all(second).unwrap();
@@ -40,7 +40,7 @@ fn receives_go_to_every_client_that_takes_them_and_to_no_other() {
     while p.posted(Qp::Qp0) + p.posted(Qp::Qp1) + p.queued(Qp::Qp0) + p.queued(Qp::Qp1) > 0 {
         p.poll(clock.advance(Duration::from_millis(1)));
     }
-    let recv = |p: &mut Port<Fi>, c| {
+    let recv = |p: &mut PortPair<Fi>, c| {
         std::iter::from_fn(|| p.poll_client(c))
             .filter_map(|e| match e {
                 PortEvent::Received(r) => Some((r.qp(), r.class().0, r.tid())),

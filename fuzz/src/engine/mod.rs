@@ -20,7 +20,7 @@ use crate::clock::Clock;
 use crate::ops::Ops;
 use arbitrary::{Arbitrary, Unstructured};
 use mad_agents::{
-    AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, FlowLimit, Message, SendId, SendRequest,
+    AgentEvent, AgentId, AgentSpec, Stack, EngineConfig, FlowLimit, Message, SendId, SendRequest,
     SendStatus,
 };
 use mad_core::transport::fault::FaultInjector;
@@ -229,7 +229,7 @@ struct SendRec {
 
 /// What the harness tracks.
 struct Harness {
-    e: Engine<Wire>,
+    e: Stack<Wire>,
     log: Log,
     cfg: EngineConfig,
     clock: Clock,
@@ -284,7 +284,7 @@ fn picked(segs: &[Vec<u8>], pick: Pick) -> Vec<Vec<u8>> {
 
 impl Harness {
     fn wire(&mut self) -> &mut Wire {
-        self.e.port_mut().transport_mut()
+        self.e.transport_mut()
     }
 
     /// A MAD arrives (at the next poll) on `qp` from `src`; `genuine`: a
@@ -592,7 +592,7 @@ pub fn run(data: &[u8]) {
         },
     ));
     let mut h = Harness {
-        e: Engine::new(FaultInjector::new(lb, 1), cfg.clone()),
+        e: Stack::new(FaultInjector::new(lb, 1), cfg.clone()),
         log,
         cfg,
         clock: Clock::new(),

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl<T: Transport> Engine<T> {
+impl Engine {
     /// Registers an agent, with the kernel's checks and conflict rules
     /// (AGENTS.md §1).
     ///
@@ -42,22 +42,6 @@ impl<T: Transport> Engine<T> {
                 self.stats.refused += 1;
                 return Err(e);
             }
-            // Below umad the kernel only passes on requests some agent of
-            // this process registered for: ask for them.
-            let oui = filter.class.is_vendor_range2().then(|| {
-                let b = filter.oui.to_be_bytes();
-                [b[1], b[2], b[3]]
-            });
-            if let Err(e) = self.port.transport_mut().register_requests(
-                filter.class,
-                filter.class_version,
-                filter.methods.0,
-                oui,
-            ) {
-                self.table.remove(id);
-                self.stats.refused += 1;
-                return Err(RegisterError::Transport(e.to_string()));
-            }
         }
         let rmpp_rx = spec
             .rmpp
@@ -84,6 +68,28 @@ impl<T: Transport> Engine<T> {
         self.next_hi = hi.wrapping_add(1);
         self.stats.registrations += 1;
         Ok(id)
+    }
+
+    /// Takes back the registration of `agent`, just accepted by
+    /// [`Engine::register`], because the transport refused to deliver its
+    /// requests (`Transport::register_requests`, which the transport's
+    /// owner asks after the engine accepted the agent, so that a conflict
+    /// the engine refuses never reaches the kernel): the agent is gone as
+    /// if never registered, and the registration counts as refused. Does
+    /// nothing for an agent that is unknown or has sent anything.
+    pub fn undo_register(&mut self, agent: AgentId) {
+        let Some(idx) = self.agent_idx(agent) else {
+            return;
+        };
+        let a = &self.agents[idx];
+        if a.sends.len != 0 || a.stats.sends != 0 {
+            return;
+        }
+        self.table.remove(agent);
+        let a = self.agents.remove(idx);
+        self.by_hi.remove(&a.hi);
+        self.stats.registrations = self.stats.registrations.saturating_sub(1);
+        self.stats.refused += 1;
     }
 
     /// Starts deregistering `agent` (see the [module
@@ -163,8 +169,29 @@ impl<T: Transport> Engine<T> {
             hold.remove(&idx);
             if hold.is_empty() {
                 self.reset_hold = None;
-                let _ = self.port.ack_reset(self.client);
+                self.ack_port_reset();
             }
+        }
+    }
+
+    /// Acknowledges the pending soft reset to the port's state; what that
+    /// makes due runs when the transport's side next gets the chance
+    /// ([`Engine::run_port_due`], [`Engine::poll`]).
+    pub(super) fn ack_port_reset(&mut self) {
+        if self.port.ack_reset(self.client).is_ok() {
+            self.port_due = true;
+        }
+    }
+
+    /// Runs, on the transport `io`, a soft reset the engine's
+    /// acknowledgement made due (every client acknowledged): after
+    /// [`Engine::ack_reset`], [`Engine::deregister`] or
+    /// [`Engine::poll_event`] (an agent that went). [`Engine::poll`] does
+    /// it too; the transport's owner calls this to run it at once.
+    #[inline]
+    pub fn run_port_due(&mut self, io: &mut impl Io) {
+        if std::mem::take(&mut self.port_due) {
+            io.run_due(&mut self.port);
         }
     }
 }

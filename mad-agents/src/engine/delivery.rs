@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl<T: Transport> Engine<T> {
+impl Engine {
     /// As [`Engine::poll_event`], but the agent stays registered (closing
     /// or not) until [`Engine::end_delivery`] says the event has been
     /// handled: a runtime uses this so that deregistration waits for a

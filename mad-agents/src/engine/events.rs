@@ -5,7 +5,7 @@
 
 use super::*;
 
-impl<T: Transport> Engine<T> {
+impl Engine {
     pub(super) fn push_event(&mut self, aidx: usize, ev: AgentEvent) {
         let a = &mut self.agents[aidx];
         a.events.push_back(ev);

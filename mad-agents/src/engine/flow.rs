@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<T: Transport> Engine<T> {
+impl Engine {
     /// True if a new request of agent `aidx` may go on the wire now.
     pub(super) fn has_flow_room(&self, aidx: usize) -> bool {
         let a = &self.agents[aidx];

@@ -230,10 +230,10 @@ use crate::timers::{Deadlines, Timer};
 use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use mad_core::port::{ClientId, Inbound, InboundError, Port, PortConfig, PortError, PortEvent};
-use mad_core::transport::{
-    Address, Qp, Received, Transport, Unsendable, WcStatus, GSI_QKEY, PERMISSIVE_LID,
+use mad_core::port::{
+    ClientId, Inbound, InboundError, Io, PortConfig, PortCore, PortError, PortEvent,
 };
+use mad_core::transport::{Address, Qp, Received, Unsendable, WcStatus, GSI_QKEY, PERMISSIVE_LID};
 use mad_core::wire::rmpp::{RmppType, RmppView};
 use mad_core::wire::smp::{DR_DIRECTION_BIT, DR_STATUS_MASK};
 use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
@@ -407,8 +407,9 @@ impl Default for SendList {
 }
 
 /// The agent layer of one port; see the [module documentation](self).
-pub struct Engine<T: Transport = Box<dyn Transport>> {
-    port: Port<T>,
+pub struct Engine {
+    /// The port's state; its transport is the caller's ([`Io`]).
+    port: PortCore,
     client: ClientId,
     cfg: EngineConfig,
     agents: Slab<AgentSlot>,
@@ -429,13 +430,18 @@ pub struct Engine<T: Transport = Box<dyn Transport>> {
     reset_hold: Option<FastSet<usize>>,
     reaped: Vec<AgentId>,
     stats: EngineStats,
-    seg: Vec<u8>,
+    /// The buffer the next RMPP segment is written into (256 bytes).
+    seg: MadBuf,
+    /// The engine acknowledged a soft reset to the port's state since
+    /// the transport's side last ran what that made due
+    /// ([`Engine::run_port_due`]).
+    port_due: bool,
     /// Work requests not yet handed to the port, in order.
     out: Vec<Transmit>,
     flow: Flow,
 }
 
-impl<T: Transport> std::fmt::Debug for Engine<T> {
+impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
             .field("port", &self.port)
@@ -457,20 +463,25 @@ fn active_rmpp(mad: &[u8]) -> Option<RmppView<&[u8]>> {
     RmppView::new_checked(mad).ok().filter(RmppView::is_active)
 }
 
-impl<T: Transport> Engine<T> {
-    /// An engine over `transport` with default port settings.
+impl Engine {
+    /// An engine for the port `io` drives, with default port settings.
+    /// It keeps no reference to `io`: the calls that post or pump take
+    /// the transport's side again ([`Engine::send`], [`Engine::poll`],
+    /// [`Engine::handle_recv`]).
     #[must_use]
-    pub fn new(transport: T, cfg: EngineConfig) -> Self {
-        Self::with_port(Port::new(transport, PortConfig::default()), cfg)
+    pub fn new(io: &impl Io, cfg: EngineConfig) -> Self {
+        Self::with_port_config(io, PortConfig::default(), cfg)
     }
 
-    /// An engine over an existing port layer. The engine registers itself
-    /// as a client of the port that takes every received MAD
-    /// ([`Port::subscribe_all`]): it is the port's MAD dispatcher.
+    /// An engine for the port `io` drives, whose state it holds as a
+    /// [`PortCore`] with settings `port`. The engine registers itself as
+    /// the core's client that takes every received MAD
+    /// ([`PortCore::subscribe_all`]): it is the port's MAD dispatcher.
     #[must_use]
-    pub fn with_port(mut port: Port<T>, cfg: EngineConfig) -> Self {
+    pub fn with_port_config(io: &impl Io, port: PortConfig, cfg: EngineConfig) -> Self {
+        let mut port = PortCore::new(io.attrs(), port);
         let client = port.register();
-        let bounded = port.transport().bounded_far_side();
+        let bounded = io.bounded_far_side();
         // Cannot fail: the client was registered just above.
         let _ = port.subscribe_all(client);
         Self {
@@ -490,7 +501,8 @@ impl<T: Transport> Engine<T> {
             reset_hold: None,
             reaped: Vec::new(),
             stats: EngineStats::default(),
-            seg: vec![0u8; MAD_LEN],
+            seg: MadBuf::for_overwrite(),
+            port_due: false,
             out: Vec::new(),
             flow: Flow {
                 agent_limit: cfg.max_unanswered_per_agent.resolve(bounded),
@@ -505,15 +517,10 @@ impl<T: Transport> Engine<T> {
 
     // ----- getters -----
 
-    /// The port layer.
+    /// The port's state (its counters, send lists and overflow queues).
     #[must_use]
-    pub fn port(&self) -> &Port<T> {
+    pub fn port(&self) -> &PortCore {
         &self.port
-    }
-
-    /// The port layer, mutably (tests reach a fault injector this way).
-    pub fn port_mut(&mut self) -> &mut Port<T> {
-        &mut self.port
     }
 
     /// The configuration.

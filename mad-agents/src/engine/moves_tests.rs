@@ -9,12 +9,12 @@ use crate::types::EngineConfig;
 use mad_core::transport::loopback::Loopback;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-type E = Engine<Loopback>;
+type E = crate::Stack<Loopback>;
 
 /// An engine on a loopback port (LID 5) with one send-only agent on QP1,
 /// RMPP-capable when `rmpp`.
 fn engine(rmpp: bool) -> (E, AgentId) {
-    let mut e = Engine::new(
+    let mut e = crate::Stack::new(
         Loopback::new(Loopback::attrs("lb0", 1, 5), 64),
         EngineConfig::default(),
     );

@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl<T: Transport> Engine<T> {
+impl Engine {
     // ----- driving -----
 
     /// Does everything due at `now`: polls the port (completions,
@@ -12,21 +12,30 @@ impl<T: Transport> Engine<T> {
     /// handles expired response, RMPP and reassembly timers, and posts
     /// backlogged requests that flow control now lets go. Returns true if
     /// anything happened.
-    pub fn poll(&mut self, now: Instant) -> bool {
+    pub fn poll(&mut self, io: &mut impl Io, now: Instant) -> bool {
         // Timers first, so that the port posts what they resend in the
         // same call; then whatever the port reports; then the timers its
         // reports made due (a wait whose absolute deadline has passed).
         let mut progress = self.handle_timeouts(now);
-        self.flush_transmits(now);
-        self.port.poll(now);
-        while let Some(ev) = self.port.poll_client(self.client) {
-            progress = true;
-            self.on_port_event(ev, now);
+        self.flush_transmits(io, now);
+        self.run_port_due(io);
+        io.drive(&mut self.port, now);
+        loop {
+            while let Some(ev) = self.port.poll_client(self.client) {
+                progress = true;
+                self.on_port_event(ev, now);
+            }
+            // An acknowledged reset runs now, and what it reports is
+            // handled in this call.
+            if !self.port_due {
+                break;
+            }
+            self.run_port_due(io);
         }
         progress |= self.handle_timeouts(now);
         let unanswered = self.flow.unanswered;
         self.pump_backlog(now);
-        self.flush_transmits(now);
+        self.flush_transmits(io, now);
         progress |= self.flow.unanswered != unanswered;
         progress
     }
@@ -54,7 +63,7 @@ impl<T: Transport> Engine<T> {
                     .map(|(i, _)| i)
                     .collect();
                 if hold.is_empty() {
-                    let _ = self.port.ack_reset(self.client);
+                    self.ack_port_reset();
                 } else {
                     self.reset_hold = Some(hold);
                 }
@@ -79,11 +88,16 @@ impl<T: Transport> Engine<T> {
     /// # Errors
     /// [`InboundError`] for bytes that are not a MAD of their QP; they
     /// count in [`EngineStats::malformed`].
-    pub fn handle_recv(&mut self, now: Instant, received: Received) -> Result<(), InboundError> {
+    pub fn handle_recv(
+        &mut self,
+        io: &mut impl Io,
+        now: Instant,
+        received: Received,
+    ) -> Result<(), InboundError> {
         match Inbound::parse(received) {
             Ok(m) => {
                 self.on_recv(m, now);
-                self.flush_transmits(now);
+                self.flush_transmits(io, now);
                 Ok(())
             }
             Err(e) => {

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use mad_core::port::Inbound;
-use mad_core::transport::{Address, Qp, Transport};
+use mad_core::transport::{Address, Qp};
 use mad_core::wire::rmpp::RmppType;
 use mad_core::wire::{Method, MgmtClass, METHOD_RESPONSE_BIT};
 use mad_core::MadBuf;
@@ -19,7 +19,7 @@ use crate::tid;
 use crate::timers::Timer;
 use crate::types::{Message, SendStatus};
 
-impl<T: Transport> Engine<T> {
+impl Engine {
     /// The window a double-sided requester advertised (in its DS ACK) for
     /// the response `mad` to `dest`, or 1 (RMPP.md §6, the kernel's
     /// `init_newwin`): the agent's completed inbound request with the
@@ -131,23 +131,45 @@ impl<T: Transport> Engine<T> {
 
     // ----- outbound transfers -----
 
-    /// Queues one due RMPP segment, if any ([`Engine::post_wr`]); false
-    /// when none was due.
+    /// Queues one due RMPP segment, if any ([`Engine::next_segment`]);
+    /// false when none was due.
     pub(super) fn post_next_segment(
         &mut self,
         idx: usize,
         now: Instant,
         on_refusal: OnRefusal,
     ) -> bool {
-        let s = &mut self.sends[idx];
-        let Some(tx) = s.rmpp.as_mut() else {
+        let Some(t) = self.next_segment(idx, now, on_refusal) else {
             return false;
         };
-        if tx.sender.poll_transmit_into(now, &mut self.seg).is_none() {
-            return false;
-        }
-        self.post_wr(idx, true, on_refusal);
+        self.out.push(t);
         true
+    }
+
+    /// The next due RMPP segment (or control MAD) of send `idx`, as a
+    /// work request whose reference the send holds from here; `None`
+    /// when none is due. The sender writes it straight into the buffer
+    /// the work request carries (the engine's spare, replaced by another
+    /// pooled buffer only when a segment was written).
+    pub(super) fn next_segment(
+        &mut self,
+        idx: usize,
+        now: Instant,
+        on_refusal: OnRefusal,
+    ) -> Option<Transmit> {
+        let s = &mut self.sends[idx];
+        let tx = s.rmpp.as_mut()?;
+        tx.sender.poll_transmit_into(now, &mut self.seg)?;
+        let mad = std::mem::replace(&mut self.seg, MadBuf::for_overwrite());
+        let t = Transmit::Segment {
+            idx,
+            id: s.id,
+            wait: self.answer_wait(idx, &mad),
+            mad,
+            on_refusal,
+        };
+        self.took_wr(idx);
+        Some(t)
     }
 
     /// Sends what the RMPP sender has due, takes its events and re-arms its

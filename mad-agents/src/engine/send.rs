@@ -4,7 +4,7 @@
 use super::*;
 use std::collections::hash_map::Entry;
 
-impl<T: Transport> Engine<T> {
+impl Engine {
     /// Sends `req` for `agent` (see [`SendRequest`]). A request gets its
     /// TID here: bits 47..32 the agent's id, bits 31..0 allocated or the
     /// caller's ([`crate::tid`]). The send completes later, exactly once,
@@ -21,6 +21,7 @@ impl<T: Transport> Engine<T> {
     /// refusal counts in [`EngineStats::post_failures`]).
     pub fn send(
         &mut self,
+        io: &mut impl Io,
         agent: AgentId,
         req: SendRequest,
         now: Instant,
@@ -167,18 +168,19 @@ impl<T: Transport> Engine<T> {
             self.stats.backlogged += 1;
             self.mark_flow_ready(aidx);
             self.pump_backlog(now);
-            self.flush_transmits(now);
+            self.flush_transmits(io, now);
             return Ok(id);
         }
-        // The first work request goes to the port at once: its refusal is
-        // the caller's error and nothing completes.
-        self.flush_transmits(now);
-        if rmpp_transfer {
-            self.post_next_segment(idx, now, OnRefusal::Fail);
+        // The first work request goes to the port at once, behind what
+        // is queued and without a stop in the queue: its refusal is the
+        // caller's error and nothing completes.
+        self.flush_transmits(io, now);
+        let first = if rmpp_transfer {
+            self.next_segment(idx, now, OnRefusal::Fail)
         } else {
-            self.post(idx, OnRefusal::Fail);
-        }
-        if let Some(Err(e)) = self.out.pop().map(|t| self.submit(t)) {
+            Some(self.send_wr(idx, OnRefusal::Fail))
+        };
+        if let Some(Err(e)) = first.map(|t| self.submit(io, t)) {
             self.sends.remove(idx);
             return Err(SendError::Port(e));
         }
@@ -197,7 +199,7 @@ impl<T: Transport> Engine<T> {
         if rmpp_transfer {
             self.pump_rmpp(idx, now);
         }
-        self.flush_transmits(now);
+        self.flush_transmits(io, now);
         Ok(id)
     }
 
@@ -230,46 +232,47 @@ impl<T: Transport> Engine<T> {
     /// Queues send `idx`'s MAD for the port (a refusal does
     /// `on_refusal`).
     pub(super) fn post(&mut self, idx: usize, on_refusal: OnRefusal) {
-        self.post_wr(idx, false, on_refusal);
+        let t = self.send_wr(idx, on_refusal);
+        self.out.push(t);
     }
 
-    /// Queues send `idx`'s MAD, or the RMPP segment in `self.seg` when
-    /// `segment`, with its answer wait ([`Engine::answer_wait`]). The
-    /// send holds the work request's reference from here; a refusal
-    /// gives it back ([`Engine::refused`]).
-    pub(super) fn post_wr(&mut self, idx: usize, segment: bool, on_refusal: OnRefusal) {
+    /// Send `idx`'s MAD as a work request, with its answer wait
+    /// ([`Engine::answer_wait`]); the MAD stays in the send's slot.
+    pub(super) fn send_wr(&mut self, idx: usize, on_refusal: OnRefusal) -> Transmit {
         let s = &self.sends[idx];
-        let id = s.id;
-        let t = if segment {
-            Transmit::Segment {
-                idx,
-                id,
-                mad: MadBuf::from_slice(&self.seg),
-                wait: self.answer_wait(idx, &self.seg),
-                on_refusal,
-            }
-        } else {
-            Transmit::Send {
-                idx,
-                id,
-                wait: self.answer_wait(idx, &s.mad),
-                on_refusal,
-            }
+        let t = Transmit::Send {
+            idx,
+            id: s.id,
+            wait: self.answer_wait(idx, &s.mad),
+            on_refusal,
         };
-        self.out.push(t);
+        self.took_wr(idx);
+        t
+    }
+
+    /// Send `idx` holds the reference of a work request it made, from
+    /// here until the port completes it; a refusal gives it back
+    /// ([`Engine::refused`]).
+    pub(super) fn took_wr(&mut self, idx: usize) {
         // A queued send is dequeued before its post.
         let r = self.sends[idx].state.wr_posted();
         must(&mut self.stats, Move::WrPosted, r);
     }
 
-    /// Hands every queued work request to the port, in order. A send
-    /// whose post is refused does what its [`OnRefusal`] says, and its
-    /// later work requests of this flush are dropped with it (as a
+    /// Hands every queued work request to the port `io` drives, in order.
+    /// A send whose post is refused does what its [`OnRefusal`] says, and
+    /// its later work requests of this flush are dropped with it (as a
     /// refused post stopped the transfer's pump before).
-    pub(super) fn flush_transmits(&mut self, now: Instant) {
+    #[inline]
+    pub(super) fn flush_transmits(&mut self, io: &mut impl Io, now: Instant) {
         if self.out.is_empty() {
             return;
         }
+        self.flush_queued(io, now);
+    }
+
+    /// [`Engine::flush_transmits`] with something queued.
+    fn flush_queued(&mut self, io: &mut impl Io, now: Instant) {
         let mut out = std::mem::take(&mut self.out);
         let mut refused: Option<SendId> = None;
         for t in out.drain(..) {
@@ -281,7 +284,7 @@ impl<T: Transport> Engine<T> {
                 self.refused(t, None, now);
                 continue;
             }
-            if let Err(e) = self.submit_ref(&t) {
+            if let Err(e) = self.submit_ref(io, &t) {
                 refused = of;
                 self.refused(t, Some(&e), now);
             }
@@ -294,8 +297,8 @@ impl<T: Transport> Engine<T> {
 
     /// Posts one work request; a refusal is counted and returned (the
     /// first post of a send, whose refusal is its caller's error).
-    pub(super) fn submit(&mut self, t: Transmit) -> Result<(), PortError> {
-        self.submit_ref(&t).inspect_err(|_| {
+    pub(super) fn submit(&mut self, io: &mut impl Io, t: Transmit) -> Result<(), PortError> {
+        self.submit_ref(io, &t).inspect_err(|_| {
             if let Transmit::Send { idx, id, .. } | Transmit::Segment { idx, id, .. } = t {
                 if let Some(s) = self.sends.get_mut(idx).filter(|s| s.id == id) {
                     let r = s.state.wr_completed();
@@ -306,7 +309,7 @@ impl<T: Transport> Engine<T> {
     }
 
     /// Posts one work request to the port; counts a refusal.
-    fn submit_ref(&mut self, t: &Transmit) -> Result<(), PortError> {
+    fn submit_ref(&mut self, io: &mut impl Io, t: &Transmit) -> Result<(), PortError> {
         let (r, agent) = match t {
             Transmit::Send { idx, id, wait, .. } | Transmit::Segment { idx, id, wait, .. } => {
                 // A queued work request holds its send's reference, so the
@@ -319,9 +322,15 @@ impl<T: Transport> Engine<T> {
                     Transmit::Segment { mad, .. } => mad,
                     _ => &s.mad,
                 };
-                let r = self
-                    .port
-                    .post_waiting(self.client, s.qp, mad, &s.dest, id.as_u64(), *wait);
+                let r = io.post(
+                    &mut self.port,
+                    self.client,
+                    s.qp,
+                    mad,
+                    &s.dest,
+                    id.as_u64(),
+                    *wait,
+                );
                 (r, Some(s.agent))
             }
             Transmit::Internal {
@@ -331,7 +340,7 @@ impl<T: Transport> Engine<T> {
                 dest,
                 unsupported,
             } => {
-                let r = self.port.post(self.client, *qp, mad, dest, INTERNAL);
+                let r = io.post(&mut self.port, self.client, *qp, mad, dest, INTERNAL, None);
                 if r.is_ok() && *unsupported {
                     self.stats.unsupported_answered += 1;
                 }

@@ -3,7 +3,7 @@
 
 use super::*;
 
-impl<T: Transport> Engine<T> {
+impl Engine {
     pub(super) fn interval(&self, s: &SendSlot) -> Duration {
         let linear = self.cfg.linear_retries;
         // The attempt is the retries used so far.

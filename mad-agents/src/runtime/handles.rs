@@ -175,7 +175,7 @@ impl AgentRef {
     /// The port's attributes.
     #[must_use]
     pub fn port_attrs(&self) -> PortAttrs {
-        self.shared.core().engine.port().attrs().clone()
+        self.shared.core().engine.attrs().clone()
     }
 }
 

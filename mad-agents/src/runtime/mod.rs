@@ -124,13 +124,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use mad_core::port::Port;
+use mad_core::port::PortConfig;
 use mad_core::transport::{PortAttrs, Transport};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Waker};
 
-use crate::engine::Engine;
 use crate::spec::AgentSpec;
+use crate::stack::Stack;
 mod caller;
 mod channel;
 mod handles;
@@ -174,21 +174,26 @@ impl Runtime {
     /// When mio cannot create its poll instance or waker. (A transport fd
     /// that epoll refuses makes the loop tick instead.)
     pub fn start(transport: impl Transport + 'static, cfg: EngineConfig) -> std::io::Result<Self> {
-        let t: Box<dyn Transport> = Box::new(transport);
-        Self::start_with_port(Port::new(t, mad_core::port::PortConfig::default()), cfg)
+        Self::start_with_port(transport, PortConfig::default(), cfg)
     }
 
-    /// Starts a runtime over an existing port layer.
+    /// Starts a runtime over `transport` whose port has settings `port`.
     ///
     /// # Errors
     /// As [`Runtime::start`].
-    pub fn start_with_port(port: Port, cfg: EngineConfig) -> std::io::Result<Self> {
+    pub fn start_with_port(
+        transport: impl Transport + 'static,
+        port: PortConfig,
+        cfg: EngineConfig,
+    ) -> std::io::Result<Self> {
+        let t: Box<dyn Transport> = Box::new(transport);
+        let tick = cfg.fallback_tick.max(MIN_TICK);
+        let stack = Stack::with_port_config(t, port, cfg);
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        let tick = cfg.fallback_tick.max(MIN_TICK);
         // A descriptor epoll refuses (libumad2sim hands out fake ones)
         // means ticking instead.
-        let wakeup = match port.transport().raw_fd() {
+        let wakeup = match stack.transport().raw_fd() {
             None => Wakeup::NoFd { tick },
             Some(fd) => {
                 match poll
@@ -204,7 +209,7 @@ impl Runtime {
                 }
             }
         };
-        let shared = Arc::new(Shared::new(port, cfg, Some(waker), wakeup, Deviation::None));
+        let shared = Arc::new(Shared::new(stack, Some(waker), wakeup, Deviation::None));
         let s2 = shared.clone();
         let thread = std::thread::Builder::new()
             .name(format!("mad-agents-{}", shared.id))
@@ -267,8 +272,8 @@ impl Runtime {
         Ok((agent, receiver))
     }
 
-    /// Runs `f` on the engine (locked).
-    pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+    /// Runs `f` on the engine and the driver of its transport (locked).
+    pub fn with_engine<R>(&self, f: impl FnOnce(&mut Stack) -> R) -> R {
         let r = f(&mut self.shared.core().engine);
         self.shared.wake();
         r
@@ -292,7 +297,7 @@ impl Runtime {
     /// The port's attributes.
     #[must_use]
     pub fn port_attrs(&self) -> PortAttrs {
-        self.shared.core().engine.port().attrs().clone()
+        self.shared.core().engine.attrs().clone()
     }
 
     /// How the loop learns that the transport has something (see [Waking

@@ -10,15 +10,13 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use mad_core::hash::FastMap;
-use mad_core::port::Port;
 use mio::{Token, Waker};
 
 use super::waiter::{lock, WaitSlot, Waiter};
-use crate::engine::{AgentState, Engine};
+use crate::engine::AgentState;
 use crate::spec::AgentSpec;
-use crate::types::{
-    AgentEvent, AgentId, EngineConfig, RegisterError, SendError, SendId, SendRequest,
-};
+use crate::stack::Stack;
+use crate::types::{AgentEvent, AgentId, RegisterError, SendError, SendId, SendRequest};
 
 /// How often the loop polls a transport without a usable fd while work is
 /// outstanding (also the longest a transport with an fd sleeps while work
@@ -27,7 +25,7 @@ pub const TICK: Duration = Duration::from_micros(200);
 /// The longest the loop sleeps with nothing outstanding when it waits on
 /// the transport's fd (a safety net for a missed edge).
 pub const IDLE: Duration = Duration::from_millis(100);
-/// The shortest idle poll interval [`EngineConfig::fallback_tick`] may set.
+/// The shortest idle poll interval [`EngineConfig::fallback_tick`](crate::EngineConfig::fallback_tick) may set.
 pub(super) const MIN_TICK: Duration = Duration::from_micros(50);
 
 pub(super) const WAKER: Token = Token(0);
@@ -52,8 +50,8 @@ pub(super) enum Sink {
 }
 
 /// Received messages sitting in a channel agent's channel: how many, and
-/// their bytes ([`EngineConfig::recv_queue_bound`] /
-/// [`EngineConfig::recv_queue_bytes`] bound both).
+/// their bytes ([`EngineConfig::recv_queue_bound`](crate::EngineConfig::recv_queue_bound) /
+/// [`EngineConfig::recv_queue_bytes`](crate::EngineConfig::recv_queue_bytes) bound both).
 #[derive(Debug, Default)]
 pub(super) struct ChannelLoad {
     pub(super) count: AtomicUsize,
@@ -155,7 +153,9 @@ pub(super) struct Pending {
 }
 
 pub(super) struct Core {
-    pub(super) engine: Engine,
+    /// The engine and the driver of the transport (the runtime owns the
+    /// transport and pumps it through this stack).
+    pub(super) engine: Stack,
     /// The agents' sinks (foldhash: looked up on every caller's drive;
     /// as many as agents registered here).
     pub(super) sinks: FastMap<AgentId, Arc<Mutex<Sink>>>,
@@ -183,7 +183,7 @@ pub(super) struct Shared {
     pub(super) waker: Option<Waker>,
     pub(super) loop_thread: Mutex<Option<ThreadId>>,
     pub(super) recv_bound: usize,
-    /// [`EngineConfig::recv_queue_bytes`], for channel sinks.
+    /// [`EngineConfig::recv_queue_bytes`](crate::EngineConfig::recv_queue_bytes), for channel sinks.
     pub(super) recv_bytes: usize,
     pub(super) wakeup: Wakeup,
     /// Callbacks that panicked (counted without the core lock: a callback
@@ -249,18 +249,17 @@ impl Shared {
     }
 
     pub(super) fn new(
-        port: Port,
-        cfg: EngineConfig,
+        engine: Stack,
         waker: Option<Waker>,
         wakeup: Wakeup,
         deviation: Deviation,
     ) -> Self {
-        let recv_bound = cfg.recv_queue_bound;
-        let recv_bytes = cfg.recv_queue_bytes;
+        let recv_bound = engine.config().recv_queue_bound;
+        let recv_bytes = engine.config().recv_queue_bytes;
         Self {
             id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             core: Mutex::new(Core {
-                engine: Engine::with_port(port, cfg),
+                engine,
                 sinks: FastMap::default(),
                 waiters: FastMap::default(),
                 stats: RuntimeStats::default(),
@@ -431,7 +430,7 @@ impl Shared {
         if *watched == on || !self.wakeup.is_event_driven() {
             return;
         }
-        self.core().engine.port_mut().transport_mut().watch_fd(on);
+        self.core().engine.transport_mut().watch_fd(on);
         *watched = on;
     }
 
@@ -654,8 +653,8 @@ impl Shared {
     }
 
     /// Whether `ev` may enter a channel holding `queued`: a received MAD
-    /// past [`EngineConfig::recv_queue_bound`] or
-    /// [`EngineConfig::recv_queue_bytes`] is dropped (false); anything
+    /// past [`EngineConfig::recv_queue_bound`](crate::EngineConfig::recv_queue_bound) or
+    /// [`EngineConfig::recv_queue_bytes`](crate::EngineConfig::recv_queue_bytes) is dropped (false); anything
     /// else goes in, and a received MAD is counted.
     pub(super) fn admit(&self, queued: &ChannelLoad, ev: &AgentEvent) -> bool {
         if let AgentEvent::Received(m) = ev {

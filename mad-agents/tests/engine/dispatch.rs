@@ -168,7 +168,7 @@ fn requests_dispatch_by_class_version_method_and_oui() {
         .register(AgentSpec::requests("ven", MgmtClass(0x32), 1, &[Method::GET]).with_oui(0x1405))
         .unwrap();
     let t0 = Instant::now();
-    let push = |e: &mut Engine<Loopback>, m: Vec<u8>| {
+    let push = |e: &mut Stack<Loopback>, m: Vec<u8>| {
         e.handle_recv(t0, gsi_from(3, m)).unwrap();
     };
     let mut set_req = perf_get();
@@ -199,7 +199,7 @@ fn requests_dispatch_by_class_version_method_and_oui() {
 #[test]
 fn the_receive_queue_is_bounded_and_drops_are_counted() {
     let (lb, _far) = port(5);
-    let mut e = Engine::new(
+    let mut e = Stack::new(
         lb,
         EngineConfig {
             recv_queue_bound: 4,
@@ -241,7 +241,7 @@ fn deregistration_flushes_waiting_sends_and_waits_for_posted_ones() {
     let (mut e, _far, a, t0) = rig(Mode::Silent, false);
     let waiting = e.send(a, perf_request(9 * SEC, 0), t0).unwrap();
     e.poll(t0);
-    e.port_mut().transport_mut().set_stalled(true);
+    e.transport_mut().set_stalled(true);
     let posted = e.send(a, perf_request(9 * SEC, 0), t0).unwrap();
     let no_resp = e
         .send(a, SendRequest::new(perf_get(), Address::gsi(7)), t0)
@@ -260,7 +260,7 @@ fn deregistration_flushes_waiting_sends_and_waits_for_posted_ones() {
         Some(AgentState::Closing),
         "two work requests are posted"
     );
-    e.port_mut().transport_mut().set_stalled(false);
+    e.transport_mut().set_stalled(false);
     e.poll(t0 + MS);
     let c = completions(&drain(&mut e));
     assert_eq!(c.len(), 2);
@@ -315,11 +315,11 @@ fn one_hundred_thousand_outstanding_sends_on_one_agent_deregister_cleanly() {
 
 /// The port reports `ev`; the events the engine then hands out.
 fn event_and_drain(
-    e: &mut Engine<Loopback>,
+    e: &mut Stack<Loopback>,
     ev: AsyncEvent,
     now: Instant,
 ) -> Vec<(AgentId, AgentEvent)> {
-    e.port_mut().transport_mut().push_event(ev);
+    e.transport_mut().push_event(ev);
     e.poll(now);
     drain(e)
 }

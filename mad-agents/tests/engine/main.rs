@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mad_agents::{
-    AgentEvent, AgentId, AgentSpec, AgentState, Engine, EngineConfig, RegisterError, SendError,
-    SendRequest, SendStatus,
+    AgentEvent, AgentId, AgentSpec, AgentState, EngineConfig, RegisterError, SendError,
+    SendRequest, SendStatus, Stack,
 };
 use mad_core::transport::fault::FaultInjector;
 use mad_core::transport::loopback::Loopback;
@@ -67,7 +67,7 @@ fn port(lid: u16) -> (Loopback, Far) {
 /// An engine on [`port`]`(5)` with a send-only PerfMgt agent: the far
 /// side in `mode`, the loopback's completions held while `stalled`; and
 /// the start of virtual time.
-fn rig(mode: Mode, stalled: bool) -> (Engine<Loopback>, Far, AgentId, Instant) {
+fn rig(mode: Mode, stalled: bool) -> (Stack<Loopback>, Far, AgentId, Instant) {
     let (mut lb, far) = port(5);
     *far.mode.lock().unwrap() = mode;
     lb.set_stalled(stalled);
@@ -91,11 +91,11 @@ fn gsi_get(class: MgmtClass, version: u8) -> Vec<u8> {
     mad_testkit::MadBuilder::new(class, version, Method::GET, AttributeId(0x0012)).to_vec()
 }
 
-fn engine(lb: Loopback) -> Engine<Loopback> {
-    Engine::new(lb, EngineConfig::default())
+fn engine(lb: Loopback) -> Stack<Loopback> {
+    Stack::new(lb, EngineConfig::default())
 }
 
-fn perf_agent(e: &mut Engine<impl mad_core::transport::Transport>) -> AgentId {
+fn perf_agent(e: &mut Stack<impl mad_core::transport::Transport>) -> AgentId {
     e.register(AgentSpec::send_only("perf", Qp::Qp1)).unwrap()
 }
 
@@ -179,7 +179,7 @@ fn backoff_doubles_after_the_linear_retries_and_the_absolute_deadline_cuts_it() 
         linear_retries: 1,
         ..EngineConfig::default()
     };
-    let mut e = Engine::new(lb, cfg);
+    let mut e = Stack::new(lb, cfg);
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
     let tt = 100 * MS;
@@ -252,7 +252,7 @@ fn a_response_that_beats_the_send_completion_completes_on_the_completion() {
     );
     assert!(e.is_outstanding(s));
     // Long after the response timeout: the response already counted.
-    e.port_mut().transport_mut().set_stalled(false);
+    e.transport_mut().set_stalled(false);
     e.poll(t0 + 100 * MS);
     let c = completions(&drain(&mut e));
     assert_eq!((c.len(), c[0].status), (1, SendStatus::Success));
@@ -270,7 +270,7 @@ fn cancel_before_the_post_completes_completes_when_the_work_request_does() {
     );
     e.poll(t0);
     assert!(drain(&mut e).is_empty(), "its work request is still posted");
-    e.port_mut().transport_mut().set_stalled(false);
+    e.transport_mut().set_stalled(false);
     e.poll(t0 + MS);
     let evs = drain(&mut e);
     let c = completions(&evs);
@@ -309,7 +309,7 @@ fn modify_before_the_post_completes_sets_the_timeout_that_starts_at_completion()
     let (mut e, _far, a, t0) = rig(Mode::Silent, true);
     let s = e.send(a, perf_request(10 * MS, 0), t0).unwrap();
     e.modify(s, 300 * MS, t0).unwrap();
-    e.port_mut().transport_mut().set_stalled(false);
+    e.transport_mut().set_stalled(false);
     e.poll(t0 + 20 * MS);
     assert_eq!(e.poll_timeout(), Some(t0 + 320 * MS));
     e.poll(t0 + 319 * MS);
@@ -359,13 +359,13 @@ fn a_work_request_error_completes_that_send_and_the_flushed_ones_behind_it_are_r
     lb.set_stalled(true);
     let mut fi = FaultInjector::new(lb, 7);
     fi.fail_next_send(WcStatus::GeneralErr);
-    let mut e = Engine::new(fi, EngineConfig::default());
+    let mut e = Stack::new(fi, EngineConfig::default());
     let a = perf_agent(&mut e);
     let t0 = Instant::now();
     let ids: Vec<_> = (0..4)
         .map(|_| e.send(a, perf_request(100 * MS, 0), t0).unwrap())
         .collect();
-    e.port_mut().transport_mut().inner_mut().set_stalled(false);
+    e.transport_mut().inner_mut().set_stalled(false);
     for i in 0..10 {
         e.poll(t0 + i * MS);
     }

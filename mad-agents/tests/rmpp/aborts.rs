@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use mad_agents::{Engine, EngineConfig, SendRequest, SendStatus};
+use mad_agents::{EngineConfig, SendRequest, SendStatus, Stack};
 use mad_core::transport::Address;
 use mad_core::wire::rmpp::RmppStatus;
 use mad_core::wire::{Mad, Method};
@@ -47,7 +47,7 @@ fn an_abort_with_a_non_abort_status_for_a_response_being_received_is_answered_wi
         for status in [0u8, 117, 128, 255] {
             let what = format!("request of {len} bytes, all acked {ack_all}, status {status}");
             let (lb, sent) = support::recording(1, 64);
-            let mut a = Engine::new(lb, EngineConfig::default());
+            let mut a = Stack::new(lb, EngineConfig::default());
             let tx = vendor_agent(&mut a, "tx", &[]);
             let t0 = Instant::now();
             let s = a

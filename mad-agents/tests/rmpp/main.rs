@@ -14,7 +14,7 @@ mod aborts;
 use support::{completions, gsi_from, recv_and_poll, with_receiver};
 
 use mad_agents::{
-    AgentEvent, AgentId, AgentSpec, Engine, EngineConfig, Message, SendRequest, SendStatus,
+    AgentEvent, AgentId, AgentSpec, EngineConfig, Message, SendRequest, SendStatus, Stack,
 };
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received, Transport};
@@ -35,11 +35,11 @@ fn pair(b_cfg: EngineConfig) -> Pair {
 }
 
 /// One side's engine in a [`Pair`].
-type PairEngine = Engine<PairTransport>;
+type PairEngine = Stack<PairTransport>;
 
 /// Registers an RMPP agent of the test's vendor class on `e`, for
 /// unsolicited requests of `methods`.
-fn vendor_agent<T: Transport>(e: &mut Engine<T>, name: &str, methods: &[Method]) -> AgentId {
+fn vendor_agent<T: Transport>(e: &mut Stack<T>, name: &str, methods: &[Method]) -> AgentId {
     e.register(
         AgentSpec::requests(name, VENDOR, 1, methods)
             .with_oui(OUI)
@@ -363,7 +363,7 @@ fn a_silent_peer_times_the_transfer_out() {
 fn a_response_segment_nobody_waits_for_allocates_nothing() {
     // One engine; the segment is played by hand.
     let (lb, _sent) = support::recording(1, 64);
-    let mut a = Engine::new(lb, EngineConfig::default());
+    let mut a = Stack::new(lb, EngineConfig::default());
     let client = a
         .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
         .unwrap();
@@ -390,7 +390,7 @@ fn a_malformed_rmpp_response_fails_the_waiting_send_at_once() {
     // and the send must end with that status now, not at its timeout.
     // One engine; the SA is played by hand.
     let (lb, _sent) = support::recording(1, 64);
-    let mut a = Engine::new(lb, EngineConfig::default());
+    let mut a = Stack::new(lb, EngineConfig::default());
     let client = a
         .register(AgentSpec::send_only("sa-client", Qp::Qp1).with_rmpp())
         .unwrap();
@@ -554,7 +554,7 @@ fn an_rmpp_response_starts_with_the_window_the_requester_advertised_in_its_ds_ac
         ));
         (lb, sent)
     };
-    let mut b = Engine::new(lb, EngineConfig::default());
+    let mut b = Stack::new(lb, EngineConfig::default());
     let rx = vendor_agent(&mut b, "rx", &[Method::SET]);
     let requester = Address::gsi(1);
     // A one-segment RMPP request (Active, First, Last).
@@ -779,7 +779,7 @@ fn an_answer_whose_receiver_acknowledges_nothing_ends_at_the_first_ack_timeout_a
     // new request with its TID and peer gets the new answer instead of a
     // duplicate-TID refusal.
     let (a, mut b) = Loopback::pair(Loopback::attrs("a", 1, 1), Loopback::attrs("b", 1, 2), 64);
-    let mut a = Engine::new(
+    let mut a = Stack::new(
         a,
         EngineConfig {
             end_unacknowledged_answers: true,

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{mpsc, Arc, Mutex};
 
 use mad_agents::runtime::Agent;
-use mad_agents::{AgentEvent, AgentId, AgentSpec, Completion, Engine, Runtime, SendRequest};
+use mad_agents::{AgentEvent, AgentId, AgentSpec, Completion, Runtime, SendRequest, Stack};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{Address, Qp, Received, Transport};
 use mad_core::wire::{AttributeId, Method, MgmtClass};
@@ -79,13 +79,13 @@ pub fn answer(qp: Qp, mad: &[u8], src: Address) -> Received {
 }
 
 /// Hands `r` to the engine at `now` and polls it then.
-pub fn recv_and_poll<T: Transport>(e: &mut Engine<T>, now: std::time::Instant, r: Received) {
+pub fn recv_and_poll<T: Transport>(e: &mut Stack<T>, now: std::time::Instant, r: Received) {
     e.handle_recv(now, r).unwrap();
     e.poll(now);
 }
 
 /// Every event handed out so far.
-pub fn drain<T: Transport>(e: &mut Engine<T>) -> Vec<(AgentId, AgentEvent)> {
+pub fn drain<T: Transport>(e: &mut Stack<T>) -> Vec<(AgentId, AgentEvent)> {
     std::iter::from_fn(|| e.poll_event()).collect()
 }
 

@@ -13,7 +13,7 @@ impl<T: Transport + ?Sized> TransportLayer for Box<T> {
     }
 }
 
-/// A boxed transport is a transport (the default of [`Port`](super::Port)).
+/// A boxed transport is a transport (the transport of the runtime's driver).
 impl<T: Transport + ?Sized> Transport for Box<T> {
     crate::forward_transport!(
         port_attrs,

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use super::PortEvent;
 
 /// A client of a port (an agent, a tool, ...), as handed out by
-/// [`Port::register`](super::Port::register).
+/// [`PortCore::register`](super::PortCore::register).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClientId {
     index: u32,

@@ -48,10 +48,10 @@ impl<T: Transport> Driver<T> {
     /// Accepts one send of `client` on `qp` and posts it: to the
     /// transport at once when the QP has room and nothing waits before
     /// it, else on the core's overflow queue (see
-    /// [`Port::post_waiting`](super::Port::post_waiting)).
+    /// [`Io::post`](super::Io::post)).
     ///
     /// # Errors
-    /// As [`Port::post_waiting`](super::Port::post_waiting).
+    /// As [`Io::post`](super::Io::post).
     #[allow(clippy::too_many_arguments)]
     pub fn post(
         &mut self,

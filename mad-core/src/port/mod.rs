@@ -7,28 +7,30 @@
 //! (clients, send lists, overflow queues, recovery and soft-reset state,
 //! counters; every call only changes state), and a [`Driver`], the one
 //! pump that moves MADs, completions and events between a [`Transport`]
-//! and a core and runs the recovery the core asks for. [`Port`] is the
-//! two together, for callers that own both. Nothing here performs I/O
+//! and a core and runs the recovery the core asks for. Whoever owns the
+//! transport owns the driver (the agent runtime, through its
+//! `mad_agents::Stack`); the agent engine holds the core and reaches the
+//! driver only through the [`Io`] trait it is handed. Nothing here performs I/O
 //! of its own or reads a clock: the caller drives it (sans-IO), passing
 //! `now` in.
 //!
-//! - **getters**: [`Port::attrs`], [`Port::stats`], [`Port::qp_state`],
-//!   [`Port::posted`], [`Port::queued`], [`Port::outstanding`], ...
-//! - **commands**: [`Port::register`], [`Port::subscribe_all`],
-//!   [`Port::post`], [`Port::ack_reset`], [`Port::request_reset`],
-//!   [`Port::unregister`], [`Port::reopen`];
-//! - **driving**: [`Port::poll`]`(now)` when the transport's fd is readable,
-//!   when [`Port::next_deadline`] has passed, or simply after commands; it
+//! - **getters**: [`PortCore::stats`], [`PortCore::posted`],
+//!   [`PortCore::queued`], [`PortCore::outstanding`], ...
+//! - **commands**: [`PortCore::register`], [`PortCore::subscribe_all`],
+//!   [`Driver::post`], [`PortCore::ack_reset`], [`PortCore::request_reset`],
+//!   [`PortCore::unregister`] (then [`Driver::run_due`]), [`Driver::reopen`];
+//! - **driving**: [`Driver::drive`]`(core, now)` when the transport's fd is readable,
+//!   when [`PortCore::next_deadline`] has passed, or simply after commands; it
 //!   drains send completions, then receives, then async events, recovers,
 //!   checks the soft-reset deadline and posts queued sends;
-//! - **output**: [`Port::poll_client`]`(client)` hands each client its
+//! - **output**: [`PortCore::poll_client`]`(client)` hands each client its
 //!   [`PortEvent`]s in order.
 //!
 //! # Send list and overflow queue (seed 003, AGENTS.md §3)
 //!
 //! Each QP has a *send list* of posted work requests, at most
 //! [`Transport::send_queue_depth`] long, and an ordered *overflow queue*.
-//! [`Port::post`] posts at once when the QP is in RTS, has room and nothing
+//! [`Driver::post`] posts at once when the QP is in RTS, has room and nothing
 //! is queued before it; otherwise the send waits on the overflow queue.
 //! Each completion is matched back to its request by [`WrId`](crate::transport::WrId) and reported
 //! to the owner as [`PortEvent::SendComplete`]; queued sends are posted in
@@ -75,7 +77,7 @@
 //! | a work request completes in error | complete it in error to its owner; once the transport's completions are drained, complete every request still posted on that QP as `IBV_WC_WR_FLUSH_ERR` (those behind the failed one; the owner decides whether to resend), bring the QP back (ERR → RESET → INIT → RTR → RTS, or SQE → RTS) and go on with the queued sends |
 //! | `IBV_EVENT_QP_FATAL` | the same for that QP (no completions come from a fatal QP) |
 //! | `IBV_EVENT_CQ_ERR` (overflow) | complete every posted request on both QPs as flushed, `recreate_queues`, resume with the queued ones |
-//! | `IBV_EVENT_DEVICE_FATAL`, or any call failing with `DeviceDead` | [`PortEvent::DeviceFatal`] to every client, complete everything posted and queued as flushed, mark the port dead: every later [`Port::post`] fails at once with [`PortError::Dead`]; only [`Port::reopen`] with a new transport revives it |
+//! | `IBV_EVENT_DEVICE_FATAL`, or any call failing with `DeviceDead` | [`PortEvent::DeviceFatal`] to every client, complete everything posted and queued as flushed, mark the port dead: every later [`Driver::post`] fails at once with [`PortError::Dead`]; only [`Driver::reopen`] with a new transport revives it |
 //! | port active / error, LID, P_Key, GID, SM change | `refresh_port_attrs`, then [`PortEvent::Async`] to every client, once |
 //! | client reregister | [`PortEvent::Async`] to every client, once (no attribute changed) |
 //! | soft reset request | two phases, below |
@@ -88,10 +90,10 @@
 //! # Soft reset (seed 001)
 //!
 //! On [`AsyncEvent::SoftResetRequest`](crate::transport::AsyncEvent::SoftResetRequest) from the transport, or
-//! [`Port::request_reset`] from a client: [`PortEvent::ResetPending`] goes to
+//! [`PortCore::request_reset`] from a client: [`PortEvent::ResetPending`] goes to
 //! every client, idle ones included, and the deadline `now +`
 //! [`PortConfig::reset_ack_timeout`] is set. Sends posted meanwhile are
-//! queued. When every client has called [`Port::ack_reset`] (a client that
+//! queued. When every client has called [`PortCore::ack_reset`] (a client that
 //! unregisters counts as acknowledged), or at the deadline, the port resets:
 //! sends the device already finished keep their status, everything still
 //! posted completes as flushed, the queues are recreated,
@@ -108,7 +110,7 @@
 //! a base version other than 1 or a class that does not belong on its QP
 //! is dropped and counted ([`PortStats::recv_malformed`]). The
 //! [`Inbound`] goes, as [`PortEvent::Received`], to every client that
-//! takes receives ([`Port::subscribe_all`]), in the order they asked. The
+//! takes receives ([`PortCore::subscribe_all`]), in the order they asked. The
 //! port does not route by class: its one client in production is the
 //! agent engine, which takes everything and does all the dispatch (TID,
 //! QP, class, method, class version, OUI) on the parsed value, so there
@@ -122,6 +124,7 @@ mod boxed;
 mod clients;
 mod driver;
 mod inbound;
+mod io;
 mod recovery;
 mod state;
 mod types;
@@ -129,257 +132,9 @@ mod types;
 pub use clients::ClientId;
 pub use driver::Driver;
 pub use inbound::{Inbound, InboundError};
+pub use io::Io;
 pub use state::PortCore;
 pub use types::{PortConfig, PortError, PortEvent, PortStats, SendToken, DEFAULT_OVERFLOW_LIMIT};
-
-use std::time::Instant;
-
-use crate::transport::{Address, PortAttrs, Qp, QpState, Transport};
-
-/// One port's QP0/QP1 layer, a [`PortCore`] and the [`Driver`] of its
-/// transport together; see the [module documentation](self).
-pub struct Port<T: Transport = Box<dyn Transport>> {
-    core: PortCore,
-    driver: Driver<T>,
-}
-
-impl<T: Transport> std::fmt::Debug for Port<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Port")
-            .field("ca", &self.core.ca)
-            .field("port", &self.core.port_num)
-            .field("clients", &self.core.client_count())
-            .field("dead", &self.core.is_dead())
-            .field("stats", &self.core.stats)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<T: Transport> Port<T> {
-    /// A port layer over `transport`.
-    #[must_use]
-    pub fn new(transport: T, cfg: PortConfig) -> Self {
-        Self {
-            core: PortCore::new(transport.port_attrs(), cfg),
-            driver: Driver::new(transport),
-        }
-    }
-
-    // ----- getters -----
-
-    /// The port's state.
-    #[must_use]
-    pub fn core(&self) -> &PortCore {
-        &self.core
-    }
-
-    /// The port's cached attributes.
-    #[must_use]
-    pub fn attrs(&self) -> &PortAttrs {
-        self.driver.transport().port_attrs()
-    }
-
-    /// The transport.
-    #[must_use]
-    pub fn transport(&self) -> &T {
-        self.driver.transport()
-    }
-
-    /// The transport, mutably (tests reach a fault injector this way).
-    pub fn transport_mut(&mut self) -> &mut T {
-        self.driver.transport_mut()
-    }
-
-    /// The configuration.
-    #[must_use]
-    pub fn config(&self) -> &PortConfig {
-        self.core.config()
-    }
-
-    /// Counters.
-    #[must_use]
-    pub fn stats(&self) -> PortStats {
-        self.core.stats()
-    }
-
-    /// The last transport error the port swallowed (recovery retries it).
-    #[must_use]
-    pub fn last_error(&self) -> Option<&str> {
-        self.core.last_error()
-    }
-
-    /// True after a device-fatal error, until [`Port::reopen`].
-    #[must_use]
-    pub fn is_dead(&self) -> bool {
-        self.core.is_dead()
-    }
-
-    /// True between a soft reset request and the reset itself.
-    #[must_use]
-    pub fn is_reset_pending(&self) -> bool {
-        self.core.is_reset_pending()
-    }
-
-    /// Clients that have not acknowledged the pending soft reset.
-    #[must_use]
-    pub fn reset_waiting_for(&self) -> Vec<ClientId> {
-        self.core.reset_waiting_for()
-    }
-
-    /// The transport's state of `qp`.
-    #[must_use]
-    pub fn qp_state(&self, qp: Qp) -> QpState {
-        self.driver.transport().qp_state(qp)
-    }
-
-    /// Work requests on `qp`'s send list.
-    #[must_use]
-    pub fn posted(&self, qp: Qp) -> usize {
-        self.core.posted(qp)
-    }
-
-    /// Sends waiting on `qp`'s overflow queue.
-    #[must_use]
-    pub fn queued(&self, qp: Qp) -> usize {
-        self.core.queued(qp)
-    }
-
-    /// Sends of `client` accepted and not yet completed (0 for an unknown
-    /// client). The agent layer waits for 0 before unregistering.
-    #[must_use]
-    pub fn outstanding(&self, client: ClientId) -> usize {
-        self.core.outstanding(client)
-    }
-
-    /// Number of registered clients.
-    #[must_use]
-    pub fn client_count(&self) -> usize {
-        self.core.client_count()
-    }
-
-    /// Ids of the registered clients.
-    #[must_use]
-    pub fn clients(&self) -> Vec<ClientId> {
-        self.core.clients()
-    }
-
-    /// The earliest time [`Port::poll`] has timed work to do (the soft-reset
-    /// deadline), if any.
-    #[must_use]
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.core.next_deadline()
-    }
-
-    // ----- clients -----
-
-    /// Registers a client. During a soft reset it is asked to acknowledge
-    /// too.
-    pub fn register(&mut self) -> ClientId {
-        self.core.register()
-    }
-
-    /// Unregisters `client` ([`PortCore::unregister`]); a soft reset that
-    /// waited only for it runs now.
-    ///
-    /// # Errors
-    /// [`PortError::UnknownClient`].
-    pub fn unregister(&mut self, client: ClientId) -> Result<Vec<(SendToken, u64)>, PortError> {
-        let r = self.core.unregister(client);
-        self.driver.run_due(&mut self.core);
-        r
-    }
-
-    /// Delivers every received MAD to `client` ([`PortCore::subscribe_all`]).
-    ///
-    /// # Errors
-    /// [`PortError::UnknownClient`].
-    pub fn subscribe_all(&mut self, client: ClientId) -> Result<(), PortError> {
-        self.core.subscribe_all(client)
-    }
-
-    /// The next event for `client`, in order.
-    pub fn poll_client(&mut self, client: ClientId) -> Option<PortEvent> {
-        self.core.poll_client(client)
-    }
-
-    // ----- sends -----
-
-    /// Accepts one MAD to send on `qp` to `dest` for `client`. It is posted
-    /// now if the QP has room, otherwise queued in order; either way it
-    /// completes later, exactly once, as [`PortEvent::SendComplete`] with
-    /// `cookie`.
-    ///
-    /// # Errors
-    /// Unknown client; a dead port (at once, nothing is queued); a MAD
-    /// shorter than its header or longer than 256 bytes; a transport that
-    /// refuses the MAD itself; [`PortError::OverflowFull`] when it would
-    /// have to wait and [`PortConfig::overflow_limit`] sends already wait
-    /// on the QP. On error no token exists and nothing will complete.
-    pub fn post(
-        &mut self,
-        client: ClientId,
-        qp: Qp,
-        mad: &[u8],
-        dest: &Address,
-        cookie: u64,
-    ) -> Result<SendToken, PortError> {
-        self.post_waiting(client, qp, mad, dest, cookie, None)
-    }
-
-    /// As [`Port::post`], with the wait for the answer of a request
-    /// (`Some`: [`Transport::post_request`], also when the send waits on
-    /// the overflow queue first; `None`: [`Transport::post_send`]).
-    ///
-    /// # Errors
-    /// As [`Port::post`].
-    pub fn post_waiting(
-        &mut self,
-        client: ClientId,
-        qp: Qp,
-        mad: &[u8],
-        dest: &Address,
-        cookie: u64,
-        wait: Option<std::time::Duration>,
-    ) -> Result<SendToken, PortError> {
-        self.driver
-            .post(&mut self.core, client, qp, mad, dest, cookie, wait)
-    }
-
-    // ----- driving -----
-
-    /// Does everything due at `now` ([`Driver::drive`]): drains send
-    /// completions, receives and async events from the transport, recovers
-    /// from errors, forces a soft reset whose deadline has passed, and
-    /// posts queued sends.
-    pub fn poll(&mut self, now: Instant) {
-        self.driver.drive(&mut self.core, now);
-    }
-
-    // ----- soft reset and reopening -----
-
-    /// A client asks for an HCA soft reset ([`PortCore::request_reset`]).
-    pub fn request_reset(&mut self, now: Instant) {
-        self.core.request_reset(now);
-        self.driver.run_due(&mut self.core);
-    }
-
-    /// `client` has released what it holds ([`PortCore::ack_reset`]).
-    /// When the last client acknowledges, the port resets at once and
-    /// [`PortEvent::ResetEnd`] is queued for every client.
-    ///
-    /// # Errors
-    /// Unknown client, or no reset pending.
-    pub fn ack_reset(&mut self, client: ClientId) -> Result<(), PortError> {
-        self.core.ack_reset(client)?;
-        self.driver.run_due(&mut self.core);
-        Ok(())
-    }
-
-    /// Puts a new transport under the port ([`Driver::reopen`]).
-    pub fn reopen(&mut self, transport: T) {
-        self.driver.reopen(&mut self.core, transport);
-    }
-}
 
 #[cfg(test)]
 mod memory_doc {

@@ -1,7 +1,7 @@
 //! [`PortCore`]: a port's state with no transport — its clients, send
 //! lists and overflow queues, the recovery and soft-reset state and its
 //! counters. Whoever owns the transport drives it through a
-//! [`Driver`](super::Driver); [`Port`](super::Port) is the two together.
+//! [`Driver`](super::Driver).
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -29,7 +29,7 @@ pub(super) struct Queued {
     pub(super) meta: Meta,
     pub(super) mad: crate::MadBuf,
     pub(super) dest: Address,
-    /// The answer's wait of a request ([`super::Port::post_waiting`]).
+    /// The answer's wait of a request ([`super::Driver::post`]).
     pub(super) wait: Option<std::time::Duration>,
 }
 

@@ -8,7 +8,7 @@ use crate::transport::{AsyncEvent, Qp, TransportError, WcStatus};
 use super::ClientId;
 
 /// Identifies one accepted send for its whole life. Tokens are never
-/// reused within a [`Port`](super::Port) (not even across `reopen`).
+/// reused within a [`PortCore`](super::PortCore) (not even across `reopen`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SendToken(pub u64);
 
@@ -41,7 +41,7 @@ pub enum PortEvent {
     /// already been refreshed where the event says they changed.
     Async(AsyncEvent),
     /// Soft reset phase 1: release what you hold, then call
-    /// [`Port::ack_reset`](super::Port::ack_reset). Sends posted from now
+    /// [`PortCore::ack_reset`](super::PortCore::ack_reset). Sends posted from now
     /// until [`PortEvent::ResetEnd`] are queued, not lost.
     ResetPending,
     /// Soft reset phase 2: the port has reset (everything that was posted
@@ -51,7 +51,7 @@ pub enum PortEvent {
     /// (or is, right after this event) completed as flushed, and every
     /// later post fails until the port is reopened.
     DeviceFatal,
-    /// The port got a new transport after [`Port::reopen`](super::Port::reopen).
+    /// The port got a new transport after [`Driver::reopen`](super::Driver::reopen).
     Reopened,
 }
 
@@ -69,7 +69,7 @@ pub struct PortConfig {
     pub reset_ack_timeout: Duration,
     /// The most sends that may wait on one QP's overflow queue (while its
     /// send queue is full, stalled, not in RTS, or a reset or recreate is
-    /// in progress); a [`Port::post`](super::Port::post) that would queue
+    /// in progress); a [`Driver::post`](super::Driver::post) that would queue
     /// one more is refused with [`PortError::OverflowFull`] and counted in
     /// [`PortStats::overflow_refused`]. 0 refuses every send that cannot be
     /// posted at once. Default [`DEFAULT_OVERFLOW_LIMIT`].

@@ -33,7 +33,7 @@ use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mad_core::port::Port;
+use crate::stack::Stack;
 use mad_core::transport::{PortAttrs, Transport};
 
 use super::shared::{Deviation, Route, Shared, Sink, Step, TICK};
@@ -256,13 +256,12 @@ impl World {
         let attrs = lb.port_attrs().clone();
         let dev = Arc::new(Mutex::new(lb));
         let pulled: Arc<Mutex<order::DevLog>> = Arc::default();
-        let port = Port::new(
+        let stack = Stack::new(
             Box::new(Dev(dev.clone(), attrs, pulled.clone())) as Box<dyn Transport>,
-            mad_core::port::PortConfig::default(),
+            EngineConfig::default(),
         );
         let sh = Arc::new(Shared::new(
-            port,
-            EngineConfig::default(),
+            stack,
             None,
             Wakeup::NoFd { tick: TICK },
             deviation,

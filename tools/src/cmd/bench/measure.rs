@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use mad_agents::{AgentEvent, AgentSpec, Engine, SendRequest, SendStatus};
+use mad_agents::{AgentEvent, AgentSpec, SendRequest, SendStatus, Stack};
 use mad_core::transport::{Address, Qp, Transport, PERMISSIVE_LID};
 use mad_core::wire::sa::SaMad;
 use mad_core::wire::smp::DrPath;
@@ -205,9 +205,9 @@ pub(super) fn smp_runtime(
     l.result("runtime")
 }
 
-/// The same queries from an `Engine` polled on this thread.
+/// The same queries from an engine (a `Stack`) polled on this thread.
 pub(super) fn smp_engine<T: Transport>(
-    e: &mut Engine<T>,
+    e: &mut Stack<T>,
     reqs: &[SendRequest],
     w: usize,
     b: Budget,

@@ -15,7 +15,7 @@
 //!   with a channel): W requests go out, each completion sends the next
 //!   request of its slot (closed loop), round-robin over the targets.
 //! - `engine` (`--sim` only): the same queries from an
-//!   [`mad_agents::Engine`] driven in poll mode on this thread over a
+//!   [`mad_agents::Engine`] (a [`mad_agents::Stack`]) driven in poll mode on this thread over a
 //!   second copy of the built-in fabric — the in-process rate of the agent
 //!   layer, as benches/agent_round_trip.rs measures it. Each W runs
 //!   through the runtime and then the engine back to back; `vs engine`
@@ -60,7 +60,7 @@ mod report;
 
 use std::path::Path;
 
-use mad_agents::{Engine, EngineConfig, SendRequest};
+use mad_agents::{EngineConfig, SendRequest, Stack};
 
 use crate::command::{CliError, Invocation};
 use crate::session::{Backend, Session, TransportChoice};
@@ -172,7 +172,7 @@ fn measure(
             .endpoint_at(inv.session.sim_node.as_deref())
             .map_err(CliError::Failed)?;
         let port = f.attach(at).map_err(CliError::Failed)?;
-        Some((f, Engine::new(port, EngineConfig::default())))
+        Some((f, Stack::new(port, EngineConfig::default())))
     } else {
         None
     };
