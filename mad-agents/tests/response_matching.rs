@@ -269,9 +269,8 @@ fn a_work_request_error_after_the_response_is_reported_with_the_response() {
     // The response beats the work completion.
     let mut req = perf_get();
     mad_testkit::header::edit(&mut req, |h| h.tid = e.send_tid(s).unwrap());
-    e.transport_mut()
-        .inner_mut()
-        .push_recv(answer(Qp::Qp1, &req, from(7, Qp::Qp1)));
+    e.handle_recv(t0 + MS, answer(Qp::Qp1, &req, from(7, Qp::Qp1)))
+        .unwrap();
     e.poll(t0 + MS);
     assert!(
         drain(&mut e).is_empty(),

@@ -2,17 +2,25 @@
 //!
 //! # Design overview
 //!
-//! An [`Engine`] owns a [`Port`] (and through it a transport) and is its
-//! only client. It never performs I/O of its own and never reads a clock:
-//! every call that needs the time takes `now`, so it runs the same under a
-//! virtual clock in tests and benchmarks as under the [`crate::Runtime`].
+//! An [`Engine`] holds its port's state, a [`PortCore`], and is its only
+//! client; it has no transport. Whoever owns the transport owns its
+//! [`Driver`](mad_core::port::Driver) and hands it to the engine's calls
+//! that post or pump, as an [`Io`] ([`Engine::send`], [`Engine::poll`],
+//! [`Engine::handle_recv`]); [`crate::Stack`] is the two together, and
+//! the [`crate::Runtime`] holds one. The engine never performs I/O of its
+//! own and never reads a clock: every call that needs the time takes
+//! `now`, so it runs the same under a virtual clock in tests and
+//! benchmarks as under the runtime.
 //!
 //! - **getters**: [`Engine::stats`], [`Engine::agent_stats`],
 //!   [`Engine::outstanding`], [`Engine::agent_state`], [`Engine::port`], ...
-//! - **commands**: [`Engine::register`], [`Engine::deregister`],
-//!   [`Engine::send`], [`Engine::cancel`], [`Engine::modify`],
-//!   [`Engine::ack_reset`];
-//! - **driving**: [`Engine::poll`]`(now)` when the transport's fd is
+//! - **commands** (state only): [`Engine::register`],
+//!   [`Engine::deregister`], [`Engine::cancel`], [`Engine::modify`],
+//!   [`Engine::ack_reset`] (a soft reset that makes due runs at the next
+//!   [`Engine::poll`], or at once with [`Engine::run_port_due`]);
+//!   [`Engine::send`]`(io, ..)` posts its first work request at once, so
+//!   that the port's refusal ([`SendError::Port`]) is the caller's error;
+//! - **driving**: [`Engine::poll`]`(io, now)` when the transport's fd is
 //!   readable, when [`Engine::poll_timeout`] has passed, or after commands;
 //! - **output**: [`Engine::poll_event`] hands out `(agent, event)` pairs,
 //!   one agent's events in order, agents served round-robin.

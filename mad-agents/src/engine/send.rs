@@ -10,7 +10,9 @@ impl Engine {
     /// caller's ([`crate::tid`]). The send completes later, exactly once,
     /// as [`AgentEvent::SendDone`]. A request awaiting a response that the
     /// flow-control limits hold back waits in the agent's backlog (see
-    /// [Flow control](crate::engine#flow-control)).
+    /// [Flow control](crate::engine#flow-control)). Its first work
+    /// request (and whatever the engine had queued before it) goes to the
+    /// transport's side `io` before this returns.
     ///
     /// # Errors
     /// Unknown or deregistering agent; a MAD that is too short, longer
@@ -177,10 +179,11 @@ impl Engine {
         self.flush_transmits(io, now);
         let first = if rmpp_transfer {
             self.next_segment(idx, now, OnRefusal::Fail)
+                .map_or(Ok(()), |t| self.submit(io, t))
         } else {
-            Some(self.send_wr(idx, OnRefusal::Fail))
+            self.post_first(io, idx)
         };
-        if let Some(Err(e)) = first.map(|t| self.submit(io, t)) {
+        if let Err(e) = first {
             self.sends.remove(idx);
             return Err(SendError::Port(e));
         }
@@ -227,6 +230,31 @@ impl Engine {
         } else {
             wait
         })
+    }
+
+    /// Posts send `idx`'s MAD to `io` at once, as its first work request
+    /// (nothing is queued before it): no [`Transmit`] is made. Once
+    /// posted, the send holds the work request's reference; a refusal is
+    /// counted and returned (the caller's error).
+    fn post_first(&mut self, io: &mut impl Io, idx: usize) -> Result<(), PortError> {
+        let s = &self.sends[idx];
+        let wait = self.answer_wait(idx, &s.mad);
+        let r = io.post(
+            &mut self.port,
+            self.client,
+            s.qp,
+            &s.mad,
+            &s.dest,
+            s.id.as_u64(),
+            wait,
+        );
+        if let Err(e) = r {
+            self.count_post_failure(Some(s.agent));
+            return Err(e);
+        }
+        self.took_wr(idx);
+        self.stats.posted += 1;
+        Ok(())
     }
 
     /// Queues send `idx`'s MAD for the port (a refusal does
