@@ -66,3 +66,31 @@ fn a_refusal_below_refuses_the_registration_and_frees_the_methods() {
     e.register(perf_requests("pma", &[Method::GET]))
         .expect("the methods were not left owned by the refused agent");
 }
+
+#[test]
+fn a_registration_the_engine_refuses_never_reaches_the_transport() {
+    let (mut e, rec) = engine(false);
+    e.register(perf_requests("pma", &[Method::GET])).unwrap();
+    assert_eq!(calls(&rec).len(), 1);
+    let err = e
+        .register(perf_requests("second pma", &[Method::GET]))
+        .unwrap_err();
+    assert!(matches!(err, RegisterError::MethodInUse { .. }), "{err:?}");
+    assert_eq!(
+        calls(&rec).len(),
+        1,
+        "the kernel was not asked to deliver a class the engine refused"
+    );
+}
+
+#[test]
+fn a_registration_undone_after_a_refusal_below_counts_as_refused() {
+    let (mut e, _rec) = engine(true);
+    let before = e.stats();
+    e.register(perf_requests("pma", &[Method::GET]))
+        .unwrap_err();
+    let after = e.stats();
+    assert_eq!(after.registrations, before.registrations);
+    assert_eq!(after.refused, before.refused + 1);
+    assert!(e.agent_ids().is_empty());
+}
