@@ -62,8 +62,8 @@ impl<T: Transport> Stack<T> {
         &self.engine
     }
 
-    /// The engine, mutably (its calls that need the transport take
-    /// [`Stack::driver_mut`]).
+    /// The engine, mutably (for its calls that need the transport,
+    /// [`Stack::parts_mut`] gives the driver alongside).
     pub fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
     }

@@ -1,4 +1,4 @@
-//! The runtime: an [`Engine`] driven by a mio event loop on its own thread.
+//! The runtime: an [`Engine`](crate::Engine) driven by a mio event loop on its own thread.
 //!
 //! # Threads
 //!
@@ -236,7 +236,7 @@ impl Runtime {
     /// loop thread, one event at a time.
     ///
     /// # Errors
-    /// As [`Engine::register`], or [`RegisterError::Stopped`].
+    /// As [`Engine::register`](crate::Engine::register), or [`RegisterError::Stopped`].
     pub fn register(
         &self,
         spec: AgentSpec,
@@ -248,7 +248,7 @@ impl Runtime {
     /// Registers an agent whose events go into a channel.
     ///
     /// # Errors
-    /// As [`Engine::register`], or [`RegisterError::Stopped`].
+    /// As [`Engine::register`](crate::Engine::register), or [`RegisterError::Stopped`].
     pub fn register_channel(
         &self,
         spec: AgentSpec,
