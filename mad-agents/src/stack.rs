@@ -13,14 +13,12 @@
 use std::ops::{Deref, DerefMut};
 use std::time::Instant;
 
-use mad_core::port::{Driver, InboundError, PortConfig};
+use mad_core::port::{Driver, InboundError, Io, PortConfig};
 use mad_core::transport::{PortAttrs, Received, Transport};
 
 use crate::engine::Engine;
 use crate::spec::AgentSpec;
-use crate::types::{
-    AgentEvent, AgentId, EngineConfig, RegisterError, SendError, SendId, SendRequest,
-};
+use crate::types::{AgentId, EngineConfig, RegisterError, SendError, SendId, SendRequest};
 
 /// An engine and the driver of its transport; see the [module
 /// documentation](self).
@@ -122,11 +120,7 @@ impl<T: Transport> Stack<T> {
         });
         let id = self.engine.register(spec)?;
         if let Some((class, version, methods, oui)) = ask {
-            if let Err(e) = self
-                .driver
-                .transport_mut()
-                .register_requests(class, version, methods, oui)
-            {
+            if let Err(e) = self.driver.register_requests(class, version, methods, oui) {
                 self.engine.undo_register(id);
                 return Err(RegisterError::Transport(e.to_string()));
             }
@@ -162,15 +156,6 @@ impl<T: Transport> Stack<T> {
         self.engine.handle_recv(&mut self.driver, now, received)
     }
 
-    /// [`Engine::poll_event`]; a soft reset the departure of an agent
-    /// made due runs at once ([`Engine::run_port_due`]).
-    #[inline]
-    pub fn poll_event(&mut self) -> Option<(AgentId, AgentEvent)> {
-        let ev = self.engine.poll_event();
-        self.engine.run_port_due(&mut self.driver);
-        ev
-    }
-
     /// [`Engine::deregister`]; a soft reset that waited only for the
     /// agent runs at once.
     ///
@@ -195,7 +180,10 @@ impl<T: Transport> Stack<T> {
 }
 
 /// A stack is used as its engine for everything that does not need the
-/// transport (getters, `cancel`, `modify`, `take_reaped`, ...).
+/// transport (getters, `poll_event`, `cancel`, `modify`, `take_reaped`,
+/// ...). A soft reset that the departure of an agent made due while its
+/// events were taken runs at the next [`Stack::poll`] (or at once with
+/// [`Engine::run_port_due`] on [`Stack::parts_mut`]).
 impl<T: Transport> Deref for Stack<T> {
     type Target = Engine;
     fn deref(&self) -> &Engine {

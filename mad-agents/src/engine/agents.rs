@@ -135,6 +135,7 @@ impl Engine {
         std::mem::take(&mut self.reaped)
     }
 
+    #[inline]
     pub(super) fn try_reap(&mut self, idx: usize) {
         let Some(a) = self.agents.get(idx) else {
             return;

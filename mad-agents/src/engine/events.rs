@@ -83,6 +83,7 @@ impl Engine {
     /// The next event of some agent (one agent's events stay in order;
     /// agents take turns). A closing agent whose last event this is goes
     /// away with it.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<(AgentId, AgentEvent)> {
         self.pop_event(false)
     }

@@ -5,6 +5,7 @@ use super::*;
 
 impl Engine {
     /// True if a new request of agent `aidx` may go on the wire now.
+    #[inline]
     pub(super) fn has_flow_room(&self, aidx: usize) -> bool {
         let a = &self.agents[aidx];
         a.backlog.is_empty()

@@ -570,11 +570,13 @@ impl Engine {
         self.agents.iter().any(|(_, a)| !a.events.is_empty())
     }
 
+    #[inline]
     fn agent_idx(&self, id: AgentId) -> Option<usize> {
         let idx = id.index as usize;
         self.agents.get(idx).filter(|a| a.id == id).map(|_| idx)
     }
 
+    #[inline]
     fn send_idx(&self, id: SendId) -> Option<usize> {
         let idx = id.index as usize;
         self.sends.get(idx).filter(|s| s.id == id).map(|_| idx)

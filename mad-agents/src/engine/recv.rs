@@ -40,6 +40,7 @@ impl Engine {
         progress
     }
 
+    #[inline]
     pub(super) fn on_port_event(&mut self, ev: PortEvent, now: Instant) {
         match ev {
             PortEvent::SendComplete { cookie, status, .. } => {
@@ -111,6 +112,7 @@ impl Engine {
     /// outbound transfer, a response to the send waiting for its TID, a
     /// request to the agent that owns its method (see the [engine
     /// documentation](super#dispatch-agentsmd-2)).
+    #[inline]
     pub(super) fn on_recv(&mut self, m: Inbound, now: Instant) {
         let class = m.class();
         let key = tid::match_key(m.tid(), class.0);

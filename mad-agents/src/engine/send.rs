@@ -216,6 +216,7 @@ impl Engine {
     /// segments below umad (the earliest-expiring first), and the answer
     /// must find one still waiting (seen against the real kernel: a 1 MiB
     /// transfer's GetResp arrived after every segment's wait had ended).
+    #[inline]
     pub(super) fn answer_wait(&self, idx: usize, mad: &[u8]) -> Option<Duration> {
         let s = &self.sends[idx];
         let request = Mad::new_checked(mad).is_ok_and(|m| !m.is_response());
@@ -281,6 +282,7 @@ impl Engine {
     /// Send `idx` holds the reference of a work request it made, from
     /// here until the port completes it; a refusal gives it back
     /// ([`Engine::refused`]).
+    #[inline]
     pub(super) fn took_wr(&mut self, idx: usize) {
         // A queued send is dequeued before its post.
         let r = self.sends[idx].state.wr_posted();

@@ -77,16 +77,19 @@ impl Clients {
         Some(c)
     }
 
+    #[inline]
     pub(super) fn get(&self, id: ClientId) -> Option<&Client> {
         let slot = self.slots.get(id.index as usize)?;
         (slot.generation == id.generation).then_some(slot.client.as_ref())?
     }
 
+    #[inline]
     pub(super) fn get_mut(&mut self, id: ClientId) -> Option<&mut Client> {
         let slot = self.slots.get_mut(id.index as usize)?;
         (slot.generation == id.generation).then_some(slot.client.as_mut())?
     }
 
+    #[inline]
     pub(super) fn contains(&self, id: ClientId) -> bool {
         self.get(id).is_some()
     }

@@ -119,6 +119,7 @@ impl PortCore {
     }
 
     /// Makes the reset due if its deadline has passed at `now`.
+    #[inline]
     pub(super) fn check_reset_deadline(&mut self, now: Instant) {
         if self.reset.as_ref().is_some_and(|r| now >= r.deadline) {
             self.reset = None;
@@ -128,6 +129,7 @@ impl PortCore {
 
     /// The reset is under way (the driver takes it): counted, and the
     /// queues are to be recreated.
+    #[inline]
     pub(super) fn take_reset_due(&mut self) -> Option<bool> {
         let forced = self.reset_due.take()?;
         if forced {

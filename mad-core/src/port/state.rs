@@ -251,6 +251,7 @@ impl PortCore {
     }
 
     /// The next event for `client`, in order.
+    #[inline]
     pub fn poll_client(&mut self, client: ClientId) -> Option<PortEvent> {
         self.clients.get_mut(client)?.events.pop_front()
     }
@@ -260,6 +261,7 @@ impl PortCore {
     /// The checks of a post that need no transport: a known client, a
     /// live port, a MAD of a MAD's length; then the send's token and
     /// owner.
+    #[inline]
     pub(super) fn accept(
         &mut self,
         client: ClientId,
@@ -312,6 +314,7 @@ impl PortCore {
 
     /// An accepted send is the port's now (posted or queued): its token
     /// is spent and it will complete exactly once.
+    #[inline]
     pub(super) fn accepted(&mut self, meta: Meta) -> SendToken {
         self.next_token += 1;
         self.stats.accepted += 1;
@@ -327,6 +330,7 @@ impl PortCore {
     }
 
     /// The transport took work request `wr` of the send `meta` on `qp`.
+    #[inline]
     pub(super) fn posted_wr(&mut self, qp: Qp, wr: WrId, meta: Meta) {
         self.qps[qp.index()].posted.push_back((wr, meta));
         self.stats.posted += 1;
@@ -402,6 +406,7 @@ impl PortCore {
 
     /// A work completion from the transport: the send it belongs to
     /// completes (one not on the send list is counted as stale).
+    #[inline]
     pub fn handle_completion(&mut self, c: SendCompletion) {
         let q = &mut self.qps[c.qp.index()];
         // Work requests mostly complete in the order they were posted.
@@ -421,6 +426,7 @@ impl PortCore {
     /// A MAD the transport received: parsed once ([`Inbound::parse`];
     /// one that is not a MAD of its QP is dropped and counted) and handed
     /// to the clients that take receives, in the order they asked.
+    #[inline]
     pub fn handle_recv(&mut self, r: Received) {
         let Ok(inbound) = Inbound::parse(r) else {
             self.stats.recv_malformed += 1;
