@@ -6,8 +6,9 @@
 //! ([`AgentEvent::ResetEnd`]); an agent registered with
 //! [`AgentSpec::hold_reset`](crate::AgentSpec::hold_reset) holds the reset
 //! until it acknowledges ([`AgentRef::ack_reset`]). A service (the SA
-//! client, the CM service, the exporter's reader, a user's own) keeps one
-//! `ResetHold` beside its agent and feeds it the agent's events:
+//! client, the CM service, the exporter's reader, the SM and its SA
+//! responder, a user's own) keeps one `ResetHold` beside its agent and
+//! feeds it the agent's events:
 //!
 //! - on `ResetPending` it starts **draining**: new work waits
 //!   ([`ResetHold::enter`] blocks), and the reset is acknowledged as soon
@@ -185,6 +186,23 @@ impl ResetHold {
         }
         h.active += 1;
         ResetWork { hold: self }
+    }
+
+    /// Waits up to `limit` while a reset is pending (woken at once by
+    /// `ResetEnd` or `DeviceFatal`); true once work may run. For a
+    /// service that keeps its own queue of deferred work and must look
+    /// at other things between waits (the exporter's reader), where
+    /// [`ResetHold::enter`] would block it.
+    pub fn wait_resumed(&self, limit: Duration) -> bool {
+        let h = self.lock();
+        if h.phase == ResetPhase::Running {
+            return true;
+        }
+        let (h, _) = self
+            .resumed
+            .wait_timeout_while(h, limit, |h| h.phase != ResetPhase::Running)
+            .unwrap_or_else(PoisonError::into_inner);
+        h.phase == ResetPhase::Running
     }
 
     /// True while a reset is pending (draining or drained, not yet
