@@ -61,6 +61,8 @@ struct Hold {
     phase: ResetPhase,
     /// Work begun ([`ResetHold::enter`]) and not ended.
     active: usize,
+    /// The service's loop has work in flight ([`ResetHold::try_busy`]).
+    busy: bool,
     stats: ResetHoldStats,
 }
 
@@ -139,8 +141,8 @@ impl ResetHold {
         }
     }
 
-    /// Acknowledges the reset once draining is over: no work begun and no
-    /// send of the agent outstanding. (Called on every event that may end
+    /// Acknowledges the reset once draining is over: no work begun, the
+    /// loop not busy and no send of the agent outstanding. (Called on every event that may end
     /// the drain; a service whose completions go elsewhere, such as to a
     /// thread in [`AgentRef::send_and_wait`], calls it after them.)
     pub fn check(&self) {
@@ -148,7 +150,7 @@ impl ResetHold {
     }
 
     fn settle(&self, h: &mut Hold) {
-        if h.phase != ResetPhase::Draining || h.active > 0 {
+        if h.phase != ResetPhase::Draining || h.active > 0 || h.busy {
             return;
         }
         let Some(agent) = self.agent.get() else {
@@ -186,6 +188,32 @@ impl ResetHold {
         }
         h.active += 1;
         ResetWork { hold: self }
+    }
+
+    /// For a service whose work runs in one loop of its own (the
+    /// exporter's reader's port thread, the SM's loop): marks it busy —
+    /// work in flight, which holds a reset that comes as a
+    /// [`ResetWork`] guard would — unless a reset is pending. False then:
+    /// the loop hands nothing new over until the reset ends. Checked and
+    /// marked under one lock, so a `ResetPending` is either seen here or
+    /// held by the mark. A mark already set stays (true while running).
+    pub fn try_busy(&self) -> bool {
+        let mut h = self.lock();
+        if h.phase != ResetPhase::Running {
+            return false;
+        }
+        h.busy = true;
+        true
+    }
+
+    /// The loop's work in flight has ended ([`ResetHold::try_busy`]): a
+    /// pending reset is acknowledged once nothing else holds it.
+    pub fn set_idle(&self) {
+        let mut h = self.lock();
+        if h.busy {
+            h.busy = false;
+            self.settle(&mut h);
+        }
     }
 
     /// Waits up to `limit` while a reset is pending (woken at once by

@@ -20,11 +20,11 @@
 //! service: a third agent, registered holding the reset, feeds a
 //! [`ResetHold`] from its callback (on the runtime's loop thread, so an
 //! idle reader, whose port thread sleeps on the request channel,
-//! acknowledges at once). The port thread holds that hold's work guard
-//! while it has requests in flight; on `ResetPending` it hands no new
-//! request to the engine (they wait in its queue), lets those in flight
-//! end (answered, timed out or flushed), then lets go of the guard, which
-//! acknowledges; on `ResetEnd` it goes on with the queue
+//! acknowledges at once). The port thread marks the hold busy while it
+//! has requests in flight ([`ResetHold::try_busy`]); on `ResetPending` it
+//! hands no new request to the engine (they wait in its queue), lets
+//! those in flight end (answered, timed out or flushed), then marks it
+//! idle, which acknowledges; on `ResetEnd` it goes on with the queue
 //! ([`AgentExchange::reset_stats`]).
 
 use std::collections::VecDeque;
@@ -35,8 +35,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mad_agents::{
-    Agent, AgentEvent, AgentReceiver, AgentSpec, ResetHold, ResetHoldStats, ResetWork, Runtime,
-    SendRequest, SendStatus, SharedPort,
+    Agent, AgentEvent, AgentReceiver, AgentSpec, ResetHold, ResetHoldStats, Runtime, SendRequest,
+    SendStatus, SharedPort,
 };
 use mad_core::transport::Qp;
 
@@ -314,19 +314,20 @@ impl PortThread {
     /// Until the exchange is dropped: takes requests, hands them to the
     /// engine a chunk at a time, and hands back what finished after each.
     /// While a soft reset is pending (`hold`) nothing new goes to the
-    /// engine; the work guard is kept while requests are in flight.
+    /// engine; the hold is marked busy while requests are in flight.
     fn run(
         mut self,
         hold: &ResetHold,
         requests: &Receiver<Vec<(usize, SendRequest)>>,
         done: &Sender<Done>,
     ) {
-        let mut work: Option<ResetWork<'_>> = None;
+        // The hold is marked busy (a pending reset waits for us).
+        let mut busy_mark = false;
         loop {
             let busy = self.in_flight();
             if !busy && !self.queued.is_empty() && hold.is_held() {
-                // Drained (the guard is gone): the queue waits for the
-                // reset's end.
+                // Drained (marked idle): the queue waits for the reset's
+                // end.
                 hold.wait_resumed(HELD_SLICE);
             }
             // Wait for requests only with nothing else to do.
@@ -348,7 +349,7 @@ impl PortThread {
                 Err(true) => return,
                 Err(false) => {}
             }
-            if !self.queued.is_empty() && admit(hold, &mut work) {
+            if !self.queued.is_empty() && admit(hold, &mut busy_mark) {
                 if let Err(e) = self.send_chunk() {
                     let _ = done.send(Err(e));
                     return;
@@ -361,9 +362,10 @@ impl PortThread {
                     return;
                 }
             }
-            if !self.in_flight() {
+            if busy_mark && !self.in_flight() {
                 // Nothing in flight: a pending reset may be acknowledged.
-                work = None;
+                hold.set_idle();
+                busy_mark = false;
             }
             if !self.out.is_empty() && done.send(Ok(std::mem::take(&mut self.out))).is_err() {
                 return;
@@ -429,20 +431,16 @@ impl PortThread {
 }
 
 /// May the port thread hand requests to the engine now? Not while a soft
-/// reset is pending; otherwise yes, holding the reset (`work`) from now
-/// until nothing is in flight. Entered before looking, so that a reset
-/// coming in between is held until the requests handed over end.
-fn admit<'h>(hold: &'h ResetHold, work: &mut Option<ResetWork<'h>>) -> bool {
-    if work.is_none() {
-        if hold.is_held() {
-            return false;
-        }
-        *work = Some(hold.enter(Duration::ZERO));
+/// reset is pending; otherwise yes, with the hold marked busy (`marked`)
+/// from now until nothing is in flight, so that a reset coming meanwhile
+/// waits for the requests handed over.
+fn admit(hold: &ResetHold, marked: &mut bool) -> bool {
+    if *marked {
+        !hold.is_held()
+    } else {
+        *marked = hold.try_busy();
+        *marked
     }
-    // Nothing new goes out while held; with nothing in flight the guard
-    // goes (after the loop's look at what is in flight) and the reset is
-    // acknowledged.
-    !hold.is_held()
 }
 
 /// Takes one event of `side` into `out` (a completion: how it ended, and
