@@ -227,7 +227,13 @@ fn serve<T: split::Waitable + 'static>(
         ..SaResponderConfig::default()
     };
     let start = Instant::now();
-    let mut srv = server::SmServer::start(t, engine, o.sm_config(), cfg, start)
+    let mut srv = server::SmServer::start(
+        t,
+        (mad_core::port::PortConfig::default(), engine),
+        o.sm_config(),
+        cfg,
+        start,
+    )
         .map_err(|e| CliError::Failed(format!("sm: {e}")))?;
     log.line(
         &format!(

@@ -24,7 +24,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mad_agents::sa::{SaResponder, SaResponderConfig, SaResponderStats};
-use mad_agents::{AgentSpec, EngineConfig, PortAgent, ResetHold, ResetHoldStats, SharedPort};
+use mad_agents::{
+    AgentSpec, EngineConfig, PortAgent, ResetHold, ResetHoldStats, Runtime, SharedPort,
+};
+use mad_core::port::{Port, PortConfig};
 use mad_core::transport::{Qp, TransportError};
 use mad_sm::sa::{FabricSa, SubnetView};
 use mad_sm::{SmConfig, SmDriver, SmEvent, SubnetManager};
@@ -60,21 +63,23 @@ impl<T: Waitable + 'static> std::fmt::Debug for SmServer<T> {
 }
 
 impl<T: Waitable + 'static> SmServer<T> {
-    /// Splits `t`, starts the shared port over its QP1 half with `engine`
-    /// and the SA on it with `sa`, and starts the SM (`sm`) at `now`.
+    /// Splits `t`, starts the shared port over its QP1 half (port layer
+    /// `port`, engine `engine`) and the SA on it with `sa`, and starts the
+    /// SM (`sm`) at `now`.
     ///
     /// # Errors
     /// The runtime cannot start, or an agent cannot be registered.
     pub fn start(
         t: T,
-        engine: EngineConfig,
+        (port, engine): (PortConfig, EngineConfig),
         sm: SmConfig,
         sa: SaResponderConfig,
         now: Instant,
     ) -> Result<Self, String> {
         let attrs = t.port_attrs().clone();
         let (qp0, qp1) = split::split(t);
-        let port = SharedPort::start(qp1, engine)
+        let port = Runtime::start_with_port(Port::new(Box::new(qp1), port), engine)
+            .map(SharedPort::from_runtime)
             .map_err(|e| format!("cannot start the SA's runtime: {e}"))?;
         let source = Arc::new(FabricSa::new(SubnetView::default()));
         let responder = SaResponder::open(&port, source.clone(), sa)
@@ -161,6 +166,11 @@ impl<T: Waitable + 'static> SmServer<T> {
     #[must_use]
     pub fn sm(&self) -> &SubnetManager {
         &self.sm
+    }
+
+    /// The SM, to steer it (a re-sweep, say).
+    pub fn sm_mut(&mut self) -> &mut SubnetManager {
+        &mut self.sm
     }
 
     /// The driver (its counters).
