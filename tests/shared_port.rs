@@ -30,7 +30,10 @@ use madstack::core::wire::attr::trap;
 use madstack::core::wire::sa_records::{InformInfo, NodeRecord};
 use madstack::core::wire::smp::DrPath;
 use madstack::core::wire::{AttributeId, MadStatus, Method, MgmtClass};
-use madstack::sim::Subnet;
+use madstack::agents::sa::SaResponderConfig;
+use madstack::sim::{EndpointFault, Fabric, FaultyPort, Subnet};
+use madstack::sm::{SmConfig, SmEvent};
+use madstack::tools::cmd::sm::server::SmServer;
 use madstack::tools::discover::agent::AgentExchange;
 use madstack::tools::discover::pipeline::{Exchange, Limits, Outcome, Outgoing};
 
@@ -678,4 +681,131 @@ fn all_services_on_one_port_each_hold_the_reset_while_their_work_is_in_flight_an
     let r = sa.next_report(WAIT).expect("a Report after the reset");
     assert_eq!(r.notice.trap_number(), Some(trap::LINK_STATE_CHANGE));
     s.fabric().link_up("host-3", 1).unwrap();
+}
+
+/// Pumps `mad sm`'s server (its SM loop, on this thread) until `cond`,
+/// collecting the SM's events into `seen`.
+fn pump_sm<T: madstack::tools::cmd::sm::split::Waitable>(
+    srv: &mut SmServer<T>,
+    seen: &mut Vec<SmEvent>,
+    what: &str,
+    mut cond: impl FnMut(&SmServer<T>, &[SmEvent]) -> bool,
+) {
+    let end = Instant::now() + WAIT;
+    while !cond(srv, seen) {
+        assert!(Instant::now() < end, "never: {what}");
+        if !srv.pump(Instant::now()).unwrap() {
+            srv.wait();
+        }
+        seen.extend(std::iter::from_fn(|| srv.poll_event()));
+    }
+}
+
+#[test]
+fn mad_sm_and_its_sa_hold_the_reset_while_smps_await_answers_and_sweep_and_answer_after() {
+    let fabric = Fabric::builtin();
+    let mut t = fabric.attach("host-1", 1).unwrap();
+    t.set_is_sm(true);
+    let t = FaultyPort::new(t, 1);
+    let port_cfg = PortConfig {
+        reset_ack_timeout: Duration::from_secs(600),
+        ..PortConfig::default()
+    };
+    let sm_cfg = SmConfig {
+        // No SMP times out during the test: only answers end them.
+        timeout: Duration::from_secs(60),
+        ..SmConfig::default()
+    };
+    let mut srv = SmServer::start(
+        t,
+        (port_cfg, EngineConfig::default()),
+        sm_cfg,
+        SaResponderConfig::default(),
+        Instant::now(),
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    pump_sm(&mut srv, &mut seen, "SUBNET UP", |_, ev| {
+        ev.contains(&SmEvent::SubnetUp)
+    });
+    let sm_node = fabric.find("host-1").unwrap();
+    let sm_lid = fabric.port_info(sm_node, 1).unwrap().lid;
+    let stats = |p: &SharedPort| p.with_engine(|e| e.port().stats());
+    // A client of the SA on another host.
+    let rt = Runtime::start(fabric.attach("host-7", 1).unwrap(), EngineConfig::default()).unwrap();
+    let client = Arc::new(
+        SaClient::new(
+            &rt,
+            SaClientConfig {
+                receive_reports: false,
+                sa_address: Some(Address::gsi(sm_lid)),
+                timeout: Duration::from_secs(30),
+                ..SaClientConfig::default()
+            },
+        )
+        .unwrap(),
+    );
+    let nodes = client.all::<NodeRecord>().unwrap().records.len();
+    assert_eq!(nodes, fabric.node_count());
+
+    // A re-sweep with its first SMP held on the wire.
+    fabric.set_auto_deliver(false);
+    srv.sm_mut().resweep(Instant::now());
+    pump_sm(&mut srv, &mut seen, "an SMP on the wire", |s, _| {
+        s.sm().awaiting_answers() > 0
+    });
+    fabric.inject("host-1", 1, EndpointFault::SoftReset).unwrap();
+    pump_sm(&mut srv, &mut seen, "the SM and the SA heard ResetPending", |s, _| {
+        s.reset_stats().holds == 1 && s.sa_reset_stats().holds == 1
+    });
+    // The SA has nothing in flight: it acknowledges; the SM waits for
+    // its answer.
+    pump_sm(&mut srv, &mut seen, "the SA acknowledged", |s, _| {
+        s.sa_reset_stats().acks == 1
+    });
+    assert_eq!(srv.reset_stats().acks, 0, "acknowledged with an SMP on the wire");
+    assert_eq!(stats(srv.port()).soft_resets, 0);
+    let sent = srv.driver().sent();
+    // An SA query reaches the SA during the reset: it waits there.
+    let c2 = client.clone();
+    let query = std::thread::spawn(move || c2.all::<NodeRecord>().map(|t| t.records.len()));
+    let end = Instant::now() + WAIT;
+    while srv.sa_stats().deferred == 0 {
+        assert!(Instant::now() < end, "the query never reached the SA");
+        fabric.run_until_idle();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // (run_until_idle above delivered the SMA's answer too.) The answer
+    // ends the SM's SMP: the SM acknowledges — sending nothing, though
+    // the answer gave it more to read — and the port resets.
+    pump_sm(&mut srv, &mut seen, "the SM acknowledged", |s, _| {
+        s.reset_stats().acks == 1
+    });
+    assert_eq!(srv.driver().sent(), sent, "the SM sent during the reset");
+    fabric.set_auto_deliver(true);
+    pump_sm(&mut srv, &mut seen, "the SM and the SA resumed", |s, _| {
+        s.reset_stats().resumes == 1 && s.sa_reset_stats().resumes == 1
+    });
+    assert_eq!(
+        (stats(srv.port()).soft_resets, stats(srv.port()).forced_resets),
+        (1, 0)
+    );
+    // After the reset: the query that waited is answered, the sweep goes
+    // on to its end, and a new query is answered.
+    let sweeps = seen
+        .iter()
+        .filter(|e| matches!(e, SmEvent::SweepDone { .. }))
+        .count();
+    pump_sm(&mut srv, &mut seen, "the re-sweep's end", |_, ev| {
+        ev.iter()
+            .filter(|e| matches!(e, SmEvent::SweepDone { .. }))
+            .count()
+            > sweeps
+    });
+    assert!(srv.driver().sent() > sent, "the SM sweeps again");
+    assert_eq!(query.join().unwrap().unwrap(), nodes, "the query that waited");
+    assert_eq!(client.all::<NodeRecord>().unwrap().records.len(), nodes);
+    drop(client);
+    rt.shutdown();
+    srv.shutdown();
 }
