@@ -4,8 +4,10 @@
 //! agent — on the built-in fabric. The creator's handle goes first and the
 //! others go on; the last drop deregisters everything and joins the
 //! thread. Every service holds the two-phase soft reset (seed 001) while
-//! its work drains and resumes after it. (Seed 002's device-fatal row on a
-//! real device is in `tests/kernel_vm.rs`.)
+//! its work drains and resumes after it: the SA client, the CM, the
+//! reader, a user's agent, and `mad sm`'s SM and SA (on a fabric without
+//! an SM of its own). (Seed 002's device-fatal row on a real device is in
+//! `tests/kernel_vm.rs`.)
 #![allow(
     clippy::unwrap_used,
     reason = "tests: a failed unwrap is a failed test"
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use mad_testkit::build::MadBuilder;
 use mad_testkit::wrap::{Hooks, Wrapped};
+use madstack::agents::sa::SaResponderConfig;
 use madstack::agents::sa::{SaClient, SaClientConfig, SaError};
 use madstack::agents::{
     AgentEvent, AgentReceiver, AgentRef, AgentSpec, EngineConfig, PortAgent, ResetHold, Runtime,
@@ -30,7 +33,6 @@ use madstack::core::wire::attr::trap;
 use madstack::core::wire::sa_records::{InformInfo, NodeRecord};
 use madstack::core::wire::smp::DrPath;
 use madstack::core::wire::{AttributeId, MadStatus, Method, MgmtClass};
-use madstack::agents::sa::SaResponderConfig;
 use madstack::sim::{EndpointFault, Fabric, FaultyPort, Subnet};
 use madstack::sm::{SmConfig, SmEvent};
 use madstack::tools::cmd::sm::server::SmServer;
@@ -531,18 +533,29 @@ fn the_readers_hold_acknowledges_at_once_when_idle_and_only_after_its_request_in
         "a request went out during the reset",
     );
     assert!(reader_outcomes(&mut reader, Duration::ZERO).is_empty());
-    assert_eq!(reader.reset_stats().acks, 1, "acknowledged with a request in flight");
-    assert_eq!(stats(&port).soft_resets, 1, "reset with a request in flight");
+    assert_eq!(
+        reader.reset_stats().acks,
+        1,
+        "acknowledged with a request in flight"
+    );
+    assert_eq!(
+        stats(&port).soft_resets,
+        1,
+        "reset with a request in flight"
+    );
 
     // The answer ends the request: the reader acknowledges, the port
     // resets, and the waiting request goes out after the reset.
     answer(&p.user, &held);
     reader_answer(&mut reader, 1);
-    until("the reader acknowledged, the port reset, the reader resumed", || {
-        reader.reset_stats().acks == 2
-            && stats(&port).soft_resets == 2
-            && reader.reset_stats().resumes == 2
-    });
+    until(
+        "the reader acknowledged, the port reset, the reader resumed",
+        || {
+            reader.reset_stats().acks == 2
+                && stats(&port).soft_resets == 2
+                && reader.reset_stats().resumes == 2
+        },
+    );
     answer(&p.user, &next_request(&p.user_rx));
     reader_answer(&mut reader, 2);
     assert_eq!(stats(&port).forced_resets, 0);
@@ -754,16 +767,25 @@ fn mad_sm_and_its_sa_hold_the_reset_while_smps_await_answers_and_sweep_and_answe
     pump_sm(&mut srv, &mut seen, "an SMP on the wire", |s, _| {
         s.sm().awaiting_answers() > 0
     });
-    fabric.inject("host-1", 1, EndpointFault::SoftReset).unwrap();
-    pump_sm(&mut srv, &mut seen, "the SM and the SA heard ResetPending", |s, _| {
-        s.reset_stats().holds == 1 && s.sa_reset_stats().holds == 1
-    });
+    fabric
+        .inject("host-1", 1, EndpointFault::SoftReset)
+        .unwrap();
+    pump_sm(
+        &mut srv,
+        &mut seen,
+        "the SM and the SA heard ResetPending",
+        |s, _| s.reset_stats().holds == 1 && s.sa_reset_stats().holds == 1,
+    );
     // The SA has nothing in flight: it acknowledges; the SM waits for
     // its answer.
     pump_sm(&mut srv, &mut seen, "the SA acknowledged", |s, _| {
         s.sa_reset_stats().acks == 1
     });
-    assert_eq!(srv.reset_stats().acks, 0, "acknowledged with an SMP on the wire");
+    assert_eq!(
+        srv.reset_stats().acks,
+        0,
+        "acknowledged with an SMP on the wire"
+    );
     assert_eq!(stats(srv.port()).soft_resets, 0);
     let sent = srv.driver().sent();
     // An SA query reaches the SA during the reset: it waits there.
@@ -787,7 +809,10 @@ fn mad_sm_and_its_sa_hold_the_reset_while_smps_await_answers_and_sweep_and_answe
         s.reset_stats().resumes == 1 && s.sa_reset_stats().resumes == 1
     });
     assert_eq!(
-        (stats(srv.port()).soft_resets, stats(srv.port()).forced_resets),
+        (
+            stats(srv.port()).soft_resets,
+            stats(srv.port()).forced_resets
+        ),
         (1, 0)
     );
     // After the reset: the query that waited is answered, the sweep goes
@@ -803,7 +828,11 @@ fn mad_sm_and_its_sa_hold_the_reset_while_smps_await_answers_and_sweep_and_answe
             > sweeps
     });
     assert!(srv.driver().sent() > sent, "the SM sweeps again");
-    assert_eq!(query.join().unwrap().unwrap(), nodes, "the query that waited");
+    assert_eq!(
+        query.join().unwrap().unwrap(),
+        nodes,
+        "the query that waited"
+    );
     assert_eq!(client.all::<NodeRecord>().unwrap().records.len(), nodes);
     drop(client);
     rt.shutdown();

@@ -234,7 +234,7 @@ fn serve<T: split::Waitable + 'static>(
         cfg,
         start,
     )
-        .map_err(|e| CliError::Failed(format!("sm: {e}")))?;
+    .map_err(|e| CliError::Failed(format!("sm: {e}")))?;
     log.line(
         &format!(
             "mad sm: SM port GUID {:#018x} on {} port {}, priority {}",

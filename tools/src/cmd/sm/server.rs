@@ -156,9 +156,12 @@ impl<T: Waitable + 'static> SmServer<T> {
     /// Waits for something to receive on QP0, up to the SM's next timer
     /// and at most 1 ms (while a soft reset is pending, up to 1 ms).
     pub fn wait(&mut self) {
-        let wait = self.sm.poll_timeout().map_or(Duration::from_millis(1), |d| {
-            d.saturating_duration_since(Instant::now())
-        });
+        let wait = self
+            .sm
+            .poll_timeout()
+            .map_or(Duration::from_millis(1), |d| {
+                d.saturating_duration_since(Instant::now())
+            });
         self.qp0.wait(wait.min(Duration::from_millis(1)));
     }
 
