@@ -662,6 +662,10 @@ pub struct EngineStats {
     /// Such unacknowledged answers ended because their peer asked again
     /// with the same TID and the new answer took their place.
     pub rmpp_unacknowledged_replaced: u64,
+    /// Sends ended as [`SendStatus::Flushed`] when the port's device died
+    /// ([`AgentEvent::DeviceFatal`]): every send without an outcome, at
+    /// once, not at its next resend or deadline.
+    pub ended_by_device_fatal: u64,
     /// Events delivered.
     pub events: u64,
     /// State moves of a send that its phase refused where the engine's

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use mad_agents::{
-    AgentId, AgentSpec, EngineConfig, FlowLimit, SendId, SendRequest, SendStatus, Stack,
+    AgentId, AgentSpec, EngineConfig, FlowLimit, SendError, SendId, SendRequest, SendStatus, Stack,
     DEFAULT_PORT_UNANSWERED,
 };
 use mad_core::transport::loopback::Loopback;
@@ -399,4 +399,62 @@ fn under_random_load_the_wire_never_exceeds_the_limits_and_every_send_completes_
             "seed {seed}: the limits never bound"
         );
     }
+}
+
+/// Seed 002's device-fatal row at the engine: a send awaiting its answer
+/// and one waiting in the backlog both end at once as `Flushed` (not at
+/// the next resend, seconds later), each exactly once; a send after that
+/// is refused at once; nothing completes again later.
+#[test]
+fn a_device_fatal_error_ends_every_pending_send_at_once_exactly_once() {
+    let (lb, sent) = recording(5, 4096);
+    let cfg = EngineConfig {
+        max_unanswered_per_agent: FlowLimit::Max(1),
+        max_unanswered_per_port: FlowLimit::Unlimited,
+        ..EngineConfig::default()
+    };
+    let mut e = Stack::new(lb, cfg);
+    let a = e.register(AgentSpec::send_only("a", Qp::Qp1)).unwrap();
+    let t0 = Instant::now();
+    let on_wire = e.send(a, req(10 * SEC, 5), t0).unwrap();
+    let backlogged = e.send(a, req(10 * SEC, 5), t0).unwrap();
+    e.poll(t0);
+    assert_eq!(sent.lock().unwrap().len(), 1, "one on the wire");
+    assert_eq!(e.agent_backlog(a), 1, "one in the backlog");
+    assert!(drain(&mut e).is_empty(), "nothing completed yet");
+
+    e.transport_mut()
+        .push_event(mad_core::transport::AsyncEvent::DeviceFatal);
+    e.poll(t0 + MS);
+    let evs = drain(&mut e);
+    assert!(
+        evs.iter()
+            .any(|(x, ev)| *x == a && *ev == mad_agents::AgentEvent::DeviceFatal),
+        "the agent hears of it: {evs:?}"
+    );
+    let done = completions(&evs);
+    let mut ids: Vec<_> = done.iter().map(|c| c.send).collect();
+    ids.sort_by_key(|s| s.as_u64());
+    let mut want = vec![on_wire, backlogged];
+    want.sort_by_key(|s| s.as_u64());
+    assert_eq!(ids, want, "both ended at once, once each");
+    assert!(done.iter().all(|c| c.status == SendStatus::Flushed));
+    assert_eq!(e.stats().ended_by_device_fatal, 2);
+    assert_eq!(e.outstanding(), 0);
+    assert_eq!(
+        sent.lock().unwrap().len(),
+        1,
+        "the backlogged one never went out"
+    );
+
+    assert!(
+        matches!(e.send(a, req(SEC, 0), t0 + MS), Err(SendError::Port(_))),
+        "a post on the dead port fails at once"
+    );
+    e.poll(t0 + 60 * SEC);
+    assert!(
+        completions(&drain(&mut e)).is_empty(),
+        "nothing completes twice"
+    );
+    assert_eq!(e.poll_timeout(), None, "no timer left");
 }

@@ -61,6 +61,24 @@ impl SmDriver {
         t: &mut T,
         now: Instant,
     ) -> Result<bool, TransportError> {
+        let busy = self.pump_quiet(sm, t, now)?;
+        Ok(self.transmit(sm, t, now)? || busy)
+    }
+
+    /// [`SmDriver::pump`] without posting anything: send completions and
+    /// receives are taken and the SM's timers fire, but what it would
+    /// send (resends of timed-out SMPs included) waits for the next
+    /// [`SmDriver::pump`]. For a port whose owner holds it quiet, as
+    /// during a soft reset. Returns true if anything was received.
+    ///
+    /// # Errors
+    /// What the transport reports.
+    pub fn pump_quiet<T: Transport + ?Sized>(
+        &mut self,
+        sm: &mut SubnetManager,
+        t: &mut T,
+        now: Instant,
+    ) -> Result<bool, TransportError> {
         let mut busy = false;
         self.completions.clear();
         t.poll_send_completions(&mut self.completions)?;
@@ -81,6 +99,18 @@ impl SmDriver {
         if sm.poll_timeout().is_some_and(|d| d <= now) {
             sm.handle_timeout(now);
         }
+        Ok(busy)
+    }
+
+    /// Posts what the SM has to send (a MAD refused with a full queue
+    /// first); true if anything was posted.
+    fn transmit<T: Transport + ?Sized>(
+        &mut self,
+        sm: &mut SubnetManager,
+        t: &mut T,
+        now: Instant,
+    ) -> Result<bool, TransportError> {
+        let mut busy = false;
         loop {
             let next = match self.pending.take() {
                 Some(to) => Some(to),

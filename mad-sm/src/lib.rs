@@ -905,6 +905,18 @@ impl SubnetManager {
         self.outstanding.len() + self.ready.len() + self.responses.len()
     }
 
+    /// SMPs sent whose answer may still come: outstanding with a
+    /// deadline running (one timed out and waiting to be sent again is
+    /// not on the wire). What a driver holding its port quiet (a soft
+    /// reset) lets end before it lets go.
+    #[must_use]
+    pub fn awaiting_answers(&self) -> usize {
+        self.outstanding
+            .values()
+            .filter(|o| o.deadline.is_some())
+            .count()
+    }
+
     /// Sweep and SMP counters.
     #[must_use]
     pub fn stats(&self) -> SmStats {

@@ -130,6 +130,26 @@ impl Engine {
         Ok(())
     }
 
+    /// The port's device died: every send without an outcome (queued in a
+    /// backlog, awaiting its response, mid RMPP transfer) fails as
+    /// [`SendStatus::Flushed`] now, as deregistration fails them, instead
+    /// of at its next resend (which the dead port would refuse) or its
+    /// deadline. Work requests still posted complete as the port flushes
+    /// them; each send completes once, when its last reference goes.
+    pub(super) fn end_sends_of_dead_port(&mut self) {
+        let idxs: Vec<usize> = self
+            .sends
+            .iter()
+            .filter(|(_, s)| s.state.is_active())
+            .map(|(i, _)| i)
+            .collect();
+        for s in idxs {
+            self.fail(s, SendStatus::Flushed);
+            self.stats.ended_by_device_fatal += 1;
+            self.settle(s, None);
+        }
+    }
+
     /// Agents that have gone since the last call.
     pub fn take_reaped(&mut self) -> Vec<AgentId> {
         std::mem::take(&mut self.reaped)

@@ -73,7 +73,10 @@ impl Engine {
                 self.reset_hold = None;
                 self.broadcast(&AgentEvent::ResetEnd);
             }
-            PortEvent::DeviceFatal => self.broadcast(&AgentEvent::DeviceFatal),
+            PortEvent::DeviceFatal => {
+                self.broadcast(&AgentEvent::DeviceFatal);
+                self.end_sends_of_dead_port();
+            }
             PortEvent::Reopened => self.broadcast(&AgentEvent::Reopened),
             _ => {}
         }

@@ -6,8 +6,9 @@
 //! ([`AgentEvent::ResetEnd`]); an agent registered with
 //! [`AgentSpec::hold_reset`](crate::AgentSpec::hold_reset) holds the reset
 //! until it acknowledges ([`AgentRef::ack_reset`]). A service (the SA
-//! client, the CM service, the exporter's reader, a user's own) keeps one
-//! `ResetHold` beside its agent and feeds it the agent's events:
+//! client, the CM service, the exporter's reader, the SM and its SA
+//! responder, a user's own) keeps one `ResetHold` beside its agent and
+//! feeds it the agent's events:
 //!
 //! - on `ResetPending` it starts **draining**: new work waits
 //!   ([`ResetHold::enter`] blocks), and the reset is acknowledged as soon
@@ -60,6 +61,8 @@ struct Hold {
     phase: ResetPhase,
     /// Work begun ([`ResetHold::enter`]) and not ended.
     active: usize,
+    /// The service's loop has work in flight ([`ResetHold::try_busy`]).
+    busy: bool,
     stats: ResetHoldStats,
 }
 
@@ -138,8 +141,8 @@ impl ResetHold {
         }
     }
 
-    /// Acknowledges the reset once draining is over: no work begun and no
-    /// send of the agent outstanding. (Called on every event that may end
+    /// Acknowledges the reset once draining is over: no work begun, the
+    /// loop not busy and no send of the agent outstanding. (Called on every event that may end
     /// the drain; a service whose completions go elsewhere, such as to a
     /// thread in [`AgentRef::send_and_wait`], calls it after them.)
     pub fn check(&self) {
@@ -147,7 +150,7 @@ impl ResetHold {
     }
 
     fn settle(&self, h: &mut Hold) {
-        if h.phase != ResetPhase::Draining || h.active > 0 {
+        if h.phase != ResetPhase::Draining || h.active > 0 || h.busy {
             return;
         }
         let Some(agent) = self.agent.get() else {
@@ -185,6 +188,49 @@ impl ResetHold {
         }
         h.active += 1;
         ResetWork { hold: self }
+    }
+
+    /// For a service whose work runs in one loop of its own (the
+    /// exporter's reader's port thread, the SM's loop): marks it busy —
+    /// work in flight, which holds a reset that comes as a
+    /// [`ResetWork`] guard would — unless a reset is pending. False then:
+    /// the loop hands nothing new over until the reset ends. Checked and
+    /// marked under one lock, so a `ResetPending` is either seen here or
+    /// held by the mark. A mark already set stays (true while running).
+    pub fn try_busy(&self) -> bool {
+        let mut h = self.lock();
+        if h.phase != ResetPhase::Running {
+            return false;
+        }
+        h.busy = true;
+        true
+    }
+
+    /// The loop's work in flight has ended ([`ResetHold::try_busy`]): a
+    /// pending reset is acknowledged once nothing else holds it.
+    pub fn set_idle(&self) {
+        let mut h = self.lock();
+        if h.busy {
+            h.busy = false;
+            self.settle(&mut h);
+        }
+    }
+
+    /// Waits up to `limit` while a reset is pending (woken at once by
+    /// `ResetEnd` or `DeviceFatal`); true once work may run. For a
+    /// service that keeps its own queue of deferred work and must look
+    /// at other things between waits (the exporter's reader), where
+    /// [`ResetHold::enter`] would block it.
+    pub fn wait_resumed(&self, limit: Duration) -> bool {
+        let h = self.lock();
+        if h.phase == ResetPhase::Running {
+            return true;
+        }
+        let (h, _) = self
+            .resumed
+            .wait_timeout_while(h, limit, |h| h.phase != ResetPhase::Running)
+            .unwrap_or_else(PoisonError::into_inner);
+        h.phase == ResetPhase::Running
     }
 
     /// True while a reset is pending (draining or drained, not yet

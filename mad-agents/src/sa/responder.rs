@@ -46,7 +46,17 @@
 //! SubnAdmReport to every subscription that selects it (opensm's
 //! `match_inf_rec` rules) and the subscribers' ReportResp completes each
 //! send.
+//!
+//! # Soft reset (seed 001)
+//! The responder's agent holds the port's two-phase soft reset
+//! ([`ResetHold`]): from ResetPending on, a request received waits in the
+//! responder (at most [`DEFERRED_REQUESTS`]; beyond that it is dropped,
+//! the requester's retry covers it) and so does a Report, while the
+//! answers and Reports already posted end; then the responder
+//! acknowledges. On ResetEnd the waiting requests are answered and the
+//! waiting Reports sent ([`SaResponder::reset_stats`]).
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -66,7 +76,7 @@ use mad_core::wire::{
 use super::components::{component_layout, record_matches};
 use super::subscriptions::{Subscriber, SubscriptionLimits, Subscriptions};
 use super::{lock, SaError};
-use crate::runtime::{Agent, AgentRef, Runtime};
+use crate::runtime::{Agent, AgentRef, ResetHold, ResetHoldStats, Runtime, SharedPort};
 use crate::spec::AgentSpec;
 use crate::types::{AgentEvent, Completion, Message, SendRequest, SendStatus};
 
@@ -140,6 +150,21 @@ pub struct SaResponderStats {
     /// InformInfo subscriptions refused with `ERR_NO_RESOURCES` (a port's
     /// or the total limit reached).
     pub subscriptions_refused: u64,
+    /// Requests and Reports that waited for a soft reset to end.
+    pub deferred: u64,
+    /// Requests dropped during a soft reset (the waiting ones were
+    /// [`DEFERRED_REQUESTS`] already).
+    pub deferred_dropped: u64,
+}
+
+/// Most requests that wait in the responder for a soft reset to end.
+pub const DEFERRED_REQUESTS: usize = 4096;
+
+/// What waits for a soft reset to end.
+#[derive(Default)]
+struct Deferred {
+    requests: VecDeque<Message>,
+    reports: Vec<Notice>,
 }
 
 struct Inner {
@@ -148,6 +173,9 @@ struct Inner {
     agent: OnceLock<AgentRef>,
     subs: Mutex<Subscriptions>,
     stats: Mutex<SaResponderStats>,
+    /// The responder's part in the port's soft reset.
+    reset: ResetHold,
+    deferred: Mutex<Deferred>,
 }
 
 /// Cookie of a Report send.
@@ -158,6 +186,9 @@ const REPORT_COOKIE: u64 = 0x5AB2_0000_0000_0000;
 pub struct SaResponder {
     inner: Arc<Inner>,
     agent: Agent,
+    /// The shared port this responder keeps alive ([`SaResponder::open`]);
+    /// dropped after the agent.
+    port: Option<SharedPort>,
 }
 
 impl std::fmt::Debug for SaResponder {
@@ -194,7 +225,8 @@ impl SaResponder {
                 Method::GET_MULTI,
             ],
         )
-        .with_rmpp();
+        .with_rmpp()
+        .holding_reset();
         let subs = Subscriptions::new(cfg.subscription_limits);
         let inner = Arc::new(Inner {
             cfg,
@@ -202,11 +234,41 @@ impl SaResponder {
             agent: OnceLock::new(),
             subs: Mutex::new(subs),
             stats: Mutex::new(SaResponderStats::default()),
+            reset: ResetHold::new(),
+            deferred: Mutex::new(Deferred::default()),
         });
         let cb = inner.clone();
         let agent = rt.register(spec, move |ev| cb.on_event(ev))?;
         let _ = inner.agent.set(agent.handle());
-        Ok(Self { inner, agent })
+        inner.reset.attach(agent.handle());
+        Ok(Self {
+            inner,
+            agent,
+            port: None,
+        })
+    }
+
+    /// [`SaResponder::start`] on a shared port, keeping a handle on it:
+    /// the port lives while the responder does (the SA next to the SM's
+    /// and the process's other services on one port).
+    ///
+    /// # Errors
+    /// As [`SaResponder::start`].
+    pub fn open(
+        port: &SharedPort,
+        source: Arc<dyn RecordSource>,
+        cfg: SaResponderConfig,
+    ) -> Result<Self, SaError> {
+        let mut r = Self::start(port.runtime(), source, cfg)?;
+        r.port = Some(port.clone());
+        Ok(r)
+    }
+
+    /// The responder's part in soft resets so far (held, acknowledged,
+    /// resumed; device-fatal errors heard).
+    #[must_use]
+    pub fn reset_stats(&self) -> ResetHoldStats {
+        self.inner.reset.stats()
     }
 
     /// Counters.
@@ -229,38 +291,10 @@ impl SaResponder {
 
     /// Sends `notice` as SubnAdmReport to every subscription that selects
     /// it; returns how many Reports were sent. Each waits for its
-    /// ReportResp ([`SaResponderStats::reports_acked`]).
+    /// ReportResp ([`SaResponderStats::reports_acked`]). During a soft
+    /// reset the notice waits and goes out when the reset ends (0 now).
     pub fn report(&self, notice: &Notice) -> usize {
-        let Ok(data) = notice.to_vec() else {
-            return 0;
-        };
-        let targets: Vec<Subscriber> = lock(&self.inner.subs)
-            .iter()
-            .filter(|s| inform_selects(&s.info, notice))
-            .cloned()
-            .collect();
-        let mut sent = 0;
-        for s in targets {
-            let mad = super::build_request(Method::REPORT, AttributeId::NOTICE, 0, 0, &data);
-            let dest = Address {
-                lid: s.lid,
-                qpn: s.info.qpn,
-                qkey: GSI_QKEY,
-                ..Address::default()
-            };
-            let req = SendRequest::new(mad, dest)
-                .expect_response(self.inner.cfg.report_timeout, self.inner.cfg.report_retries)
-                .cookie(REPORT_COOKIE);
-            let ok = self.agent.send(req).is_ok();
-            let mut st = lock(&self.inner.stats);
-            if ok {
-                st.reports_sent += 1;
-                sent += 1;
-            } else {
-                st.reports_failed += 1;
-            }
-        }
-        sent
+        self.inner.report(notice)
     }
 }
 
@@ -299,11 +333,84 @@ fn fit(mut rec: Vec<u8>, len: usize) -> Vec<u8> {
 
 impl Inner {
     fn on_event(&self, ev: AgentEvent) {
+        self.reset.on_event(&ev);
         match ev {
+            AgentEvent::Received(msg) if self.reset.is_held() => self.defer(msg),
             AgentEvent::Received(msg) => self.on_request(&msg),
             AgentEvent::SendDone(c) => self.on_send_done(&c),
+            AgentEvent::ResetEnd | AgentEvent::DeviceFatal => self.resume(),
             _ => {}
         }
+    }
+
+    /// A request received during a soft reset waits for its end.
+    fn defer(&self, msg: Message) {
+        let mut d = lock(&self.deferred);
+        let mut st = lock(&self.stats);
+        if d.requests.len() < DEFERRED_REQUESTS {
+            d.requests.push_back(msg);
+            st.deferred += 1;
+        } else {
+            st.deferred_dropped += 1;
+        }
+    }
+
+    /// The soft reset is over: answers the requests and sends the
+    /// Reports that waited for it.
+    fn resume(&self) {
+        let d = std::mem::take(&mut *lock(&self.deferred));
+        for msg in &d.requests {
+            self.on_request(msg);
+        }
+        for n in &d.reports {
+            self.report(n);
+        }
+    }
+
+    /// See [`SaResponder::report`].
+    fn report(&self, notice: &Notice) -> usize {
+        let Ok(data) = notice.to_vec() else {
+            return 0;
+        };
+        // Counted as work begun before the look, so that a reset coming
+        // in between waits for the Reports posted.
+        let work = (!self.reset.is_held()).then(|| self.reset.enter(Duration::ZERO));
+        if work.is_none() || self.reset.is_held() {
+            drop(work);
+            lock(&self.deferred).reports.push(notice.clone());
+            lock(&self.stats).deferred += 1;
+            return 0;
+        }
+        let Some(agent) = self.agent.get() else {
+            return 0;
+        };
+        let targets: Vec<Subscriber> = lock(&self.subs)
+            .iter()
+            .filter(|s| inform_selects(&s.info, notice))
+            .cloned()
+            .collect();
+        let mut sent = 0;
+        for s in targets {
+            let mad = super::build_request(Method::REPORT, AttributeId::NOTICE, 0, 0, &data);
+            let dest = Address {
+                lid: s.lid,
+                qpn: s.info.qpn,
+                qkey: GSI_QKEY,
+                ..Address::default()
+            };
+            let req = SendRequest::new(mad, dest)
+                .expect_response(self.cfg.report_timeout, self.cfg.report_retries)
+                .cookie(REPORT_COOKIE);
+            let ok = agent.send(req).is_ok();
+            let mut st = lock(&self.stats);
+            if ok {
+                st.reports_sent += 1;
+                sent += 1;
+            } else {
+                st.reports_failed += 1;
+            }
+        }
+        sent
     }
 
     fn on_send_done(&self, c: &Completion) {

@@ -14,15 +14,29 @@
 //! the engine's and the transport's work (on the built-in fabric, the
 //! whole fabric's) runs beside the caller's, on two cores. Both hand
 //! over a batch at a time; each waits only when it has nothing to do.
+//!
+//! # Soft reset (seed 001)
+//! The reader holds the port's two-phase soft reset like every other
+//! service: a third agent, registered holding the reset, feeds a
+//! [`ResetHold`] from its callback (on the runtime's loop thread, so an
+//! idle reader, whose port thread sleeps on the request channel,
+//! acknowledges at once). The port thread marks the hold busy while it
+//! has requests in flight ([`ResetHold::try_busy`]); on `ResetPending` it
+//! hands no new request to the engine (they wait in its queue), lets
+//! those in flight end (answered, timed out or flushed), then marks it
+//! idle, which acknowledges; on `ResetEnd` it goes on with the queue
+//! ([`AgentExchange::reset_stats`]).
 
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mad_agents::{
-    Agent, AgentEvent, AgentReceiver, AgentSpec, Runtime, SendRequest, SendStatus, SharedPort,
+    Agent, AgentEvent, AgentReceiver, AgentSpec, ResetHold, ResetHoldStats, Runtime, SendRequest,
+    SendStatus, SharedPort,
 };
 use mad_core::transport::Qp;
 
@@ -42,6 +56,10 @@ const CHUNK: usize = 32;
 /// before it blocks (a blocked thread costs the other a futex wake-up per
 /// batch): about the time the port thread takes for a chunk.
 const SPIN: Duration = Duration::from_micros(50);
+
+/// Longest the port thread waits for a soft reset to end before it looks
+/// at the request channel again (woken at once by the reset's end).
+const HELD_SLICE: Duration = Duration::from_millis(20);
 
 /// The next message of `rx`, looking for it for up to [`SPIN`] (giving
 /// the CPU away between looks) before blocking, up to `max` in all
@@ -96,6 +114,11 @@ pub struct AgentExchange<'a> {
     port: Option<JoinHandle<()>>,
     sent: u64,
     resent: u64,
+    /// The reader's part in the port's soft reset, fed by `holder`.
+    hold: Arc<ResetHold>,
+    /// The agent that holds soft resets for the reader (its callback
+    /// feeds `hold`); deregistered after the port thread ended.
+    holder: Option<Agent>,
     /// The shared port this exchange keeps alive ([`AgentExchange::open`]);
     /// let go of after the port thread (and its agents) ended.
     shared: Option<SharedPort>,
@@ -125,9 +148,18 @@ impl<'a> AgentExchange<'a> {
         Self::start_on(rt)
     }
 
-    /// Registers the two agents on `rt` and starts the port thread (the
+    /// Registers the agents on `rt` and starts the port thread (the
     /// agents keep the runtime's state; the caller keeps the runtime).
     fn start_on(rt: &Runtime) -> Result<Self, String> {
+        let hold = Arc::new(ResetHold::new());
+        let feed = hold.clone();
+        let holder = rt
+            .register(
+                AgentSpec::send_only("discover-reset", Qp::Qp1).holding_reset(),
+                move |ev| feed.on_event(&ev),
+            )
+            .map_err(|e| format!("soft-reset agent: {e}"))?;
+        hold.attach(holder.handle());
         let side = |name: &str, qp: Qp, what: &str| {
             rt.register_channel(AgentSpec::send_only(name, qp))
                 .map(|(agent, rx)| Side {
@@ -143,9 +175,10 @@ impl<'a> AgentExchange<'a> {
         ];
         let (req_tx, req_rx) = mpsc::channel();
         let (done_tx, done_rx) = mpsc::channel();
+        let held = hold.clone();
         let port = std::thread::Builder::new()
             .name("discover-port".into())
-            .spawn(move || PortThread::new(sides).run(&req_rx, &done_tx))
+            .spawn(move || PortThread::new(sides).run(&held, &req_rx, &done_tx))
             .map_err(|e| format!("cannot start the discovery's port thread: {e}"))?;
         Ok(Self {
             rt: PhantomData,
@@ -155,8 +188,17 @@ impl<'a> AgentExchange<'a> {
             port: Some(port),
             sent: 0,
             resent: 0,
+            hold,
+            holder: Some(holder),
             shared: None,
         })
+    }
+
+    /// The reader's part in soft resets so far (held, acknowledged,
+    /// resumed, requests that waited; device-fatal errors heard).
+    #[must_use]
+    pub fn reset_stats(&self) -> ResetHoldStats {
+        self.hold.stats()
     }
 
     /// Moves a batch from the port thread into `out`, counting tries.
@@ -186,12 +228,14 @@ impl AgentExchange<'static> {
 
 impl Drop for AgentExchange<'_> {
     /// Stops the port thread (requests still in flight are forgotten)
-    /// and waits for it: its agents are deregistered when this returns.
+    /// and waits for it: its agents are deregistered when this returns
+    /// (the one holding soft resets last).
     fn drop(&mut self) {
         self.requests = None;
         if let Some(t) = self.port.take() {
             let _ = t.join();
         }
+        drop(self.holder.take());
     }
 }
 
@@ -269,10 +313,25 @@ impl PortThread {
 
     /// Until the exchange is dropped: takes requests, hands them to the
     /// engine a chunk at a time, and hands back what finished after each.
-    fn run(mut self, requests: &Receiver<Vec<(usize, SendRequest)>>, done: &Sender<Done>) {
+    /// While a soft reset is pending (`hold`) nothing new goes to the
+    /// engine; the hold is marked busy while requests are in flight.
+    fn run(
+        mut self,
+        hold: &ResetHold,
+        requests: &Receiver<Vec<(usize, SendRequest)>>,
+        done: &Sender<Done>,
+    ) {
+        // The hold is marked busy (a pending reset waits for us).
+        let mut busy_mark = false;
         loop {
+            let busy = self.in_flight();
+            if !busy && !self.queued.is_empty() && hold.is_held() {
+                // Drained (marked idle): the queue waits for the reset's
+                // end.
+                hold.wait_resumed(HELD_SLICE);
+            }
             // Wait for requests only with nothing else to do.
-            let got = if self.in_flight() || !self.queued.is_empty() {
+            let got = if busy || !self.queued.is_empty() {
                 requests
                     .try_recv()
                     .map_err(|e| e == TryRecvError::Disconnected)
@@ -290,9 +349,11 @@ impl PortThread {
                 Err(true) => return,
                 Err(false) => {}
             }
-            if let Err(e) = self.send_chunk() {
-                let _ = done.send(Err(e));
-                return;
+            if !self.queued.is_empty() && admit(hold, &mut busy_mark) {
+                if let Err(e) = self.send_chunk() {
+                    let _ = done.send(Err(e));
+                    return;
+                }
             }
             self.drain();
             if self.out.is_empty() && self.queued.is_empty() && self.in_flight() {
@@ -300,6 +361,11 @@ impl PortThread {
                     let _ = done.send(Err(e));
                     return;
                 }
+            }
+            if busy_mark && !self.in_flight() {
+                // Nothing in flight: a pending reset may be acknowledged.
+                hold.set_idle();
+                busy_mark = false;
             }
             if !self.out.is_empty() && done.send(Ok(std::mem::take(&mut self.out))).is_err() {
                 return;
@@ -361,6 +427,19 @@ impl PortThread {
             }
         }
         Ok(())
+    }
+}
+
+/// May the port thread hand requests to the engine now? Not while a soft
+/// reset is pending; otherwise yes, with the hold marked busy (`marked`)
+/// from now until nothing is in flight, so that a reset coming meanwhile
+/// waits for the requests handed over.
+fn admit(hold: &ResetHold, marked: &mut bool) -> bool {
+    if *marked {
+        !hold.is_held()
+    } else {
+        *marked = hold.try_busy();
+        *marked
     }
 }
 

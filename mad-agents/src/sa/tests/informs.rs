@@ -208,34 +208,43 @@ fn no_sm_and_no_answer_are_clear_errors() {
     let rt = Runtime::start(Loopback::new(attrs, 16), EngineConfig::default()).unwrap();
     let c = SaClient::new(&rt, SaClientConfig::default()).unwrap();
     assert!(matches!(c.all::<NodeRecord>(), Err(SaError::NoSm)));
-    let rt = Runtime::start(
-        Loopback::new(Loopback::attrs("lonely", 1, 2), 16),
-        EngineConfig::default(),
-    )
-    .unwrap();
+    // An SA that never answers, counting the requests that reach it.
+    let posted = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let seen = posted.clone();
+    let silent = Loopback::new(Loopback::attrs("lonely", 1, 2), 16).with_responder(Box::new(
+        move |qp, _mad: &[u8], to: &Address| {
+            if qp == Qp::Qp1 && to.lid == 1 {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            Vec::new()
+        },
+    ));
+    let rt = Runtime::start(silent, EngineConfig::default()).unwrap();
     let c = SaClient::new(
         &rt,
         SaClientConfig {
-            // 100 ms, not 20: with 20 ms this failed once on a loaded
-            // machine (the runtime thread's real clock).
-            timeout: Duration::from_millis(100),
+            timeout: Duration::from_millis(20),
             retries: 2,
             ..SaClientConfig::default()
         },
     )
     .unwrap();
     let err = c.all::<NodeRecord>().unwrap_err();
+    // How many attempts fit is the real clock's business: each wait
+    // starts when the runtime thread sees the send complete, and none
+    // runs past (retries + 1) x timeout after the first post, so a
+    // runtime thread kept off the CPU that long (a loaded machine) makes
+    // fewer. The error names the SA and the attempts the wire saw.
+    let wire = posted.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=3).contains(&wire), "{wire} posts for 2 retries");
     assert!(
-        matches!(
-            err,
-            SaError::Timeout {
-                lid: 1,
-                attempts: 3
-            }
-        ),
-        "{err}"
+        matches!(err, SaError::Timeout { lid: 1, attempts } if attempts == wire),
+        "{err}, {wire} posts"
     );
     assert!(err.to_string().contains("LID 1"));
+    assert!(err
+        .to_string()
+        .contains(&format!("after {wire} attempt(s)")));
 }
 
 #[test]

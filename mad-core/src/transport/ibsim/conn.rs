@@ -91,6 +91,19 @@ impl IbSimTransport {
         }
     }
 
+    /// An error of the control socket: ibsim gone (nothing listens, the
+    /// connection reset) is [`TransportError::Open`] saying so; anything
+    /// else an I/O error in the context `doing` names (followed by the
+    /// location).
+    fn ctl_error(&self, e: std::io::Error, doing: impl FnOnce() -> String) -> TransportError {
+        let at = self.cfg.location();
+        if is_gone(&e) {
+            TransportError::Open(format!("{at} is not running: {e}"))
+        } else {
+            io_err(format!("{} {at}", doing()), e)
+        }
+    }
+
     /// One control round trip. While waiting, datagrams arriving on the
     /// data socket are moved to the receive queue, so ibsim can never be
     /// stuck writing to us while we wait for it.
@@ -108,20 +121,8 @@ impl IbSimTransport {
         let _ = self.ctl.set_nonblocking(false);
 
         let req = SimCtl::new(self.client_id, ty, payload).encode();
-        match self.ctl.send(&req) {
-            Ok(_) => {}
-            Err(e) if is_gone(&e) => {
-                return Err(fail(TransportError::Open(format!(
-                    "{} does not answer: {e} (is ibsim running?)",
-                    self.cfg.location()
-                ))))
-            }
-            Err(e) => {
-                return Err(fail(io_err(
-                    format!("send {ty:?} to {}", self.cfg.location()),
-                    e,
-                )))
-            }
+        if let Err(e) = self.ctl.send(&req) {
+            return Err(fail(self.ctl_error(e, || format!("send {ty:?} to"))));
         }
         let deadline = Instant::now() + timeout;
         let step = Duration::from_millis(2);
@@ -146,18 +147,7 @@ impl IbSimTransport {
                         self.drain_data().map_err(fail)?;
                     }
                 }
-                Err(e) if is_gone(&e) => {
-                    return Err(fail(TransportError::Open(format!(
-                        "{} is not running: {e}",
-                        self.cfg.location()
-                    ))))
-                }
-                Err(e) => {
-                    return Err(fail(io_err(
-                        format!("{ty:?} answer from {}", self.cfg.location()),
-                        e,
-                    )))
-                }
+                Err(e) => return Err(fail(self.ctl_error(e, || format!("{ty:?} answer from")))),
             }
             if Instant::now() >= deadline {
                 return Err(fail(TransportError::Open(format!(

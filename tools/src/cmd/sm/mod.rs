@@ -2,29 +2,30 @@
 //! manager on ibsim or a umad port, with the SA answering at its port.
 //!
 //! One transport, split by QP ([`split`]): this thread pumps the
-//! [`SmDriver`] over the QP0 half; an agent [`Runtime`] runs the
-//! [`SaResponder`] (fed by a [`FabricSa`] from the SM's model after every
-//! sweep) over the QP1 half. The log's key lines read like OpenSM's
+//! SM's driver over the QP0 half; a shared port (an agent runtime) runs
+//! the SA responder (fed from the SM's model after every sweep) over the
+//! QP1 half, and both hold the port's soft reset ([`server::SmServer`]).
+//! The log's key lines read like OpenSM's
 //! ("Entering MASTER state", "SUBNET UP"); `--json` prints one JSON
 //! object per event on stdout instead of the log on stderr.
 
 pub mod conf;
 pub mod guid2lid;
 mod log;
+pub mod server;
 pub mod split;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use mad_agents::sa::{SaResponder, SaResponderConfig};
-use mad_agents::{EngineConfig, Runtime};
+use mad_agents::sa::SaResponderConfig;
+use mad_agents::EngineConfig;
 use mad_core::transport::ibsim::{IbSimConfig, IbSimTransport};
 use mad_core::transport::umad::{self, UmadTransport};
 use mad_core::transport::Transport;
 use mad_core::wire::{Method, MgmtClass};
-use mad_sm::sa::{FabricSa, SubnetView};
-use mad_sm::{SmDriver, SmEvent, SubnetManager};
+use mad_sm::SmEvent;
 
 use crate::command::{CliError, Invocation};
 use crate::session::TransportChoice;
@@ -209,8 +210,6 @@ fn serve<T: split::Waitable + 'static>(
     stop: &AtomicBool,
 ) -> Result<(), CliError> {
     let attrs = t.port_attrs().clone();
-    let (mut qp0, qp1) = split::split(t);
-    let source = Arc::new(FabricSa::new(SubnetView::default()));
     // On ibsim the SA's clients are programs under libumad2sim, which do
     // no RMPP (osmtest takes a table's first segment and never ACKs): an
     // answer nobody acknowledges ends at its first ACK timeout rather
@@ -219,8 +218,6 @@ fn serve<T: split::Waitable + 'static>(
         end_unacknowledged_answers: ibsim,
         ..EngineConfig::default()
     };
-    let rt = Runtime::start(qp1, engine)
-        .map_err(|e| CliError::Failed(format!("sm: cannot start the SA's runtime: {e}")))?;
     let cfg = SaResponderConfig {
         name: "mad-sm-sa".to_owned(),
         gid_prefix: o.subnet_prefix,
@@ -229,8 +226,15 @@ fn serve<T: split::Waitable + 'static>(
         trusted_key: Some(o.sm_key),
         ..SaResponderConfig::default()
     };
-    let responder = SaResponder::start(&rt, source.clone(), cfg)
-        .map_err(|e| CliError::Failed(format!("sm: cannot start the SA: {e}")))?;
+    let start = Instant::now();
+    let mut srv = server::SmServer::start(
+        t,
+        (mad_core::port::PortConfig::default(), engine),
+        o.sm_config(),
+        cfg,
+        start,
+    )
+    .map_err(|e| CliError::Failed(format!("sm: {e}")))?;
     log.line(
         &format!(
             "mad sm: SM port GUID {:#018x} on {} port {}, priority {}",
@@ -238,26 +242,14 @@ fn serve<T: split::Waitable + 'static>(
         ),
         json!({"event": "start", "port_guid": format!("{:#018x}", attrs.port_guid), "ca": attrs.ca_name.clone(), "port": u64::from(attrs.port_num)}),
     );
-    let mut sm = SubnetManager::new(o.sm_config(), &attrs);
-    let mut drv = SmDriver::new();
-    let start = Instant::now();
-    sm.start(start);
-    let mut mc_gen = 0;
     let mut outcome = None;
     while !stop.load(Ordering::Relaxed) && outcome.is_none() {
-        let now = Instant::now();
-        let g = source.mc_generation();
-        if g != mc_gen {
-            mc_gen = g;
-            sm.set_mcast_groups(source.mc_groups());
-        }
-        let busy = drv
-            .pump(&mut sm, &mut qp0, now)
+        let busy = srv
+            .pump(Instant::now())
             .map_err(|e| CliError::Failed(format!("sm: transport failed: {e}")))?;
-        while let Some(ev) = sm.poll_event() {
+        while let Some(ev) = srv.poll_event() {
             match &ev {
                 SmEvent::SweepDone { errors, .. } => {
-                    source.update(SubnetView::from_sm(&sm));
                     log.sweep_done(&ev, start.elapsed());
                     if o.once && *errors > 0 {
                         outcome = Some(false);
@@ -266,7 +258,7 @@ fn serve<T: split::Waitable + 'static>(
                 SmEvent::SubnetUp => {
                     log.line(
                         "SUBNET UP",
-                        json!({"event": "subnet_up", "seconds": start.elapsed().as_secs_f64(), "smps": drv.sent()}),
+                        json!({"event": "subnet_up", "seconds": start.elapsed().as_secs_f64(), "smps": srv.driver().sent()}),
                     );
                     if o.once {
                         outcome = Some(true);
@@ -276,26 +268,19 @@ fn serve<T: split::Waitable + 'static>(
             }
         }
         if !busy {
-            let wait = sm.poll_timeout().map_or(Duration::from_millis(1), |d| {
-                d.saturating_duration_since(Instant::now())
-            });
-            qp0.wait(wait.min(Duration::from_millis(1)));
+            srv.wait();
         }
     }
-    let sa_stats = responder.stats();
-    drop(responder);
-    rt.shutdown();
+    let (sent, received) = (srv.driver().sent(), srv.driver().received());
     // IsSM goes with the attachment: ibsim clears it when its SM client
     // detaches, the kernel when the issm device is closed.
-    drop(qp0);
+    let sa_stats = srv.shutdown();
     log.line(
         &format!(
-            "mad sm: exiting after {} SMPs sent, {} received; the SA answered {} queries",
-            drv.sent(),
-            drv.received(),
+            "mad sm: exiting after {sent} SMPs sent, {received} received; the SA answered {} queries",
             sa_stats.requests
         ),
-        json!({"event": "exit", "smps_sent": drv.sent(), "smps_received": drv.received(), "sa_queries": sa_stats.requests}),
+        json!({"event": "exit", "smps_sent": sent, "smps_received": received, "sa_queries": sa_stats.requests}),
     );
     match outcome {
         Some(false) => Err(CliError::Failed(

@@ -68,6 +68,13 @@ impl Waitable for mad_sim::SimPort {
     }
 }
 
+impl Waitable for mad_sim::FaultyPort {
+    fn wait_for(&mut self, timeout: Duration) {
+        // As a plain SimPort: the device faults come with the next poll.
+        std::thread::sleep(timeout.min(Duration::from_micros(200)));
+    }
+}
+
 struct Shared<T> {
     inner: T,
     recv: [VecDeque<Received>; 2],
