@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use mad_core::port::{Port, PortConfig, PortError, PortEvent, DEFAULT_OVERFLOW_LIMIT};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, WcStatus};
+use mad_core::transport::{Address, Qp, Unsendable, WcStatus};
 use mad_core::wire::{AttributeId, Method, MgmtClass};
 use mad_testkit_wire::MadBuilder;
 
@@ -38,10 +38,23 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     let dest = Address::gsi(7);
     // 4 posted, 8 queued: all accepted.
     for tid in 0..12 {
-        p.post(c, Qp::Qp1, &mad(tid), &dest, tid).unwrap();
+        p.post(
+            c,
+            Unsendable::check_post(&mad(tid), Qp::Qp1).unwrap(),
+            &dest,
+            tid,
+        )
+        .unwrap();
     }
     assert_eq!((p.posted(Qp::Qp1), p.queued(Qp::Qp1)), (4, 8));
-    let e = p.post(c, Qp::Qp1, &mad(12), &dest, 12).unwrap_err();
+    let e = p
+        .post(
+            c,
+            Unsendable::check_post(&mad(12), Qp::Qp1).unwrap(),
+            &dest,
+            12,
+        )
+        .unwrap_err();
     match &e {
         PortError::OverflowFull { qp, limit } => assert_eq!((*qp, *limit), (Qp::Qp1, 8)),
         other => panic!("expected OverflowFull, got {other:?}"),
@@ -53,7 +66,13 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     assert_eq!(p.stats().accepted, 12);
 
     // The other QP has its own bound.
-    p.post(c, Qp::Qp0, &mad(100), &dest, 100).unwrap();
+    p.post(
+        c,
+        Unsendable::check_post(&mad(100), Qp::Qp0).unwrap(),
+        &dest,
+        100,
+    )
+    .unwrap();
 
     // Once the device moves, every accepted send completes exactly once
     // and the queue takes sends again.
@@ -75,7 +94,13 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     let mut want: Vec<u64> = (0..12).collect();
     want.push(100);
     assert_eq!(done, want);
-    p.post(c, Qp::Qp1, &mad(13), &dest, 13).unwrap();
+    p.post(
+        c,
+        Unsendable::check_post(&mad(13), Qp::Qp1).unwrap(),
+        &dest,
+        13,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -83,11 +108,21 @@ fn an_overflow_limit_of_zero_refuses_every_send_that_cannot_go_out_at_once() {
     let mut p = stalled(0);
     let c = p.register();
     for tid in 0..4 {
-        p.post(c, Qp::Qp1, &mad(tid), &Address::gsi(7), tid)
-            .unwrap();
+        p.post(
+            c,
+            Unsendable::check_post(&mad(tid), Qp::Qp1).unwrap(),
+            &Address::gsi(7),
+            tid,
+        )
+        .unwrap();
     }
     assert!(matches!(
-        p.post(c, Qp::Qp1, &mad(4), &Address::gsi(7), 4),
+        p.post(
+            c,
+            Unsendable::check_post(&mad(4), Qp::Qp1).unwrap(),
+            &Address::gsi(7),
+            4
+        ),
         Err(PortError::OverflowFull { limit: 0, .. })
     ));
 }
@@ -107,7 +142,14 @@ fn the_default_overflow_limit_bounds_a_caller_that_posts_for_ever() {
     let m = mad(1);
     let mut accepted = 0usize;
     for tid in 0..(DEFAULT_OVERFLOW_LIMIT as u64 + 100) {
-        if p.post(c, Qp::Qp1, &m, &Address::gsi(7), tid).is_ok() {
+        if p.post(
+            c,
+            Unsendable::check_post(&m, Qp::Qp1).unwrap(),
+            &Address::gsi(7),
+            tid,
+        )
+        .is_ok()
+        {
             accepted += 1;
         }
     }

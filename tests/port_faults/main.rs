@@ -76,7 +76,12 @@ struct Ledger {
 
 impl Ledger {
     fn post(&mut self, p: &mut Port<Fi>, c: ClientId, tid: u64) -> Result<SendToken, PortError> {
-        let t = p.post(c, Qp::Qp1, &gsi_mad(tid), &Address::gsi(9), tid)?;
+        let t = p.post(
+            c,
+            Unsendable::check_post(&gsi_mad(tid), Qp::Qp1).unwrap(),
+            &Address::gsi(9),
+            tid,
+        )?;
         assert!(
             self.owner.insert(t, (c, tid)).is_none(),
             "token {t:?} handed out twice"
@@ -363,7 +368,12 @@ fn device_fatal_fails_everything_in_flight_and_every_later_post() {
     }
     // Error text names the port and the way out.
     let e = p
-        .post(a, Qp::Qp1, &gsi_mad(1), &Address::gsi(9), 0)
+        .post(
+            a,
+            Unsendable::check_post(&gsi_mad(1), Qp::Qp1).unwrap(),
+            &Address::gsi(9),
+            0,
+        )
         .unwrap_err();
     assert_eq!(
         e.to_string(),

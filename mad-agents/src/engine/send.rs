@@ -2,7 +2,46 @@
 //! completion, cancel and modify (see the [engine documentation](super#the-life-of-a-send-seed-003-agentsmd-3)).
 
 use super::*;
+use mad_core::transport::OutMadBuf;
 use std::collections::hash_map::Entry;
+
+/// What a send hands down, once checked in [`Engine::send`]: one MAD,
+/// checked for its QP, or a message longer than one MAD for the RMPP
+/// sender.
+enum Outgoing {
+    One(OutMadBuf),
+    Message(MadBuf),
+}
+
+impl Outgoing {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Outgoing::One(m) => m.as_out().bytes(),
+            Outgoing::Message(m) => m,
+        }
+    }
+
+    fn set_tid(&mut self, tid: u64) {
+        match self {
+            Outgoing::One(m) => m.set_tid(tid),
+            Outgoing::Message(m) => Mad::new_unchecked(&mut m[..]).set_tid(tid),
+        }
+    }
+
+    fn into_message(self) -> MadBuf {
+        match self {
+            Outgoing::One(m) => m.into_buf(),
+            Outgoing::Message(m) => m,
+        }
+    }
+
+    fn into_one(self) -> Option<OutMadBuf> {
+        match self {
+            Outgoing::One(m) => Some(m),
+            Outgoing::Message(_) => None,
+        }
+    }
+}
 
 impl<T: Transport> Engine<T> {
     /// Sends `req` for `agent` (see [`SendRequest`]). A request gets its
@@ -30,7 +69,7 @@ impl<T: Transport> Engine<T> {
             .filter(|&i| !self.agents[i].closing)
             .ok_or(SendError::UnknownAgent(agent))?;
         let SendRequest {
-            mut mad,
+            mad,
             dest,
             timeout,
             retries,
@@ -38,29 +77,39 @@ impl<T: Transport> Engine<T> {
             tid: tid_choice,
             cookie,
         } = req;
-        if mad.len() < MAD_HEADER_LEN {
-            return Err(SendError::BadSend(Unsendable::Truncated { len: mad.len() }));
-        }
         let (qp, hi, rmpp_agent) = {
             let a = &self.agents[aidx];
             (a.spec.qp, a.hi, a.spec.rmpp)
         };
-        let class = Mad::new_unchecked(&mad[..]).mgmt_class();
-        if class.is_smp() != (qp == Qp::Qp0) {
-            return Err(SendError::BadSend(Unsendable::WrongQp { class, qp }));
-        }
+        // The send's checks, once. One MAD passes `check_post` (its
+        // header, at most 256 bytes, its class on the agent's QP) and is
+        // kept checked: its posts and retries hand that to the port, and
+        // neither the port nor the transport checks again. A longer
+        // message (RMPP) has its header and class checked here; each of
+        // its segments is checked once, when handed to the port.
+        let mut mad = if mad.len() <= MAD_LEN {
+            Outgoing::One(OutMadBuf::check(mad, qp).map_err(SendError::BadSend)?)
+        } else {
+            let class = Mad::new_unchecked(&mad[..]).mgmt_class();
+            if class.is_smp() != (qp == Qp::Qp0) {
+                return Err(SendError::BadSend(Unsendable::WrongQp { class, qp }));
+            }
+            Outgoing::Message(mad)
+        };
+        let class = Mad::new_unchecked(mad.bytes()).mgmt_class();
         if rmpp_agent && !class.is_rmpp_class() {
             return Err(SendError::BadSend(Unsendable::NotRmppClass { class }));
         }
-        let rmpp_transfer = rmpp_agent && (mad.len() > MAD_LEN || active_rmpp(&mad).is_some());
-        if !rmpp_transfer && mad.len() > MAD_LEN {
-            return Err(SendError::BadSend(Unsendable::NeedsRmpp { len: mad.len() }));
+        let rmpp_transfer = rmpp_agent
+            && (matches!(mad, Outgoing::Message(_)) || active_rmpp(mad.bytes()).is_some());
+        if let (false, Outgoing::Message(m)) = (rmpp_transfer, &mad) {
+            return Err(SendError::BadSend(Unsendable::NeedsRmpp { len: m.len() }));
         }
-        let is_response = Mad::new_unchecked(&mad[..]).is_response();
+        let is_response = Mad::new_unchecked(mad.bytes()).is_response();
         // An allocated TID is one no waiting send has (checked below once).
         let allocated = !is_response && matches!(tid_choice, TidChoice::Allocate);
         let tid = if is_response {
-            Mad::new_unchecked(&mad[..]).tid()
+            Mad::new_unchecked(mad.bytes()).tid()
         } else {
             let low = match tid_choice {
                 TidChoice::Low(l) => l,
@@ -77,7 +126,7 @@ impl<T: Transport> Engine<T> {
                 }
             };
             let t = tid::compose(hi, low);
-            Mad::new_unchecked(&mut mad[..]).set_tid(t);
+            mad.set_tid(t);
             t
         };
         let key = tid::match_key(tid, class.0);
@@ -90,9 +139,9 @@ impl<T: Transport> Engine<T> {
         {
             return Err(SendError::DuplicateTid { tid, class });
         }
-        let rmpp = if rmpp_transfer {
+        let (rmpp, mad) = if rmpp_transfer {
             let initial_window = if is_response {
-                self.response_window(aidx, &mad, &dest)
+                self.response_window(aidx, mad.bytes(), &dest)
             } else {
                 1
             };
@@ -105,12 +154,12 @@ impl<T: Transport> Engine<T> {
             };
             // The sender owns the message (no copy: a long message is
             // already a Vec); a retry starts again from its bytes.
-            let message = std::mem::take(&mut mad).into_vec();
+            let message = mad.into_message().into_vec();
             let sender = Sender::from_message(message, class.data_offset(), cfg, now)
                 .map_err(SendError::Segmentation)?;
-            Some(Box::new(RmppTx { sender, cfg }))
+            (Some(Box::new(RmppTx { sender, cfg })), None)
         } else {
-            None
+            (None, mad.into_one())
         };
         // Solicited flow control: a request awaiting a response waits in
         // the backlog while its agent or the port is at its limit, or
@@ -136,7 +185,7 @@ impl<T: Transport> Engine<T> {
             key,
             tid,
             qp,
-            // Empty for an RMPP transfer: its sender holds the message.
+            // None for an RMPP transfer: its sender holds the message.
             mad,
             dest,
             timeout,
@@ -252,7 +301,7 @@ impl<T: Transport> Engine<T> {
             Transmit::Send {
                 idx,
                 id,
-                wait: self.answer_wait(idx, &s.mad),
+                wait: self.answer_wait(idx, s.mad.as_ref().map_or(&[], |m| m.as_out().bytes())),
                 on_refusal,
             }
         };
@@ -315,13 +364,20 @@ impl<T: Transport> Engine<T> {
                     debug_assert!(false, "a queued work request of a finished send");
                     return Ok(());
                 };
-                let mad = match t {
-                    Transmit::Segment { mad, .. } => mad,
-                    _ => &s.mad,
+                // A send's own MAD was checked once, at `send`; a segment
+                // (or the transfer's ABORT / DS ACK) is checked once, here.
+                let mad = match (t, &s.mad) {
+                    (Transmit::Segment { mad, .. }, _) => Unsendable::check_post(mad, s.qp),
+                    (_, Some(m)) => Ok(m.as_out()),
+                    (_, None) => {
+                        debug_assert!(false, "an RMPP transfer posts segments only");
+                        return Ok(());
+                    }
                 };
-                let r = self
-                    .port
-                    .post_waiting(self.client, s.qp, mad, &s.dest, id.as_u64(), *wait);
+                let r = mad.map_err(PortError::BadSend).and_then(|mad| {
+                    self.port
+                        .post_waiting(self.client, mad, &s.dest, id.as_u64(), *wait)
+                });
                 (r, Some(s.agent))
             }
             Transmit::Internal {
@@ -331,7 +387,10 @@ impl<T: Transport> Engine<T> {
                 dest,
                 unsupported,
             } => {
-                let r = self.port.post(self.client, *qp, mad, dest, INTERNAL);
+                // The engine's own answer, checked once, here.
+                let r = Unsendable::check_post(mad, *qp)
+                    .map_err(PortError::BadSend)
+                    .and_then(|mad| self.port.post(self.client, mad, dest, INTERNAL));
                 if r.is_ok() && *unsupported {
                     self.stats.unsupported_answered += 1;
                 }

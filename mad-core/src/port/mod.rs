@@ -304,45 +304,47 @@ impl<T: Transport> Port<T> {
 
     // ----- sends -----
 
-    /// Accepts one MAD to send on `qp` to `dest` for `client`. It is posted
-    /// now if the QP has room, otherwise queued in order; either way it
-    /// completes later, exactly once, as [`PortEvent::SendComplete`] with
-    /// `cookie`.
+    /// Accepts one checked MAD to send on its QP to `dest` for `client`.
+    /// It is posted now if the QP has room, otherwise queued in order;
+    /// either way it completes later, exactly once, as
+    /// [`PortEvent::SendComplete`] with `cookie`. The MAD's own checks
+    /// ran once, when the [`OutMad`](crate::transport::OutMad) was made
+    /// ([`Unsendable::check_post`](crate::transport::Unsendable::check_post));
+    /// the port does not repeat them.
     ///
     /// # Errors
-    /// Unknown client; a dead port (at once, nothing is queued); a MAD
-    /// shorter than its header or longer than 256 bytes; a transport that
-    /// refuses the MAD itself; [`PortError::OverflowFull`] when it would
-    /// have to wait and [`PortConfig::overflow_limit`] sends already wait
-    /// on the QP. On error no token exists and nothing will complete.
+    /// Unknown client; a dead port (at once, nothing is queued); a
+    /// transport that cannot carry the MAD (a carrier limit,
+    /// [`Unsendable::is_carrier_limit`](crate::transport::Unsendable::is_carrier_limit));
+    /// [`PortError::OverflowFull`] when it would have to wait and
+    /// [`PortConfig::overflow_limit`] sends already wait on the QP. On
+    /// error no token exists and nothing will complete.
     pub fn post(
         &mut self,
         client: ClientId,
-        qp: Qp,
-        mad: &[u8],
+        mad: crate::transport::OutMad<'_>,
         dest: &Address,
         cookie: u64,
     ) -> Result<SendToken, PortError> {
-        self.post_waiting(client, qp, mad, dest, cookie, None)
+        self.post_waiting(client, mad, dest, cookie, None)
     }
 
     /// As [`Port::post`], with the wait for the answer of a request
-    /// (`Some`: [`Transport::post_request`], also when the send waits on
-    /// the overflow queue first; `None`: [`Transport::post_send`]).
+    /// (`Some`: [`Transport::post_waiting`], also when the send waits on
+    /// the overflow queue first; `None`: [`Transport::post`]).
     ///
     /// # Errors
     /// As [`Port::post`].
     pub fn post_waiting(
         &mut self,
         client: ClientId,
-        qp: Qp,
-        mad: &[u8],
+        mad: crate::transport::OutMad<'_>,
         dest: &Address,
         cookie: u64,
         wait: Option<std::time::Duration>,
     ) -> Result<SendToken, PortError> {
         self.driver
-            .post(&mut self.core, client, qp, mad, dest, cookie, wait)
+            .post(&mut self.core, client, mad, dest, cookie, wait)
     }
 
     // ----- driving -----

@@ -57,7 +57,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::loopback::check_qp_transition;
 use super::{
-    Address, AsyncEvent, Qp, QpState, Received, SendCompletion, Transport, TransportError,
+    Address, AsyncEvent, OutMad, Qp, QpState, Received, SendCompletion, Transport, TransportError,
     WcStatus, WrId,
 };
 
@@ -534,7 +534,8 @@ impl<T: Transport> Transport for FaultInjector<T> {
         }
     }
 
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, out: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        let (qp, mad) = (out.qp(), out.bytes());
         if self.dead {
             return Err(self.dead_error());
         }
@@ -594,7 +595,7 @@ impl<T: Transport> Transport for FaultInjector<T> {
                     ..Self::flushed_slot(WrId(0))
                 }
             } else {
-                let w = self.inner.post_send(qp, mad, dest)?;
+                let w = self.inner.post(out, dest)?;
                 let dup = self.rng.chance(self.cfg.send_duplicate);
                 let slot = Slot {
                     status: None,
