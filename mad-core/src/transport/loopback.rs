@@ -95,7 +95,7 @@ enum Sink {
 /// Counters of what a [`Loopback`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoopbackStats {
-    /// Work requests accepted by `post_send`.
+    /// Work requests accepted by `post`.
     pub posted: u64,
     /// Work requests that went out and completed with success.
     pub sent: u64,
