@@ -17,6 +17,13 @@ fn mad(tid: u64) -> Vec<u8> {
         .to_vec()
 }
 
+/// An SMP, for QP0.
+fn smp(tid: u64) -> Vec<u8> {
+    MadBuilder::new(MgmtClass::SUBN_LID_ROUTED, 1, Method::GET, AttributeId(0))
+        .tid(tid)
+        .to_vec()
+}
+
 /// A port over a stalled loopback with a send queue of 4 and room for
 /// `limit` sends on each overflow queue.
 fn stalled(limit: usize) -> Port<Loopback> {
@@ -68,7 +75,7 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     // The other QP has its own bound.
     p.post(
         c,
-        Unsendable::check_post(&mad(100), Qp::Qp0).unwrap(),
+        Unsendable::check_post(&smp(100), Qp::Qp0).unwrap(),
         &dest,
         100,
     )

@@ -1,6 +1,11 @@
 //! Why a MAD is refused before it is posted: [`Unsendable`], the cause
 //! carried by `TransportError::BadSend`, `PortError::BadSend` and
 //! `mad_agents::SendError::BadSend`.
+//!
+//! And what a MAD that passed is: [`OutMad`] (borrowed) and
+//! [`OutMadBuf`] (owned), made only by [`Unsendable::check_post`], the one
+//! check a single MAD passes before it is posted. The port and every
+//! transport take an `OutMad` and check nothing of the MAD again.
 
 use mad_wire::wire::{MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 
