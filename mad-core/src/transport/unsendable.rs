@@ -201,8 +201,9 @@ impl<'a> OutMad<'a> {
         self.class
     }
 
-    /// A MAD the port accepted as an `OutMad` and kept (a copy of its
-    /// bytes) on its overflow queue, posted later: not checked again.
+    /// A copy of the bytes of a MAD that came as an `OutMad`, kept to
+    /// post later (the port's overflow queue, the fault injector's
+    /// delayed sends): not checked again.
     pub(crate) fn requeued(mad: &'a [u8], qp: Qp) -> Self {
         debug_assert!(Unsendable::check_post(mad, qp).is_ok());
         Self {
