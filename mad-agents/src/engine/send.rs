@@ -14,6 +14,7 @@ enum Outgoing {
 }
 
 impl Outgoing {
+    #[inline]
     fn bytes(&self) -> &[u8] {
         match self {
             Outgoing::One(m) => m.as_out().bytes(),
@@ -21,6 +22,7 @@ impl Outgoing {
         }
     }
 
+    #[inline]
     fn set_tid(&mut self, tid: u64) {
         match self {
             Outgoing::One(m) => m.set_tid(tid),
@@ -28,6 +30,7 @@ impl Outgoing {
         }
     }
 
+    #[inline]
     fn into_message(self) -> MadBuf {
         match self {
             Outgoing::One(m) => m.into_buf(),
@@ -35,6 +38,7 @@ impl Outgoing {
         }
     }
 
+    #[inline]
     fn into_one(self) -> Option<OutMadBuf> {
         match self {
             Outgoing::One(m) => Some(m),
@@ -87,16 +91,17 @@ impl<T: Transport> Engine<T> {
         // neither the port nor the transport checks again. A longer
         // message (RMPP) has its header and class checked here; each of
         // its segments is checked once, when handed to the port.
-        let mut mad = if mad.len() <= MAD_LEN {
-            Outgoing::One(OutMadBuf::check(mad, qp).map_err(SendError::BadSend)?)
+        let (mut mad, class) = if mad.len() <= MAD_LEN {
+            let m = OutMadBuf::check(mad, qp).map_err(SendError::BadSend)?;
+            let class = m.as_out().class();
+            (Outgoing::One(m), class)
         } else {
             let class = Mad::new_unchecked(&mad[..]).mgmt_class();
             if class.is_smp() != (qp == Qp::Qp0) {
                 return Err(SendError::BadSend(Unsendable::WrongQp { class, qp }));
             }
-            Outgoing::Message(mad)
+            (Outgoing::Message(mad), class)
         };
-        let class = Mad::new_unchecked(mad.bytes()).mgmt_class();
         if rmpp_agent && !class.is_rmpp_class() {
             return Err(SendError::BadSend(Unsendable::NotRmppClass { class }));
         }
@@ -105,11 +110,12 @@ impl<T: Transport> Engine<T> {
         if let (false, Outgoing::Message(m)) = (rmpp_transfer, &mad) {
             return Err(SendError::BadSend(Unsendable::NeedsRmpp { len: m.len() }));
         }
-        let is_response = Mad::new_unchecked(mad.bytes()).is_response();
+        let header = Mad::new_unchecked(mad.bytes());
+        let (is_response, their_tid) = (header.is_response(), header.tid());
         // An allocated TID is one no waiting send has (checked below once).
         let allocated = !is_response && matches!(tid_choice, TidChoice::Allocate);
         let tid = if is_response {
-            Mad::new_unchecked(mad.bytes()).tid()
+            their_tid
         } else {
             let low = match tid_choice {
                 TidChoice::Low(l) => l,

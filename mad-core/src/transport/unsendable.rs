@@ -185,18 +185,21 @@ pub struct OutMad<'a> {
 impl<'a> OutMad<'a> {
     /// The MAD's bytes (24 to 256 of them).
     #[must_use]
+    #[inline]
     pub fn bytes(&self) -> &'a [u8] {
         self.mad
     }
 
     /// The QP it goes out on.
     #[must_use]
+    #[inline]
     pub fn qp(&self) -> Qp {
         self.qp
     }
 
     /// Its management class (read once, by the check).
     #[must_use]
+    #[inline]
     pub fn class(&self) -> MgmtClass {
         self.class
     }
@@ -253,6 +256,7 @@ impl OutMadBuf {
 
     /// The checked MAD, to post.
     #[must_use]
+    #[inline]
     pub fn as_out(&self) -> OutMad<'_> {
         OutMad {
             mad: &self.mad,
@@ -263,12 +267,14 @@ impl OutMadBuf {
 
     /// Sets the transaction ID (the one header field a sender sets after
     /// the check; it changes nothing the check looked at).
+    #[inline]
     pub fn set_tid(&mut self, tid: u64) {
         mad_wire::wire::Mad::new_unchecked(&mut self.mad[..]).set_tid(tid);
     }
 
     /// The buffer back (to hand a message to the RMPP sender).
     #[must_use]
+    #[inline]
     pub fn into_buf(self) -> crate::MadBuf {
         self.mad
     }
