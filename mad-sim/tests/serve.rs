@@ -120,6 +120,7 @@ fn a_bad_mad_handed_straight_to_the_ibsim_transport_is_refused_with_its_cause() 
         Err(TransportError::BadSend(c)) => c,
         other => panic!("{other:?}"),
     };
+    // bytes are the point: a MAD cut short of its common header.
     assert_eq!(
         refused(t.post_send(Qp::Qp0, &smp[..10], &to)),
         Unsendable::Truncated { len: 10 }
