@@ -7,12 +7,19 @@ use std::time::Instant;
 
 use mad_core::port::{Driver, PortConfig, PortCore, PortError, PortEvent, DEFAULT_OVERFLOW_LIMIT};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, Transport, WcStatus};
+use mad_core::transport::{Address, Qp, Transport, Unsendable, WcStatus};
 use mad_core::wire::{AttributeId, Method, MgmtClass};
 use mad_testkit_wire::MadBuilder;
 
 fn mad(tid: u64) -> Vec<u8> {
     MadBuilder::new(MgmtClass::PERF_MGT, 1, Method::GET, AttributeId(0))
+        .tid(tid)
+        .to_vec()
+}
+
+/// An SMP, for QP0.
+fn smp(tid: u64) -> Vec<u8> {
+    MadBuilder::new(MgmtClass::SUBN_LID_ROUTED, 1, Method::GET, AttributeId(0))
         .tid(tid)
         .to_vec()
 }
@@ -41,12 +48,26 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     let dest = Address::gsi(7);
     // 4 posted, 8 queued: all accepted.
     for tid in 0..12 {
-        d.post(&mut p, c, Qp::Qp1, &mad(tid), &dest, tid, None)
-            .unwrap();
+        d.post(
+            &mut p,
+            c,
+            Unsendable::check_post(&mad(tid), Qp::Qp1).unwrap(),
+            &dest,
+            tid,
+            None,
+        )
+        .unwrap();
     }
     assert_eq!((p.posted(Qp::Qp1), p.queued(Qp::Qp1)), (4, 8));
     let e = d
-        .post(&mut p, c, Qp::Qp1, &mad(12), &dest, 12, None)
+        .post(
+            &mut p,
+            c,
+            Unsendable::check_post(&mad(12), Qp::Qp1).unwrap(),
+            &dest,
+            12,
+            None,
+        )
         .unwrap_err();
     match &e {
         PortError::OverflowFull { qp, limit } => assert_eq!((*qp, *limit), (Qp::Qp1, 8)),
@@ -59,8 +80,15 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     assert_eq!(p.stats().accepted, 12);
 
     // The other QP has its own bound.
-    d.post(&mut p, c, Qp::Qp0, &mad(100), &dest, 100, None)
-        .unwrap();
+    d.post(
+        &mut p,
+        c,
+        Unsendable::check_post(&smp(100), Qp::Qp0).unwrap(),
+        &dest,
+        100,
+        None,
+    )
+    .unwrap();
 
     // Once the device moves, every accepted send completes exactly once
     // and the queue takes sends again.
@@ -82,8 +110,15 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     let mut want: Vec<u64> = (0..12).collect();
     want.push(100);
     assert_eq!(done, want);
-    d.post(&mut p, c, Qp::Qp1, &mad(13), &dest, 13, None)
-        .unwrap();
+    d.post(
+        &mut p,
+        c,
+        Unsendable::check_post(&mad(13), Qp::Qp1).unwrap(),
+        &dest,
+        13,
+        None,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -91,11 +126,25 @@ fn an_overflow_limit_of_zero_refuses_every_send_that_cannot_go_out_at_once() {
     let (mut p, mut d) = stalled(0);
     let c = p.register();
     for tid in 0..4 {
-        d.post(&mut p, c, Qp::Qp1, &mad(tid), &Address::gsi(7), tid, None)
-            .unwrap();
+        d.post(
+            &mut p,
+            c,
+            Unsendable::check_post(&mad(tid), Qp::Qp1).unwrap(),
+            &Address::gsi(7),
+            tid,
+            None,
+        )
+        .unwrap();
     }
     assert!(matches!(
-        d.post(&mut p, c, Qp::Qp1, &mad(4), &Address::gsi(7), 4, None),
+        d.post(
+            &mut p,
+            c,
+            Unsendable::check_post(&mad(4), Qp::Qp1).unwrap(),
+            &Address::gsi(7),
+            4,
+            None
+        ),
         Err(PortError::OverflowFull { limit: 0, .. })
     ));
 }
@@ -108,8 +157,15 @@ fn the_default_overflow_limit_bounds_a_caller_that_posts_for_ever() {
     let m = mad(1);
     let mut accepted = 0usize;
     for tid in 0..(DEFAULT_OVERFLOW_LIMIT as u64 + 100) {
-        if d.post(&mut p, c, Qp::Qp1, &m, &Address::gsi(7), tid, None)
-            .is_ok()
+        if d.post(
+            &mut p,
+            c,
+            Unsendable::check_post(&m, Qp::Qp1).unwrap(),
+            &Address::gsi(7),
+            tid,
+            None,
+        )
+        .is_ok()
         {
             accepted += 1;
         }

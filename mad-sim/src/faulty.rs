@@ -21,7 +21,7 @@
 
 use mad_core::transport::fault::{FaultConfig, FaultInjector, FaultStats};
 use mad_core::transport::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    Address, AsyncEvent, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
     TransportError, WcStatus, WrId,
 };
 
@@ -185,9 +185,9 @@ impl Transport for FaultyPort {
         self.inj.send_queue_depth()
     }
 
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
         self.take_queued();
-        self.inj.post_send(qp, mad, dest)
+        self.inj.post(mad, dest)
     }
 
     fn poll_send_completions(

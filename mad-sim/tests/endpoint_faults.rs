@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::FdWatch;
 use mad_core::port::{PortConfig, PortError, PortEvent};
-use mad_core::transport::{Address, AsyncEvent, Qp, QpState, Transport, WcStatus};
+use mad_core::transport::{Address, AsyncEvent, Qp, QpState, Transport, Unsendable, WcStatus};
 use mad_core::wire::{AttributeId, Mad, Method, MgmtClass};
 use mad_sim::{EndpointFault, FaultyPort, SimError, Subnet};
 use mad_testkit::{MadBuilder, PortPair};
@@ -66,7 +66,12 @@ impl Rig {
     }
     fn send(&mut self, tid: u64) {
         self.port
-            .post(self.client, Qp::Qp1, &mad(tid), &self.to, tid)
+            .post(
+                self.client,
+                Unsendable::check_post(&mad(tid), Qp::Qp1).unwrap(),
+                &self.to,
+                tid,
+            )
             .unwrap();
     }
 }
@@ -121,7 +126,12 @@ fn an_injected_device_fatal_kills_the_port_for_good() {
     assert!(evs.contains(&PortEvent::DeviceFatal), "{evs:?}");
     assert!(r.port.is_dead());
     assert!(matches!(
-        r.port.post(r.client, Qp::Qp1, &mad(1), &r.to, 1),
+        r.port.post(
+            r.client,
+            Unsendable::check_post(&mad(1), Qp::Qp1).unwrap(),
+            &r.to,
+            1
+        ),
         Err(PortError::Dead { .. })
     ));
 }

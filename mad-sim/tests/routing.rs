@@ -102,6 +102,15 @@ fn posts_the_kernel_would_refuse_are_refused() {
         t.post_send(Qp::Qp1, &gsi[..20], &Address::gsi(1)),
         Err(TransportError::BadSend(Unsendable::Truncated { len: 20 }))
     ));
+    let mut long = gsi.to_vec();
+    long.resize(300, 0);
+    assert!(matches!(
+        t.post_send(Qp::Qp1, &long, &Address::gsi(1)),
+        Err(TransportError::BadSend(Unsendable::TooLong {
+            len: 300,
+            max: 256
+        }))
+    ));
     let mut a = Address::gsi(1);
     a.pkey_index = 5;
     assert!(matches!(

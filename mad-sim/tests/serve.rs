@@ -107,6 +107,44 @@ fn ibsim_clients_attach_query_smps_and_read_sa_tables() {
 }
 
 #[test]
+fn a_bad_mad_handed_straight_to_the_ibsim_transport_is_refused_with_its_cause() {
+    use mad_core::transport::{TransportError, Unsendable};
+    use mad_core::wire::MgmtClass;
+    let s = Subnet::builtin().unwrap();
+    let (_h, name) = serve(&s, "c");
+    let mut t = IbSimTransport::attach(IbSimConfig::local(name).node("host-5")).unwrap();
+    let f = s.fabric().clone();
+    let smp = lid_get(AttributeId::NODE_INFO, 0x51);
+    let to = Address::smi(f.port_info(f.find("host-8").unwrap(), 1).unwrap().lid);
+    let refused = |r: Result<_, TransportError>| match r {
+        Err(TransportError::BadSend(c)) => c,
+        other => panic!("{other:?}"),
+    };
+    // bytes are the point: a MAD cut short of its common header.
+    assert_eq!(
+        refused(t.post_send(Qp::Qp0, &smp[..10], &to)),
+        Unsendable::Truncated { len: 10 }
+    );
+    let mut long = smp.clone();
+    long.resize(300, 0);
+    assert_eq!(
+        refused(t.post_send(Qp::Qp0, &long, &to)),
+        Unsendable::TooLong { len: 300, max: 256 }
+    );
+    assert_eq!(
+        refused(t.post_send(Qp::Qp1, &smp, &Address::gsi(1))),
+        Unsendable::WrongQp {
+            class: MgmtClass::SUBN_LID_ROUTED,
+            qp: Qp::Qp1
+        }
+    );
+    // Nothing went to the server: the next good request's answer is the
+    // first thing that comes back.
+    let answer = ask(&mut t, Qp::Qp0, &smp, to);
+    assert_eq!(Mad::new_checked(&answer[..]).unwrap().tid() & 0xFFFF, 0x51);
+}
+
+#[test]
 fn a_client_naming_no_node_attaches_at_the_first_free_ca_and_unknown_nodes_are_refused() {
     let s = Subnet::builtin().unwrap();
     let (_h, name) = serve(&s, "b");

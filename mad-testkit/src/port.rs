@@ -6,7 +6,7 @@ use std::ops::{Deref, DerefMut};
 use std::time::{Duration, Instant};
 
 use mad_core::port::{ClientId, Driver, PortConfig, PortCore, PortError, SendToken};
-use mad_core::transport::{Address, PortAttrs, Qp, QpState, Transport};
+use mad_core::transport::{Address, OutMad, PortAttrs, Qp, QpState, Transport};
 
 /// A [`PortCore`] and the [`Driver`] of its transport, whose calls run
 /// what they make due at once, as a port's one owner does. It
@@ -59,12 +59,11 @@ impl<T: Transport> PortPair<T> {
     pub fn post(
         &mut self,
         client: ClientId,
-        qp: Qp,
-        mad: &[u8],
+        mad: OutMad<'_>,
         dest: &Address,
         cookie: u64,
     ) -> Result<SendToken, PortError> {
-        self.post_waiting(client, qp, mad, dest, cookie, None)
+        self.post_waiting(client, mad, dest, cookie, None)
     }
 
     /// Posts a send ([`Driver::post`]) with answer wait `wait`.
@@ -74,14 +73,13 @@ impl<T: Transport> PortPair<T> {
     pub fn post_waiting(
         &mut self,
         client: ClientId,
-        qp: Qp,
-        mad: &[u8],
+        mad: OutMad<'_>,
         dest: &Address,
         cookie: u64,
         wait: Option<Duration>,
     ) -> Result<SendToken, PortError> {
         self.driver
-            .post(&mut self.core, client, qp, mad, dest, cookie, wait)
+            .post(&mut self.core, client, mad, dest, cookie, wait)
     }
 
     /// Everything due at `now` ([`Driver::drive`]).

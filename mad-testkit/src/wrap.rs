@@ -12,7 +12,9 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use mad_core::transport::{Address, AsyncEvent, Qp, Received, Transport, TransportError, WrId};
+use mad_core::transport::{
+    Address, AsyncEvent, OutMad, Qp, Received, Transport, TransportError, WrId,
+};
 use mad_core::wire::MgmtClass;
 
 /// What a wrapper may see or change. Every method has a default that
@@ -96,22 +98,21 @@ impl<T: Transport, H: Hooks> Transport for Wrapped<T, H> {
         modify_qp,
         recreate_queues
     );
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        match self.hooks.send(qp, mad, dest) {
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        match self.hooks.send(mad.qp(), mad.bytes(), dest) {
             Some(r) => r,
-            None => self.inner.post_send(qp, mad, dest),
+            None => self.inner.post(mad, dest),
         }
     }
-    fn post_request(
+    fn post_waiting(
         &mut self,
-        qp: Qp,
-        mad: &[u8],
+        mad: OutMad<'_>,
         dest: &Address,
         wait: std::time::Duration,
     ) -> Result<WrId, TransportError> {
-        match self.hooks.send(qp, mad, dest) {
+        match self.hooks.send(mad.qp(), mad.bytes(), dest) {
             Some(r) => r,
-            None => self.inner.post_request(qp, mad, dest, wait),
+            None => self.inner.post_waiting(mad, dest, wait),
         }
     }
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {

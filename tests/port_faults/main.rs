@@ -82,7 +82,12 @@ impl Ledger {
         c: ClientId,
         tid: u64,
     ) -> Result<SendToken, PortError> {
-        let t = p.post(c, Qp::Qp1, &gsi_mad(tid), &Address::gsi(9), tid)?;
+        let t = p.post(
+            c,
+            Unsendable::check_post(&gsi_mad(tid), Qp::Qp1).unwrap(),
+            &Address::gsi(9),
+            tid,
+        )?;
         assert!(
             self.owner.insert(t, (c, tid)).is_none(),
             "token {t:?} handed out twice"
@@ -376,7 +381,12 @@ fn device_fatal_fails_everything_in_flight_and_every_later_post() {
     }
     // Error text names the port and the way out.
     let e = p
-        .post(a, Qp::Qp1, &gsi_mad(1), &Address::gsi(9), 0)
+        .post(
+            a,
+            Unsendable::check_post(&gsi_mad(1), Qp::Qp1).unwrap(),
+            &Address::gsi(9),
+            0,
+        )
         .unwrap_err();
     assert_eq!(
         e.to_string(),

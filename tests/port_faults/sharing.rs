@@ -31,7 +31,8 @@ fn receives_go_to_every_client_that_takes_them_and_to_no_other() {
             1 => (Qp::Qp0, mad(0x81, i), Address::smi(0xffff)),
             _ => (Qp::Qp1, mad(0x04, i), Address::gsi(1)), // PerfMgt: nobody listens
         };
-        p.post(none, qp, &m, &d, i).unwrap();
+        p.post(none, Unsendable::check_post(&m, qp).unwrap(), &d, i)
+            .unwrap();
         sent += 1;
         if i % 10 == 9 {
             p.poll(clock.advance(Duration::from_millis(1)));
@@ -67,14 +68,24 @@ fn receives_go_to_every_client_that_takes_them_and_to_no_other() {
     // After unregistering, nothing more arrives; with no client taking
     // receives, a MAD is counted as unclaimed.
     p.unregister(second).unwrap();
-    p.post(none, Qp::Qp0, &mad(0x81, 5), &Address::smi(0xffff), 0)
-        .unwrap();
+    p.post(
+        none,
+        Unsendable::check_post(&mad(0x81, 5), Qp::Qp0).unwrap(),
+        &Address::smi(0xffff),
+        0,
+    )
+    .unwrap();
     p.poll(clock.advance(Duration::from_millis(1)));
     p.poll(clock.advance(Duration::from_millis(1)));
     assert_eq!(recv(&mut p, first).len(), 1);
     p.unregister(first).unwrap();
-    p.post(none, Qp::Qp0, &mad(0x81, 6), &Address::smi(0xffff), 0)
-        .unwrap();
+    p.post(
+        none,
+        Unsendable::check_post(&mad(0x81, 6), Qp::Qp0).unwrap(),
+        &Address::smi(0xffff),
+        0,
+    )
+    .unwrap();
     p.poll(clock.advance(Duration::from_millis(1)));
     p.poll(clock.advance(Duration::from_millis(1)));
     assert!(recv(&mut p, second).is_empty());
@@ -90,20 +101,24 @@ fn queued_sends_keep_order_and_bad_input_is_refused() {
         "completions in post order through the queue"
     );
     assert!(p.stats().queued > 0);
-    assert!(matches!(
-        p.post(c, Qp::Qp1, &[0u8; 10], &Address::gsi(1), 0),
-        Err(PortError::BadSend(Unsendable::Truncated { len: 10 }))
-    ));
-    assert!(matches!(
-        p.post(c, Qp::Qp1, &[0u8; 257], &Address::gsi(1), 0),
-        Err(PortError::BadSend(Unsendable::TooLong {
-            len: 257,
-            max: 256
-        }))
-    ));
+    // A bad MAD never reaches the port: the port takes only a checked
+    // one, and the check names the cause.
+    assert_eq!(
+        Unsendable::check_post(&[0u8; 10], Qp::Qp1),
+        Err(Unsendable::Truncated { len: 10 })
+    );
+    assert_eq!(
+        Unsendable::check_post(&[0u8; 257], Qp::Qp1),
+        Err(Unsendable::TooLong { len: 257, max: 256 })
+    );
     p.unregister(c).unwrap();
     assert!(matches!(
-        p.post(c, Qp::Qp1, &gsi_mad(1), &Address::gsi(1), 0),
+        p.post(
+            c,
+            Unsendable::check_post(&gsi_mad(1), Qp::Qp1).unwrap(),
+            &Address::gsi(1),
+            0
+        ),
         Err(PortError::UnknownClient(_))
     ));
     l.assert_exactly_once();

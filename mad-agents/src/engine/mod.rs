@@ -244,7 +244,7 @@ use mad_core::port::{
 use mad_core::transport::{Address, Qp, Received, Unsendable, WcStatus, GSI_QKEY, PERMISSIVE_LID};
 use mad_core::wire::rmpp::{RmppType, RmppView};
 use mad_core::wire::smp::{DR_DIRECTION_BIT, DR_STATUS_MASK};
-use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_HEADER_LEN, MAD_LEN};
+use mad_core::wire::{Mad, MadStatus, Method, MgmtClass, MAD_LEN};
 use mad_rmpp::{ReceiverTable, Sender, SenderConfig};
 use slab::Slab;
 
@@ -331,7 +331,9 @@ struct SendSlot {
     key: (u64, u8),
     tid: u64,
     qp: Qp,
-    mad: MadBuf,
+    /// The MAD, checked once at [`Engine::send`]; `None` for an RMPP
+    /// transfer (its sender holds the message).
+    mad: Option<mad_core::transport::OutMadBuf>,
     dest: Address,
     timeout: Duration,
     retries_left: u32,

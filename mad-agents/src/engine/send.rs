@@ -2,7 +2,50 @@
 //! completion, cancel and modify (see the [engine documentation](super#the-life-of-a-send-seed-003-agentsmd-3)).
 
 use super::*;
+use mad_core::transport::OutMadBuf;
 use std::collections::hash_map::Entry;
+
+/// What a send hands down, once checked in [`Engine::send`]: one MAD,
+/// checked for its QP, or a message longer than one MAD for the RMPP
+/// sender.
+enum Outgoing {
+    One(OutMadBuf),
+    Message(MadBuf),
+}
+
+impl Outgoing {
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Outgoing::One(m) => m.as_out().bytes(),
+            Outgoing::Message(m) => m,
+        }
+    }
+
+    #[inline]
+    fn set_tid(&mut self, tid: u64) {
+        match self {
+            Outgoing::One(m) => m.set_tid(tid),
+            Outgoing::Message(m) => Mad::new_unchecked(&mut m[..]).set_tid(tid),
+        }
+    }
+
+    #[inline]
+    fn into_message(self) -> MadBuf {
+        match self {
+            Outgoing::One(m) => m.into_buf(),
+            Outgoing::Message(m) => m,
+        }
+    }
+
+    #[inline]
+    fn into_one(self) -> Option<OutMadBuf> {
+        match self {
+            Outgoing::One(m) => Some(m),
+            Outgoing::Message(_) => None,
+        }
+    }
+}
 
 impl Engine {
     /// Sends `req` for `agent` (see [`SendRequest`]). A request gets its
@@ -33,7 +76,7 @@ impl Engine {
             .filter(|&i| !self.agents[i].closing)
             .ok_or(SendError::UnknownAgent(agent))?;
         let SendRequest {
-            mut mad,
+            mad,
             dest,
             timeout,
             retries,
@@ -41,29 +84,41 @@ impl Engine {
             tid: tid_choice,
             cookie,
         } = req;
-        if mad.len() < MAD_HEADER_LEN {
-            return Err(SendError::BadSend(Unsendable::Truncated { len: mad.len() }));
-        }
         let (qp, hi, rmpp_agent) = {
             let a = &self.agents[aidx];
             (a.spec.qp, a.hi, a.spec.rmpp)
         };
-        let class = Mad::new_unchecked(&mad[..]).mgmt_class();
-        if class.is_smp() != (qp == Qp::Qp0) {
-            return Err(SendError::BadSend(Unsendable::WrongQp { class, qp }));
-        }
+        // The send's checks, once. One MAD passes `check_post` (its
+        // header, at most 256 bytes, its class on the agent's QP) and is
+        // kept checked: its posts and retries hand that to the port, and
+        // neither the port nor the transport checks again. A longer
+        // message (RMPP) has its header and class checked here; each of
+        // its segments is checked once, when handed to the port.
+        let (mut mad, class) = if mad.len() <= MAD_LEN {
+            let m = OutMadBuf::check(mad, qp).map_err(SendError::BadSend)?;
+            let class = m.as_out().class();
+            (Outgoing::One(m), class)
+        } else {
+            let class = Mad::new_unchecked(&mad[..]).mgmt_class();
+            if class.is_smp() != (qp == Qp::Qp0) {
+                return Err(SendError::BadSend(Unsendable::WrongQp { class, qp }));
+            }
+            (Outgoing::Message(mad), class)
+        };
         if rmpp_agent && !class.is_rmpp_class() {
             return Err(SendError::BadSend(Unsendable::NotRmppClass { class }));
         }
-        let rmpp_transfer = rmpp_agent && (mad.len() > MAD_LEN || active_rmpp(&mad).is_some());
-        if !rmpp_transfer && mad.len() > MAD_LEN {
-            return Err(SendError::BadSend(Unsendable::NeedsRmpp { len: mad.len() }));
+        let rmpp_transfer = rmpp_agent
+            && (matches!(mad, Outgoing::Message(_)) || active_rmpp(mad.bytes()).is_some());
+        if let (false, Outgoing::Message(m)) = (rmpp_transfer, &mad) {
+            return Err(SendError::BadSend(Unsendable::NeedsRmpp { len: m.len() }));
         }
-        let is_response = Mad::new_unchecked(&mad[..]).is_response();
+        let header = Mad::new_unchecked(mad.bytes());
+        let (is_response, their_tid) = (header.is_response(), header.tid());
         // An allocated TID is one no waiting send has (checked below once).
         let allocated = !is_response && matches!(tid_choice, TidChoice::Allocate);
         let tid = if is_response {
-            Mad::new_unchecked(&mad[..]).tid()
+            their_tid
         } else {
             let low = match tid_choice {
                 TidChoice::Low(l) => l,
@@ -80,7 +135,7 @@ impl Engine {
                 }
             };
             let t = tid::compose(hi, low);
-            Mad::new_unchecked(&mut mad[..]).set_tid(t);
+            mad.set_tid(t);
             t
         };
         let key = tid::match_key(tid, class.0);
@@ -93,9 +148,9 @@ impl Engine {
         {
             return Err(SendError::DuplicateTid { tid, class });
         }
-        let rmpp = if rmpp_transfer {
+        let (rmpp, mad) = if rmpp_transfer {
             let initial_window = if is_response {
-                self.response_window(aidx, &mad, &dest)
+                self.response_window(aidx, mad.bytes(), &dest)
             } else {
                 1
             };
@@ -108,12 +163,12 @@ impl Engine {
             };
             // The sender owns the message (no copy: a long message is
             // already a Vec); a retry starts again from its bytes.
-            let message = std::mem::take(&mut mad).into_vec();
+            let message = mad.into_message().into_vec();
             let sender = Sender::from_message(message, class.data_offset(), cfg, now)
                 .map_err(SendError::Segmentation)?;
-            Some(Box::new(RmppTx { sender, cfg }))
+            (Some(Box::new(RmppTx { sender, cfg })), None)
         } else {
-            None
+            (None, mad.into_one())
         };
         // Solicited flow control: a request awaiting a response waits in
         // the backlog while its agent or the port is at its limit, or
@@ -139,7 +194,7 @@ impl Engine {
             key,
             tid,
             qp,
-            // Empty for an RMPP transfer: its sender holds the message.
+            // None for an RMPP transfer: its sender holds the message.
             mad,
             dest,
             timeout,
@@ -239,12 +294,18 @@ impl Engine {
     /// counted and returned (the caller's error).
     fn post_first(&mut self, io: &mut impl Io, idx: usize) -> Result<(), PortError> {
         let s = &self.sends[idx];
-        let wait = self.answer_wait(idx, &s.mad);
+        // A single MAD's send keeps its checked MAD (an RMPP transfer
+        // posts segments only).
+        let Some(m) = s.mad.as_ref() else {
+            debug_assert!(false, "the first post of an RMPP transfer");
+            return Ok(());
+        };
+        let mad = m.as_out();
+        let wait = self.answer_wait(idx, mad.bytes());
         let r = io.post(
             &mut self.port,
             self.client,
-            s.qp,
-            &s.mad,
+            mad,
             &s.dest,
             s.id.as_u64(),
             wait,
@@ -272,7 +333,7 @@ impl Engine {
         let t = Transmit::Send {
             idx,
             id: s.id,
-            wait: self.answer_wait(idx, &s.mad),
+            wait: self.answer_wait(idx, s.mad.as_ref().map_or(&[], |m| m.as_out().bytes())),
             on_refusal,
         };
         self.took_wr(idx);
@@ -348,19 +409,26 @@ impl Engine {
                     debug_assert!(false, "a queued work request of a finished send");
                     return Ok(());
                 };
-                let mad = match t {
-                    Transmit::Segment { mad, .. } => mad,
-                    _ => &s.mad,
+                // A send's own MAD was checked once, at `send`; a segment
+                // (or the transfer's ABORT / DS ACK) is checked once, here.
+                let mad = match (t, &s.mad) {
+                    (Transmit::Segment { mad, .. }, _) => Unsendable::check_post(mad, s.qp),
+                    (_, Some(m)) => Ok(m.as_out()),
+                    (_, None) => {
+                        debug_assert!(false, "an RMPP transfer posts segments only");
+                        return Ok(());
+                    }
                 };
-                let r = io.post(
-                    &mut self.port,
-                    self.client,
-                    s.qp,
-                    mad,
-                    &s.dest,
-                    id.as_u64(),
-                    *wait,
-                );
+                let r = mad.map_err(PortError::BadSend).and_then(|mad| {
+                    io.post(
+                        &mut self.port,
+                        self.client,
+                        mad,
+                        &s.dest,
+                        id.as_u64(),
+                        *wait,
+                    )
+                });
                 (r, Some(s.agent))
             }
             Transmit::Internal {
@@ -370,7 +438,12 @@ impl Engine {
                 dest,
                 unsupported,
             } => {
-                let r = io.post(&mut self.port, self.client, *qp, mad, dest, INTERNAL, None);
+                // The engine's own answer, checked once, here.
+                let r = Unsendable::check_post(mad, *qp)
+                    .map_err(PortError::BadSend)
+                    .and_then(|mad| {
+                        io.post(&mut self.port, self.client, mad, dest, INTERNAL, None)
+                    });
                 if r.is_ok() && *unsupported {
                     self.stats.unsupported_answered += 1;
                 }

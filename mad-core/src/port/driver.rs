@@ -6,7 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::transport::{Address, Qp, QpState, SendCompletion, Transport, TransportError, WcStatus};
+use crate::transport::{
+    Address, OutMad, Qp, QpState, SendCompletion, Transport, TransportError, WcStatus,
+};
 
 use super::state::{PortCore, Queued, Recreate};
 use super::{ClientId, PortError, PortEvent, SendToken};
@@ -57,18 +59,18 @@ impl<T: Transport> Driver<T> {
         &mut self,
         core: &mut PortCore,
         client: ClientId,
-        qp: Qp,
-        mad: &[u8],
+        mad: OutMad<'_>,
         dest: &Address,
         cookie: u64,
         wait: Option<Duration>,
     ) -> Result<SendToken, PortError> {
-        let meta = core.accept(client, mad, cookie)?;
+        let meta = core.accept(client, cookie)?;
+        let qp = mad.qp();
         let rts = self.transport.qp_state(qp) == QpState::Rts;
         if core.can_post_now(qp, self.transport.send_queue_depth(), rts) {
             let r = match wait {
-                Some(w) => self.transport.post_request(qp, mad, dest, w),
-                None => self.transport.post_send(qp, mad, dest),
+                Some(w) => self.transport.post_waiting(mad, dest, w),
+                None => self.transport.post(mad, dest),
             };
             match r {
                 Ok(wr) => {
@@ -87,7 +89,7 @@ impl<T: Transport> Driver<T> {
             qp,
             Queued {
                 meta,
-                mad: crate::MadBuf::from_slice(mad),
+                mad: crate::MadBuf::from_slice(mad.bytes()),
                 dest: *dest,
                 wait,
             },
@@ -268,9 +270,11 @@ impl<T: Transport> Driver<T> {
                 let Some(r) = core.qps[qp.index()].overflow.pop_front() else {
                     break;
                 };
+                // Checked when the port accepted it, not again.
+                let mad = OutMad::requeued(&r.mad, qp);
                 let posted = match r.wait {
-                    Some(w) => self.transport.post_request(qp, &r.mad, &r.dest, w),
-                    None => self.transport.post_send(qp, &r.mad, &r.dest),
+                    Some(w) => self.transport.post_waiting(mad, &r.dest, w),
+                    None => self.transport.post(mad, &r.dest),
                 };
                 match posted {
                     Ok(wr) => core.posted_wr(qp, wr, r.meta),

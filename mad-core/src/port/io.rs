@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::transport::{Address, PortAttrs, Qp, Transport, TransportError};
+use crate::transport::{Address, OutMad, PortAttrs, Transport, TransportError};
 use crate::wire::MgmtClass;
 
 use super::{ClientId, Driver, PortCore, PortError, SendToken};
@@ -14,7 +14,7 @@ use super::{ClientId, Driver, PortCore, PortError, SendToken};
 /// is passed in. [`Driver`] implements it; the engine takes it
 /// generically (`&mut impl Io`), so its hot path stays monomorphic.
 pub trait Io {
-    /// Accepts one send of `client` on `qp` into `core` and posts it: to
+    /// Accepts one send of `client` into `core` and posts it: to
     /// the transport at once when the QP has room and nothing waits before
     /// it (the MAD is not copied), else a copy onto the core's overflow
     /// queue. `wait`: the answer wait of a request
@@ -31,8 +31,7 @@ pub trait Io {
         &mut self,
         core: &mut PortCore,
         client: ClientId,
-        qp: Qp,
-        mad: &[u8],
+        mad: OutMad<'_>,
         dest: &Address,
         cookie: u64,
         wait: Option<Duration>,
@@ -69,13 +68,12 @@ impl<T: Transport> Io for Driver<T> {
         &mut self,
         core: &mut PortCore,
         client: ClientId,
-        qp: Qp,
-        mad: &[u8],
+        mad: OutMad<'_>,
         dest: &Address,
         cookie: u64,
         wait: Option<Duration>,
     ) -> Result<SendToken, PortError> {
-        Driver::post(self, core, client, qp, mad, dest, cookie, wait)
+        Driver::post(self, core, client, mad, dest, cookie, wait)
     }
 
     fn drive(&mut self, core: &mut PortCore, now: Instant) {

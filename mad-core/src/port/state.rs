@@ -7,9 +7,8 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use crate::transport::{
-    Address, PortAttrs, Qp, Received, SendCompletion, TransportError, Unsendable, WcStatus, WrId,
+    Address, PortAttrs, Qp, Received, SendCompletion, TransportError, WcStatus, WrId,
 };
-use crate::wire::MAD_LEN;
 
 use super::clients::{ClientId, Clients};
 use super::inbound::Inbound;
@@ -258,23 +257,18 @@ impl PortCore {
 
     // ----- sends -----
 
-    /// The checks of a post that need no transport: a known client, a
-    /// live port, a MAD of a MAD's length; then the send's token and
-    /// owner.
+    /// The checks of a post that need no transport: a known client and a
+    /// live port (the MAD itself was checked once, when its
+    /// [`OutMad`](crate::transport::OutMad) was made); then the send's
+    /// token and owner.
     #[inline]
-    pub(super) fn accept(
-        &mut self,
-        client: ClientId,
-        mad: &[u8],
-        cookie: u64,
-    ) -> Result<Meta, PortError> {
+    pub(super) fn accept(&mut self, client: ClientId, cookie: u64) -> Result<Meta, PortError> {
         if !self.clients.contains(client) {
             return Err(PortError::UnknownClient(client));
         }
         if self.dead {
             return Err(self.dead_error());
         }
-        Unsendable::check_len(mad, MAD_LEN).map_err(PortError::BadSend)?;
         Ok(Meta {
             token: SendToken(self.next_token),
             client,

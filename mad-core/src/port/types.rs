@@ -100,7 +100,11 @@ pub enum PortError {
     /// The client id is not (or no longer) registered with this port.
     #[error("{0} is not registered with this port")]
     UnknownClient(ClientId),
-    /// The MAD cannot be sent (e.g. wrong length): the cause.
+    /// The MAD cannot be sent: the cause. The port itself takes only
+    /// checked MADs ([`OutMad`](crate::transport::OutMad)); a caller that
+    /// makes the `OutMad` on its way to the port (the agent engine, for
+    /// an RMPP segment or its own answer) reports a refusal of that check
+    /// this way.
     #[error("bad send: {0}")]
     BadSend(crate::transport::Unsendable),
     /// `ack_reset` without a soft reset in progress.

@@ -44,7 +44,7 @@
 //!   `poll_send_completions`, which the port layer makes once per
 //!   `poll(now)`.
 //!
-//! Triggers ([`Trigger`]) count the sends accepted by `post_send`
+//! Triggers ([`Trigger`]) count the sends accepted by `post`
 //! (1-based) across both QPs. A send that is flushed anyway (posted behind
 //! an error) is counted but never chosen for a work-request error.
 //!
@@ -57,7 +57,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::loopback::check_qp_transition;
 use super::{
-    Address, AsyncEvent, Qp, QpState, Received, SendCompletion, Transport, TransportError,
+    Address, AsyncEvent, OutMad, Qp, QpState, Received, SendCompletion, Transport, TransportError,
     WcStatus, WrId,
 };
 
@@ -131,7 +131,7 @@ impl Default for FaultConfig {
 /// Counters of what a [`FaultInjector`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FaultStats {
-    /// Sends accepted by `post_send`.
+    /// Sends accepted by `post`.
     pub sends: u64,
     /// Work-request errors injected.
     pub wr_errors: u64,
@@ -485,7 +485,9 @@ impl<T: Transport> FaultInjector<T> {
                     let slot = &mut self.qps[qp.index()].slots[idx];
                     let id = slot.id;
                     if let Some(h) = slot.held.take() {
-                        match self.inner.post_send(qp, &h.mad, &h.dest) {
+                        // A copy of a MAD checked when first posted.
+                        let mad = super::OutMad::requeued(&h.mad, qp);
+                        match self.inner.post(mad, &h.dest) {
                             Ok(w) => {
                                 self.below.insert(w, Below::Main(qp, id));
                             }
@@ -534,7 +536,8 @@ impl<T: Transport> Transport for FaultInjector<T> {
         }
     }
 
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, out: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        let (qp, mad) = (out.qp(), out.bytes());
         if self.dead {
             return Err(self.dead_error());
         }
@@ -594,7 +597,7 @@ impl<T: Transport> Transport for FaultInjector<T> {
                     ..Self::flushed_slot(WrId(0))
                 }
             } else {
-                let w = self.inner.post_send(qp, mad, dest)?;
+                let w = self.inner.post(out, dest)?;
                 let dup = self.rng.chance(self.cfg.send_duplicate);
                 let slot = Slot {
                     status: None,
@@ -602,7 +605,7 @@ impl<T: Transport> Transport for FaultInjector<T> {
                 };
                 self.below.insert(w, Below::Main(qp, id));
                 if dup && self.duplicates == 0 && self.below.len() < self.inner.send_queue_depth() {
-                    if let Ok(w2) = self.inner.post_send(qp, mad, dest) {
+                    if let Ok(w2) = self.inner.post(out, dest) {
                         self.below.insert(w2, Below::Duplicate);
                         self.duplicates += 1;
                         self.stats.sends_duplicated += 1;

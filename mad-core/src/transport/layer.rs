@@ -23,7 +23,7 @@
 //!         Ok(r)
 //!     }
 //!     forward_transport!(
-//!         port_attrs, refresh_port_attrs, send_queue_depth, post_send, post_request,
+//!         port_attrs, refresh_port_attrs, send_queue_depth, post, post_waiting,
 //!         poll_send_completions, poll_event, qp_state, modify_qp, recreate_queues,
 //!         raw_fd, bounded_far_side, register_requests
 //!     );
@@ -97,25 +97,23 @@ macro_rules! forward_transport {
             $crate::transport::TransportLayer::inner(self).send_queue_depth()
         }
     };
-    (@one post_send) => {
-        fn post_send(
+    (@one post) => {
+        fn post(
             &mut self,
-            qp: $crate::transport::Qp,
-            mad: &[u8],
+            mad: $crate::transport::OutMad<'_>,
             dest: &$crate::transport::Address,
         ) -> ::std::result::Result<$crate::transport::WrId, $crate::transport::TransportError> {
-            $crate::transport::TransportLayer::inner_mut(self).post_send(qp, mad, dest)
+            $crate::transport::TransportLayer::inner_mut(self).post(mad, dest)
         }
     };
-    (@one post_request) => {
-        fn post_request(
+    (@one post_waiting) => {
+        fn post_waiting(
             &mut self,
-            qp: $crate::transport::Qp,
-            mad: &[u8],
+            mad: $crate::transport::OutMad<'_>,
             dest: &$crate::transport::Address,
             wait: ::std::time::Duration,
         ) -> ::std::result::Result<$crate::transport::WrId, $crate::transport::TransportError> {
-            $crate::transport::TransportLayer::inner_mut(self).post_request(qp, mad, dest, wait)
+            $crate::transport::TransportLayer::inner_mut(self).post_waiting(mad, dest, wait)
         }
     };
     (@one poll_send_completions) => {

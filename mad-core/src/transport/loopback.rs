@@ -49,7 +49,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{
-    Address, AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    Address, AsyncEvent, Grh, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
     TransportError, WcStatus, WrId,
 };
 
@@ -95,7 +95,7 @@ enum Sink {
 /// Counters of what a [`Loopback`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoopbackStats {
-    /// Work requests accepted by `post_send`.
+    /// Work requests accepted by `post`.
     pub posted: u64,
     /// Work requests that went out and completed with success.
     pub sent: u64,
@@ -386,7 +386,8 @@ impl Transport for Loopback {
         self.depth
     }
 
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, out: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        let (qp, mad) = (out.qp(), out.bytes());
         let state = self.state[qp.index()];
         match state {
             QpState::Reset | QpState::Init | QpState::Rtr => {

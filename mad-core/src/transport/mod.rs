@@ -399,18 +399,57 @@ pub trait Transport: Send {
     /// Send queue depth of each QP (the most work requests outstanding).
     fn send_queue_depth(&self) -> usize;
 
-    /// Posts one MAD on `qp` to `dest`.
+    /// Posts one checked MAD on its QP to `dest`.
+    ///
+    /// The MAD's own checks (length, class on the right QP) ran once, when
+    /// the [`OutMad`] was made ([`Unsendable::check_post`]: at
+    /// `Engine::send`, or in [`Transport::post_send`] for a caller holding
+    /// bytes); an implementation does not repeat them. It refuses only
+    /// what it alone cannot carry, with a carrier limit
+    /// ([`Unsendable::is_carrier_limit`]: GRH on ibsim, a QP another
+    /// endpoint owns, ...), and never panics on a MAD.
     ///
     /// # Errors
-    /// Queue full, QP not in RTS, device dead, or an unsendable MAD.
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError>;
+    /// Queue full, QP not in RTS, device dead, or a MAD this carrier
+    /// cannot carry.
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError>;
 
     /// Posts a request whose answer the stack above waits `wait` for (this
     /// attempt's timeout). A transport below which a MAD layer matches
     /// answers to requests and drops the unmatched ones (the kernel's,
     /// under umad) keeps the request on its wait list about that long; the
-    /// others keep this default, which posts it as [`Transport::post_send`]
+    /// others keep this default, which posts it as [`Transport::post`]
     /// does. Wrappers forward it.
+    ///
+    /// # Errors
+    /// As [`Transport::post`].
+    fn post_waiting(
+        &mut self,
+        mad: OutMad<'_>,
+        dest: &Address,
+        wait: std::time::Duration,
+    ) -> Result<WrId, TransportError> {
+        let _ = wait;
+        self.post(mad, dest)
+    }
+
+    /// Checks `mad` for `qp` ([`Unsendable::check_post`]) and posts it
+    /// ([`Transport::post`]): for a caller holding bytes rather than an
+    /// [`OutMad`] (discovery's port thread, the SM driver, tests). A bad
+    /// MAD is refused with [`TransportError::BadSend`] and nothing is
+    /// posted. Implementations and wrappers keep this default (a wrapper
+    /// that forwarded it would check twice) and implement
+    /// [`Transport::post`].
+    ///
+    /// # Errors
+    /// [`TransportError::BadSend`], or as [`Transport::post`].
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+        self.post(Unsendable::check_post(mad, qp)?, dest)
+    }
+
+    /// Checks `mad` for `qp` and posts it as a request waiting `wait`
+    /// ([`Transport::post_waiting`]); as [`Transport::post_send`],
+    /// implementations keep this default.
     ///
     /// # Errors
     /// As [`Transport::post_send`].
@@ -421,8 +460,7 @@ pub trait Transport: Send {
         dest: &Address,
         wait: std::time::Duration,
     ) -> Result<WrId, TransportError> {
-        let _ = wait;
-        self.post_send(qp, mad, dest)
+        self.post_waiting(Unsendable::check_post(mad, qp)?, dest, wait)
     }
 
     /// Moves completed sends into `out`; returns how many.
@@ -517,4 +555,4 @@ mod unsendable;
 pub mod verbs;
 
 pub use layer::TransportLayer;
-pub use unsendable::Unsendable;
+pub use unsendable::{OutMad, OutMadBuf, Unsendable};

@@ -1,8 +1,13 @@
 //! Why a MAD is refused before it is posted: [`Unsendable`], the cause
 //! carried by `TransportError::BadSend`, `PortError::BadSend` and
 //! `mad_agents::SendError::BadSend`.
+//!
+//! And what a MAD that passed is: [`OutMad`] (borrowed) and
+//! [`OutMadBuf`] (owned), made only by [`Unsendable::check_post`], the one
+//! check a single MAD passes before it is posted. The port and every
+//! transport take an `OutMad` and check nothing of the MAD again.
 
-use mad_wire::wire::{MgmtClass, MAD_HEADER_LEN};
+use mad_wire::wire::{MgmtClass, MAD_HEADER_LEN, MAD_LEN};
 
 use super::Qp;
 
@@ -121,45 +126,163 @@ impl Unsendable {
         )
     }
 
-    /// Checks what every layer checks before a single MAD is posted: at
-    /// least a common header, at most `max` bytes, and a class that
-    /// belongs on `qp`.
+    /// The one check a single MAD passes before it may be posted, once:
+    /// at least its common header, at most [`MAD_LEN`] bytes, and a
+    /// class that belongs on `qp` (SMP classes on QP0, every other on
+    /// QP1). What was checked comes back as an [`OutMad`], the only
+    /// thing [`Transport::post`](super::Transport::post) takes, so no
+    /// layer below checks again.
     ///
     /// # Errors
     /// [`Unsendable::Truncated`], [`Unsendable::TooLong`] or
-    /// A MAD of `mad.len()` bytes is at least its common header and at
-    /// most `max` bytes.
-    ///
-    /// # Errors
-    /// [`Unsendable::Truncated`] or [`Unsendable::TooLong`].
-    pub fn check_len(mad: &[u8], max: usize) -> Result<(), Unsendable> {
+    /// [`Unsendable::WrongQp`].
+    #[inline]
+    pub fn check_post(mad: &[u8], qp: Qp) -> Result<OutMad<'_>, Unsendable> {
         if mad.len() < MAD_HEADER_LEN {
             return Err(Unsendable::Truncated { len: mad.len() });
         }
-        if mad.len() > max {
+        if mad.len() > MAD_LEN {
             return Err(Unsendable::TooLong {
                 len: mad.len(),
-                max,
+                max: MAD_LEN,
             });
         }
-        Ok(())
-    }
-
-    /// [`Unsendable::WrongQp`].
-    pub fn check_post(mad: &[u8], qp: Qp, max: usize) -> Result<MgmtClass, Unsendable> {
-        Self::check_len(mad, max)?;
         let class = mad_wire::wire::Mad::new_unchecked(mad).mgmt_class();
         if class.is_smp() != (qp == Qp::Qp0) {
             return Err(Unsendable::WrongQp { class, qp });
         }
-        Ok(class)
+        Ok(OutMad { mad, qp, class })
+    }
+}
+
+/// A single MAD that passed [`Unsendable::check_post`]: between its
+/// common header and [`MAD_LEN`] bytes long, of a class that belongs on
+/// its QP. Only that check makes one (outside this crate), so a
+/// transport handed an `OutMad` posts it without looking again; it keeps
+/// only the checks of what it alone knows (its carrier limits,
+/// [`Unsendable::is_carrier_limit`]).
+///
+/// ```
+/// use mad_core::transport::{Qp, Unsendable};
+/// use mad_core::wire::MgmtClass;
+///
+/// let mut mad = [0u8; 256];
+/// mad[1] = MgmtClass::SUBN_ADM.0;
+/// let out = Unsendable::check_post(&mad, Qp::Qp1).unwrap();
+/// assert_eq!((out.qp(), out.class(), out.bytes().len()), (Qp::Qp1, MgmtClass::SUBN_ADM, 256));
+/// assert_eq!(
+///     Unsendable::check_post(&mad, Qp::Qp0).unwrap_err(),
+///     Unsendable::WrongQp { class: MgmtClass::SUBN_ADM, qp: Qp::Qp0 }
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutMad<'a> {
+    mad: &'a [u8],
+    qp: Qp,
+    class: MgmtClass,
+}
+
+impl<'a> OutMad<'a> {
+    /// The MAD's bytes (24 to 256 of them).
+    #[must_use]
+    #[inline]
+    pub fn bytes(&self) -> &'a [u8] {
+        self.mad
+    }
+
+    /// The QP it goes out on.
+    #[must_use]
+    #[inline]
+    pub fn qp(&self) -> Qp {
+        self.qp
+    }
+
+    /// Its management class (read once, by the check).
+    #[must_use]
+    #[inline]
+    pub fn class(&self) -> MgmtClass {
+        self.class
+    }
+
+    /// A copy of the bytes of a MAD that came as an `OutMad`, kept to
+    /// post later (the port's overflow queue, the fault injector's
+    /// delayed sends): not checked again.
+    pub(crate) fn requeued(mad: &'a [u8], qp: Qp) -> Self {
+        debug_assert!(Unsendable::check_post(mad, qp).is_ok());
+        Self {
+            mad,
+            qp,
+            class: mad_wire::wire::Mad::new_unchecked(mad).mgmt_class(),
+        }
+    }
+}
+
+/// An owned [`OutMad`]: a MAD buffer that passed
+/// [`Unsendable::check_post`], kept with what was checked, for a sender
+/// that posts the same MAD more than once (the engine's send: its first
+/// post and every retry) without checking it again.
+///
+/// ```
+/// use mad_core::transport::{OutMadBuf, Qp, Unsendable};
+/// use mad_core::MadBuf;
+///
+/// let mut bytes = [0u8; 256];
+/// bytes[1] = 0x81; // directed-route SMP
+/// let mut m = OutMadBuf::check(MadBuf::from_slice(&bytes), Qp::Qp0).unwrap();
+/// m.set_tid(7);
+/// assert_eq!(m.as_out().qp(), Qp::Qp0);
+/// assert_eq!(
+///     OutMadBuf::check(MadBuf::from_slice(&bytes), Qp::Qp1).unwrap_err(),
+///     Unsendable::WrongQp { class: m.as_out().class(), qp: Qp::Qp1 }
+/// );
+/// ```
+#[derive(Debug)]
+pub struct OutMadBuf {
+    mad: crate::MadBuf,
+    qp: Qp,
+    class: MgmtClass,
+}
+
+impl OutMadBuf {
+    /// Checks `mad` for `qp` ([`Unsendable::check_post`]) and keeps it.
+    ///
+    /// # Errors
+    /// As [`Unsendable::check_post`] (the buffer is dropped).
+    #[inline]
+    pub fn check(mad: crate::MadBuf, qp: Qp) -> Result<Self, Unsendable> {
+        let class = Unsendable::check_post(&mad, qp)?.class;
+        Ok(Self { mad, qp, class })
+    }
+
+    /// The checked MAD, to post.
+    #[must_use]
+    #[inline]
+    pub fn as_out(&self) -> OutMad<'_> {
+        OutMad {
+            mad: &self.mad,
+            qp: self.qp,
+            class: self.class,
+        }
+    }
+
+    /// Sets the transaction ID (the one header field a sender sets after
+    /// the check; it changes nothing the check looked at).
+    #[inline]
+    pub fn set_tid(&mut self, tid: u64) {
+        mad_wire::wire::Mad::new_unchecked(&mut self.mad[..]).set_tid(tid);
+    }
+
+    /// The buffer back (to hand a message to the RMPP sender).
+    #[must_use]
+    #[inline]
+    pub fn into_buf(self) -> crate::MadBuf {
+        self.mad
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mad_wire::wire::MAD_LEN;
 
     /// `len` bytes of a MAD of `class` (cut short, or padded with zeros).
     fn mad(class: u8, len: usize) -> Vec<u8> {
@@ -173,33 +296,45 @@ mod tests {
     #[test]
     fn check_post_names_each_cause() {
         assert_eq!(
-            Unsendable::check_post(&mad(0x03, 10), Qp::Qp1, MAD_LEN),
+            Unsendable::check_post(&mad(0x03, 10), Qp::Qp1),
             Err(Unsendable::Truncated { len: 10 })
         );
         assert_eq!(
-            Unsendable::check_post(&mad(0x03, 300), Qp::Qp1, MAD_LEN),
+            Unsendable::check_post(&mad(0x03, 300), Qp::Qp1),
             Err(Unsendable::TooLong {
                 len: 300,
                 max: MAD_LEN
             })
         );
         assert_eq!(
-            Unsendable::check_post(&mad(0x81, MAD_LEN), Qp::Qp1, MAD_LEN),
+            Unsendable::check_post(&mad(0x81, MAD_LEN), Qp::Qp1),
             Err(Unsendable::WrongQp {
                 class: MgmtClass::SUBN_DIRECTED_ROUTE,
                 qp: Qp::Qp1
             })
         );
         assert_eq!(
-            Unsendable::check_post(&mad(0x03, MAD_LEN), Qp::Qp0, MAD_LEN),
+            Unsendable::check_post(&mad(0x03, MAD_LEN), Qp::Qp0),
             Err(Unsendable::WrongQp {
                 class: MgmtClass::SUBN_ADM,
                 qp: Qp::Qp0
             })
         );
         assert_eq!(
-            Unsendable::check_post(&mad(0x03, MAD_LEN), Qp::Qp1, MAD_LEN),
+            Unsendable::check_post(&mad(0x03, MAD_LEN), Qp::Qp1).map(|m| m.class()),
             Ok(MgmtClass::SUBN_ADM)
+        );
+        // The bounds themselves pass: a bare header, and 256 bytes.
+        let header = mad(0x81, MAD_HEADER_LEN);
+        let out = Unsendable::check_post(&header, Qp::Qp0).unwrap();
+        assert_eq!((out.qp(), out.bytes().len()), (Qp::Qp0, MAD_HEADER_LEN));
+        assert!(Unsendable::check_post(&mad(0x01, MAD_LEN), Qp::Qp0).is_ok());
+        assert_eq!(
+            Unsendable::check_post(&mad(0x03, MAD_LEN + 1), Qp::Qp1),
+            Err(Unsendable::TooLong {
+                len: MAD_LEN + 1,
+                max: MAD_LEN
+            })
         );
     }
 

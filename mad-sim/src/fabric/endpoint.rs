@@ -37,11 +37,11 @@
 
 use mad_core::transport::loopback::qp_transition_allowed;
 use mad_core::transport::{
-    AsyncEvent, Grh, PortAttrs, Qp, QpState, Received, SendCompletion, Transport, TransportError,
-    Unsendable, WcStatus, WrId,
+    AsyncEvent, Grh, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, Unsendable, WcStatus, WrId,
 };
 use mad_core::wire::attr::port_cap;
-use mad_core::wire::{MgmtClass, MAD_LEN};
+use mad_core::wire::MgmtClass;
 
 use std::io::Read;
 use std::os::fd::AsRawFd;
@@ -222,13 +222,12 @@ impl Transport for SimPort {
         self.depth
     }
 
-    fn post_send(
+    fn post(
         &mut self,
-        qp: Qp,
-        mad: &[u8],
+        out: OutMad<'_>,
         dest: &mad_core::transport::Address,
     ) -> Result<WrId, TransportError> {
-        let class = Unsendable::check_post(mad, qp, MAD_LEN)?;
+        let (qp, mad, class) = (out.qp(), out.bytes(), out.class());
         let mut c = self.fabric.lock();
         // Only what the packet needs, copied out of the node (no clone of
         // the P_Key table or PortInfo per send).

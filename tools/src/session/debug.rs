@@ -20,7 +20,7 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use mad_core::transport::{Address, Qp, Transport, TransportError, WrId};
+use mad_core::transport::{Address, OutMad, Transport, TransportError, WrId};
 use mad_core::wire::smp::Smp;
 use mad_core::wire::Mad;
 
@@ -188,20 +188,19 @@ pub fn debug_line(mad: &[u8], dest: &Address, walk: bool) -> Option<(&'static st
 mad_core::transport_layer!([T: Transport] DebugTap<T>, inner: T);
 
 impl<T: Transport> Transport for DebugTap<T> {
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.note(mad, dest);
-        self.inner.post_send(qp, mad, dest)
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        self.note(mad.bytes(), dest);
+        self.inner.post(mad, dest)
     }
 
-    fn post_request(
+    fn post_waiting(
         &mut self,
-        qp: Qp,
-        mad: &[u8],
+        mad: OutMad<'_>,
         dest: &Address,
         wait: std::time::Duration,
     ) -> Result<WrId, TransportError> {
-        self.note(mad, dest);
-        self.inner.post_request(qp, mad, dest, wait)
+        self.note(mad.bytes(), dest);
+        self.inner.post_waiting(mad, dest, wait)
     }
 
     mad_core::forward_transport!(

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use mad_core::pcap::{Direction, PcapWriter, Timestamp};
-use mad_core::transport::{Address, Qp, Received, Transport, TransportError, WrId};
+use mad_core::transport::{Address, OutMad, Received, Transport, TransportError, WrId};
 
 type Writer = PcapWriter<BufWriter<File>>;
 
@@ -113,20 +113,19 @@ impl<T: Transport> PcapTap<T> {
 }
 
 impl<T: Transport> Transport for PcapTap<T> {
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        let r = self.inner.post_send(qp, mad, dest);
-        self.record_sent(r, mad, dest)
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        let r = self.inner.post(mad, dest);
+        self.record_sent(r, mad.bytes(), dest)
     }
 
-    fn post_request(
+    fn post_waiting(
         &mut self,
-        qp: Qp,
-        mad: &[u8],
+        mad: OutMad<'_>,
         dest: &Address,
         wait: std::time::Duration,
     ) -> Result<WrId, TransportError> {
-        let r = self.inner.post_request(qp, mad, dest, wait);
-        self.record_sent(r, mad, dest)
+        let r = self.inner.post_waiting(mad, dest, wait);
+        self.record_sent(r, mad.bytes(), dest)
     }
 
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {
@@ -160,7 +159,7 @@ mod tests {
     use super::*;
     use mad_core::pcap::PcapReader;
     use mad_core::transport::loopback::Loopback;
-    use mad_core::transport::PortAttrs;
+    use mad_core::transport::{PortAttrs, Qp};
 
     #[test]
     fn every_posted_and_received_mad_is_written_in_order() {

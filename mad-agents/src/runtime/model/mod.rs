@@ -45,7 +45,7 @@ use crate::spec::AgentSpec;
 use crate::types::{AgentEvent, AgentId, EngineConfig, SendError, SendId, SendRequest};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{
-    Address, AsyncEvent, Qp, QpState, Received, SendCompletion, TransportError, WrId,
+    Address, AsyncEvent, OutMad, Qp, QpState, Received, SendCompletion, TransportError, WrId,
 };
 use mad_core::wire::{Method, MgmtClass};
 use std::collections::HashSet;
@@ -64,9 +64,9 @@ impl Transport for Dev {
     fn send_queue_depth(&self) -> usize {
         lock(&self.0).send_queue_depth()
     }
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        let wr = lock(&self.0).post_send(qp, mad, dest)?;
-        lock(&self.2).posted(mad, wr);
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        let wr = lock(&self.0).post(mad, dest)?;
+        lock(&self.2).posted(mad.bytes(), wr);
         Ok(wr)
     }
     fn poll_send_completions(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use mad_core::transport::fault::{FaultConfig, FaultInjector};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    Address, AsyncEvent, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
     TransportError, WrId,
 };
 use mad_core::wire::attr::Notice;
@@ -65,8 +65,8 @@ impl<T: Transport> Transport for Tap<T> {
     fn send_queue_depth(&self) -> usize {
         self.inner.lock().unwrap().send_queue_depth()
     }
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.inner.lock().unwrap().post_send(qp, mad, dest)
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        self.inner.lock().unwrap().post(mad, dest)
     }
     fn poll_send_completions(
         &mut self,

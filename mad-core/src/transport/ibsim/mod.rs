@@ -39,7 +39,7 @@
 //!   port number on a CA, the node GUID on a switch). Only the first
 //!   32 P_Keys are available this way.
 //! - **Sends never fail.** A datagram written to ibsim is a completed
-//!   send: every [`Transport::post_send`] queues a
+//!   send: every [`Transport::post`] queues a
 //!   [`crate::transport::WcStatus::Success`] completion at once. The QP state machine is
 //!   kept only so the port layer can drive it; ibsim itself never puts a
 //!   QP in error, never overflows a CQ and raises no async events.
@@ -66,7 +66,7 @@
 //!   meanwhile; a client blocked in its own write at that moment (as
 //!   libumad2sim is, with hundreds unanswered) never reads again, and
 //!   both are stuck for good. This transport never blocks in a send: when
-//!   the socket to ibsim is full, [`Transport::post_send`] returns
+//!   the socket to ibsim is full, [`Transport::post`] returns
 //!   [`TransportError::QueueFull`]; poll receives, then post again, and
 //!   ibsim resumes. Keep at most [`IBSIM_MAX_IN_FLIGHT`] requests
 //!   unanswered per client and drain receives promptly. While waiting for
@@ -102,8 +102,8 @@ use crate::wire::field::{be_u16, be_u32, be_u64};
 
 use self::proto::{CtlType, SimClientInfo, SimCtl, SimRequest, CTL_DATA_LEN, SIM_MAGIC};
 use super::{
-    Address, AsyncEvent, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, Unsendable, WrId, GSI_QKEY, PERMISSIVE_LID,
+    Address, AsyncEvent, OutMad, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError, Unsendable, WrId, GSI_QKEY, PERMISSIVE_LID,
 };
 
 /// Most requests one client should leave unanswered at ibsim (see "Flow
@@ -510,7 +510,8 @@ impl Transport for IbSimTransport {
         IBSIM_MAX_IN_FLIGHT
     }
 
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, out: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        let (qp, mad) = (out.qp(), out.bytes());
         if self.dead {
             return Err(TransportError::DeviceDead(self.attrs.ca_name.clone()));
         }
@@ -518,7 +519,6 @@ impl Transport for IbSimTransport {
         if state != QpState::Rts {
             return Err(TransportError::QpNotReady { qp, state });
         }
-        Unsendable::check_post(mad, qp, proto::REQUEST_MAD_LEN)?;
         if dest.grh.is_some() {
             return Err(Unsendable::GrhUnsupported.into());
         }
@@ -536,10 +536,7 @@ impl Transport for IbSimTransport {
         // would hand it over: libumad2sim's clients (saquery, osmtest)
         // count records from the datagram's length, and would take the
         // zero padding for records.
-        let used = if crate::wire::Mad::new_unchecked(mad)
-            .mgmt_class()
-            .is_rmpp_class()
-        {
+        let used = if out.class().is_rmpp_class() {
             crate::wire::rmpp::RmppView::new_checked(mad)
                 .map_or(mad.len(), |v| v.used_len(mad.len()))
         } else {

@@ -12,8 +12,8 @@
 //!   An agent for sending is registered lazily on the first send of a class;
 //!   [`Transport::register_requests`] adds the method mask (and OUI) for
 //!   receiving unsolicited requests.
-//! - [`Transport::post_send`] writes with `timeout_ms = 0`;
-//!   [`Transport::post_request`] writes a request with the stack's wait for
+//! - [`Transport::post`] writes with `timeout_ms = 0`;
+//!   [`Transport::post_waiting`] writes a request with the stack's wait for
 //!   its answer (less a tenth, at most 50 ms). madstack does its own
 //!   response tracking and retries, but the kernel's MAD layer passes a
 //!   response on only if it matches a request still on its wait list
@@ -79,8 +79,8 @@
 
 use super::verbs::{DeviceEvents, WakeSet};
 use super::{
-    Address, AsyncEvent, Grh, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion,
-    Transport, TransportError, Unsendable, WrId,
+    Address, AsyncEvent, Grh, OutMad, PortAttrs, PostedAtOnce, Qp, QpState, Received,
+    SendCompletion, Transport, TransportError, WrId,
 };
 use crate::wire::{Mad, MgmtClass};
 use std::collections::{HashMap, VecDeque};
@@ -537,24 +537,23 @@ impl Transport for UmadTransport {
         128
     }
 
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.post_request(qp, mad, dest, std::time::Duration::ZERO)
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        self.post_waiting(mad, dest, std::time::Duration::ZERO)
     }
 
     /// Writes one MAD; a request stays on the kernel's wait list a little
     /// less than `wait` (so that it has left before the stack posts the same
     /// TID again: ib_umad refuses a request whose TID a pending one has).
-    fn post_request(
+    fn post_waiting(
         &mut self,
-        qp: Qp,
-        mad: &[u8],
+        out: OutMad<'_>,
         dest: &Address,
         wait: std::time::Duration,
     ) -> Result<WrId, TransportError> {
         if self.dead {
             return Err(self.dead_error());
         }
-        let class = Unsendable::check_post(mad, qp, MAD_LEN)?;
+        let (qp, mad, class) = (out.qp(), out.bytes(), out.class());
         let view = Mad::new_unchecked(mad);
         let agent = self.agent_for(class, view.class_version())?;
         let view_is_response = view.is_response();

@@ -20,7 +20,7 @@ use std::time::Duration;
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::umad::UmadTransport;
 use mad_core::transport::{
-    Address, AsyncEvent, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    Address, AsyncEvent, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
     TransportError, WrId,
 };
 use mad_core::wire::MgmtClass;
@@ -188,18 +188,17 @@ impl<T: Transport> Transport for Half<T> {
         self.lock().inner.send_queue_depth()
     }
 
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.lock().inner.post_send(qp, mad, dest)
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+        self.lock().inner.post(mad, dest)
     }
 
-    fn post_request(
+    fn post_waiting(
         &mut self,
-        qp: Qp,
-        mad: &[u8],
+        mad: OutMad<'_>,
         dest: &Address,
         wait: Duration,
     ) -> Result<WrId, TransportError> {
-        self.lock().inner.post_request(qp, mad, dest, wait)
+        self.lock().inner.post_waiting(mad, dest, wait)
     }
 
     fn poll_send_completions(
