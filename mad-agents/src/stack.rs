@@ -13,7 +13,7 @@
 use std::ops::{Deref, DerefMut};
 use std::time::Instant;
 
-use mad_core::port::{Driver, InboundError, Io, PortConfig};
+use mad_core::port::{Driver, InboundError, PortConfig};
 use mad_core::transport::{PortAttrs, Received, Transport};
 
 use crate::engine::Engine;
@@ -120,7 +120,11 @@ impl<T: Transport> Stack<T> {
         });
         let id = self.engine.register(spec)?;
         if let Some((class, version, methods, oui)) = ask {
-            if let Err(e) = self.driver.register_requests(class, version, methods, oui) {
+            if let Err(e) = self
+                .driver
+                .transport_mut()
+                .register_requests(class, version, methods, oui)
+            {
                 self.engine.undo_register(id);
                 return Err(RegisterError::Transport(e.to_string()));
             }

@@ -5,9 +5,11 @@
 
 use std::time::Instant;
 
-use mad_core::port::{Driver, PortConfig, PortCore, PortError, PortEvent, DEFAULT_OVERFLOW_LIMIT};
+use mad_core::port::{
+    ClientId, Driver, PortConfig, PortCore, PortError, PortEvent, Post, DEFAULT_OVERFLOW_LIMIT,
+};
 use mad_core::transport::loopback::Loopback;
-use mad_core::transport::{Address, Qp, Transport, Unsendable, WcStatus};
+use mad_core::transport::{Address, OutMad, Qp, Transport, Unsendable, WcStatus};
 use mad_core::wire::{AttributeId, Method, MgmtClass};
 use mad_testkit_wire::MadBuilder;
 
@@ -15,6 +17,17 @@ fn mad(tid: u64) -> Vec<u8> {
     MadBuilder::new(MgmtClass::PERF_MGT, 1, Method::GET, AttributeId(0))
         .tid(tid)
         .to_vec()
+}
+
+/// A work request of `client` with no answer wait.
+fn wr<'a>(client: ClientId, mad: OutMad<'a>, dest: &'a Address, cookie: u64) -> Post<'a> {
+    Post {
+        client,
+        mad,
+        dest,
+        cookie,
+        wait: None,
+    }
 }
 
 /// An SMP, for QP0.
@@ -50,11 +63,12 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     for tid in 0..12 {
         d.post(
             &mut p,
-            c,
-            Unsendable::check_post(&mad(tid), Qp::Qp1).unwrap(),
-            &dest,
-            tid,
-            None,
+            wr(
+                c,
+                Unsendable::check_post(&mad(tid), Qp::Qp1).unwrap(),
+                &dest,
+                tid,
+            ),
         )
         .unwrap();
     }
@@ -62,11 +76,12 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     let e = d
         .post(
             &mut p,
-            c,
-            Unsendable::check_post(&mad(12), Qp::Qp1).unwrap(),
-            &dest,
-            12,
-            None,
+            wr(
+                c,
+                Unsendable::check_post(&mad(12), Qp::Qp1).unwrap(),
+                &dest,
+                12,
+            ),
         )
         .unwrap_err();
     match &e {
@@ -82,11 +97,12 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     // The other QP has its own bound.
     d.post(
         &mut p,
-        c,
-        Unsendable::check_post(&smp(100), Qp::Qp0).unwrap(),
-        &dest,
-        100,
-        None,
+        wr(
+            c,
+            Unsendable::check_post(&smp(100), Qp::Qp0).unwrap(),
+            &dest,
+            100,
+        ),
     )
     .unwrap();
 
@@ -112,11 +128,12 @@ fn a_post_beyond_the_overflow_limit_is_refused_counted_and_queues_nothing() {
     assert_eq!(done, want);
     d.post(
         &mut p,
-        c,
-        Unsendable::check_post(&mad(13), Qp::Qp1).unwrap(),
-        &dest,
-        13,
-        None,
+        wr(
+            c,
+            Unsendable::check_post(&mad(13), Qp::Qp1).unwrap(),
+            &dest,
+            13,
+        ),
     )
     .unwrap();
 }
@@ -128,22 +145,24 @@ fn an_overflow_limit_of_zero_refuses_every_send_that_cannot_go_out_at_once() {
     for tid in 0..4 {
         d.post(
             &mut p,
-            c,
-            Unsendable::check_post(&mad(tid), Qp::Qp1).unwrap(),
-            &Address::gsi(7),
-            tid,
-            None,
+            wr(
+                c,
+                Unsendable::check_post(&mad(tid), Qp::Qp1).unwrap(),
+                &Address::gsi(7),
+                tid,
+            ),
         )
         .unwrap();
     }
     assert!(matches!(
         d.post(
             &mut p,
-            c,
-            Unsendable::check_post(&mad(4), Qp::Qp1).unwrap(),
-            &Address::gsi(7),
-            4,
-            None
+            wr(
+                c,
+                Unsendable::check_post(&mad(4), Qp::Qp1).unwrap(),
+                &Address::gsi(7),
+                4
+            )
         ),
         Err(PortError::OverflowFull { limit: 0, .. })
     ));
@@ -159,11 +178,12 @@ fn the_default_overflow_limit_bounds_a_caller_that_posts_for_ever() {
     for tid in 0..(DEFAULT_OVERFLOW_LIMIT as u64 + 100) {
         if d.post(
             &mut p,
-            c,
-            Unsendable::check_post(&m, Qp::Qp1).unwrap(),
-            &Address::gsi(7),
-            tid,
-            None,
+            wr(
+                c,
+                Unsendable::check_post(&m, Qp::Qp1).unwrap(),
+                &Address::gsi(7),
+                tid,
+            ),
         )
         .is_ok()
         {

@@ -114,7 +114,7 @@ fn an_injected_cq_overflow_flushes_what_was_posted_and_recreates_the_queues() {
     assert_eq!(statuses(&evs), vec![(1, WcStatus::WrFlushErr)], "{evs:?}");
     let st = r.port.stats();
     assert_eq!((st.cq_errors, st.recreates), (1, 1));
-    assert_eq!(r.port.transport().stats().cq_errors, 1);
+    assert_eq!(r.port.driver.transport().stats().cq_errors, 1);
     r.send(2);
     assert_eq!(statuses(&r.events()), vec![(2, WcStatus::Success)]);
 }
@@ -152,8 +152,8 @@ fn an_injected_soft_reset_runs_both_phases_and_the_device_reports_its_end() {
     assert_eq!(r.port.stats().soft_resets, 1);
     // The device's SoftResetEnd came after the queues were recreated (the
     // port layer ignores it: it ended the reset itself).
-    assert_eq!(r.port.transport().stats().recreates, 1);
-    assert_eq!(r.port.transport().stats().events, 2);
+    assert_eq!(r.port.driver.transport().stats().recreates, 1);
+    assert_eq!(r.port.driver.transport().stats().events, 2);
 }
 
 #[test]
@@ -178,7 +178,7 @@ fn any_injected_event_reaches_every_client() {
 #[test]
 fn an_injected_fault_makes_the_endpoint_fd_readable_for_a_sleeping_loop() {
     let r = rig();
-    let fd = r.port.transport().raw_fd().unwrap();
+    let fd = r.port.driver.transport().raw_fd().unwrap();
     let mut watch = FdWatch::new(fd);
     assert!(!watch.readable_within(Duration::ZERO));
     r.inject(EndpointFault::Event(AsyncEvent::GidChange));

@@ -61,8 +61,28 @@ impl SmDriver {
         t: &mut T,
         now: Instant,
     ) -> Result<bool, TransportError> {
-        let busy = self.pump_quiet(sm, t, now)?;
-        Ok(self.transmit(sm, t, now)? || busy)
+        let mut busy = self.pump_quiet(sm, t, now)?;
+        // Then what the SM has to send (a MAD refused with a full queue
+        // first).
+        loop {
+            let next = match self.pending.take() {
+                Some(to) => Some(to),
+                None => sm.poll_transmit_into(now, &mut self.mad),
+            };
+            let Some(to) = next else { break };
+            match t.post_send(Qp::Qp0, &self.mad[..], &to) {
+                Ok(_) => {
+                    busy = true;
+                    self.sent += 1;
+                }
+                Err(TransportError::QueueFull { .. }) => {
+                    self.pending = Some(to);
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(busy)
     }
 
     /// [`SmDriver::pump`] without posting anything: send completions and
@@ -98,36 +118,6 @@ impl SmDriver {
         }
         if sm.poll_timeout().is_some_and(|d| d <= now) {
             sm.handle_timeout(now);
-        }
-        Ok(busy)
-    }
-
-    /// Posts what the SM has to send (a MAD refused with a full queue
-    /// first); true if anything was posted.
-    fn transmit<T: Transport + ?Sized>(
-        &mut self,
-        sm: &mut SubnetManager,
-        t: &mut T,
-        now: Instant,
-    ) -> Result<bool, TransportError> {
-        let mut busy = false;
-        loop {
-            let next = match self.pending.take() {
-                Some(to) => Some(to),
-                None => sm.poll_transmit_into(now, &mut self.mad),
-            };
-            let Some(to) = next else { break };
-            match t.post_send(Qp::Qp0, &self.mad[..], &to) {
-                Ok(_) => {
-                    busy = true;
-                    self.sent += 1;
-                }
-                Err(TransportError::QueueFull { .. }) => {
-                    self.pending = Some(to);
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
         }
         Ok(busy)
     }

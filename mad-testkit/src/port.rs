@@ -5,12 +5,13 @@
 use std::ops::{Deref, DerefMut};
 use std::time::{Duration, Instant};
 
-use mad_core::port::{ClientId, Driver, PortConfig, PortCore, PortError, SendToken};
-use mad_core::transport::{Address, OutMad, PortAttrs, Qp, QpState, Transport};
+use mad_core::port::{ClientId, Driver, PortConfig, PortCore, PortError, Post, SendToken};
+use mad_core::transport::{Address, OutMad, Qp, QpState, Transport};
 
 /// A [`PortCore`] and the [`Driver`] of its transport, whose calls run
 /// what they make due at once, as a port's one owner does. It
-/// dereferences to the core for everything that needs no transport.
+/// dereferences to the core for everything that needs no transport;
+/// the transport is the driver's (`pair.driver.transport_mut()`).
 #[derive(Debug)]
 pub struct PortPair<T: Transport> {
     /// The port's state.
@@ -27,23 +28,6 @@ impl<T: Transport> PortPair<T> {
             core: PortCore::new(transport.port_attrs(), cfg),
             driver: Driver::new(transport),
         }
-    }
-
-    /// The port's attributes, as the transport has them.
-    #[must_use]
-    pub fn attrs(&self) -> &PortAttrs {
-        self.driver.transport().port_attrs()
-    }
-
-    /// The transport.
-    #[must_use]
-    pub fn transport(&self) -> &T {
-        self.driver.transport()
-    }
-
-    /// The transport, mutably (its fault knobs).
-    pub fn transport_mut(&mut self) -> &mut T {
-        self.driver.transport_mut()
     }
 
     /// The transport's state of `qp`.
@@ -78,8 +62,14 @@ impl<T: Transport> PortPair<T> {
         cookie: u64,
         wait: Option<Duration>,
     ) -> Result<SendToken, PortError> {
-        self.driver
-            .post(&mut self.core, client, mad, dest, cookie, wait)
+        let wr = Post {
+            client,
+            mad,
+            dest,
+            cookie,
+            wait,
+        };
+        self.driver.post(&mut self.core, wr)
     }
 
     /// Everything due at `now` ([`Driver::drive`]).

@@ -221,7 +221,7 @@ fn wr_error_mid_stream_one_error_then_flushes_then_recovery() {
         assert_eq!(errors.len(), 1, "{status}: exactly one error completion");
         let bad = errors[0];
         let flushed = l.with_status(WcStatus::WrFlushErr);
-        let fi = p.transport().stats();
+        let fi = p.driver.transport().stats();
         assert!(
             !flushed.is_empty(),
             "{status}: sends were posted behind the failed one"
@@ -242,7 +242,7 @@ fn wr_error_mid_stream_one_error_then_flushes_then_recovery() {
             1200 - 1 - flushed.len(),
             "{status}: every other send succeeds"
         );
-        assert_eq!(p.transport().inner().stats().sent, ok.len() as u64);
+        assert_eq!(p.driver.transport().inner().stats().sent, ok.len() as u64);
         assert_rts(&p);
         assert_eq!(p.stats().qp_recoveries, 1);
         let resets = if state == QpState::Err { 1 } else { 0 };
@@ -261,7 +261,7 @@ fn random_wr_errors_each_flush_exactly_what_was_behind() {
     };
     let (p, _, l, _) = streamed(16, 0xfeed, cfg, 3000, 37);
     l.assert_exactly_once();
-    let fi = p.transport().stats();
+    let fi = p.driver.transport().stats();
     let errors = l.with_status(WcStatus::GeneralErr);
     assert!(
         errors.len() >= 5,
@@ -288,13 +288,13 @@ fn cq_overflow_with_hundreds_posted_flushes_exactly_those() {
     assert_eq!(l.with_status(WcStatus::Success).len(), 1000);
 
     // The device stops completing; 1,000 sends: 512 posted, 488 queued.
-    p.transport_mut().inner_mut().set_stalled(true);
+    p.driver.transport_mut().inner_mut().set_stalled(true);
     let tokens: Vec<SendToken> = (0..1000).map(|i| l.post(&mut p, c, i).unwrap()).collect();
     p.poll(clock.advance(Duration::from_millis(1)));
     assert_eq!((p.posted(Qp::Qp1), p.queued(Qp::Qp1)), (512, 488));
 
-    p.transport_mut().inject_cq_error();
-    p.transport_mut().inner_mut().set_stalled(false);
+    p.driver.transport_mut().inject_cq_error();
+    p.driver.transport_mut().inner_mut().set_stalled(false);
     p.poll(clock.advance(Duration::from_millis(1)));
     l.collect(&mut p);
     let flushed = l.with_status(WcStatus::WrFlushErr);
@@ -304,7 +304,7 @@ fn cq_overflow_with_hundreds_posted_flushes_exactly_those() {
         "exactly the posted ones flush"
     );
     assert_eq!(p.stats().recreates, 1);
-    assert_eq!(p.transport().stats().recreates, 1);
+    assert_eq!(p.driver.transport().stats().recreates, 1);
 
     settle(&mut p, &mut l, &mut clock);
     assert!(tokens[512..]
@@ -352,7 +352,7 @@ fn device_fatal_fails_everything_in_flight_and_every_later_post() {
     l.collect(&mut p);
     assert!(p.is_dead());
     assert_eq!(
-        p.transport().stats().sends,
+        p.driver.transport().stats().sends,
         700,
         "the device died at its 700th send"
     );
@@ -363,7 +363,7 @@ fn device_fatal_fails_everything_in_flight_and_every_later_post() {
     let ok = l.with_status(WcStatus::Success);
     assert_eq!(ok.len() + flushed.len(), l.owner.len());
     assert!(ok.len() < 700);
-    assert_eq!(p.transport().inner().stats().sent as usize, ok.len());
+    assert_eq!(p.driver.transport().inner().stats().sent as usize, ok.len());
     // Successes are a prefix; everything in flight at death (posted or
     // queued) is the flushed tail.
     assert_eq!(ok.last().map(|t| t.0), Some(ok.len() as u64));
@@ -431,9 +431,9 @@ fn soft_reset_two_phases_with_slow_and_silent_clients() {
     stream(&mut p, &mut l, &mut clock, quick, 400, 50);
 
     // Sends in flight when the reset is requested: the device holds them.
-    p.transport_mut().inner_mut().set_stalled(true);
+    p.driver.transport_mut().inner_mut().set_stalled(true);
     let in_flight: Vec<SendToken> = (0..100).map(|i| l.post(&mut p, slow, i).unwrap()).collect();
-    p.transport_mut().request_soft_reset();
+    p.driver.transport_mut().request_soft_reset();
     let t0 = clock.advance(Duration::from_millis(1));
     p.poll(t0);
     l.collect(&mut p);
@@ -449,12 +449,12 @@ fn soft_reset_two_phases_with_slow_and_silent_clients() {
     p.ack_reset(quick).unwrap();
     assert!(p.is_reset_pending());
     // Posts during the reset are queued, not lost, and not posted.
-    let posted_before = p.transport().stats().sends;
+    let posted_before = p.driver.transport().stats().sends;
     let during: Vec<SendToken> = (0..300)
         .map(|i| l.post(&mut p, quick, i).unwrap())
         .collect();
     p.poll(clock.advance(Duration::from_millis(100)));
-    assert_eq!(p.transport().stats().sends, posted_before);
+    assert_eq!(p.driver.transport().stats().sends, posted_before);
     assert_eq!(p.queued(Qp::Qp1), 300 + 100 - 32);
     p.ack_reset(slow).unwrap();
     p.ack_reset(slow).unwrap(); // repeated: harmless
@@ -470,7 +470,7 @@ fn soft_reset_two_phases_with_slow_and_silent_clients() {
     // Deadline: forced (the device still holds the 32 posted).
     p.poll(clock.advance(Duration::from_millis(100)));
     l.collect(&mut p);
-    p.transport_mut().inner_mut().set_stalled(false);
+    p.driver.transport_mut().inner_mut().set_stalled(false);
     assert!(!p.is_reset_pending());
     assert_eq!((p.stats().forced_resets, p.stats().soft_resets), (1, 1));
     for c in [quick, slow, silent] {
@@ -515,10 +515,14 @@ fn soft_reset_runs_when_the_last_client_acknowledges() {
     let mut acked = 0;
     let mut held_back = 0;
     for i in 0..1000u64 {
-        let below = p.transport().stats().sends;
+        let below = p.driver.transport().stats().sends;
         l.post(&mut p, cs[(i % 3) as usize], i).unwrap();
         if p.is_reset_pending() {
-            assert_eq!(p.transport().stats().sends, below, "posted during a reset");
+            assert_eq!(
+                p.driver.transport().stats().sends,
+                below,
+                "posted during a reset"
+            );
             held_back += 1;
         }
         if i % 25 == 24 {
@@ -540,10 +544,13 @@ fn soft_reset_runs_when_the_last_client_acknowledges() {
     // A client asks for a reset on an idle port: a send with room on the QP
     // still waits for the reset to finish.
     p.request_reset(clock.advance(Duration::from_millis(1)));
-    let below = p.transport().stats().sends;
+    let below = p.driver.transport().stats().sends;
     let t = l.post(&mut p, cs[1], 7).unwrap();
     p.poll(clock.advance(Duration::from_millis(1)));
-    assert_eq!((p.transport().stats().sends, p.queued(Qp::Qp1)), (below, 1));
+    assert_eq!(
+        (p.driver.transport().stats().sends, p.queued(Qp::Qp1)),
+        (below, 1)
+    );
     for c in cs {
         p.ack_reset(c).unwrap();
     }
@@ -582,9 +589,9 @@ fn every_async_event_reaches_every_client_once_and_attrs_refresh() {
         if *ev == AsyncEvent::LidChange {
             let mut a = Loopback::attrs("lo", 1, 77);
             a.pkeys = vec![0xffff, 0x8001];
-            p.transport_mut().inner_mut().stage_attrs(a);
+            p.driver.transport_mut().inner_mut().stage_attrs(a);
         }
-        p.transport_mut().inject_event(*ev);
+        p.driver.transport_mut().inject_event(*ev);
     }
     p.poll(clock.advance(Duration::from_millis(1)));
     l.collect(&mut p);
@@ -593,13 +600,16 @@ fn every_async_event_reaches_every_client_once_and_attrs_refresh() {
         assert_eq!(l.events[&c], want, "{c}");
     }
     assert_eq!(
-        p.attrs().lid,
+        mad_core::transport::Transport::port_attrs(p.driver.transport()).lid,
         77,
         "LID_CHANGE refreshed the cached attributes"
     );
-    assert_eq!(p.attrs().pkeys, vec![0xffff, 0x8001]);
     assert_eq!(
-        p.transport().stats().refreshes,
+        mad_core::transport::Transport::port_attrs(p.driver.transport()).pkeys,
+        vec![0xffff, 0x8001]
+    );
+    assert_eq!(
+        p.driver.transport().stats().refreshes,
         6,
         "no refresh for CLIENT_REREGISTER"
     );
@@ -611,10 +621,12 @@ fn every_async_event_reaches_every_client_once_and_attrs_refresh() {
 #[test]
 fn qp_fatal_flushes_that_qp_and_brings_it_back() {
     let (mut p, c, mut l, mut clock) = streamed(16, 9, FaultConfig::default(), 500, 20);
-    p.transport_mut().inner_mut().set_stalled(true);
+    p.driver.transport_mut().inner_mut().set_stalled(true);
     let held: Vec<SendToken> = (0..10).map(|i| l.post(&mut p, c, i).unwrap()).collect();
-    p.transport_mut().inject_event(AsyncEvent::QpFatal(Qp::Qp1));
-    p.transport_mut().inner_mut().set_stalled(false);
+    p.driver
+        .transport_mut()
+        .inject_event(AsyncEvent::QpFatal(Qp::Qp1));
+    p.driver.transport_mut().inner_mut().set_stalled(false);
     p.poll(clock.advance(Duration::from_millis(1)));
     l.collect(&mut p);
     assert!(held.iter().all(|&t| l.status(t) == WcStatus::WrFlushErr));

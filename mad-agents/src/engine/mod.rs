@@ -239,7 +239,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use mad_core::port::{
-    ClientId, Inbound, InboundError, Io, PortConfig, PortCore, PortError, PortEvent,
+    ClientId, Inbound, InboundError, Io, PortConfig, PortCore, PortError, PortEvent, Post,
 };
 use mad_core::transport::{Address, Qp, Received, Unsendable, WcStatus, GSI_QKEY, PERMISSIVE_LID};
 use mad_core::wire::rmpp::{RmppType, RmppView};

@@ -304,11 +304,13 @@ impl Engine {
         let wait = self.answer_wait(idx, mad.bytes());
         let r = io.post(
             &mut self.port,
-            self.client,
-            mad,
-            &s.dest,
-            s.id.as_u64(),
-            wait,
+            Post {
+                client: self.client,
+                mad,
+                dest: &s.dest,
+                cookie: s.id.as_u64(),
+                wait,
+            },
         );
         if let Err(e) = r {
             self.count_post_failure(Some(s.agent));
@@ -420,14 +422,14 @@ impl Engine {
                     }
                 };
                 let r = mad.map_err(PortError::BadSend).and_then(|mad| {
-                    io.post(
-                        &mut self.port,
-                        self.client,
+                    let wr = Post {
+                        client: self.client,
                         mad,
-                        &s.dest,
-                        id.as_u64(),
-                        *wait,
-                    )
+                        dest: &s.dest,
+                        cookie: id.as_u64(),
+                        wait: *wait,
+                    };
+                    io.post(&mut self.port, wr)
                 });
                 (r, Some(s.agent))
             }
@@ -442,7 +444,14 @@ impl Engine {
                 let r = Unsendable::check_post(mad, *qp)
                     .map_err(PortError::BadSend)
                     .and_then(|mad| {
-                        io.post(&mut self.port, self.client, mad, dest, INTERNAL, None)
+                        let wr = Post {
+                            client: self.client,
+                            mad,
+                            dest,
+                            cookie: INTERNAL,
+                            wait: None,
+                        };
+                        io.post(&mut self.port, wr)
                     });
                 if r.is_ok() && *unsupported {
                     self.stats.unsupported_answered += 1;

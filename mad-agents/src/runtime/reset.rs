@@ -26,8 +26,15 @@
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::handles::AgentRef;
+use std::sync::Arc;
+
+use mad_core::transport::Qp;
+
+use super::handles::{Agent, AgentRef};
+use super::Runtime;
+use crate::spec::AgentSpec;
 use crate::types::AgentEvent;
+use crate::types::RegisterError;
 
 /// Where a service is in the port's soft reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -97,6 +104,29 @@ impl ResetHold {
     #[must_use]
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A hold fed by a new send-only agent `name` on `qp` of `rt`,
+    /// registered to hold the port's soft resets
+    /// ([`AgentSpec::holding_reset`]) and attached to it: how a service
+    /// whose work is not one agent's (the exporter's reader, the SM) takes
+    /// part in the reset. The agent lives as long as the returned
+    /// [`Agent`]; drop it before the service's port.
+    ///
+    /// # Errors
+    /// As [`Runtime::register`].
+    pub fn register_holder(
+        rt: &Runtime,
+        name: &str,
+        qp: Qp,
+    ) -> Result<(Arc<Self>, Agent), RegisterError> {
+        let hold = Arc::new(Self::new());
+        let feed = hold.clone();
+        let agent = rt.register(AgentSpec::send_only(name, qp).holding_reset(), move |ev| {
+            feed.on_event(&ev);
+        })?;
+        hold.attach(agent.handle());
+        Ok((hold, agent))
     }
 
     fn lock(&self) -> MutexGuard<'_, Hold> {

@@ -4,14 +4,12 @@
 //! recreation, attribute refreshes) and posts what waits, so every owner
 //! of a transport drives its port with the same loop.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::transport::{
-    Address, OutMad, Qp, QpState, SendCompletion, Transport, TransportError, WcStatus,
-};
+use crate::transport::{OutMad, Qp, QpState, SendCompletion, Transport, TransportError, WcStatus};
 
 use super::state::{PortCore, Queued, Recreate};
-use super::{ClientId, PortError, PortEvent, SendToken};
+use super::{PortError, PortEvent, Post, SendToken};
 
 /// A transport and what its pump reuses; see the [module
 /// documentation](self).
@@ -54,16 +52,14 @@ impl<T: Transport> Driver<T> {
     ///
     /// # Errors
     /// As [`Io::post`](super::Io::post).
-    #[allow(clippy::too_many_arguments)]
-    pub fn post(
-        &mut self,
-        core: &mut PortCore,
-        client: ClientId,
-        mad: OutMad<'_>,
-        dest: &Address,
-        cookie: u64,
-        wait: Option<Duration>,
-    ) -> Result<SendToken, PortError> {
+    pub fn post(&mut self, core: &mut PortCore, wr: Post<'_>) -> Result<SendToken, PortError> {
+        let Post {
+            client,
+            mad,
+            dest,
+            cookie,
+            wait,
+        } = wr;
         let meta = core.accept(client, cookie)?;
         let qp = mad.qp();
         let rts = self.transport.qp_state(qp) == QpState::Rts;
@@ -308,10 +304,7 @@ impl<T: Transport> Driver<T> {
         core.ca.clone_from(&a.ca_name);
         core.port_num = a.port_num;
         drop(self.replace(transport));
-        core.dead = false;
-        core.reset = None;
-        core.reset_due = None;
-        core.recreate = None;
+        core.new_life(false);
         core.stats.reopens += 1;
         core.broadcast(&PortEvent::Reopened);
         self.recover(core);

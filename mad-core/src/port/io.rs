@@ -4,21 +4,37 @@
 
 use std::time::{Duration, Instant};
 
-use crate::transport::{Address, OutMad, PortAttrs, Transport, TransportError};
-use crate::wire::MgmtClass;
+use crate::transport::{Address, OutMad, PortAttrs, Transport};
 
 use super::{ClientId, Driver, PortCore, PortError, SendToken};
+
+/// One work request for [`Io::post`]: `client`'s checked MAD to `dest`,
+/// completed later as [`PortEvent::SendComplete`](super::PortEvent::SendComplete)
+/// with `cookie`. `wait`: the answer wait of a request
+/// ([`Transport::post_request`]), `None` for [`Transport::post_send`].
+#[derive(Debug, Clone, Copy)]
+pub struct Post<'a> {
+    /// The port client it belongs to.
+    pub client: ClientId,
+    /// The MAD, checked once ([`OutMad`]).
+    pub mad: OutMad<'a>,
+    /// Where it goes.
+    pub dest: &'a Address,
+    /// Handed back with its completion.
+    pub cookie: u64,
+    /// How long the layer below holds a request for its answer.
+    pub wait: Option<Duration>,
+}
 
 /// The transport side of a port, as a [`PortCore`]'s owner sees it: it
 /// posts, pumps and answers for the transport, and the core it works on
 /// is passed in. [`Driver`] implements it; the engine takes it
 /// generically (`&mut impl Io`), so its hot path stays monomorphic.
 pub trait Io {
-    /// Accepts one send of `client` into `core` and posts it: to
-    /// the transport at once when the QP has room and nothing waits before
+    /// Accepts one send ([`Post`]) into `core` and posts it: to the
+    /// transport at once when the QP has room and nothing waits before
     /// it (the MAD is not copied), else a copy onto the core's overflow
-    /// queue. `wait`: the answer wait of a request
-    /// ([`Transport::post_request`]), `None` for [`Transport::post_send`].
+    /// queue.
     ///
     /// # Errors
     /// Unknown client; a dead port (at once, nothing is queued); a MAD
@@ -26,16 +42,7 @@ pub trait Io {
     /// when it would have to wait and [`PortConfig::overflow_limit`](super::PortConfig::overflow_limit)
     /// sends already wait on the QP. On error no token exists and nothing
     /// will complete.
-    #[allow(clippy::too_many_arguments)]
-    fn post(
-        &mut self,
-        core: &mut PortCore,
-        client: ClientId,
-        mad: OutMad<'_>,
-        dest: &Address,
-        cookie: u64,
-        wait: Option<Duration>,
-    ) -> Result<SendToken, PortError>;
+    fn post(&mut self, core: &mut PortCore, wr: Post<'_>) -> Result<SendToken, PortError>;
 
     /// Does everything due at `now` ([`Driver::drive`]).
     fn drive(&mut self, core: &mut PortCore, now: Instant);
@@ -48,32 +55,12 @@ pub trait Io {
 
     /// [`Transport::bounded_far_side`].
     fn bounded_far_side(&self) -> bool;
-
-    /// [`Transport::register_requests`].
-    ///
-    /// # Errors
-    /// As [`Transport::register_requests`].
-    fn register_requests(
-        &mut self,
-        class: MgmtClass,
-        class_version: u8,
-        methods: u128,
-        oui: Option<[u8; 3]>,
-    ) -> Result<(), TransportError>;
 }
 
 impl<T: Transport> Io for Driver<T> {
     #[inline]
-    fn post(
-        &mut self,
-        core: &mut PortCore,
-        client: ClientId,
-        mad: OutMad<'_>,
-        dest: &Address,
-        cookie: u64,
-        wait: Option<Duration>,
-    ) -> Result<SendToken, PortError> {
-        Driver::post(self, core, client, mad, dest, cookie, wait)
+    fn post(&mut self, core: &mut PortCore, wr: Post<'_>) -> Result<SendToken, PortError> {
+        Driver::post(self, core, wr)
     }
 
     fn drive(&mut self, core: &mut PortCore, now: Instant) {
@@ -90,16 +77,5 @@ impl<T: Transport> Io for Driver<T> {
 
     fn bounded_far_side(&self) -> bool {
         self.transport().bounded_far_side()
-    }
-
-    fn register_requests(
-        &mut self,
-        class: MgmtClass,
-        class_version: u8,
-        methods: u128,
-        oui: Option<[u8; 3]>,
-    ) -> Result<(), TransportError> {
-        self.transport_mut()
-            .register_requests(class, class_version, methods, oui)
     }
 }

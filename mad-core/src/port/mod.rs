@@ -132,7 +132,7 @@ mod types;
 pub use clients::ClientId;
 pub use driver::Driver;
 pub use inbound::{Inbound, InboundError};
-pub use io::Io;
+pub use io::{Io, Post};
 pub use state::PortCore;
 pub use types::{PortConfig, PortError, PortEvent, PortStats, SendToken, DEFAULT_OVERFLOW_LIMIT};
 

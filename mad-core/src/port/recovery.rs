@@ -10,6 +10,16 @@ use super::state::{PortCore, Recreate, ResetState};
 use super::{ClientId, PortError, PortEvent};
 
 impl PortCore {
+    /// The port died (`dead`) or was reopened: either way no soft reset
+    /// is pending or due and no queue recreation waits, as the device
+    /// they were for is gone.
+    pub(super) fn new_life(&mut self, dead: bool) {
+        self.dead = dead;
+        self.reset = None;
+        self.reset_due = None;
+        self.recreate = None;
+    }
+
     /// The device is gone: every client hears [`PortEvent::DeviceFatal`],
     /// everything posted and queued completes as flushed, and every later
     /// post fails until the port is reopened.
@@ -17,10 +27,7 @@ impl PortCore {
         if self.dead {
             return;
         }
-        self.dead = true;
-        self.reset = None;
-        self.reset_due = None;
-        self.recreate = None;
+        self.new_life(true);
         self.stats.device_fatal += 1;
         self.broadcast(&PortEvent::DeviceFatal);
         for qp in [Qp::Qp0, Qp::Qp1] {

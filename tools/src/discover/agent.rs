@@ -151,15 +151,8 @@ impl<'a> AgentExchange<'a> {
     /// Registers the agents on `rt` and starts the port thread (the
     /// agents keep the runtime's state; the caller keeps the runtime).
     fn start_on(rt: &Runtime) -> Result<Self, String> {
-        let hold = Arc::new(ResetHold::new());
-        let feed = hold.clone();
-        let holder = rt
-            .register(
-                AgentSpec::send_only("discover-reset", Qp::Qp1).holding_reset(),
-                move |ev| feed.on_event(&ev),
-            )
+        let (hold, holder) = ResetHold::register_holder(rt, "discover-reset", Qp::Qp1)
             .map_err(|e| format!("soft-reset agent: {e}"))?;
-        hold.attach(holder.handle());
         let side = |name: &str, qp: Qp, what: &str| {
             rt.register_channel(AgentSpec::send_only(name, qp))
                 .map(|(agent, rx)| Side {

@@ -24,9 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mad_agents::sa::{SaResponder, SaResponderConfig, SaResponderStats};
-use mad_agents::{
-    AgentSpec, EngineConfig, PortAgent, ResetHold, ResetHoldStats, Runtime, SharedPort,
-};
+use mad_agents::{Agent, EngineConfig, ResetHold, ResetHoldStats, Runtime, SharedPort};
 use mad_core::port::PortConfig;
 use mad_core::transport::{Qp, TransportError};
 use mad_sm::sa::{FabricSa, SubnetView};
@@ -49,7 +47,7 @@ pub struct SmServer<T: Waitable + 'static> {
     /// Dropped before `port`, in this order: the responder, the SM's
     /// holder agent.
     responder: Option<SaResponder>,
-    holder: Option<PortAgent>,
+    holder: Option<Agent>,
     port: SharedPort,
 }
 
@@ -84,15 +82,8 @@ impl<T: Waitable + 'static> SmServer<T> {
         let source = Arc::new(FabricSa::new(SubnetView::default()));
         let responder = SaResponder::open(&port, source.clone(), sa)
             .map_err(|e| format!("cannot start the SA: {e}"))?;
-        let hold = Arc::new(ResetHold::new());
-        let feed = hold.clone();
-        let holder = port
-            .register(
-                AgentSpec::send_only("mad-sm", Qp::Qp0).holding_reset(),
-                move |ev| feed.on_event(&ev),
-            )
+        let (hold, holder) = ResetHold::register_holder(port.runtime(), "mad-sm", Qp::Qp0)
             .map_err(|e| format!("cannot register the SM's agent: {e}"))?;
-        hold.attach(holder.handle());
         let mut sm = SubnetManager::new(sm, &attrs);
         sm.start(now);
         Ok(Self {
