@@ -188,6 +188,7 @@ impl Engine {
     /// True if a MAD from `src` may answer send `idx` (the kernel's
     /// `rcv_has_same_gid` as AGENTS.md §2 step 8 / MAD.md §5 restate it for
     /// this layer; see the [module documentation](self#response-matching)).
+    #[inline]
     pub(super) fn answers_from_destination(&self, idx: usize, src: &Address) -> bool {
         if !self.cfg.check_response_source {
             return true;

@@ -703,6 +703,7 @@ impl Engine {
         Ok(())
     }
 
+    #[inline]
     pub(super) fn on_wc(&mut self, send: SendId, status: WcStatus, now: Instant) {
         let Some(idx) = self.send_idx(send) else {
             return;

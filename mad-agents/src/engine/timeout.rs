@@ -4,6 +4,7 @@
 use super::*;
 
 impl Engine {
+    #[inline]
     pub(super) fn interval(&self, s: &SendSlot) -> Duration {
         let linear = self.cfg.linear_retries;
         // The attempt is the retries used so far.

@@ -338,6 +338,7 @@ impl PortCore {
     }
 
     /// Finishes one send: the single place where a send completes.
+    #[inline]
     pub(super) fn complete(&mut self, meta: Meta, qp: Qp, status: WcStatus, vendor_err: u32) {
         #[cfg(debug_assertions)]
         {
