@@ -465,6 +465,7 @@ impl std::fmt::Debug for Engine {
 /// The RMPP header of an outbound MAD whose Active flag is set, for a
 /// class that uses RMPP (other classes' bytes there are no RMPP header:
 /// an SMP's are its M_Key).
+#[inline]
 fn active_rmpp(mad: &[u8]) -> Option<RmppView<&[u8]>> {
     // A buffer too short for the class reads class 0, no RMPP class.
     if !Mad::new_unchecked(mad).mgmt_class().is_rmpp_class() {

@@ -96,7 +96,7 @@ impl Engine {
         // its segments is checked once, when handed to the port.
         let (mut mad, class) = if mad.len() <= MAD_LEN {
             let m = OutMadBuf::check(mad, qp).map_err(SendError::BadSend)?;
-            let class = m.as_out().class();
+            let class = m.class();
             (Outgoing::One(m), class)
         } else {
             let class = Mad::new_unchecked(&mad[..]).mgmt_class();
@@ -274,8 +274,7 @@ impl Engine {
     #[inline]
     pub(super) fn answer_wait(&self, idx: usize, mad: &[u8]) -> Option<Duration> {
         let s = &self.sends[idx];
-        let request = Mad::new_checked(mad).is_ok_and(|m| !m.is_response());
-        if !request || s.timeout.is_zero() {
+        if s.timeout.is_zero() || !Mad::new_checked(mad).is_ok_and(|m| !m.is_response()) {
             return None;
         }
         let wait = self.interval(s);

@@ -254,6 +254,13 @@ impl OutMadBuf {
         Ok(Self { mad, qp, class })
     }
 
+    /// Its management class (read once, by the check).
+    #[must_use]
+    #[inline]
+    pub fn class(&self) -> MgmtClass {
+        self.class
+    }
+
     /// The checked MAD, to post.
     #[must_use]
     #[inline]
