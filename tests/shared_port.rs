@@ -72,6 +72,22 @@ fn shared_at(s: &Subnet, node: &str, events: &Events) -> SharedPort {
     SharedPort::from_runtime(Runtime::start_with_port(t, port, EngineConfig::default()).unwrap())
 }
 
+/// A user's agent on `port` that holds the soft reset through its own
+/// `ResetHold` and passes every event on to the returned channel.
+fn holding_user(port: &SharedPort) -> (PortAgent, Arc<ResetHold>, mpsc::Receiver<AgentEvent>) {
+    let hold = Arc::new(ResetHold::new());
+    let (tx, user_rx) = mpsc::channel();
+    let h2 = hold.clone();
+    let user: PortAgent = port
+        .register(user_spec("user").holding_reset(), move |ev| {
+            h2.on_event(&ev);
+            let _ = tx.send(ev);
+        })
+        .unwrap();
+    hold.attach(user.handle());
+    (user, hold, user_rx)
+}
+
 fn user_spec(name: &str) -> AgentSpec {
     AgentSpec::requests(name, USER_CLASS, 1, &[Method::GET])
 }
@@ -354,16 +370,7 @@ fn every_service_on_the_port_holds_the_soft_reset_while_it_drains_and_resumes_af
     let cm = CmService::open(&port, CmConfig::default()).unwrap();
     let mut reader = AgentExchange::open(&port).unwrap();
     // The user's agent holds resets too, through its own ResetHold.
-    let hold = Arc::new(ResetHold::new());
-    let (tx, user_rx) = mpsc::channel();
-    let h2 = hold.clone();
-    let user: PortAgent = port
-        .register(user_spec("user").holding_reset(), move |ev| {
-            h2.on_event(&ev);
-            let _ = tx.send(ev);
-        })
-        .unwrap();
-    hold.attach(user.handle());
+    let (user, hold, user_rx) = holding_user(&port);
     let stats = |p: &SharedPort| p.with_engine(|e| e.port().stats());
 
     // The user's agent has a request in flight that the peer holds.
@@ -573,16 +580,7 @@ fn all_services_on_one_port_each_hold_the_reset_while_their_work_is_in_flight_an
     let cm = CmService::open(&port, CmConfig::default()).unwrap();
     let path = route(&sa, lid, peer_lid);
     let mut reader = AgentExchange::open(&port).unwrap();
-    let hold = Arc::new(ResetHold::new());
-    let (tx, user_rx) = mpsc::channel();
-    let h2 = hold.clone();
-    let user: PortAgent = port
-        .register(user_spec("user").holding_reset(), move |ev| {
-            h2.on_event(&ev);
-            let _ = tx.send(ev);
-        })
-        .unwrap();
-    hold.attach(user.handle());
+    let (user, hold, user_rx) = holding_user(&port);
     let stats = |p: &SharedPort| p.with_engine(|e| e.port().stats());
 
     // Work in flight: a request of the user's agent and one of the
