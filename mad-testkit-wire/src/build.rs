@@ -20,8 +20,8 @@ const VENDOR_HEADER_OFFSET: usize = MAD_HEADER_LEN;
 /// A MAD under construction: its common header and the 232 bytes after
 /// it. Start from a constructor naming the class ([`MadBuilder::smp_get`],
 /// [`MadBuilder::perf_get`], [`MadBuilder::sa_get_table`], ...), adjust
-/// with the setters, finish with [`MadBuilder::build`] (256 bytes),
-/// [`MadBuilder::to_vec`] or [`MadBuilder::to_buf`].
+/// with the setters, finish with [`MadBuilder::build`] (256 bytes) or
+/// [`MadBuilder::to_vec`].
 #[derive(Debug, Clone)]
 pub struct MadBuilder {
     header: MadHeader,

@@ -69,8 +69,8 @@ impl Drop for Inner {
     }
 }
 
-/// A handle on a port shared by refcount; see the [module
-/// documentation](self). Cloning it adds a holder; it dereferences to the
+/// A handle on a port shared by refcount (ARCHITECTURE.md, "One port,
+/// many services"). Cloning it adds a holder; it dereferences to the
 /// [`Runtime`] for everything else.
 #[derive(Clone)]
 pub struct SharedPort {

@@ -73,8 +73,9 @@ struct Hold {
     stats: ResetHoldStats,
 }
 
-/// A service's part in the soft reset; see the [module
-/// documentation](self).
+/// A service's part in the two-phase soft reset (seed 001): it holds the
+/// reset while its work in flight drains, acknowledges, and resumes at
+/// `ResetEnd` (ARCHITECTURE.md, "One port, many services").
 #[derive(Debug, Default)]
 pub struct ResetHold {
     agent: OnceLock<AgentRef>,

@@ -12,7 +12,7 @@ use super::state::{PortCore, Queued, Recreate};
 use super::{PortError, PortEvent, Post, SendToken};
 
 /// A transport and what its pump reuses; see the [module
-/// documentation](self).
+/// documentation](crate::port).
 #[derive(Debug)]
 pub struct Driver<T: Transport> {
     transport: T,

@@ -6,7 +6,7 @@
 //! A port is two halves: a [`PortCore`], its state with no transport
 //! (clients, send lists, overflow queues, recovery and soft-reset state,
 //! counters; every call only changes state), and a [`Driver`], the one
-//! pump that moves MADs, completions and events between a [`Transport`]
+//! pump that moves MADs, completions and events between a [`Transport`](crate::transport::Transport)
 //! and a core and runs the recovery the core asks for. Whoever owns the
 //! transport owns the driver (the agent runtime, through its
 //! `mad_agents::Stack`); the agent engine holds the core and reaches the
@@ -29,7 +29,7 @@
 //! # Send list and overflow queue (seed 003, AGENTS.md §3)
 //!
 //! Each QP has a *send list* of posted work requests, at most
-//! [`Transport::send_queue_depth`] long, and an ordered *overflow queue*.
+//! [`Transport::send_queue_depth`](crate::transport::Transport::send_queue_depth) long, and an ordered *overflow queue*.
 //! [`Driver::post`] posts at once when the QP is in RTS, has room and nothing
 //! is queued before it; otherwise the send waits on the overflow queue.
 //! Each completion is matched back to its request by [`WrId`](crate::transport::WrId) and reported
@@ -56,7 +56,7 @@
 //! What a port holds for sends is bounded by its configuration, whatever
 //! its callers post while the device does not move:
 //!
-//! - each QP's send list: at most [`Transport::send_queue_depth`] entries
+//! - each QP's send list: at most [`Transport::send_queue_depth`](crate::transport::Transport::send_queue_depth) entries
 //!   of bookkeeping (the MADs themselves are in the transport);
 //! - each QP's overflow queue: at most [`PortConfig::overflow_limit`]
 //!   sends, each a copy of its MAD in a 256-byte pooled buffer plus a
