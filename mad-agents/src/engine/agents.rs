@@ -119,12 +119,7 @@ impl Engine {
         }
         self.arm_rx(idx);
         let sends = self.agent_sends(idx);
-        for s in sends {
-            if self.sends[s].state.is_active() {
-                self.fail(s, SendStatus::Flushed);
-            }
-            self.settle(s, None);
-        }
+        self.end_as_flushed(sends);
         self.release_reset_hold(idx);
         self.try_reap(idx);
         Ok(())
@@ -132,22 +127,29 @@ impl Engine {
 
     /// The port's device died: every send without an outcome (queued in a
     /// backlog, awaiting its response, mid RMPP transfer) fails as
-    /// [`SendStatus::Flushed`] now, as deregistration fails them, instead
-    /// of at its next resend (which the dead port would refuse) or its
-    /// deadline. Work requests still posted complete as the port flushes
-    /// them; each send completes once, when its last reference goes.
+    /// [`SendStatus::Flushed`] now, as deregistration fails an agent's,
+    /// instead of at its next resend (which the dead port would refuse)
+    /// or its deadline. Work requests still posted complete as the port
+    /// flushes them; each send completes once, when its last reference
+    /// goes.
     pub(super) fn end_sends_of_dead_port(&mut self) {
-        let idxs: Vec<usize> = self
-            .sends
-            .iter()
-            .filter(|(_, s)| s.state.is_active())
-            .map(|(i, _)| i)
-            .collect();
-        for s in idxs {
-            self.fail(s, SendStatus::Flushed);
-            self.stats.ended_by_device_fatal += 1;
+        let all = self.sends.iter().map(|(i, _)| i).collect();
+        self.stats.ended_by_device_fatal += self.end_as_flushed(all);
+    }
+
+    /// Fails each of `sends` that has no outcome yet as
+    /// [`SendStatus::Flushed`] and settles it (it completes once its
+    /// posted work requests have); returns how many it failed.
+    fn end_as_flushed(&mut self, sends: Vec<usize>) -> u64 {
+        let mut failed = 0;
+        for s in sends {
+            if self.sends[s].state.is_active() {
+                self.fail(s, SendStatus::Flushed);
+                failed += 1;
+            }
             self.settle(s, None);
         }
+        failed
     }
 
     /// Agents that have gone since the last call.

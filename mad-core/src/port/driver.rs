@@ -64,10 +64,9 @@ impl<T: Transport> Driver<T> {
         let qp = mad.qp();
         let rts = self.transport.qp_state(qp) == QpState::Rts;
         if core.can_post_now(qp, self.transport.send_queue_depth(), rts) {
-            let r = match wait {
-                Some(w) => self.transport.post_waiting(mad, dest, w),
-                None => self.transport.post(mad, dest),
-            };
+            let r = self
+                .transport
+                .post_waiting(mad, dest, wait.unwrap_or_default());
             match r {
                 Ok(wr) => {
                     core.posted_wr(qp, wr, meta);
@@ -268,10 +267,9 @@ impl<T: Transport> Driver<T> {
                 };
                 // Checked when the port accepted it, not again.
                 let mad = OutMad::requeued(&r.mad, qp);
-                let posted = match r.wait {
-                    Some(w) => self.transport.post_waiting(mad, &r.dest, w),
-                    None => self.transport.post(mad, &r.dest),
-                };
+                let posted = self
+                    .transport
+                    .post_waiting(mad, &r.dest, r.wait.unwrap_or_default());
                 match posted {
                     Ok(wr) => core.posted_wr(qp, wr, r.meta),
                     Err(TransportError::QueueFull { .. } | TransportError::QpNotReady { .. }) => {

@@ -419,7 +419,9 @@ pub trait Transport: Send {
     /// answers to requests and drops the unmatched ones (the kernel's,
     /// under umad) keeps the request on its wait list about that long; the
     /// others keep this default, which posts it as [`Transport::post`]
-    /// does. Wrappers forward it.
+    /// does. A zero `wait` is a MAD that awaits no answer and must post
+    /// exactly as [`Transport::post`] (the port posts everything through
+    /// this method). Wrappers forward it.
     ///
     /// # Errors
     /// As [`Transport::post`].
