@@ -78,7 +78,7 @@ fn a_mad_shorter_than_its_header_is_refused_at_send() {
     );
     assert_eq!(
         e.to_string(),
-        SendError::BadSend(Unsendable::Truncated { len: 10 }).to_string()
+        "bad send: a MAD of 10 bytes is shorter than its 24-byte common header"
     );
 }
 
