@@ -21,9 +21,10 @@
 
 use mad_core::transport::fault::{FaultConfig, FaultInjector, FaultStats};
 use mad_core::transport::{
-    Address, AsyncEvent, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WcStatus, WrId,
+    Address, AsyncEvent, OutMad, PortAttrs, Posted, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError, WcStatus,
 };
+use std::time::Duration;
 
 use crate::fabric::endpoint::SimPort;
 
@@ -185,9 +186,9 @@ impl Transport for FaultyPort {
         self.inj.send_queue_depth()
     }
 
-    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: Duration) -> Posted {
         self.take_queued();
-        self.inj.post(mad, dest)
+        self.inj.post(mad, dest, wait)
     }
 
     fn poll_send_completions(

@@ -13,9 +13,10 @@ use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mad_core::transport::{
-    Address, AsyncEvent, OutMad, Qp, Received, Transport, TransportError, WrId,
+    Address, AsyncEvent, OutMad, Posted, Qp, Received, Transport, TransportError, WrId,
 };
 use mad_core::wire::MgmtClass;
+use std::time::Duration;
 
 /// What a wrapper may see or change. Every method has a default that
 /// changes nothing, so a hook overrides only what it is about.
@@ -98,21 +99,10 @@ impl<T: Transport, H: Hooks> Transport for Wrapped<T, H> {
         modify_qp,
         recreate_queues
     );
-    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: Duration) -> Posted {
         match self.hooks.send(mad.qp(), mad.bytes(), dest) {
             Some(r) => r,
-            None => self.inner.post(mad, dest),
-        }
-    }
-    fn post_waiting(
-        &mut self,
-        mad: OutMad<'_>,
-        dest: &Address,
-        wait: std::time::Duration,
-    ) -> Result<WrId, TransportError> {
-        match self.hooks.send(mad.qp(), mad.bytes(), dest) {
-            Some(r) => r,
-            None => self.inner.post_waiting(mad, dest, wait),
+            None => self.inner.post(mad, dest, wait),
         }
     }
     fn poll_recv(&mut self) -> Result<Option<Received>, TransportError> {

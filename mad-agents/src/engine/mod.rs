@@ -280,6 +280,7 @@ pub enum AgentState {
     Closing,
 }
 
+#[derive(Debug)]
 struct AgentSlot {
     id: AgentId,
     spec: AgentSpec,
@@ -306,6 +307,7 @@ struct AgentSlot {
     fc_ready: bool,
 }
 
+#[derive(Debug)]
 struct RmppTx {
     sender: Sender,
     /// The sender's settings, to start the transfer again on a retry.
@@ -314,6 +316,7 @@ struct RmppTx {
 
 /// Solicited flow control of the port (see the [module
 /// documentation](self#flow-control)).
+#[derive(Debug)]
 struct Flow {
     agent_limit: usize,
     port_limit: usize,
@@ -325,6 +328,7 @@ struct Flow {
     seq: u64,
 }
 
+#[derive(Debug)]
 struct SendSlot {
     id: SendId,
     agent: usize,
@@ -358,6 +362,7 @@ struct SendSlot {
 /// in order, when the engine flushes its queue
 /// ([`Engine::flush_transmits`]) before it returns to its caller or calls
 /// the port; a refusal comes back to [`Engine::refused`].
+#[derive(Debug)]
 enum Transmit {
     /// Send `idx`'s own MAD, read from its slot when posted (no copy).
     Send {
@@ -417,6 +422,7 @@ impl Default for SendList {
 }
 
 /// The agent layer of one port; see the [module documentation](self).
+#[derive(Debug)]
 pub struct Engine {
     /// The port's state; its transport is the caller's ([`Io`]).
     port: PortCore,
@@ -449,17 +455,6 @@ pub struct Engine {
     /// Work requests not yet handed to the port, in order.
     out: Vec<Transmit>,
     flow: Flow,
-}
-
-impl std::fmt::Debug for Engine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine")
-            .field("port", &self.port)
-            .field("agents", &self.agents.len())
-            .field("sends", &self.sends.len())
-            .field("stats", &self.stats)
-            .finish_non_exhaustive()
-    }
 }
 
 /// The RMPP header of an outbound MAD whose Active flag is set, for a

@@ -49,6 +49,15 @@ fn waiting_send(e: &mut E, a: AgentId, now: Instant) -> usize {
     e.send_idx(id).expect("outstanding")
 }
 
+/// An [`engine`] without RMPP holding one [`waiting_send`] made at the
+/// returned instant; returns the engine and the send's slab index.
+fn one_waiting_send() -> (E, usize, Instant) {
+    let (mut e, a) = engine(false);
+    let t0 = Instant::now();
+    let idx = waiting_send(&mut e, a, t0);
+    (e, idx, t0)
+}
+
 /// Runs `f` and checks that it refused `mv`: in a debug build the
 /// assertion fired naming it; in every build the counter grew.
 fn refused(e: &mut E, mv: Move, f: impl FnOnce(&mut E)) {
@@ -70,9 +79,7 @@ fn refused(e: &mut E, mv: Move, f: impl FnOnce(&mut E)) {
 
 #[test]
 fn a_healthy_engine_refuses_no_move() {
-    let (mut e, a) = engine(false);
-    let t0 = Instant::now();
-    let idx = waiting_send(&mut e, a, t0);
+    let (mut e, idx, t0) = one_waiting_send();
     assert!(e.timers.contains(Timer::Response(idx).key()));
     // Retried once, then timed out.
     e.poll(t0 + Duration::from_secs(1));
@@ -84,9 +91,7 @@ fn a_healthy_engine_refuses_no_move() {
 
 #[test]
 fn a_post_of_a_send_still_in_the_backlog_is_counted() {
-    let (mut e, a) = engine(false);
-    let t0 = Instant::now();
-    let idx = waiting_send(&mut e, a, t0);
+    let (mut e, idx, _) = one_waiting_send();
     e.sends[idx].state = SendState::queued(0);
     refused(&mut e, Move::WrPosted, |e| {
         e.post(idx, OnRefusal::Fail);
@@ -95,9 +100,7 @@ fn a_post_of_a_send_still_in_the_backlog_is_counted() {
 
 #[test]
 fn a_completion_with_no_work_request_in_flight_is_counted() {
-    let (mut e, a) = engine(false);
-    let t0 = Instant::now();
-    let idx = waiting_send(&mut e, a, t0);
+    let (mut e, idx, t0) = one_waiting_send();
     let id = e.sends[idx].id;
     refused(&mut e, Move::WrCompleted, |e| {
         e.on_wc(id, WcStatus::Success, t0);
@@ -106,17 +109,13 @@ fn a_completion_with_no_work_request_in_flight_is_counted() {
 
 #[test]
 fn a_dequeue_of_a_send_not_in_the_backlog_is_counted() {
-    let (mut e, a) = engine(false);
-    let t0 = Instant::now();
-    let idx = waiting_send(&mut e, a, t0);
+    let (mut e, idx, t0) = one_waiting_send();
     refused(&mut e, Move::Dequeue, |e| e.post_queued(idx, t0));
 }
 
 #[test]
 fn a_second_flow_slot_for_one_send_is_counted() {
-    let (mut e, a) = engine(false);
-    let t0 = Instant::now();
-    let idx = waiting_send(&mut e, a, t0);
+    let (mut e, idx, _) = one_waiting_send();
     assert_eq!(e.unanswered(), 1, "the request holds its slot");
     refused(&mut e, Move::TakeSlot, |e| e.take_flow_slot(idx));
     assert_eq!(e.unanswered(), 1, "and no second one");
@@ -124,9 +123,7 @@ fn a_second_flow_slot_for_one_send_is_counted() {
 
 #[test]
 fn a_retry_of_a_send_that_is_not_open_is_counted() {
-    let (mut e, a) = engine(false);
-    let t0 = Instant::now();
-    let idx = waiting_send(&mut e, a, t0);
+    let (mut e, idx, t0) = one_waiting_send();
     e.sends[idx].state = SendState::queued(0);
     refused(&mut e, Move::NewAttempt, |e| {
         e.poll(t0 + Duration::from_secs(1));

@@ -17,6 +17,14 @@ fn refused<T: std::fmt::Debug>(s: &mut S, f: impl FnOnce(&mut S) -> Result<T, Re
     assert_eq!(*s, before);
 }
 
+/// Checks that `step` is allowed, leaves `s` where `done` holds, and is
+/// refused when taken again.
+fn allowed_once(s: &mut S, step: fn(&mut S) -> Result<(), Refused>, done: fn(&S) -> bool) {
+    assert_eq!(step(s), Ok(()));
+    assert!(done(s));
+    refused(s, step);
+}
+
 #[test]
 fn a_queued_request_holds_its_response_reference_and_is_dequeued_once() {
     let mut s = S::queued(7);
@@ -90,9 +98,7 @@ fn a_send_expecting_nothing_is_released_by_its_last_completion() {
 #[test]
 fn the_flow_control_slot_is_taken_once_and_given_back_once() {
     let mut s = open_awaiting();
-    assert_eq!(s.take_slot(), Ok(()));
-    assert!(s.holds_slot());
-    refused(&mut s, S::take_slot);
+    allowed_once(&mut s, S::take_slot, S::holds_slot);
     assert!(s.release_slot());
     assert!(!s.release_slot());
     s.take_slot().unwrap();
@@ -110,9 +116,7 @@ fn the_flow_control_slot_is_taken_once_and_given_back_once() {
 #[test]
 fn a_flush_is_reposted_once_per_attempt() {
     let mut s = open_awaiting();
-    assert_eq!(s.flush_repost(), Ok(()));
-    assert!(s.flush_reposted());
-    refused(&mut s, S::flush_repost);
+    allowed_once(&mut s, S::flush_repost, S::flush_reposted);
     assert_eq!(s.new_attempt(), Ok(()));
     assert!(!s.flush_reposted());
     assert_eq!(s.flush_repost(), Ok(()));

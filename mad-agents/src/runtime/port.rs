@@ -202,18 +202,11 @@ impl SharedPort {
 /// An agent registered through a [`SharedPort`], holding the port: it
 /// dereferences to its [`Agent`]; dropping it deregisters the agent, then
 /// lets go of the port (the last holder's drop shuts the port down).
+#[derive(Debug)]
 pub struct PortAgent {
     /// `Option` so that [`PortAgent::deregister`] can take it.
     agent: Option<Agent>,
     _port: SharedPort,
-}
-
-impl std::fmt::Debug for PortAgent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PortAgent")
-            .field("agent", &self.agent)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Deref for PortAgent {

@@ -20,7 +20,6 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
         refresh_port_attrs,
         send_queue_depth,
         post,
-        post_waiting,
         poll_send_completions,
         poll_recv,
         poll_event,

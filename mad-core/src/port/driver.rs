@@ -64,9 +64,7 @@ impl<T: Transport> Driver<T> {
         let qp = mad.qp();
         let rts = self.transport.qp_state(qp) == QpState::Rts;
         if core.can_post_now(qp, self.transport.send_queue_depth(), rts) {
-            let r = self
-                .transport
-                .post_waiting(mad, dest, wait.unwrap_or_default());
+            let r = self.transport.post(mad, dest, wait.unwrap_or_default());
             match r {
                 Ok(wr) => {
                     core.posted_wr(qp, wr, meta);
@@ -269,7 +267,7 @@ impl<T: Transport> Driver<T> {
                 let mad = OutMad::requeued(&r.mad, qp);
                 let posted = self
                     .transport
-                    .post_waiting(mad, &r.dest, r.wait.unwrap_or_default());
+                    .post(mad, &r.dest, r.wait.unwrap_or_default());
                 match posted {
                     Ok(wr) => core.posted_wr(qp, wr, r.meta),
                     Err(TransportError::QueueFull { .. } | TransportError::QpNotReady { .. }) => {

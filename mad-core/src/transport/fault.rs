@@ -54,11 +54,12 @@
 //! outstanding.
 
 use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
 
 use super::loopback::check_qp_transition;
 use super::{
-    Address, AsyncEvent, OutMad, Qp, QpState, Received, SendCompletion, Transport, TransportError,
-    WcStatus, WrId,
+    Address, AsyncEvent, OutMad, Posted, Qp, QpState, Received, SendCompletion, Transport,
+    TransportError, WcStatus, WrId,
 };
 
 /// When a fault fires, counted in accepted sends.
@@ -228,6 +229,8 @@ impl Trigger {
 struct Held {
     mad: Vec<u8>,
     dest: Address,
+    /// The wait it was posted with, for the post below.
+    wait: Duration,
     polls: u32,
 }
 
@@ -487,7 +490,7 @@ impl<T: Transport> FaultInjector<T> {
                     if let Some(h) = slot.held.take() {
                         // A copy of a MAD checked when first posted.
                         let mad = super::OutMad::requeued(&h.mad, qp);
-                        match self.inner.post(mad, &h.dest) {
+                        match self.inner.post(mad, &h.dest, h.wait) {
                             Ok(w) => {
                                 self.below.insert(w, Below::Main(qp, id));
                             }
@@ -536,7 +539,7 @@ impl<T: Transport> Transport for FaultInjector<T> {
         }
     }
 
-    fn post(&mut self, out: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, out: OutMad<'_>, dest: &Address, wait: Duration) -> Posted {
         let (qp, mad) = (out.qp(), out.bytes());
         if self.dead {
             return Err(self.dead_error());
@@ -592,12 +595,13 @@ impl<T: Transport> Transport for FaultInjector<T> {
                     held: Some(Held {
                         mad: mad.to_vec(),
                         dest: *dest,
+                        wait,
                         polls: self.cfg.send_delay_polls.max(1),
                     }),
                     ..Self::flushed_slot(WrId(0))
                 }
             } else {
-                let w = self.inner.post(out, dest)?;
+                let w = self.inner.post(out, dest, wait)?;
                 let dup = self.rng.chance(self.cfg.send_duplicate);
                 let slot = Slot {
                     status: None,
@@ -605,7 +609,7 @@ impl<T: Transport> Transport for FaultInjector<T> {
                 };
                 self.below.insert(w, Below::Main(qp, id));
                 if dup && self.duplicates == 0 && self.below.len() < self.inner.send_queue_depth() {
-                    if let Ok(w2) = self.inner.post(out, dest) {
+                    if let Ok(w2) = self.inner.post(out, dest, wait) {
                         self.below.insert(w2, Below::Duplicate);
                         self.duplicates += 1;
                         self.stats.sends_duplicated += 1;

@@ -23,7 +23,7 @@
 //!         Ok(r)
 //!     }
 //!     forward_transport!(
-//!         port_attrs, refresh_port_attrs, send_queue_depth, post, post_waiting,
+//!         port_attrs, refresh_port_attrs, send_queue_depth, post,
 //!         poll_send_completions, poll_event, qp_state, modify_qp, recreate_queues,
 //!         raw_fd, bounded_far_side, register_requests
 //!     );
@@ -102,18 +102,9 @@ macro_rules! forward_transport {
             &mut self,
             mad: $crate::transport::OutMad<'_>,
             dest: &$crate::transport::Address,
-        ) -> ::std::result::Result<$crate::transport::WrId, $crate::transport::TransportError> {
-            $crate::transport::TransportLayer::inner_mut(self).post(mad, dest)
-        }
-    };
-    (@one post_waiting) => {
-        fn post_waiting(
-            &mut self,
-            mad: $crate::transport::OutMad<'_>,
-            dest: &$crate::transport::Address,
             wait: ::std::time::Duration,
-        ) -> ::std::result::Result<$crate::transport::WrId, $crate::transport::TransportError> {
-            $crate::transport::TransportLayer::inner_mut(self).post_waiting(mad, dest, wait)
+        ) -> $crate::transport::Posted {
+            $crate::transport::TransportLayer::inner_mut(self).post(mad, dest, wait)
         }
     };
     (@one poll_send_completions) => {

@@ -49,8 +49,8 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{
-    Address, AsyncEvent, Grh, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WcStatus, WrId,
+    Address, AsyncEvent, Grh, OutMad, PortAttrs, Posted, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError, WcStatus, WrId,
 };
 
 /// Whether the verbs allow moving a QP from `from` to `to`
@@ -386,7 +386,7 @@ impl Transport for Loopback {
         self.depth
     }
 
-    fn post(&mut self, out: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, out: OutMad<'_>, dest: &Address, _wait: std::time::Duration) -> Posted {
         let (qp, mad) = (out.qp(), out.bytes());
         let state = self.state[qp.index()];
         match state {

@@ -14,6 +14,7 @@
 //! libibumad, loaded at run time), and the simulated fabric in `mad-sim`.
 
 use std::fmt;
+use std::time::Duration;
 
 /// Which of the port's two management QPs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,6 +48,10 @@ pub use mad_wire::addr::{Address, Grh, GSI_QKEY, PERMISSIVE_LID};
 /// A work-request id, unique per transport instance while outstanding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct WrId(pub u64);
+
+/// What [`Transport::post`] gives back: the work request's id, or why
+/// nothing was posted.
+pub type Posted = Result<WrId, TransportError>;
 
 /// Work-completion status, modelled on `enum ibv_wc_status` (same order and
 /// values).
@@ -399,7 +404,9 @@ pub trait Transport: Send {
     /// Send queue depth of each QP (the most work requests outstanding).
     fn send_queue_depth(&self) -> usize;
 
-    /// Posts one checked MAD on its QP to `dest`.
+    /// Posts one checked MAD on its QP to `dest`; `wait` is how long the
+    /// stack above waits for its answer (this attempt's timeout), zero for
+    /// a MAD that awaits none.
     ///
     /// The MAD's own checks (length, class on the right QP) ran once, when
     /// the [`OutMad`] was made ([`Unsendable::check_post`]: at
@@ -409,34 +416,18 @@ pub trait Transport: Send {
     /// ([`Unsendable::is_carrier_limit`]: GRH on ibsim, a QP another
     /// endpoint owns, ...), and never panics on a MAD.
     ///
+    /// A transport below which a MAD layer matches answers to requests and
+    /// drops the unmatched ones (the kernel's, under umad) keeps a request
+    /// on its wait list about `wait` long; the others ignore `wait`.
+    /// Wrappers forward it unchanged.
+    ///
     /// # Errors
     /// Queue full, QP not in RTS, device dead, or a MAD this carrier
     /// cannot carry.
-    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError>;
-
-    /// Posts a request whose answer the stack above waits `wait` for (this
-    /// attempt's timeout). A transport below which a MAD layer matches
-    /// answers to requests and drops the unmatched ones (the kernel's,
-    /// under umad) keeps the request on its wait list about that long; the
-    /// others keep this default, which posts it as [`Transport::post`]
-    /// does. A zero `wait` is a MAD that awaits no answer and must post
-    /// exactly as [`Transport::post`] (the port posts everything through
-    /// this method). Wrappers forward it.
-    ///
-    /// # Errors
-    /// As [`Transport::post`].
-    fn post_waiting(
-        &mut self,
-        mad: OutMad<'_>,
-        dest: &Address,
-        wait: std::time::Duration,
-    ) -> Result<WrId, TransportError> {
-        let _ = wait;
-        self.post(mad, dest)
-    }
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: Duration) -> Posted;
 
     /// Checks `mad` for `qp` ([`Unsendable::check_post`]) and posts it
-    /// ([`Transport::post`]): for a caller holding bytes rather than an
+    /// ([`Transport::post`]) awaiting no answer: for a caller holding bytes rather than an
     /// [`OutMad`] (discovery's port thread, the SM driver, tests). A bad
     /// MAD is refused with [`TransportError::BadSend`] and nothing is
     /// posted. Implementations and wrappers keep this default (a wrapper
@@ -446,23 +437,17 @@ pub trait Transport: Send {
     /// # Errors
     /// [`TransportError::BadSend`], or as [`Transport::post`].
     fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
-        self.post(Unsendable::check_post(mad, qp)?, dest)
+        self.post(Unsendable::check_post(mad, qp)?, dest, Duration::ZERO)
     }
 
     /// Checks `mad` for `qp` and posts it as a request waiting `wait`
-    /// ([`Transport::post_waiting`]); as [`Transport::post_send`],
+    /// ([`Transport::post`]); as [`Transport::post_send`],
     /// implementations keep this default.
     ///
     /// # Errors
     /// As [`Transport::post_send`].
-    fn post_request(
-        &mut self,
-        qp: Qp,
-        mad: &[u8],
-        dest: &Address,
-        wait: std::time::Duration,
-    ) -> Result<WrId, TransportError> {
-        self.post_waiting(Unsendable::check_post(mad, qp)?, dest, wait)
+    fn post_request(&mut self, qp: Qp, mad: &[u8], dest: &Address, wait: Duration) -> Posted {
+        self.post(Unsendable::check_post(mad, qp)?, dest, wait)
     }
 
     /// Moves completed sends into `out`; returns how many.

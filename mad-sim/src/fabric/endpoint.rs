@@ -37,7 +37,7 @@
 
 use mad_core::transport::loopback::qp_transition_allowed;
 use mad_core::transport::{
-    AsyncEvent, Grh, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
+    AsyncEvent, Grh, OutMad, PortAttrs, Posted, Qp, QpState, Received, SendCompletion, Transport,
     TransportError, Unsendable, WcStatus, WrId,
 };
 use mad_core::wire::attr::port_cap;
@@ -226,7 +226,8 @@ impl Transport for SimPort {
         &mut self,
         out: OutMad<'_>,
         dest: &mad_core::transport::Address,
-    ) -> Result<WrId, TransportError> {
+        _wait: std::time::Duration,
+    ) -> Posted {
         let (qp, mad, class) = (out.qp(), out.bytes(), out.class());
         let mut c = self.fabric.lock();
         // Only what the packet needs, copied out of the node (no clone of

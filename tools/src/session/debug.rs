@@ -20,9 +20,10 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use mad_core::transport::{Address, OutMad, Transport, TransportError, WrId};
+use mad_core::transport::{Address, OutMad, Posted, Transport};
 use mad_core::wire::smp::Smp;
 use mad_core::wire::Mad;
+use std::time::Duration;
 
 use crate::diags::PortIdText;
 
@@ -188,19 +189,9 @@ pub fn debug_line(mad: &[u8], dest: &Address, walk: bool) -> Option<(&'static st
 mad_core::transport_layer!([T: Transport] DebugTap<T>, inner: T);
 
 impl<T: Transport> Transport for DebugTap<T> {
-    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: Duration) -> Posted {
         self.note(mad.bytes(), dest);
-        self.inner.post(mad, dest)
-    }
-
-    fn post_waiting(
-        &mut self,
-        mad: OutMad<'_>,
-        dest: &Address,
-        wait: std::time::Duration,
-    ) -> Result<WrId, TransportError> {
-        self.note(mad.bytes(), dest);
-        self.inner.post_waiting(mad, dest, wait)
+        self.inner.post(mad, dest, wait)
     }
 
     mad_core::forward_transport!(

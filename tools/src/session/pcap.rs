@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use mad_core::pcap::{Direction, PcapWriter, Timestamp};
-use mad_core::transport::{Address, OutMad, Received, Transport, TransportError, WrId};
+use mad_core::transport::{Address, OutMad, Posted, Received, Transport, TransportError, WrId};
+use std::time::Duration;
 
 type Writer = PcapWriter<BufWriter<File>>;
 
@@ -113,18 +114,8 @@ impl<T: Transport> PcapTap<T> {
 }
 
 impl<T: Transport> Transport for PcapTap<T> {
-    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
-        let r = self.inner.post(mad, dest);
-        self.record_sent(r, mad.bytes(), dest)
-    }
-
-    fn post_waiting(
-        &mut self,
-        mad: OutMad<'_>,
-        dest: &Address,
-        wait: std::time::Duration,
-    ) -> Result<WrId, TransportError> {
-        let r = self.inner.post_waiting(mad, dest, wait);
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: Duration) -> Posted {
+        let r = self.inner.post(mad, dest, wait);
         self.record_sent(r, mad.bytes(), dest)
     }
 

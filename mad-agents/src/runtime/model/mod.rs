@@ -45,7 +45,7 @@ use crate::spec::AgentSpec;
 use crate::types::{AgentEvent, AgentId, EngineConfig, SendError, SendId, SendRequest};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{
-    Address, AsyncEvent, OutMad, Qp, QpState, Received, SendCompletion, TransportError, WrId,
+    Address, AsyncEvent, OutMad, Posted, Qp, QpState, Received, SendCompletion, TransportError,
 };
 use mad_core::wire::{Method, MgmtClass};
 use std::collections::HashSet;
@@ -64,8 +64,8 @@ impl Transport for Dev {
     fn send_queue_depth(&self) -> usize {
         lock(&self.0).send_queue_depth()
     }
-    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
-        let wr = lock(&self.0).post(mad, dest)?;
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: Duration) -> Posted {
+        let wr = lock(&self.0).post(mad, dest, wait)?;
         lock(&self.2).posted(mad.bytes(), wr);
         Ok(wr)
     }

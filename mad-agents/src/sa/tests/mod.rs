@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use mad_core::transport::fault::{FaultConfig, FaultInjector};
 use mad_core::transport::loopback::Loopback;
 use mad_core::transport::{
-    Address, AsyncEvent, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WrId,
+    Address, AsyncEvent, OutMad, PortAttrs, Posted, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError,
 };
 use mad_core::wire::attr::Notice;
 use mad_core::wire::sa_records::{
@@ -65,8 +65,8 @@ impl<T: Transport> Transport for Tap<T> {
     fn send_queue_depth(&self) -> usize {
         self.inner.lock().unwrap().send_queue_depth()
     }
-    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
-        self.inner.lock().unwrap().post(mad, dest)
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: Duration) -> Posted {
+        self.inner.lock().unwrap().post(mad, dest, wait)
     }
     fn poll_send_completions(
         &mut self,

@@ -102,8 +102,8 @@ use crate::wire::field::{be_u16, be_u32, be_u64};
 
 use self::proto::{CtlType, SimClientInfo, SimCtl, SimRequest, CTL_DATA_LEN, SIM_MAGIC};
 use super::{
-    Address, AsyncEvent, OutMad, PortAttrs, PostedAtOnce, Qp, QpState, Received, SendCompletion,
-    Transport, TransportError, Unsendable, WrId, GSI_QKEY, PERMISSIVE_LID,
+    Address, AsyncEvent, OutMad, PortAttrs, Posted, PostedAtOnce, Qp, QpState, Received,
+    SendCompletion, Transport, TransportError, Unsendable, GSI_QKEY, PERMISSIVE_LID,
 };
 
 /// Most requests one client should leave unanswered at ibsim (see "Flow
@@ -510,7 +510,7 @@ impl Transport for IbSimTransport {
         IBSIM_MAX_IN_FLIGHT
     }
 
-    fn post(&mut self, out: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
+    fn post(&mut self, out: OutMad<'_>, dest: &Address, _wait: std::time::Duration) -> Posted {
         let (qp, mad) = (out.qp(), out.bytes());
         if self.dead {
             return Err(TransportError::DeviceDead(self.attrs.ca_name.clone()));

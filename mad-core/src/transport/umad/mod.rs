@@ -12,8 +12,8 @@
 //!   An agent for sending is registered lazily on the first send of a class;
 //!   [`Transport::register_requests`] adds the method mask (and OUI) for
 //!   receiving unsolicited requests.
-//! - [`Transport::post`] writes with `timeout_ms = 0`;
-//!   [`Transport::post_waiting`] writes a request with the stack's wait for
+//! - [`Transport::post`] writes a MAD that awaits no answer with
+//!   `timeout_ms = 0`, and a request with the stack's wait for
 //!   its answer (less a tenth, at most 50 ms). madstack does its own
 //!   response tracking and retries, but the kernel's MAD layer passes a
 //!   response on only if it matches a request still on its wait list
@@ -79,8 +79,8 @@
 
 use super::verbs::{DeviceEvents, WakeSet};
 use super::{
-    Address, AsyncEvent, Grh, OutMad, PortAttrs, PostedAtOnce, Qp, QpState, Received,
-    SendCompletion, Transport, TransportError, WrId,
+    Address, AsyncEvent, Grh, OutMad, PortAttrs, Posted, PostedAtOnce, Qp, QpState, Received,
+    SendCompletion, Transport, TransportError,
 };
 use crate::wire::{Mad, MgmtClass};
 use std::collections::{HashMap, VecDeque};
@@ -537,19 +537,10 @@ impl Transport for UmadTransport {
         128
     }
 
-    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
-        self.post_waiting(mad, dest, std::time::Duration::ZERO)
-    }
-
     /// Writes one MAD; a request stays on the kernel's wait list a little
     /// less than `wait` (so that it has left before the stack posts the same
     /// TID again: ib_umad refuses a request whose TID a pending one has).
-    fn post_waiting(
-        &mut self,
-        out: OutMad<'_>,
-        dest: &Address,
-        wait: std::time::Duration,
-    ) -> Result<WrId, TransportError> {
+    fn post(&mut self, out: OutMad<'_>, dest: &Address, wait: std::time::Duration) -> Posted {
         if self.dead {
             return Err(self.dead_error());
         }

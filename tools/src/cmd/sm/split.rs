@@ -20,8 +20,8 @@ use std::time::Duration;
 use mad_core::transport::ibsim::IbSimTransport;
 use mad_core::transport::umad::UmadTransport;
 use mad_core::transport::{
-    Address, AsyncEvent, OutMad, PortAttrs, Qp, QpState, Received, SendCompletion, Transport,
-    TransportError, WrId,
+    Address, AsyncEvent, OutMad, PortAttrs, Posted, Qp, QpState, Received, SendCompletion,
+    Transport, TransportError,
 };
 use mad_core::wire::MgmtClass;
 
@@ -188,17 +188,8 @@ impl<T: Transport> Transport for Half<T> {
         self.lock().inner.send_queue_depth()
     }
 
-    fn post(&mut self, mad: OutMad<'_>, dest: &Address) -> Result<WrId, TransportError> {
-        self.lock().inner.post(mad, dest)
-    }
-
-    fn post_waiting(
-        &mut self,
-        mad: OutMad<'_>,
-        dest: &Address,
-        wait: Duration,
-    ) -> Result<WrId, TransportError> {
-        self.lock().inner.post_waiting(mad, dest, wait)
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: Duration) -> Posted {
+        self.lock().inner.post(mad, dest, wait)
     }
 
     fn poll_send_completions(
