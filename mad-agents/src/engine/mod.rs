@@ -334,7 +334,6 @@ struct SendSlot {
     agent: usize,
     key: (u64, u8),
     tid: u64,
-    qp: Qp,
     /// The MAD, checked once at [`Engine::send`]; `None` for an RMPP
     /// transfer (its sender holds the message).
     mad: Option<mad_core::transport::OutMadBuf>,

@@ -193,7 +193,6 @@ impl Engine {
             agent: aidx,
             key,
             tid,
-            qp,
             // None for an RMPP transfer: its sender holds the message.
             mad,
             dest,
@@ -413,7 +412,10 @@ impl Engine {
                 // A send's own MAD was checked once, at `send`; a segment
                 // (or the transfer's ABORT / DS ACK) is checked once, here.
                 let mad = match (t, &s.mad) {
-                    (Transmit::Segment { mad, .. }, _) => Unsendable::check_post(mad, s.qp),
+                    (Transmit::Segment { mad, .. }, _) => {
+                        // The transfer's QP is its agent's.
+                        Unsendable::check_post(mad, self.agents[s.agent].spec.qp)
+                    }
                     (_, Some(m)) => Ok(m.as_out()),
                     (_, None) => {
                         debug_assert!(false, "an RMPP transfer posts segments only");
