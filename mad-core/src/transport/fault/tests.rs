@@ -276,3 +276,65 @@ fn injected_events_pass_through_in_order() {
     assert_eq!(f.poll_event(), Some(AsyncEvent::PortActive));
     assert_eq!(f.poll_event(), None);
 }
+
+/// A loopback that records the answer wait of every post.
+struct Waits {
+    inner: Loopback,
+    waits: Vec<std::time::Duration>,
+}
+
+crate::transport_layer!([] Waits, inner: Loopback);
+
+impl Transport for Waits {
+    fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: std::time::Duration) -> Posted {
+        self.waits.push(wait);
+        self.inner.post(mad, dest, wait)
+    }
+    crate::forward_transport!(
+        port_attrs,
+        refresh_port_attrs,
+        send_queue_depth,
+        poll_send_completions,
+        poll_recv,
+        poll_event,
+        qp_state,
+        modify_qp,
+        recreate_queues,
+        raw_fd,
+        watch_fd,
+        bounded_far_side,
+        register_requests,
+    );
+}
+
+#[test]
+fn a_request_reaches_the_transport_below_with_its_wait_even_when_held_back_or_duplicated() {
+    let below = Waits {
+        inner: lo(8),
+        waits: Vec::new(),
+    };
+    let cfg = FaultConfig {
+        send_delay: 1.0,
+        send_delay_polls: 1,
+        ..FaultConfig::default()
+    };
+    let mut f = FaultInjector::with_config(below, 1, cfg);
+    let wait = std::time::Duration::from_millis(1500);
+    f.post_request(Qp::Qp1, &mad(0), &Address::gsi(9), wait)
+        .unwrap();
+    assert!(f.inner().waits.is_empty(), "held back, not yet below");
+    while drain(&mut f).is_empty() {}
+    assert_eq!(f.inner().waits, vec![wait], "released with its wait");
+    f.config_mut().send_delay = 0.0;
+    f.config_mut().send_duplicate = 1.0;
+    f.post_request(Qp::Qp1, &mad(1), &Address::gsi(9), wait)
+        .unwrap();
+    assert_eq!(f.stats().sends_duplicated, 1);
+    assert_eq!(f.inner().waits, vec![wait; 3], "the copy keeps it too");
+    f.post_send(Qp::Qp1, &mad(2), &Address::gsi(9)).unwrap();
+    assert_eq!(
+        f.inner().waits.last(),
+        Some(&std::time::Duration::ZERO),
+        "a MAD awaiting no answer posts with none"
+    );
+}
