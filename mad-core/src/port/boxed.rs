@@ -15,20 +15,5 @@ impl<T: Transport + ?Sized> TransportLayer for Box<T> {
 
 /// A boxed transport is a transport (the transport of the runtime's driver).
 impl<T: Transport + ?Sized> Transport for Box<T> {
-    crate::forward_transport!(
-        port_attrs,
-        refresh_port_attrs,
-        send_queue_depth,
-        post,
-        poll_send_completions,
-        poll_recv,
-        poll_event,
-        qp_state,
-        modify_qp,
-        recreate_queues,
-        raw_fd,
-        bounded_far_side,
-        register_requests,
-        watch_fd,
-    );
+    crate::forward_transport!(control, post, poll_recv);
 }

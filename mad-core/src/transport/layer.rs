@@ -22,11 +22,7 @@
 //!         self.received += usize::from(r.is_some());
 //!         Ok(r)
 //!     }
-//!     forward_transport!(
-//!         port_attrs, refresh_port_attrs, send_queue_depth, post,
-//!         poll_send_completions, poll_event, qp_state, modify_qp, recreate_queues,
-//!         raw_fd, bounded_far_side, register_requests
-//!     );
+//!     forward_transport!(control, post);
 //! }
 //!
 //! let mut c = Counting { inner: Loopback::new(Loopback::attrs("lb0", 1, 1), 4), received: 0 };
@@ -76,11 +72,30 @@ macro_rules! transport_layer {
 /// [`Transport`](crate::transport::Transport) method as a call of the same
 /// method on the inner transport. Name every method the impl does not
 /// write itself (a missing one is a compile error, as in any impl; a
-/// provided method left out keeps its default).
+/// provided method left out keeps its default). `control` names every
+/// method but the two that carry MADs, `post` and `poll_recv` (what a
+/// tap changes): `forward_transport!(control, poll_recv)` is a wrapper
+/// that writes only `post`.
 #[macro_export]
 macro_rules! forward_transport {
     ($($method:ident),+ $(,)?) => {
         $( $crate::forward_transport!(@one $method); )+
+    };
+    (@one control) => {
+        $crate::forward_transport!(
+            port_attrs,
+            refresh_port_attrs,
+            send_queue_depth,
+            poll_send_completions,
+            poll_event,
+            qp_state,
+            modify_qp,
+            recreate_queues,
+            raw_fd,
+            watch_fd,
+            bounded_far_side,
+            register_requests,
+        );
     };
     (@one port_attrs) => {
         fn port_attrs(&self) -> &$crate::transport::PortAttrs {

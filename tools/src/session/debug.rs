@@ -194,21 +194,7 @@ impl<T: Transport> Transport for DebugTap<T> {
         self.inner.post(mad, dest, wait)
     }
 
-    mad_core::forward_transport!(
-        poll_recv,
-        port_attrs,
-        refresh_port_attrs,
-        send_queue_depth,
-        poll_send_completions,
-        poll_event,
-        qp_state,
-        modify_qp,
-        recreate_queues,
-        raw_fd,
-        watch_fd,
-        bounded_far_side,
-        register_requests,
-    );
+    mad_core::forward_transport!(control, poll_recv);
 }
 
 #[cfg(test)]

@@ -129,20 +129,7 @@ impl<T: Transport> Transport for PcapTap<T> {
         Ok(r)
     }
 
-    mad_core::forward_transport!(
-        port_attrs,
-        refresh_port_attrs,
-        send_queue_depth,
-        poll_send_completions,
-        poll_event,
-        qp_state,
-        modify_qp,
-        recreate_queues,
-        raw_fd,
-        watch_fd,
-        bounded_far_side,
-        register_requests,
-    );
+    mad_core::forward_transport!(control);
 }
 
 #[cfg(test)]

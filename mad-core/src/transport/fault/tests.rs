@@ -290,21 +290,7 @@ impl Transport for Waits {
         self.waits.push(wait);
         self.inner.post(mad, dest, wait)
     }
-    crate::forward_transport!(
-        port_attrs,
-        refresh_port_attrs,
-        send_queue_depth,
-        poll_send_completions,
-        poll_recv,
-        poll_event,
-        qp_state,
-        modify_qp,
-        recreate_queues,
-        raw_fd,
-        watch_fd,
-        bounded_far_side,
-        register_requests,
-    );
+    crate::forward_transport!(control, poll_recv);
 }
 
 #[test]
