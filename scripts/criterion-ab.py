@@ -32,7 +32,10 @@ def run(binary, filt, secs, cpu):
            "--warm-up-time", "1", "--measurement-time", secs, filt]
     if cpu != "-":
         cmd = ["taskset", "-c", cpu] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"criterion-ab: {binary} exited with {done.returncode}:\n{done.stderr[-2000:]}")
+    out = done.stdout
     found, name = {}, None
     for line in out.splitlines():
         m = TIME.search(line)

@@ -26,7 +26,7 @@ fn wr<'a>(client: ClientId, mad: OutMad<'a>, dest: &'a Address, cookie: u64) -> 
         mad,
         dest,
         cookie,
-        wait: None,
+        wait: std::time::Duration::ZERO,
     }
 }
 

@@ -47,27 +47,12 @@ impl<T: Transport> PortPair<T> {
         dest: &Address,
         cookie: u64,
     ) -> Result<SendToken, PortError> {
-        self.post_waiting(client, mad, dest, cookie, None)
-    }
-
-    /// Posts a send ([`Driver::post`]) with answer wait `wait`.
-    ///
-    /// # Errors
-    /// As [`Driver::post`].
-    pub fn post_waiting(
-        &mut self,
-        client: ClientId,
-        mad: OutMad<'_>,
-        dest: &Address,
-        cookie: u64,
-        wait: Option<Duration>,
-    ) -> Result<SendToken, PortError> {
         let wr = Post {
             client,
             mad,
             dest,
             cookie,
-            wait,
+            wait: Duration::ZERO,
         };
         self.driver.post(&mut self.core, wr)
     }

@@ -280,7 +280,6 @@ pub enum AgentState {
     Closing,
 }
 
-#[derive(Debug)]
 struct AgentSlot {
     id: AgentId,
     spec: AgentSpec,
@@ -307,7 +306,6 @@ struct AgentSlot {
     fc_ready: bool,
 }
 
-#[derive(Debug)]
 struct RmppTx {
     sender: Sender,
     /// The sender's settings, to start the transfer again on a retry.
@@ -316,7 +314,6 @@ struct RmppTx {
 
 /// Solicited flow control of the port (see the [module
 /// documentation](self#flow-control)).
-#[derive(Debug)]
 struct Flow {
     agent_limit: usize,
     port_limit: usize,
@@ -328,7 +325,6 @@ struct Flow {
     seq: u64,
 }
 
-#[derive(Debug)]
 struct SendSlot {
     id: SendId,
     agent: usize,
@@ -361,13 +357,12 @@ struct SendSlot {
 /// in order, when the engine flushes its queue
 /// ([`Engine::flush_transmits`]) before it returns to its caller or calls
 /// the port; a refusal comes back to [`Engine::refused`].
-#[derive(Debug)]
 enum Transmit {
     /// Send `idx`'s own MAD, read from its slot when posted (no copy).
     Send {
         idx: usize,
         id: SendId,
-        wait: Option<Duration>,
+        wait: Duration,
         on_refusal: OnRefusal,
     },
     /// An RMPP segment (or ABORT / DS ACK) of send `idx`'s transfer.
@@ -375,7 +370,7 @@ enum Transmit {
         idx: usize,
         id: SendId,
         mad: MadBuf,
-        wait: Option<Duration>,
+        wait: Duration,
         on_refusal: OnRefusal,
     },
     /// A MAD the engine sends on its own behalf (RMPP ACK / STOP / ABORT
@@ -421,7 +416,6 @@ impl Default for SendList {
 }
 
 /// The agent layer of one port; see the [module documentation](self).
-#[derive(Debug)]
 pub struct Engine {
     /// The port's state; its transport is the caller's ([`Io`]).
     port: PortCore,
@@ -454,6 +448,19 @@ pub struct Engine {
     /// Work requests not yet handed to the port, in order.
     out: Vec<Transmit>,
     flow: Flow,
+}
+
+/// A summary: the engine's tables can hold 100,000 sends, too many to
+/// print.
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("port", &self.port)
+            .field("agents", &self.agents.len())
+            .field("sends", &self.sends.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The RMPP header of an outbound MAD whose Active flag is set, for a

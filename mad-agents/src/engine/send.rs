@@ -262,7 +262,7 @@ impl Engine {
 
     /// How long the layer below should hold request `idx` for its answer
     /// ([`mad_core::transport::Transport::post_request`]): this attempt's
-    /// timeout, for a request that expects a response; `None` otherwise.
+    /// timeout, for a request that expects a response; zero otherwise.
     ///
     /// An RMPP request's last DATA segment is held longer (twice the
     /// timeout and 5 s more): the answer comes only after the final ACK,
@@ -271,19 +271,19 @@ impl Engine {
     /// must find one still waiting (seen against the real kernel: a 1 MiB
     /// transfer's GetResp arrived after every segment's wait had ended).
     #[inline]
-    pub(super) fn answer_wait(&self, idx: usize, mad: &[u8]) -> Option<Duration> {
+    pub(super) fn answer_wait(&self, idx: usize, mad: &[u8]) -> Duration {
         let s = &self.sends[idx];
         if s.timeout.is_zero() || !Mad::new_checked(mad).is_ok_and(|m| !m.is_response()) {
-            return None;
+            return Duration::ZERO;
         }
         let wait = self.interval(s);
         let last_segment =
             active_rmpp(mad).is_some_and(|h| h.rmpp_type() == RmppType::DATA && h.is_last());
-        Some(if last_segment {
+        if last_segment {
             wait.saturating_mul(2) + Duration::from_secs(5)
         } else {
             wait
-        })
+        }
     }
 
     /// Posts send `idx`'s MAD to `io` at once, as its first work request
@@ -450,7 +450,7 @@ impl Engine {
                             mad,
                             dest,
                             cookie: INTERNAL,
-                            wait: None,
+                            wait: Duration::ZERO,
                         };
                         io.post(&mut self.port, wr)
                     });

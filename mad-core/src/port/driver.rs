@@ -64,7 +64,7 @@ impl<T: Transport> Driver<T> {
         let qp = mad.qp();
         let rts = self.transport.qp_state(qp) == QpState::Rts;
         if core.can_post_now(qp, self.transport.send_queue_depth(), rts) {
-            let r = self.transport.post(mad, dest, wait.unwrap_or_default());
+            let r = self.transport.post(mad, dest, wait);
             match r {
                 Ok(wr) => {
                     core.posted_wr(qp, wr, meta);
@@ -265,9 +265,7 @@ impl<T: Transport> Driver<T> {
                 };
                 // Checked when the port accepted it, not again.
                 let mad = OutMad::requeued(&r.mad, qp);
-                let posted = self
-                    .transport
-                    .post(mad, &r.dest, r.wait.unwrap_or_default());
+                let posted = self.transport.post(mad, &r.dest, r.wait);
                 match posted {
                     Ok(wr) => core.posted_wr(qp, wr, r.meta),
                     Err(TransportError::QueueFull { .. } | TransportError::QpNotReady { .. }) => {

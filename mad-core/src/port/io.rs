@@ -22,8 +22,9 @@ pub struct Post<'a> {
     pub dest: &'a Address,
     /// Handed back with its completion.
     pub cookie: u64,
-    /// How long the layer below holds a request for its answer.
-    pub wait: Option<Duration>,
+    /// How long the layer below holds a request for its answer; zero for
+    /// a MAD that awaits none ([`crate::transport::Transport::post`]).
+    pub wait: Duration,
 }
 
 /// The transport side of a port, as a [`PortCore`]'s owner sees it: it

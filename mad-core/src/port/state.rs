@@ -28,8 +28,9 @@ pub(super) struct Queued {
     pub(super) meta: Meta,
     pub(super) mad: crate::MadBuf,
     pub(super) dest: Address,
-    /// The answer's wait of a request ([`super::Driver::post`]).
-    pub(super) wait: Option<std::time::Duration>,
+    /// The answer's wait of a request, zero for none
+    /// ([`super::Driver::post`]).
+    pub(super) wait: std::time::Duration,
 }
 
 #[derive(Debug, Default)]

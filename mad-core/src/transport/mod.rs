@@ -427,16 +427,16 @@ pub trait Transport: Send {
     fn post(&mut self, mad: OutMad<'_>, dest: &Address, wait: Duration) -> Posted;
 
     /// Checks `mad` for `qp` ([`Unsendable::check_post`]) and posts it
-    /// ([`Transport::post`]) awaiting no answer: for a caller holding bytes rather than an
-    /// [`OutMad`] (discovery's port thread, the SM driver, tests). A bad
-    /// MAD is refused with [`TransportError::BadSend`] and nothing is
-    /// posted. Implementations and wrappers keep this default (a wrapper
-    /// that forwarded it would check twice) and implement
-    /// [`Transport::post`].
+    /// ([`Transport::post`]) awaiting no answer: for a caller holding
+    /// bytes rather than an [`OutMad`] (discovery's port thread, the SM
+    /// driver, tests). A bad MAD is refused with
+    /// [`TransportError::BadSend`] and nothing is posted. Implementations
+    /// and wrappers keep this default (a wrapper that forwarded it would
+    /// check twice) and implement [`Transport::post`].
     ///
     /// # Errors
     /// [`TransportError::BadSend`], or as [`Transport::post`].
-    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Result<WrId, TransportError> {
+    fn post_send(&mut self, qp: Qp, mad: &[u8], dest: &Address) -> Posted {
         self.post(Unsendable::check_post(mad, qp)?, dest, Duration::ZERO)
     }
 
