@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -97,13 +97,20 @@ fn a_port_event_storm_into_an_engine_agent_that_never_polls_stays_bounded_and_lo
     assert!(sent.iter().all(|s| done.contains_key(s)));
 }
 
-/// Hands out the storm's port events to the runtime's loop, one per poll.
+/// Hands out the storm's port events to the runtime's loop, one per poll,
+/// once `go` is set: the loop polls from the moment the runtime starts,
+/// and a port event polled before the agent is registered reaches no one
+/// (neither delivered nor coalesced), so the count would never add up.
 struct Storm {
+    go: Arc<AtomicBool>,
     next: Arc<AtomicUsize>,
 }
 
 impl Hooks for Storm {
     fn event(&mut self) -> Option<AsyncEvent> {
+        if !self.go.load(Ordering::SeqCst) {
+            return None;
+        }
         let i = self.next.load(Ordering::SeqCst);
         if i >= STORM {
             return None;
@@ -124,15 +131,20 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 #[test]
 fn a_port_event_storm_into_a_channel_agent_that_never_reads_stays_bounded_and_loses_no_completion()
 {
-    let next = Arc::new(AtomicUsize::new(0));
-    let transport = Wrapped::new(
-        support::answering(Arc::default()),
-        Storm { next: next.clone() },
+    let (go, next) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
     );
+    let storm = Storm {
+        go: go.clone(),
+        next: next.clone(),
+    };
+    let transport = Wrapped::new(support::answering(Arc::default()), storm);
     let rt = Runtime::start(transport, EngineConfig::default()).unwrap();
     let (agent, rx) = rt
         .register_channel(AgentSpec::send_only("deaf", Qp::Qp1))
         .unwrap();
+    go.store(true, Ordering::SeqCst);
     // Sends during the storm; one the port refuses for a full overflow
     // queue (the documented back-pressure) is counted and not retried.
     let (mut sent, mut refused) = (Vec::new(), 0);
