@@ -464,9 +464,10 @@ fn control_calls_work_while_ibsim_waits_on_our_full_queue() {
     let posted = saturate(&mut t, AttributeId::NODE_DESC);
     std::thread::sleep(Duration::from_millis(100));
     let before = t.port_attrs().clone();
-    let t0 = Instant::now();
+    // Without the data socket read while waiting, ibsim would stay stuck
+    // writing to us and the call would fail at the control timeout (5 s)
+    // with "did not answer": the unwrap is the check, not a clock.
     t.refresh_port_attrs().unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
     assert_eq!(t.port_attrs(), &before);
     let mut answered = 0;
     let deadline = Instant::now() + Duration::from_secs(10);
