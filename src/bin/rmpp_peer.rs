@@ -474,7 +474,19 @@ fn shared_fatal(args: &[String]) -> Result<bool, String> {
         d.1 > 0 && sa.is_port_dead() && cm.reset_stats().device_fatal > 0
     };
     let mut ok = until("DeviceFatal at every service", &heard, 120);
-    ok &= until("every user send completed", &|| user.outstanding() == 0, 60);
+    // A send stops being outstanding when the engine completes it; its
+    // completion reaches the callback a moment later, on the loop thread.
+    let delivered = || {
+        let d = done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sends.iter().filter(|s| d.0.contains_key(s)).count()
+    };
+    ok &= until(
+        "every user send completed and its completion delivered",
+        &|| user.outstanding() == 0 && delivered() == n,
+        60,
+    );
     let sa_result = sa_request
         .join()
         .map_err(|_| "the SA thread panicked".to_owned())?;
@@ -542,6 +554,18 @@ fn shared_fatal(args: &[String]) -> Result<bool, String> {
         watch.joined()
     );
     ok &= watch.joined();
+    // Deregistration is synchronous: nothing reaches the callback now, so
+    // a completion delivered twice, however late, is counted here.
+    let once_at_close = {
+        let d = done
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sends
+            .iter()
+            .all(|s| d.0.get(s).is_some_and(|v| v.len() == 1))
+    };
+    println!("SHARED each once after close {once_at_close}");
+    ok &= once_at_close;
     println!("SHARED done ok {ok}");
     Ok(ok)
 }
