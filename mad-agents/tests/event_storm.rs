@@ -169,15 +169,18 @@ fn a_port_event_storm_into_a_channel_agent_that_never_reads_stays_bounded_and_lo
         port_first <= KINDS.len(),
         "{port_first} port events in the channel of an agent that never read"
     );
-    // Anything still on its way, until every port event is accounted for.
+    // Anything still on its way, until every port event is accounted for
+    // and every send's completion is in (a send counts as completed in
+    // the engine a moment before its completion reaches the channel).
     let mut port = port_first;
-    wait_until("every port event delivered or coalesced", || {
+    wait_until("every port event and completion delivered", || {
         let (p, d) = tally(std::iter::from_fn(|| rx.try_recv()));
         port += p;
         for (s, n) in d {
             *done.entry(s).or_default() += n;
         }
         port as u64 + agent.stats().unwrap().port_events_coalesced == STORM as u64
+            && done.len() >= sent.len()
     });
     assert!(!sent.is_empty());
     assert_eq!(
