@@ -203,8 +203,21 @@ fn bring_up_and_check(name: &str) {
     check_routes(&sim, name, &cas);
     check_lfts(&sim, name, &lids);
 
-    // saquery: NodeRecords and a PathRecord from mad sm's SA.
-    let out = diag(&sim, "saquery", &["-N"]);
+    // saquery: NodeRecords and a PathRecord from mad sm's SA. (Seen once
+    // in a loaded CI rehearsal: saquery found no SM LID at its port after
+    // sminfo had; the failure prints what the SM did meanwhile.)
+    let o = sim.umad2sim_output("saquery", ["-N"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    if !o.status.success() {
+        let local = sim.umad2sim_output("smpquery", ["portinfo"]);
+        panic!(
+            "{name}: saquery -N failed ({}):\n{out}\n{}\nthe local PortInfo now:\n{}\nmad sm's events: {:#?}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&local.stdout),
+            sm.drain()
+        );
+    }
     assert!(
         out.contains("NodeRecord dump"),
         "{name}: saquery -N:\n{out}"

@@ -91,6 +91,15 @@ impl MadSm {
         }
     }
 
+    /// Takes every event mad sm has printed so far into [`Self::seen`]
+    /// without waiting, and returns them all (for a failure's message).
+    pub fn drain(&mut self) -> &[Value] {
+        while let Ok(v) = self.events.try_recv() {
+            self.seen.push(v);
+        }
+        &self.seen
+    }
+
     /// The value of `key` in the first event named `name` seen so far.
     pub fn seen(&self, name: &str, key: &str) -> Value {
         self.seen
