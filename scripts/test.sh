@@ -8,9 +8,10 @@
 #      (scripts/module-cycles.py, scripts/check-mad-offsets.py: no header
 #      offsets in production code, at most a few test files, each saying why),
 #      cargo test --benches --no-run (every benchmark builds and links,
-#      in the test profile whose dependencies cargo test builds anyway:
+#      in the test profile whose dependencies cargo test builds anyway;
 #      the bench profile's optimized build of everything took 8 of CI's
-#      minutes for what clippy --all-targets and this already check), cargo test --workspace (which includes the
+#      minutes for what clippy --all-targets and this already check),
+#      cargo test --workspace (which includes the
 #      real-kernel tests: tests/kernel_vm.rs and tools/tests/kernel_vm_diags.rs
 #      boot Debian's kernel under qemu with two soft-RoCE ports, tests/kvm;
 #      tools/tests/kernel_vm_kcm.rs boots two such VMs, one with the

@@ -467,24 +467,31 @@ fn shared_fatal(args: &[String]) -> Result<bool, String> {
         sa_busy()
     );
 
+    let heard_so_far = || {
+        done.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    // Every user send completed exactly once (so far).
+    let each_once = |d: &Heard| {
+        sends
+            .iter()
+            .all(|s| d.0.get(s).is_some_and(|v| v.len() == 1))
+    };
     let heard = || {
-        let d = done
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let d = heard_so_far();
         d.1 > 0 && sa.is_port_dead() && cm.reset_stats().device_fatal > 0
     };
     let mut ok = until("DeviceFatal at every service", &heard, 120);
     // A send stops being outstanding when the engine completes it; its
     // completion reaches the callback a moment later, on the loop thread.
-    let delivered = || {
-        let d = done
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        sends.iter().filter(|s| d.0.contains_key(s)).count()
-    };
     ok &= until(
         "every user send completed and its completion delivered",
-        &|| user.outstanding() == 0 && delivered() == n,
+        &|| {
+            user.outstanding() == 0 && {
+                let d = heard_so_far();
+                sends.iter().all(|s| d.0.contains_key(s))
+            }
+        },
         60,
     );
     let sa_result = sa_request
@@ -507,12 +514,8 @@ fn shared_fatal(args: &[String]) -> Result<bool, String> {
     }
     ok &= post.is_err();
     {
-        let d = done
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let once = sends
-            .iter()
-            .all(|s| d.0.get(s).is_some_and(|v| v.len() == 1));
+        let d = heard_so_far();
+        let once = each_once(&d);
         let failed = sends
             .iter()
             .filter_map(|s| d.0.get(s).and_then(|v| v.first()))
@@ -556,14 +559,7 @@ fn shared_fatal(args: &[String]) -> Result<bool, String> {
     ok &= watch.joined();
     // Deregistration is synchronous: nothing reaches the callback now, so
     // a completion delivered twice, however late, is counted here.
-    let once_at_close = {
-        let d = done
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        sends
-            .iter()
-            .all(|s| d.0.get(s).is_some_and(|v| v.len() == 1))
-    };
+    let once_at_close = each_once(&heard_so_far());
     println!("SHARED each once after close {once_at_close}");
     ok &= once_at_close;
     println!("SHARED done ok {ok}");
